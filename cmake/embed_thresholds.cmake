@@ -1,0 +1,17 @@
+# Writes a C file holding every thresholds/*.json as a string, looked up by base name.
+# Called with -DOUT=<file.c> -DFILES=<list of json files>.
+set(body "/* generated from the thresholds directory by cmake/embed_thresholds.cmake */\n")
+string(APPEND body "#include \"thresholds.h\"\n#include <stddef.h>\n\n")
+set(table "")
+set(i 0)
+foreach(f IN LISTS FILES)
+  get_filename_component(name ${f} NAME_WE)
+  file(READ ${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
+  string(APPEND body "static const char cg_builtin_${i}[] = {${hex} 0x00};\n")
+  string(APPEND table "    {\"${name}\", cg_builtin_${i}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nconst struct cg_builtin_thresholds cg_builtin_thresholds[] = {\n${table}    {NULL, NULL},\n};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(RENAME ${OUT}.tmp ${OUT})

@@ -1,0 +1,146 @@
+/*
+ * artifact: the run artifact (also the baseline format), in memory and as JSON.
+ *
+ * An artifact holds one or more runs of the canary (one run = one canary process); each run has
+ * its measured steps (warm-up already dropped), a summary and per-op totals. Times are integer
+ * nanoseconds, sizes integer bytes. Unknown integer values are -1, unknown doubles NAN, unknown
+ * strings NULL. The JSON layout is documented field by field in docs/artifact.md.
+ *
+ * Loading validates everything a comparison relies on and names the file and field of the first
+ * problem. Saving is atomic. Not thread-safe; every string and array is owned by the artifact.
+ */
+#ifndef CG_ARTIFACT_H
+#define CG_ARTIFACT_H
+
+#include "err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CG_ARTIFACT_SCHEMA "canary-gate/run"
+#define CG_ARTIFACT_MAX_BYTES ((size_t)512 * 1024 * 1024)
+
+enum cg_op_kind { CG_OP_KERNEL, CG_OP_MEMCPY, CG_OP_MEMSET, CG_OP_RANGE, CG_OP_KIND_COUNT };
+
+struct cg_op {
+    char *name;          /* exact (demangled) name */
+    char *family;        /* name with template arguments and suffixes stripped */
+    enum cg_op_kind kind;
+    int64_t calls;
+    int64_t total_ns;    /* summed over the run's measured steps */
+};
+
+struct cg_step {
+    int64_t wall_ns;     /* > 0 */
+    int64_t tokens;      /* -1 when unknown */
+    int64_t gpu_busy_ns; /* -1 when unknown */
+};
+
+struct cg_run_summary {
+    double step_time_mean_ns;
+    double step_time_median_ns;
+    double step_time_p95_ns;
+    double tokens_per_sec;       /* NAN when no step has tokens */
+    int64_t peak_device_bytes;   /* -1 when unknown (no GPU metrics) */
+    int64_t peak_host_rss_bytes; /* -1 when unknown */
+};
+
+struct cg_run {
+    struct cg_step *steps;
+    size_t n_steps;
+    struct cg_run_summary summary;
+    struct cg_op *ops;
+    size_t n_ops;
+    int64_t dropped_records;        /* CUPTI records lost, -1 when not traced */
+    int64_t zero_timestamp_records; /* CUPTI records with a zero start or end, -1 when not traced */
+};
+
+struct cg_env {
+    char *gpu_model;        /* NULL when no GPU */
+    int64_t gpu_count;
+    char *driver_version;
+    char *cuda_version;
+    char *cupti_status;     /* "ok" or why GPU metrics are unavailable */
+    char *cpu_model;
+    char *tool_version;
+    char **canary_command;  /* argv of the canary */
+    size_t n_canary_command;
+    char *canary_hash;      /* hash of the canary's identity and settings */
+};
+
+struct cg_settings {
+    int64_t steps;           /* measured steps per run */
+    int64_t warmup;          /* steps dropped at the start of each run */
+    int64_t runs;            /* runs asked for */
+    char *step_range;        /* NVTX range name that marks a step */
+    int64_t tokens_per_step; /* -1 when steps carry their own tokens or none */
+};
+
+struct cg_artifact {
+    int64_t schema_version;
+    char *created_utc;
+    bool gpu_available;
+    char *gpu_reason;        /* NULL when available */
+    struct cg_env env;
+    struct cg_settings settings;
+    struct cg_run *runs;
+    size_t n_runs;
+};
+
+/* Sets an empty artifact of the current schema version. Allocates nothing. */
+void cg_artifact_init(struct cg_artifact *a);
+
+/* Frees everything the artifact owns; it is empty (as after init) afterwards. */
+void cg_artifact_release(struct cg_artifact *a);
+
+/* Parses and validates artifact JSON text. name is the file name used in messages.
+ * On error a is left empty and err says "cannot read '<name>': <field>: <problem>" (CG_EINPUT). */
+int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_artifact *a,
+                      struct cg_err *err);
+
+/* Reads and parses the file at path (see cg_artifact_parse). */
+int cg_artifact_load(const char *path, struct cg_artifact *a, struct cg_err *err);
+
+/* Renders the artifact as JSON; returns a malloc'ed string (caller frees) or NULL (no memory). */
+char *cg_artifact_to_json(const struct cg_artifact *a);
+
+/* Writes the artifact to path atomically; CG_EIO naming the path on failure. */
+int cg_artifact_save(const char *path, const struct cg_artifact *a, struct cg_err *err);
+
+/* Appends an empty run (no steps, unknown peaks) and returns it, or NULL when out of memory.
+ * The pointer is valid until the next append. */
+struct cg_run *cg_artifact_add_run(struct cg_artifact *a);
+
+/* Appends a step to run; returns 0 or CG_ENOMEM. */
+int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t gpu_busy_ns);
+
+/* Appends an op (name and family are copied; family NULL means same as name); 0 or CG_ENOMEM. */
+int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum cg_op_kind kind,
+                  int64_t calls, int64_t total_ns);
+
+/* Computes the run's step-time summary and tokens/sec from its steps. Peaks are left alone. */
+void cg_run_summarize(struct cg_run *run);
+
+/* Copies src's runs into dst (appending). Returns 0 or CG_ENOMEM. */
+int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *src);
+
+/* Copies everything but the runs (environment, settings, gpu status) from src to dst, which
+ * must be empty. Returns 0 or CG_ENOMEM. */
+int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *src);
+
+/* Names the first environment field in which a and b are different machines (GPU model and
+ * count, driver, CUDA, and CPU model when neither has a GPU), or NULL when they match. */
+const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, bool gpu);
+
+/* Names the first canary identity field that differs (command, hash, steps, warm-up, step range,
+ * tokens per step), or NULL when the canaries match. */
+const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b);
+
+/* "kernel", "memcpy", "memset", "range". */
+const char *cg_op_kind_name(enum cg_op_kind kind);
+
+/* Parses an op kind name; returns 0 or CG_EINPUT. */
+int cg_op_kind_parse(const char *s, enum cg_op_kind *out);
+
+#endif

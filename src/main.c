@@ -1,0 +1,58 @@
+/*
+ * main: the canary-gate command table. Each verb lives in its own cmd_<verb>.c.
+ */
+#include "cg_version.h"
+#include "cmd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct cg_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct cg_command commands[] = {
+    {"run", cmd_run, "run the canary under instrumentation and write a run artifact"},
+    {"compare", cmd_compare, "compare two run artifacts and print the verdict"},
+    {"merge", cmd_merge, "pool the runs of several artifacts into one baseline"},
+    {"show", cmd_show, "print a human summary of a run artifact"},
+    {"comment", cmd_comment, "post or update the PR comment and commit status on GitHub"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: canary-gate <command> [options]\n"
+                 "       canary-gate --version\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'canary-gate <command> --help' describes each command.\n"
+                 "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage or invalid input,\n"
+                 "            3 the canary or the tool failed at run time,\n"
+                 "            4 inconclusive with --fail-on-inconclusive\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CG_EXIT_INPUT;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("canary-gate %s (artifact schema_version %d)\n", CG_VERSION, CG_SCHEMA_VERSION);
+        return CG_EXIT_PASS;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return CG_EXIT_PASS;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "canary-gate: '%s' is not a command (see 'canary-gate --help')\n", argv[1]);
+    return CG_EXIT_INPUT;
+}
