@@ -1,0 +1,769 @@
+/*
+ * artifact: the run artifact in memory and as JSON (see artifact.h and docs/artifact.md).
+ *
+ * Parsing walks the cJSON tree with small typed getters that name the field path of the first
+ * problem ("runs[2].steps[5].wall_ns: must be a positive integer"). Integers are read from JSON
+ * numbers and must be whole and within +-2^53. Not thread-safe.
+ */
+#include "artifact.h"
+
+#include "buf.h"
+#include "cg_version.h"
+#include "fsutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
+
+static const char *const kind_names[CG_OP_KIND_COUNT] = {"kernel", "memcpy", "memset", "range"};
+
+const char *cg_op_kind_name(enum cg_op_kind kind)
+{
+    return (unsigned)kind < CG_OP_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int cg_op_kind_parse(const char *s, enum cg_op_kind *out)
+{
+    for (int i = 0; i < CG_OP_KIND_COUNT; i++) {
+        if (strcmp(s, kind_names[i]) == 0) {
+            *out = (enum cg_op_kind)i;
+            return 0;
+        }
+    }
+    return CG_EINPUT;
+}
+
+void cg_artifact_init(struct cg_artifact *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->schema_version = CG_SCHEMA_VERSION;
+    a->env.gpu_count = 0;
+    a->settings.tokens_per_step = -1;
+}
+
+static void run_release(struct cg_run *r)
+{
+    for (size_t i = 0; i < r->n_ops; i++) {
+        free(r->ops[i].name);
+        free(r->ops[i].family);
+    }
+    free(r->ops);
+    free(r->steps);
+}
+
+static void env_release(struct cg_env *e)
+{
+    free(e->gpu_model);
+    free(e->driver_version);
+    free(e->cuda_version);
+    free(e->cupti_status);
+    free(e->cpu_model);
+    free(e->tool_version);
+    for (size_t i = 0; i < e->n_canary_command; i++)
+        free(e->canary_command[i]);
+    free(e->canary_command);
+    free(e->canary_hash);
+}
+
+void cg_artifact_release(struct cg_artifact *a)
+{
+    for (size_t i = 0; i < a->n_runs; i++)
+        run_release(&a->runs[i]);
+    free(a->runs);
+    env_release(&a->env);
+    free(a->settings.step_range);
+    free(a->created_utc);
+    free(a->gpu_reason);
+    cg_artifact_init(a);
+}
+
+/* ---- building ---------------------------------------------------------------------------- */
+
+static void run_init(struct cg_run *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->summary.step_time_mean_ns = NAN;
+    r->summary.step_time_median_ns = NAN;
+    r->summary.step_time_p95_ns = NAN;
+    r->summary.tokens_per_sec = NAN;
+    r->summary.peak_device_bytes = -1;
+    r->summary.peak_host_rss_bytes = -1;
+    r->dropped_records = -1;
+    r->zero_timestamp_records = -1;
+}
+
+struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
+{
+    struct cg_run *p = realloc(a->runs, (a->n_runs + 1) * sizeof(*p));
+    if (p == NULL)
+        return NULL;
+    a->runs = p;
+    run_init(&a->runs[a->n_runs]);
+    return &a->runs[a->n_runs++];
+}
+
+/* Grows *arr (elem bytes each) so that index n fits. The capacity is implicit: 8, then doubling,
+ * so a reallocation happens exactly when n is 0 or a power of two from 8 on. 0 or CG_ENOMEM. */
+static int grow(void **arr, size_t n, size_t elem)
+{
+    bool full = n == 0 || (n >= 8 && (n & (n - 1)) == 0);
+    if (!full)
+        return 0;
+    size_t cap = n == 0 ? 8 : n * 2;
+    void *p = realloc(*arr, cap * elem);
+    if (p == NULL)
+        return CG_ENOMEM;
+    *arr = p;
+    return 0;
+}
+
+int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t gpu_busy_ns)
+{
+    if (grow((void **)&run->steps, run->n_steps, sizeof(*run->steps)) != 0)
+        return CG_ENOMEM;
+    struct cg_step *s = &run->steps[run->n_steps++];
+    s->wall_ns = wall_ns;
+    s->tokens = tokens;
+    s->gpu_busy_ns = gpu_busy_ns;
+    return 0;
+}
+
+int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum cg_op_kind kind,
+                  int64_t calls, int64_t total_ns)
+{
+    if (grow((void **)&run->ops, run->n_ops, sizeof(*run->ops)) != 0)
+        return CG_ENOMEM;
+    char *n = strdup(name);
+    char *f = strdup(family != NULL ? family : name);
+    if (n == NULL || f == NULL) {
+        free(n);
+        free(f);
+        return CG_ENOMEM;
+    }
+    struct cg_op *op = &run->ops[run->n_ops++];
+    op->name = n;
+    op->family = f;
+    op->kind = kind;
+    op->calls = calls;
+    op->total_ns = total_ns;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Quantile of sorted v (type 7: linear interpolation between closest ranks). */
+static double sorted_quantile(const int64_t *v, size_t n, double q)
+{
+    double h = (double)(n - 1) * q;
+    size_t lo = (size_t)floor(h);
+    size_t hi = lo + 1 < n ? lo + 1 : lo;
+    return (double)v[lo] + (h - (double)lo) * (double)(v[hi] - v[lo]);
+}
+
+void cg_run_summarize(struct cg_run *run)
+{
+    struct cg_run_summary *s = &run->summary;
+    s->step_time_mean_ns = s->step_time_median_ns = s->step_time_p95_ns = NAN;
+    s->tokens_per_sec = NAN;
+    size_t n = run->n_steps;
+    if (n == 0)
+        return;
+    int64_t *v = malloc(n * sizeof(*v));
+    if (v == NULL)
+        return;
+    double mean = 0.0, wall_s = 0.0;
+    int64_t tokens = 0;
+    bool have_tokens = false;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = run->steps[i].wall_ns;
+        mean += ((double)v[i] - mean) / (double)(i + 1);
+        wall_s += (double)v[i] * 1e-9;
+        if (run->steps[i].tokens >= 0) {
+            tokens += run->steps[i].tokens;
+            have_tokens = true;
+        }
+    }
+    qsort(v, n, sizeof(*v), cmp_i64);
+    s->step_time_mean_ns = mean;
+    s->step_time_median_ns = sorted_quantile(v, n, 0.5);
+    s->step_time_p95_ns = sorted_quantile(v, n, 0.95);
+    if (have_tokens && wall_s > 0)
+        s->tokens_per_sec = (double)tokens / wall_s;
+    free(v);
+}
+
+static int dup_str(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (src == NULL)
+        return 0;
+    *dst = strdup(src);
+    return *dst != NULL ? 0 : CG_ENOMEM;
+}
+
+int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *src)
+{
+    for (size_t i = 0; i < src->n_runs; i++) {
+        const struct cg_run *from = &src->runs[i];
+        struct cg_run *to = cg_artifact_add_run(dst);
+        if (to == NULL)
+            return CG_ENOMEM;
+        to->summary = from->summary;
+        to->dropped_records = from->dropped_records;
+        to->zero_timestamp_records = from->zero_timestamp_records;
+        for (size_t k = 0; k < from->n_steps; k++) {
+            const struct cg_step *s = &from->steps[k];
+            if (cg_run_add_step(to, s->wall_ns, s->tokens, s->gpu_busy_ns) != 0)
+                return CG_ENOMEM;
+        }
+        for (size_t k = 0; k < from->n_ops; k++) {
+            const struct cg_op *op = &from->ops[k];
+            if (cg_run_add_op(to, op->name, op->family, op->kind, op->calls, op->total_ns) != 0)
+                return CG_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *src)
+{
+    const struct cg_env *e = &src->env;
+    struct cg_env *d = &dst->env;
+    dst->schema_version = src->schema_version;
+    dst->gpu_available = src->gpu_available;
+    dst->settings.steps = src->settings.steps;
+    dst->settings.warmup = src->settings.warmup;
+    dst->settings.runs = src->settings.runs;
+    dst->settings.tokens_per_step = src->settings.tokens_per_step;
+    d->gpu_count = e->gpu_count;
+    int rc = dup_str(&dst->gpu_reason, src->gpu_reason) | dup_str(&dst->created_utc, src->created_utc) |
+             dup_str(&dst->settings.step_range, src->settings.step_range) |
+             dup_str(&d->gpu_model, e->gpu_model) | dup_str(&d->driver_version, e->driver_version) |
+             dup_str(&d->cuda_version, e->cuda_version) | dup_str(&d->cupti_status, e->cupti_status) |
+             dup_str(&d->cpu_model, e->cpu_model) | dup_str(&d->tool_version, e->tool_version) |
+             dup_str(&d->canary_hash, e->canary_hash);
+    if (rc != 0)
+        return CG_ENOMEM;
+    if (e->n_canary_command > 0) {
+        d->canary_command = calloc(e->n_canary_command, sizeof(char *));
+        if (d->canary_command == NULL)
+            return CG_ENOMEM;
+        d->n_canary_command = e->n_canary_command;
+        for (size_t i = 0; i < e->n_canary_command; i++) {
+            if (dup_str(&d->canary_command[i], e->canary_command[i]) != 0)
+                return CG_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* ---- comparing identities ---------------------------------------------------------------- */
+
+static bool str_eq(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, bool gpu)
+{
+    if (gpu) {
+        if (!str_eq(a->gpu_model, b->gpu_model))
+            return "environment.gpu_model";
+        if (a->gpu_count != b->gpu_count)
+            return "environment.gpu_count";
+        if (!str_eq(a->driver_version, b->driver_version))
+            return "environment.driver_version";
+        if (!str_eq(a->cuda_version, b->cuda_version))
+            return "environment.cuda_version";
+        return NULL;
+    }
+    if (!str_eq(a->cpu_model, b->cpu_model))
+        return "environment.cpu_model";
+    return NULL;
+}
+
+const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b)
+{
+    const struct cg_env *x = &a->env, *y = &b->env;
+    if (x->n_canary_command != y->n_canary_command)
+        return "environment.canary_command";
+    for (size_t i = 0; i < x->n_canary_command; i++) {
+        if (!str_eq(x->canary_command[i], y->canary_command[i]))
+            return "environment.canary_command";
+    }
+    if (!str_eq(x->canary_hash, y->canary_hash))
+        return "environment.canary_hash";
+    if (a->settings.steps != b->settings.steps)
+        return "settings.steps";
+    if (a->settings.warmup != b->settings.warmup)
+        return "settings.warmup";
+    if (!str_eq(a->settings.step_range, b->settings.step_range))
+        return "settings.step_range";
+    if (a->settings.tokens_per_step != b->settings.tokens_per_step)
+        return "settings.tokens_per_step";
+    return NULL;
+}
+
+/* ---- parsing ----------------------------------------------------------------------------- */
+
+struct parser {
+    const char *name; /* file name for messages */
+    struct cg_err *err;
+};
+
+static int bad(struct parser *p, const char *path, const char *problem)
+{
+    return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': %s: %s", p->name, path, problem);
+}
+
+/* Looks up key in obj; path is the parent's path, used in messages. Missing → error unless
+ * optional (then *out = NULL). A JSON null counts as missing for optional fields only. */
+static int field(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                 bool optional, const cJSON **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = v;
+    if (v != NULL && !(optional && cJSON_IsNull(v)))
+        return 0;
+    *out = NULL;
+    if (optional)
+        return 0;
+    char path[256];
+    snprintf(path, sizeof(path), "%s%s%s", parent, parent[0] ? "." : "", key);
+    return bad(p, path, "missing");
+}
+
+static void join_path(char *dst, size_t n, const char *parent, const char *key)
+{
+    int w = snprintf(dst, n, "%s%s%s", parent, parent[0] ? "." : "", key);
+    if (w < 0 || (size_t)w >= n)
+        dst[n - 1] = '\0';
+}
+
+/* Reads an integer field >= min. Optional fields default to -1 when missing or null. */
+static int get_int(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                   bool optional, int64_t min, int64_t *out)
+{
+    const cJSON *v;
+    char path[256];
+    *out = -1;
+    if (field(p, obj, parent, key, optional, &v) != 0)
+        return CG_EINPUT;
+    if (v == NULL)
+        return 0;
+    join_path(path, sizeof(path), parent, key);
+    if (!cJSON_IsNumber(v))
+        return bad(p, path, "must be a number");
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || fabs(d) > MAX_EXACT_INT)
+        return bad(p, path, "must be a whole number");
+    if (d < (double)min) {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "must be at least %lld", (long long)min);
+        return bad(p, path, msg);
+    }
+    *out = (int64_t)d;
+    return 0;
+}
+
+/* Reads a finite non-negative number; optional fields default to NAN. */
+static int get_num(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                   bool optional, double *out)
+{
+    const cJSON *v;
+    char path[256];
+    *out = NAN;
+    if (field(p, obj, parent, key, optional, &v) != 0)
+        return CG_EINPUT;
+    if (v == NULL)
+        return 0;
+    join_path(path, sizeof(path), parent, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return bad(p, path, "must be a finite number");
+    if (v->valuedouble < 0)
+        return bad(p, path, "must not be negative");
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* Reads a string (copied); optional fields default to NULL. */
+static int get_str(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                   bool optional, char **out)
+{
+    const cJSON *v;
+    char path[256];
+    *out = NULL;
+    if (field(p, obj, parent, key, optional, &v) != 0)
+        return CG_EINPUT;
+    if (v == NULL)
+        return 0;
+    join_path(path, sizeof(path), parent, key);
+    if (!cJSON_IsString(v))
+        return bad(p, path, "must be a string");
+    *out = strdup(v->valuestring);
+    return *out != NULL ? 0 : cg_err_set(p->err, CG_ENOMEM, "out of memory");
+}
+
+static int parse_env(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    const cJSON *env;
+    struct cg_env *e = &a->env;
+    if (field(p, root, "", "environment", false, &env) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(env))
+        return bad(p, "environment", "must be an object");
+    const char *pe = "environment";
+    if (get_str(p, env, pe, "gpu_model", true, &e->gpu_model) ||
+        get_int(p, env, pe, "gpu_count", false, 0, &e->gpu_count) ||
+        get_str(p, env, pe, "driver_version", true, &e->driver_version) ||
+        get_str(p, env, pe, "cuda_version", true, &e->cuda_version) ||
+        get_str(p, env, pe, "cupti_status", true, &e->cupti_status) ||
+        get_str(p, env, pe, "cpu_model", true, &e->cpu_model) ||
+        get_str(p, env, pe, "tool_version", true, &e->tool_version) ||
+        get_str(p, env, pe, "canary_hash", true, &e->canary_hash))
+        return CG_EINPUT;
+    const cJSON *cmd;
+    if (field(p, env, pe, "canary_command", true, &cmd) != 0)
+        return CG_EINPUT;
+    if (cmd == NULL)
+        return 0;
+    if (!cJSON_IsArray(cmd))
+        return bad(p, "environment.canary_command", "must be an array of strings");
+    size_t n = (size_t)cJSON_GetArraySize(cmd);
+    e->canary_command = calloc(n ? n : 1, sizeof(char *));
+    if (e->canary_command == NULL)
+        return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    const cJSON *arg;
+    cJSON_ArrayForEach(arg, cmd)
+    {
+        if (!cJSON_IsString(arg))
+            return bad(p, "environment.canary_command", "must be an array of strings");
+        e->canary_command[e->n_canary_command] = strdup(arg->valuestring);
+        if (e->canary_command[e->n_canary_command++] == NULL)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    const cJSON *s;
+    if (field(p, root, "", "settings", false, &s) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(s))
+        return bad(p, "settings", "must be an object");
+    struct cg_settings *st = &a->settings;
+    if (get_int(p, s, "settings", "steps", false, 1, &st->steps) ||
+        get_int(p, s, "settings", "warmup", false, 0, &st->warmup) ||
+        get_int(p, s, "settings", "runs", false, 1, &st->runs) ||
+        get_str(p, s, "settings", "step_range", true, &st->step_range) ||
+        get_int(p, s, "settings", "tokens_per_step", true, 0, &st->tokens_per_step))
+        return CG_EINPUT;
+    return 0;
+}
+
+static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, struct cg_run *r)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s.steps", rp);
+    if (!cJSON_IsArray(steps))
+        return bad(p, path, "must be an array");
+    if (cJSON_GetArraySize(steps) == 0)
+        return bad(p, path, "is empty: the run measured no steps");
+    size_t i = 0;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, steps)
+    {
+        snprintf(path, sizeof(path), "%s.steps[%zu]", rp, i++);
+        if (!cJSON_IsObject(st))
+            return bad(p, path, "must be an object");
+        int64_t wall, tokens, busy;
+        if (get_int(p, st, path, "wall_ns", false, 1, &wall) ||
+            get_int(p, st, path, "tokens", true, 0, &tokens) ||
+            get_int(p, st, path, "gpu_busy_ns", true, 0, &busy))
+            return CG_EINPUT;
+        if (cg_run_add_step(r, wall, tokens, busy) != 0)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_ops(struct parser *p, const cJSON *ops, const char *rp, struct cg_run *r)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s.ops", rp);
+    if (!cJSON_IsArray(ops))
+        return bad(p, path, "must be an array");
+    size_t i = 0;
+    const cJSON *op;
+    cJSON_ArrayForEach(op, ops)
+    {
+        snprintf(path, sizeof(path), "%s.ops[%zu]", rp, i++);
+        if (!cJSON_IsObject(op))
+            return bad(p, path, "must be an object");
+        const cJSON *name, *family, *kind;
+        int64_t calls, total;
+        if (field(p, op, path, "name", false, &name) || field(p, op, path, "kind", false, &kind) ||
+            field(p, op, path, "family", true, &family) ||
+            get_int(p, op, path, "calls", false, 0, &calls) ||
+            get_int(p, op, path, "total_ns", false, 0, &total))
+            return CG_EINPUT;
+        if (!cJSON_IsString(name) || name->valuestring[0] == '\0')
+            return bad(p, path, "name must be a non-empty string");
+        if (family != NULL && !cJSON_IsString(family))
+            return bad(p, path, "family must be a string");
+        enum cg_op_kind k;
+        if (!cJSON_IsString(kind) || cg_op_kind_parse(kind->valuestring, &k) != 0)
+            return bad(p, path, "kind must be one of kernel, memcpy, memset, range");
+        if (cg_run_add_op(r, name->valuestring, family ? family->valuestring : NULL, k, calls,
+                          total) != 0)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_summary(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *s;
+    char path[128];
+    snprintf(path, sizeof(path), "%s.summary", rp);
+    if (field(p, run, rp, "summary", false, &s) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(s))
+        return bad(p, path, "must be an object");
+    struct cg_run_summary *m = &r->summary;
+    if (get_num(p, s, path, "step_time_mean_ns", false, &m->step_time_mean_ns) ||
+        get_num(p, s, path, "step_time_median_ns", false, &m->step_time_median_ns) ||
+        get_num(p, s, path, "step_time_p95_ns", false, &m->step_time_p95_ns) ||
+        get_num(p, s, path, "tokens_per_sec", true, &m->tokens_per_sec) ||
+        get_int(p, s, path, "peak_device_bytes", true, 0, &m->peak_device_bytes) ||
+        get_int(p, s, path, "peak_host_rss_bytes", true, 0, &m->peak_host_rss_bytes))
+        return CG_EINPUT;
+    /* The summary must agree with the steps it summarises: a hand-edited or corrupted summary
+     * would otherwise be compared while the steps say something else. */
+    double mean = m->step_time_mean_ns, median = m->step_time_median_ns, p95 = m->step_time_p95_ns;
+    cg_run_summarize(r);
+    const double tol = 1e-6;
+    if (fabs(mean - m->step_time_mean_ns) > tol * m->step_time_mean_ns + 1.0 ||
+        fabs(median - m->step_time_median_ns) > tol * m->step_time_median_ns + 1.0 ||
+        fabs(p95 - m->step_time_p95_ns) > tol * m->step_time_p95_ns + 1.0)
+        return bad(p, path, "step times do not match the run's steps");
+    return 0;
+}
+
+static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    const cJSON *runs;
+    if (field(p, root, "", "runs", false, &runs) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsArray(runs))
+        return bad(p, "runs", "must be an array");
+    if (cJSON_GetArraySize(runs) == 0)
+        return bad(p, "runs", "is empty: the artifact holds no measured run");
+    size_t i = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, runs)
+    {
+        char rp[64];
+        snprintf(rp, sizeof(rp), "runs[%zu]", i++);
+        if (!cJSON_IsObject(run))
+            return bad(p, rp, "must be an object");
+        struct cg_run *r = cg_artifact_add_run(a);
+        if (r == NULL)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+        const cJSON *steps, *ops;
+        if (field(p, run, rp, "steps", false, &steps) || parse_steps(p, steps, rp, r) ||
+            field(p, run, rp, "ops", false, &ops) || parse_ops(p, ops, rp, r) ||
+            parse_summary(p, run, rp, r) ||
+            get_int(p, run, rp, "dropped_records", true, 0, &r->dropped_records) ||
+            get_int(p, run, rp, "zero_timestamp_records", true, 0, &r->zero_timestamp_records))
+            return CG_EINPUT;
+    }
+    return 0;
+}
+
+static int parse_root(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    if (!cJSON_IsObject(root))
+        return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': not a run artifact (not a JSON object)",
+                          p->name);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    if (schema == NULL)
+        return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': not a run artifact (missing \"schema\")",
+                          p->name);
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, CG_ARTIFACT_SCHEMA) != 0)
+        return cg_err_set(p->err, CG_EINPUT,
+                          "cannot read '%s': not a run artifact (\"schema\" is not \"%s\")", p->name,
+                          CG_ARTIFACT_SCHEMA);
+    if (get_int(p, root, "", "schema_version", false, 1, &a->schema_version) != 0)
+        return CG_EINPUT;
+    if (a->schema_version > CG_SCHEMA_VERSION)
+        return cg_err_set(p->err, CG_EINPUT,
+                          "cannot read '%s': schema_version %lld is newer than this canary-gate "
+                          "reads (up to %d): upgrade canary-gate",
+                          p->name, (long long)a->schema_version, CG_SCHEMA_VERSION);
+    const cJSON *gpu, *avail;
+    if (field(p, root, "", "gpu", false, &gpu) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(gpu))
+        return bad(p, "gpu", "must be an object");
+    if (field(p, gpu, "gpu", "available", false, &avail) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsBool(avail))
+        return bad(p, "gpu.available", "must be true or false");
+    a->gpu_available = cJSON_IsTrue(avail);
+    if (get_str(p, gpu, "gpu", "reason", true, &a->gpu_reason) ||
+        get_str(p, root, "", "created_utc", true, &a->created_utc) || parse_env(p, root, a) ||
+        parse_settings(p, root, a) || parse_runs(p, root, a))
+        return CG_EINPUT;
+    return 0;
+}
+
+int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_artifact *a,
+                      struct cg_err *err)
+{
+    struct parser p = {name, err};
+    cg_artifact_init(a);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (root == NULL)
+        return cg_err_set(err, CG_EINPUT, "cannot read '%s': not valid JSON (truncated or corrupt)",
+                          name);
+    int rc = parse_root(&p, root, a);
+    cJSON_Delete(root);
+    if (rc != 0)
+        cg_artifact_release(a);
+    return rc;
+}
+
+int cg_artifact_load(const char *path, struct cg_artifact *a, struct cg_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cg_artifact_init(a);
+    int rc = cg_file_read(path, CG_ARTIFACT_MAX_BYTES, &text, &len, err);
+    if (rc == 0)
+        rc = cg_artifact_parse(text, len, path, a, err);
+    free(text);
+    return rc;
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static cJSON *num_or_null(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *int_or_null(int64_t v)
+{
+    return v >= 0 ? cJSON_CreateNumber((double)v) : cJSON_CreateNull();
+}
+
+static cJSON *str_or_null(const char *s)
+{
+    return s != NULL ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+static cJSON *run_to_json(const struct cg_run *r)
+{
+    cJSON *run = cJSON_CreateObject();
+    cJSON *steps = cJSON_AddArrayToObject(run, "steps");
+    for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
+        const struct cg_step *s = &r->steps[i];
+        cJSON *st = cJSON_CreateObject();
+        cJSON_AddNumberToObject(st, "wall_ns", (double)s->wall_ns);
+        if (s->tokens >= 0)
+            cJSON_AddNumberToObject(st, "tokens", (double)s->tokens);
+        if (s->gpu_busy_ns >= 0)
+            cJSON_AddNumberToObject(st, "gpu_busy_ns", (double)s->gpu_busy_ns);
+        cJSON_AddItemToArray(steps, st);
+    }
+    cJSON *sum = cJSON_AddObjectToObject(run, "summary");
+    const struct cg_run_summary *m = &r->summary;
+    cJSON_AddItemToObject(sum, "step_time_mean_ns", num_or_null(m->step_time_mean_ns));
+    cJSON_AddItemToObject(sum, "step_time_median_ns", num_or_null(m->step_time_median_ns));
+    cJSON_AddItemToObject(sum, "step_time_p95_ns", num_or_null(m->step_time_p95_ns));
+    cJSON_AddItemToObject(sum, "tokens_per_sec", num_or_null(m->tokens_per_sec));
+    cJSON_AddItemToObject(sum, "peak_device_bytes", int_or_null(m->peak_device_bytes));
+    cJSON_AddItemToObject(sum, "peak_host_rss_bytes", int_or_null(m->peak_host_rss_bytes));
+    cJSON *ops = cJSON_AddArrayToObject(run, "ops");
+    for (size_t i = 0; ops != NULL && i < r->n_ops; i++) {
+        const struct cg_op *o = &r->ops[i];
+        cJSON *op = cJSON_CreateObject();
+        cJSON_AddStringToObject(op, "name", o->name);
+        cJSON_AddStringToObject(op, "family", o->family);
+        cJSON_AddStringToObject(op, "kind", cg_op_kind_name(o->kind));
+        cJSON_AddNumberToObject(op, "calls", (double)o->calls);
+        cJSON_AddNumberToObject(op, "total_ns", (double)o->total_ns);
+        cJSON_AddItemToArray(ops, op);
+    }
+    cJSON_AddItemToObject(run, "dropped_records", int_or_null(r->dropped_records));
+    cJSON_AddItemToObject(run, "zero_timestamp_records", int_or_null(r->zero_timestamp_records));
+    return run;
+}
+
+char *cg_artifact_to_json(const struct cg_artifact *a)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (root == NULL)
+        return NULL;
+    cJSON_AddStringToObject(root, "schema", CG_ARTIFACT_SCHEMA);
+    cJSON_AddNumberToObject(root, "schema_version", CG_SCHEMA_VERSION);
+    cJSON_AddItemToObject(root, "created_utc", str_or_null(a->created_utc));
+    cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
+    cJSON_AddBoolToObject(gpu, "available", a->gpu_available);
+    cJSON_AddItemToObject(gpu, "reason", str_or_null(a->gpu_reason));
+
+    const struct cg_env *e = &a->env;
+    cJSON *env = cJSON_AddObjectToObject(root, "environment");
+    cJSON_AddItemToObject(env, "gpu_model", str_or_null(e->gpu_model));
+    cJSON_AddNumberToObject(env, "gpu_count", (double)(e->gpu_count > 0 ? e->gpu_count : 0));
+    cJSON_AddItemToObject(env, "driver_version", str_or_null(e->driver_version));
+    cJSON_AddItemToObject(env, "cuda_version", str_or_null(e->cuda_version));
+    cJSON_AddItemToObject(env, "cupti_status", str_or_null(e->cupti_status));
+    cJSON_AddItemToObject(env, "cpu_model", str_or_null(e->cpu_model));
+    cJSON_AddItemToObject(env, "tool_version", str_or_null(e->tool_version ? e->tool_version
+                                                                           : CG_VERSION));
+    cJSON *cmd = cJSON_AddArrayToObject(env, "canary_command");
+    for (size_t i = 0; cmd != NULL && i < e->n_canary_command; i++)
+        cJSON_AddItemToArray(cmd, cJSON_CreateString(e->canary_command[i]));
+    cJSON_AddItemToObject(env, "canary_hash", str_or_null(e->canary_hash));
+
+    const struct cg_settings *s = &a->settings;
+    cJSON *set = cJSON_AddObjectToObject(root, "settings");
+    cJSON_AddNumberToObject(set, "steps", (double)s->steps);
+    cJSON_AddNumberToObject(set, "warmup", (double)s->warmup);
+    cJSON_AddNumberToObject(set, "runs", (double)s->runs);
+    cJSON_AddItemToObject(set, "step_range", str_or_null(s->step_range));
+    cJSON_AddItemToObject(set, "tokens_per_step", int_or_null(s->tokens_per_step));
+
+    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
+    for (size_t i = 0; runs != NULL && i < a->n_runs; i++)
+        cJSON_AddItemToArray(runs, run_to_json(&a->runs[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+int cg_artifact_save(const char *path, const struct cg_artifact *a, struct cg_err *err)
+{
+    char *text = cg_artifact_to_json(a);
+    if (text == NULL)
+        return cg_err_set(err, CG_ENOMEM, "cannot write '%s': out of memory", path);
+    size_t len = strlen(text);
+    int rc = cg_file_write_atomic(path, text, len, err);
+    if (rc == 0 && strcmp(path, "-") == 0)
+        rc = cg_file_write_atomic(path, "\n", 1, err);
+    free(text);
+    return rc;
+}
