@@ -1,0 +1,721 @@
+/*
+ * github: PR comment, commit status and job summary over the GitHub REST API (see github.h).
+ *
+ * Every request goes through cg_http_send, which retries 5xx and rate limits. This file turns the
+ * final status into one-line messages: 401 token rejected, 403 the token cannot write (forks),
+ * 404 repository or pull request not found, 422 validation failed, rate limits, 5xx. Pagination
+ * links are only followed to the API's own origin, so the token never goes to another host.
+ * Not thread-safe.
+ */
+#include "github.h"
+
+#include <cjson/cJSON.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GH_MAX_PAGES 500
+#define GH_TRUNCATED_NOTE "\n\n_The report was cut to fit GitHub's comment limit; the job summary has all of it._\n"
+
+/* ---- small checks and names ---------------------------------------------------------------- */
+
+enum cg_github_verdict cg_github_verdict_parse(const char *s)
+{
+    if (s == NULL)
+        return CG_GITHUB_VERDICT_NONE;
+    if (strcasecmp(s, "pass") == 0)
+        return CG_GITHUB_PASS;
+    if (strcasecmp(s, "fail") == 0)
+        return CG_GITHUB_FAIL;
+    if (strcasecmp(s, "inconclusive") == 0)
+        return CG_GITHUB_INCONCLUSIVE;
+    return CG_GITHUB_VERDICT_NONE;
+}
+
+const char *cg_github_verdict_name(enum cg_github_verdict v)
+{
+    switch (v) {
+    case CG_GITHUB_PASS:
+        return "pass";
+    case CG_GITHUB_FAIL:
+        return "fail";
+    case CG_GITHUB_INCONCLUSIVE:
+        return "inconclusive";
+    default:
+        return "none";
+    }
+}
+
+static int id_char(int c)
+{
+    return isalnum(c) || c == '.' || c == '_' || c == '-';
+}
+
+int cg_github_id_check(const char *id, struct cg_err *err)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > CG_GITHUB_ID_MAX)
+        return cg_err_set(err, CG_EINPUT, "gate id '%s': expected 1 to %d characters", id,
+                          CG_GITHUB_ID_MAX);
+    for (size_t i = 0; i < n; i++)
+        if (!id_char((unsigned char)id[i]))
+            return cg_err_set(err, CG_EINPUT,
+                              "gate id '%s': use only letters, digits, '.', '_' and '-'", id);
+    return 0;
+}
+
+int cg_github_repo_check(const char *repo, struct cg_err *err)
+{
+    const char *slash = strchr(repo, '/');
+    size_t n = strlen(repo);
+    int ok = slash != NULL && slash != repo && slash[1] != '\0' && strchr(slash + 1, '/') == NULL &&
+             n < 256;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = repo[i] == '/' || id_char((unsigned char)repo[i]);
+    if (!ok)
+        return cg_err_set(err, CG_EINPUT, "repository '%s': expected OWNER/NAME", repo);
+    return 0;
+}
+
+int cg_github_sha_check(const char *sha, struct cg_err *err)
+{
+    size_t n = strlen(sha);
+    int ok = n >= 7 && n <= 64;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isxdigit((unsigned char)sha[i]);
+    if (!ok)
+        return cg_err_set(err, CG_EINPUT, "commit '%s': expected a hex SHA", sha);
+    return 0;
+}
+
+int cg_github_marker(const char *id, char *out, size_t size)
+{
+    int n = (id == NULL || *id == '\0') ? snprintf(out, size, "<!-- canary-gate -->")
+                                        : snprintf(out, size, "<!-- canary-gate:%s -->", id);
+    return n < 0 || (size_t)n >= size ? CG_EINPUT : 0;
+}
+
+/* ---- the report ----------------------------------------------------------------------------- */
+
+/* Returns the length of the line at p (without its "\n" or "\r\n") within end. */
+static size_t line_len(const char *p, const char *end, const char **next)
+{
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *stop = nl ? nl : end;
+    *next = nl ? nl + 1 : end;
+    if (stop > p && stop[-1] == '\r')
+        stop--;
+    return (size_t)(stop - p);
+}
+
+/* Matches "<!-- canary-gate -->" or "<!-- canary-gate:ID -->"; fills id. */
+static int marker_line(const char *p, size_t n, char *id, size_t id_size)
+{
+    static const char head[] = "<!-- canary-gate";
+    static const char tail[] = " -->";
+    size_t hl = sizeof(head) - 1, tl = sizeof(tail) - 1;
+    if (n < hl + tl || memcmp(p, head, hl) != 0 || memcmp(p + n - tl, tail, tl) != 0)
+        return 0;
+    const char *mid = p + hl;
+    size_t ml = n - hl - tl;
+    if (ml == 0) {
+        id[0] = '\0';
+        return 1;
+    }
+    if (mid[0] != ':' || ml - 1 == 0 || ml - 1 >= id_size)
+        return 0;
+    for (size_t i = 1; i < ml; i++)
+        if (!id_char((unsigned char)mid[i]))
+            return 0;
+    memcpy(id, mid + 1, ml - 1);
+    id[ml - 1] = '\0';
+    return 1;
+}
+
+static enum cg_github_verdict verdict_line(const char *p, size_t n)
+{
+    static const char head[] = "<!-- canary-gate-verdict:";
+    static const char tail[] = "-->";
+    size_t hl = sizeof(head) - 1, tl = sizeof(tail) - 1;
+    if (n < hl + tl || memcmp(p, head, hl) != 0 || memcmp(p + n - tl, tail, tl) != 0)
+        return CG_GITHUB_VERDICT_NONE;
+    const char *a = p + hl, *b = p + n - tl;
+    while (a < b && *a == ' ')
+        a++;
+    while (b > a && b[-1] == ' ')
+        b--;
+    char word[16];
+    if ((size_t)(b - a) >= sizeof(word))
+        return CG_GITHUB_VERDICT_NONE;
+    memcpy(word, a, (size_t)(b - a));
+    word[b - a] = '\0';
+    return cg_github_verdict_parse(word);
+}
+
+void cg_github_report_parse(const char *text, size_t len, struct cg_github_report *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *end = text + len, *next = NULL;
+    size_t n = line_len(text, end, &next);
+    if (!marker_line(text, n, out->id, sizeof(out->id)))
+        return;
+    out->has_marker = 1;
+    const char *second = next;
+    n = line_len(second, end, &next);
+    out->verdict = verdict_line(second, n);
+}
+
+/* Counts UTF-8 characters (bytes that do not continue a sequence). */
+static size_t utf8_chars(const char *p, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)p[i] & 0xC0) != 0x80;
+    return c;
+}
+
+int cg_github_comment_body(const char *report, size_t len, const char *id, struct cg_buf *out,
+                           struct cg_err *err)
+{
+    char marker[CG_GITHUB_ID_MAX + 32];
+    char old_id[CG_GITHUB_ID_MAX + 1];
+    const char *end = report + len, *rest = report;
+    if (cg_github_marker(id, marker, sizeof(marker)) != 0)
+        return cg_err_set(err, CG_EINPUT, "gate id '%s' is too long", id);
+    size_t n = line_len(report, end, &rest);
+    if (!marker_line(report, n, old_id, sizeof(old_id)))
+        rest = report;
+    size_t rest_len = (size_t)(end - rest);
+    size_t budget = CG_GITHUB_COMMENT_MAX_CHARS - strlen(marker) - 1;
+    int rc = cg_buf_printf(out, "%s\n", marker);
+    if (rc == 0 && utf8_chars(rest, rest_len) <= budget) {
+        rc = cg_buf_add(out, rest, rest_len);
+    } else if (rc == 0) {
+        /* cut at the last line that fits with the note */
+        size_t keep_chars = budget - utf8_chars(GH_TRUNCATED_NOTE, strlen(GH_TRUNCATED_NOTE));
+        size_t i = 0, chars = 0, cut = 0;
+        for (; i < rest_len; i++) {
+            if (((unsigned char)rest[i] & 0xC0) != 0x80 && ++chars > keep_chars)
+                break;
+            if (rest[i] == '\n')
+                cut = i + 1;
+        }
+        rc = cg_buf_add(out, rest, cut);
+        if (rc == 0)
+            rc = cg_buf_adds(out, GH_TRUNCATED_NOTE);
+    }
+    if (rc != 0)
+        return cg_err_set(err, CG_ENOMEM, "the comment body does not fit in memory");
+    return 0;
+}
+
+/* ---- Link header and event file ------------------------------------------------------------- */
+
+/* Does a rel parameter value (quotes removed) name "next" among its space-separated words? */
+static int rel_has_next(const char *v, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && v[i] == ' ')
+            i++;
+        size_t w = i;
+        while (i < n && v[i] != ' ')
+            i++;
+        if (i - w == 4 && strncasecmp(v + w, "next", 4) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int cg_github_link_next(const char *link, char **next)
+{
+    const char *p = link;
+    *next = NULL;
+    if (link == NULL)
+        return 0;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p != '<')
+            return 0;
+        const char *url = p + 1;
+        const char *close = strchr(url, '>');
+        if (close == NULL)
+            return 0;
+        p = close + 1;
+        int is_next = 0;
+        /* parameters: ; name=value or ; name="value", up to the next ',' outside quotes */
+        for (;;) {
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (*p != ';')
+                break;
+            p++;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            const char *name = p;
+            while (*p && *p != '=' && *p != ';' && *p != ',')
+                p++;
+            size_t name_len = (size_t)(p - name);
+            while (name_len > 0 && (name[name_len - 1] == ' ' || name[name_len - 1] == '\t'))
+                name_len--;
+            if (*p != '=')
+                continue;
+            p++;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            const char *val = p;
+            size_t val_len;
+            if (*p == '"') {
+                val = ++p;
+                while (*p && *p != '"')
+                    p++;
+                if (*p != '"')
+                    return 0;
+                val_len = (size_t)(p - val);
+                p++;
+            } else {
+                while (*p && *p != ';' && *p != ',' && *p != ' ' && *p != '\t')
+                    p++;
+                val_len = (size_t)(p - val);
+            }
+            if (name_len == 3 && strncasecmp(name, "rel", 3) == 0 && rel_has_next(val, val_len))
+                is_next = 1;
+        }
+        if (is_next) {
+            size_t n = (size_t)(close - url);
+            if (n == 0)
+                return 0;
+            *next = malloc(n + 1);
+            if (*next == NULL)
+                return CG_ENOMEM;
+            memcpy(*next, url, n);
+            (*next)[n] = '\0';
+            return 1;
+        }
+        if (*p != ',')
+            return 0;
+    }
+}
+
+int cg_github_event_parse(const char *json, size_t len, const char *name,
+                          struct cg_github_event *ev, struct cg_err *err)
+{
+    cJSON *root = NULL;
+    int rc = 0;
+    memset(ev, 0, sizeof(*ev));
+    root = cJSON_ParseWithLength(json, len);
+    if (!cJSON_IsObject(root)) {
+        rc = cg_err_set(err, CG_EINPUT, "cannot read event file '%s': not a JSON object", name);
+        goto done;
+    }
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "pull_request");
+    const cJSON *issue = cJSON_GetObjectItemCaseSensitive(root, "issue");
+    const cJSON *number = NULL;
+    if (cJSON_IsObject(pr)) {
+        number = cJSON_GetObjectItemCaseSensitive(pr, "number");
+        if (number == NULL)
+            number = cJSON_GetObjectItemCaseSensitive(root, "number");
+    } else if (cJSON_IsObject(issue) &&
+               cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(issue, "pull_request"))) {
+        number = cJSON_GetObjectItemCaseSensitive(issue, "number"); /* a comment on a PR */
+    } else {
+        goto done; /* push, schedule, workflow_dispatch...: no pull request */
+    }
+    if (!cJSON_IsNumber(number) || number->valuedouble < 1 || number->valuedouble > 2147483647.0 ||
+        number->valuedouble != (double)(long)number->valuedouble) {
+        rc = cg_err_set(err, CG_EINPUT,
+                        "cannot read event file '%s': the pull request has no valid number", name);
+        goto done;
+    }
+    ev->pr_number = (long)number->valuedouble;
+    if (!cJSON_IsObject(pr))
+        goto done;
+    const cJSON *head = cJSON_GetObjectItemCaseSensitive(pr, "head");
+    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(head, "sha");
+    if (sha == NULL)
+        goto done;
+    if (!cJSON_IsString(sha) || cg_github_sha_check(sha->valuestring, NULL) != 0 ||
+        strlen(sha->valuestring) >= sizeof(ev->head_sha)) {
+        ev->pr_number = 0;
+        rc = cg_err_set(err, CG_EINPUT,
+                        "cannot read event file '%s': pull_request.head.sha is not a commit SHA",
+                        name);
+        goto done;
+    }
+    memcpy(ev->head_sha, sha->valuestring, strlen(sha->valuestring) + 1);
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ---- talking to the API --------------------------------------------------------------------- */
+
+/* Copies GitHub's "message" (and the first validation error) from a JSON error body into out as
+ * one printable line. */
+static void api_message(const struct cg_http_response *r, char *out, size_t size)
+{
+    cJSON *root = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(root, "message");
+    const cJSON *errs = cJSON_GetObjectItemCaseSensitive(root, "errors");
+    const cJSON *first = cJSON_IsArray(errs) ? cJSON_GetArrayItem(errs, 0) : NULL;
+    const cJSON *detail = cJSON_GetObjectItemCaseSensitive(first, "message");
+    if (!cJSON_IsString(detail))
+        detail = cJSON_GetObjectItemCaseSensitive(first, "code");
+    if (cJSON_IsString(first))
+        detail = first;
+    int n = snprintf(out, size, "%s%s%s", cJSON_IsString(msg) ? msg->valuestring : "",
+                     cJSON_IsString(msg) && cJSON_IsString(detail) ? ": " : "",
+                     cJSON_IsString(detail) ? detail->valuestring : "");
+    if (n < 0)
+        out[0] = '\0';
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    cJSON_Delete(root);
+}
+
+/* Turns a non-2xx final answer into a one-line message. what says what was being done. */
+static int status_error(const struct cg_github *gh, const struct cg_http_response *r,
+                        const char *what, const char *missing, struct cg_err *err)
+{
+    char msg[200];
+    api_message(r, msg, sizeof(msg));
+    const char *sep = msg[0] ? " " : "";
+    if (r->rate_limited) {
+        long long wait_s = r->retry_after_s >= 0 ? r->retry_after_s
+                           : r->ratelimit_reset >= 0 ? r->ratelimit_reset - (long long)time(NULL)
+                                                     : -1;
+        if (wait_s >= 0)
+            return cg_err_set(err, CG_ENET,
+                              "%s: github rate limit reached (%ld), it resets in %lld s; gave up "
+                              "after %d attempt%s",
+                              what, r->status, wait_s, r->attempts, r->attempts == 1 ? "" : "s");
+        return cg_err_set(err, CG_ENET, "%s: github rate limit reached (%ld); gave up after %d attempt%s",
+                          what, r->status, r->attempts, r->attempts == 1 ? "" : "s");
+    }
+    switch (r->status) {
+    case 401:
+        return cg_err_set(err, CG_ENET,
+                          "%s: github rejected the token (401%s%s): check GITHUB_TOKEN", what, sep,
+                          msg);
+    case 403:
+        return cg_err_set(err, CG_ENET,
+                          "%s: the token cannot write to '%s' (403%s%s); typical for pull requests "
+                          "from forks, whose token is read-only: see \"Pull requests from forks\" "
+                          "in the README",
+                          what, gh->repo, sep, msg);
+    case 404:
+        return cg_err_set(err, CG_ENET, "%s: repository '%s' or %s not found (404)", what,
+                          gh->repo, missing);
+    case 422:
+        return cg_err_set(err, CG_ENET, "%s: github rejected the request (422%s%s)", what, sep,
+                          msg);
+    default:
+        if (r->status >= 500)
+            return cg_err_set(err, CG_ENET,
+                              "%s: github answered %ld %d time%s over %.1f s; giving up", what,
+                              r->status, r->attempts, r->attempts == 1 ? "" : "s",
+                              (double)r->waited_ms / 1000.0);
+        return cg_err_set(err, CG_ENET, "%s: github answered %ld%s%s", what, r->status, sep, msg);
+    }
+}
+
+static int is_dry(const struct cg_github *gh)
+{
+    return gh->http->opt.dry_run;
+}
+
+/* Sends one request; returns 0 for a 2xx answer (or a dry run), else a message. */
+static int call(struct cg_github *gh, const char *method, const char *url, const char *body,
+                struct cg_http_response *resp, const char *what, const char *missing,
+                struct cg_err *err)
+{
+    struct cg_http_request req = {method, url, gh->token, body};
+    char sub[CG_ERR_MSG_MAX];
+    struct cg_err e;
+    cg_err_init(&e);
+    int rc = cg_http_send(gh->http, &req, resp, &e);
+    if (rc != 0) {
+        snprintf(sub, sizeof(sub), "%s", e.msg);
+        return cg_err_set(err, rc, "%s: %s", what, sub);
+    }
+    if (is_dry(gh) || (resp->status >= 200 && resp->status < 300))
+        return 0;
+    return status_error(gh, resp, what, missing, err);
+}
+
+/* Is url on the API's own origin (scheme, host and port)? */
+static int same_origin(const char *api, const char *url)
+{
+    const char *h = strstr(api, "://");
+    if (h == NULL)
+        return 0;
+    size_t n = (size_t)(h + 3 - api) + strcspn(h + 3, "/?#");
+    return strncmp(api, url, n) == 0 && (url[n] == '/' || url[n] == '\0');
+}
+
+static int api_base(const struct cg_github *gh, struct cg_buf *url)
+{
+    size_t n = strlen(gh->api_url);
+    while (n > 0 && gh->api_url[n - 1] == '/')
+        n--;
+    return cg_buf_add(url, gh->api_url, n);
+}
+
+/* Scans one page of comments for marker. */
+static int scan_page(const struct cg_http_response *r, const char *marker, long long *found,
+                     const char *what, struct cg_err *err)
+{
+    cJSON *root = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+    int rc = 0;
+    size_t ml = strlen(marker);
+    if (!cJSON_IsArray(root)) {
+        rc = cg_err_set(err, CG_ENET, "%s: github's answer is not a list of comments", what);
+        goto done;
+    }
+    const cJSON *c = NULL;
+    cJSON_ArrayForEach(c, root) {
+        const cJSON *body = cJSON_GetObjectItemCaseSensitive(c, "body");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+        if (!cJSON_IsString(body) || !cJSON_IsNumber(id) || id->valuedouble < 1)
+            continue;
+        const char *b = body->valuestring;
+        if (strncmp(b, marker, ml) == 0 && (b[ml] == '\0' || b[ml] == '\n' || b[ml] == '\r')) {
+            *found = (long long)id->valuedouble;
+            break;
+        }
+    }
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,
+                           long long *comment_id, struct cg_err *err)
+{
+    struct cg_http_response resp;
+    struct cg_buf url;
+    char what[400];
+    char missing[64];
+    char *next = NULL;
+    int rc = 0;
+
+    *comment_id = 0;
+    cg_http_response_init(&resp, gh->http->opt.max_body_bytes);
+    cg_buf_init(&url, 8192);
+    snprintf(what, sizeof(what), "cannot list the comments of '%s#%ld'", gh->repo, pr);
+    snprintf(missing, sizeof(missing), "pull request #%ld", pr);
+    if (api_base(gh, &url) != 0 ||
+        cg_buf_printf(&url, "/repos/%s/issues/%ld/comments?per_page=100", gh->repo, pr) != 0) {
+        rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
+        goto done;
+    }
+    for (int page = 1;; page++) {
+        if ((rc = call(gh, "GET", cg_buf_str(&url), NULL, &resp, what, missing, err)) != 0)
+            goto done;
+        if (is_dry(gh))
+            goto done; /* nothing was sent: no comment is known */
+        if ((rc = scan_page(&resp, marker, comment_id, what, err)) != 0 || *comment_id != 0)
+            goto done;
+        free(next);
+        next = NULL;
+        int has = cg_github_link_next(resp.link, &next);
+        if (has < 0) {
+            rc = cg_err_set(err, CG_ENOMEM, "%s: out of memory", what);
+            goto done;
+        }
+        if (has == 0)
+            goto done;
+        if (!same_origin(gh->api_url, next)) {
+            rc = cg_err_set(err, CG_ENET, "%s: the next page is on another host; not following it",
+                            what);
+            goto done;
+        }
+        if (page >= GH_MAX_PAGES) {
+            rc = cg_err_set(err, CG_ENET, "%s: more than %d pages of comments", what, GH_MAX_PAGES);
+            goto done;
+        }
+        cg_buf_reset(&url);
+        if (cg_buf_adds(&url, next) != 0) {
+            rc = cg_err_set(err, CG_ENOMEM, "%s: the next page's URL is too long", what);
+            goto done;
+        }
+    }
+done:
+    free(next);
+    cg_buf_release(&url);
+    cg_http_response_release(&resp);
+    return rc;
+}
+
+/* Reads id and html_url from a created or updated comment. */
+static void read_comment(const struct cg_http_response *r, struct cg_github_comment_result *res)
+{
+    cJSON *root = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(root, "html_url");
+    if (cJSON_IsNumber(id) && id->valuedouble >= 1)
+        res->comment_id = (long long)id->valuedouble;
+    if (cJSON_IsString(url) && strlen(url->valuestring) < sizeof(res->html_url))
+        memcpy(res->html_url, url->valuestring, strlen(url->valuestring) + 1);
+    cJSON_Delete(root);
+}
+
+int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, const char *body,
+                              enum cg_github_mode mode, enum cg_github_verdict verdict,
+                              struct cg_github_comment_result *res, struct cg_err *err)
+{
+    struct cg_http_response resp;
+    struct cg_buf url;
+    cJSON *json = NULL;
+    char *text = NULL;
+    char marker[CG_GITHUB_ID_MAX + 32];
+    char what[400];
+    char missing[64];
+    long long existing = 0;
+    int rc = 0;
+
+    memset(res, 0, sizeof(*res));
+    cg_http_response_init(&resp, gh->http->opt.max_body_bytes);
+    cg_buf_init(&url, 8192);
+    if (mode == CG_GITHUB_MODE_NEVER)
+        goto done;
+    if (cg_github_marker(id, marker, sizeof(marker)) != 0) {
+        rc = cg_err_set(err, CG_EINPUT, "gate id '%s' is too long", id);
+        goto done;
+    }
+    if ((rc = cg_github_comment_find(gh, pr, marker, &existing, err)) != 0)
+        goto done;
+    int regressed = verdict == CG_GITHUB_FAIL || verdict == CG_GITHUB_INCONCLUSIVE;
+    if (existing == 0 && mode == CG_GITHUB_MODE_ON_REGRESSION && !regressed)
+        goto done;
+    json = cJSON_CreateObject();
+    if (json == NULL || cJSON_AddStringToObject(json, "body", body) == NULL ||
+        (text = cJSON_PrintUnformatted(json)) == NULL || api_base(gh, &url) != 0) {
+        rc = cg_err_set(err, CG_ENOMEM, "cannot build the comment request");
+        goto done;
+    }
+    snprintf(missing, sizeof(missing), "pull request #%ld", pr);
+    if (existing != 0) {
+        snprintf(what, sizeof(what), "cannot update comment %lld on '%s#%ld'", existing, gh->repo,
+                 pr);
+        if (cg_buf_printf(&url, "/repos/%s/issues/comments/%lld", gh->repo, existing) != 0) {
+            rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
+            goto done;
+        }
+        if ((rc = call(gh, "PATCH", cg_buf_str(&url), text, &resp, what, missing, err)) != 0)
+            goto done;
+        res->action = CG_GITHUB_UPDATED;
+        res->comment_id = existing;
+    } else {
+        snprintf(what, sizeof(what), "cannot create the comment on '%s#%ld'", gh->repo, pr);
+        if (cg_buf_printf(&url, "/repos/%s/issues/%ld/comments", gh->repo, pr) != 0) {
+            rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
+            goto done;
+        }
+        if ((rc = call(gh, "POST", cg_buf_str(&url), text, &resp, what, missing, err)) != 0)
+            goto done;
+        res->action = CG_GITHUB_CREATED;
+    }
+    if (!is_dry(gh))
+        read_comment(&resp, res);
+done:
+    cJSON_free(text);
+    cJSON_Delete(json);
+    cg_buf_release(&url);
+    cg_http_response_release(&resp);
+    return rc;
+}
+
+int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
+                         enum cg_github_verdict verdict, const char *target_url,
+                         struct cg_err *err)
+{
+    static const char *const state[] = {"error", "success", "failure", "error"};
+    static const char *const desc[] = {
+        "no verdict", "PASS: no regression beyond the thresholds",
+        "FAIL: training got slower or hungrier beyond the thresholds",
+        "INCONCLUSIVE: a change beyond the thresholds, but the evidence is thin"};
+    struct cg_http_response resp;
+    struct cg_buf url;
+    cJSON *json = NULL;
+    char *text = NULL;
+    char context[CG_GITHUB_ID_MAX + 32];
+    char what[400];
+    char missing[100];
+    int rc = 0;
+
+    cg_http_response_init(&resp, gh->http->opt.max_body_bytes);
+    cg_buf_init(&url, 8192);
+    snprintf(what, sizeof(what), "cannot set the commit status of '%s@%.12s'", gh->repo, sha);
+    snprintf(missing, sizeof(missing), "commit '%.40s'", sha);
+    if ((rc = cg_github_sha_check(sha, err)) != 0)
+        goto done;
+    if (verdict < CG_GITHUB_PASS || verdict > CG_GITHUB_INCONCLUSIVE) {
+        rc = cg_err_set(err, CG_EINPUT, "%s: no verdict to report", what);
+        goto done;
+    }
+    if (id != NULL && *id != '\0')
+        snprintf(context, sizeof(context), "%s/%s", CG_GITHUB_STATUS_CONTEXT, id);
+    else
+        snprintf(context, sizeof(context), "%s", CG_GITHUB_STATUS_CONTEXT);
+    json = cJSON_CreateObject();
+    if (json == NULL || cJSON_AddStringToObject(json, "state", state[verdict]) == NULL ||
+        cJSON_AddStringToObject(json, "context", context) == NULL ||
+        cJSON_AddStringToObject(json, "description", desc[verdict]) == NULL ||
+        (target_url != NULL && cJSON_AddStringToObject(json, "target_url", target_url) == NULL) ||
+        (text = cJSON_PrintUnformatted(json)) == NULL || api_base(gh, &url) != 0 ||
+        cg_buf_printf(&url, "/repos/%s/statuses/%s", gh->repo, sha) != 0) {
+        rc = cg_err_set(err, CG_ENOMEM, "%s: out of memory", what);
+        goto done;
+    }
+    rc = call(gh, "POST", cg_buf_str(&url), text, &resp, what, missing, err);
+done:
+    cJSON_free(text);
+    cJSON_Delete(json);
+    cg_buf_release(&url);
+    cg_http_response_release(&resp);
+    return rc;
+}
+
+int cg_github_summary_append(const char *path, const char *text, size_t len, struct cg_err *err)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    int rc = 0;
+    if (fd < 0)
+        return cg_err_set(err, CG_EIO, "cannot open the job summary '%s': %s", path,
+                          strerror(errno));
+    const char *p = text;
+    size_t left = len;
+    int newline = len == 0 || text[len - 1] != '\n';
+    while (left > 0 || newline) {
+        if (left == 0) {
+            p = "\n";
+            left = 1;
+            newline = 0;
+        }
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            rc = cg_err_set(err, CG_EIO, "cannot write the job summary '%s': %s", path,
+                            w < 0 ? strerror(errno) : "short write");
+            goto done;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+done:
+    if (close(fd) != 0 && rc == 0)
+        rc = cg_err_set(err, CG_EIO, "cannot write the job summary '%s': %s", path,
+                        strerror(errno));
+    return rc;
+}

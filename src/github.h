@@ -1,0 +1,131 @@
+/*
+ * github: the PR comment (one per PR and gate id, edited in place), the commit status and the
+ * job summary, over the GitHub REST API (through http.h).
+ *
+ * A comment is recognised by a hidden marker on its first line: "<!-- canary-gate -->" for the
+ * default gate id, "<!-- canary-gate:<id> -->" otherwise. The markdown report written by the gate
+ * starts with that marker and, on its second line, "<!-- canary-gate-verdict: pass|fail|inconclusive -->".
+ * Existing comments are found by following the Link header's rel="next" through every page.
+ *
+ * The pure functions (report, marker, Link and event parsing) allocate only what they say and
+ * never touch the network, so they can be fuzzed. The token only goes to the http client, in a
+ * header. Not thread-safe: a struct cg_github belongs to one thread.
+ */
+#ifndef CG_GITHUB_H
+#define CG_GITHUB_H
+
+#include "buf.h"
+#include "err.h"
+#include "http.h"
+
+#include <stddef.h>
+
+#define CG_GITHUB_ID_MAX 64                /* longest gate id, in bytes */
+#define CG_GITHUB_COMMENT_MAX_CHARS 65536 /* GitHub's limit on a comment body, in characters */
+#define CG_GITHUB_STATUS_CONTEXT "canary-gate"
+
+enum cg_github_verdict {
+    CG_GITHUB_VERDICT_NONE = 0, /* not known */
+    CG_GITHUB_PASS,
+    CG_GITHUB_FAIL,
+    CG_GITHUB_INCONCLUSIVE
+};
+
+enum cg_github_mode {
+    CG_GITHUB_MODE_ALWAYS,        /* create or update */
+    CG_GITHUB_MODE_ON_REGRESSION, /* create only for fail/inconclusive; always update */
+    CG_GITHUB_MODE_NEVER          /* no comment */
+};
+
+enum cg_github_action { CG_GITHUB_SKIPPED, CG_GITHUB_CREATED, CG_GITHUB_UPDATED };
+
+/* What a report's marker lines say. */
+struct cg_github_report {
+    int has_marker;                       /* the first line is a canary-gate marker */
+    char id[CG_GITHUB_ID_MAX + 1];        /* its gate id; "" for the default gate */
+    enum cg_github_verdict verdict;       /* from the verdict line; NONE when absent */
+};
+
+/* What the Actions event file says about the pull request. */
+struct cg_github_event {
+    long pr_number;    /* 0 when the event is not about a pull request */
+    char head_sha[65]; /* pull_request.head.sha, "" when absent */
+};
+
+/* A client for one repository. All strings are borrowed and must outlive it. */
+struct cg_github {
+    struct cg_http *http; /* an initialised client (dry-run or not) */
+    const char *api_url;  /* e.g. "https://api.github.com", no trailing slash needed */
+    const char *repo;     /* "owner/name" */
+    const char *token;    /* may be NULL only in dry-run */
+};
+
+/* The outcome of cg_github_comment_publish. */
+struct cg_github_comment_result {
+    enum cg_github_action action;
+    long long comment_id; /* 0 when skipped or dry-run */
+    char html_url[512];   /* the comment's page, "" when unknown */
+};
+
+/* Parses "pass", "fail" or "inconclusive" (any case). Returns the verdict, or NONE. */
+enum cg_github_verdict cg_github_verdict_parse(const char *s);
+
+/* Returns "pass", "fail", "inconclusive" or "none" (static strings). */
+const char *cg_github_verdict_name(enum cg_github_verdict v);
+
+/* Checks a gate id: 1 to CG_GITHUB_ID_MAX of [A-Za-z0-9._-]. Returns 0 or CG_EINPUT. */
+int cg_github_id_check(const char *id, struct cg_err *err);
+
+/* Checks "owner/name" (GitHub's characters, one slash). Returns 0 or CG_EINPUT. */
+int cg_github_repo_check(const char *repo, struct cg_err *err);
+
+/* Checks a commit SHA: 7 to 64 hex digits. Returns 0 or CG_EINPUT. */
+int cg_github_sha_check(const char *sha, struct cg_err *err);
+
+/* Writes the marker line for id (NULL or "" for the default gate) into out. Returns 0, or
+ * CG_EINPUT when it does not fit. */
+int cg_github_marker(const char *id, char *out, size_t size);
+
+/* Reads the marker lines at the top of a report of len bytes. Pure; never fails. */
+void cg_github_report_parse(const char *text, size_t len, struct cg_github_report *out);
+
+/* Builds the comment body: the report with its marker line replaced by id's marker (prepended
+ * when the report has none), cut at a line and marked as truncated when it passes GitHub's
+ * limit. Appends to out. Returns 0 or CG_ENOMEM. */
+int cg_github_comment_body(const char *report, size_t len, const char *id, struct cg_buf *out,
+                           struct cg_err *err);
+
+/* Finds the URL with rel="next" in a Link header value. Returns 1 and sets *next (malloc'ed,
+ * caller frees) when there is one, 0 when there is none or the value is malformed, CG_ENOMEM.
+ * Pure. */
+int cg_github_link_next(const char *link, char **next);
+
+/* Parses an Actions event file's JSON (len bytes; name is used in messages). Returns 0 (with
+ * pr_number 0 for events that are not about a pull request), or CG_EINPUT when the JSON is
+ * malformed or its pull request has no valid number or head SHA. Pure. */
+int cg_github_event_parse(const char *json, size_t len, const char *name,
+                          struct cg_github_event *ev, struct cg_err *err);
+
+/* Finds the comment on PR pr whose first line is marker, following every page. Sets *comment_id
+ * (0 when none). Returns 0 or CG_ENET/CG_ENOMEM with a one-line message. */
+int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,
+                           long long *comment_id, struct cg_err *err);
+
+/* Creates or updates the gate id's comment on PR pr with body, as mode and verdict decide (see
+ * enum cg_github_mode). Fills res. Returns 0 or CG_ENET/CG_ENOMEM/CG_EINPUT. */
+int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, const char *body,
+                              enum cg_github_mode mode, enum cg_github_verdict verdict,
+                              struct cg_github_comment_result *res, struct cg_err *err);
+
+/* Sets the commit status on sha: context "canary-gate" or "canary-gate/<id>", state success,
+ * failure or error for pass, fail or inconclusive, and a one-line description. target_url may be
+ * NULL. Returns 0 or CG_ENET/CG_ENOMEM/CG_EINPUT. */
+int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
+                         enum cg_github_verdict verdict, const char *target_url,
+                         struct cg_err *err);
+
+/* Appends text (len bytes, plus a newline when it lacks one) to the job summary file at path,
+ * creating it. Returns 0 or CG_EIO naming the path. */
+int cg_github_summary_append(const char *path, const char *text, size_t len, struct cg_err *err);
+
+#endif
