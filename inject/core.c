@@ -1,0 +1,242 @@
+/*
+ * core: the injection library's per-process lifecycle and its shard writer.
+ *
+ * The first entry point to run (NVTX or CUDA) starts the library: it reads the launcher's
+ * environment, creates this process's shard "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part" and
+ * registers an atexit handler and a fork handler. Lines are appended to the .part file as the
+ * canary runs (so a canary that dies keeps what it measured); the atexit handler flushes CUPTI,
+ * writes the last op totals and an "end" line, and renames the file to ".shard". A forked child
+ * that does not exec inherits a disabled library: it writes nothing and its atexit does nothing.
+ *
+ * The shard format is described in src/shard.h and docs/collector.md. Thread-safety: one mutex
+ * guards the line buffer and the file; appends happen only with it held.
+ */
+#include "inject.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CG_LINE_BUF_BYTES 65536
+#define CG_NAME_MAX_BYTES 4096
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Atomic bool g_active;
+static _Atomic bool g_forked_child;
+static int g_fd = -1;
+static struct cg_inject_config g_config;
+static char g_part_path[PATH_MAX];
+static char g_final_path[PATH_MAX];
+static pthread_mutex_t g_wlock = PTHREAD_MUTEX_INITIALIZER;
+static char g_line[CG_LINE_BUF_BYTES];
+static size_t g_line_len;
+
+static void write_all(const char *p, size_t n)
+{
+    while (n > 0 && g_fd >= 0) {
+        ssize_t w = write(g_fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* a full disk loses shard lines, never the canary */
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void flush_line_buf(void)
+{
+    write_all(g_line, g_line_len);
+    g_line_len = 0;
+}
+
+void cg_inject_lock(void)
+{
+    pthread_mutex_lock(&g_wlock);
+}
+
+void cg_inject_unlock(void)
+{
+    if (g_active && !g_forked_child)
+        flush_line_buf();
+    g_line_len = 0;
+    pthread_mutex_unlock(&g_wlock);
+}
+
+static void append_bytes(const char *p, size_t n)
+{
+    if (!g_active || g_forked_child)
+        return;
+    if (g_line_len + n > sizeof(g_line))
+        flush_line_buf();
+    if (n > sizeof(g_line)) {
+        write_all(p, n);
+        return;
+    }
+    memcpy(g_line + g_line_len, p, n);
+    g_line_len += n;
+}
+
+void cg_inject_append(const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    append_bytes(tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+void cg_inject_append_name(const char *name)
+{
+    static const char hex[] = "0123456789abcdef";
+    char tmp[256];
+    size_t k = 0;
+    if (name == NULL)
+        name = "?";
+    for (size_t i = 0; name[i] != '\0' && i < CG_NAME_MAX_BYTES; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (k + 4 > sizeof(tmp)) {
+            append_bytes(tmp, k);
+            k = 0;
+        }
+        if (c == '\\') {
+            tmp[k++] = '\\';
+            tmp[k++] = '\\';
+        } else if (c < 0x20 || c == 0x7f) {
+            tmp[k++] = '\\';
+            tmp[k++] = 'x';
+            tmp[k++] = hex[c >> 4];
+            tmp[k++] = hex[c & 15];
+        } else {
+            tmp[k++] = (char)c;
+        }
+    }
+    append_bytes(tmp, k);
+}
+
+static bool env_int(const char *name, int64_t min, int64_t max, int64_t *out)
+{
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0')
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* RANK-style variables are copied into file names: digits only. */
+static const char *env_rank(const char *name)
+{
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0' || strlen(s) > 9)
+        return NULL;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return NULL;
+    return s;
+}
+
+static void at_exit(void)
+{
+    if (g_forked_child || !g_active)
+        return;
+    cg_gpu_flush(true);
+    cg_inject_lock();
+    cg_nvtx_write_ops();
+    cg_inject_append("end\n");
+    cg_inject_unlock();
+    pthread_mutex_lock(&g_wlock);
+    g_active = false;
+    if (g_fd >= 0) {
+        close(g_fd);
+        g_fd = -1;
+    }
+    pthread_mutex_unlock(&g_wlock);
+    rename(g_part_path, g_final_path);
+}
+
+static void at_fork_child(void)
+{
+    g_forked_child = true;
+    g_active = false;
+}
+
+static void start_once(void)
+{
+    const char *dir = getenv(CG_ENV_SHARD_DIR);
+    if (dir == NULL || dir[0] != '/')
+        return;
+    const char *step = getenv(CG_ENV_STEP_RANGE);
+    if (step == NULL || *step == '\0')
+        step = "step";
+    int n = snprintf(g_config.step_range, sizeof(g_config.step_range), "%s", step);
+    if (n < 0 || (size_t)n >= sizeof(g_config.step_range))
+        return;
+    g_config.warmup = 0;
+    env_int(CG_ENV_WARMUP, 0, INT32_MAX, &g_config.warmup);
+    const char *cupti = getenv(CG_ENV_CUPTI);
+    g_config.cupti = !(cupti != NULL && strcmp(cupti, "0") == 0);
+    int64_t mb = 64;
+    env_int(CG_ENV_BUFFER_MB, 8, 4096, &mb);
+    g_config.buffer_cap_bytes = mb * 1024 * 1024;
+
+    const char *rank = env_rank("RANK");
+    const char *local = env_rank("LOCAL_RANK");
+    long pid = (long)getpid();
+    const char *r = rank ? rank : "x";
+    const char *l = local ? local : "x";
+    n = snprintf(g_part_path, sizeof(g_part_path), "%s/shard-r%s-l%s-p%ld.part", dir, r, l, pid);
+    if (n < 0 || (size_t)n >= sizeof(g_part_path))
+        return;
+    n = snprintf(g_final_path, sizeof(g_final_path), "%s/shard-r%s-l%s-p%ld.shard", dir, r, l,
+                 pid);
+    if (n < 0 || (size_t)n >= sizeof(g_final_path))
+        return;
+    g_fd = open(g_part_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (g_fd < 0)
+        return;
+    g_active = true;
+    cg_inject_lock();
+    cg_inject_append("canary-gate-shard 1\npid %ld\n", pid);
+    if (rank)
+        cg_inject_append("rank %s\n", rank);
+    if (local)
+        cg_inject_append("local_rank %s\n", local);
+    cg_inject_append("warmup %lld\nstep_range ", (long long)g_config.warmup);
+    cg_inject_append_name(g_config.step_range);
+    cg_inject_append("\n");
+    cg_inject_unlock();
+    atexit(at_exit);
+    pthread_atfork(NULL, NULL, at_fork_child);
+}
+
+bool cg_inject_start(void)
+{
+    pthread_once(&g_once, start_once);
+    return cg_inject_active();
+}
+
+bool cg_inject_active(void)
+{
+    return g_active && !g_forked_child;
+}
+
+const struct cg_inject_config *cg_inject_config(void)
+{
+    return &g_config;
+}

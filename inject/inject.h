@@ -1,0 +1,73 @@
+/*
+ * inject: what the parts of the injection library (libcanary-inject.so) share.
+ *
+ * The library is loaded into the canary process by NVTX (NVTX_INJECTION64_PATH) and by the CUDA
+ * driver (CUDA_INJECTION64_PATH). core.c owns the per-process lifecycle (environment, shard file,
+ * atexit, fork) and the shard writer; nvtx.c turns NVTX ranges into steps and range ops; cupti.c
+ * turns CUPTI activity records into kernel/copy ops, GPU busy time and peak memory.
+ *
+ * Times are CLOCK_MONOTONIC_RAW nanoseconds (the clock CUPTI is told to use too). Everything here
+ * is thread-safe. Nothing in the library prints, exits, or touches the canary's stdout; every
+ * symbol but the two entry points is hidden.
+ */
+#ifndef CG_INJECT_H
+#define CG_INJECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define CG_INJECT_API __attribute__((visibility("default")))
+
+/* Environment the launcher sets for the canary (see docs/collector.md). */
+#define CG_ENV_SHARD_DIR "CANARY_GATE_SHARD_DIR"
+#define CG_ENV_STEP_RANGE "CANARY_GATE_STEP_RANGE"
+#define CG_ENV_WARMUP "CANARY_GATE_WARMUP"
+#define CG_ENV_CUPTI "CANARY_GATE_CUPTI"
+#define CG_ENV_BUFFER_MB "CANARY_GATE_CUPTI_BUFFER_MB"
+
+/* The one clock of the library, in nanoseconds. */
+static inline uint64_t cg_inject_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Settings read from the environment once per process. */
+struct cg_inject_config {
+    char step_range[256]; /* NVTX range name that marks a step */
+    int64_t warmup;       /* steps whose ops are not counted */
+    bool cupti;           /* CUPTI may be started (CANARY_GATE_CUPTI != "0") */
+    int64_t buffer_cap_bytes;
+};
+
+/* Starts the library once per process (reads the environment, creates the shard); safe to call
+ * from any thread and any entry point. Returns true when the library is active. */
+bool cg_inject_start(void);
+
+/* True when started, the shard is open, and this is not a forked child of the started process. */
+bool cg_inject_active(void);
+
+/* The settings; valid after cg_inject_start returned true. */
+const struct cg_inject_config *cg_inject_config(void);
+
+/* Shard writer. Lines are built between lock and unlock and reach the file at unlock (or when
+ * the line buffer fills). Appends are ignored when the library is not active. */
+void cg_inject_lock(void);
+void cg_inject_unlock(void);
+/* Appends printf-style text (no newline added). Call with the writer locked. */
+void cg_inject_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Appends name escaped for the shard (\\, \n and control bytes as \xHH; cut at 4096 bytes). */
+void cg_inject_append_name(const char *name);
+
+/* NVTX step events, for the GPU side (cupti.c; no-ops when CUPTI is not running). */
+void cg_gpu_step_begin(int64_t index, uint64_t start_ns);
+void cg_gpu_step_end(int64_t index, uint64_t end_ns);
+/* Delivers buffered CUPTI records and writes their results; forced at exit. */
+void cg_gpu_flush(bool forced);
+/* Writes the ops recorded by NVTX whose totals changed since the last call. Writer locked. */
+void cg_nvtx_write_ops(void);
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * nvtx: the NVTX v3 tool side of the injection library (InitializeInjectionNvtx2).
+ *
+ * NVTX hands the tool its function tables; this file fills the slots for push/pop and start/end
+ * ranges (default domain and created domains; ASCII, wide and registered-string messages; int32
+ * and int64 payloads), domain creation and string registration. Slots left empty (marks,
+ * categories, resources, sync) stay NVTX no-ops.
+ *
+ * A range of the default domain whose name is the step name (CANARY_GATE_STEP_RANGE, "step") is a
+ * step; its integer payload is the step's token count. Every other range that begins while a
+ * post-warm-up step is open, on any thread, is an op of kind "range" ("<domain>:<name>" outside the
+ * default domain). Step ends are appended to the shard at once, with the op totals that changed.
+ *
+ * Threading: push/pop nesting is per thread (a thread-local stack, separate per domain); start/end
+ * ranges live in a global slot table and may end on another thread. A pop or end without a
+ * matching range returns an error value and changes nothing. The hot path takes no lock: one
+ * clock read per step or op range, a string compare, and lock-free op lookup. Times in ns.
+ */
+#include "inject.h"
+
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#define CG_STACK_MAX 64
+#define CG_OPS_MAX 4096 /* power of two; at most 3/4 used */
+#define CG_SE_SLOTS 1024
+#define CG_KEY_MAX 512
+#define CG_DOMAIN_MAGIC 0x63676430u
+#define CG_STRING_MAGIC 0x63677330u
+
+enum { FRAME_STEP = 1 };
+
+struct frame {
+    uint64_t start_ns;
+    const void *domain; /* NULL: the default domain */
+    int64_t step;       /* step index when FRAME_STEP */
+    int64_t tokens;     /* -1 when the step had no integer payload */
+    int32_t op;         /* op index, -1 when not timed as an op */
+    int32_t flags;
+};
+
+struct tstack {
+    int depth;
+    int overflow; /* pushes beyond CG_STACK_MAX: counted, not recorded */
+    struct frame f[CG_STACK_MAX];
+};
+
+struct cg_domain {
+    uint32_t magic;
+    struct cg_domain *next;
+    char name[];
+};
+
+struct cg_string {
+    uint32_t magic;
+    char text[];
+};
+
+struct op {
+    _Atomic uint64_t hash; /* 0: empty slot */
+    char *name;
+    _Atomic int64_t calls;
+    _Atomic int64_t total_ns;
+    int64_t written_calls; /* guarded by the shard writer lock */
+    int64_t written_ns;
+};
+
+struct se_slot {
+    struct frame f;
+    uint32_t gen;
+    bool used;
+};
+
+static _Thread_local struct tstack t_stack;
+
+static bool g_on;
+static const char *g_step_name;
+static int64_t g_warmup;
+static _Atomic int64_t g_next_step;
+static _Atomic int64_t g_cur_step = -1;
+static _Atomic int g_open_steps;
+
+static struct op g_ops[CG_OPS_MAX];
+static int32_t g_op_order[CG_OPS_MAX];
+static _Atomic int32_t g_n_ops;
+static pthread_mutex_t g_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct se_slot g_se[CG_SE_SLOTS];
+static uint32_t g_se_next;
+static pthread_mutex_t g_se_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct cg_domain *g_domains;
+static pthread_mutex_t g_domain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h | 1; /* never 0, the empty-slot mark */
+}
+
+static int32_t op_insert(const char *key, uint64_t h)
+{
+    int32_t found = -1;
+    pthread_mutex_lock(&g_ops_lock);
+    for (uint32_t i = (uint32_t)h & (CG_OPS_MAX - 1), n = 0; n < CG_OPS_MAX;
+         i = (i + 1) & (CG_OPS_MAX - 1), n++) {
+        uint64_t cur = atomic_load_explicit(&g_ops[i].hash, memory_order_acquire);
+        if (cur == h && strcmp(g_ops[i].name, key) == 0) {
+            found = (int32_t)i;
+            break;
+        }
+        if (cur != 0)
+            continue;
+        int32_t used = atomic_load_explicit(&g_n_ops, memory_order_relaxed);
+        if (used >= CG_OPS_MAX / 4 * 3)
+            break;
+        char *copy = strdup(key);
+        if (copy == NULL)
+            break;
+        g_ops[i].name = copy;
+        atomic_store_explicit(&g_ops[i].hash, h, memory_order_release);
+        g_op_order[used] = (int32_t)i;
+        atomic_store_explicit(&g_n_ops, used + 1, memory_order_release);
+        found = (int32_t)i;
+        break;
+    }
+    pthread_mutex_unlock(&g_ops_lock);
+    return found;
+}
+
+static int32_t op_lookup(const struct cg_domain *d, const char *name)
+{
+    char key[CG_KEY_MAX];
+    const char *k = name;
+    if (d != NULL) {
+        int n = snprintf(key, sizeof(key), "%s:%s", d->name, name);
+        if (n < 0)
+            return -1;
+        k = key; /* a longer name is cut at CG_KEY_MAX - 1 bytes */
+    }
+    uint64_t h = fnv1a(k);
+    for (uint32_t i = (uint32_t)h & (CG_OPS_MAX - 1), n = 0; n < CG_OPS_MAX;
+         i = (i + 1) & (CG_OPS_MAX - 1), n++) {
+        uint64_t cur = atomic_load_explicit(&g_ops[i].hash, memory_order_acquire);
+        if (cur == 0)
+            return op_insert(k, h);
+        if (cur == h && strcmp(g_ops[i].name, k) == 0)
+            return (int32_t)i;
+    }
+    return -1;
+}
+
+void cg_nvtx_write_ops(void)
+{
+    int32_t n = atomic_load_explicit(&g_n_ops, memory_order_acquire);
+    for (int32_t j = 0; j < n; j++) {
+        struct op *o = &g_ops[g_op_order[j]];
+        int64_t c = atomic_load_explicit(&o->calls, memory_order_relaxed);
+        int64_t t = atomic_load_explicit(&o->total_ns, memory_order_relaxed);
+        if (c == o->written_calls && t == o->written_ns)
+            continue;
+        cg_inject_append("o range %lld %lld ", (long long)(c - o->written_calls),
+                         (long long)(t - o->written_ns));
+        cg_inject_append_name(o->name);
+        cg_inject_append("\n");
+        o->written_calls = c;
+        o->written_ns = t;
+    }
+}
+
+static void begin_range(struct frame *f, const struct cg_domain *d, const char *name,
+                        int64_t tokens)
+{
+    f->domain = d;
+    f->flags = 0;
+    f->op = -1;
+    if (!g_on)
+        return;
+    if (d == NULL && strcmp(name, g_step_name) == 0) {
+        f->flags = FRAME_STEP;
+        f->tokens = tokens;
+        f->step = atomic_fetch_add_explicit(&g_next_step, 1, memory_order_relaxed);
+        atomic_store_explicit(&g_cur_step, f->step, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_open_steps, 1, memory_order_relaxed);
+        f->start_ns = cg_inject_now_ns();
+        cg_gpu_step_begin(f->step, f->start_ns);
+        return;
+    }
+    if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0 &&
+        atomic_load_explicit(&g_cur_step, memory_order_relaxed) >= g_warmup) {
+        f->op = op_lookup(d, name);
+        if (f->op >= 0)
+            f->start_ns = cg_inject_now_ns();
+    }
+}
+
+static void end_range(const struct frame *f)
+{
+    if (f->op >= 0) {
+        int64_t dt = (int64_t)(cg_inject_now_ns() - f->start_ns);
+        atomic_fetch_add_explicit(&g_ops[f->op].calls, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_ops[f->op].total_ns, dt, memory_order_relaxed);
+        return;
+    }
+    if (!(f->flags & FRAME_STEP))
+        return;
+    uint64_t end = cg_inject_now_ns();
+    atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
+    cg_gpu_step_end(f->step, end);
+    cg_inject_lock();
+    cg_inject_append("s %lld %llu %llu %lld\n", (long long)f->step,
+                     (unsigned long long)f->start_ns, (unsigned long long)end,
+                     (long long)f->tokens);
+    cg_nvtx_write_ops();
+    cg_inject_unlock();
+}
+
+/* --- messages and payloads --------------------------------------------------------------- */
+
+static const char *wide_to_utf8(const wchar_t *w, char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (w == NULL)
+        return "";
+    for (; *w && k + 5 < cap; w++) {
+        uint32_t c = (uint32_t)*w;
+        if (c < 0x80) {
+            buf[k++] = (char)c;
+        } else if (c < 0x800) {
+            buf[k++] = (char)(0xc0 | (c >> 6));
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        } else if (c < 0x10000) {
+            buf[k++] = (char)(0xe0 | (c >> 12));
+            buf[k++] = (char)(0x80 | ((c >> 6) & 0x3f));
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        } else if (c < 0x110000) {
+            buf[k++] = (char)(0xf0 | (c >> 18));
+            buf[k++] = (char)(0x80 | ((c >> 12) & 0x3f));
+            buf[k++] = (char)(0x80 | ((c >> 6) & 0x3f));
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+static const char *attr_message(const nvtxEventAttributes_t *a, char *buf, size_t cap)
+{
+    if (a == NULL || a->size < NVTX_EVENT_ATTRIB_STRUCT_SIZE)
+        return "";
+    switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+        return a->message.ascii ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE:
+        return wide_to_utf8(a->message.unicode, buf, cap);
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+        const struct cg_string *s = (const struct cg_string *)(const void *)a->message.registered;
+        return (s != NULL && s->magic == CG_STRING_MAGIC) ? s->text : "";
+    }
+    default:
+        return "";
+    }
+}
+
+static int64_t attr_tokens(const nvtxEventAttributes_t *a)
+{
+    if (a == NULL || a->size < NVTX_EVENT_ATTRIB_STRUCT_SIZE)
+        return -1;
+    switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_INT64:
+        return a->payload.llValue >= 0 ? a->payload.llValue : -1;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+        return a->payload.ullValue <= (uint64_t)INT64_MAX ? (int64_t)a->payload.ullValue : -1;
+    case NVTX_PAYLOAD_TYPE_INT32:
+        return a->payload.iValue >= 0 ? a->payload.iValue : -1;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+        return a->payload.uiValue;
+    default:
+        return -1;
+    }
+}
+
+static const struct cg_domain *as_domain(nvtxDomainHandle_t h)
+{
+    const struct cg_domain *d = (const struct cg_domain *)(const void *)h;
+    return (d != NULL && d->magic == CG_DOMAIN_MAGIC) ? d : NULL;
+}
+
+/* --- push/pop ----------------------------------------------------------------------------- */
+
+static int push(const struct cg_domain *d, const char *name, int64_t tokens)
+{
+    struct tstack *s = &t_stack;
+    if (s->depth >= CG_STACK_MAX) {
+        s->overflow++;
+        return s->depth + s->overflow - 1;
+    }
+    begin_range(&s->f[s->depth], d, name, tokens);
+    return s->depth++;
+}
+
+static int pop(const struct cg_domain *d)
+{
+    struct tstack *s = &t_stack;
+    if (s->overflow > 0) {
+        s->overflow--;
+        return s->depth + s->overflow;
+    }
+    for (int i = s->depth - 1; i >= 0; i--) {
+        if (s->f[i].domain != d)
+            continue;
+        struct frame f = s->f[i];
+        if (i + 1 < s->depth)
+            memmove(&s->f[i], &s->f[i + 1], (size_t)(s->depth - i - 1) * sizeof(s->f[0]));
+        s->depth--;
+        end_range(&f);
+        return i;
+    }
+    return -1; /* unbalanced pop: nothing to end */
+}
+
+static int hook_push_a(const char *m)
+{
+    return push(NULL, m ? m : "", -1);
+}
+
+static int hook_push_w(const wchar_t *m)
+{
+    char buf[CG_KEY_MAX];
+    return push(NULL, wide_to_utf8(m, buf, sizeof(buf)), -1);
+}
+
+static int hook_push_ex(const nvtxEventAttributes_t *a)
+{
+    char buf[CG_KEY_MAX];
+    return push(NULL, attr_message(a, buf, sizeof(buf)), attr_tokens(a));
+}
+
+static int hook_pop(void)
+{
+    return pop(NULL);
+}
+
+static int hook_domain_push_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
+{
+    char buf[CG_KEY_MAX];
+    return push(as_domain(h), attr_message(a, buf, sizeof(buf)), attr_tokens(a));
+}
+
+static int hook_domain_pop(nvtxDomainHandle_t h)
+{
+    return pop(as_domain(h));
+}
+
+/* --- start/end ---------------------------------------------------------------------------- */
+
+static nvtxRangeId_t start(const struct cg_domain *d, const char *name, int64_t tokens)
+{
+    struct frame f;
+    begin_range(&f, d, name, tokens);
+    nvtxRangeId_t id = 0;
+    pthread_mutex_lock(&g_se_lock);
+    for (uint32_t n = 0; n < CG_SE_SLOTS; n++) {
+        uint32_t i = (g_se_next + n) % CG_SE_SLOTS;
+        if (g_se[i].used)
+            continue;
+        g_se[i].used = true;
+        g_se[i].gen++;
+        g_se[i].f = f;
+        g_se_next = i + 1;
+        id = ((nvtxRangeId_t)g_se[i].gen << 32) | (nvtxRangeId_t)(i + 1);
+        break;
+    }
+    pthread_mutex_unlock(&g_se_lock);
+    if (id == 0 && (f.flags & FRAME_STEP)) /* no slot: the step can never end */
+        atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
+    return id;
+}
+
+static void end(nvtxRangeId_t id)
+{
+    uint32_t slot = (uint32_t)(id & 0xffffffffu);
+    uint32_t gen = (uint32_t)(id >> 32);
+    struct frame f;
+    bool found = false;
+    if (slot == 0 || slot > CG_SE_SLOTS)
+        return;
+    pthread_mutex_lock(&g_se_lock);
+    if (g_se[slot - 1].used && g_se[slot - 1].gen == gen) {
+        f = g_se[slot - 1].f;
+        g_se[slot - 1].used = false;
+        found = true;
+    }
+    pthread_mutex_unlock(&g_se_lock);
+    if (found)
+        end_range(&f);
+}
+
+static nvtxRangeId_t hook_start_a(const char *m)
+{
+    return start(NULL, m ? m : "", -1);
+}
+
+static nvtxRangeId_t hook_start_w(const wchar_t *m)
+{
+    char buf[CG_KEY_MAX];
+    return start(NULL, wide_to_utf8(m, buf, sizeof(buf)), -1);
+}
+
+static nvtxRangeId_t hook_start_ex(const nvtxEventAttributes_t *a)
+{
+    char buf[CG_KEY_MAX];
+    return start(NULL, attr_message(a, buf, sizeof(buf)), attr_tokens(a));
+}
+
+static void hook_end(nvtxRangeId_t id)
+{
+    end(id);
+}
+
+static nvtxRangeId_t hook_domain_start_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
+{
+    char buf[CG_KEY_MAX];
+    return start(as_domain(h), attr_message(a, buf, sizeof(buf)), attr_tokens(a));
+}
+
+static void hook_domain_end(nvtxDomainHandle_t h, nvtxRangeId_t id)
+{
+    (void)h;
+    end(id);
+}
+
+/* --- domains and registered strings ------------------------------------------------------ */
+
+static nvtxDomainHandle_t domain_create(const char *name)
+{
+    struct cg_domain *d = NULL;
+    if (name == NULL)
+        name = "";
+    pthread_mutex_lock(&g_domain_lock);
+    for (d = g_domains; d != NULL; d = d->next)
+        if (strcmp(d->name, name) == 0)
+            break;
+    if (d == NULL) {
+        size_t n = strlen(name);
+        d = malloc(sizeof(*d) + n + 1);
+        if (d != NULL) {
+            d->magic = CG_DOMAIN_MAGIC;
+            memcpy(d->name, name, n + 1);
+            d->next = g_domains;
+            g_domains = d;
+        }
+    }
+    pthread_mutex_unlock(&g_domain_lock);
+    return (nvtxDomainHandle_t)(void *)d;
+}
+
+static nvtxDomainHandle_t hook_domain_create_a(const char *name)
+{
+    return domain_create(name);
+}
+
+static nvtxDomainHandle_t hook_domain_create_w(const wchar_t *name)
+{
+    char buf[CG_KEY_MAX];
+    return domain_create(wide_to_utf8(name, buf, sizeof(buf)));
+}
+
+static void hook_domain_destroy(nvtxDomainHandle_t h)
+{
+    (void)h; /* kept: ranges in flight may still name it */
+}
+
+/* Registered strings live as long as the process, as NVTX allows. */
+static nvtxStringHandle_t register_string(const char *s)
+{
+    size_t n = strlen(s ? s : "");
+    struct cg_string *r = malloc(sizeof(*r) + n + 1);
+    if (r == NULL)
+        return NULL;
+    r->magic = CG_STRING_MAGIC;
+    memcpy(r->text, s ? s : "", n + 1);
+    return (nvtxStringHandle_t)(void *)r;
+}
+
+static nvtxStringHandle_t hook_register_a(nvtxDomainHandle_t h, const char *s)
+{
+    (void)h;
+    return register_string(s);
+}
+
+static nvtxStringHandle_t hook_register_w(nvtxDomainHandle_t h, const wchar_t *s)
+{
+    char buf[CG_KEY_MAX];
+    (void)h;
+    return register_string(wide_to_utf8(s, buf, sizeof(buf)));
+}
+
+/* --- entry point -------------------------------------------------------------------------- */
+
+static void set_slot(NvtxFunctionTable t, unsigned int size, unsigned int id, NvtxFunctionPointer fn)
+{
+    if (id < size && t[id] != NULL)
+        *t[id] = fn;
+}
+
+#define CG_FN(f) ((NvtxFunctionPointer)(f))
+
+/* Called by NVTX on the first NVTX call of the process; returns 1 when the tool is attached,
+ * 0 to leave every NVTX call a no-op (no launcher environment). */
+CG_INJECT_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
+
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+{
+    if (get_export_table == NULL || !cg_inject_start())
+        return 0;
+    const NvtxExportTableCallbacks *cb = get_export_table(NVTX_ETID_CALLBACKS);
+    if (cb == NULL || cb->struct_size < sizeof(*cb) || cb->GetModuleFunctionTable == NULL)
+        return 0;
+    const struct cg_inject_config *cfg = cg_inject_config();
+    g_step_name = cfg->step_range;
+    g_warmup = cfg->warmup;
+
+    NvtxFunctionTable t = NULL;
+    unsigned int n = 0;
+    if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || t == NULL)
+        return 0;
+    set_slot(t, n, NVTX_CBID_CORE_RangeStartEx, CG_FN(hook_start_ex));
+    set_slot(t, n, NVTX_CBID_CORE_RangeStartA, CG_FN(hook_start_a));
+    set_slot(t, n, NVTX_CBID_CORE_RangeStartW, CG_FN(hook_start_w));
+    set_slot(t, n, NVTX_CBID_CORE_RangeEnd, CG_FN(hook_end));
+    set_slot(t, n, NVTX_CBID_CORE_RangePushEx, CG_FN(hook_push_ex));
+    set_slot(t, n, NVTX_CBID_CORE_RangePushA, CG_FN(hook_push_a));
+    set_slot(t, n, NVTX_CBID_CORE_RangePushW, CG_FN(hook_push_w));
+    set_slot(t, n, NVTX_CBID_CORE_RangePop, CG_FN(hook_pop));
+
+    t = NULL;
+    n = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n) && t != NULL) {
+        set_slot(t, n, NVTX_CBID_CORE2_DomainRangeStartEx, CG_FN(hook_domain_start_ex));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainRangeEnd, CG_FN(hook_domain_end));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainRangePushEx, CG_FN(hook_domain_push_ex));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainRangePop, CG_FN(hook_domain_pop));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, CG_FN(hook_register_a));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainRegisterStringW, CG_FN(hook_register_w));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainCreateA, CG_FN(hook_domain_create_a));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainCreateW, CG_FN(hook_domain_create_w));
+        set_slot(t, n, NVTX_CBID_CORE2_DomainDestroy, CG_FN(hook_domain_destroy));
+    }
+    g_on = true;
+    return 1;
+}

@@ -1,0 +1,259 @@
+/*
+ * nvtx-canary: a small annotated program for the collector's end-to-end tests.
+ *
+ * It marks steps with NVTX ranges like a training loop does and misbehaves on request. Options:
+ *   --steps N        steps to run (default 5)
+ *   --step-ms MS     sleep per step (default 10)
+ *   --tokens K       give every step an int64 payload of K tokens (nvtxRangePushEx)
+ *   --nested         ranges "forward" and "backward" nested in every step
+ *   --threads T      T threads each mark a range "worker" inside every step
+ *   --mode M         how steps are marked: push (default), wide, registered, start-end
+ *   --other-domain   also push ranges named "step" in a domain "NCCL" (never steps)
+ *   --unbalanced     stray pops and ends, and a range left open at exit
+ *   --crash-at K     abort() after K steps
+ *   --hang-at K      sleep forever after K steps
+ *   --no-steps       mark ranges named "compute" only
+ *   --workers W      spawn W copies of itself (fork + exec, RANK=i) and wait for them
+ *   --cuda-init      call the injection library's InitializeInjection as the CUDA driver would
+ * Writes one line to stdout at the end ("done N steps"). Single file, no dependencies but NVTX.
+ */
+#include <nvtx3/nvToolsExt.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct opts {
+    long steps, step_ms, tokens, threads, crash_at, hang_at, workers;
+    const char *mode;
+    int nested, other_domain, unbalanced, no_steps, cuda_init;
+};
+
+static struct opts o = {5, 10, -1, 0, -1, -1, 0, "push", 0, 0, 0, 0, 0};
+static nvtxDomainHandle_t nccl;
+static nvtxStringHandle_t step_str;
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static long num(const char *s)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0') {
+        fprintf(stderr, "nvtx-canary: bad number '%s'\n", s);
+        exit(2);
+    }
+    return v;
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    nvtxRangePushA("worker");
+    sleep_ms(1);
+    nvtxRangePop();
+    return NULL;
+}
+
+static nvtxRangeId_t step_begin(void)
+{
+    if (strcmp(o.mode, "wide") == 0) {
+        nvtxRangePushW(L"step");
+    } else if (strcmp(o.mode, "registered") == 0) {
+        nvtxEventAttributes_t a = {0};
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        a.message.registered = step_str;
+        nvtxDomainRangePushEx(NULL, &a);
+    } else if (strcmp(o.mode, "start-end") == 0) {
+        return nvtxRangeStartA("step");
+    } else if (o.tokens >= 0) {
+        nvtxEventAttributes_t a = {0};
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+        a.message.ascii = "step";
+        a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+        a.payload.llValue = o.tokens;
+        nvtxRangePushEx(&a);
+    } else {
+        nvtxRangePushA("step");
+    }
+    return 0;
+}
+
+static void step_end(nvtxRangeId_t id)
+{
+    if (strcmp(o.mode, "start-end") == 0)
+        nvtxRangeEnd(id);
+    else if (strcmp(o.mode, "registered") == 0)
+        nvtxDomainRangePop(NULL);
+    else
+        nvtxRangePop();
+}
+
+static void one_step(void)
+{
+    if (o.other_domain) {
+        nvtxEventAttributes_t a = {0};
+        a.version = NVTX_VERSION;
+        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+        a.message.ascii = "step";
+        nvtxDomainRangePushEx(nccl, &a);
+    }
+    nvtxRangeId_t id = step_begin();
+    if (o.nested) {
+        nvtxRangePushA("forward");
+        sleep_ms(o.step_ms / 2);
+        nvtxRangePop();
+        nvtxRangePushA("backward");
+        sleep_ms(o.step_ms - o.step_ms / 2);
+        nvtxRangePop();
+    } else {
+        sleep_ms(o.step_ms);
+    }
+    if (o.threads > 0) {
+        pthread_t t[64];
+        long n = o.threads > 64 ? 64 : o.threads;
+        for (long i = 0; i < n; i++)
+            pthread_create(&t[i], NULL, worker, NULL);
+        for (long i = 0; i < n; i++)
+            pthread_join(t[i], NULL);
+    }
+    if (o.unbalanced) {
+        nvtxDomainRangePop(nccl); /* nothing open in that domain */
+        nvtxRangeEnd(12345);
+    }
+    step_end(id);
+    if (o.other_domain)
+        nvtxDomainRangePop(nccl);
+}
+
+static int spawn_workers(char *self)
+{
+    pid_t pids[16];
+    long n = o.workers > 16 ? 16 : o.workers;
+    for (long i = 0; i < n; i++) {
+        char rank[16], steps[32], ms[32];
+        snprintf(rank, sizeof(rank), "%ld", i);
+        snprintf(steps, sizeof(steps), "%ld", o.steps);
+        snprintf(ms, sizeof(ms), "%ld", o.step_ms + 5 * i);
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            setenv("RANK", rank, 1);
+            setenv("LOCAL_RANK", rank, 1);
+            char *argv[] = {self, "--steps", steps, "--step-ms", ms, "--tokens", "100", NULL};
+            execv(self, argv);
+            _exit(127);
+        }
+    }
+    int rc = 0;
+    for (long i = 0; i < n; i++) {
+        int st = 0;
+        waitpid(pids[i], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            rc = 1;
+    }
+    printf("done %ld workers\n", n);
+    return rc;
+}
+
+static void cuda_init(void)
+{
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    if (path == NULL)
+        return;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL)
+        return;
+    int (*init)(void) = NULL;
+    void *sym = dlsym(h, "InitializeInjection");
+    memcpy(&init, &sym, sizeof(init)); /* POSIX: dlsym results may be function pointers */
+    if (init != NULL)
+        printf("InitializeInjection returned %d\n", init());
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : "";
+        if (strcmp(a, "--steps") == 0 && ++i)
+            o.steps = num(v);
+        else if (strcmp(a, "--step-ms") == 0 && ++i)
+            o.step_ms = num(v);
+        else if (strcmp(a, "--tokens") == 0 && ++i)
+            o.tokens = num(v);
+        else if (strcmp(a, "--threads") == 0 && ++i)
+            o.threads = num(v);
+        else if (strcmp(a, "--crash-at") == 0 && ++i)
+            o.crash_at = num(v);
+        else if (strcmp(a, "--hang-at") == 0 && ++i)
+            o.hang_at = num(v);
+        else if (strcmp(a, "--workers") == 0 && ++i)
+            o.workers = num(v);
+        else if (strcmp(a, "--mode") == 0 && ++i)
+            o.mode = v;
+        else if (strcmp(a, "--nested") == 0)
+            o.nested = 1;
+        else if (strcmp(a, "--other-domain") == 0)
+            o.other_domain = 1;
+        else if (strcmp(a, "--unbalanced") == 0)
+            o.unbalanced = 1;
+        else if (strcmp(a, "--no-steps") == 0)
+            o.no_steps = 1;
+        else if (strcmp(a, "--cuda-init") == 0)
+            o.cuda_init = 1;
+        else {
+            fprintf(stderr, "nvtx-canary: unknown option '%s'\n", a);
+            return 2;
+        }
+    }
+    if (o.workers > 0)
+        return spawn_workers(argv[0]);
+    if (o.cuda_init)
+        cuda_init();
+    nccl = nvtxDomainCreateA("NCCL");
+    step_str = nvtxDomainRegisterStringA(NULL, "step");
+    if (o.unbalanced) {
+        nvtxRangePop();              /* pop before any push */
+        nvtxRangePushA("left-open"); /* never popped */
+    }
+    for (long s = 0; s < o.steps; s++) {
+        if (s == o.crash_at) {
+            fflush(stdout);
+            abort();
+        }
+        if (s == o.hang_at)
+            for (;;)
+                sleep_ms(1000);
+        if (o.no_steps) {
+            nvtxRangePushA("compute");
+            sleep_ms(o.step_ms);
+            nvtxRangePop();
+        } else {
+            one_step();
+        }
+    }
+    if (o.unbalanced) {
+        nvtxRangePop();
+        nvtxRangePop();
+        nvtxRangePop();
+    }
+    printf("done %ld steps\n", o.steps);
+    return 0;
+}
