@@ -1,5 +1,6 @@
 # Writes a C file holding every thresholds/*.json as a string, looked up by base name.
-# Called with -DOUT=<file.c> -DFILES=<list of json files>.
+# Called with -DOUT=<file.c> -DFILES=<json files separated by commas>.
+string(REPLACE "," ";" FILES "${FILES}")
 set(body "/* generated from the thresholds directory by cmake/embed_thresholds.cmake */\n")
 string(APPEND body "#include \"thresholds.h\"\n#include <stddef.h>\n\n")
 set(table "")

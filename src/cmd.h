@@ -9,11 +9,21 @@
 
 #include "err.h"
 
+#include <stdbool.h>
+
 int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_comment(int argc, char **argv);
+
+/* Loads both artifacts and the thresholds, prints the terminal table and verdict on stdout, writes
+ * the markdown report and JSON verdict when their paths are not NULL (atomically, and only after
+ * everything rendered), and returns the gate's exit code. Shared by compare and the main command. */
+int cg_compare_and_report(const char *baseline_path, const char *current_path,
+                          const char *thresholds_spec, const char *report_path,
+                          const char *json_path, const char *gate_id, bool fail_on_inconclusive,
+                          bool color);
 
 /* Prints "canary-gate: <msg>" on stderr and returns the exit code for err->code. */
 int cg_cmd_fail(const struct cg_err *err);

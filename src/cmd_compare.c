@@ -1,4 +1,136 @@
+/*
+ * cmd_compare: `canary-gate compare BASELINE CURRENT` prints the table and verdict, and writes
+ * the markdown report and JSON verdict when asked. Exit: 0 pass or inconclusive, 1 fail,
+ * 2 bad input, 3 could not write, 4 inconclusive with --fail-on-inconclusive.
+ */
 #include "cmd.h"
-int cmd_compare(int argc, char **argv) { (void)argc; (void)argv; return 3; }
-int cmd_merge(int argc, char **argv) { (void)argc; (void)argv; return 3; }
-int cmd_show(int argc, char **argv) { (void)argc; (void)argv; return 3; }
+
+#include "artifact.h"
+#include "fsutil.h"
+#include "report.h"
+#include "thresholds.h"
+#include "verdict.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: canary-gate compare BASELINE CURRENT [options]\n"
+    "\n"
+    "Compares two run artifacts and prints the metric table and the verdict.\n"
+    "\n"
+    "  --thresholds FILE      thresholds file or built-in name (default, strict, smoke);\n"
+    "                         default: the built-in default\n"
+    "  --report FILE.md       write the markdown report (the PR comment body)\n"
+    "  --json FILE            write the JSON verdict\n"
+    "  --id NAME              gate id for the report's hidden marker (several gates per PR)\n"
+    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
+    "  --color WHEN           auto (default), always or never\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage error or invalid input,\n"
+    "            3 could not write an output, 4 inconclusive with --fail-on-inconclusive\n";
+
+enum { OPT_REPORT = 256, OPT_JSON, OPT_THRESHOLDS, OPT_ID, OPT_FOI, OPT_COLOR };
+
+static const struct option options[] = {
+    {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"id", required_argument, NULL, OPT_ID},
+    {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
+    {"color", required_argument, NULL, OPT_COLOR},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int cmd_compare(int argc, char **argv)
+{
+    const char *thresholds_spec = NULL, *report_path = NULL, *json_path = NULL, *gate_id = NULL;
+    const char *color_when = "auto";
+    bool fail_on_inconclusive = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case OPT_THRESHOLDS: thresholds_spec = optarg; break;
+        case OPT_REPORT: report_path = optarg; break;
+        case OPT_JSON: json_path = optarg; break;
+        case OPT_ID: gate_id = optarg; break;
+        case OPT_FOI: fail_on_inconclusive = true; break;
+        case OPT_COLOR: color_when = optarg; break;
+        case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
+        default: return cg_cmd_usage_error("compare", "unknown or incomplete option");
+        }
+    }
+    if (argc - optind != 2)
+        return cg_cmd_usage_error("compare", "expected BASELINE and CURRENT artifacts");
+    if (strcmp(color_when, "auto") != 0 && strcmp(color_when, "always") != 0 &&
+        strcmp(color_when, "never") != 0)
+        return cg_cmd_usage_error("compare", "--color '%s': expected auto, always or never",
+                                  color_when);
+    bool color = strcmp(color_when, "always") == 0 ||
+                 (strcmp(color_when, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+    return cg_compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, report_path,
+                                 json_path, gate_id, fail_on_inconclusive, color);
+}
+
+int cg_compare_and_report(const char *baseline_path, const char *current_path,
+                          const char *thresholds_spec, const char *report_path,
+                          const char *json_path, const char *gate_id, bool fail_on_inconclusive,
+                          bool color)
+{
+    struct cg_err err;
+    struct cg_artifact base, cur;
+    struct cg_thresholds t;
+    struct cg_verdict v;
+    struct cg_buf text, md;
+    char *json = NULL;
+    int exit_code = CG_EXIT_PASS;
+    bool have_verdict = false;
+    cg_err_init(&err);
+    cg_artifact_init(&base);
+    cg_artifact_init(&cur);
+    cg_buf_init(&text, 1 << 20);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+
+    if (cg_thresholds_load(thresholds_spec, &t, &err) != 0 ||
+        cg_artifact_load(baseline_path, &base, &err) != 0 ||
+        cg_artifact_load(current_path, &cur, &err) != 0 ||
+        cg_verdict_compute(&base, &cur, &t, &v, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    have_verdict = true;
+    /* Render everything before writing anything, so a failure leaves no partial set. */
+    if (cg_report_terminal(&v, color, &text, &err) != 0 ||
+        (report_path != NULL && cg_report_markdown(&v, gate_id, &md, &err) != 0)) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    if (json_path != NULL && (json = cg_report_json(&v)) == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "cannot render the JSON verdict: out of memory");
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    fputs(cg_buf_str(&text), stdout);
+    fflush(stdout);
+    if ((report_path != NULL && cg_file_write_atomic(report_path, md.data, md.len, &err) != 0) ||
+        (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0)) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    exit_code = cg_verdict_exit_code(&v, fail_on_inconclusive);
+done:
+    if (have_verdict)
+        cg_verdict_release(&v);
+    free(json);
+    cg_buf_release(&text);
+    cg_buf_release(&md);
+    cg_artifact_release(&base);
+    cg_artifact_release(&cur);
+    return exit_code;
+}

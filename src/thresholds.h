@@ -1,8 +1,63 @@
+/*
+ * thresholds: what counts as a regression, loaded from a thresholds file (docs/thresholds.md).
+ *
+ * A file may extend another by name ("extends": "default" finds default.json beside it, else the
+ * built-in file of that name) or by path; its fields override the parent's one by one. A file
+ * without "extends" extends the built-in "default"; default.json itself says "extends": null and
+ * must be complete. Each file's keys and types are checked before merging, so an error names the
+ * file where the bad key stands. Percentages are percent (5.0 = 5%), sizes bytes. Not
+ * thread-safe.
+ */
 #ifndef CG_THRESHOLDS_H
 #define CG_THRESHOLDS_H
+
+#include "err.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The gated metrics, in report order. */
+enum cg_metric {
+    CG_M_STEP_TIME_MEAN,
+    CG_M_STEP_TIME_P95,
+    CG_M_TOKENS_PER_SEC,
+    CG_M_PEAK_DEVICE_MEMORY,
+    CG_M_PEAK_HOST_RSS,
+    CG_M_COUNT
+};
+
+struct cg_metric_limits {
+    double max_regression_pct;
+    double max_regression_bytes; /* memory metrics only, else NAN */
+    double alpha;                /* significance level of the one-sided test (timing metrics) */
+    int64_t min_runs;            /* fewer runs on either side: at best INCONCLUSIVE */
+};
+
+struct cg_thresholds {
+    char source[1024];/* file or built-in name it came from, for reports */
+    int64_t runs, steps, warmup;
+    struct cg_metric_limits metric[CG_M_COUNT];
+    int64_t ops_top_n;
+    double ops_min_share_pct;
+    double ops_fdr_q;
+    bool env_mismatch_gates; /* "environment_mismatch": "gate" */
+    int64_t bootstrap_resamples;
+};
+
 struct cg_builtin_thresholds {
     const char *name;
     const char *json;
 };
+
+/* The thresholds files compiled in from thresholds/ (generated), ended by {NULL, NULL}. */
 extern const struct cg_builtin_thresholds cg_builtin_thresholds[];
+
+/* The metric's name in JSON and reports ("step_time_mean", ...). */
+const char *cg_metric_name(enum cg_metric m);
+
+/* Loads thresholds from a file path, or from a built-in name ("default", "strict", "smoke") when
+ * spec has no '/' and no such file exists. NULL spec loads the built-in default.
+ * CG_EINPUT with a message naming the file and key on any problem. */
+int cg_thresholds_load(const char *spec, struct cg_thresholds *t, struct cg_err *err);
+
 #endif

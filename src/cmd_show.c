@@ -1,0 +1,136 @@
+/*
+ * cmd_show: `canary-gate show FILE` prints a human summary of a run artifact: environment,
+ * settings, each run's summary, and the ops that take the most time per step.
+ */
+#include "cmd.h"
+
+#include "artifact.h"
+#include "buf.h"
+#include "report.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: canary-gate show FILE [--ops N]\n"
+    "\n"
+    "Prints a human summary of a run artifact.\n"
+    "\n"
+    "  --ops N      list the N ops with the most time per step (default 10)\n"
+    "  -h, --help   show this help\n";
+
+static const struct option options[] = {
+    {"ops", required_argument, NULL, 'n'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int cmp_op_time(const void *a, const void *b)
+{
+    const struct cg_op *x = a, *y = b;
+    return (x->total_ns < y->total_ns) - (x->total_ns > y->total_ns);
+}
+
+static int render(const struct cg_artifact *a, long top, struct cg_buf *o)
+{
+    const struct cg_env *e = &a->env;
+    int rc = cg_buf_printf(o, "schema_version %lld, recorded %s\n", (long long)a->schema_version,
+                           a->created_utc ? a->created_utc : "n/a");
+    rc |= cg_buf_adds(o, "gpu:     ");
+    if (a->gpu_available) {
+        rc |= cg_buf_printf(o, "%lld x ", (long long)e->gpu_count);
+        rc |= cg_term_escape(o, e->gpu_model ? e->gpu_model : "unknown", 200);
+    } else {
+        rc |= cg_buf_adds(o, "unavailable: ");
+        rc |= cg_term_escape(o, a->gpu_reason ? a->gpu_reason : "no reason recorded", 300);
+    }
+    rc |= cg_buf_adds(o, "\ncpu:     ");
+    rc |= cg_term_escape(o, e->cpu_model ? e->cpu_model : "unknown", 200);
+    rc |= cg_buf_adds(o, "\ncanary: ");
+    for (size_t i = 0; i < e->n_canary_command; i++) {
+        rc |= cg_buf_adds(o, " ");
+        rc |= cg_term_escape(o, e->canary_command[i], 200);
+    }
+    rc |= cg_buf_printf(o, "\nsettings: %lld steps after %lld warm-up, %lld runs asked, %zu in file\n\n",
+                        (long long)a->settings.steps, (long long)a->settings.warmup,
+                        (long long)a->settings.runs, a->n_runs);
+    rc |= cg_buf_printf(o, "%4s %6s %12s %12s %12s %14s %12s %12s\n", "run", "steps", "mean",
+                        "median", "p95", "tokens/s", "peak dev", "peak rss");
+    for (size_t i = 0; i < a->n_runs; i++) {
+        const struct cg_run_summary *s = &a->runs[i].summary;
+        char mean[32], med[32], p95[32], tps[32], dev[32], rss[32];
+        cg_fmt_ns(s->step_time_mean_ns, mean, sizeof(mean));
+        cg_fmt_ns(s->step_time_median_ns, med, sizeof(med));
+        cg_fmt_ns(s->step_time_p95_ns, p95, sizeof(p95));
+        cg_fmt_metric(CG_M_TOKENS_PER_SEC, s->tokens_per_sec, tps, sizeof(tps));
+        cg_fmt_metric(CG_M_PEAK_DEVICE_MEMORY,
+                      s->peak_device_bytes >= 0 ? (double)s->peak_device_bytes : NAN, dev,
+                      sizeof(dev));
+        cg_fmt_metric(CG_M_PEAK_HOST_RSS,
+                      s->peak_host_rss_bytes >= 0 ? (double)s->peak_host_rss_bytes : NAN, rss,
+                      sizeof(rss));
+        rc |= cg_buf_printf(o, "%4zu %6zu %12s %12s %12s %14s %12s %12s\n", i, a->runs[i].n_steps,
+                            mean, med, p95, tps, dev, rss);
+    }
+    if (a->n_runs == 0 || a->runs[0].n_ops == 0 || top <= 0)
+        return rc;
+    const struct cg_run *r0 = &a->runs[0];
+    struct cg_op *ops = malloc(r0->n_ops * sizeof(*ops));
+    if (ops == NULL)
+        return CG_ENOMEM;
+    memcpy(ops, r0->ops, r0->n_ops * sizeof(*ops));
+    qsort(ops, r0->n_ops, sizeof(*ops), cmp_op_time);
+    rc |= cg_buf_printf(o, "\ntop ops of run 0 (time per step):\n");
+    for (size_t i = 0; i < r0->n_ops && i < (size_t)top; i++) {
+        char t[32];
+        cg_fmt_ns((double)ops[i].total_ns / (double)r0->n_steps, t, sizeof(t));
+        rc |= cg_buf_printf(o, "  %12s  %-7s %8.1f calls  ", t, cg_op_kind_name(ops[i].kind),
+                            (double)ops[i].calls / (double)r0->n_steps);
+        rc |= cg_term_escape(o, ops[i].name, 120);
+        rc |= cg_buf_adds(o, "\n");
+    }
+    free(ops);
+    return rc;
+}
+
+int cmd_show(int argc, char **argv)
+{
+    long top = 10;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (cg_cmd_parse_count("show", "--ops", optarg, 0, 100000, &top) != 0)
+                return CG_EXIT_INPUT;
+            break;
+        case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
+        default: return cg_cmd_usage_error("show", "unknown or incomplete option");
+        }
+    }
+    if (argc - optind != 1)
+        return cg_cmd_usage_error("show", "expected one artifact");
+    struct cg_err err;
+    struct cg_artifact a;
+    struct cg_buf out;
+    cg_err_init(&err);
+    cg_buf_init(&out, 16 << 20);
+    int exit_code = CG_EXIT_PASS;
+    if (cg_artifact_load(argv[optind], &a, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    if (render(&a, top, &out) != 0) {
+        cg_err_set(&err, CG_ENOMEM, "cannot show '%s': out of memory", argv[optind]);
+        exit_code = cg_cmd_fail(&err);
+    } else {
+        fputs(cg_buf_str(&out), stdout);
+    }
+done:
+    cg_buf_release(&out);
+    cg_artifact_release(&a);
+    return exit_code;
+}

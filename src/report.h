@@ -1,0 +1,60 @@
+/*
+ * report: a verdict rendered as markdown (the PR comment and job summary), terminal text and
+ * JSON, plus the escaping and number formatting they share.
+ *
+ * Renderers write into a struct cg_buf; they never print. Every string that comes from an
+ * artifact (op names, commands, GPU and CPU names) goes through cg_md_escape or cg_term_escape.
+ * The markdown report never exceeds CG_REPORT_MAX_BYTES (GitHub's comment limit is 65,536
+ * characters; a byte count under it is a character count under it). Not thread-safe.
+ */
+#ifndef CG_REPORT_H
+#define CG_REPORT_H
+
+#include "artifact.h"
+#include "buf.h"
+#include "err.h"
+#include "verdict.h"
+
+#include <stdbool.h>
+
+#define CG_REPORT_MAX_BYTES 65000
+#define CG_REPORT_MARKER "<!-- canary-gate -->"
+
+/* Appends s escaped for a markdown table cell: characters that could end the cell, open HTML,
+ * a link, emphasis, a mention or an autolink become HTML entities; control characters become
+ * spaces; invalid UTF-8 becomes U+FFFD. Keeps at most max_bytes of s (cutting at a character
+ * boundary and adding an ellipsis). Returns 0 or CG_ENOMEM. */
+int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes);
+
+/* Appends s with control characters (terminal escape sequences included) shown as '?', cut to
+ * max_bytes with "...". Returns 0 or CG_ENOMEM. */
+int cg_term_escape(struct cg_buf *out, const char *s, size_t max_bytes);
+
+/* Formats a metric value with its unit ("25.31 ms", "1.50 GiB", "12345 tok/s"); "n/a" for NAN. */
+void cg_fmt_metric(enum cg_metric m, double value, char *dst, size_t n);
+
+/* Formats nanoseconds with an adaptive unit ("812 ns", "3.42 us", "25.31 ms", "1.20 s"). */
+void cg_fmt_ns(double ns, char *dst, size_t n);
+
+/* Formats a signed percentage ("+12.3%", "-0.4%", "n/a"). */
+void cg_fmt_pct(double pct, char *dst, size_t n);
+
+/* Human name of a metric ("Step time mean"). */
+const char *cg_metric_label(enum cg_metric m);
+
+/* The verdict's one-line headline, identical in every output ("FAIL: step time mean +12.3% ..."). */
+void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n);
+
+/* Renders the markdown report. gate_id NULL or "" uses the plain marker. 0 or CG_ENOMEM. */
+int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct cg_buf *out,
+                       struct cg_err *err);
+
+/* Renders the terminal table and verdict line. color adds ANSI colours. 0 or CG_ENOMEM. */
+int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *out,
+                       struct cg_err *err);
+
+/* Renders the JSON verdict (schema "canary-gate/verdict"). Returns a malloc'ed string (caller
+ * frees) or NULL when out of memory. */
+char *cg_report_json(const struct cg_verdict *v);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * report_json: the JSON verdict for other tools (see report.h and docs/verdict-json.md).
+ */
+#include "report.h"
+
+#include "cg_version.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+
+static cJSON *num(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static const char *method_name(enum cg_method m)
+{
+    switch (m) {
+    case CG_METHOD_RUNS: return "mann_whitney_runs";
+    case CG_METHOD_BOOTSTRAP: return "block_bootstrap_steps";
+    case CG_METHOD_FIXED: return "fixed_tolerance";
+    default: return "none";
+    }
+}
+
+static cJSON *side(const struct cg_artifact *a)
+{
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "runs", (double)a->n_runs);
+    cJSON_AddNumberToObject(s, "steps_per_run", a->n_runs ? (double)a->runs[0].n_steps : 0.0);
+    cJSON_AddBoolToObject(s, "gpu_available", a->gpu_available);
+    return s;
+}
+
+char *cg_report_json(const struct cg_verdict *v)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (root == NULL)
+        return NULL;
+    char headline[512];
+    cg_verdict_headline(v, headline, sizeof(headline));
+    cJSON_AddStringToObject(root, "schema", "canary-gate/verdict");
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    cJSON_AddStringToObject(root, "tool_version", CG_VERSION);
+    cJSON_AddStringToObject(root, "verdict", cg_outcome_name(v->overall));
+    cJSON_AddStringToObject(root, "headline", headline);
+    cJSON_AddStringToObject(root, "thresholds", v->thresholds->source);
+    cJSON_AddItemToObject(root, "baseline", side(v->baseline));
+    cJSON_AddItemToObject(root, "current", side(v->current));
+    cJSON_AddItemToObject(root, "machine_differs",
+                          v->machine_diff ? cJSON_CreateString(v->machine_diff) : cJSON_CreateNull());
+    cJSON_AddItemToObject(root, "canary_differs",
+                          v->canary_diff ? cJSON_CreateString(v->canary_diff) : cJSON_CreateNull());
+    cJSON_AddBoolToObject(root, "downgraded_for_machine", v->downgraded);
+    cJSON_AddBoolToObject(root, "within_run_comparison", v->within_run);
+    cJSON *metrics = cJSON_AddArrayToObject(root, "metrics");
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        const struct cg_metric_result *r = &v->metrics[m];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", cg_metric_name(r->metric));
+        cJSON_AddItemToObject(o, "baseline", num(r->baseline));
+        cJSON_AddItemToObject(o, "current", num(r->current));
+        cJSON_AddItemToObject(o, "delta_pct", num(r->delta_pct));
+        cJSON_AddItemToObject(o, "ci_low_pct", num(r->ci_low_pct));
+        cJSON_AddItemToObject(o, "ci_high_pct", num(r->ci_high_pct));
+        cJSON_AddItemToObject(o, "p_value", num(r->p_value));
+        cJSON_AddItemToObject(o, "threshold_pct", num(r->threshold_pct));
+        cJSON_AddItemToObject(o, "threshold_bytes", num(r->threshold_bytes));
+        cJSON_AddStringToObject(o, "outcome", cg_outcome_name(r->outcome));
+        cJSON_AddStringToObject(o, "method", method_name(r->method));
+        cJSON_AddStringToObject(o, "note", r->note);
+        cJSON_AddItemToArray(metrics, o);
+    }
+    cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+    for (size_t i = 0; i < v->n_ops; i++) {
+        const struct cg_op_delta *d = &v->ops[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", d->name);
+        cJSON_AddStringToObject(o, "family", d->family);
+        cJSON_AddStringToObject(o, "kind", cg_op_kind_name(d->kind));
+        cJSON_AddStringToObject(o, "status", d->status == CG_OPD_NEW        ? "new"
+                                             : d->status == CG_OPD_VANISHED ? "vanished"
+                                                                            : "both");
+        cJSON_AddItemToObject(o, "baseline_ns_per_step", num(d->base_ns));
+        cJSON_AddItemToObject(o, "current_ns_per_step", num(d->cur_ns));
+        cJSON_AddItemToObject(o, "delta_ns_per_step", num(d->delta_ns));
+        cJSON_AddItemToObject(o, "delta_pct", num(d->delta_pct));
+        cJSON_AddItemToObject(o, "baseline_calls_per_step", num(d->base_calls));
+        cJSON_AddItemToObject(o, "current_calls_per_step", num(d->cur_calls));
+        cJSON_AddItemToObject(o, "p_value", num(d->p_value));
+        cJSON_AddItemToObject(o, "q_value", num(d->q_value));
+        cJSON_AddBoolToObject(o, "significant", d->significant);
+        cJSON_AddItemToArray(ops, o);
+    }
+    cJSON *counts = cJSON_AddObjectToObject(root, "op_counts");
+    cJSON_AddNumberToObject(counts, "compared", (double)v->n_ops_compared);
+    cJSON_AddNumberToObject(counts, "listed", (double)v->n_ops);
+    cJSON_AddNumberToObject(counts, "new", (double)v->n_ops_new);
+    cJSON_AddNumberToObject(counts, "vanished", (double)v->n_ops_vanished);
+    cJSON_AddNumberToObject(counts, "significant", (double)v->n_ops_significant);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}

@@ -1,0 +1,262 @@
+/*
+ * report_md: the markdown report, used as the PR comment and the job summary (see report.h).
+ *
+ * Layout: two hidden marker lines (gate id, verdict), a headline that agrees with the table,
+ * banners, the metric table, runs and thresholds, the top op changes, and folded details
+ * (environment, method). The op table is filled last, row by row, while the whole report stays
+ * under CG_REPORT_MAX_BYTES; rows that do not fit are counted in an "N more" line.
+ */
+#include "report.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NAME_MAX_BYTES 160
+
+static const char *outcome_icon(enum cg_outcome o)
+{
+    switch (o) {
+    case CG_OUT_PASS: return "\xe2\x9c\x85 pass";
+    case CG_OUT_IMPROVED: return "\xf0\x9f\x9a\x80 improved";
+    case CG_OUT_FAIL: return "\xe2\x9d\x8c fail";
+    case CG_OUT_INCONCLUSIVE: return "\xe2\x9a\xa0\xef\xb8\x8f inconclusive";
+    case CG_OUT_NOT_GATED: return "shown, not gated";
+    default: return "n/a";
+    }
+}
+
+static int add_marker(struct cg_buf *b, const struct cg_verdict *v, const char *gate_id)
+{
+    int rc = 0;
+    if (gate_id == NULL || gate_id[0] == '\0') {
+        rc = cg_buf_adds(b, CG_REPORT_MARKER "\n");
+    } else {
+        rc = cg_buf_adds(b, "<!-- canary-gate:");
+        for (const char *p = gate_id; *p && rc == 0; p++) {
+            char c = isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.' ? *p : '_';
+            rc = cg_buf_add(b, &c, 1);
+        }
+        rc |= cg_buf_adds(b, " -->\n");
+    }
+    rc |= cg_buf_printf(b, "<!-- canary-gate-verdict: %s -->\n", cg_outcome_name(v->overall));
+    return rc;
+}
+
+static int add_headline(struct cg_buf *b, const struct cg_verdict *v)
+{
+    char line[512];
+    cg_verdict_headline(v, line, sizeof(line));
+    const char *icon = v->overall == CG_OUT_FAIL   ? "\xe2\x9d\x8c"
+                       : v->overall == CG_OUT_PASS ? "\xe2\x9c\x85"
+                                                   : "\xe2\x9a\xa0\xef\xb8\x8f";
+    /* The headline holds only numbers and fixed words, never artifact strings. */
+    return cg_buf_printf(b, "## %s canary-gate %s\n\n", icon, line);
+}
+
+static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
+{
+    int rc = 0;
+    const struct cg_artifact *base = v->baseline, *cur = v->current;
+    if (v->machine_diff != NULL)
+        rc |= cg_buf_printf(b, "> [!WARNING]\n> **Different machine** (`%s` differs between "
+                               "baseline and this run). %s\n\n",
+                            v->machine_diff,
+                            v->downgraded ? "A regression was found but is reported as "
+                                            "inconclusive: re-record the baseline on this runner."
+                                          : "Numbers may not be comparable.");
+    if (v->canary_diff != NULL)
+        rc |= cg_buf_printf(b, "> [!NOTE]\n> **Canary configuration changed** (`%s` differs). "
+                               "It is still gated: a changed configuration is a common cause of "
+                               "real regressions.\n\n",
+                            v->canary_diff);
+    const struct cg_artifact *nogpu = !cur->gpu_available ? cur : !base->gpu_available ? base : NULL;
+    if (nogpu != NULL) {
+        rc |= cg_buf_printf(b, "> [!NOTE]\n> **GPU metrics unavailable** on %s: ",
+                            nogpu == cur ? "this run" : "the baseline");
+        rc |= cg_md_escape(b, nogpu->gpu_reason != NULL ? nogpu->gpu_reason : "no reason recorded",
+                           300);
+        rc |= cg_buf_adds(b, ". Step times and host memory are still measured.\n\n");
+    }
+    if (v->within_run)
+        rc |= cg_buf_adds(b, "> [!NOTE]\n> A side has a single run, so timing was compared "
+                             "within the run (block bootstrap over steps). This understates "
+                             "run-to-run noise; use more runs for a firm verdict.\n\n");
+    return rc;
+}
+
+static int add_metric_table(struct cg_buf *b, const struct cg_verdict *v)
+{
+    double alpha = v->thresholds->metric[CG_M_STEP_TIME_MEAN].alpha;
+    int rc = cg_buf_printf(b, "| Metric | Baseline | Current | Change (%.0f%% interval) | p | "
+                              "Threshold | Outcome |\n|---|---:|---:|---:|---:|---:|---|\n",
+                           (1.0 - 2.0 * alpha) * 100.0);
+    for (int m = 0; m < CG_M_COUNT && rc == 0; m++) {
+        const struct cg_metric_result *r = &v->metrics[m];
+        char base[48], cur[48], d[32], lo[32], hi[32], p[32], th[64];
+        cg_fmt_metric(r->metric, r->baseline, base, sizeof(base));
+        cg_fmt_metric(r->metric, r->current, cur, sizeof(cur));
+        cg_fmt_pct(r->delta_pct, d, sizeof(d));
+        cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
+        cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
+        if (isnan(r->p_value))
+            snprintf(p, sizeof(p), "&mdash;");
+        else
+            snprintf(p, sizeof(p), "%.3g", r->p_value);
+        if (isnan(r->threshold_bytes)) {
+            snprintf(th, sizeof(th), "%s%.1f%%", cg_metric_higher_is_worse(r->metric) ? "+" : "-",
+                     r->threshold_pct);
+        } else {
+            char bytes[32];
+            cg_fmt_metric(r->metric, r->threshold_bytes, bytes, sizeof(bytes));
+            snprintf(th, sizeof(th), "+%.1f%% and +%s", r->threshold_pct, bytes);
+        }
+        if (r->outcome == CG_OUT_UNAVAILABLE) {
+            rc = cg_buf_printf(b, "| %s | %s | %s | &mdash; | &mdash; | %s | n/a: %s |\n",
+                               cg_metric_label(r->metric), base, cur, th, r->note);
+            continue;
+        }
+        rc = cg_buf_printf(b, "| %s | %s | %s | %s (%s to %s) | %s | %s | %s%s%s |\n",
+                           cg_metric_label(r->metric), base, cur, d, lo, hi, p, th,
+                           outcome_icon(r->outcome), r->note[0] ? ": " : "", r->note);
+    }
+    return rc;
+}
+
+static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
+{
+    const struct cg_artifact *base = v->baseline, *cur = v->current;
+    size_t bs = base->n_runs ? base->runs[0].n_steps : 0, cs = cur->n_runs ? cur->runs[0].n_steps : 0;
+    int rc = cg_buf_printf(b, "\n**Runs:** baseline %zu × %zu steps, this run %zu × %zu steps "
+                              "(warm-up %lld dropped). **Thresholds:** ",
+                           base->n_runs, bs, cur->n_runs, cs, (long long)cur->settings.warmup);
+    rc |= cg_md_escape(b, v->thresholds->source, 200);
+    rc |= cg_buf_adds(b, ".\n");
+    return rc;
+}
+
+static int op_row(struct cg_buf *b, const struct cg_op_delta *d)
+{
+    char base[32], cur[32], delta[32], pct[32];
+    cg_fmt_ns(d->base_ns, base, sizeof(base));
+    cg_fmt_ns(d->cur_ns, cur, sizeof(cur));
+    cg_fmt_ns(d->delta_ns, delta, sizeof(delta));
+    cg_fmt_pct(d->delta_pct, pct, sizeof(pct));
+    const char *status = d->status == CG_OPD_NEW        ? "new"
+                         : d->status == CG_OPD_VANISHED ? "vanished"
+                         : d->significant               ? "significant"
+                                                        : "";
+    int rc = cg_buf_adds(b, "| ");
+    rc |= cg_md_escape(b, d->name, NAME_MAX_BYTES);
+    rc |= cg_buf_printf(b, " | %s | %s | %s | %s%s | %s | %s |\n", cg_op_kind_name(d->kind), base,
+                        cur, delta[0] == '-' ? "" : "+", delta, pct, status);
+    return rc;
+}
+
+static int add_ops(struct cg_buf *b, const struct cg_verdict *v, size_t reserve)
+{
+    int rc = cg_buf_printf(b, "\n### Top op changes (time per step)\n\nDiagnostics only: op "
+                              "changes never decide the verdict. %zu ops compared, %zu new, "
+                              "%zu vanished, %zu significant after false-discovery control.\n\n",
+                           v->n_ops_compared, v->n_ops_new, v->n_ops_vanished,
+                           v->n_ops_significant);
+    if (v->n_ops == 0)
+        return rc | cg_buf_adds(b, "No op takes a noticeable share of the step.\n");
+    rc |= cg_buf_adds(b, "| Op | Kind | Baseline | Current | Change | % | |\n"
+                         "|---|---|---:|---:|---:|---:|---|\n");
+    size_t limit = (size_t)v->thresholds->ops_top_n, shown = 0;
+    struct cg_buf row;
+    cg_buf_init(&row, 4096);
+    for (size_t i = 0; i < v->n_ops && shown < limit && rc == 0; i++) {
+        cg_buf_reset(&row);
+        if (op_row(&row, &v->ops[i]) != 0)
+            break;
+        if (b->len + row.len + reserve + 128 > CG_REPORT_MAX_BYTES)
+            break;
+        rc = cg_buf_add(b, row.data, row.len);
+        shown++;
+    }
+    cg_buf_release(&row);
+    if (rc == 0 && shown < v->n_ops)
+        rc = cg_buf_printf(b, "\n_%zu more ops not shown._\n", v->n_ops - shown);
+    return rc;
+}
+
+static int env_row(struct cg_buf *b, const char *label, const char *x, const char *y)
+{
+    int rc = cg_buf_printf(b, "| %s | ", label);
+    rc |= cg_md_escape(b, x != NULL ? x : "n/a", 200);
+    rc |= cg_buf_adds(b, " | ");
+    rc |= cg_md_escape(b, y != NULL ? y : "n/a", 200);
+    return rc | cg_buf_adds(b, " |\n");
+}
+
+static int command_text(const struct cg_env *e, struct cg_buf *out)
+{
+    int rc = 0;
+    for (size_t i = 0; i < e->n_canary_command && rc == 0; i++)
+        rc = cg_buf_printf(out, "%s%s", i ? " " : "", e->canary_command[i]);
+    return rc;
+}
+
+static int add_details(struct cg_buf *b, const struct cg_verdict *v)
+{
+    const struct cg_env *x = &v->baseline->env, *y = &v->current->env;
+    char gx[32], gy[32];
+    snprintf(gx, sizeof(gx), "%lld", (long long)x->gpu_count);
+    snprintf(gy, sizeof(gy), "%lld", (long long)y->gpu_count);
+    struct cg_buf cx, cy;
+    cg_buf_init(&cx, 4096);
+    cg_buf_init(&cy, 4096);
+    int rc = command_text(x, &cx) | command_text(y, &cy);
+    rc |= cg_buf_adds(b, "\n<details><summary>Environment</summary>\n\n| | Baseline | This run |\n"
+                         "|---|---|---|\n");
+    rc |= env_row(b, "GPU", x->gpu_model, y->gpu_model);
+    rc |= env_row(b, "GPU count", gx, gy);
+    rc |= env_row(b, "Driver", x->driver_version, y->driver_version);
+    rc |= env_row(b, "CUDA", x->cuda_version, y->cuda_version);
+    rc |= env_row(b, "CUPTI", x->cupti_status, y->cupti_status);
+    rc |= env_row(b, "CPU", x->cpu_model, y->cpu_model);
+    rc |= env_row(b, "canary-gate", x->tool_version, y->tool_version);
+    rc |= env_row(b, "Canary", cg_buf_str(&cx), cg_buf_str(&cy));
+    rc |= env_row(b, "Canary hash", x->canary_hash, y->canary_hash);
+    rc |= env_row(b, "Recorded", v->baseline->created_utc, v->current->created_utc);
+    rc |= cg_buf_adds(b, "\n</details>\n");
+    cg_buf_release(&cx);
+    cg_buf_release(&cy);
+    double alpha = v->thresholds->metric[CG_M_STEP_TIME_MEAN].alpha;
+    rc |= cg_buf_printf(
+        b,
+        "\n<details><summary>How this was decided</summary>\n\n"
+        "Each run (one canary process) is one sample. Timing metrics compare the per-run values "
+        "of the two sides with a one-sided Mann-Whitney test (p) and a Hodges-Lehmann estimate "
+        "of the ratio with its distribution-free %.0f%% interval. A metric fails only when the "
+        "change exceeds its threshold and p is at most alpha (%.3g) with enough runs; beyond the "
+        "threshold without that evidence it is inconclusive. With a single run on a side, steps "
+        "are resampled in blocks within the run. Peak memory is gated with fixed tolerances. "
+        "Op changes are controlled for false discoveries and never decide.\n\n</details>\n",
+        (1.0 - 2.0 * alpha) * 100.0, alpha);
+    return rc;
+}
+
+int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct cg_buf *out,
+                       struct cg_err *err)
+{
+    struct cg_buf tail;
+    cg_buf_init(&tail, CG_REPORT_MAX_BYTES);
+    int rc = add_details(&tail, v);
+    rc |= add_marker(out, v, gate_id);
+    rc |= add_headline(out, v);
+    rc |= add_banners(out, v);
+    rc |= add_metric_table(out, v);
+    rc |= add_runs_line(out, v);
+    if (rc == 0)
+        rc = add_ops(out, v, tail.len);
+    if (rc == 0 && out->len + tail.len <= CG_REPORT_MAX_BYTES)
+        rc = cg_buf_add(out, tail.data, tail.len);
+    cg_buf_release(&tail);
+    if (rc != 0)
+        return cg_err_set(err, CG_ENOMEM, "cannot render the markdown report: out of memory");
+    return 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * report_term: the terminal table and verdict line (see report.h).
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TERM_OPS 10
+
+static const char *color_of(enum cg_outcome o, bool color)
+{
+    if (!color)
+        return "";
+    return o == CG_OUT_FAIL ? "\x1b[31m" : o == CG_OUT_INCONCLUSIVE ? "\x1b[33m" : "\x1b[32m";
+}
+
+int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *out,
+                       struct cg_err *err)
+{
+    const char *reset = color ? "\x1b[0m" : "";
+    int rc = cg_buf_printf(out, "%-20s %14s %14s %26s %8s %14s  %s\n", "metric", "baseline",
+                           "current", "change (interval)", "p", "threshold", "outcome");
+    for (int m = 0; m < CG_M_COUNT && rc == 0; m++) {
+        const struct cg_metric_result *r = &v->metrics[m];
+        char base[48], cur[48], d[32], lo[32], hi[32], ci[128], p[32], th[32];
+        cg_fmt_metric(r->metric, r->baseline, base, sizeof(base));
+        cg_fmt_metric(r->metric, r->current, cur, sizeof(cur));
+        cg_fmt_pct(r->delta_pct, d, sizeof(d));
+        cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
+        cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
+        if (r->outcome == CG_OUT_UNAVAILABLE)
+            snprintf(ci, sizeof(ci), "-");
+        else
+            snprintf(ci, sizeof(ci), "%s (%s..%s)", d, lo, hi);
+        if (isnan(r->p_value))
+            snprintf(p, sizeof(p), "-");
+        else
+            snprintf(p, sizeof(p), "%.3g", r->p_value);
+        snprintf(th, sizeof(th), "%s%.1f%%", cg_metric_higher_is_worse(r->metric) ? "+" : "-",
+                 r->threshold_pct);
+        rc = cg_buf_printf(out, "%-20s %14s %14s %26s %8s %14s  %s%s%s%s%s\n",
+                           cg_metric_name(r->metric), base, cur, ci, p, th,
+                           color_of(r->outcome, color), cg_outcome_name(r->outcome), reset,
+                           r->note[0] ? ": " : "", r->note);
+    }
+    if (v->machine_diff != NULL)
+        rc |= cg_buf_printf(out, "warning: different machine (%s differs)%s\n", v->machine_diff,
+                            v->downgraded ? ": a regression is reported as inconclusive" : "");
+    if (v->canary_diff != NULL)
+        rc |= cg_buf_printf(out, "note: canary configuration changed (%s differs); still gated\n",
+                            v->canary_diff);
+    const struct cg_artifact *nogpu = !v->current->gpu_available    ? v->current
+                                      : !v->baseline->gpu_available ? v->baseline
+                                                                    : NULL;
+    if (nogpu != NULL) {
+        rc |= cg_buf_printf(out, "note: GPU metrics unavailable on %s: ",
+                            nogpu == v->current ? "this run" : "the baseline");
+        rc |= cg_term_escape(out, nogpu->gpu_reason ? nogpu->gpu_reason : "no reason recorded", 300);
+        rc |= cg_buf_adds(out, "\n");
+    }
+    if (v->within_run)
+        rc |= cg_buf_adds(out, "note: a side has one run: timing compared within the run "
+                               "(block bootstrap), which understates run-to-run noise\n");
+    if (v->n_ops > 0)
+        rc |= cg_buf_printf(out, "\ntop op changes per step (diagnostics, %zu ops compared):\n",
+                            v->n_ops_compared);
+    for (size_t i = 0; i < v->n_ops && i < TERM_OPS && rc == 0; i++) {
+        const struct cg_op_delta *o = &v->ops[i];
+        char delta[32], pct[32];
+        cg_fmt_ns(o->delta_ns, delta, sizeof(delta));
+        cg_fmt_pct(o->delta_pct, pct, sizeof(pct));
+        rc = cg_buf_printf(out, "  %s%-12s %8s  %-7s ", delta[0] == '-' ? "" : "+", delta, pct,
+                           cg_op_kind_name(o->kind));
+        rc |= cg_term_escape(out, o->name, 100);
+        rc |= cg_buf_adds(out, o->status == CG_OPD_NEW        ? "  (new)\n"
+                               : o->status == CG_OPD_VANISHED ? "  (vanished)\n"
+                                                              : "\n");
+    }
+    char line[512];
+    cg_verdict_headline(v, line, sizeof(line));
+    rc |= cg_buf_printf(out, "\n%scanary-gate %s%s\n", color_of(v->overall, color), line, reset);
+    if (rc != 0)
+        return cg_err_set(err, CG_ENOMEM, "cannot render the report: out of memory");
+    return 0;
+}

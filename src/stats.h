@@ -1,0 +1,105 @@
+/*
+ * stats: the statistics behind the verdict. Pure functions of their inputs, thread-safe.
+ *
+ * Descriptive statistics (mean and variance by Welford's method, type-7 quantiles), the
+ * Mann-Whitney U test (exact null distribution when there are no ties and both samples have at
+ * most CG_MWU_EXACT_MAX values, else the normal approximation with tie correction and continuity
+ * correction), the Hodges-Lehmann shift estimate with its distribution-free (Moses) interval,
+ * a moving-block bootstrap for within-run comparisons, and Benjamini-Hochberg adjustment.
+ * Units are whatever the caller passes in.
+ */
+#ifndef CG_STATS_H
+#define CG_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CG_MWU_EXACT_MAX 50
+
+struct cg_welford {
+    size_t n;
+    double mean;
+    double m2;
+};
+
+/* Starts an empty accumulator. */
+void cg_welford_init(struct cg_welford *w);
+
+/* Adds one value. */
+void cg_welford_add(struct cg_welford *w, double x);
+
+/* Sample variance (n - 1 in the denominator); NAN with fewer than 2 values. */
+double cg_welford_variance(const struct cg_welford *w);
+
+/* Mean of n values; NAN when n is 0. */
+double cg_stats_mean(const double *v, size_t n);
+
+/* Type-7 quantile (linear interpolation between closest ranks) of n unsorted values, q in
+ * [0, 1]. v is not modified. NAN when n is 0 or no memory. */
+double cg_stats_quantile(const double *v, size_t n, double q);
+
+/* Standard normal upper tail P(Z > z). */
+double cg_stats_normal_sf(double z);
+
+/* The z with P(Z > z) = p, for p in (0, 1). */
+double cg_stats_normal_isf(double p);
+
+struct cg_mwu {
+    double u;          /* pairs with y > x, ties counted one half */
+    double p_greater;  /* one-sided p-value, H1: y tends to be larger than x */
+    double p_less;     /* one-sided p-value, H1: y tends to be smaller than x */
+    int exact;         /* 1 when the exact null distribution was used */
+};
+
+/* Mann-Whitney U test of x (m values) against y (n values). Returns 0, or -1 when a sample is
+ * empty or memory ran out. */
+int cg_stats_mwu(const double *x, size_t m, const double *y, size_t n, struct cg_mwu *out);
+
+struct cg_shift {
+    double estimate; /* Hodges-Lehmann: median of all y_j - x_i */
+    double low;      /* lower bound of the 1 - 2*alpha interval; -INFINITY when unattainable */
+    double high;     /* upper bound; +INFINITY when unattainable */
+};
+
+/* Hodges-Lehmann shift of y relative to x with the Moses distribution-free interval whose
+ * each tail has probability at most alpha. Returns 0, or -1 (empty sample, no memory). */
+int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
+                      struct cg_shift *out);
+
+/* Statistics of a run's steps that the block bootstrap can resample. */
+enum cg_boot_stat { CG_BOOT_MEAN, CG_BOOT_P95, CG_BOOT_RATE };
+
+/* A side of a within-run comparison: its runs' step series. For CG_BOOT_RATE each step also has
+ * a weight (tokens) and the statistic is sum(weight) / sum(value). */
+struct cg_boot_side {
+    const double *const *values;  /* values[r][i]: step i of run r */
+    const double *const *weights; /* same shape, only for CG_BOOT_RATE, else NULL */
+    const size_t *lengths;        /* steps per run */
+    size_t n_runs;
+};
+
+struct cg_boot_result {
+    double ratio;     /* statistic(y) / statistic(x) on the data as measured */
+    double low;       /* alpha quantile of the bootstrap ratios */
+    double high;      /* 1 - alpha quantile */
+    double p_greater; /* share of bootstrap ratios <= 1, with the +1 correction */
+    double p_less;    /* share of bootstrap ratios >= 1, with the +1 correction */
+    size_t block_len;
+};
+
+/* Moving-block bootstrap of statistic(y) / statistic(x): each resample draws blocks of
+ * consecutive steps (block length ceil(sqrt(shortest run))) from random runs of each side, so
+ * autocorrelation within a run is kept. Deterministic for a given seed. 0, or -1 on empty
+ * input or no memory. */
+int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_side *y,
+                             enum cg_boot_stat stat, size_t resamples, double alpha,
+                             uint64_t seed, struct cg_boot_result *out);
+
+/* Benjamini-Hochberg adjusted p-values (q[i] for p[i]); NAN entries are skipped and stay NAN.
+ * Returns 0, or -1 when memory ran out. */
+int cg_stats_bh_adjust(const double *p, size_t n, double *q);
+
+/* splitmix64: the next value of a seeded generator. */
+uint64_t cg_stats_rand(uint64_t *state);
+
+#endif

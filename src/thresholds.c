@@ -1,0 +1,345 @@
+/*
+ * thresholds: loading thresholds files with "extends" (see thresholds.h, docs/thresholds.md).
+ *
+ * Every accepted key is one row of a descriptor table (JSON path, type, range, where it lands
+ * in struct cg_thresholds). Each file is checked against the table on its own, then the chain
+ * is applied from the root down, so the leaf's fields win. Fields start unset (NAN or -1) and
+ * a chain that leaves one unset is an error naming the key.
+ */
+#include "thresholds.h"
+
+#include "fsutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_DEPTH 8
+#define MAX_FILE_BYTES (1024 * 1024)
+
+static const char *const metric_names[CG_M_COUNT] = {
+    "step_time_mean", "step_time_p95", "tokens_per_sec", "peak_device_memory", "peak_host_rss",
+};
+
+const char *cg_metric_name(enum cg_metric m)
+{
+    return (unsigned)m < CG_M_COUNT ? metric_names[m] : "unknown";
+}
+
+static bool is_memory(int m)
+{
+    return m == CG_M_PEAK_DEVICE_MEMORY || m == CG_M_PEAK_HOST_RSS;
+}
+
+enum ftype { F_INT, F_NUM };
+
+struct fdesc {
+    const char *key;
+    enum ftype type;
+    double min, max;
+    size_t offset; /* into struct cg_metric_limits for metric keys, else struct cg_thresholds */
+};
+
+#define T_OFF(f) offsetof(struct cg_thresholds, f)
+#define M_OFF(f) offsetof(struct cg_metric_limits, f)
+
+static const struct fdesc measurement_keys[] = {
+    {"runs", F_INT, 1, 1000, T_OFF(runs)},
+    {"steps", F_INT, 1, 1000000, T_OFF(steps)},
+    {"warmup", F_INT, 0, 1000000, T_OFF(warmup)},
+};
+static const struct fdesc ops_keys[] = {
+    {"top_n", F_INT, 0, 10000, T_OFF(ops_top_n)},
+    {"min_share_pct", F_NUM, 0, 100, T_OFF(ops_min_share_pct)},
+    {"fdr_q", F_NUM, 1e-9, 1, T_OFF(ops_fdr_q)},
+};
+static const struct fdesc metric_keys[] = {
+    {"max_regression_pct", F_NUM, 0, 1e6, M_OFF(max_regression_pct)},
+    {"max_regression_bytes", F_NUM, 0, 1e18, M_OFF(max_regression_bytes)},
+    {"alpha", F_NUM, 1e-9, 0.5, M_OFF(alpha)},
+    {"min_runs", F_INT, 1, 1000, M_OFF(min_runs)},
+};
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+struct loader {
+    struct cg_err *err;
+    const char *file; /* current file's display name */
+};
+
+static int bad(struct loader *l, const char *key, const char *problem)
+{
+    return cg_err_set(l->err, CG_EINPUT, "invalid thresholds file '%s': %s: %s", l->file, key,
+                      problem);
+}
+
+/* Checks one numeric value against its descriptor and, when base is not NULL, stores it. */
+static int store_value(struct loader *l, const char *key, const cJSON *item, const struct fdesc *d,
+                       char *base)
+{
+    if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble))
+        return bad(l, key, d->type == F_INT ? "must be an integer" : "must be a number");
+    double v = item->valuedouble;
+    if (d->type == F_INT && v != floor(v))
+        return bad(l, key, "must be an integer");
+    if (v < d->min || v > d->max) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "must be from %g to %g", d->min, d->max);
+        return bad(l, key, msg);
+    }
+    if (base == NULL)
+        return 0;
+    if (d->type == F_INT)
+        *(int64_t *)(void *)(base + d->offset) = (int64_t)v;
+    else
+        *(double *)(void *)(base + d->offset) = v;
+    return 0;
+}
+
+/* Checks obj's members against table and, when base is not NULL, stores them there. */
+static int apply_table(struct loader *l, const cJSON *obj, const char *section,
+                       const struct fdesc *table, size_t n, char *base, bool memory_metric)
+{
+    char key[128];
+    if (!cJSON_IsObject(obj))
+        return bad(l, section, "must be an object");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, obj)
+    {
+        snprintf(key, sizeof(key), "%s.%s", section, item->string);
+        const struct fdesc *d = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(table[i].key, item->string) == 0)
+                d = &table[i];
+        }
+        if (d == NULL || (!memory_metric && strcmp(item->string, "max_regression_bytes") == 0))
+            return bad(l, key, "unknown key");
+        int rc = store_value(l, key, item, d, base);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Checks (t == NULL) or applies (t != NULL) one file's settings. */
+static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds *t)
+{
+    char *base = (char *)t;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root)
+    {
+        const char *k = item->string;
+        int rc = 0;
+        if (strcmp(k, "description") == 0) {
+            if (!cJSON_IsString(item))
+                rc = bad(l, k, "must be a string");
+        } else if (strcmp(k, "extends") == 0) {
+            if (!cJSON_IsString(item) && !cJSON_IsNull(item))
+                rc = bad(l, k, "must be a file name, a built-in name or null");
+        } else if (strcmp(k, "measurement") == 0) {
+            rc = apply_table(l, item, k, measurement_keys, N_OF(measurement_keys), base, false);
+        } else if (strcmp(k, "ops") == 0) {
+            rc = apply_table(l, item, k, ops_keys, N_OF(ops_keys), base, false);
+        } else if (strcmp(k, "metrics") == 0) {
+            if (!cJSON_IsObject(item))
+                return bad(l, k, "must be an object");
+            const cJSON *m;
+            cJSON_ArrayForEach(m, item)
+            {
+                char section[64];
+                snprintf(section, sizeof(section), "metrics.%s", m->string);
+                int idx = -1;
+                for (int i = 0; i < CG_M_COUNT; i++) {
+                    if (strcmp(metric_names[i], m->string) == 0)
+                        idx = i;
+                }
+                if (idx < 0)
+                    return bad(l, section, "unknown metric");
+                char *mbase = t != NULL ? (char *)&t->metric[idx] : NULL;
+                rc = apply_table(l, m, section, metric_keys, N_OF(metric_keys), mbase,
+                                 is_memory(idx));
+                if (rc != 0)
+                    return rc;
+            }
+        } else if (strcmp(k, "environment_mismatch") == 0) {
+            if (!cJSON_IsString(item) || (strcmp(item->valuestring, "inconclusive") != 0 &&
+                                          strcmp(item->valuestring, "gate") != 0))
+                rc = bad(l, k, "must be \"inconclusive\" or \"gate\"");
+            else if (t != NULL)
+                t->env_mismatch_gates = strcmp(item->valuestring, "gate") == 0;
+        } else if (strcmp(k, "bootstrap_resamples") == 0) {
+            static const struct fdesc d = {"bootstrap_resamples", F_INT, 100, 1000000,
+                                           T_OFF(bootstrap_resamples)};
+            rc = store_value(l, k, item, &d, base);
+        } else {
+            rc = bad(l, k, "unknown key");
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static const char *builtin_text(const char *name)
+{
+    for (size_t i = 0; cg_builtin_thresholds[i].name != NULL; i++) {
+        if (strcmp(cg_builtin_thresholds[i].name, name) == 0)
+            return cg_builtin_thresholds[i].json;
+    }
+    return NULL;
+}
+
+/* Resolves a spec to text. dir is the directory of the extending file, "" for the command line
+ * (spec is then a path relative to the working directory), or NULL when the extending file is
+ * itself built in (only built-in names then). An existing file wins over a built-in name.
+ * Fills display (the name used in messages) and *builtin. */
+static int read_spec(const char *spec, const char *dir, char **text, char *display, size_t dn,
+                     bool *builtin, struct cg_err *err)
+{
+    char path[1024];
+    bool explicit_path = strchr(spec, '/') != NULL || strstr(spec, ".json") != NULL;
+    int n = 0;
+    *builtin = false;
+    if (dir != NULL) {
+        if (dir[0] == '\0' || spec[0] == '/')
+            n = snprintf(path, sizeof(path), "%s", spec);
+        else
+            n = snprintf(path, sizeof(path), "%s/%s%s", dir, spec, explicit_path ? "" : ".json");
+        if (n < 0 || (size_t)n >= sizeof(path))
+            return cg_err_set(err, CG_EINPUT, "cannot read thresholds '%s': path too long", spec);
+        if (explicit_path || access(path, F_OK) == 0) {
+            snprintf(display, dn, "%s", path);
+            return cg_file_read(path, MAX_FILE_BYTES, text, NULL, err);
+        }
+    }
+    const char *b = builtin_text(spec);
+    if (b == NULL)
+        return cg_err_set(err, CG_EINPUT,
+                          "cannot read thresholds '%s': no such file and no built-in thresholds of "
+                          "that name (built-in: default, strict, smoke)",
+                          spec);
+    *text = strdup(b);
+    if (*text == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    snprintf(display, dn, "built-in %s", spec);
+    *builtin = true;
+    return 0;
+}
+
+static int load_chain(const char *spec, const char *dir, int depth, struct cg_thresholds *t,
+                      struct cg_err *err)
+{
+    int rc = 0;
+    char *text = NULL;
+    cJSON *root = NULL;
+    char display[1024];
+    bool builtin;
+    if (depth > MAX_DEPTH)
+        return cg_err_set(err, CG_EINPUT,
+                          "invalid thresholds '%s': \"extends\" goes more than %d files deep (a cycle?)",
+                          spec, MAX_DEPTH);
+    rc = read_spec(spec, dir, &text, display, sizeof(display), &builtin, err);
+    if (rc != 0)
+        goto done;
+    struct loader l = {err, display};
+    root = cJSON_Parse(text);
+    if (root == NULL || !cJSON_IsObject(root)) {
+        rc = cg_err_set(err, CG_EINPUT, "invalid thresholds file '%s': not a JSON object", display);
+        goto done;
+    }
+    rc = apply_file(&l, root, NULL);
+    if (rc != 0)
+        goto done;
+    const cJSON *ext = cJSON_GetObjectItemCaseSensitive(root, "extends");
+    if (ext == NULL || cJSON_IsString(ext)) {
+        const char *parent = ext != NULL ? ext->valuestring : "default";
+        char pdir[1024] = "";
+        if (!builtin) {
+            snprintf(pdir, sizeof(pdir), "%s", display);
+            char *slash = strrchr(pdir, '/');
+            if (slash != NULL)
+                *slash = '\0';
+            else
+                snprintf(pdir, sizeof(pdir), ".");
+        }
+        if (builtin && ext == NULL) {
+            rc = cg_err_set(err, CG_EINTERNAL, "built-in thresholds '%s' have no parent", spec);
+            goto done;
+        }
+        rc = load_chain(parent, builtin ? NULL : pdir, depth + 1, t, err);
+        if (rc != 0)
+            goto done;
+    }
+    rc = apply_file(&l, root, t);
+    if (rc == 0)
+        snprintf(t->source, sizeof(t->source), "%s", display);
+done:
+    cJSON_Delete(root);
+    free(text);
+    return rc;
+}
+
+static void set_unset(struct cg_thresholds *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->runs = t->steps = t->warmup = t->ops_top_n = t->bootstrap_resamples = -1;
+    t->ops_min_share_pct = t->ops_fdr_q = NAN;
+    for (int i = 0; i < CG_M_COUNT; i++) {
+        t->metric[i].max_regression_pct = NAN;
+        t->metric[i].max_regression_bytes = NAN;
+        t->metric[i].alpha = NAN;
+        t->metric[i].min_runs = -1;
+    }
+}
+
+static int check_complete(const struct cg_thresholds *t, struct cg_err *err)
+{
+    const char *missing = NULL;
+    char key[96];
+    if (t->runs < 0)
+        missing = "measurement.runs";
+    else if (t->steps < 0)
+        missing = "measurement.steps";
+    else if (t->warmup < 0)
+        missing = "measurement.warmup";
+    else if (t->ops_top_n < 0)
+        missing = "ops.top_n";
+    else if (isnan(t->ops_min_share_pct))
+        missing = "ops.min_share_pct";
+    else if (isnan(t->ops_fdr_q))
+        missing = "ops.fdr_q";
+    else if (t->bootstrap_resamples < 0)
+        missing = "bootstrap_resamples";
+    for (int i = 0; missing == NULL && i < CG_M_COUNT; i++) {
+        const struct cg_metric_limits *m = &t->metric[i];
+        const char *field = NULL;
+        if (isnan(m->max_regression_pct))
+            field = "max_regression_pct";
+        else if (is_memory(i) && isnan(m->max_regression_bytes))
+            field = "max_regression_bytes";
+        else if (!is_memory(i) && isnan(m->alpha))
+            field = "alpha";
+        else if (!is_memory(i) && m->min_runs < 0)
+            field = "min_runs";
+        if (field != NULL) {
+            snprintf(key, sizeof(key), "metrics.%s.%s", metric_names[i], field);
+            missing = key;
+        }
+    }
+    if (missing != NULL)
+        return cg_err_set(err, CG_EINPUT, "invalid thresholds '%s': %s: missing", t->source,
+                          missing);
+    return 0;
+}
+
+int cg_thresholds_load(const char *spec, struct cg_thresholds *t, struct cg_err *err)
+{
+    set_unset(t);
+    int rc = load_chain(spec != NULL ? spec : "default", "", 0, t, err);
+    if (rc == 0)
+        rc = check_complete(t, err);
+    return rc;
+}

@@ -1,0 +1,496 @@
+/*
+ * verdict: metric outcomes, op deltas and the overall decision (see verdict.h).
+ *
+ * Decision per timing metric, with regression r (percent, in the worse direction), threshold T,
+ * one-sided p-value p and alpha:
+ *   r > T and p <= alpha and both sides have min_runs runs   -> FAIL
+ *   r > T otherwise                                          -> INCONCLUSIVE
+ *   -r > T and the opposite one-sided p <= alpha             -> IMPROVED
+ *   else                                                     -> PASS
+ * Memory: growth above both max_regression_pct and max_regression_bytes -> FAIL.
+ * A FAIL on a different machine becomes INCONCLUSIVE unless the thresholds say "gate".
+ */
+#include "verdict.h"
+
+#include "stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const outcome_names[] = {"pass",         "improved",  "fail",
+                                            "inconclusive", "not_gated", "unavailable"};
+
+const char *cg_outcome_name(enum cg_outcome o)
+{
+    return (unsigned)o <= CG_OUT_UNAVAILABLE ? outcome_names[o] : "unknown";
+}
+
+bool cg_metric_higher_is_worse(enum cg_metric m)
+{
+    return m != CG_M_TOKENS_PER_SEC;
+}
+
+int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
+{
+    if (v->overall == CG_OUT_FAIL)
+        return CG_EXIT_FAIL;
+    if (v->overall == CG_OUT_INCONCLUSIVE && fail_on_inconclusive)
+        return CG_EXIT_INCONCLUSIVE;
+    return CG_EXIT_PASS;
+}
+
+/* Per-run value of a metric; NAN (or negative for memory) when unknown. */
+static double run_value(const struct cg_run *r, enum cg_metric m)
+{
+    switch (m) {
+    case CG_M_STEP_TIME_MEAN:
+        return r->summary.step_time_mean_ns;
+    case CG_M_STEP_TIME_P95:
+        return r->summary.step_time_p95_ns;
+    case CG_M_TOKENS_PER_SEC:
+        return r->summary.tokens_per_sec;
+    case CG_M_PEAK_DEVICE_MEMORY:
+        return r->summary.peak_device_bytes >= 0 ? (double)r->summary.peak_device_bytes : NAN;
+    case CG_M_PEAK_HOST_RSS:
+        return r->summary.peak_host_rss_bytes >= 0 ? (double)r->summary.peak_host_rss_bytes : NAN;
+    default:
+        return NAN;
+    }
+}
+
+/* Fills out[] with the per-run values; returns false when any run lacks the metric. */
+static bool side_values(const struct cg_artifact *a, enum cg_metric m, double *out)
+{
+    for (size_t i = 0; i < a->n_runs; i++) {
+        out[i] = run_value(&a->runs[i], m);
+        if (!isfinite(out[i]) || out[i] <= 0)
+            return false;
+    }
+    return true;
+}
+
+/* Between-run comparison: Mann-Whitney on the values, Hodges-Lehmann on their logs. */
+static int compare_runs(const double *b, size_t nb, const double *c, size_t nc, bool worse_up,
+                        double alpha, struct cg_metric_result *r, double *p_better)
+{
+    double *lb = malloc(nb * sizeof(*lb)), *lc = malloc(nc * sizeof(*lc));
+    int rc = -1;
+    if (lb == NULL || lc == NULL)
+        goto done;
+    for (size_t i = 0; i < nb; i++)
+        lb[i] = log(b[i]);
+    for (size_t i = 0; i < nc; i++)
+        lc[i] = log(c[i]);
+    struct cg_mwu u;
+    struct cg_shift s;
+    if (cg_stats_mwu(lb, nb, lc, nc, &u) != 0 || cg_stats_hl_shift(lb, nb, lc, nc, alpha, &s) != 0)
+        goto done;
+    r->delta_pct = (exp(s.estimate) - 1.0) * 100.0;
+    r->ci_low_pct = isfinite(s.low) ? (exp(s.low) - 1.0) * 100.0 : -INFINITY;
+    r->ci_high_pct = isfinite(s.high) ? (exp(s.high) - 1.0) * 100.0 : INFINITY;
+    r->p_value = worse_up ? u.p_greater : u.p_less;
+    *p_better = worse_up ? u.p_less : u.p_greater;
+    r->method = CG_METHOD_RUNS;
+    rc = 0;
+done:
+    free(lb);
+    free(lc);
+    return rc;
+}
+
+/* Within-run comparison over the steps of every run of each side. */
+static int compare_steps(const struct cg_artifact *base, const struct cg_artifact *cur,
+                         enum cg_metric m, const struct cg_thresholds *t, double alpha,
+                         struct cg_metric_result *r, double *p_better)
+{
+    const struct cg_artifact *sides[2] = {base, cur};
+    struct cg_boot_side bs[2];
+    double **vals[2] = {NULL, NULL}, **wts[2] = {NULL, NULL};
+    size_t *lens[2] = {NULL, NULL};
+    int rc = -1;
+    for (int s = 0; s < 2; s++) {
+        size_t n = sides[s]->n_runs;
+        vals[s] = calloc(n, sizeof(double *));
+        wts[s] = calloc(n, sizeof(double *));
+        lens[s] = calloc(n, sizeof(size_t));
+        if (vals[s] == NULL || wts[s] == NULL || lens[s] == NULL)
+            goto done;
+        for (size_t i = 0; i < n; i++) {
+            const struct cg_run *run = &sides[s]->runs[i];
+            vals[s][i] = malloc(run->n_steps * sizeof(double));
+            wts[s][i] = malloc(run->n_steps * sizeof(double));
+            if (vals[s][i] == NULL || wts[s][i] == NULL)
+                goto done;
+            lens[s][i] = run->n_steps;
+            for (size_t k = 0; k < run->n_steps; k++) {
+                vals[s][i][k] = (double)run->steps[k].wall_ns;
+                wts[s][i][k] = run->steps[k].tokens >= 0 ? (double)run->steps[k].tokens : 0.0;
+            }
+        }
+        bs[s] = (struct cg_boot_side){(const double *const *)vals[s],
+                                      (const double *const *)wts[s], lens[s], n};
+    }
+    enum cg_boot_stat stat = m == CG_M_STEP_TIME_MEAN  ? CG_BOOT_MEAN
+                             : m == CG_M_STEP_TIME_P95 ? CG_BOOT_P95
+                                                       : CG_BOOT_RATE;
+    struct cg_boot_result br;
+    uint64_t seed = 0x63616e617279ULL + (uint64_t)m;
+    if (cg_stats_block_bootstrap(&bs[0], &bs[1], stat, (size_t)t->bootstrap_resamples, alpha, seed,
+                                 &br) != 0)
+        goto done;
+    bool worse_up = cg_metric_higher_is_worse(m);
+    r->delta_pct = (br.ratio - 1.0) * 100.0;
+    r->ci_low_pct = (br.low - 1.0) * 100.0;
+    r->ci_high_pct = (br.high - 1.0) * 100.0;
+    r->p_value = worse_up ? br.p_greater : br.p_less;
+    *p_better = worse_up ? br.p_less : br.p_greater;
+    r->method = CG_METHOD_BOOTSTRAP;
+    rc = 0;
+done:
+    for (int s = 0; s < 2; s++) {
+        for (size_t i = 0; vals[s] != NULL && i < sides[s]->n_runs; i++) {
+            free(vals[s][i]);
+            free(wts[s][i]);
+        }
+        free(vals[s]);
+        free(wts[s]);
+        free(lens[s]);
+    }
+    return rc;
+}
+
+static int timing_metric(const struct cg_artifact *base, const struct cg_artifact *cur,
+                         const struct cg_thresholds *t, enum cg_metric m, double *vb, double *vc,
+                         struct cg_metric_result *r)
+{
+    const struct cg_metric_limits *lim = &t->metric[m];
+    size_t nb = base->n_runs, nc = cur->n_runs;
+    bool worse_up = cg_metric_higher_is_worse(m);
+    double p_better = NAN;
+    r->baseline = cg_stats_quantile(vb, nb, 0.5);
+    r->current = cg_stats_quantile(vc, nc, 0.5);
+    int rc = nb >= 2 && nc >= 2 ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
+                                : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
+    if (rc != 0)
+        return CG_ENOMEM;
+    r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
+    bool enough = (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs;
+    if (r->regression_pct > lim->max_regression_pct) {
+        if (!enough) {
+            r->outcome = CG_OUT_INCONCLUSIVE;
+            snprintf(r->note, sizeof(r->note), "too few runs (%zu and %zu, need %lld a side)", nb,
+                     nc, (long long)lim->min_runs);
+        } else if (r->p_value <= lim->alpha) {
+            r->outcome = CG_OUT_FAIL;
+        } else {
+            r->outcome = CG_OUT_INCONCLUSIVE;
+            snprintf(r->note, sizeof(r->note), "not significant (p = %.3g > alpha %.3g): add runs",
+                     r->p_value, lim->alpha);
+        }
+    } else if (-r->regression_pct > lim->max_regression_pct && p_better <= lim->alpha) {
+        r->outcome = CG_OUT_IMPROVED;
+    } else {
+        r->outcome = CG_OUT_PASS;
+    }
+    return 0;
+}
+
+static void memory_metric(const struct cg_artifact *base, const struct cg_artifact *cur,
+                          const struct cg_thresholds *t, enum cg_metric m, const double *vb,
+                          const double *vc, struct cg_metric_result *r)
+{
+    size_t nb = base->n_runs, nc = cur->n_runs;
+    const struct cg_metric_limits *lim = &t->metric[m];
+    r->method = CG_METHOD_FIXED;
+    r->baseline = cg_stats_quantile(vb, nb, 0.5);
+    r->current = cg_stats_quantile(vc, nc, 0.5);
+    double bmin = vb[0], bmax = vb[0], cmin = vc[0], cmax = vc[0];
+    for (size_t i = 1; i < nb; i++) {
+        bmin = fmin(bmin, vb[i]);
+        bmax = fmax(bmax, vb[i]);
+    }
+    for (size_t i = 1; i < nc; i++) {
+        cmin = fmin(cmin, vc[i]);
+        cmax = fmax(cmax, vc[i]);
+    }
+    r->delta_pct = (r->current / r->baseline - 1.0) * 100.0;
+    r->ci_low_pct = (cmin / bmax - 1.0) * 100.0;
+    r->ci_high_pct = (cmax / bmin - 1.0) * 100.0;
+    r->regression_pct = r->delta_pct;
+    double grown = r->current - r->baseline;
+    if (r->delta_pct > lim->max_regression_pct && grown > lim->max_regression_bytes)
+        r->outcome = CG_OUT_FAIL;
+    else if (-r->delta_pct > lim->max_regression_pct && -grown > lim->max_regression_bytes)
+        r->outcome = CG_OUT_IMPROVED;
+    else
+        r->outcome = CG_OUT_PASS;
+}
+
+static void init_result(struct cg_metric_result *r, enum cg_metric m,
+                        const struct cg_thresholds *t)
+{
+    memset(r, 0, sizeof(*r));
+    r->metric = m;
+    r->baseline = r->current = r->delta_pct = r->ci_low_pct = r->ci_high_pct = NAN;
+    r->p_value = r->regression_pct = NAN;
+    r->threshold_pct = t->metric[m].max_regression_pct;
+    r->threshold_bytes = t->metric[m].max_regression_bytes;
+    r->outcome = CG_OUT_UNAVAILABLE;
+    r->method = CG_METHOD_NONE;
+}
+
+static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
+{
+    const struct cg_artifact *b = v->baseline, *c = v->current;
+    double *vb = malloc(b->n_runs * sizeof(*vb)), *vc = malloc(c->n_runs * sizeof(*vc));
+    int rc = 0;
+    if (vb == NULL || vc == NULL) {
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto done;
+    }
+    bool device_gated = false;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        init_result(r, (enum cg_metric)m, v->thresholds);
+        if (!side_values(b, (enum cg_metric)m, vb) || !side_values(c, (enum cg_metric)m, vc)) {
+            snprintf(r->note, sizeof(r->note), "not measured on %s",
+                     !side_values(b, (enum cg_metric)m, vb) ? "the baseline" : "this run");
+            continue;
+        }
+        if (m == CG_M_PEAK_DEVICE_MEMORY || m == CG_M_PEAK_HOST_RSS) {
+            memory_metric(b, c, v->thresholds, (enum cg_metric)m, vb, vc, r);
+            if (m == CG_M_PEAK_DEVICE_MEMORY)
+                device_gated = true;
+            else if (device_gated) {
+                r->outcome = CG_OUT_NOT_GATED;
+                snprintf(r->note, sizeof(r->note), "peak device memory is gated instead");
+            }
+            continue;
+        }
+        if (timing_metric(b, c, v->thresholds, (enum cg_metric)m, vb, vc, r) != 0) {
+            rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+            goto done;
+        }
+        if (r->method == CG_METHOD_BOOTSTRAP)
+            v->within_run = true;
+    }
+done:
+    free(vb);
+    free(vc);
+    return rc;
+}
+
+/* ---- ops --------------------------------------------------------------------------------- */
+
+struct op_slot {
+    const struct cg_op *op; /* first occurrence, for name/family/kind */
+    double *per_run;        /* [n_base + n_cur] time per step; 0 when absent from that run */
+    double *calls;          /* same layout, calls per step */
+    bool in_base, in_cur;
+};
+
+struct op_table {
+    struct op_slot *slots;
+    size_t cap, used;
+    size_t nb, nc;
+};
+
+static uint64_t op_hash(const struct cg_op *op)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)op->kind;
+    for (const unsigned char *p = (const unsigned char *)op->name; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+static struct op_slot *op_find(struct op_table *t, const struct cg_op *op)
+{
+    size_t i = (size_t)(op_hash(op) & (t->cap - 1));
+    while (t->slots[i].op != NULL) {
+        const struct cg_op *o = t->slots[i].op;
+        if (o->kind == op->kind && strcmp(o->name, op->name) == 0)
+            return &t->slots[i];
+        i = (i + 1) & (t->cap - 1);
+    }
+    struct op_slot *s = &t->slots[i];
+    size_t n = t->nb + t->nc;
+    s->per_run = malloc(2 * n * sizeof(double));
+    if (s->per_run == NULL)
+        return NULL;
+    s->calls = s->per_run + n;
+    for (size_t k = 0; k < 2 * n; k++)
+        s->per_run[k] = 0.0;
+    s->op = op;
+    t->used++;
+    return s;
+}
+
+static int op_table_fill(struct op_table *t, const struct cg_artifact *a, size_t offset,
+                         bool is_base)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        const struct cg_run *run = &a->runs[r];
+        double steps = (double)run->n_steps;
+        for (size_t k = 0; k < run->n_ops; k++) {
+            struct op_slot *s = op_find(t, &run->ops[k]);
+            if (s == NULL)
+                return CG_ENOMEM;
+            s->per_run[offset + r] += (double)run->ops[k].total_ns / steps;
+            s->calls[offset + r] += (double)run->ops[k].calls / steps;
+            if (is_base)
+                s->in_base = true;
+            else
+                s->in_cur = true;
+        }
+    }
+    return 0;
+}
+
+static int cmp_delta(const void *a, const void *b)
+{
+    const struct cg_op_delta *x = a, *y = b;
+    double dx = fabs(x->delta_ns), dy = fabs(y->delta_ns);
+    if (dx != dy)
+        return dx < dy ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static void op_delta_from_slot(const struct op_slot *s, size_t nb, size_t nc,
+                               struct cg_op_delta *d)
+{
+    d->name = s->op->name;
+    d->family = s->op->family;
+    d->kind = s->op->kind;
+    d->status = s->in_base && s->in_cur ? CG_OPD_BOTH : s->in_cur ? CG_OPD_NEW : CG_OPD_VANISHED;
+    d->base_ns = cg_stats_quantile(s->per_run, nb, 0.5);
+    d->cur_ns = cg_stats_quantile(s->per_run + nb, nc, 0.5);
+    d->base_calls = cg_stats_quantile(s->calls, nb, 0.5);
+    d->cur_calls = cg_stats_quantile(s->calls + nb, nc, 0.5);
+    d->delta_ns = d->cur_ns - d->base_ns;
+    d->delta_pct = d->base_ns > 0 ? d->delta_ns / d->base_ns * 100.0 : NAN;
+    d->p_value = d->q_value = NAN;
+    d->significant = false;
+    struct cg_mwu u;
+    if (nb >= 2 && nc >= 2 && cg_stats_mwu(s->per_run, nb, s->per_run + nb, nc, &u) == 0)
+        d->p_value = fmin(1.0, 2.0 * fmin(u.p_greater, u.p_less));
+}
+
+static int compute_ops(struct cg_verdict *v, struct cg_err *err)
+{
+    const struct cg_artifact *b = v->baseline, *c = v->current;
+    struct op_table t = {NULL, 0, 0, b->n_runs, c->n_runs};
+    struct cg_op_delta *all = NULL;
+    double *p = NULL, *q = NULL;
+    int rc = 0;
+    size_t total = 0;
+    for (size_t r = 0; r < b->n_runs; r++)
+        total += b->runs[r].n_ops;
+    for (size_t r = 0; r < c->n_runs; r++)
+        total += c->runs[r].n_ops;
+    t.cap = 16;
+    while (t.cap < total * 2)
+        t.cap *= 2;
+    t.slots = calloc(t.cap, sizeof(*t.slots));
+    if (t.slots == NULL || op_table_fill(&t, b, 0, true) != 0 ||
+        op_table_fill(&t, c, b->n_runs, false) != 0) {
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto done;
+    }
+    all = calloc(t.used ? t.used : 1, sizeof(*all));
+    p = malloc((t.used ? t.used : 1) * sizeof(*p));
+    q = malloc((t.used ? t.used : 1) * sizeof(*q));
+    if (all == NULL || p == NULL || q == NULL) {
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto done;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < t.cap; i++) {
+        if (t.slots[i].op == NULL)
+            continue;
+        op_delta_from_slot(&t.slots[i], b->n_runs, c->n_runs, &all[n]);
+        p[n] = all[n].p_value;
+        n++;
+    }
+    if (cg_stats_bh_adjust(p, n, q) != 0) {
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto done;
+    }
+    double step_ns = v->metrics[CG_M_STEP_TIME_MEAN].baseline;
+    double min_ns = step_ns * v->thresholds->ops_min_share_pct / 100.0;
+    size_t kept = 0;
+    v->n_ops_compared = n;
+    for (size_t i = 0; i < n; i++) {
+        all[i].q_value = q[i];
+        all[i].significant = !isnan(q[i]) && q[i] <= v->thresholds->ops_fdr_q;
+        v->n_ops_new += all[i].status == CG_OPD_NEW;
+        v->n_ops_vanished += all[i].status == CG_OPD_VANISHED;
+        v->n_ops_significant += all[i].significant;
+        if (fmax(all[i].base_ns, all[i].cur_ns) >= min_ns)
+            all[kept++] = all[i];
+    }
+    qsort(all, kept, sizeof(*all), cmp_delta);
+    v->ops = all;
+    v->n_ops = kept;
+    all = NULL;
+done:
+    for (size_t i = 0; t.slots != NULL && i < t.cap; i++)
+        free(t.slots[i].per_run);
+    free(t.slots);
+    free(all);
+    free(p);
+    free(q);
+    return rc;
+}
+
+/* ---- decision ---------------------------------------------------------------------------- */
+
+static void decide(struct cg_verdict *v)
+{
+    bool any_fail = false, any_inconclusive = false;
+    bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        if (r->outcome == CG_OUT_FAIL && mismatch) {
+            r->outcome = CG_OUT_INCONCLUSIVE;
+            snprintf(r->note, sizeof(r->note), "regressed, but measured on a different machine (%s)",
+                     v->machine_diff);
+            v->downgraded = true;
+        }
+        any_fail |= r->outcome == CG_OUT_FAIL;
+        any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
+    }
+    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
+}
+
+int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
+                       const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err)
+{
+    memset(v, 0, sizeof(*v));
+    v->baseline = baseline;
+    v->current = current;
+    v->thresholds = t;
+    bool gpu = baseline->gpu_available && current->gpu_available;
+    if (baseline->gpu_available != current->gpu_available)
+        v->machine_diff = "gpu.available";
+    else
+        v->machine_diff = cg_env_machine_diff(&baseline->env, &current->env, gpu);
+    v->canary_diff = cg_artifact_canary_diff(baseline, current);
+    int rc = compute_metrics(v, err);
+    if (rc == 0)
+        rc = compute_ops(v, err);
+    if (rc != 0) {
+        cg_verdict_release(v);
+        return rc;
+    }
+    decide(v);
+    return 0;
+}
+
+void cg_verdict_release(struct cg_verdict *v)
+{
+    free(v->ops);
+    v->ops = NULL;
+    v->n_ops = 0;
+}

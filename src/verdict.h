@@ -1,0 +1,106 @@
+/*
+ * verdict: compares a current artifact with a baseline under thresholds and decides.
+ *
+ * The run is the unit of replication: each gated timing metric compares the per-run summaries of
+ * the two sides with a one-sided Mann-Whitney test and a Hodges-Lehmann estimate of the log
+ * ratio with its Moses interval (confidence 1 - 2*alpha, matching the one-sided test). When a
+ * side has a single run, a moving-block bootstrap over its steps is used instead, and the
+ * result says so. Peak memory is gated with fixed tolerances. Per-op deltas are diagnostics with
+ * Benjamini-Hochberg control and never decide. Percentages are percent; times nanoseconds.
+ *
+ * A verdict points into the two artifacts and the thresholds it was computed from: they must
+ * outlive it. Not thread-safe.
+ */
+#ifndef CG_VERDICT_H
+#define CG_VERDICT_H
+
+#include "artifact.h"
+#include "err.h"
+#include "thresholds.h"
+
+#include <stdbool.h>
+
+enum cg_outcome {
+    CG_OUT_PASS,
+    CG_OUT_IMPROVED,     /* better beyond the threshold, significantly: shown, never failed */
+    CG_OUT_FAIL,
+    CG_OUT_INCONCLUSIVE,
+    CG_OUT_NOT_GATED,    /* measured and shown, but another metric gates this concern */
+    CG_OUT_UNAVAILABLE   /* not measured on one side or both */
+};
+
+enum cg_method {
+    CG_METHOD_NONE,
+    CG_METHOD_RUNS,      /* Mann-Whitney + Hodges-Lehmann over per-run summaries */
+    CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (a side has one run) */
+    CG_METHOD_FIXED      /* fixed tolerance (memory) */
+};
+
+struct cg_metric_result {
+    enum cg_metric metric;
+    double baseline;    /* median of the baseline's per-run values (NAN when unavailable) */
+    double current;     /* median of the current side's per-run values */
+    double delta_pct;   /* estimated change of current against baseline */
+    double ci_low_pct;  /* interval of delta_pct; memory: the range over all run pairs */
+    double ci_high_pct;
+    double p_value;     /* one-sided, H1: current is worse; NAN when not tested */
+    double regression_pct; /* delta in the "worse" direction (tokens/sec: -delta_pct) */
+    double threshold_pct;
+    double threshold_bytes; /* memory only, else NAN */
+    enum cg_outcome outcome;
+    enum cg_method method;
+    char note[160];     /* why an outcome is what it is, "" when plain */
+};
+
+enum cg_op_status { CG_OPD_BOTH, CG_OPD_NEW, CG_OPD_VANISHED };
+
+struct cg_op_delta {
+    const char *name;   /* points into an artifact */
+    const char *family;
+    enum cg_op_kind kind;
+    enum cg_op_status status;
+    double base_ns;     /* median over runs of time per step */
+    double cur_ns;
+    double delta_ns;
+    double delta_pct;   /* NAN for new ops */
+    double base_calls;  /* calls per step */
+    double cur_calls;
+    double p_value;     /* two-sided Mann-Whitney over runs, NAN with fewer than 2 runs a side */
+    double q_value;     /* Benjamini-Hochberg adjusted */
+    bool significant;
+};
+
+struct cg_verdict {
+    enum cg_outcome overall; /* CG_OUT_PASS, CG_OUT_FAIL or CG_OUT_INCONCLUSIVE */
+    struct cg_metric_result metrics[CG_M_COUNT];
+    struct cg_op_delta *ops; /* listed ops, largest absolute change first */
+    size_t n_ops;
+    size_t n_ops_compared;   /* all distinct ops on either side */
+    size_t n_ops_new, n_ops_vanished, n_ops_significant;
+    const char *machine_diff; /* first differing machine field, NULL when same */
+    const char *canary_diff;  /* first differing canary field, NULL when same */
+    bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs */
+    bool within_run;          /* some metric fell back to the within-run bootstrap */
+    const struct cg_artifact *baseline;
+    const struct cg_artifact *current;
+    const struct cg_thresholds *thresholds;
+};
+
+/* Compares current against baseline. On success v owns an op list (cg_verdict_release frees it).
+ * Fails only when memory runs out (CG_ENOMEM). */
+int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
+                       const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
+
+/* Frees what the verdict owns. */
+void cg_verdict_release(struct cg_verdict *v);
+
+/* "pass", "improved", "fail", "inconclusive", "not_gated", "unavailable". */
+const char *cg_outcome_name(enum cg_outcome o);
+
+/* The exit code for an overall outcome (fail_on_inconclusive: INCONCLUSIVE exits 4). */
+int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
+
+/* True when higher values of the metric are worse (times, memory); false for tokens/sec. */
+bool cg_metric_higher_is_worse(enum cg_metric m);
+
+#endif

@@ -1,0 +1,66 @@
+/* fixtures: seeded synthetic run artifacts (see fixtures.h). */
+#include "fixtures.h"
+
+#include "stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double uniform(uint64_t *rng)
+{
+    return (double)(cg_stats_rand(rng) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+int cg_fixture_make(struct cg_artifact *a, const struct cg_fixture *f)
+{
+    uint64_t rng = f->seed;
+    a->gpu_available = f->peak_device_bytes >= 0;
+    a->gpu_reason = a->gpu_available ? NULL : strdup("no CUDA driver (test fixture)");
+    a->created_utc = strdup("2026-01-01T00:00:00Z");
+    a->env.cpu_model = strdup("Test CPU @ 3.0GHz");
+    a->env.cupti_status = strdup(a->gpu_available ? "ok" : "unavailable");
+    a->env.gpu_model = a->gpu_available ? strdup("Test GPU 80GB") : NULL;
+    a->env.gpu_count = a->gpu_available ? 1 : 0;
+    a->env.driver_version = a->gpu_available ? strdup("580.00") : NULL;
+    a->env.cuda_version = a->gpu_available ? strdup("13.0") : NULL;
+    a->env.tool_version = strdup("0.1.0");
+    a->env.canary_hash = strdup("0123456789abcdef");
+    a->env.canary_command = calloc(3, sizeof(char *));
+    if (a->env.canary_command == NULL)
+        return CG_ENOMEM;
+    a->env.canary_command[0] = strdup("canary-train");
+    a->env.canary_command[1] = strdup("--preset");
+    a->env.canary_command[2] = strdup("tiny");
+    a->env.n_canary_command = 3;
+    a->settings.steps = (int64_t)f->steps;
+    a->settings.warmup = 3;
+    a->settings.runs = (int64_t)f->runs;
+    a->settings.step_range = strdup("step");
+    for (size_t r = 0; r < f->runs; r++) {
+        struct cg_run *run = cg_artifact_add_run(a);
+        if (run == NULL)
+            return CG_ENOMEM;
+        double offset = 1.0 + f->run_noise * uniform(&rng);
+        double total = 0.0;
+        for (size_t s = 0; s < f->steps; s++) {
+            double t = f->mean_ns * offset * (1.0 + f->step_noise * uniform(&rng));
+            total += t;
+            if (cg_run_add_step(run, (int64_t)t, f->tokens, -1) != 0)
+                return CG_ENOMEM;
+        }
+        for (size_t k = 0; k < f->n_ops; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "op_%zu", k);
+            /* Op k takes a share proportional to 1/(k+1) of the run's time. */
+            double share = 1.0 / (double)(k + 1) / 4.0;
+            if (cg_run_add_op(run, name, NULL, CG_OP_RANGE, (int64_t)f->steps,
+                              (int64_t)(total * share)) != 0)
+                return CG_ENOMEM;
+        }
+        cg_run_summarize(run);
+        run->summary.peak_device_bytes = f->peak_device_bytes;
+        run->summary.peak_host_rss_bytes = f->peak_host_rss_bytes;
+    }
+    return 0;
+}

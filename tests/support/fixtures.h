@@ -1,0 +1,32 @@
+/*
+ * fixtures: seeded synthetic run artifacts for the gate's tests and benchmarks.
+ *
+ * A fixture run has steps whose times are mean_ns times (1 + run offset + step noise), with the
+ * run offset and step noise drawn from seeded uniform distributions of the given relative
+ * widths, a token count per step, fixed peaks, and ops that split the step time.
+ */
+#ifndef CG_FIXTURES_H
+#define CG_FIXTURES_H
+
+#include "artifact.h"
+
+#include <stdint.h>
+
+struct cg_fixture {
+    size_t runs;
+    size_t steps;
+    double mean_ns;
+    double run_noise;  /* relative half-width of the per-run offset */
+    double step_noise; /* relative half-width of the per-step noise */
+    int64_t tokens;    /* per step, -1 for none */
+    int64_t peak_device_bytes;
+    int64_t peak_host_rss_bytes;
+    size_t n_ops;      /* ops named "op_<i>" sharing the step time */
+    uint64_t seed;
+};
+
+/* Fills a (initialised, empty) with a fixture; environment and settings are set to fixed test
+ * values. Returns 0 or CG_ENOMEM. */
+int cg_fixture_make(struct cg_artifact *a, const struct cg_fixture *f);
+
+#endif
