@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #define GH_MAX_PAGES 500
-#define GH_TRUNCATED_NOTE "\n\n_The report was cut to fit GitHub's comment limit; the job summary has all of it._\n"
+#define GH_TRUNCATED_NOTE "\n_The report was cut to fit GitHub's comment limit; the job summary has all of it._\n"
 
 /* ---- small checks and names ---------------------------------------------------------------- */
 

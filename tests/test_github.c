@@ -1,0 +1,639 @@
+/*
+ * test_github: the pure parsers (Link header, event file, report markers, comment body) and the
+ * comment/status calls against the GitHub emulation of tests/support/httpd on 127.0.0.1: create,
+ * update in place, the marker on page 2 of 3, two gate ids, comment modes, rate limits, 5xx, and
+ * the 401/403/404/422 messages.
+ */
+#include "github.h"
+#include "httpd.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOKEN "ghp_TESTTOKEN123"
+#define SHA "0123456789abcdef0123456789abcdef01234567"
+#define MARKER "<!-- canary-gate -->"
+
+/* ---- Link header ---------------------------------------------------------------------------- */
+
+static void test_github__link_next_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *link;
+        const char *next; /* NULL: none */
+    } cases[] = {
+        {"<https://a/x?page=2>; rel=\"next\", <https://a/x?page=3>; rel=\"last\"", "https://a/x?page=2"},
+        {"<https://a/x?page=1>; rel=\"prev\", <https://a/x?page=3>; rel=\"next\"", "https://a/x?page=3"},
+        {"<https://a/n>; rel=next", "https://a/n"},
+        {"<https://a/n> ; REL = \"Next\"", "https://a/n"},
+        {"<https://a/l>; rel=\"last\", <https://a/n>; title=\"a, b; c\"; rel=\"next\"", "https://a/n"},
+        {"<https://a/n>; rel=\"prev next\"", "https://a/n"},
+        {"<https://a/x?a=1,2>; rel=\"next\"", "https://a/x?a=1,2"},
+        {"<https://a/l>; rel=\"last\"", NULL},
+        {"<https://a/l>; rel=\"nextpage\"", NULL},
+        {"", NULL},
+        {"garbage", NULL},
+        {"<https://a/unterminated; rel=\"next\"", NULL},
+        {"<https://a/n>; rel=\"next", NULL},
+        {"<>; rel=\"next\"", NULL},
+        {"<https://a/n>; rel", NULL},
+        {";;;,,,<", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *next = NULL;
+        int rc = cg_github_link_next(cases[i].link, &next);
+        if (cases[i].next == NULL) {
+            assert_int_equal(rc, 0);
+            assert_null(next);
+        } else {
+            assert_int_equal(rc, 1);
+            assert_string_equal(next, cases[i].next);
+        }
+        free(next);
+    }
+    char *next = NULL;
+    assert_int_equal(cg_github_link_next(NULL, &next), 0);
+}
+
+/* ---- event file ----------------------------------------------------------------------------- */
+
+static int parse_event(const char *json, struct cg_github_event *ev, struct cg_err *err)
+{
+    cg_err_init(err);
+    return cg_github_event_parse(json, strlen(json), "event.json", ev, err);
+}
+
+static void test_github__event_pull_request(void **state)
+{
+    (void)state;
+    struct cg_github_event ev;
+    struct cg_err err;
+    assert_int_equal(parse_event("{\"action\":\"synchronize\",\"number\":42,\"pull_request\":"
+                                 "{\"number\":42,\"head\":{\"sha\":\"" SHA "\"},"
+                                 "\"merge_commit_sha\":\"ffffffffffffffffffffffffffffffffffffffff\"}}",
+                                 &ev, &err),
+                     0);
+    assert_int_equal(ev.pr_number, 42);
+    assert_string_equal(ev.head_sha, SHA);
+}
+
+static void test_github__event_comment_on_pull_request(void **state)
+{
+    (void)state;
+    struct cg_github_event ev;
+    struct cg_err err;
+    assert_int_equal(parse_event("{\"issue\":{\"number\":7,\"pull_request\":{\"url\":\"u\"}}}", &ev,
+                                 &err),
+                     0);
+    assert_int_equal(ev.pr_number, 7);
+    assert_string_equal(ev.head_sha, "");
+    /* a comment on a plain issue is no pull request */
+    assert_int_equal(parse_event("{\"issue\":{\"number\":7}}", &ev, &err), 0);
+    assert_int_equal(ev.pr_number, 0);
+}
+
+static void test_github__event_push_has_no_pull_request(void **state)
+{
+    (void)state;
+    struct cg_github_event ev;
+    struct cg_err err;
+    assert_int_equal(parse_event("{\"ref\":\"refs/heads/main\",\"after\":\"" SHA "\"}", &ev, &err), 0);
+    assert_int_equal(ev.pr_number, 0);
+    assert_string_equal(ev.head_sha, "");
+}
+
+static void test_github__event_malformed_is_rejected(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "{not json",
+        "[1,2]",
+        "",
+        "{\"pull_request\":{\"number\":\"42\"}}",
+        "{\"pull_request\":{\"number\":1.5}}",
+        "{\"pull_request\":{\"number\":-3}}",
+        "{\"pull_request\":{\"number\":1e300}}",
+        "{\"pull_request\":{\"number\":4,\"head\":{\"sha\":\"not-a-sha\"}}}",
+        "{\"pull_request\":{\"number\":4,\"head\":{\"sha\":17}}}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct cg_github_event ev;
+        struct cg_err err;
+        assert_int_equal(parse_event(bad[i], &ev, &err), CG_EINPUT);
+        assert_non_null(strstr(err.msg, "event file 'event.json'"));
+        assert_int_equal(ev.pr_number, 0);
+    }
+}
+
+static void test_github__event_parser_survives_arbitrary_bytes(void **state)
+{
+    (void)state;
+    char buf[256];
+    unsigned seed = 12345;
+    for (int round = 0; round < 2000; round++) {
+        size_t n = (size_t)(round % (int)sizeof(buf));
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            buf[i] = "{}[]\":,0123456789pull_request numberheadsha"[(seed >> 16) % 44];
+        }
+        struct cg_github_event ev;
+        struct cg_err err;
+        cg_err_init(&err);
+        (void)cg_github_event_parse(buf, n, "fuzz", &ev, &err);
+        char *next = NULL;
+        buf[n] = '\0';
+        if (cg_github_link_next(buf, &next) == 1)
+            free(next);
+    }
+}
+
+/* ---- report markers and comment body -------------------------------------------------------- */
+
+static void test_github__report_markers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int has_marker;
+        const char *id;
+        enum cg_github_verdict verdict;
+    } cases[] = {
+        {MARKER "\n<!-- canary-gate-verdict: fail -->\n# x\n", 1, "", CG_GITHUB_FAIL},
+        {"<!-- canary-gate:big-model -->\n<!-- canary-gate-verdict: pass -->\n", 1, "big-model",
+         CG_GITHUB_PASS},
+        {MARKER "\r\n<!-- canary-gate-verdict: inconclusive -->\r\n", 1, "", CG_GITHUB_INCONCLUSIVE},
+        {MARKER "\n<!-- canary-gate-verdict: PASS -->", 1, "", CG_GITHUB_PASS},
+        {MARKER "\n# no verdict line\n", 1, "", CG_GITHUB_VERDICT_NONE},
+        {MARKER "\n<!-- canary-gate-verdict: maybe -->\n", 1, "", CG_GITHUB_VERDICT_NONE},
+        {"# report\n<!-- canary-gate -->\n", 0, "", CG_GITHUB_VERDICT_NONE},
+        {"<!-- canary-gate:bad id -->\n", 0, "", CG_GITHUB_VERDICT_NONE},
+        {"<!-- canary-gate: -->\n", 0, "", CG_GITHUB_VERDICT_NONE},
+        {"", 0, "", CG_GITHUB_VERDICT_NONE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_github_report r;
+        cg_github_report_parse(cases[i].text, strlen(cases[i].text), &r);
+        assert_int_equal(r.has_marker, cases[i].has_marker);
+        assert_string_equal(r.id, cases[i].id);
+        assert_int_equal(r.verdict, cases[i].verdict);
+    }
+}
+
+static void test_github__comment_body_takes_the_marker_of_the_id(void **state)
+{
+    (void)state;
+    struct cg_buf b;
+    struct cg_err err;
+    const char *report = "<!-- canary-gate:old -->\n<!-- canary-gate-verdict: pass -->\n# PASS\n";
+    cg_buf_init(&b, 1 << 20);
+    assert_int_equal(cg_github_comment_body(report, strlen(report), "big", &b, &err), 0);
+    assert_string_equal(cg_buf_str(&b),
+                        "<!-- canary-gate:big -->\n<!-- canary-gate-verdict: pass -->\n# PASS\n");
+    cg_buf_reset(&b);
+    assert_int_equal(cg_github_comment_body(report, strlen(report), NULL, &b, &err), 0);
+    assert_string_equal(cg_buf_str(&b), MARKER "\n<!-- canary-gate-verdict: pass -->\n# PASS\n");
+    cg_buf_reset(&b);
+    assert_int_equal(cg_github_comment_body("# bare\n", 7, NULL, &b, &err), 0);
+    assert_string_equal(cg_buf_str(&b), MARKER "\n# bare\n");
+    cg_buf_release(&b);
+}
+
+static void test_github__comment_body_is_cut_to_githubs_limit(void **state)
+{
+    (void)state;
+    struct cg_buf report, b;
+    struct cg_err err;
+    cg_buf_init(&report, 1 << 22);
+    cg_buf_init(&b, 1 << 22);
+    assert_int_equal(cg_buf_adds(&report, MARKER "\n"), 0);
+    for (int i = 0; i < 3000; i++) /* 3000 lines of 40 characters, 3 bytes each for "é" */
+        assert_int_equal(cg_buf_printf(&report, "| kernel %04d | %s |\n", i,
+                                       "éééééééééééééééééééééééééé"),
+                         0);
+    assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
+    size_t chars = 0;
+    for (size_t i = 0; i < b.len; i++)
+        chars += ((unsigned char)b.data[i] & 0xC0) != 0x80;
+    assert_true(chars <= CG_GITHUB_COMMENT_MAX_CHARS);
+    assert_true(chars > CG_GITHUB_COMMENT_MAX_CHARS - 200);
+    assert_int_equal(strncmp(b.data, MARKER "\n| kernel 0000", strlen(MARKER) + 14), 0);
+    assert_non_null(strstr(b.data, "|\n\n_The report was cut"));
+    cg_buf_release(&report);
+    cg_buf_release(&b);
+}
+
+static void test_github__checks_ids_repos_and_shas(void **state)
+{
+    (void)state;
+    struct cg_err err;
+    char m[128];
+    assert_int_equal(cg_github_id_check("big-model_2.x", &err), 0);
+    assert_int_equal(cg_github_id_check("two words", &err), CG_EINPUT);
+    assert_int_equal(cg_github_id_check("a-->b", &err), CG_EINPUT);
+    assert_int_equal(cg_github_id_check("", &err), CG_EINPUT);
+    assert_int_equal(cg_github_repo_check("octo/repo.js", &err), 0);
+    assert_int_equal(cg_github_repo_check("octo", &err), CG_EINPUT);
+    assert_int_equal(cg_github_repo_check("octo/a/b", &err), CG_EINPUT);
+    assert_int_equal(cg_github_repo_check("octo/../x?y", &err), CG_EINPUT);
+    assert_int_equal(cg_github_sha_check(SHA, &err), 0);
+    assert_int_equal(cg_github_sha_check("abc", &err), CG_EINPUT);
+    assert_int_equal(cg_github_sha_check("0123456g", &err), CG_EINPUT);
+    assert_int_equal(cg_github_marker(NULL, m, sizeof(m)), 0);
+    assert_string_equal(m, MARKER);
+    assert_int_equal(cg_github_marker("x", m, sizeof(m)), 0);
+    assert_string_equal(m, "<!-- canary-gate:x -->");
+}
+
+/* ---- against the server --------------------------------------------------------------------- */
+
+struct fixture {
+    struct cg_httpd *srv;
+    struct cg_http http;
+    struct cg_github gh;
+    struct cg_github_comment_result res;
+    struct cg_err err;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct cg_http_options o;
+    assert_non_null(f);
+    f->srv = cg_httpd_start();
+    assert_non_null(f->srv);
+    cg_httpd_github(f->srv, "o/r", 7, TOKEN, 100);
+    cg_http_options_default(&o);
+    o.backoff_base_ms = 5;
+    o.backoff_max_ms = 1000;
+    o.retry_budget_ms = 2000;
+    o.max_attempts = 4;
+    o.timeout_ms = 5000;
+    assert_int_equal(cg_http_init(&f->http, &o, &f->err), 0);
+    f->gh.http = &f->http;
+    f->gh.api_url = cg_httpd_url(f->srv);
+    f->gh.repo = "o/r";
+    f->gh.token = TOKEN;
+    cg_err_init(&f->err);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    cg_http_release(&f->http);
+    cg_httpd_stop(f->srv);
+    free(f);
+    return 0;
+}
+
+static int publish(struct fixture *f, const char *id, const char *body, enum cg_github_mode mode,
+                   enum cg_github_verdict v)
+{
+    cg_err_init(&f->err);
+    return cg_github_comment_publish(&f->gh, 7, id, body, mode, v, &f->res, &f->err);
+}
+
+static void assert_comment(struct fixture *f, size_t i, const char *body)
+{
+    char *c = cg_httpd_comment(f->srv, i, NULL);
+    assert_non_null(c);
+    assert_string_equal(c, body);
+    free(c);
+}
+
+static void test_github__creates_the_comment(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_add_comment(f->srv, "LGTM");
+    assert_int_equal(publish(f, NULL, MARKER "\nfirst", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_true(f->res.comment_id > 0);
+    assert_non_null(strstr(f->res.html_url, "https://github.com/o/r/pull/7#issuecomment-"));
+    assert_int_equal(cg_httpd_comment_count(f->srv), 2);
+    assert_comment(f, 1, MARKER "\nfirst");
+    assert_int_equal(cg_httpd_count(f->srv), 2);
+    const struct cg_httpd_request *r0 = cg_httpd_request(f->srv, 0);
+    const struct cg_httpd_request *r1 = cg_httpd_request(f->srv, 1);
+    assert_string_equal(r0->method, "GET");
+    assert_string_equal(r0->target, "/repos/o/r/issues/7/comments?per_page=100");
+    assert_string_equal(r1->method, "POST");
+    assert_string_equal(r1->target, "/repos/o/r/issues/7/comments");
+}
+
+static void test_github__updates_the_comment_in_place(void **state)
+{
+    struct fixture *f = *state;
+    char target[128];
+    cg_httpd_add_comment(f->srv, "a review");
+    long long id = cg_httpd_add_comment(f->srv, MARKER "\nold");
+    cg_httpd_add_comment(f->srv, "> " MARKER "\nquoted by someone");
+    assert_int_equal(publish(f, NULL, MARKER "\nnew", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_PASS), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_UPDATED);
+    assert_int_equal(f->res.comment_id, id);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 3);
+    assert_comment(f, 1, MARKER "\nnew");
+    assert_comment(f, 2, "> " MARKER "\nquoted by someone");
+    const struct cg_httpd_request *r1 = cg_httpd_request(f->srv, 1);
+    snprintf(target, sizeof(target), "/repos/o/r/issues/comments/%lld", id);
+    assert_string_equal(r1->method, "PATCH");
+    assert_string_equal(r1->target, target);
+}
+
+static void test_github__finds_the_marker_on_page_2_of_3(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_github(f->srv, "o/r", 7, TOKEN, 2); /* the server gives 2 per page */
+    cg_httpd_add_comment(f->srv, "one");
+    cg_httpd_add_comment(f->srv, "two");
+    cg_httpd_add_comment(f->srv, "three");
+    long long id = cg_httpd_add_comment(f->srv, MARKER "\nold");
+    cg_httpd_add_comment(f->srv, "five");
+    assert_int_equal(publish(f, NULL, MARKER "\nnew", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_UPDATED);
+    assert_int_equal(f->res.comment_id, id);
+    assert_comment(f, 3, MARKER "\nnew");
+    assert_int_equal(cg_httpd_count(f->srv), 3); /* page 1, page 2 (found), PATCH */
+    assert_non_null(strstr(cg_httpd_request(f->srv, 1)->target, "page=2"));
+    assert_string_equal(cg_httpd_request(f->srv, 2)->method, "PATCH");
+    assert_string_equal(cg_httpd_header(cg_httpd_request(f->srv, 1), "Authorization",
+                                        (char[64]){0}, 64),
+                        "Bearer " TOKEN);
+}
+
+static void test_github__reads_every_page_before_creating(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_github(f->srv, "o/r", 7, TOKEN, 2);
+    for (int i = 0; i < 5; i++)
+        cg_httpd_add_comment(f->srv, "chatter");
+    assert_int_equal(publish(f, NULL, MARKER "\nnew", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_int_equal(cg_httpd_count(f->srv), 4);
+    assert_non_null(strstr(cg_httpd_request(f->srv, 2)->target, "page=3"));
+    assert_string_equal(cg_httpd_request(f->srv, 3)->method, "POST");
+}
+
+static void test_github__two_gate_ids_keep_two_comments(void **state)
+{
+    struct fixture *f = *state;
+    const char *big = "<!-- canary-gate:big -->\nbig 1";
+    assert_int_equal(publish(f, NULL, MARKER "\nsmall 1", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_PASS), 0);
+    assert_int_equal(publish(f, "big", big, CG_GITHUB_MODE_ALWAYS, CG_GITHUB_PASS), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_int_equal(publish(f, NULL, MARKER "\nsmall 2", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_PASS), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_UPDATED);
+    assert_int_equal(publish(f, "big", "<!-- canary-gate:big -->\nbig 2", CG_GITHUB_MODE_ALWAYS,
+                             CG_GITHUB_PASS),
+                     0);
+    assert_int_equal(f->res.action, CG_GITHUB_UPDATED);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 2);
+    assert_comment(f, 0, MARKER "\nsmall 2");
+    assert_comment(f, 1, "<!-- canary-gate:big -->\nbig 2");
+}
+
+static void test_github__comment_modes(void **state)
+{
+    struct fixture *f = *state;
+    /* never: not even a lookup */
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_NEVER, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_SKIPPED);
+    assert_int_equal(cg_httpd_count(f->srv), 0);
+    /* on-regression, pass, no comment yet: nothing posted */
+    assert_int_equal(publish(f, NULL, MARKER "\npass", CG_GITHUB_MODE_ON_REGRESSION, CG_GITHUB_PASS), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_SKIPPED);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 0);
+    assert_int_equal(cg_httpd_count(f->srv), 1);
+    /* on-regression, inconclusive: created */
+    assert_int_equal(publish(f, NULL, MARKER "\nhmm", CG_GITHUB_MODE_ON_REGRESSION,
+                             CG_GITHUB_INCONCLUSIVE),
+                     0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    /* on-regression, fail: updated */
+    assert_int_equal(publish(f, NULL, MARKER "\nfail", CG_GITHUB_MODE_ON_REGRESSION, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_UPDATED);
+    /* on-regression, turned to pass: the existing comment is updated */
+    assert_int_equal(publish(f, NULL, MARKER "\npass now", CG_GITHUB_MODE_ON_REGRESSION, CG_GITHUB_PASS), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_UPDATED);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 1);
+    assert_comment(f, 0, MARKER "\npass now");
+    /* never leaves it alone */
+    size_t before = cg_httpd_count(f->srv);
+    assert_int_equal(publish(f, NULL, MARKER "\nz", CG_GITHUB_MODE_NEVER, CG_GITHUB_FAIL), 0);
+    assert_int_equal(cg_httpd_count(f->srv), before);
+}
+
+static void test_github__rate_limit_then_success(void **state)
+{
+    struct fixture *f = *state;
+    char headers[128];
+    snprintf(headers, sizeof(headers),
+             "x-ratelimit-limit: 5000\r\nx-ratelimit-remaining: 0\r\nx-ratelimit-reset: %lld\r\n",
+             (long long)time(NULL) - 1);
+    cg_httpd_push(f->srv, 403, headers, "{\"message\":\"API rate limit exceeded\"}");
+    cg_httpd_push(f->srv, 429, "Retry-After: 0\r\n", "{\"message\":\"secondary rate limit\"}");
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_int_equal(cg_httpd_count(f->srv), 4); /* 403, 429, GET, POST */
+}
+
+static void test_github__rate_limit_too_long_gives_up_with_a_message(void **state)
+{
+    struct fixture *f = *state;
+    char headers[128];
+    snprintf(headers, sizeof(headers), "x-ratelimit-remaining: 0\r\nx-ratelimit-reset: %lld\r\n",
+             (long long)time(NULL) + 3600);
+    cg_httpd_push(f->srv, 403, headers, "{\"message\":\"API rate limit exceeded\"}");
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), CG_ENET);
+    assert_non_null(strstr(f->err.msg, "cannot list the comments of 'o/r#7': github rate limit reached (403)"));
+    assert_non_null(strstr(f->err.msg, "resets in 3"));
+    assert_int_equal(cg_httpd_count(f->srv), 1);
+}
+
+static void test_github__5xx_retried_then_given_up(void **state)
+{
+    struct fixture *f = *state;
+    for (int i = 0; i < 4; i++)
+        cg_httpd_push(f->srv, 502, NULL, "<html>bad gateway</html>");
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), CG_ENET);
+    assert_non_null(strstr(f->err.msg, "cannot list the comments of 'o/r#7': github answered 502 4 times"));
+    assert_non_null(strstr(f->err.msg, "giving up"));
+    assert_int_equal(cg_httpd_count(f->srv), 4);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 0);
+}
+
+static void test_github__401_says_the_token_was_rejected(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_github(f->srv, "o/r", 7, "ghp_SOMEOTHERTOKEN", 100);
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), CG_ENET);
+    assert_string_equal(f->err.msg, "cannot list the comments of 'o/r#7': github rejected the token "
+                                    "(401 Bad credentials): check GITHUB_TOKEN");
+    assert_int_equal(cg_httpd_count(f->srv), 1);
+}
+
+static void test_github__403_points_to_forks(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_push(f->srv, 200, NULL, "[]");
+    cg_httpd_push(f->srv, 403, NULL, "{\"message\":\"Resource not accessible by integration\"}");
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), CG_ENET);
+    assert_string_equal(f->err.msg,
+                        "cannot create the comment on 'o/r#7': the token cannot write to 'o/r' (403 "
+                        "Resource not accessible by integration); typical for pull requests from "
+                        "forks, whose token is read-only: see \"Pull requests from forks\" in the "
+                        "README");
+    assert_int_equal(cg_httpd_count(f->srv), 2);
+}
+
+static void test_github__404_names_repository_and_pull_request(void **state)
+{
+    struct fixture *f = *state;
+    f->gh.repo = "o/missing";
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), CG_ENET);
+    assert_string_equal(f->err.msg, "cannot list the comments of 'o/missing#7': repository "
+                                    "'o/missing' or pull request #7 not found (404)");
+}
+
+static void test_github__422_carries_githubs_reason(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_push(f->srv, 422, NULL,
+                  "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Status\",\"code\":"
+                  "\"custom\",\"field\":\"sha\",\"message\":\"No commit found for SHA: " SHA "\"}]}");
+    assert_int_equal(cg_github_status_set(&f->gh, SHA, NULL, CG_GITHUB_FAIL, NULL, &f->err), CG_ENET);
+    assert_string_equal(f->err.msg, "cannot set the commit status of 'o/r@0123456789ab': github "
+                                    "rejected the request (422 Validation Failed: No commit found "
+                                    "for SHA: " SHA ")");
+}
+
+static void test_github__status_context_state_and_description(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(cg_github_status_set(&f->gh, SHA, NULL, CG_GITHUB_PASS, NULL, &f->err), 0);
+    assert_int_equal(cg_github_status_set(&f->gh, SHA, "big", CG_GITHUB_FAIL,
+                                          "https://github.com/o/r/actions/runs/9", &f->err),
+                     0);
+    assert_int_equal(cg_github_status_set(&f->gh, SHA, NULL, CG_GITHUB_INCONCLUSIVE, NULL, &f->err), 0);
+    assert_int_equal(cg_httpd_status_count(f->srv), 3);
+    char *s0 = cg_httpd_status(f->srv, 0), *s1 = cg_httpd_status(f->srv, 1),
+         *s2 = cg_httpd_status(f->srv, 2);
+    assert_string_equal(s0, SHA " {\"state\":\"success\",\"context\":\"canary-gate\",\"description\":"
+                            "\"PASS: no regression beyond the thresholds\"}");
+    assert_non_null(strstr(s1, "\"state\":\"failure\",\"context\":\"canary-gate/big\""));
+    assert_non_null(strstr(s1, "\"target_url\":\"https://github.com/o/r/actions/runs/9\""));
+    assert_non_null(strstr(s2, "\"state\":\"error\""));
+    assert_string_equal(cg_httpd_request(f->srv, 0)->target, "/repos/o/r/statuses/" SHA);
+    free(s0);
+    free(s1);
+    free(s2);
+    assert_int_equal(cg_github_status_set(&f->gh, "nope", NULL, CG_GITHUB_PASS, NULL, &f->err),
+                     CG_EINPUT);
+}
+
+static void test_github__never_follows_a_link_to_another_host(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_push(f->srv, 200, "Link: <http://elsewhere.invalid/steal?page=2>; rel=\"next\"\r\n", "[]");
+    long long id = 0;
+    assert_int_equal(cg_github_comment_find(&f->gh, 7, MARKER, &id, &f->err), CG_ENET);
+    assert_non_null(strstr(f->err.msg, "another host"));
+    assert_int_equal(cg_httpd_count(f->srv), 1);
+}
+
+static void collect(void *ctx, const char *text)
+{
+    cg_buf_adds(ctx, text);
+}
+
+static void test_github__dry_run_sends_nothing(void **state)
+{
+    struct fixture *f = *state;
+    struct cg_http dry;
+    struct cg_http_options o;
+    struct cg_buf out;
+    cg_buf_init(&out, 1 << 20);
+    cg_http_options_default(&o);
+    o.dry_run = 1;
+    o.trace = collect;
+    o.trace_ctx = &out;
+    assert_int_equal(cg_http_init(&dry, &o, &f->err), 0);
+    f->gh.http = &dry;
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_int_equal(cg_github_status_set(&f->gh, SHA, NULL, CG_GITHUB_FAIL, NULL, &f->err), 0);
+    assert_int_equal(cg_httpd_count(f->srv), 0);
+    assert_non_null(strstr(cg_buf_str(&out), "GET "));
+    assert_non_null(strstr(cg_buf_str(&out), "POST "));
+    assert_null(strstr(cg_buf_str(&out), TOKEN));
+    cg_http_release(&dry);
+    cg_buf_release(&out);
+}
+
+static void test_github__summary_is_appended(void **state)
+{
+    (void)state;
+    struct cg_err err;
+    char path[] = "/tmp/cg-summary-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(cg_github_summary_append(path, "# one\n", 6, &err), 0);
+    assert_int_equal(cg_github_summary_append(path, "# two", 5, &err), 0);
+    FILE *fp = fopen(path, "r");
+    char buf[64] = {0};
+    assert_non_null(fp);
+    assert_int_equal(fread(buf, 1, sizeof(buf) - 1, fp), 12);
+    fclose(fp);
+    assert_string_equal(buf, "# one\n# two\n");
+    unlink(path);
+    assert_int_equal(cg_github_summary_append("/nonexistent-dir/x.md", "x", 1, &err), CG_EIO);
+    assert_non_null(strstr(err.msg, "'/nonexistent-dir/x.md'"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_github__link_next_table),
+        cmocka_unit_test(test_github__event_pull_request),
+        cmocka_unit_test(test_github__event_comment_on_pull_request),
+        cmocka_unit_test(test_github__event_push_has_no_pull_request),
+        cmocka_unit_test(test_github__event_malformed_is_rejected),
+        cmocka_unit_test(test_github__event_parser_survives_arbitrary_bytes),
+        cmocka_unit_test(test_github__report_markers),
+        cmocka_unit_test(test_github__comment_body_takes_the_marker_of_the_id),
+        cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit),
+        cmocka_unit_test(test_github__checks_ids_repos_and_shas),
+        cmocka_unit_test(test_github__summary_is_appended),
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+        T(test_github__creates_the_comment),
+        T(test_github__updates_the_comment_in_place),
+        T(test_github__finds_the_marker_on_page_2_of_3),
+        T(test_github__reads_every_page_before_creating),
+        T(test_github__two_gate_ids_keep_two_comments),
+        T(test_github__comment_modes),
+        T(test_github__rate_limit_then_success),
+        T(test_github__rate_limit_too_long_gives_up_with_a_message),
+        T(test_github__5xx_retried_then_given_up),
+        T(test_github__401_says_the_token_was_rejected),
+        T(test_github__403_points_to_forks),
+        T(test_github__404_names_repository_and_pull_request),
+        T(test_github__422_carries_githubs_reason),
+        T(test_github__status_context_state_and_description),
+        T(test_github__never_follows_a_link_to_another_host),
+        T(test_github__dry_run_sends_nothing),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
