@@ -1,0 +1,135 @@
+/* test_thresholds: built-in files, inheritance by name and path, and errors naming file and key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "thresholds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_thresholds__builtin_default_is_complete(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load(NULL, &t, &err), 0);
+    assert_int_equal(t.runs, 5);
+    assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].max_regression_pct, 5.0, 0);
+    assert_float_equal(t.metric[CG_M_PEAK_DEVICE_MEMORY].max_regression_bytes, 16777216.0, 0);
+    assert_string_equal(t.source, "built-in default");
+}
+
+static void test_thresholds__strict_overrides_single_fields(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("strict", &t, &err), 0);
+    assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].max_regression_pct, 2.0, 0);
+    assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].alpha, 0.05, 0); /* inherited */
+    assert_int_equal(t.warmup, 5);                                     /* inherited */
+    assert_int_equal(t.runs, 8);
+}
+
+static void test_thresholds__file_extends_file_beside_it(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/cg-thr-XXXXXX", a[128], b[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(a, sizeof(a), "%s/team.json", dir);
+    snprintf(b, sizeof(b), "%s/mine.json", dir);
+    write_file(a, "{\"extends\": \"strict\", \"ops\": {\"top_n\": 3}}");
+    write_file(b, "{\"extends\": \"team\", \"metrics\": {\"step_time_p95\": {\"alpha\": 0.01}}}");
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load(b, &t, &err), 0);
+    assert_int_equal(t.ops_top_n, 3);                                          /* from team */
+    assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].max_regression_pct, 2.0, 0); /* strict */
+    assert_float_equal(t.metric[CG_M_STEP_TIME_P95].alpha, 0.01, 0);           /* mine */
+    /* no "extends" at all: the built-in default is the parent */
+    write_file(a, "{\"measurement\": {\"runs\": 9}}");
+    assert_int_equal(cg_thresholds_load(a, &t, &err), 0);
+    assert_int_equal(t.runs, 9);
+    assert_int_equal(t.steps, 30);
+    unlink(a);
+    unlink(b);
+    rmdir(dir);
+}
+
+struct bad_case {
+    const char *text;
+    const char *expect; /* substring of the message */
+};
+
+static void test_thresholds__errors_name_file_and_key(void **state)
+{
+    (void)state;
+    const struct bad_case cases[] = {
+        {"{\"metricz\": {}}", "metricz: unknown key"},
+        {"{\"metrics\": {\"step_time_mean\": {\"max_regression_pct\": \"5\"}}}",
+         "metrics.step_time_mean.max_regression_pct: must be a number"},
+        {"{\"metrics\": {\"step_time_mean\": {\"alpah\": 0.05}}}",
+         "metrics.step_time_mean.alpah: unknown key"},
+        {"{\"metrics\": {\"latency\": {}}}", "metrics.latency: unknown metric"},
+        {"{\"metrics\": {\"step_time_mean\": {\"max_regression_bytes\": 5}}}",
+         "max_regression_bytes: unknown key"},
+        {"{\"measurement\": {\"runs\": 2.5}}", "measurement.runs: must be an integer"},
+        {"{\"measurement\": {\"runs\": 0}}", "measurement.runs: must be from 1"},
+        {"{\"environment_mismatch\": \"ignore\"}", "environment_mismatch: must be"},
+        {"{\"extends\": \"nosuch\"}", "'nosuch': no such file"},
+        {"[1,2]", "not a JSON object"},
+        {"{\"ops\": {\"top_n\": 3}", "not a JSON object"},
+    };
+    const char *path = "/tmp/cg-thr-bad.json";
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_file(path, cases[i].text);
+        struct cg_thresholds t;
+        struct cg_err err;
+        cg_err_init(&err);
+        assert_int_equal(cg_thresholds_load(path, &t, &err), CG_EINPUT);
+        if (strstr(err.msg, cases[i].expect) == NULL)
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].expect);
+        if (i < 8)
+            assert_non_null(strstr(err.msg, path));
+    }
+    unlink(path);
+}
+
+static void test_thresholds__cycle_is_an_error(void **state)
+{
+    (void)state;
+    write_file("/tmp/cg-thr-a.json", "{\"extends\": \"cg-thr-b\"}");
+    write_file("/tmp/cg-thr-b.json", "{\"extends\": \"cg-thr-a\"}");
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("/tmp/cg-thr-a.json", &t, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "a cycle?"));
+    unlink("/tmp/cg-thr-a.json");
+    unlink("/tmp/cg-thr-b.json");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_thresholds__builtin_default_is_complete),
+        cmocka_unit_test(test_thresholds__strict_overrides_single_fields),
+        cmocka_unit_test(test_thresholds__file_extends_file_beside_it),
+        cmocka_unit_test(test_thresholds__errors_name_file_and_key),
+        cmocka_unit_test(test_thresholds__cycle_is_an_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

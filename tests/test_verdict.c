@@ -1,0 +1,156 @@
+/* test_verdict: every outcome, table-driven over seeded fixture artifacts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "verdict.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum mutation { MUT_NONE, MUT_OTHER_CPU, MUT_NEW_OP, MUT_FEWER_TOKENS };
+
+struct vcase {
+    const char *name;
+    const char *thresholds;
+    struct cg_fixture base, cur;
+    enum mutation mutate;
+    bool env_gate;
+    enum cg_outcome overall;
+    enum cg_metric metric;
+    enum cg_outcome metric_outcome;
+    bool within_run;
+};
+
+#define FX(runs, steps, mean, rn, sn, dev, seed) \
+    {runs, steps, mean, rn, sn, 1024, dev, 200000000, 3, seed}
+
+static const struct vcase cases[] = {
+    {"same speed passes", "default", FX(5, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(5, 30, 1e7, 0.01, 0.02, -1, 2), MUT_NONE, false, CG_OUT_PASS, CG_M_STEP_TIME_MEAN,
+     CG_OUT_PASS, false},
+    {"20% slower fails", "default", FX(5, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(5, 30, 1.2e7, 0.01, 0.02, -1, 2), MUT_NONE, false, CG_OUT_FAIL, CG_M_STEP_TIME_MEAN,
+     CG_OUT_FAIL, false},
+    {"20% slower with too few runs is inconclusive", "default", FX(2, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(2, 30, 1.2e7, 0.01, 0.02, -1, 2), MUT_NONE, false, CG_OUT_INCONCLUSIVE,
+     CG_M_STEP_TIME_MEAN, CG_OUT_INCONCLUSIVE, false},
+    {"noisy 8% change is inconclusive", "default", FX(3, 30, 1e7, 0.15, 0.02, -1, 11),
+     FX(3, 30, 1.08e7, 0.15, 0.02, -1, 12), MUT_NONE, false, CG_OUT_INCONCLUSIVE,
+     CG_M_STEP_TIME_MEAN, CG_OUT_INCONCLUSIVE, false},
+    {"20% faster is an improvement and passes", "default", FX(5, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(5, 30, 0.8e7, 0.01, 0.02, -1, 2), MUT_NONE, false, CG_OUT_PASS, CG_M_STEP_TIME_MEAN,
+     CG_OUT_IMPROVED, false},
+    {"device memory growth fails", "default", FX(5, 30, 1e7, 0.01, 0.02, 1000000000, 1),
+     FX(5, 30, 1e7, 0.01, 0.02, 1100000000, 2), MUT_NONE, false, CG_OUT_FAIL,
+     CG_M_PEAK_DEVICE_MEMORY, CG_OUT_FAIL, false},
+    {"device memory gates, host rss only shown", "default", FX(5, 30, 1e7, 0.01, 0.02, 1000000000, 1),
+     FX(5, 30, 1e7, 0.01, 0.02, 1000000000, 2), MUT_NONE, false, CG_OUT_PASS, CG_M_PEAK_HOST_RSS,
+     CG_OUT_NOT_GATED, false},
+    {"small absolute memory growth passes", "default", FX(5, 30, 1e7, 0.01, 0.02, 10000000, 1),
+     FX(5, 30, 1e7, 0.01, 0.02, 11000000, 2), MUT_NONE, false, CG_OUT_PASS,
+     CG_M_PEAK_DEVICE_MEMORY, CG_OUT_PASS, false},
+    {"no gpu: device memory unavailable", "default", FX(5, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(5, 30, 1e7, 0.01, 0.02, -1, 2), MUT_NONE, false, CG_OUT_PASS, CG_M_PEAK_DEVICE_MEMORY,
+     CG_OUT_UNAVAILABLE, false},
+    {"other machine turns fail into inconclusive", "default", FX(5, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(5, 30, 1.2e7, 0.01, 0.02, -1, 2), MUT_OTHER_CPU, false, CG_OUT_INCONCLUSIVE,
+     CG_M_STEP_TIME_MEAN, CG_OUT_INCONCLUSIVE, false},
+    {"other machine still fails when thresholds gate it", "default",
+     FX(5, 30, 1e7, 0.01, 0.02, -1, 1), FX(5, 30, 1.2e7, 0.01, 0.02, -1, 2), MUT_OTHER_CPU, true,
+     CG_OUT_FAIL, CG_M_STEP_TIME_MEAN, CG_OUT_FAIL, false},
+    {"one run a side: within-run fail under smoke", "smoke", FX(1, 40, 1e7, 0.0, 0.02, -1, 1),
+     FX(1, 40, 1.3e7, 0.0, 0.02, -1, 2), MUT_NONE, false, CG_OUT_FAIL, CG_M_STEP_TIME_MEAN,
+     CG_OUT_FAIL, true},
+    {"one run a side under default: inconclusive", "default", FX(1, 40, 1e7, 0.0, 0.02, -1, 1),
+     FX(1, 40, 1.3e7, 0.0, 0.02, -1, 2), MUT_NONE, false, CG_OUT_INCONCLUSIVE,
+     CG_M_STEP_TIME_MEAN, CG_OUT_INCONCLUSIVE, true},
+    {"fewer tokens per step fails tokens/sec", "default", FX(5, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(5, 30, 1e7, 0.01, 0.02, -1, 2), MUT_FEWER_TOKENS, false, CG_OUT_FAIL, CG_M_TOKENS_PER_SEC,
+     CG_OUT_FAIL, false},
+    {"a new op is a diagnostic, never a failure", "default", FX(5, 30, 1e7, 0.01, 0.02, -1, 1),
+     FX(5, 30, 1e7, 0.01, 0.02, -1, 2), MUT_NEW_OP, false, CG_OUT_PASS, CG_M_STEP_TIME_MEAN,
+     CG_OUT_PASS, false},
+};
+
+static void mutate(struct cg_artifact *a, enum mutation m)
+{
+    if (m == MUT_OTHER_CPU) {
+        free(a->env.cpu_model);
+        a->env.cpu_model = strdup("Other CPU");
+    } else if (m == MUT_NEW_OP) {
+        for (size_t r = 0; r < a->n_runs; r++)
+            assert_int_equal(cg_run_add_op(&a->runs[r], "brand_new_kernel", NULL, CG_OP_KERNEL, 30,
+                                           (int64_t)(a->runs[r].summary.step_time_mean_ns * 30 * 0.1)),
+                             0);
+    } else if (m == MUT_FEWER_TOKENS) {
+        for (size_t r = 0; r < a->n_runs; r++) {
+            for (size_t s = 0; s < a->runs[r].n_steps; s++)
+                a->runs[r].steps[s].tokens = 800;
+            cg_run_summarize(&a->runs[r]);
+        }
+    }
+}
+
+static void test_verdict__table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct vcase *c = &cases[i];
+        struct cg_artifact b, k;
+        struct cg_thresholds t;
+        struct cg_verdict v;
+        struct cg_err err;
+        cg_artifact_init(&b);
+        cg_artifact_init(&k);
+        assert_int_equal(cg_fixture_make(&b, &c->base), 0);
+        assert_int_equal(cg_fixture_make(&k, &c->cur), 0);
+        mutate(&k, c->mutate);
+        assert_int_equal(cg_thresholds_load(c->thresholds, &t, &err), 0);
+        t.env_mismatch_gates = c->env_gate;
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        const struct cg_metric_result *r = &v.metrics[c->metric];
+        if (v.overall != c->overall || r->outcome != c->metric_outcome ||
+            v.within_run != c->within_run)
+            fail_msg("case '%s': overall %s, %s %s (delta %.2f%%, p %.4g, note '%s'), within %d",
+                     c->name, cg_outcome_name(v.overall), cg_metric_name(c->metric),
+                     cg_outcome_name(r->outcome), r->delta_pct, r->p_value, r->note, v.within_run);
+        if (c->mutate == MUT_NEW_OP)
+            assert_int_equal(v.n_ops_new, 1);
+        if (c->mutate == MUT_OTHER_CPU)
+            assert_string_equal(v.machine_diff, "environment.cpu_model");
+        if (r->outcome == CG_OUT_FAIL && r->method == CG_METHOD_RUNS)
+            assert_true(r->ci_low_pct > 0.0 || c->metric == CG_M_TOKENS_PER_SEC);
+        cg_verdict_release(&v);
+        cg_artifact_release(&b);
+        cg_artifact_release(&k);
+    }
+}
+
+static void test_verdict__exit_codes(void **state)
+{
+    (void)state;
+    struct cg_verdict v;
+    memset(&v, 0, sizeof(v));
+    v.overall = CG_OUT_PASS;
+    assert_int_equal(cg_verdict_exit_code(&v, true), 0);
+    v.overall = CG_OUT_FAIL;
+    assert_int_equal(cg_verdict_exit_code(&v, false), 1);
+    v.overall = CG_OUT_INCONCLUSIVE;
+    assert_int_equal(cg_verdict_exit_code(&v, false), 0);
+    assert_int_equal(cg_verdict_exit_code(&v, true), 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_verdict__table),
+        cmocka_unit_test(test_verdict__exit_codes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
