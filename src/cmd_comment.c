@@ -215,7 +215,7 @@ static int have_context(const struct comment_opts *o, const char *token, int nee
         warn("no GITHUB_TOKEN: the %s was not posted", what);
         return 0;
     }
-    if (token != NULL && strpbrk(token, "\r\n ") != NULL) {
+    if (token != NULL && strpbrk(token, "\r\n\t ") != NULL) {
         warn("GITHUB_TOKEN holds a space or line break: the %s was not posted", what);
         return 0;
     }
@@ -263,7 +263,10 @@ static int post_comment(struct comment_opts *o, struct cg_github *gh, const char
     if (res.action == CG_GITHUB_SKIPPED)
         printf("comment: none on %s#%ld and the verdict is %s: nothing posted (on-regression)\n",
                o->repo, o->pr, cg_github_verdict_name(o->verdict));
-    else if (!o->dry_run)
+    else if (o->dry_run)
+        printf("comment: dry run; the lookup was not sent, so a create is shown (an existing "
+               "comment would be updated with PATCH)\n");
+    else
         printf("comment: %s on %s#%ld%s%s\n", action_name(res.action), o->repo, o->pr,
                res.html_url[0] ? ": " : "", res.html_url);
 done:

@@ -435,10 +435,10 @@ static int is_dry(const struct cg_github *gh)
 
 /* Sends one request; returns 0 for a 2xx answer (or a dry run), else a message. */
 static int call(struct cg_github *gh, const char *method, const char *url, const char *body,
-                struct cg_http_response *resp, const char *what, const char *missing,
+                int once, struct cg_http_response *resp, const char *what, const char *missing,
                 struct cg_err *err)
 {
-    struct cg_http_request req = {method, url, gh->token, body};
+    struct cg_http_request req = {method, url, gh->token, body, once};
     char sub[CG_ERR_MSG_MAX];
     struct cg_err e;
     cg_err_init(&e);
@@ -519,7 +519,7 @@ int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,
         goto done;
     }
     for (int page = 1;; page++) {
-        if ((rc = call(gh, "GET", cg_buf_str(&url), NULL, &resp, what, missing, err)) != 0)
+        if ((rc = call(gh, "GET", cg_buf_str(&url), NULL, 0, &resp, what, missing, err)) != 0)
             goto done;
         if (is_dry(gh))
             goto done; /* nothing was sent: no comment is known */
@@ -569,23 +569,80 @@ static void read_comment(const struct cg_http_response *r, struct cg_github_comm
     cJSON_Delete(root);
 }
 
+/* PATCHes comment id with the JSON text. */
+static int update_comment(struct cg_github *gh, long pr, long long id, const char *text,
+                          struct cg_http_response *resp, struct cg_err *err)
+{
+    struct cg_buf url;
+    char what[400];
+    char missing[64];
+    int rc = 0;
+    cg_buf_init(&url, 8192);
+    snprintf(what, sizeof(what), "cannot update comment %lld on '%s#%ld'", id, gh->repo, pr);
+    snprintf(missing, sizeof(missing), "comment %lld", id);
+    if (api_base(gh, &url) != 0 ||
+        cg_buf_printf(&url, "/repos/%s/issues/comments/%lld", gh->repo, id) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
+    else
+        rc = call(gh, "PATCH", cg_buf_str(&url), text, 0, resp, what, missing, err);
+    cg_buf_release(&url);
+    return rc;
+}
+
+/* POSTs a new comment. A create is not blindly repeated: after a 5xx or a lost answer the
+ * comment may exist, so the marker is looked up again and the comment updated if it is there. */
+static int create_comment(struct cg_github *gh, long pr, const char *marker, const char *text,
+                          struct cg_http_response *resp, long long *created, struct cg_err *err)
+{
+    struct cg_buf url;
+    char what[400];
+    char missing[64];
+    int rc = 0;
+    cg_buf_init(&url, 8192);
+    *created = 0;
+    snprintf(what, sizeof(what), "cannot create the comment on '%s#%ld'", gh->repo, pr);
+    snprintf(missing, sizeof(missing), "pull request #%ld", pr);
+    if (api_base(gh, &url) != 0 ||
+        cg_buf_printf(&url, "/repos/%s/issues/%ld/comments", gh->repo, pr) != 0) {
+        rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
+        goto done;
+    }
+    for (int attempt = 1;; attempt++) {
+        rc = call(gh, "POST", cg_buf_str(&url), text, 1, resp, what, missing, err);
+        if (rc == 0)
+            goto done;
+        int unsure = rc == CG_ENET && (resp->status == 0 || resp->status >= 500);
+        if (!unsure || attempt >= gh->http->opt.max_attempts)
+            goto done;
+        struct cg_err again;
+        cg_err_init(&again);
+        long long found = 0;
+        if (cg_github_comment_find(gh, pr, marker, &found, &again) != 0)
+            goto done; /* keep the create's message */
+        if (found != 0) {
+            *created = found;
+            rc = update_comment(gh, pr, found, text, resp, err);
+            goto done;
+        }
+    }
+done:
+    cg_buf_release(&url);
+    return rc;
+}
+
 int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, const char *body,
                               enum cg_github_mode mode, enum cg_github_verdict verdict,
                               struct cg_github_comment_result *res, struct cg_err *err)
 {
     struct cg_http_response resp;
-    struct cg_buf url;
     cJSON *json = NULL;
     char *text = NULL;
     char marker[CG_GITHUB_ID_MAX + 32];
-    char what[400];
-    char missing[64];
     long long existing = 0;
     int rc = 0;
 
     memset(res, 0, sizeof(*res));
     cg_http_response_init(&resp, gh->http->opt.max_body_bytes);
-    cg_buf_init(&url, 8192);
     if (mode == CG_GITHUB_MODE_NEVER)
         goto done;
     if (cg_github_marker(id, marker, sizeof(marker)) != 0) {
@@ -599,29 +656,17 @@ int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, con
         goto done;
     json = cJSON_CreateObject();
     if (json == NULL || cJSON_AddStringToObject(json, "body", body) == NULL ||
-        (text = cJSON_PrintUnformatted(json)) == NULL || api_base(gh, &url) != 0) {
+        (text = cJSON_PrintUnformatted(json)) == NULL) {
         rc = cg_err_set(err, CG_ENOMEM, "cannot build the comment request");
         goto done;
     }
-    snprintf(missing, sizeof(missing), "pull request #%ld", pr);
     if (existing != 0) {
-        snprintf(what, sizeof(what), "cannot update comment %lld on '%s#%ld'", existing, gh->repo,
-                 pr);
-        if (cg_buf_printf(&url, "/repos/%s/issues/comments/%lld", gh->repo, existing) != 0) {
-            rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
-            goto done;
-        }
-        if ((rc = call(gh, "PATCH", cg_buf_str(&url), text, &resp, what, missing, err)) != 0)
+        if ((rc = update_comment(gh, pr, existing, text, &resp, err)) != 0)
             goto done;
         res->action = CG_GITHUB_UPDATED;
         res->comment_id = existing;
     } else {
-        snprintf(what, sizeof(what), "cannot create the comment on '%s#%ld'", gh->repo, pr);
-        if (cg_buf_printf(&url, "/repos/%s/issues/%ld/comments", gh->repo, pr) != 0) {
-            rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
-            goto done;
-        }
-        if ((rc = call(gh, "POST", cg_buf_str(&url), text, &resp, what, missing, err)) != 0)
+        if ((rc = create_comment(gh, pr, marker, text, &resp, &res->comment_id, err)) != 0)
             goto done;
         res->action = CG_GITHUB_CREATED;
     }
@@ -630,7 +675,6 @@ int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, con
 done:
     cJSON_free(text);
     cJSON_Delete(json);
-    cg_buf_release(&url);
     cg_http_response_release(&resp);
     return rc;
 }
@@ -677,7 +721,7 @@ int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
         rc = cg_err_set(err, CG_ENOMEM, "%s: out of memory", what);
         goto done;
     }
-    rc = call(gh, "POST", cg_buf_str(&url), text, &resp, what, missing, err);
+    rc = call(gh, "POST", cg_buf_str(&url), text, 0, &resp, what, missing, err);
 done:
     cJSON_free(text);
     cJSON_Delete(json);

@@ -8,7 +8,9 @@
  *     "rate limit"): wait what the server asks (Retry-After seconds, or until x-ratelimit-reset
  *     plus backoff_base_ms); without a hint wait backoff_max_ms. A requested wait longer than
  *     backoff_max_ms is not waited for: the request gives up at once;
- *   - at most max_attempts requests, and at most retry_budget_ms of waiting in all.
+ *   - at most max_attempts requests, and at most retry_budget_ms of waiting in all;
+ *   - a request marked "once" (a create) is not repeated after a 5xx or a lost answer, since
+ *     the server may have acted on it: the caller checks and decides.
  * Times are milliseconds. Not thread-safe.
  */
 #include "http.h"
@@ -443,7 +445,8 @@ int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
             goto done;
         }
         if (cc != CURLE_OK) {
-            if (!transient(cc) || resp->attempts >= h->opt.max_attempts) {
+            int unsent = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST;
+            if (!transient(cc) || resp->attempts >= h->opt.max_attempts || (req->once && !unsent)) {
                 rc = no_answer(err, host, cc, errbuf, resp->attempts);
                 goto done;
             }
@@ -455,7 +458,7 @@ int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
                 wait = rl == -1 ? h->opt.backoff_max_ms : rl;
                 if (wait > h->opt.backoff_max_ms)
                     goto done; /* the server asks for longer than we wait: give up now */
-            } else if (resp->status >= 500) {
+            } else if (resp->status >= 500 && !req->once) {
                 wait = backoff_ms(&h->opt, resp->attempts);
             } else {
                 goto done;

@@ -45,6 +45,9 @@ struct cg_http_request {
     const char *url;    /* absolute http(s) URL; never holds a credential */
     const char *token;  /* sent as "Authorization: Bearer <token>"; NULL sends none */
     const char *body;   /* request body (JSON), or NULL */
+    int once;           /* not idempotent (creates something): a 5xx or a lost answer is returned
+                           at once instead of retried; refused connections and rate limits, which
+                           mean nothing was done, are still retried */
 };
 
 /* The final answer after any retries. */

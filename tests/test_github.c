@@ -473,6 +473,31 @@ static void test_github__5xx_retried_then_given_up(void **state)
     assert_int_equal(cg_httpd_comment_count(f->srv), 0);
 }
 
+static void test_github__create_retried_after_5xx_when_nothing_was_created(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_push(f->srv, 200, NULL, "[]");
+    cg_httpd_push(f->srv, 503, NULL, "unavailable");
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 1);
+    assert_int_equal(cg_httpd_count(f->srv), 4); /* GET, POST 503, GET, POST */
+}
+
+static void test_github__create_not_duplicated_when_a_5xx_hid_success(void **state)
+{
+    struct fixture *f = *state;
+    /* the POST "failed" with 502 but GitHub had created the comment */
+    long long id = cg_httpd_add_comment(f->srv, MARKER "\nx");
+    cg_httpd_push(f->srv, 200, NULL, "[]");
+    cg_httpd_push(f->srv, 502, NULL, "bad gateway");
+    assert_int_equal(publish(f, NULL, MARKER "\nx", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_int_equal(f->res.comment_id, id);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 1);
+    assert_string_equal(cg_httpd_request(f->srv, 3)->method, "PATCH");
+}
+
 static void test_github__401_says_the_token_was_rejected(void **state)
 {
     struct fixture *f = *state;
@@ -626,6 +651,8 @@ int main(void)
         T(test_github__rate_limit_then_success),
         T(test_github__rate_limit_too_long_gives_up_with_a_message),
         T(test_github__5xx_retried_then_given_up),
+        T(test_github__create_retried_after_5xx_when_nothing_was_created),
+        T(test_github__create_not_duplicated_when_a_5xx_hid_success),
         T(test_github__401_says_the_token_was_rejected),
         T(test_github__403_points_to_forks),
         T(test_github__404_names_repository_and_pull_request),

@@ -73,7 +73,7 @@ static int teardown(void **state)
 
 static int get(struct fixture *f)
 {
-    struct cg_http_request req = {"GET", f->url, TOKEN, NULL};
+    struct cg_http_request req = {"GET", f->url, TOKEN, NULL, 0};
     return cg_http_send(&f->http, &req, &f->resp, &f->err);
 }
 
@@ -103,8 +103,8 @@ static void test_http__post_and_patch_send_json_body(void **state)
 {
     struct fixture *f = *state;
     char v[256];
-    struct cg_http_request post = {"POST", f->url, TOKEN, "{\"body\":\"hi\"}"};
-    struct cg_http_request patch = {"PATCH", f->url, TOKEN, "{\"body\":\"again\"}"};
+    struct cg_http_request post = {"POST", f->url, TOKEN, "{\"body\":\"hi\"}", 0};
+    struct cg_http_request patch = {"PATCH", f->url, TOKEN, "{\"body\":\"again\"}", 0};
     cg_httpd_push(f->srv, 201, NULL, "{}");
     cg_httpd_push(f->srv, 200, NULL, "{}");
     assert_int_equal(cg_http_send(&f->http, &post, &f->resp, &f->err), 0);
@@ -155,6 +155,21 @@ static void test_http__5xx_given_up_when_budget_spent(void **state)
     assert_int_equal(f->resp.status, 503);
     assert_int_equal(f->resp.attempts, 2);
     assert_true(f->resp.waited_ms <= 50);
+}
+
+static void test_http__create_is_not_repeated_after_5xx(void **state)
+{
+    struct fixture *f = *state;
+    struct cg_http_request post = {"POST", f->url, TOKEN, "{}", 1};
+    cg_httpd_push(f->srv, 502, NULL, "bad gateway");
+    cg_httpd_push(f->srv, 201, NULL, "{}");
+    assert_int_equal(cg_http_send(&f->http, &post, &f->resp, &f->err), 0);
+    assert_int_equal(f->resp.status, 502);
+    assert_int_equal(f->resp.attempts, 1);
+    cg_httpd_push(f->srv, 429, "Retry-After: 0\r\n", "{}"); /* rate limits: nothing was done */
+    assert_int_equal(cg_http_send(&f->http, &post, &f->resp, &f->err), 0);
+    assert_int_equal(f->resp.status, 201);
+    assert_int_equal(f->resp.attempts, 2);
 }
 
 static void test_http__rate_limit_retry_after_then_success(void **state)
@@ -284,7 +299,7 @@ static void test_http__dry_run_sends_nothing_and_redacts_the_token(void **state)
     o.trace = collect;
     o.trace_ctx = &out;
     assert_int_equal(cg_http_init(&dry, &o, &f->err), 0);
-    struct cg_http_request req = {"POST", f->url, TOKEN, "{\"body\":\"x\"}"};
+    struct cg_http_request req = {"POST", f->url, TOKEN, "{\"body\":\"x\"}", 0};
     assert_int_equal(cg_http_send(&dry, &req, &f->resp, &f->err), 0);
     assert_int_equal(f->resp.status, 0);
     assert_int_equal(cg_httpd_count(f->srv), 0);
@@ -332,6 +347,7 @@ int main(void)
         T(test_http__5xx_retried_then_succeeds),
         T(test_http__5xx_given_up_after_max_attempts),
         T(test_http__5xx_given_up_when_budget_spent),
+        T(test_http__create_is_not_repeated_after_5xx),
         T(test_http__rate_limit_retry_after_then_success),
         T(test_http__rate_limit_reset_header_then_success),
         T(test_http__rate_limit_longer_than_max_wait_gives_up_at_once),
