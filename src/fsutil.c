@@ -101,6 +101,20 @@ int cg_file_write_atomic(const char *path, const void *data, size_t len, struct 
         return 0;
     }
     int rc = 0;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* A device, pipe or other special file (/dev/stdout, a FIFO) is written in place: it
+         * cannot be replaced by rename, and must never be replaced by a regular file. */
+        int sfd = open(path, O_WRONLY | O_CLOEXEC);
+        if (sfd < 0)
+            return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+        if (write_all(sfd, data, len) != 0) {
+            rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+            close(sfd);
+            return rc;
+        }
+        return close(sfd) == 0 ? 0 : cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+    }
     char tmp[PATH_MAX];
     int n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     if (n < 0 || (size_t)n >= sizeof(tmp))

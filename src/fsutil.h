@@ -17,7 +17,8 @@
 int cg_file_read(const char *path, size_t max_bytes, char **out, size_t *out_len,
                  struct cg_err *err);
 
-/* Writes len bytes to path atomically (temp file + fsync + rename). "-" writes to stdout.
+/* Writes len bytes to path atomically (temp file + fsync + rename). "-" writes to stdout; an
+ * existing special file (a device such as /dev/full, a FIFO) is written in place, never replaced.
  * On failure the previous file at path is untouched and err names the path: CG_EIO. */
 int cg_file_write_atomic(const char *path, const void *data, size_t len, struct cg_err *err);
 

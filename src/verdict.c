@@ -254,9 +254,13 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
         init_result(r, (enum cg_metric)m, v->thresholds);
-        if (!side_values(b, (enum cg_metric)m, vb) || !side_values(c, (enum cg_metric)m, vc)) {
+        bool in_base = side_values(b, (enum cg_metric)m, vb);
+        bool in_cur = side_values(c, (enum cg_metric)m, vc);
+        if (!in_base || !in_cur) {
             snprintf(r->note, sizeof(r->note), "not measured on %s",
-                     !side_values(b, (enum cg_metric)m, vb) ? "the baseline" : "this run");
+                     !in_base && !in_cur ? "either side"
+                     : !in_base          ? "the baseline"
+                                         : "this run");
             continue;
         }
         if (m == CG_M_PEAK_DEVICE_MEMORY || m == CG_M_PEAK_HOST_RSS) {
