@@ -1,0 +1,341 @@
+/*
+ * launch: one canary process in its own process group, with a timeout, interrupt forwarding,
+ * its output in a log file and its peak RSS; plus the machine facts for the artifact (see
+ * launch.h). The child's error before exec travels back over a close-on-exec pipe, so "cannot
+ * execute" is told apart from a canary that ran and failed. Polls every 10 ms. Never prints.
+ */
+#include "launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
+void cg_launch_catch_interrupts(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+bool cg_launch_interrupted(void)
+{
+    return g_interrupted != 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL); /* an interrupt ends it early, which is what we want */
+}
+
+/* environ with env_add applied: a malloc'ed NULL-terminated array of borrowed strings. */
+static char **build_env(char *const *add, size_t n_add)
+{
+    size_t n = 0;
+    while (environ != NULL && environ[n] != NULL)
+        n++;
+    char **env = calloc(n + n_add + 1, sizeof(char *));
+    if (env == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(environ[i], '=');
+        size_t len = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+        bool replaced = false;
+        for (size_t j = 0; j < n_add && !replaced; j++)
+            replaced = strncmp(add[j], environ[i], len) == 0 && add[j][len] == '=';
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < n_add; j++)
+        env[k++] = add[j];
+    env[k] = NULL;
+    return env;
+}
+
+/* In the child between fork and exec: only async-signal-safe calls. */
+static void child_exec(char *const *argv, char **env, int log_fd, int err_fd)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    setpgid(0, 0);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) {
+        dup2(null_fd, 0);
+        close(null_fd);
+    }
+    dup2(log_fd, 1);
+    dup2(log_fd, 2);
+    environ = env;
+    execvp(argv[0], argv);
+    int e = errno;
+    ssize_t w = write(err_fd, &e, sizeof(e));
+    (void)w;
+    _exit(127);
+}
+
+static void stop_group(pid_t pgid, int sig)
+{
+    kill(-pgid, sig);
+}
+
+static int cloexec_pipe(int fd[2])
+{
+    if (pipe(fd) != 0)
+        return -1;
+    fcntl(fd[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fd[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, struct cg_err *err)
+{
+    char **env = NULL;
+    int log_fd = -1, pipefd[2] = {-1, -1};
+    int rc = 0;
+    memset(r, 0, sizeof(*r));
+    r->peak_rss_bytes = -1;
+
+    log_fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+        rc = cg_err_set(err, CG_EIO, "cannot open log '%s': %s", o->log_path, strerror(errno));
+        goto done;
+    }
+    env = build_env(o->env_add, o->n_env_add);
+    if (env == NULL || cloexec_pipe(pipefd) != 0) {
+        rc = cg_err_set(err, CG_ENOMEM, "cannot prepare the canary's environment");
+        goto done;
+    }
+    double t0 = now_s();
+    pid_t pid = fork();
+    if (pid < 0) {
+        rc = cg_err_set(err, CG_EIO, "cannot start the canary: fork: %s", strerror(errno));
+        goto done;
+    }
+    if (pid == 0)
+        child_exec(o->argv, env, log_fd, pipefd[1]);
+    setpgid(pid, pid); /* also done by the child; whichever runs first wins */
+    close(pipefd[1]);
+    pipefd[1] = -1;
+    int child_errno = 0;
+    ssize_t got;
+    while ((got = read(pipefd[0], &child_errno, sizeof(child_errno))) < 0 && errno == EINTR) {
+    }
+
+    int status = 0;
+    struct rusage ru;
+    double term_at = -1.0, next_poll = t0 + o->poll_s;
+    bool killed = false;
+    memset(&ru, 0, sizeof(ru));
+    for (;;) {
+        pid_t w = wait4(pid, &status, WNOHANG, &ru);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            rc = cg_err_set(err, CG_EIO, "cannot wait for the canary: %s", strerror(errno));
+            stop_group(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            goto done;
+        }
+        double t = now_s();
+        if (term_at < 0 && g_interrupted) {
+            r->end = CG_LAUNCH_INTERRUPTED;
+            stop_group(pid, SIGINT);
+            term_at = t;
+        } else if (term_at < 0 && o->timeout_s > 0 && t - t0 >= o->timeout_s) {
+            r->end = CG_LAUNCH_TIMEOUT;
+            stop_group(pid, SIGTERM);
+            term_at = t;
+        } else if (term_at >= 0 && !killed && t - term_at >= o->kill_grace_s) {
+            stop_group(pid, SIGKILL);
+            killed = true;
+        }
+        if (o->progress != NULL && o->poll_s > 0 && t >= next_poll) {
+            o->progress(o->progress_ctx, t - t0);
+            next_poll = t + o->poll_s;
+        }
+        sleep_s(0.01);
+    }
+    r->wall_s = now_s() - t0;
+    stop_group(pid, SIGKILL); /* what the canary left behind in its group */
+    if (got == (ssize_t)sizeof(child_errno)) {
+        rc = cg_err_set(err, CG_ECANARY, "cannot execute '%s': %s", o->argv[0],
+                        strerror(child_errno));
+        goto done;
+    }
+    r->peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
+    if (r->end != CG_LAUNCH_INTERRUPTED && r->end != CG_LAUNCH_TIMEOUT) {
+        if (WIFSIGNALED(status)) {
+            r->end = CG_LAUNCH_SIGNALED;
+            r->signal = WTERMSIG(status);
+        } else {
+            r->end = CG_LAUNCH_EXITED;
+            r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+    }
+done:
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    if (log_fd >= 0)
+        close(log_fd);
+    free(env);
+    return rc;
+}
+
+/* --- environment facts -------------------------------------------------------------------- */
+
+static char *trimmed_dup(const char *s, size_t n)
+{
+    while (n > 0 && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n'))
+        n--;
+    char *out = malloc(n + 1);
+    if (out != NULL) {
+        memcpy(out, s, n);
+        out[n] = '\0';
+    }
+    return out;
+}
+
+char *cg_launch_cpu_model(void)
+{
+    char line[512];
+    char *out = NULL;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return NULL;
+    while (out == NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        const char *colon = strchr(line, ':');
+        if (colon != NULL)
+            out = trimmed_dup(colon + 1, strlen(colon + 1));
+    }
+    fclose(f);
+    return out;
+}
+
+char *cg_launch_driver_version(void)
+{
+    char line[512];
+    char *out = NULL;
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f == NULL)
+        return NULL;
+    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 ..." */
+    if (fgets(line, sizeof(line), f) != NULL) {
+        const char *p = strstr(line, "Kernel Module");
+        if (p != NULL) {
+            p += strlen("Kernel Module");
+            while (*p == ' ')
+                p++;
+            size_t n = strcspn(p, " \n");
+            if (n > 0)
+                out = trimmed_dup(p, n);
+        }
+    }
+    fclose(f);
+    return out;
+}
+
+static void fnv_bytes(uint64_t *h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        *h ^= b[i];
+        *h *= 1099511628211ull;
+    }
+}
+
+static void fnv_file(uint64_t *h, const char *path)
+{
+    struct stat st;
+    unsigned char buf[65536];
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        fnv_bytes(h, buf, (size_t)n);
+    close(fd);
+}
+
+/* argv[0] as execvp would find it; writes into out (PATH_MAX). */
+static bool resolve_exe(const char *name, char *out, size_t cap)
+{
+    if (strchr(name, '/') != NULL) {
+        int n = snprintf(out, cap, "%s", name);
+        return n > 0 && (size_t)n < cap;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        return false;
+    for (const char *p = path; *p;) {
+        size_t len = strcspn(p, ":");
+        int n = snprintf(out, cap, "%.*s/%s", (int)len, p, name);
+        if (n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
+            return true;
+        p += len;
+        if (*p == ':')
+            p++;
+    }
+    return false;
+}
+
+char *cg_launch_canary_hash(char *const *argv, const char *settings)
+{
+    uint64_t h = 1469598103934665603ull;
+    char exe[PATH_MAX];
+    for (size_t i = 0; argv[i] != NULL; i++)
+        fnv_bytes(&h, argv[i], strlen(argv[i]) + 1);
+    if (settings != NULL)
+        fnv_bytes(&h, settings, strlen(settings) + 1);
+    if (argv[0] != NULL && resolve_exe(argv[0], exe, sizeof(exe)))
+        fnv_file(&h, exe);
+    for (size_t i = 1; argv[0] != NULL && argv[i] != NULL; i++)
+        fnv_file(&h, argv[i]);
+    char *out = malloc(8 + 16 + 1);
+    if (out != NULL)
+        snprintf(out, 8 + 16 + 1, "fnv1a64:%016llx", (unsigned long long)h);
+    return out;
+}

@@ -1,0 +1,76 @@
+/*
+ * launch: running one canary process under the injection library, and the facts about the
+ * machine and canary that go into a run artifact's environment.
+ *
+ * The canary is started with fork + execvp (never a shell) in its own process group, stdin from
+ * /dev/null, stdout and stderr appended to a log file, and the environment of the tool plus the
+ * variables the caller gives (the injection library's path and its settings). A timeout sends
+ * SIGTERM to the whole group, then SIGKILL after a grace period; an interrupt of the tool
+ * (SIGINT/SIGTERM, see cg_launch_catch_interrupts) is forwarded to the group the same way. Peak
+ * RSS comes from wait4: the largest resident set of the canary or any descendant it waited for.
+ *
+ * Times are seconds (double) at this interface. Not thread-safe: one launch at a time per process
+ * (the interrupt flag is process-wide). Never prints.
+ */
+#ifndef CG_LAUNCH_H
+#define CG_LAUNCH_H
+
+#include "err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Name of the injection library, looked up beside the canary-gate executable. */
+#define CG_INJECT_LIBRARY "libcanary-inject.so"
+
+enum cg_launch_end {
+    CG_LAUNCH_EXITED,      /* exit_code is set (0 is success) */
+    CG_LAUNCH_SIGNALED,    /* signal is set */
+    CG_LAUNCH_TIMEOUT,     /* killed at the timeout */
+    CG_LAUNCH_INTERRUPTED  /* the tool was interrupted; the canary was stopped */
+};
+
+struct cg_launch_opts {
+    char *const *argv;        /* the canary command, NULL-terminated; argv[0] searched in PATH */
+    char *const *env_add;     /* "NAME=value" entries that replace or extend the environment */
+    size_t n_env_add;
+    const char *log_path;     /* stdout and stderr of the canary are appended here */
+    double timeout_s;         /* 0: no timeout */
+    double kill_grace_s;      /* between SIGTERM and SIGKILL */
+    /* Called about every poll_s while the canary runs (may be NULL). */
+    void (*progress)(void *ctx, double elapsed_s);
+    void *progress_ctx;
+    double poll_s;
+};
+
+struct cg_launch_result {
+    enum cg_launch_end end;
+    int exit_code;
+    int signal;
+    int64_t peak_rss_bytes; /* -1 when unknown */
+    double wall_s;
+};
+
+/* Installs SIGINT and SIGTERM handlers that mark the tool interrupted (see cg_launch_run). */
+void cg_launch_catch_interrupts(void);
+
+/* True once SIGINT or SIGTERM reached the tool after cg_launch_catch_interrupts. */
+bool cg_launch_interrupted(void);
+
+/* Runs the canary to its end and fills r. Returns 0 whatever the canary did, or CG_EIO /
+ * CG_ECANARY (the log cannot be opened, fork failed, the command cannot be executed). */
+int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, struct cg_err *err);
+
+/* The CPU model from /proc/cpuinfo ("model name"), malloc'ed; NULL when unknown. */
+char *cg_launch_cpu_model(void);
+
+/* The GPU driver version from /proc/driver/nvidia/version, malloc'ed; NULL when unknown. */
+char *cg_launch_driver_version(void);
+
+/* A hex hash of the canary's identity: its argv, the given settings text, and the contents of
+ * every argv element that is a regular file up to 64 MiB (the executable found in PATH for
+ * argv[0]). Malloc'ed ("fnv1a64:<16 hex digits>"); NULL when out of memory. */
+char *cg_launch_canary_hash(char *const *argv, const char *settings);
+
+#endif

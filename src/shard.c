@@ -1,0 +1,562 @@
+/*
+ * shard: parsing the injection library's shard files and merging them into a run (see shard.h
+ * for the format and the merge rules).
+ *
+ * The parser takes bytes and returns a struct; it never reads files, so it can be fuzzed. Every
+ * number is read with strtoll and an end check, every array is capped. Not thread-safe.
+ */
+#include "shard.h"
+
+#include "fsutil.h"
+#include "opname.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_OPS 1000000
+#define MAX_DEVICES 4096
+
+void cg_shard_init(struct cg_shard *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->pid = s->rank = s->local_rank = -1;
+    s->gpu = -1;
+    s->records = s->dropped = s->zero_ts = -1;
+}
+
+void cg_shard_release(struct cg_shard *s)
+{
+    for (size_t i = 0; i < s->n_ops; i++)
+        free(s->ops[i].name);
+    free(s->ops);
+    free(s->steps);
+    free(s->mem);
+    free(s->gpu_reason);
+    free(s->gpu_model);
+    free(s->cuda_version);
+    free(s->driver_version);
+    free(s->warning);
+    cg_shard_init(s);
+}
+
+/* --- line scanning ------------------------------------------------------------------------ */
+
+struct line {
+    const char *p;   /* cursor */
+    const char *end; /* one past the last byte (the newline excluded) */
+};
+
+static bool next_field(struct line *l, const char **f, size_t *n)
+{
+    if (l->p >= l->end)
+        return false;
+    const char *q = memchr(l->p, ' ', (size_t)(l->end - l->p));
+    *f = l->p;
+    *n = (size_t)((q ? q : l->end) - l->p);
+    l->p = q ? q + 1 : l->end;
+    return true;
+}
+
+static bool field_is(const char *f, size_t n, const char *word)
+{
+    return strlen(word) == n && memcmp(f, word, n) == 0;
+}
+
+static bool next_int(struct line *l, int64_t min, int64_t max, int64_t *out)
+{
+    const char *f;
+    size_t n;
+    char buf[32];
+    if (!next_field(l, &f, &n) || n == 0 || n >= sizeof(buf))
+        return false;
+    memcpy(buf, f, n);
+    buf[n] = '\0';
+    char *e = NULL;
+    errno = 0;
+    long long v = strtoll(buf, &e, 10);
+    if (errno != 0 || *e != '\0' || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The rest of the line, unescaped, as a malloc'ed string; NULL when out of memory or bad. */
+static char *rest_name(struct line *l, bool *bad)
+{
+    size_t n = (size_t)(l->end - l->p);
+    char *out = malloc(n + 1);
+    size_t k = 0;
+    *bad = false;
+    if (out == NULL)
+        return NULL;
+    for (const char *p = l->p; p < l->end; p++) {
+        if (*p != '\\') {
+            out[k++] = *p;
+            continue;
+        }
+        if (p + 1 < l->end && p[1] == '\\') {
+            out[k++] = '\\';
+            p++;
+        } else if (p + 3 < l->end && p[1] == 'x' &&
+                   hexval(p[2]) >= 0 && hexval(p[3]) >= 0) {
+            int v = hexval(p[2]) * 16 + hexval(p[3]);
+            out[k++] = v == 0 ? '?' : (char)v;
+            p += 3;
+        } else {
+            *bad = true;
+            free(out);
+            return NULL;
+        }
+    }
+    out[k] = '\0';
+    l->p = l->end;
+    return out;
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*arr, c * elem);
+    if (p == NULL)
+        return CG_ENOMEM;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+struct parse_state {
+    struct cg_shard *s;
+    size_t steps_cap, ops_cap, mem_cap;
+};
+
+static int ensure_step(struct parse_state *ps, int64_t idx)
+{
+    struct cg_shard *s = ps->s;
+    size_t need = (size_t)idx + 1;
+    if (need <= s->n_steps)
+        return 0;
+    if (grow((void **)&s->steps, &ps->steps_cap, need, sizeof(*s->steps)) != 0)
+        return CG_ENOMEM;
+    for (size_t i = s->n_steps; i < need; i++) {
+        s->steps[i].seen = false;
+        s->steps[i].wall_ns = s->steps[i].end_ns = 0;
+        s->steps[i].tokens = s->steps[i].gpu_busy_ns = -1;
+    }
+    s->n_steps = need;
+    return 0;
+}
+
+static int set_str(char **dst, char *src)
+{
+    if (src == NULL)
+        return CG_ENOMEM;
+    if (*dst != NULL) {
+        free(src);
+        return 0;
+    }
+    *dst = src;
+    return 0;
+}
+
+/* Returns 0, CG_ENOMEM, or 1 for a malformed line. */
+static int parse_line(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    const char *key;
+    size_t kn;
+    int64_t a, b, c;
+    bool bad = false;
+    if (!next_field(l, &key, &kn))
+        return 0; /* empty line */
+    if (field_is(key, kn, "s")) {
+        int64_t idx, tokens;
+        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_int(l, 0, INT64_MAX, &a) ||
+            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, INT64_MAX, &tokens) || b < a)
+            return 1;
+        if (ensure_step(ps, idx) != 0)
+            return CG_ENOMEM;
+        struct cg_shard_step *st = &s->steps[idx];
+        st->seen = true;
+        st->wall_ns = b - a;
+        st->end_ns = b;
+        st->tokens = tokens;
+    } else if (field_is(key, kn, "b")) {
+        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_int(l, 0, INT64_MAX / 4, &b))
+            return 1;
+        if (ensure_step(ps, a) != 0)
+            return CG_ENOMEM;
+        int64_t *busy = &s->steps[a].gpu_busy_ns;
+        *busy = (*busy < 0 ? 0 : *busy) + b;
+    } else if (field_is(key, kn, "o")) {
+        const char *kf;
+        size_t kfn;
+        char kind_name[16];
+        enum cg_op_kind kind;
+        if (!next_field(l, &kf, &kfn) || kfn == 0 || kfn >= sizeof(kind_name))
+            return 1;
+        memcpy(kind_name, kf, kfn);
+        kind_name[kfn] = '\0';
+        if (cg_op_kind_parse(kind_name, &kind) != 0 || !next_int(l, 0, INT64_MAX / 4, &a) ||
+            !next_int(l, 0, INT64_MAX / 4, &b))
+            return 1;
+        if (s->n_ops >= MAX_OPS)
+            return 1;
+        char *name = rest_name(l, &bad);
+        if (name == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        if (grow((void **)&s->ops, &ps->ops_cap, s->n_ops + 1, sizeof(*s->ops)) != 0) {
+            free(name);
+            return CG_ENOMEM;
+        }
+        s->ops[s->n_ops++] = (struct cg_shard_op){name, kind, a, b};
+    } else if (field_is(key, kn, "m")) {
+        if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, INT64_MAX / 4, &b))
+            return 1;
+        size_t i = 0;
+        while (i < s->n_mem && s->mem[i].device != a)
+            i++;
+        if (i == s->n_mem) {
+            if (grow((void **)&s->mem, &ps->mem_cap, s->n_mem + 1, sizeof(*s->mem)) != 0)
+                return CG_ENOMEM;
+            s->mem[s->n_mem++] = (struct cg_shard_mem){a, 0};
+        }
+        if (b > s->mem[i].peak_bytes)
+            s->mem[i].peak_bytes = b;
+    } else if (field_is(key, kn, "c")) {
+        if (!next_int(l, 0, INT64_MAX, &a) || !next_int(l, 0, INT64_MAX, &b) ||
+            !next_int(l, 0, INT64_MAX, &c))
+            return 1;
+        s->records = a;
+        s->dropped = b;
+        s->zero_ts = c;
+    } else if (field_is(key, kn, "gpu")) {
+        const char *f;
+        size_t n;
+        if (!next_field(l, &f, &n))
+            return 1;
+        if (field_is(f, n, "ok")) {
+            s->gpu = 1;
+        } else if (field_is(f, n, "unavailable")) {
+            if (s->gpu != 1)
+                s->gpu = 0;
+            char *r = rest_name(l, &bad);
+            if (r == NULL)
+                return bad ? 1 : CG_ENOMEM;
+            return set_str(&s->gpu_reason, r);
+        } else {
+            return 1;
+        }
+    } else if (field_is(key, kn, "device")) {
+        if (!next_int(l, 0, MAX_DEVICES - 1, &a))
+            return 1;
+        s->gpu_count++;
+        char *r = rest_name(l, &bad);
+        if (r == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        return set_str(&s->gpu_model, r);
+    } else if (field_is(key, kn, "cuda") || field_is(key, kn, "driver") ||
+               field_is(key, kn, "w")) {
+        char **dst = field_is(key, kn, "cuda")     ? &s->cuda_version
+                     : field_is(key, kn, "driver") ? &s->driver_version
+                                                   : &s->warning;
+        char *r = rest_name(l, &bad);
+        if (r == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        return set_str(dst, r);
+    } else if (field_is(key, kn, "pid") || field_is(key, kn, "rank") ||
+               field_is(key, kn, "local_rank")) {
+        int64_t *dst = field_is(key, kn, "pid") ? &s->pid
+                       : field_is(key, kn, "rank") ? &s->rank
+                                                   : &s->local_rank;
+        if (!next_int(l, 0, INT32_MAX, dst))
+            return 1;
+    } else if (field_is(key, kn, "end")) {
+        s->complete = true;
+    }
+    /* other keys (warmup, step_range, future records) are skipped */
+    return 0;
+}
+
+int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_shard *s,
+                   struct cg_err *err)
+{
+    struct parse_state ps = {s, 0, 0, 0};
+    size_t magic = strlen(CG_SHARD_MAGIC);
+    cg_shard_init(s);
+    if (len < magic + 1 || memcmp(data, CG_SHARD_MAGIC, magic) != 0 || data[magic] != '\n')
+        return cg_err_set(err, CG_EINPUT, "shard '%s': not a canary-gate shard (version 1)", name);
+    const char *p = data + magic + 1, *end = data + len;
+    size_t lineno = 1;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL)
+            break; /* a last line cut short by a crash */
+        lineno++;
+        struct line l = {p, nl};
+        int rc = parse_line(&ps, &l);
+        if (rc != 0) {
+            cg_shard_release(s);
+            if (rc == CG_ENOMEM)
+                return cg_err_set(err, CG_ENOMEM, "shard '%s': out of memory", name);
+            return cg_err_set(err, CG_EINPUT, "shard '%s' line %zu: malformed record", name,
+                              lineno);
+        }
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* --- files -------------------------------------------------------------------------------- */
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+void cg_shard_free_all(struct cg_shard *shards, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cg_shard_release(&shards[i]);
+    free(shards);
+}
+
+int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct cg_err *err)
+{
+    DIR *d = NULL;
+    struct cg_shard *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    char *text = NULL;
+    int rc = 0;
+    *out = NULL;
+    *n = 0;
+    d = opendir(dir);
+    if (d == NULL) {
+        rc = cg_err_set(err, CG_EIO, "cannot read shard directory '%s': %s", dir, strerror(errno));
+        goto done;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || !(has_suffix(e->d_name, ".shard") || has_suffix(e->d_name, ".part")))
+            continue;
+        char path[PATH_MAX];
+        size_t len = 0;
+        int k = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (k < 0 || (size_t)k >= sizeof(path))
+            continue;
+        if ((rc = cg_file_read(path, CG_SHARD_MAX_BYTES, &text, &len, err)) != 0) {
+            if (rc == CG_EINPUT) { /* an empty shard: the process died before writing */
+                rc = 0;
+                continue;
+            }
+            goto done;
+        }
+        if ((rc = grow((void **)&arr, &cap, cnt + 1, sizeof(*arr))) != 0) {
+            rc = cg_err_set(err, CG_ENOMEM, "out of memory reading shards");
+            goto done;
+        }
+        if ((rc = cg_shard_parse(text, len, path, &arr[cnt], err)) != 0)
+            goto done;
+        cnt++;
+        free(text);
+        text = NULL;
+    }
+done:
+    free(text);
+    if (d != NULL)
+        closedir(d);
+    if (rc != 0) {
+        cg_shard_free_all(arr, cnt);
+        return rc;
+    }
+    *out = arr;
+    *n = cnt;
+    return 0;
+}
+
+/* --- merging ------------------------------------------------------------------------------ */
+
+static int64_t contiguous_steps(const struct cg_shard *s)
+{
+    int64_t k = 0;
+    while ((size_t)k < s->n_steps && s->steps[k].seen)
+        k++;
+    return k;
+}
+
+void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_status *st)
+{
+    int64_t best_end = -1;
+    memset(st, 0, sizeof(*st));
+    st->n_shards = n;
+    st->last_step_ns = -1;
+    st->all_complete = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        if (!s->complete)
+            st->all_complete = false;
+        int64_t k = contiguous_steps(s);
+        if (k == 0)
+            continue;
+        st->steps_seen = st->n_with_steps == 0 || k < st->steps_seen ? k : st->steps_seen;
+        st->n_with_steps++;
+        for (size_t j = 0; j < s->n_steps; j++) {
+            if (s->steps[j].seen && s->steps[j].end_ns > best_end) {
+                best_end = s->steps[j].end_ns;
+                st->last_step_ns = s->steps[j].wall_ns;
+            }
+        }
+    }
+}
+
+struct merged_op {
+    const char *name; /* borrowed from a shard */
+    enum cg_op_kind kind;
+    int64_t calls, total_ns;
+};
+
+static int cmp_op(const void *x, const void *y)
+{
+    const struct merged_op *a = x, *b = y;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+static int add_op(struct cg_run *run, const struct merged_op *m)
+{
+    char *demangled = m->kind == CG_OP_KERNEL ? cg_opname_demangle(m->name) : NULL;
+    const char *name = demangled ? demangled : m->name;
+    char *family = cg_opname_family(m->kind, name);
+    int rc = family == NULL ? CG_ENOMEM
+                            : cg_run_add_op(run, name, family, m->kind, m->calls, m->total_ns);
+    free(demangled);
+    free(family);
+    return rc;
+}
+
+static int merge_ops(const struct cg_shard *shards, size_t n, struct cg_run *run)
+{
+    size_t total = 0, k = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        total += shards[i].n_ops;
+    if (total == 0)
+        return 0;
+    struct merged_op *all = malloc(total * sizeof(*all));
+    if (all == NULL)
+        return CG_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < shards[i].n_ops; j++) {
+            const struct cg_shard_op *o = &shards[i].ops[j];
+            all[k++] = (struct merged_op){o->name, o->kind, o->calls, o->total_ns};
+        }
+    qsort(all, total, sizeof(*all), cmp_op);
+    for (size_t i = 0; i < total && rc == 0;) {
+        struct merged_op m = all[i];
+        size_t j = i + 1;
+        for (; j < total && cmp_op(&all[j], &m) == 0; j++) {
+            m.calls += all[j].calls;
+            m.total_ns += all[j].total_ns;
+        }
+        if (m.calls > 0)
+            rc = add_op(run, &m);
+        i = j;
+    }
+    free(all);
+    return rc;
+}
+
+static int64_t merged_peak(const struct cg_shard *shards, size_t n)
+{
+    int64_t best = -1;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < shards[i].n_mem; j++) {
+            int64_t dev = shards[i].mem[j].device, sum = 0;
+            for (size_t a = 0; a < n; a++)
+                for (size_t b = 0; b < shards[a].n_mem; b++)
+                    if (shards[a].mem[b].device == dev)
+                        sum += shards[a].mem[b].peak_bytes;
+            if (sum > best)
+                best = sum;
+        }
+    return best;
+}
+
+int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
+                   struct cg_run *run, struct cg_err *err)
+{
+    struct cg_shard_status st;
+    cg_shard_status(shards, n, &st);
+    int64_t avail = st.steps_seen - o->warmup;
+    int64_t keep = avail < 0 ? 0 : (avail < o->steps ? avail : o->steps);
+    for (int64_t k = o->warmup; k < o->warmup + keep; k++) {
+        int64_t wall = 0, tokens = -1, busy = -1;
+        for (size_t i = 0; i < n; i++) {
+            const struct cg_shard *s = &shards[i];
+            if (contiguous_steps(s) == 0)
+                continue;
+            const struct cg_shard_step *sp = &s->steps[k];
+            if (sp->wall_ns > wall)
+                wall = sp->wall_ns;
+            if (sp->tokens >= 0)
+                tokens = (tokens < 0 ? 0 : tokens) + sp->tokens;
+            if (sp->gpu_busy_ns > busy)
+                busy = sp->gpu_busy_ns;
+        }
+        if (tokens < 0)
+            tokens = o->tokens_per_step;
+        if (wall <= 0)
+            wall = 1; /* a step shorter than the clock's resolution */
+        if (cg_run_add_step(run, wall, tokens, busy) != 0)
+            return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
+    }
+    if (merge_ops(shards, n, run) != 0)
+        return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
+    int64_t dropped = -1, zero = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (shards[i].dropped >= 0)
+            dropped = (dropped < 0 ? 0 : dropped) + shards[i].dropped;
+        if (shards[i].zero_ts >= 0)
+            zero = (zero < 0 ? 0 : zero) + shards[i].zero_ts;
+    }
+    run->dropped_records = dropped;
+    run->zero_timestamp_records = zero;
+    cg_run_summarize(run);
+    run->summary.peak_device_bytes = merged_peak(shards, n);
+    return 0;
+}
+
+bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, const char **reason)
+{
+    *reason = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (shards[i].gpu == 1)
+            return true;
+    for (size_t i = 0; i < n; i++)
+        if (shards[i].gpu == 0) {
+            *reason = shards[i].gpu_reason ? shards[i].gpu_reason : "CUPTI did not start";
+            return false;
+        }
+    *reason = "the canary never initialised CUDA (no CUDA context, so no CUPTI activity)";
+    return false;
+}

@@ -1,0 +1,127 @@
+/*
+ * shard: reading and merging the per-process files the injection library writes.
+ *
+ * Every canary process that loads libcanary-inject.so appends what it measures to its own shard,
+ * "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part", renamed to ".shard" when the process exits
+ * normally. A shard is text, one record per line, fields separated by one space, a name (always
+ * the last field) escaped with "\\" and "\xHH" for control bytes:
+ *
+ *   canary-gate-shard 1                   first line (format version)
+ *   pid P | rank R | local_rank L         the process (rank lines only when RANK/LOCAL_RANK set)
+ *   warmup W | step_range NAME            the settings the library ran with
+ *   s I START_NS END_NS TOKENS            step I ended (index from 0 per process; TOKENS -1: none)
+ *   b I NS                                GPU busy time added to step I (summed)
+ *   o KIND CALLS NS NAME                  op totals added (summed; post-warm-up steps only)
+ *   m DEVICE PEAK_BYTES                   peak device memory so far (the maximum counts)
+ *   c RECORDS DROPPED ZERO_TS             CUPTI record counters so far (the last line counts)
+ *   gpu ok | gpu unavailable REASON       whether CUPTI started
+ *   device ID NAME | cuda VERSION | driver VERSION
+ *   w MESSAGE                             a warning from the library
+ *   end                                   the process exited normally
+ *
+ * Parsing is a pure function of the bytes: a last line without a newline (a write cut short by a
+ * crash) is ignored, unknown record keys are skipped, anything else malformed is an error naming
+ * the line. Merging: step I of a run is the maximum over processes of step I's wall time, tokens
+ * are summed, peak memory is summed per device over processes (then the maximum over devices),
+ * ops are summed by kind and exact name. Not thread-safe; every shard owns its strings.
+ */
+#ifndef CG_SHARD_H
+#define CG_SHARD_H
+
+#include "artifact.h"
+#include "err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CG_SHARD_MAGIC "canary-gate-shard 1"
+#define CG_SHARD_MAX_BYTES ((size_t)256 * 1024 * 1024)
+#define CG_SHARD_MAX_STEPS 10000000
+
+struct cg_shard_step {
+    bool seen;           /* an "s" line for this index was read */
+    int64_t wall_ns;
+    int64_t end_ns;      /* process clock, for ordering */
+    int64_t tokens;      /* -1 when the step had no payload */
+    int64_t gpu_busy_ns; /* -1 when no "b" line */
+};
+
+struct cg_shard_op {
+    char *name; /* as the library saw it (kernel names mangled) */
+    enum cg_op_kind kind;
+    int64_t calls;
+    int64_t total_ns;
+};
+
+struct cg_shard_mem {
+    int64_t device;
+    int64_t peak_bytes;
+};
+
+struct cg_shard {
+    int64_t pid, rank, local_rank; /* -1 when not recorded */
+    bool complete;                 /* "end" seen */
+    struct cg_shard_step *steps;   /* by step index */
+    size_t n_steps;                /* highest index seen + 1 */
+    struct cg_shard_op *ops;
+    size_t n_ops;
+    struct cg_shard_mem *mem;
+    size_t n_mem;
+    int gpu;                       /* -1 no "gpu" line, 0 unavailable, 1 ok */
+    char *gpu_reason;
+    char *gpu_model;               /* first "device" line */
+    int64_t gpu_count;             /* "device" lines */
+    char *cuda_version;
+    char *driver_version;
+    int64_t records, dropped, zero_ts; /* -1 when no "c" line */
+    char *warning;                 /* first "w" line */
+};
+
+/* What a set of shards says about a run so far (for progress and the final checks). */
+struct cg_shard_status {
+    size_t n_shards;
+    size_t n_with_steps;
+    int64_t steps_seen;   /* contiguous steps from 0, minimum over shards with steps */
+    int64_t last_step_ns; /* wall time of the latest step of any shard, -1 when none */
+    bool all_complete;
+};
+
+struct cg_shard_merge_opts {
+    int64_t warmup;          /* steps dropped at the start */
+    int64_t steps;           /* measured steps kept at most */
+    int64_t tokens_per_step; /* used when no step has a payload; -1 unknown */
+};
+
+/* Sets an empty shard. Allocates nothing. */
+void cg_shard_init(struct cg_shard *s);
+
+/* Frees everything the shard owns; it is empty afterwards. */
+void cg_shard_release(struct cg_shard *s);
+
+/* Parses shard bytes into s (which is initialised first). name is used in messages.
+ * CG_EINPUT "shard '<name>' line N: <problem>" or CG_ENOMEM; s is empty on error. */
+int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_shard *s,
+                   struct cg_err *err);
+
+/* Reads every "*.shard" and "*.part" file of dir. *out is a malloc'ed array of *n shards (free
+ * with cg_shard_free_all); an empty directory gives n = 0. CG_EIO, CG_EINPUT or CG_ENOMEM. */
+int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct cg_err *err);
+
+/* Releases n shards and frees the array. */
+void cg_shard_free_all(struct cg_shard *shards, size_t n);
+
+/* Sums up n shards (see struct cg_shard_status). */
+void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_status *st);
+
+/* Appends the merged measured steps (at most o->steps after o->warmup), ops (kernel names
+ * demangled, families set), peaks and CUPTI counters of n shards to run, then summarises it.
+ * The caller sets peak_host_rss_bytes. Returns 0 or CG_ENOMEM. */
+int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
+                   struct cg_run *run, struct cg_err *err);
+
+/* Whether CUPTI ran in any process: returns true when it did; otherwise *reason points at the
+ * first process's reason, or a fixed text when no process initialised CUDA. */
+bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, const char **reason);
+
+#endif

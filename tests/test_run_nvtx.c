@@ -1,0 +1,310 @@
+/*
+ * test_run_nvtx: `canary-gate run` end to end on this machine with the NVTX test canary
+ * (tests/canaries/nvtx_canary.c): step times, tokens, nested and threaded ranges, domains,
+ * marking styles, unbalanced ranges, and every way a canary can fail (exit 3, one clear line).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "artifact.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+
+struct result {
+    int exit_code;
+    char err[8192];
+    double wall_s;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs canary-gate with argv (NULL-terminated, without the program), stderr captured. */
+static void run_tool(const char *const *args, struct result *r)
+{
+    char errpath[] = "run-stderr-XXXXXX";
+    int fd = mkstemp(errpath);
+    assert_true(fd >= 0);
+    const char *argv[64] = {CG_TOOL_PATH};
+    size_t n = 1;
+    for (; args[n - 1] != NULL && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    double t0 = now_s();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fd, 2);
+        execv(CG_TOOL_PATH, (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    r->wall_s = now_s() - t0;
+    r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    ssize_t got = pread(fd, r->err, sizeof(r->err) - 1, 0);
+    r->err[got > 0 ? got : 0] = '\0';
+    close(fd);
+    unlink(errpath);
+}
+
+static void load(const char *path, struct cg_artifact *a)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    int rc = cg_artifact_load(path, a, &err);
+    if (rc != 0)
+        fail_msg("%s", err.msg);
+}
+
+static const struct cg_op *find_op(const struct cg_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_ops; i++)
+        if (strcmp(r->ops[i].name, name) == 0)
+            return &r->ops[i];
+    return NULL;
+}
+
+static void test_run__step_times_tokens_and_nested_ranges(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    const char *args[] = {"run", "--out", "nvtx-basic.json", "--runs", "2", "--steps", "4",
+                          "--warmup", "1", "--", CANARY, "--steps", "5", "--step-ms", "20",
+                          "--tokens", "64", "--nested", NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 0);
+    load("nvtx-basic.json", &a);
+    assert_int_equal(a.n_runs, 2);
+    assert_false(a.gpu_available);
+    assert_non_null(a.gpu_reason);
+    assert_int_equal(a.settings.steps, 4);
+    assert_int_equal(a.settings.warmup, 1);
+    assert_string_equal(a.settings.step_range, "step");
+    assert_non_null(a.env.canary_hash);
+    assert_string_equal(a.env.canary_command[0], CANARY);
+    for (size_t i = 0; i < a.n_runs; i++) {
+        const struct cg_run *run = &a.runs[i];
+        assert_int_equal(run->n_steps, 4);
+        for (size_t k = 0; k < run->n_steps; k++) {
+            assert_true(run->steps[k].wall_ns >= 19500000);
+            assert_true(run->steps[k].wall_ns < 80000000);
+            assert_int_equal(run->steps[k].tokens, 64);
+            assert_int_equal(run->steps[k].gpu_busy_ns, -1);
+        }
+        assert_true(run->summary.tokens_per_sec > 64 / 0.08 && run->summary.tokens_per_sec < 64 / 0.0195);
+        assert_true(run->summary.peak_host_rss_bytes > 0);
+        assert_int_equal(run->summary.peak_device_bytes, -1);
+        const struct cg_op *fw = find_op(run, "forward");
+        const struct cg_op *bw = find_op(run, "backward");
+        assert_non_null(fw);
+        assert_non_null(bw);
+        assert_int_equal(fw->kind, CG_OP_RANGE);
+        assert_int_equal(fw->calls, 4); /* the warm-up step's ranges are not counted */
+        assert_int_equal(bw->calls, 4);
+        assert_true(fw->total_ns >= 4 * 9500000 && fw->total_ns < 4 * 40000000);
+    }
+    cg_artifact_release(&a);
+    FILE *f = fopen("nvtx-basic.log", "r");
+    assert_non_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(buf, "done 5 steps"));
+    unlink("nvtx-basic.json");
+    unlink("nvtx-basic.log");
+}
+
+static void test_run__ranges_from_threads_are_ops(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    const char *args[] = {"run", "--out", "nvtx-threads.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "0", "--", CANARY, "--steps", "3", "--step-ms", "2",
+                          "--threads", "8", NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 0);
+    load("nvtx-threads.json", &a);
+    const struct cg_op *w = find_op(&a.runs[0], "worker");
+    assert_non_null(w);
+    assert_int_equal(w->calls, 24);
+    cg_artifact_release(&a);
+    unlink("nvtx-threads.json");
+    unlink("nvtx-threads.log");
+}
+
+static void test_run__other_domains_never_mark_steps(void **state)
+{
+    (void)state;
+    struct result r;
+    /* 3 real steps and 3 "step" ranges in domain NCCL: 3 + 3 asked is too many */
+    const char *args[] = {"run", "--out", "nvtx-domain.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "3", "--", CANARY, "--steps", "3", "--step-ms", "1",
+                          "--other-domain", NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "marked 3 steps"));
+    unlink("nvtx-domain.log");
+}
+
+static void test_run__wide_registered_and_start_end_steps(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"wide", "registered", "start-end"};
+    for (size_t m = 0; m < 3; m++) {
+        struct result r;
+        struct cg_artifact a;
+        const char *args[] = {"run", "--out", "nvtx-mode.json", "--runs", "1", "--steps", "3",
+                              "--warmup", "1", "--tokens-per-step", "10", "--", CANARY,
+                              "--steps", "4", "--step-ms", "5", "--mode", modes[m], NULL};
+        run_tool(args, &r);
+        if (r.exit_code != 0)
+            fail_msg("mode %s: %s", modes[m], r.err);
+        load("nvtx-mode.json", &a);
+        assert_int_equal(a.runs[0].n_steps, 3);
+        assert_int_equal(a.runs[0].steps[0].tokens, 10); /* no payload: --tokens-per-step */
+        assert_true(a.runs[0].steps[0].wall_ns >= 4500000);
+        cg_artifact_release(&a);
+    }
+    unlink("nvtx-mode.json");
+    unlink("nvtx-mode.log");
+}
+
+static void test_run__unbalanced_ranges_are_harmless(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    const char *args[] = {"run", "--out", "nvtx-unbal.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "0", "--", CANARY, "--steps", "3", "--step-ms", "2",
+                          "--unbalanced", "--nested", NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 0);
+    load("nvtx-unbal.json", &a);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    cg_artifact_release(&a);
+    unlink("nvtx-unbal.json");
+    unlink("nvtx-unbal.log");
+}
+
+static void test_run__crash_keeps_steps_and_exits_3(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *args[] = {"run", "--out", "nvtx-crash.json", "--runs", "1", "--steps", "5",
+                          "--warmup", "0", "--", CANARY, "--steps", "5", "--step-ms", "2",
+                          "--crash-at", "3", NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "signal 6"));
+    assert_non_null(strstr(r.err, "after 3 steps"));
+    assert_non_null(strstr(r.err, "nvtx-crash.log"));
+    assert_int_equal(access("nvtx-crash.json", F_OK), -1);
+    unlink("nvtx-crash.log");
+}
+
+static void test_run__hang_is_killed_at_timeout(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *args[] = {"run", "--out", "nvtx-hang.json", "--runs", "1", "--steps", "5",
+                          "--warmup", "0", "--timeout", "1", "--", CANARY, "--steps", "5",
+                          "--step-ms", "2", "--hang-at", "2", NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "timed out"));
+    assert_non_null(strstr(r.err, "marked 2 steps"));
+    assert_true(r.wall_s < 5.0);
+    unlink("nvtx-hang.log");
+}
+
+static void test_run__no_step_exits_3_with_how_to(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *args[] = {"run", "--out", "nvtx-nostep.json", "--runs", "1", "--steps", "2",
+                          "--", CANARY, "--steps", "2", "--step-ms", "1", "--no-steps", NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "marked no step"));
+    assert_non_null(strstr(r.err, "torch.cuda.nvtx.range_push(\"step\")"));
+    unlink("nvtx-nostep.log");
+}
+
+static void test_run__worker_processes_are_merged(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    /* worker i sleeps 10 + 5i ms per step and marks 100 tokens */
+    const char *args[] = {"run", "--out", "nvtx-workers.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "1", "--", CANARY, "--workers", "4", "--steps", "4",
+                          "--step-ms", "10", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    load("nvtx-workers.json", &a);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    for (size_t k = 0; k < 3; k++) {
+        assert_int_equal(a.runs[0].steps[k].tokens, 400);
+        assert_true(a.runs[0].steps[k].wall_ns >= 24500000); /* the slowest rank's step */
+    }
+    cg_artifact_release(&a);
+    unlink("nvtx-workers.json");
+    unlink("nvtx-workers.log");
+}
+
+static void test_run__failing_and_missing_commands_exit_3(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *fail_args[] = {"run", "--out", "nvtx-false.json", "--runs", "1", "--", "false",
+                               NULL};
+    run_tool(fail_args, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "exited with status 1"));
+    const char *missing[] = {"run", "--out", "nvtx-false.json", "--", "./no-such-canary", NULL};
+    run_tool(missing, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "cannot execute './no-such-canary'"));
+    const char *usage[] = {"run", "--runs", "0", NULL};
+    run_tool(usage, &r);
+    assert_int_equal(r.exit_code, 2);
+    unlink("nvtx-false.log");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run__step_times_tokens_and_nested_ranges),
+        cmocka_unit_test(test_run__ranges_from_threads_are_ops),
+        cmocka_unit_test(test_run__other_domains_never_mark_steps),
+        cmocka_unit_test(test_run__wide_registered_and_start_end_steps),
+        cmocka_unit_test(test_run__unbalanced_ranges_are_harmless),
+        cmocka_unit_test(test_run__crash_keeps_steps_and_exits_3),
+        cmocka_unit_test(test_run__hang_is_killed_at_timeout),
+        cmocka_unit_test(test_run__no_step_exits_3_with_how_to),
+        cmocka_unit_test(test_run__worker_processes_are_merged),
+        cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
