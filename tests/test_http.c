@@ -162,11 +162,11 @@ static void test_http__create_is_not_repeated_after_5xx(void **state)
     struct fixture *f = *state;
     struct cg_http_request post = {"POST", f->url, TOKEN, "{}", 1};
     cg_httpd_push(f->srv, 502, NULL, "bad gateway");
+    cg_httpd_push(f->srv, 429, "Retry-After: 0\r\n", "{}"); /* rate limits: nothing was done */
     cg_httpd_push(f->srv, 201, NULL, "{}");
     assert_int_equal(cg_http_send(&f->http, &post, &f->resp, &f->err), 0);
     assert_int_equal(f->resp.status, 502);
     assert_int_equal(f->resp.attempts, 1);
-    cg_httpd_push(f->srv, 429, "Retry-After: 0\r\n", "{}"); /* rate limits: nothing was done */
     assert_int_equal(cg_http_send(&f->http, &post, &f->resp, &f->err), 0);
     assert_int_equal(f->resp.status, 201);
     assert_int_equal(f->resp.attempts, 2);
