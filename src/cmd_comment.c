@@ -53,6 +53,7 @@ struct comment_opts {
     const char *repo;
     const char *sha;
     const char *id;
+    char sha_buf[65]; /* the head SHA read from the event file */
     long pr;
     int status;
     int dry_run;
@@ -195,9 +196,8 @@ static int read_event(struct comment_opts *o)
     if (o->pr == 0)
         o->pr = ev.pr_number;
     if (o->sha == NULL && ev.head_sha[0] != '\0') {
-        static char sha[sizeof(ev.head_sha)];
-        memcpy(sha, ev.head_sha, sizeof(sha));
-        o->sha = sha;
+        memcpy(o->sha_buf, ev.head_sha, sizeof(o->sha_buf));
+        o->sha = o->sha_buf;
     }
     if (o->sha == NULL && ev.pr_number == 0 && env("GITHUB_SHA") != NULL &&
         cg_github_sha_check(env("GITHUB_SHA"), NULL) == 0)
