@@ -72,12 +72,15 @@ void cg_agg_step_end(struct cg_agg *a, int64_t index, uint64_t end_ns)
 
 /* The step whose interval holds t, or -1. Steps begin in index order, so starts are sorted
  * (a step that never began has start UINT64_MAX and is skipped by the search). */
-static int64_t step_at(const struct cg_agg *a, uint64_t t)
+static int64_t step_at(struct cg_agg *a, uint64_t t)
 {
     int64_t last = a->last_step;
     if (last < 0)
         return -1;
-    const struct cg_agg_step *s = &a->steps[last];
+    const struct cg_agg_step *s = &a->steps[a->hint];
+    if (a->hint <= last && s->start_ns <= t && t <= s->end_ns)
+        return a->hint; /* records come in bursts from one step */
+    s = &a->steps[last];
     if (t >= s->start_ns)
         return t <= s->end_ns ? last : -1;
     int64_t lo = 0, hi = last; /* find the last step with start <= t */
@@ -89,7 +92,11 @@ static int64_t step_at(const struct cg_agg *a, uint64_t t)
             hi = mid - 1;
     }
     s = &a->steps[lo];
-    return (s->start_ns <= t && t <= s->end_ns) ? lo : -1;
+    if (s->start_ns <= t && t <= s->end_ns) {
+        a->hint = lo;
+        return lo;
+    }
+    return -1;
 }
 
 /* Adds the parts of [start, end) that lie in step intervals to those steps' busy time. */
@@ -205,21 +212,21 @@ static void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
 
 static size_t slot_of(const char *name, enum cg_agg_kind kind, size_t n_slots)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)name >> 3) * 0x9e3779b97f4a7c15ull + (uint64_t)kind;
-    return (size_t)(h >> 20) & (n_slots - 1);
+    uint64_t h = ((uint64_t)(uintptr_t)name + (uint64_t)kind) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 32) & (n_slots - 1);
 }
 
 static int rehash(struct cg_agg *a)
 {
     size_t n = a->n_slots * 2;
-    uint32_t *s = calloc(n, sizeof(*s));
+    struct cg_agg_slot *s = calloc(n, sizeof(*s));
     if (s == NULL)
         return -1;
     for (size_t i = 0; i < a->n_ops; i++) {
         size_t j = slot_of(a->ops[i].name, a->ops[i].kind, n);
-        while (s[j] != 0)
+        while (s[j].name != NULL)
             j = (j + 1) & (n - 1);
-        s[j] = (uint32_t)(i + 1);
+        s[j] = (struct cg_agg_slot){a->ops[i].name, (uint32_t)a->ops[i].kind, (uint32_t)i};
     }
     free(a->slots);
     a->slots = s;
@@ -227,23 +234,10 @@ static int rehash(struct cg_agg *a)
     return 0;
 }
 
-static struct cg_agg_op *op_get(struct cg_agg *a, const char *name, enum cg_agg_kind kind)
+static struct cg_agg_op *op_add(struct cg_agg *a, const char *name, enum cg_agg_kind kind)
 {
-    size_t j = slot_of(name, kind, a->n_slots);
-    for (;;) {
-        uint32_t v = a->slots[j];
-        if (v == 0)
-            break;
-        struct cg_agg_op *o = &a->ops[v - 1];
-        if (o->name == name && o->kind == kind)
-            return o;
-        j = (j + 1) & (a->n_slots - 1);
-    }
-    if ((a->n_ops + 1) * 2 > a->n_slots) {
-        if (rehash(a) != 0)
-            return NULL;
-        return op_get(a, name, kind);
-    }
+    if ((a->n_ops + 1) * 2 > a->n_slots && rehash(a) != 0)
+        return NULL;
     if (a->n_ops == a->cap_ops) {
         size_t cap = a->cap_ops ? a->cap_ops * 2 : 256;
         struct cg_agg_op *p = realloc(a->ops, cap * sizeof(*p));
@@ -252,10 +246,26 @@ static struct cg_agg_op *op_get(struct cg_agg *a, const char *name, enum cg_agg_
         a->ops = p;
         a->cap_ops = cap;
     }
+    size_t j = slot_of(name, kind, a->n_slots);
+    while (a->slots[j].name != NULL)
+        j = (j + 1) & (a->n_slots - 1);
+    a->slots[j] = (struct cg_agg_slot){name, (uint32_t)kind, (uint32_t)a->n_ops};
     struct cg_agg_op *o = &a->ops[a->n_ops++];
     *o = (struct cg_agg_op){name, kind, 0, 0, 0, 0};
-    a->slots[j] = (uint32_t)a->n_ops;
     return o;
+}
+
+static inline struct cg_agg_op *op_get(struct cg_agg *a, const char *name, enum cg_agg_kind kind)
+{
+    size_t j = slot_of(name, kind, a->n_slots);
+    for (;;) {
+        const struct cg_agg_slot *sl = &a->slots[j];
+        if (sl->name == name && sl->kind == (uint32_t)kind)
+            return &a->ops[sl->op];
+        if (sl->name == NULL)
+            return op_add(a, name, kind);
+        j = (j + 1) & (a->n_slots - 1);
+    }
 }
 
 static void timed(struct cg_agg *a, const char *name, enum cg_agg_kind kind, uint64_t start,

@@ -48,6 +48,12 @@ struct cg_agg_op {
     int64_t written_calls, written_ns;
 };
 
+struct cg_agg_slot {
+    const char *name; /* NULL: empty */
+    uint32_t kind;
+    uint32_t op;      /* index into ops */
+};
+
 struct cg_agg_interval {
     uint64_t start, end;
 };
@@ -68,6 +74,7 @@ struct cg_agg {
     struct cg_agg_step *steps; /* by step index */
     size_t n_steps, cap_steps;
     int64_t last_step;         /* highest index begun, -1 none */
+    int64_t hint;              /* the step the last record fell in */
 
     struct cg_agg_interval ring[CG_AGG_INTERVALS];
     size_t ring_head, ring_len;
@@ -75,7 +82,7 @@ struct cg_agg {
 
     struct cg_agg_op *ops;
     size_t n_ops, cap_ops;
-    uint32_t *slots;           /* open addressing: op index + 1, 0 empty */
+    struct cg_agg_slot *slots; /* open addressing on (name pointer, kind) */
     size_t n_slots;
 
     struct cg_agg_mem_event *pending;
