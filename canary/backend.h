@@ -55,12 +55,19 @@ struct canary_backend_ops {
 
 extern const struct canary_backend_ops canary_cpu_backend;
 
-/* The CUDA back end; in a build without nvcc every call fails with CANARY_ENODEVICE. */
-extern const struct canary_backend_ops canary_cuda_backend;
-
-/* Returns 1 when a CUDA device can be used; else 0 and a one-line reason in why. Never fails
- * hard: no driver, no device and a build without CUDA all give 0. */
+/* Returns 1 when the CUDA back end can run here, else 0 and a one-line reason in why. Cheap and
+ * never fails hard: it asks the driver (libcuda.so.1, loaded with dlopen) for a device first and
+ * only then loads the CUDA back end module (libcanary-train-cuda.so, beside the executable or in
+ * ../lib/canary-gate), so CPU runs never map cuBLAS. A build without nvcc always says 0. */
 int canary_cuda_probe(char *why, size_t why_size);
+
+/* The CUDA back end, valid after canary_cuda_probe returned 1 (NULL before). */
+const struct canary_backend_ops *canary_cuda_ops(void);
+
+/* Inside the CUDA module: its back end and its own device check (cudaGetDeviceCount). */
+#define CANARY_CUDA_MODULE_OPS "canary_cuda_module_ops"
+#define CANARY_CUDA_MODULE_PROBE "canary_cuda_module_probe"
+typedef int (*canary_cuda_module_probe_fn)(char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

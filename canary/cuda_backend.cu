@@ -5,6 +5,8 @@
  * gradients, AdamW moments and activations live in device memory; tokens are copied in per
  * micro-batch. All work goes to the default stream; step_loss and sync wait for it. Every
  * CUDA/cuBLAS call is checked and reported as "<file>:<line>: <call>: <error>". One thread.
+ * Built into the module libcanary-train-cuda.so, which canary-train loads with dlopen
+ * (cuda_loader.c); it exports only canary_cuda_module_ops and canary_cuda_module_probe.
  */
 #include "backend.h"
 #include "canary_nvtx.h"
@@ -111,7 +113,8 @@ static float *param(const struct canary_backend *be, float *base, int l,
     return base + canary_layout_block(&be->lay, l, t);
 }
 
-extern "C" int canary_cuda_probe(char *why, size_t why_size)
+extern "C" __attribute__((visibility("default"))) int canary_cuda_module_probe(char *why,
+                                                                        size_t why_size)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -605,7 +608,8 @@ static const char *cu_describe(const struct canary_backend *be)
     return be->description;
 }
 
-extern "C" const struct canary_backend_ops canary_cuda_backend = {
+extern "C" __attribute__((visibility("default"))) const struct canary_backend_ops
+    canary_cuda_module_ops = {
     "cuda",       cu_create,   cu_destroy,    cu_zero_grad, cu_forward,
     cu_backward,  cu_step_loss, cu_update,    cu_extra_work, cu_set_param,
     cu_sync,      cu_activation_bytes, cu_describe,

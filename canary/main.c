@@ -264,9 +264,8 @@ static int pick_backend(const struct canary_config *cfg, const struct canary_bac
         *ops = &canary_cpu_backend;
         return -1;
     }
-    int usable = canary_cuda_probe(why, sizeof why);
-    if (usable) {
-        *ops = &canary_cuda_backend;
+    if (canary_cuda_probe(why, sizeof why)) {
+        *ops = canary_cuda_ops();
         return -1;
     }
     if (cfg->device == CANARY_DEVICE_CUDA) {
@@ -283,10 +282,10 @@ static void print_header(const struct canary_trainer *tr)
     const struct canary_dims *d = &c->dims;
     printf("canary-train device=%s preset=%s variant=%s layers=%d width=%d heads=%d seq=%d "
            "batch=%d micro_batch=%d vocab=%d params=%zu tokens_per_step=%ld step_flops=%.4g "
-           "extra_work_pct=%g activation_bytes=%zu seed=%llu steps=%ld lr=%g runs_on=\"%s\"\n",
+           "extra_work_pct=%g extra_flops=%.4g activation_bytes=%zu seed=%llu steps=%ld lr=%g runs_on=\"%s\"\n",
            tr->ops->name, c->preset, canary_variant_name(c->variant), d->layers, d->width,
            d->heads, d->seq, d->batch, tr->micro_batch, d->vocab, tr->layout.total,
-           (long)d->batch * d->seq, tr->step_flops, c->extra_work_pct,
+           (long)d->batch * d->seq, tr->step_flops, c->extra_work_pct, tr->extra_flops,
            tr->ops->activation_bytes(tr->be), (unsigned long long)c->seed, c->steps, c->lr,
            tr->ops->describe(tr->be));
     fflush(stdout);

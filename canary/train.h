@@ -24,6 +24,7 @@ struct canary_trainer {
     int *row, *inputs, *targets;
     double step_flops;            /* model FLOPs per step */
     long extra_units, extra_tail; /* --extra-work as matmul units and tail rows */
+    double extra_flops;           /* FLOPs of that extra work per step */
     long next_step;               /* steps done so far */
 };
 

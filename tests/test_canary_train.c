@@ -1,0 +1,358 @@
+/*
+ * test_canary_train: the training canary, tested through the built canary-train binary
+ * (fork/exec, never system()): the loss falls on the tiny preset, every backward pass matches
+ * its numerical gradient, runs repeat exactly, variants change the work but not the numbers,
+ * and failures (non-finite loss, missing GPU, bad options) exit with their documented codes.
+ * Runs are short (tiny preset, a few to 50 steps); the whole file takes seconds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CANARY_PATH CG_BINARY_DIR "/canary-train"
+#define OUT_MAX (256 * 1024)
+#define ERR_MAX (16 * 1024)
+
+struct run {
+    int exit_code; /* -1 when killed by a signal */
+    char out[OUT_MAX];
+    char err[ERR_MAX];
+    long maxrss_kb;
+    double cpu_s; /* user + system CPU time of the child */
+};
+
+static void append(char *buf, size_t cap, size_t *len, const char *data, size_t n)
+{
+    if (*len + n >= cap)
+        n = cap - 1 - *len;
+    memcpy(buf + *len, data, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+/* Runs canary-train with args (NULL-terminated, program name excluded) and collects its
+ * output, exit code and resource use. */
+static void run_canary(struct run *r, const char *const *args)
+{
+    const char *argv[64];
+    int out_pipe[2], err_pipe[2];
+    size_t n = 0;
+    argv[n++] = CANARY_PATH;
+    for (; args[n - 1] != NULL && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    memset(r, 0, sizeof *r);
+    assert_int_equal(pipe(out_pipe), 0);
+    assert_int_equal(pipe(err_pipe), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(out_pipe[1], 1);
+        dup2(err_pipe[1], 2);
+        close(out_pipe[0]);
+        close(err_pipe[0]);
+        close(out_pipe[1]);
+        close(err_pipe[1]);
+        execv(CANARY_PATH, (char *const *)argv);
+        _exit(127);
+    }
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+    size_t out_len = 0, err_len = 0;
+    int open_fds = 2;
+    while (open_fds > 0) {
+        if (poll(fds, 2, -1) < 0) {
+            assert_int_equal(errno, EINTR);
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || fds[i].revents == 0)
+                continue;
+            char chunk[4096];
+            ssize_t got = read(fds[i].fd, chunk, sizeof chunk);
+            if (got <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            } else if (i == 0) {
+                append(r->out, sizeof r->out, &out_len, chunk, (size_t)got);
+            } else {
+                append(r->err, sizeof r->err, &err_len, chunk, (size_t)got);
+            }
+        }
+    }
+    int status = 0;
+    struct rusage ru;
+    assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+    r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r->maxrss_kb = ru.ru_maxrss;
+    r->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* The number after "key=" (or "key ") in line; fails the test when absent. */
+static double number_after(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    if (p == NULL)
+        fail_msg("'%s' not found in: %s", key, line);
+    p += strlen(key);
+    char *end = NULL;
+    double v = strtod(p, &end);
+    if (end == p)
+        fail_msg("no number after '%s' in: %s", key, line);
+    return v;
+}
+
+/* The line of text starting with prefix; fails the test when absent. */
+static const char *line_starting(const char *text, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (const char *p = text; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        if (strncmp(p, prefix, n) == 0)
+            return p;
+    fail_msg("no line starting '%s' in:\n%s", prefix, text);
+    return NULL;
+}
+
+/* Copies the "step N loss X" parts of the output (no timings) into buf. */
+static void loss_lines(const char *text, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (const char *p = strstr(text, "step "); p != NULL; p = strstr(p + 1, "\nstep ")) {
+        if (*p == '\n')
+            p++;
+        const char *ms = strstr(p, " ms ");
+        const char *eol = strchr(p, '\n');
+        if (ms == NULL || (eol != NULL && ms > eol))
+            break;
+        append(buf, cap, &len, p, (size_t)(ms - p));
+        append(buf, cap, &len, "\n", 1);
+    }
+}
+
+static void test_canary__loss_falls_in_50_steps(void **state)
+{
+    (void)state;
+    static struct run r;
+    const char *args[] = {"--device", "cpu", "--preset", "tiny", "--steps", "50", NULL};
+    run_canary(&r, args);
+    assert_int_equal(r.exit_code, 0);
+    const char *done = line_starting(r.out, "done ");
+    double first = number_after(done, "first_loss="), last = number_after(done, "last_loss=");
+    /* an untrained model predicts uniformly: ln(64) = 4.16 nats */
+    assert_true(fabs(first - log(64.0)) < 0.05);
+    /* the stated margin: at least 1.5 nats lower after 50 steps (measured: 2.36) */
+    if (!(last < first - 1.5))
+        fail_msg("loss fell only from %.4f to %.4f in 50 steps", first, last);
+}
+
+static void test_canary__gradcheck_covers_every_backward(void **state)
+{
+    (void)state;
+    static struct run r;
+    const char *args[] = {"--gradcheck", NULL};
+    static const char *const must_cover[] = {
+        "embedding.wte", "embedding.wpe", "layernorm.x", "layernorm.w", "layernorm.b",
+        "matmul.x", "matmul.w", "matmul.bias", "attention.qkv", "attention-naive.qkv", "gelu.x",
+        "softmax-cross-entropy.logits", "model.wte", "model.h0.qkv_w", "model.h1.fcproj_b",
+        "model.lnf_w", "model.head_w", "model-naive-attention.h0.qkv_w"};
+    run_canary(&r, args);
+    assert_int_equal(r.exit_code, 0);
+    for (size_t i = 0; i < sizeof must_cover / sizeof must_cover[0]; i++) {
+        char key[96];
+        snprintf(key, sizeof key, "gradcheck %s ", must_cover[i]);
+        const char *line = line_starting(r.out, key);
+        double e = number_after(line, "max_rel_err ");
+        if (!(e < 1e-5))
+            fail_msg("%s: relative error %.3e", must_cover[i], e);
+    }
+    int lines = 0;
+    for (const char *p = r.out; (p = strstr(p, "max_rel_err ")) != NULL; p++) {
+        double e = number_after(p, "max_rel_err ");
+        assert_true(e < 1e-5);
+        lines++;
+    }
+    assert_true(lines >= 12 + 2 * 29); /* operators + both models' 29 tensors */
+    line_starting(r.out, "gradcheck worst ");
+}
+
+static void test_canary__same_seed_same_losses(void **state)
+{
+    (void)state;
+    static struct run a, b, c, d;
+    static char la[8192], lb[8192], lc[8192], ld[8192];
+    const char *args[] = {"--device", "cpu", "--steps", "8", "--log-every", "1", "--seed", "7",
+                          "--threads", "2", NULL};
+    const char *one_thread[] = {"--device", "cpu", "--steps", "8", "--log-every", "1", "--seed",
+                                "7", "--threads", "1", NULL};
+    const char *other_seed[] = {"--device", "cpu", "--steps", "8", "--log-every", "1", "--seed",
+                                "8", NULL};
+    run_canary(&a, args);
+    run_canary(&b, args);
+    run_canary(&c, one_thread);
+    run_canary(&d, other_seed);
+    loss_lines(a.out, la, sizeof la);
+    loss_lines(b.out, lb, sizeof lb);
+    loss_lines(c.out, lc, sizeof lc);
+    loss_lines(d.out, ld, sizeof ld);
+    assert_true(strlen(la) > 50);
+    assert_string_equal(la, lb); /* bit-for-bit: the printed 6 decimals agree */
+    assert_string_equal(la, lc); /* the thread count changes speed, never results */
+    assert_string_not_equal(la, ld);
+}
+
+static void test_canary__nonfinite_loss_exits_5(void **state)
+{
+    (void)state;
+    static struct run r;
+    const char *args[] = {"--device", "cpu", "--steps", "10", "--inject-nan-at", "3", NULL};
+    run_canary(&r, args);
+    assert_int_equal(r.exit_code, 5);
+    assert_non_null(strstr(r.err, "non-finite loss (nan) at step 3"));
+    assert_null(strchr(strchr(r.err, '\n') + 1, '\n')); /* one line */
+    const char *lr[] = {"--device", "cpu", "--steps", "10", "--lr", "1e30", NULL};
+    run_canary(&r, lr);
+    assert_int_equal(r.exit_code, 5);
+}
+
+static void test_canary__cuda_without_gpu_exits_4(void **state)
+{
+    (void)state;
+    static struct run r;
+    const char *args[] = {"--device", "cuda", "--steps", "2", NULL};
+    run_canary(&r, args);
+    if (r.exit_code == 0) { /* a GPU machine: it trained on the device */
+        assert_non_null(strstr(r.out, "device=cuda"));
+        return;
+    }
+    assert_int_equal(r.exit_code, 4);
+    assert_non_null(strstr(r.err, "canary-train: --device cuda: "));
+    assert_null(strchr(strchr(r.err, '\n') + 1, '\n'));
+    const char *auto_args[] = {"--device", "auto", "--steps", "1", NULL};
+    run_canary(&r, auto_args);
+    assert_int_equal(r.exit_code, 0);
+    assert_non_null(strstr(r.out, "device=cpu"));
+}
+
+static void test_canary__bad_options_exit_2(void **state)
+{
+    (void)state;
+    static struct run r;
+    const char *cases[][5] = {{"--heads", "5", NULL},     {"--steps", "0", NULL},
+                              {"--variant", "fast", NULL}, {"--bogus", NULL},
+                              {"--seq", "12x", NULL},      {"--preset", "huge", NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_canary(&r, cases[i]);
+        if (r.exit_code != 2)
+            fail_msg("%s %s: exit %d", cases[i][0], cases[i][1] ? cases[i][1] : "", r.exit_code);
+        assert_non_null(strstr(r.err, "canary-train: "));
+    }
+}
+
+static double first_loss_of(const char *variant, struct run *r)
+{
+    const char *args[] = {"--device", "cpu", "--steps", "5", "--variant", variant, NULL};
+    run_canary(r, args);
+    assert_int_equal(r->exit_code, 0);
+    return number_after(line_starting(r->out, "done "), "last_loss=");
+}
+
+static void test_canary__variants_change_work_not_numbers(void **state)
+{
+    (void)state;
+    static struct run base, r;
+    double want = first_loss_of("none", &base);
+    const char *base_header = line_starting(base.out, "canary-train ");
+    static const char *const variants[] = {"slow-attention", "small-batch", "extra-sync",
+                                           "mem-bloat"};
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        double got = first_loss_of(variants[i], &r);
+        if (fabs(got - want) > 1e-4)
+            fail_msg("%s: loss after 5 steps %.6f, baseline %.6f", variants[i], got, want);
+        const char *h = line_starting(r.out, "canary-train ");
+        /* every variant trains the same tokens per step */
+        assert_true(number_after(h, "tokens_per_step=") ==
+                    number_after(base_header, "tokens_per_step="));
+        if (strcmp(variants[i], "small-batch") == 0)
+            assert_true(number_after(h, "micro_batch=") == 1);
+        if (strcmp(variants[i], "slow-attention") == 0) /* the full score matrix is kept too */
+            assert_true(number_after(h, "activation_bytes=") >
+                        number_after(base_header, "activation_bytes="));
+    }
+}
+
+static void test_canary__mem_bloat_raises_peak_rss(void **state)
+{
+    (void)state;
+    static struct run base, bloat;
+    const char *a[] = {"--device", "cpu", "--steps", "2", "--batch", "16", NULL};
+    const char *b[] = {"--device",    "cpu", "--steps",   "2", "--batch",
+                       "16",          "--variant", "mem-bloat", NULL};
+    run_canary(&base, a);
+    run_canary(&bloat, b);
+    assert_int_equal(base.exit_code, 0);
+    assert_int_equal(bloat.exit_code, 0);
+    double act = number_after(line_starting(base.out, "canary-train "), "activation_bytes=");
+    double grew_kb = (double)(bloat.maxrss_kb - base.maxrss_kb);
+    /* the kept copy is as large as the activations (~11 MiB here) */
+    if (!(grew_kb * 1024.0 > 0.8 * act))
+        fail_msg("peak RSS grew %.0f KiB, activations are %.0f KiB", grew_kb, act / 1024.0);
+}
+
+static void test_canary__slow_attention_and_extra_work_cost_cpu_time(void **state)
+{
+    (void)state;
+    static struct run base, slow, extra;
+    /* long sequences make attention the larger part of the step */
+    const char *a[] = {"--device", "cpu", "--threads", "1", "--steps", "3", "--seq", "256",
+                       "--batch", "1", NULL};
+    const char *s[] = {"--device", "cpu", "--threads", "1", "--steps", "3", "--seq", "256",
+                       "--batch", "1", "--variant", "slow-attention", NULL};
+    const char *e[] = {"--device", "cpu", "--threads", "1", "--steps", "3", "--seq", "256",
+                       "--batch", "1", "--extra-work", "200", NULL};
+    run_canary(&base, a);
+    run_canary(&slow, s);
+    run_canary(&extra, e);
+    assert_int_equal(base.exit_code + slow.exit_code + extra.exit_code, 0);
+    const char *h = line_starting(extra.out, "canary-train ");
+    double ratio = number_after(h, "extra_flops=") / number_after(h, "step_flops=");
+    assert_true(fabs(ratio - 2.0) < 0.01); /* calibrated to the model's FLOPs */
+    if (!(slow.cpu_s > 1.2 * base.cpu_s))
+        fail_msg("slow-attention used %.3f s of CPU, baseline %.3f s", slow.cpu_s, base.cpu_s);
+    if (!(extra.cpu_s > 1.3 * base.cpu_s))
+        fail_msg("--extra-work 200 used %.3f s of CPU, baseline %.3f s", extra.cpu_s,
+                 base.cpu_s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_canary__loss_falls_in_50_steps),
+        cmocka_unit_test(test_canary__gradcheck_covers_every_backward),
+        cmocka_unit_test(test_canary__same_seed_same_losses),
+        cmocka_unit_test(test_canary__nonfinite_loss_exits_5),
+        cmocka_unit_test(test_canary__cuda_without_gpu_exits_4),
+        cmocka_unit_test(test_canary__bad_options_exit_2),
+        cmocka_unit_test(test_canary__variants_change_work_not_numbers),
+        cmocka_unit_test(test_canary__mem_bloat_raises_peak_rss),
+        cmocka_unit_test(test_canary__slow_attention_and_extra_work_cost_cpu_time),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
