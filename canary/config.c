@@ -21,6 +21,9 @@ int canary_config_preset(struct canary_config *cfg, const char *name, struct can
         cfg->dims = (struct canary_dims){
             .vocab = 64, .seq = 64, .width = 64, .heads = 4, .layers = 2, .batch = 4};
         cfg->steps = 100;
+        /* one thread: threads gain ~5% here, and spinning OpenMP barriers on a shared CI
+         * runner can make steps many times slower and their times erratic */
+        cfg->threads = 1;
     } else if (strcmp(name, "small") == 0) {
         /* ~20 M parameters, 2048 tokens per step: real work for a GPU. */
         cfg->preset = "small";

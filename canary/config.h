@@ -45,7 +45,7 @@ struct canary_config {
     double extra_work_pct; /* additional matmul work per step, % of the step's model FLOPs */
     long log_every;        /* print the loss every this many steps (first and last always) */
     long inject_nan_at;    /* 0: never; else poison a weight before this step (tests) */
-    int threads;           /* CPU threads; 0: OpenMP's default */
+    int threads;           /* CPU threads; 0: OpenMP's default (tiny preset: 1) */
     enum canary_device device;
     enum canary_variant variant;
 };

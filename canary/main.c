@@ -38,7 +38,7 @@ static const char usage[] =
     "  --variant NAME           regression variant: none, slow-attention, small-batch,\n"
     "                           extra-sync, mem-bloat\n"
     "  --extra-work PCT         extra matmul work per step, PCT %% of the model's FLOPs\n"
-    "  --threads N              CPU threads (OpenMP builds; default: all)\n"
+    "  --threads N              CPU threads, 0 = all (OpenMP builds; tiny 1, small 0)\n"
     "  --inject-nan-at STEP     poison a weight before STEP (tests the non-finite exit)\n"
     "  --gradcheck              check every backward pass numerically (CPU) and exit\n"
     "  --help                   this text\n"
@@ -303,7 +303,10 @@ int main(int argc, char **argv)
     if (code >= 0)
         return code;
 #ifdef _OPENMP
-    if (o.cfg.threads > 0)
+    /* the gradient check runs thousands of tiny passes: threads would only add barriers */
+    if (o.gradcheck)
+        omp_set_num_threads(1);
+    else if (o.cfg.threads > 0)
         omp_set_num_threads(o.cfg.threads);
 #endif
     if (o.gradcheck)

@@ -2,7 +2,8 @@
  * test_canary_train: the training canary, tested through the built canary-train binary
  * (fork/exec, never system()): the loss falls on the tiny preset, every backward pass matches
  * its numerical gradient, runs repeat exactly, variants change the work but not the numbers,
- * and failures (non-finite loss, missing GPU, bad options) exit with their documented codes.
+ * failures (non-finite loss, missing GPU, bad options) exit with their documented codes, and
+ * the NVTX ranges have the documented layout (seen through canary/nvtx_probe.c).
  * Runs are short (tiny preset, a few to 50 steps); the whole file takes seconds.
  */
 #include <stdarg.h>
@@ -341,6 +342,63 @@ static void test_canary__slow_attention_and_extra_work_cost_cpu_time(void **stat
                  base.cpu_s);
 }
 
+/* Counts lines of text that equal line exactly. */
+static int count_lines(const char *text, const char *line)
+{
+    int n = 0;
+    size_t len = strlen(line);
+    for (const char *p = text; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        if (strncmp(p, line, len) == 0 && (p[len] == '\n' || p[len] == '\0'))
+            n++;
+    return n;
+}
+
+static void test_canary__nvtx_steps_carry_tokens_and_nest_phases(void **state)
+{
+    (void)state;
+    static struct run r;
+    static char ranges[1 << 20];
+    const char *probe = CG_BINARY_DIR "/canary/libcanary-nvtx-probe.so";
+    if (access(probe, R_OK) != 0)
+        skip(); /* built without NVTX headers: the ranges compile to nothing */
+    char path[] = "/tmp/test_canary_nvtx_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("NVTX_INJECTION64_PATH", probe, 1);
+    setenv("CANARY_NVTX_PROBE_OUT", path, 1);
+    const char *args[] = {"--device", "cpu", "--steps", "3", "--variant", "small-batch",
+                          "--extra-work", "10", NULL};
+    run_canary(&r, args);
+    unsetenv("NVTX_INJECTION64_PATH");
+    unsetenv("CANARY_NVTX_PROBE_OUT");
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(ranges, 1, sizeof ranges - 1, f);
+    ranges[n] = '\0';
+    fclose(f);
+    unlink(path);
+    assert_int_equal(r.exit_code, 0);
+    /* three steps, each a top-level range whose payload is the step's 4 x 64 tokens */
+    assert_int_equal(count_lines(ranges, "step payload=256"), 3);
+    /* inside: one forward and backward per micro-batch (small-batch: 4), then the optimizer */
+    assert_int_equal(count_lines(ranges, "  forward"), 12);
+    assert_int_equal(count_lines(ranges, "  backward"), 12);
+    assert_int_equal(count_lines(ranges, "  optimizer"), 3);
+    assert_int_equal(count_lines(ranges, "  extra-work"), 3);
+    static const char *const kinds[] = {"embedding", "layernorm", "matmul", "attention", "gelu",
+                                        "softmax-cross-entropy", "adamw"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "    %s", kinds[i]);
+        if (count_lines(ranges, line) < 3)
+            fail_msg("op range '%s' missing at depth 2:\n%.2000s", kinds[i], ranges);
+    }
+    /* nothing outside a step */
+    for (const char *p = ranges; *p != '\0'; p = strchr(p, '\n') + 1)
+        assert_true(p[0] == ' ' || strncmp(p, "step ", 5) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_canary__variants_change_work_not_numbers),
         cmocka_unit_test(test_canary__mem_bloat_raises_peak_rss),
         cmocka_unit_test(test_canary__slow_attention_and_extra_work_cost_cpu_time),
+        cmocka_unit_test(test_canary__nvtx_steps_carry_tokens_and_nest_phases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
