@@ -65,8 +65,8 @@ static double field(const char *text, const char *key)
 static int bench_preset(const char *preset, const char *steps)
 {
     static char out[1 << 16];
-    char *argv[] = {"canary-train", "--device", "cpu", "--preset", (char *)preset, "--steps",
-                    (char *)steps, "--log-every", "1000000", NULL};
+    char *argv[] = {"canary-train", "--device",    "cpu",         "--preset", (char *)preset,
+                    "--steps",      (char *)steps, "--log-every", "1000000",  NULL};
     int rc = run_capture(argv, out, sizeof out);
     if (rc != 0) {
         fprintf(stderr, "bench_canary: canary-train --preset %s exited %d\n", preset, rc);

@@ -22,8 +22,8 @@ struct canary_backend;
 struct canary_backend_ops {
     const char *name; /* "cpu" or "cuda" */
     /* Creates the back end for cfg, copying the initial parameters (model.h layout). */
-    int (*create)(struct canary_backend **out, const struct canary_config *cfg,
-                  const float *params, struct canary_err *err);
+    int (*create)(struct canary_backend **out, const struct canary_config *cfg, const float *params,
+                  struct canary_err *err);
     /* Frees everything; NULL is fine. */
     void (*destroy)(struct canary_backend *be);
     /* Zeroes the gradients and the step's loss accumulator. */
@@ -43,8 +43,7 @@ struct canary_backend_ops {
     int (*extra_work)(struct canary_backend *be, long units, long tail_rows,
                       struct canary_err *err);
     /* Overwrites parameter `index` (tests: makes the loss non-finite). */
-    int (*set_param)(struct canary_backend *be, size_t index, float value,
-                     struct canary_err *err);
+    int (*set_param)(struct canary_backend *be, size_t index, float value, struct canary_err *err);
     /* Waits until all queued work has finished. */
     int (*sync)(struct canary_backend *be, struct canary_err *err);
     /* Bytes of activation memory held (extra copies included). */

@@ -47,8 +47,8 @@ int canary_config_check(const struct canary_config *cfg, struct canary_err *err)
     if (d->width < 1 || d->width > 16384)
         return canary_err_set(err, CANARY_EUSAGE, "--width must be 1 .. 16384, not %d", d->width);
     if (d->heads < 1 || d->width % d->heads != 0)
-        return canary_err_set(err, CANARY_EUSAGE, "--heads (%d) must divide --width (%d)",
-                              d->heads, d->width);
+        return canary_err_set(err, CANARY_EUSAGE, "--heads (%d) must divide --width (%d)", d->heads,
+                              d->width);
     if (d->layers < 1 || d->layers > 256)
         return canary_err_set(err, CANARY_EUSAGE, "--layers must be 1 .. 256, not %d", d->layers);
     if (d->batch < 1 || d->batch > 4096)

@@ -31,7 +31,7 @@
     /* out[M][N] = inp[M][K] w[K][N] + bias (bias may be NULL). */                                 \
     void canary_cpu_matmul_forward_##sfx(real *out, const real *inp, const real *w,                \
                                          const real *bias, int m, int k, int n);                   \
-    /* dinp = dout w^T (skipped if NULL); dw += inp^T dout; dbias += column sums (if not NULL). */  \
+    /* dinp = dout w^T (skipped if NULL); dw += inp^T dout; dbias += column sums (if not NULL). */ \
     /* scratch holds max(K*N, M*K) values. */                                                      \
     void canary_cpu_matmul_backward_##sfx(real *dinp, real *dw, real *dbias, const real *dout,     \
                                           const real *inp, const real *w, int m, int k, int n,     \
@@ -64,8 +64,8 @@
                                                   const real *qkv, int b, int t, int c, int h);    \
     /* Unfused backward over the full T x T; datt holds B*H*T*T values. */                         \
     void canary_cpu_attention_backward_naive_##sfx(real *dqkv, real *datt, const real *dout,       \
-                                                   const real *qkv, const real *att, int b,        \
-                                                   int t, int c, int h);                           \
+                                                   const real *qkv, const real *att, int b, int t, \
+                                                   int c, int h);                                  \
     /* probs (may alias logits) = softmax of N rows of V logits; losses[i] = -log p[target]. */    \
     void canary_cpu_softmax_ce_forward_##sfx(real *probs, real *losses, const real *logits,        \
                                              const int *targets, int n, int v);                    \
@@ -76,9 +76,8 @@
     struct canary_cpu_model_##sfx;                                                                 \
     /* Allocates a model with zeroed parameters and gradients; flags: CANARY_CPU_*. NULL and */    \
     /* err filled on failure. Free with canary_cpu_model_free_*. */                                \
-    struct canary_cpu_model_##sfx *canary_cpu_model_new_##sfx(const struct canary_dims *dims,      \
-                                                              unsigned flags,                      \
-                                                              struct canary_err *err);             \
+    struct canary_cpu_model_##sfx *canary_cpu_model_new_##sfx(                                     \
+        const struct canary_dims *dims, unsigned flags, struct canary_err *err);                   \
     /* Frees the model and everything it owns; NULL is fine. */                                    \
     void canary_cpu_model_free_##sfx(struct canary_cpu_model_##sfx *m);                            \
     /* The parameter and gradient arrays (layout of model.h), owned by the model. */               \

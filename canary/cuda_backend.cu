@@ -24,10 +24,9 @@
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess)                                                                     \
-            return canary_err_set(err, e_ == cudaErrorMemoryAllocation ? CANARY_ENOMEM             \
-                                                                       : CANARY_ERUNTIME,          \
-                                  "%s:%d: %s: %s", __FILE__, __LINE__, #call,                      \
-                                  cudaGetErrorString(e_));                                         \
+            return canary_err_set(                                                                 \
+                err, e_ == cudaErrorMemoryAllocation ? CANARY_ENOMEM : CANARY_ERUNTIME,            \
+                "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));               \
     } while (0)
 
 #define BLAS_CHECK(call)                                                                           \
@@ -107,14 +106,13 @@ static struct block_acts block_at(const struct canary_backend *be, int l)
     return a;
 }
 
-static float *param(const struct canary_backend *be, float *base, int l,
-                    enum canary_block_tensor t)
+static float *param(const struct canary_backend *be, float *base, int l, enum canary_block_tensor t)
 {
     return base + canary_layout_block(&be->lay, l, t);
 }
 
 extern "C" __attribute__((visibility("default"))) int canary_cuda_module_probe(char *why,
-                                                                        size_t why_size)
+                                                                               size_t why_size)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -136,8 +134,8 @@ static void cu_destroy(struct canary_backend *be)
         return;
     if (be->blas != NULL)
         cublasDestroy(be->blas);
-    float *bufs[] = {be->params, be->grads, be->m,       be->v,       be->arena,   be->keep,
-                     be->scratch, be->extra_a, be->extra_w, be->extra_c};
+    float *bufs[] = {be->params, be->grads,   be->m,       be->v,       be->arena,
+                     be->keep,   be->scratch, be->extra_a, be->extra_w, be->extra_c};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i] != NULL)
             cudaFree(bufs[i]);
@@ -265,8 +263,8 @@ static int linear_forward(struct canary_backend *be, float *out, const float *in
 {
     canary_range_push("matmul");
     cu_broadcast_rows(out, bias, rows, oc);
-    cublasStatus_t s = gemm_rm(be->blas, false, false, rows, oc, ic, inp, ic, 0, w, oc, 0, 1.0f,
-                               out, oc, 0, 1);
+    cublasStatus_t s =
+        gemm_rm(be->blas, false, false, rows, oc, ic, inp, ic, 0, w, oc, 0, 1.0f, out, oc, 0, 1);
     canary_range_pop();
     BLAS_CHECK(s);
     return 0;
@@ -280,11 +278,11 @@ static int linear_backward(struct canary_backend *be, float *dinp, float *dw, fl
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     canary_range_push("matmul");
     if (dinp != NULL)
-        s = gemm_rm(be->blas, false, true, rows, ic, oc, dout, oc, 0, w, oc, 0, 0.0f, dinp, ic,
-                    0, 1);
+        s = gemm_rm(be->blas, false, true, rows, ic, oc, dout, oc, 0, w, oc, 0, 0.0f, dinp, ic, 0,
+                    1);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = gemm_rm(be->blas, true, false, ic, oc, rows, inp, ic, 0, dout, oc, 0, 1.0f, dw, oc,
-                    0, 1);
+        s = gemm_rm(be->blas, true, false, ic, oc, rows, inp, ic, 0, dout, oc, 0, 1.0f, dw, oc, 0,
+                    1);
     if (dbias != NULL)
         cu_column_sum(dbias, dout, rows, oc);
     canary_range_pop();
@@ -328,19 +326,18 @@ static int attention_backward(struct canary_backend *be, const struct block_acts
     canary_range_push("attention");
     cu_permute_qkv(be->q, be->k, be->vv, a->qkv, b, t, c, h);
     cu_rows_to_heads(be->heads, be->d_atty, b, t, c, h); /* dy per head */
-    s = gemm_rm(bl, false, true, t, t, hd, be->heads, hd, th, be->vv, hd, th, 0.0f, be->patt, t,
-                tt, b * h); /* datt = dy v^T */
+    s = gemm_rm(bl, false, true, t, t, hd, be->heads, hd, th, be->vv, hd, th, 0.0f, be->patt, t, tt,
+                b * h);             /* datt = dy v^T */
     if (s == CUBLAS_STATUS_SUCCESS) /* dv = att^T dy */
         s = gemm_rm(bl, true, false, t, hd, t, a->att, t, tt, be->heads, hd, th, 0.0f, be->dv, hd,
                     th, b * h);
-    cu_softmax_causal_backward(be->patt, be->patt, a->att, b * h * t, t,
-                               1.0f / sqrtf((float)hd));
+    cu_softmax_causal_backward(be->patt, be->patt, a->att, b * h * t, t, 1.0f / sqrtf((float)hd));
     if (s == CUBLAS_STATUS_SUCCESS) /* dq = dpre k */
         s = gemm_rm(bl, false, false, t, hd, t, be->patt, t, tt, be->k, hd, th, 0.0f, be->dq, hd,
                     th, b * h);
     if (s == CUBLAS_STATUS_SUCCESS) /* dk = dpre^T q */
-        s = gemm_rm(bl, true, false, t, hd, t, be->patt, t, tt, be->q, hd, th, 0.0f, be->dk, hd,
-                    th, b * h);
+        s = gemm_rm(bl, true, false, t, hd, t, be->patt, t, tt, be->q, hd, th, 0.0f, be->dk, hd, th,
+                    b * h);
     cu_unpermute_qkv(be->d_qkv, be->dq, be->dk, be->dv, b, t, c, h);
     canary_range_pop();
     BLAS_CHECK(s);
@@ -365,8 +362,8 @@ static int upload_tokens(struct canary_backend *be, const int *inputs, const int
     start[0] = 0;
     CU_CHECK(cudaMemcpy(be->tokens, inputs, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
     CU_CHECK(cudaMemcpy(be->targets, targets, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
-    CU_CHECK(cudaMemcpy(be->bucket_start, start, ((size_t)v + 1) * sizeof(int),
-                        cudaMemcpyHostToDevice));
+    CU_CHECK(
+        cudaMemcpy(be->bucket_start, start, ((size_t)v + 1) * sizeof(int), cudaMemcpyHostToDevice));
     CU_CHECK(cudaMemcpy(be->bucket_pos, pos, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
     return 0;
 }
@@ -492,8 +489,8 @@ static int block_backward(struct canary_backend *be, int l, struct canary_err *e
         return rc;
     canary_range_push("layernorm");
     cu_layernorm_backward(be->d_res, param(be, g, l, CANARY_LN1_W), param(be, g, l, CANARY_LN1_B),
-                          be->d_ln, x_in, param(be, w, l, CANARY_LN1_W), a.ln1_mean, a.ln1_rstd,
-                          n, c);
+                          be->d_ln, x_in, param(be, w, l, CANARY_LN1_W), a.ln1_mean, a.ln1_rstd, n,
+                          c);
     canary_range_pop();
     CU_CHECK(cudaGetLastError());
     return 0;
@@ -564,10 +561,8 @@ static int cu_extra_work(struct canary_backend *be, long units, long tail_rows,
         /* inputs: copies of live parameters (any finite values do) */
         size_t na = (size_t)rows * c < be->lay.total ? (size_t)rows * c : be->lay.total;
         size_t nw = (size_t)c * 4 * c < be->lay.total ? (size_t)c * 4 * c : be->lay.total;
-        CU_CHECK(cudaMemcpy(be->extra_a, be->params, na * sizeof(float),
-                            cudaMemcpyDeviceToDevice));
-        CU_CHECK(cudaMemcpy(be->extra_w, be->params, nw * sizeof(float),
-                            cudaMemcpyDeviceToDevice));
+        CU_CHECK(cudaMemcpy(be->extra_a, be->params, na * sizeof(float), cudaMemcpyDeviceToDevice));
+        CU_CHECK(cudaMemcpy(be->extra_w, be->params, nw * sizeof(float), cudaMemcpyDeviceToDevice));
     }
     for (long u = 0; u <= units; u++) {
         int r = u < units ? rows : (int)tail_rows;
@@ -608,9 +603,9 @@ static const char *cu_describe(const struct canary_backend *be)
     return be->description;
 }
 
-extern "C" __attribute__((visibility("default"))) const struct canary_backend_ops
-    canary_cuda_module_ops = {
-    "cuda",       cu_create,   cu_destroy,    cu_zero_grad, cu_forward,
-    cu_backward,  cu_step_loss, cu_update,    cu_extra_work, cu_set_param,
-    cu_sync,      cu_activation_bytes, cu_describe,
+extern "C" __attribute__((visibility("default")))
+const struct canary_backend_ops canary_cuda_module_ops = {
+    "cuda",      cu_create,           cu_destroy,  cu_zero_grad,  cu_forward,
+    cu_backward, cu_step_loss,        cu_update,   cu_extra_work, cu_set_param,
+    cu_sync,     cu_activation_bytes, cu_describe,
 };

@@ -102,8 +102,8 @@ __global__ static void encoder_forward_kernel(float *out, const int *tokens, con
 void cu_encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int bt,
                         int t, int c)
 {
-    encoder_forward_kernel<<<blocks_for((size_t)bt * c, THREADS), THREADS>>>(out, tokens, wte,
-                                                                             wpe, bt, t, c);
+    encoder_forward_kernel<<<blocks_for((size_t)bt * c, THREADS), THREADS>>>(out, tokens, wte, wpe,
+                                                                             bt, t, c);
 }
 
 __global__ static void wte_backward_kernel(float *dwte, const float *dout, const int *start,
@@ -301,8 +301,7 @@ void cu_unpermute_qkv(float *dqkv, const float *dq, const float *dk, const float
                       int c, int h)
 {
     size_t total = (size_t)b * t * c;
-    unpermute_qkv_kernel<<<blocks_for(total, THREADS), THREADS>>>(dqkv, dq, dk, dv, total, t, c,
-                                                                  h);
+    unpermute_qkv_kernel<<<blocks_for(total, THREADS), THREADS>>>(dqkv, dq, dk, dv, total, t, c, h);
 }
 
 __global__ static void heads_rows_kernel(float *rows, float *heads, size_t total, int t, int c,
@@ -321,15 +320,15 @@ __global__ static void heads_rows_kernel(float *rows, float *heads, size_t total
 void cu_heads_to_rows(float *out, const float *heads, int b, int t, int c, int h)
 {
     size_t total = (size_t)b * t * c;
-    heads_rows_kernel<<<blocks_for(total, THREADS), THREADS>>>(out, (float *)heads, total, t, c,
-                                                               h, 1);
+    heads_rows_kernel<<<blocks_for(total, THREADS), THREADS>>>(out, (float *)heads, total, t, c, h,
+                                                               1);
 }
 
 void cu_rows_to_heads(float *heads, const float *rows, int b, int t, int c, int h)
 {
     size_t total = (size_t)b * t * c;
-    heads_rows_kernel<<<blocks_for(total, THREADS), THREADS>>>((float *)rows, heads, total, t, c,
-                                                               h, 0);
+    heads_rows_kernel<<<blocks_for(total, THREADS), THREADS>>>((float *)rows, heads, total, t, c, h,
+                                                               0);
 }
 
 __global__ static void softmax_causal_forward_kernel(float *att, const float *preatt, int rows,
@@ -430,8 +429,8 @@ __global__ static void naive_softmax_kernel(float *att, const float *preatt, siz
         y[j] /= s;
 }
 
-__global__ static void naive_av_kernel(float *out, const float *att, const float *qkv, int b,
-                                       int t, int c, int h)
+__global__ static void naive_av_kernel(float *out, const float *att, const float *qkv, int b, int t,
+                                       int c, int h)
 {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; /* (b, t, channel) */
     if (i >= (size_t)b * t * c)
@@ -453,8 +452,7 @@ void cu_attention_naive_forward(float *out, float *preatt, float *att, const flo
     naive_scores_kernel<<<blocks_for(rows, 64), 64>>>(preatt, qkv, b, t, c, h, scale);
     naive_mask_kernel<<<blocks_for(rows * t, THREADS), THREADS>>>(preatt, rows * t, t);
     naive_softmax_kernel<<<blocks_for(rows, 64), 64>>>(att, preatt, rows, t);
-    naive_av_kernel<<<blocks_for((size_t)b * t * c, THREADS), THREADS>>>(out, att, qkv, b, t, c,
-                                                                         h);
+    naive_av_kernel<<<blocks_for((size_t)b * t * c, THREADS), THREADS>>>(out, att, qkv, b, t, c, h);
 }
 
 __global__ static void softmax_ce_forward_kernel(float *probs, float *losses, const float *logits,
@@ -548,6 +546,6 @@ __global__ static void adamw_kernel(float *p, const float *g, float *m, float *v
 void cu_adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
               float beta2, float eps, float wd, float c1, float c2)
 {
-    adamw_kernel<<<blocks_for(n, THREADS), THREADS>>>(p, g, m, v, n, lr, beta1, beta2, eps, wd,
-                                                      c1, c2);
+    adamw_kernel<<<blocks_for(n, THREADS), THREADS>>>(p, g, m, v, n, lr, beta1, beta2, eps, wd, c1,
+                                                      c2);
 }

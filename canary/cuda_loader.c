@@ -111,8 +111,9 @@ static void *load_module(char *why, size_t why_size)
     if (first_error != NULL)
         snprintf(why, why_size, "cannot load the CUDA back end: %s", first_error);
     else
-        snprintf(why, why_size, "the CUDA back end module " CANARY_CUDA_MODULE_FILE
-                                " is not installed beside canary-train");
+        snprintf(why, why_size,
+                 "the CUDA back end module " CANARY_CUDA_MODULE_FILE
+                 " is not installed beside canary-train");
     return NULL;
 }
 

@@ -14,8 +14,15 @@
 #define GC_EPS 1e-5
 #define GC_SAMPLES 16
 
-enum op_kind { OP_EMBEDDING, OP_LAYERNORM, OP_MATMUL, OP_ATTENTION, OP_ATTENTION_NAIVE, OP_GELU,
-               OP_SOFTMAX_CE };
+enum op_kind {
+    OP_EMBEDDING,
+    OP_LAYERNORM,
+    OP_MATMUL,
+    OP_ATTENTION,
+    OP_ATTENTION_NAIVE,
+    OP_GELU,
+    OP_SOFTMAX_CE
+};
 
 /* One operator under test: up to three inputs x[i] with analytic gradients g[i]. */
 struct op_case {
@@ -124,8 +131,8 @@ static void op_backward(struct op_case *k)
         canary_cpu_encoder_backward_f64(k->g[0], k->g[1], k->r, k->tok, k->b, k->t, k->c);
         break;
     case OP_LAYERNORM:
-        canary_cpu_layernorm_backward_f64(k->g[0], k->g[1], k->g[2], k->r, k->x[0], k->x[1],
-                                          k->s1, k->s2, k->n, k->c);
+        canary_cpu_layernorm_backward_f64(k->g[0], k->g[1], k->g[2], k->r, k->x[0], k->x[1], k->s1,
+                                          k->s2, k->n, k->c);
         break;
     case OP_MATMUL:
         canary_cpu_matmul_backward_f64(k->g[0], k->g[1], k->g[2], k->r, k->x[0], k->x[1], k->n,
@@ -258,14 +265,15 @@ done:
 static int check_model(unsigned flags, const char *prefix, struct results *res,
                        struct canary_rng *rng, struct canary_err *err)
 {
-    const struct canary_dims d = {.vocab = 11, .seq = 5, .width = 8, .heads = 2, .layers = 2,
-                                  .batch = 2};
+    const struct canary_dims d = {
+        .vocab = 11, .seq = 5, .width = 8, .heads = 2, .layers = 2, .batch = 2};
     int n = d.batch * d.seq, rc = 0;
     struct canary_layout lay;
     canary_layout_init(&lay, &d);
     float *init = malloc(lay.total * sizeof *init);
     double *grads = dalloc(lay.total);
-    int *inputs = malloc((size_t)n * sizeof *inputs), *targets = malloc((size_t)n * sizeof *targets);
+    int *inputs = malloc((size_t)n * sizeof *inputs),
+        *targets = malloc((size_t)n * sizeof *targets);
     struct canary_cpu_model_f64 *m = canary_cpu_model_new_f64(&d, flags, err);
     if (init == NULL || grads == NULL || inputs == NULL || targets == NULL || m == NULL) {
         rc = canary_err_set(err, CANARY_ENOMEM, "out of memory for the gradient check");
@@ -290,7 +298,8 @@ static int check_model(unsigned flags, const char *prefix, struct results *res,
         double worst = 0, scale = max_abs(grads + off, count);
         long checked = 0;
         for (int s = 0; s < GC_SAMPLES && (size_t)s < count; s++) {
-            size_t j = off + (count <= GC_SAMPLES ? (size_t)s : canary_rng_below(rng, (uint32_t)count));
+            size_t j =
+                off + (count <= GC_SAMPLES ? (size_t)s : canary_rng_below(rng, (uint32_t)count));
             double keep = p[j];
             p[j] = keep + GC_EPS;
             double plus = canary_cpu_model_forward_f64(m, inputs, targets);
@@ -320,19 +329,53 @@ int canary_gradcheck_run(struct canary_gradcheck_result *results, int max, int *
     struct canary_rng rng;
     canary_rng_seed(&rng, 2024, 0x6C);
     struct op_case cases[] = {
-        {.kind = OP_EMBEDDING, .name = "embedding", .input_names = {"wte", "wpe"}, .ninputs = 2,
-         .b = 2, .t = 5, .c = 6, .v = 7, .n = 10},
-        {.kind = OP_LAYERNORM, .name = "layernorm", .input_names = {"x", "w", "b"}, .ninputs = 3,
-         .c = 9, .n = 6},
-        {.kind = OP_MATMUL, .name = "matmul", .input_names = {"x", "w", "bias"}, .ninputs = 3,
-         .c = 7, .v = 9, .n = 11},
-        {.kind = OP_ATTENTION, .name = "attention", .input_names = {"qkv"}, .ninputs = 1, .b = 2,
-         .t = 5, .c = 8, .h = 2, .n = 10},
-        {.kind = OP_ATTENTION_NAIVE, .name = "attention-naive", .input_names = {"qkv"},
-         .ninputs = 1, .b = 2, .t = 5, .c = 8, .h = 2, .n = 10},
+        {.kind = OP_EMBEDDING,
+         .name = "embedding",
+         .input_names = {"wte", "wpe"},
+         .ninputs = 2,
+         .b = 2,
+         .t = 5,
+         .c = 6,
+         .v = 7,
+         .n = 10},
+        {.kind = OP_LAYERNORM,
+         .name = "layernorm",
+         .input_names = {"x", "w", "b"},
+         .ninputs = 3,
+         .c = 9,
+         .n = 6},
+        {.kind = OP_MATMUL,
+         .name = "matmul",
+         .input_names = {"x", "w", "bias"},
+         .ninputs = 3,
+         .c = 7,
+         .v = 9,
+         .n = 11},
+        {.kind = OP_ATTENTION,
+         .name = "attention",
+         .input_names = {"qkv"},
+         .ninputs = 1,
+         .b = 2,
+         .t = 5,
+         .c = 8,
+         .h = 2,
+         .n = 10},
+        {.kind = OP_ATTENTION_NAIVE,
+         .name = "attention-naive",
+         .input_names = {"qkv"},
+         .ninputs = 1,
+         .b = 2,
+         .t = 5,
+         .c = 8,
+         .h = 2,
+         .n = 10},
         {.kind = OP_GELU, .name = "gelu", .input_names = {"x"}, .ninputs = 1, .c = 5, .n = 8},
-        {.kind = OP_SOFTMAX_CE, .name = "softmax-cross-entropy", .input_names = {"logits"},
-         .ninputs = 1, .v = 9, .n = 6},
+        {.kind = OP_SOFTMAX_CE,
+         .name = "softmax-cross-entropy",
+         .input_names = {"logits"},
+         .ninputs = 1,
+         .v = 9,
+         .n = 6},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (check_op(&cases[i], &res, &rng) != 0)

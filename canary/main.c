@@ -249,8 +249,7 @@ static int run_gradcheck(void)
     printf("gradcheck worst %.3e tolerance %.1e %s\n", worst, CANARY_GRADCHECK_TOLERANCE,
            bad ? "FAIL" : "ok");
     if (bad) {
-        fprintf(stderr, "canary-train: gradient check failed for %d of %d gradients\n", bad,
-                count);
+        fprintf(stderr, "canary-train: gradient check failed for %d of %d gradients\n", bad, count);
         return CANARY_EXIT_GRADCHECK;
     }
     return CANARY_EXIT_OK;
@@ -282,12 +281,12 @@ static void print_header(const struct canary_trainer *tr)
     const struct canary_dims *d = &c->dims;
     printf("canary-train device=%s preset=%s variant=%s layers=%d width=%d heads=%d seq=%d "
            "batch=%d micro_batch=%d vocab=%d params=%zu tokens_per_step=%ld step_flops=%.4g "
-           "extra_work_pct=%g extra_flops=%.4g activation_bytes=%zu seed=%llu steps=%ld lr=%g runs_on=\"%s\"\n",
-           tr->ops->name, c->preset, canary_variant_name(c->variant), d->layers, d->width,
-           d->heads, d->seq, d->batch, tr->micro_batch, d->vocab, tr->layout.total,
-           (long)d->batch * d->seq, tr->step_flops, c->extra_work_pct, tr->extra_flops,
-           tr->ops->activation_bytes(tr->be), (unsigned long long)c->seed, c->steps, c->lr,
-           tr->ops->describe(tr->be));
+           "extra_work_pct=%g extra_flops=%.4g activation_bytes=%zu seed=%llu steps=%ld lr=%g "
+           "runs_on=\"%s\"\n",
+           tr->ops->name, c->preset, canary_variant_name(c->variant), d->layers, d->width, d->heads,
+           d->seq, d->batch, tr->micro_batch, d->vocab, tr->layout.total, (long)d->batch * d->seq,
+           tr->step_flops, c->extra_work_pct, tr->extra_flops, tr->ops->activation_bytes(tr->be),
+           (unsigned long long)c->seed, c->steps, c->lr, tr->ops->describe(tr->be));
     fflush(stdout);
 }
 

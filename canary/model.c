@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 static const char *const block_tensor_names[CANARY_BLOCK_TENSORS] = {
-    "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w", "proj_b",
+    "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w",   "proj_b",
     "ln2_w", "ln2_b", "fc_w",  "fc_b",  "fcproj_w", "fcproj_b"};
 
 static size_t block_tensor_count(const struct canary_dims *d, int t)
@@ -160,8 +160,8 @@ void canary_model_init_params(float *params, const struct canary_layout *lay,
 double canary_model_step_flops(const struct canary_dims *d)
 {
     double c = d->width, tokens = (double)d->batch * d->seq;
-    double matmul = d->layers * (2.0 * c * 3 * c + 2.0 * c * c + 2.0 * 2 * c * 4 * c) +
-                    2.0 * c * d->vocab;
+    double matmul =
+        d->layers * (2.0 * c * 3 * c + 2.0 * c * c + 2.0 * 2 * c * 4 * c) + 2.0 * c * d->vocab;
     /* causal attention: on average (T+1)/2 keys, a q.k and an a.v product of C each */
     double attention = d->layers * 2.0 * 2.0 * c * (d->seq + 1) / 2.0;
     return 3.0 * tokens * (matmul + attention);

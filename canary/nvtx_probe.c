@@ -49,8 +49,8 @@ static void probe_close(void)
 }
 
 /* NVTX's entry point: fills the core callbacks. Returns 1 on success, 0 to stay detached. */
-__attribute__((visibility("default"))) int InitializeInjectionNvtx2(
-    NvtxGetExportTableFunc_t get_table);
+__attribute__((visibility("default"))) int
+InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table);
 
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 {

@@ -17,7 +17,8 @@ struct canary_rng {
 /* Starts a stream from a seed and a stream number (different streams are independent). */
 static inline void canary_rng_seed(struct canary_rng *r, uint64_t seed, uint64_t stream)
 {
-    r->state = seed * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull + 0x2545F4914F6CDD1Dull;
+    r->state =
+        seed * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull + 0x2545F4914F6CDD1Dull;
 }
 
 /* Next 64 random bits. */

@@ -54,8 +54,8 @@ int canary_trainer_init(struct canary_trainer *tr, const struct canary_config *c
         tr->extra_tail = lround(rest / canary_model_extra_unit_flops(d, 1));
         if (tr->extra_tail > rows)
             tr->extra_tail = rows;
-        tr->extra_flops = (double)tr->extra_units * unit +
-                          canary_model_extra_unit_flops(d, tr->extra_tail);
+        tr->extra_flops =
+            (double)tr->extra_units * unit + canary_model_extra_unit_flops(d, tr->extra_tail);
     }
 done:
     free(params);

@@ -169,11 +169,24 @@ static void test_canary__gradcheck_covers_every_backward(void **state)
     (void)state;
     static struct run r;
     const char *args[] = {"--gradcheck", NULL};
-    static const char *const must_cover[] = {
-        "embedding.wte", "embedding.wpe", "layernorm.x", "layernorm.w", "layernorm.b",
-        "matmul.x", "matmul.w", "matmul.bias", "attention.qkv", "attention-naive.qkv", "gelu.x",
-        "softmax-cross-entropy.logits", "model.wte", "model.h0.qkv_w", "model.h1.fcproj_b",
-        "model.lnf_w", "model.head_w", "model-naive-attention.h0.qkv_w"};
+    static const char *const must_cover[] = {"embedding.wte",
+                                             "embedding.wpe",
+                                             "layernorm.x",
+                                             "layernorm.w",
+                                             "layernorm.b",
+                                             "matmul.x",
+                                             "matmul.w",
+                                             "matmul.bias",
+                                             "attention.qkv",
+                                             "attention-naive.qkv",
+                                             "gelu.x",
+                                             "softmax-cross-entropy.logits",
+                                             "model.wte",
+                                             "model.h0.qkv_w",
+                                             "model.h1.fcproj_b",
+                                             "model.lnf_w",
+                                             "model.head_w",
+                                             "model-naive-attention.h0.qkv_w"};
     run_canary(&r, args);
     assert_int_equal(r.exit_code, 0);
     for (size_t i = 0; i < sizeof must_cover / sizeof must_cover[0]; i++) {
@@ -199,12 +212,12 @@ static void test_canary__same_seed_same_losses(void **state)
     (void)state;
     static struct run a, b, c, d;
     static char la[8192], lb[8192], lc[8192], ld[8192];
-    const char *args[] = {"--device", "cpu", "--steps", "8", "--log-every", "1", "--seed", "7",
-                          "--threads", "2", NULL};
-    const char *one_thread[] = {"--device", "cpu", "--steps", "8", "--log-every", "1", "--seed",
-                                "7", "--threads", "1", NULL};
-    const char *other_seed[] = {"--device", "cpu", "--steps", "8", "--log-every", "1", "--seed",
-                                "8", NULL};
+    const char *args[] = {"--device", "cpu", "--steps",   "8", "--log-every", "1",
+                          "--seed",   "7",   "--threads", "2", NULL};
+    const char *one_thread[] = {"--device", "cpu", "--steps",   "8", "--log-every", "1",
+                                "--seed",   "7",   "--threads", "1", NULL};
+    const char *other_seed[] = {"--device", "cpu",    "--steps", "8", "--log-every",
+                                "1",        "--seed", "8",       NULL};
     run_canary(&a, args);
     run_canary(&b, args);
     run_canary(&c, one_thread);
@@ -256,7 +269,7 @@ static void test_canary__bad_options_exit_2(void **state)
 {
     (void)state;
     static struct run r;
-    const char *cases[][5] = {{"--heads", "5", NULL},     {"--steps", "0", NULL},
+    const char *cases[][5] = {{"--heads", "5", NULL},      {"--steps", "0", NULL},
                               {"--variant", "fast", NULL}, {"--bogus", NULL},
                               {"--seq", "12x", NULL},      {"--preset", "huge", NULL}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -304,8 +317,8 @@ static void test_canary__mem_bloat_raises_peak_rss(void **state)
     (void)state;
     static struct run base, bloat;
     const char *a[] = {"--device", "cpu", "--steps", "2", "--batch", "16", NULL};
-    const char *b[] = {"--device",    "cpu", "--steps",   "2", "--batch",
-                       "16",          "--variant", "mem-bloat", NULL};
+    const char *b[] = {"--device", "cpu",       "--steps",   "2", "--batch",
+                       "16",       "--variant", "mem-bloat", NULL};
     run_canary(&base, a);
     run_canary(&bloat, b);
     assert_int_equal(base.exit_code, 0);
@@ -322,12 +335,13 @@ static void test_canary__slow_attention_and_extra_work_cost_cpu_time(void **stat
     (void)state;
     static struct run base, slow, extra;
     /* long sequences make attention the larger part of the step */
-    const char *a[] = {"--device", "cpu", "--threads", "1", "--steps", "3", "--seq", "256",
-                       "--batch", "1", NULL};
-    const char *s[] = {"--device", "cpu", "--threads", "1", "--steps", "3", "--seq", "256",
-                       "--batch", "1", "--variant", "slow-attention", NULL};
-    const char *e[] = {"--device", "cpu", "--threads", "1", "--steps", "3", "--seq", "256",
-                       "--batch", "1", "--extra-work", "200", NULL};
+    const char *a[] = {"--device", "cpu", "--threads", "1", "--steps", "3",
+                       "--seq",    "256", "--batch",   "1", NULL};
+    const char *s[] = {"--device", "cpu", "--threads", "1", "--steps",   "3",
+                       "--seq",    "256", "--batch",   "1", "--variant", "slow-attention",
+                       NULL};
+    const char *e[] = {"--device", "cpu", "--threads",    "1",   "--steps", "3", "--seq", "256",
+                       "--batch",  "1",   "--extra-work", "200", NULL};
     run_canary(&base, a);
     run_canary(&slow, s);
     run_canary(&extra, e);
@@ -338,8 +352,7 @@ static void test_canary__slow_attention_and_extra_work_cost_cpu_time(void **stat
     if (!(slow.cpu_s > 1.2 * base.cpu_s))
         fail_msg("slow-attention used %.3f s of CPU, baseline %.3f s", slow.cpu_s, base.cpu_s);
     if (!(extra.cpu_s > 1.3 * base.cpu_s))
-        fail_msg("--extra-work 200 used %.3f s of CPU, baseline %.3f s", extra.cpu_s,
-                 base.cpu_s);
+        fail_msg("--extra-work 200 used %.3f s of CPU, baseline %.3f s", extra.cpu_s, base.cpu_s);
 }
 
 /* Counts lines of text that equal line exactly. */
@@ -367,8 +380,8 @@ static void test_canary__nvtx_steps_carry_tokens_and_nest_phases(void **state)
     close(fd);
     setenv("NVTX_INJECTION64_PATH", probe, 1);
     setenv("CANARY_NVTX_PROBE_OUT", path, 1);
-    const char *args[] = {"--device", "cpu", "--steps", "3", "--variant", "small-batch",
-                          "--extra-work", "10", NULL};
+    const char *args[] = {"--device",    "cpu",          "--steps", "3", "--variant",
+                          "small-batch", "--extra-work", "10",      NULL};
     run_canary(&r, args);
     unsetenv("NVTX_INJECTION64_PATH");
     unsetenv("CANARY_NVTX_PROBE_OUT");
@@ -386,8 +399,8 @@ static void test_canary__nvtx_steps_carry_tokens_and_nest_phases(void **state)
     assert_int_equal(count_lines(ranges, "  backward"), 12);
     assert_int_equal(count_lines(ranges, "  optimizer"), 3);
     assert_int_equal(count_lines(ranges, "  extra-work"), 3);
-    static const char *const kinds[] = {"embedding", "layernorm", "matmul", "attention", "gelu",
-                                        "softmax-cross-entropy", "adamw"};
+    static const char *const kinds[] = {
+        "embedding", "layernorm", "matmul", "attention", "gelu", "softmax-cross-entropy", "adamw"};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         char line[64];
         snprintf(line, sizeof line, "    %s", kinds[i]);
