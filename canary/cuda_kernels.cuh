@@ -29,7 +29,9 @@ void cu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
 /* dinp += input gradient; dw, db += parameter gradients. */
 void cu_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *w, const float *mean, const float *rstd, int n, int c);
+/* GELU (tanh approximation) of n values. */
 void cu_gelu_forward(float *out, const float *inp, size_t n);
+/* dinp = dout * GELU'(inp) for n values. */
 void cu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 /* qkv [B][T][3C] -> q, k, v [B][H][T][hd]. */
 void cu_permute_qkv(float *q, float *k, float *v, const float *qkv, int b, int t, int c, int h);
