@@ -330,41 +330,20 @@ static void test_canary__mem_bloat_raises_peak_rss(void **state)
         fail_msg("peak RSS grew %.0f KiB, activations are %.0f KiB", grew_kb, act / 1024.0);
 }
 
-/* The smaller CPU time of two runs of args (one-off stalls on a shared machine only add). */
-static double min_cpu_s(const char *const *args, struct run *r)
-{
-    double best = 0;
-    for (int i = 0; i < 2; i++) {
-        run_canary(r, args);
-        assert_int_equal(r->exit_code, 0);
-        best = i == 0 || r->cpu_s < best ? r->cpu_s : best;
-    }
-    return best;
-}
-
-static void test_canary__slow_attention_and_extra_work_cost_cpu_time(void **state)
+/* The extra work is sized from the model's own FLOP count, so it is the same real computation
+ * on every machine. How much time it and the variants add is measured by bench/bench_canary,
+ * never asserted here: CPU time on a shared machine is noise, not a test result. */
+static void test_canary__extra_work_is_calibrated_to_model_flops(void **state)
 {
     (void)state;
     static struct run r;
-    /* long sequences make attention the larger part of the step (~0.3 s of CPU a run) */
-    const char *a[] = {"--device", "cpu", "--threads", "1", "--steps", "5",
-                       "--seq",    "256", "--batch",   "2", NULL};
-    const char *s[] = {"--device", "cpu", "--threads", "1", "--steps",   "5",
-                       "--seq",    "256", "--batch",   "2", "--variant", "slow-attention",
-                       NULL};
-    const char *e[] = {"--device", "cpu", "--threads",    "1",   "--steps", "5", "--seq", "256",
+    const char *e[] = {"--device", "cpu", "--threads",    "1",   "--steps", "2", "--seq", "256",
                        "--batch",  "2",   "--extra-work", "200", NULL};
-    double base = min_cpu_s(a, &r);
-    double slow = min_cpu_s(s, &r);
-    double extra = min_cpu_s(e, &r);
+    run_canary(&r, e);
+    assert_int_equal(r.exit_code, 0);
     const char *h = line_starting(r.out, "canary-train ");
     double ratio = number_after(h, "extra_flops=") / number_after(h, "step_flops=");
-    assert_true(fabs(ratio - 2.0) < 0.01); /* calibrated to the model's FLOPs */
-    /* measured here: slow-attention ~1.9x, --extra-work 200 ~2x the baseline's CPU time */
-    if (!(slow > 1.2 * base))
-        fail_msg("slow-attention used %.3f s of CPU, baseline %.3f s", slow, base);
-    if (!(extra > 1.3 * base))
-        fail_msg("--extra-work 200 used %.3f s of CPU, baseline %.3f s", extra, base);
+    assert_true(fabs(ratio - 2.0) < 0.01);
 }
 
 /* Counts lines of text that equal line exactly. */
@@ -435,7 +414,7 @@ int main(void)
         cmocka_unit_test(test_canary__bad_options_exit_2),
         cmocka_unit_test(test_canary__variants_change_work_not_numbers),
         cmocka_unit_test(test_canary__mem_bloat_raises_peak_rss),
-        cmocka_unit_test(test_canary__slow_attention_and_extra_work_cost_cpu_time),
+        cmocka_unit_test(test_canary__extra_work_is_calibrated_to_model_flops),
         cmocka_unit_test(test_canary__nvtx_steps_carry_tokens_and_nest_phases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
