@@ -4,6 +4,7 @@
  * median of repeated measurements. Target: under 50 ms for the comparison on a 2-core machine.
  */
 #include "artifact.h"
+#include "bench.h"
 #include "report.h"
 #include "stats.h"
 #include "thresholds.h"
@@ -18,13 +19,6 @@
 #define RUNS 5
 #define STEPS 1000
 #define REPEATS 9
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void build(struct cg_artifact *a, double scale, uint64_t seed)
 {
@@ -46,12 +40,6 @@ static void build(struct cg_artifact *a, double scale, uint64_t seed)
     }
 }
 
-static int cmp(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 int main(void)
 {
     struct cg_artifact base, cur, lb, lc;
@@ -66,7 +54,7 @@ int main(void)
     }
     double cmp_ms[REPEATS], load_ms[REPEATS];
     for (int i = 0; i < REPEATS; i++) {
-        double t0 = now_ms();
+        double t0 = 1e3 * cg_bench_now_s();
         struct cg_verdict v;
         struct cg_buf md, term;
         cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
@@ -75,22 +63,21 @@ int main(void)
         cg_report_markdown(&v, NULL, &md, &err);
         cg_report_terminal(&v, false, &term, &err);
         free(cg_report_json(&v));
-        cmp_ms[i] = now_ms() - t0;
+        cmp_ms[i] = 1e3 * cg_bench_now_s() - t0;
         cg_verdict_release(&v);
         cg_buf_release(&md);
         cg_buf_release(&term);
-        t0 = now_ms();
+        t0 = 1e3 * cg_bench_now_s();
         cg_artifact_load("/tmp/cg-bench-base.json", &lb, &err);
         cg_artifact_load("/tmp/cg-bench-cur.json", &lc, &err);
-        load_ms[i] = now_ms() - t0;
+        load_ms[i] = 1e3 * cg_bench_now_s() - t0;
         cg_artifact_release(&lb);
         cg_artifact_release(&lc);
     }
-    qsort(cmp_ms, REPEATS, sizeof(double), cmp);
-    qsort(load_ms, REPEATS, sizeof(double), cmp);
     printf("compare (verdict + markdown + terminal + json), %d ops, %d runs x %d steps per side:\n", OPS, RUNS, STEPS);
-    printf("  median %.1f ms (min %.1f, max %.1f) over %d repeats; target < 50 ms\n", cmp_ms[REPEATS / 2], cmp_ms[0], cmp_ms[REPEATS - 1], REPEATS);
-    printf("load both artifacts from JSON: median %.1f ms\n", load_ms[REPEATS / 2]);
+    printf("  median %.1f ms (min %.1f, max %.1f) over %d repeats; target < 50 ms\n", cg_bench_median(cmp_ms, REPEATS), cg_stats_quantile(cmp_ms, REPEATS, 0.0),
+           cg_stats_quantile(cmp_ms, REPEATS, 1.0), REPEATS);
+    printf("load both artifacts from JSON: median %.1f ms\n", cg_bench_median(load_ms, REPEATS));
     cg_artifact_release(&base);
     cg_artifact_release(&cur);
     remove("/tmp/cg-bench-base.json");

@@ -9,6 +9,7 @@
  * time order within a buffer as CUPTI delivers them. The buffer is rewritten before each timed
  * pass, so both loops read it warm, as the library does right after CUPTI filled it.
  */
+#include "bench.h"
 #include <stdio.h>
 
 #if CG_HAVE_CUPTI
@@ -26,25 +27,6 @@ union rec {
     CUpti_ActivityKernel10 k;
     CUpti_ActivityMemcpy6 m;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return v[n / 2];
-}
 
 /* Rewrites the buffer's records for pass p (CUPTI has just written a buffer when we read it,
  * so this also leaves it warm in the cache, as it is in the library). */
@@ -91,7 +73,7 @@ int main(void)
             cg_agg_step_end(&g, (int64_t)p, t_begin + per_buf * 1000 - 1);
 
             fill(recs, per_buf, p, names);
-            double t0 = now_s();
+            double t0 = cg_bench_now_s();
             int64_t sum = 0;
             for (size_t i = 0; i < per_buf; i++) {
                 const CUpti_Activity *a = (const CUpti_Activity *)(const void *)&recs[i];
@@ -100,21 +82,21 @@ int main(void)
                 else
                     sum += (int64_t)(recs[i].m.end - recs[i].m.start);
             }
-            bare_s[r] += now_s() - t0;
+            bare_s[r] += cg_bench_now_s() - t0;
             sink += sum;
 
             fill(recs, per_buf, p, names);
-            t0 = now_s();
+            t0 = cg_bench_now_s();
             for (size_t i = 0; i < per_buf; i++)
                 cg_agg_record(&g, (const CUpti_Activity *)(const void *)&recs[i]);
             cg_agg_settle(&g, p + 1 == N_BUFFERS);
-            agg_s[r] += now_s() - t0;
+            agg_s[r] += cg_bench_now_s() - t0;
         }
         sink += g.steps[N_BUFFERS - 1].busy_ns;
         cg_agg_release(&g);
     }
     double n = (double)per_buf * N_BUFFERS;
-    double agg = median(agg_s, REPEATS), bare = median(bare_s, REPEATS);
+    double agg = cg_bench_median(agg_s, REPEATS), bare = cg_bench_median(bare_s, REPEATS);
     printf("bench_cupti_agg: %.0f records in %d buffers of %zu MiB (%zu-byte kernel records), "
            "%d kernel names, median of %d\n", n, N_BUFFERS, BUFFER_BYTES >> 20,
            sizeof(CUpti_ActivityKernel10), N_NAMES, REPEATS);

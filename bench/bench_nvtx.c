@@ -9,6 +9,7 @@
  * themselves (a step pair writes a shard line). Medians of repeats, side by side. Never run by
  * ctest; prints a table.
  */
+#include "bench.h"
 #include <stdio.h>
 
 #if CG_HAVE_NVTX
@@ -28,50 +29,31 @@
 #define LIB CG_BINARY_DIR "/libcanary-inject.so"
 #define TRAIN CG_BINARY_DIR "/canary-train"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return v[n / 2];
-}
-
 /* Child: prints "outside nested step" ns per pair. */
 static int child(void)
 {
     nvtxRangePushA("warm-up"); /* binds the tool */
     nvtxRangePop();
-    double t0 = now_s();
+    double t0 = cg_bench_now_s();
     for (int i = 0; i < PAIRS; i++) {
         nvtxRangePushA("outside");
         nvtxRangePop();
     }
-    double outside = (now_s() - t0) / PAIRS * 1e9;
+    double outside = (cg_bench_now_s() - t0) / PAIRS * 1e9;
     nvtxRangePushA("step");
-    t0 = now_s();
+    t0 = cg_bench_now_s();
     for (int i = 0; i < PAIRS; i++) {
         nvtxRangePushA("matmul");
         nvtxRangePop();
     }
-    double nested = (now_s() - t0) / PAIRS * 1e9;
+    double nested = (cg_bench_now_s() - t0) / PAIRS * 1e9;
     nvtxRangePop();
-    t0 = now_s();
+    t0 = cg_bench_now_s();
     for (int i = 0; i < STEP_PAIRS; i++) {
         nvtxRangePushA("step");
         nvtxRangePop();
     }
-    double step = (now_s() - t0) / STEP_PAIRS * 1e9;
+    double step = (cg_bench_now_s() - t0) / STEP_PAIRS * 1e9;
     printf("%.3f %.3f %.3f\n", outside, nested, step);
     return 0;
 }
@@ -84,7 +66,7 @@ static double spawn(char *const *argv, int with_lib, char *out, size_t cap)
     int pfd[2];
     if (mkdtemp(dir) == NULL || pipe(pfd) != 0)
         return -1.0;
-    double t0 = now_s();
+    double t0 = cg_bench_now_s();
     pid_t pid = fork();
     if (pid == 0) {
         dup2(pfd[1], 1);
@@ -111,7 +93,7 @@ static double spawn(char *const *argv, int with_lib, char *out, size_t cap)
     close(pfd[0]);
     int st = 0;
     waitpid(pid, &st, 0);
-    double wall = now_s() - t0;
+    double wall = cg_bench_now_s() - t0;
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir); /* a fixed-format path made by mkdtemp */
     if (system(cmd) != 0)
@@ -139,7 +121,7 @@ int main(int argc, char **argv)
     printf("bench_nvtx: ns per NVTX push/pop pair, median of %d processes\n", REPEATS);
     printf("  %-34s %10s %10s %10s\n", "", "without", "with lib", "extra");
     for (int i = 0; i < 3; i++) {
-        double a = median(v[0][i], REPEATS), b = median(v[1][i], REPEATS);
+        double a = cg_bench_median(v[0][i], REPEATS), b = cg_bench_median(v[1][i], REPEATS);
         printf("  %-34s %10.1f %10.1f %10.1f\n", what[i], a, b, b - a);
     }
     printf("  target: at most 100 ns extra per pair\n");
@@ -161,8 +143,8 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-    double a = median(w[0], CANARY_REPEATS), b = median(w[1], CANARY_REPEATS);
-    double sa = median(m[0], CANARY_REPEATS), sb = median(m[1], CANARY_REPEATS);
+    double a = cg_bench_median(w[0], CANARY_REPEATS), b = cg_bench_median(w[1], CANARY_REPEATS);
+    double sa = cg_bench_median(m[0], CANARY_REPEATS), sb = cg_bench_median(m[1], CANARY_REPEATS);
     printf("bench_nvtx: built-in CPU canary (canary-train --preset tiny --steps 60), median of %d "
            "interleaved\n", CANARY_REPEATS);
     printf("  mean step   without %8.3f ms, with lib %8.3f ms: %+.2f%% (target at most 1%%)\n",

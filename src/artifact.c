@@ -350,6 +350,18 @@ static void join_path(char *dst, size_t n, const char *parent, const char *key)
         dst[n - 1] = '\0';
 }
 
+/* Finds a field for the typed getters below: *v is NULL when an optional field is absent (then
+ * the caller keeps its default); otherwise path holds the field's full path for messages. */
+static int lookup(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                  bool optional, const cJSON **v, char *path, size_t n)
+{
+    if (field(p, obj, parent, key, optional, v) != 0)
+        return CG_EINPUT;
+    if (*v != NULL)
+        join_path(path, n, parent, key);
+    return 0;
+}
+
 /* Reads an integer field >= min. Optional fields default to -1 when missing or null. */
 static int get_int(struct parser *p, const cJSON *obj, const char *parent, const char *key,
                    bool optional, int64_t min, int64_t *out)
@@ -357,11 +369,10 @@ static int get_int(struct parser *p, const cJSON *obj, const char *parent, const
     const cJSON *v;
     char path[256];
     *out = -1;
-    if (field(p, obj, parent, key, optional, &v) != 0)
+    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
         return CG_EINPUT;
     if (v == NULL)
         return 0;
-    join_path(path, sizeof(path), parent, key);
     if (!cJSON_IsNumber(v))
         return bad(p, path, "must be a number");
     double d = v->valuedouble;
@@ -383,11 +394,10 @@ static int get_num(struct parser *p, const cJSON *obj, const char *parent, const
     const cJSON *v;
     char path[256];
     *out = NAN;
-    if (field(p, obj, parent, key, optional, &v) != 0)
+    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
         return CG_EINPUT;
     if (v == NULL)
         return 0;
-    join_path(path, sizeof(path), parent, key);
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return bad(p, path, "must be a finite number");
     if (v->valuedouble < 0)
@@ -403,11 +413,10 @@ static int get_str(struct parser *p, const cJSON *obj, const char *parent, const
     const cJSON *v;
     char path[256];
     *out = NULL;
-    if (field(p, obj, parent, key, optional, &v) != 0)
+    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
         return CG_EINPUT;
     if (v == NULL)
         return 0;
-    join_path(path, sizeof(path), parent, key);
     if (!cJSON_IsString(v))
         return bad(p, path, "must be a string");
     *out = strdup(v->valuestring);
