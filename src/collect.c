@@ -1,0 +1,452 @@
+/*
+ * collect: the canary run loop shared by the commands that measure (see collect.h). Each run:
+ * a fresh shard directory, one canary process with the injection variables set, the shards
+ * loaded, checked (exit status, steps marked) and merged into one run of the artifact.
+ */
+#include "collect.h"
+
+#include "cg_version.h"
+#include "fsutil.h"
+#include "launch.h"
+#include "shard.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct cg_collector {
+    struct cg_collect_cfg cfg;
+    char inject[PATH_MAX];
+    char tmp[PATH_MAX];
+    bool have_tmp;
+    char **builtin;      /* the built-in canary's argv when no command was given */
+    char *const *cmd;    /* cfg.cmd or builtin */
+    int next_dir;        /* runs started, for shard directory names */
+};
+
+struct progress {
+    const char *shard_dir;
+    const char *label;
+    long run, n_runs;
+    long expect; /* warm-up + measured */
+    bool tty;
+    int64_t last_seen;
+    double last_print_s;
+};
+
+static int fmt_path(char *buf, size_t cap, struct cg_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* snprintf that reports truncation: 0, or CG_EIO naming what did not fit. */
+static int fmt_path(char *buf, size_t cap, struct cg_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= cap)
+        return cg_err_set(err, CG_EIO, "path too long: '%.200s...'", buf);
+    return 0;
+}
+
+static const char *label_sep(const struct progress *p)
+{
+    return p->label != NULL ? " " : "";
+}
+
+static void on_progress(void *ctx, double elapsed_s)
+{
+    struct progress *p = ctx;
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    struct cg_err err;
+    struct cg_shard_status st;
+    if (cg_shard_load_dir(p->shard_dir, &sh, &n, &err) != 0)
+        return;
+    cg_shard_status(sh, n, &st);
+    cg_shard_free_all(sh, n);
+    if (!p->tty && st.steps_seen == p->last_seen && elapsed_s - p->last_print_s < 30.0)
+        return;
+    if (!p->tty && elapsed_s - p->last_print_s < 5.0)
+        return;
+    char last[48] = "";
+    if (st.last_step_ns > 0)
+        snprintf(last, sizeof(last), ", last step %.1f ms", (double)st.last_step_ns / 1e6);
+    fprintf(stderr, "%s%s%srun %ld of %ld: %lld of %ld steps%s, %.0f s%s", p->tty ? "\r\033[K" : "",
+            p->label ? p->label : "", label_sep(p), p->run, p->n_runs, (long long)st.steps_seen,
+            p->expect, last, elapsed_s, p->tty ? "" : "\n");
+    fflush(stderr);
+    p->last_seen = st.steps_seen;
+    p->last_print_s = elapsed_s;
+}
+
+/* Removes the files of a directory (one level) and the directory. */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        char path[PATH_MAX];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            int k = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            if (k > 0 && (size_t)k < sizeof(path))
+                unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* The environment, settings and GPU status of the artifact (before the first run). */
+static int fill_header(struct cg_artifact *a, const struct cg_collector *col, struct cg_err *err)
+{
+    const struct cg_collect_cfg *c = &col->cfg;
+    char when[32], settings[512];
+    time_t t = time(NULL);
+    struct tm tm;
+    size_t n_cmd = 0;
+    while (col->cmd[n_cmd] != NULL)
+        n_cmd++;
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(settings, sizeof(settings), "steps=%ld warmup=%ld step_range=%s tokens_per_step=%ld",
+             c->steps, c->warmup, c->step_range, c->tokens_per_step);
+    a->created_utc = strdup(when);
+    a->env.cpu_model = cg_launch_cpu_model();
+    a->env.tool_version = strdup(CG_VERSION);
+    a->env.canary_hash = cg_launch_canary_hash(col->cmd, settings);
+    a->env.canary_command = calloc(n_cmd + 1, sizeof(char *));
+    a->settings.steps = c->steps;
+    a->settings.warmup = c->warmup;
+    a->settings.runs = 0;
+    a->settings.step_range = strdup(c->step_range);
+    a->settings.tokens_per_step = c->tokens_per_step;
+    if (a->created_utc == NULL || a->env.tool_version == NULL || a->env.canary_hash == NULL ||
+        a->env.canary_command == NULL || a->settings.step_range == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n_cmd; i++) {
+        a->env.canary_command[i] = strdup(col->cmd[i]);
+        if (a->env.canary_command[i] == NULL)
+            return cg_err_set(err, CG_ENOMEM, "out of memory");
+        a->env.n_canary_command++;
+    }
+    return 0;
+}
+
+/* GPU facts from the first run's shards. */
+static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
+{
+    const char *reason = NULL;
+    a->gpu_available = cg_shard_gpu_available(sh, n, &reason);
+    a->gpu_reason = dup_or_null(reason);
+    a->env.cupti_status = strdup(a->gpu_available ? "ok" : reason);
+    for (size_t i = 0; i < n; i++) {
+        if (a->env.gpu_model == NULL && sh[i].gpu_model != NULL) {
+            a->env.gpu_model = strdup(sh[i].gpu_model);
+            a->env.gpu_count = sh[i].gpu_count;
+        }
+        if (a->env.cuda_version == NULL && sh[i].cuda_version != NULL)
+            a->env.cuda_version = strdup(sh[i].cuda_version);
+        if (a->env.driver_version == NULL && sh[i].driver_version != NULL)
+            a->env.driver_version = strdup(sh[i].driver_version);
+    }
+    if (a->env.driver_version == NULL && a->gpu_available)
+        a->env.driver_version = cg_launch_driver_version();
+    if (a->env.cupti_status == NULL || (reason != NULL && a->gpu_reason == NULL))
+        return CG_ENOMEM;
+    return 0;
+}
+
+/* Why a run failed, as one line; 0 when it measured enough. */
+static int check_run(const struct cg_collect_cfg *c, long i, long total,
+                     const struct cg_launch_result *r, const struct cg_shard_status *st,
+                     struct cg_err *err)
+{
+    long long seen = (long long)st->steps_seen;
+    const char *steps_word = seen == 1 ? "step" : "steps";
+    switch (r->end) {
+    case CG_LAUNCH_TIMEOUT:
+        return cg_err_set(err, CG_ECANARY,
+                          "canary timed out in run %ld of %ld after %ld s having marked %lld %s "
+                          "(stopped with SIGTERM/SIGKILL); its output is in '%s'",
+                          i, total, c->timeout_s, seen, steps_word, c->log);
+    case CG_LAUNCH_SIGNALED:
+        return cg_err_set(err, CG_ECANARY,
+                          "canary died of signal %d (%s) in run %ld of %ld after %lld %s; its "
+                          "output is in '%s'",
+                          r->signal, strsignal(r->signal), i, total, seen, steps_word, c->log);
+    case CG_LAUNCH_EXITED:
+        if (r->exit_code != 0)
+            return cg_err_set(err, CG_ECANARY,
+                              "canary exited with status %d in run %ld of %ld after %lld %s; its "
+                              "output is in '%s'",
+                              r->exit_code, i, total, seen, steps_word, c->log);
+        break;
+    case CG_LAUNCH_INTERRUPTED:
+        return cg_err_set(err, CG_ECANARY, "interrupted in run %ld of %ld", i, total);
+    }
+    if (st->n_with_steps == 0)
+        return cg_err_set(err, CG_ECANARY,
+                          "canary marked no step in run %ld of %ld (no NVTX range named '%s' in "
+                          "the default domain); its output is in '%s'",
+                          i, total, c->step_range, c->log);
+    if (seen < c->warmup + c->steps)
+        return cg_err_set(err, CG_ECANARY,
+                          "canary marked %lld %s in run %ld of %ld, fewer than the %ld warm-up + "
+                          "%ld measured asked for; its output is in '%s'",
+                          seen, steps_word, i, total, c->warmup, c->steps, c->log);
+    return 0;
+}
+
+static void log_banner(const char *log, const char *label, long i, long n, char *const *cmd)
+{
+    FILE *f = fopen(log, "a");
+    if (f == NULL)
+        return;
+    fprintf(f, "==== canary-gate: %s%srun %ld of %ld:", label ? label : "", label ? " " : "", i, n);
+    for (size_t k = 0; cmd[k] != NULL; k++)
+        fprintf(f, " %s", cmd[k]);
+    fprintf(f, "\n");
+    fclose(f);
+}
+
+static void free_argv(char **argv)
+{
+    if (argv == NULL)
+        return;
+    for (size_t i = 0; argv[i] != NULL; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+/* The built-in canary's argv: canary-train --preset tiny --steps WARMUP+STEPS. */
+static int builtin_argv(struct cg_collector *col, const char *self, struct cg_err *err)
+{
+    char path[PATH_MAX], count[32];
+    if (fmt_path(path, sizeof(path), err, "%s/canary-train", self) != 0)
+        return err->code;
+    if (access(path, X_OK) != 0)
+        return cg_err_set(err, CG_EINPUT,
+                          "no canary command given and the built-in canary '%s' is not there",
+                          path);
+    snprintf(count, sizeof(count), "%ld", col->cfg.warmup + col->cfg.steps);
+    const char *args[] = {path, "--preset", "tiny", "--steps", count};
+    size_t n = sizeof(args) / sizeof(args[0]);
+    col->builtin = calloc(n + 1, sizeof(char *));
+    if (col->builtin == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        col->builtin[i] = strdup(args[i]);
+        if (col->builtin[i] == NULL)
+            return cg_err_set(err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **out,
+                      struct cg_err *err)
+{
+    *out = NULL;
+    struct cg_collector *col = calloc(1, sizeof(*col));
+    if (col == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    col->cfg = *cfg;
+    if (col->cfg.step_range == NULL)
+        col->cfg.step_range = "step";
+    int rc = 0;
+    char *self = NULL;
+    if (col->cfg.step_range[0] == '\0' || strlen(col->cfg.step_range) > 255) {
+        rc = cg_err_set(err, CG_EINPUT, "step range name '%.40s': expected 1 to 255 bytes",
+                        col->cfg.step_range);
+        goto out;
+    }
+    if (col->cfg.log == NULL) {
+        rc = cg_err_set(err, CG_EINPUT, "no log file for the canary's output");
+        goto out;
+    }
+    self = cg_self_dir();
+    if (self == NULL) {
+        rc = cg_err_set(err, CG_EIO, "cannot find the directory of the canary-gate executable");
+        goto out;
+    }
+    if ((rc = fmt_path(col->inject, sizeof(col->inject), err, "%s/%s", self, CG_INJECT_LIBRARY)) != 0)
+        goto out;
+    if (access(col->inject, R_OK) != 0) {
+        rc = cg_err_set(err, CG_EIO,
+                        "cannot find the injection library '%s' (canary-gate was built without "
+                        "the NVTX headers, or it was moved without it)", col->inject);
+        goto out;
+    }
+    if (cfg->cmd != NULL && cfg->cmd[0] != NULL) {
+        col->cmd = cfg->cmd;
+    } else {
+        if ((rc = builtin_argv(col, self, err)) != 0)
+            goto out;
+        col->cmd = col->builtin;
+    }
+    FILE *lf = fopen(col->cfg.log, "w"); /* a fresh log per invocation */
+    if (lf == NULL) {
+        rc = cg_err_set(err, CG_EIO, "cannot write the log '%s': %s", col->cfg.log,
+                        strerror(errno));
+        goto out;
+    }
+    fclose(lf);
+    const char *tmpdir = getenv("TMPDIR");
+    if (tmpdir == NULL || *tmpdir == '\0')
+        tmpdir = "/tmp";
+    if ((rc = fmt_path(col->tmp, sizeof(col->tmp), err, "%s/canary-gate.XXXXXX", tmpdir)) != 0)
+        goto out;
+    if (mkdtemp(col->tmp) == NULL) {
+        rc = cg_err_set(err, CG_EIO, "cannot create a directory for shards in '%s': %s", tmpdir,
+                        strerror(errno));
+        goto out;
+    }
+    col->have_tmp = true;
+    cg_launch_catch_interrupts();
+out:
+    free(self);
+    if (rc != 0) {
+        cg_collector_close(col);
+        return rc;
+    }
+    *out = col;
+    return 0;
+}
+
+char *const *cg_collector_cmd(const struct cg_collector *col)
+{
+    return col->cmd;
+}
+
+void cg_collector_close(struct cg_collector *col)
+{
+    if (col == NULL)
+        return;
+    if (col->have_tmp)
+        remove_dir(col->tmp);
+    free_argv(col->builtin);
+    free(col);
+}
+
+bool cg_collect_interrupted(void)
+{
+    return cg_launch_interrupted();
+}
+
+/* One canary process into one run of a. */
+static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long total,
+                   struct cg_err *err)
+{
+    const struct cg_collect_cfg *c = &col->cfg;
+    char shard_dir[PATH_MAX], e_cuda[PATH_MAX + 32], e_nvtx[PATH_MAX + 32], e_dir[PATH_MAX + 32],
+        e_range[320], e_warm[64];
+    char *env[5] = {e_cuda, e_nvtx, e_dir, e_range, e_warm};
+    bool tty = isatty(STDERR_FILENO);
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    struct cg_shard_status st;
+    struct cg_launch_result r;
+    if (fmt_path(shard_dir, sizeof(shard_dir), err, "%s/run-%d", col->tmp, ++col->next_dir) != 0 ||
+        fmt_path(e_cuda, sizeof(e_cuda), err, "CUDA_INJECTION64_PATH=%s", col->inject) != 0 ||
+        fmt_path(e_nvtx, sizeof(e_nvtx), err, "NVTX_INJECTION64_PATH=%s", col->inject) != 0 ||
+        fmt_path(e_dir, sizeof(e_dir), err, "CANARY_GATE_SHARD_DIR=%s", shard_dir) != 0 ||
+        fmt_path(e_range, sizeof(e_range), err, "CANARY_GATE_STEP_RANGE=%s", c->step_range) != 0 ||
+        fmt_path(e_warm, sizeof(e_warm), err, "CANARY_GATE_WARMUP=%ld", c->warmup) != 0)
+        return err->code;
+    if (mkdir(shard_dir, 0700) != 0)
+        return cg_err_set(err, CG_EIO, "cannot create '%s': %s", shard_dir, strerror(errno));
+    struct progress p = {shard_dir, c->label, i, total, c->warmup + c->steps, tty, -1, -10.0};
+    struct cg_launch_opts o = {col->cmd, env, 5, c->log, (double)c->timeout_s,
+                               (double)c->grace_s, on_progress, &p, tty ? 0.5 : 1.0};
+    log_banner(c->log, c->label, i, total, col->cmd);
+    if (!tty)
+        fprintf(stderr, "canary-gate: %s%srun %ld of %ld\n", c->label ? c->label : "",
+                label_sep(&p), i, total);
+    int rc = cg_launch_run(&o, &r, err);
+    if (tty)
+        fprintf(stderr, "\r\033[K");
+    if (rc == 0)
+        rc = cg_shard_load_dir(shard_dir, &sh, &n, err);
+    if (rc == 0) {
+        cg_shard_status(sh, n, &st);
+        rc = check_run(c, i, total, &r, &st, err);
+    }
+    if (rc == 0 && a->n_runs == 0 && fill_gpu(a, sh, n) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+    if (rc == 0) {
+        struct cg_run *run = cg_artifact_add_run(a);
+        struct cg_shard_merge_opts mo = {c->warmup, c->steps, c->tokens_per_step};
+        if (run == NULL)
+            rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0)
+            run->summary.peak_host_rss_bytes = r.peak_rss_bytes;
+    }
+    cg_shard_free_all(sh, n);
+    remove_dir(shard_dir);
+    return rc;
+}
+
+int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, long total,
+                     struct cg_err *err)
+{
+    const struct cg_collect_cfg *c = &col->cfg;
+    if (total < (long)a->n_runs + n)
+        total = (long)a->n_runs + n;
+    if (a->n_runs == 0 && a->env.canary_hash == NULL) {
+        int rc = fill_header(a, col, err);
+        if (rc != 0)
+            return rc;
+    }
+    for (long k = 0; k < n; k++) {
+        long i = (long)a->n_runs + 1;
+        int rc = run_one(col, a, i, total, err);
+        if (rc != 0)
+            return rc;
+        a->settings.runs = (int64_t)a->n_runs;
+        const struct cg_run *done = &a->runs[a->n_runs - 1];
+        fprintf(stderr, "canary-gate: %s%srun %ld of %ld: %zu steps, median %.2f ms%s\n",
+                c->label ? c->label : "", c->label ? " " : "", i, total, done->n_steps,
+                done->summary.step_time_median_ns / 1e6,
+                a->gpu_available ? "" : " (no GPU metrics)");
+        if (cg_launch_interrupted())
+            return cg_err_set(err, CG_ECANARY, "interrupted after run %ld of %ld", i, total);
+    }
+    return 0;
+}
+
+void cg_collect_hint(const struct cg_err *err, const char *step_range)
+{
+    if (err->code != CG_ECANARY || strstr(err->msg, "marked no step") == NULL)
+        return;
+    if (step_range == NULL)
+        step_range = "step";
+    fprintf(stderr, "canary-gate: mark each training step with an NVTX range named '%s' in the "
+                    "default domain, e.g. in PyTorch: torch.cuda.nvtx.range_push(\"%s\") at the "
+                    "start of a step and torch.cuda.nvtx.range_pop() at its end\n",
+            step_range, step_range);
+}
+
+char *cg_collect_log_path(const char *artifact_path)
+{
+    size_t n = strlen(artifact_path);
+    bool json = n > 5 && strcmp(artifact_path + n - 5, ".json") == 0;
+    char *log = malloc(n + 5);
+    if (log != NULL)
+        snprintf(log, n + 5, "%.*s.log", (int)(json ? n - 5 : n), artifact_path);
+    return log;
+}

@@ -1,0 +1,68 @@
+/*
+ * collect: running a canary under the injection library, run after run, into a run artifact.
+ * Shared by 'canary-gate run', the main gate command and the detection commands.
+ *
+ * A collector owns what the runs need: the injection library's absolute path (beside the
+ * canary-gate executable), the canary's argv (the built-in canary-train beside the tool when no
+ * command is given), a private shard directory under $TMPDIR, and the canary's log file, which it
+ * truncates when it opens. Each run is one canary process (launch.c); its processes' shards are
+ * merged into one run of the artifact (shard.c). The artifact's header (environment, settings,
+ * GPU status) is filled at the first run added to an empty artifact.
+ *
+ * Progress and per-run lines go to stderr (this module is part of the command layer). Interrupts
+ * (SIGINT/SIGTERM) are caught once a collector is open; a run in progress is stopped and the
+ * collector reports CG_ECANARY with cg_collect_interrupted() true. Single-threaded.
+ */
+#ifndef CG_COLLECT_H
+#define CG_COLLECT_H
+
+#include "artifact.h"
+#include "err.h"
+
+#include <stdbool.h>
+
+struct cg_collect_cfg {
+    char *const *cmd;       /* the canary's argv, NULL-terminated; NULL: the built-in canary */
+    const char *log;        /* the canary's stdout and stderr (required) */
+    const char *step_range; /* NVTX range that marks a step; NULL: "step" */
+    long steps;             /* measured steps per run */
+    long warmup;            /* steps dropped at the start of a run */
+    long timeout_s;         /* per run; SIGTERM to the group, SIGKILL after grace_s */
+    long grace_s;
+    long tokens_per_step;   /* -1: unknown */
+    const char *label;      /* prefix of progress lines ("baseline", "head"), or NULL */
+};
+
+struct cg_collector;
+
+/* Checks the configuration, finds the injection library and the canary, creates the shard
+ * directory and truncates the log. CG_EINPUT (no command and no built-in canary, a bad step
+ * range), CG_EIO, CG_ENOMEM. */
+int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **out,
+                      struct cg_err *err);
+
+/* Runs the canary n more times, appending one run per process to a; total is the number of runs
+ * the caller expects in all (for "run i of N"; at least a->n_runs + n). On the first run into an
+ * empty artifact the header is filled. a->settings.runs counts the runs in a afterwards. On
+ * failure the runs completed so far stay in a and CG_ECANARY (the canary failed, timed out,
+ * marked too few steps, or the tool was interrupted), CG_EIO or CG_ENOMEM is returned. */
+int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, long total,
+                     struct cg_err *err);
+
+/* The canary's argv (the built-in canary's when no command was given). */
+char *const *cg_collector_cmd(const struct cg_collector *col);
+
+/* Removes the shard directory and frees the collector (NULL is fine). */
+void cg_collector_close(struct cg_collector *col);
+
+/* True once SIGINT or SIGTERM reached the tool while a collector was open. */
+bool cg_collect_interrupted(void);
+
+/* When err says the canary marked no step, prints on stderr how to mark steps. */
+void cg_collect_hint(const struct cg_err *err, const char *step_range);
+
+/* The default log path for an artifact path: FILE.json -> FILE.log, else FILE.log appended.
+ * Malloc'ed; NULL when out of memory. */
+char *cg_collect_log_path(const char *artifact_path);
+
+#endif
