@@ -129,6 +129,7 @@ int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t
     s->wall_ns = wall_ns;
     s->tokens = tokens;
     s->gpu_busy_ns = gpu_busy_ns;
+    s->loss = NAN;
     return 0;
 }
 
@@ -223,6 +224,7 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
             const struct cg_step *s = &from->steps[k];
             if (cg_run_add_step(to, s->wall_ns, s->tokens, s->gpu_busy_ns) != 0)
                 return CG_ENOMEM;
+            to->steps[to->n_steps - 1].loss = s->loss;
         }
         for (size_t k = 0; k < from->n_ops; k++) {
             const struct cg_op *op = &from->ops[k];
@@ -387,9 +389,9 @@ static int get_int(struct parser *p, const cJSON *obj, const char *parent, const
     return 0;
 }
 
-/* Reads a finite non-negative number; optional fields default to NAN. */
-static int get_num(struct parser *p, const cJSON *obj, const char *parent, const char *key,
-                   bool optional, double *out)
+/* Reads a finite number, negative or not; optional fields default to NAN. */
+static int get_real(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                    bool optional, double *out)
 {
     const cJSON *v;
     char path[256];
@@ -400,9 +402,21 @@ static int get_num(struct parser *p, const cJSON *obj, const char *parent, const
         return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return bad(p, path, "must be a finite number");
-    if (v->valuedouble < 0)
-        return bad(p, path, "must not be negative");
     *out = v->valuedouble;
+    return 0;
+}
+
+/* Reads a finite non-negative number; optional fields default to NAN. */
+static int get_num(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                   bool optional, double *out)
+{
+    if (get_real(p, obj, parent, key, optional, out) != 0)
+        return CG_EINPUT;
+    if (*out < 0) {
+        char path[256];
+        join_path(path, sizeof(path), parent, key);
+        return bad(p, path, "must not be negative");
+    }
     return 0;
 }
 
@@ -497,12 +511,15 @@ static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, str
         if (!cJSON_IsObject(st))
             return bad(p, path, "must be an object");
         int64_t wall, tokens, busy;
+        double loss;
         if (get_int(p, st, path, "wall_ns", false, 1, &wall) ||
             get_int(p, st, path, "tokens", true, 0, &tokens) ||
-            get_int(p, st, path, "gpu_busy_ns", true, 0, &busy))
+            get_int(p, st, path, "gpu_busy_ns", true, 0, &busy) ||
+            get_real(p, st, path, "loss", true, &loss))
             return CG_EINPUT;
         if (cg_run_add_step(r, wall, tokens, busy) != 0)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+        r->steps[r->n_steps - 1].loss = loss;
     }
     return 0;
 }
@@ -695,6 +712,8 @@ static cJSON *run_to_json(const struct cg_run *r)
             cJSON_AddNumberToObject(st, "tokens", (double)s->tokens);
         if (s->gpu_busy_ns >= 0)
             cJSON_AddNumberToObject(st, "gpu_busy_ns", (double)s->gpu_busy_ns);
+        if (isfinite(s->loss))
+            cJSON_AddNumberToObject(st, "loss", s->loss);
         cJSON_AddItemToArray(steps, st);
     }
     cJSON *sum = cJSON_AddObjectToObject(run, "summary");

@@ -35,6 +35,7 @@ struct cg_step {
     int64_t wall_ns;     /* > 0 */
     int64_t tokens;      /* -1 when unknown */
     int64_t gpu_busy_ns; /* -1 when unknown */
+    double loss;         /* NAN when the canary reported none */
 };
 
 struct cg_run_summary {
@@ -112,7 +113,7 @@ int cg_artifact_save(const char *path, const struct cg_artifact *a, struct cg_er
  * The pointer is valid until the next append. */
 struct cg_run *cg_artifact_add_run(struct cg_artifact *a);
 
-/* Appends a step to run; returns 0 or CG_ENOMEM. */
+/* Appends a step to run (its loss unknown: NAN); returns 0 or CG_ENOMEM. */
 int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t gpu_busy_ns);
 
 /* Appends an op (name and family are copied; family NULL means same as name); 0 or CG_ENOMEM. */

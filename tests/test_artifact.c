@@ -125,6 +125,56 @@ static void test_artifact__bad_inputs_name_the_problem(void **state)
     free(good);
 }
 
+static void test_artifact__step_loss_is_optional_and_round_trips(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    assert_true(isnan(a.runs[0].steps[0].loss)); /* a new step has no loss */
+    a.runs[0].steps[0].loss = 4.159609123456789;
+    a.runs[0].steps[1].loss = -0.125; /* losses may be negative */
+    a.runs[0].steps[2].loss = INFINITY; /* not representable: written as unknown */
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(text);
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "loss.json", &b, &err), 0);
+    assert_float_equal(b.runs[0].steps[0].loss, 4.159609123456789, 1e-15);
+    assert_float_equal(b.runs[0].steps[1].loss, -0.125, 0);
+    assert_true(isnan(b.runs[0].steps[2].loss));
+    assert_true(isnan(b.runs[1].steps[0].loss));
+    /* appended runs keep their losses */
+    struct cg_artifact c;
+    cg_artifact_init(&c);
+    assert_int_equal(cg_artifact_append_runs(&c, &b), 0);
+    assert_float_equal(c.runs[0].steps[1].loss, -0.125, 0);
+    cg_artifact_release(&c);
+    cg_artifact_release(&b);
+    free(text);
+
+    /* an artifact without any loss (as written before steps had one) reads as "no loss" */
+    struct cg_artifact plain;
+    cg_artifact_init(&plain);
+    assert_int_equal(cg_fixture_make(&plain, &fx), 0);
+    char *old = cg_artifact_to_json(&plain);
+    assert_null(strstr(old, "loss"));
+    assert_int_equal(cg_artifact_parse(old, strlen(old), "old.json", &b, &err), 0);
+    assert_true(isnan(b.runs[0].steps[0].loss));
+    cg_artifact_release(&b);
+    cg_artifact_release(&plain);
+    free(old);
+
+    text = cg_artifact_to_json(&a);
+    /* a loss that is not a number is refused with its path */
+    char *bad = replace(text, "\"wall_ns\":", "\"loss\": \"low\", \"wall_ns\":");
+    cg_err_init(&err);
+    assert_int_equal(cg_artifact_parse(bad, strlen(bad), "bad.json", &b, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "runs[0].steps[0].loss: must be a finite number"));
+    free(bad);
+    free(text);
+    cg_artifact_release(&a);
+}
+
 static void test_artifact__missing_and_empty_files(void **state)
 {
     (void)state;
@@ -156,6 +206,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_artifact__round_trip_keeps_every_field),
         cmocka_unit_test(test_artifact__bad_inputs_name_the_problem),
+        cmocka_unit_test(test_artifact__step_loss_is_optional_and_round_trips),
         cmocka_unit_test(test_artifact__missing_and_empty_files),
         cmocka_unit_test(test_artifact__failed_save_keeps_previous_file),
     };
