@@ -7,7 +7,9 @@
 #ifndef CG_CMD_H
 #define CG_CMD_H
 
+#include "artifact.h"
 #include "err.h"
+#include "thresholds.h"
 
 #include <stdbool.h>
 
@@ -24,6 +26,21 @@ int cg_compare_and_report(const char *baseline_path, const char *current_path,
                           const char *thresholds_spec, const char *report_path,
                           const char *json_path, const char *gate_id, bool fail_on_inconclusive,
                           bool color);
+
+/* Where and how the gate's verdict is reported. NULL paths are not written. */
+struct cg_report_opts {
+    const char *report_path;   /* markdown report (the PR comment body) */
+    const char *json_path;     /* JSON verdict */
+    const char *gate_id;       /* the report's hidden marker id, NULL for the default gate */
+    bool fail_on_inconclusive; /* INCONCLUSIVE exits 4 */
+    bool color;                /* ANSI colour in the terminal table */
+};
+
+/* The in-memory half of cg_compare_and_report: computes the verdict of cur against base,
+ * prints the terminal table on stdout, writes the report and JSON verdict (after everything
+ * rendered) and returns the gate's exit code. */
+int cg_gate_report(const struct cg_artifact *base, const struct cg_artifact *cur,
+                   const struct cg_thresholds *t, const struct cg_report_opts *o);
 
 /* Prints "canary-gate: <msg>" on stderr and returns the exit code for err->code. */
 int cg_cmd_fail(const struct cg_err *err);

@@ -86,51 +86,67 @@ int cg_compare_and_report(const char *baseline_path, const char *current_path,
     struct cg_err err;
     struct cg_artifact base, cur;
     struct cg_thresholds t;
+    int exit_code;
+    cg_err_init(&err);
+    cg_artifact_init(&base);
+    cg_artifact_init(&cur);
+    if (cg_thresholds_load(thresholds_spec, &t, &err) != 0 ||
+        cg_artifact_load(baseline_path, &base, &err) != 0 ||
+        cg_artifact_load(current_path, &cur, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+    } else {
+        struct cg_report_opts o = {report_path, json_path, gate_id, fail_on_inconclusive, color};
+        exit_code = cg_gate_report(&base, &cur, &t, &o);
+    }
+    cg_artifact_release(&base);
+    cg_artifact_release(&cur);
+    return exit_code;
+}
+
+int cg_gate_report(const struct cg_artifact *base, const struct cg_artifact *cur,
+                   const struct cg_thresholds *t, const struct cg_report_opts *o)
+{
+    struct cg_err err;
     struct cg_verdict v;
     struct cg_buf text, md;
     char *json = NULL;
     int exit_code = CG_EXIT_PASS;
     bool have_verdict = false;
     cg_err_init(&err);
-    cg_artifact_init(&base);
-    cg_artifact_init(&cur);
     cg_buf_init(&text, 1 << 20);
     cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
 
-    if (cg_thresholds_load(thresholds_spec, &t, &err) != 0 ||
-        cg_artifact_load(baseline_path, &base, &err) != 0 ||
-        cg_artifact_load(current_path, &cur, &err) != 0 ||
-        cg_verdict_compute(&base, &cur, &t, &v, &err) != 0) {
+    if (cg_verdict_compute(base, cur, t, &v, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
     have_verdict = true;
     /* Render everything before writing anything, so a failure leaves no partial set. */
-    if (cg_report_terminal(&v, color, &text, &err) != 0 ||
-        (report_path != NULL && cg_report_markdown(&v, gate_id, &md, &err) != 0)) {
+    if (cg_report_terminal(&v, o->color, &text, &err) != 0 ||
+        (o->report_path != NULL && cg_report_markdown(&v, o->gate_id, &md, &err) != 0)) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    if (json_path != NULL && (json = cg_report_json(&v)) == NULL) {
+    if (o->json_path != NULL && (json = cg_report_json(&v)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "cannot render the JSON verdict: out of memory");
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
     fputs(cg_buf_str(&text), stdout);
     fflush(stdout);
-    if ((report_path != NULL && cg_file_write_atomic(report_path, md.data, md.len, &err) != 0) ||
-        (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0)) {
+    if ((o->report_path != NULL &&
+         cg_file_write_atomic(o->report_path, md.data, md.len, &err) != 0) ||
+        (o->json_path != NULL &&
+         cg_file_write_atomic(o->json_path, json, strlen(json), &err) != 0)) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    exit_code = cg_verdict_exit_code(&v, fail_on_inconclusive);
+    exit_code = cg_verdict_exit_code(&v, o->fail_on_inconclusive);
 done:
     if (have_verdict)
         cg_verdict_release(&v);
     free(json);
     cg_buf_release(&text);
     cg_buf_release(&md);
-    cg_artifact_release(&base);
-    cg_artifact_release(&cur);
     return exit_code;
 }
