@@ -358,11 +358,9 @@ done:
 
 /* ---- talking to the API --------------------------------------------------------------------- */
 
-/* Copies GitHub's "message" (and the first validation error) from a JSON error body into out as
- * one printable line. */
-static void api_message(const struct cg_http_response *r, char *out, size_t size)
+void cg_github_api_message(const char *body, size_t len, char *out, size_t size)
 {
-    cJSON *root = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+    cJSON *root = cJSON_ParseWithLength(body != NULL ? body : "", body != NULL ? len : 0);
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(root, "message");
     const cJSON *errs = cJSON_GetObjectItemCaseSensitive(root, "errors");
     const cJSON *first = cJSON_IsArray(errs) ? cJSON_GetArrayItem(errs, 0) : NULL;
@@ -380,6 +378,11 @@ static void api_message(const struct cg_http_response *r, char *out, size_t size
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
     cJSON_Delete(root);
+}
+
+static void api_message(const struct cg_http_response *r, char *out, size_t size)
+{
+    cg_github_api_message(r->body.data, r->body.len, out, size);
 }
 
 /* Turns a non-2xx final answer into a one-line message. what says what was being done. */
@@ -470,32 +473,41 @@ static int api_base(const struct cg_github *gh, struct cg_buf *url)
     return cg_buf_add(url, gh->api_url, n);
 }
 
-/* Scans one page of comments for marker. */
-static int scan_page(const struct cg_http_response *r, const char *marker, long long *found,
-                     const char *what, struct cg_err *err)
+int cg_github_comments_scan(const char *body, size_t len, const char *marker,
+                            long long *comment_id)
 {
-    cJSON *root = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+    cJSON *root = cJSON_ParseWithLength(body != NULL ? body : "", body != NULL ? len : 0);
     int rc = 0;
     size_t ml = strlen(marker);
+    *comment_id = 0;
     if (!cJSON_IsArray(root)) {
-        rc = cg_err_set(err, CG_ENET, "%s: github's answer is not a list of comments", what);
+        rc = CG_EINPUT;
         goto done;
     }
     const cJSON *c = NULL;
     cJSON_ArrayForEach(c, root) {
-        const cJSON *body = cJSON_GetObjectItemCaseSensitive(c, "body");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(c, "body");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-        if (!cJSON_IsString(body) || !cJSON_IsNumber(id) || id->valuedouble < 1)
+        if (!cJSON_IsString(text) || !cJSON_IsNumber(id) || id->valuedouble < 1)
             continue;
-        const char *b = body->valuestring;
+        const char *b = text->valuestring;
         if (strncmp(b, marker, ml) == 0 && (b[ml] == '\0' || b[ml] == '\n' || b[ml] == '\r')) {
-            *found = (long long)id->valuedouble;
+            *comment_id = (long long)id->valuedouble;
             break;
         }
     }
 done:
     cJSON_Delete(root);
     return rc;
+}
+
+/* Scans one page of comments for marker. */
+static int scan_page(const struct cg_http_response *r, const char *marker, long long *found,
+                     const char *what, struct cg_err *err)
+{
+    if (cg_github_comments_scan(r->body.data, r->body.len, marker, found) != 0)
+        return cg_err_set(err, CG_ENET, "%s: github's answer is not a list of comments", what);
+    return 0;
 }
 
 int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,

@@ -106,6 +106,16 @@ int cg_github_link_next(const char *link, char **next);
 int cg_github_event_parse(const char *json, size_t len, const char *name,
                           struct cg_github_event *ev, struct cg_err *err);
 
+/* Finds, in one page of GitHub's comment list (JSON, len bytes), the first comment whose body's
+ * first line is exactly marker. Sets *comment_id (0 when none). Returns 0, or CG_EINPUT when the
+ * body is not a JSON array. Pure. */
+int cg_github_comments_scan(const char *body, size_t len, const char *marker,
+                            long long *comment_id);
+
+/* Copies GitHub's "message" (and the first validation error) from a JSON error body of len bytes
+ * into out as one printable line ("" when there is none). Pure. */
+void cg_github_api_message(const char *body, size_t len, char *out, size_t size);
+
 /* Finds the comment on PR pr whose first line is marker, following every page. Sets *comment_id
  * (0 when none). Returns 0 or CG_ENET/CG_ENOMEM with a one-line message. */
 int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,

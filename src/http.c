@@ -227,25 +227,23 @@ static int parse_long(const char *s, long long *out)
     return 0;
 }
 
-static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+void cg_http_response_header(struct cg_http_response *r, const char *text, size_t len)
 {
-    struct attempt *a = ctx;
-    struct cg_http_response *r = a->resp;
-    size_t len = size * n;
     char line[1024];
     if (len >= sizeof(line))
-        return len; /* no header we read is this long */
-    memcpy(line, p, len);
+        return; /* no header we read is this long */
+    memcpy(line, text, len);
     line[len] = '\0';
+    len = strlen(line); /* a NUL byte ends the line */
     while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' '))
         line[--len] = '\0';
     if (strncmp(line, "HTTP/", 5) == 0) { /* a new response (after 100 Continue): start over */
         response_reset_attempt(r);
-        return size * n;
+        return;
     }
     char *colon = strchr(line, ':');
     if (colon == NULL)
-        return size * n;
+        return;
     *colon = '\0';
     char *value = colon + 1;
     while (*value == ' ' || *value == '\t')
@@ -263,6 +261,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
         if (parse_long(value, &v) == 0)
             r->ratelimit_reset = v;
     }
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+    struct attempt *a = ctx;
+    cg_http_response_header(a->resp, p, size * n);
     return size * n;
 }
 

@@ -100,6 +100,11 @@ void cg_http_response_release(struct cg_http_response *r);
 int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
                  struct cg_http_response *resp, struct cg_err *err);
 
+/* Reads one response header line of len bytes (with or without its CRLF) into r: Link,
+ * Retry-After, x-ratelimit-remaining and x-ratelimit-reset; a status line ("HTTP/...") clears
+ * what an earlier response of the attempt set; other headers are ignored. Pure. */
+void cg_http_response_header(struct cg_http_response *r, const char *line, size_t len);
+
 /* Writes req as dry-run text (method and URL, headers with the token as "<redacted>", blank line,
  * body) to out. Returns 0 or CG_ENOMEM. */
 int cg_http_format_request(const struct cg_http *h, const struct cg_http_request *req,

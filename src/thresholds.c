@@ -230,22 +230,17 @@ static int read_spec(const char *spec, const char *dir, char **text, char *displ
 }
 
 static int load_chain(const char *spec, const char *dir, int depth, struct cg_thresholds *t,
+                      struct cg_err *err);
+
+/* Checks one file's text, loads its parent chain, then applies the file over it. parent_dir is
+ * where a parent named by a relative path is looked up, NULL for built-in names only. */
+static int apply_text(const char *text, size_t len, const char *display, bool builtin,
+                      const char *parent_dir, int depth, struct cg_thresholds *t,
                       struct cg_err *err)
 {
-    int rc = 0;
-    char *text = NULL;
-    cJSON *root = NULL;
-    char display[1024];
-    bool builtin;
-    if (depth > MAX_DEPTH)
-        return cg_err_set(err, CG_EINPUT,
-                          "invalid thresholds '%s': \"extends\" goes more than %d files deep (a cycle?)",
-                          spec, MAX_DEPTH);
-    rc = read_spec(spec, dir, &text, display, sizeof(display), &builtin, err);
-    if (rc != 0)
-        goto done;
     struct loader l = {err, display};
-    root = cJSON_Parse(text);
+    int rc = 0;
+    cJSON *root = cJSON_ParseWithLength(text, len);
     if (root == NULL || !cJSON_IsObject(root)) {
         rc = cg_err_set(err, CG_EINPUT, "invalid thresholds file '%s': not a JSON object", display);
         goto done;
@@ -255,21 +250,11 @@ static int load_chain(const char *spec, const char *dir, int depth, struct cg_th
         goto done;
     const cJSON *ext = cJSON_GetObjectItemCaseSensitive(root, "extends");
     if (ext == NULL || cJSON_IsString(ext)) {
-        const char *parent = ext != NULL ? ext->valuestring : "default";
-        char pdir[1024] = "";
-        if (!builtin) {
-            snprintf(pdir, sizeof(pdir), "%s", display);
-            char *slash = strrchr(pdir, '/');
-            if (slash != NULL)
-                *slash = '\0';
-            else
-                snprintf(pdir, sizeof(pdir), ".");
-        }
         if (builtin && ext == NULL) {
-            rc = cg_err_set(err, CG_EINTERNAL, "built-in thresholds '%s' have no parent", spec);
+            rc = cg_err_set(err, CG_EINTERNAL, "built-in thresholds '%s' have no parent", display);
             goto done;
         }
-        rc = load_chain(parent, builtin ? NULL : pdir, depth + 1, t, err);
+        rc = load_chain(ext != NULL ? ext->valuestring : "default", parent_dir, depth + 1, t, err);
         if (rc != 0)
             goto done;
     }
@@ -278,6 +263,32 @@ static int load_chain(const char *spec, const char *dir, int depth, struct cg_th
         snprintf(t->source, sizeof(t->source), "%s", display);
 done:
     cJSON_Delete(root);
+    return rc;
+}
+
+static int load_chain(const char *spec, const char *dir, int depth, struct cg_thresholds *t,
+                      struct cg_err *err)
+{
+    char *text = NULL;
+    char display[1024];
+    char pdir[1024] = "";
+    bool builtin;
+    if (depth > MAX_DEPTH)
+        return cg_err_set(err, CG_EINPUT,
+                          "invalid thresholds '%s': \"extends\" goes more than %d files deep (a cycle?)",
+                          spec, MAX_DEPTH);
+    int rc = read_spec(spec, dir, &text, display, sizeof(display), &builtin, err);
+    if (rc != 0)
+        return rc;
+    if (!builtin) {
+        snprintf(pdir, sizeof(pdir), "%s", display);
+        char *slash = strrchr(pdir, '/');
+        if (slash != NULL)
+            *slash = '\0';
+        else
+            snprintf(pdir, sizeof(pdir), ".");
+    }
+    rc = apply_text(text, strlen(text), display, builtin, builtin ? NULL : pdir, depth, t, err);
     free(text);
     return rc;
 }
@@ -339,6 +350,16 @@ int cg_thresholds_load(const char *spec, struct cg_thresholds *t, struct cg_err 
 {
     set_unset(t);
     int rc = load_chain(spec != NULL ? spec : "default", "", 0, t, err);
+    if (rc == 0)
+        rc = check_complete(t, err);
+    return rc;
+}
+
+int cg_thresholds_parse(const char *text, size_t len, const char *name, struct cg_thresholds *t,
+                        struct cg_err *err)
+{
+    set_unset(t);
+    int rc = apply_text(text, len, name, false, NULL, 0, t, err);
     if (rc == 0)
         rc = check_complete(t, err);
     return rc;

@@ -14,6 +14,7 @@
 #include "err.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The gated metrics, in report order. */
@@ -59,5 +60,10 @@ const char *cg_metric_name(enum cg_metric m);
  * spec has no '/' and no such file exists. NULL spec loads the built-in default.
  * CG_EINPUT with a message naming the file and key on any problem. */
 int cg_thresholds_load(const char *spec, struct cg_thresholds *t, struct cg_err *err);
+
+/* Parses the text of one thresholds file (len bytes; name is used in messages). Its "extends"
+ * may only name a built-in file. Pure: reads no file. Same errors as cg_thresholds_load. */
+int cg_thresholds_parse(const char *text, size_t len, const char *name, struct cg_thresholds *t,
+                        struct cg_err *err);
 
 #endif
