@@ -14,6 +14,7 @@ struct cg_command {
 };
 
 static const struct cg_command commands[] = {
+    {"gate", cmd_gate, "the main job: run the canary, compare with --baseline, report, exit"},
     {"run", cmd_run, "run the canary under instrumentation and write a run artifact"},
     {"compare", cmd_compare, "compare two run artifacts and print the verdict"},
     {"merge", cmd_merge, "pool the runs of several artifacts into one baseline"},
@@ -23,7 +24,8 @@ static const struct cg_command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: canary-gate <command> [options]\n"
+    fprintf(out, "usage: canary-gate --baseline FILE [options] [-- CMD ARGS...]\n"
+                 "       canary-gate <command> [options]\n"
                  "       canary-gate --version\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -49,6 +51,9 @@ int main(int argc, char **argv)
         usage(stdout);
         return CG_EXIT_PASS;
     }
+    /* The main job: options first (canary-gate --baseline main.json ...). */
+    if (strncmp(argv[1], "--", 2) == 0 && argv[1][2] != '\0')
+        return cmd_gate(argc, argv);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);

@@ -1,0 +1,424 @@
+/*
+ * cmd_gate: the main command, `canary-gate --baseline FILE [options] [-- CMD ARGS...]` (also
+ * `canary-gate gate ...`). Runs the canary under instrumentation (the built-in canary when no
+ * command is given), writes this run's artifact, compares it with the baseline, prints the table
+ * and verdict, writes the markdown report and JSON verdict, optionally posts the PR comment and
+ * commit status, and exits with the gate's code.
+ *
+ * The baseline is loaded and checked before any canary time is spent. Measurement settings come
+ * from the command line, else from the baseline (so both sides run the same canary), else from
+ * the thresholds file. A canary that fails is reported (terminal, report, JSON, comment) as a
+ * canary failure with its reason, exit 3. A missing baseline is exit 2 with how to record one,
+ * unless --record-if-missing, which records this run as the baseline and passes with a note.
+ */
+#include "cmd.h"
+
+#include "artifact.h"
+#include "buf.h"
+#include "cg_version.h"
+#include "collect.h"
+#include "fsutil.h"
+#include "github.h"
+#include "report.h"
+#include "thresholds.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: canary-gate --baseline FILE [options] [-- CMD ARGS...]\n"
+    "       canary-gate gate --baseline FILE [options] [-- CMD ARGS...]\n"
+    "\n"
+    "Runs the canary (the built-in one when no CMD is given) under instrumentation, writes this\n"
+    "run's artifact, compares it with the baseline, prints the table and the verdict, writes the\n"
+    "report and JSON verdict, and optionally posts the PR comment and commit status.\n"
+    "\n"
+    "  --baseline FILE        the baseline artifact (record one with 'canary-gate run --out FILE')\n"
+    "  --record-if-missing    when FILE does not exist, record this run as the baseline and pass\n"
+    "  --thresholds FILE      thresholds file or built-in name (default, strict, smoke)\n"
+    "  --runs N               canary runs (default: the thresholds file's measurement.runs)\n"
+    "  --steps N              measured steps per run (default: the baseline's, else thresholds)\n"
+    "  --warmup N             steps dropped per run (default: the baseline's, else thresholds)\n"
+    "  --timeout SEC          per run: SIGTERM, then SIGKILL after --kill-grace (default 1800)\n"
+    "  --kill-grace SEC       seconds between SIGTERM and SIGKILL (default 5)\n"
+    "  --tokens-per-step N    tokens of a step whose NVTX range has no payload\n"
+    "  --step-range NAME      NVTX range name that marks a step (default: the baseline's, step)\n"
+    "  --out FILE             this run's artifact (default canary-run.json)\n"
+    "  --log FILE             the canary's output (default: --out with .log)\n"
+    "  --report FILE.md       the markdown report (the PR comment body)\n"
+    "  --json FILE            the JSON verdict\n"
+    "  --comment              post the report as the pull request's comment (edited in place)\n"
+    "  --comment-mode MODE    always (default with --comment), on-regression, never\n"
+    "  --status               set the commit status canary-gate[/ID] on the pull request's head\n"
+    "  --id NAME              gate id, for several gates on one pull request\n"
+    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
+    "  --color WHEN           auto (default), always or never\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "--comment and --status read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
+    "'canary-gate comment --help'); without --report the report goes beside --out (FILE.md).\n"
+    "\n"
+    "exit codes: 0 pass (or inconclusive, or a baseline recorded), 1 fail, 2 usage or invalid\n"
+    "            input (a missing or unreadable baseline), 3 the canary failed or a file could\n"
+    "            not be written, 4 inconclusive with --fail-on-inconclusive\n";
+
+enum {
+    OPT_BASELINE = 256, OPT_RECORD, OPT_THRESHOLDS, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT,
+    OPT_GRACE, OPT_TOKENS, OPT_RANGE, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
+    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR
+};
+
+static const struct option options[] = {
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"record-if-missing", no_argument, NULL, OPT_RECORD},
+    {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
+    {"runs", required_argument, NULL, OPT_RUNS},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"kill-grace", required_argument, NULL, OPT_GRACE},
+    {"tokens-per-step", required_argument, NULL, OPT_TOKENS},
+    {"step-range", required_argument, NULL, OPT_RANGE},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"log", required_argument, NULL, OPT_LOG},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"comment", no_argument, NULL, OPT_COMMENT},
+    {"comment-mode", required_argument, NULL, OPT_MODE},
+    {"status", no_argument, NULL, OPT_STATUS},
+    {"id", required_argument, NULL, OPT_ID},
+    {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
+    {"color", required_argument, NULL, OPT_COLOR},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct gate_opts {
+    const char *baseline;
+    const char *thresholds;
+    const char *out;
+    const char *report;
+    const char *json;
+    const char *comment_mode; /* NULL: always when --comment */
+    const char *id;
+    const char *color;
+    bool record_if_missing, comment, status, fail_on_inconclusive;
+    long runs, steps, warmup, tokens_per_step; /* -1: not given */
+    const char *step_range;                    /* NULL: not given */
+    struct cg_collect_cfg collect;
+};
+
+static int parse_args(int argc, char **argv, struct gate_opts *o)
+{
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        int bad = 0;
+        switch (opt) {
+        case OPT_BASELINE: o->baseline = optarg; break;
+        case OPT_RECORD: o->record_if_missing = true; break;
+        case OPT_THRESHOLDS: o->thresholds = optarg; break;
+        case OPT_RUNS: bad = cg_cmd_parse_count("gate", "--runs", optarg, 1, 1000, &o->runs); break;
+        case OPT_STEPS: bad = cg_cmd_parse_count("gate", "--steps", optarg, 1, 1000000, &o->steps); break;
+        case OPT_WARMUP: bad = cg_cmd_parse_count("gate", "--warmup", optarg, 0, 1000000, &o->warmup); break;
+        case OPT_TIMEOUT:
+            bad = cg_cmd_parse_count("gate", "--timeout", optarg, 1, 7 * 24 * 3600, &o->collect.timeout_s);
+            break;
+        case OPT_GRACE:
+            bad = cg_cmd_parse_count("gate", "--kill-grace", optarg, 1, 3600, &o->collect.grace_s);
+            break;
+        case OPT_TOKENS:
+            bad = cg_cmd_parse_count("gate", "--tokens-per-step", optarg, 0, INT32_MAX, &o->tokens_per_step);
+            break;
+        case OPT_RANGE: o->step_range = optarg; break;
+        case OPT_OUT: o->out = optarg; break;
+        case OPT_LOG: o->collect.log = optarg; break;
+        case OPT_REPORT: o->report = optarg; break;
+        case OPT_JSON: o->json = optarg; break;
+        case OPT_COMMENT: o->comment = true; break;
+        case OPT_MODE: o->comment_mode = optarg; break;
+        case OPT_STATUS: o->status = true; break;
+        case OPT_ID: o->id = optarg; break;
+        case OPT_FOI: o->fail_on_inconclusive = true; break;
+        case OPT_COLOR: o->color = optarg; break;
+        case 'h': fputs(usage_text, stdout); return -1;
+        default: return cg_cmd_usage_error("gate", "unknown or incomplete option");
+        }
+        if (bad)
+            return bad;
+    }
+    if (o->baseline == NULL)
+        return cg_cmd_usage_error("gate", "--baseline FILE is required");
+    if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
+        strcmp(o->color, "never") != 0)
+        return cg_cmd_usage_error("gate", "--color '%s': expected auto, always or never", o->color);
+    if (o->comment_mode != NULL && strcmp(o->comment_mode, "always") != 0 &&
+        strcmp(o->comment_mode, "on-regression") != 0 && strcmp(o->comment_mode, "never") != 0)
+        return cg_cmd_usage_error("gate", "--comment-mode '%s': expected always, on-regression "
+                                          "or never", o->comment_mode);
+    if (o->comment_mode != NULL && !o->comment)
+        o->comment = strcmp(o->comment_mode, "never") != 0;
+    if (o->step_range != NULL && (o->step_range[0] == '\0' || strlen(o->step_range) > 255))
+        return cg_cmd_usage_error("gate", "--step-range: expected a name of 1 to 255 bytes");
+    struct cg_err err;
+    if (o->id != NULL && cg_github_id_check(o->id, &err) != 0)
+        return cg_cmd_usage_error("gate", "--id: %s", err.msg);
+    if (optind < argc)
+        o->collect.cmd = argv + optind;
+    return 0;
+}
+
+/* Measurement settings: the command line, else the baseline's, else the thresholds file's. */
+static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
+                            const struct cg_thresholds *t)
+{
+    struct cg_collect_cfg *c = &o->collect;
+    bool have_base = base != NULL && base->n_runs > 0;
+    c->steps = o->steps > 0 ? o->steps : have_base ? (long)base->settings.steps : (long)t->steps;
+    c->warmup = o->warmup >= 0 ? o->warmup
+                : have_base    ? (long)base->settings.warmup
+                               : (long)t->warmup;
+    c->step_range = o->step_range ? o->step_range
+                    : have_base   ? base->settings.step_range
+                                  : "step";
+    c->tokens_per_step = o->tokens_per_step >= 0 ? o->tokens_per_step
+                         : have_base             ? (long)base->settings.tokens_per_step
+                                                 : -1;
+    if (o->runs < 0)
+        o->runs = (long)t->runs;
+    if (have_base && o->steps < 0 && o->warmup < 0 &&
+        (base->settings.steps != t->steps || base->settings.warmup != t->warmup))
+        fprintf(stderr, "canary-gate: measuring %ld steps after %ld warm-up per run, as the "
+                        "baseline '%s' was (the thresholds say %lld after %lld)\n",
+                c->steps, c->warmup, o->baseline, (long long)t->steps, (long long)t->warmup);
+}
+
+/* FILE.json -> FILE.md beside it (malloc'ed). */
+static char *report_beside(const char *out)
+{
+    size_t n = strlen(out);
+    bool json = n > 5 && strcmp(out + n - 5, ".json") == 0;
+    char *p = malloc(n + 4);
+    if (p != NULL)
+        snprintf(p, n + 4, "%.*s.md", (int)(json ? n - 5 : n), out);
+    return p;
+}
+
+/* The report of a gate that produced no verdict (a canary failure, a recorded baseline): the
+ * hidden markers, a headline and a body paragraph (escaped). verdict goes on the marker line. */
+static int notice_markdown(const char *id, const char *verdict, const char *headline,
+                           const char *body, struct cg_buf *md, struct cg_err *err)
+{
+    char marker[CG_GITHUB_ID_MAX + 32];
+    if (cg_github_marker(id, marker, sizeof(marker)) != 0)
+        return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", id ? id : "");
+    int rc = cg_buf_printf(md, "%s\n<!-- canary-gate-verdict: %s -->\n## %s\n\n", marker, verdict,
+                           headline);
+    rc |= cg_md_escape(md, body, 4096);
+    rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s</sub>\n", CG_VERSION);
+    return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory") : 0;
+}
+
+/* The JSON verdict of a gate that produced no comparison. */
+static char *notice_json(const char *verdict, const char *reason, const char *artifact)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (root == NULL)
+        return NULL;
+    cJSON_AddStringToObject(root, "schema", "canary-gate/verdict");
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    cJSON_AddStringToObject(root, "tool_version", CG_VERSION);
+    cJSON_AddStringToObject(root, "verdict", verdict);
+    cJSON_AddStringToObject(root, "headline", reason);
+    if (artifact != NULL)
+        cJSON_AddStringToObject(root, "recorded_baseline", artifact);
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+/* Writes the no-comparison report and JSON verdict where asked; 0 or the exit code. */
+static int write_notice(const struct gate_opts *o, const char *md_verdict, const char *json_verdict,
+                        const char *headline, const char *body, const char *recorded)
+{
+    struct cg_err err;
+    struct cg_buf md;
+    char *json = NULL;
+    int rc = 0;
+    cg_err_init(&err);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
+    if (o->report != NULL && notice_markdown(o->id, md_verdict, headline, body, &md, &err) != 0) {
+        rc = cg_cmd_fail(&err);
+        goto done;
+    }
+    if (o->json != NULL && (json = notice_json(json_verdict, body, recorded)) == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        rc = cg_cmd_fail(&err);
+        goto done;
+    }
+    if ((o->report != NULL && cg_file_write_atomic(o->report, md.data, md.len, &err) != 0) ||
+        (o->json != NULL && cg_file_write_atomic(o->json, json, strlen(json), &err) != 0))
+        rc = cg_cmd_fail(&err);
+done:
+    cg_buf_release(&md);
+    free(json);
+    return rc;
+}
+
+/* Posts the report (comment and/or status) through 'canary-gate comment'. Posting problems are
+ * warnings there; they never change the gate's exit code. */
+static void post(const struct gate_opts *o)
+{
+    if (!o->comment && !o->status)
+        return;
+    char *argv[12];
+    int n = 0;
+    argv[n++] = "comment";
+    argv[n++] = "--report";
+    argv[n++] = (char *)o->report;
+    argv[n++] = "--comment-mode";
+    argv[n++] = (char *)(!o->comment ? "never" : o->comment_mode ? o->comment_mode : "always");
+    if (o->status)
+        argv[n++] = "--status";
+    if (o->id != NULL) {
+        argv[n++] = "--id";
+        argv[n++] = (char *)o->id;
+    }
+    argv[n] = NULL;
+    fflush(stdout);
+    cmd_comment(n, argv);
+}
+
+/* Runs o->runs canary runs into cur. On a canary failure prints it, reports it and returns its
+ * exit code; 0 when every run was measured. */
+static int measure(struct gate_opts *o, struct cg_artifact *cur)
+{
+    struct cg_err err;
+    struct cg_collector *col = NULL;
+    cg_err_init(&err);
+    if (cg_collector_open(&o->collect, &col, &err) != 0)
+        return err.code == CG_EINPUT ? cg_cmd_usage_error("gate", "%s", err.msg)
+                                     : cg_cmd_fail(&err);
+    int rc = cg_collector_run(col, cur, o->runs, o->runs, &err);
+    cg_collector_close(col);
+    if (rc == 0)
+        return 0;
+    cg_cmd_fail(&err);
+    cg_collect_hint(&err, o->collect.step_range);
+    if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
+        if (write_notice(o, "fail", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
+                         NULL) == 0 &&
+            o->report != NULL)
+            post(o);
+    }
+    return CG_EXIT_RUNTIME;
+}
+
+/* --record-if-missing: this run becomes the baseline. */
+static int record(struct gate_opts *o, const struct cg_artifact *cur)
+{
+    struct cg_err err;
+    char body[1024];
+    cg_err_init(&err);
+    if (cg_artifact_save(o->baseline, cur, &err) != 0)
+        return cg_cmd_fail(&err);
+    snprintf(body, sizeof(body),
+             "No baseline existed at '%s', so this run (%zu runs, median step time %.2f ms) was "
+             "recorded as the baseline. Nothing was compared; later runs are gated against it.",
+             o->baseline, cur->n_runs,
+             cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
+    printf("canary-gate: PASS (baseline recorded): %s\n", body);
+    int rc = write_notice(o, "pass", "pass",
+                          "\xe2\x9c\x85 canary-gate: baseline recorded", body, o->baseline);
+    if (rc == 0 && o->report != NULL)
+        post(o);
+    return rc != 0 ? rc : CG_EXIT_PASS;
+}
+
+int cmd_gate(int argc, char **argv)
+{
+    struct gate_opts o = {0};
+    struct cg_artifact base, cur;
+    struct cg_thresholds t;
+    struct cg_err err;
+    char *log_owned = NULL, *report_owned = NULL;
+    int exit_code;
+    bool have_base = false;
+    o.out = "canary-run.json";
+    o.color = "auto";
+    o.runs = o.steps = o.warmup = o.tokens_per_step = -1;
+    o.collect.timeout_s = 1800;
+    o.collect.grace_s = 5;
+    cg_err_init(&err);
+    cg_artifact_init(&base);
+    cg_artifact_init(&cur);
+
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? CG_EXIT_PASS : rc;
+    if (cg_thresholds_load(o.thresholds, &t, &err) != 0)
+        return cg_cmd_fail(&err);
+    struct stat st;
+    if (stat(o.baseline, &st) != 0 && errno == ENOENT) {
+        if (!o.record_if_missing) {
+            fprintf(stderr, "canary-gate: baseline '%s' does not exist; record one on the main "
+                            "branch with 'canary-gate run --out %s' (the same canary and "
+                            "options), or pass --record-if-missing to record it now\n",
+                    o.baseline, o.baseline);
+            return CG_EXIT_INPUT;
+        }
+    } else {
+        if (cg_artifact_load(o.baseline, &base, &err) != 0)
+            return cg_cmd_fail(&err);
+        have_base = true;
+    }
+    settle_settings(&o, have_base ? &base : NULL, &t);
+    if (o.collect.log == NULL && (o.collect.log = log_owned = cg_collect_log_path(o.out)) == NULL)
+        goto oom;
+    if (o.report == NULL && (o.comment || o.status) &&
+        (o.report = report_owned = report_beside(o.out)) == NULL)
+        goto oom;
+    fprintf(stderr, "canary-gate: %s '%s': %ld run%s of %ld steps after %ld warm-up, thresholds "
+                    "%s\n",
+            have_base ? "gating against" : "recording the baseline", o.baseline, o.runs,
+            o.runs == 1 ? "" : "s", o.collect.steps, o.collect.warmup, t.source);
+
+    exit_code = measure(&o, &cur);
+    if (exit_code != 0)
+        goto done;
+    if (cg_artifact_save(o.out, &cur, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    if (!cur.gpu_available && cur.gpu_reason != NULL)
+        fprintf(stderr, "canary-gate: GPU metrics unavailable: %s\n", cur.gpu_reason);
+    if (!have_base) {
+        exit_code = record(&o, &cur);
+        goto done;
+    }
+    bool color = strcmp(o.color, "always") == 0 ||
+                 (strcmp(o.color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+    struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, color};
+    exit_code = cg_gate_report(&base, &cur, &t, &ro);
+    if (exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL || exit_code == CG_EXIT_INCONCLUSIVE)
+        post(&o);
+    fprintf(stderr, "canary-gate: artifact '%s'%s%s, canary output '%s'\n", o.out,
+            o.report ? ", report " : "", o.report ? o.report : "", o.collect.log);
+    goto done;
+oom:
+    cg_err_set(&err, CG_ENOMEM, "out of memory");
+    exit_code = cg_cmd_fail(&err);
+done:
+    cg_artifact_release(&base);
+    cg_artifact_release(&cur);
+    free(log_owned);
+    free(report_owned);
+    return exit_code;
+}

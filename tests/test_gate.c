@@ -1,0 +1,291 @@
+/*
+ * test_gate: the main command end to end (`canary-gate --baseline FILE ...`): a missing, bad or
+ * recorded baseline, a pass that cannot be decided with too few runs, a real regression of an
+ * annotated test canary, a failing canary reported as such, and the comment and status posted
+ * to the GitHub emulation of tests/support/httpd.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "artifact.h"
+#include "httpd.h"
+#include "proc.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+#define TOKEN "ghs_gateTestToken0123456789"
+#define SHA "0123456789abcdef0123456789abcdef01234567"
+
+struct fixture {
+    char dir[64];
+};
+
+static struct cg_proc proc;
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/cg-gate-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    DIR *d = opendir(f->dir);
+    struct dirent *e;
+    char path[512];
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", f->dir, e->d_name);
+        unlink(path);
+    }
+    if (d != NULL)
+        closedir(d);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static const char *in(const struct fixture *f, const char *name)
+{
+    static char buf[4][512];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof(buf[i]), "%s/%s", f->dir, name);
+    return buf[i];
+}
+
+static bool exists(const struct fixture *f, const char *name)
+{
+    struct stat st;
+    return stat(in(f, name), &st) == 0;
+}
+
+/* Runs canary-gate in the fixture's directory with args (NULL-terminated); returns the exit code. */
+static int gate(const struct fixture *f, const char *const *env, const char *const *args)
+{
+    const char *argv[48] = {CG_TOOL_PATH};
+    size_t n = 1;
+    for (; args[n - 1] != NULL && n < 47; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    assert_int_equal(cg_proc_run(f->dir, argv, env, &proc), 0);
+    return proc.exit_code;
+}
+
+static char *slurp(const struct fixture *f, const char *name)
+{
+    FILE *fp = fopen(in(f, name), "rb");
+    assert_non_null(fp);
+    static char text[1 << 17];
+    size_t k = fread(text, 1, sizeof(text) - 1, fp);
+    text[k] = '\0';
+    fclose(fp);
+    return text;
+}
+
+static void assert_verdict_json(const struct fixture *f, const char *name, const char *verdict)
+{
+    cJSON *root = cJSON_Parse(slurp(f, name));
+    assert_non_null(root);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "verdict");
+    assert_true(cJSON_IsString(v));
+    assert_string_equal(v->valuestring, verdict);
+    cJSON_Delete(root);
+}
+
+/* A baseline of the test canary at step_ms per step: 5 runs of 6 steps after 1 warm-up. */
+static void record_baseline(const struct fixture *f, const char *step_ms)
+{
+    const char *args[] = {"run", "--out", "main.json", "--runs", "5", "--steps", "6",
+                          "--warmup", "1", "--", CANARY, "--steps", "7", "--step-ms", step_ms,
+                          NULL};
+    assert_int_equal(gate(f, NULL, args), 0);
+}
+
+static void test_gate__missing_baseline_says_how_to_record_one(void **state)
+{
+    struct fixture *f = *state;
+    const char *args[] = {"--baseline", "main.json", "--runs", "1", "--steps", "2", NULL};
+    assert_int_equal(gate(f, NULL, args), 2);
+    assert_non_null(strstr(proc.err, "baseline 'main.json' does not exist"));
+    assert_non_null(strstr(proc.err, "canary-gate run --out main.json"));
+    assert_false(exists(f, "canary-run.json")); /* no canary time was spent */
+}
+
+static void test_gate__unreadable_baseline_is_input_error_before_running(void **state)
+{
+    struct fixture *f = *state;
+    FILE *fp = fopen(in(f, "main.json"), "w");
+    assert_non_null(fp);
+    fputs("{\"schema\": \"canary-gate/run\", \"schema_version\": 1", fp);
+    fclose(fp);
+    const char *args[] = {"--baseline", "main.json", "--runs", "1", "--steps", "2", NULL};
+    assert_int_equal(gate(f, NULL, args), 2);
+    assert_non_null(strstr(proc.err, "main.json"));
+    assert_false(exists(f, "canary-run.json"));
+}
+
+static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **state)
+{
+    struct fixture *f = *state;
+    const char *rec[] = {"--baseline", "main.json", "--record-if-missing", "--runs", "2",
+                         "--steps", "4", "--warmup", "1", "--report", "r.md", "--json", "v.json",
+                         NULL};
+    assert_int_equal(gate(f, NULL, rec), 0);
+    assert_non_null(strstr(proc.out, "baseline recorded"));
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_artifact_load(in(f, "main.json"), &a, &err), 0);
+    assert_int_equal(a.n_runs, 2);
+    assert_int_equal(a.runs[0].n_steps, 4);
+    assert_int_equal(a.settings.warmup, 1);
+    cg_artifact_release(&a);
+    assert_non_null(strstr(slurp(f, "r.md"), "<!-- canary-gate-verdict: pass -->"));
+    assert_verdict_json(f, "v.json", "pass");
+
+    /* Against it, with the steps and warm-up taken from the baseline. Two runs a side are fewer
+     * than the default thresholds' min_runs of 3: the verdict can only be inconclusive. */
+    const char *again[] = {"--baseline", "main.json", "--runs", "2", "--json", "v2.json",
+                           "--out", "pr.json", "--fail-on-inconclusive", NULL};
+    assert_int_equal(gate(f, NULL, again), 4);
+    assert_verdict_json(f, "v2.json", "inconclusive");
+    cg_artifact_init(&a);
+    assert_int_equal(cg_artifact_load(in(f, "pr.json"), &a, &err), 0);
+    assert_int_equal(a.settings.steps, 4);
+    assert_int_equal(a.settings.warmup, 1);
+    cg_artifact_release(&a);
+    assert_true(exists(f, "pr.log"));
+}
+
+static void test_gate__slower_canary_fails(void **state)
+{
+    struct fixture *f = *state;
+    record_baseline(f, "4");
+    const char *args[] = {"--baseline", "main.json", "--runs", "5", "--report", "r.md",
+                          "--json", "v.json", "--", CANARY, "--steps", "7", "--step-ms", "12",
+                          NULL};
+    assert_int_equal(gate(f, NULL, args), 1);
+    assert_non_null(strstr(proc.out, "FAIL"));
+    assert_non_null(strstr(slurp(f, "r.md"), "<!-- canary-gate-verdict: fail -->"));
+    assert_verdict_json(f, "v.json", "fail");
+}
+
+static void test_gate__same_canary_passes(void **state)
+{
+    struct fixture *f = *state;
+    record_baseline(f, "20");
+    const char *args[] = {"--baseline", "main.json", "--runs", "5", "--json", "v.json", "--",
+                          CANARY, "--steps", "7", "--step-ms", "20", NULL};
+    /* Sleep-bound steps of equal length: no significant regression above 5%. */
+    assert_int_equal(gate(f, NULL, args), 0);
+    assert_verdict_json(f, "v.json", "pass");
+}
+
+static void test_gate__failing_canary_is_reported_as_such(void **state)
+{
+    struct fixture *f = *state;
+    record_baseline(f, "2");
+    const char *args[] = {"--baseline", "main.json", "--runs", "3", "--report", "r.md",
+                          "--json", "v.json", "--", CANARY, "--steps", "7", "--step-ms", "2",
+                          "--crash-at", "3", NULL};
+    assert_int_equal(gate(f, NULL, args), 3);
+    assert_non_null(strstr(proc.err, "died of signal"));
+    const char *md = slurp(f, "r.md");
+    assert_non_null(strstr(md, "the canary failed"));
+    assert_non_null(strstr(md, "died of signal"));
+    assert_verdict_json(f, "v.json", "error");
+    assert_false(exists(f, "canary-run.json")); /* nothing measured, nothing written */
+}
+
+static void test_gate__comment_and_status_are_posted(void **state)
+{
+    struct fixture *f = *state;
+    struct cg_httpd *srv = cg_httpd_start();
+    assert_non_null(srv);
+    cg_httpd_github(srv, "o/r", 7, TOKEN, 100);
+    FILE *fp = fopen(in(f, "event.json"), "w");
+    assert_non_null(fp);
+    fprintf(fp, "{\"pull_request\": {\"number\": 7, \"head\": {\"sha\": \"%s\"}}}", SHA);
+    fclose(fp);
+    record_baseline(f, "4");
+    char url[128], event[600], summary[600];
+    snprintf(url, sizeof(url), "GITHUB_API_URL=%s", cg_httpd_url(srv));
+    snprintf(event, sizeof(event), "GITHUB_EVENT_PATH=%s", in(f, "event.json"));
+    snprintf(summary, sizeof(summary), "GITHUB_STEP_SUMMARY=%s", in(f, "summary.md"));
+    const char *env[] = {"GITHUB_TOKEN=" TOKEN, "GITHUB_REPOSITORY=o/r", url, event, summary,
+                         NULL};
+    const char *args[] = {"--baseline", "main.json", "--runs", "5", "--comment", "--status",
+                          "--id", "cpu", "--", CANARY, "--steps", "7", "--step-ms", "12", NULL};
+    assert_int_equal(gate(f, env, args), 1);
+    assert_int_equal(cg_httpd_comment_count(srv), 1);
+    char *body = cg_httpd_comment(srv, 0, NULL);
+    assert_non_null(body);
+    assert_non_null(strstr(body, "<!-- canary-gate:cpu -->"));
+    assert_non_null(strstr(body, "FAIL"));
+    free(body);
+    assert_int_equal(cg_httpd_status_count(srv), 1);
+    char *status = cg_httpd_status(srv, 0);
+    assert_non_null(status);
+    assert_non_null(strstr(status, SHA));
+    assert_non_null(strstr(status, "failure"));
+    free(status);
+    assert_true(exists(f, "canary-run.md")); /* the report beside --out */
+    assert_non_null(strstr(slurp(f, "summary.md"), "FAIL"));
+    assert_null(strstr(proc.out, TOKEN));
+    assert_null(strstr(proc.err, TOKEN));
+    cg_httpd_stop(srv);
+}
+
+static void test_gate__usage_errors(void **state)
+{
+    struct fixture *f = *state;
+    const char *no_base[] = {"gate", "--runs", "2", NULL};
+    assert_int_equal(gate(f, NULL, no_base), 2);
+    assert_non_null(strstr(proc.err, "--baseline"));
+    const char *bad_mode[] = {"--baseline", "x.json", "--comment-mode", "sometimes", NULL};
+    assert_int_equal(gate(f, NULL, bad_mode), 2);
+    assert_non_null(strstr(proc.err, "sometimes"));
+    const char *bad_runs[] = {"--baseline", "x.json", "--runs", "0", NULL};
+    assert_int_equal(gate(f, NULL, bad_runs), 2);
+    const char *help[] = {"--baseline", "x.json", "--help", NULL};
+    assert_int_equal(gate(f, NULL, help), 0);
+    assert_non_null(strstr(proc.out, "--record-if-missing"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_gate__missing_baseline_says_how_to_record_one, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_gate__unreadable_baseline_is_input_error_before_running, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate__record_if_missing_then_gate_the_builtin_canary,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate__slower_canary_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate__same_canary_passes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate__failing_canary_is_reported_as_such, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gate__comment_and_status_are_posted, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_gate__usage_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
