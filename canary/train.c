@@ -89,6 +89,7 @@ static int run_step(struct canary_trainer *tr, long s, double *loss, struct cana
         rc = ops->step_loss(tr->be, loss, err);
     if (rc != 0)
         return rc;
+    canary_mark_loss(*loss); /* a non-finite one too: the gate names the step */
     if (!isfinite(*loss))
         return canary_err_set(err, CANARY_ENONFINITE, "non-finite loss (%s) at step %ld",
                               isnan(*loss) ? "nan" : "inf", s + 1);

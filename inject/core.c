@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <locale.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +39,7 @@ static char g_final_path[PATH_MAX];
 static pthread_mutex_t g_wlock = PTHREAD_MUTEX_INITIALIZER;
 static char g_line[CG_LINE_BUF_BYTES];
 static size_t g_line_len;
+static locale_t g_c_locale = (locale_t)0; /* numbers in shards never follow the canary's locale */
 
 static void write_all(const char *p, size_t n)
 {
@@ -125,6 +128,25 @@ void cg_inject_append_name(const char *name)
     append_bytes(tmp, k);
 }
 
+void cg_inject_append_real(double v)
+{
+    if (isnan(v)) {
+        append_bytes("nan", 3);
+        return;
+    }
+    if (isinf(v)) {
+        append_bytes(v > 0 ? "inf" : "-inf", v > 0 ? 3 : 4);
+        return;
+    }
+    char tmp[40];
+    locale_t old = g_c_locale != (locale_t)0 ? uselocale(g_c_locale) : (locale_t)0;
+    int n = snprintf(tmp, sizeof(tmp), "%.9g", v);
+    if (old != (locale_t)0)
+        uselocale(old);
+    if (n > 0 && (size_t)n < sizeof(tmp))
+        append_bytes(tmp, (size_t)n);
+}
+
 static bool env_int(const char *name, int64_t min, int64_t max, int64_t *out)
 {
     const char *s = getenv(name);
@@ -210,6 +232,7 @@ static void start_once(void)
     g_fd = open(g_part_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (g_fd < 0)
         return;
+    g_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     g_active = true;
     cg_inject_lock();
     cg_inject_append("canary-gate-shard 1\npid %ld\n", pid);

@@ -61,6 +61,9 @@ void cg_inject_unlock(void);
 void cg_inject_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Appends name escaped for the shard (\\, \n and control bytes as \xHH; cut at 4096 bytes). */
 void cg_inject_append_name(const char *name);
+/* Appends v as %.9g in the C locale whatever the canary's locale; "nan", "inf", "-inf" spelled
+ * out. Call with the writer locked. */
+void cg_inject_append_real(double v);
 
 /* NVTX step events, for the GPU side (cupti.c; no-ops when CUPTI is not running). */
 void cg_gpu_step_begin(int64_t index, uint64_t start_ns);

@@ -3,13 +3,17 @@
  *
  * NVTX hands the tool its function tables; this file fills the slots for push/pop and start/end
  * ranges (default domain and created domains; ASCII, wide and registered-string messages; int32
- * and int64 payloads), domain creation and string registration. Slots left empty (marks,
- * categories, resources, sync) stay NVTX no-ops.
+ * and int64 payloads), domain creation and string registration, and marks of the default domain
+ * (for the step loss). Slots left empty (categories, resources, sync) stay NVTX no-ops.
  *
  * A range of the default domain whose name is the step name (CANARY_GATE_STEP_RANGE, "step") is a
  * step; its integer payload is the step's token count. Every other range that begins while a
  * post-warm-up step is open, on any thread, is an op of kind "range" ("<domain>:<name>" outside the
  * default domain). Step ends are appended to the shard at once, with the op totals that changed.
+ *
+ * Loss: a mark of the default domain named "loss" with a floating (or integer) payload, or a mark
+ * whose message is "loss=<number>", reports the loss of the step most recently begun; it is
+ * appended to the shard at once ("l STEP VALUE"). Other marks cost a string compare.
  *
  * Threading: push/pop nesting is per thread (a thread-local stack, separate per domain); start/end
  * ranges live in a global slot table and may end on another thread. A pop or end without a
@@ -21,6 +25,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -441,6 +446,78 @@ static void hook_domain_end(nvtxDomainHandle_t h, nvtxRangeId_t id)
     end(id);
 }
 
+/* --- marks: the step loss ---------------------------------------------------------------- */
+
+static void loss_report(double v)
+{
+    int64_t step = atomic_load_explicit(&g_cur_step, memory_order_relaxed);
+    if (!g_on || step < 0)
+        return;
+    cg_inject_lock();
+    cg_inject_append("l %lld ", (long long)step);
+    cg_inject_append_real(v);
+    cg_inject_append("\n");
+    cg_inject_unlock();
+}
+
+static bool attr_real(const nvtxEventAttributes_t *a, double *v)
+{
+    if (a == NULL || a->size < NVTX_EVENT_ATTRIB_STRUCT_SIZE)
+        return false;
+    switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_DOUBLE: *v = a->payload.dValue; return true;
+    case NVTX_PAYLOAD_TYPE_FLOAT: *v = (double)a->payload.fValue; return true;
+    case NVTX_PAYLOAD_TYPE_INT64: *v = (double)a->payload.llValue; return true;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: *v = (double)a->payload.ullValue; return true;
+    case NVTX_PAYLOAD_TYPE_INT32: *v = (double)a->payload.iValue; return true;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: *v = (double)a->payload.uiValue; return true;
+    default: return false;
+    }
+}
+
+/* "loss=<number>": the number in the C locale's format ("nan" and "inf" accepted). */
+static bool message_real(const char *m, double *v)
+{
+    if (strncmp(m, "loss=", 5) != 0 || m[5] == '\0')
+        return false;
+    char *end = NULL;
+    *v = strtod(m + 5, &end);
+    return end != NULL && *end == '\0';
+}
+
+static void mark(const char *message, const nvtxEventAttributes_t *a)
+{
+    double v;
+    if (message[0] != 'l')
+        return;
+    if ((strcmp(message, "loss") == 0 && attr_real(a, &v)) || message_real(message, &v))
+        loss_report(v);
+}
+
+static void hook_mark_ex(const nvtxEventAttributes_t *a)
+{
+    char buf[CG_KEY_MAX];
+    mark(attr_message(a, buf, sizeof(buf)), a);
+}
+
+static void hook_mark_a(const char *m)
+{
+    if (m != NULL)
+        mark(m, NULL);
+}
+
+static void hook_mark_w(const wchar_t *m)
+{
+    char buf[CG_KEY_MAX];
+    mark(wide_to_utf8(m, buf, sizeof(buf)), NULL);
+}
+
+static void hook_domain_mark_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
+{
+    if (h == NULL) /* the default domain only */
+        hook_mark_ex(a);
+}
+
 /* --- domains and registered strings ------------------------------------------------------ */
 
 static nvtxDomainHandle_t domain_create(const char *name)
@@ -536,6 +613,9 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
     unsigned int n = 0;
     if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || t == NULL)
         return 0;
+    set_slot(t, n, NVTX_CBID_CORE_MarkEx, CG_FN(hook_mark_ex));
+    set_slot(t, n, NVTX_CBID_CORE_MarkA, CG_FN(hook_mark_a));
+    set_slot(t, n, NVTX_CBID_CORE_MarkW, CG_FN(hook_mark_w));
     set_slot(t, n, NVTX_CBID_CORE_RangeStartEx, CG_FN(hook_start_ex));
     set_slot(t, n, NVTX_CBID_CORE_RangeStartA, CG_FN(hook_start_a));
     set_slot(t, n, NVTX_CBID_CORE_RangeStartW, CG_FN(hook_start_w));
@@ -548,6 +628,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
     t = NULL;
     n = 0;
     if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n) && t != NULL) {
+        set_slot(t, n, NVTX_CBID_CORE2_DomainMarkEx, CG_FN(hook_domain_mark_ex));
         set_slot(t, n, NVTX_CBID_CORE2_DomainRangeStartEx, CG_FN(hook_domain_start_ex));
         set_slot(t, n, NVTX_CBID_CORE2_DomainRangeEnd, CG_FN(hook_domain_end));
         set_slot(t, n, NVTX_CBID_CORE2_DomainRangePushEx, CG_FN(hook_domain_push_ex));

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ void cg_shard_init(struct cg_shard *s)
     s->pid = s->rank = s->local_rank = -1;
     s->gpu = -1;
     s->records = s->dropped = s->zero_ts = -1;
+    s->nonfinite_loss_step = -1;
+    s->nonfinite_loss = NAN;
 }
 
 void cg_shard_release(struct cg_shard *s)
@@ -66,19 +69,45 @@ static bool field_is(const char *f, size_t n, const char *word)
     return strlen(word) == n && memcmp(f, word, n) == 0;
 }
 
-static bool next_int(struct line *l, int64_t min, int64_t max, int64_t *out)
+/* The next field as a NUL-terminated string in buf; false when missing, empty or too long. */
+static bool next_text(struct line *l, char *buf, size_t cap)
 {
     const char *f;
     size_t n;
-    char buf[32];
-    if (!next_field(l, &f, &n) || n == 0 || n >= sizeof(buf))
+    if (!next_field(l, &f, &n) || n == 0 || n >= cap)
         return false;
     memcpy(buf, f, n);
     buf[n] = '\0';
+    return true;
+}
+
+static bool next_int(struct line *l, int64_t min, int64_t max, int64_t *out)
+{
+    char buf[32];
+    if (!next_text(l, buf, sizeof(buf)))
+        return false;
     char *e = NULL;
     errno = 0;
     long long v = strtoll(buf, &e, 10);
     if (errno != 0 || *e != '\0' || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A number as the library prints it: %.9g in the C locale, or nan, inf, -inf. */
+static bool next_real(struct line *l, double *out)
+{
+    char buf[48];
+    if (!next_text(l, buf, sizeof(buf)))
+        return false;
+    if (strcmp(buf, "nan") == 0 || strcmp(buf, "-nan") == 0) {
+        *out = NAN;
+        return true;
+    }
+    char *e = NULL;
+    double v = strtod(buf, &e); /* out of range: +-HUGE_VAL or a denormal, both fine here */
+    if (e == buf || *e != '\0')
         return false;
     *out = v;
     return true;
@@ -160,6 +189,8 @@ static int ensure_step(struct parse_state *ps, int64_t idx)
         s->steps[i].seen = false;
         s->steps[i].wall_ns = s->steps[i].end_ns = 0;
         s->steps[i].tokens = s->steps[i].gpu_busy_ns = -1;
+        s->steps[i].loss = NAN;
+        s->steps[i].n_loss = 0;
     }
     s->n_steps = need;
     return 0;
@@ -206,6 +237,19 @@ static int parse_line(struct parse_state *ps, struct line *l)
             return CG_ENOMEM;
         int64_t *busy = &s->steps[a].gpu_busy_ns;
         *busy = (*busy < 0 ? 0 : *busy) + b;
+    } else if (field_is(key, kn, "l")) {
+        double v;
+        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_real(l, &v) || l->p < l->end)
+            return 1;
+        if (ensure_step(ps, a) != 0)
+            return CG_ENOMEM;
+        struct cg_shard_step *st = &s->steps[a];
+        st->n_loss++;
+        st->loss = st->n_loss == 1 ? v : st->loss + (v - st->loss) / (double)st->n_loss;
+        if (!isfinite(v) && (s->nonfinite_loss_step < 0 || a < s->nonfinite_loss_step)) {
+            s->nonfinite_loss_step = a;
+            s->nonfinite_loss = v;
+        }
     } else if (field_is(key, kn, "o")) {
         const char *kf;
         size_t kfn;
@@ -410,10 +454,17 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
     st->n_shards = n;
     st->last_step_ns = -1;
     st->all_complete = n > 0;
+    st->nonfinite_loss_step = -1;
+    st->nonfinite_loss = NAN;
     for (size_t i = 0; i < n; i++) {
         const struct cg_shard *s = &shards[i];
         if (!s->complete)
             st->all_complete = false;
+        if (s->nonfinite_loss_step >= 0 &&
+            (st->nonfinite_loss_step < 0 || s->nonfinite_loss_step < st->nonfinite_loss_step)) {
+            st->nonfinite_loss_step = s->nonfinite_loss_step;
+            st->nonfinite_loss = s->nonfinite_loss;
+        }
         int64_t k = contiguous_steps(s);
         if (k == 0)
             continue;
@@ -510,7 +561,8 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
     int64_t avail = st.steps_seen - o->warmup;
     int64_t keep = avail < 0 ? 0 : (avail < o->steps ? avail : o->steps);
     for (int64_t k = o->warmup; k < o->warmup + keep; k++) {
-        int64_t wall = 0, tokens = -1, busy = -1;
+        int64_t wall = 0, tokens = -1, busy = -1, n_loss = 0;
+        double loss = NAN;
         for (size_t i = 0; i < n; i++) {
             const struct cg_shard *s = &shards[i];
             if (contiguous_steps(s) == 0)
@@ -522,6 +574,10 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
                 tokens = (tokens < 0 ? 0 : tokens) + sp->tokens;
             if (sp->gpu_busy_ns > busy)
                 busy = sp->gpu_busy_ns;
+            if (sp->n_loss > 0) { /* the mean over the ranks that reported one */
+                n_loss++;
+                loss = n_loss == 1 ? sp->loss : loss + (sp->loss - loss) / (double)n_loss;
+            }
         }
         if (tokens < 0)
             tokens = o->tokens_per_step;
@@ -529,6 +585,7 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
             wall = 1; /* a step shorter than the clock's resolution */
         if (cg_run_add_step(run, wall, tokens, busy) != 0)
             return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
+        run->steps[run->n_steps - 1].loss = loss;
     }
     if (merge_ops(shards, n, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");

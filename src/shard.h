@@ -11,6 +11,8 @@
  *   warmup W | step_range NAME            the settings the library ran with
  *   s I START_NS END_NS TOKENS            step I ended (index from 0 per process; TOKENS -1: none)
  *   b I NS                                GPU busy time added to step I (summed)
+ *   l I VALUE                             a loss the canary reported in step I (%.9g, "nan",
+ *                                         "inf", "-inf"; several in one step are averaged)
  *   o KIND CALLS NS NAME                  op totals added (summed; post-warm-up steps only)
  *   m DEVICE PEAK_BYTES                   peak device memory so far (the maximum counts)
  *   c RECORDS DROPPED ZERO_TS             CUPTI record counters so far (the last line counts)
@@ -22,8 +24,9 @@
  * Parsing is a pure function of the bytes: a last line without a newline (a write cut short by a
  * crash) is ignored, unknown record keys are skipped, anything else malformed is an error naming
  * the line. Merging: step I of a run is the maximum over processes of step I's wall time, tokens
- * are summed, peak memory is summed per device over processes (then the maximum over devices),
- * ops are summed by kind and exact name. Not thread-safe; every shard owns its strings.
+ * are summed, the loss is the mean over the processes that reported one, peak memory is summed
+ * per device over processes (then the maximum over devices), ops are summed by kind and exact
+ * name. Not thread-safe; every shard owns its strings.
  */
 #ifndef CG_SHARD_H
 #define CG_SHARD_H
@@ -45,6 +48,8 @@ struct cg_shard_step {
     int64_t end_ns;      /* process clock, for ordering */
     int64_t tokens;      /* -1 when the step had no payload */
     int64_t gpu_busy_ns; /* -1 when no "b" line */
+    double loss;         /* mean of the step's "l" lines, NAN when none */
+    int64_t n_loss;      /* "l" lines of the step */
 };
 
 struct cg_shard_op {
@@ -76,6 +81,8 @@ struct cg_shard {
     char *driver_version;
     int64_t records, dropped, zero_ts; /* -1 when no "c" line */
     char *warning;                 /* first "w" line */
+    int64_t nonfinite_loss_step;   /* first step index with a non-finite loss, -1 none */
+    double nonfinite_loss;         /* its first non-finite value (NAN, INFINITY or -INFINITY) */
 };
 
 /* What a set of shards says about a run so far (for progress and the final checks). */
@@ -85,6 +92,11 @@ struct cg_shard_status {
     int64_t steps_seen;   /* contiguous steps from 0, minimum over shards with steps */
     int64_t last_step_ns; /* wall time of the latest step of any shard, -1 when none */
     bool all_complete;
+    /* The canary reported a non-finite loss: the lowest step index (from 0 per process, warm-up
+     * steps included, as in the shards) of any shard, -1 when none; and that value (NAN, INFINITY
+     * or -INFINITY; NAN when none). A run with one has failed. */
+    int64_t nonfinite_loss_step;
+    double nonfinite_loss;
 };
 
 struct cg_shard_merge_opts {

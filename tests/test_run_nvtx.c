@@ -1,7 +1,9 @@
 /*
  * test_run_nvtx: `canary-gate run` end to end on this machine with the NVTX test canary
  * (tests/canaries/nvtx_canary.c): step times, tokens, nested and threaded ranges, domains,
- * marking styles, unbalanced ranges, and every way a canary can fail (exit 3, one clear line).
+ * marking styles, unbalanced ranges, the step loss, and every way a canary can fail (exit 3, one
+ * clear line). Some tests run a canary with the injection library directly (the launcher's
+ * environment set by hand) to look at the shards it leaves.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +13,10 @@
 #include <cmocka.h>
 
 #include "artifact.h"
+#include "shard.h"
+
+#include <dirent.h>
+#include <math.h>
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +27,8 @@
 #include <unistd.h>
 
 #define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+#define TRAIN CG_BINARY_DIR "/canary-train"
+#define INJECT_LIB CG_BINARY_DIR "/libcanary-inject.so"
 
 struct result {
     int exit_code;
@@ -79,6 +87,63 @@ static const struct cg_op *find_op(const struct cg_run *r, const char *name)
         if (strcmp(r->ops[i].name, name) == 0)
             return &r->ops[i];
     return NULL;
+}
+
+/* Runs argv (NULL-terminated, argv[0] the program) with the injection library loaded through NVTX
+ * and shards written to a new directory (returned in dir, cap bytes), warm-up 0, its stdout in
+ * out (cap bytes). Extra environment: env (NULL-terminated "NAME=value" strings, or NULL).
+ * Returns the exit status, or 128 + the signal. */
+static int run_direct(const char *const *argv, const char *const *env, char *dir, size_t dcap,
+                      char *out, size_t ocap)
+{
+    snprintf(dir, dcap, "/tmp/cg-direct-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char outpath[] = "/tmp/cg-direct-out-XXXXXX";
+    int fd = mkstemp(outpath);
+    assert_true(fd >= 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("NVTX_INJECTION64_PATH", INJECT_LIB, 1);
+        setenv("CANARY_GATE_SHARD_DIR", dir, 1);
+        setenv("CANARY_GATE_WARMUP", "0", 1);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+            putenv((char *)env[i]);
+        dup2(fd, 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ssize_t got = pread(fd, out, ocap - 1, 0);
+    out[got > 0 ? got : 0] = '\0';
+    close(fd);
+    unlink(outpath);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Loads every shard of dir (cg_shard_load_dir), then removes dir and its files. */
+static void load_shards(const char *dir, struct cg_shard **shards, size_t *n)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_shard_load_dir(dir, shards, n, &err) != 0)
+        fail_msg("%s", err.msg);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[512];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
 }
 
 static void test_run__step_times_tokens_and_nested_ranges(void **state)
@@ -222,6 +287,96 @@ static void test_run__crash_keeps_steps_and_exits_3(void **state)
     unlink("nvtx-crash.log");
 }
 
+static void test_run__crash_leaves_its_steps_in_the_shard(void **state)
+{
+    (void)state;
+    char dir[64], out[256];
+    const char *argv[] = {CANARY, "--steps", "6", "--step-ms", "1", "--crash-at", "4", NULL};
+    int code = run_direct(argv, NULL, dir, sizeof(dir), out, sizeof(out));
+    assert_int_equal(code, 128 + 6); /* SIGABRT */
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    load_shards(dir, &sh, &n);
+    assert_int_equal(n, 1); /* the .part file the library appended to as the canary ran */
+    assert_false(sh[0].complete);
+    struct cg_shard_status st;
+    cg_shard_status(sh, n, &st);
+    assert_int_equal(st.steps_seen, 4);
+    for (size_t k = 0; k < 4; k++)
+        assert_true(sh[0].steps[k].seen && sh[0].steps[k].wall_ns >= 500000);
+    cg_shard_free_all(sh, n);
+}
+
+static void test_run__step_loss_from_payload_and_message_marks(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    const char *args[] = {"run", "--out", "nvtx-loss.json", "--runs", "1", "--steps", "4",
+                          "--warmup", "1", "--", CANARY, "--steps", "5", "--step-ms", "1",
+                          "--loss", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    load("nvtx-loss.json", &a);
+    assert_int_equal(a.runs[0].n_steps, 4);
+    for (size_t k = 0; k < 4; k++) /* measured step k is canary step k + 1: loss 8 / (k + 2) */
+        assert_float_equal(a.runs[0].steps[k].loss, 8.0 / (double)(k + 2), 1e-8);
+    cg_artifact_release(&a);
+    unlink("nvtx-loss.json");
+    unlink("nvtx-loss.log");
+}
+
+static void test_run__nonfinite_loss_is_in_the_shard_status(void **state)
+{
+    (void)state;
+    char dir[64], out[256];
+    const char *argv[] = {CANARY, "--steps", "5", "--step-ms", "1", "--loss", "--nan-loss-at",
+                          "3", NULL};
+    assert_int_equal(run_direct(argv, NULL, dir, sizeof(dir), out, sizeof(out)), 0);
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    load_shards(dir, &sh, &n);
+    assert_int_equal(n, 1);
+    struct cg_shard_status st;
+    cg_shard_status(sh, n, &st);
+    assert_int_equal(st.nonfinite_loss_step, 3);
+    assert_true(isnan(st.nonfinite_loss));
+    assert_float_equal(sh[0].steps[4].loss, 8.0 / 5.0, 1e-8);
+    cg_shard_free_all(sh, n);
+}
+
+/* The built-in canary marks its loss in every step; the shard holds the values it prints. */
+static void test_run__builtin_canary_reports_its_loss(void **state)
+{
+    (void)state;
+    char dir[64], out[4096];
+    const char *env[] = {"LC_ALL=C", NULL};
+    const char *argv[] = {TRAIN, "--preset", "tiny", "--steps", "4", "--log-every", "1",
+                          "--inject-nan-at", "4", "--device", "cpu", NULL};
+    int code = run_direct(argv, env, dir, sizeof(dir), out, sizeof(out));
+    assert_int_equal(code, 5); /* canary-train's non-finite exit */
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    load_shards(dir, &sh, &n);
+    assert_int_equal(n, 1);
+    for (long k = 1; k <= 3; k++) { /* "step K loss X ms Y" */
+        char key[32];
+        snprintf(key, sizeof(key), "step %ld loss ", k);
+        const char *p = strstr(out, key);
+        if (p == NULL)
+            fail_msg("no '%s' in: %s", key, out);
+        double printed = strtod(p + strlen(key), NULL);
+        assert_float_equal(sh[0].steps[k - 1].loss, printed, 1e-6);
+    }
+    struct cg_shard_status st;
+    cg_shard_status(sh, n, &st);
+    assert_int_equal(st.nonfinite_loss_step, 3); /* the canary's "step 4", counted from 1 */
+    assert_true(isnan(st.nonfinite_loss));
+    assert_int_equal(st.steps_seen, 4); /* the step range was closed before the canary exited */
+    cg_shard_free_all(sh, n);
+}
+
 static void test_run__hang_is_killed_at_timeout(void **state)
 {
     (void)state;
@@ -301,6 +456,10 @@ int main(void)
         cmocka_unit_test(test_run__wide_registered_and_start_end_steps),
         cmocka_unit_test(test_run__unbalanced_ranges_are_harmless),
         cmocka_unit_test(test_run__crash_keeps_steps_and_exits_3),
+        cmocka_unit_test(test_run__crash_leaves_its_steps_in_the_shard),
+        cmocka_unit_test(test_run__step_loss_from_payload_and_message_marks),
+        cmocka_unit_test(test_run__nonfinite_loss_is_in_the_shard_status),
+        cmocka_unit_test(test_run__builtin_canary_reports_its_loss),
         cmocka_unit_test(test_run__hang_is_killed_at_timeout),
         cmocka_unit_test(test_run__no_step_exits_3_with_how_to),
         cmocka_unit_test(test_run__worker_processes_are_merged),

@@ -102,6 +102,11 @@ static void test_shard__rejects_malformed_records(void **state)
         "canary-gate-shard 1\no kernel 1 2 bad\\q\n",
         "canary-gate-shard 1\nm 0 12abc\n",
         "canary-gate-shard 1\ngpu maybe\n",
+        "canary-gate-shard 1\nl 0\n",
+        "canary-gate-shard 1\nl 0 low\n",
+        "canary-gate-shard 1\nl 0 1.5x\n",
+        "canary-gate-shard 1\nl 0 1.5 2\n",
+        "canary-gate-shard 1\nl -1 1.5\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct cg_shard s;
@@ -167,6 +172,80 @@ static void test_shard__merges_ranks(void **state)
     cg_shard_release(&s[1]);
 }
 
+static void test_shard__loss_is_averaged_per_step_and_over_ranks(void **state)
+{
+    (void)state;
+    static const char r0[] = "canary-gate-shard 1\n"
+                             "s 0 0 10 -1\nl 0 4.5\n"
+                             "s 1 10 20 -1\nl 1 2\nl 1 3\n" /* two reports: their mean */
+                             "s 2 20 30 -1\n"
+                             "l 2 1.25\n"
+                             "s 3 30 40 -1\n"
+                             "end\n";
+    static const char r1[] = "canary-gate-shard 1\n"
+                             "s 0 0 12 -1\nl 0 5.5\n"
+                             "s 1 12 22 -1\n"            /* no loss for step 1 */
+                             "s 2 22 32 -1\nl 2 -0.75\n"
+                             "s 3 32 42 -1\n"
+                             "end\n";
+    struct cg_shard s[2];
+    parse(r0, &s[0]);
+    parse(r1, &s[1]);
+    assert_float_equal(s[0].steps[1].loss, 2.5, 1e-12);
+    assert_int_equal(s[0].steps[1].n_loss, 2);
+    assert_true(isnan(s[0].steps[3].loss));
+    assert_int_equal(s[0].nonfinite_loss_step, -1);
+
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    struct cg_shard_merge_opts o = {0, 4, -1};
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_int_equal(run->n_steps, 4);
+    assert_float_equal(run->steps[0].loss, 5.0, 1e-12);   /* mean of 4.5 and 5.5 */
+    assert_float_equal(run->steps[1].loss, 2.5, 1e-12);   /* only rank 0 reported */
+    assert_float_equal(run->steps[2].loss, 0.25, 1e-12);  /* mean of 1.25 and -0.75 */
+    assert_true(isnan(run->steps[3].loss));               /* nobody reported */
+    struct cg_shard_status st;
+    cg_shard_status(s, 2, &st);
+    assert_int_equal(st.nonfinite_loss_step, -1);
+    assert_true(isnan(st.nonfinite_loss));
+    cg_artifact_release(&a);
+    cg_shard_release(&s[0]);
+    cg_shard_release(&s[1]);
+}
+
+static void test_shard__nonfinite_loss_names_the_first_step(void **state)
+{
+    (void)state;
+    static const char r0[] = "canary-gate-shard 1\n"
+                             "s 0 0 10 -1\nl 0 1.5\n"
+                             "s 1 10 20 -1\nl 1 1.25\n"
+                             "s 2 20 30 -1\nl 2 inf\n"
+                             "s 3 30 40 -1\nl 3 nan\n";
+    static const char r1[] = "canary-gate-shard 1\n"
+                             "s 0 0 10 -1\nl 0 1.5\n"
+                             "l 1 -inf\n"; /* the step never ended: the process died in it */
+    struct cg_shard s[2];
+    parse(r0, &s[0]);
+    parse(r1, &s[1]);
+    assert_int_equal(s[0].nonfinite_loss_step, 2);
+    assert_true(isinf(s[0].nonfinite_loss) && s[0].nonfinite_loss > 0);
+    assert_true(isnan(s[0].steps[3].loss));
+    assert_int_equal(s[1].nonfinite_loss_step, 1);
+    struct cg_shard_status st;
+    cg_shard_status(s, 2, &st);
+    assert_int_equal(st.nonfinite_loss_step, 1);
+    assert_true(isinf(st.nonfinite_loss) && st.nonfinite_loss < 0);
+    assert_int_equal(st.steps_seen, 1); /* rank 1's step 1 has a loss but never ended */
+    cg_shard_status(s, 1, &st);
+    assert_int_equal(st.nonfinite_loss_step, 2);
+    cg_shard_release(&s[0]);
+    cg_shard_release(&s[1]);
+}
+
 static void test_shard__gpu_reasons(void **state)
 {
     (void)state;
@@ -189,6 +268,8 @@ int main(void)
         cmocka_unit_test(test_shard__ignores_a_line_cut_short),
         cmocka_unit_test(test_shard__rejects_malformed_records),
         cmocka_unit_test(test_shard__merges_ranks),
+        cmocka_unit_test(test_shard__loss_is_averaged_per_step_and_over_ranks),
+        cmocka_unit_test(test_shard__nonfinite_loss_names_the_first_step),
         cmocka_unit_test(test_shard__gpu_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,12 +15,16 @@
  *   --no-steps       mark ranges named "compute" only
  *   --workers W      spawn W copies of itself (fork + exec, RANK=i) and wait for them
  *   --cuda-init      call the injection library's InitializeInjection as the CUDA driver would
+ *   --loss           report a loss of 8/(s+1) in step s: a "loss" mark with a double payload in
+ *                    even steps, a mark "loss=<value>" (as torch.cuda.nvtx.mark sends) in odd ones
+ *   --nan-loss-at K  report a NaN loss in step K (with --loss)
  * Writes one line to stdout at the end ("done N steps"). Single file, no dependencies but NVTX.
  */
 #include <nvtx3/nvToolsExt.h>
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,12 +35,12 @@
 #include <unistd.h>
 
 struct opts {
-    long steps, step_ms, tokens, threads, crash_at, hang_at, workers;
+    long steps, step_ms, tokens, threads, crash_at, hang_at, workers, nan_loss_at;
     const char *mode;
-    int nested, other_domain, unbalanced, no_steps, cuda_init;
+    int nested, other_domain, unbalanced, no_steps, cuda_init, loss;
 };
 
-static struct opts o = {5, 10, -1, 0, -1, -1, 0, "push", 0, 0, 0, 0, 0};
+static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, "push", 0, 0, 0, 0, 0, 0};
 static nvtxDomainHandle_t nccl;
 static nvtxStringHandle_t step_str;
 
@@ -67,6 +71,17 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Event attributes with an ASCII message and no payload. */
+static nvtxEventAttributes_t ascii_attr(const char *message)
+{
+    nvtxEventAttributes_t a = {0};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = message;
+    return a;
+}
+
 static nvtxRangeId_t step_begin(void)
 {
     if (strcmp(o.mode, "wide") == 0) {
@@ -81,11 +96,7 @@ static nvtxRangeId_t step_begin(void)
     } else if (strcmp(o.mode, "start-end") == 0) {
         return nvtxRangeStartA("step");
     } else if (o.tokens >= 0) {
-        nvtxEventAttributes_t a = {0};
-        a.version = NVTX_VERSION;
-        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-        a.message.ascii = "step";
+        nvtxEventAttributes_t a = ascii_attr("step");
         a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
         a.payload.llValue = o.tokens;
         nvtxRangePushEx(&a);
@@ -105,14 +116,25 @@ static void step_end(nvtxRangeId_t id)
         nvtxRangePop();
 }
 
-static void one_step(void)
+static void report_loss(long s)
+{
+    double v = s == o.nan_loss_at ? NAN : 8.0 / (double)(s + 1);
+    if (s % 2 == 0) {
+        nvtxEventAttributes_t a = ascii_attr("loss");
+        a.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE;
+        a.payload.dValue = v;
+        nvtxMarkEx(&a);
+    } else {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "loss=%.17g", v);
+        nvtxMarkA(msg);
+    }
+}
+
+static void one_step(long s)
 {
     if (o.other_domain) {
-        nvtxEventAttributes_t a = {0};
-        a.version = NVTX_VERSION;
-        a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-        a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-        a.message.ascii = "step";
+        nvtxEventAttributes_t a = ascii_attr("step");
         nvtxDomainRangePushEx(nccl, &a);
     }
     nvtxRangeId_t id = step_begin();
@@ -134,6 +156,8 @@ static void one_step(void)
         for (long i = 0; i < n; i++)
             pthread_join(t[i], NULL);
     }
+    if (o.loss)
+        report_loss(s);
     if (o.unbalanced) {
         nvtxDomainRangePop(nccl); /* nothing open in that domain */
         nvtxRangeEnd(12345);
@@ -206,6 +230,10 @@ int main(int argc, char **argv)
             o.hang_at = num(v);
         else if (strcmp(a, "--workers") == 0 && ++i)
             o.workers = num(v);
+        else if (strcmp(a, "--nan-loss-at") == 0 && ++i)
+            o.nan_loss_at = num(v);
+        else if (strcmp(a, "--loss") == 0)
+            o.loss = 1;
         else if (strcmp(a, "--mode") == 0 && ++i)
             o.mode = v;
         else if (strcmp(a, "--nested") == 0)
@@ -246,7 +274,7 @@ int main(int argc, char **argv)
             sleep_ms(o.step_ms);
             nvtxRangePop();
         } else {
-            one_step();
+            one_step(s);
         }
     }
     if (o.unbalanced) {
