@@ -484,6 +484,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
     int rc = compute_metrics(v, err);
     if (rc == 0)
         rc = compute_ops(v, err);
+    if (rc == 0 && cg_diagnose(baseline, current, &v->diagnosis) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc != 0) {
         cg_verdict_release(v);
         return rc;

@@ -6,7 +6,8 @@
  * ratio with its Moses interval (confidence 1 - 2*alpha, matching the one-sided test). When a
  * side has a single run, a moving-block bootstrap over its steps is used instead, and the
  * result says so. Peak memory is gated with fixed tolerances. Per-op deltas are diagnostics with
- * Benjamini-Hochberg control and never decide. Percentages are percent; times nanoseconds.
+ * Benjamini-Hochberg control and never decide; neither does the diagnosis (diagnose.h), which the
+ * verdict carries for the reports. Percentages are percent; times nanoseconds.
  *
  * A verdict points into the two artifacts and the thresholds it was computed from: they must
  * outlive it. Not thread-safe.
@@ -15,6 +16,7 @@
 #define CG_VERDICT_H
 
 #include "artifact.h"
+#include "diagnose.h"
 #include "err.h"
 #include "thresholds.h"
 
@@ -81,6 +83,7 @@ struct cg_verdict {
     const char *canary_diff;  /* first differing canary field, NULL when same */
     bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs */
     bool within_run;          /* some metric fell back to the within-run bootstrap */
+    struct cg_diagnosis diagnosis; /* why it is slow or hungry: never decides */
     const struct cg_artifact *baseline;
     const struct cg_artifact *current;
     const struct cg_thresholds *thresholds;

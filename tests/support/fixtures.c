@@ -3,6 +3,7 @@
 
 #include "stats.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,29 @@ int cg_fixture_make(struct cg_artifact *a, const struct cg_fixture *f)
         cg_run_summarize(run);
         run->summary.peak_device_bytes = f->peak_device_bytes;
         run->summary.peak_host_rss_bytes = f->peak_host_rss_bytes;
+    }
+    return 0;
+}
+
+void cg_fixture_set_busy(struct cg_artifact *a, double share)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_run *run = &a->runs[r];
+        for (size_t s = 0; s < run->n_steps; s++)
+            run->steps[s].gpu_busy_ns =
+                share < 0 ? -1 : (int64_t)llround((double)run->steps[s].wall_ns * share);
+    }
+}
+
+int cg_fixture_add_op(struct cg_artifact *a, const char *name, const char *family,
+                      enum cg_op_kind kind, double calls_per_step, double ns_per_step)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_run *run = &a->runs[r];
+        double steps = (double)run->n_steps;
+        if (cg_run_add_op(run, name, family, kind, (int64_t)llround(calls_per_step * steps),
+                          (int64_t)llround(ns_per_step * steps)) != 0)
+            return CG_ENOMEM;
     }
     return 0;
 }

@@ -29,4 +29,12 @@ struct cg_fixture {
  * values. Returns 0 or CG_ENOMEM. */
 int cg_fixture_make(struct cg_artifact *a, const struct cg_fixture *f);
 
+/* Sets every step's GPU busy time to share times its wall time (share < 0: unknown). */
+void cg_fixture_set_busy(struct cg_artifact *a, double share);
+
+/* Adds an op to every run of a, with calls_per_step and ns_per_step times the run's steps as
+ * its totals. family NULL means the name. Returns 0 or CG_ENOMEM. */
+int cg_fixture_add_op(struct cg_artifact *a, const char *name, const char *family,
+                      enum cg_op_kind kind, double calls_per_step, double ns_per_step);
+
 #endif

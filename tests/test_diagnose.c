@@ -1,0 +1,504 @@
+/*
+ * test_diagnose: each diagnosis rule fires on a crafted pair of artifacts and stays quiet on a
+ * pair that lacks its pattern; evidence figures, severities, ordering and caps are pinned.
+ * Artifacts are built in code: fixture steps without noise, ops added per step.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "diagnose.h"
+#include "fixtures.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MS 1e6
+#define US 1e3
+#define GIB 1073741824LL
+#define MIB 1048576LL
+
+struct pair {
+    struct cg_artifact b, c;
+    struct cg_diagnosis d;
+};
+
+/* Two sides of 3 runs x 20 steps with exact step times (ms) and peaks (-1: unknown). */
+static void make_pair(struct pair *p, double base_ms, double cur_ms, int64_t dev_b, int64_t dev_c)
+{
+    struct cg_fixture fb = {3, 20, base_ms * MS, 0.0, 0.0, 1024, dev_b, 200 * MIB, 0, 1};
+    struct cg_fixture fc = fb;
+    fc.mean_ns = cur_ms * MS;
+    fc.peak_device_bytes = dev_c;
+    cg_artifact_init(&p->b);
+    cg_artifact_init(&p->c);
+    assert_int_equal(cg_fixture_make(&p->b, &fb), 0);
+    assert_int_equal(cg_fixture_make(&p->c, &fc), 0);
+}
+
+static void free_pair(struct pair *p)
+{
+    cg_artifact_release(&p->b);
+    cg_artifact_release(&p->c);
+}
+
+static void diagnose(struct pair *p)
+{
+    assert_int_equal(cg_diagnose(&p->b, &p->c, &p->d), 0);
+}
+
+static const struct cg_finding *find(const struct cg_diagnosis *d, enum cg_diag_rule rule)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        if (d->items[i].rule == rule)
+            return &d->items[i];
+    }
+    return NULL;
+}
+
+static size_t count(const struct cg_diagnosis *d, enum cg_diag_rule rule)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += d->items[i].rule == rule;
+    return n;
+}
+
+static void add_op(struct cg_artifact *a, const char *name, const char *family,
+                   enum cg_op_kind kind, double calls, double ns)
+{
+    assert_int_equal(cg_fixture_add_op(a, name, family, kind, calls, ns), 0);
+}
+
+static void test_diagnose__host_bound_when_idle_grows(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.9);
+    cg_fixture_set_busy(&p.c, 0.5);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_HOST_BOUND);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_float_equal(f->current, 50.0, 1e-6);
+    assert_float_equal(f->baseline, 10.0, 1e-6);
+    assert_string_equal(f->unit, "pct");
+    assert_string_equal(f->finding,
+                        "GPU idle 50.0% of step time (baseline 10.0%): busy 5.00 ms of 10.00 ms "
+                        "per step");
+    assert_non_null(strstr(f->action, "data loading"));
+    free_pair(&p);
+}
+
+static void test_diagnose__host_bound_quiet_when_gpu_busy(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.9);
+    cg_fixture_set_busy(&p.c, 0.85); /* idle 15%: below 30% and grown by 5 points only */
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_HOST_BOUND));
+    /* no busy time recorded: no finding */
+    cg_fixture_set_busy(&p.c, -1);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_HOST_BOUND));
+    free_pair(&p);
+}
+
+static void test_diagnose__host_bound_standing_is_a_note(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.6);
+    cg_fixture_set_busy(&p.c, 0.6);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_HOST_BOUND);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_NOTE);
+    assert_float_equal(f->current, 40.0, 1e-6);
+    /* without a baseline the same pattern is a note with no baseline figure */
+    assert_int_equal(cg_diagnose(NULL, &p.c, &p.d), 0);
+    f = find(&p.d, CG_DIAG_HOST_BOUND);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_NOTE);
+    assert_true(isnan(f->baseline));
+    assert_null(strstr(f->finding, "baseline"));
+    free_pair(&p);
+}
+
+static void test_diagnose__copy_share_grown(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.b, "gemm", NULL, CG_OP_KERNEL, 10, 9 * MS);
+    add_op(&p.b, "memcpy HtoD pinned", NULL, CG_OP_MEMCPY, 2, 1 * MS);
+    add_op(&p.c, "gemm", NULL, CG_OP_KERNEL, 10, 6 * MS);
+    add_op(&p.c, "memcpy HtoD pinned", NULL, CG_OP_MEMCPY, 4, 3 * MS);
+    add_op(&p.c, "memcpy DtoH pinned", NULL, CG_OP_MEMCPY, 4, 1 * MS);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_COPY_SHARE);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_float_equal(f->current, 40.0, 1e-6);
+    assert_float_equal(f->baseline, 10.0, 1e-6);
+    assert_string_equal(f->finding, "copies take 40.0% of GPU time (baseline 10.0%): 4.00 ms of "
+                                    "10.00 ms per step in 8.0 copies");
+    free_pair(&p);
+}
+
+static void test_diagnose__copy_share_quiet_when_small(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.b, "gemm", NULL, CG_OP_KERNEL, 10, 9 * MS);
+    add_op(&p.b, "memcpy HtoD pinned", NULL, CG_OP_MEMCPY, 2, 1 * MS);
+    add_op(&p.c, "gemm", NULL, CG_OP_KERNEL, 10, 8.5 * MS);
+    add_op(&p.c, "memcpy HtoD pinned", NULL, CG_OP_MEMCPY, 2, 1.5 * MS); /* 15%, +5 points */
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_COPY_SHARE));
+    free_pair(&p);
+}
+
+static void test_diagnose__pageable_copies(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.b, "memcpy HtoD pinned", NULL, CG_OP_MEMCPY, 4, 0.5 * MS);
+    add_op(&p.c, "memcpy HtoD pageable", NULL, CG_OP_MEMCPY, 4, 0.5 * MS);
+    add_op(&p.c, "memcpy DtoH pageable", NULL, CG_OP_MEMCPY, 1, 0.1 * MS);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_PAGEABLE_COPIES);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_string_equal(f->subject, "memcpy HtoD pageable");
+    assert_float_equal(f->current, 0.6 * MS, 1.0);
+    assert_float_equal(f->baseline, 0.0, 0.0);
+    assert_string_equal(f->finding, "copies from pageable host memory take 600.00 us per step "
+                                    "(6.0% of step time; baseline 0 ns) in 5.0 calls, most in "
+                                    "'memcpy HtoD pageable'");
+    assert_non_null(strstr(f->action, "pin_memory"));
+    free_pair(&p);
+}
+
+static void test_diagnose__pageable_needs_the_word(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.c, "memcpy HtoD pinned", NULL, CG_OP_MEMCPY, 4, 2 * MS);
+    add_op(&p.c, "memcpy HtoD", NULL, CG_OP_MEMCPY, 4, 2 * MS);
+    add_op(&p.c, "memcpy HtoD nonpageable", NULL, CG_OP_MEMCPY, 4, 2 * MS);
+    add_op(&p.c, "pageable", NULL, CG_OP_RANGE, 4, 2 * MS); /* a range, not a copy */
+    /* pageable but tiny: 0.5% of the step */
+    add_op(&p.c, "memcpy DtoH pageable", NULL, CG_OP_MEMCPY, 1, 0.05 * MS);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_PAGEABLE_COPIES));
+    free_pair(&p);
+}
+
+static void test_diagnose__launch_bound(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.b, "small", NULL, CG_OP_KERNEL, 200, 200 * 4 * US);
+    add_op(&p.c, "small", NULL, CG_OP_KERNEL, 500, 500 * 4 * US);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_LAUNCH_BOUND);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING); /* launches grew by 150% */
+    assert_float_equal(f->current, 500.0, 1e-6);
+    assert_float_equal(f->baseline, 200.0, 1e-6);
+    assert_string_equal(f->finding, "500 kernel launches per step averaging 4.00 us (baseline "
+                                    "200 averaging 4.00 us)");
+    assert_non_null(strstr(f->action, "CUDA graph"));
+    free_pair(&p);
+    /* the same pattern on both sides is a note */
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.b, "small", NULL, CG_OP_KERNEL, 500, 500 * 4 * US);
+    add_op(&p.c, "small", NULL, CG_OP_KERNEL, 500, 500 * 4 * US);
+    diagnose(&p);
+    assert_int_equal(find(&p.d, CG_DIAG_LAUNCH_BOUND)->severity, CG_DIAG_NOTE);
+    free_pair(&p);
+}
+
+static void test_diagnose__launch_bound_quiet_for_few_or_long_kernels(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.c, "big", NULL, CG_OP_KERNEL, 50, 50 * 4 * US); /* few launches */
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_LAUNCH_BOUND));
+    free_pair(&p);
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.c, "big", NULL, CG_OP_KERNEL, 500, 500 * 15 * US); /* long kernels */
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_LAUNCH_BOUND));
+    free_pair(&p);
+}
+
+static void test_diagnose__kernel_family_new_and_vanished(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.b, "void gemm_a<128, 64>(float*)", "gemm_a", CG_OP_KERNEL, 1, 6 * MS);
+    add_op(&p.b, "elementwise<4>", "elementwise", CG_OP_KERNEL, 10, 2 * MS);
+    add_op(&p.c, "void gemm_b<256>(float*)", "gemm_b", CG_OP_KERNEL, 1, 7 * MS);
+    add_op(&p.c, "elementwise<8>", "elementwise", CG_OP_KERNEL, 10, 2 * MS);
+    add_op(&p.c, "tiny_new", NULL, CG_OP_KERNEL, 1, 0.2 * MS); /* 2.2% of kernel time */
+    diagnose(&p);
+    assert_int_equal(count(&p.d, CG_DIAG_KERNEL_CHOICE), 2);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_KERNEL_CHOICE);
+    /* the larger share first: gemm_b has 7/9.2 of kernel time, gemm_a had 6/8 */
+    assert_string_equal(f->subject, "gemm_b");
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_float_equal(f->current, 700.0 / 9.2, 1e-6);
+    assert_float_equal(f->baseline, 0.0, 0.0);
+    assert_string_equal(f->finding,
+                        "new kernel family 'gemm_b' takes 76.1% of kernel time (7.00 ms per step)");
+    assert_string_equal(f[1].subject, "gemm_a");
+    assert_string_equal(f[1].finding, "kernel family 'gemm_a' vanished; it took 75.0% of the "
+                                      "baseline's kernel time (6.00 ms per step)");
+    free_pair(&p);
+}
+
+static void test_diagnose__kernel_family_quiet_for_variants(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    /* the exact name changed within a family: not a new family */
+    add_op(&p.b, "void gemm_a<128, 64>(float*)", "gemm_a", CG_OP_KERNEL, 1, 6 * MS);
+    add_op(&p.c, "void gemm_a<256, 32>(float*)", "gemm_a", CG_OP_KERNEL, 1, 6 * MS);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_KERNEL_CHOICE));
+    free_pair(&p);
+    /* a baseline without GPU metrics: every family would look new, so nothing is said */
+    make_pair(&p, 10, 10, -1, GIB);
+    add_op(&p.c, "gemm_b", NULL, CG_OP_KERNEL, 1, 6 * MS);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_KERNEL_CHOICE));
+    free_pair(&p);
+}
+
+static void test_diagnose__kernel_family_findings_capped(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    add_op(&p.b, "old", NULL, CG_OP_KERNEL, 1, 1 * MS);
+    for (int i = 0; i < 10; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "fam_%d", i);
+        add_op(&p.c, name, NULL, CG_OP_KERNEL, 1, (double)(i + 1) * MS);
+    }
+    diagnose(&p);
+    assert_int_equal(count(&p.d, CG_DIAG_KERNEL_CHOICE), CG_DIAG_FAMILY_MAX);
+    /* the largest families are the ones kept, largest first */
+    const struct cg_finding *f = find(&p.d, CG_DIAG_KERNEL_CHOICE);
+    assert_string_equal(f[0].subject, "old");
+    assert_string_equal(f[1].subject, "fam_9");
+    assert_string_equal(f[2].subject, "fam_8");
+    assert_string_equal(f[3].subject, "fam_7");
+    free_pair(&p);
+}
+
+static void test_diagnose__memory_growth_names_the_op(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB + 256 * MIB);
+    add_op(&p.b, "attention", NULL, CG_OP_KERNEL, 2, 2 * MS);
+    add_op(&p.c, "attention", NULL, CG_OP_KERNEL, 2, 3 * MS);
+    add_op(&p.b, "cat", NULL, CG_OP_KERNEL, 4, 0.1 * MS);
+    add_op(&p.c, "cat", NULL, CG_OP_KERNEL, 12, 0.2 * MS);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_MEMORY_GROWTH);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_string_equal(f->unit, "bytes");
+    assert_float_equal(f->current, (double)(GIB + 256 * MIB), 0.5);
+    assert_float_equal(f->baseline, (double)GIB, 0.5);
+    assert_string_equal(f->subject, "attention");
+    assert_string_equal(f->finding,
+                        "peak device memory grew from 1.00 GiB to 1.25 GiB (+25.0%, +256.0 MiB); "
+                        "the artifact has no per-op allocation data, and the op that grew most "
+                        "in time per step is 'attention' (+1.00 ms), in calls 'cat' (+8.0)");
+    assert_non_null(strstr(f->action, "memory"));
+    free_pair(&p);
+}
+
+static void test_diagnose__memory_growth_host_rss_without_gpu(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, -1, -1);
+    for (size_t r = 0; r < p.c.n_runs; r++)
+        p.c.runs[r].summary.peak_host_rss_bytes = 400 * MIB;
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_MEMORY_GROWTH);
+    assert_non_null(f);
+    assert_string_equal(f->finding, "peak host RSS grew from 200.0 MiB to 400.0 MiB (+100.0%, "
+                                    "+200.0 MiB); the artifact has no per-op allocation data, "
+                                    "and no op grew in time or calls per step");
+    assert_string_equal(f->subject, "");
+    assert_non_null(strstr(f->action, "host memory"));
+    free_pair(&p);
+}
+
+static void test_diagnose__memory_growth_quiet_when_small(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB + 8 * MIB); /* +0.8%, +8 MiB */
+    for (size_t r = 0; r < p.c.n_runs; r++)
+        p.c.runs[r].summary.peak_host_rss_bytes = 400 * MIB; /* device is measured: RSS unused */
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_MEMORY_GROWTH));
+    free_pair(&p);
+}
+
+static void test_diagnose__host_range_grew_while_gpu_flat(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 12, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.8);        /* 8 ms busy */
+    cg_fixture_set_busy(&p.c, 8.0 / 12.0); /* still 8 ms busy */
+    add_op(&p.b, "step/data_load", NULL, CG_OP_RANGE, 1, 1 * MS);
+    add_op(&p.c, "step/data_load", NULL, CG_OP_RANGE, 1, 3 * MS);
+    add_op(&p.b, "step/forward", NULL, CG_OP_RANGE, 1, 4 * MS);
+    add_op(&p.c, "step/forward", NULL, CG_OP_RANGE, 1, 4 * MS);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_HOST_RANGE_GROWTH);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_string_equal(f->subject, "step/data_load");
+    assert_float_equal(f->current, 3 * MS, 1.0);
+    assert_float_equal(f->baseline, 1 * MS, 1.0);
+    assert_string_equal(f->finding, "host range 'step/data_load' grew +2.00 ms per step (+200.0%, "
+                                    "to 3.00 ms) while GPU busy time per step changed +0.0%");
+    free_pair(&p);
+}
+
+static void test_diagnose__host_range_quiet_when_gpu_grew_too(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 12, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.8); /* 8 ms busy, then 9.6 ms: +20% */
+    cg_fixture_set_busy(&p.c, 0.8);
+    add_op(&p.b, "step/data_load", NULL, CG_OP_RANGE, 1, 1 * MS);
+    add_op(&p.c, "step/data_load", NULL, CG_OP_RANGE, 1, 3 * MS);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_HOST_RANGE_GROWTH));
+    free_pair(&p);
+    /* no GPU time on either side: the rule cannot tell, so it says nothing */
+    make_pair(&p, 10, 12, -1, -1);
+    add_op(&p.b, "step/data_load", NULL, CG_OP_RANGE, 1, 1 * MS);
+    add_op(&p.c, "step/data_load", NULL, CG_OP_RANGE, 1, 3 * MS);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_HOST_RANGE_GROWTH));
+    free_pair(&p);
+    /* a small growth (0.1 ms of a 10 ms step) is not material */
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.8);
+    cg_fixture_set_busy(&p.c, 0.8);
+    add_op(&p.b, "step/data_load", NULL, CG_OP_RANGE, 1, 0.1 * MS);
+    add_op(&p.c, "step/data_load", NULL, CG_OP_RANGE, 1, 0.2 * MS);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_HOST_RANGE_GROWTH));
+    free_pair(&p);
+}
+
+static void test_diagnose__warnings_first_and_names_cut(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.6);
+    cg_fixture_set_busy(&p.c, 0.6); /* a standing note */
+    char name[400];
+    memset(name, 'k', sizeof(name));
+    memcpy(name + CG_DIAG_SUBJECT_MAX - 1, "\xc3\xa9", 2); /* é across the cut */
+    name[sizeof(name) - 1] = '\0';
+    add_op(&p.b, "gemm_a", NULL, CG_OP_KERNEL, 1, 5 * MS);
+    add_op(&p.c, name, NULL, CG_OP_KERNEL, 1, 5 * MS);
+    diagnose(&p);
+    assert_int_equal(p.d.items[0].severity, CG_DIAG_WARNING);
+    assert_int_equal(p.d.items[p.d.n - 1].severity, CG_DIAG_NOTE);
+    assert_int_equal(p.d.items[p.d.n - 1].rule, CG_DIAG_HOST_BOUND);
+    const struct cg_finding *f = NULL;
+    for (size_t i = 0; i < p.d.n; i++) {
+        if (p.d.items[i].rule == CG_DIAG_KERNEL_CHOICE && p.d.items[i].subject[0] == 'k')
+            f = &p.d.items[i];
+    }
+    assert_non_null(f);
+    /* cut before the two-byte character, then an ellipsis */
+    assert_int_equal(strlen(f->subject), CG_DIAG_SUBJECT_MAX - 1 + 3);
+    assert_memory_equal(f->subject + CG_DIAG_SUBJECT_MAX - 1, "\xe2\x80\xa6", 4);
+    assert_true(strlen(f->finding) < CG_DIAG_TEXT_MAX - 1);
+    free_pair(&p);
+}
+
+static void test_diagnose__names_and_quiet_artifact(void **state)
+{
+    (void)state;
+    const char *names[CG_DIAG_RULE_COUNT] = {
+        "host_bound",    "copy_share",    "pageable_copies",   "launch_bound",
+        "kernel_choice", "memory_growth", "host_range_growth", "loss_divergence"};
+    for (int r = 0; r < CG_DIAG_RULE_COUNT; r++) {
+        assert_string_equal(cg_diag_rule_name((enum cg_diag_rule)r), names[r]);
+        assert_true(strlen(cg_diag_rule_title((enum cg_diag_rule)r)) > 0);
+    }
+    assert_string_equal(cg_diag_severity_name(CG_DIAG_WARNING), "warning");
+    assert_string_equal(cg_diag_severity_name(CG_DIAG_NOTE), "note");
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_busy(&p.b, 0.9);
+    cg_fixture_set_busy(&p.c, 0.9);
+    add_op(&p.b, "gemm", NULL, CG_OP_KERNEL, 10, 9 * MS);
+    add_op(&p.c, "gemm", NULL, CG_OP_KERNEL, 10, 9 * MS);
+    diagnose(&p);
+    assert_int_equal(p.d.n, 0);
+    assert_int_equal(p.d.n_dropped, 0);
+    free_pair(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_diagnose__host_bound_when_idle_grows),
+        cmocka_unit_test(test_diagnose__host_bound_quiet_when_gpu_busy),
+        cmocka_unit_test(test_diagnose__host_bound_standing_is_a_note),
+        cmocka_unit_test(test_diagnose__copy_share_grown),
+        cmocka_unit_test(test_diagnose__copy_share_quiet_when_small),
+        cmocka_unit_test(test_diagnose__pageable_copies),
+        cmocka_unit_test(test_diagnose__pageable_needs_the_word),
+        cmocka_unit_test(test_diagnose__launch_bound),
+        cmocka_unit_test(test_diagnose__launch_bound_quiet_for_few_or_long_kernels),
+        cmocka_unit_test(test_diagnose__kernel_family_new_and_vanished),
+        cmocka_unit_test(test_diagnose__kernel_family_quiet_for_variants),
+        cmocka_unit_test(test_diagnose__kernel_family_findings_capped),
+        cmocka_unit_test(test_diagnose__memory_growth_names_the_op),
+        cmocka_unit_test(test_diagnose__memory_growth_host_rss_without_gpu),
+        cmocka_unit_test(test_diagnose__memory_growth_quiet_when_small),
+        cmocka_unit_test(test_diagnose__host_range_grew_while_gpu_flat),
+        cmocka_unit_test(test_diagnose__host_range_quiet_when_gpu_grew_too),
+        cmocka_unit_test(test_diagnose__warnings_first_and_names_cut),
+        cmocka_unit_test(test_diagnose__names_and_quiet_artifact),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
