@@ -22,6 +22,8 @@
 
 #include <stdbool.h>
 
+struct cg_seq_info;
+
 enum cg_outcome {
     CG_OUT_PASS,
     CG_OUT_IMPROVED,     /* better beyond the threshold, significantly: shown, never failed */
@@ -35,7 +37,8 @@ enum cg_method {
     CG_METHOD_NONE,
     CG_METHOD_RUNS,      /* Mann-Whitney + Hodges-Lehmann over per-run summaries */
     CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (a side has one run) */
-    CG_METHOD_FIXED      /* fixed tolerance (memory) */
+    CG_METHOD_FIXED,     /* fixed tolerance (memory) */
+    CG_METHOD_PAIRED     /* Wilcoxon signed-rank + Hodges-Lehmann over interleaved run pairs */
 };
 
 struct cg_metric_result {
@@ -87,6 +90,7 @@ struct cg_verdict {
     const struct cg_artifact *baseline;
     const struct cg_artifact *current;
     const struct cg_thresholds *thresholds;
+    const struct cg_seq_info *seq; /* runs added and FAIL confirmation (sequential.h), or NULL */
 };
 
 /* Compares current against baseline. On success v owns an op list (cg_verdict_release frees it).
