@@ -1,0 +1,532 @@
+/*
+ * test_action: the GitHub Action and its example workflows, checked as files and run locally.
+ *
+ * Static checks (libyaml): action.yml and every example workflow are valid YAML with the keys
+ * GitHub requires; every input the action declares is used and every input it uses is
+ * declared; every output is written by the gate script; every script referenced exists and is
+ * executable; every input a workflow passes to the action is one it declares.
+ * End to end: ci/action-gate records a baseline and gates the built-in CPU canary with a
+ * GITHUB_OUTPUT file as GitHub gives it, posts to the GitHub emulation on a pull request event,
+ * and ci/baseline-publish / ci/baseline-fetch keep the newest K runs on a branch of a local
+ * repository.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "artifact.h"
+#include "httpd.h"
+#include "proc.h"
+
+#include <dirent.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#define ACTION CG_SOURCE_DIR "/github-action/action.yml"
+#define EXAMPLES CG_SOURCE_DIR "/github-action/examples"
+#define TOKEN "ghs_actionTestToken42"
+
+static struct cg_proc proc;
+
+/* ---- YAML helpers --------------------------------------------------------------------------- */
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    static char text[1 << 17];
+    size_t k = fread(text, 1, sizeof(text) - 1, f);
+    text[k] = '\0';
+    fclose(f);
+    char *copy = strdup(text);
+    assert_non_null(copy);
+    return copy;
+}
+
+static void load_yaml(const char *path, yaml_document_t *doc)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    yaml_parser_t p;
+    assert_true(yaml_parser_initialize(&p));
+    yaml_parser_set_input_file(&p, f);
+    int ok = yaml_parser_load(&p, doc);
+    if (!ok)
+        fprintf(stderr, "%s: YAML error at line %zu: %s\n", path, p.problem_mark.line + 1,
+                p.problem ? p.problem : "?");
+    assert_true(ok);
+    assert_non_null(yaml_document_get_root_node(doc));
+    yaml_parser_delete(&p);
+    fclose(f);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n != NULL && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static yaml_node_t *get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+    if (map == NULL || map->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
+        const char *k = scalar(yaml_document_get_node(doc, p->key));
+        if (k != NULL && strcmp(k, key) == 0)
+            return yaml_document_get_node(doc, p->value);
+    }
+    return NULL;
+}
+
+static size_t seq_len(const yaml_node_t *n)
+{
+    return n != NULL && n->type == YAML_SEQUENCE_NODE
+               ? (size_t)(n->data.sequence.items.top - n->data.sequence.items.start)
+               : 0;
+}
+
+static yaml_node_t *seq_at(yaml_document_t *doc, yaml_node_t *n, size_t i)
+{
+    return yaml_document_get_node(doc, n->data.sequence.items.start[i]);
+}
+
+static bool executable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* Every match of pattern's first group in text is passed to fn. */
+static void each_match(const char *text, const char *pattern, void (*fn)(const char *, void *),
+                       void *ctx)
+{
+    regex_t re;
+    regmatch_t m[2];
+    assert_int_equal(regcomp(&re, pattern, REG_EXTENDED), 0);
+    for (const char *p = text; regexec(&re, p, 2, m, 0) == 0; p += m[0].rm_eo) {
+        char word[128];
+        int n = (int)(m[1].rm_eo - m[1].rm_so);
+        snprintf(word, sizeof(word), "%.*s", n, p + m[1].rm_so);
+        fn(word, ctx);
+    }
+    regfree(&re);
+}
+
+/* ---- action.yml ----------------------------------------------------------------------------- */
+
+struct action_ctx {
+    yaml_document_t *doc;
+    yaml_node_t *inputs;
+    const char *text;
+    size_t used;
+};
+
+static void input_is_declared(const char *name, void *vctx)
+{
+    struct action_ctx *c = vctx;
+    if (get(c->doc, c->inputs, name) == NULL)
+        fail_msg("action.yml uses inputs.%s, which it does not declare", name);
+    c->used++;
+}
+
+static void script_exists(const char *name, void *ctx)
+{
+    (void)ctx;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/ci/%s", CG_SOURCE_DIR, name);
+    if (!executable(path))
+        fail_msg("'%s' is referenced but is not an executable file", path);
+}
+
+static void test_action__is_complete_and_consistent(void **state)
+{
+    (void)state;
+    yaml_document_t doc;
+    load_yaml(ACTION, &doc);
+    char *text = slurp(ACTION);
+    char *gate_script = slurp(CG_SOURCE_DIR "/ci/action-gate");
+    assert_non_null(text);
+    assert_non_null(gate_script);
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    assert_non_null(scalar(get(&doc, root, "name")));
+    assert_non_null(scalar(get(&doc, root, "description")));
+    yaml_node_t *inputs = get(&doc, root, "inputs"), *outputs = get(&doc, root, "outputs");
+    yaml_node_t *runs = get(&doc, root, "runs");
+    assert_non_null(inputs);
+    assert_non_null(outputs);
+    assert_string_equal(scalar(get(&doc, runs, "using")), "composite");
+    yaml_node_t *steps = get(&doc, runs, "steps");
+    assert_true(seq_len(steps) >= 3);
+
+    /* Declared inputs: described, and each used as inputs.<name>. */
+    static const char *const required_inputs[] = {
+        "baseline", "thresholds", "command", "runs", "steps", "comment-mode", "token",
+        "fail-on-inconclusive", "gate-id"};
+    for (size_t i = 0; i < sizeof(required_inputs) / sizeof(required_inputs[0]); i++)
+        assert_non_null(get(&doc, inputs, required_inputs[i]));
+    for (yaml_node_pair_t *p = inputs->data.mapping.pairs.start; p < inputs->data.mapping.pairs.top;
+         p++) {
+        const char *name = scalar(yaml_document_get_node(&doc, p->key));
+        yaml_node_t *in = yaml_document_get_node(&doc, p->value);
+        assert_non_null(name);
+        if (scalar(get(&doc, in, "description")) == NULL)
+            fail_msg("input '%s' has no description", name);
+        char use[128];
+        snprintf(use, sizeof(use), "inputs.%s ", name);
+        char use_end[128];
+        snprintf(use_end, sizeof(use_end), "inputs.%s }}", name);
+        if (strstr(text, use) == NULL && strstr(text, use_end) == NULL)
+            fail_msg("input '%s' is declared but never used", name);
+    }
+    /* Used inputs are declared. */
+    struct action_ctx c = {&doc, inputs, text, 0};
+    each_match(text, "inputs\\.([a-z0-9-]+)", input_is_declared, &c);
+    assert_true(c.used >= 9);
+
+    /* Outputs: each has a value from the gate step, and the gate script writes it. */
+    static const char *const required_outputs[] = {"verdict", "report-path", "artifact-path"};
+    for (size_t i = 0; i < sizeof(required_outputs) / sizeof(required_outputs[0]); i++)
+        assert_non_null(get(&doc, outputs, required_outputs[i]));
+    for (yaml_node_pair_t *p = outputs->data.mapping.pairs.start;
+         p < outputs->data.mapping.pairs.top; p++) {
+        const char *name = scalar(yaml_document_get_node(&doc, p->key));
+        const char *value = scalar(get(&doc, yaml_document_get_node(&doc, p->value), "value"));
+        char want[128], written[128];
+        snprintf(want, sizeof(want), "steps.gate.outputs.%s }}", name);
+        snprintf(written, sizeof(written), "\n%s=", name);
+        if (value == NULL || strstr(value, want) == NULL)
+            fail_msg("output '%s' does not come from the gate step", name);
+        if (strstr(gate_script, written) == NULL)
+            fail_msg("output '%s' is never written by ci/action-gate", name);
+    }
+
+    /* Steps: a run step names its shell; ids are unique enough for the outputs' references. */
+    bool have_gate = false;
+    for (size_t i = 0; i < seq_len(steps); i++) {
+        yaml_node_t *s = seq_at(&doc, steps, i);
+        assert_true(get(&doc, s, "run") != NULL || get(&doc, s, "uses") != NULL);
+        if (get(&doc, s, "run") != NULL)
+            assert_non_null(scalar(get(&doc, s, "shell")));
+        const char *id = scalar(get(&doc, s, "id"));
+        if (id != NULL && strcmp(id, "gate") == 0)
+            have_gate = true;
+    }
+    assert_true(have_gate);
+    each_match(text, "/ci/([a-z0-9-]+)", script_exists, NULL);
+    free(text);
+    free(gate_script);
+    yaml_document_delete(&doc);
+}
+
+/* ---- the example workflows ------------------------------------------------------------------ */
+
+static void test_action__example_workflows_are_valid(void **state)
+{
+    (void)state;
+    yaml_document_t action;
+    load_yaml(ACTION, &action);
+    yaml_node_t *declared = get(&action, yaml_document_get_root_node(&action), "inputs");
+    DIR *d = opendir(EXAMPLES);
+    assert_non_null(d);
+    struct dirent *e;
+    size_t n_files = 0, n_uses = 0;
+    bool have[4] = {false, false, false, false};
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".yml") != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", EXAMPLES, e->d_name);
+        yaml_document_t doc;
+        load_yaml(path, &doc);
+        char *text = slurp(path);
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        assert_non_null(scalar(get(&doc, root, "name")));
+        yaml_node_t *on = get(&doc, root, "on");
+        assert_non_null(on);
+        have[0] |= get(&doc, on, "push") != NULL && get(&doc, on, "workflow_dispatch") != NULL;
+        have[1] |= get(&doc, on, "pull_request") != NULL && strstr(text, "comment-mode: always");
+        have[2] |= get(&doc, on, "workflow_run") != NULL;
+        have[3] |= strstr(text, "ci/baseline-publish") != NULL && strstr(text, "accept") != NULL;
+        yaml_node_t *jobs = get(&doc, root, "jobs");
+        assert_non_null(jobs);
+        assert_int_equal(jobs->type, YAML_MAPPING_NODE);
+        for (yaml_node_pair_t *p = jobs->data.mapping.pairs.start; p < jobs->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *job = yaml_document_get_node(&doc, p->value);
+            assert_non_null(get(&doc, job, "runs-on"));
+            yaml_node_t *steps = get(&doc, job, "steps");
+            assert_true(seq_len(steps) > 0);
+            for (size_t i = 0; i < seq_len(steps); i++) {
+                yaml_node_t *s = seq_at(&doc, steps, i);
+                const char *uses = scalar(get(&doc, s, "uses"));
+                assert_true(uses != NULL || get(&doc, s, "run") != NULL);
+                if (uses == NULL || strstr(uses, "github-action") == NULL)
+                    continue;
+                n_uses++;
+                yaml_node_t *with = get(&doc, s, "with");
+                assert_non_null(get(&doc, with, "baseline"));
+                for (yaml_node_pair_t *w = with->data.mapping.pairs.start;
+                     w < with->data.mapping.pairs.top; w++) {
+                    const char *k = scalar(yaml_document_get_node(&doc, w->key));
+                    if (get(&action, declared, k) == NULL)
+                        fail_msg("%s passes '%s', which the action does not declare", path, k);
+                }
+            }
+        }
+        /* Scripts the workflows call through the vendored checkout exist and are executable. */
+        each_match(text, "canary-gate/ci/([a-z0-9-]+)", script_exists, NULL);
+        free(text);
+        yaml_document_delete(&doc);
+        n_files++;
+    }
+    closedir(d);
+    yaml_document_delete(&action);
+    assert_true(n_files >= 4);
+    assert_true(n_uses >= 3);
+    for (int i = 0; i < 4; i++)
+        if (!have[i])
+            fail_msg("no example workflow covers case %d (main, pull request, fork comment, "
+                     "accept path)", i);
+}
+
+/* ---- the scripts, end to end ---------------------------------------------------------------- */
+
+struct dir {
+    char path[512];
+};
+
+static int setup(void **state)
+{
+    struct dir *d = calloc(1, sizeof(*d));
+    assert_non_null(d);
+    snprintf(d->path, sizeof(d->path), "/tmp/cg-action-XXXXXX");
+    assert_non_null(mkdtemp(d->path));
+    *state = d;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct dir *d = *state;
+    const char *argv[] = {"/bin/rm", "-rf", d->path, NULL};
+    cg_proc_run(NULL, argv, NULL, &proc);
+    free(d);
+    return 0;
+}
+
+static const char *at(const struct dir *d, const char *name)
+{
+    static char buf[4][700];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof(buf[i]), "%s/%s", d->path, name);
+    return buf[i];
+}
+
+/* Runs a script of ci/ in d with the given environment entries; returns its exit code. */
+static int script(const struct dir *d, const char *name, const char *const *env,
+                  const char *const *args)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/ci/%s", CG_SOURCE_DIR, name);
+    const char *argv[16] = {path};
+    size_t n = 1;
+    for (; args != NULL && args[n - 1] != NULL && n < 15; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    assert_int_equal(cg_proc_run(d->path, argv, env, &proc), 0);
+    return proc.exit_code;
+}
+
+/* The value of name=... in a GITHUB_OUTPUT file (last one wins), or "". */
+static const char *output(const struct dir *d, const char *file, const char *name)
+{
+    static char value[512];
+    value[0] = '\0';
+    char *text = slurp(at(d, file));
+    assert_non_null(text);
+    size_t n = strlen(name);
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        if (strncmp(line, name, n) == 0 && line[n] == '=')
+            snprintf(value, sizeof(value), "%s", line + n + 1);
+    free(text);
+    return value;
+}
+
+static void test_action__gate_script_records_then_gates_the_builtin_canary(void **state)
+{
+    struct dir *d = *state;
+    char gh_out[600];
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", at(d, "out1"));
+    const char *rec[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, "INPUT_BASELINE=base/main.json",
+                         "INPUT_RECORD_IF_MISSING=true", "INPUT_RUNS=2", "INPUT_STEPS=3",
+                         "INPUT_WARMUP=1", "INPUT_OUTPUT_DIR=out", "GITHUB_EVENT_PATH=",
+                         "GITHUB_STEP_SUMMARY=", NULL};
+    assert_int_equal(mkdir(at(d, "base"), 0755), 0);
+    assert_int_equal(script(d, "action-gate", rec, NULL), 0);
+    assert_string_equal(output(d, "out1", "verdict"), "pass");
+    assert_string_equal(output(d, "out1", "exit-code"), "0");
+    assert_string_equal(output(d, "out1", "artifact-path"), "out/canary-run.json");
+    assert_true(access(at(d, "base/main.json"), R_OK) == 0);
+    assert_true(access(at(d, "out/report.md"), R_OK) == 0);
+    assert_true(access(at(d, "out/canary-run.log"), R_OK) == 0);
+
+    /* Two runs against the recorded baseline: below min_runs, so inconclusive; exit 4 asked. */
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", at(d, "out2"));
+    const char *again[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, "INPUT_BASELINE=base/main.json",
+                           "INPUT_RUNS=2", "INPUT_OUTPUT_DIR=out", "INPUT_FAIL_ON_INCONCLUSIVE=true",
+                           "GITHUB_EVENT_PATH=", "GITHUB_STEP_SUMMARY=", NULL};
+    assert_int_equal(script(d, "action-gate", again, NULL), 0); /* the action exits later */
+    assert_string_equal(output(d, "out2", "verdict"), "inconclusive");
+    assert_string_equal(output(d, "out2", "exit-code"), "4");
+
+    /* A bad input is refused by the script itself. */
+    const char *bad[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "INPUT_BASELINE=base/main.json",
+                         "INPUT_RUNS=three", NULL};
+    assert_int_equal(script(d, "action-gate", bad, NULL), 2);
+    assert_non_null(strstr(proc.err, "input runs 'three'"));
+}
+
+static void test_action__gate_script_comments_on_a_pull_request(void **state)
+{
+    struct dir *d = *state;
+    struct cg_httpd *srv = cg_httpd_start();
+    assert_non_null(srv);
+    cg_httpd_github(srv, "o/r", 12, TOKEN, 100);
+    FILE *f = fopen(at(d, "event.json"), "w");
+    assert_non_null(f);
+    fputs("{\"pull_request\": {\"number\": 12, \"head\": {\"sha\": "
+          "\"89abcdef0123456789abcdef0123456789abcdef\"}}}",
+          f);
+    fclose(f);
+    char gh_out[600], event[600], api[128], summary[600];
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", at(d, "out"));
+    snprintf(event, sizeof(event), "GITHUB_EVENT_PATH=%s", at(d, "event.json"));
+    snprintf(summary, sizeof(summary), "GITHUB_STEP_SUMMARY=%s", at(d, "summary.md"));
+    snprintf(api, sizeof(api), "GITHUB_API_URL=%s", cg_httpd_url(srv));
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, event, summary, api,
+                         "GITHUB_TOKEN=" TOKEN, "GITHUB_REPOSITORY=o/r",
+                         "INPUT_BASELINE=main.json", "INPUT_RECORD_IF_MISSING=true",
+                         "INPUT_RUNS=1", "INPUT_STEPS=2", "INPUT_WARMUP=0",
+                         "INPUT_COMMENT_MODE=always", "INPUT_STATUS=true", "INPUT_GATE_ID=cpu",
+                         NULL};
+    assert_int_equal(script(d, "action-gate", env, NULL), 0);
+    assert_string_equal(output(d, "out", "verdict"), "pass");
+    assert_int_equal(cg_httpd_comment_count(srv), 1);
+    char *body = cg_httpd_comment(srv, 0, NULL);
+    assert_non_null(body);
+    assert_non_null(strstr(body, "<!-- canary-gate:cpu -->"));
+    assert_non_null(strstr(body, "baseline recorded"));
+    free(body);
+    assert_int_equal(cg_httpd_status_count(srv), 1);
+    assert_null(strstr(proc.out, TOKEN));
+    assert_null(strstr(proc.err, TOKEN));
+    cg_httpd_stop(srv);
+}
+
+static void git(const struct dir *d, const char *cwd, const char *a1, const char *a2,
+                const char *a3, const char *a4)
+{
+    const char *argv[] = {"/usr/bin/git", a1, a2, a3, a4, NULL};
+    const char *env[] = {"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+                         "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    assert_int_equal(cg_proc_run(at(d, cwd), argv, env, &proc), 0);
+    if (proc.exit_code != 0)
+        fail_msg("git %s %s: %s", a1, a2 ? a2 : "", proc.err);
+}
+
+static size_t runs_in(const char *path)
+{
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_artifact_load(path, &a, &err), 0);
+    size_t n = a.n_runs;
+    cg_artifact_release(&a);
+    return n;
+}
+
+static void test_action__baseline_branch_keeps_the_newest_k(void **state)
+{
+    struct dir *d = *state;
+    if (!executable("/usr/bin/git"))
+        skip();
+    assert_int_equal(mkdir(at(d, "origin.git"), 0755), 0);
+    assert_int_equal(mkdir(at(d, "ws"), 0755), 0);
+    git(d, "origin.git", "init", "-q", "--bare", NULL);
+    git(d, "ws", "init", "-q", NULL, NULL);
+    git(d, "ws", "remote", "add", "origin", at(d, "origin.git"));
+    git(d, "ws", "commit", "-q", "--allow-empty", "-mstart");
+
+    /* Two runs of the built-in canary, of 1 and 2 runs, as two main-branch results. */
+    const char *r1[] = {CG_TOOL_PATH, "run", "--out", "ws/r1.json", "--runs", "1", "--steps", "2",
+                        "--warmup", "0", NULL};
+    const char *r2[] = {CG_TOOL_PATH, "run", "--out", "ws/r2.json", "--runs", "2", "--steps", "2",
+                        "--warmup", "0", NULL};
+    assert_int_equal(cg_proc_run(d->path, r1, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+    assert_int_equal(cg_proc_run(d->path, r2, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+
+    struct dir ws;
+    snprintf(ws.path, sizeof(ws.path), "%s", at(d, "ws"));
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "GIT_AUTHOR_NAME=t",
+                         "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
+                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    /* Nothing published yet: fetch leaves the directory empty and succeeds. */
+    const char *fetch0[] = {"bl0", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fetch0), 0);
+    assert_true(access(at(&ws, "bl0/baseline.json"), F_OK) != 0);
+
+    const char *p1[] = {"r1.json", "--keep", "2", "--label", "20260101T000000Z-a", NULL};
+    const char *p2[] = {"r2.json", "--keep", "2", "--label", "20260102T000000Z-b", NULL};
+    const char *p3[] = {"r2.json", "--keep", "2", "--label", "20260103T000000Z-c", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, p1), 0);
+    assert_int_equal(script(&ws, "baseline-publish", env, p2), 0);
+    const char *fetch1[] = {"bl1", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fetch1), 0);
+    assert_int_equal(runs_in(at(&ws, "bl1/baseline.json")), 3); /* 1 + 2 runs pooled */
+
+    assert_int_equal(script(&ws, "baseline-publish", env, p3), 0);
+    const char *fetch2[] = {"bl2", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fetch2), 0);
+    assert_int_equal(runs_in(at(&ws, "bl2/baseline.json")), 4); /* the newest 2: 2 + 2 */
+    assert_true(access(at(&ws, "bl2/runs/20260101T000000Z-a.json"), F_OK) != 0);
+    assert_true(access(at(&ws, "bl2/runs/20260103T000000Z-c.json"), F_OK) == 0);
+
+    /* A broken run is refused before anything changes. */
+    FILE *f = fopen(at(&ws, "bad.json"), "w");
+    assert_non_null(f);
+    fputs("{}", f);
+    fclose(f);
+    const char *bad[] = {"bad.json", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, bad), 2);
+    const char *fetch3[] = {"bl3", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fetch3), 0);
+    assert_int_equal(runs_in(at(&ws, "bl3/baseline.json")), 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_action__is_complete_and_consistent),
+        cmocka_unit_test(test_action__example_workflows_are_valid),
+        cmocka_unit_test_setup_teardown(
+            test_action__gate_script_records_then_gates_the_builtin_canary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_action__gate_script_comments_on_a_pull_request,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_action__baseline_branch_keeps_the_newest_k, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
