@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -179,6 +180,15 @@ static int check_run(const struct cg_collect_cfg *c, long i, long total,
 {
     long long seen = (long long)st->steps_seen;
     const char *steps_word = seen == 1 ? "step" : "steps";
+    if (st->nonfinite_loss_step >= 0) {
+        double v = st->nonfinite_loss;
+        return cg_err_set(err, CG_ECANARY,
+                          "canary reported a non-finite loss (%s) in step %lld (counting from 1, "
+                          "warm-up included) of run %ld of %ld: training diverged; its output is "
+                          "in '%s'",
+                          isnan(v) ? "nan" : v > 0 ? "inf" : "-inf",
+                          (long long)st->nonfinite_loss_step + 1, i, total, c->log);
+    }
     switch (r->end) {
     case CG_LAUNCH_TIMEOUT:
         return cg_err_set(err, CG_ECANARY,

@@ -215,6 +215,21 @@ static void test_gate__failing_canary_is_reported_as_such(void **state)
     assert_false(exists(f, "canary-run.json")); /* nothing measured, nothing written */
 }
 
+static void test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason(void **state)
+{
+    struct fixture *f = *state;
+    const char *rec[] = {"run", "--out", "main.json", "--runs", "1", "--steps", "4", "--warmup",
+                         "1", NULL};
+    assert_int_equal(gate(f, NULL, rec), 0);
+    const char *args[] = {"--baseline", "main.json", "--runs", "1", "--report", "r.md", "--json",
+                          "v.json", "--", CG_BINARY_DIR "/canary-train", "--preset", "tiny",
+                          "--steps", "5", "--inject-nan-at", "3", NULL};
+    assert_int_equal(gate(f, NULL, args), 3);
+    assert_non_null(strstr(proc.err, "non-finite loss (nan) in step 3"));
+    assert_non_null(strstr(slurp(f, "r.md"), "training diverged"));
+    assert_verdict_json(f, "v.json", "error");
+}
+
 static void test_gate__comment_and_status_are_posted(void **state)
 {
     struct fixture *f = *state;
@@ -283,6 +298,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gate__same_canary_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate__failing_canary_is_reported_as_such, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate__comment_and_status_are_posted, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_gate__usage_errors, setup, teardown),
