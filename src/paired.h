@@ -1,0 +1,58 @@
+/*
+ * paired: statistics of paired runs and the paired verdict of 'canary-gate ab'.
+ *
+ * When base and head run interleaved on one machine (A B B A ...), run i of each side forms a
+ * pair measured under the same conditions, and the per-pair difference of log values (the log
+ * of the ratio head/base) cancels drift common to both runs of the pair. The differences are
+ * tested with the Wilcoxon signed-rank test: exact null distribution (the coefficients of
+ * prod_{i=1..n} (1 + q^i), divided by 2^n) when no two absolute differences tie and there are
+ * at most CG_WSR_EXACT_MAX of them; otherwise the normal approximation with the tie correction
+ * and a continuity correction. Zero differences are dropped (Wilcoxon's convention). The change
+ * is the Hodges-Lehmann estimate, the median of the Walsh averages (d_i + d_j) / 2 for i <= j,
+ * with Tukey's distribution-free interval from the same null distribution.
+ *
+ * Pure functions of their inputs except cg_paired_verdict (which fills a verdict pointing into
+ * its inputs, as cg_verdict_compute does). Thread-safe.
+ */
+#ifndef CG_PAIRED_H
+#define CG_PAIRED_H
+
+#include "err.h"
+#include "stats.h"
+#include "thresholds.h"
+#include "verdict.h"
+
+#include <stddef.h>
+
+#define CG_WSR_EXACT_MAX 60
+
+struct cg_wsr {
+    double w_plus;    /* sum of the (mid)ranks of |d| over the positive differences */
+    size_t n;         /* non-zero differences (the ones ranked) */
+    double p_greater; /* one-sided p-value, H1: the differences tend to be positive */
+    double p_less;    /* one-sided p-value, H1: the differences tend to be negative */
+    int exact;        /* 1 when the exact null distribution was used */
+};
+
+/* Wilcoxon signed-rank test of the n differences d. All zero: w_plus 0, n 0, both p 1.
+ * Returns 0, or -1 when n is 0 or memory ran out. */
+int cg_paired_signed_rank(const double *d, size_t n, struct cg_wsr *out);
+
+/* Hodges-Lehmann estimate of the centre of the n differences d (median of the n(n+1)/2 Walsh
+ * averages) with the Tukey interval whose each tail has probability at most alpha (infinite
+ * ends when no such rank exists). Returns 0, or -1 when n is 0 or memory ran out. */
+int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out);
+
+/* P(W+ <= w) under the null hypothesis for n untied non-zero differences (exact, n at most
+ * CG_WSR_EXACT_MAX); NAN outside that range or when memory ran out. */
+double cg_paired_wsr_cdf(size_t n, double w);
+
+/* The verdict of head against base when run i of each side was measured as a pair: computed as
+ * cg_verdict_compute does (memory, ops, environment), then each timing metric is replaced by the
+ * signed-rank test and Hodges-Lehmann interval on the per-pair log ratios of the first
+ * min(runs) runs, with the same decision table (verdict.c). With fewer than 2 pairs the unpaired
+ * verdict stands. cg_verdict_release frees it. Fails only when memory runs out (CG_ENOMEM). */
+int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *head,
+                      const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
+
+#endif
