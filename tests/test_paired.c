@@ -19,6 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* cmocka's assert_float_equal compares in float precision; the values here need doubles. */
+#define assert_near(got, want, eps) assert_near_at((got), (want), (eps), __FILE__, __LINE__)
+
+static void assert_near_at(double got, double want, double eps, const char *file, int line)
+{
+    if (!(fabs(got - want) <= eps))
+        fail_msg("%s:%d: %.17g is not %.17g within %g", file, line, got, want, eps);
+}
+
 /* P(W+ >= w) for n untied ranks by enumerating every sign assignment. */
 static double brute_p_greater(size_t n, double w)
 {
@@ -39,11 +48,11 @@ static void test_paired__all_positive_5_is_one_in_32(void **state)
     double d[] = {0.5, 0.1, 0.4, 0.2, 0.3};
     struct cg_wsr w;
     assert_int_equal(cg_paired_signed_rank(d, 5, &w), 0);
-    assert_float_equal(w.w_plus, 15.0, 0);
+    assert_near(w.w_plus, 15.0, 0);
     assert_int_equal(w.n, 5);
     assert_int_equal(w.exact, 1);
-    assert_float_equal(w.p_greater, 1.0 / 32.0, 1e-15);
-    assert_float_equal(w.p_less, 1.0, 1e-15);
+    assert_near(w.p_greater, 1.0 / 32.0, 1e-15);
+    assert_near(w.p_less, 1.0, 1e-15);
 }
 
 static void test_paired__one_negative_smallest(void **state)
@@ -54,9 +63,9 @@ static void test_paired__one_negative_smallest(void **state)
     double d[] = {-1, 2, 3, 4, 5};
     struct cg_wsr w;
     assert_int_equal(cg_paired_signed_rank(d, 5, &w), 0);
-    assert_float_equal(w.w_plus, 14.0, 0);
-    assert_float_equal(w.p_greater, 2.0 / 32.0, 1e-15);
-    assert_float_equal(w.p_less, 31.0 / 32.0, 1e-15);
+    assert_near(w.w_plus, 14.0, 0);
+    assert_near(w.p_greater, 2.0 / 32.0, 1e-15);
+    assert_near(w.p_less, 31.0 / 32.0, 1e-15);
 }
 
 static void test_paired__zeros_are_dropped(void **state)
@@ -67,12 +76,12 @@ static void test_paired__zeros_are_dropped(void **state)
     struct cg_wsr w;
     assert_int_equal(cg_paired_signed_rank(d, 5, &w), 0);
     assert_int_equal(w.n, 3);
-    assert_float_equal(w.p_greater, 1.0 / 8.0, 1e-15);
+    assert_near(w.p_greater, 1.0 / 8.0, 1e-15);
     double zeros[] = {0, 0, 0};
     assert_int_equal(cg_paired_signed_rank(zeros, 3, &w), 0);
     assert_int_equal(w.n, 0);
-    assert_float_equal(w.p_greater, 1.0, 0);
-    assert_float_equal(w.p_less, 1.0, 0);
+    assert_near(w.p_greater, 1.0, 0);
+    assert_near(w.p_less, 1.0, 0);
     assert_int_equal(cg_paired_signed_rank(d, 0, &w), -1);
 }
 
@@ -92,9 +101,9 @@ static void test_paired__exact_matches_enumeration(void **state)
         assert_int_equal(cg_paired_signed_rank(d, n, &w), 0);
         assert_int_equal(w.exact, 1);
         double top = (double)(n * (n + 1) / 2);
-        assert_float_equal(w.p_greater, brute_p_greater(n, w.w_plus), 1e-12);
+        assert_near(w.p_greater, brute_p_greater(n, w.w_plus), 1e-12);
         /* P(W+ <= w) = P(W+ >= top - w) by symmetry. */
-        assert_float_equal(w.p_less, brute_p_greater(n, top - w.w_plus), 1e-12);
+        assert_near(w.p_less, brute_p_greater(n, top - w.w_plus), 1e-12);
     }
 }
 
@@ -102,8 +111,8 @@ static void test_paired__cdf_table_value(void **state)
 {
     (void)state;
     /* Tables: n = 10, P(W+ <= 8) = 25/1024 = 0.0244 (the two-sided 5% critical value). */
-    assert_float_equal(cg_paired_wsr_cdf(10, 8), 25.0 / 1024.0, 1e-15);
-    assert_float_equal(cg_paired_wsr_cdf(5, 15), 1.0, 1e-15);
+    assert_near(cg_paired_wsr_cdf(10, 8), 25.0 / 1024.0, 1e-15);
+    assert_near(cg_paired_wsr_cdf(5, 15), 1.0, 1e-15);
     assert_true(isnan(cg_paired_wsr_cdf(0, 1)));
     assert_true(isnan(cg_paired_wsr_cdf(CG_WSR_EXACT_MAX + 1, 1)));
 }
@@ -119,8 +128,8 @@ static void test_paired__ties_use_normal_approximation(void **state)
     struct cg_wsr w;
     assert_int_equal(cg_paired_signed_rank(d, 8, &w), 0);
     assert_int_equal(w.exact, 0);
-    assert_float_equal(w.w_plus, 34.5, 0);
-    assert_float_equal(w.p_greater, 0.012000726946169105, 1e-9);
+    assert_near(w.w_plus, 34.5, 0);
+    assert_near(w.p_greater, 0.012000726946169105, 1e-9);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -138,9 +147,9 @@ static void test_paired__hl_small_by_hand(void **state)
     double d[] = {3, 1, 5, 2, 4};
     struct cg_shift s;
     assert_int_equal(cg_paired_hl(d, 5, 0.05, &s), 0);
-    assert_float_equal(s.estimate, 3.0, 0);
-    assert_float_equal(s.low, 1.0, 0);
-    assert_float_equal(s.high, 5.0, 0);
+    assert_near(s.estimate, 3.0, 0);
+    assert_near(s.low, 1.0, 0);
+    assert_near(s.high, 5.0, 0);
     assert_int_equal(cg_paired_hl(d, 5, 0.03, &s), 0);
     assert_true(isinf(s.low) && s.low < 0);
     assert_true(isinf(s.high) && s.high > 0);
@@ -159,13 +168,13 @@ static void test_paired__hl_matches_enumeration(void **state)
     qsort(w, m, sizeof(*w), cmp_double);
     /* alpha 0.025: by enumeration P(W+ <= 8) = 25/1024 <= 0.025 < P(W+ <= 9) = 33/1024, so the
      * interval runs from the 9th smallest to the 9th largest Walsh average. */
-    assert_float_equal(1.0 - brute_p_greater(10, 9), 25.0 / 1024.0, 1e-15);
-    assert_float_equal(1.0 - brute_p_greater(10, 10), 33.0 / 1024.0, 1e-15);
+    assert_near(1.0 - brute_p_greater(10, 9), 25.0 / 1024.0, 1e-15);
+    assert_near(1.0 - brute_p_greater(10, 10), 33.0 / 1024.0, 1e-15);
     struct cg_shift s;
     assert_int_equal(cg_paired_hl(d, n, 0.025, &s), 0);
-    assert_float_equal(s.estimate, w[27], 1e-15); /* 55 averages: the 28th */
-    assert_float_equal(s.low, w[8], 1e-15);
-    assert_float_equal(s.high, w[m - 9], 1e-15);
+    assert_near(s.estimate, w[27], 1e-15); /* 55 averages: the 28th */
+    assert_near(s.low, w[8], 1e-15);
+    assert_near(s.high, w[m - 9], 1e-15);
 }
 
 /* A copy of a whose every step (and so every summary) is scaled by factor. */
@@ -208,8 +217,8 @@ static void test_paired__verdict_sees_through_run_noise(void **state)
     assert_int_equal(cg_paired_verdict(&base, &head, &t, &v, &err), 0);
     const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_MEAN];
     assert_int_equal(r->method, CG_METHOD_PAIRED);
-    assert_float_equal(r->p_value, 1.0 / 32.0, 1e-12);
-    assert_float_equal(r->delta_pct, 10.0, 0.01);
+    assert_near(r->p_value, 1.0 / 32.0, 1e-12);
+    assert_near(r->delta_pct, 10.0, 0.01);
     assert_int_equal(r->outcome, CG_OUT_FAIL);
     assert_int_equal(v.metrics[CG_M_TOKENS_PER_SEC].outcome, CG_OUT_FAIL);
     assert_int_equal(v.overall, CG_OUT_FAIL);

@@ -1,0 +1,238 @@
+/*
+ * sequential: alpha spending over planned looks, the measure-decide loop and the confirmation
+ * of a FAIL (see sequential.h).
+ */
+#include "sequential.h"
+
+#include "stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const enum cg_metric timing_metrics[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95,
+                                                CG_M_TOKENS_PER_SEC};
+#define N_TIMING (sizeof(timing_metrics) / sizeof(timing_metrics[0]))
+
+static const char *const spend_names[] = {"pocock", "obrien-fleming", "bonferroni"};
+
+const char *cg_spend_name(enum cg_spend s)
+{
+    return (unsigned)s <= CG_SPEND_BONFERRONI ? spend_names[s] : "unknown";
+}
+
+int cg_spend_parse(const char *name, enum cg_spend *out)
+{
+    for (unsigned i = 0; i <= CG_SPEND_BONFERRONI; i++) {
+        if (strcmp(name, spend_names[i]) == 0) {
+            *out = (enum cg_spend)i;
+            return 0;
+        }
+    }
+    return CG_EINPUT;
+}
+
+double cg_seq_spent(enum cg_spend s, double alpha, double t)
+{
+    if (t <= 0.0)
+        return 0.0;
+    if (t >= 1.0)
+        return alpha;
+    switch (s) {
+    case CG_SPEND_POCOCK:
+        return alpha * log(1.0 + (exp(1.0) - 1.0) * t);
+    case CG_SPEND_OBRIEN_FLEMING:
+        return 2.0 * cg_stats_normal_sf(cg_stats_normal_isf(alpha / 2.0) / sqrt(t));
+    case CG_SPEND_BONFERRONI:
+    default:
+        return alpha * t;
+    }
+}
+
+static double information(size_t m, size_t n)
+{
+    return (double)m * (double)n / (double)(m + n);
+}
+
+int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, size_t batch,
+                     size_t max_runs, struct cg_seq_plan *p, struct cg_err *err)
+{
+    memset(p, 0, sizeof(*p));
+    if (first_runs == 0 || baseline_runs == 0)
+        return cg_err_set(err, CG_EINPUT, "sequential testing needs runs on both sides");
+    if (batch == 0)
+        batch = first_runs;
+    if (max_runs < first_runs)
+        max_runs = first_runs;
+    p->spend = s;
+    p->baseline_runs = baseline_runs;
+    p->runs_at[p->n_looks++] = first_runs;
+    while (p->runs_at[p->n_looks - 1] < max_runs) {
+        if (p->n_looks == CG_SEQ_MAX_LOOKS)
+            return cg_err_set(err, CG_EINPUT,
+                              "adding %zu runs at a time up to %zu takes more than %d looks", batch,
+                              max_runs, CG_SEQ_MAX_LOOKS);
+        size_t next = p->runs_at[p->n_looks - 1] + batch;
+        p->runs_at[p->n_looks++] = next < max_runs ? next : max_runs;
+    }
+    double last = information(baseline_runs, max_runs);
+    for (size_t k = 0; k < p->n_looks; k++) {
+        p->info_at[k] = s == CG_SPEND_BONFERRONI ? (double)(k + 1) / (double)p->n_looks
+                                                 : information(baseline_runs, p->runs_at[k]) / last;
+    }
+    p->info_at[p->n_looks - 1] = 1.0;
+    return 0;
+}
+
+double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha)
+{
+    if (k >= p->n_looks)
+        return 0.0;
+    double before = k == 0 ? 0.0 : cg_seq_spent(p->spend, alpha, p->info_at[k - 1]);
+    return cg_seq_spent(p->spend, alpha, p->info_at[k]) - before;
+}
+
+void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct cg_thresholds *t,
+                            struct cg_thresholds *out)
+{
+    *out = *t;
+    for (size_t i = 0; i < N_TIMING; i++) {
+        enum cg_metric m = timing_metrics[i];
+        out->metric[m].alpha = cg_seq_look_alpha(p, k, t->metric[m].alpha);
+    }
+}
+
+bool cg_seq_more_runs_help(const struct cg_verdict *v)
+{
+    for (size_t i = 0; i < N_TIMING; i++) {
+        const struct cg_metric_result *r = &v->metrics[timing_metrics[i]];
+        const struct cg_metric_limits *lim = &v->thresholds->metric[timing_metrics[i]];
+        if (r->outcome != CG_OUT_INCONCLUSIVE || (int64_t)v->baseline->n_runs < lim->min_runs)
+            continue;
+        if ((int64_t)v->current->n_runs < lim->min_runs || r->p_value > lim->alpha)
+            return true;
+    }
+    return false;
+}
+
+/* Keeps a metric FAIL only when the confirmation's verdict fails it too; recomputes overall. */
+static void apply_confirmation(struct cg_seq *s)
+{
+    struct cg_verdict *v = &s->verdict;
+    const struct cg_verdict *c = &s->confirm_verdict;
+    bool any_fail = false, any_inconclusive = false;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        const struct cg_metric_result *cr = &c->metrics[m];
+        s->info.confirmation[m] = (struct cg_seq_confirmation){
+            cr->outcome, cr->delta_pct, cr->ci_low_pct, cr->ci_high_pct, cr->p_value};
+        if (r->outcome == CG_OUT_FAIL && cr->outcome != CG_OUT_FAIL) {
+            r->outcome = CG_OUT_INCONCLUSIVE;
+            if (isnan(cr->p_value))
+                snprintf(r->note, sizeof(r->note),
+                         "not confirmed: %zu fresh runs gave %+.1f%% (%s)", c->current->n_runs,
+                         cr->delta_pct, cg_outcome_name(cr->outcome));
+            else
+                snprintf(r->note, sizeof(r->note),
+                         "not confirmed: %zu fresh runs gave %+.1f%%, p = %.3g (%s)",
+                         c->current->n_runs, cr->delta_pct, cr->p_value,
+                         cg_outcome_name(cr->outcome));
+        }
+        any_fail |= r->outcome == CG_OUT_FAIL;
+        any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
+    }
+    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
+    s->info.confirm = any_fail ? CG_CONFIRM_CONFIRMED : CG_CONFIRM_REJECTED;
+}
+
+static int confirm(const struct cg_artifact *base, struct cg_artifact *conf,
+                   const struct cg_thresholds *t, const struct cg_seq_opts *o,
+                   cg_seq_measure_fn measure, void *ctx, struct cg_seq *s, struct cg_err *err)
+{
+    size_t n = o->confirm_runs ? o->confirm_runs : s->info.first_runs;
+    double secs = 0.0;
+    int rc = measure(ctx, conf, n, true, &secs, err);
+    if (rc != 0)
+        return rc;
+    s->info.confirm_runs = conf->n_runs;
+    s->info.confirm_s = secs;
+    s->confirm_t = *t;
+    if ((rc = cg_verdict_compute(base, conf, &s->confirm_t, &s->confirm_verdict, err)) != 0)
+        return rc;
+    s->have_confirm = true;
+    apply_confirmation(s);
+    return 0;
+}
+
+int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struct cg_artifact *conf,
+                  const struct cg_thresholds *t, const struct cg_seq_opts *o, double first_s,
+                  cg_seq_measure_fn measure, void *ctx, struct cg_seq *s, struct cg_err *err)
+{
+    struct cg_seq_plan plan;
+    memset(s, 0, sizeof(*s));
+    int rc =
+        cg_seq_plan_make(o->spend, base->n_runs, cur->n_runs, o->batch, o->max_runs, &plan, err);
+    if (rc != 0)
+        return rc;
+    struct cg_seq_info *info = &s->info;
+    info->spend = o->spend;
+    info->baseline_runs = base->n_runs;
+    info->first_runs = cur->n_runs;
+    info->planned_looks = plan.n_looks;
+    info->max_runs = plan.runs_at[plan.n_looks - 1];
+    info->canary_s = first_s;
+    for (size_t k = 0;; k++) {
+        if (s->have_verdict) {
+            cg_verdict_release(&s->verdict);
+            s->have_verdict = false;
+        }
+        cg_seq_look_thresholds(&plan, k, t, &s->look_t);
+        if ((rc = cg_verdict_compute(base, cur, &s->look_t, &s->verdict, err)) != 0)
+            goto fail;
+        s->have_verdict = true;
+        info->looks = k + 1;
+        if (s->verdict.overall == CG_OUT_FAIL || k + 1 == plan.n_looks ||
+            !cg_seq_more_runs_help(&s->verdict))
+            break;
+        size_t add = plan.runs_at[k + 1] - cur->n_runs;
+        double per_run = info->canary_s / (double)cur->n_runs;
+        if (o->budget_s > 0 && info->canary_s + per_run * (double)add > o->budget_s) {
+            info->budget_stopped = true;
+            break;
+        }
+        double secs = 0.0;
+        if ((rc = measure(ctx, cur, add, false, &secs, err)) != 0)
+            goto fail;
+        info->canary_s += secs;
+        if (cur->n_runs != plan.runs_at[k + 1]) {
+            rc = cg_err_set(err, CG_EINTERNAL, "expected %zu current runs, have %zu",
+                            plan.runs_at[k + 1], cur->n_runs);
+            goto fail;
+        }
+    }
+    info->current_runs = cur->n_runs;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        info->alpha[m] = t->metric[m].alpha;
+        info->look_alpha[m] = s->look_t.metric[m].alpha;
+    }
+    info->confirm = CG_CONFIRM_NOT_NEEDED;
+    if (s->verdict.overall == CG_OUT_FAIL) {
+        info->confirm = CG_CONFIRM_OFF;
+        if (o->confirm && (rc = confirm(base, conf, t, o, measure, ctx, s, err)) != 0)
+            goto fail;
+    }
+    s->verdict.seq = info;
+    return 0;
+fail:
+    cg_seq_release(s);
+    return rc;
+}
+
+void cg_seq_release(struct cg_seq *s)
+{
+    if (s->have_verdict)
+        cg_verdict_release(&s->verdict);
+    if (s->have_confirm)
+        cg_verdict_release(&s->confirm_verdict);
+    s->have_verdict = s->have_confirm = false;
+}
