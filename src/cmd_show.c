@@ -1,11 +1,14 @@
 /*
  * cmd_show: `canary-gate show FILE` prints a human summary of a run artifact: environment,
- * settings, each run's summary, and the ops that take the most time per step.
+ * settings, each run's summary, a chart of the per-step times, the ops that take the most time
+ * per step, and the diagnosis rules that apply to the artifact on its own.
  */
 #include "cmd.h"
 
 #include "artifact.h"
 #include "buf.h"
+#include "chart.h"
+#include "diagnose.h"
 #include "report.h"
 
 #include <getopt.h>
@@ -13,17 +16,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char usage_text[] =
-    "usage: canary-gate show FILE [--ops N]\n"
+    "usage: canary-gate show FILE [--ops N] [--ascii] [--no-chart]\n"
     "\n"
-    "Prints a human summary of a run artifact.\n"
+    "Prints a human summary of a run artifact, with a chart of its per-step times.\n"
     "\n"
     "  --ops N      list the N ops with the most time per step (default 10)\n"
+    "  --ascii      draw the chart with ASCII characters (the default when the locale\n"
+    "               (LC_ALL, LC_CTYPE, LANG) is not UTF-8)\n"
+    "  --no-chart   leave the chart out\n"
     "  -h, --help   show this help\n";
+
+enum { CHART_NONE, CHART_ASCII, CHART_UTF8 };
 
 static const struct option options[] = {
     {"ops", required_argument, NULL, 'n'},
+    {"ascii", no_argument, NULL, 'a'},
+    {"no-chart", no_argument, NULL, 'c'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -34,7 +45,38 @@ static int cmp_op_time(const void *a, const void *b)
     return (x->total_ns < y->total_ns) - (x->total_ns > y->total_ns);
 }
 
-static int render(const struct cg_artifact *a, long top, struct cg_buf *o)
+/* True when the locale in effect for characters (the first set of LC_ALL, LC_CTYPE, LANG) is
+ * UTF-8; an unset locale is "C", which is not. */
+static bool locale_is_utf8(void)
+{
+    const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v == NULL || v[0] == '\0')
+            continue;
+        const char *dot = strchr(v, '.');
+        return dot != NULL && (strncasecmp(dot + 1, "utf-8", 5) == 0 ||
+                               strncasecmp(dot + 1, "utf8", 4) == 0);
+    }
+    return false;
+}
+
+static int render_findings(const struct cg_artifact *a, struct cg_buf *o)
+{
+    struct cg_diagnosis d;
+    if (cg_diagnose(NULL, a, &d) != 0)
+        return CG_ENOMEM;
+    int rc = cg_buf_adds(o, d.n ? "\ndiagnosis (this artifact alone):\n" : "");
+    for (size_t i = 0; i < d.n && rc == 0; i++) {
+        const struct cg_finding *f = &d.items[i];
+        rc = cg_buf_printf(o, "  %s: ", cg_diag_rule_name(f->rule));
+        rc |= cg_term_escape(o, f->finding, CG_DIAG_TEXT_MAX);
+        rc |= cg_buf_printf(o, "\n    try: %s\n", f->action);
+    }
+    return rc;
+}
+
+static int render(const struct cg_artifact *a, long top, int chart, struct cg_buf *o)
 {
     const struct cg_env *e = &a->env;
     int rc = cg_buf_printf(o, "schema_version %lld, recorded %s\n", (long long)a->schema_version,
@@ -75,6 +117,11 @@ static int render(const struct cg_artifact *a, long top, struct cg_buf *o)
         rc |= cg_buf_printf(o, "%4zu %6zu %12s %12s %12s %14s %12s %12s\n", i, a->runs[i].n_steps,
                             mean, med, p95, tps, dev, rss);
     }
+    if (chart != CHART_NONE) {
+        rc |= cg_buf_adds(o, "\n");
+        rc |= cg_chart_terminal(o, a, 0, chart == CHART_ASCII);
+    }
+    rc |= render_findings(a, o);
     if (a->n_runs == 0 || a->runs[0].n_ops == 0 || top <= 0)
         return rc;
     const struct cg_run *r0 = &a->runs[0];
@@ -99,6 +146,7 @@ static int render(const struct cg_artifact *a, long top, struct cg_buf *o)
 int cmd_show(int argc, char **argv)
 {
     long top = 10;
+    bool ascii = false, no_chart = false;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -107,6 +155,8 @@ int cmd_show(int argc, char **argv)
             if (cg_cmd_parse_count("show", "--ops", optarg, 0, 100000, &top) != 0)
                 return CG_EXIT_INPUT;
             break;
+        case 'a': ascii = true; break;
+        case 'c': no_chart = true; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
         default: return cg_cmd_usage_error("show", "unknown or incomplete option");
         }
@@ -123,7 +173,8 @@ int cmd_show(int argc, char **argv)
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    if (render(&a, top, &out) != 0) {
+    int chart = no_chart ? CHART_NONE : ascii || !locale_is_utf8() ? CHART_ASCII : CHART_UTF8;
+    if (render(&a, top, chart, &out) != 0) {
         cg_err_set(&err, CG_ENOMEM, "cannot show '%s': out of memory", argv[optind]);
         exit_code = cg_cmd_fail(&err);
     } else {

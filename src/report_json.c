@@ -1,5 +1,6 @@
 /*
- * report_json: the JSON verdict for other tools (see report.h and docs/verdict-json.md).
+ * report_json: the JSON verdict for other tools (see report.h and docs/artifact.md; the
+ * "diagnosis" array is documented in docs/diagnosis.md).
  */
 #include "report.h"
 
@@ -30,6 +31,26 @@ static cJSON *side(const struct cg_artifact *a)
     cJSON_AddNumberToObject(s, "steps_per_run", a->n_runs ? (double)a->runs[0].n_steps : 0.0);
     cJSON_AddBoolToObject(s, "gpu_available", a->gpu_available);
     return s;
+}
+
+static cJSON *diagnosis(const struct cg_diagnosis *d)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr != NULL && i < d->n; i++) {
+        const struct cg_finding *f = &d->items[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "rule", cg_diag_rule_name(f->rule));
+        cJSON_AddStringToObject(o, "severity", cg_diag_severity_name(f->severity));
+        cJSON_AddItemToObject(o, "subject",
+                              f->subject[0] ? cJSON_CreateString(f->subject) : cJSON_CreateNull());
+        cJSON_AddStringToObject(o, "finding", f->finding);
+        cJSON_AddStringToObject(o, "action", f->action);
+        cJSON_AddItemToObject(o, "current", num(f->current));
+        cJSON_AddItemToObject(o, "baseline", num(f->baseline));
+        cJSON_AddStringToObject(o, "unit", f->unit);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
 }
 
 char *cg_report_json(const struct cg_verdict *v)
@@ -98,6 +119,7 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddNumberToObject(counts, "new", (double)v->n_ops_new);
     cJSON_AddNumberToObject(counts, "vanished", (double)v->n_ops_vanished);
     cJSON_AddNumberToObject(counts, "significant", (double)v->n_ops_significant);
+    cJSON_AddItemToObject(root, "diagnosis", diagnosis(&v->diagnosis));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;

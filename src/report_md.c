@@ -2,18 +2,26 @@
  * report_md: the markdown report, used as the PR comment and the job summary (see report.h).
  *
  * Layout: two hidden marker lines (gate id, verdict), a headline that agrees with the table,
- * banners, the metric table, runs and thresholds, the top op changes, and folded details
- * (environment, method). The op table is filled last, row by row, while the whole report stays
- * under CG_REPORT_MAX_BYTES; rows that do not fit are counted in an "N more" line.
+ * banners, the metric table, runs and thresholds, the diagnosis, a mermaid chart of step times,
+ * the top op changes, and folded details (environment, method). The whole report stays under
+ * CG_REPORT_MAX_BYTES: the details are rendered first and kept room for; diagnosis findings are
+ * added one by one while they fit; the chart is drawn with CG_CHART_MAX_POINTS points, then
+ * fewer, then left out with a note, so it gives way before anything else; the op table is
+ * filled last, row by row, and rows that do not fit are counted in an "N more" line.
  */
 #include "report.h"
+
+#include "chart.h"
 
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NAME_MAX_BYTES 160
+/* Room kept for the op section's heading, table head and "N more" line. */
+#define OPS_RESERVE 640
 
 static const char *outcome_icon(enum cg_outcome o)
 {
@@ -136,6 +144,96 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
     return rc;
 }
 
+static int finding_item(struct cg_buf *b, const struct cg_finding *f)
+{
+    int rc = cg_buf_printf(b, "- %s **%s**: ",
+                           f->severity == CG_DIAG_WARNING ? "\xe2\x9a\xa0\xef\xb8\x8f"
+                                                          : "\xe2\x84\xb9\xef\xb8\x8f",
+                           cg_diag_rule_title(f->rule));
+    rc |= cg_md_escape(b, f->finding, CG_DIAG_TEXT_MAX);
+    rc |= cg_buf_adds(b, "  \n  _Try:_ ");
+    rc |= cg_md_escape(b, f->action, 1024);
+    return rc | cg_buf_adds(b, "\n");
+}
+
+static int add_diagnosis(struct cg_buf *b, const struct cg_verdict *v, size_t reserve)
+{
+    const struct cg_diagnosis *d = &v->diagnosis;
+    int rc = cg_buf_adds(b, "\n### Diagnosis\n\n");
+    if (d->n == 0)
+        return rc | cg_buf_adds(b, "No known pattern stands out in what was measured.\n");
+    rc |= cg_buf_adds(b, "What the measurements point to, with the evidence and what to try "
+                         "(never part of the verdict). \xe2\x9a\xa0\xef\xb8\x8f new or grown "
+                         "against the baseline; \xe2\x84\xb9\xef\xb8\x8f present on both "
+                         "sides.\n\n");
+    struct cg_buf item;
+    cg_buf_init(&item, 16384);
+    size_t shown = 0;
+    for (size_t i = 0; i < d->n && rc == 0; i++) {
+        cg_buf_reset(&item);
+        if (finding_item(&item, &d->items[i]) != 0 ||
+            b->len + item.len + reserve + 128 > CG_REPORT_MAX_BYTES)
+            break;
+        rc = cg_buf_add(b, item.data, item.len);
+        shown++;
+    }
+    cg_buf_release(&item);
+    size_t more = d->n - shown + d->n_dropped;
+    if (rc == 0 && more > 0)
+        rc = cg_buf_printf(b, "\n_%zu more findings not shown._\n", more);
+    return rc;
+}
+
+static int chart_caption(struct cg_buf *b, const struct cg_verdict *v, size_t n, size_t nb,
+                         size_t nc, size_t points)
+{
+    int rc = cg_buf_printf(b, "\nGrey: baseline (median of %zu runs per step); red: this run "
+                              "(median of %zu runs). ",
+                           v->baseline->n_runs, v->current->n_runs);
+    if (nb != nc)
+        rc |= cg_buf_printf(b, "The first %zu steps of each side (baseline %zu, this run %zu). ",
+                            n, nb, nc);
+    if (points < n)
+        rc |= cg_buf_printf(b, "%zu steps in %zu points, each the mean of consecutive steps.\n",
+                            n, points);
+    else
+        rc |= cg_buf_printf(b, "%zu steps, one point each.\n", n);
+    return rc;
+}
+
+/* The step-time chart in at most CG_CHART_MAX_POINTS points, fewer when space is short, or a
+ * note that it was left out; nothing when a side has fewer than two steps. */
+static int add_chart(struct cg_buf *b, const struct cg_verdict *v, size_t reserve)
+{
+    double *base = NULL, *cur = NULL;
+    size_t nb = 0, nc = 0;
+    struct cg_buf sec;
+    cg_buf_init(&sec, CG_REPORT_MAX_BYTES);
+    int rc = cg_chart_step_medians(v->baseline, &base, &nb);
+    if (rc == 0)
+        rc = cg_chart_step_medians(v->current, &cur, &nc);
+    size_t n = nb < nc ? nb : nc;
+    bool placed = n < 2;
+    for (size_t points = CG_CHART_MAX_POINTS; rc == 0 && !placed && points >= 25; points /= 2) {
+        cg_buf_reset(&sec);
+        rc = cg_buf_adds(&sec, "\n### Step times\n\n");
+        rc |= cg_chart_mermaid(&sec, base, cur, n, points);
+        rc |= chart_caption(&sec, v, n, nb, nc, points < n ? points : n);
+        if (rc == 0 && b->len + sec.len + reserve <= CG_REPORT_MAX_BYTES) {
+            rc = cg_buf_add(b, sec.data, sec.len);
+            placed = true;
+        }
+    }
+    static const char left_out[] = "\n_The step-time chart was left out to keep the comment "
+                                   "within GitHub's size limit._\n";
+    if (rc == 0 && !placed && b->len + sizeof(left_out) + reserve <= CG_REPORT_MAX_BYTES)
+        rc = cg_buf_adds(b, left_out);
+    cg_buf_release(&sec);
+    free(base);
+    free(cur);
+    return rc;
+}
+
 static int op_row(struct cg_buf *b, const struct cg_op_delta *d)
 {
     char base[32], cur[32], delta[32], pct[32];
@@ -251,6 +349,10 @@ int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct c
     rc |= add_banners(out, v);
     rc |= add_metric_table(out, v);
     rc |= add_runs_line(out, v);
+    if (rc == 0)
+        rc = add_diagnosis(out, v, tail.len + OPS_RESERVE);
+    if (rc == 0)
+        rc = add_chart(out, v, tail.len + OPS_RESERVE);
     if (rc == 0)
         rc = add_ops(out, v, tail.len);
     if (rc == 0 && out->len + tail.len <= CG_REPORT_MAX_BYTES)

@@ -1,5 +1,5 @@
 /*
- * report_term: the terminal table and verdict line (see report.h).
+ * report_term: the terminal table, op changes, diagnosis and verdict line (see report.h).
  */
 #include "report.h"
 
@@ -14,6 +14,28 @@ static const char *color_of(enum cg_outcome o, bool color)
     if (!color)
         return "";
     return o == CG_OUT_FAIL ? "\x1b[31m" : o == CG_OUT_INCONCLUSIVE ? "\x1b[33m" : "\x1b[32m";
+}
+
+/* "diagnosis:" and one entry a finding: severity, rule, evidence, then the action indented. */
+static int add_diagnosis(struct cg_buf *out, const struct cg_diagnosis *d, bool color)
+{
+    if (d->n == 0)
+        return 0;
+    int rc = cg_buf_adds(out, "\ndiagnosis (never part of the verdict):\n");
+    for (size_t i = 0; i < d->n && rc == 0; i++) {
+        const struct cg_finding *f = &d->items[i];
+        bool warn = f->severity == CG_DIAG_WARNING;
+        rc = cg_buf_printf(out, "  %s%-7s%s %s: ", color && warn ? "\x1b[33m" : "",
+                           cg_diag_severity_name(f->severity), color && warn ? "\x1b[0m" : "",
+                           cg_diag_rule_name(f->rule));
+        rc |= cg_term_escape(out, f->finding, CG_DIAG_TEXT_MAX);
+        rc |= cg_buf_adds(out, "\n          try: ");
+        rc |= cg_term_escape(out, f->action, 1024);
+        rc |= cg_buf_adds(out, "\n");
+    }
+    if (rc == 0 && d->n_dropped > 0)
+        rc = cg_buf_printf(out, "  (%zu more findings)\n", d->n_dropped);
+    return rc;
 }
 
 int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *out,
@@ -78,6 +100,7 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
                                : o->status == CG_OPD_VANISHED ? "  (vanished)\n"
                                                               : "\n");
     }
+    rc |= add_diagnosis(out, &v->diagnosis, color);
     char line[512];
     cg_verdict_headline(v, line, sizeof(line));
     rc |= cg_buf_printf(out, "\n%scanary-gate %s%s\n", color_of(v->overall, color), line, reset);

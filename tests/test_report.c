@@ -1,6 +1,7 @@
 /*
  * test_report: the markdown report against golden files, hostile names escaped everywhere, the
- * size cap with thousands of ops, and the JSON verdict's contract fields.
+ * size cap with thousands of ops and with a full diagnosis, the JSON verdict's contract fields,
+ * the diagnosis in every output, and the step-time charts (mermaid and terminal).
  * CG_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
  */
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "chart.h"
 #include "fixtures.h"
 #include "fsutil.h"
 #include "report.h"
@@ -186,6 +188,288 @@ static void test_report__json_has_contract_fields(void **state)
     free_pair(&p);
 }
 
+/* A GPU pair whose current side is host-bound, copies from pageable memory, runs a new kernel
+ * family with a hostile name and grew its peak device memory. */
+static void make_gpu_pair(struct pair *p)
+{
+    struct cg_err err;
+    struct cg_fixture b = {5, 30, 1e7, 0.01, 0.02, 1024, 1073741824, 200000000, 0, 1};
+    struct cg_fixture c = b;
+    c.mean_ns = 1.2e7;
+    c.peak_device_bytes = 1073741824 + 268435456;
+    c.seed = 2;
+    cg_artifact_init(&p->base);
+    cg_artifact_init(&p->cur);
+    assert_int_equal(cg_fixture_make(&p->base, &b), 0);
+    assert_int_equal(cg_fixture_make(&p->cur, &c), 0);
+    cg_fixture_set_busy(&p->base, 0.9);
+    cg_fixture_set_busy(&p->cur, 0.6);
+    assert_int_equal(cg_fixture_add_op(&p->base, "gemm_a", NULL, CG_OP_KERNEL, 10, 8e6), 0);
+    assert_int_equal(cg_fixture_add_op(&p->cur, "gemm_a", NULL, CG_OP_KERNEL, 10, 4e6), 0);
+    assert_int_equal(cg_fixture_add_op(&p->cur, HOSTILE, HOSTILE, CG_OP_KERNEL, 10, 4e6), 0);
+    assert_int_equal(
+        cg_fixture_add_op(&p->cur, "memcpy HtoD pageable", NULL, CG_OP_MEMCPY, 2, 0.5e6), 0);
+    assert_int_equal(cg_thresholds_load("default", &p->t, &err), 0);
+    assert_int_equal(cg_verdict_compute(&p->base, &p->cur, &p->t, &p->v, &err), 0);
+}
+
+static void test_report__diagnosis_in_every_output(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_buf md, term;
+    struct cg_err err;
+    make_gpu_pair(&p);
+    assert_true(p.v.diagnosis.n >= 4);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    check_golden("report_diagnosis.md", md.data);
+    assert_non_null(strstr(md.data, "### Diagnosis"));
+    assert_non_null(strstr(md.data, "**Host-bound**: GPU idle"));
+    assert_non_null(strstr(md.data, "**Changed kernel choice**: new kernel family"));
+    assert_non_null(strstr(md.data, "_Try:_ "));
+    /* the hostile family name is escaped in the finding */
+    assert_null(strstr(md.data, "<script>"));
+    assert_null(strstr(md.data, "@team"));
+    assert_non_null(strstr(md.data, "evil&#124;kernel&lt;script&gt;"));
+    /* the diagnosis comes before the chart, the chart before the op table */
+    const char *diag = strstr(md.data, "### Diagnosis"), *chart = strstr(md.data, "```mermaid");
+    assert_non_null(chart);
+    assert_true(diag < chart);
+    assert_true(chart < strstr(md.data, "### Top op changes"));
+
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    assert_non_null(strstr(term.data, "\ndiagnosis (never part of the verdict):\n"));
+    assert_non_null(strstr(term.data, "  warning host_bound: GPU idle"));
+    assert_non_null(strstr(term.data, "          try: The GPU waits for the host"));
+    assert_null(strchr(term.data, '\x1b'));
+    /* the diagnosis stands before the final verdict line */
+    assert_true(strstr(term.data, "diagnosis (") < strstr(term.data, "\ncanary-gate FAIL"));
+
+    char *text = cg_report_json(&p.v);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON *arr = cJSON_GetObjectItem(root, "diagnosis");
+    assert_true(cJSON_IsArray(arr));
+    assert_int_equal(cJSON_GetArraySize(arr), (int)p.v.diagnosis.n);
+    bool saw_hostile = false;
+    for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
+        cJSON *f = cJSON_GetArrayItem(arr, i);
+        const char *keys[] = {"rule", "severity", "subject", "finding", "action",
+                              "current", "baseline", "unit"};
+        for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+            assert_non_null(cJSON_GetObjectItem(f, keys[k]));
+        assert_string_equal(cJSON_GetObjectItem(f, "rule")->valuestring,
+                            cg_diag_rule_name(p.v.diagnosis.items[i].rule));
+        cJSON *subject = cJSON_GetObjectItem(f, "subject");
+        if (cJSON_IsString(subject) && strcmp(subject->valuestring, HOSTILE) == 0)
+            saw_hostile = true; /* JSON carries names verbatim; consumers escape */
+    }
+    assert_true(saw_hostile);
+    cJSON_Delete(root);
+    free(text);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+    free_pair(&p);
+}
+
+/* Points in the first mermaid line of md, 0 when there is none. */
+static size_t chart_points(const char *md)
+{
+    const char *line = strstr(md, "    line [");
+    if (line == NULL)
+        return 0;
+    size_t n = 1;
+    for (const char *c = line; *c != ']'; c++)
+        n += *c == ',';
+    return n;
+}
+
+static void test_report__chart_gives_way_under_the_size_cap(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_err err;
+    struct cg_fixture b = {3, 300, 1e7, 0.01, 0.02, 1024, -1, 200000000, 0, 1};
+    struct cg_fixture c = b;
+    c.seed = 2;
+    cg_artifact_init(&p.base);
+    cg_artifact_init(&p.cur);
+    assert_int_equal(cg_fixture_make(&p.base, &b), 0);
+    assert_int_equal(cg_fixture_make(&p.cur, &c), 0);
+    assert_int_equal(cg_thresholds_load("default", &p.t, &err), 0);
+    /* Environment strings that escape to six bytes a character fill the folded details. */
+    char wide[301];
+    memset(wide, '|', sizeof(wide) - 1);
+    wide[sizeof(wide) - 1] = '\0';
+    struct cg_artifact *sides[2] = {&p.base, &p.cur};
+    for (int s = 0; s < 2; s++) {
+        char **fields[] = {&sides[s]->env.cpu_model,    &sides[s]->env.tool_version,
+                           &sides[s]->env.canary_hash,  &sides[s]->created_utc,
+                           &sides[s]->env.cupti_status, &sides[s]->env.driver_version};
+        for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+            free(*fields[k]);
+            *fields[k] = strdup(wide);
+        }
+    }
+    assert_int_equal(cg_verdict_compute(&p.base, &p.cur, &p.t, &p.v, &err), 0);
+    bool full = false, reduced = false, cut = false;
+    /* Sixteen findings growing in steps of 8 characters that escape to six bytes leave less and
+     * less room: the chart shrinks before any finding is cut, and the cap always holds. */
+    for (size_t len = 0; len < CG_DIAG_TEXT_MAX; len += 8) {
+        p.v.diagnosis.n = CG_DIAG_MAX_FINDINGS;
+        p.v.diagnosis.n_dropped = 0;
+        for (size_t i = 0; i < CG_DIAG_MAX_FINDINGS; i++) {
+            struct cg_finding *f = &p.v.diagnosis.items[i];
+            memset(f, 0, sizeof(*f));
+            f->rule = CG_DIAG_KERNEL_CHOICE;
+            f->severity = CG_DIAG_WARNING;
+            memset(f->finding, '|', len);
+            f->action = "Look.";
+            f->unit = "pct";
+        }
+        struct cg_buf md;
+        cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+        assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+        assert_true(md.len <= CG_REPORT_MAX_BYTES);
+        assert_non_null(strstr(md.data, "</details>"));
+        size_t points = chart_points(md.data);
+        if (points == CG_CHART_MAX_POINTS)
+            full = true;
+        else if (points > 0)
+            reduced = true;
+        else
+            assert_non_null(strstr(md.data, "step-time chart was left out"));
+        /* findings are cut only when they would not fit even without the chart */
+        cut = cut || strstr(md.data, "more findings not shown") != NULL;
+        if (points > 0)
+            assert_non_null(strstr(md.data, "300 steps in"));
+        cg_buf_release(&md);
+    }
+    assert_true(full);
+    assert_true(reduced);
+    assert_true(cut);
+    p.v.diagnosis.n = 0;
+    free_pair(&p);
+}
+
+static void test_report__mermaid_chart_downsamples(void **state)
+{
+    (void)state;
+    double base[250], cur[250], pts[100];
+    for (size_t i = 0; i < 250; i++) {
+        base[i] = 1e7 + (double)i * 1e4; /* 10 ms rising by 10 us a step */
+        cur[i] = 2e7;
+    }
+    /* 250 steps into 100 points: buckets of 2 or 3 consecutive steps, their mean */
+    assert_int_equal(cg_chart_downsample(base, 250, 100, pts), 100);
+    assert_float_equal(pts[0], (base[0] + base[1]) / 2.0, 1e-6);
+    assert_float_equal(pts[99], (base[247] + base[248] + base[249]) / 3.0, 1e-6);
+    assert_int_equal(cg_chart_downsample(base, 7, 100, pts), 7);
+    assert_float_equal(pts[6], base[6], 0.0);
+
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 16);
+    assert_int_equal(cg_chart_mermaid(&b, base, cur, 250, 100), 0);
+    assert_non_null(strstr(b.data, "```mermaid\n"));
+    assert_non_null(strstr(b.data, "\nxychart-beta\n"));
+    assert_non_null(strstr(b.data, "    x-axis \"step\" 1 --> 250\n"));
+    /* y from the lowest point (10.005 ms) to the highest (20 ms), padded by 10% of the range */
+    assert_non_null(strstr(b.data, "    y-axis \"ms\" 9.006 --> 21\n"));
+    assert_non_null(strstr(b.data, "    line [10.01, 10.03, "));
+    assert_non_null(strstr(b.data, "    line [20, 20, "));
+    assert_int_equal(chart_points(b.data), 100);
+    assert_true(b.len < 2500);
+    /* fewer than two steps: nothing to draw */
+    cg_buf_reset(&b);
+    assert_int_equal(cg_chart_mermaid(&b, base, cur, 1, 100), 0);
+    assert_int_equal(b.len, 0);
+    cg_buf_release(&b);
+}
+
+static void make_steps(struct cg_artifact *a, size_t runs, const double *ms, size_t n)
+{
+    cg_artifact_init(a);
+    for (size_t r = 0; r < runs; r++) {
+        struct cg_run *run = cg_artifact_add_run(a);
+        assert_non_null(run);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(cg_run_add_step(run, (int64_t)(ms[i] * 1e6) + (int64_t)r, -1, -1), 0);
+        cg_run_summarize(run);
+    }
+}
+
+static void test_report__terminal_chart_exact(void **state)
+{
+    (void)state;
+    const double ms[4] = {1, 2, 3, 4};
+    struct cg_artifact a;
+    struct cg_buf b;
+    make_steps(&a, 1, ms, 4);
+    cg_buf_init(&b, 1 << 16);
+    assert_int_equal(cg_chart_terminal(&b, &a, 0, false), 0);
+    assert_string_equal(b.data, "step times: 4 steps\n"
+                                "  4.00 ms \u2524   \u2588\n"
+                                "          \u2502   \u2588\n"
+                                "          \u2502  \u2588\u2588\n"
+                                "          \u2502 \u2581\u2588\u2588\n"
+                                "          \u2502 \u2588\u2588\u2588\n"
+                                "  1.00 ms \u2524\u2581\u2588\u2588\u2588\n"
+                                "          \u2514\u2500\u2500\u2500\u2500\n"
+                                "           1  4\n");
+    cg_buf_reset(&b);
+    assert_int_equal(cg_chart_terminal(&b, &a, 0, true), 0);
+    assert_string_equal(b.data, "step times: 4 steps\n"
+                                "  4.00 ms |   #\n"
+                                "          |   #\n"
+                                "          |  ##\n"
+                                "          | .##\n"
+                                "          | ###\n"
+                                "  1.00 ms |.###\n"
+                                "          +----\n"
+                                "           1  4\n");
+    cg_buf_release(&b);
+    cg_artifact_release(&a);
+}
+
+static void test_report__terminal_chart_runs_and_downsampling(void **state)
+{
+    (void)state;
+    double ms[150];
+    for (size_t i = 0; i < 150; i++)
+        ms[i] = i % 2 ? 12.0 : 10.0;
+    struct cg_artifact a;
+    struct cg_buf b;
+    make_steps(&a, 14, ms, 150);
+    cg_buf_init(&b, 1 << 16);
+    assert_int_equal(cg_chart_terminal(&b, &a, 0, true), 0);
+    assert_non_null(strstr(b.data, "step times: median of 14 runs per step, 150 steps, each "
+                                   "column the mean of 2 or 3 steps\n"));
+    /* every line is ASCII, and the x axis spans 60 columns */
+    for (const unsigned char *c = (const unsigned char *)b.data; *c; c++)
+        assert_true(*c < 0x80);
+    assert_non_null(strstr(b.data, "+------------------------------------------------------------\n"));
+    char axis[128];
+    snprintf(axis, sizeof(axis), "\n%12s1%56s150\n", "", ""); /* under the first and last column */
+    assert_non_null(strstr(b.data, axis));
+    /* per-run lines with their own range, cut at CG_CHART_TERM_RUNS */
+    assert_non_null(strstr(b.data, "\n     run 0  "));
+    assert_non_null(strstr(b.data, "  10.00 ms .. 12.00 ms\n"));
+    assert_non_null(strstr(b.data, "\n    run 11  "));
+    assert_null(strstr(b.data, "run 12"));
+    assert_non_null(strstr(b.data, "(2 more runs)\n"));
+    cg_buf_release(&b);
+    cg_artifact_release(&a);
+    /* an artifact without steps draws nothing */
+    cg_artifact_init(&a);
+    cg_buf_init(&b, 1 << 16);
+    assert_int_equal(cg_chart_terminal(&b, &a, 0, false), 0);
+    assert_int_equal(b.len, 0);
+    cg_buf_release(&b);
+    cg_artifact_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +478,11 @@ int main(void)
         cmocka_unit_test(test_report__hostile_names_are_escaped),
         cmocka_unit_test(test_report__size_cap_with_many_ops),
         cmocka_unit_test(test_report__json_has_contract_fields),
+        cmocka_unit_test(test_report__diagnosis_in_every_output),
+        cmocka_unit_test(test_report__chart_gives_way_under_the_size_cap),
+        cmocka_unit_test(test_report__mermaid_chart_downsamples),
+        cmocka_unit_test(test_report__terminal_chart_exact),
+        cmocka_unit_test(test_report__terminal_chart_runs_and_downsampling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
