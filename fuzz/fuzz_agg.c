@@ -1,0 +1,321 @@
+/*
+ * fuzz_agg: CUPTI activity records into the injection library's aggregation (inject/aggregate.c,
+ * compiled in): kernels, copies, sets, device memory allocations and releases and overhead
+ * records, in any order relative to the NVTX step boundaries, with zero and inverted timestamps.
+ *
+ * The input is byte code: begin or end a step, let time pass, deliver a record (its start may lie
+ * in the past, as CUPTI delivers buffers late), settle. The harness keeps every record and
+ * recomputes from scratch what the streaming aggregation must give: per-op calls and time of
+ * post-warm-up steps, each step's GPU busy time (the union of kernel intervals inside the step),
+ * and each device's peak memory. Busy time never exceeds the step's length; it is exact while the
+ * interval ring never filled and nothing was settled early; memory peaks are exact when no event
+ * arrived later than what was applied.
+ */
+#include "fuzz.h"
+
+#include "../inject/aggregate.c"
+
+#include <stdbool.h>
+
+#define MAX_EVENTS 512
+#define MAX_STEPS 128
+#define N_DEVICES 3
+
+static const char *const kernel_names[] = {"_Z4gemmv", "_Z4reluv", "triton_poi_fused_0",
+                                           "ncclDevKernel_AllReduce_Sum_f32_RING_LL", NULL};
+
+struct rec {
+    uint64_t start, end;
+    const char *name; /* as the aggregation names it */
+    int kind;
+};
+
+struct memev {
+    uint64_t ts;
+    int64_t delta;
+    uint32_t device;
+};
+
+struct model {
+    struct cg_agg agg;
+    uint64_t now;
+    uint64_t step_start[MAX_STEPS], step_end[MAX_STEPS];
+    int n_steps;
+    bool open;
+    struct rec recs[MAX_EVENTS];
+    size_t n_recs;
+    struct memev mem[MAX_EVENTS];
+    size_t n_mem;
+    int64_t fed;
+    size_t kernels;
+    bool settled_early;
+};
+
+static void feed(struct model *m, const void *rec)
+{
+    m->fed++;
+    cg_agg_record(&m->agg, (const CUpti_Activity *)rec);
+}
+
+static void keep(struct model *m, uint64_t start, uint64_t end, const char *name, int kind)
+{
+    if (start == 0 || end == 0 || end < start || m->n_recs == MAX_EVENTS)
+        return;
+    m->recs[m->n_recs++] = (struct rec){start, end, name, kind};
+}
+
+static void step_end(struct model *m)
+{
+    if (!m->open)
+        return;
+    m->step_end[m->n_steps - 1] = m->now;
+    cg_agg_step_end(&m->agg, m->n_steps - 1, m->now);
+    m->open = false;
+}
+
+static void one_event(struct model *m, struct cg_fuzz_in *in)
+{
+    uint8_t op = cg_fuzz_u8(in);
+    uint64_t back = cg_fuzz_uint(in, 2) * (uint64_t)(1 + (op >> 4));
+    uint64_t start = m->now > back ? m->now - back : 1;
+    uint64_t dur = cg_fuzz_uint(in, 3);
+    switch (op % 10) {
+    case 0:
+        if (m->n_steps == MAX_STEPS)
+            break;
+        step_end(m);
+        m->now += 1; /* steps never share an instant */
+        m->step_start[m->n_steps] = m->now;
+        m->step_end[m->n_steps] = UINT64_MAX;
+        CG_FUZZ_CHECK(cg_agg_step_begin(&m->agg, m->n_steps, m->now) == 0, "step begin");
+        m->n_steps++;
+        m->open = true;
+        break;
+    case 1:
+        step_end(m);
+        break;
+    case 2:
+        m->now += dur;
+        break;
+    case 3: { /* a kernel, sometimes with a zero or inverted timestamp */
+        CUpti_ActivityKernel10 k;
+        memset(&k, 0, sizeof(k));
+        k.kind = (op & 0x10) ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        k.name = kernel_names[dur % 5];
+        k.start = (op & 0xe0) == 0xe0 ? 0 : start;
+        k.end = (op & 0xe0) == 0xc0 ? start - 1 : start + dur;
+        keep(m, k.start, k.end, k.name ? k.name : "?", CG_AGG_KERNEL);
+        m->kernels++;
+        feed(m, &k);
+        break;
+    }
+    case 4: {
+        CUpti_ActivityMemcpy6 c;
+        memset(&c, 0, sizeof(c));
+        c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+        c.copyKind = (uint8_t)(dur % 12);
+        c.start = start;
+        c.end = start + dur;
+        keep(m, c.start, c.end, memcpy_name(c.copyKind), CG_AGG_MEMCPY);
+        feed(m, &c);
+        break;
+    }
+    case 5: {
+        CUpti_ActivityMemset4 s;
+        memset(&s, 0, sizeof(s));
+        s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+        s.start = start;
+        s.end = start + dur;
+        keep(m, s.start, s.end, "memset", CG_AGG_MEMSET);
+        feed(m, &s);
+        break;
+    }
+    case 6: { /* device memory: sizes up to 2^40 bytes, timestamps out of order */
+        CUpti_ActivityMemory4 r;
+        memset(&r, 0, sizeof(r));
+        r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+        r.memoryOperationType = (op & 0x10) ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
+                                            : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+        r.memoryKind = (op & 0x20) ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+                                   : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+        r.bytes = (dur & 0xffff) << ((dur >> 16) % 25);
+        r.timestamp = start;
+        r.deviceId = (uint32_t)(back % N_DEVICES);
+        if (r.memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && m->n_mem < MAX_EVENTS) {
+            int64_t b = (int64_t)r.bytes;
+            m->mem[m->n_mem++] = (struct memev){r.timestamp, (op & 0x10) ? -b : b, r.deviceId};
+        }
+        feed(m, &r);
+        break;
+    }
+    case 7: {
+        CUpti_ActivityOverhead3 o;
+        memset(&o, 0, sizeof(o));
+        o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+        o.start = start;
+        o.end = start + dur;
+        feed(m, &o);
+        break;
+    }
+    case 8:
+        cg_agg_settle(&m->agg, false);
+        m->settled_early = true;
+        break;
+    default: { /* a kind the aggregation does not read */
+        CUpti_ActivityKernel10 k;
+        memset(&k, 0, sizeof(k));
+        k.kind = CUPTI_ACTIVITY_KIND_MARKER;
+        feed(m, &k);
+        break;
+    }
+    }
+}
+
+static int step_of(const struct model *m, uint64_t t)
+{
+    for (int k = 0; k < m->n_steps; k++)
+        if (m->step_start[k] <= t && t <= m->step_end[k])
+            return k;
+    return -1;
+}
+
+static int cmp_rec(const void *x, const void *y)
+{
+    const struct rec *a = x, *b = y;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+/* Busy time of step k from scratch: the union of kernel intervals, cut to the step. */
+static int64_t busy_of(const struct model *m, const struct rec *kernels, size_t n, int k)
+{
+    uint64_t lo = m->step_start[k], hi = m->step_end[k];
+    int64_t busy = 0;
+    uint64_t cur_s = 0, cur_e = 0;
+    bool have = false;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && have && kernels[i].start <= cur_e) {
+            if (kernels[i].end > cur_e)
+                cur_e = kernels[i].end;
+            continue;
+        }
+        if (have) {
+            uint64_t a = cur_s > lo ? cur_s : lo, b = cur_e < hi ? cur_e : hi;
+            if (b > a)
+                busy += (int64_t)(b - a);
+        }
+        if (i < n) {
+            cur_s = kernels[i].start;
+            cur_e = kernels[i].end;
+            have = true;
+        }
+    }
+    return busy;
+}
+
+static void check_ops(const struct model *m)
+{
+    const struct cg_agg *a = &m->agg;
+    size_t listed = 0;
+    for (size_t i = 0; i < m->n_recs; i++) {
+        const struct rec *r = &m->recs[i];
+        int k = step_of(m, r->start);
+        if (k < 0 || k < a->warmup)
+            continue;
+        bool first = true;
+        int64_t calls = 0, total = 0;
+        for (size_t j = 0; j < m->n_recs; j++) {
+            const struct rec *q = &m->recs[j];
+            int kq = step_of(m, q->start);
+            if (kq < 0 || kq < a->warmup || q->kind != r->kind || strcmp(q->name, r->name) != 0)
+                continue;
+            if (j < i) {
+                first = false;
+                break;
+            }
+            calls++;
+            total += (int64_t)(q->end - q->start);
+        }
+        if (!first)
+            continue;
+        listed++;
+        const struct cg_agg_op *o = NULL;
+        for (size_t j = 0; j < a->n_ops; j++)
+            if ((int)a->ops[j].kind == r->kind && strcmp(a->ops[j].name, r->name) == 0)
+                o = &a->ops[j];
+        CG_FUZZ_CHECK(o != NULL, "op '%s' missing", r->name);
+        CG_FUZZ_CHECK(o->calls == calls && o->total_ns == total,
+                      "op '%s': %lld calls %lld ns, expected %lld calls %lld ns", r->name,
+                      (long long)o->calls, (long long)o->total_ns, (long long)calls,
+                      (long long)total);
+    }
+    CG_FUZZ_CHECK(a->n_ops == listed, "%zu ops, expected %zu", a->n_ops, listed);
+}
+
+static int cmp_mem_ev(const void *x, const void *y)
+{
+    const struct memev *p = x, *q = y;
+    if (p->ts != q->ts)
+        return p->ts < q->ts ? -1 : 1;
+    return (p->delta > q->delta) - (p->delta < q->delta);
+}
+
+static void check_memory(struct model *m)
+{
+    if (m->agg.late_mem != 0)
+        return;
+    qsort(m->mem, m->n_mem, sizeof(m->mem[0]), cmp_mem_ev);
+    for (uint32_t d = 0; d < N_DEVICES; d++) {
+        int64_t cur = 0, peak = -1;
+        for (size_t i = 0; i < m->n_mem; i++) {
+            if (m->mem[i].device != d)
+                continue;
+            cur += m->mem[i].delta;
+            if (peak < 0)
+                peak = 0;
+            if (cur > peak)
+                peak = cur;
+        }
+        CG_FUZZ_CHECK(cg_agg_peak(&m->agg, d) == peak, "device %u: peak %lld, expected %lld", d,
+                      (long long)cg_agg_peak(&m->agg, d), (long long)peak);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct model m;
+    struct cg_fuzz_in in = {data, size};
+    memset(&m, 0, sizeof(m));
+    m.now = 1000000000ull;
+    CG_FUZZ_CHECK(cg_agg_init(&m.agg, cg_fuzz_u8(&in) % 3) == 0, "init");
+    for (int i = 0; in.left > 0 && i < MAX_EVENTS; i++)
+        one_event(&m, &in);
+    step_end(&m);
+    cg_agg_settle(&m.agg, true);
+
+    CG_FUZZ_CHECK(m.agg.records == m.fed, "%lld records counted, %lld fed",
+                  (long long)m.agg.records, (long long)m.fed);
+    check_ops(&m);
+
+    struct rec kernels[MAX_EVENTS];
+    size_t nk = 0;
+    for (size_t i = 0; i < m.n_recs; i++)
+        if (m.recs[i].kind == CG_AGG_KERNEL)
+            kernels[nk++] = m.recs[i];
+    qsort(kernels, nk, sizeof(kernels[0]), cmp_rec);
+    bool exact = !m.settled_early && m.kernels < CG_AGG_INTERVALS;
+    for (int k = 0; k < m.n_steps; k++) {
+        int64_t got = m.agg.steps[k].busy_ns;
+        int64_t want = busy_of(&m, kernels, nk, k);
+        CG_FUZZ_CHECK(got >= 0 && (uint64_t)got <= m.step_end[k] - m.step_start[k],
+                      "step %d: busy %lld ns in a step of %llu ns", k, (long long)got,
+                      (unsigned long long)(m.step_end[k] - m.step_start[k]));
+        CG_FUZZ_CHECK(got <= want, "step %d: busy %lld ns, the kernels cover %lld", k,
+                      (long long)got, (long long)want);
+        if (exact)
+            CG_FUZZ_CHECK(got == want, "step %d: busy %lld ns, expected %lld", k, (long long)got,
+                          (long long)want);
+    }
+    check_memory(&m);
+    cg_agg_release(&m.agg);
+    return 0;
+}

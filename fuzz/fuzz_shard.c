@@ -1,0 +1,75 @@
+/*
+ * fuzz_shard: the shard files the injection library writes from inside the canary, and the
+ * merge of several into one run (a canary's processes write them; a crashed one leaves a .part).
+ *
+ * Input: one or more shards separated by a line "--- next shard ---". Properties: a shard parses
+ * or fails with CG_EINPUT naming it; a parsed step has a non-negative wall time; the merge of
+ * the parsed shards gives at most the asked number of steps, each with a positive wall time, and
+ * summaries that agree with the steps.
+ */
+#include "fuzz.h"
+
+#include "shard.h"
+
+#include <math.h>
+
+#define SEP "\n--- next shard ---\n"
+#define MAX_SHARDS 8
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct cg_shard shards[MAX_SHARDS];
+    size_t n = 0;
+    const char *p = (const char *)data, *end = p + size;
+    while (p <= end && n < MAX_SHARDS) {
+        const char *sep = NULL;
+        for (const char *q = p; q + strlen(SEP) <= end; q++)
+            if (memcmp(q, SEP, strlen(SEP)) == 0) {
+                sep = q;
+                break;
+            }
+        const char *stop = sep ? sep + 1 : end; /* the shard keeps its last newline */
+        struct cg_err err;
+        cg_err_init(&err);
+        int rc = cg_shard_parse(p, (size_t)(stop - p), "fuzz.shard", &shards[n], &err);
+        if (rc == 0) {
+            const struct cg_shard *s = &shards[n];
+            for (size_t i = 0; i < s->n_steps; i++)
+                CG_FUZZ_CHECK(!s->steps[i].seen || s->steps[i].wall_ns >= 0, "step %zu", i);
+            n++;
+        } else {
+            CG_FUZZ_CHECK(rc == CG_EINPUT && strstr(err.msg, "fuzz.shard") != NULL, "%s", err.msg);
+        }
+        if (sep == NULL)
+            break;
+        p = sep + strlen(SEP);
+    }
+
+    struct cg_shard_status st;
+    cg_shard_status(shards, n, &st);
+    CG_FUZZ_CHECK(st.n_shards == n && st.n_with_steps <= n && st.steps_seen >= 0, "status");
+
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    cg_err_init(&err);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    struct cg_shard_merge_opts o = {2, 50, -1};
+    CG_FUZZ_CHECK(run != NULL, "out of memory");
+    if (cg_shard_merge(shards, n, &o, run, &err) == 0) {
+        CG_FUZZ_CHECK(run->n_steps <= 50, "%zu steps kept", run->n_steps);
+        for (size_t i = 0; i < run->n_steps; i++)
+            CG_FUZZ_CHECK(run->steps[i].wall_ns > 0, "merged step %zu: %lld ns", i,
+                          (long long)run->steps[i].wall_ns);
+        if (run->n_steps > 0)
+            CG_FUZZ_CHECK(isfinite(run->summary.step_time_mean_ns) &&
+                              run->summary.step_time_mean_ns > 0,
+                          "mean %g", run->summary.step_time_mean_ns);
+        for (size_t i = 0; i < run->n_ops; i++)
+            CG_FUZZ_CHECK(run->ops[i].calls > 0 && run->ops[i].total_ns >= 0, "op %zu", i);
+    }
+    cg_artifact_release(&a);
+    for (size_t i = 0; i < n; i++)
+        cg_shard_release(&shards[i]);
+    return 0;
+}

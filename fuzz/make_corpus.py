@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every harness into fuzz/corpus/<harness>/ from the repository's own
+fixtures (example artifacts, thresholds files, golden reports) and small hand-made inputs in each
+harness's input format. Run from the repository root: python3 fuzz/make_corpus.py [SHARD_DIR]
+(SHARD_DIR: shards written by the injection library, to seed fuzz_shard with real ones)."""
+import glob
+import os
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+
+
+def put(harness, name, data):
+    d = os.path.join(CORPUS, harness)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), "rb") as f:
+        return f.read()
+
+
+def artifact():
+    for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.json"))):
+        put("artifact", os.path.basename(p), read(p))
+    step = '{"wall_ns": %d, "tokens": 64, "gpu_busy_ns": %d}'
+    steps = ", ".join(step % (1000000 + 1000 * i, 500000) for i in range(4))
+    run = ('{"steps": [%s], "summary": {"step_time_mean_ns": 1001500, "step_time_median_ns": '
+           '1001500, "step_time_p95_ns": 1002850, "tokens_per_sec": 63904.1, "peak_device_bytes": '
+           '1048576, "peak_host_rss_bytes": 2097152}, "ops": [{"name": "void gemm<float, 4>(float*)",'
+           ' "family": "gemm", "kind": "kernel", "calls": 8, "total_ns": 1600000}, {"name": '
+           '"memcpy HtoD", "kind": "memcpy", "calls": 4, "total_ns": 4000}, {"name": "fwd|\\u001b[31m",'
+           ' "kind": "range", "calls": 4, "total_ns": 900}], "dropped_records": 0, '
+           '"zero_timestamp_records": 0}') % steps
+    put("artifact", "small-gpu.json",
+        '{"schema": "canary-gate/run", "schema_version": 1, "created_utc": "2026-01-01T00:00:00Z",'
+        ' "gpu": {"available": true, "reason": null}, "environment": {"gpu_model": "NVIDIA H100",'
+        ' "gpu_count": 1, "driver_version": "580.65.06", "cuda_version": "13.0", "cupti_status": '
+        '"ok", "cpu_model": "x", "tool_version": "0.1.0", "canary_command": ["python", "train.py"],'
+        ' "canary_hash": "fnv1a64:0123456789abcdef"}, "settings": {"steps": 4, "warmup": 1, "runs":'
+        ' 2, "step_range": "step", "tokens_per_step": null}, "runs": [%s, %s]}' % (run, run))
+    put("artifact", "newer-schema.json",
+        '{"schema": "canary-gate/run", "schema_version": 99, "gpu": {"available": false}}')
+    if os.path.exists("/tmp/cg-seed-art.json"):
+        put("artifact", "nvtx-canary.json", read("/tmp/cg-seed-art.json"))
+
+
+def thresholds():
+    for p in sorted(glob.glob(os.path.join(ROOT, "thresholds", "*.json"))):
+        put("thresholds", os.path.basename(p), read(p))
+    put("thresholds", "extends-strict.json",
+        '{"extends": "strict", "measurement": {"runs": 5}, "ops": {"top_n": 3, "fdr_q": 0.1},'
+        ' "environment_mismatch": "gate", "bootstrap_resamples": 500}')
+    put("thresholds", "bad-key.json", '{"metrics": {"step_time_mean": {"alpha": 0.9}}}')
+
+
+def event():
+    ev = ('{"action": "synchronize", "number": 42, "pull_request": {"number": 42, "head": {"sha":'
+          ' "0123456789abcdef0123456789abcdef01234567", "ref": "feature"}, "base": {"ref": "main"}}}')
+    put("event", "pull_request.json", b"\x00" + ev.encode())
+    put("event", "issue_comment.json",
+        b"\x00" + b'{"issue": {"number": 7, "pull_request": {"url": "u"}}, "comment": {"body": "x"}}')
+    put("event", "push.json", b"\x00" + b'{"ref": "refs/heads/main", "after": "abc1234"}')
+    for p in sorted(glob.glob(os.path.join(ROOT, "tests", "golden", "*.md"))):
+        put("event", "report-" + os.path.basename(p), b"\x01" + read(p))
+    put("event", "report-id.md",
+        b"\x01<!-- canary-gate:gpu-a100 -->\r\n<!-- canary-gate-verdict: fail -->\n# x\n")
+
+
+def http():
+    links = [
+        '<https://api.github.com/repositories/1/issues/7/comments?per_page=100&page=2>; rel="next", '
+        '<https://api.github.com/repositories/1/issues/7/comments?per_page=100&page=9>; rel="last"',
+        '<https://a/l>; rel="last", <https://a/n>; title="a, b; c"; rel="next"',
+        '<https://a/n> ; REL = "prev Next"',
+    ]
+    for i, l in enumerate(links):
+        put("http", "link-%d" % i, b"\x00" + l.encode())
+    page = ('[{"id": 11, "body": "hello"}, {"id": 12, "body": "<!-- canary-gate -->\\n## PASS"}]')
+    put("http", "comments-page",
+        b"\x01HTTP/2 200\r\ncontent-type: application/json\r\nLink: " + links[0].encode() +
+        b"\r\nx-ratelimit-remaining: 4999\r\nx-ratelimit-reset: 1700000000\r\n\r\n" + page.encode())
+    put("http", "rate-limited",
+        b"\x01HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 403 Forbidden\r\nRetry-After: 30\r\n"
+        b"x-ratelimit-remaining: 0\r\n\r\n"
+        b'{"message": "API rate limit exceeded", "documentation_url": "https://docs.github.com"}')
+    put("http", "validation-failed",
+        b"\x01HTTP/1.1 422 Unprocessable Entity\r\n\r\n"
+        b'{"message": "Validation Failed", "errors": [{"resource": "IssueComment", "code": '
+        b'"custom", "message": "body is too long (maximum is 65536 characters)"}]}')
+
+
+def shard(shard_dir):
+    put("shard", "two-ranks",
+        "canary-gate-shard 1\npid 100\nrank 0\nlocal_rank 0\nwarmup 1\nstep_range step\n"
+        "gpu ok\ndevice 0 NVIDIA H100 80GB HBM3\ncuda 13.0\ndriver 580.65.06\n"
+        "s 0 1000 3000 10\ns 1 3000 4000 10\nb 1 200\nb 1 50\n"
+        "o kernel 2 300 _Z3fooIiEvT_\no range 1 900 fwd\\\\pass\\x09x\n"
+        "s 2 4000 5500 10\no memcpy 1 100 memcpy HtoD\nm 0 5000\nm 0 4000\n"
+        "c 10 1 2\nc 20 3 4\nl 1 2.5\nw buffer cap reached\nend\n"
+        "\n--- next shard ---\n"
+        "canary-gate-shard 1\npid 101\nrank 1\ngpu unavailable no driver\n"
+        "s 0 100 2200 20\ns 1 2200 3000 20\ns 2 3000 6000 20\n"
+        "o range 2 100 fwd\\\\pass\\x09x\nm 0 7000\nm 1 1000\nc 5 0 0\ns 3 6000 70")
+    if shard_dir and os.path.isdir(shard_dir):
+        files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
+                       glob.glob(os.path.join(shard_dir, "*.part")))
+        for i, p in enumerate(files):
+            with open(p, "rb") as f:
+                put("shard", "nvtx-canary-%d" % i, f.read())
+
+
+def opname():
+    names = [
+        "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEviT0_",
+        "void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10, "
+        "false, false>(float*, float const*, int, int, int, bool const*, int, bool)",
+        "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_tn_align4>("
+        "cutlass_80_tensorop_s1688gemm_128x128_16x5_tn_align4::Params)",
+        "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "triton_red_fused__softmax_12",
+        "fwd|<b>\x1b[31mred\x1b[0m\xc2\x9b\xff",
+        "_ZN7cutlass6KernelINS_4gemm6kernel4GemmIfLi4EEEEEvNT_6ParamsE",
+    ]
+    for i, n in enumerate(names):
+        put("opname", "name-%d" % i, n.encode("latin-1") if "\xff" in n else n.encode())
+
+
+def nvtx():
+    # byte code (fuzz/fuzz_nvtx.c): op, then the op's operands
+    def s(text):
+        b = text.encode()
+        return bytes([len(b)]) + b
+    attr_step = bytes([0, 0]) + s("step") + bytes([1]) + struct.pack(">q", 128)
+    step = bytes([10]) + attr_step
+    pop = bytes([2])
+    nested = bytes([0]) + s("forward") + pop + bytes([0]) + s("backward\\x\n") + pop
+    put("nvtx", "steps-nested", (step + nested + pop) * 4)
+    dom = bytes([3]) + s("NCCL")
+    dpush = bytes([4, 0, 0, 0]) + s("allreduce") + bytes([0]) + bytes(8)
+    put("nvtx", "domains", dom + (step + dpush + bytes([5, 0]) + pop) * 3)
+    startend = bytes([6]) + s("data") + bytes([8, 0])
+    loss = bytes([13 | 0x10]) + s("2.75")
+    put("nvtx", "start-end-loss", (step + startend + loss + pop) * 3)
+    reg = bytes([9, 1]) + s("step")
+    put("nvtx", "registered", reg + (bytes([1, 0, 2]) + s("") + bytes([1]) + bytes(8) + pop) * 3)
+
+
+def agg():
+    def ev(op, back=0, dur=0):
+        return bytes([op]) + struct.pack(">H", back) + struct.pack(">I", dur)[1:]
+    out = bytes([1])
+    for k in range(4):
+        out += ev(0) + ev(3, 10, 5000) + ev(2, 0, 20000) + ev(3, 5000, 8000) + ev(4, 100, 300)
+        out += ev(6, 10, 0x10005) + ev(6 | 0x10, 5, 0x10005) + ev(5, 0, 50) + ev(7, 0, 10)
+        out += ev(2, 0, 40000) + ev(1)
+    put("agg", "steps", out)
+    put("agg", "settle", out[:200] + ev(8) + out[200:])
+
+
+def main():
+    artifact()
+    thresholds()
+    event()
+    http()
+    shard(sys.argv[1] if len(sys.argv) > 1 else None)
+    opname()
+    nvtx()
+    agg()
+
+
+if __name__ == "__main__":
+    main()
