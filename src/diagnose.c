@@ -53,6 +53,10 @@ static const char ACT_DEVICE_MEMORY[] =
 static const char ACT_HOST_MEMORY[] =
     "Compare host memory of both revisions (tracemalloc, memray); look for objects kept across "
     "steps, larger data loader buffers and CPU copies of tensors.";
+static const char ACT_LOSS[] =
+    "Training learns worse or diverges: check the change for numerics (dtype, loss scaling, "
+    "learning rate and optimizer settings), initialisation and data order; a faster step that "
+    "trains worse is no improvement.";
 static const char ACT_HOST_RANGE[] =
     "The host side slowed: profile this range on the CPU (py-spy, perf) for new "
     "synchronisation, Python work or data loading.";
@@ -627,6 +631,93 @@ static int rule_host_range(struct ctx *x)
     return 0;
 }
 
+/* ---- loss ------------------------------------------------------------------------------- */
+
+struct loss_fig {
+    double first, last; /* medians over runs of the first and last quarter's mean loss */
+    bool known;
+};
+
+/* Mean loss of a run's first and last quarter of the steps that carry one; false with fewer
+ * than CG_DIAG_LOSS_MIN_STEPS such steps. */
+static bool run_loss(const struct cg_run *run, double *first, double *last)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < run->n_steps; i++)
+        m += isfinite(run->steps[i].loss);
+    if (m < CG_DIAG_LOSS_MIN_STEPS)
+        return false;
+    size_t q = m / 4, seen = 0;
+    double head = 0.0, tail = 0.0;
+    for (size_t i = 0; i < run->n_steps; i++) {
+        double l = run->steps[i].loss;
+        if (!isfinite(l))
+            continue;
+        if (seen < q)
+            head += l;
+        if (seen >= m - q)
+            tail += l;
+        seen++;
+    }
+    *first = head / (double)q;
+    *last = tail / (double)q;
+    return true;
+}
+
+static int loss_fig(const struct cg_artifact *a, struct loss_fig *out)
+{
+    out->known = false;
+    out->first = out->last = NAN;
+    double *v = malloc((a->n_runs ? a->n_runs : 1) * 2 * sizeof(*v));
+    if (v == NULL)
+        return CG_ENOMEM;
+    size_t k = 0;
+    for (size_t r = 0; r < a->n_runs; r++) {
+        if (run_loss(&a->runs[r], &v[k], &v[a->n_runs + k]))
+            k++;
+    }
+    if (k > 0) {
+        out->first = cg_stats_quantile(v, k, 0.5);
+        out->last = cg_stats_quantile(v + a->n_runs, k, 0.5);
+        out->known = isfinite(out->first) && isfinite(out->last);
+    }
+    free(v);
+    return k > 0 && !out->known ? CG_ENOMEM : 0;
+}
+
+/* Change of x against ref in percent of |ref|; NAN when ref is zero. */
+static double rel_pct(double x, double ref)
+{
+    return ref != 0.0 ? 100.0 * (x - ref) / fabs(ref) : NAN;
+}
+
+static int rule_loss(struct ctx *x)
+{
+    struct loss_fig c, b = {NAN, NAN, false};
+    if (loss_fig(x->c->a, &c) != 0 || (x->b != NULL && loss_fig(x->b->a, &b) != 0))
+        return CG_ENOMEM;
+    if (!c.known)
+        return 0;
+    double rise = rel_pct(c.last, c.first), brise = b.known ? rel_pct(b.last, b.first) : NAN;
+    double above = b.known ? rel_pct(c.last, b.last) : NAN;
+    bool rising =
+        rise >= CG_DIAG_LOSS_RISE_PCT && (!b.known || !(rise - brise < CG_DIAG_LOSS_RISE_PCT));
+    bool worse = above >= CG_DIAG_LOSS_FINAL_PCT;
+    if (!rising && !worse)
+        return 0;
+    struct cg_finding *f = add(x, CG_DIAG_LOSS_DIVERGENCE, b.known ? CG_DIAG_WARNING : CG_DIAG_NOTE,
+                               c.last, b.last, "loss", ACT_LOSS);
+    char base[160] = "";
+    if (b.known)
+        snprintf(base, sizeof(base),
+                 "; the baseline's went from %.4g to %.4g (%+.1f%%), so this run ends %+.1f%% "
+                 "against it",
+                 b.first, b.last, brise, above);
+    say(f, "loss %s from %.4g to %.4g over the run (%+.1f%%, first and last quarter of steps)%s",
+        rising ? "rose" : "went", c.first, c.last, rise, base);
+    return 0;
+}
+
 /* Warnings first; the rule order (the order findings were added) within a severity. */
 static void order_findings(struct cg_diagnosis *d)
 {
@@ -662,6 +753,8 @@ int cg_diagnose(const struct cg_artifact *baseline, const struct cg_artifact *cu
         rc = rule_memory_growth(&x);
     if (rc == 0)
         rc = rule_host_range(&x);
+    if (rc == 0)
+        rc = rule_loss(&x);
     if (rc != 0) {
         d->n = d->n_dropped = 0;
         return rc;

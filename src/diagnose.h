@@ -3,10 +3,10 @@
  *
  * A handful of rules look at the current artifact, and at the baseline when there is one, and
  * each produces at most a few findings: a rule id, a severity, one line of evidence with its
- * figures, and a suggested action. Rules read only the artifacts (steps, per-op totals, peaks);
- * they never decide the verdict. Figures are pooled over every run of a side: per-step values
- * are totals over all runs divided by all measured steps. Thresholds are the CG_DIAG_* constants
- * below, documented in docs/diagnosis.md.
+ * figures, and a suggested action. Rules read only the artifacts (steps with their GPU busy
+ * time and loss, per-op totals, peaks); they never decide the verdict. Figures are pooled over
+ * every run of a side: per-step values are totals over all runs divided by all measured steps.
+ * Thresholds are the CG_DIAG_* constants below, documented in docs/diagnosis.md.
  *
  * Severity: a WARNING is a pattern that is new or grew against the baseline, a likely cause of
  * a change; a NOTE is a pattern present on both sides (or with no baseline to compare), a
@@ -53,6 +53,14 @@
 #define CG_DIAG_RANGE_GROWTH_STEP_PCT 2.0
 #define CG_DIAG_RANGE_GROWTH_PCT 10.0
 #define CG_DIAG_GPU_FLAT_PCT 5.0
+/* Loss divergence, from runs with at least CG_DIAG_LOSS_MIN_STEPS steps that carry a loss:
+ * the mean loss of a run's last quarter of those steps against its first quarter (rise) and
+ * against the baseline's last quarter (final), medians over runs, in percent. Rising by
+ * CG_DIAG_LOSS_RISE_PCT (and that much more than the baseline's curve), or a final loss
+ * CG_DIAG_LOSS_FINAL_PCT above the baseline's, is a finding. */
+#define CG_DIAG_LOSS_MIN_STEPS 4
+#define CG_DIAG_LOSS_RISE_PCT 5.0
+#define CG_DIAG_LOSS_FINAL_PCT 5.0
 
 #define CG_DIAG_MAX_FINDINGS 16
 #define CG_DIAG_SUBJECT_MAX 120

@@ -423,6 +423,85 @@ static void test_diagnose__host_range_quiet_when_gpu_grew_too(void **state)
     free_pair(&p);
 }
 
+/* Mean of a 20-step straight loss line over the steps [lo, lo + 5): a quarter of the run. */
+static double quarter(double first, double last, double lo)
+{
+    return first + (last - first) * (lo + 2.0) / 19.0;
+}
+
+static void test_diagnose__loss_rising_against_baseline(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_loss(&p.b, 2.4, 2.0);
+    cg_fixture_set_loss(&p.c, 2.4, 2.8);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_LOSS_DIVERGENCE);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_string_equal(f->unit, "loss");
+    assert_float_equal(f->current, quarter(2.4, 2.8, 15), 1e-9);
+    assert_float_equal(f->baseline, quarter(2.4, 2.0, 15), 1e-9);
+    assert_string_equal(f->finding, "loss rose from 2.442 to 2.758 over the run (+12.9%, first "
+                                    "and last quarter of steps); the baseline's went from 2.358 "
+                                    "to 2.042 (-13.4%), so this run ends +35.1% against it");
+    assert_non_null(strstr(f->action, "learning rate"));
+    /* without a baseline the rising curve is still said, as a note */
+    assert_int_equal(cg_diagnose(NULL, &p.c, &p.d), 0);
+    f = find(&p.d, CG_DIAG_LOSS_DIVERGENCE);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_NOTE);
+    assert_string_equal(f->finding, "loss rose from 2.442 to 2.758 over the run (+12.9%, first "
+                                    "and last quarter of steps)");
+    free_pair(&p);
+}
+
+static void test_diagnose__loss_final_above_baseline(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_loss(&p.b, 2.4, 2.0);
+    cg_fixture_set_loss(&p.c, 2.4, 2.2); /* still falling, but ends 8.8% higher */
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_LOSS_DIVERGENCE);
+    assert_non_null(f);
+    assert_int_equal(f->severity, CG_DIAG_WARNING);
+    assert_non_null(strstr(f->finding, "loss went from 2.379 to 2.221 over the run (-6.6%"));
+    assert_non_null(strstr(f->finding, "so this run ends +8.8% against it"));
+    free_pair(&p);
+}
+
+static void test_diagnose__loss_quiet_when_close_or_missing(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 10, GIB, GIB);
+    cg_fixture_set_loss(&p.b, 2.4, 2.0);
+    cg_fixture_set_loss(&p.c, 2.4, 2.05); /* ends 2.2% higher */
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_LOSS_DIVERGENCE));
+    /* a baseline that rose as much: a rising curve that did not change */
+    cg_fixture_set_loss(&p.b, 2.0, 2.4);
+    cg_fixture_set_loss(&p.c, 2.0, 2.4);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_LOSS_DIVERGENCE));
+    /* no loss reported */
+    cg_fixture_set_loss(&p.c, NAN, NAN);
+    diagnose(&p);
+    assert_null(find(&p.d, CG_DIAG_LOSS_DIVERGENCE));
+    /* fewer than CG_DIAG_LOSS_MIN_STEPS steps with a loss */
+    cg_fixture_set_loss(&p.b, NAN, NAN);
+    for (size_t r = 0; r < p.c.n_runs; r++) {
+        for (size_t i = 0; i < CG_DIAG_LOSS_MIN_STEPS - 1; i++)
+            p.c.runs[r].steps[i].loss = 1.0 + (double)i;
+    }
+    assert_int_equal(cg_diagnose(NULL, &p.c, &p.d), 0);
+    assert_null(find(&p.d, CG_DIAG_LOSS_DIVERGENCE));
+    free_pair(&p);
+}
+
 static void test_diagnose__warnings_first_and_names_cut(void **state)
 {
     (void)state;
@@ -497,6 +576,9 @@ int main(void)
         cmocka_unit_test(test_diagnose__memory_growth_quiet_when_small),
         cmocka_unit_test(test_diagnose__host_range_grew_while_gpu_flat),
         cmocka_unit_test(test_diagnose__host_range_quiet_when_gpu_grew_too),
+        cmocka_unit_test(test_diagnose__loss_rising_against_baseline),
+        cmocka_unit_test(test_diagnose__loss_final_above_baseline),
+        cmocka_unit_test(test_diagnose__loss_quiet_when_close_or_missing),
         cmocka_unit_test(test_diagnose__warnings_first_and_names_cut),
         cmocka_unit_test(test_diagnose__names_and_quiet_artifact),
     };

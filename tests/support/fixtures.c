@@ -88,3 +88,13 @@ int cg_fixture_add_op(struct cg_artifact *a, const char *name, const char *famil
     }
     return 0;
 }
+
+void cg_fixture_set_loss(struct cg_artifact *a, double first, double last)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_run *run = &a->runs[r];
+        double span = run->n_steps > 1 ? (double)(run->n_steps - 1) : 1.0;
+        for (size_t s = 0; s < run->n_steps; s++)
+            run->steps[s].loss = first + (last - first) * (double)s / span;
+    }
+}

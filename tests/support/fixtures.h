@@ -32,6 +32,10 @@ int cg_fixture_make(struct cg_artifact *a, const struct cg_fixture *f);
 /* Sets every step's GPU busy time to share times its wall time (share < 0: unknown). */
 void cg_fixture_set_busy(struct cg_artifact *a, double share);
 
+/* Sets every run's step losses on a straight line from first (first step) to last (last step);
+ * NAN for both makes them unknown. */
+void cg_fixture_set_loss(struct cg_artifact *a, double first, double last);
+
 /* Adds an op to every run of a, with calls_per_step and ns_per_step times the run's steps as
  * its totals. family NULL means the name. Returns 0 or CG_ENOMEM. */
 int cg_fixture_add_op(struct cg_artifact *a, const char *name, const char *family,
