@@ -593,10 +593,12 @@ static int rule_host_range(struct ctx *x)
     double gpu[2];
     const char *what;
     gpu_time_pair(x->b, x->c, gpu, &what);
-    if (what == NULL || !(gpu[0] > 0))
+    /* Without GPU metrics on either side the host is all that was seen: say so and go on. */
+    bool no_gpu = !x->b->a->gpu_available && !x->c->a->gpu_available;
+    if (what == NULL && !no_gpu)
         return 0;
-    double gpu_pct = 100.0 * (gpu[1] / gpu[0] - 1.0);
-    if (!(gpu_pct < CG_DIAG_GPU_FLAT_PCT))
+    double gpu_pct = what != NULL && gpu[0] > 0 ? 100.0 * (gpu[1] / gpu[0] - 1.0) : NAN;
+    if (what != NULL && !(gpu_pct < CG_DIAG_GPU_FLAT_PCT))
         return 0;
     const struct side *sides[2] = {x->b, x->c};
     struct op_sum *ops = NULL;
@@ -625,8 +627,10 @@ static int rule_host_range(struct ctx *x)
     cut_name(name, top->key);
     if (f != NULL)
         memcpy(f->subject, name, sizeof(name));
-    say(f, "host range '%s' grew %s per step (%sto %s) while %s per step changed %+.1f%%", name, d,
-        pct, now, what, gpu_pct);
+    char gpu_text[80] = "while GPU time was not measured on either side";
+    if (what != NULL)
+        snprintf(gpu_text, sizeof(gpu_text), "while %s per step changed %+.1f%%", what, gpu_pct);
+    say(f, "host range '%s' grew %s per step (%sto %s) %s", name, d, pct, now, gpu_text);
     free(ops);
     return 0;
 }

@@ -393,6 +393,21 @@ static void test_diagnose__host_range_grew_while_gpu_flat(void **state)
     free_pair(&p);
 }
 
+static void test_diagnose__host_range_without_gpu_metrics(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 10, 12, -1, -1);
+    add_op(&p.b, "attention", NULL, CG_OP_RANGE, 4, 4 * MS);
+    add_op(&p.c, "attention", NULL, CG_OP_RANGE, 4, 6 * MS);
+    diagnose(&p);
+    const struct cg_finding *f = find(&p.d, CG_DIAG_HOST_RANGE_GROWTH);
+    assert_non_null(f);
+    assert_string_equal(f->finding, "host range 'attention' grew +2.00 ms per step (+50.0%, to "
+                                    "6.00 ms) while GPU time was not measured on either side");
+    free_pair(&p);
+}
+
 static void test_diagnose__host_range_quiet_when_gpu_grew_too(void **state)
 {
     (void)state;
@@ -405,8 +420,8 @@ static void test_diagnose__host_range_quiet_when_gpu_grew_too(void **state)
     diagnose(&p);
     assert_null(find(&p.d, CG_DIAG_HOST_RANGE_GROWTH));
     free_pair(&p);
-    /* no GPU time on either side: the rule cannot tell, so it says nothing */
-    make_pair(&p, 10, 12, -1, -1);
+    /* GPU metrics on one side only: the sides cannot be compared */
+    make_pair(&p, 10, 12, -1, GIB);
     add_op(&p.b, "step/data_load", NULL, CG_OP_RANGE, 1, 1 * MS);
     add_op(&p.c, "step/data_load", NULL, CG_OP_RANGE, 1, 3 * MS);
     diagnose(&p);
@@ -575,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_diagnose__memory_growth_host_rss_without_gpu),
         cmocka_unit_test(test_diagnose__memory_growth_quiet_when_small),
         cmocka_unit_test(test_diagnose__host_range_grew_while_gpu_flat),
+        cmocka_unit_test(test_diagnose__host_range_without_gpu_metrics),
         cmocka_unit_test(test_diagnose__host_range_quiet_when_gpu_grew_too),
         cmocka_unit_test(test_diagnose__loss_rising_against_baseline),
         cmocka_unit_test(test_diagnose__loss_final_above_baseline),
