@@ -41,11 +41,14 @@ static void make_pair(struct pair *p, double cur_mean, size_t extra_ops)
     assert_int_equal(cg_fixture_make(&p->base, &b), 0);
     assert_int_equal(cg_fixture_make(&p->cur, &c), 0);
     for (size_t r = 0; r < p->cur.n_runs; r++) {
-        assert_int_equal(cg_run_add_op(&p->cur.runs[r], HOSTILE, "evil", CG_OP_KERNEL, 30, 60000000), 0);
+        assert_int_equal(
+            cg_run_add_op(&p->cur.runs[r], HOSTILE, "evil", CG_OP_KERNEL, 30, 60000000), 0);
         for (size_t k = 0; k < extra_ops; k++) {
             char name[600];
-            snprintf(name, sizeof(name), "void cutlass::Kernel<cutlass::gemm::GemmUniversal<%zu|%0400zu>>", k, k);
-            assert_int_equal(cg_run_add_op(&p->cur.runs[r], name, NULL, CG_OP_KERNEL, 30, 30000000), 0);
+            snprintf(name, sizeof(name),
+                     "void cutlass::Kernel<cutlass::gemm::GemmUniversal<%zu|%0400zu>>", k, k);
+            assert_int_equal(cg_run_add_op(&p->cur.runs[r], name, NULL, CG_OP_KERNEL, 30, 30000000),
+                             0);
         }
     }
     free(p->cur.gpu_reason);
@@ -123,8 +126,8 @@ static void test_report__hostile_names_are_escaped(void **state)
     cg_buf_init(&term, 1 << 20);
     assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
     assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
-    const char *forbidden[] = {"<script>", "evil|kernel", "`rm`", "@team", "](http", "**b**",
-                               "\x1b[31m", "<b>loaded", "@admin"};
+    const char *forbidden[] = {"<script>", "evil|kernel", "`rm`",      "@team", "](http",
+                               "**b**",    "\x1b[31m",    "<b>loaded", "@admin"};
     for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++) {
         if (strstr(md.data, forbidden[i]) != NULL)
             fail_msg("markdown contains '%s'", forbidden[i]);
@@ -174,8 +177,8 @@ static void test_report__json_has_contract_fields(void **state)
     assert_int_equal(cJSON_GetArraySize(metrics), 5);
     const char *names[] = {"step_time_mean", "step_time_p95", "tokens_per_sec",
                            "peak_device_memory", "peak_host_rss"};
-    const char *keys[] = {"name", "baseline", "current", "delta_pct", "ci_low_pct",
-                          "ci_high_pct", "p_value", "outcome"};
+    const char *keys[] = {"name",       "baseline",    "current", "delta_pct",
+                          "ci_low_pct", "ci_high_pct", "p_value", "outcome"};
     for (int i = 0; i < 5; i++) {
         cJSON *m = cJSON_GetArrayItem(metrics, i);
         assert_string_equal(cJSON_GetObjectItem(m, "name")->valuestring, names[i]);
@@ -256,8 +259,8 @@ static void test_report__diagnosis_in_every_output(void **state)
     bool saw_hostile = false;
     for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
         cJSON *f = cJSON_GetArrayItem(arr, i);
-        const char *keys[] = {"rule", "severity", "subject", "finding", "action",
-                              "current", "baseline", "unit"};
+        const char *keys[] = {"rule",   "severity", "subject",  "finding",
+                              "action", "current",  "baseline", "unit"};
         for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
             assert_non_null(cJSON_GetObjectItem(f, keys[k]));
         assert_string_equal(cJSON_GetObjectItem(f, "rule")->valuestring,
@@ -449,7 +452,8 @@ static void test_report__terminal_chart_runs_and_downsampling(void **state)
     /* every line is ASCII, and the x axis spans 60 columns */
     for (const unsigned char *c = (const unsigned char *)b.data; *c; c++)
         assert_true(*c < 0x80);
-    assert_non_null(strstr(b.data, "+------------------------------------------------------------\n"));
+    assert_non_null(
+        strstr(b.data, "+------------------------------------------------------------\n"));
     char axis[128];
     snprintf(axis, sizeof(axis), "\n%12s1%56s150\n", "", ""); /* under the first and last column */
     assert_non_null(strstr(b.data, axis));
@@ -470,6 +474,70 @@ static void test_report__terminal_chart_runs_and_downsampling(void **state)
     cg_artifact_release(&a);
 }
 
+/* Runs `canary-gate show` on the example artifact with the given environment assignments and
+ * options; returns its stdout (caller frees) after checking it exited 0. */
+static char *show_output(const char *env, const char *opts)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "env -u LC_ALL -u LC_CTYPE -u LANG %s '%s' show %s '%s/examples/current.json'", env,
+             CG_TOOL_PATH, opts, CG_SOURCE_DIR);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 20);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        assert_int_equal(cg_buf_add(&b, chunk, n), 0);
+    assert_int_equal(pclose(f), 0);
+    char *text = cg_buf_detach(&b);
+    assert_non_null(text);
+    return text;
+}
+
+static bool all_ascii(const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c >= 0x80)
+            return false;
+    }
+    return true;
+}
+
+static void test_report__show_draws_by_locale_and_options(void **state)
+{
+    (void)state;
+    char *utf8 = show_output("LANG=en_US.UTF-8", "");
+    assert_non_null(strstr(utf8, "step times: median of 5 runs per step, 30 steps\n"));
+    assert_non_null(strstr(utf8, "\xe2\x96\x88")); /* full block */
+    assert_non_null(strstr(utf8, "\xe2\x94\x94")); /* axis corner */
+    assert_non_null(strstr(utf8, "     run 4  "));
+    /* LC_ALL wins over LANG; "C" and an unset locale are not UTF-8 */
+    const char *ascii_envs[] = {"LC_ALL=C LANG=en_US.UTF-8", "LANG=C", "", "LC_CTYPE=en_US.utf8"};
+    for (size_t i = 0; i < sizeof(ascii_envs) / sizeof(ascii_envs[0]); i++) {
+        char *text = show_output(ascii_envs[i], "");
+        assert_non_null(strstr(text, "step times: "));
+        if (i < 3) {
+            assert_true(all_ascii(text));
+            assert_non_null(strstr(text, "+------------------------------\n"));
+        } else {
+            assert_false(all_ascii(text)); /* "utf8" spelled without the dash counts */
+        }
+        free(text);
+    }
+    char *forced = show_output("LANG=en_US.UTF-8", "--ascii");
+    assert_true(all_ascii(forced));
+    /* the same picture in both character sets: same lines, same labels */
+    assert_non_null(strstr(forced, "step times: median of 5 runs per step, 30 steps\n"));
+    char *none = show_output("LANG=en_US.UTF-8", "--no-chart");
+    assert_null(strstr(none, "step times:"));
+    assert_non_null(strstr(none, "top ops of run 0"));
+    free(utf8);
+    free(forced);
+    free(none);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_report__mermaid_chart_downsamples),
         cmocka_unit_test(test_report__terminal_chart_exact),
         cmocka_unit_test(test_report__terminal_chart_runs_and_downsampling),
+        cmocka_unit_test(test_report__show_draws_by_locale_and_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
