@@ -10,6 +10,7 @@
 
 #include "artifact.h"
 #include "collect.h"
+#include "thresholds.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -26,9 +27,11 @@ static const char usage_text[] =
     "torch.cuda.nvtx.range_pop()); an int64 payload on the range is its token count.\n"
     "\n"
     "  --out FILE            the artifact (default canary-run.json)\n"
-    "  --runs N              canary processes, one after another (default 3)\n"
-    "  --steps N             measured steps expected per run after the warm-up (default 50)\n"
-    "  --warmup N            steps dropped at the start of each run (default 5)\n"
+    "  --thresholds FILE     where the defaults of --runs, --steps and --warmup come from\n"
+    "                        (its measurement section; default: the built-in default, 5/30/5)\n"
+    "  --runs N              canary processes, one after another\n"
+    "  --steps N             measured steps expected per run after the warm-up\n"
+    "  --warmup N            steps dropped at the start of each run\n"
     "  --timeout SEC         stop a run after SEC seconds: SIGTERM, then SIGKILL (default 1800)\n"
     "  --kill-grace SEC      seconds between SIGTERM and SIGKILL (default 5)\n"
     "  --tokens-per-step N   tokens of a step whose range has no payload\n"
@@ -39,11 +42,12 @@ static const char usage_text[] =
     "exit codes: 0 every run measured, 2 usage error, 3 the canary failed, timed out, marked\n"
     "            too few steps, or the run was interrupted (completed runs are written)\n";
 
-enum { OPT_OUT = 256, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT, OPT_GRACE, OPT_TOKENS,
+enum { OPT_OUT = 256, OPT_THRESHOLDS, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT, OPT_GRACE, OPT_TOKENS,
        OPT_RANGE, OPT_LOG };
 
 static const struct option options[] = {
     {"out", required_argument, NULL, OPT_OUT},
+    {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
     {"runs", required_argument, NULL, OPT_RUNS},
     {"steps", required_argument, NULL, OPT_STEPS},
     {"warmup", required_argument, NULL, OPT_WARMUP},
@@ -63,9 +67,10 @@ static int parse_seconds(const char *opt, const char *v, long *out)
 
 int cmd_run(int argc, char **argv)
 {
-    struct cg_collect_cfg c = {NULL, NULL, "step", 50, 5, 1800, 5, -1, NULL};
-    const char *out = "canary-run.json";
-    long runs = 3;
+    struct cg_collect_cfg c = {NULL, NULL, "step", -1, -1, 1800, 5, -1, NULL};
+    const char *out = "canary-run.json", *thresholds = NULL;
+    long runs = -1;
+    struct cg_thresholds t;
     struct cg_artifact a;
     struct cg_err err;
     struct cg_collector *col = NULL;
@@ -78,6 +83,7 @@ int cmd_run(int argc, char **argv)
         int bad = 0;
         switch (opt) {
         case OPT_OUT: out = optarg; break;
+        case OPT_THRESHOLDS: thresholds = optarg; break;
         case OPT_LOG: c.log = optarg; break;
         case OPT_RANGE: c.step_range = optarg; break;
         case OPT_RUNS: bad = cg_cmd_parse_count("run", "--runs", optarg, 1, 1000, &runs); break;
@@ -96,6 +102,14 @@ int cmd_run(int argc, char **argv)
     }
     if (c.step_range[0] == '\0' || strlen(c.step_range) > 255)
         return cg_cmd_usage_error("run", "--step-range: expected a name of 1 to 255 bytes");
+    if (cg_thresholds_load(thresholds, &t, &err) != 0)
+        return cg_cmd_fail(&err);
+    if (runs < 0)
+        runs = (long)t.runs;
+    if (c.steps < 0)
+        c.steps = (long)t.steps;
+    if (c.warmup < 0)
+        c.warmup = (long)t.warmup;
     if (optind < argc)
         c.cmd = argv + optind;
     if (c.log == NULL) {

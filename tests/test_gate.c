@@ -162,11 +162,13 @@ static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **sta
     assert_verdict_json(f, "v.json", "pass");
 
     /* Against it, with the steps and warm-up taken from the baseline. Two runs a side are fewer
-     * than the default thresholds' min_runs of 3: the verdict can only be inconclusive. */
+     * than the default thresholds' min_runs of 3: the gate cannot FAIL, only pass (a change
+     * within the thresholds) or be inconclusive (beyond them), exit 4 as asked. */
     const char *again[] = {"--baseline", "main.json", "--runs", "2", "--json", "v2.json",
                            "--out", "pr.json", "--fail-on-inconclusive", NULL};
-    assert_int_equal(gate(f, NULL, again), 4);
-    assert_verdict_json(f, "v2.json", "inconclusive");
+    int code = gate(f, NULL, again);
+    assert_true(code == 0 || code == 4);
+    assert_verdict_json(f, "v2.json", code == 0 ? "pass" : "inconclusive");
     cg_artifact_init(&a);
     assert_int_equal(cg_artifact_load(in(f, "pr.json"), &a, &err), 0);
     assert_int_equal(a.settings.steps, 4);
@@ -186,6 +188,20 @@ static void test_gate__slower_canary_fails(void **state)
     assert_non_null(strstr(proc.out, "FAIL"));
     assert_non_null(strstr(slurp(f, "r.md"), "<!-- canary-gate-verdict: fail -->"));
     assert_verdict_json(f, "v.json", "fail");
+}
+
+static void test_gate__too_few_runs_cannot_fail(void **state)
+{
+    struct fixture *f = *state;
+    const char *rec[] = {"run", "--out", "main.json", "--runs", "2", "--steps", "6", "--warmup",
+                         "1", "--", CANARY, "--steps", "7", "--step-ms", "4", NULL};
+    assert_int_equal(gate(f, NULL, rec), 0);
+    const char *args[] = {"--baseline", "main.json", "--runs", "2", "--json", "v.json",
+                          "--fail-on-inconclusive", "--", CANARY, "--steps", "7", "--step-ms",
+                          "12", NULL};
+    assert_int_equal(gate(f, NULL, args), 4);
+    assert_verdict_json(f, "v.json", "inconclusive");
+    assert_non_null(strstr(proc.out, "too few runs"));
 }
 
 static void test_gate__same_canary_passes(void **state)
@@ -295,6 +311,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gate__record_if_missing_then_gate_the_builtin_canary,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate__slower_canary_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate__too_few_runs_cannot_fail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate__same_canary_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gate__failing_canary_is_reported_as_such, setup,
                                         teardown),
