@@ -43,6 +43,13 @@ struct cg_report_opts {
 int cg_gate_report(const struct cg_artifact *base, const struct cg_artifact *cur,
                    const struct cg_thresholds *t, const struct cg_report_opts *o);
 
+struct cg_verdict;
+
+/* The rendering half of cg_gate_report: prints the terminal table of a computed verdict on
+ * stdout, writes the report and JSON verdict (after everything rendered) and returns the gate's
+ * exit code. */
+int cg_verdict_report(const struct cg_verdict *v, const struct cg_report_opts *o);
+
 /* Prints "canary-gate: <msg>" on stderr and returns the exit code for err->code. */
 int cg_cmd_fail(const struct cg_err *err);
 

@@ -108,26 +108,31 @@ int cg_gate_report(const struct cg_artifact *base, const struct cg_artifact *cur
 {
     struct cg_err err;
     struct cg_verdict v;
+    cg_err_init(&err);
+    if (cg_verdict_compute(base, cur, t, &v, &err) != 0)
+        return cg_cmd_fail(&err);
+    int exit_code = cg_verdict_report(&v, o);
+    cg_verdict_release(&v);
+    return exit_code;
+}
+
+int cg_verdict_report(const struct cg_verdict *v, const struct cg_report_opts *o)
+{
+    struct cg_err err;
     struct cg_buf text, md;
     char *json = NULL;
     int exit_code = CG_EXIT_PASS;
-    bool have_verdict = false;
     cg_err_init(&err);
     cg_buf_init(&text, 1 << 20);
     cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
 
-    if (cg_verdict_compute(base, cur, t, &v, &err) != 0) {
-        exit_code = cg_cmd_fail(&err);
-        goto done;
-    }
-    have_verdict = true;
     /* Render everything before writing anything, so a failure leaves no partial set. */
-    if (cg_report_terminal(&v, o->color, &text, &err) != 0 ||
-        (o->report_path != NULL && cg_report_markdown(&v, o->gate_id, &md, &err) != 0)) {
+    if (cg_report_terminal(v, o->color, &text, &err) != 0 ||
+        (o->report_path != NULL && cg_report_markdown(v, o->gate_id, &md, &err) != 0)) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    if (o->json_path != NULL && (json = cg_report_json(&v)) == NULL) {
+    if (o->json_path != NULL && (json = cg_report_json(v)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "cannot render the JSON verdict: out of memory");
         exit_code = cg_cmd_fail(&err);
         goto done;
@@ -141,10 +146,8 @@ int cg_gate_report(const struct cg_artifact *base, const struct cg_artifact *cur
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    exit_code = cg_verdict_exit_code(&v, o->fail_on_inconclusive);
+    exit_code = cg_verdict_exit_code(v, o->fail_on_inconclusive);
 done:
-    if (have_verdict)
-        cg_verdict_release(&v);
     free(json);
     cg_buf_release(&text);
     cg_buf_release(&md);
