@@ -208,7 +208,7 @@ static int set_str(char **dst, char *src)
     return 0;
 }
 
-/* Returns 0, CG_ENOMEM, or 1 for a malformed line. */
+/* Returns 0, CG_ENOMEM, 1 for a malformed line, or 2 for a step of zero or negative duration. */
 static int parse_line(struct parse_state *ps, struct line *l)
 {
     struct cg_shard *s = ps->s;
@@ -221,8 +221,10 @@ static int parse_line(struct parse_state *ps, struct line *l)
     if (field_is(key, kn, "s")) {
         int64_t idx, tokens;
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_int(l, 0, INT64_MAX, &a) ||
-            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, INT64_MAX, &tokens) || b < a)
+            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, INT64_MAX, &tokens))
             return 1;
+        if (b <= a)
+            return 2; /* zero or negative: the clock stepped, or is too coarse to time a step */
         if (ensure_step(ps, idx) != 0)
             return CG_ENOMEM;
         struct cg_shard_step *st = &s->steps[idx];
@@ -361,6 +363,11 @@ int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_sha
             cg_shard_release(s);
             if (rc == CG_ENOMEM)
                 return cg_err_set(err, CG_ENOMEM, "shard '%s': out of memory", name);
+            if (rc == 2)
+                return cg_err_set(err, CG_EINPUT,
+                                  "shard '%s' line %zu: a step of zero or negative duration (the "
+                                  "clock stepped, or is too coarse to time steps)",
+                                  name, lineno);
             return cg_err_set(err, CG_EINPUT, "shard '%s' line %zu: malformed record", name,
                               lineno);
         }
@@ -581,8 +588,6 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
         }
         if (tokens < 0)
             tokens = o->tokens_per_step;
-        if (wall <= 0)
-            wall = 1; /* a step shorter than the clock's resolution */
         if (cg_run_add_step(run, wall, tokens, busy) != 0)
             return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
         run->steps[run->n_steps - 1].loss = loss;

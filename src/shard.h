@@ -22,8 +22,8 @@
  *   end                                   the process exited normally
  *
  * Parsing is a pure function of the bytes: a last line without a newline (a write cut short by a
- * crash) is ignored, unknown record keys are skipped, anything else malformed is an error naming
- * the line. Merging: step I of a run is the maximum over processes of step I's wall time, tokens
+ * crash) is ignored, unknown record keys are skipped, anything else malformed (a step of zero or
+ * negative duration, from a clock that stepped, included) is an error naming the line. Merging: step I of a run is the maximum over processes of step I's wall time, tokens
  * are summed, the loss is the mean over the processes that reported one, peak memory is summed
  * per device over processes (then the maximum over devices), ops are summed by kind and exact
  * name. Not thread-safe; every shard owns its strings.
