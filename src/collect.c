@@ -358,6 +358,26 @@ bool cg_collect_interrupted(void)
     return cg_launch_interrupted();
 }
 
+/* Names the processes that ended without finishing their shard (killed, crashed, os._exit):
+ * their steps up to the last complete line were counted with the others'. */
+static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
+                            const struct cg_shard *sh, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (sh[k].complete)
+            continue;
+        char rank[40] = "";
+        if (sh[k].rank >= 0)
+            snprintf(rank, sizeof(rank), "rank %lld, ", (long long)sh[k].rank);
+        fprintf(stderr,
+                "canary-gate: warning: %s%srun %ld of %ld: a canary process (%spid %lld) ended "
+                "without finishing its shard (killed or crashed); what it measured until then "
+                "counts\n",
+                c->label ? c->label : "", c->label ? " " : "", i, total, rank,
+                (long long)sh[k].pid);
+    }
+}
+
 /* One canary process into one run of a. */
 static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long total,
                    struct cg_err *err)
@@ -406,6 +426,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0)
             run->summary.peak_host_rss_bytes = r.peak_rss_bytes;
     }
+    if (rc == 0)
+        warn_unfinished(c, i, total, sh, n);
     cg_shard_free_all(sh, n);
     remove_dir(shard_dir);
     return rc;
