@@ -19,6 +19,8 @@ int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_comment(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
+int cmd_aa(int argc, char **argv);
+int cmd_ab(int argc, char **argv);
 
 /* Loads both artifacts and the thresholds, prints the terminal table and verdict on stdout, writes
  * the markdown report and JSON verdict when their paths are not NULL (atomically, and only after

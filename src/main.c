@@ -20,6 +20,8 @@ static const struct cg_command commands[] = {
     {"merge", cmd_merge, "pool the runs of several artifacts into one baseline"},
     {"show", cmd_show, "print a human summary of a run artifact"},
     {"comment", cmd_comment, "post or update the PR comment and commit status on GitHub"},
+    {"aa", cmd_aa, "run the canary as both sides: runner noise, false alarms, thresholds"},
+    {"ab", cmd_ab, "run base and head turn about and compare them pair by pair"},
 };
 
 static void usage(FILE *out)

@@ -9,6 +9,8 @@
  */
 #include "paired.h"
 
+#include "noise.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -181,19 +183,13 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out)
 
 /* ---- the paired verdict ------------------------------------------------------------------ */
 
-static double timing_value(const struct cg_run *r, enum cg_metric m)
-{
-    return m == CG_M_STEP_TIME_MEAN  ? r->summary.step_time_mean_ns
-           : m == CG_M_STEP_TIME_P95 ? r->summary.step_time_p95_ns
-                                     : r->summary.tokens_per_sec;
-}
-
 /* Per-pair log ratios head/base of metric m into d; false when a run lacks the metric. */
 static bool pair_logs(const struct cg_artifact *base, const struct cg_artifact *head,
                       enum cg_metric m, size_t n, double *d)
 {
     for (size_t i = 0; i < n; i++) {
-        double b = timing_value(&base->runs[i], m), h = timing_value(&head->runs[i], m);
+        double b = cg_run_metric_value(&base->runs[i], m),
+               h = cg_run_metric_value(&head->runs[i], m);
         if (!isfinite(b) || !isfinite(h) || b <= 0 || h <= 0)
             return false;
         d[i] = log(h) - log(b);

@@ -1,0 +1,249 @@
+/*
+ * cmd_ab: `canary-gate ab --base "CMD ARGS..." [options] [-- HEAD CMD ARGS...]` runs the base and
+ * the head canary turn about on this machine (A B B A ...; interleave.c), N runs each, and
+ * compares them pair by pair (paired.c: Wilcoxon signed-rank on per-pair log ratios,
+ * Hodges-Lehmann with Tukey's interval), with the outputs and exit codes of the main command.
+ * --base is split into words without a shell (argsplit.h); the head command is the words after
+ * '--', or the built-in canary. Writes both sides' artifacts.
+ * Exit: 0 pass (or inconclusive), 1 fail, 2 usage or input, 3 the canary failed or a file could
+ * not be written, 4 inconclusive with --fail-on-inconclusive.
+ */
+#include "cmd.h"
+
+#include "argsplit.h"
+#include "artifact.h"
+#include "collect.h"
+#include "interleave.h"
+#include "paired.h"
+#include "verdict.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: canary-gate ab --base \"CMD ARGS...\" [options] [-- HEAD CMD ARGS...]\n"
+    "\n"
+    "Runs the base and the head canary turn about on this machine (A B B A ...), N runs each,\n"
+    "so drift falls on both alike, and compares run k of each side as a pair: Wilcoxon\n"
+    "signed-rank test on the per-pair ratios, Hodges-Lehmann change with its interval. Without\n"
+    "HEAD CMD the built-in canary is the head.\n"
+    "\n"
+    "  --base \"CMD ARGS...\"   the base canary, split into words without a shell: blanks\n"
+    "                         separate words, '...' is literal, \"...\" keeps blanks (\\\" and "
+    "\\\\\n"
+    "                         inside), a backslash outside quotes escapes the next character;\n"
+    "                         $ * ; | and the like are plain characters\n" CG_MEASURE_USAGE
+    "  --out FILE             the head's artifact (default canary-ab-head.json)\n"
+    "  --out-base FILE        the base's artifact (default canary-ab-base.json)\n"
+    "  --report FILE.md       write the markdown report\n"
+    "  --json FILE            write the JSON verdict\n"
+    "  --id NAME              gate id for the report's hidden marker\n"
+    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
+    "  --color WHEN           auto (default), always or never\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "Each side's canary output goes beside its artifact (FILE.log).\n"
+    "\n"
+    "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage error or invalid input,\n"
+    "            3 the canary failed, timed out or was interrupted, or an output could not be\n"
+    "            written, 4 inconclusive with --fail-on-inconclusive\n";
+
+enum { OPT_BASE = 256, OPT_OUT, OPT_OUT_BASE, OPT_REPORT, OPT_JSON, OPT_ID, OPT_FOI, OPT_COLOR };
+
+static const struct option options[] = {
+    CG_MEASURE_OPTIONS,
+    {"base", required_argument, NULL, OPT_BASE},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"out-base", required_argument, NULL, OPT_OUT_BASE},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"id", required_argument, NULL, OPT_ID},
+    {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
+    {"color", required_argument, NULL, OPT_COLOR},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct ab_opts {
+    struct cg_measure_opts m;
+    const char *base, *out, *out_base, *color;
+    struct cg_report_opts report;
+    char *const *head;
+};
+
+static int parse_args(int argc, char **argv, struct ab_opts *o)
+{
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        int bad = cg_measure_option("ab", opt, optarg, &o->m);
+        if (bad != 1) {
+            if (bad)
+                return bad;
+            continue;
+        }
+        switch (opt) {
+        case OPT_BASE:
+            o->base = optarg;
+            break;
+        case OPT_OUT:
+            o->out = optarg;
+            break;
+        case OPT_OUT_BASE:
+            o->out_base = optarg;
+            break;
+        case OPT_REPORT:
+            o->report.report_path = optarg;
+            break;
+        case OPT_JSON:
+            o->report.json_path = optarg;
+            break;
+        case OPT_ID:
+            o->report.gate_id = optarg;
+            break;
+        case OPT_FOI:
+            o->report.fail_on_inconclusive = true;
+            break;
+        case OPT_COLOR:
+            o->color = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default:
+            return cg_cmd_usage_error("ab", "unknown or incomplete option");
+        }
+    }
+    if (o->base == NULL)
+        return cg_cmd_usage_error("ab", "--base \"CMD ARGS...\" is required");
+    if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
+        strcmp(o->color, "never") != 0)
+        return cg_cmd_usage_error("ab", "--color '%s': expected auto, always or never", o->color);
+    if (strcmp(o->out, o->out_base) == 0)
+        return cg_cmd_usage_error("ab", "--out and --out-base are the same file '%s'", o->out);
+    o->report.color =
+        strcmp(o->color, "always") == 0 ||
+        (strcmp(o->color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+    if (optind < argc)
+        o->head = argv + optind;
+    return 0;
+}
+
+/* Saves the completed runs of both sides after an interruption. */
+static void save_partial(const struct ab_opts *o, const struct cg_artifact *base,
+                         const struct cg_artifact *head)
+{
+    struct cg_err err;
+    const struct cg_artifact *sides[2] = {base, head};
+    const char *paths[2] = {o->out_base, o->out};
+    for (int i = 0; i < 2; i++) {
+        if (sides[i]->n_runs == 0)
+            continue;
+        if (cg_artifact_save(paths[i], sides[i], &err) == 0)
+            fprintf(stderr, "canary-gate: %zu completed run%s written to '%s'\n", sides[i]->n_runs,
+                    sides[i]->n_runs == 1 ? "" : "s", paths[i]);
+        else
+            cg_cmd_fail(&err);
+    }
+}
+
+/* Measures the pairs into base and head; 0 or the exit code. */
+static int measure(struct ab_opts *o, char **base_argv, struct cg_collect_cfg *c, long runs,
+                   struct cg_artifact *base, struct cg_artifact *head, char **logs)
+{
+    struct cg_collector *cb = NULL, *ch = NULL;
+    struct cg_err err;
+    int exit_code = 0;
+    cg_err_init(&err);
+    struct cg_collect_cfg cfg_b = *c, cfg_h = *c;
+    cfg_b.cmd = base_argv;
+    cfg_b.label = "base";
+    cfg_b.log = logs[0];
+    cfg_h.cmd = o->head;
+    cfg_h.label = "head";
+    cfg_h.log = logs[1];
+    if (cg_collector_open(&cfg_b, &cb, &err) != 0 || cg_collector_open(&cfg_h, &ch, &err) != 0) {
+        exit_code =
+            err.code == CG_EINPUT ? cg_cmd_usage_error("ab", "%s", err.msg) : cg_cmd_fail(&err);
+        goto done;
+    }
+    if (cg_interleave_run(cb, base, ch, head, runs, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        cg_collect_hint(&err, c->step_range);
+        if (cg_collect_interrupted())
+            save_partial(o, base, head);
+    }
+done:
+    cg_collector_close(cb);
+    cg_collector_close(ch);
+    return exit_code;
+}
+
+int cmd_ab(int argc, char **argv)
+{
+    struct ab_opts o;
+    struct cg_collect_cfg c;
+    struct cg_thresholds t;
+    struct cg_artifact base, head;
+    struct cg_verdict v;
+    struct cg_err err;
+    char **base_argv = NULL, *logs[2] = {NULL, NULL};
+    size_t base_argc = 0;
+    long runs;
+    bool have_verdict = false;
+    int exit_code;
+    memset(&o, 0, sizeof(o));
+    cg_measure_opts_init(&o.m);
+    o.out = "canary-ab-head.json";
+    o.out_base = "canary-ab-base.json";
+    o.color = "auto";
+    cg_err_init(&err);
+    cg_artifact_init(&base);
+    cg_artifact_init(&head);
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? CG_EXIT_PASS : rc;
+    if (cg_argsplit(o.base, &base_argv, &base_argc, &err) != 0)
+        return err.code == CG_EINPUT ? cg_cmd_usage_error("ab", "--base: %s", err.msg)
+                                     : cg_cmd_fail(&err);
+    if (cg_measure_settle(&o.m, &t, &c, &runs, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    if ((logs[0] = cg_collect_log_path(o.out_base)) == NULL ||
+        (logs[1] = cg_collect_log_path(o.out)) == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    fprintf(stderr,
+            "canary-gate ab: %ld pairs (base and head turn about, A B B A ...) of %ld "
+            "steps after %ld warm-up, thresholds %s\n",
+            runs, c.steps, c.warmup, t.source);
+    if ((exit_code = measure(&o, base_argv, &c, runs, &base, &head, logs)) != 0)
+        goto done;
+    if (cg_artifact_save(o.out_base, &base, &err) != 0 ||
+        cg_artifact_save(o.out, &head, &err) != 0 ||
+        cg_paired_verdict(&base, &head, &t, &v, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    have_verdict = true;
+    exit_code = cg_verdict_report(&v, &o.report);
+    fprintf(stderr,
+            "canary-gate ab: artifacts '%s' (base) and '%s' (head), canary output '%s' "
+            "and '%s'\n",
+            o.out_base, o.out, logs[0], logs[1]);
+done:
+    if (have_verdict)
+        cg_verdict_release(&v);
+    cg_argsplit_free(base_argv);
+    free(logs[0]);
+    free(logs[1]);
+    cg_artifact_release(&base);
+    cg_artifact_release(&head);
+    return exit_code;
+}
