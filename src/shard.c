@@ -20,6 +20,18 @@
 
 #define MAX_OPS 1000000
 #define MAX_DEVICES 4096
+/* Durations, counts and sizes a run artifact holds exactly (its JSON numbers are doubles): larger
+ * values are malformed, and sums stop there rather than overflow. */
+#define MAX_VALUE ((int64_t)1 << 53)
+/* How far a step index may run ahead of the lines read so far: steps end in order, give or take
+ * the steps open at once, so a far index is malformed (and would cost memory, not bytes). */
+#define MAX_STEP_AHEAD 4096
+
+/* a + b for values in [0, MAX_VALUE], stopping at MAX_VALUE. */
+static int64_t add_capped(int64_t a, int64_t b)
+{
+    return a > MAX_VALUE - b ? MAX_VALUE : a + b;
+}
 
 void cg_shard_init(struct cg_shard *s)
 {
@@ -175,14 +187,18 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 struct parse_state {
     struct cg_shard *s;
     size_t steps_cap, ops_cap, mem_cap;
+    size_t lines; /* lines read so far */
 };
 
+/* Makes step idx exist. Returns 0, CG_ENOMEM, or 1 when idx is far beyond the lines read. */
 static int ensure_step(struct parse_state *ps, int64_t idx)
 {
     struct cg_shard *s = ps->s;
     size_t need = (size_t)idx + 1;
     if (need <= s->n_steps)
         return 0;
+    if (need > ps->lines + MAX_STEP_AHEAD)
+        return 1;
     if (grow((void **)&s->steps, &ps->steps_cap, need, sizeof(*s->steps)) != 0)
         return CG_ENOMEM;
     for (size_t i = s->n_steps; i < need; i++) {
@@ -220,31 +236,36 @@ static int parse_line(struct parse_state *ps, struct line *l)
         return 0; /* empty line */
     if (field_is(key, kn, "s")) {
         int64_t idx, tokens;
+        int rc;
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_int(l, 0, INT64_MAX, &a) ||
-            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, INT64_MAX, &tokens))
+            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, MAX_VALUE, &tokens))
             return 1;
         if (b <= a)
             return 2; /* zero or negative: the clock stepped, or is too coarse to time a step */
-        if (ensure_step(ps, idx) != 0)
-            return CG_ENOMEM;
+        if (b - a > MAX_VALUE)
+            return 1;
+        if ((rc = ensure_step(ps, idx)) != 0)
+            return rc;
         struct cg_shard_step *st = &s->steps[idx];
         st->seen = true;
         st->wall_ns = b - a;
         st->end_ns = b;
         st->tokens = tokens;
     } else if (field_is(key, kn, "b")) {
-        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_int(l, 0, INT64_MAX / 4, &b))
+        int rc;
+        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
             return 1;
-        if (ensure_step(ps, a) != 0)
-            return CG_ENOMEM;
+        if ((rc = ensure_step(ps, a)) != 0)
+            return rc;
         int64_t *busy = &s->steps[a].gpu_busy_ns;
-        *busy = (*busy < 0 ? 0 : *busy) + b;
+        *busy = add_capped(*busy < 0 ? 0 : *busy, b);
     } else if (field_is(key, kn, "l")) {
         double v;
+        int rc;
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_real(l, &v) || l->p < l->end)
             return 1;
-        if (ensure_step(ps, a) != 0)
-            return CG_ENOMEM;
+        if ((rc = ensure_step(ps, a)) != 0)
+            return rc;
         struct cg_shard_step *st = &s->steps[a];
         st->n_loss++;
         st->loss = st->n_loss == 1 ? v : st->loss + (v - st->loss) / (double)st->n_loss;
@@ -261,8 +282,8 @@ static int parse_line(struct parse_state *ps, struct line *l)
             return 1;
         memcpy(kind_name, kf, kfn);
         kind_name[kfn] = '\0';
-        if (cg_op_kind_parse(kind_name, &kind) != 0 || !next_int(l, 0, INT64_MAX / 4, &a) ||
-            !next_int(l, 0, INT64_MAX / 4, &b))
+        if (cg_op_kind_parse(kind_name, &kind) != 0 || !next_int(l, 0, MAX_VALUE, &a) ||
+            !next_int(l, 0, MAX_VALUE, &b))
             return 1;
         if (s->n_ops >= MAX_OPS)
             return 1;
@@ -275,7 +296,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
         }
         s->ops[s->n_ops++] = (struct cg_shard_op){name, kind, a, b};
     } else if (field_is(key, kn, "m")) {
-        if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, INT64_MAX / 4, &b))
+        if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
             return 1;
         size_t i = 0;
         while (i < s->n_mem && s->mem[i].device != a)
@@ -288,8 +309,8 @@ static int parse_line(struct parse_state *ps, struct line *l)
         if (b > s->mem[i].peak_bytes)
             s->mem[i].peak_bytes = b;
     } else if (field_is(key, kn, "c")) {
-        if (!next_int(l, 0, INT64_MAX, &a) || !next_int(l, 0, INT64_MAX, &b) ||
-            !next_int(l, 0, INT64_MAX, &c))
+        if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b) ||
+            !next_int(l, 0, MAX_VALUE, &c))
             return 1;
         s->records = a;
         s->dropped = b;
@@ -345,7 +366,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
 int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_shard *s,
                    struct cg_err *err)
 {
-    struct parse_state ps = {s, 0, 0, 0};
+    struct parse_state ps = {s, 0, 0, 0, 0};
     size_t magic = strlen(CG_SHARD_MAGIC);
     cg_shard_init(s);
     if (len < magic + 1 || memcmp(data, CG_SHARD_MAGIC, magic) != 0 || data[magic] != '\n')
@@ -357,6 +378,7 @@ int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_sha
         if (nl == NULL)
             break; /* a last line cut short by a crash */
         lineno++;
+        ps.lines = lineno;
         struct line l = {p, nl};
         int rc = parse_line(&ps, &l);
         if (rc != 0) {
@@ -504,6 +526,8 @@ static int add_op(struct cg_run *run, const struct merged_op *m)
 {
     char *demangled = m->kind == CG_OP_KERNEL ? cg_opname_demangle(m->name) : NULL;
     const char *name = demangled ? demangled : m->name;
+    if (name[0] == '\0')
+        name = "(unnamed)"; /* nvtxRangePushA(""): an artifact's op names are never empty */
     char *family = cg_opname_family(m->kind, name);
     int rc = family == NULL ? CG_ENOMEM
                             : cg_run_add_op(run, name, family, m->kind, m->calls, m->total_ns);
@@ -533,8 +557,8 @@ static int merge_ops(const struct cg_shard *shards, size_t n, struct cg_run *run
         struct merged_op m = all[i];
         size_t j = i + 1;
         for (; j < total && cmp_op(&all[j], &m) == 0; j++) {
-            m.calls += all[j].calls;
-            m.total_ns += all[j].total_ns;
+            m.calls = add_capped(m.calls, all[j].calls);
+            m.total_ns = add_capped(m.total_ns, all[j].total_ns);
         }
         if (m.calls > 0)
             rc = add_op(run, &m);
@@ -553,7 +577,7 @@ static int64_t merged_peak(const struct cg_shard *shards, size_t n)
             for (size_t a = 0; a < n; a++)
                 for (size_t b = 0; b < shards[a].n_mem; b++)
                     if (shards[a].mem[b].device == dev)
-                        sum += shards[a].mem[b].peak_bytes;
+                        sum = add_capped(sum, shards[a].mem[b].peak_bytes);
             if (sum > best)
                 best = sum;
         }
@@ -578,7 +602,7 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
             if (sp->wall_ns > wall)
                 wall = sp->wall_ns;
             if (sp->tokens >= 0)
-                tokens = (tokens < 0 ? 0 : tokens) + sp->tokens;
+                tokens = add_capped(tokens < 0 ? 0 : tokens, sp->tokens);
             if (sp->gpu_busy_ns > busy)
                 busy = sp->gpu_busy_ns;
             if (sp->n_loss > 0) { /* the mean over the ranks that reported one */
@@ -597,9 +621,9 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
     int64_t dropped = -1, zero = -1;
     for (size_t i = 0; i < n; i++) {
         if (shards[i].dropped >= 0)
-            dropped = (dropped < 0 ? 0 : dropped) + shards[i].dropped;
+            dropped = add_capped(dropped < 0 ? 0 : dropped, shards[i].dropped);
         if (shards[i].zero_ts >= 0)
-            zero = (zero < 0 ? 0 : zero) + shards[i].zero_ts;
+            zero = add_capped(zero < 0 ? 0 : zero, shards[i].zero_ts);
     }
     run->dropped_records = dropped;
     run->zero_timestamp_records = zero;
