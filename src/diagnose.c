@@ -306,17 +306,27 @@ static void fmt_baseline_pct(double v, char *dst, size_t n)
         dst[0] = '\0';
 }
 
+/* The finding for a share (percent) above high on its own (a note) or grown by growth points
+ * against the baseline's (a warning); NULL when neither, or when the list is full. */
+static struct cg_finding *share_finding(struct ctx *x, enum cg_diag_rule rule, double cur,
+                                        double base, double high, double growth, const char *action)
+{
+    bool grew = isfinite(base) && cur - base >= growth;
+    if (!grew && !(cur > high))
+        return NULL;
+    return add(x, rule, grew ? CG_DIAG_WARNING : CG_DIAG_NOTE, cur, base, "pct", action);
+}
+
 static void rule_host_bound(struct ctx *x)
 {
     double idle = idle_pct(x->c);
     double bidle = x->b != NULL ? idle_pct(x->b) : NAN;
     if (isnan(idle))
         return;
-    bool grew = isfinite(bidle) && idle - bidle >= CG_DIAG_IDLE_GROWTH_PTS;
-    if (!grew && !(idle > CG_DIAG_IDLE_HIGH_PCT))
+    struct cg_finding *f = share_finding(x, CG_DIAG_HOST_BOUND, idle, bidle, CG_DIAG_IDLE_HIGH_PCT,
+                                         CG_DIAG_IDLE_GROWTH_PTS, ACT_HOST_BOUND);
+    if (f == NULL)
         return;
-    struct cg_finding *f = add(x, CG_DIAG_HOST_BOUND, grew ? CG_DIAG_WARNING : CG_DIAG_NOTE, idle,
-                               bidle, "pct", ACT_HOST_BOUND);
     char busy[32], wall[32], base[48];
     cg_fmt_ns(x->c->busy_ns / x->c->n_busy, busy, sizeof(busy));
     cg_fmt_ns(x->c->busy_wall_ns / x->c->n_busy, wall, sizeof(wall));
@@ -332,11 +342,11 @@ static void rule_copy_share(struct ctx *x)
     double share = 100.0 * x->c->kind_ns[CG_OP_MEMCPY] / gpu;
     double bgpu = x->b != NULL ? gpu_op_ns(x->b) : 0.0;
     double bshare = bgpu > 0 ? 100.0 * x->b->kind_ns[CG_OP_MEMCPY] / bgpu : NAN;
-    bool grew = isfinite(bshare) && share - bshare >= CG_DIAG_COPY_GROWTH_PTS;
-    if (!grew && !(share > CG_DIAG_COPY_HIGH_PCT))
+    struct cg_finding *f =
+        share_finding(x, CG_DIAG_COPY_SHARE, share, bshare, CG_DIAG_COPY_HIGH_PCT,
+                      CG_DIAG_COPY_GROWTH_PTS, ACT_COPY_SHARE);
+    if (f == NULL)
         return;
-    struct cg_finding *f = add(x, CG_DIAG_COPY_SHARE, grew ? CG_DIAG_WARNING : CG_DIAG_NOTE, share,
-                               bshare, "pct", ACT_COPY_SHARE);
     char copies[32], total[32], base[48];
     cg_fmt_ns(per_step(x->c, x->c->kind_ns[CG_OP_MEMCPY]), copies, sizeof(copies));
     cg_fmt_ns(per_step(x->c, gpu), total, sizeof(total));
