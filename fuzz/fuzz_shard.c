@@ -5,7 +5,7 @@
  * Input: one or more shards separated by a line "--- next shard ---". Properties: a shard parses
  * or fails with CG_EINPUT naming it; a parsed step has a non-negative wall time; the merge of
  * the parsed shards gives at most the asked number of steps, each with a positive wall time, and
- * summaries that agree with the steps.
+ * summaries that agree with the steps; saved as an artifact, the merged run loads again.
  */
 #include "fuzz.h"
 
@@ -67,6 +67,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           "mean %g", run->summary.step_time_mean_ns);
         for (size_t i = 0; i < run->n_ops; i++)
             CG_FUZZ_CHECK(run->ops[i].calls > 0 && run->ops[i].total_ns >= 0, "op %zu", i);
+        if (run->n_steps > 0) { /* the artifact the gate writes from it loads again */
+            struct cg_artifact b;
+            a.settings.steps = 50;
+            a.settings.runs = 1;
+            char *json = cg_artifact_to_json(&a);
+            CG_FUZZ_CHECK(json != NULL, "out of memory");
+            int rc = cg_artifact_parse(json, strlen(json), "merged.json", &b, &err);
+            CG_FUZZ_CHECK(rc == 0, "the merged run does not load again: %s", err.msg);
+            cg_artifact_release(&b);
+            free(json);
+        }
     }
     cg_artifact_release(&a);
     for (size_t i = 0; i < n; i++)

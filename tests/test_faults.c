@@ -1,0 +1,808 @@
+/*
+ * test_faults: the gate under faults it does not control, driving the built canary-gate binary
+ * (and the shard functions for what cannot be staged from outside):
+ *   - an output directory it may not write, and a full disk (/dev/full, and a file size limit
+ *     for regular files): the previous report, verdict or artifact stays as it was, no temporary
+ *     file is left, the error names the path and the exit code is 3;
+ *   - a canary that floods stdout and stderr with hundreds of MiB: the tool's peak RSS stays far
+ *     below that (its output goes to the log, never through the tool's memory);
+ *   - SIGTERM or SIGINT to the tool mid-run: the canary's whole process group is gone (strays
+ *     that ignore the signal included), no temporary file or shard directory is left, completed
+ *     runs are written whole, an interrupted first run writes nothing;
+ *   - a rank killed mid-run leaves a cut shard: its complete lines count, the other ranks count;
+ *   - a step of zero or negative duration (a clock step) is rejected, not averaged in;
+ *   - a baseline of a newer schema_version: exit 2 naming the version.
+ * Helper canaries: tests/faults/fault_helper.c and tests/canaries/nvtx_canary.c. Tests that run
+ * a canary need the injection library and are skipped when it was not built (no NVTX headers).
+ * When run as root, the unwritable-directory test runs the tool as the user "nobody" (uid 65534),
+ * for whom permissions apply.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "artifact.h"
+#include "fixtures.h"
+#include "shard.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HELPER CG_BINARY_DIR "/tests/faults/fault-helper"
+#define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+#define INJECT CG_BINARY_DIR "/libcanary-inject.so"
+#define NOBODY 65534
+#define MIB (1024L * 1024L)
+
+/* ---- running the tool ------------------------------------------------------------------------ */
+
+struct spawn_opts {
+    bool as_nobody;        /* drop to uid/gid 65534 first (when root) */
+    long fsize_limit;      /* RLIMIT_FSIZE in bytes, 0: none (SIGXFSZ is ignored) */
+    const char *tmpdir;    /* TMPDIR for the tool, or NULL */
+};
+
+struct result {
+    int exit_code;         /* 128 + signal when killed */
+    long maxrss_kib;       /* of the tool and the children it waited for */
+    char err[16384];
+};
+
+struct child {
+    pid_t pid;
+    int err_fd;
+};
+
+static void spawn(const char *tool, const char *const *args, const struct spawn_opts *o,
+                  struct child *c)
+{
+    char errpath[] = "/tmp/cg-faults-stderr-XXXXXX";
+    const char *argv[64] = {tool};
+    size_t n = 1;
+    for (; args[n - 1] != NULL && n < 63; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    c->err_fd = mkstemp(errpath);
+    assert_true(c->err_fd >= 0);
+    unlink(errpath);
+    c->pid = fork();
+    assert_true(c->pid >= 0);
+    if (c->pid != 0)
+        return;
+    dup2(c->err_fd, 2);
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    if (o != NULL && o->tmpdir != NULL)
+        setenv("TMPDIR", o->tmpdir, 1);
+    if (o != NULL && o->fsize_limit > 0) {
+        struct rlimit rl = {(rlim_t)o->fsize_limit, (rlim_t)o->fsize_limit};
+        signal(SIGXFSZ, SIG_IGN); /* writes fail with EFBIG, as on a full disk */
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(125);
+    }
+    if (o != NULL && o->as_nobody && geteuid() == 0 &&
+        (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0))
+        _exit(125);
+    execv(tool, (char *const *)argv);
+    _exit(126);
+}
+
+static void reap(struct child *c, struct result *r)
+{
+    int st = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof(ru));
+    pid_t w;
+    while ((w = wait4(c->pid, &st, 0, &ru)) < 0 && errno == EINTR) {
+    }
+    assert_int_equal(w, c->pid);
+    r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->maxrss_kib = ru.ru_maxrss;
+    ssize_t got = pread(c->err_fd, r->err, sizeof(r->err) - 1, 0);
+    r->err[got > 0 ? got : 0] = '\0';
+    close(c->err_fd);
+}
+
+static void run_tool(const char *const *args, const struct spawn_opts *o, struct result *r)
+{
+    struct child c;
+    spawn(CG_TOOL_PATH, args, o, &c);
+    reap(&c, r);
+}
+
+static void expect_exit(const struct result *r, int code)
+{
+    if (r->exit_code != code)
+        fail_msg("exit %d, expected %d; stderr:\n%s", r->exit_code, code, r->err);
+}
+
+static void expect_in_err(const struct result *r, const char *text)
+{
+    if (strstr(r->err, text) == NULL)
+        fail_msg("stderr does not mention '%s':\n%s", text, r->err);
+}
+
+/* ---- files ----------------------------------------------------------------------------------- */
+
+/* dst = dir/name; fails the test when it does not fit. */
+static void join(char *dst, size_t n, const char *dir, const char *name)
+{
+    int k = snprintf(dst, n, "%s/%s", dir, name);
+    assert_true(k > 0 && (size_t)k < n);
+}
+
+/* A fresh world-readable directory under $TMPDIR (or /tmp); path receives it. */
+static void make_dir(char *path, size_t n)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(path, n, "%s/cg-faults-XXXXXX", t != NULL && *t != '\0' ? t : "/tmp");
+    assert_non_null(mkdtemp(path));
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d != NULL) {
+        struct dirent *e;
+        char sub[PATH_MAX];
+        chmod(path, 0755);
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+            struct stat st;
+            if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(sub);
+            else
+                unlink(sub);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The file's contents (malloc'ed), or NULL when it cannot be read. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (cap - len - 1 == 0) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+    }
+    buf[len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void expect_file(const char *path, const char *text)
+{
+    char *got = slurp(path);
+    if (got == NULL)
+        fail_msg("'%s' is gone", path);
+    if (strcmp(got, text) != 0)
+        fail_msg("'%s' changed:\n%s", path, got);
+    free(got);
+}
+
+/* Fails when dir holds a name containing ".tmp" (a half-written file) or anything but the given
+ * names (NULL-terminated). */
+static void expect_only(const char *dir, const char *const *names)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; names[i] != NULL; i++)
+            known = known || strcmp(e->d_name, names[i]) == 0;
+        if (!known || strstr(e->d_name, ".tmp") != NULL) {
+            closedir(d);
+            fail_msg("'%s/%s' was left behind", dir, e->d_name);
+        }
+    }
+    closedir(d);
+}
+
+/* Saves a fixture artifact (seeded) to path, readable by everyone. */
+static void save_fixture(const char *path, uint64_t seed, double mean_ns)
+{
+    struct cg_artifact a;
+    struct cg_err err;
+    struct cg_fixture f = {5, 20, mean_ns, 0.01, 0.02, 512, -1, 100 * MIB, 3, seed};
+    cg_artifact_init(&a);
+    cg_err_init(&err);
+    assert_int_equal(cg_fixture_make(&a, &f), 0);
+    if (cg_artifact_save(path, &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(chmod(path, 0644), 0);
+    cg_artifact_release(&a);
+}
+
+/* The files of one test: a fresh directory with an output directory "out" and a TMPDIR "tmp" in
+ * it, and, when asked, two fixture artifacts "base.json" and "cur.json" of the same canary. */
+struct scene {
+    char dir[PATH_MAX], out[PATH_MAX], tmp[PATH_MAX], base[PATH_MAX], cur[PATH_MAX];
+};
+
+static void scene_open(struct scene *s, bool fixtures)
+{
+    make_dir(s->dir, sizeof(s->dir));
+    join(s->out, sizeof(s->out), s->dir, "out");
+    join(s->tmp, sizeof(s->tmp), s->dir, "tmp");
+    join(s->base, sizeof(s->base), s->dir, "base.json");
+    join(s->cur, sizeof(s->cur), s->dir, "cur.json");
+    assert_int_equal(mkdir(s->out, 0755), 0);
+    assert_int_equal(mkdir(s->tmp, 0755), 0);
+    if (fixtures) {
+        save_fixture(s->base, 1, 10e6);
+        save_fixture(s->cur, 2, 10e6);
+    }
+}
+
+static void load(const char *path, struct cg_artifact *a)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_artifact_load(path, a, &err) != 0)
+        fail_msg("%s", err.msg);
+}
+
+static bool have_collector(void)
+{
+    return access(INJECT, R_OK) == 0 && access(CANARY, X_OK) == 0 && access(HELPER, X_OK) == 0;
+}
+
+#define NEED_COLLECTOR()                                                                           \
+    do {                                                                                           \
+        if (!have_collector()) {                                                                   \
+            print_message("skipped: no injection library or test canary (built without NVTX)\n"); \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* ---- processes ------------------------------------------------------------------------------- */
+
+/* State and process group of a live process from /proc; false when it does not exist. */
+static bool proc_stat(long pid, char *state, long *pgrp)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    long ppid = 0;
+    return p != NULL && sscanf(p + 1, " %c %ld %ld", state, &ppid, pgrp) == 3;
+}
+
+/* True while some process (zombies excluded) is in process group pgid. */
+static bool group_alive(long pgid)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    struct dirent *e;
+    bool alive = false;
+    while (!alive && (e = readdir(d)) != NULL) {
+        char *end = NULL;
+        long pid = strtol(e->d_name, &end, 10);
+        char state;
+        long pgrp;
+        if (end != e->d_name && *end == '\0' && proc_stat(pid, &state, &pgrp))
+            alive = pgrp == pgid && state != 'Z' && state != 'X';
+    }
+    closedir(d);
+    return alive;
+}
+
+static bool pid_alive(long pid)
+{
+    char state;
+    long pgrp;
+    return proc_stat(pid, &state, &pgrp) && state != 'Z' && state != 'X';
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Waits (up to a minute, for slow sanitizer builds) until path has at least n lines. */
+static void wait_for_lines(const char *path, int n)
+{
+    for (int i = 0; i < 6000; i++) {
+        char *text = slurp(path);
+        int lines = 0;
+        for (const char *p = text; p != NULL && *p; p++)
+            lines += *p == '\n';
+        free(text);
+        if (lines >= n)
+            return;
+        sleep_ms(10);
+    }
+    fail_msg("'%s' never got %d lines", path, n);
+}
+
+/* Reads "<canary pid> <stray pid>" lines; returns how many pairs were read. */
+static size_t read_pids(const char *path, long pids[][2], size_t max)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    assert_non_null(f);
+    while (n < max && fscanf(f, "%ld %ld", &pids[n][0], &pids[n][1]) == 2)
+        n++;
+    fclose(f);
+    return n;
+}
+
+/* ---- an output directory the tool may not write ---------------------------------------------- */
+
+/* Writes a report, a JSON verdict and a merged artifact over previous ones in the scene's "out"
+ * directory under the fault o sets up (made read-only first when read_only): each command fails
+ * with exit 3 naming its path, and the previous files stay as they were. */
+static void expect_previous_outputs_kept(const struct spawn_opts *o, bool read_only)
+{
+    struct scene sc;
+    char report[PATH_MAX], verdict[PATH_MAX], merged[PATH_MAX], quoted[PATH_MAX + 2];
+    scene_open(&sc, true);
+    join(report, sizeof(report), sc.out, "report.md");
+    join(verdict, sizeof(verdict), sc.out, "verdict.json");
+    join(merged, sizeof(merged), sc.out, "merged.json");
+    write_file(report, "the previous report\n");
+    write_file(verdict, "{\"previous\": true}\n");
+    write_file(merged, "{\"previous\": \"artifact\"}\n");
+    if (read_only)
+        assert_int_equal(chmod(sc.out, 0555), 0);
+
+    struct result r;
+    const char *compare[] = {"compare", sc.base, sc.cur, "--report", report, "--json", verdict,
+                             NULL};
+    run_tool(compare, o, &r);
+    expect_exit(&r, 3);
+    snprintf(quoted, sizeof(quoted), "'%s'", report);
+    expect_in_err(&r, quoted);
+    expect_file(report, "the previous report\n");
+    expect_file(verdict, "{\"previous\": true}\n");
+
+    const char *merge[] = {"merge", "-o", merged, sc.base, sc.cur, NULL};
+    run_tool(merge, o, &r);
+    expect_exit(&r, 3);
+    snprintf(quoted, sizeof(quoted), "'%s'", merged);
+    expect_in_err(&r, quoted);
+    expect_file(merged, "{\"previous\": \"artifact\"}\n");
+    const char *names[] = {"report.md", "verdict.json", "merged.json", NULL};
+    expect_only(sc.out, names); /* no temporary file left */
+    remove_tree(sc.dir);
+}
+
+static void test_faults__unwritable_directory_keeps_previous_outputs(void **state)
+{
+    (void)state;
+    struct spawn_opts o = {true, 0, NULL};
+    expect_previous_outputs_kept(&o, true);
+}
+
+/* ---- a full disk ----------------------------------------------------------------------------- */
+
+static void expect_dev_full_intact(void)
+{
+    struct stat st;
+    assert_int_equal(stat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode)); /* written in place, never replaced by a file */
+}
+
+static void test_faults__dev_full_fails_naming_the_path(void **state)
+{
+    (void)state;
+    struct scene sc;
+    scene_open(&sc, true);
+    static const char *const outputs[][2] = {{"--report", "/dev/full"}, {"--json", "/dev/full"}};
+    struct result r;
+    for (size_t i = 0; i < 2; i++) {
+        const char *args[] = {"compare", sc.base, sc.cur, outputs[i][0], outputs[i][1], NULL};
+        run_tool(args, NULL, &r);
+        expect_exit(&r, 3);
+        expect_in_err(&r, "'/dev/full'");
+        expect_dev_full_intact();
+    }
+    const char *merge[] = {"merge", "-o", "/dev/full", sc.base, sc.cur, NULL};
+    run_tool(merge, NULL, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "'/dev/full'");
+    expect_dev_full_intact();
+    remove_tree(sc.dir);
+}
+
+/* A regular file on a full disk: RLIMIT_FSIZE makes writes fail (EFBIG) past 512 bytes. */
+static void test_faults__full_disk_keeps_previous_outputs(void **state)
+{
+    (void)state;
+    struct spawn_opts o = {false, 512, NULL};
+    expect_previous_outputs_kept(&o, false);
+}
+
+/* The artifact of `run` on a full disk: the canary's shards and log are small and fit, the
+ * artifact does not. */
+static void test_faults__full_disk_run_keeps_previous_artifact(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], log[PATH_MAX], quoted[PATH_MAX + 2];
+    scene_open(&sc, false);
+    join(art, sizeof(art), sc.out, "run.json");
+    join(log, sizeof(log), sc.dir, "run.log");
+    write_file(art, "{\"previous\": \"artifact\"}\n");
+
+    struct spawn_opts o = {false, 1024, sc.tmp};
+    struct result r;
+    const char *args[] = {"run", "--runs", "3", "--steps", "4", "--warmup", "0", "--out", art,
+                          "--log", log, "--", CANARY, "--steps", "4", "--step-ms", "1", NULL};
+    run_tool(args, &o, &r);
+    expect_exit(&r, 3);
+    snprintf(quoted, sizeof(quoted), "'%s'", art);
+    expect_in_err(&r, quoted);
+    expect_file(art, "{\"previous\": \"artifact\"}\n");
+    const char *names[] = {"run.json", NULL};
+    expect_only(sc.out, names);
+    const char *none[] = {NULL};
+    expect_only(sc.tmp, none); /* the shard directory is gone */
+    remove_tree(sc.dir);
+}
+
+/* Runs `canary-gate run --runs 1 --steps STEPS --warmup 0 -- CMD...` writing NAME.json (its path
+ * into art) and NAME.log in the scene's directory. */
+static void run_once(const struct scene *sc, const char *name, const char *steps,
+                     const char *const *cmd, char *art, struct result *r)
+{
+    char file[64], log[PATH_MAX];
+    snprintf(file, sizeof(file), "%s.json", name);
+    join(art, PATH_MAX, sc->dir, file);
+    snprintf(file, sizeof(file), "%s.log", name);
+    join(log, sizeof(log), sc->dir, file);
+    const char *args[48] = {"run", "--runs", "1", "--steps", steps, "--warmup", "0", "--out", art,
+                            "--log", log, "--"};
+    size_t n = 12;
+    for (size_t i = 0; cmd[i] != NULL && n < 47; i++)
+        args[n++] = cmd[i];
+    args[n] = NULL;
+    run_tool(args, NULL, r);
+}
+
+/* ---- a canary that floods its output ---------------------------------------------------------- */
+
+static void test_faults__flooding_canary_keeps_memory_bounded(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], log[PATH_MAX];
+    scene_open(&sc, false);
+    struct result r;
+    /* 192 MiB on stdout and 64 MiB on stderr before the canary's steps */
+    const char *cmd[] = {HELPER, "flood", "192", "64", "--", CANARY, "--steps", "3", "--step-ms",
+                         "1", NULL};
+    run_once(&sc, "flood", "3", cmd, art, &r);
+    expect_exit(&r, 0);
+    join(log, sizeof(log), sc.dir, "flood.log");
+    struct stat st;
+    assert_int_equal(stat(log, &st), 0);
+    assert_true(st.st_size >= 256 * MIB); /* all of it reached the log */
+    /* The tool's largest resident set (and its children's) stays far below what went through. */
+    if (r.maxrss_kib * 1024L >= 96 * MIB)
+        fail_msg("peak RSS %ld KiB while the canary wrote 256 MiB", r.maxrss_kib);
+    struct cg_artifact a;
+    load(art, &a);
+    assert_int_equal(a.n_runs, 1);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    cg_artifact_release(&a);
+    remove_tree(sc.dir);
+}
+
+/* ---- the tool interrupted mid-run ------------------------------------------------------------- */
+
+/* Runs `run --runs 3` into a new scene's out/run.json (holding a previous file when at_run is 1)
+ * with a canary that leaves a stray in its group, interrupts the tool with sig once run at_run
+ * has started, and checks: exit 3 saying "interrupted", every process of every canary group
+ * gone, no temporary file or shard directory left. ignore: the canary ignores SIGINT/SIGTERM. */
+static void interrupt_run(int sig, int at_run, bool ignore, struct scene *sc, char *art)
+{
+    char pids_path[PATH_MAX], log[PATH_MAX], hang_from[16];
+    struct result r;
+    scene_open(sc, false);
+    join(art, PATH_MAX, sc->out, "run.json");
+    if (at_run == 1)
+        write_file(art, "{\"previous\": \"artifact\"}\n");
+    join(pids_path, sizeof(pids_path), sc->dir, "pids");
+    join(log, sizeof(log), sc->dir, "run.log");
+    snprintf(hang_from, sizeof(hang_from), "%d", at_run);
+    struct spawn_opts o = {false, 0, sc->tmp};
+    const char *args[40] = {"run", "--runs", "3", "--steps", "2", "--warmup", "0",
+                            "--kill-grace", "1", "--out", art, "--log", log, "--",
+                            HELPER, "group", pids_path, "--hang-from-run", hang_from};
+    size_t n_args = 19;
+    if (ignore)
+        args[n_args++] = "--ignore";
+    const char *canary[] = {"--", CANARY, "--steps", "2", "--step-ms", "1", NULL};
+    for (size_t i = 0; canary[i] != NULL; i++)
+        args[n_args++] = canary[i];
+    args[n_args] = NULL;
+    struct child c;
+    spawn(CG_TOOL_PATH, args, &o, &c);
+    wait_for_lines(pids_path, at_run);
+    sleep_ms(200); /* the canary is running its steps, or hanging */
+    assert_int_equal(kill(c.pid, sig), 0);
+    reap(&c, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "interrupted");
+
+    long pids[8][2];
+    size_t n = read_pids(pids_path, pids, 8);
+    assert_int_equal(n, (size_t)at_run);
+    /* SIGKILL is delivered asynchronously: a process killed as the tool exited may take a moment
+     * to be gone on a loaded machine, so wait for it (up to a minute) before failing. */
+    for (size_t i = 0; i < n; i++) {
+        int tries = 0;
+        while ((pid_alive(pids[i][0]) || pid_alive(pids[i][1]) || group_alive(pids[i][0])) &&
+               tries++ < 6000)
+            sleep_ms(10);
+        if (tries > 6000)
+            fail_msg("run %zu: canary %ld or its stray %ld is still running", i + 1, pids[i][0],
+                     pids[i][1]);
+    }
+    const char *none[] = {NULL};
+    expect_only(sc->tmp, none);
+    const char *names[] = {"run.json", NULL};
+    expect_only(sc->out, names);
+}
+
+static void test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX];
+    /* run 1 completes, run 2 hangs with a canary that ignores SIGINT and SIGTERM */
+    interrupt_run(SIGTERM, 2, true, &sc, art);
+    struct cg_artifact a;
+    load(art, &a); /* whole: it parses */
+    assert_int_equal(a.n_runs, 1);
+    assert_int_equal(a.settings.runs, 1);
+    assert_int_equal(a.runs[0].n_steps, 2);
+    cg_artifact_release(&a);
+    remove_tree(sc.dir);
+}
+
+static void test_faults__sigint_in_the_first_run_writes_nothing(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX];
+    interrupt_run(SIGINT, 1, false, &sc, art);
+    expect_file(art, "{\"previous\": \"artifact\"}\n");
+    remove_tree(sc.dir);
+}
+
+/* ---- a rank killed mid-run --------------------------------------------------------------------- */
+
+static const char rank0_shard[] = "canary-gate-shard 1\npid 10\nrank 0\nlocal_rank 0\n"
+                                  "s 0 1000 2000 10\ns 1 2000 3000 10\ns 2 3000 4000 10\n"
+                                  "s 3 4000 5000 10\nend\n";
+static const char rank1_cut[] = "canary-gate-shard 1\npid 11\nrank 1\nlocal_rank 1\n"
+                                "s 0 1000 2500 10\ns 1 2500 3200 10\ns 2 3200 4800 10\n"
+                                "s 3 4800 60"; /* killed in the middle of a line */
+
+static void parse_shard(const char *text, struct cg_shard *s)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_shard_parse(text, strlen(text), "t", s, &err) != 0)
+        fail_msg("%s", err.msg);
+}
+
+static void test_faults__cut_shard_of_a_killed_rank_still_counts(void **state)
+{
+    (void)state;
+    struct cg_shard sh[2];
+    struct cg_shard_status st;
+    struct cg_err err;
+    parse_shard(rank0_shard, &sh[0]);
+    parse_shard(rank1_cut, &sh[1]);
+    assert_true(sh[0].complete);
+    assert_false(sh[1].complete); /* reported: no "end" line */
+    assert_int_equal(sh[1].n_steps, 3); /* the cut line is dropped, the complete ones kept */
+    cg_shard_status(sh, 2, &st);
+    assert_false(st.all_complete);
+    assert_int_equal(st.n_with_steps, 2);
+    assert_int_equal(st.steps_seen, 3);
+
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    cg_err_init(&err);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    assert_non_null(run);
+    struct cg_shard_merge_opts o = {0, 3, -1};
+    assert_int_equal(cg_shard_merge(sh, 2, &o, run, &err), 0);
+    assert_int_equal(run->n_steps, 3);
+    static const int64_t wall[] = {1500, 1000, 1600}; /* the slower rank of each step */
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(run->steps[i].wall_ns, wall[i]);
+        assert_int_equal(run->steps[i].tokens, 20); /* both ranks' tokens */
+    }
+    cg_artifact_release(&a);
+    cg_shard_release(&sh[0]);
+    cg_shard_release(&sh[1]);
+}
+
+/* End to end: a launcher of two ranks, rank 1 aborting after 5 steps (its shard stays a .part);
+ * 3 steps are asked for, so both ranks measured them all. */
+static void test_faults__killed_rank_is_reported_and_other_ranks_count(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX];
+    scene_open(&sc, false);
+    struct result r;
+    const char *cmd[] = {HELPER, "ranks", "2", "1", "5", "--", CANARY, "--steps", "8",
+                         "--step-ms", "1", "--tokens", "10", NULL};
+    run_once(&sc, "ranks", "3", cmd, art, &r);
+    expect_exit(&r, 0);
+    struct cg_artifact a;
+    load(art, &a);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(a.runs[0].steps[i].tokens, 20); /* the killed rank's steps count */
+    cg_artifact_release(&a);
+    expect_in_err(&r, "rank 1"); /* the process that did not finish is named */
+    remove_tree(sc.dir);
+}
+
+/* ---- a clock step ------------------------------------------------------------------------------ */
+
+/* A shard with a step of zero or negative duration is refused, naming the shard, the line and
+ * why, so the run fails loudly instead of averaging a clock step into the step times. */
+static void test_faults__zero_or_negative_step_is_rejected_not_averaged(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"canary-gate-shard 1\npid 12\ns 0 1000 2000 10\ns 1 2000 2000 10\nend\n", "line 4"},
+        {"canary-gate-shard 1\npid 12\ns 0 1000 2000 10\ns 1 2000 3000 10\n"
+         "s 2 5000 3000 10\nend\n", "line 5"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        struct cg_shard sh;
+        struct cg_err err;
+        cg_err_init(&err);
+        int rc = cg_shard_parse(cases[i][0], strlen(cases[i][0]), "clock.shard", &sh, &err);
+        assert_int_equal(rc, CG_EINPUT);
+        assert_non_null(strstr(err.msg, "'clock.shard' line"));
+        assert_non_null(strstr(err.msg, cases[i][1]));
+        assert_non_null(strstr(err.msg, "zero or negative duration"));
+        assert_int_equal(sh.n_steps, 0);
+    }
+}
+
+/* End to end: a process of the canary wrote a step of zero duration; the run fails (exit 3)
+ * naming the shard's line, and no artifact holding a 0 ns step is written. */
+static void test_faults__clock_step_fails_the_run(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], fake[PATH_MAX];
+    scene_open(&sc, false);
+    join(fake, sizeof(fake), sc.dir, "fake.shard");
+    write_file(fake, "canary-gate-shard 1\npid 1\nrank 9\ns 0 1000 2000 1\ns 1 2000 2000 1\n"
+                     "s 2 2000 3000 1\nend\n");
+    struct result r;
+    const char *cmd[] = {HELPER, "shard", fake, "--", CANARY, "--steps", "3", "--step-ms", "1",
+                         NULL};
+    run_once(&sc, "clock", "2", cmd, art, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "line 5: a step of zero or negative duration");
+    assert_int_equal(access(art, F_OK), -1);
+    remove_tree(sc.dir);
+}
+
+/* ---- a baseline from a newer canary-gate ------------------------------------------------------- */
+
+static void test_faults__newer_schema_version_exits_2_naming_it(void **state)
+{
+    (void)state;
+    struct scene sc;
+    char merged[PATH_MAX];
+    scene_open(&sc, true);
+    const char *base = sc.base, *cur = sc.cur;
+    join(merged, sizeof(merged), sc.out, "merged.json");
+    char *text = slurp(base);
+    assert_non_null(text);
+    char *v = strstr(text, "\"schema_version\":");
+    assert_non_null(v);
+    char *num = v + strlen("\"schema_version\":");
+    while (*num == ' ' || *num == '\t')
+        num++;
+    char rewritten[1 << 16];
+    snprintf(rewritten, sizeof(rewritten), "%.*s987%s", (int)(num - text), text,
+             num + strspn(num, "0123456789"));
+    write_file(base, rewritten);
+    free(text);
+
+    struct result r;
+    const char *compare[] = {"compare", base, cur, NULL};
+    run_tool(compare, NULL, &r);
+    expect_exit(&r, 2);
+    expect_in_err(&r, "schema_version 987");
+    const char *swapped[] = {"compare", cur, base, NULL};
+    run_tool(swapped, NULL, &r);
+    expect_exit(&r, 2);
+    expect_in_err(&r, "schema_version 987");
+    const char *merge[] = {"merge", "-o", merged, cur, base, NULL};
+    run_tool(merge, NULL, &r);
+    expect_exit(&r, 2);
+    expect_in_err(&r, "schema_version 987");
+    assert_int_equal(access(merged, F_OK), -1);
+    remove_tree(sc.dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_faults__unwritable_directory_keeps_previous_outputs),
+        cmocka_unit_test(test_faults__dev_full_fails_naming_the_path),
+        cmocka_unit_test(test_faults__full_disk_keeps_previous_outputs),
+        cmocka_unit_test(test_faults__full_disk_run_keeps_previous_artifact),
+        cmocka_unit_test(test_faults__flooding_canary_keeps_memory_bounded),
+        cmocka_unit_test(test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs),
+        cmocka_unit_test(test_faults__sigint_in_the_first_run_writes_nothing),
+        cmocka_unit_test(test_faults__cut_shard_of_a_killed_rank_still_counts),
+        cmocka_unit_test(test_faults__killed_rank_is_reported_and_other_ranks_count),
+        cmocka_unit_test(test_faults__zero_or_negative_step_is_rejected_not_averaged),
+        cmocka_unit_test(test_faults__clock_step_fails_the_run),
+        cmocka_unit_test(test_faults__newer_schema_version_exits_2_naming_it),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
