@@ -210,9 +210,14 @@ static void test_gate__same_canary_passes(void **state)
     record_baseline(f, "20");
     const char *args[] = {"--baseline", "main.json", "--runs", "5", "--json", "v.json", "--",
                           CANARY, "--steps", "7", "--step-ms", "20", NULL};
-    /* Sleep-bound steps of equal length: no significant regression above 5%. */
+    /* Sleep-bound steps of equal length: never a FAIL. On a loaded machine the scheduler can
+     * stretch one side beyond 5% without significance: inconclusive (exit 0) is honest too. */
     assert_int_equal(gate(f, NULL, args), 0);
-    assert_verdict_json(f, "v.json", "pass");
+    cJSON *root = cJSON_Parse(slurp(f, "v.json"));
+    assert_non_null(root);
+    const char *v = cJSON_GetObjectItemCaseSensitive(root, "verdict")->valuestring;
+    assert_true(strcmp(v, "pass") == 0 || strcmp(v, "inconclusive") == 0);
+    cJSON_Delete(root);
 }
 
 static void test_gate__failing_canary_is_reported_as_such(void **state)
