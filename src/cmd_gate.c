@@ -18,6 +18,7 @@
 #include "cg_version.h"
 #include "collect.h"
 #include "fsutil.h"
+#include "gate_seq.h"
 #include "github.h"
 #include "report.h"
 #include "thresholds.h"
@@ -59,7 +60,7 @@ static const char usage_text[] =
     "  --status               set the commit status canary-gate[/ID] on the pull request's head\n"
     "  --id NAME              gate id, for several gates on one pull request\n"
     "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
-    "  --color WHEN           auto (default), always or never\n"
+    "  --color WHEN           auto (default), always or never\n" CG_GATE_SEQ_USAGE
     "  -h, --help             show this help\n"
     "\n"
     "--comment and --status read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
@@ -96,6 +97,7 @@ static const struct option options[] = {
     {"id", required_argument, NULL, OPT_ID},
     {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
     {"color", required_argument, NULL, OPT_COLOR},
+    CG_GATE_SEQ_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -113,6 +115,7 @@ struct gate_opts {
     long runs, steps, warmup, tokens_per_step; /* -1: not given */
     const char *step_range;                    /* NULL: not given */
     struct cg_collect_cfg collect;
+    struct cg_gate_seq_opts seq; /* sequential looks and confirmation */
 };
 
 static int parse_args(int argc, char **argv, struct gate_opts *o)
@@ -149,7 +152,9 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_FOI: o->fail_on_inconclusive = true; break;
         case OPT_COLOR: o->color = optarg; break;
         case 'h': fputs(usage_text, stdout); return -1;
-        default: return cg_cmd_usage_error("gate", "unknown or incomplete option");
+        default:
+            if ((bad = cg_gate_seq_option(opt, optarg, &o->seq)) == 1)
+                return cg_cmd_usage_error("gate", "unknown or incomplete option");
         }
         if (bad)
             return bad;
@@ -297,8 +302,8 @@ static void post(const struct gate_opts *o)
 }
 
 /* Runs o->runs canary runs into cur. On a canary failure prints it, reports it and returns its
- * exit code; 0 when every run was measured. */
-static int measure(struct gate_opts *o, struct cg_artifact *cur)
+ * exit code; 0 when every run was measured, with the collector left open in *colp for more. */
+static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_collector **colp)
 {
     struct cg_err err;
     struct cg_collector *col = NULL;
@@ -307,9 +312,11 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur)
         return err.code == CG_EINPUT ? cg_cmd_usage_error("gate", "%s", err.msg)
                                      : cg_cmd_fail(&err);
     int rc = cg_collector_run(col, cur, o->runs, o->runs, &err);
-    cg_collector_close(col);
-    if (rc == 0)
+    if (rc == 0) {
+        *colp = col;
         return 0;
+    }
+    cg_collector_close(col);
     cg_cmd_fail(&err);
     cg_collect_hint(&err, o->collect.step_range);
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
@@ -348,6 +355,7 @@ int cmd_gate(int argc, char **argv)
     struct cg_artifact base, cur;
     struct cg_thresholds t;
     struct cg_err err;
+    struct cg_collector *col = NULL;
     char *log_owned = NULL, *report_owned = NULL;
     int exit_code;
     bool have_base = false;
@@ -356,6 +364,7 @@ int cmd_gate(int argc, char **argv)
     o.runs = o.steps = o.warmup = o.tokens_per_step = -1;
     o.collect.timeout_s = 1800;
     o.collect.grace_s = 5;
+    cg_gate_seq_opts_init(&o.seq);
     cg_err_init(&err);
     cg_artifact_init(&base);
     cg_artifact_init(&cur);
@@ -390,7 +399,9 @@ int cmd_gate(int argc, char **argv)
             have_base ? "gating against" : "recording the baseline", o.baseline, o.runs,
             o.runs == 1 ? "" : "s", o.collect.steps, o.collect.warmup, t.source);
 
-    exit_code = measure(&o, &cur);
+    double first_t0 = cg_gate_seq_now_s();
+    exit_code = measure(&o, &cur, &col);
+    double first_s = cg_gate_seq_now_s() - first_t0;
     if (exit_code != 0)
         goto done;
     if (cg_artifact_save(o.out, &cur, &err) != 0) {
@@ -406,7 +417,7 @@ int cmd_gate(int argc, char **argv)
     bool color = strcmp(o.color, "always") == 0 ||
                  (strcmp(o.color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
     struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, color};
-    exit_code = cg_gate_report(&base, &cur, &t, &ro);
+    exit_code = cg_gate_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &ro);
     if (exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL || exit_code == CG_EXIT_INCONCLUSIVE)
         post(&o);
     fprintf(stderr, "canary-gate: artifact '%s'%s%s, canary output '%s'\n", o.out,
@@ -416,6 +427,7 @@ oom:
     cg_err_set(&err, CG_ENOMEM, "out of memory");
     exit_code = cg_cmd_fail(&err);
 done:
+    cg_collector_close(col);
     cg_artifact_release(&base);
     cg_artifact_release(&cur);
     free(log_owned);

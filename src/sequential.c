@@ -6,6 +6,8 @@
 
 #include "stats.h"
 
+#include <stdbool.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +56,19 @@ static double information(size_t m, size_t n)
     return (double)m * (double)n / (double)(m + n);
 }
 
+/* The smallest one-sided p-value the exact Mann-Whitney test reaches with m and n runs,
+ * 1 / C(m + n, m); 0 where the verdict uses another method (a side of one run: bootstrap; more
+ * than CG_MWU_EXACT_MAX: normal approximation). */
+static double smallest_p(size_t m, size_t n)
+{
+    if (m < 2 || n < 2 || m > CG_MWU_EXACT_MAX || n > CG_MWU_EXACT_MAX)
+        return 0.0;
+    double c = 1.0;
+    for (size_t i = 1; i <= m; i++)
+        c = c * (double)(n + i) / (double)i;
+    return 1.0 / c;
+}
+
 int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, size_t batch,
                      size_t max_runs, struct cg_seq_plan *p, struct cg_err *err)
 {
@@ -81,15 +96,75 @@ int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, s
                                                  : information(baseline_runs, p->runs_at[k]) / last;
     }
     p->info_at[p->n_looks - 1] = 1.0;
+    for (size_t k = 0; k < p->n_looks; k++)
+        p->smallest_p_at[k] = smallest_p(baseline_runs, p->runs_at[k]);
     return 0;
+}
+
+/* Levels of the looks in use (in_use[k]), spending alpha over them alone: information
+ * fractions relative to the last look in use, Bonferroni split equally among them. */
+static void spread(const struct cg_seq_plan *p, const bool *in_use, double alpha, double *level)
+{
+    size_t last = 0, count = 0;
+    for (size_t k = 0; k < p->n_looks; k++) {
+        if (in_use[k]) {
+            last = k;
+            count++;
+        }
+    }
+    double spent = 0.0;
+    for (size_t k = 0; k < p->n_looks; k++) {
+        level[k] = 0.0;
+        if (!in_use[k])
+            continue;
+        double t = p->spend == CG_SPEND_BONFERRONI ? 0.0 : p->info_at[k] / p->info_at[last];
+        double upto = p->spend == CG_SPEND_BONFERRONI ? spent + alpha / (double)count
+                                                      : cg_seq_spent(p->spend, alpha, t);
+        if (k == last)
+            upto = alpha;
+        level[k] = upto - spent;
+        spent = upto;
+    }
+}
+
+void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level)
+{
+    bool in_use[CG_SEQ_MAX_LOOKS];
+    for (size_t k = 0; k < p->n_looks; k++)
+        in_use[k] = true;
+    for (;;) {
+        spread(p, in_use, alpha, level);
+        size_t k = 0;
+        while (k < p->n_looks && !(in_use[k] && level[k] < p->smallest_p_at[k]))
+            k++;
+        if (k == p->n_looks)
+            return;
+        in_use[k] = false; /* this look cannot reject at its level: its share goes on */
+    }
 }
 
 double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha)
 {
+    double level[CG_SEQ_MAX_LOOKS];
     if (k >= p->n_looks)
         return 0.0;
-    double before = k == 0 ? 0.0 : cg_seq_spent(p->spend, alpha, p->info_at[k - 1]);
-    return cg_seq_spent(p->spend, alpha, p->info_at[k]) - before;
+    cg_seq_levels(p, alpha, level);
+    return level[k];
+}
+
+/* True when a look after k can reject some timing metric of t. */
+static bool later_look_can_reject(const struct cg_seq_plan *p, size_t k,
+                                  const struct cg_thresholds *t)
+{
+    for (size_t i = 0; i < N_TIMING; i++) {
+        double level[CG_SEQ_MAX_LOOKS];
+        cg_seq_levels(p, t->metric[timing_metrics[i]].alpha, level);
+        for (size_t j = k + 1; j < p->n_looks; j++) {
+            if (level[j] > 0.0)
+                return true;
+        }
+    }
+    return false;
 }
 
 void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct cg_thresholds *t,
@@ -192,7 +267,7 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
         s->have_verdict = true;
         info->looks = k + 1;
         if (s->verdict.overall == CG_OUT_FAIL || k + 1 == plan.n_looks ||
-            !cg_seq_more_runs_help(&s->verdict))
+            !cg_seq_more_runs_help(&s->verdict) || !later_look_can_reject(&plan, k, t))
             break;
         size_t add = plan.runs_at[k + 1] - cur->n_runs;
         double per_run = info->canary_s / (double)cur->n_runs;

@@ -17,6 +17,12 @@
  * inverse of the variance factor 1/m + 1/n of a difference between the sides, and
  * t_k = I(n_k) / I(n_K): with a fixed baseline, added runs bring less and less.
  *
+ * Few runs. The exact Mann-Whitney test with m and n runs cannot give a p-value below
+ * 1 / C(m + n, m) (3 against 3: 0.05). A look whose share would be below that could never
+ * reject; it gets no share and the spending is spread over the other looks (the earliest such
+ * look first, until every look in use can reject). The shares are fixed by the run counts alone,
+ * before any run, so the bound holds. Runs are only added while a later look can reject.
+ *
  *   pocock           A(t) = alpha ln(1 + (e - 1) t): most of alpha early (the default: most
  *                    decisions end at the first look)
  *   obrien-fleming   A(t) = 2 - 2 Phi(z_{alpha/2} / sqrt(t)): little early, most at the end
@@ -51,8 +57,9 @@ struct cg_seq_plan {
     enum cg_spend spend;
     size_t baseline_runs;
     size_t n_looks;
-    size_t runs_at[CG_SEQ_MAX_LOOKS]; /* current runs at each look, increasing */
-    double info_at[CG_SEQ_MAX_LOOKS]; /* information fraction of each look, increasing to 1 */
+    size_t runs_at[CG_SEQ_MAX_LOOKS];       /* current runs at each look, increasing */
+    double info_at[CG_SEQ_MAX_LOOKS];       /* information fraction of each look, increasing to 1 */
+    double smallest_p_at[CG_SEQ_MAX_LOOKS]; /* smallest p the exact test can reach there */
 };
 
 /* "pocock", "obrien-fleming", "bonferroni". */
@@ -71,8 +78,14 @@ double cg_seq_spent(enum cg_spend s, double alpha, double t);
 int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, size_t batch,
                      size_t max_runs, struct cg_seq_plan *p, struct cg_err *err);
 
-/* The significance level of look k (0-based) for a metric of level alpha: A(t_k) - A(t_{k-1}).
- * The levels of all looks sum to alpha. */
+/* The significance levels of the looks for a metric of level alpha into level[n_looks]:
+ * A(t_k) - A(t_{k-1}) over the looks that can reject. A look whose level would be below the
+ * smallest p-value its exact test can reach (few runs a side) gets 0 and passes its share on
+ * (the earliest such look first, then the levels are spread again); the levels sum to alpha, or
+ * to 0 when not even the last look at the full alpha could reject. */
+void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level);
+
+/* The level of look k (0-based): level[k] of cg_seq_levels. */
 double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha);
 
 /* A copy of t whose timing metrics test at look k's level. */

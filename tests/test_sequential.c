@@ -111,8 +111,9 @@ static void test_sequential__bonferroni_splits_equally(void **state)
 static void test_sequential__levels_sum_to_alpha(void **state)
 {
     (void)state;
-    /* Every spending function, many shapes of plan: each level positive, the levels sum to
-     * alpha (the false-alarm bound) and never exceed it on the way. */
+    /* Every spending function, many shapes of plan: each level is 0 or reachable by the exact
+     * test at its look, the levels sum to alpha (the false-alarm bound) and never exceed it on
+     * the way; they sum to 0 only when not even the last look at full alpha could reject. */
     enum cg_spend all[] = {CG_SPEND_POCOCK, CG_SPEND_OBRIEN_FLEMING, CG_SPEND_BONFERRONI};
     struct cg_err err;
     for (size_t s = 0; s < 3; s++) {
@@ -125,15 +126,47 @@ static void test_sequential__levels_sum_to_alpha(void **state)
                     double sum = 0.0;
                     for (size_t k = 0; k < p.n_looks; k++) {
                         double a = cg_seq_look_alpha(&p, k, 0.05);
-                        assert_true(a > 0.0);
+                        assert_true(a == 0.0 || a >= p.smallest_p_at[k]);
                         sum += a;
                         assert_true(sum <= 0.05 * (1 + 1e-12));
                     }
-                    assert_near(sum, 0.05, 1e-12);
+                    if (sum == 0.0)
+                        assert_true(p.smallest_p_at[p.n_looks - 1] > 0.05);
+                    else
+                        assert_near(sum, 0.05, 1e-12);
                 }
             }
         }
     }
+}
+
+static void test_sequential__looks_that_cannot_reject_pass_their_share_on(void **state)
+{
+    (void)state;
+    /* m = 3, looks at 3, 6, 9 current runs. Smallest exact p: 1/C(6,3) = 0.05,
+     * 1/C(9,3) = 0.0119, 1/C(12,3) = 0.00455. Pocock over all three gives 0.0382, 0.0082,
+     * 0.0036: the first is below 0.05, so it goes; over looks 2 and 3 (t = 8/9, 1): 0.0464 and
+     * 0.0036, the last below 0.00455, so it goes too; look 2 alone takes 0.05. */
+    struct cg_seq_plan p;
+    struct cg_err err;
+    double level[CG_SEQ_MAX_LOOKS];
+    assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 3, 3, 3, 9, &p, &err), 0);
+    assert_near(p.smallest_p_at[0], 1.0 / 20.0, 1e-15);
+    assert_near(p.smallest_p_at[1], 1.0 / 84.0, 1e-15);
+    assert_near(p.smallest_p_at[2], 1.0 / 220.0, 1e-15);
+    cg_seq_levels(&p, 0.05, level);
+    assert_near(level[0], 0.0, 0);
+    assert_near(level[1], 0.05, 1e-15);
+    assert_near(level[2], 0.0, 0);
+    /* 5 runs a side and more reach far below their shares: nothing changes. */
+    assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 5, 5, 5, 15, &p, &err), 0);
+    assert_near(p.smallest_p_at[0], 1.0 / 252.0, 1e-15);
+    cg_seq_levels(&p, 0.05, level);
+    assert_near(level[0], 0.03816912576950707, 1e-14);
+    /* 2 against 2 can never reach 0.05 (1/6): no look rejects. */
+    assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 2, 2, 0, 2, &p, &err), 0);
+    cg_seq_levels(&p, 0.05, level);
+    assert_near(level[0], 0.0, 0);
 }
 
 static void test_sequential__plan_errors(void **state)
@@ -387,12 +420,12 @@ static void test_sequential__runs_do_not_help_on_another_machine(void **state)
     loop_teardown(&l);
 }
 
-static void test_sequential__not_significant_adds_runs_up_to_the_plan(void **state)
+static void test_sequential__few_runs_add_until_no_later_look_can_reject(void **state)
 {
     (void)state;
-    /* A 10% change under +-15% run noise with 3 runs a side cannot be significant (3 v 3: the
-     * smallest p is 0.05 > the first look's level): runs are added, batch by batch, along the
-     * plan, and every look's runs are the planned ones. */
+    /* A 10% change under +-15% run noise, 3 runs a side: the first look cannot reject (its level
+     * is 0, see above) and is inconclusive, so 3 runs are added; the second look (level 0.05) is
+     * the last that can reject, so no more runs follow whatever it says. */
     struct loop l;
     loop_setup(&l, (struct cg_fixture)FX(3, 1e7, 0.15, 11),
                (struct cg_fixture)FX(3, 1.1e7, 0.15, 12));
@@ -400,13 +433,13 @@ static void test_sequential__not_significant_adds_runs_up_to_the_plan(void **sta
     struct cg_seq_opts o = {9, 3, 0, CG_SPEND_POCOCK, false, 0};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, NULL, &l.t, &o, 3.0, fake_measure, &fk, &l.s, &l.err), 0);
-    assert_true(fk.calls >= 1);
-    assert_int_equal(l.cur.n_runs, 3 + 3 * fk.calls);
-    assert_int_equal(l.s.info.looks, fk.calls + 1);
-    assert_int_equal(l.s.info.current_runs, l.cur.n_runs);
-    assert_near(l.s.info.canary_s, (double)l.cur.n_runs, 0);
-    if (l.s.info.looks < l.s.info.planned_looks)
-        assert_int_not_equal(l.s.verdict.overall, CG_OUT_INCONCLUSIVE);
+    assert_int_equal(fk.calls, 1);
+    assert_int_equal(l.cur.n_runs, 6);
+    assert_int_equal(l.s.info.looks, 2);
+    assert_int_equal(l.s.info.planned_looks, 3);
+    assert_int_equal(l.s.info.current_runs, 6);
+    assert_near(l.s.info.look_alpha[CG_M_STEP_TIME_MEAN], 0.05, 1e-15);
+    assert_near(l.s.info.canary_s, 6.0, 0);
     loop_teardown(&l);
 }
 
@@ -420,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_sequential__single_look_keeps_full_alpha),
         cmocka_unit_test(test_sequential__bonferroni_splits_equally),
         cmocka_unit_test(test_sequential__levels_sum_to_alpha),
+        cmocka_unit_test(test_sequential__looks_that_cannot_reject_pass_their_share_on),
         cmocka_unit_test(test_sequential__plan_errors),
         cmocka_unit_test(test_sequential__look_thresholds_change_only_timing_alpha),
         cmocka_unit_test(test_sequential__same_speed_passes_at_first_look),
@@ -429,7 +463,7 @@ int main(void)
         cmocka_unit_test(test_sequential__budget_stops_before_a_batch_that_does_not_fit),
         cmocka_unit_test(test_sequential__runs_do_not_help_when_the_baseline_is_short),
         cmocka_unit_test(test_sequential__runs_do_not_help_on_another_machine),
-        cmocka_unit_test(test_sequential__not_significant_adds_runs_up_to_the_plan),
+        cmocka_unit_test(test_sequential__few_runs_add_until_no_later_look_can_reject),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,148 @@
+/*
+ * gate_seq: the main command's sequential looks and FAIL confirmation (see gate_seq.h).
+ */
+#include "gate_seq.h"
+
+#include "sequential.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o)
+{
+    o->max_runs = -1;
+    o->budget_s = 0;
+    o->spending = "pocock";
+    o->confirm_runs = -1;
+    o->no_confirm = false;
+}
+
+int cg_gate_seq_option(int opt, const char *arg, struct cg_gate_seq_opts *o)
+{
+    enum cg_spend s;
+    long secs;
+    switch (opt) {
+    case CG_SOPT_MAX_RUNS:
+        return cg_cmd_parse_count("gate", "--max-runs", arg, 1, 1000, &o->max_runs);
+    case CG_SOPT_BUDGET: {
+        int bad = cg_cmd_parse_count("gate", "--budget", arg, 1, 7 * 24 * 3600, &secs);
+        o->budget_s = (double)secs;
+        return bad;
+    }
+    case CG_SOPT_SPENDING:
+        if (cg_spend_parse(arg, &s) != 0)
+            return cg_cmd_usage_error("gate",
+                                      "--spending '%s': expected pocock, obrien-fleming "
+                                      "or bonferroni",
+                                      arg);
+        o->spending = arg;
+        return 0;
+    case CG_SOPT_CONFIRM_RUNS:
+        return cg_cmd_parse_count("gate", "--confirm-runs", arg, 1, 1000, &o->confirm_runs);
+    case CG_SOPT_NO_CONFIRM:
+        o->no_confirm = true;
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+double cg_gate_seq_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int collect_more(void *ctx, struct cg_artifact *a, size_t n, bool confirming,
+                        double *seconds, struct cg_err *err)
+{
+    struct cg_collector *col = ctx;
+    if (confirming)
+        fprintf(stderr,
+                "canary-gate: a regression failed the gate; confirming it with %zu fresh "
+                "run%s against the same baseline\n",
+                n, n == 1 ? "" : "s");
+    else
+        fprintf(stderr, "canary-gate: inconclusive after %zu runs; adding %zu\n", a->n_runs, n);
+    double t0 = cg_gate_seq_now_s();
+    int rc = cg_collector_run(col, a, (long)n, (long)(a->n_runs + n), err);
+    *seconds = cg_gate_seq_now_s() - t0;
+    return rc;
+}
+
+/* FILE.json -> FILE.confirm.json beside it (malloc'ed). */
+static char *confirm_path(const char *out)
+{
+    size_t n = strlen(out);
+    bool json = n > 5 && strcmp(out + n - 5, ".json") == 0;
+    char *p = malloc(n + 16);
+    if (p != NULL)
+        snprintf(p, n + 16, "%.*s.confirm.json", (int)(json ? n - 5 : n), out);
+    return p;
+}
+
+static void print_summary(const struct cg_seq_info *i)
+{
+    if (i->looks > 1 || i->budget_stopped)
+        fprintf(stderr,
+                "canary-gate: %zu look%s (%s spending), %zu runs on this side (%zu "
+                "added), %.0f s of canary time%s\n",
+                i->looks, i->looks == 1 ? "" : "s", cg_spend_name(i->spend), i->current_runs,
+                i->current_runs - i->first_runs, i->canary_s,
+                i->budget_stopped ? "; the budget stopped further runs" : "");
+    if (i->confirm == CG_CONFIRM_CONFIRMED)
+        fprintf(stderr, "canary-gate: the FAIL was confirmed by %zu fresh runs\n", i->confirm_runs);
+    else if (i->confirm == CG_CONFIRM_REJECTED)
+        fprintf(stderr,
+                "canary-gate: %zu fresh runs did not confirm the FAIL: reported as "
+                "inconclusive\n",
+                i->confirm_runs);
+}
+
+int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
+                       const struct cg_thresholds *t, struct cg_collector *col, long runs,
+                       double first_s, const char *out, const struct cg_gate_seq_opts *so,
+                       const struct cg_report_opts *ro)
+{
+    struct cg_artifact conf;
+    struct cg_seq s;
+    struct cg_err err;
+    struct cg_seq_opts o = {0};
+    char *conf_out = NULL;
+    int exit_code;
+    cg_artifact_init(&conf);
+    cg_err_init(&err);
+    size_t first = cur->n_runs;
+    o.max_runs = so->max_runs > 0 ? (size_t)so->max_runs : 3 * (size_t)runs;
+    o.batch = (size_t)runs;
+    o.budget_s = so->budget_s;
+    cg_spend_parse(so->spending, &o.spend);
+    o.confirm = !so->no_confirm;
+    o.confirm_runs = so->confirm_runs > 0 ? (size_t)so->confirm_runs : (size_t)runs;
+    if (cg_seq_decide(base, cur, &conf, t, &o, first_s, collect_more, col, &s, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        cg_collect_hint(&err, NULL);
+        goto save;
+    }
+    print_summary(&s.info);
+    exit_code = cg_verdict_report(&s.verdict, ro);
+    cg_seq_release(&s);
+save:
+    /* What was measured is kept, also when a later run failed. */
+    if (cur->n_runs > first && cg_artifact_save(out, cur, &err) != 0)
+        exit_code = cg_cmd_fail(&err);
+    if (conf.n_runs > 0) {
+        if ((conf_out = confirm_path(out)) == NULL)
+            cg_err_set(&err, CG_ENOMEM, "out of memory");
+        if (conf_out == NULL || cg_artifact_save(conf_out, &conf, &err) != 0)
+            exit_code = cg_cmd_fail(&err);
+        else
+            fprintf(stderr, "canary-gate: confirmation runs in '%s'\n", conf_out);
+    }
+    free(conf_out);
+    cg_artifact_release(&conf);
+    return exit_code;
+}
