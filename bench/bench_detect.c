@@ -1,0 +1,705 @@
+/*
+ * bench_detect: the gate's false-alarm and detection rates on this machine with the built-in CPU
+ * canary and its real noise, next to the naive rule "fail when one run's mean step time is more
+ * than 10% above one baseline run". Run it through bench/detect; figures go to bench/RESULTS.md.
+ *
+ * Collection. Pools of runs are measured interleaved, one canary run at a time, each run one
+ * 'canary-gate run --runs 1' process (the tool as CI runs it, with the injection library): pool
+ * "aa" is the unchanged canary (canary-train --preset tiny), and each injected regression is a
+ * pool of the same canary with --extra-work PCT. Every round measures the aa pool three times (it
+ * feeds both sides of the A/A decisions and the baselines) and every other pool once, in a
+ * rotating order, so load and drift fall on all pools alike. A pool stops when every rule has
+ * the decisions asked for from it; the others go on. --save DIR keeps the pools (artifacts and per-run seconds), --load DIR
+ * evaluates recorded pools again without running anything.
+ *
+ * Decisions. Each rule walks the pools from their start and forms decisions from disjoint runs,
+ * in the order they were measured. A/A decision i takes the next `runs` aa runs as its baseline,
+ * then its current runs from the aa pool as the rule asks for them (first look, added runs,
+ * confirmation). Detection decision i of a level uses the baseline of the rule's A/A decision i
+ * and takes its current runs from the level's pool. Within one set (A/A, or one level) no run
+ * serves twice, so the decisions are independent as far as the runs are; across sets the
+ * baselines are shared. Naive decisions: aa runs 2i and 2i+1 (A/A), aa run i and level run i.
+ * Canary time of a decision is the wall time of its current side's runs (first look, added runs,
+ * confirmation); the baseline, recorded once per main commit, is shown apart.
+ */
+#include "bench.h"
+
+#include "artifact.h"
+#include "sequential.h"
+#include "thresholds.h"
+#include "verdict.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define TRAIN CG_BINARY_DIR "/canary-train"
+#define MAX_POOLS 8
+#define NAIVE_PCT 10.0
+
+struct pool {
+    char name[16];
+    double work_pct;      /* --extra-work, 0 for the aa pool */
+    struct cg_artifact a; /* runs in the order measured */
+    double *secs;         /* wall time of each run */
+    size_t cap;
+    bool done;
+};
+
+struct opts {
+    const char *thresholds, *save, *load;
+    size_t aa, per_level;
+    double work[MAX_POOLS];
+    size_t n_work;
+    double levels[MAX_POOLS]; /* the regressions the --extra-work values stand for, percent */
+    size_t max_rounds;
+    bool quick;
+};
+
+struct rule {
+    const char *name;
+    bool naive;
+    size_t max_factor; /* max runs = factor x runs; 1: one look */
+    bool confirm;
+};
+
+static const struct rule rules[] = {
+    {"naive: 1 run vs 1 run, > 10%", true, 0, false},
+    {"gate, one look (compare)", false, 1, false},
+    {"gate, sequential + confirmation (main command)", false, 3, true},
+};
+#define N_RULES (sizeof(rules) / sizeof(rules[0]))
+
+struct tally {
+    size_t n, fail, inconclusive, pass, added, confirmed, rejected;
+    double *secs; /* canary seconds per decision */
+    double runs;  /* current runs, summed */
+    double base_secs;
+};
+
+/* ---- collection -------------------------------------------------------------------------- */
+
+static double load_avg(void)
+{
+    double l = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = NAN;
+        fclose(f);
+    }
+    return l;
+}
+
+static int pool_add_run(struct pool *p, const struct cg_artifact *one, double secs)
+{
+    if (p->a.n_runs == 0 && p->a.env.canary_hash == NULL &&
+        cg_artifact_copy_header(&p->a, one) != 0)
+        return -1;
+    if (p->a.n_runs + 1 > p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 256;
+        double *s = realloc(p->secs, cap * sizeof(*s));
+        if (s == NULL)
+            return -1;
+        p->secs = s;
+        p->cap = cap;
+    }
+    if (cg_artifact_append_runs(&p->a, one) != 0)
+        return -1;
+    p->secs[p->a.n_runs - 1] = secs;
+    return 0;
+}
+
+/* One canary run of pool p through 'canary-gate run'; appended to the pool. */
+static int measure_one(struct pool *p, const struct cg_thresholds *t, const char *tmp)
+{
+    char out[512], log[512], steps[32], warm[32], total[32], work[32];
+    snprintf(out, sizeof(out), "%s/run.json", tmp);
+    snprintf(log, sizeof(log), "%s/run.log", tmp);
+    snprintf(steps, sizeof(steps), "%lld", (long long)t->steps);
+    snprintf(warm, sizeof(warm), "%lld", (long long)t->warmup);
+    snprintf(total, sizeof(total), "%lld", (long long)(t->steps + t->warmup));
+    snprintf(work, sizeof(work), "%g", p->work_pct);
+    char *argv[] = {CG_TOOL_PATH, "run", "--runs",       "1",  "--steps", steps, "--warmup", warm,
+                    "--out",      out,   "--log",        log,  "--",      TRAIN, "--preset", "tiny",
+                    "--steps",    total, "--extra-work", work, NULL};
+    if (p->work_pct == 0)
+        argv[18] = NULL; /* the unchanged canary: exactly the built-in command line */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    double t0 = cg_bench_now_s();
+    int rc = posix_spawn(&pid, CG_TOOL_PATH, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        fprintf(stderr, "bench_detect: cannot run %s: %s\n", CG_TOOL_PATH, strerror(rc));
+        return -1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    double secs = cg_bench_now_s() - t0;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "bench_detect: a run of pool %s failed (see %s)\n", p->name, log);
+        return -1;
+    }
+    struct cg_artifact one;
+    struct cg_err err;
+    cg_artifact_init(&one);
+    rc = cg_artifact_load(out, &one, &err);
+    if (rc == 0)
+        rc = pool_add_run(p, &one, secs);
+    else
+        fprintf(stderr, "bench_detect: %s\n", err.msg);
+    cg_artifact_release(&one);
+    return rc;
+}
+
+/* DIR/pool-NAME.EXT into buf; -1 when it does not fit. */
+static int pool_path(char *buf, size_t cap, const char *dir, const struct pool *p, const char *ext)
+{
+    int k = snprintf(buf, cap, "%s/pool-%s.%s", dir, p->name, ext);
+    if (k < 0 || (size_t)k >= cap) {
+        fprintf(stderr, "bench_detect: path too long under '%s'\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
+static int save_pools(const char *dir, struct pool *pools, size_t n)
+{
+    mkdir(dir, 0755);
+    for (size_t i = 0; i < n; i++) {
+        char path[512];
+        struct cg_err err;
+        if (pool_path(path, sizeof(path), dir, &pools[i], "json") != 0)
+            return -1;
+        if (pools[i].a.n_runs > 0 && cg_artifact_save(path, &pools[i].a, &err) != 0) {
+            fprintf(stderr, "bench_detect: %s\n", err.msg);
+            return -1;
+        }
+        if (pool_path(path, sizeof(path), dir, &pools[i], "secs") != 0)
+            return -1;
+        FILE *f = fopen(path, "w");
+        if (f == NULL)
+            return -1;
+        fprintf(f, "# extra_work_pct %g\n", pools[i].work_pct);
+        for (size_t r = 0; r < pools[i].a.n_runs; r++)
+            fprintf(f, "%.6f\n", pools[i].secs[r]);
+        fclose(f);
+    }
+    return 0;
+}
+
+static int load_pool(const char *dir, struct pool *p)
+{
+    char path[512];
+    struct cg_err err;
+    if (pool_path(path, sizeof(path), dir, p, "json") != 0)
+        return -1;
+    if (cg_artifact_load(path, &p->a, &err) != 0) {
+        fprintf(stderr, "bench_detect: %s\n", err.msg);
+        return -1;
+    }
+    if (pool_path(path, sizeof(path), dir, p, "secs") != 0)
+        return -1;
+    FILE *f = fopen(path, "r");
+    p->cap = p->a.n_runs ? p->a.n_runs : 1;
+    p->secs = calloc(p->cap, sizeof(*p->secs));
+    if (f == NULL || p->secs == NULL || fscanf(f, "# extra_work_pct %lf", &p->work_pct) != 1) {
+        fprintf(stderr, "bench_detect: cannot read '%s'\n", path);
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    for (size_t r = 0; r < p->a.n_runs; r++) {
+        if (fscanf(f, "%lf", &p->secs[r]) != 1) {
+            fclose(f);
+            fprintf(stderr, "bench_detect: '%s' has fewer lines than runs\n", path);
+            return -1;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+/* ---- decisions --------------------------------------------------------------------------- */
+
+struct stream {
+    const struct pool *p;
+    size_t next;
+};
+
+/* Appends runs [from, from + n) of pool p to dst (header first when dst is empty); the
+ * seconds they took are added to *secs. -1 when the pool has too few. */
+static int take_at(const struct pool *p, size_t from, size_t n, struct cg_artifact *dst,
+                   double *secs)
+{
+    if (from + n > p->a.n_runs)
+        return -1;
+    if (dst->n_runs == 0 && dst->env.canary_hash == NULL &&
+        cg_artifact_copy_header(dst, &p->a) != 0)
+        return -1;
+    struct cg_artifact view = p->a; /* shallow: only read by the copy */
+    view.runs = p->a.runs + from;
+    view.n_runs = n;
+    if (cg_artifact_append_runs(dst, &view) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        *secs += p->secs[from + i];
+    return 0;
+}
+
+static int stream_measure(void *ctx, struct cg_artifact *a, size_t n, bool confirming,
+                          double *seconds, struct cg_err *err)
+{
+    (void)confirming;
+    struct stream *s = ctx;
+    *seconds = 0.0;
+    if (take_at(s->p, s->next, n, a, seconds) != 0)
+        return cg_err_set(err, CG_ECANARY, "pool %s exhausted", s->p->name);
+    s->next += n;
+    return 0;
+}
+
+struct decision {
+    enum cg_outcome overall;
+    size_t runs;
+    double secs;
+    bool added;
+    enum cg_confirm confirm;
+};
+
+/* One gate decision: baseline = runs [base_at, base_at + runs) of the aa pool, current runs
+ * from s. -1 when a pool ran out (no decision). */
+static int gate_decision(const struct rule *r, const struct cg_thresholds *t, const struct pool *aa,
+                         size_t base_at, struct stream *s, struct decision *d)
+{
+    struct cg_artifact base, cur, conf;
+    struct cg_seq seq;
+    struct cg_err err;
+    double base_s = 0.0, first_s = 0.0;
+    size_t runs = (size_t)t->runs;
+    int rc = -1;
+    cg_artifact_init(&base);
+    cg_artifact_init(&cur);
+    cg_artifact_init(&conf);
+    if (take_at(aa, base_at, runs, &base, &base_s) != 0 ||
+        take_at(s->p, s->next, runs, &cur, &first_s) != 0)
+        goto done;
+    s->next += runs;
+    struct cg_seq_opts o = {runs * r->max_factor, 0, 0, CG_SPEND_POCOCK, r->confirm, 0};
+    if (cg_seq_decide(&base, &cur, &conf, t, &o, first_s, stream_measure, s, &seq, &err) != 0)
+        goto done;
+    d->overall = seq.verdict.overall;
+    d->runs = cur.n_runs + conf.n_runs;
+    d->secs = seq.info.canary_s + seq.info.confirm_s;
+    d->added = seq.info.looks > 1;
+    d->confirm = seq.info.confirm;
+    cg_seq_release(&seq);
+    rc = 0;
+done:
+    cg_artifact_release(&base);
+    cg_artifact_release(&cur);
+    cg_artifact_release(&conf);
+    return rc;
+}
+
+static void tally_add(struct tally *t, const struct decision *d, double base_secs)
+{
+    t->secs[t->n++] = d->secs;
+    t->fail += d->overall == CG_OUT_FAIL;
+    t->inconclusive += d->overall == CG_OUT_INCONCLUSIVE;
+    t->pass += d->overall == CG_OUT_PASS;
+    t->added += d->added;
+    t->confirmed += d->confirm == CG_CONFIRM_CONFIRMED;
+    t->rejected += d->confirm == CG_CONFIRM_REJECTED;
+    t->runs += (double)d->runs;
+    t->base_secs += base_secs;
+}
+
+static double run_mean(const struct pool *p, size_t i)
+{
+    return p->a.runs[i].summary.step_time_mean_ns;
+}
+
+/* Evaluates rule r on the pools: set 0 is A/A, set 1 + l is level l. tallies[set] filled. */
+static void evaluate(const struct rule *r, const struct cg_thresholds *t, const struct pool *pools,
+                     size_t n_pools, size_t want_aa, size_t want_level, struct tally *tallies)
+{
+    const struct pool *aa = &pools[0];
+    size_t runs = (size_t)t->runs;
+    size_t cap = aa->a.n_runs + 1;
+    size_t *base_at = malloc(cap * sizeof(*base_at));
+    for (size_t k = 0; k < n_pools; k++) {
+        double *keep = tallies[k].secs;
+        memset(&tallies[k], 0, sizeof(tallies[k]));
+        tallies[k].secs = keep;
+    }
+    if (base_at == NULL)
+        return;
+    struct decision d;
+    if (r->naive) {
+        for (size_t i = 0; 2 * i + 1 < aa->a.n_runs && tallies[0].n < want_aa; i++) {
+            bool fail = run_mean(aa, 2 * i + 1) > run_mean(aa, 2 * i) * (1 + NAIVE_PCT / 100);
+            d = (struct decision){fail ? CG_OUT_FAIL : CG_OUT_PASS, 1, aa->secs[2 * i + 1], false,
+                                  CG_CONFIRM_NOT_NEEDED};
+            tally_add(&tallies[0], &d, aa->secs[2 * i]);
+        }
+        for (size_t k = 1; k < n_pools; k++) {
+            const struct pool *p = &pools[k];
+            for (size_t i = 0; i < p->a.n_runs && i < aa->a.n_runs && tallies[k].n < want_level;
+                 i++) {
+                bool fail = run_mean(p, i) > run_mean(aa, i) * (1 + NAIVE_PCT / 100);
+                d = (struct decision){fail ? CG_OUT_FAIL : CG_OUT_PASS, 1, p->secs[i], false,
+                                      CG_CONFIRM_NOT_NEEDED};
+                tally_add(&tallies[k], &d, aa->secs[i]);
+            }
+        }
+        free(base_at);
+        return;
+    }
+    struct stream s = {aa, 0};
+    size_t n_base = 0;
+    while (tallies[0].n < want_aa) {
+        size_t at = s.next;
+        s.next += runs;
+        if (gate_decision(r, t, aa, at, &s, &d) != 0)
+            break;
+        base_at[n_base++] = at;
+        double bs = 0;
+        for (size_t i = 0; i < runs; i++)
+            bs += aa->secs[at + i];
+        tally_add(&tallies[0], &d, bs);
+    }
+    for (size_t k = 1; k < n_pools; k++) {
+        struct stream ls = {&pools[k], 0};
+        for (size_t i = 0; i < n_base && tallies[k].n < want_level; i++) {
+            if (gate_decision(r, t, aa, base_at[i], &ls, &d) != 0)
+                break;
+            double bs = 0;
+            for (size_t j = 0; j < runs; j++)
+                bs += aa->secs[base_at[i] + j];
+            tally_add(&tallies[k], &d, bs);
+        }
+    }
+    free(base_at);
+}
+
+/* ---- report ------------------------------------------------------------------------------ */
+
+/* Wilson score interval (95%) of k successes in n. */
+static void wilson(size_t k, size_t n, double *lo, double *hi)
+{
+    if (n == 0) {
+        *lo = *hi = NAN;
+        return;
+    }
+    double z = 1.959963984540054, p = (double)k / (double)n, nn = (double)n;
+    double c = (p + z * z / (2 * nn)) / (1 + z * z / nn);
+    double h = z * sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / (1 + z * z / nn);
+    *lo = fmax(0.0, c - h);
+    *hi = fmin(1.0, c + h);
+}
+
+static void print_pools(const struct pool *pools, size_t n)
+{
+    const struct pool *aa = &pools[0];
+    double *la = malloc(aa->a.n_runs * sizeof(double));
+    printf("| pool | --extra-work | runs | median run mean step | change vs aa (HL, 95%%) | "
+           "between-run CV | seconds per run (median) |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; la != NULL && i < aa->a.n_runs; i++)
+        la[i] = log(run_mean(aa, i));
+    for (size_t k = 0; k < n; k++) {
+        const struct pool *p = &pools[k];
+        size_t m = p->a.n_runs;
+        double *v = malloc((m ? m : 1) * sizeof(double)),
+               *lv = malloc((m ? m : 1) * sizeof(double));
+        if (v == NULL || lv == NULL || la == NULL || m == 0) {
+            free(v);
+            free(lv);
+            continue;
+        }
+        struct cg_welford w;
+        cg_welford_init(&w);
+        for (size_t i = 0; i < m; i++) {
+            v[i] = run_mean(p, i);
+            lv[i] = log(v[i]);
+            cg_welford_add(&w, v[i]);
+        }
+        char change[96] = "&mdash;";
+        struct cg_shift sh;
+        if (k > 0 && cg_stats_hl_shift(la, aa->a.n_runs, lv, m, 0.025, &sh) == 0)
+            snprintf(change, sizeof(change), "%+.2f%% (%+.2f%% to %+.2f%%)",
+                     (exp(sh.estimate) - 1) * 100, (exp(sh.low) - 1) * 100,
+                     (exp(sh.high) - 1) * 100);
+        printf("| %s | %g | %zu | %.2f ms | %s | %.1f%% | %.2f |\n", p->name, p->work_pct, m,
+               cg_bench_median(v, m) / 1e6, change, sqrt(cg_welford_variance(&w)) / w.mean * 100,
+               cg_bench_median(p->secs, m));
+        free(v);
+        free(lv);
+    }
+    free(la);
+}
+
+static void print_tally(const char *rule, const char *set, const struct tally *t)
+{
+    double lo, hi;
+    wilson(t->fail, t->n, &lo, &hi);
+    double n = (double)(t->n ? t->n : 1);
+    double p95 = t->n ? cg_stats_quantile(t->secs, t->n, 0.95) : NAN;
+    double mx = t->n ? cg_stats_quantile(t->secs, t->n, 1.0) : NAN;
+    double mean = t->n ? cg_stats_mean(t->secs, t->n) : NAN;
+    printf("| %s | %s | %zu | %zu | %zu | %zu | **%.1f%%** (%.1f to %.1f) | %.1f / %.1f / %.1f | "
+           "%.1f | %.1f | %zu | %zu / %zu |\n",
+           rule, set, t->n, t->fail, t->inconclusive, t->pass, 100.0 * (double)t->fail / n,
+           100 * lo, 100 * hi, mean, p95, mx, t->base_secs / n, t->runs / n, t->added, t->confirmed,
+           t->rejected);
+}
+
+/* ---- main -------------------------------------------------------------------------------- */
+
+static int parse_list(const char *s, double *out, size_t max, size_t *n)
+{
+    char *end;
+    *n = 0;
+    while (*s && *n < max) {
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno != 0 || v < 0)
+            return -1;
+        out[(*n)++] = v;
+        s = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0')
+            return -1;
+    }
+    return *n > 0 ? 0 : -1;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    const char *work = "4,10,20", *levels = "2,5,10";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--quick") == 0) {
+            o->quick = true;
+            o->aa = 6;
+            o->per_level = 3;
+        } else if (v != NULL && strcmp(a, "--thresholds") == 0) {
+            o->thresholds = argv[++i];
+        } else if (v != NULL && strcmp(a, "--save") == 0) {
+            o->save = argv[++i];
+        } else if (v != NULL && strcmp(a, "--load") == 0) {
+            o->load = argv[++i];
+        } else if (v != NULL && strcmp(a, "--aa") == 0) {
+            o->aa = strtoul(argv[++i], NULL, 10);
+        } else if (v != NULL && strcmp(a, "--per-level") == 0) {
+            o->per_level = strtoul(argv[++i], NULL, 10);
+        } else if (v != NULL && strcmp(a, "--max-rounds") == 0) {
+            o->max_rounds = strtoul(argv[++i], NULL, 10);
+        } else if (v != NULL && strcmp(a, "--work") == 0) {
+            work = argv[++i];
+        } else if (v != NULL && strcmp(a, "--levels") == 0) {
+            levels = argv[++i];
+        } else {
+            fprintf(stderr,
+                    "usage: bench_detect [--quick] [--aa N] [--per-level N] [--work PCT,...]\n"
+                    "                    [--levels PCT,...] [--thresholds SPEC] [--save DIR]\n"
+                    "                    [--load DIR] [--max-rounds N]\n");
+            return -1;
+        }
+    }
+    size_t nl = 0;
+    if (parse_list(work, o->work, MAX_POOLS - 1, &o->n_work) != 0 ||
+        parse_list(levels, o->levels, MAX_POOLS - 1, &nl) != 0 || nl != o->n_work) {
+        fprintf(stderr, "bench_detect: --work and --levels need as many numbers each\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void print_header(int argc, char **argv, const struct cg_thresholds *t, const struct opts *o,
+                         double load0)
+{
+    char when[64], cpu[256] = "unknown";
+    time_t now = time(NULL);
+    strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':') != NULL) {
+            snprintf(cpu, sizeof(cpu), "%s", strchr(line, ':') + 2);
+            cpu[strcspn(cpu, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    printf("## bench_detect, %s\n\n", when);
+    printf("* command:");
+    for (int i = 0; i < argc; i++)
+        printf(" %s", argv[i]);
+    printf("\n* machine: %s, %ld online CPUs; load average (1 min) at start %.2f\n", cpu,
+           sysconf(_SC_NPROCESSORS_ONLN), load0);
+    printf("* canary: %s --preset tiny --steps %lld (%lld measured after %lld warm-up), one "
+           "'canary-gate run --runs 1' per run\n",
+           TRAIN, (long long)(t->steps + t->warmup), (long long)t->steps, (long long)t->warmup);
+    printf("* thresholds: %s (runs %lld, step_time_mean +%.1f%%, alpha %.3g)%s\n\n", t->source,
+           (long long)t->runs, t->metric[CG_M_STEP_TIME_MEAN].max_regression_pct,
+           t->metric[CG_M_STEP_TIME_MEAN].alpha, o->load ? "; recorded pools from --load" : "");
+}
+
+/* True when every rule has its decisions (or the pools of set k are marked done). */
+static bool enough(const struct cg_thresholds *t, struct pool *pools, size_t n,
+                   const struct opts *o, struct tally *tl)
+{
+    bool all = true;
+    for (size_t k = 0; k < n; k++)
+        pools[k].done = true;
+    for (size_t r = 0; r < N_RULES; r++) {
+        evaluate(&rules[r], t, pools, n, o->aa, o->per_level, tl);
+        if (tl[0].n < o->aa) {
+            pools[0].done = false;
+            all = false;
+        }
+        for (size_t k = 1; k < n; k++) {
+            if (tl[k].n < o->per_level) {
+                pools[k].done = false;
+                /* A level decision needs an A/A baseline too. */
+                if (tl[0].n <= tl[k].n)
+                    pools[0].done = false;
+                all = false;
+            }
+        }
+    }
+    return all;
+}
+
+static int collect(const struct cg_thresholds *t, struct pool *pools, size_t n,
+                   const struct opts *o, struct tally *tl)
+{
+    char tmp[] = "/tmp/bench_detect.XXXXXX";
+    if (mkdtemp(tmp) == NULL)
+        return -1;
+    int rc = 0;
+    double t0 = cg_bench_now_s(), lmin = INFINITY, lmax = 0;
+    size_t round = 0;
+    while (!enough(t, pools, n, o, tl) && (o->max_rounds == 0 || round < o->max_rounds)) {
+        /* aa three times (an A/A decision takes about three times the runs of a detection),
+         * the others once, rotating so no pool always runs first. */
+        size_t order[3 * MAX_POOLS], m = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (k == n / 3 || k == 2 * n / 3)
+                order[m++] = 0;
+            order[m++] = (k + round) % n;
+        }
+        for (size_t i = 0; i < m && rc == 0; i++) {
+            if (!pools[order[i]].done)
+                rc = measure_one(&pools[order[i]], t, tmp);
+        }
+        double l = load_avg();
+        lmin = fmin(lmin, l);
+        lmax = fmax(lmax, l);
+        round++;
+        fprintf(stderr, "bench_detect: round %zu, %.0f s, load %.2f; runs:", round,
+                cg_bench_now_s() - t0, l);
+        for (size_t k = 0; k < n; k++)
+            fprintf(stderr, " %s %zu", pools[k].name, pools[k].a.n_runs);
+        fprintf(stderr, "\n");
+        if (rc != 0)
+            break;
+        if (o->save != NULL && round % 20 == 0)
+            save_pools(o->save, pools, n);
+    }
+    if (o->save != NULL)
+        save_pools(o->save, pools, n);
+    printf("* collection: %zu rounds, %.0f s of wall time; load average (1 min) between %.2f "
+           "and %.2f while measuring\n\n",
+           round, cg_bench_now_s() - t0, round ? lmin : NAN, round ? lmax : NAN);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/run.json", tmp);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/run.log", tmp);
+    unlink(path);
+    rmdir(tmp);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {"default", NULL, NULL, 200, 100, {0}, 0, {0}, 0, false};
+    struct pool pools[MAX_POOLS];
+    struct tally tl[MAX_POOLS];
+    struct cg_thresholds t;
+    struct cg_err err;
+    int rc = 1;
+    if (parse_opts(argc, argv, &o) != 0)
+        return 2;
+    if (cg_thresholds_load(o.thresholds, &t, &err) != 0) {
+        fprintf(stderr, "bench_detect: %s\n", err.msg);
+        return 2;
+    }
+    size_t n = o.n_work + 1, want = o.aa > o.per_level ? o.aa : o.per_level;
+    memset(pools, 0, sizeof(pools));
+    for (size_t k = 0; k < n; k++) {
+        cg_artifact_init(&pools[k].a);
+        pools[k].work_pct = k ? o.work[k - 1] : 0.0;
+        if (k == 0)
+            snprintf(pools[k].name, sizeof(pools[k].name), "aa");
+        else
+            snprintf(pools[k].name, sizeof(pools[k].name), "w%g", o.work[k - 1]);
+        tl[k].secs = malloc((want + 1) * sizeof(double));
+        if (tl[k].secs == NULL)
+            return 1;
+    }
+    double load0 = load_avg();
+    print_header(argc, argv, &t, &o, load0);
+    for (size_t k = 0; o.load != NULL && k < n; k++) {
+        if (load_pool(o.load, &pools[k]) != 0)
+            goto done;
+    }
+    if (o.load == NULL && collect(&t, pools, n, &o, tl) != 0)
+        fprintf(stderr, "bench_detect: collection stopped early; figures below use what was "
+                        "measured\n");
+    printf("* load average (1 min) at the end: %.2f\n\n### Pools\n\n", load_avg());
+    print_pools(pools, n);
+    printf("\n### Decisions\n\nFAIL rate: of A/A decisions, false alarms; of a level, "
+           "detections. Canary seconds per decision (current side: first look, added runs, "
+           "confirmation): mean / p95 / max; the baseline's seconds apart.\n\n"
+           "| rule | set | decisions | FAIL | INCONCLUSIVE | PASS | FAIL rate (95%% Wilson) | "
+           "canary s per decision | baseline s | current runs per decision | runs added in | "
+           "confirmed / not |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t r = 0; r < N_RULES; r++) {
+        evaluate(&rules[r], &t, pools, n, o.aa, o.per_level, tl);
+        for (size_t k = 0; k < n; k++) {
+            char set[64];
+            if (k == 0)
+                snprintf(set, sizeof(set), "A/A");
+            else
+                snprintf(set, sizeof(set), "+%g%% (--extra-work %g)", o.levels[k - 1],
+                         o.work[k - 1]);
+            print_tally(rules[r].name, set, &tl[k]);
+        }
+    }
+    rc = 0;
+done:
+    for (size_t k = 0; k < n; k++) {
+        cg_artifact_release(&pools[k].a);
+        free(pools[k].secs);
+        free(tl[k].secs);
+    }
+    return rc;
+}
