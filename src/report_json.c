@@ -7,6 +7,8 @@
 #include "cg_version.h"
 
 #include <cjson/cJSON.h>
+#include "sequential.h"
+
 #include <math.h>
 
 static cJSON *num(double v)
@@ -20,8 +22,47 @@ static const char *method_name(enum cg_method m)
     case CG_METHOD_RUNS: return "mann_whitney_runs";
     case CG_METHOD_BOOTSTRAP: return "block_bootstrap_steps";
     case CG_METHOD_FIXED: return "fixed_tolerance";
+    case CG_METHOD_PAIRED: return "wilcoxon_signed_rank_pairs";
     default: return "none";
     }
+}
+
+/* Sequential looks and the confirmation (null when the verdict had a single plain look). */
+static cJSON *sequential(const struct cg_verdict *v)
+{
+    const struct cg_seq_info *i = v->seq;
+    if (i == NULL)
+        return cJSON_CreateNull();
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "spending", cg_spend_name(i->spend));
+    cJSON_AddNumberToObject(s, "looks", (double)i->looks);
+    cJSON_AddNumberToObject(s, "planned_looks", (double)i->planned_looks);
+    cJSON_AddNumberToObject(s, "first_runs", (double)i->first_runs);
+    cJSON_AddNumberToObject(s, "runs_added", (double)(i->current_runs - i->first_runs));
+    cJSON_AddNumberToObject(s, "max_runs", (double)i->max_runs);
+    cJSON_AddItemToObject(s, "alpha", num(i->alpha[CG_M_STEP_TIME_MEAN]));
+    cJSON_AddItemToObject(s, "look_alpha", num(i->look_alpha[CG_M_STEP_TIME_MEAN]));
+    cJSON_AddBoolToObject(s, "budget_stopped", i->budget_stopped);
+    cJSON_AddItemToObject(s, "canary_seconds", num(i->canary_s));
+    cJSON *c = cJSON_AddObjectToObject(s, "confirmation");
+    cJSON_AddStringToObject(c, "state", cg_confirm_name(i->confirm));
+    cJSON_AddNumberToObject(c, "runs", (double)i->confirm_runs);
+    cJSON_AddItemToObject(c, "canary_seconds", num(i->confirm_s));
+    cJSON *ms = cJSON_AddArrayToObject(c, "metrics");
+    for (int m = 0; ms != NULL && m < CG_M_COUNT; m++) {
+        const struct cg_seq_confirmation *x = &i->confirmation[m];
+        if (i->confirm != CG_CONFIRM_CONFIRMED && i->confirm != CG_CONFIRM_REJECTED)
+            break;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", cg_metric_name((enum cg_metric)m));
+        cJSON_AddStringToObject(o, "outcome", cg_outcome_name(x->outcome));
+        cJSON_AddItemToObject(o, "delta_pct", num(x->delta_pct));
+        cJSON_AddItemToObject(o, "ci_low_pct", num(x->ci_low_pct));
+        cJSON_AddItemToObject(o, "ci_high_pct", num(x->ci_high_pct));
+        cJSON_AddItemToObject(o, "p_value", num(x->p_value));
+        cJSON_AddItemToArray(ms, o);
+    }
+    return s;
 }
 
 static cJSON *side(const struct cg_artifact *a)
@@ -74,6 +115,7 @@ char *cg_report_json(const struct cg_verdict *v)
                           v->canary_diff ? cJSON_CreateString(v->canary_diff) : cJSON_CreateNull());
     cJSON_AddBoolToObject(root, "downgraded_for_machine", v->downgraded);
     cJSON_AddBoolToObject(root, "within_run_comparison", v->within_run);
+    cJSON_AddItemToObject(root, "sequential", sequential(v));
     cJSON *metrics = cJSON_AddArrayToObject(root, "metrics");
     for (int m = 0; m < CG_M_COUNT; m++) {
         const struct cg_metric_result *r = &v->metrics[m];

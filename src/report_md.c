@@ -13,6 +13,8 @@
 
 #include "chart.h"
 
+#include "sequential.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -141,6 +143,21 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
                            base->n_runs, bs, cur->n_runs, cs, (long long)cur->settings.warmup);
     rc |= cg_md_escape(b, v->thresholds->source, 200);
     rc |= cg_buf_adds(b, ".\n");
+    char looks[512] = "", confirm[512] = "";
+    if (v->seq != NULL) {
+        cg_seq_describe_looks(v->seq, looks, sizeof(looks));
+        cg_seq_describe_confirmation(v->seq, v, confirm, sizeof(confirm));
+    }
+    /* Numbers and fixed words only: no escaping needed. */
+    if (looks[0])
+        rc |= cg_buf_printf(b, "**Runs added:** %s.\n", looks);
+    if (confirm[0])
+        rc |= cg_buf_printf(b, "**Confirmation:** %s.\n", confirm);
+    if (v->metrics[CG_M_STEP_TIME_MEAN].method == CG_METHOD_PAIRED)
+        rc |= cg_buf_adds(b, "**Paired:** base and head ran turn about (A B B A ...); timing "
+                             "compares run k of each side with a one-sided Wilcoxon signed-rank "
+                             "test on the per-pair ratios and a Hodges-Lehmann change with "
+                             "Tukey's interval.\n");
     return rc;
 }
 

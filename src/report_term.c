@@ -3,6 +3,8 @@
  */
 #include "report.h"
 
+#include "sequential.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,6 +87,18 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     if (v->within_run)
         rc |= cg_buf_adds(out, "note: a side has one run: timing compared within the run "
                                "(block bootstrap), which understates run-to-run noise\n");
+    char looks[512] = "", confirm[512] = "";
+    if (v->seq != NULL) {
+        cg_seq_describe_looks(v->seq, looks, sizeof(looks));
+        cg_seq_describe_confirmation(v->seq, v, confirm, sizeof(confirm));
+    }
+    if (looks[0])
+        rc |= cg_buf_printf(out, "note: %s\n", looks);
+    if (confirm[0])
+        rc |= cg_buf_printf(out, "note: %s\n", confirm);
+    if (v->metrics[CG_M_STEP_TIME_MEAN].method == CG_METHOD_PAIRED)
+        rc |= cg_buf_adds(out, "note: runs paired (base and head turn about): Wilcoxon signed-rank "
+                               "on the per-pair ratios\n");
     if (v->n_ops > 0)
         rc |= cg_buf_printf(out, "\ntop op changes per step (diagnostics, %zu ops compared):\n",
                             v->n_ops_compared);

@@ -311,3 +311,71 @@ void cg_seq_release(struct cg_seq *s)
         cg_verdict_release(&s->confirm_verdict);
     s->have_verdict = s->have_confirm = false;
 }
+
+static const char *const confirm_names[] = {"not_needed", "off", "confirmed", "not_confirmed"};
+
+const char *cg_confirm_name(enum cg_confirm c)
+{
+    return (unsigned)c <= CG_CONFIRM_REJECTED ? confirm_names[c] : "unknown";
+}
+
+void cg_seq_describe_looks(const struct cg_seq_info *i, char *dst, size_t n)
+{
+    double a = i->look_alpha[CG_M_STEP_TIME_MEAN], full = i->alpha[CG_M_STEP_TIME_MEAN];
+    const char *spend = i->spend == CG_SPEND_POCOCK           ? "Pocock"
+                        : i->spend == CG_SPEND_OBRIEN_FLEMING ? "O'Brien-Fleming"
+                                                              : "Bonferroni";
+    if (i->looks <= 1 && i->planned_looks <= 1) {
+        dst[0] = '\0';
+        return;
+    }
+    if (i->looks <= 1)
+        snprintf(dst, n,
+                 "decided at the first of %zu planned looks (%zu runs, up to %zu), tested at "
+                 "alpha %.3g of %.3g (%s spending)%s",
+                 i->planned_looks, i->first_runs, i->max_runs, a, full, spend,
+                 i->budget_stopped ? "; the budget stopped further runs" : "");
+    else
+        snprintf(dst, n,
+                 "%zu looks of %zu planned: %zu runs, then %zu added (%zu against %zu baseline "
+                 "runs), the last tested at alpha %.3g of %.3g (%s spending)%s",
+                 i->looks, i->planned_looks, i->first_runs, i->current_runs - i->first_runs,
+                 i->current_runs, i->baseline_runs, a, full, spend,
+                 i->budget_stopped ? "; the budget stopped further runs" : "");
+}
+
+void cg_seq_describe_confirmation(const struct cg_seq_info *i, const struct cg_verdict *v,
+                                  char *dst, size_t n)
+{
+    dst[0] = '\0';
+    if (i->confirm == CG_CONFIRM_NOT_NEEDED)
+        return;
+    if (i->confirm == CG_CONFIRM_OFF) {
+        snprintf(dst, n, "the FAIL was not checked with fresh runs (confirmation off)");
+        return;
+    }
+    if (i->confirm == CG_CONFIRM_REJECTED) {
+        snprintf(dst, n,
+                 "%zu fresh runs against the same baseline did not confirm the FAIL: "
+                 "reported as inconclusive",
+                 i->confirm_runs);
+        return;
+    }
+    int k = snprintf(
+        dst, n, "FAIL confirmed by %zu fresh runs against the same baseline:", i->confirm_runs);
+    const char *sep = " ";
+    for (int m = 0; m < CG_M_COUNT && k > 0 && (size_t)k < n; m++) {
+        const struct cg_seq_confirmation *c = &i->confirmation[m];
+        if (v->metrics[m].outcome != CG_OUT_FAIL)
+            continue;
+        int w = isnan(c->p_value)
+                    ? snprintf(dst + k, n - (size_t)k, "%s%s %+.1f%%", sep,
+                               cg_metric_name((enum cg_metric)m), c->delta_pct)
+                    : snprintf(dst + k, n - (size_t)k, "%s%s %+.1f%% (p = %.3g)", sep,
+                               cg_metric_name((enum cg_metric)m), c->delta_pct, c->p_value);
+        if (w < 0)
+            break;
+        k += w;
+        sep = ", ";
+    }
+}

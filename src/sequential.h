@@ -142,6 +142,18 @@ struct cg_seq_info {
     struct cg_seq_confirmation confirmation[CG_M_COUNT]; /* when CONFIRMED or REJECTED */
 };
 
+/* One line on the looks for the reports, numbers and fixed words only ("2 looks: 5 runs, then
+ * 5 added ..."); "" when there was one look of one planned. */
+void cg_seq_describe_looks(const struct cg_seq_info *i, char *dst, size_t n);
+
+/* One line on the confirmation of v's FAIL ("FAIL confirmed by 5 fresh runs ..."); "" when
+ * nothing failed. */
+void cg_seq_describe_confirmation(const struct cg_seq_info *i, const struct cg_verdict *v,
+                                  char *dst, size_t n);
+
+/* "not_needed", "off", "confirmed", "not_confirmed". */
+const char *cg_confirm_name(enum cg_confirm c);
+
 /* The outcome of cg_seq_decide. It must not move while its verdicts are in use (the verdict
  * points into it and into the artifacts). */
 struct cg_seq {

@@ -1,0 +1,428 @@
+/*
+ * test_cmd_aa_ab: the detection commands end to end through the built tool, and the --base
+ * splitting they rely on: 'aa' on the built-in canary (runs, artifact, noise report, thresholds
+ * snippet, exit codes), 'ab' on the built-in canary and on the sleep-bound test canary (a clear
+ * regression fails pair by pair, artifacts of both sides, bad --base), and the main command's
+ * sequential looks, budget and FAIL confirmation on the test canary.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "argsplit.h"
+#include "artifact.h"
+#include "proc.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+#define TRAIN CG_BINARY_DIR "/canary-train"
+
+/* ---- --base splitting --------------------------------------------------------------------- */
+
+struct split_case {
+    const char *line;
+    const char *words[8]; /* NULL-terminated; words[0] NULL: an input error is expected */
+    const char *error;    /* part of the message when an error is expected */
+};
+
+static const struct split_case split_cases[] = {
+    {"a b  c", {"a", "b", "c", NULL}, NULL},
+    {"\tcanary-train\n--preset  tiny ", {"canary-train", "--preset", "tiny", NULL}, NULL},
+    {"'a b' \"c d\" e\\ f", {"a b", "c d", "e f", NULL}, NULL},
+    {"--name=\"x y\"z", {"--name=x yz", NULL}, NULL},
+    {"\"\" x ''", {"", "x", "", NULL}, NULL},
+    {"\"a\\\"b\\\\c\\d\"", {"a\"b\\c\\d", NULL}, NULL},
+    {"'it''s' \"it's\"", {"its", "it's", NULL}, NULL},
+    {"$HOME * ; | > x && y", {"$HOME", "*", ";", "|", ">", "x", "&&", "y"}, NULL},
+    {"'abc", {NULL}, "unterminated single quote"},
+    {"x \"abc", {NULL}, "unterminated double quote"},
+    {"abc\\", {NULL}, "trailing backslash"},
+    {"   ", {NULL}, "no command"},
+    {"", {NULL}, "no command"},
+};
+
+static void test_cmd_aa_ab__base_is_split_without_a_shell(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(split_cases) / sizeof(split_cases[0]); i++) {
+        const struct split_case *c = &split_cases[i];
+        char **argv = NULL;
+        size_t argc = 0;
+        struct cg_err err;
+        cg_err_init(&err);
+        int rc = cg_argsplit(c->line, &argv, &argc, &err);
+        if (c->words[0] == NULL) {
+            assert_int_equal(rc, CG_EINPUT);
+            assert_null(argv);
+            assert_non_null(strstr(err.msg, c->error));
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        size_t want = 0;
+        while (want < 8 && c->words[want] != NULL)
+            want++;
+        assert_int_equal(argc, want);
+        for (size_t k = 0; k < want; k++)
+            assert_string_equal(argv[k], c->words[k]);
+        assert_null(argv[argc]);
+        cg_argsplit_free(argv);
+    }
+}
+
+/* ---- the tool ----------------------------------------------------------------------------- */
+
+struct fixture {
+    char dir[64];
+};
+
+static struct cg_proc proc;
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/cg-aa-ab-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    DIR *d = opendir(f->dir);
+    struct dirent *e;
+    char path[512];
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", f->dir, e->d_name);
+        unlink(path);
+    }
+    if (d != NULL)
+        closedir(d);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static const char *in(const struct fixture *f, const char *name)
+{
+    static char buf[4][512];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof(buf[i]), "%s/%s", f->dir, name);
+    return buf[i];
+}
+
+static bool exists(const struct fixture *f, const char *name)
+{
+    struct stat st;
+    return stat(in(f, name), &st) == 0;
+}
+
+/* Runs canary-gate in the fixture's directory with args (NULL-terminated); the exit code. */
+static int tool(const struct fixture *f, const char *const *args)
+{
+    const char *argv[48] = {CG_TOOL_PATH};
+    size_t n = 1;
+    for (; args[n - 1] != NULL && n < 47; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    assert_int_equal(cg_proc_run(f->dir, argv, NULL, &proc), 0);
+    return proc.exit_code;
+}
+
+static cJSON *load_json(const struct fixture *f, const char *name)
+{
+    FILE *fp = fopen(in(f, name), "rb");
+    assert_non_null(fp);
+    static char text[1 << 17];
+    size_t k = fread(text, 1, sizeof(text) - 1, fp);
+    text[k] = '\0';
+    fclose(fp);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    return root;
+}
+
+static const char *json_string(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    assert_true(cJSON_IsString(v));
+    return v->valuestring;
+}
+
+static double json_number(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    assert_true(cJSON_IsNumber(v));
+    return v->valuedouble;
+}
+
+/* Runs in an artifact, and the measured steps of its first run. */
+static size_t artifact_runs(const struct fixture *f, const char *name, size_t *steps)
+{
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_artifact_load(in(f, name), &a, &err), 0);
+    size_t n = a.n_runs;
+    if (steps != NULL)
+        *steps = n ? a.runs[0].n_steps : 0;
+    cg_artifact_release(&a);
+    return n;
+}
+
+static const cJSON *metric_of(const cJSON *root, const char *name)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "metrics"))
+    {
+        if (strcmp(json_string(m, "name"), name) == 0)
+            return m;
+    }
+    fail_msg("no metric '%s'", name);
+    return NULL;
+}
+
+static void test_cmd_aa_ab__aa_on_the_builtin_canary(void **state)
+{
+    struct fixture *f = *state;
+    const char *args[] = {"aa",    "--runs",  "2",      "--steps",        "5", "--warmup", "1",
+                          "--out", "aa.json", "--json", "aa-report.json", NULL};
+    assert_int_equal(tool(f, args), 0);
+    size_t steps = 0;
+    assert_int_equal(artifact_runs(f, "aa.json", &steps), 4); /* 2 a side, in one artifact */
+    assert_int_equal(steps, 5);
+    assert_true(exists(f, "aa.log"));
+    assert_non_null(strstr(proc.out, "noise of this runner"));
+    assert_non_null(strstr(proc.out, "between-run CV"));
+    assert_non_null(strstr(proc.out, "\"extends\": \"default\""));
+    cJSON *root = load_json(f, "aa-report.json");
+    assert_string_equal(json_string(root, "schema"), "canary-gate/aa");
+    assert_int_equal((int)json_number(root, "runs"), 4);
+    assert_int_equal((int)json_number(root, "runs_per_side"), 2);
+    assert_int_equal((int)json_number(root, "decisions"), 6); /* every split: C(4, 2) */
+    /* 2 runs a side are fewer than min_runs 3: no A/A decision can fail. */
+    assert_true(json_number(root, "false_alarm_rate") == 0.0);
+    const cJSON *mean = metric_of(root, "step_time_mean");
+    assert_true(json_number(mean, "between_run_cv_pct") > 0.0);
+    assert_true(json_number(mean, "within_run_cv_pct") > 0.0);
+    assert_true(
+        cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(mean, "recommended_max_regression_pct")));
+    assert_non_null(metric_of(root, "peak_host_rss"));
+    const cJSON *snip = cJSON_GetObjectItemCaseSensitive(root, "recommended_thresholds");
+    assert_string_equal(json_string(snip, "extends"), "default");
+    cJSON_Delete(root);
+}
+
+static void test_cmd_aa_ab__aa_recommends_with_enough_runs(void **state)
+{
+    struct fixture *f = *state;
+    /* 3 runs a side of the sleep-bound canary: 20 splits, some with p <= 0.05; the thresholds
+     * snippet holds a number for each timing metric, and it extends the file given. */
+    const char *args[] = {"aa",   "--runs",       "3",       "--steps",   "6",      "--warmup",
+                          "1",    "--thresholds", "default", "--json",    "r.json", "--",
+                          CANARY, "--steps",      "7",       "--step-ms", "3",      NULL};
+    assert_int_equal(tool(f, args), 0);
+    assert_int_equal(artifact_runs(f, "canary-aa.json", NULL), 6);
+    cJSON *root = load_json(f, "r.json");
+    assert_int_equal((int)json_number(root, "decisions"), 20);
+    const cJSON *snip = cJSON_GetObjectItemCaseSensitive(root, "recommended_thresholds");
+    const cJSON *metrics = cJSON_GetObjectItemCaseSensitive(snip, "metrics");
+    const cJSON *mean = cJSON_GetObjectItemCaseSensitive(metrics, "step_time_mean");
+    assert_non_null(mean);
+    assert_true(json_number(mean, "max_regression_pct") >= 0.0);
+    assert_true(json_number(metric_of(root, "step_time_mean"), "recommended_max_regression_pct") >=
+                0.0);
+    cJSON_Delete(root);
+}
+
+static void test_cmd_aa_ab__aa_usage_and_canary_errors(void **state)
+{
+    struct fixture *f = *state;
+    const char *bad_target[] = {"aa", "--target", "0", NULL};
+    assert_int_equal(tool(f, bad_target), 2);
+    assert_non_null(strstr(proc.err, "--target"));
+    const char *bad_runs[] = {"aa", "--runs", "0", NULL};
+    assert_int_equal(tool(f, bad_runs), 2);
+    const char *crash[] = {"aa",   "--runs",  "2", "--steps",   "4", "--warmup",   "1", "--",
+                           CANARY, "--steps", "5", "--step-ms", "1", "--crash-at", "2", NULL};
+    assert_int_equal(tool(f, crash), 3);
+    assert_non_null(strstr(proc.err, "canary died"));
+    assert_false(exists(f, "canary-aa.json"));
+}
+
+static void test_cmd_aa_ab__ab_on_the_builtin_canary(void **state)
+{
+    struct fixture *f = *state;
+    /* The base command spelled out, the head the built-in canary: the same program. 2 pairs
+     * are fewer than min_runs: pass or inconclusive, never a FAIL. */
+    const char *args[] = {"ab",
+                          "--base",
+                          TRAIN " --preset tiny --steps 6",
+                          "--runs",
+                          "2",
+                          "--steps",
+                          "5",
+                          "--warmup",
+                          "1",
+                          "--json",
+                          "v.json",
+                          "--report",
+                          "r.md",
+                          "--fail-on-inconclusive",
+                          NULL};
+    int code = tool(f, args);
+    assert_true(code == 0 || code == 4);
+    size_t steps = 0;
+    assert_int_equal(artifact_runs(f, "canary-ab-base.json", &steps), 2);
+    assert_int_equal(steps, 5);
+    assert_int_equal(artifact_runs(f, "canary-ab-head.json", NULL), 2);
+    assert_true(exists(f, "canary-ab-base.log") && exists(f, "canary-ab-head.log"));
+    assert_true(exists(f, "r.md"));
+    cJSON *root = load_json(f, "v.json");
+    assert_string_equal(json_string(root, "verdict"), code == 0 ? "pass" : "inconclusive");
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "baseline");
+    assert_int_equal((int)json_number(base, "runs"), 2);
+    assert_string_equal(json_string(metric_of(root, "step_time_mean"), "method"),
+                        "wilcoxon_signed_rank_pairs");
+    cJSON_Delete(root);
+}
+
+static void test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair(void **state)
+{
+    struct fixture *f = *state;
+    /* 4 ms steps against 12 ms: every pair's ratio is about 3, W+ = 15 of 15, p = 1/32. */
+    const char *args[] = {"ab",        "--base",   CANARY " --steps 7 --step-ms '4'",
+                          "--runs",    "5",        "--steps",
+                          "6",         "--warmup", "1",
+                          "--out",     "h.json",   "--out-base",
+                          "b.json",    "--json",   "v.json",
+                          "--color",   "never",    "--",
+                          CANARY,      "--steps",  "7",
+                          "--step-ms", "12",       NULL};
+    assert_int_equal(tool(f, args), 1);
+    assert_non_null(strstr(proc.out, "FAIL"));
+    assert_int_equal(artifact_runs(f, "b.json", NULL), 5);
+    assert_int_equal(artifact_runs(f, "h.json", NULL), 5);
+    cJSON *root = load_json(f, "v.json");
+    assert_string_equal(json_string(root, "verdict"), "fail");
+    const cJSON *mean = metric_of(root, "step_time_mean");
+    assert_true(json_number(mean, "delta_pct") > 100.0);
+    assert_true(json_number(mean, "p_value") < 0.032 && json_number(mean, "p_value") > 0.031);
+    cJSON_Delete(root);
+}
+
+static void test_cmd_aa_ab__ab_input_errors(void **state)
+{
+    struct fixture *f = *state;
+    const char *no_base[] = {"ab", "--runs", "2", NULL};
+    assert_int_equal(tool(f, no_base), 2);
+    assert_non_null(strstr(proc.err, "--base"));
+    const char *bad_base[] = {"ab", "--base", "'" CANARY " --steps 3", "--runs", "2", NULL};
+    assert_int_equal(tool(f, bad_base), 2);
+    assert_non_null(strstr(proc.err, "unterminated single quote"));
+    const char *same[] = {"ab", "--base", CANARY, "--out", "x.json", "--out-base", "x.json", NULL};
+    assert_int_equal(tool(f, same), 2);
+    assert_false(exists(f, "canary-ab-base.json"));
+}
+
+/* ---- the main command's looks and confirmation ------------------------------------------ */
+
+static void record_baseline(const struct fixture *f, const char *step_ms)
+{
+    const char *args[] = {"run", "--out",     "main.json", "--runs", "5",    "--steps",
+                          "6",   "--warmup",  "1",         "--",     CANARY, "--steps",
+                          "7",   "--step-ms", step_ms,     NULL};
+    assert_int_equal(tool(f, args), 0);
+}
+
+static void test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail(void **state)
+{
+    struct fixture *f = *state;
+    record_baseline(f, "4");
+    /* 2 runs are fewer than min_runs: inconclusive, 2 more are added; 4 runs against 5 fail
+     * (p = 1/126 within the second look's level, 0.05 here since 5 v 2 cannot reject), and 5
+     * fresh runs fail again. */
+    const char *args[] = {"--baseline", "main.json",      "--runs", "2",     "--max-runs",
+                          "4",          "--confirm-runs", "5",      "--out", "pr.json",
+                          "--json",     "v.json",         "--",     CANARY,  "--steps",
+                          "7",          "--step-ms",      "12",     NULL};
+    assert_int_equal(tool(f, args), 1);
+    assert_non_null(strstr(proc.err, "inconclusive after 2 runs; adding 2"));
+    assert_non_null(strstr(proc.err, "confirmed by 5 fresh runs"));
+    assert_int_equal(artifact_runs(f, "pr.json", NULL), 4);
+    assert_int_equal(artifact_runs(f, "pr.confirm.json", NULL), 5);
+    cJSON *root = load_json(f, "v.json");
+    assert_string_equal(json_string(root, "verdict"), "fail");
+    cJSON_Delete(root);
+}
+
+static void test_cmd_aa_ab__gate_no_confirm_and_no_added_runs(void **state)
+{
+    struct fixture *f = *state;
+    record_baseline(f, "4");
+    const char *args[] = {"--baseline", "main.json", "--runs",       "5",
+                          "--max-runs", "5",         "--no-confirm", "--out",
+                          "pr.json",    "--",        CANARY,         "--steps",
+                          "7",          "--step-ms", "12",           NULL};
+    assert_int_equal(tool(f, args), 1);
+    assert_int_equal(artifact_runs(f, "pr.json", NULL), 5);
+    assert_false(exists(f, "pr.confirm.json"));
+    assert_null(strstr(proc.err, "adding"));
+}
+
+static void test_cmd_aa_ab__gate_budget_stops_added_runs(void **state)
+{
+    struct fixture *f = *state;
+    record_baseline(f, "4");
+    /* Two runs of 7 x 100 ms take more than the 1 s budget: no run is added. */
+    const char *args[] = {"--baseline", "main.json", "--runs", "2",     "--max-runs",
+                          "6",          "--budget",  "1",      "--out", "pr.json",
+                          "--json",     "v.json",    "--",     CANARY,  "--steps",
+                          "7",          "--step-ms", "100",    NULL};
+    assert_int_equal(tool(f, args), 0);
+    assert_non_null(strstr(proc.err, "the budget stopped further runs"));
+    assert_int_equal(artifact_runs(f, "pr.json", NULL), 2);
+    cJSON *root = load_json(f, "v.json");
+    assert_string_equal(json_string(root, "verdict"), "inconclusive");
+    cJSON_Delete(root);
+    const char *bad[] = {"--baseline", "main.json", "--spending", "linear", NULL};
+    assert_int_equal(tool(f, bad), 2);
+    assert_non_null(strstr(proc.err, "--spending"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cmd_aa_ab__base_is_split_without_a_shell),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__aa_on_the_builtin_canary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__aa_recommends_with_enough_runs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__aa_usage_and_canary_errors, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__ab_on_the_builtin_canary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__ab_input_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__gate_no_confirm_and_no_added_runs, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__gate_budget_stops_added_runs, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
