@@ -356,18 +356,33 @@ static void test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail(void **state)
     /* 2 runs are fewer than min_runs: inconclusive, 2 more are added; 4 runs against 5 fail
      * (p = 1/126 within the second look's level, 0.05 here since 5 v 2 cannot reject), and 5
      * fresh runs fail again. */
-    const char *args[] = {"--baseline", "main.json",      "--runs", "2",     "--max-runs",
-                          "4",          "--confirm-runs", "5",      "--out", "pr.json",
-                          "--json",     "v.json",         "--",     CANARY,  "--steps",
-                          "7",          "--step-ms",      "12",     NULL};
+    const char *args[] = {"--baseline", "main.json", "--runs", "2", "--max-runs", "4",
+                          "--confirm-runs", "5", "--out", "pr.json", "--json", "v.json",
+                          "--report", "r.md", "--", CANARY, "--steps", "7", "--step-ms", "12",
+                          NULL};
     assert_int_equal(tool(f, args), 1);
     assert_non_null(strstr(proc.err, "inconclusive after 2 runs; adding 2"));
     assert_non_null(strstr(proc.err, "confirmed by 5 fresh runs"));
+    assert_non_null(strstr(proc.out, "note: 2 looks of 2 planned: 2 runs, then 2 added"));
     assert_int_equal(artifact_runs(f, "pr.json", NULL), 4);
     assert_int_equal(artifact_runs(f, "pr.confirm.json", NULL), 5);
     cJSON *root = load_json(f, "v.json");
     assert_string_equal(json_string(root, "verdict"), "fail");
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(root, "sequential");
+    assert_int_equal((int)json_number(seq, "looks"), 2);
+    assert_int_equal((int)json_number(seq, "runs_added"), 2);
+    assert_true(json_number(seq, "look_alpha") == 0.05);
+    const cJSON *conf = cJSON_GetObjectItemCaseSensitive(seq, "confirmation");
+    assert_string_equal(json_string(conf, "state"), "confirmed");
+    assert_int_equal((int)json_number(conf, "runs"), 5);
     cJSON_Delete(root);
+    FILE *fp = fopen(in(f, "r.md"), "r");
+    assert_non_null(fp);
+    static char md[1 << 16];
+    md[fread(md, 1, sizeof(md) - 1, fp)] = '\0';
+    fclose(fp);
+    assert_non_null(strstr(md, "**Runs added:** 2 looks of 2 planned"));
+    assert_non_null(strstr(md, "**Confirmation:** FAIL confirmed by 5 fresh runs"));
 }
 
 static void test_cmd_aa_ab__gate_no_confirm_and_no_added_runs(void **state)
