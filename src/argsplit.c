@@ -32,6 +32,7 @@ static int push_word(char ***argv, size_t *n, size_t *cap, const char *word, siz
             return CG_ENOMEM;
         *argv = v;
         *cap = c;
+        v[*n] = NULL; /* terminated even if the copy below fails: the caller frees argv */
     }
     char *w = malloc(len + 1);
     if (w == NULL)
