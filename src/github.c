@@ -369,9 +369,10 @@ void cg_github_api_message(const char *body, size_t len, char *out, size_t size)
         detail = cJSON_GetObjectItemCaseSensitive(first, "code");
     if (cJSON_IsString(first))
         detail = first;
-    int n = snprintf(out, size, "%s%s%s", cJSON_IsString(msg) ? msg->valuestring : "",
-                     cJSON_IsString(msg) && cJSON_IsString(detail) ? ": " : "",
-                     cJSON_IsString(detail) ? detail->valuestring : "");
+    const char *m = msg != NULL && cJSON_IsString(msg) ? msg->valuestring : NULL;
+    const char *d = detail != NULL && cJSON_IsString(detail) ? detail->valuestring : NULL;
+    int n = snprintf(out, size, "%s%s%s", m != NULL ? m : "", m != NULL && d != NULL ? ": " : "",
+                     d != NULL ? d : "");
     if (n < 0)
         out[0] = '\0';
     for (char *p = out; *p; p++)

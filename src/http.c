@@ -161,7 +161,7 @@ static int headers_list(const struct cg_http *h, const struct cg_http_request *r
     struct cg_buf text;
     struct curl_slist *list = NULL;
     int rc = 0;
-    cg_buf_init(&text, 64 * 1024);
+    cg_buf_init(&text, (size_t)64 * 1024);
     if (headers_text(h, req, 0, &text) != 0) {
         rc = CG_ENOMEM;
         goto done;
@@ -275,6 +275,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 /* Copies the host[:port] of url into out for messages. */
 static void url_host(const char *url, char *out, size_t size)
 {
+    if (url == NULL)
+        url = "";
     const char *p = strstr(url, "://");
     p = p ? p + 3 : url;
     size_t n = strcspn(p, "/?#");

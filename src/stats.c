@@ -116,6 +116,7 @@ static void mwu_exact_dist(size_t m, size_t n, double *dist)
 static double tie_term(const double *x, size_t m, const double *y, size_t n, bool *any_ties)
 {
     size_t N = m + n;
+    *any_ties = false;
     double *all = malloc(N * sizeof(*all));
     if (all == NULL)
         return NAN;
@@ -123,7 +124,6 @@ static double tie_term(const double *x, size_t m, const double *y, size_t n, boo
     memcpy(all + m, y, n * sizeof(*all));
     qsort(all, N, sizeof(*all), cmp_double);
     double term = 0.0;
-    *any_ties = false;
     for (size_t i = 0; i < N;) {
         size_t j = i + 1;
         while (j < N && all[j] == all[i])

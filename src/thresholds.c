@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define MAX_DEPTH 8
-#define MAX_FILE_BYTES (1024 * 1024)
+#define MAX_FILE_BYTES ((size_t)1024 * 1024)
 
 static const char *const metric_names[CG_M_COUNT] = {
     "step_time_mean", "step_time_p95", "tokens_per_sec", "peak_device_memory", "peak_host_rss",
@@ -278,8 +278,8 @@ static int load_chain(const char *spec, const char *dir, int depth, struct cg_th
                           "invalid thresholds '%s': \"extends\" goes more than %d files deep (a cycle?)",
                           spec, MAX_DEPTH);
     int rc = read_spec(spec, dir, &text, display, sizeof(display), &builtin, err);
-    if (rc != 0)
-        return rc;
+    if (rc != 0 || text == NULL)
+        return rc != 0 ? rc : cg_err_set(err, CG_EINTERNAL, "thresholds '%s' read as nothing", spec);
     if (!builtin) {
         snprintf(pdir, sizeof(pdir), "%s", display);
         char *slash = strrchr(pdir, '/');
