@@ -107,7 +107,7 @@ void cg_inject_append_name(const char *name)
     size_t k = 0;
     if (name == NULL)
         name = "?";
-    for (size_t i = 0; name[i] != '\0' && i < CG_NAME_MAX_BYTES; i++) {
+    for (size_t i = 0; i < CG_NAME_MAX_BYTES && name[i] != '\0'; i++) {
         unsigned char c = (unsigned char)name[i];
         if (k + 4 > sizeof(tmp)) {
             append_bytes(tmp, k);
