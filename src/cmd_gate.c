@@ -205,17 +205,6 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
                 c->steps, c->warmup, o->baseline, (long long)t->steps, (long long)t->warmup);
 }
 
-/* FILE.json -> FILE.md beside it (malloc'ed). */
-static char *report_beside(const char *out)
-{
-    size_t n = strlen(out);
-    bool json = n > 5 && strcmp(out + n - 5, ".json") == 0;
-    char *p = malloc(n + 4);
-    if (p != NULL)
-        snprintf(p, n + 4, "%.*s.md", (int)(json ? n - 5 : n), out);
-    return p;
-}
-
 /* The report of a gate that produced no verdict (a canary failure, a recorded baseline): the
  * hidden markers, a headline and a body paragraph (escaped). verdict goes on the marker line. */
 static int notice_markdown(const char *id, const char *verdict, const char *headline,
@@ -392,7 +381,7 @@ int cmd_gate(int argc, char **argv)
     if (o.collect.log == NULL && (o.collect.log = log_owned = cg_collect_log_path(o.out)) == NULL)
         goto oom;
     if (o.report == NULL && (o.comment || o.status) &&
-        (o.report = report_owned = report_beside(o.out)) == NULL)
+        (o.report = report_owned = cg_collect_sibling_path(o.out, ".md")) == NULL)
         goto oom;
     fprintf(stderr, "canary-gate: %s '%s': %ld run%s of %ld steps after %ld warm-up, thresholds "
                     "%s\n",

@@ -473,12 +473,17 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range)
             step_range, step_range);
 }
 
+char *cg_collect_sibling_path(const char *artifact_path, const char *ext)
+{
+    size_t n = strlen(artifact_path), cap = n + strlen(ext) + 1;
+    bool json = n > 5 && strcmp(artifact_path + n - 5, ".json") == 0;
+    char *p = malloc(cap);
+    if (p != NULL)
+        snprintf(p, cap, "%.*s%s", (int)(json ? n - 5 : n), artifact_path, ext);
+    return p;
+}
+
 char *cg_collect_log_path(const char *artifact_path)
 {
-    size_t n = strlen(artifact_path);
-    bool json = n > 5 && strcmp(artifact_path + n - 5, ".json") == 0;
-    char *log = malloc(n + 5);
-    if (log != NULL)
-        snprintf(log, n + 5, "%.*s.log", (int)(json ? n - 5 : n), artifact_path);
-    return log;
+    return cg_collect_sibling_path(artifact_path, ".log");
 }

@@ -61,8 +61,11 @@ bool cg_collect_interrupted(void);
 /* When err says the canary marked no step, prints on stderr how to mark steps. */
 void cg_collect_hint(const struct cg_err *err, const char *step_range);
 
-/* The default log path for an artifact path: FILE.json -> FILE.log, else FILE.log appended.
- * Malloc'ed; NULL when out of memory. */
+/* A file beside an artifact: FILE.json -> FILE<ext> (ext like ".log", ".md"); a path without
+ * ".json" gets ext appended. Malloc'ed; NULL when out of memory. */
+char *cg_collect_sibling_path(const char *artifact_path, const char *ext);
+
+/* The default log path for an artifact path: cg_collect_sibling_path(path, ".log"). */
 char *cg_collect_log_path(const char *artifact_path);
 
 #endif

@@ -73,17 +73,6 @@ static int collect_more(void *ctx, struct cg_artifact *a, size_t n, bool confirm
     return rc;
 }
 
-/* FILE.json -> FILE.confirm.json beside it (malloc'ed). */
-static char *confirm_path(const char *out)
-{
-    size_t n = strlen(out);
-    bool json = n > 5 && strcmp(out + n - 5, ".json") == 0;
-    char *p = malloc(n + 16);
-    if (p != NULL)
-        snprintf(p, n + 16, "%.*s.confirm.json", (int)(json ? n - 5 : n), out);
-    return p;
-}
-
 static void print_summary(const struct cg_seq_info *i)
 {
     if (i->looks > 1 || i->budget_stopped)
@@ -135,7 +124,7 @@ save:
     if (cur->n_runs > first && cg_artifact_save(out, cur, &err) != 0)
         exit_code = cg_cmd_fail(&err);
     if (conf.n_runs > 0) {
-        if ((conf_out = confirm_path(out)) == NULL)
+        if ((conf_out = cg_collect_sibling_path(out, ".confirm.json")) == NULL)
             cg_err_set(&err, CG_ENOMEM, "out of memory");
         if (conf_out == NULL || cg_artifact_save(conf_out, &conf, &err) != 0)
             exit_code = cg_cmd_fail(&err);
