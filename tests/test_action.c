@@ -20,6 +20,7 @@
 #include "artifact.h"
 #include "httpd.h"
 #include "proc.h"
+#include "workdir.h"
 
 #include <dirent.h>
 #include <regex.h>
@@ -301,59 +302,21 @@ static void test_action__example_workflows_are_valid(void **state)
 
 /* ---- the scripts, end to end ---------------------------------------------------------------- */
 
-struct dir {
-    char path[512];
-};
-
-static int setup(void **state)
-{
-    struct dir *d = calloc(1, sizeof(*d));
-    assert_non_null(d);
-    snprintf(d->path, sizeof(d->path), "/tmp/cg-action-XXXXXX");
-    assert_non_null(mkdtemp(d->path));
-    *state = d;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct dir *d = *state;
-    const char *argv[] = {"/bin/rm", "-rf", d->path, NULL};
-    cg_proc_run(NULL, argv, NULL, &proc);
-    free(d);
-    return 0;
-}
-
-static const char *at(const struct dir *d, const char *name)
-{
-    static char buf[4][700];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof(buf[i]), "%s/%s", d->path, name);
-    return buf[i];
-}
-
 /* Runs a script of ci/ in d with the given environment entries; returns its exit code. */
-static int script(const struct dir *d, const char *name, const char *const *env,
+static int script(const struct cg_workdir *d, const char *name, const char *const *env,
                   const char *const *args)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/ci/%s", CG_SOURCE_DIR, name);
-    const char *argv[16] = {path};
-    size_t n = 1;
-    for (; args != NULL && args[n - 1] != NULL && n < 15; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    assert_int_equal(cg_proc_run(d->path, argv, env, &proc), 0);
-    return proc.exit_code;
+    return cg_workdir_run(d, path, env, args, &proc);
 }
 
 /* The value of name=... in a GITHUB_OUTPUT file (last one wins), or "". */
-static const char *output(const struct dir *d, const char *file, const char *name)
+static const char *output(const struct cg_workdir *d, const char *file, const char *name)
 {
     static char value[512];
     value[0] = '\0';
-    char *text = slurp(at(d, file));
+    char *text = slurp(cg_workdir_in(d, file));
     assert_non_null(text);
     size_t n = strlen(name);
     for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
@@ -365,25 +328,25 @@ static const char *output(const struct dir *d, const char *file, const char *nam
 
 static void test_action__gate_script_records_then_gates_the_builtin_canary(void **state)
 {
-    struct dir *d = *state;
+    struct cg_workdir *d = *state;
     char gh_out[600];
-    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", at(d, "out1"));
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(d, "out1"));
     const char *rec[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, "INPUT_BASELINE=base/main.json",
                          "INPUT_RECORD_IF_MISSING=true", "INPUT_RUNS=2", "INPUT_STEPS=3",
                          "INPUT_WARMUP=1", "INPUT_OUTPUT_DIR=out", "GITHUB_EVENT_PATH=",
                          "GITHUB_STEP_SUMMARY=", NULL};
-    assert_int_equal(mkdir(at(d, "base"), 0755), 0);
+    assert_int_equal(mkdir(cg_workdir_in(d, "base"), 0755), 0);
     assert_int_equal(script(d, "action-gate", rec, NULL), 0);
     assert_string_equal(output(d, "out1", "verdict"), "pass");
     assert_string_equal(output(d, "out1", "exit-code"), "0");
     assert_string_equal(output(d, "out1", "artifact-path"), "out/canary-run.json");
-    assert_true(access(at(d, "base/main.json"), R_OK) == 0);
-    assert_true(access(at(d, "out/report.md"), R_OK) == 0);
-    assert_true(access(at(d, "out/canary-run.log"), R_OK) == 0);
+    assert_true(access(cg_workdir_in(d, "base/main.json"), R_OK) == 0);
+    assert_true(access(cg_workdir_in(d, "out/report.md"), R_OK) == 0);
+    assert_true(access(cg_workdir_in(d, "out/canary-run.log"), R_OK) == 0);
 
     /* Two runs against the recorded baseline, below min_runs: pass or inconclusive (exit 4 asked),
      * never fail; the outputs agree with each other. */
-    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", at(d, "out2"));
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(d, "out2"));
     const char *again[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, "INPUT_BASELINE=base/main.json",
                            "INPUT_RUNS=2", "INPUT_OUTPUT_DIR=out", "INPUT_FAIL_ON_INCONCLUSIVE=true",
                            "GITHUB_EVENT_PATH=", "GITHUB_STEP_SUMMARY=", NULL};
@@ -405,20 +368,20 @@ static void test_action__gate_script_records_then_gates_the_builtin_canary(void 
 
 static void test_action__gate_script_comments_on_a_pull_request(void **state)
 {
-    struct dir *d = *state;
+    struct cg_workdir *d = *state;
     struct cg_httpd *srv = cg_httpd_start();
     assert_non_null(srv);
     cg_httpd_github(srv, "o/r", 12, TOKEN, 100);
-    FILE *f = fopen(at(d, "event.json"), "w");
+    FILE *f = fopen(cg_workdir_in(d, "event.json"), "w");
     assert_non_null(f);
     fputs("{\"pull_request\": {\"number\": 12, \"head\": {\"sha\": "
           "\"89abcdef0123456789abcdef0123456789abcdef\"}}}",
           f);
     fclose(f);
     char gh_out[600], event[600], api[128], summary[600];
-    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", at(d, "out"));
-    snprintf(event, sizeof(event), "GITHUB_EVENT_PATH=%s", at(d, "event.json"));
-    snprintf(summary, sizeof(summary), "GITHUB_STEP_SUMMARY=%s", at(d, "summary.md"));
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(d, "out"));
+    snprintf(event, sizeof(event), "GITHUB_EVENT_PATH=%s", cg_workdir_in(d, "event.json"));
+    snprintf(summary, sizeof(summary), "GITHUB_STEP_SUMMARY=%s", cg_workdir_in(d, "summary.md"));
     snprintf(api, sizeof(api), "GITHUB_API_URL=%s", cg_httpd_url(srv));
     const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, event, summary, api,
                          "GITHUB_TOKEN=" TOKEN, "GITHUB_REPOSITORY=o/r",
@@ -440,13 +403,13 @@ static void test_action__gate_script_comments_on_a_pull_request(void **state)
     cg_httpd_stop(srv);
 }
 
-static void git(const struct dir *d, const char *cwd, const char *a1, const char *a2,
+static void git(const struct cg_workdir *d, const char *cwd, const char *a1, const char *a2,
                 const char *a3, const char *a4)
 {
     const char *argv[] = {"/usr/bin/git", a1, a2, a3, a4, NULL};
     const char *env[] = {"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
                          "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", NULL};
-    assert_int_equal(cg_proc_run(at(d, cwd), argv, env, &proc), 0);
+    assert_int_equal(cg_proc_run(cg_workdir_in(d, cwd), argv, env, &proc), 0);
     if (proc.exit_code != 0)
         fail_msg("git %s %s: %s", a1, a2 ? a2 : "", proc.err);
 }
@@ -464,14 +427,14 @@ static size_t runs_in(const char *path)
 
 static void test_action__baseline_branch_keeps_the_newest_k(void **state)
 {
-    struct dir *d = *state;
+    struct cg_workdir *d = *state;
     if (!executable("/usr/bin/git"))
         skip();
-    assert_int_equal(mkdir(at(d, "origin.git"), 0755), 0);
-    assert_int_equal(mkdir(at(d, "ws"), 0755), 0);
+    assert_int_equal(mkdir(cg_workdir_in(d, "origin.git"), 0755), 0);
+    assert_int_equal(mkdir(cg_workdir_in(d, "ws"), 0755), 0);
     git(d, "origin.git", "init", "-q", "--bare", NULL);
     git(d, "ws", "init", "-q", NULL, NULL);
-    git(d, "ws", "remote", "add", "origin", at(d, "origin.git"));
+    git(d, "ws", "remote", "add", "origin", cg_workdir_in(d, "origin.git"));
     git(d, "ws", "commit", "-q", "--allow-empty", "-mstart");
 
     /* Two runs of the built-in canary, of 1 and 2 runs, as two main-branch results. */
@@ -484,15 +447,15 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(cg_proc_run(d->path, r2, NULL, &proc), 0);
     assert_int_equal(proc.exit_code, 0);
 
-    struct dir ws;
-    snprintf(ws.path, sizeof(ws.path), "%s", at(d, "ws"));
+    struct cg_workdir ws;
+    snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
     const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "GIT_AUTHOR_NAME=t",
                          "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
                          "GIT_COMMITTER_EMAIL=t@example.com", NULL};
     /* Nothing published yet: fetch leaves the directory empty and succeeds. */
     const char *fetch0[] = {"bl0", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch0), 0);
-    assert_true(access(at(&ws, "bl0/baseline.json"), F_OK) != 0);
+    assert_true(access(cg_workdir_in(&ws, "bl0/baseline.json"), F_OK) != 0);
 
     const char *p1[] = {"r1.json", "--keep", "2", "--label", "20260101T000000Z-a", NULL};
     const char *p2[] = {"r2.json", "--keep", "2", "--label", "20260102T000000Z-b", NULL};
@@ -501,17 +464,17 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(script(&ws, "baseline-publish", env, p2), 0);
     const char *fetch1[] = {"bl1", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch1), 0);
-    assert_int_equal(runs_in(at(&ws, "bl1/baseline.json")), 3); /* 1 + 2 runs pooled */
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "bl1/baseline.json")), 3); /* 1 + 2 runs pooled */
 
     assert_int_equal(script(&ws, "baseline-publish", env, p3), 0);
     const char *fetch2[] = {"bl2", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch2), 0);
-    assert_int_equal(runs_in(at(&ws, "bl2/baseline.json")), 4); /* the newest 2: 2 + 2 */
-    assert_true(access(at(&ws, "bl2/runs/20260101T000000Z-a.json"), F_OK) != 0);
-    assert_true(access(at(&ws, "bl2/runs/20260103T000000Z-c.json"), F_OK) == 0);
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "bl2/baseline.json")), 4); /* the newest 2: 2 + 2 */
+    assert_true(access(cg_workdir_in(&ws, "bl2/runs/20260101T000000Z-a.json"), F_OK) != 0);
+    assert_true(access(cg_workdir_in(&ws, "bl2/runs/20260103T000000Z-c.json"), F_OK) == 0);
 
     /* A broken run is refused before anything changes. */
-    FILE *f = fopen(at(&ws, "bad.json"), "w");
+    FILE *f = fopen(cg_workdir_in(&ws, "bad.json"), "w");
     assert_non_null(f);
     fputs("{}", f);
     fclose(f);
@@ -519,20 +482,20 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(script(&ws, "baseline-publish", env, bad), 2);
     const char *fetch3[] = {"bl3", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch3), 0);
-    assert_int_equal(runs_in(at(&ws, "bl3/baseline.json")), 4);
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "bl3/baseline.json")), 4);
 }
+
+/* The end-to-end tests run in a fresh temporary directory each. */
+#define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_action__is_complete_and_consistent),
         cmocka_unit_test(test_action__example_workflows_are_valid),
-        cmocka_unit_test_setup_teardown(
-            test_action__gate_script_records_then_gates_the_builtin_canary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_action__gate_script_comments_on_a_pull_request,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_action__baseline_branch_keeps_the_newest_k, setup,
-                                        teardown),
+        IN_WORKDIR(test_action__gate_script_records_then_gates_the_builtin_canary),
+        IN_WORKDIR(test_action__gate_script_comments_on_a_pull_request),
+        IN_WORKDIR(test_action__baseline_branch_keeps_the_newest_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

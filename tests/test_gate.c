@@ -14,6 +14,7 @@
 #include "artifact.h"
 #include "httpd.h"
 #include "proc.h"
+#include "workdir.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -27,71 +28,17 @@
 #define TOKEN "ghs_gateTestToken0123456789"
 #define SHA "0123456789abcdef0123456789abcdef01234567"
 
-struct fixture {
-    char dir[64];
-};
-
 static struct cg_proc proc;
 
-static int setup(void **state)
+/* Runs canary-gate in the test directory with args (NULL-terminated); returns the exit code. */
+static int gate(const struct cg_workdir *f, const char *const *env, const char *const *args)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/cg-gate-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    *state = f;
-    return 0;
+    return cg_workdir_run(f, CG_TOOL_PATH, env, args, &proc);
 }
 
-static int teardown(void **state)
+static char *slurp(const struct cg_workdir *f, const char *name)
 {
-    struct fixture *f = *state;
-    DIR *d = opendir(f->dir);
-    struct dirent *e;
-    char path[512];
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", f->dir, e->d_name);
-        unlink(path);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
-
-static const char *in(const struct fixture *f, const char *name)
-{
-    static char buf[4][512];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof(buf[i]), "%s/%s", f->dir, name);
-    return buf[i];
-}
-
-static bool exists(const struct fixture *f, const char *name)
-{
-    struct stat st;
-    return stat(in(f, name), &st) == 0;
-}
-
-/* Runs canary-gate in the fixture's directory with args (NULL-terminated); returns the exit code. */
-static int gate(const struct fixture *f, const char *const *env, const char *const *args)
-{
-    const char *argv[48] = {CG_TOOL_PATH};
-    size_t n = 1;
-    for (; args[n - 1] != NULL && n < 47; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    assert_int_equal(cg_proc_run(f->dir, argv, env, &proc), 0);
-    return proc.exit_code;
-}
-
-static char *slurp(const struct fixture *f, const char *name)
-{
-    FILE *fp = fopen(in(f, name), "rb");
+    FILE *fp = fopen(cg_workdir_in(f, name), "rb");
     assert_non_null(fp);
     static char text[1 << 17];
     size_t k = fread(text, 1, sizeof(text) - 1, fp);
@@ -100,7 +47,7 @@ static char *slurp(const struct fixture *f, const char *name)
     return text;
 }
 
-static void assert_verdict_json(const struct fixture *f, const char *name, const char *verdict)
+static void assert_verdict_json(const struct cg_workdir *f, const char *name, const char *verdict)
 {
     cJSON *root = cJSON_Parse(slurp(f, name));
     assert_non_null(root);
@@ -111,7 +58,7 @@ static void assert_verdict_json(const struct fixture *f, const char *name, const
 }
 
 /* A baseline of the test canary at step_ms per step: 5 runs of 6 steps after 1 warm-up. */
-static void record_baseline(const struct fixture *f, const char *step_ms)
+static void record_baseline(const struct cg_workdir *f, const char *step_ms)
 {
     const char *args[] = {"run", "--out", "main.json", "--runs", "5", "--steps", "6",
                           "--warmup", "1", "--", CANARY, "--steps", "7", "--step-ms", step_ms,
@@ -121,30 +68,30 @@ static void record_baseline(const struct fixture *f, const char *step_ms)
 
 static void test_gate__missing_baseline_says_how_to_record_one(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *args[] = {"--baseline", "main.json", "--runs", "1", "--steps", "2", NULL};
     assert_int_equal(gate(f, NULL, args), 2);
     assert_non_null(strstr(proc.err, "baseline 'main.json' does not exist"));
     assert_non_null(strstr(proc.err, "canary-gate run --out main.json"));
-    assert_false(exists(f, "canary-run.json")); /* no canary time was spent */
+    assert_false(cg_workdir_exists(f, "canary-run.json")); /* no canary time was spent */
 }
 
 static void test_gate__unreadable_baseline_is_input_error_before_running(void **state)
 {
-    struct fixture *f = *state;
-    FILE *fp = fopen(in(f, "main.json"), "w");
+    struct cg_workdir *f = *state;
+    FILE *fp = fopen(cg_workdir_in(f, "main.json"), "w");
     assert_non_null(fp);
     fputs("{\"schema\": \"canary-gate/run\", \"schema_version\": 1", fp);
     fclose(fp);
     const char *args[] = {"--baseline", "main.json", "--runs", "1", "--steps", "2", NULL};
     assert_int_equal(gate(f, NULL, args), 2);
     assert_non_null(strstr(proc.err, "main.json"));
-    assert_false(exists(f, "canary-run.json"));
+    assert_false(cg_workdir_exists(f, "canary-run.json"));
 }
 
 static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *rec[] = {"--baseline", "main.json", "--record-if-missing", "--runs", "2",
                          "--steps", "4", "--warmup", "1", "--report", "r.md", "--json", "v.json",
                          NULL};
@@ -153,7 +100,7 @@ static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **sta
     struct cg_artifact a;
     struct cg_err err;
     cg_artifact_init(&a);
-    assert_int_equal(cg_artifact_load(in(f, "main.json"), &a, &err), 0);
+    assert_int_equal(cg_artifact_load(cg_workdir_in(f, "main.json"), &a, &err), 0);
     assert_int_equal(a.n_runs, 2);
     assert_int_equal(a.runs[0].n_steps, 4);
     assert_int_equal(a.settings.warmup, 1);
@@ -170,16 +117,16 @@ static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **sta
     assert_true(code == 0 || code == 4);
     assert_verdict_json(f, "v2.json", code == 0 ? "pass" : "inconclusive");
     cg_artifact_init(&a);
-    assert_int_equal(cg_artifact_load(in(f, "pr.json"), &a, &err), 0);
+    assert_int_equal(cg_artifact_load(cg_workdir_in(f, "pr.json"), &a, &err), 0);
     assert_int_equal(a.settings.steps, 4);
     assert_int_equal(a.settings.warmup, 1);
     cg_artifact_release(&a);
-    assert_true(exists(f, "pr.log"));
+    assert_true(cg_workdir_exists(f, "pr.log"));
 }
 
 static void test_gate__slower_canary_fails(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     record_baseline(f, "4");
     const char *args[] = {"--baseline", "main.json", "--runs", "5", "--report", "r.md",
                           "--json", "v.json", "--", CANARY, "--steps", "7", "--step-ms", "12",
@@ -192,7 +139,7 @@ static void test_gate__slower_canary_fails(void **state)
 
 static void test_gate__too_few_runs_cannot_fail(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *rec[] = {"run", "--out", "main.json", "--runs", "2", "--steps", "6", "--warmup",
                          "1", "--", CANARY, "--steps", "7", "--step-ms", "4", NULL};
     assert_int_equal(gate(f, NULL, rec), 0);
@@ -206,7 +153,7 @@ static void test_gate__too_few_runs_cannot_fail(void **state)
 
 static void test_gate__same_canary_passes(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     record_baseline(f, "20");
     const char *args[] = {"--baseline", "main.json", "--runs", "5", "--json", "v.json", "--",
                           CANARY, "--steps", "7", "--step-ms", "20", NULL};
@@ -222,7 +169,7 @@ static void test_gate__same_canary_passes(void **state)
 
 static void test_gate__failing_canary_is_reported_as_such(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     record_baseline(f, "2");
     const char *args[] = {"--baseline", "main.json", "--runs", "3", "--report", "r.md",
                           "--json", "v.json", "--", CANARY, "--steps", "7", "--step-ms", "2",
@@ -233,12 +180,12 @@ static void test_gate__failing_canary_is_reported_as_such(void **state)
     assert_non_null(strstr(md, "the canary failed"));
     assert_non_null(strstr(md, "died of signal"));
     assert_verdict_json(f, "v.json", "error");
-    assert_false(exists(f, "canary-run.json")); /* nothing measured, nothing written */
+    assert_false(cg_workdir_exists(f, "canary-run.json")); /* nothing measured, nothing written */
 }
 
 static void test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *rec[] = {"run", "--out", "main.json", "--runs", "1", "--steps", "4", "--warmup",
                          "1", NULL};
     assert_int_equal(gate(f, NULL, rec), 0);
@@ -253,19 +200,19 @@ static void test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason(void *
 
 static void test_gate__comment_and_status_are_posted(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     struct cg_httpd *srv = cg_httpd_start();
     assert_non_null(srv);
     cg_httpd_github(srv, "o/r", 7, TOKEN, 100);
-    FILE *fp = fopen(in(f, "event.json"), "w");
+    FILE *fp = fopen(cg_workdir_in(f, "event.json"), "w");
     assert_non_null(fp);
     fprintf(fp, "{\"pull_request\": {\"number\": 7, \"head\": {\"sha\": \"%s\"}}}", SHA);
     fclose(fp);
     record_baseline(f, "4");
     char url[128], event[600], summary[600];
     snprintf(url, sizeof(url), "GITHUB_API_URL=%s", cg_httpd_url(srv));
-    snprintf(event, sizeof(event), "GITHUB_EVENT_PATH=%s", in(f, "event.json"));
-    snprintf(summary, sizeof(summary), "GITHUB_STEP_SUMMARY=%s", in(f, "summary.md"));
+    snprintf(event, sizeof(event), "GITHUB_EVENT_PATH=%s", cg_workdir_in(f, "event.json"));
+    snprintf(summary, sizeof(summary), "GITHUB_STEP_SUMMARY=%s", cg_workdir_in(f, "summary.md"));
     const char *env[] = {"GITHUB_TOKEN=" TOKEN, "GITHUB_REPOSITORY=o/r", url, event, summary,
                          NULL};
     const char *args[] = {"--baseline", "main.json", "--runs", "5", "--comment", "--status",
@@ -283,7 +230,7 @@ static void test_gate__comment_and_status_are_posted(void **state)
     assert_non_null(strstr(status, SHA));
     assert_non_null(strstr(status, "failure"));
     free(status);
-    assert_true(exists(f, "canary-run.md")); /* the report beside --out */
+    assert_true(cg_workdir_exists(f, "canary-run.md")); /* the report beside --out */
     assert_non_null(strstr(slurp(f, "summary.md"), "FAIL"));
     assert_null(strstr(proc.out, TOKEN));
     assert_null(strstr(proc.err, TOKEN));
@@ -292,7 +239,7 @@ static void test_gate__comment_and_status_are_posted(void **state)
 
 static void test_gate__usage_errors(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *no_base[] = {"gate", "--runs", "2", NULL};
     assert_int_equal(gate(f, NULL, no_base), 2);
     assert_non_null(strstr(proc.err, "--baseline"));
@@ -306,25 +253,22 @@ static void test_gate__usage_errors(void **state)
     assert_non_null(strstr(proc.out, "--record-if-missing"));
 }
 
+/* Every test runs in a fresh temporary directory. */
+#define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gate__missing_baseline_says_how_to_record_one, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_gate__unreadable_baseline_is_input_error_before_running, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gate__record_if_missing_then_gate_the_builtin_canary,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gate__slower_canary_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gate__too_few_runs_cannot_fail, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gate__same_canary_passes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gate__failing_canary_is_reported_as_such, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gate__comment_and_status_are_posted, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_gate__usage_errors, setup, teardown),
+        IN_WORKDIR(test_gate__missing_baseline_says_how_to_record_one),
+        IN_WORKDIR(test_gate__unreadable_baseline_is_input_error_before_running),
+        IN_WORKDIR(test_gate__record_if_missing_then_gate_the_builtin_canary),
+        IN_WORKDIR(test_gate__slower_canary_fails),
+        IN_WORKDIR(test_gate__too_few_runs_cannot_fail),
+        IN_WORKDIR(test_gate__same_canary_passes),
+        IN_WORKDIR(test_gate__failing_canary_is_reported_as_such),
+        IN_WORKDIR(test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason),
+        IN_WORKDIR(test_gate__comment_and_status_are_posted),
+        IN_WORKDIR(test_gate__usage_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
