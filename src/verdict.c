@@ -150,7 +150,7 @@ static int compare_steps(const struct cg_artifact *base, const struct cg_artifac
     rc = 0;
 done:
     for (int s = 0; s < 2; s++) {
-        for (size_t i = 0; vals[s] != NULL && i < sides[s]->n_runs; i++) {
+        for (size_t i = 0; vals[s] != NULL && wts[s] != NULL && i < sides[s]->n_runs; i++) {
             free(vals[s][i]);
             free(wts[s][i]);
         }
