@@ -443,7 +443,7 @@ int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct 
             }
             goto done;
         }
-        if ((rc = grow((void **)&arr, &cap, cnt + 1, sizeof(*arr))) != 0) {
+        if (grow((void **)&arr, &cap, cnt + 1, sizeof(*arr)) != 0) {
             rc = cg_err_set(err, CG_ENOMEM, "out of memory reading shards");
             goto done;
         }
