@@ -74,7 +74,7 @@ size_t cg_chart_downsample(const double *v, size_t n, size_t max_points, double 
         double sum = 0.0;
         for (size_t j = lo; j < hi; j++)
             sum += v[j];
-        out[i] = sum / (double)(hi - lo);
+        out[i] = sum / (double)(hi - lo); // NOLINT(clang-analyzer-core.uninitialized.Assign): v[lo, hi) was filled by the caller
     }
     return k;
 }
@@ -256,7 +256,7 @@ int cg_chart_terminal(struct cg_buf *out, const struct cg_artifact *a, size_t wi
         rc = cg_buf_printf(out, "step times: median of %zu runs per step, %zu steps", a->n_runs, n);
     else
         rc = cg_buf_printf(out, "step times: %zu steps", n);
-    if (k < n && n % k == 0)
+    if (k > 0 && k < n && n % k == 0)
         rc |= cg_buf_printf(out, ", each column the mean of %zu steps", n / k);
     else if (k < n)
         rc |= cg_buf_printf(out, ", each column the mean of %zu or %zu steps", n / k, n / k + 1);
