@@ -341,6 +341,7 @@ static void rule_copy_share(struct ctx *x)
         return;
     double share = 100.0 * x->c->kind_ns[CG_OP_MEMCPY] / gpu;
     double bgpu = x->b != NULL ? gpu_op_ns(x->b) : 0.0;
+    /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): bgpu is 0 when x->b is NULL */
     double bshare = bgpu > 0 ? 100.0 * x->b->kind_ns[CG_OP_MEMCPY] / bgpu : NAN;
     struct cg_finding *f =
         share_finding(x, CG_DIAG_COPY_SHARE, share, bshare, CG_DIAG_COPY_HIGH_PCT,
