@@ -73,8 +73,7 @@ size_t cg_chart_downsample(const double *v, size_t n, size_t max_points, double 
         size_t lo = i * n / k, hi = (i + 1) * n / k;
         double sum = 0.0;
         for (size_t j = lo; j < hi; j++)
-            sum += v[j];
-        /* NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign): the caller filled v[0, n) */
+            sum += v[j]; /* NOLINT(clang-analyzer-core.uninitialized.Assign): v[0, n) is set */
         out[i] = sum / (double)(hi - lo);
     }
     return k;
@@ -259,7 +258,7 @@ int cg_chart_terminal(struct cg_buf *out, const struct cg_artifact *a, size_t wi
         rc = cg_buf_printf(out, "step times: %zu steps", n);
     if (k > 0 && k < n && n % k == 0)
         rc |= cg_buf_printf(out, ", each column the mean of %zu steps", n / k);
-    else if (k < n)
+    else if (k > 0 && k < n)
         rc |= cg_buf_printf(out, ", each column the mean of %zu or %zu steps", n / k, n / k + 1);
     rc |= cg_buf_adds(out, "\n");
     rc |= bar_rows(out, cols, k, &s, ascii, top, bottom, label_w);
