@@ -9,8 +9,8 @@
  * pool of the same canary with --extra-work PCT. Every round measures the aa pool three times (it
  * feeds both sides of the A/A decisions and the baselines) and every other pool once, in a
  * rotating order, so load and drift fall on all pools alike. A pool stops when every rule has
- * the decisions asked for from it; the others go on. --save DIR keeps the pools (artifacts and per-run seconds), --load DIR
- * evaluates recorded pools again without running anything.
+ * the decisions asked for from it; the others go on. --save DIR keeps the pools (artifacts and
+ * per-run seconds), --load DIR evaluates recorded pools again without running anything.
  *
  * Decisions. Each rule walks the pools from their start and forms decisions from disjoint runs,
  * in the order they were measured. A/A decision i takes the next `runs` aa runs as its baseline,
@@ -19,12 +19,16 @@
  * and takes its current runs from the level's pool. Within one set (A/A, or one level) no run
  * serves twice, so the decisions are independent as far as the runs are; across sets the
  * baselines are shared. Naive decisions: aa runs 2i and 2i+1 (A/A), aa run i and level run i.
+ * Paired decisions ('canary-gate ab', one look): runs measured close together form the pairs
+ * (A/A: aa runs 2j and 2j+1; a level: its run r and aa run 3r of the same round).
  * Canary time of a decision is the wall time of its current side's runs (first look, added runs,
- * confirmation); the baseline, recorded once per main commit, is shown apart.
+ * confirmation); the baseline, recorded once per main commit, is shown apart. A paired decision
+ * runs both sides, so its canary time counts both.
  */
 #include "bench.h"
 
 #include "artifact.h"
+#include "paired.h"
 #include "sequential.h"
 #include "thresholds.h"
 #include "verdict.h"
@@ -72,12 +76,15 @@ struct rule {
     bool naive;
     size_t max_factor; /* max runs = factor x runs; 1: one look */
     bool confirm;
+    bool paired; /* canary-gate ab: pairs of runs measured close together */
 };
 
+/* The paired rule is shown for comparison; collection stops without waiting for it. */
 static const struct rule rules[] = {
-    {"naive: 1 run vs 1 run, > 10%", true, 0, false},
-    {"gate, one look (compare)", false, 1, false},
-    {"gate, sequential + confirmation (main command)", false, 3, true},
+    {"naive: 1 run vs 1 run, > 10%", true, 0, false, false},
+    {"gate, one look (compare)", false, 1, false, false},
+    {"gate, sequential + confirmation (main command)", false, 3, true, false},
+    {"ab: 5 pairs measured together (paired, one look)", false, 1, false, true},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
@@ -336,6 +343,72 @@ static double run_mean(const struct pool *p, size_t i)
     return p->a.runs[i].summary.step_time_mean_ns;
 }
 
+/* One paired decision: base run b_at[k] of pool bp against run h_at[k] of pool hp, k < runs.
+ * -1 when an index is past a pool's end. */
+static int paired_decision(const struct cg_thresholds *t, const struct pool *bp, const size_t *b_at,
+                           const struct pool *hp, const size_t *h_at, struct decision *d,
+                           double *base_s)
+{
+    struct cg_artifact base, head;
+    struct cg_verdict v;
+    struct cg_err err;
+    size_t runs = (size_t)t->runs;
+    int rc = -1;
+    cg_artifact_init(&base);
+    cg_artifact_init(&head);
+    *d = (struct decision){CG_OUT_PASS, runs, 0.0, false, CG_CONFIRM_NOT_NEEDED};
+    *base_s = 0.0;
+    for (size_t k = 0; k < runs; k++) {
+        if (take_at(bp, b_at[k], 1, &base, base_s) != 0 ||
+            take_at(hp, h_at[k], 1, &head, &d->secs) != 0)
+            goto done;
+    }
+    if (cg_paired_verdict(&base, &head, t, &v, &err) != 0)
+        goto done;
+    d->overall = v.overall;
+    cg_verdict_release(&v);
+    rc = 0;
+done:
+    cg_artifact_release(&base);
+    cg_artifact_release(&head);
+    return rc;
+}
+
+/* The paired rule: A/A decision i pairs aa runs 2j and 2j + 1 (measured one after the other)
+ * for j in [runs i, runs (i + 1)); level decision i pairs level run r with the first aa run of
+ * the same round (aa run 3r), r in [runs i, runs (i + 1)). Both sides' runs are canary time. */
+static void evaluate_paired(const struct cg_thresholds *t, const struct pool *pools, size_t n_pools,
+                            size_t want_aa, size_t want_level, struct tally *tallies)
+{
+    size_t runs = (size_t)t->runs, b_at[64], h_at[64];
+    struct decision d;
+    double bs;
+    if (runs > 64)
+        return;
+    for (size_t i = 0; tallies[0].n < want_aa; i++) {
+        for (size_t k = 0; k < runs; k++) {
+            b_at[k] = 2 * (runs * i + k);
+            h_at[k] = b_at[k] + 1;
+        }
+        if (paired_decision(t, &pools[0], b_at, &pools[0], h_at, &d, &bs) != 0)
+            break;
+        d.secs += bs;
+        tally_add(&tallies[0], &d, bs);
+    }
+    for (size_t l = 1; l < n_pools; l++) {
+        for (size_t i = 0; tallies[l].n < want_level; i++) {
+            for (size_t k = 0; k < runs; k++) {
+                h_at[k] = runs * i + k;
+                b_at[k] = 3 * h_at[k];
+            }
+            if (paired_decision(t, &pools[0], b_at, &pools[l], h_at, &d, &bs) != 0)
+                break;
+            d.secs += bs;
+            tally_add(&tallies[l], &d, bs);
+        }
+    }
+}
+
 /* Evaluates rule r on the pools: set 0 is A/A, set 1 + l is level l. tallies[set] filled. */
 static void evaluate(const struct rule *r, const struct cg_thresholds *t, const struct pool *pools,
                      size_t n_pools, size_t want_aa, size_t want_level, struct tally *tallies)
@@ -352,6 +425,11 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
     if (base_at == NULL)
         return;
     struct decision d;
+    if (r->paired) {
+        evaluate_paired(t, pools, n_pools, want_aa, want_level, tallies);
+        free(base_at);
+        return;
+    }
     if (r->naive) {
         for (size_t i = 0; 2 * i + 1 < aa->a.n_runs && tallies[0].n < want_aa; i++) {
             bool fail = run_mean(aa, 2 * i + 1) > run_mean(aa, 2 * i) * (1 + NAIVE_PCT / 100);
@@ -570,6 +648,8 @@ static bool enough(const struct cg_thresholds *t, struct pool *pools, size_t n,
     for (size_t k = 0; k < n; k++)
         pools[k].done = true;
     for (size_t r = 0; r < N_RULES; r++) {
+        if (rules[r].paired)
+            continue;
         evaluate(&rules[r], t, pools, n, o->aa, o->per_level, tl);
         if (tl[0].n < o->aa) {
             pools[0].done = false;
