@@ -84,7 +84,7 @@ static const struct rule rules[] = {
     {"naive: 1 run vs 1 run, > 10%", true, 0, false, false},
     {"gate, one look (compare)", false, 1, false, false},
     {"gate, sequential + confirmation (main command)", false, 3, true, false},
-    {"ab: 5 pairs measured together (paired, one look)", false, 1, false, true},
+    {"ab: pairs measured together (paired, one look)", false, 1, false, true},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
