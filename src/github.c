@@ -432,6 +432,28 @@ static int status_error(const struct cg_github *gh, const struct cg_http_respons
     }
 }
 
+/* Replaces every occurrence of the token in msg (size bytes) with "<redacted>": a server or proxy
+ * that echoes the Authorization header in its answer must not get the token into a log. */
+static void redact(char *msg, size_t size, const char *token)
+{
+    size_t n = token != NULL ? strlen(token) : 0;
+    char out[CG_ERR_MSG_MAX];
+    size_t k = 0;
+    if (n < 4 || strstr(msg, token) == NULL)
+        return;
+    for (const char *p = msg; *p != '\0' && k + 1 < sizeof(out);) {
+        if (strncmp(p, token, n) == 0) {
+            int w = snprintf(out + k, sizeof(out) - k, "<redacted>");
+            k = w < 0 || (size_t)w >= sizeof(out) - k ? sizeof(out) - 1 : k + (size_t)w;
+            p += n;
+        } else {
+            out[k++] = *p++;
+        }
+    }
+    out[k] = '\0';
+    snprintf(msg, size, "%s", out);
+}
+
 static int is_dry(const struct cg_github *gh)
 {
     return gh->http->opt.dry_run;
@@ -449,11 +471,15 @@ static int call(struct cg_github *gh, const char *method, const char *url, const
     int rc = cg_http_send(gh->http, &req, resp, &e);
     if (rc != 0) {
         snprintf(sub, sizeof(sub), "%s", e.msg);
-        return cg_err_set(err, rc, "%s: %s", what, sub);
-    }
-    if (is_dry(gh) || (resp->status >= 200 && resp->status < 300))
+        rc = cg_err_set(err, rc, "%s: %s", what, sub);
+    } else if (is_dry(gh) || (resp->status >= 200 && resp->status < 300)) {
         return 0;
-    return status_error(gh, resp, what, missing, err);
+    } else {
+        rc = status_error(gh, resp, what, missing, err);
+    }
+    if (err != NULL)
+        redact(err->msg, sizeof(err->msg), gh->token);
+    return rc;
 }
 
 /* Is url on the API's own origin (scheme, host and port)? */
