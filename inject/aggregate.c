@@ -1,9 +1,13 @@
 /*
  * aggregate: streaming reduction of CUPTI activity records (see aggregate.h for the rules).
  *
- * Hot path per kernel record: one step lookup (the latest step first, then binary search), one
- * hash probe on the name pointer, and one ring operation that is O(1) when records come roughly
- * in time order. Times in ns, sizes in bytes. Not thread-safe.
+ * Hot path per kernel record (cg_agg_records): one unsigned compare puts the record in the step
+ * the previous record fell in (the "window", a copy of that step's interval), one compare
+ * against the ring's last interval extends it or appends after it, and one probe of the op table
+ * on the name pointer adds to the op's totals, which live in the table. The loop reads the
+ * buffer a few records ahead of use. Records outside the window, out of time order, with bad
+ * timestamps, of other kinds or in traced steps take the general path (step search, ordered ring
+ * insert), which gives the same results. Times in ns, sizes in bytes. Not thread-safe.
  */
 #include "aggregate.h"
 
@@ -11,19 +15,30 @@
 #include <string.h>
 
 #define RING_MASK (CG_AGG_INTERVALS - 1)
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
+/* Reading ahead: the lines of the record about this many kernel records further on (records
+ * lie back to back in a CUPTI buffer; a guess that misses only costs a useless prefetch). */
+#define READ_AHEAD_RECORDS 16
+#define SLOT_EMPTY UINT32_MAX
 
 int cg_agg_init(struct cg_agg *a, int64_t warmup)
 {
     memset(a, 0, sizeof(*a));
     a->warmup = warmup;
     a->last_step = -1;
-    a->n_slots = 1024;
-    a->slots = calloc(a->n_slots, sizeof(*a->slots));
+    a->win_lo = UINT64_MAX;
+    a->win_next = UINT64_MAX;
+    a->trace_first = a->trace_last = -1;
+    a->n_slots = 512;
+    a->slots = malloc(a->n_slots * sizeof(*a->slots));
     a->pending = malloc(CG_AGG_MEM_PENDING * sizeof(*a->pending));
     if (a->slots == NULL || a->pending == NULL) {
         cg_agg_release(a);
         return -1;
     }
+    for (size_t i = 0; i < a->n_slots; i++)
+        a->slots[i] = (struct cg_agg_slot){NULL, SLOT_EMPTY, 0, 0, 0};
     return 0;
 }
 
@@ -33,10 +48,64 @@ void cg_agg_release(struct cg_agg *a)
     free(a->ops);
     free(a->slots);
     free(a->pending);
+    free(a->trace);
     memset(a, 0, sizeof(*a));
 }
 
+int cg_agg_trace(struct cg_agg *a, int64_t first, int64_t last, size_t max_events)
+{
+    if (first < 0 || last < first || max_events == 0)
+        return -1;
+    struct cg_agg_trace_event *t = realloc(a->trace, max_events * sizeof(*t));
+    if (t == NULL)
+        return -1;
+    a->trace = t;
+    a->max_trace = max_events;
+    a->n_trace = 0;
+    a->trace_first = first;
+    a->trace_last = last;
+    return 0;
+}
+
+static bool traced_step(const struct cg_agg *a, int64_t k)
+{
+    return a->trace_first >= 0 && k >= a->trace_first && k <= a->trace_last;
+}
+
+static void trace_add(struct cg_agg *a, const struct cg_agg_trace_event *e)
+{
+    if (a->n_trace < a->max_trace)
+        a->trace[a->n_trace++] = *e;
+    else
+        a->trace_dropped++;
+}
+
 /* --- steps -------------------------------------------------------------------------------- */
+
+/* Copies the hint step into the hot path's window (see struct cg_agg). */
+static void window_refresh(struct cg_agg *a)
+{
+    a->win_lo = UINT64_MAX;
+    a->win_len = 0;
+    a->win_next = UINT64_MAX;
+    a->win_counted = false;
+    if (a->last_step < 0 || a->hint > a->last_step || traced_step(a, a->hint))
+        return;
+    const struct cg_agg_step *s = &a->steps[a->hint];
+    if (s->start_ns == UINT64_MAX)
+        return;
+    /* a zero start is never a record's (those are zero-timestamp records) */
+    a->win_lo = s->start_ns > 0 ? s->start_ns : 1;
+    if (s->end_ns < a->win_lo)
+        return;
+    a->win_len = s->end_ns - a->win_lo + (s->end_ns < UINT64_MAX ? 1 : 0);
+    for (int64_t k = a->hint + 1; k <= a->last_step; k++)
+        if (a->steps[k].start_ns != UINT64_MAX) {
+            a->win_next = a->steps[k].start_ns;
+            break;
+        }
+    a->win_counted = a->hint >= a->warmup;
+}
 
 int cg_agg_step_begin(struct cg_agg *a, int64_t index, uint64_t start_ns)
 {
@@ -61,18 +130,22 @@ int cg_agg_step_begin(struct cg_agg *a, int64_t index, uint64_t start_ns)
     a->steps[index].end_ns = UINT64_MAX;
     if (index > a->last_step)
         a->last_step = index;
+    window_refresh(a);
     return 0;
 }
 
 void cg_agg_step_end(struct cg_agg *a, int64_t index, uint64_t end_ns)
 {
-    if (index >= 0 && (size_t)index < a->n_steps)
+    if (index >= 0 && (size_t)index < a->n_steps) {
         a->steps[index].end_ns = end_ns;
+        window_refresh(a);
+    }
 }
 
 /* The step whose interval holds t, or -1. Steps begin in index order, so starts are sorted
- * (a step that never began has start UINT64_MAX and is skipped by the search). */
-static int64_t step_at(struct cg_agg *a, uint64_t t)
+ * (a step that never began has start UINT64_MAX and is skipped by the search). The step found
+ * becomes the hint when move_hint is set (records; not when settling older intervals). */
+static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
 {
     int64_t last = a->last_step;
     if (last < 0)
@@ -80,29 +153,34 @@ static int64_t step_at(struct cg_agg *a, uint64_t t)
     const struct cg_agg_step *s = &a->steps[a->hint];
     if (a->hint <= last && s->start_ns <= t && t <= s->end_ns)
         return a->hint; /* records come in bursts from one step */
+    int64_t found = -1;
     s = &a->steps[last];
-    if (t >= s->start_ns)
-        return t <= s->end_ns ? last : -1;
-    int64_t lo = 0, hi = last; /* find the last step with start <= t */
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
-        if (a->steps[mid].start_ns <= t && a->steps[mid].start_ns != UINT64_MAX)
-            lo = mid;
-        else
-            hi = mid - 1;
+    if (t >= s->start_ns) {
+        found = t <= s->end_ns ? last : -1;
+    } else {
+        int64_t lo = 0, hi = last; /* find the last step with start <= t */
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo + 1) / 2;
+            if (a->steps[mid].start_ns <= t && a->steps[mid].start_ns != UINT64_MAX)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        s = &a->steps[lo];
+        if (s->start_ns <= t && t <= s->end_ns)
+            found = lo;
     }
-    s = &a->steps[lo];
-    if (s->start_ns <= t && t <= s->end_ns) {
-        a->hint = lo;
-        return lo;
+    if (found >= 0 && move_hint && a->hint != found) {
+        a->hint = found;
+        window_refresh(a);
     }
-    return -1;
+    return found;
 }
 
 /* Adds the parts of [start, end) that lie in step intervals to those steps' busy time. */
 static void settle_interval(struct cg_agg *a, uint64_t start, uint64_t end)
 {
-    int64_t k = step_at(a, start);
+    int64_t k = step_at(a, start, false);
     if (k < 0) {
         /* the interval begins between steps: the first step starting after it */
         int64_t lo = 0, hi = a->last_step + 1;
@@ -139,10 +217,45 @@ static struct cg_agg_interval *ring_at(struct cg_agg *a, size_t i)
 
 static void ring_pop_front(struct cg_agg *a)
 {
-    struct cg_agg_interval *f = ring_at(a, 0);
-    settle_interval(a, f->start, f->end);
+    struct cg_agg_interval f = *ring_at(a, 0);
     a->ring_head = (a->ring_head + 1) & RING_MASK;
     a->ring_len--;
+    /* inside the window and before the next step: all of it is the window step's */
+    if (f.start - a->win_lo < a->win_len && f.end - a->win_lo < a->win_len &&
+        f.end <= a->win_next) {
+        a->steps[a->hint].busy_ns += (int64_t)(f.end - f.start);
+        if (f.end > a->busy_frontier)
+            a->busy_frontier = f.end;
+        return;
+    }
+    settle_interval(a, f.start, f.end);
+}
+
+/* A full ring settles its earlier half at once (so the full-ring check is rarely taken). The
+ * intervals inside the window step are summed in one pass, as ring_pop_front would one by one. */
+static void ring_settle_half(struct cg_agg *a)
+{
+    const uint64_t lo = a->win_lo, len = a->win_len, next = a->win_next;
+    int64_t in_window = 0;
+    uint64_t frontier = a->busy_frontier;
+    size_t head = a->ring_head;
+    for (size_t i = 0; i < CG_AGG_INTERVALS / 2; i++) {
+        struct cg_agg_interval f = a->ring[head];
+        head = (head + 1) & RING_MASK;
+        if (f.start - lo < len && f.end - lo < len && f.end <= next) {
+            in_window += (int64_t)(f.end - f.start);
+            frontier = f.end > frontier ? f.end : frontier;
+        } else {
+            a->busy_frontier = frontier;
+            settle_interval(a, f.start, f.end); /* leaves the hint and the window alone */
+            frontier = a->busy_frontier;
+        }
+    }
+    a->ring_head = head;
+    a->ring_len -= CG_AGG_INTERVALS / 2;
+    a->busy_frontier = frontier;
+    if (in_window > 0)
+        a->steps[a->hint].busy_ns += in_window;
 }
 
 static void ring_remove(struct cg_agg *a, size_t i)
@@ -152,7 +265,8 @@ static void ring_remove(struct cg_agg *a, size_t i)
     a->ring_len--;
 }
 
-static void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
+/* The general case of busy_add: clipping at the settled frontier, records out of time order. */
+COLD void busy_add_slow(struct cg_agg *a, uint64_t start, uint64_t end)
 {
     if (start < a->busy_frontier)
         start = a->busy_frontier;
@@ -162,7 +276,7 @@ static void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
     if (n > 0) {
         struct cg_agg_interval *tail = ring_at(a, n - 1);
         if (start > tail->end) {
-            /* fast path: after everything held */
+            /* after everything held */
         } else if (start >= tail->start) {
             if (end > tail->end)
                 tail->end = end;
@@ -179,12 +293,12 @@ static void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
                     ring_at(a, at)->end = end;
             } else {
                 if (a->ring_len == CG_AGG_INTERVALS) {
-                    ring_pop_front(a);
-                    if (i == 0) { /* it belonged before the settled one: clip and retry */
-                        busy_add(a, start, end);
+                    ring_settle_half(a);
+                    if (i < CG_AGG_INTERVALS / 2) { /* it belonged among the settled: clip */
+                        busy_add_slow(a, start, end);
                         return;
                     }
-                    i--;
+                    i -= CG_AGG_INTERVALS / 2;
                 }
                 for (size_t j = a->ring_len; j > i; j--)
                     *ring_at(a, j) = *ring_at(a, j - 1);
@@ -203,14 +317,37 @@ static void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
         }
     }
     if (a->ring_len == CG_AGG_INTERVALS)
-        ring_pop_front(a);
+        ring_settle_half(a);
     *ring_at(a, a->ring_len) = (struct cg_agg_interval){start, end};
     a->ring_len++;
 }
 
+/* Adds kernel interval [start, end) to the busy union. In time order (at or after the last
+ * interval's start, the usual case) it extends the last interval or follows it. */
+HOT void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
+{
+    size_t n = a->ring_len;
+    if (n > 0 && end > start) { /* the ring's intervals all lie after the settled frontier */
+        struct cg_agg_interval *tail = &a->ring[(a->ring_head + n - 1) & RING_MASK];
+        if (start >= tail->start) {
+            if (start <= tail->end) {
+                if (end > tail->end)
+                    tail->end = end;
+                return;
+            }
+            if (n < CG_AGG_INTERVALS) {
+                a->ring[(a->ring_head + n) & RING_MASK] = (struct cg_agg_interval){start, end};
+                a->ring_len = n + 1;
+                return;
+            }
+        }
+    }
+    busy_add_slow(a, start, end);
+}
+
 /* --- ops ---------------------------------------------------------------------------------- */
 
-static size_t slot_of(const char *name, enum cg_agg_kind kind, size_t n_slots)
+static inline size_t slot_of(const char *name, uint32_t kind, size_t n_slots)
 {
     uint64_t h = ((uint64_t)(uintptr_t)name + (uint64_t)kind) * 0x9e3779b97f4a7c15ull;
     return (size_t)(h >> 32) & (n_slots - 1);
@@ -219,14 +356,19 @@ static size_t slot_of(const char *name, enum cg_agg_kind kind, size_t n_slots)
 static int rehash(struct cg_agg *a)
 {
     size_t n = a->n_slots * 2;
-    struct cg_agg_slot *s = calloc(n, sizeof(*s));
+    struct cg_agg_slot *s = malloc(n * sizeof(*s));
     if (s == NULL)
         return -1;
-    for (size_t i = 0; i < a->n_ops; i++) {
-        size_t j = slot_of(a->ops[i].name, a->ops[i].kind, n);
+    for (size_t i = 0; i < n; i++)
+        s[i] = (struct cg_agg_slot){NULL, SLOT_EMPTY, 0, 0, 0};
+    for (size_t i = 0; i < a->n_slots; i++) {
+        const struct cg_agg_slot *old = &a->slots[i];
+        if (old->name == NULL)
+            continue;
+        size_t j = slot_of(old->name, old->kind, n);
         while (s[j].name != NULL)
             j = (j + 1) & (n - 1);
-        s[j] = (struct cg_agg_slot){a->ops[i].name, (uint32_t)a->ops[i].kind, (uint32_t)i};
+        s[j] = *old;
     }
     free(a->slots);
     a->slots = s;
@@ -234,10 +376,22 @@ static int rehash(struct cg_agg *a)
     return 0;
 }
 
-static struct cg_agg_op *op_add(struct cg_agg *a, const char *name, enum cg_agg_kind kind)
+/* The slot of (name, kind), created when new; NULL when out of memory. */
+COLD struct cg_agg_slot *slot_get(struct cg_agg *a, const char *name, uint32_t kind)
 {
-    if ((a->n_ops + 1) * 2 > a->n_slots && rehash(a) != 0)
-        return NULL;
+    size_t j = slot_of(name, kind, a->n_slots);
+    for (;; j = (j + 1) & (a->n_slots - 1)) {
+        struct cg_agg_slot *sl = &a->slots[j];
+        if (sl->name == name && sl->kind == kind)
+            return sl;
+        if (sl->name == NULL)
+            break;
+    }
+    if ((a->n_ops + 1) * 2 > a->n_slots) {
+        if (rehash(a) != 0)
+            return NULL;
+        return slot_get(a, name, kind);
+    }
     if (a->n_ops == a->cap_ops) {
         size_t cap = a->cap_ops ? a->cap_ops * 2 : 256;
         struct cg_agg_op *p = realloc(a->ops, cap * sizeof(*p));
@@ -246,61 +400,90 @@ static struct cg_agg_op *op_add(struct cg_agg *a, const char *name, enum cg_agg_
         a->ops = p;
         a->cap_ops = cap;
     }
-    size_t j = slot_of(name, kind, a->n_slots);
-    while (a->slots[j].name != NULL)
-        j = (j + 1) & (a->n_slots - 1);
-    a->slots[j] = (struct cg_agg_slot){name, (uint32_t)kind, (uint32_t)a->n_ops};
-    struct cg_agg_op *o = &a->ops[a->n_ops++];
-    *o = (struct cg_agg_op){name, kind, 0, 0, 0, 0};
-    return o;
+    a->ops[a->n_ops] = (struct cg_agg_op){name, (enum cg_agg_kind)kind, 0, 0, 0, 0};
+    a->slots[j] = (struct cg_agg_slot){name, kind, (uint32_t)a->n_ops, 0, 0};
+    a->n_ops++;
+    return &a->slots[j];
 }
 
-static inline struct cg_agg_op *op_get(struct cg_agg *a, const char *name, enum cg_agg_kind kind)
+/* Adds a call of duration_ns to the op (name, kind); a NULL kernel name is "?". */
+HOT void op_count(struct cg_agg *a, const char *name, enum cg_agg_kind kind, uint64_t duration_ns)
 {
-    size_t j = slot_of(name, kind, a->n_slots);
-    for (;;) {
-        const struct cg_agg_slot *sl = &a->slots[j];
-        if (sl->name == name && sl->kind == (uint32_t)kind)
-            return &a->ops[sl->op];
-        if (sl->name == NULL)
-            return op_add(a, name, kind);
-        j = (j + 1) & (a->n_slots - 1);
+    struct cg_agg_slot *sl = &a->slots[slot_of(name, (uint32_t)kind, a->n_slots)];
+    if (sl->name != name || sl->kind != (uint32_t)kind)
+        sl = slot_get(a, name != NULL ? name : "?", (uint32_t)kind);
+    if (sl != NULL) {
+        sl->calls++;
+        sl->total_ns += (int64_t)duration_ns;
     }
 }
 
-static void timed(struct cg_agg *a, const char *name, enum cg_agg_kind kind, uint64_t start,
-                  uint64_t end)
+static void ops_sync(struct cg_agg *a)
 {
-    if (start == 0 || end == 0 || end < start) {
+    for (size_t i = 0; i < a->n_slots; i++) {
+        const struct cg_agg_slot *sl = &a->slots[i];
+        if (sl->name != NULL) {
+            a->ops[sl->op].calls = sl->calls;
+            a->ops[sl->op].total_ns = sl->total_ns;
+        }
+    }
+}
+
+/* --- timed records (kernels, copies, sets) ------------------------------------------------ */
+
+struct timed_rec {
+    const char *name;
+    enum cg_agg_kind kind;
+    uint64_t start, end;
+    int64_t bytes;
+    uint32_t device, stream;
+};
+
+/* A timed record in general: timestamps checked, its step searched, traced when asked. */
+static void timed(struct cg_agg *a, const struct timed_rec *r)
+{
+    if (r->start == 0 || r->end == 0 || r->end < r->start) {
         a->zero_ts++;
         return;
     }
-    int64_t k = step_at(a, start);
-    if (kind == CG_AGG_KERNEL)
-        busy_add(a, start, end);
+    int64_t k = step_at(a, r->start, true);
+    if (r->kind == CG_AGG_KERNEL)
+        busy_add(a, r->start, r->end);
     if (k < 0) {
         a->outside_steps++;
         return;
     }
-    if (k < a->warmup)
-        return;
-    struct cg_agg_op *o = op_get(a, name ? name : "?", kind);
-    if (o != NULL) {
-        o->calls++;
-        o->total_ns += (int64_t)(end - start);
+    if (traced_step(a, k)) {
+        struct cg_agg_trace_event e = {r->start, r->end, r->name ? r->name : "?", r->bytes,
+                                       r->device, r->stream, r->kind};
+        trace_add(a, &e);
     }
+    if (k >= a->warmup)
+        op_count(a, r->name, r->kind, r->end - r->start);
 }
 
-static const char *memcpy_name(uint8_t copy_kind)
+#define HOST_NAMES(dir)                                                                         \
+    {                                                                                            \
+        "memcpy " dir, "memcpy " dir " pageable", "memcpy " dir " pinned",                       \
+            "memcpy " dir " device", "memcpy " dir " array", "memcpy " dir " managed",           \
+            "memcpy " dir " device", "memcpy " dir " managed"                                    \
+    }
+
+const char *cg_agg_memcpy_name(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind)
 {
+    /* by CUpti_ActivityMemoryKind: unknown, pageable, pinned, device, array, managed,
+     * device static, managed static */
+    static const char *const htod[8] = HOST_NAMES("HtoD"), *const dtoh[8] = HOST_NAMES("DtoH");
+    static const char *const htoa[8] = HOST_NAMES("HtoA"), *const atoh[8] = HOST_NAMES("AtoH");
+    size_t src = src_kind < 8 ? src_kind : 0, dst = dst_kind < 8 ? dst_kind : 0;
     switch (copy_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return htod[src];
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return dtoh[dst];
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return htoa[src];
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return atoh[dst];
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
     case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "memcpy array";
@@ -322,6 +505,36 @@ static struct cg_agg_device *device(struct cg_agg *a, uint32_t id)
     return d;
 }
 
+/* The time span of the traced steps: [start of the first, end of the last] (while the last runs
+ * or has not begun, open-ended); false when there is no trace or it has not begun. */
+static bool trace_span(const struct cg_agg *a, uint64_t *from, uint64_t *to)
+{
+    if (a->trace_first < 0 || a->trace_first > a->last_step)
+        return false;
+    *from = a->steps[a->trace_first].start_ns;
+    *to = a->trace_last <= a->last_step ? a->steps[a->trace_last].end_ns : UINT64_MAX;
+    return *from != UINT64_MAX;
+}
+
+static void mem_trace(struct cg_agg *a, const struct cg_agg_mem_event *e,
+                      const struct cg_agg_device *d)
+{
+    uint64_t from, to;
+    if (!trace_span(a, &from, &to) || e->ts < from || e->ts > to)
+        return;
+    if (!a->trace_mem_started) { /* every device's total as the trace begins */
+        a->trace_mem_started = true;
+        for (size_t i = 0; i < a->n_devices; i++) {
+            const struct cg_agg_device *o = &a->devices[i];
+            int64_t before = o->current - (o == d ? e->delta : 0);
+            struct cg_agg_trace_event s = {from, from, NULL, before, o->id, 0, CG_AGG_MEMORY};
+            trace_add(a, &s);
+        }
+    }
+    struct cg_agg_trace_event t = {e->ts, e->ts, NULL, d->current, d->id, 0, CG_AGG_MEMORY};
+    trace_add(a, &t);
+}
+
 static void mem_apply(struct cg_agg *a, const struct cg_agg_mem_event *e)
 {
     struct cg_agg_device *d = device(a, e->device);
@@ -330,6 +543,8 @@ static void mem_apply(struct cg_agg *a, const struct cg_agg_mem_event *e)
     d->current += e->delta;
     if (d->current > d->peak)
         d->peak = d->current;
+    if (a->trace_first >= 0)
+        mem_trace(a, e, d);
 }
 
 static int cmp_mem(const void *x, const void *y)
@@ -390,48 +605,84 @@ static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)
 
 /* --- records ------------------------------------------------------------------------------ */
 
-void cg_agg_record(struct cg_agg *a, const CUpti_Activity *rec)
+/* Any record, in general (the records of the hot path give the same results here). */
+static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
 {
-    a->records++;
+    struct timed_rec r;
     switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
         /* only the leading fields, whose offsets every kernel record version shares */
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
-        timed(a, k->name, CG_AGG_KERNEL, k->start, k->end);
+        r = (struct timed_rec){k->name, CG_AGG_KERNEL, k->start, k->end, -1, k->deviceId,
+                               k->streamId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)(const void *)rec;
-        timed(a, memcpy_name(m->copyKind), CG_AGG_MEMCPY, m->start, m->end);
+        r = (struct timed_rec){cg_agg_memcpy_name(m->copyKind, m->srcKind, m->dstKind),
+                               CG_AGG_MEMCPY, m->start, m->end, (int64_t)m->bytes, m->deviceId,
+                               m->streamId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
         const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)(const void *)rec;
-        timed(a, "memcpy PtoP", CG_AGG_MEMCPY, m->start, m->end);
+        r = (struct timed_rec){"memcpy PtoP", CG_AGG_MEMCPY, m->start, m->end,
+                               (int64_t)m->bytes, m->deviceId, m->streamId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)(const void *)rec;
-        timed(a, "memset", CG_AGG_MEMSET, m->start, m->end);
+        r = (struct timed_rec){"memset", CG_AGG_MEMSET, m->start, m->end, (int64_t)m->bytes,
+                               m->deviceId, m->streamId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2:
         memory(a, (const CUpti_ActivityMemory4 *)(const void *)rec);
-        break;
+        return;
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
         const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)(const void *)rec;
         if (o->end > o->start && o->start != 0)
             a->overhead_ns += (int64_t)(o->end - o->start);
-        break;
+        return;
     }
     default:
-        break;
+        return;
     }
+    timed(a, &r);
+}
+
+void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t n)
+{
+    a->records += (int64_t)n;
+    for (size_t i = 0; i < n; i++) {
+        const CUpti_Activity *rec = recs[i];
+        const char *ahead = (const char *)rec + READ_AHEAD_RECORDS * sizeof(CUpti_ActivityKernel10);
+        __builtin_prefetch(ahead);
+        __builtin_prefetch(ahead + offsetof(CUpti_ActivityKernel10, name));
+        if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+            const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
+            uint64_t start = k->start, end = k->end;
+            if (start - a->win_lo < a->win_len && end >= start) { /* in the window step */
+                bool counted = a->win_counted; /* settling in busy_add may move the window */
+                busy_add(a, start, end);
+                if (counted)
+                    op_count(a, k->name, CG_AGG_KERNEL, end - start);
+                continue;
+            }
+        }
+        record_general(a, rec);
+    }
+}
+
+void cg_agg_record(struct cg_agg *a, const CUpti_Activity *rec)
+{
+    cg_agg_records(a, &rec, 1);
 }
 
 void cg_agg_settle(struct cg_agg *a, bool final)
 {
+    ops_sync(a);
     if (final) {
         while (a->ring_len > 0)
             ring_pop_front(a);

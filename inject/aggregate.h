@@ -1,22 +1,29 @@
 /*
- * aggregate: CUPTI activity records in, per-step GPU busy time, per-op totals and peak device
- * memory out. Pure: no CUPTI calls, no I/O, no locks, so tests and benches feed it synthetic
- * records of the installed cupti.h types.
+ * aggregate: CUPTI activity records in, per-step GPU busy time, per-op totals, peak device
+ * memory and (on request) trace events out. Pure: no CUPTI calls, no I/O, no locks, so tests and
+ * benches feed it synthetic records of the installed cupti.h types.
  *
  * Steps come from NVTX (begin/end in the same CLOCK_MONOTONIC_RAW ns as the records). A record
  * belongs to step k when its start lies in step k's CPU interval [begin, end] (open-ended while
  * the step runs); work outside every step is counted apart and never in an op. Ops (kernels by
- * their CUPTI name pointer, copies by direction, sets) are summed for steps >= warmup only.
+ * their CUPTI name pointer, copies by direction and host memory kind, sets) are summed for
+ * steps >= warmup only.
  *
  * GPU busy time is the measure of the union of kernel intervals within each step's interval,
  * computed as records stream in: disjoint intervals are kept sorted in a ring of
- * CG_AGG_INTERVALS; when it fills, the earliest is settled into the steps it overlaps and later
- * records are clipped at what was settled, so memory stays bounded however many records come.
+ * CG_AGG_INTERVALS; when it fills, its earlier half is settled into the steps it overlaps and
+ * later records are clipped at what was settled, so memory stays bounded however many records
+ * come (records may arrive up to half a ring of intervals late and still count exactly).
  * Device memory: allocation and release events of MEMORY2 records are applied in timestamp order
  * (a pending window sorted before applying, as records arrive out of order) to a running sum per
  * device whose maximum is the peak.
  *
- * Memory is O(steps + ops + devices). Not thread-safe: the caller serialises.
+ * Trace (cg_agg_trace): for a range of steps, every kernel, copy and set attributed to them and
+ * every device memory event inside their time span (with the device's running total) is also
+ * kept as a trace event, at most a given number between two drains; the rest are counted.
+ *
+ * Memory is O(steps + ops + devices + trace events held). Not thread-safe: the caller
+ * serialises.
  */
 #ifndef CG_AGGREGATE_H
 #define CG_AGGREGATE_H
@@ -27,12 +34,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CG_AGG_INTERVALS 256     /* power of two */
+#define CG_AGG_INTERVALS 512     /* power of two */
 #define CG_AGG_MAX_DEVICES 64
 #define CG_AGG_MEM_PENDING 8192  /* memory events held back for ordering */
 #define CG_AGG_MEM_SLACK_NS 1000000000ull
 
-enum cg_agg_kind { CG_AGG_KERNEL, CG_AGG_MEMCPY, CG_AGG_MEMSET };
+enum cg_agg_kind { CG_AGG_KERNEL, CG_AGG_MEMCPY, CG_AGG_MEMSET, CG_AGG_MEMORY };
 
 struct cg_agg_step {
     uint64_t start_ns;
@@ -44,14 +51,16 @@ struct cg_agg_step {
 struct cg_agg_op {
     const char *name; /* borrowed: CUPTI's kernel name or a static string */
     enum cg_agg_kind kind;
-    int64_t calls, total_ns;
+    int64_t calls, total_ns; /* brought up to date by cg_agg_settle */
     int64_t written_calls, written_ns;
 };
 
+/* The op table: open addressing on (name pointer, kind), holding the live totals. */
 struct cg_agg_slot {
-    const char *name; /* NULL: empty */
+    const char *name; /* NULL: empty (kind UINT32_MAX) */
     uint32_t kind;
     uint32_t op;      /* index into ops */
+    int64_t calls, total_ns;
 };
 
 struct cg_agg_interval {
@@ -69,12 +78,28 @@ struct cg_agg_device {
     int64_t current, peak, written_peak;
 };
 
+/* One traced event: a kernel, copy or set (start, end, name, bytes; -1 for kernels), or a device
+ * memory event (kind CG_AGG_MEMORY: start = end = its time, bytes = the device's total after). */
+struct cg_agg_trace_event {
+    uint64_t start, end;
+    const char *name; /* borrowed as the op names are; NULL for memory events */
+    int64_t bytes;
+    uint32_t device, stream;
+    enum cg_agg_kind kind;
+};
+
 struct cg_agg {
     int64_t warmup;
     struct cg_agg_step *steps; /* by step index */
     size_t n_steps, cap_steps;
     int64_t last_step;         /* highest index begun, -1 none */
     int64_t hint;              /* the step the last record fell in */
+    /* The hint step as the hot path sees it (refreshed whenever a step or the hint changes):
+     * times t with t - win_lo < win_len lie in it (win_len 0: none, or a traced step, whose
+     * records take the general path); win_next is the start of the next step begun after it
+     * (UINT64_MAX: none); win_counted: its ops count. */
+    uint64_t win_lo, win_len, win_next;
+    bool win_counted;
 
     struct cg_agg_interval ring[CG_AGG_INTERVALS];
     size_t ring_head, ring_len;
@@ -82,7 +107,7 @@ struct cg_agg {
 
     struct cg_agg_op *ops;
     size_t n_ops, cap_ops;
-    struct cg_agg_slot *slots; /* open addressing on (name pointer, kind) */
+    struct cg_agg_slot *slots;
     size_t n_slots;
 
     struct cg_agg_mem_event *pending;
@@ -90,6 +115,12 @@ struct cg_agg {
     uint64_t mem_frontier, mem_newest;
     struct cg_agg_device devices[CG_AGG_MAX_DEVICES];
     size_t n_devices;
+
+    int64_t trace_first, trace_last; /* step indices traced, -1: no trace */
+    struct cg_agg_trace_event *trace; /* events since the caller last drained them */
+    size_t n_trace, max_trace;
+    int64_t trace_dropped;     /* events not kept: max_trace were held */
+    bool trace_mem_started;    /* the memory totals at the trace's start were recorded */
 
     int64_t records;           /* records seen */
     int64_t zero_ts;           /* records with a zero or inverted timestamp (skipped) */
@@ -110,14 +141,28 @@ int cg_agg_step_begin(struct cg_agg *a, int64_t index, uint64_t start_ns);
 /* Step index ended at end_ns. */
 void cg_agg_step_end(struct cg_agg *a, int64_t index, uint64_t end_ns);
 
+/* Also keeps trace events for steps first..last (indices as given to cg_agg_step_begin),
+ * holding at most max_events until the caller drains them (writes trace[0..n_trace) and sets
+ * n_trace to 0); more are counted in trace_dropped. Call before the records come. 0 or -1. */
+int cg_agg_trace(struct cg_agg *a, int64_t first, int64_t last, size_t max_events);
+
 /* Takes one activity record (any kind; unknown kinds are counted and ignored). */
 void cg_agg_record(struct cg_agg *a, const CUpti_Activity *rec);
 
+/* Takes n records in buffer order, as cg_agg_record would one by one (faster: the loop runs
+ * inside the aggregation and reads ahead in the buffer the records lie in). */
+void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t n);
+
 /* Settles what can no longer change: busy intervals that ended before the latest step began and
- * memory events older than the newest by CG_AGG_MEM_SLACK_NS; everything when final. */
+ * memory events older than the newest by CG_AGG_MEM_SLACK_NS; everything when final. Brings
+ * ops[].calls and ops[].total_ns up to date. */
 void cg_agg_settle(struct cg_agg *a, bool final);
 
 /* Peak bytes of a device so far (-1 when it has no memory event). */
 int64_t cg_agg_peak(const struct cg_agg *a, uint32_t device);
+
+/* The op name of a copy: "memcpy <direction>" and, for copies to or from host memory, the host
+ * memory's kind: "memcpy HtoD pageable", "memcpy DtoH pinned", ... (a static string). */
+const char *cg_agg_memcpy_name(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind);
 
 #endif

@@ -11,7 +11,7 @@
  *
  * Buffers: CG_BUF_BYTES each, 8-byte aligned, from a free list, at most the configured cap in
  * total; when the cap is reached CUPTI gets no buffer and drops records, which are counted.
- * Records are reduced by aggregate.c under one mutex; results reach the shard as deltas after
+ * Records are reduced by aggregate.c under one mutex, in batches of record pointers; results reach the shard as deltas after
  * every completed buffer, at every step end (after a flush) and at exit (forced flush).
  * Threading: CUPTI calls the buffer callbacks on its own thread or inside cuptiActivityFlushAll;
  * lock order is aggregation, then the shard writer. Nothing here prints or exits.
@@ -29,6 +29,7 @@
 
 #define CG_BUF_BYTES ((size_t)8 * 1024 * 1024)
 #define CG_MAX_BUFFERS 512
+#define CG_RECORD_BATCH 256 /* record pointers handed to the aggregation at once */
 
 struct cupti_api {
     CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
@@ -148,13 +149,21 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 {
     (void)size;
     CUpti_Activity *rec = NULL;
+    const CUpti_Activity *batch[CG_RECORD_BATCH];
+    size_t n = 0;
     pthread_mutex_lock(&g_agg_lock);
     while (valid > 0 && g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
-        if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE)
+        if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
             device_record(rec);
-        else
-            cg_agg_record(&g_agg, rec);
+            continue;
+        }
+        batch[n++] = rec;
+        if (n == CG_RECORD_BATCH) {
+            cg_agg_records(&g_agg, batch, n);
+            n = 0;
+        }
     }
+    cg_agg_records(&g_agg, batch, n);
     pthread_mutex_unlock(&g_agg_lock);
     size_t dropped = 0;
     if (g_api.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)

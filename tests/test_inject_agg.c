@@ -2,7 +2,9 @@
  * test_inject_agg: the injection library's record aggregation (inject/aggregate.c, compiled in
  * here) fed with synthetic records of the installed cupti.h types: attribution to steps, the
  * busy-time union with overlapping and out-of-order kernels, peak memory from out-of-order
- * allocation and release records, zero timestamps, and bounded memory.
+ * allocation and release records, zero timestamps, bounded memory, copy names, and the hot
+ * path (records in the current step, in time order) checked against a brute-force reference
+ * on seeded streams, one record at a time and in batches.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +39,10 @@ static void copy(struct cg_agg *a, uint8_t kind, uint64_t start, uint64_t end)
     memset(&m, 0, sizeof(m));
     m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     m.copyKind = kind;
+    m.srcKind = kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+                                                        : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.dstKind = kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+                                                        : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
     m.start = start;
     m.end = end;
     cg_agg_record(a, (const CUpti_Activity *)(const void *)&m);
@@ -84,8 +90,8 @@ static void test_agg__records_are_attributed_to_steps_after_warmup(void **state)
     assert_int_equal(op(&a, kernel_a)->calls, 1);
     assert_int_equal(op(&a, kernel_a)->total_ns, 200);
     assert_int_equal(op(&a, kernel_b)->total_ns, 100);
-    assert_int_equal(op(&a, "memcpy HtoD")->kind, CG_AGG_MEMCPY);
-    assert_int_equal(op(&a, "memcpy HtoD")->total_ns, 100);
+    assert_int_equal(op(&a, "memcpy HtoD pageable")->kind, CG_AGG_MEMCPY);
+    assert_int_equal(op(&a, "memcpy HtoD pageable")->total_ns, 100);
     assert_int_equal(a.outside_steps, 1);
     assert_int_equal(a.steps[0].busy_ns, 100);
     assert_int_equal(a.steps[1].busy_ns, 300); /* kernels only, copies are not busy time */
@@ -181,10 +187,320 @@ static void test_agg__many_kernel_names_grow_the_op_table(void **state)
             snprintf(names[i], sizeof(names[i]), "k%d", i);
             kernel(&a, names[i], 10 + (uint64_t)i, 11 + (uint64_t)i);
         }
+    cg_agg_settle(&a, true);
     assert_int_equal(a.n_ops, 3000);
     for (size_t i = 0; i < a.n_ops; i++)
         assert_int_equal(a.ops[i].calls, 2);
     cg_agg_release(&a);
+}
+
+/* --- the hot path against a reference ------------------------------------------------------ */
+
+struct ref_rec {
+    bool copy;
+    uint64_t start, end;
+    int name; /* kernel name index */
+};
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+#define REF_STEPS 12
+#define REF_NAMES 40
+#define REF_RECS 12000
+
+static const char *ref_names[REF_NAMES];
+
+/* A seeded stream: 4 streams of kernels with gaps, some copies, some records between steps,
+ * a few zero timestamps, and records swapped with their neighbour (out of time order). */
+static size_t ref_stream(uint64_t seed, struct ref_rec *r, uint64_t *step_start,
+                         uint64_t *step_end)
+{
+    size_t n = 0;
+    uint64_t t = 1000;
+    for (int k = 0; k < REF_STEPS; k++) {
+        step_start[k] = t;
+        for (int i = 0; i < REF_RECS / REF_STEPS; i++) {
+            t += 50 + rng_next(&seed) % 400;
+            uint64_t dur = 20 + rng_next(&seed) % 1500; /* overlaps the next ones often */
+            r[n] = (struct ref_rec){rng_next(&seed) % 40 == 0, t, t + dur,
+                                    (int)(rng_next(&seed) % REF_NAMES)};
+            if (rng_next(&seed) % 500 == 0)
+                r[n].start = 0; /* a zero timestamp */
+            n++;
+        }
+        step_end[k] = t + 200;
+        t += 3000; /* idle between steps; the records there belong to no step */
+        r[n++] = (struct ref_rec){false, t - 1500, t - 1000, 0};
+    }
+    for (size_t i = 1; i < n; i++) /* a few neighbours swapped */
+        if (rng_next(&seed) % 7 == 0) {
+            struct ref_rec x = r[i];
+            r[i] = r[i - 1];
+            r[i - 1] = x;
+        }
+    return n;
+}
+
+static int cmp_u64_pair(const void *x, const void *y)
+{
+    const uint64_t *p = x, *q = y;
+    return (p[0] > q[0]) - (p[0] < q[0]);
+}
+
+/* Exact busy time of step [lo, hi]: the union of all kernel intervals, clipped to it. */
+static int64_t ref_busy(const struct ref_rec *r, size_t n, uint64_t lo, uint64_t hi)
+{
+    uint64_t(*iv)[2] = malloc(n * sizeof(*iv));
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!r[i].copy && r[i].start != 0 && r[i].end > r[i].start) {
+            iv[m][0] = r[i].start > lo ? r[i].start : lo;
+            iv[m][1] = r[i].end < hi ? r[i].end : hi;
+            if (iv[m][1] > iv[m][0])
+                m++;
+        }
+    qsort(iv, m, sizeof(*iv), cmp_u64_pair);
+    int64_t busy = 0;
+    uint64_t cs = 0, ce = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (i == 0 || iv[i][0] > ce) {
+            busy += (int64_t)(ce - cs);
+            cs = iv[i][0];
+            ce = iv[i][1];
+        } else if (iv[i][1] > ce) {
+            ce = iv[i][1];
+        }
+    }
+    busy += (int64_t)(ce - cs);
+    free(iv);
+    return busy;
+}
+
+static void feed(struct cg_agg *a, const struct ref_rec *r, size_t n, uint64_t seed)
+{
+    static union {
+        CUpti_ActivityKernel10 k;
+        CUpti_ActivityMemcpy6 m;
+    } buf[REF_RECS + REF_STEPS];
+    const CUpti_Activity *ptrs[REF_RECS + REF_STEPS];
+    for (size_t i = 0; i < n; i++) {
+        memset(&buf[i], 0, sizeof(buf[i]));
+        if (r[i].copy) {
+            buf[i].m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+            buf[i].m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+            buf[i].m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+            buf[i].m.start = r[i].start;
+            buf[i].m.end = r[i].end;
+        } else {
+            buf[i].k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+            buf[i].k.start = r[i].start;
+            buf[i].k.end = r[i].end;
+            buf[i].k.name = ref_names[r[i].name];
+        }
+        ptrs[i] = (const CUpti_Activity *)(const void *)&buf[i];
+    }
+    if (seed == 0) { /* one by one */
+        for (size_t i = 0; i < n; i++)
+            cg_agg_record(a, ptrs[i]);
+        return;
+    }
+    for (size_t i = 0; i < n;) { /* batches of random sizes */
+        size_t m = 1 + rng_next(&seed) % 700;
+        if (m > n - i)
+            m = n - i;
+        cg_agg_records(a, ptrs + i, m);
+        i += m;
+    }
+}
+
+static void test_agg__hot_path_matches_a_reference(void **state)
+{
+    (void)state;
+    static char names[REF_NAMES][16];
+    static struct ref_rec r[REF_RECS + REF_STEPS];
+    uint64_t step_start[REF_STEPS], step_end[REF_STEPS];
+    for (int i = 0; i < REF_NAMES; i++) {
+        snprintf(names[i], sizeof(names[i]), "k%d", i);
+        ref_names[i] = names[i];
+    }
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        size_t n = ref_stream(seed * 7919, r, step_start, step_end);
+        /* reference: ops of steps >= 2 (the warm-up), busy per step */
+        int64_t calls[REF_NAMES] = {0}, total[REF_NAMES] = {0}, copies = 0, outside = 0;
+        int64_t zero = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (r[i].start == 0) {
+                zero++;
+                continue;
+            }
+            int k = -1;
+            for (int s = 0; s < REF_STEPS; s++)
+                if (r[i].start >= step_start[s] && r[i].start <= step_end[s])
+                    k = s;
+            if (k < 0) {
+                outside++;
+            } else if (k >= 2 && r[i].copy) {
+                copies++;
+            } else if (k >= 2) {
+                calls[r[i].name]++;
+                total[r[i].name] += (int64_t)(r[i].end - r[i].start);
+            }
+        }
+        for (uint64_t mode = 0; mode < 3; mode++) { /* one by one, two batch patterns */
+            struct cg_agg a;
+            assert_int_equal(cg_agg_init(&a, 2), 0);
+            for (int s = 0; s < REF_STEPS; s++) {
+                cg_agg_step_begin(&a, s, step_start[s]);
+                cg_agg_step_end(&a, s, step_end[s]);
+            }
+            feed(&a, r, n, mode * 31);
+            cg_agg_settle(&a, true);
+            assert_int_equal(a.records, (int64_t)n);
+            assert_int_equal(a.zero_ts, zero);
+            assert_int_equal(a.outside_steps, outside);
+            for (int s = 0; s < REF_STEPS; s++)
+                assert_int_equal(a.steps[s].busy_ns, ref_busy(r, n, step_start[s], step_end[s]));
+            for (int i = 0; i < REF_NAMES; i++) {
+                const struct cg_agg_op *o = op(&a, names[i]);
+                assert_int_equal(o ? o->calls : 0, calls[i]);
+                assert_int_equal(o ? o->total_ns : 0, total[i]);
+            }
+            const struct cg_agg_op *c = op(&a, "memcpy HtoD pinned");
+            assert_int_equal(c ? c->calls : 0, copies);
+            cg_agg_release(&a);
+        }
+    }
+}
+
+static void test_agg__ring_settling_an_earlier_step_keeps_the_current_record(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_init(&a, 1), 0);
+    /* warm-up step 0 fills the ring with disjoint intervals; step 1's kernels push them out
+     * while the hot path is in step 1: every step-1 kernel still counts */
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_agg_step_end(&a, 0, 1000 + 600 * 100);
+    cg_agg_step_begin(&a, 1, 100000);
+    cg_agg_step_end(&a, 1, 100000 + 2000 * 100);
+    for (uint64_t i = 0; i < 600; i++)
+        kernel(&a, kernel_a, 1000 + i * 100, 1000 + i * 100 + 50);
+    for (uint64_t i = 0; i < 2000; i++)
+        kernel(&a, kernel_b, 100000 + i * 100, 100000 + i * 100 + 60);
+    cg_agg_settle(&a, true);
+    assert_null(op(&a, kernel_a)); /* warm-up */
+    assert_int_equal(op(&a, kernel_b)->calls, 2000);
+    assert_int_equal(op(&a, kernel_b)->total_ns, 2000 * 60);
+    assert_int_equal(a.steps[0].busy_ns, 600 * 50);
+    assert_int_equal(a.steps[1].busy_ns, 2000 * 60);
+    cg_agg_release(&a);
+}
+
+static void test_agg__late_records_behind_the_settled_half_are_clipped(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_init(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1);
+    for (uint64_t i = 0; i < CG_AGG_INTERVALS + 10; i++) /* one more than fits: half settles */
+        kernel(&a, kernel_a, 1000 + i * 100, 1000 + i * 100 + 50);
+    assert_int_equal(a.ring_len, CG_AGG_INTERVALS / 2 + 10);
+    uint64_t frontier = a.busy_frontier;
+    assert_int_equal(frontier, 1000 + (CG_AGG_INTERVALS / 2 - 1) * 100 + 50);
+    /* a late kernel over the settled part: only what lies after the frontier is new */
+    kernel(&a, kernel_b, 1000, frontier + 30);
+    /* a late kernel between two held intervals: exact */
+    uint64_t held = 1000 + (CG_AGG_INTERVALS / 2 + 3) * 100;
+    kernel(&a, kernel_b, held + 60, held + 90);
+    cg_agg_step_end(&a, 0, 1000000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(a.steps[0].busy_ns, (CG_AGG_INTERVALS + 10) * 50 + 30 + 30);
+    assert_int_equal(op(&a, kernel_b)->calls, 2);
+    cg_agg_release(&a);
+}
+
+static void test_agg__step_window_edges(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_init(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_step_begin(&a, 1, 3000); /* still running */
+    kernel(&a, kernel_a, 1500, 1510); /* the window moves to step 0 */
+    kernel(&a, kernel_a, 1000, 1005); /* its first nanosecond */
+    kernel(&a, kernel_a, 2000, 2010); /* its last: in it, busy clipped at its end */
+    kernel(&a, kernel_b, 2001, 2010); /* one past: between steps */
+    kernel(&a, kernel_b, 999, 1000);  /* one before */
+    kernel(&a, kernel_a, 3000, 3010); /* the running step, open-ended */
+    kernel(&a, kernel_a, UINT64_MAX - 10, UINT64_MAX - 5);
+    cg_agg_settle(&a, true);
+    assert_int_equal(op(&a, kernel_a)->calls, 5);
+    assert_null(op(&a, kernel_b));
+    assert_int_equal(a.outside_steps, 2);
+    assert_int_equal(a.steps[0].busy_ns, 10 + 5);
+    assert_int_equal(a.steps[1].busy_ns, 10 + 5);
+    cg_agg_release(&a);
+}
+
+static void test_agg__zero_length_kernels_count_as_calls_not_busy(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_init(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    kernel(&a, kernel_a, 1100, 1200);
+    kernel(&a, kernel_a, 1300, 1300); /* in the window, after the last interval */
+    kernel(&a, kernel_a, 1350, 1400);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(op(&a, kernel_a)->calls, 3);
+    assert_int_equal(op(&a, kernel_a)->total_ns, 150);
+    assert_int_equal(a.steps[0].busy_ns, 150);
+    cg_agg_release(&a);
+}
+
+static void test_agg__copies_are_named_by_direction_and_host_memory(void **state)
+{
+    (void)state;
+    static const struct {
+        uint8_t copy, src, dst;
+        const char *name;
+    } cases[] = {
+        {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "memcpy HtoD pageable"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "memcpy HtoD pinned"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED,
+         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "memcpy HtoD managed"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN,
+         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "memcpy HtoD"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+         CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, "memcpy DtoH pageable"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+         CUPTI_ACTIVITY_MEMORY_KIND_PINNED, "memcpy DtoH pinned"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+         CUPTI_ACTIVITY_MEMORY_KIND_ARRAY, "memcpy HtoA pageable"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "memcpy DtoD"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+         CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "memcpy PtoP"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_DTOA, 0, 0, "memcpy array"},
+        {CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 200, 0, "memcpy HtoD"}, /* a kind newer than us */
+        {99, 1, 1, "memcpy other"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_string_equal(cg_agg_memcpy_name(cases[i].copy, cases[i].src, cases[i].dst),
+                            cases[i].name);
+    /* the same name is the same op, whatever the record */
+    assert_ptr_equal(cg_agg_memcpy_name(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1, 3),
+                     cg_agg_memcpy_name(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1, 5));
 }
 
 int main(void)
@@ -196,6 +512,12 @@ int main(void)
         cmocka_unit_test(test_agg__peak_memory_from_out_of_order_records),
         cmocka_unit_test(test_agg__zero_timestamps_are_counted_and_skipped),
         cmocka_unit_test(test_agg__many_kernel_names_grow_the_op_table),
+        cmocka_unit_test(test_agg__hot_path_matches_a_reference),
+        cmocka_unit_test(test_agg__ring_settling_an_earlier_step_keeps_the_current_record),
+        cmocka_unit_test(test_agg__late_records_behind_the_settled_half_are_clipped),
+        cmocka_unit_test(test_agg__step_window_edges),
+        cmocka_unit_test(test_agg__zero_length_kernels_count_as_calls_not_busy),
+        cmocka_unit_test(test_agg__copies_are_named_by_direction_and_host_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
