@@ -198,9 +198,10 @@ static char *slurp(const char *path)
     while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
         len += got;
         if (cap - len - 1 == 0) {
+            char *bigger = realloc(buf, cap * 2);
+            assert_non_null(bigger);
+            buf = bigger;
             cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
         }
     }
     buf[len] = '\0';
