@@ -11,6 +11,9 @@
  */
 #include "aggregate.h"
 
+#include "escape.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +24,8 @@
  * lie back to back in a CUPTI buffer; a guess that misses only costs a useless prefetch). */
 #define READ_AHEAD_RECORDS 16
 #define SLOT_EMPTY UINT32_MAX
+
+static void window_refresh(struct cg_agg *a);
 
 int cg_agg_init(struct cg_agg *a, int64_t warmup)
 {
@@ -56,14 +61,11 @@ int cg_agg_trace(struct cg_agg *a, int64_t first, int64_t last, size_t max_event
 {
     if (first < 0 || last < first || max_events == 0)
         return -1;
-    struct cg_agg_trace_event *t = realloc(a->trace, max_events * sizeof(*t));
-    if (t == NULL)
-        return -1;
-    a->trace = t;
     a->max_trace = max_events;
     a->n_trace = 0;
     a->trace_first = first;
     a->trace_last = last;
+    window_refresh(a); /* the window step may be a traced one */
     return 0;
 }
 
@@ -74,10 +76,44 @@ static bool traced_step(const struct cg_agg *a, int64_t k)
 
 static void trace_add(struct cg_agg *a, const struct cg_agg_trace_event *e)
 {
-    if (a->n_trace < a->max_trace)
+    if (a->n_trace == a->cap_trace && a->cap_trace < a->max_trace) {
+        size_t cap = a->cap_trace ? a->cap_trace * 2 : 1024;
+        if (cap > a->max_trace)
+            cap = a->max_trace;
+        struct cg_agg_trace_event *t = realloc(a->trace, cap * sizeof(*t));
+        if (t != NULL) {
+            a->trace = t;
+            a->cap_trace = cap;
+        }
+    }
+    if (a->n_trace < a->cap_trace)
         a->trace[a->n_trace++] = *e;
     else
         a->trace_dropped++;
+}
+
+size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t cap)
+{
+    static const char *const kinds[] = {"kernel", "memcpy", "memset"};
+    int n;
+    if (e->kind == CG_AGG_MEMORY)
+        n = snprintf(out, cap, "tm %u %llu %lld\n", e->device, (unsigned long long)e->start,
+                     (long long)e->bytes);
+    else
+        n = snprintf(out, cap, "tg %s %u %u %llu %llu %lld ", kinds[e->kind], e->device,
+                     e->stream, (unsigned long long)e->start, (unsigned long long)e->end,
+                     (long long)e->bytes);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    size_t k = (size_t)n;
+    if (e->kind == CG_AGG_MEMORY)
+        return k;
+    size_t from = 0;
+    if (cap - k < CG_NAME_ESCAPED_MAX + 1)
+        return 0;
+    k += cg_escape_name(e->name, &from, out + k, cap - k - 1); /* room for all of it */
+    out[k++] = '\n';
+    return k;
 }
 
 /* --- steps -------------------------------------------------------------------------------- */

@@ -118,7 +118,7 @@ struct cg_agg {
 
     int64_t trace_first, trace_last; /* step indices traced, -1: no trace */
     struct cg_agg_trace_event *trace; /* events since the caller last drained them */
-    size_t n_trace, max_trace;
+    size_t n_trace, cap_trace, max_trace;
     int64_t trace_dropped;     /* events not kept: max_trace were held */
     bool trace_mem_started;    /* the memory totals at the trace's start were recorded */
 
@@ -145,6 +145,12 @@ void cg_agg_step_end(struct cg_agg *a, int64_t index, uint64_t end_ns);
  * holding at most max_events until the caller drains them (writes trace[0..n_trace) and sets
  * n_trace to 0); more are counted in trace_dropped. Call before the records come. 0 or -1. */
 int cg_agg_trace(struct cg_agg *a, int64_t first, int64_t last, size_t max_events);
+
+/* Writes e as a shard line ("tg KIND DEVICE STREAM START END BYTES NAME" or
+ * "tm DEVICE TIME BYTES", see src/shard.h) into out, which needs CG_AGG_TRACE_LINE_MAX bytes;
+ * returns its length (0 when out is too small). Not NUL-terminated. */
+size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t cap);
+#define CG_AGG_TRACE_LINE_MAX (128 + 4 * 4096 + 2)
 
 /* Takes one activity record (any kind; unknown kinds are counted and ignored). */
 void cg_agg_record(struct cg_agg *a, const CUpti_Activity *rec);

@@ -11,6 +11,7 @@
  * The shard format is described in src/shard.h and docs/collector.md. Thread-safety: one mutex
  * guards the line buffer and the file; appends happen only with it held.
  */
+#include "escape.h"
 #include "inject.h"
 
 #include <errno.h>
@@ -23,11 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define CG_LINE_BUF_BYTES 65536
-#define CG_NAME_MAX_BYTES 4096
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Atomic bool g_active;
@@ -40,6 +41,7 @@ static pthread_mutex_t g_wlock = PTHREAD_MUTEX_INITIALIZER;
 static char g_line[CG_LINE_BUF_BYTES];
 static size_t g_line_len;
 static locale_t g_c_locale = (locale_t)0; /* numbers in shards never follow the canary's locale */
+static _Atomic int64_t g_trace_events, g_trace_dropped;
 
 static void write_all(const char *p, size_t n)
 {
@@ -74,7 +76,7 @@ void cg_inject_unlock(void)
     pthread_mutex_unlock(&g_wlock);
 }
 
-static void append_bytes(const char *p, size_t n)
+void cg_inject_append_bytes(const char *p, size_t n)
 {
     if (!g_active || g_forked_child)
         return;
@@ -97,45 +99,49 @@ void cg_inject_append(const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    append_bytes(tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+    cg_inject_append_bytes(tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
 void cg_inject_append_name(const char *name)
 {
-    static const char hex[] = "0123456789abcdef";
     char tmp[256];
-    size_t k = 0;
-    if (name == NULL)
-        name = "?";
-    for (size_t i = 0; i < CG_NAME_MAX_BYTES && name[i] != '\0'; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (k + 4 > sizeof(tmp)) {
-            append_bytes(tmp, k);
-            k = 0;
-        }
-        if (c == '\\') {
-            tmp[k++] = '\\';
-            tmp[k++] = '\\';
-        } else if (c < 0x20 || c == 0x7f) {
-            tmp[k++] = '\\';
-            tmp[k++] = 'x';
-            tmp[k++] = hex[c >> 4];
-            tmp[k++] = hex[c & 15];
-        } else {
-            tmp[k++] = (char)c;
-        }
+    for (size_t from = 0; from != (size_t)-1;) {
+        size_t k = cg_escape_name(name, &from, tmp, sizeof(tmp));
+        cg_inject_append_bytes(tmp, k);
     }
-    append_bytes(tmp, k);
+}
+
+bool cg_inject_trace_take(void)
+{
+    if (atomic_fetch_add_explicit(&g_trace_events, 1, memory_order_relaxed) <
+        g_config.trace_max_events)
+        return true;
+    atomic_fetch_sub_explicit(&g_trace_events, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_trace_dropped, 1, memory_order_relaxed);
+    return false;
+}
+
+void cg_inject_trace_dropped(int64_t n)
+{
+    atomic_fetch_add_explicit(&g_trace_dropped, n, memory_order_relaxed);
+}
+
+void cg_inject_append_trace_counts(void)
+{
+    if (g_config.trace_first < 0)
+        return;
+    cg_inject_append("tx %lld %lld\n", (long long)atomic_load(&g_trace_events),
+                     (long long)atomic_load(&g_trace_dropped));
 }
 
 void cg_inject_append_real(double v)
 {
     if (isnan(v)) {
-        append_bytes("nan", 3);
+        cg_inject_append_bytes("nan", 3);
         return;
     }
     if (isinf(v)) {
-        append_bytes(v > 0 ? "inf" : "-inf", v > 0 ? 3 : 4);
+        cg_inject_append_bytes(v > 0 ? "inf" : "-inf", v > 0 ? 3 : 4);
         return;
     }
     char tmp[40];
@@ -144,7 +150,7 @@ void cg_inject_append_real(double v)
     if (old != (locale_t)0)
         uselocale(old);
     if (n > 0 && (size_t)n < sizeof(tmp))
-        append_bytes(tmp, (size_t)n);
+        cg_inject_append_bytes(tmp, (size_t)n);
 }
 
 static bool env_int(const char *name, int64_t min, int64_t max, int64_t *out)
@@ -173,6 +179,27 @@ static const char *env_rank(const char *name)
     return s;
 }
 
+/* CANARY_GATE_TRACE_STEPS "A:B" (measured steps, 0 <= A <= B): raw indices after the warm-up. */
+static void trace_config(void)
+{
+    g_config.trace_first = g_config.trace_last = -1;
+    g_config.trace_max_events = CG_TRACE_DEFAULT_MAX_EVENTS;
+    env_int(CG_ENV_TRACE_MAX_EVENTS, 1, INT32_MAX, &g_config.trace_max_events);
+    const char *s = getenv(CG_ENV_TRACE_STEPS);
+    if (s == NULL || *s == '\0')
+        return;
+    char *colon = NULL, *end = NULL;
+    errno = 0;
+    long long a = strtoll(s, &colon, 10);
+    if (errno != 0 || colon == s || *colon != ':' || a < 0)
+        return;
+    long long b = strtoll(colon + 1, &end, 10);
+    if (errno != 0 || end == colon + 1 || *end != '\0' || b < a || b > INT32_MAX)
+        return;
+    g_config.trace_first = g_config.warmup + a;
+    g_config.trace_last = g_config.warmup + b;
+}
+
 static void at_exit(void)
 {
     if (g_forked_child || !g_active)
@@ -180,6 +207,7 @@ static void at_exit(void)
     cg_gpu_flush(true);
     cg_inject_lock();
     cg_nvtx_write_ops();
+    cg_inject_append_trace_counts();
     cg_inject_append("end\n");
     cg_inject_unlock();
     pthread_mutex_lock(&g_wlock);
@@ -216,6 +244,7 @@ static void start_once(void)
     int64_t mb = 64;
     env_int(CG_ENV_BUFFER_MB, 8, 4096, &mb);
     g_config.buffer_cap_bytes = mb * 1024 * 1024;
+    trace_config();
 
     const char *rank = env_rank("RANK");
     const char *local = env_rank("LOCAL_RANK");
@@ -243,6 +272,9 @@ static void start_once(void)
     cg_inject_append("warmup %lld\nstep_range ", (long long)g_config.warmup);
     cg_inject_append_name(g_config.step_range);
     cg_inject_append("\n");
+    if (g_config.trace_first >= 0)
+        cg_inject_append("tw %lld %lld\n", (long long)g_config.trace_first,
+                         (long long)g_config.trace_last);
     cg_inject_unlock();
     atexit(at_exit);
     pthread_atfork(NULL, NULL, at_fork_child);

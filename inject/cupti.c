@@ -98,6 +98,29 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
+/* Writes the trace events held since the last call, within the trace's event cap. Called with
+ * the aggregation locked. */
+static void write_trace(void)
+{
+    static char line[CG_AGG_TRACE_LINE_MAX];
+    struct cg_agg *a = &g_agg;
+    if (a->trace_dropped > 0) {
+        cg_inject_trace_dropped(a->trace_dropped);
+        a->trace_dropped = 0;
+    }
+    if (a->n_trace == 0)
+        return;
+    cg_inject_lock();
+    for (size_t i = 0; i < a->n_trace; i++) {
+        if (!cg_inject_trace_take())
+            continue;
+        size_t n = cg_agg_trace_format(&a->trace[i], line, sizeof(line));
+        cg_inject_append_bytes(line, n);
+    }
+    cg_inject_unlock();
+    a->n_trace = 0;
+}
+
 /* Writes what changed since the last call. Called with the aggregation locked. */
 static void write_deltas(void)
 {
@@ -132,6 +155,7 @@ static void write_deltas(void)
     cg_inject_append("c %lld %lld %lld\n", (long long)a->records,
                      (long long)atomic_load(&g_dropped), (long long)a->zero_ts);
     cg_inject_unlock();
+    write_trace();
 }
 
 static void device_record(const CUpti_Activity *rec)
@@ -289,7 +313,9 @@ static void start_cupti(void)
         unavailable("cannot load libcupti", missing);
         return;
     }
-    if (cg_agg_init(&g_agg, cfg->warmup) != 0) {
+    if (cg_agg_init(&g_agg, cfg->warmup) != 0 ||
+        (cfg->trace_first >= 0 && cg_agg_trace(&g_agg, cfg->trace_first, cfg->trace_last,
+                                               (size_t)cfg->trace_max_events) != 0)) {
         unavailable("out of memory", NULL);
         return;
     }

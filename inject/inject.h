@@ -26,6 +26,9 @@
 #define CG_ENV_WARMUP "CANARY_GATE_WARMUP"
 #define CG_ENV_CUPTI "CANARY_GATE_CUPTI"
 #define CG_ENV_BUFFER_MB "CANARY_GATE_CUPTI_BUFFER_MB"
+#define CG_ENV_TRACE_STEPS "CANARY_GATE_TRACE_STEPS"           /* "A:B", measured steps */
+#define CG_ENV_TRACE_MAX_EVENTS "CANARY_GATE_TRACE_MAX_EVENTS" /* default below */
+#define CG_TRACE_DEFAULT_MAX_EVENTS 200000
 
 /* The one clock of the library, in nanoseconds. */
 static inline uint64_t cg_inject_now_ns(void)
@@ -41,6 +44,10 @@ struct cg_inject_config {
     int64_t warmup;       /* steps whose ops are not counted */
     bool cupti;           /* CUPTI may be started (CANARY_GATE_CUPTI != "0") */
     int64_t buffer_cap_bytes;
+    /* Trace: raw step indices (warm-up included) first..last, -1 when not tracing; at most
+     * trace_max_events events in the shard, the rest counted. */
+    int64_t trace_first, trace_last;
+    int64_t trace_max_events;
 };
 
 /* Starts the library once per process (reads the environment, creates the shard); safe to call
@@ -59,11 +66,21 @@ void cg_inject_lock(void);
 void cg_inject_unlock(void);
 /* Appends printf-style text (no newline added). Call with the writer locked. */
 void cg_inject_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Appends n bytes as they are. Call with the writer locked. */
+void cg_inject_append_bytes(const char *p, size_t n);
 /* Appends name escaped for the shard (\\, \n and control bytes as \xHH; cut at 4096 bytes). */
 void cg_inject_append_name(const char *name);
 /* Appends v as %.9g in the C locale whatever the canary's locale; "nan", "inf", "-inf" spelled
  * out. Call with the writer locked. */
 void cg_inject_append_real(double v);
+
+/* Trace events: true when one more may be written (it is counted), false at the cap (it is
+ * counted as dropped). Thread-safe, lock-free. */
+bool cg_inject_trace_take(void);
+/* Counts n trace events dropped before they reached the writer. */
+void cg_inject_trace_dropped(int64_t n);
+/* Appends "tx EVENTS DROPPED". Call with the writer locked. */
+void cg_inject_append_trace_counts(void);
 
 /* NVTX step events, for the GPU side (cupti.c; no-ops when CUPTI is not running). */
 void cg_gpu_step_begin(int64_t index, uint64_t start_ns);

@@ -15,6 +15,11 @@
  * whose message is "loss=<number>", reports the loss of the step most recently begun; it is
  * appended to the shard at once ("l STEP VALUE"). Other marks cost a string compare.
  *
+ * Trace (CANARY_GATE_TRACE_STEPS): from the start of the first traced step to the end of the
+ * last, every range that begins is written when it ends ("tr TID START END DOMAIN NAME", a "td"
+ * line naming each domain once), within the trace's event cap. Without a trace the cost is one
+ * predictable branch per range.
+ *
  * Threading: push/pop nesting is per thread (a thread-local stack, separate per domain); start/end
  * ranges live in a global slot table and may end on another thread. A pop or end without a
  * matching range returns an error value and changes nothing. The hot path takes no lock: one
@@ -31,6 +36,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <wchar.h>
 
 #define CG_STACK_MAX 64
@@ -49,6 +56,8 @@ struct frame {
     int64_t tokens;     /* -1 when the step had no integer payload */
     int32_t op;         /* op index, -1 when not timed as an op */
     int32_t flags;
+    int32_t traced;     /* name index in the trace names + 1, 0 when not traced */
+    int32_t tid;        /* the thread that began it, when traced */
 };
 
 struct tstack {
@@ -59,6 +68,7 @@ struct tstack {
 
 struct cg_domain {
     uint32_t magic;
+    _Atomic int32_t trace_id; /* its id in "tr" lines, 0 until its first traced range */
     struct cg_domain *next;
     char name[];
 };
@@ -77,6 +87,15 @@ struct op {
     int64_t written_ns;
 };
 
+/* Interned names: lock-free lookup, locked insert, at most 3/4 full. The range ops (with their
+ * totals) are one table; the names of traced ranges another, so a trace never takes op slots. */
+struct name_table {
+    struct op slot[CG_OPS_MAX];
+    int32_t order[CG_OPS_MAX]; /* slots in insertion order */
+    _Atomic int32_t n;
+    pthread_mutex_t lock;
+};
+
 struct se_slot {
     struct frame f;
     uint32_t gen;
@@ -92,10 +111,13 @@ static _Atomic int64_t g_next_step;
 static _Atomic int64_t g_cur_step = -1;
 static _Atomic int g_open_steps;
 
-static struct op g_ops[CG_OPS_MAX];
-static int32_t g_op_order[CG_OPS_MAX];
-static _Atomic int32_t g_n_ops;
-static pthread_mutex_t g_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct name_table g_ops = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static struct name_table g_trace_names = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int64_t g_trace_first = -1, g_trace_last = -1;
+static _Atomic int g_trace_state; /* 0 before the traced steps, 1 during, 2 after */
+static _Atomic int32_t g_next_domain_id;
+static _Thread_local int32_t t_tid;
 
 static struct se_slot g_se[CG_SE_SLOTS];
 static uint32_t g_se_next;
@@ -114,37 +136,39 @@ static uint64_t fnv1a(const char *s)
     return h | 1; /* never 0, the empty-slot mark */
 }
 
-static int32_t op_insert(const char *key, uint64_t h)
+static int32_t name_insert(struct name_table *t, const char *key, uint64_t h)
 {
     int32_t found = -1;
-    pthread_mutex_lock(&g_ops_lock);
+    pthread_mutex_lock(&t->lock);
     for (uint32_t i = (uint32_t)h & (CG_OPS_MAX - 1), n = 0; n < CG_OPS_MAX;
          i = (i + 1) & (CG_OPS_MAX - 1), n++) {
-        uint64_t cur = atomic_load_explicit(&g_ops[i].hash, memory_order_acquire);
-        if (cur == h && strcmp(g_ops[i].name, key) == 0) {
+        uint64_t cur = atomic_load_explicit(&t->slot[i].hash, memory_order_acquire);
+        if (cur == h && strcmp(t->slot[i].name, key) == 0) {
             found = (int32_t)i;
             break;
         }
         if (cur != 0)
             continue;
-        int32_t used = atomic_load_explicit(&g_n_ops, memory_order_relaxed);
+        int32_t used = atomic_load_explicit(&t->n, memory_order_relaxed);
         if (used >= CG_OPS_MAX / 4 * 3)
             break;
         char *copy = strdup(key);
         if (copy == NULL)
             break;
-        g_ops[i].name = copy;
-        atomic_store_explicit(&g_ops[i].hash, h, memory_order_release);
-        g_op_order[used] = (int32_t)i;
-        atomic_store_explicit(&g_n_ops, used + 1, memory_order_release);
+        t->slot[i].name = copy;
+        atomic_store_explicit(&t->slot[i].hash, h, memory_order_release);
+        t->order[used] = (int32_t)i;
+        atomic_store_explicit(&t->n, used + 1, memory_order_release);
         found = (int32_t)i;
         break;
     }
-    pthread_mutex_unlock(&g_ops_lock);
+    pthread_mutex_unlock(&t->lock);
     return found;
 }
 
-static int32_t op_lookup(const struct cg_domain *d, const char *name)
+/* The slot of "<domain>:<name>" (or name in the default domain), inserted when new; -1 when
+ * the table is full. */
+static int32_t name_lookup(struct name_table *t, const struct cg_domain *d, const char *name)
 {
     char key[CG_KEY_MAX];
     const char *k = name;
@@ -157,10 +181,10 @@ static int32_t op_lookup(const struct cg_domain *d, const char *name)
     uint64_t h = fnv1a(k);
     for (uint32_t i = (uint32_t)h & (CG_OPS_MAX - 1), n = 0; n < CG_OPS_MAX;
          i = (i + 1) & (CG_OPS_MAX - 1), n++) {
-        uint64_t cur = atomic_load_explicit(&g_ops[i].hash, memory_order_acquire);
+        uint64_t cur = atomic_load_explicit(&t->slot[i].hash, memory_order_acquire);
         if (cur == 0)
-            return op_insert(k, h);
-        if (cur == h && strcmp(g_ops[i].name, k) == 0)
+            return name_insert(t, k, h);
+        if (cur == h && strcmp(t->slot[i].name, k) == 0)
             return (int32_t)i;
     }
     return -1;
@@ -168,9 +192,9 @@ static int32_t op_lookup(const struct cg_domain *d, const char *name)
 
 void cg_nvtx_write_ops(void)
 {
-    int32_t n = atomic_load_explicit(&g_n_ops, memory_order_acquire);
+    int32_t n = atomic_load_explicit(&g_ops.n, memory_order_acquire);
     for (int32_t j = 0; j < n; j++) {
-        struct op *o = &g_ops[g_op_order[j]];
+        struct op *o = &g_ops.slot[g_ops.order[j]];
         int64_t c = atomic_load_explicit(&o->calls, memory_order_relaxed);
         int64_t t = atomic_load_explicit(&o->total_ns, memory_order_relaxed);
         if (c == o->written_calls && t == o->written_ns)
@@ -184,12 +208,58 @@ void cg_nvtx_write_ops(void)
     }
 }
 
+/* A range begins inside the trace: its name interned, its thread and start time kept. */
+static void trace_begin(struct frame *f, const struct cg_domain *d, const char *name)
+{
+    int32_t i = name_lookup(&g_trace_names, d, name);
+    if (i < 0) {
+        cg_inject_trace_dropped(1); /* more distinct names than the table holds */
+        return;
+    }
+    if (t_tid == 0)
+        t_tid = (int32_t)syscall(SYS_gettid);
+    f->traced = i + 1;
+    f->tid = t_tid;
+    if (!(f->flags & FRAME_STEP) && f->op < 0)
+        f->start_ns = cg_inject_now_ns();
+}
+
+/* A traced range ended: one "tr" line (and a "td" line the first time its domain shows). */
+static void trace_end(const struct frame *f, uint64_t end_ns)
+{
+    if (!cg_inject_trace_take())
+        return;
+    struct cg_domain *d = (struct cg_domain *)(uintptr_t)f->domain;
+    const char *key = g_trace_names.slot[f->traced - 1].name;
+    int32_t dom = 0;
+    cg_inject_lock(); /* also orders the domain ids */
+    if (d != NULL) {
+        size_t dn = strlen(d->name);
+        if (strncmp(key, d->name, dn) == 0 && key[dn] == ':')
+            key += dn + 1; /* the name without its "<domain>:" */
+        dom = atomic_load_explicit(&d->trace_id, memory_order_relaxed);
+        if (dom == 0) {
+            dom = atomic_fetch_add_explicit(&g_next_domain_id, 1, memory_order_relaxed) + 1;
+            atomic_store_explicit(&d->trace_id, dom, memory_order_relaxed);
+            cg_inject_append("td %d ", (int)dom);
+            cg_inject_append_name(d->name);
+            cg_inject_append("\n");
+        }
+    }
+    cg_inject_append("tr %d %llu %llu %d ", (int)f->tid, (unsigned long long)f->start_ns,
+                     (unsigned long long)end_ns, (int)dom);
+    cg_inject_append_name(key);
+    cg_inject_append("\n");
+    cg_inject_unlock();
+}
+
 static void begin_range(struct frame *f, const struct cg_domain *d, const char *name,
                         int64_t tokens)
 {
     f->domain = d;
     f->flags = 0;
     f->op = -1;
+    f->traced = 0;
     if (!g_on)
         return;
     if (d == NULL && strcmp(name, g_step_name) == 0) {
@@ -200,35 +270,45 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
         atomic_fetch_add_explicit(&g_open_steps, 1, memory_order_relaxed);
         f->start_ns = cg_inject_now_ns();
         cg_gpu_step_begin(f->step, f->start_ns);
-        return;
-    }
-    if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0 &&
-        atomic_load_explicit(&g_cur_step, memory_order_relaxed) >= g_warmup) {
-        f->op = op_lookup(d, name);
+        if (f->step == g_trace_first)
+            atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
+    } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0 &&
+               atomic_load_explicit(&g_cur_step, memory_order_relaxed) >= g_warmup) {
+        f->op = name_lookup(&g_ops, d, name);
         if (f->op >= 0)
             f->start_ns = cg_inject_now_ns();
     }
+    if (atomic_load_explicit(&g_trace_state, memory_order_relaxed) == 1)
+        trace_begin(f, d, name);
 }
 
 static void end_range(const struct frame *f)
 {
+    uint64_t end = 0;
     if (f->op >= 0) {
-        int64_t dt = (int64_t)(cg_inject_now_ns() - f->start_ns);
-        atomic_fetch_add_explicit(&g_ops[f->op].calls, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&g_ops[f->op].total_ns, dt, memory_order_relaxed);
-        return;
+        end = cg_inject_now_ns();
+        int64_t dt = (int64_t)(end - f->start_ns);
+        atomic_fetch_add_explicit(&g_ops.slot[f->op].calls, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_ops.slot[f->op].total_ns, dt, memory_order_relaxed);
+    } else if (f->flags & FRAME_STEP) {
+        end = cg_inject_now_ns();
+        atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
+        cg_gpu_step_end(f->step, end);
+        cg_inject_lock();
+        cg_inject_append("s %lld %llu %llu %lld\n", (long long)f->step,
+                         (unsigned long long)f->start_ns, (unsigned long long)end,
+                         (long long)f->tokens);
+        cg_nvtx_write_ops();
+        cg_inject_unlock();
     }
-    if (!(f->flags & FRAME_STEP))
-        return;
-    uint64_t end = cg_inject_now_ns();
-    atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
-    cg_gpu_step_end(f->step, end);
-    cg_inject_lock();
-    cg_inject_append("s %lld %llu %llu %lld\n", (long long)f->step,
-                     (unsigned long long)f->start_ns, (unsigned long long)end,
-                     (long long)f->tokens);
-    cg_nvtx_write_ops();
-    cg_inject_unlock();
+    if (f->traced)
+        trace_end(f, end != 0 ? end : cg_inject_now_ns());
+    if ((f->flags & FRAME_STEP) && f->step == g_trace_last) {
+        atomic_store_explicit(&g_trace_state, 2, memory_order_relaxed);
+        cg_inject_lock();
+        cg_inject_append_trace_counts(); /* kept even if the canary dies later */
+        cg_inject_unlock();
+    }
 }
 
 /* --- messages and payloads --------------------------------------------------------------- */
@@ -608,6 +688,8 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
     const struct cg_inject_config *cfg = cg_inject_config();
     g_step_name = cfg->step_range;
     g_warmup = cfg->warmup;
+    g_trace_first = cfg->trace_first;
+    g_trace_last = cfg->trace_last;
 
     NvtxFunctionTable t = NULL;
     unsigned int n = 0;

@@ -20,6 +20,8 @@
 
 #define MAX_OPS 1000000
 #define MAX_DEVICES 4096
+#define MAX_TRACE_EVENTS 50000000
+#define MAX_TRACE_DOMAINS 100000
 /* Durations, counts and sizes a run artifact holds exactly (its JSON numbers are doubles): larger
  * values are malformed, and sums stop there rather than overflow. */
 #define MAX_VALUE ((int64_t)1 << 53)
@@ -41,6 +43,9 @@ void cg_shard_init(struct cg_shard *s)
     s->records = s->dropped = s->zero_ts = -1;
     s->nonfinite_loss_step = -1;
     s->nonfinite_loss = NAN;
+    s->warmup = -1;
+    s->trace_first = s->trace_last = -1;
+    s->trace_events = s->trace_dropped = -1;
 }
 
 void cg_shard_release(struct cg_shard *s)
@@ -55,6 +60,16 @@ void cg_shard_release(struct cg_shard *s)
     free(s->cuda_version);
     free(s->driver_version);
     free(s->warning);
+    for (size_t i = 0; i < s->n_ranges; i++)
+        free(s->ranges[i].name);
+    free(s->ranges);
+    for (size_t i = 0; i < s->n_gpu_events; i++)
+        free(s->gpu_events[i].name);
+    free(s->gpu_events);
+    free(s->mem_events);
+    for (size_t i = 0; i < s->n_domains; i++)
+        free(s->domains[i].name);
+    free(s->domains);
     cg_shard_init(s);
 }
 
@@ -188,6 +203,7 @@ struct parse_state {
     struct cg_shard *s;
     size_t steps_cap, ops_cap, mem_cap;
     size_t lines; /* lines read so far */
+    size_t ranges_cap, gpu_cap, mem_events_cap, domains_cap;
 };
 
 /* Makes step idx exist. Returns 0, CG_ENOMEM, or 1 when idx is far beyond the lines read. */
@@ -222,6 +238,99 @@ static int set_str(char **dst, char *src)
     }
     *dst = src;
     return 0;
+}
+
+static bool is_trace_key(const char *key, size_t kn)
+{
+    static const char *const keys[] = {"tw", "tr", "td", "tg", "tm", "tx"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (field_is(key, kn, keys[i]))
+            return true;
+    return false;
+}
+
+/* Appends one element of elem bytes to *arr (n elements, capacity *cap) from src; at most
+ * MAX_TRACE_EVENTS. Returns 0, CG_ENOMEM, or 1 when full. */
+static int push_event(void **arr, size_t *n, size_t *cap, const void *src, size_t elem)
+{
+    if (*n >= MAX_TRACE_EVENTS)
+        return 1;
+    if (grow(arr, cap, *n + 1, elem) != 0)
+        return CG_ENOMEM;
+    memcpy((char *)*arr + *n * elem, src, elem);
+    (*n)++;
+    return 0;
+}
+
+/* A trace line ("tw", "tr", "td", "tg", "tm", "tx"; see shard.h). 0, CG_ENOMEM, or 1 when
+ * malformed. */
+static int parse_trace_line(struct parse_state *ps, const char *key, size_t kn, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a, b, c, d, e;
+    bool bad = false;
+    int rc;
+    if (field_is(key, kn, "tw")) {
+        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) ||
+            !next_int(l, a, CG_SHARD_MAX_STEPS - 1, &b))
+            return 1;
+        s->trace_first = a;
+        s->trace_last = b;
+        return 0;
+    }
+    if (field_is(key, kn, "tx")) {
+        if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b))
+            return 1;
+        s->trace_events = a;
+        s->trace_dropped = b;
+        return 0;
+    }
+    if (field_is(key, kn, "tm")) {
+        if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, INT64_MAX, &b) ||
+            !next_int(l, -MAX_VALUE, MAX_VALUE, &c) || l->p < l->end)
+            return 1;
+        struct cg_shard_mem_event m = {a, b, c};
+        return push_event((void **)&s->mem_events, &s->n_mem_events, &ps->mem_events_cap, &m,
+                          sizeof(m));
+    }
+    char *name = NULL;
+    if (field_is(key, kn, "td")) {
+        if (!next_int(l, 1, INT32_MAX, &a) || s->n_domains >= MAX_TRACE_DOMAINS)
+            return 1;
+        if ((name = rest_name(l, &bad)) == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        struct cg_shard_domain dm = {a, name};
+        rc = push_event((void **)&s->domains, &s->n_domains, &ps->domains_cap, &dm, sizeof(dm));
+    } else if (field_is(key, kn, "tr")) {
+        if (!next_int(l, 0, INT32_MAX, &a) || !next_int(l, 0, INT64_MAX, &b) ||
+            !next_int(l, b, INT64_MAX, &c) || !next_int(l, 0, INT32_MAX, &d))
+            return 1;
+        if ((name = rest_name(l, &bad)) == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        struct cg_shard_range r = {a, b, c, d, name};
+        rc = push_event((void **)&s->ranges, &s->n_ranges, &ps->ranges_cap, &r, sizeof(r));
+    } else { /* "tg" */
+        const char *kf;
+        size_t kfn;
+        char kind_name[16];
+        enum cg_op_kind kind;
+        if (!next_field(l, &kf, &kfn) || kfn == 0 || kfn >= sizeof(kind_name))
+            return 1;
+        memcpy(kind_name, kf, kfn);
+        kind_name[kfn] = '\0';
+        if (cg_op_kind_parse(kind_name, &kind) != 0 || kind == CG_OP_RANGE ||
+            !next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, UINT32_MAX, &b) ||
+            !next_int(l, 0, INT64_MAX, &c) || !next_int(l, c, INT64_MAX, &d) ||
+            !next_int(l, -1, MAX_VALUE, &e))
+            return 1;
+        if ((name = rest_name(l, &bad)) == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        struct cg_shard_gpu_event g = {kind, a, b, c, d, e, name};
+        rc = push_event((void **)&s->gpu_events, &s->n_gpu_events, &ps->gpu_cap, &g, sizeof(g));
+    }
+    if (rc != 0)
+        free(name);
+    return rc;
 }
 
 /* Returns 0, CG_ENOMEM, 1 for a malformed line, or 2 for a step of zero or negative duration. */
@@ -358,15 +467,20 @@ static int parse_line(struct parse_state *ps, struct line *l)
             return 1;
     } else if (field_is(key, kn, "end")) {
         s->complete = true;
+    } else if (field_is(key, kn, "warmup")) {
+        if (!next_int(l, 0, INT32_MAX, &s->warmup))
+            return 1;
+    } else if (is_trace_key(key, kn)) {
+        return parse_trace_line(ps, key, kn, l);
     }
-    /* other keys (warmup, step_range, future records) are skipped */
+    /* other keys (step_range, future records) are skipped */
     return 0;
 }
 
 int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_shard *s,
                    struct cg_err *err)
 {
-    struct parse_state ps = {s, 0, 0, 0, 0};
+    struct parse_state ps = {.s = s};
     size_t magic = strlen(CG_SHARD_MAGIC);
     cg_shard_init(s);
     if (len < magic + 1 || memcmp(data, CG_SHARD_MAGIC, magic) != 0 || data[magic] != '\n')

@@ -21,6 +21,20 @@
  *   w MESSAGE                             a warning from the library
  *   end                                   the process exited normally
  *
+ * Trace lines, only with CANARY_GATE_TRACE_STEPS (times in the same process clock as "s"):
+ *   tw FIRST LAST                         steps FIRST..LAST (indices as in "s") are traced
+ *   tr TID START_NS END_NS DOMAIN NAME    an NVTX range of thread TID (DOMAIN 0: the default
+ *                                         domain, else an id from a "td" line)
+ *   td ID NAME                            the NVTX domain of that id
+ *   tg KIND DEVICE STREAM START_NS END_NS BYTES NAME
+ *                                         GPU work: KIND kernel (BYTES -1, NAME mangled as CUPTI
+ *                                         gives it), memcpy (NAME as the op) or memset
+ *   tm DEVICE TS_NS BYTES                 device memory: the device's total after an allocation
+ *                                         or release (its total as the trace begins first)
+ *   tx EVENTS DROPPED                     trace events written so far and dropped at the cap
+ *                                         (CANARY_GATE_TRACE_MAX_EVENTS; the last line counts)
+ * Step boundaries of the traced steps are their "s" lines.
+ *
  * Parsing is a pure function of the bytes: a last line without a newline (a write cut short by a
  * crash) is ignored, unknown record keys are skipped, anything else malformed (a step of zero or
  * negative duration, from a clock that stepped, included) is an error naming the line. Merging: step I of a run is the maximum over processes of step I's wall time, tokens
@@ -64,8 +78,32 @@ struct cg_shard_mem {
     int64_t peak_bytes;
 };
 
+/* Trace events ("tr", "tg", "tm", "td" lines). */
+struct cg_shard_range {
+    int64_t tid, start_ns, end_ns;
+    int64_t domain; /* 0: the default domain, else a cg_shard_domain id */
+    char *name;
+};
+
+struct cg_shard_gpu_event {
+    enum cg_op_kind kind; /* CG_OP_KERNEL, CG_OP_MEMCPY or CG_OP_MEMSET */
+    int64_t device, stream, start_ns, end_ns;
+    int64_t bytes;        /* -1 for kernels */
+    char *name;           /* kernels mangled */
+};
+
+struct cg_shard_mem_event {
+    int64_t device, ts_ns, total_bytes;
+};
+
+struct cg_shard_domain {
+    int64_t id;
+    char *name;
+};
+
 struct cg_shard {
     int64_t pid, rank, local_rank; /* -1 when not recorded */
+    int64_t warmup;                /* -1 when not recorded */
     bool complete;                 /* "end" seen */
     struct cg_shard_step *steps;   /* by step index */
     size_t n_steps;                /* highest index seen + 1 */
@@ -83,6 +121,16 @@ struct cg_shard {
     char *warning;                 /* first "w" line */
     int64_t nonfinite_loss_step;   /* first step index with a non-finite loss, -1 none */
     double nonfinite_loss;         /* its first non-finite value (NAN, INFINITY or -INFINITY) */
+    int64_t trace_first, trace_last; /* "tw": traced step indices, -1 when not traced */
+    struct cg_shard_range *ranges;
+    size_t n_ranges;
+    struct cg_shard_gpu_event *gpu_events;
+    size_t n_gpu_events;
+    struct cg_shard_mem_event *mem_events;
+    size_t n_mem_events;
+    struct cg_shard_domain *domains;
+    size_t n_domains;
+    int64_t trace_events, trace_dropped; /* last "tx" line, -1 when none */
 };
 
 /* What a set of shards says about a run so far (for progress and the final checks). */

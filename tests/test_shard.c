@@ -106,6 +106,12 @@ static void test_shard__rejects_malformed_records(void **state)
         "canary-gate-shard 1\nl 0 low\n",
         "canary-gate-shard 1\nl 0 1.5x\n",
         "canary-gate-shard 1\nl 0 1.5 2\n",
+        "canary-gate-shard 1\ntw 4 3\n",                   /* last before first */
+        "canary-gate-shard 1\ntr 1 500 400 0 x\n",         /* ends before it starts */
+        "canary-gate-shard 1\ntg range 0 1 2 3 -1 x\n",    /* not GPU work */
+        "canary-gate-shard 1\ntg kernel 0 1 2 3 -2 x\n",
+        "canary-gate-shard 1\ntm 0 5\n",
+        "canary-gate-shard 1\ntd 0 zero\n",
         "canary-gate-shard 1\nl -1 1.5\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -246,6 +252,47 @@ static void test_shard__nonfinite_loss_names_the_first_step(void **state)
     cg_shard_release(&s[1]);
 }
 
+static void test_shard__parses_trace_lines(void **state)
+{
+    (void)state;
+    static const char text[] = "canary-gate-shard 1\n"
+                               "pid 7\nwarmup 2\ntw 3 4\n"
+                               "s 3 1000 5000 -1\n"
+                               "td 1 NCCL\n"
+                               "tr 4242 1100 1900 0 forward\n"
+                               "tr 4243 1200 1300 1 AllReduce \\x1b[31m\n"
+                               "tg kernel 0 7 1500 2500 -1 _Z3fooIiEvT_\n"
+                               "tg memcpy 1 13 2600 2700 4096 memcpy HtoD pageable\n"
+                               "tm 0 1400 1048576\ntm 0 1600 0\n"
+                               "tx 5 2\ntx 6 9\n";
+    struct cg_shard s;
+    parse(text, &s);
+    assert_int_equal(s.warmup, 2);
+    assert_int_equal(s.trace_first, 3);
+    assert_int_equal(s.trace_last, 4);
+    assert_int_equal(s.n_ranges, 2);
+    assert_int_equal(s.ranges[1].tid, 4243);
+    assert_int_equal(s.ranges[1].domain, 1);
+    assert_string_equal(s.ranges[1].name, "AllReduce \x1b[31m");
+    assert_int_equal(s.n_domains, 1);
+    assert_string_equal(s.domains[0].name, "NCCL");
+    assert_int_equal(s.n_gpu_events, 2);
+    assert_int_equal(s.gpu_events[0].kind, CG_OP_KERNEL);
+    assert_int_equal(s.gpu_events[0].stream, 7);
+    assert_int_equal(s.gpu_events[0].bytes, -1);
+    assert_int_equal(s.gpu_events[1].bytes, 4096);
+    assert_string_equal(s.gpu_events[1].name, "memcpy HtoD pageable");
+    assert_int_equal(s.n_mem_events, 2);
+    assert_int_equal(s.mem_events[0].total_bytes, 1048576);
+    assert_int_equal(s.trace_events, 6); /* the last "tx" counts */
+    assert_int_equal(s.trace_dropped, 9);
+    cg_shard_release(&s);
+    parse("canary-gate-shard 1\ns 0 1 2 -1\n", &s);
+    assert_int_equal(s.trace_first, -1);
+    assert_int_equal(s.n_ranges + s.n_gpu_events + s.n_mem_events, 0);
+    cg_shard_release(&s);
+}
+
 static void test_shard__gpu_reasons(void **state)
 {
     (void)state;
@@ -270,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_shard__merges_ranks),
         cmocka_unit_test(test_shard__loss_is_averaged_per_step_and_over_ranks),
         cmocka_unit_test(test_shard__nonfinite_loss_names_the_first_step),
+        cmocka_unit_test(test_shard__parses_trace_lines),
         cmocka_unit_test(test_shard__gpu_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
