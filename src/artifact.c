@@ -181,14 +181,14 @@ void cg_run_summarize(struct cg_run *run)
     if (v == NULL)
         return;
     double mean = 0.0, wall_s = 0.0;
-    int64_t tokens = 0;
+    double tokens = 0.0; /* a double: up to 2^53 per step over millions of steps */
     bool have_tokens = false;
     for (size_t i = 0; i < n; i++) {
         v[i] = run->steps[i].wall_ns;
         mean += ((double)v[i] - mean) / (double)(i + 1);
         wall_s += (double)v[i] * 1e-9;
         if (run->steps[i].tokens >= 0) {
-            tokens += run->steps[i].tokens;
+            tokens += (double)run->steps[i].tokens;
             have_tokens = true;
         }
     }
@@ -197,7 +197,7 @@ void cg_run_summarize(struct cg_run *run)
     s->step_time_median_ns = sorted_quantile(v, n, 0.5);
     s->step_time_p95_ns = sorted_quantile(v, n, 0.95);
     if (have_tokens && wall_s > 0)
-        s->tokens_per_sec = (double)tokens / wall_s;
+        s->tokens_per_sec = tokens / wall_s;
     free(v);
 }
 
