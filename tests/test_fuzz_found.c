@@ -181,6 +181,25 @@ static void test_fuzz_found__values_past_2_53_are_malformed(void **state)
     cg_shard_release(&s);
 }
 
+/* ---- artifacts ---------------------------------------------------------------------------------- */
+
+/* fuzz_artifact's harness with UBSan: 1100 steps of 2^53 tokens overflowed the run's token sum in
+ * cg_run_summarize (signed overflow; in practice a negative tokens/sec). */
+static void test_fuzz_found__token_total_of_many_steps_does_not_overflow(void **state)
+{
+    (void)state;
+    struct cg_run run;
+    memset(&run, 0, sizeof(run));
+    for (int i = 0; i < 1100; i++)
+        assert_int_equal(cg_run_add_step(&run, 1000, MAX_EXACT, -1), 0);
+    cg_run_summarize(&run);
+    /* 2^53 tokens per microsecond */
+    double want = (double)MAX_EXACT * 1e6;
+    if (!(fabs(run.summary.tokens_per_sec - want) < want * 1e-9))
+        fail_msg("tokens/sec %g, expected %g", run.summary.tokens_per_sec, want);
+    free(run.steps);
+}
+
 /* ---- the pure entry points the harnesses call ------------------------------------------------- */
 
 static void test_fuzz_found__thresholds_text_extends_only_built_ins(void **state)
@@ -262,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_found__op_sums_stop_at_what_an_artifact_holds),
         cmocka_unit_test(test_fuzz_found__empty_op_name_keeps_the_artifact_loadable),
         cmocka_unit_test(test_fuzz_found__values_past_2_53_are_malformed),
+        cmocka_unit_test(test_fuzz_found__token_total_of_many_steps_does_not_overflow),
         cmocka_unit_test(test_fuzz_found__thresholds_text_extends_only_built_ins),
         cmocka_unit_test(test_fuzz_found__http_header_lines),
         cmocka_unit_test(test_fuzz_found__comment_page_and_error_body),
