@@ -534,6 +534,8 @@ static void test_faults__flooding_canary_keeps_memory_bounded(void **state)
     /* The tool's largest resident set (and its children's) stays far below what went through. */
     if (r.maxrss_kib * 1024L >= 96 * MIB)
         fail_msg("peak RSS %ld KiB while the canary wrote 256 MiB", r.maxrss_kib);
+    print_message("peak RSS of canary-gate and the canary: %ld KiB for 256 MiB of output\n",
+                  r.maxrss_kib);
     struct cg_artifact a;
     load(art, &a);
     assert_int_equal(a.n_runs, 1);
