@@ -347,8 +347,10 @@ static int parse_line(struct parse_state *ps, struct line *l)
         int64_t idx, tokens;
         int rc;
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_int(l, 0, INT64_MAX, &a) ||
-            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, MAX_VALUE, &tokens))
+            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, INT64_MAX, &tokens))
             return 1;
+        if (tokens > MAX_VALUE) /* the canary's own payload, any int64 */
+            tokens = MAX_VALUE;
         if (b <= a)
             return 2; /* zero or negative: the clock stepped, or is too coarse to time a step */
         if (b - a > MAX_VALUE)
