@@ -80,6 +80,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     atexit(remove_dir); /* runs after the library's own exit handler */
     setenv(CG_ENV_SHARD_DIR, g_dir, 1);
     setenv(CG_ENV_WARMUP, "1", 1);
+    setenv(CG_ENV_TRACE_STEPS, "1:3", 1); /* the trace lines too */
+    setenv(CG_ENV_TRACE_MAX_EVENTS, "64", 1);
     unsetenv(CG_ENV_STEP_RANGE);
     if (InitializeInjectionNvtx2(get_export_table) != 1) {
         fprintf(stderr, "fuzz_nvtx: the library did not attach\n");
@@ -286,12 +288,26 @@ static char *take_shard(size_t *len)
     return buf;
 }
 
+static void clear_table(struct name_table *t)
+{
+    int32_t n = atomic_load(&t->n);
+    for (int32_t j = 0; j < n; j++) {
+        struct op *o = &t->slot[t->order[j]];
+        free(o->name);
+        memset(o, 0, sizeof(*o));
+    }
+    atomic_store(&t->n, 0);
+}
+
+/* Clears the library's per-process state, as if the next input ran in a new process. */
 static void clear_library(struct state *s)
 {
-    for (size_t i = 0; i < CG_OPS_MAX; i++)
-        free(g_ops[i].name);
-    memset(g_ops, 0, sizeof(g_ops));
-    atomic_store(&g_n_ops, 0);
+    clear_table(&g_ops);
+    clear_table(&g_trace_names);
+    atomic_store(&g_trace_state, 0);
+    atomic_store(&g_next_domain_id, 0);
+    atomic_store(&g_trace_events, 0);
+    atomic_store(&g_trace_dropped, 0);
     memset(g_se, 0, sizeof(g_se));
     g_se_next = 0;
     atomic_store(&g_next_step, 0);

@@ -159,11 +159,10 @@ static void test_fuzz_found__values_past_2_53_are_malformed(void **state)
     (void)state;
     static const char *const texts[] = {
         "canary-gate-shard 1\ns 0 0 9223372036854775807 1\n",
-        "canary-gate-shard 1\ns 0 1 2 9223372036854775807\n",
         "canary-gate-shard 1\nm 0 9007199254740993\n",
         "canary-gate-shard 1\nc 1 9007199254740993 0\n",
     };
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < 3; i++) {
         struct cg_shard s;
         struct cg_err err;
         if (parse(texts[i], &s, &err) != CG_EINPUT)
@@ -177,6 +176,26 @@ static void test_fuzz_found__values_past_2_53_are_malformed(void **state)
                            &s, &err),
                      0);
     assert_int_equal(s.steps[0].wall_ns, 807);
+    cg_shard_release(&s);
+}
+
+/* fuzz_nvtx: a canary's step payload is any int64 the library writes as it came; one above 2^53
+ * made the gate refuse the whole shard. The token count is kept at 2^53 instead. */
+static void test_fuzz_found__huge_token_payload_is_capped(void **state)
+{
+    (void)state;
+    struct cg_shard s;
+    struct cg_err err;
+    assert_int_equal(parse("canary-gate-shard 1\ntw 2 4\n"
+                           "s 0 6072840934662 6072840938454 7306093565258498048\nend\n",
+                           &s, &err),
+                     0);
+    assert_int_equal(s.steps[0].tokens, MAX_EXACT);
+    assert_int_equal(s.steps[0].wall_ns, 3792);
+    struct cg_artifact a;
+    merge_and_reload(&s, 1, 1, &a);
+    near_max(a.runs[0].steps[0].tokens);
+    cg_artifact_release(&a);
     cg_shard_release(&s);
 }
 
@@ -280,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_found__op_sums_stop_at_what_an_artifact_holds),
         cmocka_unit_test(test_fuzz_found__empty_op_name_keeps_the_artifact_loadable),
         cmocka_unit_test(test_fuzz_found__values_past_2_53_are_malformed),
+        cmocka_unit_test(test_fuzz_found__huge_token_payload_is_capped),
         cmocka_unit_test(test_fuzz_found__token_total_of_many_steps_does_not_overflow),
         cmocka_unit_test(test_fuzz_found__thresholds_text_extends_only_built_ins),
         cmocka_unit_test(test_fuzz_found__http_header_lines),
