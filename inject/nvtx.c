@@ -614,6 +614,7 @@ static nvtxDomainHandle_t domain_create(const char *name)
         d = malloc(sizeof(*d) + n + 1);
         if (d != NULL) {
             d->magic = CG_DOMAIN_MAGIC;
+            atomic_init(&d->trace_id, 0);
             memcpy(d->name, name, n + 1);
             d->next = g_domains;
             g_domains = d;

@@ -16,6 +16,7 @@
 #if CG_HAVE_CUPTI
 
 #include "../inject/aggregate.c"
+#include "../inject/synthetic.h"
 
 #include <stdio.h>
 
@@ -24,42 +25,22 @@ static const char kernel_b[] = "_Z8kernel_bv";
 
 static void kernel(struct cg_agg *a, const char *name, uint64_t start, uint64_t end)
 {
-    CUpti_ActivityKernel10 k;
-    memset(&k, 0, sizeof(k));
-    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k.start = start;
-    k.end = end;
-    k.name = name;
-    cg_agg_record(a, (const CUpti_Activity *)(const void *)&k);
+    cg_synth_kernel(a, name, 7, start, end);
 }
 
+/* A copy whose host side (if any) is pageable memory (HtoD) or pinned memory (DtoH). */
 static void copy(struct cg_agg *a, uint8_t kind, uint64_t start, uint64_t end)
 {
-    CUpti_ActivityMemcpy6 m;
-    memset(&m, 0, sizeof(m));
-    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-    m.copyKind = kind;
-    m.srcKind = kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
-                                                        : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    m.dstKind = kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
-                                                        : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    m.start = start;
-    m.end = end;
-    cg_agg_record(a, (const CUpti_Activity *)(const void *)&m);
+    uint8_t src = kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+                                                          : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    uint8_t dst = kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+                                                          : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    cg_synth_copy(a, kind, src, dst, 7, start, end, 64);
 }
 
 static void mem(struct cg_agg *a, uint32_t dev, bool alloc, uint64_t bytes, uint64_t ts)
 {
-    CUpti_ActivityMemory4 m;
-    memset(&m, 0, sizeof(m));
-    m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-    m.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
-                                  : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-    m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    m.bytes = bytes;
-    m.timestamp = ts;
-    m.deviceId = dev;
-    cg_agg_record(a, (const CUpti_Activity *)(const void *)&m);
+    cg_synth_memory(a, dev, alloc, bytes, ts);
 }
 
 static const struct cg_agg_op *op(const struct cg_agg *a, const char *name)

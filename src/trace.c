@@ -1,0 +1,403 @@
+/*
+ * trace: Chrome trace event JSON from the shards' trace lines (see trace.h for the layout).
+ *
+ * Events are appended to one capped buffer (src/buf.h) and written atomically. GPU tracks get
+ * track ids above any Linux thread id, in the order their (device, stream) first appears; the
+ * steps track sorts first, GPU tracks after the threads. Kernel names are demangled through a
+ * small cache (a step repeats the same few hundred kernels). Not thread-safe.
+ */
+#include "trace.h"
+
+#include "buf.h"
+#include "fsutil.h"
+#include "opname.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TID_STEPS 1000000000LL    /* above any Linux thread id (at most 2^22) */
+#define TID_GPU (TID_STEPS + 1)   /* + the track's index */
+#define DEMANGLE_SLOTS 1024       /* power of two */
+#define MAX_GPU_TRACKS 4096
+
+struct demangle_slot {
+    const char *key; /* borrowed from a shard */
+    char *value;     /* demangled, or NULL when it does not demangle */
+};
+
+struct gpu_track {
+    int64_t device, stream;
+};
+
+struct writer {
+    struct cg_buf b;
+    int rc;               /* first append failure */
+    uint64_t t0;          /* the earliest event, ns */
+    bool first;           /* no event written yet (no comma) */
+    struct demangle_slot demangled[DEMANGLE_SLOTS];
+    struct gpu_track tracks[MAX_GPU_TRACKS];
+    size_t n_tracks;
+};
+
+static void put(struct writer *w, const char *s)
+{
+    if (w->rc == 0)
+        w->rc = cg_buf_adds(&w->b, s);
+}
+
+static void putf(struct writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void putf(struct writer *w, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        w->rc = CG_EINTERNAL;
+        return;
+    }
+    if (w->rc == 0)
+        w->rc = cg_buf_add(&w->b, tmp, (size_t)n);
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c >= 0xc2 && c <= 0xdf)
+        return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c >= 0xe0 && c <= 0xef) {
+        unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 && (p[3] & 0xc0) == 0x80 ? 4
+                                                                                          : 0;
+    }
+    return 0;
+}
+
+/* s as a JSON string: quotes and backslashes escaped, control bytes and DEL as \u00XX, an
+ * invalid UTF-8 byte as U+FFFD. */
+static void put_str(struct writer *w, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    char tmp[512];
+    size_t k = 0;
+    tmp[k++] = '"';
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+        if (k + 8 > sizeof(tmp)) {
+            if (w->rc == 0)
+                w->rc = cg_buf_add(&w->b, tmp, k);
+            k = 0;
+        }
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            tmp[k++] = '\\';
+            tmp[k++] = (char)c;
+            p++;
+        } else if (c < 0x20 || c == 0x7f) {
+            memcpy(tmp + k, "\\u00", 4);
+            k += 4;
+            tmp[k++] = hex[c >> 4];
+            tmp[k++] = hex[c & 15];
+            p++;
+        } else if (c < 0x80) {
+            tmp[k++] = (char)c;
+            p++;
+        } else {
+            size_t n = utf8_len(p);
+            if (n == 0) {
+                memcpy(tmp + k, "\\ufffd", 6);
+                k += 6;
+                p++;
+            } else {
+                memcpy(tmp + k, p, n);
+                k += n;
+                p += n;
+            }
+        }
+    }
+    tmp[k++] = '"';
+    if (w->rc == 0)
+        w->rc = cg_buf_add(&w->b, tmp, k);
+}
+
+/* Starts an event object: {"name":..., "ph":..., "pid":..., "tid":... */
+static void event_open(struct writer *w, const char *name, const char *ph, int64_t pid,
+                       int64_t tid)
+{
+    put(w, w->first ? "\n{\"name\":" : ",\n{\"name\":");
+    w->first = false;
+    put_str(w, name);
+    putf(w, ",\"ph\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64, ph, pid, tid);
+}
+
+static void put_time(struct writer *w, const char *key, uint64_t ns)
+{
+    uint64_t d = ns > w->t0 ? ns - w->t0 : 0;
+    putf(w, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, d / 1000, d % 1000);
+}
+
+/* A complete ("X") event from start to end. */
+static void complete(struct writer *w, const char *name, const char *cat, int64_t pid,
+                     int64_t tid, uint64_t start, uint64_t end)
+{
+    event_open(w, name, "X", pid, tid);
+    put(w, ",\"cat\":");
+    put_str(w, cat);
+    put_time(w, "ts", start);
+    uint64_t d = end > start ? end - start : 0;
+    putf(w, ",\"dur\":%" PRIu64 ".%03" PRIu64, d / 1000, d % 1000);
+}
+
+/* A metadata ("M") event: name is process_name, thread_name or thread_sort_index. */
+static void metadata(struct writer *w, const char *what, int64_t pid, int64_t tid,
+                     const char *name, int64_t sort_index)
+{
+    event_open(w, what, "M", pid, tid);
+    put(w, ",\"args\":{");
+    if (name != NULL) {
+        put(w, "\"name\":");
+        put_str(w, name);
+    } else {
+        putf(w, "\"sort_index\":%" PRId64, sort_index);
+    }
+    put(w, "}}");
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* The demangled name of a kernel (or the name itself), cached. */
+static const char *demangled(struct writer *w, const char *mangled)
+{
+    struct demangle_slot *sl = &w->demangled[fnv1a(mangled) & (DEMANGLE_SLOTS - 1)];
+    if (sl->key == NULL || strcmp(sl->key, mangled) != 0) {
+        free(sl->value);
+        sl->key = mangled;
+        sl->value = cg_opname_demangle(mangled);
+    }
+    return sl->value != NULL ? sl->value : mangled;
+}
+
+/* The track id of (device, stream) in the process being written. */
+static int64_t gpu_tid(struct writer *w, int64_t device, int64_t stream, int64_t pid)
+{
+    for (size_t i = 0; i < w->n_tracks; i++)
+        if (w->tracks[i].device == device && w->tracks[i].stream == stream)
+            return TID_GPU + (int64_t)i;
+    if (w->n_tracks == MAX_GPU_TRACKS)
+        return TID_GPU + MAX_GPU_TRACKS; /* one shared track past the cap */
+    w->tracks[w->n_tracks] = (struct gpu_track){device, stream};
+    int64_t tid = TID_GPU + (int64_t)w->n_tracks++;
+    char name[96];
+    snprintf(name, sizeof(name), "GPU %" PRId64 " stream %" PRId64, device, stream);
+    metadata(w, "thread_name", pid, tid, name, 0);
+    metadata(w, "thread_sort_index", pid, tid, NULL, 1000 + (int64_t)w->n_tracks);
+    return tid;
+}
+
+static int64_t shard_pid(const struct cg_shard *s, size_t i)
+{
+    return s->pid >= 0 ? s->pid : (int64_t)i + 1;
+}
+
+static uint64_t earliest(const struct cg_shard *shards, size_t n)
+{
+    uint64_t t0 = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        for (size_t j = 0; j < s->n_ranges; j++)
+            if ((uint64_t)s->ranges[j].start_ns < t0)
+                t0 = (uint64_t)s->ranges[j].start_ns;
+        for (size_t j = 0; j < s->n_gpu_events; j++)
+            if ((uint64_t)s->gpu_events[j].start_ns < t0)
+                t0 = (uint64_t)s->gpu_events[j].start_ns;
+        for (size_t j = 0; j < s->n_mem_events; j++)
+            if ((uint64_t)s->mem_events[j].ts_ns < t0)
+                t0 = (uint64_t)s->mem_events[j].ts_ns;
+        for (int64_t k = s->trace_first; k >= 0 && k <= s->trace_last; k++)
+            if ((size_t)k < s->n_steps && s->steps[k].seen) {
+                uint64_t start = (uint64_t)(s->steps[k].end_ns - s->steps[k].wall_ns);
+                if (start < t0)
+                    t0 = start;
+            }
+    }
+    return t0 == UINT64_MAX ? 0 : t0;
+}
+
+static const char *domain_name(const struct cg_shard *s, int64_t id)
+{
+    for (size_t i = 0; i < s->n_domains; i++)
+        if (s->domains[i].id == id)
+            return s->domains[i].name;
+    return id == 0 ? "nvtx" : "nvtx domain";
+}
+
+static void write_steps(struct writer *w, const struct cg_shard *s, int64_t pid)
+{
+    int64_t warmup = s->warmup > 0 ? s->warmup : 0;
+    for (int64_t k = s->trace_first; k >= 0 && k <= s->trace_last; k++) {
+        if ((size_t)k >= s->n_steps || !s->steps[k].seen)
+            continue;
+        const struct cg_shard_step *st = &s->steps[k];
+        uint64_t end = (uint64_t)st->end_ns, start = end - (uint64_t)st->wall_ns;
+        char name[64];
+        snprintf(name, sizeof(name), "step %" PRId64, k - warmup);
+        complete(w, name, "step", pid, TID_STEPS, start, end);
+        putf(w, ",\"args\":{\"step\":%" PRId64, k - warmup);
+        if (st->tokens >= 0)
+            putf(w, ",\"tokens\":%" PRId64, st->tokens);
+        if (st->gpu_busy_ns >= 0)
+            putf(w, ",\"gpu_busy_ns\":%" PRId64, st->gpu_busy_ns);
+        if (isfinite(st->loss))
+            putf(w, ",\"loss\":%.9g", st->loss);
+        put(w, "}}");
+        if (isfinite(st->loss)) {
+            event_open(w, "loss", "C", pid, TID_STEPS);
+            put_time(w, "ts", end);
+            putf(w, ",\"args\":{\"loss\":%.9g}}", st->loss);
+        }
+    }
+}
+
+static void write_threads(struct writer *w, const struct cg_shard *s, int64_t pid)
+{
+    int64_t *seen = malloc((s->n_ranges + 1) * sizeof(*seen));
+    size_t n_seen = 0;
+    if (seen == NULL) {
+        w->rc = CG_ENOMEM;
+        return;
+    }
+    for (size_t i = 0; i < s->n_ranges; i++) {
+        const struct cg_shard_range *r = &s->ranges[i];
+        size_t j = n_seen > 0 && seen[n_seen - 1] == r->tid ? n_seen - 1 : 0;
+        while (j < n_seen && seen[j] != r->tid)
+            j++;
+        if (j == n_seen) {
+            char name[64];
+            seen[n_seen++] = r->tid;
+            snprintf(name, sizeof(name), "%s %" PRId64, r->tid == s->pid ? "main thread" : "thread",
+                     r->tid);
+            metadata(w, "thread_name", pid, r->tid, name, 0);
+        }
+        complete(w, r->name, domain_name(s, r->domain), pid, r->tid, (uint64_t)r->start_ns,
+                 (uint64_t)r->end_ns);
+        put(w, "}");
+    }
+    free(seen);
+}
+
+static void write_gpu(struct writer *w, const struct cg_shard *s, int64_t pid)
+{
+    w->n_tracks = 0;
+    for (size_t i = 0; i < s->n_gpu_events; i++) {
+        const struct cg_shard_gpu_event *g = &s->gpu_events[i];
+        int64_t tid = gpu_tid(w, g->device, g->stream, pid);
+        const char *name = g->kind == CG_OP_KERNEL ? demangled(w, g->name) : g->name;
+        complete(w, name, cg_op_kind_name(g->kind), pid, tid, (uint64_t)g->start_ns,
+                 (uint64_t)g->end_ns);
+        putf(w, ",\"args\":{\"device\":%" PRId64 ",\"stream\":%" PRId64, g->device, g->stream);
+        if (g->bytes >= 0)
+            putf(w, ",\"bytes\":%" PRId64, g->bytes);
+        if (name != g->name) {
+            put(w, ",\"mangled\":");
+            put_str(w, g->name);
+        }
+        put(w, "}}");
+    }
+    for (size_t i = 0; i < s->n_mem_events; i++) {
+        const struct cg_shard_mem_event *m = &s->mem_events[i];
+        char name[64];
+        snprintf(name, sizeof(name), "GPU %" PRId64 " memory", m->device);
+        event_open(w, name, "C", pid, TID_STEPS);
+        put_time(w, "ts", (uint64_t)m->ts_ns);
+        putf(w, ",\"args\":{\"bytes\":%" PRId64 "}}", m->total_bytes);
+    }
+}
+
+static void write_process(struct writer *w, const struct cg_shard *s, size_t i)
+{
+    int64_t pid = shard_pid(s, i);
+    char name[96];
+    if (s->rank >= 0)
+        snprintf(name, sizeof(name), "rank %" PRId64 " (pid %" PRId64 ")", s->rank, pid);
+    else
+        snprintf(name, sizeof(name), "pid %" PRId64, pid);
+    metadata(w, "process_name", pid, 0, name, 0);
+    metadata(w, "process_sort_index", pid, 0, NULL, s->rank >= 0 ? s->rank : (int64_t)i);
+    metadata(w, "thread_name", pid, TID_STEPS, "steps", 0);
+    metadata(w, "thread_sort_index", pid, TID_STEPS, NULL, -1);
+    write_steps(w, s, pid);
+    write_threads(w, s, pid);
+    write_gpu(w, s, pid);
+}
+
+char *cg_trace_to_json(const struct cg_shard *shards, size_t n)
+{
+    struct writer *w = calloc(1, sizeof(*w));
+    char *out = NULL;
+    if (w == NULL)
+        return NULL;
+    cg_buf_init(&w->b, CG_TRACE_MAX_BYTES);
+    w->first = true;
+    w->t0 = earliest(shards, n);
+    int64_t dropped = 0, traced = 0;
+    put(w, "{\"traceEvents\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (shards[i].trace_first < 0)
+            continue;
+        traced++;
+        if (shards[i].trace_dropped > 0)
+            dropped += shards[i].trace_dropped;
+        write_process(w, &shards[i], i);
+    }
+    if (dropped > 0 || traced == 0) {
+        char note[160];
+        if (dropped > 0)
+            snprintf(note, sizeof(note), "trace cap reached: %" PRId64 " events dropped (raise "
+                     "CANARY_GATE_TRACE_MAX_EVENTS)", dropped);
+        else
+            snprintf(note, sizeof(note), "no trace: no process traced a step");
+        event_open(w, note, "i", n > 0 ? shard_pid(&shards[0], 0) : 1, TID_STEPS);
+        put(w, ",\"cat\":\"trace\",\"s\":\"g\",\"ts\":0}");
+    }
+    putf(w, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"canary-gate\","
+            "\"processes_traced\":%" PRId64 ",\"events_dropped\":%" PRId64 "}}\n",
+         traced, dropped);
+    if (w->rc == 0)
+        out = cg_buf_detach(&w->b);
+    cg_buf_release(&w->b);
+    for (size_t i = 0; i < DEMANGLE_SLOTS; i++)
+        free(w->demangled[i].value);
+    free(w);
+    return out;
+}
+
+int cg_trace_write(const struct cg_shard *shards, size_t n, const char *path, struct cg_err *err)
+{
+    char *text = cg_trace_to_json(shards, n);
+    if (text == NULL)
+        return cg_err_set(err, CG_ENOMEM, "cannot write '%s': out of memory or the trace is "
+                          "over %zu MiB", path, CG_TRACE_MAX_BYTES >> 20);
+    int rc = cg_file_write_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/*
+ * trace: a Chrome trace event file (the JSON format Perfetto and chrome://tracing open) from the
+ * trace lines of one run's shards (CANARY_GATE_TRACE_STEPS, see src/shard.h).
+ *
+ * Layout: one process per shard (pid = the canary process's pid, named "rank R (pid P)"), in it
+ * one track per thread that marked NVTX ranges ("X" events, category = NVTX domain), a "steps"
+ * track with the traced steps ("step N", N counted after the warm-up, with tokens, loss and GPU
+ * busy time as arguments), one track per device and stream with its kernels, copies and sets
+ * ("GPU 0 stream 7"; kernel names demangled as in the artifact), a "GPU D memory" counter of
+ * the device's allocated bytes and a "loss" counter. Times are microseconds (fractional) from
+ * the earliest event. Every name is escaped for JSON: quotes, backslashes, control bytes (so a
+ * terminal escape sequence in a kernel name never reaches the file raw) and invalid UTF-8.
+ * When the canary reached the event cap, a global instant event and "otherData" say how many
+ * events were dropped. Not thread-safe.
+ */
+#ifndef CG_TRACE_H
+#define CG_TRACE_H
+
+#include "err.h"
+#include "shard.h"
+
+#include <stddef.h>
+
+#define CG_TRACE_MAX_BYTES ((size_t)1 << 30)
+
+/* Renders the trace of n shards as JSON; returns a malloc'ed string (caller frees) or NULL when
+ * out of memory or over CG_TRACE_MAX_BYTES. */
+char *cg_trace_to_json(const struct cg_shard *shards, size_t n);
+
+/* Writes the trace of n shards to path atomically (src/fsutil.h). Returns 0, CG_ENOMEM, or
+ * CG_EIO naming the path. */
+int cg_trace_write(const struct cg_shard *shards, size_t n, const char *path, struct cg_err *err);
+
+#endif
