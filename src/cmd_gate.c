@@ -55,6 +55,8 @@ static const char usage_text[] =
     "  --log FILE             the canary's output (default: --out with .log)\n"
     "  --report FILE.md       the markdown report (the PR comment body)\n"
     "  --json FILE            the JSON verdict\n"
+    "  --trace FILE.json      a Chrome trace (Perfetto) of the first run's --trace-steps A:B\n"
+    "                         (measured steps from 0, default 0:2)\n"
     "  --comment              post the report as the pull request's comment (edited in place)\n"
     "  --comment-mode MODE    always (default with --comment), on-regression, never\n"
     "  --status               set the commit status canary-gate[/ID] on the pull request's head\n"
@@ -73,7 +75,7 @@ static const char usage_text[] =
 enum {
     OPT_BASELINE = 256, OPT_RECORD, OPT_THRESHOLDS, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT,
     OPT_GRACE, OPT_TOKENS, OPT_RANGE, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
-    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR
+    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR, OPT_TRACE, OPT_TRACE_STEPS
 };
 
 static const struct option options[] = {
@@ -97,6 +99,8 @@ static const struct option options[] = {
     {"id", required_argument, NULL, OPT_ID},
     {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
     {"color", required_argument, NULL, OPT_COLOR},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
     CG_GATE_SEQ_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -151,6 +155,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_ID: o->id = optarg; break;
         case OPT_FOI: o->fail_on_inconclusive = true; break;
         case OPT_COLOR: o->color = optarg; break;
+        case OPT_TRACE: o->collect.trace_path = optarg; break;
+        case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
         case 'h': fputs(usage_text, stdout); return -1;
         default:
             if ((bad = cg_gate_seq_option(opt, optarg, &o->seq)) == 1)
@@ -161,6 +167,10 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
     }
     if (o->baseline == NULL)
         return cg_cmd_usage_error("gate", "--baseline FILE is required");
+    if (o->collect.trace_steps != NULL && !cg_collect_trace_steps_valid(o->collect.trace_steps))
+        return cg_cmd_usage_error("gate", "--trace-steps '%s': expected A:B, whole numbers with "
+                                          "A <= B (measured steps, from 0)",
+                                  o->collect.trace_steps);
     if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
         strcmp(o->color, "never") != 0)
         return cg_cmd_usage_error("gate", "--color '%s': expected auto, always or never", o->color);

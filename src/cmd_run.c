@@ -37,13 +37,16 @@ static const char usage_text[] =
     "  --tokens-per-step N   tokens of a step whose range has no payload\n"
     "  --step-range NAME     NVTX range name that marks a step (default step)\n"
     "  --log FILE            the canary's stdout and stderr (default: --out with .log)\n"
+    "  --trace FILE.json     also write a Chrome trace (Perfetto, chrome://tracing) of the first\n"
+    "                        run: NVTX ranges, kernels and copies per stream, device memory\n"
+    "  --trace-steps A:B     the measured steps the trace covers, from 0 (default 0:2)\n"
     "  -h, --help            show this help\n"
     "\n"
     "exit codes: 0 every run measured, 2 usage error, 3 the canary failed, timed out, marked\n"
     "            too few steps, or the run was interrupted (completed runs are written)\n";
 
 enum { OPT_OUT = 256, OPT_THRESHOLDS, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT, OPT_GRACE, OPT_TOKENS,
-       OPT_RANGE, OPT_LOG };
+       OPT_RANGE, OPT_LOG, OPT_TRACE, OPT_TRACE_STEPS };
 
 static const struct option options[] = {
     {"out", required_argument, NULL, OPT_OUT},
@@ -56,6 +59,8 @@ static const struct option options[] = {
     {"tokens-per-step", required_argument, NULL, OPT_TOKENS},
     {"step-range", required_argument, NULL, OPT_RANGE},
     {"log", required_argument, NULL, OPT_LOG},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -67,7 +72,7 @@ static int parse_seconds(const char *opt, const char *v, long *out)
 
 int cmd_run(int argc, char **argv)
 {
-    struct cg_collect_cfg c = {NULL, NULL, "step", -1, -1, 1800, 5, -1, NULL};
+    struct cg_collect_cfg c = {NULL, NULL, "step", -1, -1, 1800, 5, -1, NULL, NULL, NULL};
     const char *out = "canary-run.json", *thresholds = NULL;
     long runs = -1;
     struct cg_thresholds t;
@@ -85,6 +90,8 @@ int cmd_run(int argc, char **argv)
         case OPT_OUT: out = optarg; break;
         case OPT_THRESHOLDS: thresholds = optarg; break;
         case OPT_LOG: c.log = optarg; break;
+        case OPT_TRACE: c.trace_path = optarg; break;
+        case OPT_TRACE_STEPS: c.trace_steps = optarg; break;
         case OPT_RANGE: c.step_range = optarg; break;
         case OPT_RUNS: bad = cg_cmd_parse_count("run", "--runs", optarg, 1, 1000, &runs); break;
         case OPT_STEPS: bad = cg_cmd_parse_count("run", "--steps", optarg, 1, 1000000, &c.steps); break;
@@ -102,6 +109,11 @@ int cmd_run(int argc, char **argv)
     }
     if (c.step_range[0] == '\0' || strlen(c.step_range) > 255)
         return cg_cmd_usage_error("run", "--step-range: expected a name of 1 to 255 bytes");
+    if (c.trace_steps != NULL && !cg_collect_trace_steps_valid(c.trace_steps))
+        return cg_cmd_usage_error("run", "--trace-steps '%s': expected A:B, whole numbers with "
+                                         "A <= B (measured steps, from 0)", c.trace_steps);
+    if (c.trace_steps != NULL && c.trace_path == NULL)
+        return cg_cmd_usage_error("run", "--trace-steps needs --trace FILE.json");
     if (cg_thresholds_load(thresholds, &t, &err) != 0)
         return cg_cmd_fail(&err);
     if (runs < 0)

@@ -9,6 +9,7 @@
 #include "fsutil.h"
 #include "launch.h"
 #include "shard.h"
+#include "trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -384,8 +385,9 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
 {
     const struct cg_collect_cfg *c = &col->cfg;
     char shard_dir[PATH_MAX], e_cuda[PATH_MAX + 32], e_nvtx[PATH_MAX + 32], e_dir[PATH_MAX + 32],
-        e_range[320], e_warm[64];
-    char *env[5] = {e_cuda, e_nvtx, e_dir, e_range, e_warm};
+        e_range[320], e_warm[64], e_trace[96];
+    char *env[6] = {e_cuda, e_nvtx, e_dir, e_range, e_warm, e_trace};
+    bool trace = c->trace_path != NULL && col->next_dir == 0; /* the first run only */
     bool tty = isatty(STDERR_FILENO);
     struct cg_shard *sh = NULL;
     size_t n = 0;
@@ -396,12 +398,14 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         fmt_path(e_nvtx, sizeof(e_nvtx), err, "NVTX_INJECTION64_PATH=%s", col->inject) != 0 ||
         fmt_path(e_dir, sizeof(e_dir), err, "CANARY_GATE_SHARD_DIR=%s", shard_dir) != 0 ||
         fmt_path(e_range, sizeof(e_range), err, "CANARY_GATE_STEP_RANGE=%s", c->step_range) != 0 ||
-        fmt_path(e_warm, sizeof(e_warm), err, "CANARY_GATE_WARMUP=%ld", c->warmup) != 0)
+        fmt_path(e_warm, sizeof(e_warm), err, "CANARY_GATE_WARMUP=%ld", c->warmup) != 0 ||
+        fmt_path(e_trace, sizeof(e_trace), err, "CANARY_GATE_TRACE_STEPS=%s",
+                 c->trace_steps ? c->trace_steps : "0:2") != 0)
         return err->code;
     if (mkdir(shard_dir, 0700) != 0)
         return cg_err_set(err, CG_EIO, "cannot create '%s': %s", shard_dir, strerror(errno));
     struct progress p = {shard_dir, c->label, i, total, c->warmup + c->steps, tty, -1, -10.0};
-    struct cg_launch_opts o = {col->cmd, env, 5, c->log, (double)c->timeout_s,
+    struct cg_launch_opts o = {col->cmd, env, trace ? 6 : 5, c->log, (double)c->timeout_s,
                                (double)c->grace_s, on_progress, &p, tty ? 0.5 : 1.0};
     log_banner(c->log, c->label, i, total, col->cmd);
     if (!tty)
@@ -415,6 +419,12 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     if (rc == 0) {
         cg_shard_status(sh, n, &st);
         rc = check_run(c, i, total, &r, &st, err);
+    }
+    if (rc == 0 && trace) {
+        rc = cg_trace_write(sh, n, c->trace_path, err);
+        if (rc == 0)
+            fprintf(stderr, "canary-gate: trace of run %ld, measured steps %s: '%s'\n", i,
+                    c->trace_steps ? c->trace_steps : "0:2", c->trace_path);
     }
     if (rc == 0 && a->n_runs == 0 && fill_gpu(a, sh, n) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
@@ -486,4 +496,17 @@ char *cg_collect_sibling_path(const char *artifact_path, const char *ext)
 char *cg_collect_log_path(const char *artifact_path)
 {
     return cg_collect_sibling_path(artifact_path, ".log");
+}
+
+/* "A:B" with 0 <= A <= B < 10^9. */
+bool cg_collect_trace_steps_valid(const char *s)
+{
+    char *end = NULL;
+    if (s[0] < '0' || s[0] > '9')
+        return false;
+    unsigned long a = strtoul(s, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9')
+        return false;
+    unsigned long b = strtoul(end + 1, &end, 10);
+    return *end == '\0' && a <= b && b < 1000000000ul;
 }

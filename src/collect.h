@@ -31,6 +31,8 @@ struct cg_collect_cfg {
     long grace_s;
     long tokens_per_step;   /* -1: unknown */
     const char *label;      /* prefix of progress lines ("baseline", "head"), or NULL */
+    const char *trace_path; /* write a Chrome trace of the first run here, or NULL */
+    const char *trace_steps;/* "A:B": the measured steps the trace covers (NULL: "0:2") */
 };
 
 struct cg_collector;
@@ -60,6 +62,9 @@ bool cg_collect_interrupted(void);
 
 /* When err says the canary marked no step, prints on stderr how to mark steps. */
 void cg_collect_hint(const struct cg_err *err, const char *step_range);
+
+/* True when s is "A:B", whole numbers with A <= B (a --trace-steps value). */
+bool cg_collect_trace_steps_valid(const char *s);
 
 /* A file beside an artifact: FILE.json -> FILE<ext> (ext like ".log", ".md"); a path without
  * ".json" gets ext appended. Malloc'ed; NULL when out of memory. */

@@ -237,6 +237,39 @@ static void test_gate__comment_and_status_are_posted(void **state)
     cg_httpd_stop(srv);
 }
 
+static void test_gate__trace_of_the_first_run(void **state)
+{
+    struct cg_workdir *f = *state;
+    record_baseline(f, "3");
+    const char *args[] = {"--baseline", "main.json", "--runs", "3", "--trace", "t.json",
+                          "--trace-steps", "1:3", "--", CANARY, "--steps", "7", "--step-ms", "3",
+                          "--nested", NULL};
+    int code = gate(f, NULL, args);
+    assert_true(code == 0 || code == 1);
+    cJSON *root = cJSON_Parse(slurp(f, "t.json"));
+    assert_non_null(root);
+    const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+    assert_true(cJSON_IsArray(events));
+    size_t steps = 0, forward = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, events)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+        if (!cJSON_IsString(name) || !cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0)
+            continue;
+        steps += strncmp(name->valuestring, "step ", 5) == 0;
+        forward += strcmp(name->valuestring, "forward") == 0;
+    }
+    assert_int_equal(steps, 3);   /* measured steps 1, 2 and 3 of the first run */
+    assert_int_equal(forward, 3); /* one nested range per traced step */
+    cJSON_Delete(root);
+    const char *bad[] = {"--baseline", "main.json", "--trace", "t.json", "--trace-steps", "3:1",
+                         NULL};
+    assert_int_equal(gate(f, NULL, bad), 2);
+    assert_non_null(strstr(proc.err, "--trace-steps '3:1'"));
+}
+
 static void test_gate__usage_errors(void **state)
 {
     struct cg_workdir *f = *state;
@@ -268,6 +301,7 @@ int main(void)
         IN_WORKDIR(test_gate__failing_canary_is_reported_as_such),
         IN_WORKDIR(test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason),
         IN_WORKDIR(test_gate__comment_and_status_are_posted),
+        IN_WORKDIR(test_gate__trace_of_the_first_run),
         IN_WORKDIR(test_gate__usage_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
