@@ -552,27 +552,34 @@ static bool trace_span(const struct cg_agg *a, uint64_t *from, uint64_t *to)
     return *from != UINT64_MAX;
 }
 
+/* Once memory events reach the trace's start: every device's total at that start. */
+static void mem_trace_start(struct cg_agg *a, uint64_t t)
+{
+    uint64_t from, to;
+    if (a->trace_mem_started || !trace_span(a, &from, &to) || t < from)
+        return;
+    a->trace_mem_started = true;
+    for (size_t i = 0; i < a->n_devices; i++) {
+        const struct cg_agg_device *d = &a->devices[i];
+        struct cg_agg_trace_event s = {from, from, NULL, d->current, d->id, 0, CG_AGG_MEMORY};
+        trace_add(a, &s);
+    }
+}
+
 static void mem_trace(struct cg_agg *a, const struct cg_agg_mem_event *e,
                       const struct cg_agg_device *d)
 {
     uint64_t from, to;
     if (!trace_span(a, &from, &to) || e->ts < from || e->ts > to)
         return;
-    if (!a->trace_mem_started) { /* every device's total as the trace begins */
-        a->trace_mem_started = true;
-        for (size_t i = 0; i < a->n_devices; i++) {
-            const struct cg_agg_device *o = &a->devices[i];
-            int64_t before = o->current - (o == d ? e->delta : 0);
-            struct cg_agg_trace_event s = {from, from, NULL, before, o->id, 0, CG_AGG_MEMORY};
-            trace_add(a, &s);
-        }
-    }
     struct cg_agg_trace_event t = {e->ts, e->ts, NULL, d->current, d->id, 0, CG_AGG_MEMORY};
     trace_add(a, &t);
 }
 
 static void mem_apply(struct cg_agg *a, const struct cg_agg_mem_event *e)
 {
+    if (a->trace_first >= 0)
+        mem_trace_start(a, e->ts);
     struct cg_agg_device *d = device(a, e->device);
     if (d == NULL)
         return;
@@ -595,18 +602,20 @@ static int cmp_mem(const void *x, const void *y)
 /* Applies pending events older than upto (all when upto is UINT64_MAX), in time order. */
 static void mem_settle(struct cg_agg *a, uint64_t upto)
 {
-    if (a->n_pending == 0)
-        return;
-    qsort(a->pending, a->n_pending, sizeof(*a->pending), cmp_mem);
-    size_t k = 0;
-    while (k < a->n_pending && a->pending[k].ts <= upto) {
-        mem_apply(a, &a->pending[k]);
-        if (a->pending[k].ts > a->mem_frontier)
-            a->mem_frontier = a->pending[k].ts;
-        k++;
+    if (a->n_pending > 0) {
+        qsort(a->pending, a->n_pending, sizeof(*a->pending), cmp_mem);
+        size_t k = 0;
+        while (k < a->n_pending && a->pending[k].ts <= upto) {
+            mem_apply(a, &a->pending[k]);
+            if (a->pending[k].ts > a->mem_frontier)
+                a->mem_frontier = a->pending[k].ts;
+            k++;
+        }
+        memmove(a->pending, a->pending + k, (a->n_pending - k) * sizeof(*a->pending));
+        a->n_pending -= k;
     }
-    memmove(a->pending, a->pending + k, (a->n_pending - k) * sizeof(*a->pending));
-    a->n_pending -= k;
+    if (a->trace_first >= 0)
+        mem_trace_start(a, upto); /* everything before upto is applied */
 }
 
 static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)

@@ -447,6 +447,46 @@ static void test_agg__zero_length_kernels_count_as_calls_not_busy(void **state)
     cg_agg_release(&a);
 }
 
+static void test_agg__trace_keeps_traced_steps_memory_start_and_its_cap(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_trace(&a, 1, 1, 5), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_agg_step_end(&a, 0, 2000);
+    mem(&a, 0, true, 4096, 1500);  /* before the trace */
+    mem(&a, 1, true, 100, 1600);
+    kernel(&a, kernel_a, 1100, 1200); /* step 0: untraced, on the hot path */
+    cg_agg_step_begin(&a, 1, 3000);
+    for (uint64_t i = 0; i < 4; i++)
+        kernel(&a, kernel_b, 3100 + i * 100, 3150 + i * 100);
+    cg_agg_step_end(&a, 1, 4000);
+    cg_agg_settle(&a, true);
+    /* no memory event inside the traced step: each device's total at its start is still there */
+    assert_int_equal(a.n_trace, 5);
+    assert_int_equal(a.trace_dropped, 1); /* 4 kernels, 2 devices' totals: the last one dropped */
+    assert_int_equal(a.trace[0].kind, CG_AGG_KERNEL);
+    assert_int_equal(a.trace[0].start, 3100);
+    assert_int_equal(a.trace[0].stream, 7);
+    assert_int_equal(a.trace[0].bytes, -1);
+    assert_int_equal(a.trace[4].kind, CG_AGG_MEMORY);
+    assert_int_equal(a.trace[4].start, 3000);
+    assert_int_equal(a.trace[4].device, 0);
+    assert_int_equal(a.trace[4].bytes, 4096);
+    /* traced or not, the totals are the same */
+    assert_int_equal(op(&a, kernel_b)->calls, 4);
+    assert_int_equal(a.steps[1].busy_ns, 200);
+    char line[CG_AGG_TRACE_LINE_MAX];
+    size_t n = cg_agg_trace_format(&a.trace[0], line, sizeof(line));
+    assert_int_equal(n, strlen("tg kernel 0 7 3100 3150 -1 _Z8kernel_bv\n"));
+    assert_memory_equal(line, "tg kernel 0 7 3100 3150 -1 _Z8kernel_bv\n", n);
+    n = cg_agg_trace_format(&a.trace[4], line, sizeof(line));
+    assert_memory_equal(line, "tm 0 3000 4096\n", n);
+    assert_int_equal(cg_agg_trace_format(&a.trace[0], line, 64), 0); /* too small: nothing */
+    cg_agg_release(&a);
+}
+
 static void test_agg__copies_are_named_by_direction_and_host_memory(void **state)
 {
     (void)state;
@@ -498,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_agg__late_records_behind_the_settled_half_are_clipped),
         cmocka_unit_test(test_agg__step_window_edges),
         cmocka_unit_test(test_agg__zero_length_kernels_count_as_calls_not_busy),
+        cmocka_unit_test(test_agg__trace_keeps_traced_steps_memory_start_and_its_cap),
         cmocka_unit_test(test_agg__copies_are_named_by_direction_and_host_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
