@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -432,6 +433,14 @@ static int status_error(const struct cg_github *gh, const struct cg_http_respons
     }
 }
 
+/* Is v a JSON number GitHub would use as an id: a whole number from 1 to 2^53 (so that converting
+ * it to long long is defined)? */
+static int is_id(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 9007199254740992.0 &&
+           v->valuedouble == floor(v->valuedouble);
+}
+
 /* Replaces every occurrence of the token in msg (size bytes) with "<redacted>": a server or proxy
  * that echoes the Authorization header in its answer must not get the token into a log. */
 static void redact(char *msg, size_t size, const char *token)
@@ -515,7 +524,7 @@ int cg_github_comments_scan(const char *body, size_t len, const char *marker,
     cJSON_ArrayForEach(c, root) {
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(c, "body");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-        if (!cJSON_IsString(text) || !cJSON_IsNumber(id) || id->valuedouble < 1)
+        if (!cJSON_IsString(text) || !is_id(id))
             continue;
         const char *b = text->valuestring;
         if (strncmp(b, marker, ml) == 0 && (b[ml] == '\0' || b[ml] == '\n' || b[ml] == '\r')) {
@@ -601,7 +610,7 @@ static void read_comment(const struct cg_http_response *r, struct cg_github_comm
     cJSON *root = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(root, "html_url");
-    if (cJSON_IsNumber(id) && id->valuedouble >= 1)
+    if (is_id(id))
         res->comment_id = (long long)id->valuedouble;
     if (cJSON_IsString(url) && strlen(url->valuestring) < sizeof(res->html_url))
         memcpy(res->html_url, url->valuestring, strlen(url->valuestring) + 1);
