@@ -272,6 +272,22 @@ static void test_fuzz_found__http_header_lines(void **state)
     cg_http_response_release(&r);
 }
 
+/* fuzz_http under UBSan: a comment id of 11e3001 (infinity as a double) was converted to long long
+ * (undefined). Ids must be whole numbers from 1 to 2^53; others are skipped. */
+static void test_fuzz_found__comment_id_out_of_range_is_skipped(void **state)
+{
+    (void)state;
+    long long id = -1;
+    static const char page[] =
+        "[{\"id\": 11e3001, \"body\": \"<!-- canary-gate -->\\nASS\"},"
+        " {\"id\": 1e300, \"body\": \"<!-- canary-gate -->\"},"
+        " {\"id\": 2.5, \"body\": \"<!-- canary-gate -->\"},"
+        " {\"id\": 9007199254740994, \"body\": \"<!-- canary-gate -->\"},"
+        " {\"id\": 42, \"body\": \"<!-- canary-gate -->\"}]";
+    assert_int_equal(cg_github_comments_scan(page, strlen(page), "<!-- canary-gate -->", &id), 0);
+    assert_int_equal(id, 42);
+}
+
 static void test_fuzz_found__comment_page_and_error_body(void **state)
 {
     (void)state;
@@ -303,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_found__token_total_of_many_steps_does_not_overflow),
         cmocka_unit_test(test_fuzz_found__thresholds_text_extends_only_built_ins),
         cmocka_unit_test(test_fuzz_found__http_header_lines),
+        cmocka_unit_test(test_fuzz_found__comment_id_out_of_range_is_skipped),
         cmocka_unit_test(test_fuzz_found__comment_page_and_error_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
