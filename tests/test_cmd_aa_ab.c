@@ -15,9 +15,9 @@
 #include "argsplit.h"
 #include "artifact.h"
 #include "proc.h"
+#include "workdir.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,71 +81,17 @@ static void test_cmd_aa_ab__base_is_split_without_a_shell(void **state)
 
 /* ---- the tool ----------------------------------------------------------------------------- */
 
-struct fixture {
-    char dir[64];
-};
-
 static struct cg_proc proc;
 
-static int setup(void **state)
+/* Runs canary-gate in the test's directory with args (NULL-terminated); the exit code. */
+static int tool(const struct cg_workdir *f, const char *const *args)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/cg-aa-ab-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    *state = f;
-    return 0;
+    return cg_workdir_run(f, CG_TOOL_PATH, NULL, args, &proc);
 }
 
-static int teardown(void **state)
+static cJSON *load_json(const struct cg_workdir *f, const char *name)
 {
-    struct fixture *f = *state;
-    DIR *d = opendir(f->dir);
-    struct dirent *e;
-    char path[512];
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", f->dir, e->d_name);
-        unlink(path);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(f->dir);
-    free(f);
-    return 0;
-}
-
-static const char *in(const struct fixture *f, const char *name)
-{
-    static char buf[4][512];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof(buf[i]), "%s/%s", f->dir, name);
-    return buf[i];
-}
-
-static bool exists(const struct fixture *f, const char *name)
-{
-    struct stat st;
-    return stat(in(f, name), &st) == 0;
-}
-
-/* Runs canary-gate in the fixture's directory with args (NULL-terminated); the exit code. */
-static int tool(const struct fixture *f, const char *const *args)
-{
-    const char *argv[48] = {CG_TOOL_PATH};
-    size_t n = 1;
-    for (; args[n - 1] != NULL && n < 47; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    assert_int_equal(cg_proc_run(f->dir, argv, NULL, &proc), 0);
-    return proc.exit_code;
-}
-
-static cJSON *load_json(const struct fixture *f, const char *name)
-{
-    FILE *fp = fopen(in(f, name), "rb");
+    FILE *fp = fopen(cg_workdir_in(f, name), "rb");
     assert_non_null(fp);
     static char text[1 << 17];
     size_t k = fread(text, 1, sizeof(text) - 1, fp);
@@ -171,12 +117,12 @@ static double json_number(const cJSON *o, const char *key)
 }
 
 /* Runs in an artifact, and the measured steps of its first run. */
-static size_t artifact_runs(const struct fixture *f, const char *name, size_t *steps)
+static size_t artifact_runs(const struct cg_workdir *f, const char *name, size_t *steps)
 {
     struct cg_artifact a;
     struct cg_err err;
     cg_artifact_init(&a);
-    assert_int_equal(cg_artifact_load(in(f, name), &a, &err), 0);
+    assert_int_equal(cg_artifact_load(cg_workdir_in(f, name), &a, &err), 0);
     size_t n = a.n_runs;
     if (steps != NULL)
         *steps = n ? a.runs[0].n_steps : 0;
@@ -198,14 +144,14 @@ static const cJSON *metric_of(const cJSON *root, const char *name)
 
 static void test_cmd_aa_ab__aa_on_the_builtin_canary(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *args[] = {"aa",    "--runs",  "2",      "--steps",        "5", "--warmup", "1",
                           "--out", "aa.json", "--json", "aa-report.json", NULL};
     assert_int_equal(tool(f, args), 0);
     size_t steps = 0;
     assert_int_equal(artifact_runs(f, "aa.json", &steps), 4); /* 2 a side, in one artifact */
     assert_int_equal(steps, 5);
-    assert_true(exists(f, "aa.log"));
+    assert_true(cg_workdir_exists(f, "aa.log"));
     assert_non_null(strstr(proc.out, "noise of this runner"));
     assert_non_null(strstr(proc.out, "between-run CV"));
     assert_non_null(strstr(proc.out, "\"extends\": \"default\""));
@@ -229,7 +175,7 @@ static void test_cmd_aa_ab__aa_on_the_builtin_canary(void **state)
 
 static void test_cmd_aa_ab__aa_recommends_with_enough_runs(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     /* 3 runs a side of the sleep-bound canary: 20 splits, some with p <= 0.05; the thresholds
      * snippet holds a number for each timing metric, and it extends the file given. */
     const char *args[] = {"aa",   "--runs",       "3",       "--steps",   "6",      "--warmup",
@@ -251,7 +197,7 @@ static void test_cmd_aa_ab__aa_recommends_with_enough_runs(void **state)
 
 static void test_cmd_aa_ab__aa_usage_and_canary_errors(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *bad_target[] = {"aa", "--target", "0", NULL};
     assert_int_equal(tool(f, bad_target), 2);
     assert_non_null(strstr(proc.err, "--target"));
@@ -261,12 +207,12 @@ static void test_cmd_aa_ab__aa_usage_and_canary_errors(void **state)
                            CANARY, "--steps", "5", "--step-ms", "1", "--crash-at", "2", NULL};
     assert_int_equal(tool(f, crash), 3);
     assert_non_null(strstr(proc.err, "canary died"));
-    assert_false(exists(f, "canary-aa.json"));
+    assert_false(cg_workdir_exists(f, "canary-aa.json"));
 }
 
 static void test_cmd_aa_ab__ab_on_the_builtin_canary(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     /* The base command spelled out, the head the built-in canary: the same program. 2 pairs
      * are fewer than min_runs: pass or inconclusive, never a FAIL. */
     const char *args[] = {"ab",
@@ -290,8 +236,8 @@ static void test_cmd_aa_ab__ab_on_the_builtin_canary(void **state)
     assert_int_equal(artifact_runs(f, "canary-ab-base.json", &steps), 2);
     assert_int_equal(steps, 5);
     assert_int_equal(artifact_runs(f, "canary-ab-head.json", NULL), 2);
-    assert_true(exists(f, "canary-ab-base.log") && exists(f, "canary-ab-head.log"));
-    assert_true(exists(f, "r.md"));
+    assert_true(cg_workdir_exists(f, "canary-ab-base.log") && cg_workdir_exists(f, "canary-ab-head.log"));
+    assert_true(cg_workdir_exists(f, "r.md"));
     cJSON *root = load_json(f, "v.json");
     assert_string_equal(json_string(root, "verdict"), code == 0 ? "pass" : "inconclusive");
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "baseline");
@@ -303,7 +249,7 @@ static void test_cmd_aa_ab__ab_on_the_builtin_canary(void **state)
 
 static void test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     /* 4 ms steps against 12 ms: every pair's ratio is about 3, W+ = 15 of 15, p = 1/32. */
     const char *args[] = {"ab",        "--base",   CANARY " --steps 7 --step-ms '4'",
                           "--runs",    "5",        "--steps",
@@ -327,7 +273,7 @@ static void test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair(void **stat
 
 static void test_cmd_aa_ab__ab_input_errors(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     const char *no_base[] = {"ab", "--runs", "2", NULL};
     assert_int_equal(tool(f, no_base), 2);
     assert_non_null(strstr(proc.err, "--base"));
@@ -336,12 +282,12 @@ static void test_cmd_aa_ab__ab_input_errors(void **state)
     assert_non_null(strstr(proc.err, "unterminated single quote"));
     const char *same[] = {"ab", "--base", CANARY, "--out", "x.json", "--out-base", "x.json", NULL};
     assert_int_equal(tool(f, same), 2);
-    assert_false(exists(f, "canary-ab-base.json"));
+    assert_false(cg_workdir_exists(f, "canary-ab-base.json"));
 }
 
 /* ---- the main command's looks and confirmation ------------------------------------------ */
 
-static void record_baseline(const struct fixture *f, const char *step_ms)
+static void record_baseline(const struct cg_workdir *f, const char *step_ms)
 {
     const char *args[] = {"run", "--out",     "main.json", "--runs", "5",    "--steps",
                           "6",   "--warmup",  "1",         "--",     CANARY, "--steps",
@@ -351,7 +297,7 @@ static void record_baseline(const struct fixture *f, const char *step_ms)
 
 static void test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     record_baseline(f, "4");
     /* 2 runs are fewer than min_runs: inconclusive, 2 more are added; 4 runs against 5 fail
      * (p = 1/126 within the second look's level, 0.05 here since 5 v 2 cannot reject), and 5
@@ -376,7 +322,7 @@ static void test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail(void **state)
     assert_string_equal(json_string(conf, "state"), "confirmed");
     assert_int_equal((int)json_number(conf, "runs"), 5);
     cJSON_Delete(root);
-    FILE *fp = fopen(in(f, "r.md"), "r");
+    FILE *fp = fopen(cg_workdir_in(f, "r.md"), "r");
     assert_non_null(fp);
     static char md[1 << 16];
     md[fread(md, 1, sizeof(md) - 1, fp)] = '\0';
@@ -387,7 +333,7 @@ static void test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail(void **state)
 
 static void test_cmd_aa_ab__gate_no_confirm_and_no_added_runs(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     record_baseline(f, "4");
     const char *args[] = {"--baseline", "main.json", "--runs",       "5",
                           "--max-runs", "5",         "--no-confirm", "--out",
@@ -395,13 +341,13 @@ static void test_cmd_aa_ab__gate_no_confirm_and_no_added_runs(void **state)
                           "7",          "--step-ms", "12",           NULL};
     assert_int_equal(tool(f, args), 1);
     assert_int_equal(artifact_runs(f, "pr.json", NULL), 5);
-    assert_false(exists(f, "pr.confirm.json"));
+    assert_false(cg_workdir_exists(f, "pr.confirm.json"));
     assert_null(strstr(proc.err, "adding"));
 }
 
 static void test_cmd_aa_ab__gate_budget_stops_added_runs(void **state)
 {
-    struct fixture *f = *state;
+    struct cg_workdir *f = *state;
     record_baseline(f, "4");
     /* Two runs of 7 x 100 ms take more than the 1 s budget: no run is added. */
     const char *args[] = {"--baseline", "main.json", "--runs", "2",     "--max-runs",
@@ -419,25 +365,22 @@ static void test_cmd_aa_ab__gate_budget_stops_added_runs(void **state)
     assert_non_null(strstr(proc.err, "--spending"));
 }
 
+/* The tests that run the tool do it in a fresh temporary directory each. */
+#define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cmd_aa_ab__base_is_split_without_a_shell),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__aa_on_the_builtin_canary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__aa_recommends_with_enough_runs, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__aa_usage_and_canary_errors, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__ab_on_the_builtin_canary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__ab_input_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__gate_no_confirm_and_no_added_runs, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_cmd_aa_ab__gate_budget_stops_added_runs, setup,
-                                        teardown),
+        IN_WORKDIR(test_cmd_aa_ab__aa_on_the_builtin_canary),
+        IN_WORKDIR(test_cmd_aa_ab__aa_recommends_with_enough_runs),
+        IN_WORKDIR(test_cmd_aa_ab__aa_usage_and_canary_errors),
+        IN_WORKDIR(test_cmd_aa_ab__ab_on_the_builtin_canary),
+        IN_WORKDIR(test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair),
+        IN_WORKDIR(test_cmd_aa_ab__ab_input_errors),
+        IN_WORKDIR(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail),
+        IN_WORKDIR(test_cmd_aa_ab__gate_no_confirm_and_no_added_runs),
+        IN_WORKDIR(test_cmd_aa_ab__gate_budget_stops_added_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
