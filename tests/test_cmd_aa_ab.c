@@ -91,13 +91,7 @@ static int tool(const struct cg_workdir *f, const char *const *args)
 
 static cJSON *load_json(const struct cg_workdir *f, const char *name)
 {
-    FILE *fp = fopen(cg_workdir_in(f, name), "rb");
-    assert_non_null(fp);
-    static char text[1 << 17];
-    size_t k = fread(text, 1, sizeof(text) - 1, fp);
-    text[k] = '\0';
-    fclose(fp);
-    cJSON *root = cJSON_Parse(text);
+    cJSON *root = cJSON_Parse(cg_workdir_read(f, name));
     assert_non_null(root);
     return root;
 }

@@ -36,20 +36,9 @@ static int gate(const struct cg_workdir *f, const char *const *env, const char *
     return cg_workdir_run(f, CG_TOOL_PATH, env, args, &proc);
 }
 
-static char *slurp(const struct cg_workdir *f, const char *name)
-{
-    FILE *fp = fopen(cg_workdir_in(f, name), "rb");
-    assert_non_null(fp);
-    static char text[1 << 17];
-    size_t k = fread(text, 1, sizeof(text) - 1, fp);
-    text[k] = '\0';
-    fclose(fp);
-    return text;
-}
-
 static void assert_verdict_json(const struct cg_workdir *f, const char *name, const char *verdict)
 {
-    cJSON *root = cJSON_Parse(slurp(f, name));
+    cJSON *root = cJSON_Parse(cg_workdir_read(f, name));
     assert_non_null(root);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "verdict");
     assert_true(cJSON_IsString(v));
@@ -105,7 +94,7 @@ static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **sta
     assert_int_equal(a.runs[0].n_steps, 4);
     assert_int_equal(a.settings.warmup, 1);
     cg_artifact_release(&a);
-    assert_non_null(strstr(slurp(f, "r.md"), "<!-- canary-gate-verdict: pass -->"));
+    assert_non_null(strstr(cg_workdir_read(f, "r.md"), "<!-- canary-gate-verdict: pass -->"));
     assert_verdict_json(f, "v.json", "pass");
 
     /* Against it, with the steps and warm-up taken from the baseline. Two runs a side are fewer
@@ -133,7 +122,7 @@ static void test_gate__slower_canary_fails(void **state)
                           NULL};
     assert_int_equal(gate(f, NULL, args), 1);
     assert_non_null(strstr(proc.out, "FAIL"));
-    assert_non_null(strstr(slurp(f, "r.md"), "<!-- canary-gate-verdict: fail -->"));
+    assert_non_null(strstr(cg_workdir_read(f, "r.md"), "<!-- canary-gate-verdict: fail -->"));
     assert_verdict_json(f, "v.json", "fail");
 }
 
@@ -160,7 +149,7 @@ static void test_gate__same_canary_passes(void **state)
     /* Sleep-bound steps of equal length: never a FAIL. On a loaded machine the scheduler can
      * stretch one side beyond 5% without significance: inconclusive (exit 0) is honest too. */
     assert_int_equal(gate(f, NULL, args), 0);
-    cJSON *root = cJSON_Parse(slurp(f, "v.json"));
+    cJSON *root = cJSON_Parse(cg_workdir_read(f, "v.json"));
     assert_non_null(root);
     const char *v = cJSON_GetObjectItemCaseSensitive(root, "verdict")->valuestring;
     assert_true(strcmp(v, "pass") == 0 || strcmp(v, "inconclusive") == 0);
@@ -176,7 +165,7 @@ static void test_gate__failing_canary_is_reported_as_such(void **state)
                           "--crash-at", "3", NULL};
     assert_int_equal(gate(f, NULL, args), 3);
     assert_non_null(strstr(proc.err, "died of signal"));
-    const char *md = slurp(f, "r.md");
+    const char *md = cg_workdir_read(f, "r.md");
     assert_non_null(strstr(md, "the canary failed"));
     assert_non_null(strstr(md, "died of signal"));
     assert_verdict_json(f, "v.json", "error");
@@ -194,7 +183,7 @@ static void test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason(void *
                           "--steps", "5", "--inject-nan-at", "3", NULL};
     assert_int_equal(gate(f, NULL, args), 3);
     assert_non_null(strstr(proc.err, "non-finite loss (nan) in step 3"));
-    assert_non_null(strstr(slurp(f, "r.md"), "training diverged"));
+    assert_non_null(strstr(cg_workdir_read(f, "r.md"), "training diverged"));
     assert_verdict_json(f, "v.json", "error");
 }
 
@@ -231,7 +220,7 @@ static void test_gate__comment_and_status_are_posted(void **state)
     assert_non_null(strstr(status, "failure"));
     free(status);
     assert_true(cg_workdir_exists(f, "canary-run.md")); /* the report beside --out */
-    assert_non_null(strstr(slurp(f, "summary.md"), "FAIL"));
+    assert_non_null(strstr(cg_workdir_read(f, "summary.md"), "FAIL"));
     assert_null(strstr(proc.out, TOKEN));
     assert_null(strstr(proc.err, TOKEN));
     cg_httpd_stop(srv);
@@ -246,7 +235,7 @@ static void test_gate__trace_of_the_first_run(void **state)
                           "--nested", NULL};
     int code = gate(f, NULL, args);
     assert_true(code == 0 || code == 1);
-    cJSON *root = cJSON_Parse(slurp(f, "t.json"));
+    cJSON *root = cJSON_Parse(cg_workdir_read(f, "t.json"));
     assert_non_null(root);
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
     assert_true(cJSON_IsArray(events));

@@ -53,6 +53,17 @@ bool cg_workdir_exists(const struct cg_workdir *w, const char *name)
     return stat(cg_workdir_in(w, name), &st) == 0;
 }
 
+const char *cg_workdir_read(const struct cg_workdir *w, const char *name)
+{
+    static char text[1 << 17];
+    FILE *fp = fopen(cg_workdir_in(w, name), "rb");
+    assert_non_null(fp);
+    size_t k = fread(text, 1, sizeof(text) - 1, fp);
+    text[k] = '\0';
+    fclose(fp);
+    return text;
+}
+
 int cg_workdir_run(const struct cg_workdir *w, const char *program, const char *const *env,
                    const char *const *args, struct cg_proc *p)
 {

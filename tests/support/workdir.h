@@ -26,6 +26,10 @@ const char *cg_workdir_in(const struct cg_workdir *w, const char *name);
 /* True when <dir>/<name> exists. */
 bool cg_workdir_exists(const struct cg_workdir *w, const char *name);
 
+/* The contents of <dir>/<name>, NUL-terminated, cut at 128 KiB; in a static buffer valid until
+ * the next call. Fails the test when the file cannot be read. */
+const char *cg_workdir_read(const struct cg_workdir *w, const char *name);
+
 /* Runs program with args (NULL-terminated, without the program) in the directory, with extra
  * environment entries (may be NULL); fills p and returns the exit code. Fails the test when the
  * program cannot be started. */
