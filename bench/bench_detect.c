@@ -531,6 +531,25 @@ static void print_pools(const struct pool *pools, size_t n)
         free(lv);
     }
     free(la);
+    /* Lag-1 autocorrelation of the aa run means in the order measured: runs close in time are
+     * alike when the load comes in spells, and blocks of consecutive runs are not exchangeable. */
+    size_t m = aa->a.n_runs;
+    if (m > 2) {
+        double mean = 0, var = 0, cov = 0;
+        for (size_t i = 0; i < m; i++)
+            mean += run_mean(aa, i) / (double)m;
+        for (size_t i = 0; i < m; i++) {
+            double d = run_mean(aa, i) - mean;
+            var += d * d;
+            if (i + 1 < m)
+                cov += d * (run_mean(aa, i + 1) - mean);
+        }
+        printf("
+aa run means in the order measured: lag-1 autocorrelation %.2f (0 when runs "
+               "are exchangeable)
+",
+               var > 0 ? cov / var : 0.0);
+    }
 }
 
 static void print_tally(const char *rule, const char *set, const struct tally *t)
