@@ -544,10 +544,8 @@ static void print_pools(const struct pool *pools, size_t n)
             if (i + 1 < m)
                 cov += d * (run_mean(aa, i + 1) - mean);
         }
-        printf("
-aa run means in the order measured: lag-1 autocorrelation %.2f (0 when runs "
-               "are exchangeable)
-",
+        printf("\naa run means in the order measured: lag-1 autocorrelation %.2f (0 when runs "
+               "are exchangeable)\n",
                var > 0 ? cov / var : 0.0);
     }
 }
