@@ -5,11 +5,15 @@
  * Input: one or more shards separated by a line "--- next shard ---". Properties: a shard parses
  * or fails with CG_EINPUT naming it; a parsed step has a non-negative wall time; the merge of
  * the parsed shards gives at most the asked number of steps, each with a positive wall time, and
- * summaries that agree with the steps; saved as an artifact, the merged run loads again.
+ * summaries that agree with the steps; saved as an artifact, the merged run loads again; the
+ * Chrome trace rendered from the shards' trace lines is valid JSON (every name escaped).
  */
 #include "fuzz.h"
 
 #include "shard.h"
+#include "trace.h"
+
+#include <cjson/cJSON.h>
 
 #include <math.h>
 
@@ -43,6 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sep == NULL)
             break;
         p = sep + strlen(SEP);
+    }
+
+    char *trace = cg_trace_to_json(shards, n);
+    if (trace != NULL) {
+        cJSON *root = cJSON_Parse(trace);
+        CG_FUZZ_CHECK(root != NULL, "the trace is not JSON:\n%s", trace);
+        cJSON_Delete(root);
+        free(trace);
     }
 
     struct cg_shard_status st;

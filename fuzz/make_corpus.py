@@ -108,6 +108,12 @@ def shard(shard_dir):
         "canary-gate-shard 1\npid 101\nrank 1\ngpu unavailable no driver\n"
         "s 0 100 2200 20\ns 1 2200 3000 20\ns 2 3000 6000 20\n"
         "o range 2 100 fwd\\\\pass\\x09x\nm 0 7000\nm 1 1000\nc 5 0 0\ns 3 6000 70")
+    put("shard", "traced",
+        "canary-gate-shard 1\npid 7\nrank 0\nwarmup 0\nstep_range step\ntw 0 1\n"
+        "s 0 1000 2000 10\ntd 1 NCCL\ntr 4242 1100 1900 0 forward\n"
+        "tr 4243 1200 1300 1 AllReduce \\x1b[31m\"q\\\\\n"
+        "tg kernel 0 7 1500 2500 -1 _Z3fooIiEvT_\ntg memcpy 1 13 2600 2700 4096 memcpy HtoD pageable\n"
+        "tm 0 1400 1048576\ntm 0 1600 0\ns 1 2000 3000 10\nl 1 2.5\ntx 5 2\nend\n")
     if shard_dir and os.path.isdir(shard_dir):
         files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
                        glob.glob(os.path.join(shard_dir, "*.part")))
