@@ -171,7 +171,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         return cg_cmd_usage_error("gate", "--trace-steps '%s': expected A:B, whole numbers with "
                                           "A <= B (measured steps, from 0)",
                                   o->collect.trace_steps);
-    /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): --color requires its argument */
+    if (o->color == NULL)
+        o->color = "auto";
     if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
         strcmp(o->color, "never") != 0)
         return cg_cmd_usage_error("gate", "--color '%s': expected auto, always or never", o->color);
