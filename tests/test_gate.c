@@ -134,9 +134,9 @@ static void test_gate__too_few_runs_cannot_fail(void **state)
     const char *rec[] = {"run", "--out", "main.json", "--runs", "2", "--steps", "6", "--warmup",
                          "1", "--", CANARY, "--steps", "7", "--step-ms", "2", NULL};
     assert_int_equal(gate(f, NULL, rec), 0);
-    const char *args[] = {"--baseline", "main.json", "--runs", "2", "--max-runs", "2", "--json",
-                          "v.json", "--fail-on-inconclusive", "--", CANARY, "--steps", "7", "--step-ms",
-                          "12", NULL};
+    const char *args[] = {"--baseline", "main.json", "--runs", "2", "--max-runs", "2",
+                          "--json", "v.json", "--fail-on-inconclusive", "--", CANARY,
+                          "--steps", "7", "--step-ms", "40", NULL};
     assert_int_equal(gate(f, NULL, args), 4);
     assert_verdict_json(f, "v.json", "inconclusive");
     assert_non_null(strstr(proc.out, "too few runs"));
