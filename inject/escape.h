@@ -21,7 +21,7 @@ static inline size_t cg_escape_name(const char *name, size_t *from, char *out, s
     size_t k = 0, i = *from;
     if (name == NULL)
         name = "?";
-    for (; name[i] != '\0' && i < CG_NAME_MAX_BYTES && k + 4 <= cap; i++) {
+    for (; i < CG_NAME_MAX_BYTES && name[i] != '\0' && k + 4 <= cap; i++) {
         unsigned char c = (unsigned char)name[i];
         if (c == '\\') {
             out[k++] = '\\';
