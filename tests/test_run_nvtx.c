@@ -170,7 +170,7 @@ static void test_run__step_times_tokens_and_nested_ranges(void **state)
         assert_int_equal(run->n_steps, 4);
         for (size_t k = 0; k < run->n_steps; k++) {
             assert_true(run->steps[k].wall_ns >= 19500000);
-            assert_true(run->steps[k].wall_ns < 80000000);
+            assert_true(run->steps[k].wall_ns < 10000000000); /* a sleep can overrun on a loaded machine; 10 s is a broken clock */
             assert_int_equal(run->steps[k].tokens, 64);
             assert_int_equal(run->steps[k].gpu_busy_ns, -1);
         }
@@ -184,7 +184,7 @@ static void test_run__step_times_tokens_and_nested_ranges(void **state)
         assert_int_equal(fw->kind, CG_OP_RANGE);
         assert_int_equal(fw->calls, 4); /* the warm-up step's ranges are not counted */
         assert_int_equal(bw->calls, 4);
-        assert_true(fw->total_ns >= 4 * 9500000 && fw->total_ns < 4 * 40000000);
+        assert_true(fw->total_ns >= 4 * 9500000 && fw->total_ns < 4 * 10000000000LL);
     }
     cg_artifact_release(&a);
     FILE *f = fopen("nvtx-basic.log", "r");
