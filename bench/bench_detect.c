@@ -51,6 +51,8 @@ extern char **environ;
 #define TRAIN CG_BINARY_DIR "/canary-train"
 #define MAX_POOLS 8
 #define NAIVE_PCT 10.0
+/* Recordings the Action's baseline pools by default (ci/baseline-publish --keep). */
+#define CG_BASELINE_RECORDINGS 5
 
 struct pool {
     char name[16];
@@ -58,12 +60,16 @@ struct pool {
     struct cg_artifact a; /* runs in the order measured */
     double *secs;         /* wall time of each run */
     size_t cap;
+    size_t hidden; /* runs left out by --skip-rounds, kept past n_runs */
     bool done;
 };
 
 struct opts {
     const char *thresholds, *save, *load;
     size_t aa, per_level;
+    size_t confirm_runs; /* 0: the main command's default */
+    size_t skip_rounds;  /* --load: leave out the runs of the first N collection rounds */
+    size_t base_runs; /* runs in a gate decision's baseline (default 5 recordings of 'runs') */
     double work[MAX_POOLS];
     size_t n_work;
     double levels[MAX_POOLS]; /* the regressions the --extra-work values stand for, percent */
@@ -90,6 +96,7 @@ static const struct rule rules[] = {
 
 struct tally {
     size_t n, fail, inconclusive, pass, added, confirmed, rejected;
+    size_t metric_fail[CG_M_COUNT]; /* decisions that FAILed on each metric */
     double *secs; /* canary seconds per decision */
     double runs;  /* current runs, summed */
     double base_secs;
@@ -243,6 +250,39 @@ static int load_pool(const char *dir, struct pool *p)
     return 0;
 }
 
+/* Leaves out the runs of the first `rounds` collection rounds (per_round runs of the pool in
+ * each); the pool's order and seconds shift with them. */
+static int skip_runs(struct pool *p, size_t per_round, size_t rounds)
+{
+    size_t k = per_round * rounds;
+    if (k == 0)
+        return 0;
+    if (k >= p->a.n_runs) {
+        fprintf(stderr, "bench_detect: pool %s has only %zu runs\n", p->name, p->a.n_runs);
+        return -1;
+    }
+    /* Rotated to the end and hidden; cg_artifact_release frees them once n_runs is restored. */
+    struct cg_run *tmp = malloc(k * sizeof(*tmp));
+    double *ts = malloc(k * sizeof(*ts));
+    if (tmp == NULL || ts == NULL) {
+        free(tmp);
+        free(ts);
+        return -1;
+    }
+    size_t rest = p->a.n_runs - k;
+    memcpy(tmp, p->a.runs, k * sizeof(*tmp));
+    memcpy(ts, p->secs, k * sizeof(*ts));
+    memmove(p->a.runs, p->a.runs + k, rest * sizeof(*p->a.runs));
+    memmove(p->secs, p->secs + k, rest * sizeof(*p->secs));
+    memcpy(p->a.runs + rest, tmp, k * sizeof(*tmp));
+    memcpy(p->secs + rest, ts, k * sizeof(*ts));
+    free(tmp);
+    free(ts);
+    p->a.n_runs = rest;
+    p->hidden = k;
+    return 0;
+}
+
 /* ---- decisions --------------------------------------------------------------------------- */
 
 struct stream {
@@ -288,12 +328,24 @@ struct decision {
     double secs;
     bool added;
     enum cg_confirm confirm;
+    unsigned fail_mask; /* bit m: metric m FAILed */
 };
 
-/* One gate decision: baseline = runs [base_at, base_at + runs) of the aa pool, current runs
+static unsigned verdict_fail_mask(const struct cg_verdict *v)
+{
+    unsigned mask = 0;
+    for (int m = 0; m < CG_M_COUNT; m++)
+        mask |= v->metrics[m].outcome == CG_OUT_FAIL ? 1u << m : 0u;
+    return mask;
+}
+
+/* --confirm-runs (0: the main command's default, 3 x runs), read by gate_decision. */
+static size_t confirm_runs_opt;
+
+/* One gate decision: baseline = runs [base_at, base_at + base_n) of the aa pool, current runs
  * from s. -1 when a pool ran out (no decision). */
 static int gate_decision(const struct rule *r, const struct cg_thresholds *t, const struct pool *aa,
-                         size_t base_at, struct stream *s, struct decision *d)
+                         size_t base_at, size_t base_n, struct stream *s, struct decision *d)
 {
     struct cg_artifact base, cur, conf;
     struct cg_seq seq;
@@ -304,11 +356,12 @@ static int gate_decision(const struct rule *r, const struct cg_thresholds *t, co
     cg_artifact_init(&base);
     cg_artifact_init(&cur);
     cg_artifact_init(&conf);
-    if (take_at(aa, base_at, runs, &base, &base_s) != 0 ||
+    if (take_at(aa, base_at, base_n, &base, &base_s) != 0 ||
         take_at(s->p, s->next, runs, &cur, &first_s) != 0)
         goto done;
     s->next += runs;
-    struct cg_seq_opts o = {runs * r->max_factor, 0, 0, CG_SPEND_POCOCK, r->confirm, 0};
+    struct cg_seq_opts o = {runs * r->max_factor, 0, 0, CG_SPEND_POCOCK, r->confirm,
+                            confirm_runs_opt};
     if (cg_seq_decide(&base, &cur, &conf, t, &o, first_s, stream_measure, s, &seq, &err) != 0)
         goto done;
     d->overall = seq.verdict.overall;
@@ -316,6 +369,7 @@ static int gate_decision(const struct rule *r, const struct cg_thresholds *t, co
     d->secs = seq.info.canary_s + seq.info.confirm_s;
     d->added = seq.info.looks > 1;
     d->confirm = seq.info.confirm;
+    d->fail_mask = verdict_fail_mask(&seq.verdict);
     cg_seq_release(&seq);
     rc = 0;
 done:
@@ -334,6 +388,8 @@ static void tally_add(struct tally *t, const struct decision *d, double base_sec
     t->added += d->added;
     t->confirmed += d->confirm == CG_CONFIRM_CONFIRMED;
     t->rejected += d->confirm == CG_CONFIRM_REJECTED;
+    for (int m = 0; m < CG_M_COUNT; m++)
+        t->metric_fail[m] += (d->fail_mask >> m) & 1u;
     t->runs += (double)d->runs;
     t->base_secs += base_secs;
 }
@@ -356,7 +412,7 @@ static int paired_decision(const struct cg_thresholds *t, const struct pool *bp,
     int rc = -1;
     cg_artifact_init(&base);
     cg_artifact_init(&head);
-    *d = (struct decision){CG_OUT_PASS, runs, 0.0, false, CG_CONFIRM_NOT_NEEDED};
+    *d = (struct decision){CG_OUT_PASS, runs, 0.0, false, CG_CONFIRM_NOT_NEEDED, 0};
     *base_s = 0.0;
     for (size_t k = 0; k < runs; k++) {
         if (take_at(bp, b_at[k], 1, &base, base_s) != 0 ||
@@ -366,6 +422,7 @@ static int paired_decision(const struct cg_thresholds *t, const struct pool *bp,
     if (cg_paired_verdict(&base, &head, t, &v, &err) != 0)
         goto done;
     d->overall = v.overall;
+    d->fail_mask = verdict_fail_mask(&v);
     cg_verdict_release(&v);
     rc = 0;
 done:
@@ -411,7 +468,8 @@ static void evaluate_paired(const struct cg_thresholds *t, const struct pool *po
 
 /* Evaluates rule r on the pools: set 0 is A/A, set 1 + l is level l. tallies[set] filled. */
 static void evaluate(const struct rule *r, const struct cg_thresholds *t, const struct pool *pools,
-                     size_t n_pools, size_t want_aa, size_t want_level, struct tally *tallies)
+                     size_t n_pools, size_t base_n, size_t want_aa, size_t want_level,
+                     struct tally *tallies)
 {
     const struct pool *aa = &pools[0];
     size_t runs = (size_t)t->runs;
@@ -434,7 +492,7 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
         for (size_t i = 0; 2 * i + 1 < aa->a.n_runs && tallies[0].n < want_aa; i++) {
             bool fail = run_mean(aa, 2 * i + 1) > run_mean(aa, 2 * i) * (1 + NAIVE_PCT / 100);
             d = (struct decision){fail ? CG_OUT_FAIL : CG_OUT_PASS, 1, aa->secs[2 * i + 1], false,
-                                  CG_CONFIRM_NOT_NEEDED};
+                                  CG_CONFIRM_NOT_NEEDED, fail ? 1u : 0u};
             tally_add(&tallies[0], &d, aa->secs[2 * i]);
         }
         for (size_t k = 1; k < n_pools; k++) {
@@ -443,33 +501,37 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
                  i++) {
                 bool fail = run_mean(p, i) > run_mean(aa, i) * (1 + NAIVE_PCT / 100);
                 d = (struct decision){fail ? CG_OUT_FAIL : CG_OUT_PASS, 1, p->secs[i], false,
-                                      CG_CONFIRM_NOT_NEEDED};
+                                      CG_CONFIRM_NOT_NEEDED, fail ? 1u : 0u};
                 tally_add(&tallies[k], &d, aa->secs[i]);
             }
         }
         free(base_at);
         return;
     }
-    struct stream s = {aa, 0};
+    /* The baseline of each A/A decision is the base_n aa runs measured just before its current
+     * runs: a rolling baseline, as the Action keeps one (the newest recordings pooled). */
+    /* Decision i's first look starts `runs` after decision i - 1's, so first looks never share
+     * a run; the runs a decision adds or confirms with may be later decisions' first looks (a
+     * decision is the gate's verdict on the runs as they came; neighbours are correlated). */
     size_t n_base = 0;
     while (tallies[0].n < want_aa) {
-        size_t at = s.next;
-        s.next += runs;
-        if (gate_decision(r, t, aa, at, &s, &d) != 0)
+        struct stream s = {aa, base_n + n_base * runs};
+        size_t at = s.next - base_n;
+        if (gate_decision(r, t, aa, at, base_n, &s, &d) != 0)
             break;
         base_at[n_base++] = at;
         double bs = 0;
-        for (size_t i = 0; i < runs; i++)
+        for (size_t i = 0; i < base_n; i++)
             bs += aa->secs[at + i];
         tally_add(&tallies[0], &d, bs);
     }
     for (size_t k = 1; k < n_pools; k++) {
-        struct stream ls = {&pools[k], 0};
         for (size_t i = 0; i < n_base && tallies[k].n < want_level; i++) {
-            if (gate_decision(r, t, aa, base_at[i], &ls, &d) != 0)
+            struct stream ls = {&pools[k], i * runs};
+            if (gate_decision(r, t, aa, base_at[i], base_n, &ls, &d) != 0)
                 break;
             double bs = 0;
-            for (size_t j = 0; j < runs; j++)
+            for (size_t j = 0; j < base_n; j++)
                 bs += aa->secs[base_at[i] + j];
             tally_add(&tallies[k], &d, bs);
         }
@@ -558,11 +620,18 @@ static void print_tally(const char *rule, const char *set, const struct tally *t
     double p95 = t->n ? cg_stats_quantile(t->secs, t->n, 0.95) : NAN;
     double mx = t->n ? cg_stats_quantile(t->secs, t->n, 1.0) : NAN;
     double mean = t->n ? cg_stats_mean(t->secs, t->n) : NAN;
-    printf("| %s | %s | %zu | %zu | %zu | %zu | **%.1f%%** (%.1f to %.1f) | %.1f / %.1f / %.1f | "
-           "%.1f | %.1f | %zu | %zu / %zu |\n",
+    char by[160] = "";
+    size_t k = 0;
+    for (int m = 0; m < CG_M_COUNT && k < sizeof(by); m++) {
+        if (t->metric_fail[m] > 0)
+            k += (size_t)snprintf(by + k, sizeof(by) - k, "%s%s %zu", k ? ", " : "",
+                                  cg_metric_name((enum cg_metric)m), t->metric_fail[m]);
+    }
+    printf("| %s | %s | %zu | %zu | %zu | %zu | **%.1f%%** (%.1f to %.1f) | %s | %.1f / %.1f / "
+           "%.1f | %.1f | %.1f | %zu | %zu / %zu |\n",
            rule, set, t->n, t->fail, t->inconclusive, t->pass, 100.0 * (double)t->fail / n,
-           100 * lo, 100 * hi, mean, p95, mx, t->base_secs / n, t->runs / n, t->added, t->confirmed,
-           t->rejected);
+           100 * lo, 100 * hi, k ? by : "&mdash;", mean, p95, mx, t->base_secs / n, t->runs / n,
+           t->added, t->confirmed, t->rejected);
 }
 
 /* ---- main -------------------------------------------------------------------------------- */
@@ -601,6 +670,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->load = argv[++i];
         } else if (v != NULL && strcmp(a, "--aa") == 0) {
             o->aa = strtoul(argv[++i], NULL, 10);
+        } else if (v != NULL && strcmp(a, "--skip-rounds") == 0) {
+            o->skip_rounds = strtoul(argv[++i], NULL, 10);
+        } else if (v != NULL && strcmp(a, "--confirm-runs") == 0) {
+            o->confirm_runs = strtoul(argv[++i], NULL, 10);
+        } else if (v != NULL && strcmp(a, "--baseline-runs") == 0) {
+            o->base_runs = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--per-level") == 0) {
             o->per_level = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--max-rounds") == 0) {
@@ -613,7 +688,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             fprintf(stderr,
                     "usage: bench_detect [--quick] [--aa N] [--per-level N] [--work PCT,...]\n"
                     "                    [--levels PCT,...] [--thresholds SPEC] [--save DIR]\n"
-                    "                    [--load DIR] [--max-rounds N]\n");
+                    "                    [--load DIR] [--max-rounds N] [--baseline-runs N]\n"
+                    "                    [--confirm-runs N] [--skip-rounds N]\n");
             return -1;
         }
     }
@@ -652,9 +728,14 @@ static void print_header(int argc, char **argv, const struct cg_thresholds *t, c
     printf("* canary: %s --preset tiny --steps %lld (%lld measured after %lld warm-up), one "
            "'canary-gate run --runs 1' per run\n",
            TRAIN, (long long)(t->steps + t->warmup), (long long)t->steps, (long long)t->warmup);
-    printf("* thresholds: %s (runs %lld, step_time_mean +%.1f%%, alpha %.3g)%s\n\n", t->source,
-           (long long)t->runs, t->metric[CG_M_STEP_TIME_MEAN].max_regression_pct,
+    printf("* thresholds: %s (runs %lld, step_time_mean +%.1f%%, step_time_floor +%.1f%%, alpha "
+           "%.3g)%s\n",
+           t->source, (long long)t->runs, t->metric[CG_M_STEP_TIME_MEAN].max_regression_pct,
+           t->metric[CG_M_STEP_TIME_FLOOR].max_regression_pct,
            t->metric[CG_M_STEP_TIME_MEAN].alpha, o->load ? "; recorded pools from --load" : "");
+    printf("* gate baselines: %zu runs each, the aa runs measured just before the decision's own "
+           "(the Action pools its newest %d recordings of %lld runs)\n\n",
+           o->base_runs, CG_BASELINE_RECORDINGS, (long long)t->runs);
 }
 
 /* True when every rule has its decisions (or the pools of set k are marked done). */
@@ -667,7 +748,7 @@ static bool enough(const struct cg_thresholds *t, struct pool *pools, size_t n,
     for (size_t r = 0; r < N_RULES; r++) {
         if (rules[r].paired)
             continue;
-        evaluate(&rules[r], t, pools, n, o->aa, o->per_level, tl);
+        evaluate(&rules[r], t, pools, n, o->base_runs, o->aa, o->per_level, tl);
         if (tl[0].n < o->aa) {
             pools[0].done = false;
             all = false;
@@ -739,7 +820,7 @@ static int collect(const struct cg_thresholds *t, struct pool *pools, size_t n,
 
 int main(int argc, char **argv)
 {
-    struct opts o = {"default", NULL, NULL, 200, 100, {0}, 0, {0}, 0, false};
+    struct opts o = {"default", NULL, NULL, 200, 100, 0, 0, 0, {0}, 0, {0}, 0, false};
     struct pool pools[MAX_POOLS];
     struct tally tl[MAX_POOLS];
     struct cg_thresholds t;
@@ -751,6 +832,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_detect: %s\n", err.msg);
         return 2;
     }
+    confirm_runs_opt = o.confirm_runs ? o.confirm_runs : (size_t)(3 * t.runs);
+    if (o.base_runs == 0)
+        o.base_runs = (size_t)(CG_BASELINE_RECORDINGS * t.runs);
     size_t n = o.n_work + 1, want = o.aa > o.per_level ? o.aa : o.per_level;
     memset(pools, 0, sizeof(pools));
     for (size_t k = 0; k < n; k++) {
@@ -767,7 +851,7 @@ int main(int argc, char **argv)
     double load0 = load_avg();
     print_header(argc, argv, &t, &o, load0);
     for (size_t k = 0; o.load != NULL && k < n; k++) {
-        if (load_pool(o.load, &pools[k]) != 0)
+        if (load_pool(o.load, &pools[k]) != 0 || skip_runs(&pools[k], k == 0 ? 3 : 1, o.skip_rounds) != 0)
             goto done;
     }
     if (o.load == NULL && collect(&t, pools, n, &o, tl) != 0)
@@ -779,10 +863,11 @@ int main(int argc, char **argv)
            "detections. Canary seconds per decision (current side: first look, added runs, "
            "confirmation): mean / p95 / max; the baseline's seconds apart.\n\n"
            "| rule | set | decisions | FAIL | INCONCLUSIVE | PASS | FAIL rate (95%% Wilson) | "
-           "canary s per decision | baseline s | current runs per decision | runs added in | "
-           "confirmed / not |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "FAILed on | canary s per decision | baseline s | current runs per decision | "
+           "runs added in | confirmed / not |\n"
+           "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
     for (size_t r = 0; r < N_RULES; r++) {
-        evaluate(&rules[r], &t, pools, n, o.aa, o.per_level, tl);
+        evaluate(&rules[r], &t, pools, n, o.base_runs, o.aa, o.per_level, tl);
         for (size_t k = 0; k < n; k++) {
             char set[64];
             if (k == 0)
@@ -796,6 +881,7 @@ int main(int argc, char **argv)
     rc = 0;
 done:
     for (size_t k = 0; k < n; k++) {
+        pools[k].a.n_runs += pools[k].hidden;
         cg_artifact_release(&pools[k].a);
         free(pools[k].secs);
         free(tl[k].secs);

@@ -110,7 +110,9 @@ int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
     o.budget_s = so->budget_s;
     cg_spend_parse(so->spending, &o.spend);
     o.confirm = !so->no_confirm;
-    o.confirm_runs = so->confirm_runs > 0 ? (size_t)so->confirm_runs : (size_t)runs;
+    /* Three times the first look by default: interference comes in spells that can outlast
+     * a look, and a FAIL blocks a merge (docs/detection.md, bench/RESULTS.md). */
+    o.confirm_runs = so->confirm_runs > 0 ? (size_t)so->confirm_runs : 3 * (size_t)runs;
     if (cg_seq_decide(base, cur, &conf, t, &o, first_s, collect_more, col, &s, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         cg_collect_hint(&err, NULL);

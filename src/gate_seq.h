@@ -41,7 +41,7 @@ enum {
     "  --spending NAME        alpha over the looks: pocock (default), obrien-fleming, "            \
     "bonferroni\n"                                                                                 \
     "  --confirm-runs N       fresh runs that must fail again before a FAIL is reported\n"         \
-    "                         (default: --runs); their artifact goes beside --out "                \
+    "                         (default: 3 x --runs); their artifact goes beside --out "                \
     "(.confirm.json)\n"                                                                            \
     "  --no-confirm           report a FAIL without confirming it\n"
 

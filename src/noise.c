@@ -12,23 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
-{
-    switch (m) {
-    case CG_M_STEP_TIME_MEAN:
-        return r->summary.step_time_mean_ns;
-    case CG_M_STEP_TIME_P95:
-        return r->summary.step_time_p95_ns;
-    case CG_M_TOKENS_PER_SEC:
-        return r->summary.tokens_per_sec;
-    case CG_M_PEAK_DEVICE_MEMORY:
-        return r->summary.peak_device_bytes >= 0 ? (double)r->summary.peak_device_bytes : NAN;
-    case CG_M_PEAK_HOST_RSS:
-        return r->summary.peak_host_rss_bytes >= 0 ? (double)r->summary.peak_host_rss_bytes : NAN;
-    default:
-        return NAN;
-    }
-}
+#define CG_NOISE_RESAMPLES 400
 
 static bool is_memory(enum cg_metric m)
 {
@@ -82,7 +66,7 @@ static int describe(const struct cg_artifact *pool, enum cg_metric m, struct cg_
     nm->between_cv_pct = cv_pct(&w);
     if (!is_memory(m)) {
         nm->within_cv_pct = cg_stats_quantile(within, n, 0.5);
-        if (m != CG_M_STEP_TIME_P95)
+        if (m != CG_M_STEP_TIME_P95 && m != CG_M_STEP_TIME_FLOOR)
             nm->steps_predict_cv_pct = cg_stats_quantile(predict, n, 0.5);
     }
 done:
@@ -206,6 +190,12 @@ int cg_noise_analyse(const struct cg_artifact *pool, size_t side, const struct c
     for (size_t i = 0; i < total; i++)
         perm[i] = i;
     uint64_t rng = seed;
+    /* Thousands of splits: the floor's bootstrap is cut to CG_NOISE_RESAMPLES resamples a split
+     * (p resolves to 1/401, ample at the alphas used), which keeps a 2,000-split analysis
+     * to seconds. */
+    struct cg_thresholds tq = *t;
+    if (tq.bootstrap_resamples > CG_NOISE_RESAMPLES)
+        tq.bootstrap_resamples = CG_NOISE_RESAMPLES;
     /* Views of the pool: the header is shared, the runs are shallow copies (read only). */
     struct cg_artifact vb = *pool, vc = *pool;
     vb.runs = runs;
@@ -218,7 +208,7 @@ int cg_noise_analyse(const struct cg_artifact *pool, size_t side, const struct c
             runs[side + i] = pool->runs[cur[i]];
         }
         struct cg_verdict v;
-        if ((rc = cg_verdict_compute(&vb, &vc, t, &v, err)) != 0)
+        if ((rc = cg_verdict_compute(&vb, &vc, &tq, &v, err)) != 0)
             break;
         out->fails += v.overall == CG_OUT_FAIL;
         out->inconclusive += v.overall == CG_OUT_INCONCLUSIVE;

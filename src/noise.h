@@ -59,9 +59,6 @@ struct cg_noise {
     struct cg_noise_metric m[CG_M_COUNT];
 };
 
-/* The value of metric m for run r (NAN when unknown). */
-double cg_run_metric_value(const struct cg_run *r, enum cg_metric m);
-
 /* Analyses the pool (at least 2 x side runs, side >= 1) at thresholds t; target is a fraction
  * (0.01 for 1%). CG_EINPUT when the pool is too small, CG_ENOMEM. */
 int cg_noise_analyse(const struct cg_artifact *pool, size_t side, const struct cg_thresholds *t,

@@ -257,7 +257,8 @@ int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *
         cg_verdict_release(v);
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
-    const enum cg_metric timing[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC};
+    const enum cg_metric timing[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_STEP_TIME_FLOOR,
+                                     CG_M_TOKENS_PER_SEC};
     for (size_t i = 0; i < sizeof(timing) / sizeof(timing[0]) && rc == 0; i++)
         rc = paired_metric(base, head, t, timing[i], pairs, d, &v->metrics[timing[i]]);
     free(d);
@@ -265,25 +266,7 @@ int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *
         cg_verdict_release(v);
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
-    /* The overall decision as verdict.c takes it, with the machine rule on the new results. */
-    bool mismatch = v->machine_diff != NULL && !t->env_mismatch_gates;
-    bool any_fail = false, any_inconclusive = false;
     v->within_run = false;
-    v->downgraded = false;
-    for (int m = 0; m < CG_M_COUNT; m++) {
-        struct cg_metric_result *r = &v->metrics[m];
-        if (r->outcome == CG_OUT_FAIL && mismatch) {
-            r->outcome = CG_OUT_INCONCLUSIVE;
-            snprintf(r->note, sizeof(r->note),
-                     "regressed, but measured on a different machine (%s)", v->machine_diff);
-        }
-        /* A memory metric is only ever inconclusive after the machine rule downgraded it. */
-        if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch &&
-            (r->method == CG_METHOD_FIXED || strstr(r->note, "different machine") != NULL))
-            v->downgraded = true;
-        any_fail |= r->outcome == CG_OUT_FAIL;
-        any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
-    }
-    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
+    cg_verdict_decide(v);
     return 0;
 }

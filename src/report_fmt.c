@@ -129,6 +129,7 @@ void cg_fmt_metric(enum cg_metric m, double value, char *dst, size_t n)
     switch (m) {
     case CG_M_STEP_TIME_MEAN:
     case CG_M_STEP_TIME_P95:
+    case CG_M_STEP_TIME_FLOOR:
         cg_fmt_ns(value, dst, n);
         break;
     case CG_M_TOKENS_PER_SEC:
@@ -156,7 +157,8 @@ void cg_fmt_pct(double pct, char *dst, size_t n)
 const char *cg_metric_label(enum cg_metric m)
 {
     static const char *const labels[CG_M_COUNT] = {
-        "Step time mean", "Step time p95", "Tokens/sec", "Peak device memory", "Peak host RSS",
+        "Step time mean", "Step time p95",      "Step time floor",
+        "Tokens/sec",     "Peak device memory", "Peak host RSS",
     };
     return (unsigned)m < CG_M_COUNT ? labels[m] : "unknown";
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 
 static const enum cg_metric timing_metrics[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95,
-                                                CG_M_TOKENS_PER_SEC};
+                                                CG_M_STEP_TIME_FLOOR, CG_M_TOKENS_PER_SEC};
 #define N_TIMING (sizeof(timing_metrics) / sizeof(timing_metrics[0]))
 
 static const char *const spend_names[] = {"pocock", "obrien-fleming", "bonferroni"};

@@ -256,24 +256,37 @@ static size_t rand_below(uint64_t *state, size_t n)
     return (size_t)(cg_stats_rand(state) % (uint64_t)n);
 }
 
-static double side_stat(const struct cg_boot_side *s, enum cg_boot_stat stat, double *scratch)
+/* The statistic of k pooled step values (scratch is reordered) with their sums. */
+static double finish_stat(enum cg_boot_stat stat, double *scratch, size_t k, double sum,
+                          double wsum)
 {
-    size_t k = 0;
-    double sum = 0.0, wsum = 0.0;
-    for (size_t r = 0; r < s->n_runs; r++) {
-        for (size_t i = 0; i < s->lengths[r]; i++) {
-            scratch[k++] = s->values[r][i];
-            sum += s->values[r][i];
-            if (stat == CG_BOOT_RATE)
-                wsum += s->weights[r][i];
-        }
-    }
     if (stat == CG_BOOT_MEAN)
         return sum / (double)k;
     if (stat == CG_BOOT_RATE)
         return wsum / sum;
     qsort(scratch, k, sizeof(*scratch), cmp_double);
-    return sorted_quantile(scratch, k, 0.95);
+    return sorted_quantile(scratch, k, stat == CG_BOOT_FLOOR ? CG_FLOOR_QUANTILE : 0.95);
+}
+
+/* Appends run r of side s to scratch at *k, adding to the sums. */
+static void add_run(const struct cg_boot_side *s, size_t r, enum cg_boot_stat stat,
+                    double *scratch, size_t *k, double *sum, double *wsum)
+{
+    for (size_t i = 0; i < s->lengths[r]; i++) {
+        scratch[(*k)++] = s->values[r][i];
+        *sum += s->values[r][i];
+        if (stat == CG_BOOT_RATE)
+            *wsum += s->weights[r][i];
+    }
+}
+
+static double side_stat(const struct cg_boot_side *s, enum cg_boot_stat stat, double *scratch)
+{
+    size_t k = 0;
+    double sum = 0.0, wsum = 0.0;
+    for (size_t r = 0; r < s->n_runs; r++)
+        add_run(s, r, stat, scratch, &k, &sum, &wsum);
+    return finish_stat(stat, scratch, k, sum, wsum);
 }
 
 /* One block-bootstrap resample of side s (total steps, same count as measured). */
@@ -295,12 +308,75 @@ static double resample_stat(const struct cg_boot_side *s, enum cg_boot_stat stat
                 wsum += s->weights[r][start + i];
         }
     }
-    if (stat == CG_BOOT_MEAN)
-        return sum / (double)total;
-    if (stat == CG_BOOT_RATE)
-        return wsum / sum;
-    qsort(scratch, total, sizeof(*scratch), cmp_double);
-    return sorted_quantile(scratch, total, 0.95);
+    return finish_stat(stat, scratch, total, sum, wsum);
+}
+
+/* One resample of side s by whole runs: n_runs draws with replacement. scratch holds
+ * n_runs times the longest run. */
+static double resample_runs(const struct cg_boot_side *s, enum cg_boot_stat stat, uint64_t *rng,
+                            double *scratch)
+{
+    size_t k = 0;
+    double sum = 0.0, wsum = 0.0;
+    for (size_t j = 0; j < s->n_runs; j++)
+        add_run(s, rand_below(rng, s->n_runs), stat, scratch, &k, &sum, &wsum);
+    return finish_stat(stat, scratch, k, sum, wsum);
+}
+
+/* The sorted steps of every run of a side, for resample_floor; NULL when memory ran out. */
+static double **sorted_runs(const struct cg_boot_side *s)
+{
+    double **out = calloc(s->n_runs, sizeof(*out));
+    for (size_t r = 0; out != NULL && r < s->n_runs; r++) {
+        out[r] = malloc((s->lengths[r] ? s->lengths[r] : 1) * sizeof(double));
+        if (out[r] == NULL) {
+            while (r-- > 0)
+                free(out[r]);
+            free(out);
+            return NULL;
+        }
+        memcpy(out[r], s->values[r], s->lengths[r] * sizeof(double));
+        qsort(out[r], s->lengths[r], sizeof(double), cmp_double);
+    }
+    return out;
+}
+
+static void free_sorted(double **sorted, size_t n)
+{
+    for (size_t r = 0; sorted != NULL && r < n; r++)
+        free(sorted[r]);
+    free(sorted);
+}
+
+/* CG_BOOT_FLOOR of one resample by whole runs, the same as resample_runs computes but from the
+ * runs' sorted steps: the lo-th and (lo + 1)-th smallest of the union are found by walking the
+ * drawn runs' heads in order. draw and pos hold n_runs entries each. */
+static double resample_floor(const struct cg_boot_side *s, double *const *sorted, uint64_t *rng,
+                             size_t *draw, size_t *pos)
+{
+    size_t total = 0;
+    for (size_t j = 0; j < s->n_runs; j++) {
+        draw[j] = rand_below(rng, s->n_runs);
+        pos[j] = 0;
+        total += s->lengths[draw[j]];
+    }
+    double h = (double)(total - 1) * CG_FLOOR_QUANTILE;
+    size_t lo = (size_t)floor(h);
+    double at_lo = 0.0, at_hi = 0.0;
+    for (size_t rank = 0; rank <= lo + 1 && rank < total; rank++) {
+        size_t best = s->n_runs;
+        for (size_t j = 0; j < s->n_runs; j++) {
+            if (pos[j] < s->lengths[draw[j]] &&
+                (best == s->n_runs || sorted[draw[j]][pos[j]] < sorted[draw[best]][pos[best]]))
+                best = j;
+        }
+        double v = sorted[draw[best]][pos[best]++];
+        if (rank == lo)
+            at_lo = at_hi = v;
+        else
+            at_hi = v;
+    }
+    return at_lo + (h - (double)lo) * (at_hi - at_lo);
 }
 
 static size_t side_total(const struct cg_boot_side *s, size_t *shortest)
@@ -312,6 +388,21 @@ static size_t side_total(const struct cg_boot_side *s, size_t *shortest)
             *shortest = s->lengths[r];
     }
     return total;
+}
+
+/* Interval and one-sided p-values from the bootstrap ratios (sorted here). */
+static void boot_result(double *ratios, size_t resamples, double alpha, struct cg_boot_result *out)
+{
+    size_t le1 = 0, ge1 = 0;
+    for (size_t b = 0; b < resamples; b++) {
+        le1 += ratios[b] <= 1.0;
+        ge1 += ratios[b] >= 1.0;
+    }
+    qsort(ratios, resamples, sizeof(*ratios), cmp_double);
+    out->low = sorted_quantile(ratios, resamples, alpha);
+    out->high = sorted_quantile(ratios, resamples, 1.0 - alpha);
+    out->p_greater = (double)(le1 + 1) / (double)(resamples + 1);
+    out->p_less = (double)(ge1 + 1) / (double)(resamples + 1);
 }
 
 int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_side *y,
@@ -333,22 +424,72 @@ int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_
     out->block_len = block;
     out->ratio = side_stat(y, stat, scratch) / side_stat(x, stat, scratch);
     uint64_t rng = seed;
-    size_t le1 = 0, ge1 = 0;
     for (size_t b = 0; b < resamples; b++) {
         double sx = resample_stat(x, stat, nx, block, &rng, scratch);
         double sy = resample_stat(y, stat, ny, block, &rng, scratch);
         ratios[b] = sy / sx;
-        le1 += ratios[b] <= 1.0;
-        ge1 += ratios[b] >= 1.0;
     }
-    qsort(ratios, resamples, sizeof(*ratios), cmp_double);
-    out->low = sorted_quantile(ratios, resamples, alpha);
-    out->high = sorted_quantile(ratios, resamples, 1.0 - alpha);
-    out->p_greater = (double)(le1 + 1) / (double)(resamples + 1);
-    out->p_less = (double)(ge1 + 1) / (double)(resamples + 1);
+    boot_result(ratios, resamples, alpha, out);
     free(scratch);
     free(ratios);
     return 0;
+}
+
+int cg_stats_run_bootstrap(const struct cg_boot_side *x, const struct cg_boot_side *y,
+                           enum cg_boot_stat stat, size_t resamples, double alpha, uint64_t seed,
+                           struct cg_boot_result *out)
+{
+    size_t shortest = (size_t)-1, longest = 0;
+    if (x->n_runs < 2 || y->n_runs < 2 || resamples == 0)
+        return -1;
+    size_t nx = side_total(x, &shortest), ny = side_total(y, &shortest);
+    for (size_t r = 0; r < x->n_runs || r < y->n_runs; r++) {
+        if (r < x->n_runs && x->lengths[r] > longest)
+            longest = x->lengths[r];
+        if (r < y->n_runs && y->lengths[r] > longest)
+            longest = y->lengths[r];
+    }
+    if (shortest == 0)
+        return -1;
+    size_t most = (x->n_runs > y->n_runs ? x->n_runs : y->n_runs) * longest;
+    most = most > nx ? most : nx;
+    most = most > ny ? most : ny;
+    double *scratch = malloc(most * sizeof(*scratch));
+    double *ratios = malloc(resamples * sizeof(*ratios));
+    if (scratch == NULL || ratios == NULL) {
+        free(scratch);
+        free(ratios);
+        return -1;
+    }
+    out->block_len = 0;
+    out->ratio = side_stat(y, stat, scratch) / side_stat(x, stat, scratch);
+    uint64_t rng = seed;
+    int rc = 0;
+    if (stat == CG_BOOT_FLOOR) {
+        double **sx = sorted_runs(x), **sy = sorted_runs(y);
+        size_t nr = x->n_runs > y->n_runs ? x->n_runs : y->n_runs;
+        size_t *draw = malloc(2 * nr * sizeof(*draw));
+        if (sx == NULL || sy == NULL || draw == NULL)
+            rc = -1;
+        for (size_t b = 0; rc == 0 && b < resamples; b++) {
+            double fx = resample_floor(x, sx, &rng, draw, draw + nr);
+            ratios[b] = resample_floor(y, sy, &rng, draw, draw + nr) / fx;
+        }
+        free_sorted(sx, x->n_runs);
+        free_sorted(sy, y->n_runs);
+        free(draw);
+    } else {
+        for (size_t b = 0; b < resamples; b++) {
+            double sx = resample_runs(x, stat, &rng, scratch);
+            double sy = resample_runs(y, stat, &rng, scratch);
+            ratios[b] = sy / sx;
+        }
+    }
+    if (rc == 0)
+        boot_result(ratios, resamples, alpha, out);
+    free(scratch);
+    free(ratios);
+    return rc;
 }
 
 struct pidx {

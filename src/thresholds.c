@@ -22,7 +22,8 @@
 #define MAX_FILE_BYTES ((size_t)1024 * 1024)
 
 static const char *const metric_names[CG_M_COUNT] = {
-    "step_time_mean", "step_time_p95", "tokens_per_sec", "peak_device_memory", "peak_host_rss",
+    "step_time_mean",     "step_time_p95", "step_time_floor",
+    "tokens_per_sec",     "peak_device_memory", "peak_host_rss",
 };
 
 const char *cg_metric_name(enum cg_metric m)
@@ -170,6 +171,11 @@ static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds 
                 rc = bad(l, k, "must be \"inconclusive\" or \"gate\"");
             else if (t != NULL)
                 t->env_mismatch_gates = strcmp(item->valuestring, "gate") == 0;
+        } else if (strcmp(k, "require_floor_regression") == 0) {
+            if (!cJSON_IsBool(item))
+                rc = bad(l, k, "must be true or false");
+            else if (t != NULL)
+                t->require_floor = cJSON_IsTrue(item);
         } else if (strcmp(k, "bootstrap_resamples") == 0) {
             static const struct fdesc d = {"bootstrap_resamples", F_INT, 100, 1000000,
                                            T_OFF(bootstrap_resamples)};

@@ -41,14 +41,30 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
     return CG_EXIT_PASS;
 }
 
-/* Per-run value of a metric; NAN (or negative for memory) when unknown. */
-static double run_value(const struct cg_run *r, enum cg_metric m)
+/* The floor of one run: CG_FLOOR_QUANTILE of its step times; NAN without steps or memory. */
+static double run_floor(const struct cg_run *r)
+{
+    if (r->n_steps == 0)
+        return NAN;
+    double *v = malloc(r->n_steps * sizeof(*v));
+    if (v == NULL)
+        return NAN;
+    for (size_t i = 0; i < r->n_steps; i++)
+        v[i] = (double)r->steps[i].wall_ns;
+    double q = cg_stats_quantile(v, r->n_steps, CG_FLOOR_QUANTILE);
+    free(v);
+    return q;
+}
+
+double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
 {
     switch (m) {
     case CG_M_STEP_TIME_MEAN:
         return r->summary.step_time_mean_ns;
     case CG_M_STEP_TIME_P95:
         return r->summary.step_time_p95_ns;
+    case CG_M_STEP_TIME_FLOOR:
+        return run_floor(r);
     case CG_M_TOKENS_PER_SEC:
         return r->summary.tokens_per_sec;
     case CG_M_PEAK_DEVICE_MEMORY:
@@ -64,7 +80,7 @@ static double run_value(const struct cg_run *r, enum cg_metric m)
 static bool side_values(const struct cg_artifact *a, enum cg_metric m, double *out)
 {
     for (size_t i = 0; i < a->n_runs; i++) {
-        out[i] = run_value(&a->runs[i], m);
+        out[i] = cg_run_metric_value(&a->runs[i], m);
         if (!isfinite(out[i]) || out[i] <= 0)
             return false;
     }
@@ -100,7 +116,28 @@ done:
     return rc;
 }
 
-/* Within-run comparison over the steps of every run of each side. */
+/* CG_FLOOR_QUANTILE of all steps of a side pooled; NAN without memory. */
+static double side_floor(const struct cg_boot_side *s)
+{
+    size_t n = 0, k = 0;
+    for (size_t r = 0; r < s->n_runs; r++)
+        n += s->lengths[r];
+    double *all = malloc((n ? n : 1) * sizeof(*all));
+    if (all == NULL || n == 0) {
+        free(all);
+        return NAN;
+    }
+    for (size_t r = 0; r < s->n_runs; r++) {
+        for (size_t i = 0; i < s->lengths[r]; i++)
+            all[k++] = s->values[r][i];
+    }
+    double q = cg_stats_quantile(all, n, CG_FLOOR_QUANTILE);
+    free(all);
+    return q;
+}
+
+/* Comparison over the steps of every run of each side: the floor always (by runs when both
+ * sides have two or more, else within runs), the other timing metrics when a side has one run. */
 static int compare_steps(const struct cg_artifact *base, const struct cg_artifact *cur,
                          enum cg_metric m, const struct cg_thresholds *t, double alpha,
                          struct cg_metric_result *r, double *p_better)
@@ -132,21 +169,32 @@ static int compare_steps(const struct cg_artifact *base, const struct cg_artifac
         bs[s] = (struct cg_boot_side){(const double *const *)vals[s],
                                       (const double *const *)wts[s], lens[s], n};
     }
-    enum cg_boot_stat stat = m == CG_M_STEP_TIME_MEAN  ? CG_BOOT_MEAN
-                             : m == CG_M_STEP_TIME_P95 ? CG_BOOT_P95
-                                                       : CG_BOOT_RATE;
+    enum cg_boot_stat stat = m == CG_M_STEP_TIME_MEAN    ? CG_BOOT_MEAN
+                             : m == CG_M_STEP_TIME_P95   ? CG_BOOT_P95
+                             : m == CG_M_STEP_TIME_FLOOR ? CG_BOOT_FLOOR
+                                                         : CG_BOOT_RATE;
     struct cg_boot_result br;
     uint64_t seed = 0x63616e617279ULL + (uint64_t)m;
-    if (cg_stats_block_bootstrap(&bs[0], &bs[1], stat, (size_t)t->bootstrap_resamples, alpha, seed,
-                                 &br) != 0)
+    /* The floor pools the steps of all runs of a side, so with runs to spare the runs are what
+     * is resampled; the other metrics only come here when a side has one run. */
+    bool by_runs = m == CG_M_STEP_TIME_FLOOR && base->n_runs >= 2 && cur->n_runs >= 2;
+    int brc = by_runs ? cg_stats_run_bootstrap(&bs[0], &bs[1], stat,
+                                               (size_t)t->bootstrap_resamples, alpha, seed, &br)
+                      : cg_stats_block_bootstrap(&bs[0], &bs[1], stat,
+                                                 (size_t)t->bootstrap_resamples, alpha, seed, &br);
+    if (brc != 0)
         goto done;
+    if (by_runs) {
+        r->baseline = side_floor(&bs[0]);
+        r->current = side_floor(&bs[1]);
+    }
     bool worse_up = cg_metric_higher_is_worse(m);
     r->delta_pct = (br.ratio - 1.0) * 100.0;
     r->ci_low_pct = (br.low - 1.0) * 100.0;
     r->ci_high_pct = (br.high - 1.0) * 100.0;
     r->p_value = worse_up ? br.p_greater : br.p_less;
     *p_better = worse_up ? br.p_less : br.p_greater;
-    r->method = CG_METHOD_BOOTSTRAP;
+    r->method = by_runs ? CG_METHOD_RUN_BOOTSTRAP : CG_METHOD_BOOTSTRAP;
     rc = 0;
 done:
     for (int s = 0; s < 2; s++) {
@@ -171,7 +219,8 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
     double p_better = NAN;
     r->baseline = cg_stats_quantile(vb, nb, 0.5);
     r->current = cg_stats_quantile(vc, nc, 0.5);
-    int rc = nb >= 2 && nc >= 2 ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
+    bool runs = nb >= 2 && nc >= 2 && m != CG_M_STEP_TIME_FLOOR;
+    int rc = runs ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
                                 : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
     if (rc != 0)
         return CG_ENOMEM;
@@ -450,18 +499,61 @@ done:
 
 /* ---- decision ---------------------------------------------------------------------------- */
 
-static void decide(struct cg_verdict *v)
+/* Tokens per measured step over all runs of a side; NAN when no step counted tokens. */
+static double tokens_per_step(const struct cg_artifact *a)
+{
+    double tokens = 0.0, steps = 0.0;
+    for (size_t r = 0; r < a->n_runs; r++) {
+        for (size_t k = 0; k < a->runs[r].n_steps; k++) {
+            if (a->runs[r].steps[k].tokens >= 0) {
+                tokens += (double)a->runs[r].steps[k].tokens;
+                steps += 1.0;
+            }
+        }
+    }
+    return steps > 0 ? tokens / steps : NAN;
+}
+
+/* "require_floor_regression": interference on a shared runner slows whole spells of steps and
+ * moves the mean, p95 and tokens/sec of the runs it meets, but not the fastest steps. A FAIL of
+ * those metrics stands when the floor also regressed beyond its threshold (or was not
+ * measured), or for tokens/sec when a step carries fewer tokens; else it is INCONCLUSIVE. */
+static void floor_rule(struct cg_verdict *v)
+{
+    const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
+    if (!v->thresholds->require_floor || f->outcome == CG_OUT_UNAVAILABLE ||
+        f->regression_pct > v->thresholds->metric[CG_M_STEP_TIME_FLOOR].max_regression_pct)
+        return;
+    double tb = tokens_per_step(v->baseline), tc = tokens_per_step(v->current);
+    bool fewer_tokens = tc < tb * (1.0 - 1e-3);
+    const enum cg_metric gated[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC};
+    for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++) {
+        struct cg_metric_result *r = &v->metrics[gated[i]];
+        if (r->outcome != CG_OUT_FAIL || (gated[i] == CG_M_TOKENS_PER_SEC && fewer_tokens))
+            continue;
+        r->outcome = CG_OUT_INCONCLUSIVE;
+        snprintf(r->note, sizeof(r->note),
+                 "the fastest steps did not slow down (floor %+.1f%%): interference on the runner "
+                 "or an occasional slowdown",
+                 f->delta_pct);
+    }
+}
+
+void cg_verdict_decide(struct cg_verdict *v)
 {
     bool any_fail = false, any_inconclusive = false;
     bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
+    floor_rule(v);
+    v->downgraded = false;
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
         if (r->outcome == CG_OUT_FAIL && mismatch) {
             r->outcome = CG_OUT_INCONCLUSIVE;
             snprintf(r->note, sizeof(r->note), "regressed, but measured on a different machine (%s)",
                      v->machine_diff);
-            v->downgraded = true;
         }
+        if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch && strstr(r->note, "different machine"))
+            v->downgraded = true;
         any_fail |= r->outcome == CG_OUT_FAIL;
         any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
     }
@@ -490,7 +582,7 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
         cg_verdict_release(v);
         return rc;
     }
-    decide(v);
+    cg_verdict_decide(v);
     return 0;
 }
 

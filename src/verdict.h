@@ -38,7 +38,8 @@ enum cg_method {
     CG_METHOD_RUNS,      /* Mann-Whitney + Hodges-Lehmann over per-run summaries */
     CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (a side has one run) */
     CG_METHOD_FIXED,     /* fixed tolerance (memory) */
-    CG_METHOD_PAIRED     /* Wilcoxon signed-rank + Hodges-Lehmann over interleaved run pairs */
+    CG_METHOD_PAIRED,    /* Wilcoxon signed-rank + Hodges-Lehmann over interleaved run pairs */
+    CG_METHOD_RUN_BOOTSTRAP /* the floor: bootstrap over whole runs of the pooled steps */
 };
 
 struct cg_metric_result {
@@ -98,6 +99,12 @@ struct cg_verdict {
 int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
 
+/* Takes the overall outcome from the metric outcomes, after the floor rule
+ * ("require_floor_regression") and the machine rule (a FAIL on another machine is INCONCLUSIVE
+ * unless the thresholds gate it). cg_verdict_compute calls it; callers that replace metric
+ * results call it again. */
+void cg_verdict_decide(struct cg_verdict *v);
+
 /* Frees what the verdict owns. */
 void cg_verdict_release(struct cg_verdict *v);
 
@@ -106,6 +113,10 @@ const char *cg_outcome_name(enum cg_outcome o);
 
 /* The exit code for an overall outcome (fail_on_inconclusive: INCONCLUSIVE exits 4). */
 int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
+
+/* A run's own value of a metric: its summary's, or for the floor the run's CG_FLOOR_QUANTILE of
+ * step times. NAN when the run lacks it (memory: not measured). */
+double cg_run_metric_value(const struct cg_run *r, enum cg_metric m);
 
 /* True when higher values of the metric are worse (times, memory); false for tokens/sec. */
 bool cg_metric_higher_is_worse(enum cg_metric m);

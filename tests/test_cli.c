@@ -124,6 +124,7 @@ static void test_cli__inconclusive_exits_4_when_asked(void **state)
     free(text);
     write_text(path_in("thr.json"), "{\"metrics\": {\"step_time_mean\": {\"min_runs\": 6}, "
                                      "\"step_time_p95\": {\"min_runs\": 6}, "
+                                     "\"step_time_floor\": {\"min_runs\": 6}, "
                                      "\"tokens_per_sec\": {\"min_runs\": 6}}}");
     assert_int_equal(tool("compare", "--thresholds", path_in("thr.json"), EX("baseline.json"), EX("current.json"), NULL), 0);
     assert_non_null(strstr(out_text, "INCONCLUSIVE"));

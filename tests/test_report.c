@@ -174,12 +174,12 @@ static void test_report__json_has_contract_fields(void **state)
     assert_non_null(root);
     assert_string_equal(cJSON_GetObjectItem(root, "verdict")->valuestring, "fail");
     cJSON *metrics = cJSON_GetObjectItem(root, "metrics");
-    assert_int_equal(cJSON_GetArraySize(metrics), 5);
-    const char *names[] = {"step_time_mean", "step_time_p95", "tokens_per_sec",
-                           "peak_device_memory", "peak_host_rss"};
+    assert_int_equal(cJSON_GetArraySize(metrics), CG_M_COUNT);
+    const char *names[] = {"step_time_mean", "step_time_p95",      "step_time_floor",
+                           "tokens_per_sec", "peak_device_memory", "peak_host_rss"};
     const char *keys[] = {"name",       "baseline",    "current", "delta_pct",
                           "ci_low_pct", "ci_high_pct", "p_value", "outcome"};
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < CG_M_COUNT; i++) {
         cJSON *m = cJSON_GetArrayItem(metrics, i);
         assert_string_equal(cJSON_GetObjectItem(m, "name")->valuestring, names[i]);
         for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)

@@ -31,6 +31,9 @@ static void test_thresholds__builtin_default_is_complete(void **state)
     assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].max_regression_pct, 5.0, 0);
     assert_float_equal(t.metric[CG_M_PEAK_DEVICE_MEMORY].max_regression_bytes, 16777216.0, 0);
     assert_string_equal(t.source, "built-in default");
+    assert_float_equal(t.metric[CG_M_STEP_TIME_FLOOR].max_regression_pct, 3.0, 0);
+    assert_int_equal(t.metric[CG_M_STEP_TIME_FLOOR].min_runs, 5);
+    assert_true(t.require_floor);
 }
 
 static void test_thresholds__strict_overrides_single_fields(void **state)
@@ -43,6 +46,13 @@ static void test_thresholds__strict_overrides_single_fields(void **state)
     assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].alpha, 0.05, 0); /* inherited */
     assert_int_equal(t.warmup, 5);                                     /* inherited */
     assert_int_equal(t.runs, 8);
+    assert_true(t.require_floor); /* inherited */
+    const char *path = "/tmp/cg-thr-nofloor.json";
+    write_file(path, "{\"extends\": \"strict\", \"require_floor_regression\": false}");
+    assert_int_equal(cg_thresholds_load(path, &t, &err), 0);
+    assert_false(t.require_floor);
+    assert_float_equal(t.metric[CG_M_STEP_TIME_FLOOR].max_regression_pct, 1.5, 0);
+    unlink(path);
 }
 
 static void test_thresholds__file_extends_file_beside_it(void **state)
@@ -90,6 +100,7 @@ static void test_thresholds__errors_name_file_and_key(void **state)
         {"{\"measurement\": {\"runs\": 2.5}}", "measurement.runs: must be an integer"},
         {"{\"measurement\": {\"runs\": 0}}", "measurement.runs: must be from 1"},
         {"{\"environment_mismatch\": \"ignore\"}", "environment_mismatch: must be"},
+        {"{\"require_floor_regression\": \"yes\"}", "require_floor_regression: must be true or false"},
         {"{\"extends\": \"nosuch\"}", "'nosuch': no such file"},
         {"[1,2]", "not a JSON object"},
         {"{\"ops\": {\"top_n\": 3}", "not a JSON object"},
@@ -103,7 +114,7 @@ static void test_thresholds__errors_name_file_and_key(void **state)
         assert_int_equal(cg_thresholds_load(path, &t, &err), CG_EINPUT);
         if (strstr(err.msg, cases[i].expect) == NULL)
             fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].expect);
-        if (i < 8)
+        if (i < 9)
             assert_non_null(strstr(err.msg, path));
     }
     unlink(path);

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "stats.h"
 #include "verdict.h"
 
 #include <math.h>
@@ -132,6 +133,144 @@ static void test_verdict__table(void **state)
     }
 }
 
+/* Interference as it is seen on a shared runner: spells in which every step takes 1.6 to 1.9
+ * times as long, covering whole runs or parts of them, on both sides alike. */
+static void contend(struct cg_artifact *a, uint64_t seed)
+{
+    uint64_t rng = seed;
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_run *run = &a->runs[r];
+        uint64_t x = cg_stats_rand(&rng);
+        size_t from = x % 3 == 0 ? 0 : (size_t)((x >> 8) % run->n_steps);
+        size_t to = x % 3 == 1 ? from : run->n_steps; /* a third of the runs stay fast */
+        double slow = 1.6 + 0.3 * (double)((x >> 20) % 1000) / 1000.0;
+        for (size_t k = from; k < to; k++)
+            run->steps[k].wall_ns = (int64_t)((double)run->steps[k].wall_ns * slow);
+        cg_run_summarize(run);
+    }
+}
+
+/* Under that interference the mean's runs spread so far that a 6% slowdown is not significant,
+ * while the floor (the fast steps, pooled) sees it; and the same code never fails the floor. */
+static void test_verdict__floor_sees_through_interference(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    size_t floor_fails = 0, floor_found = 0, mean_found = 0, n = 20;
+    for (uint64_t s = 0; s < n; s++) {
+        struct cg_fixture fb = FX(10, 30, 1e7, 0.005, 0.01, -1, 100 + s);
+        struct cg_fixture fa = FX(10, 30, 1e7, 0.005, 0.01, -1, 200 + s);
+        struct cg_fixture fs = FX(10, 30, 1.06e7, 0.005, 0.01, -1, 200 + s);
+        struct cg_artifact b, same, slow;
+        struct cg_verdict v;
+        cg_artifact_init(&b);
+        cg_artifact_init(&same);
+        cg_artifact_init(&slow);
+        assert_int_equal(cg_fixture_make(&b, &fb), 0);
+        assert_int_equal(cg_fixture_make(&same, &fa), 0);
+        assert_int_equal(cg_fixture_make(&slow, &fs), 0);
+        contend(&b, 1000 + s);
+        contend(&same, 2000 + s);
+        contend(&slow, 2000 + s);
+        assert_int_equal(cg_verdict_compute(&b, &same, &t, &v, &err), 0);
+        const struct cg_metric_result *f = &v.metrics[CG_M_STEP_TIME_FLOOR];
+        floor_fails += f->outcome == CG_OUT_FAIL;
+        assert_int_equal(f->method, CG_METHOD_RUN_BOOTSTRAP);
+        assert_true(fabs(f->delta_pct) < 1.5);
+        cg_verdict_release(&v);
+        assert_int_equal(cg_verdict_compute(&b, &slow, &t, &v, &err), 0);
+        f = &v.metrics[CG_M_STEP_TIME_FLOOR];
+        floor_found += f->outcome == CG_OUT_FAIL;
+        mean_found += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
+        assert_true(f->delta_pct > 4.0 && f->delta_pct < 8.0);
+        assert_true(f->ci_low_pct <= f->delta_pct && f->delta_pct <= f->ci_high_pct);
+        cg_verdict_release(&v);
+        cg_artifact_release(&b);
+        cg_artifact_release(&same);
+        cg_artifact_release(&slow);
+    }
+    assert_int_equal(floor_fails, 0);
+    assert_true(floor_found >= n - 1);
+    assert_true(mean_found <= n / 2);
+}
+
+/* With fewer runs than min_runs (5 for the floor by default) the floor cannot fail. */
+static void test_verdict__floor_needs_min_runs(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    struct cg_fixture fb = FX(4, 30, 1e7, 0.005, 0.01, -1, 1), fk = FX(4, 30, 1.2e7, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    assert_int_equal(t.metric[CG_M_STEP_TIME_FLOOR].min_runs, 5);
+    cg_artifact_init(&b);
+    cg_artifact_init(&k);
+    assert_int_equal(cg_fixture_make(&b, &fb), 0);
+    assert_int_equal(cg_fixture_make(&k, &fk), 0);
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_FLOOR].note, "too few runs"));
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&k);
+}
+
+/* The floor rule: the current side met a spell of interference in every run after its first
+ * few steps (mean +40%), the fast steps are where they were. With the rule the mean is
+ * INCONCLUSIVE with its note; without it the mean FAILs; a real slowdown FAILs either way. */
+static void test_verdict__floor_rule(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k, slow;
+    struct cg_verdict v;
+    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1), fk = FX(5, 30, 1e7, 0.005, 0.01, -1, 2);
+    struct cg_fixture fs = FX(5, 30, 1.1e7, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    cg_artifact_init(&b);
+    cg_artifact_init(&k);
+    cg_artifact_init(&slow);
+    assert_int_equal(cg_fixture_make(&b, &fb), 0);
+    assert_int_equal(cg_fixture_make(&k, &fk), 0);
+    assert_int_equal(cg_fixture_make(&slow, &fs), 0);
+    for (size_t r = 0; r < k.n_runs; r++) {
+        for (size_t s = 3; s < k.runs[r].n_steps; s++)
+            k.runs[r].steps[s].wall_ns = k.runs[r].steps[s].wall_ns * 3 / 2;
+        cg_run_summarize(&k.runs[r]);
+    }
+    assert_true(t.require_floor);
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_PASS);
+    for (int m = CG_M_STEP_TIME_MEAN; m <= CG_M_TOKENS_PER_SEC; m++) {
+        if (m == CG_M_STEP_TIME_FLOOR)
+            continue;
+        assert_int_equal(v.metrics[m].outcome, CG_OUT_INCONCLUSIVE);
+        assert_non_null(strstr(v.metrics[m].note, "fastest steps did not slow down"));
+    }
+    cg_verdict_release(&v);
+    t.require_floor = false;
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    t.require_floor = true;
+    assert_int_equal(cg_verdict_compute(&b, &slow, &t, &v, &err), 0);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&k);
+    cg_artifact_release(&slow);
+}
+
 static void test_verdict__exit_codes(void **state)
 {
     (void)state;
@@ -150,6 +289,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict__table),
+        cmocka_unit_test(test_verdict__floor_sees_through_interference),
+        cmocka_unit_test(test_verdict__floor_needs_min_runs),
+        cmocka_unit_test(test_verdict__floor_rule),
         cmocka_unit_test(test_verdict__exit_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
