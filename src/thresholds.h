@@ -32,7 +32,8 @@ struct cg_metric_limits {
     double max_regression_pct;
     double max_regression_bytes; /* memory metrics only, else NAN */
     double alpha;                /* significance level of the one-sided test (timing metrics) */
-    int64_t min_runs;            /* fewer runs on either side: at best INCONCLUSIVE */
+    int64_t min_runs;            /* fewer runs on either side: a change beyond the threshold is
+                                  * INCONCLUSIVE, never FAIL (within it: PASS) */
 };
 
 struct cg_thresholds {
