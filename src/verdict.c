@@ -184,7 +184,7 @@ static int compare_steps(const struct cg_artifact *base, const struct cg_artifac
                                                  (size_t)t->bootstrap_resamples, alpha, seed, &br);
     if (brc != 0)
         goto done;
-    if (by_runs) {
+    if (m == CG_M_STEP_TIME_FLOOR) {
         r->baseline = side_floor(&bs[0]);
         r->current = side_floor(&bs[1]);
     }
@@ -517,7 +517,10 @@ static double tokens_per_step(const struct cg_artifact *a)
 /* "require_floor_regression": interference on a shared runner slows whole spells of steps and
  * moves the mean, p95 and tokens/sec of the runs it meets, but not the fastest steps. A FAIL of
  * those metrics stands when the floor also regressed beyond its threshold (or was not
- * measured), or for tokens/sec when a step carries fewer tokens; else it is INCONCLUSIVE. */
+ * measured), or for tokens/sec when a step carries fewer tokens; else it is INCONCLUSIVE. The
+ * price: a change that slows only some steps (every k-th step, say) and leaves the fastest
+ * alone is INCONCLUSIVE too, never FAIL; the note says so. Runs after the machine rule, so a
+ * FAIL on another machine keeps that reason. */
 static void floor_rule(struct cg_verdict *v)
 {
     const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
@@ -533,8 +536,8 @@ static void floor_rule(struct cg_verdict *v)
             continue;
         r->outcome = CG_OUT_INCONCLUSIVE;
         snprintf(r->note, sizeof(r->note),
-                 "the fastest steps did not slow down (floor %+.1f%%): interference on the runner "
-                 "or an occasional slowdown",
+                 "the fastest steps did not slow down (floor %+.1f%%): interference on the runner, "
+                 "or a slowdown of some steps only",
                  f->delta_pct);
     }
 }
@@ -543,7 +546,6 @@ void cg_verdict_decide(struct cg_verdict *v)
 {
     bool any_fail = false, any_inconclusive = false;
     bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
-    floor_rule(v);
     v->downgraded = false;
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
@@ -554,6 +556,10 @@ void cg_verdict_decide(struct cg_verdict *v)
         }
         if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch && strstr(r->note, "different machine"))
             v->downgraded = true;
+    }
+    floor_rule(v);
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        const struct cg_metric_result *r = &v->metrics[m];
         any_fail |= r->outcome == CG_OUT_FAIL;
         any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
     }

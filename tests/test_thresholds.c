@@ -47,7 +47,10 @@ static void test_thresholds__strict_overrides_single_fields(void **state)
     assert_int_equal(t.warmup, 5);                                     /* inherited */
     assert_int_equal(t.runs, 8);
     assert_true(t.require_floor); /* inherited */
-    const char *path = "/tmp/cg-thr-nofloor.json";
+    char path[] = "/tmp/cg-thr-nofloor.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
     write_file(path, "{\"extends\": \"strict\", \"require_floor_regression\": false}");
     assert_int_equal(cg_thresholds_load(path, &t, &err), 0);
     assert_false(t.require_floor);

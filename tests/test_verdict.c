@@ -260,7 +260,38 @@ static void test_verdict__floor_rule(void **state)
     assert_int_equal(v.overall, CG_OUT_FAIL);
     assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
     cg_verdict_release(&v);
+    /* Fewer tokens per step in the same time is a tokens/sec regression the floor cannot see:
+     * it still FAILs. */
+    for (size_t r = 0; r < k.n_runs; r++) {
+        for (size_t s = 0; s < k.runs[r].n_steps; s++) {
+            k.runs[r].steps[s].wall_ns = b.runs[r].steps[s].wall_ns;
+            k.runs[r].steps[s].tokens = b.runs[r].steps[s].tokens * 3 / 4;
+        }
+        cg_run_summarize(&k.runs[r]);
+    }
     t.require_floor = true;
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_PASS);
+    assert_int_equal(v.metrics[CG_M_TOKENS_PER_SEC].outcome, CG_OUT_FAIL);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* The price of the rule: every fourth step 50% slower, the rest unchanged, in every run.
+     * The mean moves about 12%, significantly; the floor does not; INCONCLUSIVE, not FAIL. */
+    for (size_t r = 0; r < k.n_runs; r++) {
+        for (size_t s = 0; s < k.runs[r].n_steps; s++) {
+            k.runs[r].steps[s].tokens = b.runs[r].steps[s].tokens;
+            if (s % 4 == 3)
+                k.runs[r].steps[s].wall_ns = b.runs[r].steps[s].wall_ns * 3 / 2;
+        }
+        cg_run_summarize(&k.runs[r]);
+    }
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_true(v.metrics[CG_M_STEP_TIME_MEAN].delta_pct > 9.0);
+    assert_true(v.metrics[CG_M_STEP_TIME_MEAN].p_value <= 0.05);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_MEAN].note, "some steps only"));
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
     assert_int_equal(cg_verdict_compute(&b, &slow, &t, &v, &err), 0);
     assert_int_equal(v.overall, CG_OUT_FAIL);
     assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
