@@ -370,6 +370,8 @@ static double resample_floor(const struct cg_boot_side *s, double *const *sorted
                 (best == s->n_runs || sorted[draw[j]][pos[j]] < sorted[draw[best]][pos[best]]))
                 best = j;
         }
+        if (best == s->n_runs)
+            break; /* not reached: rank < total leaves a step in some run */
         double v = sorted[draw[best]][pos[best]++];
         if (rank == lo)
             at_lo = at_hi = v;
