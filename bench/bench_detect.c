@@ -555,26 +555,6 @@ static void wilson(size_t k, size_t n, double *lo, double *hi)
     *hi = fmin(1.0, c + h);
 }
 
-/* The floor of a whole pool: CG_FLOOR_QUANTILE of all its steps pooled. */
-static double pool_floor(const struct pool *p)
-{
-    size_t n = 0, k = 0;
-    for (size_t r = 0; r < p->a.n_runs; r++)
-        n += p->a.runs[r].n_steps;
-    double *v = malloc((n ? n : 1) * sizeof(*v));
-    if (v == NULL || n == 0) {
-        free(v);
-        return NAN;
-    }
-    for (size_t r = 0; r < p->a.n_runs; r++) {
-        for (size_t i = 0; i < p->a.runs[r].n_steps; i++)
-            v[k++] = (double)p->a.runs[r].steps[i].wall_ns;
-    }
-    double q = cg_stats_quantile(v, n, CG_FLOOR_QUANTILE);
-    free(v);
-    return q;
-}
-
 static void print_pools(const struct pool *pools, size_t n)
 {
     const struct pool *aa = &pools[0];
@@ -607,7 +587,8 @@ static void print_pools(const struct pool *pools, size_t n)
             snprintf(change, sizeof(change), "%+.2f%% (%+.2f%% to %+.2f%%)",
                      (exp(sh.estimate) - 1) * 100, (exp(sh.low) - 1) * 100,
                      (exp(sh.high) - 1) * 100);
-        double fl = pool_floor(p), fl0 = pool_floor(aa);
+        double fl = cg_runs_floor_ns(p->a.runs, m),
+               fl0 = cg_runs_floor_ns(aa->a.runs, aa->a.n_runs);
         char floor_s[64];
         if (k > 0)
             snprintf(floor_s, sizeof(floor_s), "%.2f ms (%+.2f%%)", fl / 1e6, (fl / fl0 - 1) * 100);
@@ -878,7 +859,8 @@ int main(int argc, char **argv)
     double load0 = load_avg();
     print_header(argc, argv, &t, &o, load0);
     for (size_t k = 0; o.load != NULL && k < n; k++) {
-        if (load_pool(o.load, &pools[k]) != 0 || skip_runs(&pools[k], k == 0 ? 3 : 1, o.skip_rounds) != 0)
+        if (load_pool(o.load, &pools[k]) != 0 ||
+            skip_runs(&pools[k], k == 0 ? 3 : 1, o.skip_rounds) != 0)
             goto done;
     }
     if (o.load == NULL && collect(&t, pools, n, &o, tl) != 0)

@@ -381,13 +381,16 @@ static double resample_floor(const struct cg_boot_side *s, double *const *sorted
     return at_lo + (h - (double)lo) * (at_hi - at_lo);
 }
 
-static size_t side_total(const struct cg_boot_side *s, size_t *shortest)
+/* Steps of side s in all; *shortest and *longest are lowered and raised to its runs' lengths. */
+static size_t side_total(const struct cg_boot_side *s, size_t *shortest, size_t *longest)
 {
     size_t total = 0;
     for (size_t r = 0; r < s->n_runs; r++) {
         total += s->lengths[r];
         if (s->lengths[r] < *shortest)
             *shortest = s->lengths[r];
+        if (s->lengths[r] > *longest)
+            *longest = s->lengths[r];
     }
     return total;
 }
@@ -411,8 +414,8 @@ int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_
                              enum cg_boot_stat stat, size_t resamples, double alpha,
                              uint64_t seed, struct cg_boot_result *out)
 {
-    size_t shortest = (size_t)-1;
-    size_t nx = side_total(x, &shortest), ny = side_total(y, &shortest);
+    size_t shortest = (size_t)-1, longest = 0;
+    size_t nx = side_total(x, &shortest, &longest), ny = side_total(y, &shortest, &longest);
     if (nx == 0 || ny == 0 || shortest == 0 || resamples == 0)
         return -1;
     double *scratch = malloc((nx > ny ? nx : ny) * sizeof(*scratch));
@@ -424,7 +427,9 @@ int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_
     }
     size_t block = (size_t)ceil(sqrt((double)shortest));
     out->block_len = block;
-    out->ratio = side_stat(y, stat, scratch) / side_stat(x, stat, scratch);
+    out->x_stat = side_stat(x, stat, scratch);
+    out->y_stat = side_stat(y, stat, scratch);
+    out->ratio = out->y_stat / out->x_stat;
     uint64_t rng = seed;
     for (size_t b = 0; b < resamples; b++) {
         double sx = resample_stat(x, stat, nx, block, &rng, scratch);
@@ -444,13 +449,7 @@ int cg_stats_run_bootstrap(const struct cg_boot_side *x, const struct cg_boot_si
     size_t shortest = (size_t)-1, longest = 0;
     if (x->n_runs < 2 || y->n_runs < 2 || resamples == 0)
         return -1;
-    size_t nx = side_total(x, &shortest), ny = side_total(y, &shortest);
-    for (size_t r = 0; r < x->n_runs || r < y->n_runs; r++) {
-        if (r < x->n_runs && x->lengths[r] > longest)
-            longest = x->lengths[r];
-        if (r < y->n_runs && y->lengths[r] > longest)
-            longest = y->lengths[r];
-    }
+    size_t nx = side_total(x, &shortest, &longest), ny = side_total(y, &shortest, &longest);
     if (shortest == 0)
         return -1;
     size_t most = (x->n_runs > y->n_runs ? x->n_runs : y->n_runs) * longest;
@@ -464,7 +463,9 @@ int cg_stats_run_bootstrap(const struct cg_boot_side *x, const struct cg_boot_si
         return -1;
     }
     out->block_len = 0;
-    out->ratio = side_stat(y, stat, scratch) / side_stat(x, stat, scratch);
+    out->x_stat = side_stat(x, stat, scratch);
+    out->y_stat = side_stat(y, stat, scratch);
+    out->ratio = out->y_stat / out->x_stat;
     uint64_t rng = seed;
     int rc = 0;
     if (stat == CG_BOOT_FLOOR) {

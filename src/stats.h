@@ -84,7 +84,9 @@ struct cg_boot_side {
 };
 
 struct cg_boot_result {
-    double ratio;     /* statistic(y) / statistic(x) on the data as measured */
+    double x_stat;    /* statistic(x) on the data as measured */
+    double y_stat;    /* statistic(y) */
+    double ratio;     /* y_stat / x_stat */
     double low;       /* alpha quantile of the bootstrap ratios */
     double high;      /* 1 - alpha quantile */
     double p_greater; /* share of bootstrap ratios <= 1, with the +1 correction */

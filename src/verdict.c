@@ -41,17 +41,19 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
     return CG_EXIT_PASS;
 }
 
-/* The floor of one run: CG_FLOOR_QUANTILE of its step times; NAN without steps or memory. */
-static double run_floor(const struct cg_run *r)
+double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs)
 {
-    if (r->n_steps == 0)
-        return NAN;
-    double *v = malloc(r->n_steps * sizeof(*v));
+    size_t n = 0, k = 0;
+    for (size_t r = 0; r < n_runs; r++)
+        n += runs[r].n_steps;
+    double *v = n ? malloc(n * sizeof(*v)) : NULL;
     if (v == NULL)
         return NAN;
-    for (size_t i = 0; i < r->n_steps; i++)
-        v[i] = (double)r->steps[i].wall_ns;
-    double q = cg_stats_quantile(v, r->n_steps, CG_FLOOR_QUANTILE);
+    for (size_t r = 0; r < n_runs; r++) {
+        for (size_t i = 0; i < runs[r].n_steps; i++)
+            v[k++] = (double)runs[r].steps[i].wall_ns;
+    }
+    double q = cg_stats_quantile(v, n, CG_FLOOR_QUANTILE);
     free(v);
     return q;
 }
@@ -64,7 +66,7 @@ double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
     case CG_M_STEP_TIME_P95:
         return r->summary.step_time_p95_ns;
     case CG_M_STEP_TIME_FLOOR:
-        return run_floor(r);
+        return cg_runs_floor_ns(r, 1);
     case CG_M_TOKENS_PER_SEC:
         return r->summary.tokens_per_sec;
     case CG_M_PEAK_DEVICE_MEMORY:
@@ -116,26 +118,6 @@ done:
     return rc;
 }
 
-/* CG_FLOOR_QUANTILE of all steps of a side pooled; NAN without memory. */
-static double side_floor(const struct cg_boot_side *s)
-{
-    size_t n = 0, k = 0;
-    for (size_t r = 0; r < s->n_runs; r++)
-        n += s->lengths[r];
-    double *all = malloc((n ? n : 1) * sizeof(*all));
-    if (all == NULL || n == 0) {
-        free(all);
-        return NAN;
-    }
-    for (size_t r = 0; r < s->n_runs; r++) {
-        for (size_t i = 0; i < s->lengths[r]; i++)
-            all[k++] = s->values[r][i];
-    }
-    double q = cg_stats_quantile(all, n, CG_FLOOR_QUANTILE);
-    free(all);
-    return q;
-}
-
 /* Comparison over the steps of every run of each side: the floor always (by runs when both
  * sides have two or more, else within runs), the other timing metrics when a side has one run. */
 static int compare_steps(const struct cg_artifact *base, const struct cg_artifact *cur,
@@ -185,8 +167,8 @@ static int compare_steps(const struct cg_artifact *base, const struct cg_artifac
     if (brc != 0)
         goto done;
     if (m == CG_M_STEP_TIME_FLOOR) {
-        r->baseline = side_floor(&bs[0]);
-        r->current = side_floor(&bs[1]);
+        r->baseline = br.x_stat; /* the pooled floors, not medians of the runs' own */
+        r->current = br.y_stat;
     }
     bool worse_up = cg_metric_higher_is_worse(m);
     r->delta_pct = (br.ratio - 1.0) * 100.0;
@@ -221,7 +203,7 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
     r->current = cg_stats_quantile(vc, nc, 0.5);
     bool runs = nb >= 2 && nc >= 2 && m != CG_M_STEP_TIME_FLOOR;
     int rc = runs ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
-                                : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
+                  : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
     if (rc != 0)
         return CG_ENOMEM;
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
@@ -527,12 +509,12 @@ static void floor_rule(struct cg_verdict *v)
     if (!v->thresholds->require_floor || f->outcome == CG_OUT_UNAVAILABLE ||
         f->regression_pct > v->thresholds->metric[CG_M_STEP_TIME_FLOOR].max_regression_pct)
         return;
-    double tb = tokens_per_step(v->baseline), tc = tokens_per_step(v->current);
-    bool fewer_tokens = tc < tb * (1.0 - 1e-3);
     const enum cg_metric gated[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC};
     for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++) {
         struct cg_metric_result *r = &v->metrics[gated[i]];
-        if (r->outcome != CG_OUT_FAIL || (gated[i] == CG_M_TOKENS_PER_SEC && fewer_tokens))
+        if (r->outcome != CG_OUT_FAIL ||
+            (gated[i] == CG_M_TOKENS_PER_SEC &&
+             tokens_per_step(v->current) < tokens_per_step(v->baseline) * (1.0 - 1e-3)))
             continue;
         r->outcome = CG_OUT_INCONCLUSIVE;
         snprintf(r->note, sizeof(r->note),
@@ -551,8 +533,8 @@ void cg_verdict_decide(struct cg_verdict *v)
         struct cg_metric_result *r = &v->metrics[m];
         if (r->outcome == CG_OUT_FAIL && mismatch) {
             r->outcome = CG_OUT_INCONCLUSIVE;
-            snprintf(r->note, sizeof(r->note), "regressed, but measured on a different machine (%s)",
-                     v->machine_diff);
+            snprintf(r->note, sizeof(r->note),
+                     "regressed, but measured on a different machine (%s)", v->machine_diff);
         }
         if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch && strstr(r->note, "different machine"))
             v->downgraded = true;

@@ -114,6 +114,10 @@ const char *cg_outcome_name(enum cg_outcome o);
 /* The exit code for an overall outcome (fail_on_inconclusive: INCONCLUSIVE exits 4). */
 int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
 
+/* CG_FLOOR_QUANTILE (stats.h) of the step times of n_runs runs pooled; NAN without steps or
+ * memory. */
+double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs);
+
 /* A run's own value of a metric: its summary's, or for the floor the run's CG_FLOOR_QUANTILE of
  * step times. NAN when the run lacks it (memory: not measured). */
 double cg_run_metric_value(const struct cg_run *r, enum cg_metric m);

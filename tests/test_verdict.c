@@ -79,6 +79,13 @@ static const struct vcase cases[] = {
      CG_OUT_PASS, false},
 };
 
+/* An artifact made from a fixture (cg_artifact_release frees it). */
+static void make(struct cg_artifact *a, const struct cg_fixture *f)
+{
+    cg_artifact_init(a);
+    assert_int_equal(cg_fixture_make(a, f), 0);
+}
+
 static void mutate(struct cg_artifact *a, enum mutation m)
 {
     if (m == MUT_OTHER_CPU) {
@@ -107,10 +114,8 @@ static void test_verdict__table(void **state)
         struct cg_thresholds t;
         struct cg_verdict v;
         struct cg_err err;
-        cg_artifact_init(&b);
-        cg_artifact_init(&k);
-        assert_int_equal(cg_fixture_make(&b, &c->base), 0);
-        assert_int_equal(cg_fixture_make(&k, &c->cur), 0);
+        make(&b, &c->base);
+        make(&k, &c->cur);
         mutate(&k, c->mutate);
         assert_int_equal(cg_thresholds_load(c->thresholds, &t, &err), 0);
         t.env_mismatch_gates = c->env_gate;
@@ -165,12 +170,9 @@ static void test_verdict__floor_sees_through_interference(void **state)
         struct cg_fixture fs = FX(10, 30, 1.06e7, 0.005, 0.01, -1, 200 + s);
         struct cg_artifact b, same, slow;
         struct cg_verdict v;
-        cg_artifact_init(&b);
-        cg_artifact_init(&same);
-        cg_artifact_init(&slow);
-        assert_int_equal(cg_fixture_make(&b, &fb), 0);
-        assert_int_equal(cg_fixture_make(&same, &fa), 0);
-        assert_int_equal(cg_fixture_make(&slow, &fs), 0);
+        make(&b, &fb);
+        make(&same, &fa);
+        make(&slow, &fs);
         contend(&b, 1000 + s);
         contend(&same, 2000 + s);
         contend(&slow, 2000 + s);
@@ -204,13 +206,12 @@ static void test_verdict__floor_needs_min_runs(void **state)
     struct cg_err err;
     struct cg_artifact b, k;
     struct cg_verdict v;
-    struct cg_fixture fb = FX(4, 30, 1e7, 0.005, 0.01, -1, 1), fk = FX(4, 30, 1.2e7, 0.005, 0.01, -1, 2);
+    struct cg_fixture fb = FX(4, 30, 1e7, 0.005, 0.01, -1, 1),
+                      fk = FX(4, 30, 1.2e7, 0.005, 0.01, -1, 2);
     assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
     assert_int_equal(t.metric[CG_M_STEP_TIME_FLOOR].min_runs, 5);
-    cg_artifact_init(&b);
-    cg_artifact_init(&k);
-    assert_int_equal(cg_fixture_make(&b, &fb), 0);
-    assert_int_equal(cg_fixture_make(&k, &fk), 0);
+    make(&b, &fb);
+    make(&k, &fk);
     assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
     assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_INCONCLUSIVE);
     assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_FLOOR].note, "too few runs"));
@@ -230,15 +231,13 @@ static void test_verdict__floor_rule(void **state)
     struct cg_err err;
     struct cg_artifact b, k, slow;
     struct cg_verdict v;
-    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1), fk = FX(5, 30, 1e7, 0.005, 0.01, -1, 2);
+    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1),
+                      fk = FX(5, 30, 1e7, 0.005, 0.01, -1, 2);
     struct cg_fixture fs = FX(5, 30, 1.1e7, 0.005, 0.01, -1, 2);
     assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
-    cg_artifact_init(&b);
-    cg_artifact_init(&k);
-    cg_artifact_init(&slow);
-    assert_int_equal(cg_fixture_make(&b, &fb), 0);
-    assert_int_equal(cg_fixture_make(&k, &fk), 0);
-    assert_int_equal(cg_fixture_make(&slow, &fs), 0);
+    make(&b, &fb);
+    make(&k, &fk);
+    make(&slow, &fs);
     for (size_t r = 0; r < k.n_runs; r++) {
         for (size_t s = 3; s < k.runs[r].n_steps; s++)
             k.runs[r].steps[s].wall_ns = k.runs[r].steps[s].wall_ns * 3 / 2;
