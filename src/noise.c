@@ -190,9 +190,9 @@ int cg_noise_analyse(const struct cg_artifact *pool, size_t side, const struct c
     for (size_t i = 0; i < total; i++)
         perm[i] = i;
     uint64_t rng = seed;
-    /* Thousands of splits: the floor's bootstrap is cut to CG_NOISE_RESAMPLES resamples a split
-     * (p resolves to 1/401, ample at the alphas used), which keeps a 2,000-split analysis
-     * to seconds. */
+    /* Thousands of splits: the within-run bootstraps (sides of one run) are cut to
+     * CG_NOISE_RESAMPLES resamples a split (p resolves to 1/401, ample at the alphas used),
+     * which keeps a 2,000-split analysis to seconds. */
     struct cg_thresholds tq = *t;
     if (tq.bootstrap_resamples > CG_NOISE_RESAMPLES)
         tq.bootstrap_resamples = CG_NOISE_RESAMPLES;

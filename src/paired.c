@@ -202,15 +202,18 @@ static void decide_metric(struct cg_metric_result *r, const struct cg_metric_lim
                           size_t pairs, double p_better)
 {
     r->note[0] = '\0';
+    r->wants_runs = false;
     if (r->regression_pct > lim->max_regression_pct) {
         if ((int64_t)pairs < lim->min_runs) {
             r->outcome = CG_OUT_INCONCLUSIVE;
+            r->wants_runs = true;
             snprintf(r->note, sizeof(r->note), "too few pairs (%zu, need %lld)", pairs,
                      (long long)lim->min_runs);
         } else if (r->p_value <= lim->alpha) {
             r->outcome = CG_OUT_FAIL;
         } else {
             r->outcome = CG_OUT_INCONCLUSIVE;
+            r->wants_runs = true;
             snprintf(r->note, sizeof(r->note), "not significant (p = %.3g > alpha %.3g): add runs",
                      r->p_value, lim->alpha);
         }

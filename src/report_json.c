@@ -23,7 +23,7 @@ static const char *method_name(enum cg_method m)
     case CG_METHOD_BOOTSTRAP: return "block_bootstrap_steps";
     case CG_METHOD_FIXED: return "fixed_tolerance";
     case CG_METHOD_PAIRED: return "wilcoxon_signed_rank_pairs";
-    case CG_METHOD_RUN_BOOTSTRAP: return "run_bootstrap_pooled_steps";
+    case CG_METHOD_FAST_RUNS: return "mann_whitney_fast_runs";
     default: return "none";
     }
 }

@@ -181,10 +181,7 @@ bool cg_seq_more_runs_help(const struct cg_verdict *v)
 {
     for (size_t i = 0; i < N_TIMING; i++) {
         const struct cg_metric_result *r = &v->metrics[timing_metrics[i]];
-        const struct cg_metric_limits *lim = &v->thresholds->metric[timing_metrics[i]];
-        if (r->outcome != CG_OUT_INCONCLUSIVE || (int64_t)v->baseline->n_runs < lim->min_runs)
-            continue;
-        if ((int64_t)v->current->n_runs < lim->min_runs || r->p_value > lim->alpha)
+        if (r->outcome == CG_OUT_INCONCLUSIVE && r->wants_runs)
             return true;
     }
     return false;

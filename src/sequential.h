@@ -92,8 +92,9 @@ double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha);
 void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct cg_thresholds *t,
                             struct cg_thresholds *out);
 
-/* True when some timing metric of v is INCONCLUSIVE for a reason more current runs can fix:
- * not significant at its level, or too few current runs (while the baseline has enough). */
+/* True when some timing metric of v is INCONCLUSIVE for a reason more current runs can fix
+ * (wants_runs, verdict.h): not significant at its level, or too few current runs or fast runs
+ * (while the baseline has enough). */
 bool cg_seq_more_runs_help(const struct cg_verdict *v);
 
 /* Appends n runs to a (filling its header when a is empty) and sets *seconds to the canary time

@@ -265,7 +265,12 @@ static double finish_stat(enum cg_boot_stat stat, double *scratch, size_t k, dou
     if (stat == CG_BOOT_RATE)
         return wsum / sum;
     qsort(scratch, k, sizeof(*scratch), cmp_double);
-    return sorted_quantile(scratch, k, stat == CG_BOOT_FLOOR ? CG_FLOOR_QUANTILE : 0.95);
+    if (stat == CG_BOOT_P95)
+        return sorted_quantile(scratch, k, 0.95);
+    size_t fast = 1;
+    while (fast < k && scratch[fast] <= scratch[0] * CG_BOOT_FLOOR_WINDOW)
+        fast++;
+    return sorted_quantile(scratch, fast, 0.5);
 }
 
 /* Appends run r of side s to scratch at *k, adding to the sums. */
@@ -311,86 +316,14 @@ static double resample_stat(const struct cg_boot_side *s, enum cg_boot_stat stat
     return finish_stat(stat, scratch, total, sum, wsum);
 }
 
-/* One resample of side s by whole runs: n_runs draws with replacement. scratch holds
- * n_runs times the longest run. */
-static double resample_runs(const struct cg_boot_side *s, enum cg_boot_stat stat, uint64_t *rng,
-                            double *scratch)
-{
-    size_t k = 0;
-    double sum = 0.0, wsum = 0.0;
-    for (size_t j = 0; j < s->n_runs; j++)
-        add_run(s, rand_below(rng, s->n_runs), stat, scratch, &k, &sum, &wsum);
-    return finish_stat(stat, scratch, k, sum, wsum);
-}
-
-/* The sorted steps of every run of a side, for resample_floor; NULL when memory ran out. */
-static double **sorted_runs(const struct cg_boot_side *s)
-{
-    double **out = calloc(s->n_runs, sizeof(*out));
-    for (size_t r = 0; out != NULL && r < s->n_runs; r++) {
-        out[r] = malloc((s->lengths[r] ? s->lengths[r] : 1) * sizeof(double));
-        if (out[r] == NULL) {
-            while (r-- > 0)
-                free(out[r]);
-            free(out);
-            return NULL;
-        }
-        memcpy(out[r], s->values[r], s->lengths[r] * sizeof(double));
-        qsort(out[r], s->lengths[r], sizeof(double), cmp_double);
-    }
-    return out;
-}
-
-static void free_sorted(double **sorted, size_t n)
-{
-    for (size_t r = 0; sorted != NULL && r < n; r++)
-        free(sorted[r]);
-    free(sorted);
-}
-
-/* CG_BOOT_FLOOR of one resample by whole runs, the same as resample_runs computes but from the
- * runs' sorted steps: the lo-th and (lo + 1)-th smallest of the union are found by walking the
- * drawn runs' heads in order. draw and pos hold n_runs entries each. */
-static double resample_floor(const struct cg_boot_side *s, double *const *sorted, uint64_t *rng,
-                             size_t *draw, size_t *pos)
-{
-    size_t total = 0;
-    for (size_t j = 0; j < s->n_runs; j++) {
-        draw[j] = rand_below(rng, s->n_runs);
-        pos[j] = 0;
-        total += s->lengths[draw[j]];
-    }
-    double h = (double)(total - 1) * CG_FLOOR_QUANTILE;
-    size_t lo = (size_t)floor(h);
-    double at_lo = 0.0, at_hi = 0.0;
-    for (size_t rank = 0; rank <= lo + 1 && rank < total; rank++) {
-        size_t best = s->n_runs;
-        for (size_t j = 0; j < s->n_runs; j++) {
-            if (pos[j] < s->lengths[draw[j]] &&
-                (best == s->n_runs || sorted[draw[j]][pos[j]] < sorted[draw[best]][pos[best]]))
-                best = j;
-        }
-        if (best == s->n_runs)
-            break; /* not reached: rank < total leaves a step in some run */
-        double v = sorted[draw[best]][pos[best]++];
-        if (rank == lo)
-            at_lo = at_hi = v;
-        else
-            at_hi = v;
-    }
-    return at_lo + (h - (double)lo) * (at_hi - at_lo);
-}
-
-/* Steps of side s in all; *shortest and *longest are lowered and raised to its runs' lengths. */
-static size_t side_total(const struct cg_boot_side *s, size_t *shortest, size_t *longest)
+/* Steps of side s in all; *shortest is lowered to its shortest run's length. */
+static size_t side_total(const struct cg_boot_side *s, size_t *shortest)
 {
     size_t total = 0;
     for (size_t r = 0; r < s->n_runs; r++) {
         total += s->lengths[r];
         if (s->lengths[r] < *shortest)
             *shortest = s->lengths[r];
-        if (s->lengths[r] > *longest)
-            *longest = s->lengths[r];
     }
     return total;
 }
@@ -414,8 +347,8 @@ int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_
                              enum cg_boot_stat stat, size_t resamples, double alpha,
                              uint64_t seed, struct cg_boot_result *out)
 {
-    size_t shortest = (size_t)-1, longest = 0;
-    size_t nx = side_total(x, &shortest, &longest), ny = side_total(y, &shortest, &longest);
+    size_t shortest = (size_t)-1;
+    size_t nx = side_total(x, &shortest), ny = side_total(y, &shortest);
     if (nx == 0 || ny == 0 || shortest == 0 || resamples == 0)
         return -1;
     double *scratch = malloc((nx > ny ? nx : ny) * sizeof(*scratch));
@@ -440,59 +373,6 @@ int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_
     free(scratch);
     free(ratios);
     return 0;
-}
-
-int cg_stats_run_bootstrap(const struct cg_boot_side *x, const struct cg_boot_side *y,
-                           enum cg_boot_stat stat, size_t resamples, double alpha, uint64_t seed,
-                           struct cg_boot_result *out)
-{
-    size_t shortest = (size_t)-1, longest = 0;
-    if (x->n_runs < 2 || y->n_runs < 2 || resamples == 0)
-        return -1;
-    size_t nx = side_total(x, &shortest, &longest), ny = side_total(y, &shortest, &longest);
-    if (shortest == 0)
-        return -1;
-    size_t most = (x->n_runs > y->n_runs ? x->n_runs : y->n_runs) * longest;
-    most = most > nx ? most : nx;
-    most = most > ny ? most : ny;
-    double *scratch = malloc(most * sizeof(*scratch));
-    double *ratios = malloc(resamples * sizeof(*ratios));
-    if (scratch == NULL || ratios == NULL) {
-        free(scratch);
-        free(ratios);
-        return -1;
-    }
-    out->block_len = 0;
-    out->x_stat = side_stat(x, stat, scratch);
-    out->y_stat = side_stat(y, stat, scratch);
-    out->ratio = out->y_stat / out->x_stat;
-    uint64_t rng = seed;
-    int rc = 0;
-    if (stat == CG_BOOT_FLOOR) {
-        double **sx = sorted_runs(x), **sy = sorted_runs(y);
-        size_t nr = x->n_runs > y->n_runs ? x->n_runs : y->n_runs;
-        size_t *draw = malloc(2 * nr * sizeof(*draw));
-        if (sx == NULL || sy == NULL || draw == NULL)
-            rc = -1;
-        for (size_t b = 0; rc == 0 && b < resamples; b++) {
-            double fx = resample_floor(x, sx, &rng, draw, draw + nr);
-            ratios[b] = resample_floor(y, sy, &rng, draw, draw + nr) / fx;
-        }
-        free_sorted(sx, x->n_runs);
-        free_sorted(sy, y->n_runs);
-        free(draw);
-    } else {
-        for (size_t b = 0; b < resamples; b++) {
-            double sx = resample_runs(x, stat, &rng, scratch);
-            double sy = resample_runs(y, stat, &rng, scratch);
-            ratios[b] = sy / sx;
-        }
-    }
-    if (rc == 0)
-        boot_result(ratios, resamples, alpha, out);
-    free(scratch);
-    free(ratios);
-    return rc;
 }
 
 struct pidx {

@@ -66,13 +66,11 @@ struct cg_shift {
 int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
                       struct cg_shift *out);
 
-/* The quantile of pooled step times that CG_BOOT_FLOOR takes: the step time the code reaches
- * when nothing else slows the machine down. Interference only ever adds time, so a low quantile
- * moves with the code and hardly with the load (docs/statistics.md). */
-#define CG_FLOOR_QUANTILE 0.02
-
 /* Statistics of a run's steps that the bootstraps can resample. */
+/* CG_BOOT_FLOOR: the median of the steps within CG_BOOT_FLOOR_WINDOW of the fastest, a run's
+ * step time floor (verdict.h). */
 enum cg_boot_stat { CG_BOOT_MEAN, CG_BOOT_P95, CG_BOOT_RATE, CG_BOOT_FLOOR };
+#define CG_BOOT_FLOOR_WINDOW 1.10
 
 /* A side of a within-run comparison: its runs' step series. For CG_BOOT_RATE each step also has
  * a weight (tokens) and the statistic is sum(weight) / sum(value). */
@@ -101,15 +99,6 @@ struct cg_boot_result {
 int cg_stats_block_bootstrap(const struct cg_boot_side *x, const struct cg_boot_side *y,
                              enum cg_boot_stat stat, size_t resamples, double alpha,
                              uint64_t seed, struct cg_boot_result *out);
-
-/* Bootstrap over whole runs of statistic(y) / statistic(x), the statistic taken over all steps
- * of a side's runs pooled: each resample draws as many runs as the side has, with replacement,
- * so the spread between runs (the load a run happened to meet) is what the interval measures.
- * Needs at least two runs a side. Deterministic for a given seed. 0, or -1 on too few runs,
- * an empty run or no memory. block_len in out is 0. */
-int cg_stats_run_bootstrap(const struct cg_boot_side *x, const struct cg_boot_side *y,
-                           enum cg_boot_stat stat, size_t resamples, double alpha, uint64_t seed,
-                           struct cg_boot_result *out);
 
 /* Benjamini-Hochberg adjusted p-values (q[i] for p[i]); NAN entries are skipped and stay NAN.
  * Returns 0, or -1 when memory ran out. */

@@ -41,21 +41,55 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
     return CG_EXIT_PASS;
 }
 
-double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs)
+double cg_run_floor_ns(const struct cg_run *run)
 {
-    size_t n = 0, k = 0;
-    for (size_t r = 0; r < n_runs; r++)
-        n += runs[r].n_steps;
-    double *v = n ? malloc(n * sizeof(*v)) : NULL;
+    if (run->n_steps == 0)
+        return NAN;
+    double *v = malloc(run->n_steps * sizeof(*v));
     if (v == NULL)
         return NAN;
-    for (size_t r = 0; r < n_runs; r++) {
-        for (size_t i = 0; i < runs[r].n_steps; i++)
-            v[k++] = (double)runs[r].steps[i].wall_ns;
+    double fastest = INFINITY;
+    for (size_t i = 0; i < run->n_steps; i++)
+        fastest = fmin(fastest, (double)run->steps[i].wall_ns);
+    size_t k = 0;
+    for (size_t i = 0; i < run->n_steps; i++) {
+        double t = (double)run->steps[i].wall_ns;
+        if (t <= fastest * CG_FLOOR_STEP_WINDOW)
+            v[k++] = t;
     }
-    double q = cg_stats_quantile(v, n, CG_FLOOR_QUANTILE);
+    double f = cg_stats_quantile(v, k, 0.5);
     free(v);
-    return q;
+    return f;
+}
+
+size_t cg_floor_fast_runs(double *v, size_t n)
+{
+    double lowest = INFINITY;
+    for (size_t i = 0; i < n; i++)
+        lowest = fmin(lowest, v[i]);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] <= lowest * CG_FLOOR_RUN_WINDOW)
+            v[k++] = v[i];
+    }
+    return k;
+}
+
+double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs)
+{
+    double *v = n_runs ? malloc(n_runs * sizeof(*v)) : NULL;
+    if (v == NULL)
+        return NAN;
+    double f = NAN;
+    for (size_t i = 0; i < n_runs; i++) {
+        v[i] = cg_run_floor_ns(&runs[i]);
+        if (!isfinite(v[i]))
+            goto done;
+    }
+    f = cg_stats_quantile(v, cg_floor_fast_runs(v, n_runs), 0.5);
+done:
+    free(v);
+    return f;
 }
 
 double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
@@ -66,7 +100,7 @@ double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
     case CG_M_STEP_TIME_P95:
         return r->summary.step_time_p95_ns;
     case CG_M_STEP_TIME_FLOOR:
-        return cg_runs_floor_ns(r, 1);
+        return cg_run_floor_ns(r);
     case CG_M_TOKENS_PER_SEC:
         return r->summary.tokens_per_sec;
     case CG_M_PEAK_DEVICE_MEMORY:
@@ -118,8 +152,8 @@ done:
     return rc;
 }
 
-/* Comparison over the steps of every run of each side: the floor always (by runs when both
- * sides have two or more, else within runs), the other timing metrics when a side has one run. */
+/* Comparison over the steps of every run of each side, for a timing metric when a side has one
+ * run: a moving-block bootstrap within the runs (the floor: of the steps' own floor). */
 static int compare_steps(const struct cg_artifact *base, const struct cg_artifact *cur,
                          enum cg_metric m, const struct cg_thresholds *t, double alpha,
                          struct cg_metric_result *r, double *p_better)
@@ -157,26 +191,16 @@ static int compare_steps(const struct cg_artifact *base, const struct cg_artifac
                                                          : CG_BOOT_RATE;
     struct cg_boot_result br;
     uint64_t seed = 0x63616e617279ULL + (uint64_t)m;
-    /* The floor pools the steps of all runs of a side, so with runs to spare the runs are what
-     * is resampled; the other metrics only come here when a side has one run. */
-    bool by_runs = m == CG_M_STEP_TIME_FLOOR && base->n_runs >= 2 && cur->n_runs >= 2;
-    int brc = by_runs ? cg_stats_run_bootstrap(&bs[0], &bs[1], stat,
-                                               (size_t)t->bootstrap_resamples, alpha, seed, &br)
-                      : cg_stats_block_bootstrap(&bs[0], &bs[1], stat,
-                                                 (size_t)t->bootstrap_resamples, alpha, seed, &br);
-    if (brc != 0)
+    if (cg_stats_block_bootstrap(&bs[0], &bs[1], stat, (size_t)t->bootstrap_resamples, alpha, seed,
+                                 &br) != 0)
         goto done;
-    if (m == CG_M_STEP_TIME_FLOOR) {
-        r->baseline = br.x_stat; /* the pooled floors, not medians of the runs' own */
-        r->current = br.y_stat;
-    }
     bool worse_up = cg_metric_higher_is_worse(m);
     r->delta_pct = (br.ratio - 1.0) * 100.0;
     r->ci_low_pct = (br.low - 1.0) * 100.0;
     r->ci_high_pct = (br.high - 1.0) * 100.0;
     r->p_value = worse_up ? br.p_greater : br.p_less;
     *p_better = worse_up ? br.p_less : br.p_greater;
-    r->method = by_runs ? CG_METHOD_RUN_BOOTSTRAP : CG_METHOD_BOOTSTRAP;
+    r->method = CG_METHOD_BOOTSTRAP;
     rc = 0;
 done:
     for (int s = 0; s < 2; s++) {
@@ -199,24 +223,39 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
     size_t nb = base->n_runs, nc = cur->n_runs;
     bool worse_up = cg_metric_higher_is_worse(m);
     double p_better = NAN;
-    r->baseline = cg_stats_quantile(vb, nb, 0.5);
-    r->current = cg_stats_quantile(vc, nc, 0.5);
-    bool runs = nb >= 2 && nc >= 2 && m != CG_M_STEP_TIME_FLOOR;
-    int rc = runs ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
+    /* With runs on both sides the floor compares the runs each measured in the runner's fast
+     * state; with one run on a side, the steps. */
+    bool runs = nb >= 2 && nc >= 2, floor = runs && m == CG_M_STEP_TIME_FLOOR;
+    size_t kb = floor ? cg_floor_fast_runs(vb, nb) : nb, kc = floor ? cg_floor_fast_runs(vc, nc) : nc;
+    r->baseline = cg_stats_quantile(vb, kb, 0.5);
+    r->current = cg_stats_quantile(vc, kc, 0.5);
+    int rc = runs ? compare_runs(vb, kb, vc, kc, worse_up, lim->alpha, r, &p_better)
                   : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
     if (rc != 0)
         return CG_ENOMEM;
+    if (floor)
+        r->method = CG_METHOD_FAST_RUNS;
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
     bool enough = (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs;
+    bool fast_enough = !floor || (kb >= CG_FLOOR_MIN_FAST_RUNS && kc >= CG_FLOOR_MIN_FAST_RUNS);
     if (r->regression_pct > lim->max_regression_pct) {
         if (!enough) {
             r->outcome = CG_OUT_INCONCLUSIVE;
+            r->wants_runs = (int64_t)nb >= lim->min_runs;
             snprintf(r->note, sizeof(r->note), "too few runs (%zu and %zu, need %lld a side)", nb,
                      nc, (long long)lim->min_runs);
+        } else if (!fast_enough) {
+            r->outcome = CG_OUT_INCONCLUSIVE;
+            r->wants_runs = kb >= CG_FLOOR_MIN_FAST_RUNS;
+            snprintf(r->note, sizeof(r->note),
+                     "too few runs in the runner's fast state (%zu and %zu, need %d a side): "
+                     "the runner was busy; add runs",
+                     kb, kc, CG_FLOOR_MIN_FAST_RUNS);
         } else if (r->p_value <= lim->alpha) {
             r->outcome = CG_OUT_FAIL;
         } else {
             r->outcome = CG_OUT_INCONCLUSIVE;
+            r->wants_runs = true;
             snprintf(r->note, sizeof(r->note), "not significant (p = %.3g > alpha %.3g): add runs",
                      r->p_value, lim->alpha);
         }
@@ -497,17 +536,21 @@ static double tokens_per_step(const struct cg_artifact *a)
 }
 
 /* "require_floor_regression": interference on a shared runner slows whole spells of steps and
- * moves the mean, p95 and tokens/sec of the runs it meets, but not the fastest steps. A FAIL of
- * those metrics stands when the floor also regressed beyond its threshold (or was not
- * measured), or for tokens/sec when a step carries fewer tokens; else it is INCONCLUSIVE. The
- * price: a change that slows only some steps (every k-th step, say) and leaves the fastest
- * alone is INCONCLUSIVE too, never FAIL; the note says so. Runs after the machine rule, so a
- * FAIL on another machine keeps that reason. */
+ * moves the mean, p95 and tokens/sec of the runs it meets, but not the floor. A FAIL of those
+ * metrics stands when the floor FAILed too (or was not measured, or had fewer runs than its
+ * min_runs and moved beyond its threshold), or for tokens/sec when a step carries fewer tokens;
+ * else it is INCONCLUSIVE: when the floor passed, a spell of load (or a
+ * change that slows only some steps, every k-th say, and leaves the fast ones alone: the price
+ * of the rule, in the note); when the floor is itself inconclusive, it waits for the floor.
+ * Runs after the machine rule, so a FAIL on another machine keeps that reason. */
 static void floor_rule(struct cg_verdict *v)
 {
     const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
+    const struct cg_metric_limits *fl = &v->thresholds->metric[CG_M_STEP_TIME_FLOOR];
+    bool few_runs = (int64_t)v->baseline->n_runs < fl->min_runs ||
+                    (int64_t)v->current->n_runs < fl->min_runs;
     if (!v->thresholds->require_floor || f->outcome == CG_OUT_UNAVAILABLE ||
-        f->regression_pct > v->thresholds->metric[CG_M_STEP_TIME_FLOOR].max_regression_pct)
+        f->outcome == CG_OUT_FAIL || (few_runs && f->regression_pct > fl->max_regression_pct))
         return;
     const enum cg_metric gated[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC};
     for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++) {
@@ -517,10 +560,15 @@ static void floor_rule(struct cg_verdict *v)
              tokens_per_step(v->current) < tokens_per_step(v->baseline) * (1.0 - 1e-3)))
             continue;
         r->outcome = CG_OUT_INCONCLUSIVE;
-        snprintf(r->note, sizeof(r->note),
-                 "the fastest steps did not slow down (floor %+.1f%%): interference on the runner, "
-                 "or a slowdown of some steps only",
-                 f->delta_pct);
+        if (f->outcome == CG_OUT_INCONCLUSIVE)
+            snprintf(r->note, sizeof(r->note),
+                     "regressed, but the floor is inconclusive (floor %+.1f%%): add runs",
+                     f->delta_pct);
+        else
+            snprintf(r->note, sizeof(r->note),
+                     "the fastest steps did not slow down (floor %+.1f%%): interference on the "
+                     "runner, or a slowdown of some steps only",
+                     f->delta_pct);
     }
 }
 

@@ -16,6 +16,7 @@
 #define CG_VERDICT_H
 
 #include "artifact.h"
+#include "stats.h"
 #include "diagnose.h"
 #include "err.h"
 #include "thresholds.h"
@@ -39,7 +40,7 @@ enum cg_method {
     CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (a side has one run) */
     CG_METHOD_FIXED,     /* fixed tolerance (memory) */
     CG_METHOD_PAIRED,    /* Wilcoxon signed-rank + Hodges-Lehmann over interleaved run pairs */
-    CG_METHOD_RUN_BOOTSTRAP /* the floor: bootstrap over whole runs of the pooled steps */
+    CG_METHOD_FAST_RUNS  /* the floor: Mann-Whitney + Hodges-Lehmann over the fast runs' floors */
 };
 
 struct cg_metric_result {
@@ -56,6 +57,9 @@ struct cg_metric_result {
     enum cg_outcome outcome;
     enum cg_method method;
     char note[160];     /* why an outcome is what it is, "" when plain */
+    bool wants_runs;    /* INCONCLUSIVE for a reason more current runs can settle: not
+                         * significant, too few current runs or fast runs (the baseline has
+                         * enough) */
 };
 
 enum cg_op_status { CG_OPD_BOTH, CG_OPD_NEW, CG_OPD_VANISHED };
@@ -114,12 +118,31 @@ const char *cg_outcome_name(enum cg_outcome o);
 /* The exit code for an overall outcome (fail_on_inconclusive: INCONCLUSIVE exits 4). */
 int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
 
-/* CG_FLOOR_QUANTILE (stats.h) of the step times of n_runs runs pooled; NAN without steps or
- * memory. */
+/* The step time floor: the step time of the runner's fast state, where the code runs with
+ * nothing else slowing the machine down (docs/statistics.md). A run's floor is the median of
+ * its fast steps, those within CG_FLOOR_STEP_WINDOW of its fastest step; a side's fast runs are
+ * those whose floor is within CG_FLOOR_RUN_WINDOW of the side's lowest, and the side's floor is
+ * their median. Interference only adds time, and both windows are ratios, so a change that
+ * slows every step by x% moves the floor by x%, while a spell of load that meets some runs
+ * moves it hardly at all. */
+#define CG_FLOOR_STEP_WINDOW CG_BOOT_FLOOR_WINDOW /* stats.h */
+#define CG_FLOOR_RUN_WINDOW 1.20
+/* Fast runs a side needs before the floor can FAIL. */
+#define CG_FLOOR_MIN_FAST_RUNS 3
+
+/* A run's floor; NAN without steps or memory. */
+double cg_run_floor_ns(const struct cg_run *run);
+
+/* Keeps, in order, the values within CG_FLOOR_RUN_WINDOW of the smallest (the fast runs of a
+ * side, given the runs' floors) at the front of v; returns how many. */
+size_t cg_floor_fast_runs(double *v, size_t n);
+
+/* The floor of n_runs runs as one side: the median of its fast runs' floors; NAN without steps
+ * or memory. */
 double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs);
 
-/* A run's own value of a metric: its summary's, or for the floor the run's CG_FLOOR_QUANTILE of
- * step times. NAN when the run lacks it (memory: not measured). */
+/* A run's own value of a metric: its summary's, or for the floor cg_run_floor_ns. NAN when the
+ * run lacks it (memory: not measured). */
 double cg_run_metric_value(const struct cg_run *r, enum cg_metric m);
 
 /* True when higher values of the metric are worse (times, memory); false for tokens/sec. */

@@ -231,52 +231,6 @@ static void test_stats__block_bootstrap_rate_uses_weights(void **state)
     assert_float_equal(r.ratio, 0.5, 1e-12); /* half the tokens in the same time */
 }
 
-/* Runs whose steps are 1 ms with a spell of interference (1.7 ms) in some of them. */
-static void make_runs(double v[8][30], const double *rows[8], size_t len[8], double scale,
-                      uint64_t seed)
-{
-    uint64_t rng = seed;
-    for (int r = 0; r < 8; r++) {
-        size_t from = (size_t)(cg_stats_rand(&rng) % 40); /* >= 30: no spell */
-        for (int i = 0; i < 30; i++) {
-            double jitter = 1.0 + 0.002 * (double)(cg_stats_rand(&rng) % 1000) / 1000.0;
-            v[r][i] = 1e6 * scale * jitter * ((size_t)i >= from ? 1.7 : 1.0);
-        }
-        rows[r] = v[r];
-        len[r] = 30;
-    }
-}
-
-static void test_stats__run_bootstrap_floor(void **state)
-{
-    (void)state;
-    static double a[8][30], b[8][30], c[8][30];
-    const double *ar[8], *br[8], *cr[8];
-    size_t la[8], lb[8], lc[8];
-    make_runs(a, ar, la, 1.0, 1);
-    make_runs(b, br, lb, 1.0, 2);
-    make_runs(c, cr, lc, 1.05, 3);
-    struct cg_boot_side x = {ar, NULL, la, 8}, y = {br, NULL, lb, 8}, z = {cr, NULL, lc, 8};
-    struct cg_boot_result same, slow, again;
-    assert_int_equal(cg_stats_run_bootstrap(&x, &y, CG_BOOT_FLOOR, 2000, 0.05, 7, &same), 0);
-    assert_int_equal(same.block_len, 0);
-    assert_true(fabs(same.ratio - 1.0) < 0.003); /* the spells do not move the floor */
-    assert_true(same.p_greater > 0.05);
-    assert_int_equal(cg_stats_run_bootstrap(&x, &z, CG_BOOT_FLOOR, 2000, 0.05, 7, &slow), 0);
-    assert_true(slow.ratio > 1.045 && slow.ratio < 1.055);
-    assert_true(slow.low > 1.0 && slow.low <= slow.ratio && slow.ratio <= slow.high);
-    assert_true(slow.p_greater < 0.01);
-    assert_int_equal(cg_stats_run_bootstrap(&x, &z, CG_BOOT_FLOOR, 2000, 0.05, 7, &again), 0);
-    assert_float_equal(again.low, slow.low, 0); /* same seed, same answer */
-    /* The mean, pooled the same way, is moved by where the spells fell. */
-    struct cg_boot_result mean;
-    assert_int_equal(cg_stats_run_bootstrap(&x, &y, CG_BOOT_MEAN, 2000, 0.05, 7, &mean), 0);
-    assert_true(mean.high - mean.low > 10 * (same.high - same.low));
-    /* One run on a side is not enough to resample runs. */
-    struct cg_boot_side one = {ar, NULL, la, 1};
-    assert_int_equal(cg_stats_run_bootstrap(&one, &y, CG_BOOT_FLOOR, 2000, 0.05, 7, &again), -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,7 +244,6 @@ int main(void)
         cmocka_unit_test(test_stats__benjamini_hochberg),
         cmocka_unit_test(test_stats__block_bootstrap_detects_scaled_series),
         cmocka_unit_test(test_stats__block_bootstrap_rate_uses_weights),
-        cmocka_unit_test(test_stats__run_bootstrap_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,7 +156,7 @@ static void contend(struct cg_artifact *a, uint64_t seed)
 }
 
 /* Under that interference the mean's runs spread so far that a 6% slowdown is not significant,
- * while the floor (the fast steps, pooled) sees it; and the same code never fails the floor. */
+ * while the floor (the fast steps of the fast runs) sees it; and the same code never fails the floor. */
 static void test_verdict__floor_sees_through_interference(void **state)
 {
     (void)state;
@@ -179,7 +179,7 @@ static void test_verdict__floor_sees_through_interference(void **state)
         assert_int_equal(cg_verdict_compute(&b, &same, &t, &v, &err), 0);
         const struct cg_metric_result *f = &v.metrics[CG_M_STEP_TIME_FLOOR];
         floor_fails += f->outcome == CG_OUT_FAIL;
-        assert_int_equal(f->method, CG_METHOD_RUN_BOOTSTRAP);
+        assert_int_equal(f->method, CG_METHOD_FAST_RUNS);
         assert_true(fabs(f->delta_pct) < 1.5);
         cg_verdict_release(&v);
         assert_int_equal(cg_verdict_compute(&b, &slow, &t, &v, &err), 0);
@@ -196,6 +196,70 @@ static void test_verdict__floor_sees_through_interference(void **state)
     assert_int_equal(floor_fails, 0);
     assert_true(floor_found >= n - 1);
     assert_true(mean_found <= n / 2);
+}
+
+/* A run's floor is the median of its steps within 10% of its fastest; a side's fast runs are
+ * those within 20% of its lowest run floor. */
+static void test_verdict__run_floor_and_fast_runs(void **state)
+{
+    (void)state;
+    const int64_t ms[] = {10000, 10500, 10200, 30000, 31000, 10900, 11500};
+    struct cg_step steps[7];
+    memset(steps, 0, sizeof(steps));
+    for (int i = 0; i < 7; i++)
+        steps[i].wall_ns = ms[i] * 1000;
+    struct cg_run run;
+    memset(&run, 0, sizeof(run));
+    run.steps = steps;
+    run.n_steps = 7;
+    /* fast: 10.0, 10.5, 10.2, 10.9 (11.5 is beyond 11.0) */
+    assert_float_equal(cg_run_floor_ns(&run), 10.35e6, 1e-3);
+    run.n_steps = 0;
+    assert_true(isnan(cg_run_floor_ns(&run)));
+    double v[] = {22, 35, 23, 26.5, 26.3, 41};
+    assert_int_equal(cg_floor_fast_runs(v, 6), 3);
+    assert_float_equal(v[0], 22, 0);
+    assert_float_equal(v[1], 23, 0);
+    assert_float_equal(v[2], 26.3, 0);
+    double same[] = {5, 5};
+    assert_int_equal(cg_floor_fast_runs(same, 2), 2);
+}
+
+/* A real 20% slowdown, but three of the current side's five runs met load for all their steps:
+ * two fast runs are too few for the floor to FAIL, and the note says why. With the runner quiet
+ * in all five the same slowdown FAILs. */
+static void test_verdict__floor_needs_fast_runs(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1),
+                      fk = FX(5, 30, 1.2e7, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    make(&b, &fb);
+    make(&k, &fk);
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    for (size_t r = 0; r < 3; r++) {
+        for (size_t s = 0; s < k.runs[r].n_steps; s++)
+            k.runs[r].steps[s].wall_ns = k.runs[r].steps[s].wall_ns * 17 / 10;
+        cg_run_summarize(&k.runs[r]);
+    }
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    const struct cg_metric_result *f = &v.metrics[CG_M_STEP_TIME_FLOOR];
+    assert_true(f->delta_pct > 15.0 && f->delta_pct < 25.0);
+    assert_int_equal(f->outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(f->note, "fast state (5 and 2, need 3 a side)"));
+    /* the mean's FAIL waits for the floor */
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_MEAN].note, "floor is inconclusive"));
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&k);
 }
 
 /* With fewer runs than min_runs (5 for the floor by default) the floor cannot fail. */
@@ -321,6 +385,8 @@ int main(void)
         cmocka_unit_test(test_verdict__table),
         cmocka_unit_test(test_verdict__floor_sees_through_interference),
         cmocka_unit_test(test_verdict__floor_needs_min_runs),
+        cmocka_unit_test(test_verdict__run_floor_and_fast_runs),
+        cmocka_unit_test(test_verdict__floor_needs_fast_runs),
         cmocka_unit_test(test_verdict__floor_rule),
         cmocka_unit_test(test_verdict__exit_codes),
     };
