@@ -75,7 +75,7 @@ static const struct rule rules[] = {
     {"naive: 1 run vs 1 run, > 10%", true, 0, false, false},
     {"gate, one look (compare)", false, 1, false, false},
     {"gate, sequential + confirmation (main command)", false, 3, true, false},
-    {"ab: pairs measured together (paired, one look)", false, 1, false, true},
+    {"ab: 3 x runs pairs measured together (one look)", false, 1, false, true},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
@@ -226,7 +226,7 @@ static int paired_decision(const struct cg_thresholds *t, const struct pool *bp,
     struct cg_artifact base, head;
     struct cg_verdict v;
     struct cg_err err;
-    size_t runs = (size_t)t->runs;
+    size_t runs = CG_AB_RUNS_FACTOR * (size_t)t->runs;
     int rc = -1;
     cg_artifact_init(&base);
     cg_artifact_init(&head);
@@ -249,13 +249,14 @@ done:
     return rc;
 }
 
-/* The paired rule: A/A decision i pairs aa runs 2j and 2j + 1 (measured one after the other)
- * for j in [runs i, runs (i + 1)); level decision i pairs level run r with the first aa run of
- * the same round (aa run 3r), r in [runs i, runs (i + 1)). Both sides' runs are canary time. */
+/* The paired rule, with ab's default n = CG_AB_RUNS_FACTOR x runs pairs: A/A decision i pairs
+ * aa runs 2j and 2j + 1 (measured one after the other) for j in [n i, n (i + 1)); level decision
+ * i pairs level run r with the first aa run of the same round (aa run 3r), r in [n i, n (i + 1)).
+ * Both sides' runs are canary time. */
 static void evaluate_paired(const struct cg_thresholds *t, const struct pool *pools, size_t n_pools,
                             size_t want_aa, size_t want_level, struct tally *tallies)
 {
-    size_t runs = (size_t)t->runs, b_at[64], h_at[64];
+    size_t runs = CG_AB_RUNS_FACTOR * (size_t)t->runs, b_at[64], h_at[64];
     struct decision d;
     double bs;
     if (runs > 64)

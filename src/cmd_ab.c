@@ -1,8 +1,9 @@
 /*
  * cmd_ab: `canary-gate ab --base "CMD ARGS..." [options] [-- HEAD CMD ARGS...]` runs the base and
- * the head canary turn about on this machine (A B B A ...; interleave.c), N runs each, and
- * compares them pair by pair (paired.c: Wilcoxon signed-rank on per-pair log ratios,
- * Hodges-Lehmann with Tukey's interval), with the outputs and exit codes of the main command.
+ * the head canary turn about on this machine (A B B A ...; interleave.c), N runs each (default
+ * CG_AB_RUNS_FACTOR x the thresholds' runs), and compares them pair by pair (paired.c: Wilcoxon
+ * signed-rank on per-pair log ratios, Hodges-Lehmann with Tukey's interval; the floor over the
+ * fast runs), with the outputs and exit codes of the main command.
  * --base is split into words without a shell (argsplit.h); the head command is the words after
  * '--', or the built-in canary. Writes both sides' artifacts.
  * Exit: 0 pass (or inconclusive), 1 fail, 2 usage or input, 3 the canary failed or a file could
@@ -26,9 +27,11 @@
 static const char usage_text[] =
     "usage: canary-gate ab --base \"CMD ARGS...\" [options] [-- HEAD CMD ARGS...]\n"
     "\n"
-    "Runs the base and the head canary turn about on this machine (A B B A ...), N runs each,\n"
-    "so drift falls on both alike, and compares run k of each side as a pair: Wilcoxon\n"
-    "signed-rank test on the per-pair ratios, Hodges-Lehmann change with its interval. Without\n"
+    "Runs the base and the head canary turn about on this machine (A B B A ...), N runs each\n"
+    "(default: 3 x the thresholds' runs, 15 pairs with the default thresholds), so drift falls\n"
+    "on both alike, and compares run k of each side as a pair for the step time mean, p95 and\n"
+    "tokens/sec: Wilcoxon signed-rank test on the per-pair ratios, Hodges-Lehmann change with its\n"
+    "interval. The step time floor compares the two sides' fast runs (Mann-Whitney). Without\n"
     "HEAD CMD the built-in canary is the head.\n"
     "\n"
     "  --base \"CMD ARGS...\"   the base canary, split into words without a shell: blanks\n"
@@ -213,6 +216,8 @@ int cmd_ab(int argc, char **argv)
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
+    if (o.m.runs < 0)
+        runs *= CG_AB_RUNS_FACTOR;
     if ((logs[0] = cg_collect_log_path(o.out_base)) == NULL ||
         (logs[1] = cg_collect_log_path(o.out)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");

@@ -47,11 +47,18 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out);
  * CG_WSR_EXACT_MAX); NAN outside that range or when memory ran out. */
 double cg_paired_wsr_cdf(size_t n, double w);
 
+/* Pairs 'canary-gate ab' measures by default: this many times the thresholds' runs. Its one
+ * look has no confirmation, and a pair whose two runs met different load says little. */
+#define CG_AB_RUNS_FACTOR 3
+
 /* The verdict of head against base when run i of each side was measured as a pair: computed as
- * cg_verdict_compute does (memory, ops, environment), then each timing metric is replaced by the
- * signed-rank test and Hodges-Lehmann interval on the per-pair log ratios of the first
- * min(runs) runs, with the same decision table (verdict.c). With fewer than 2 pairs the unpaired
- * verdict stands. cg_verdict_release frees it. Fails only when memory runs out (CG_ENOMEM). */
+ * cg_verdict_compute does (memory, ops, environment), then the step time mean, p95 and tokens/sec
+ * are replaced by the signed-rank test and Hodges-Lehmann interval on the per-pair log ratios of
+ * the first min(runs) runs, with the same decision table (verdict.c). The step time floor keeps
+ * the unpaired comparison of the fast runs (verdict.h): only pairs whose two runs both met the
+ * runner's fast state would carry it, too few on a loaded runner, while the interleaving already
+ * spreads drift over both sides alike. With fewer than 2 pairs the unpaired verdict stands.
+ * cg_verdict_release frees it. Fails only when memory runs out (CG_ENOMEM). */
 int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *head,
                       const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
 

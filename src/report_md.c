@@ -90,9 +90,10 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
         rc |= cg_buf_adds(b, ". Step times and host memory are still measured.\n\n");
     }
     if (v->within_run)
-        rc |= cg_buf_adds(b, "> [!NOTE]\n> A side has a single run, so timing was compared "
-                             "within the run (block bootstrap over steps). This understates "
-                             "run-to-run noise; use more runs for a firm verdict.\n\n");
+        rc |= cg_buf_adds(b, "> [!NOTE]\n> A side has too few runs (one, or fewer than 3 for the "
+                             "step time floor), so timing was compared within the runs (block "
+                             "bootstrap over steps). This understates run-to-run noise; use "
+                             "more runs for a firm verdict.\n\n");
     return rc;
 }
 

@@ -85,8 +85,9 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
         rc |= cg_buf_adds(out, "\n");
     }
     if (v->within_run)
-        rc |= cg_buf_adds(out, "note: a side has one run: timing compared within the run "
-                               "(block bootstrap), which understates run-to-run noise\n");
+        rc |= cg_buf_adds(out, "note: a side has too few runs (one, or under 3 for the floor): "
+                               "timing compared within the runs (block bootstrap), which "
+                               "understates run-to-run noise\n");
     char looks[512] = "", confirm[512] = "";
     if (v->seq != NULL) {
         cg_seq_describe_looks(v->seq, looks, sizeof(looks));

@@ -223,9 +223,11 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
     size_t nb = base->n_runs, nc = cur->n_runs;
     bool worse_up = cg_metric_higher_is_worse(m);
     double p_better = NAN;
-    /* With runs on both sides the floor compares the runs each measured in the runner's fast
-     * state; with one run on a side, the steps. */
-    bool runs = nb >= 2 && nc >= 2, floor = runs && m == CG_M_STEP_TIME_FLOOR;
+    /* With CG_FLOOR_MIN_FAST_RUNS runs or more a side the floor compares the runs each side
+     * measured in the runner's fast state; with fewer (a quick check), the steps. */
+    bool floor = m == CG_M_STEP_TIME_FLOOR && nb >= CG_FLOOR_MIN_FAST_RUNS &&
+                 nc >= CG_FLOOR_MIN_FAST_RUNS;
+    bool runs = floor || (m != CG_M_STEP_TIME_FLOOR && nb >= 2 && nc >= 2);
     size_t kb = floor ? cg_floor_fast_runs(vb, nb) : nb, kc = floor ? cg_floor_fast_runs(vc, nc) : nc;
     r->baseline = cg_stats_quantile(vb, kb, 0.5);
     r->current = cg_stats_quantile(vc, kc, 0.5);

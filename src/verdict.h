@@ -37,7 +37,7 @@ enum cg_outcome {
 enum cg_method {
     CG_METHOD_NONE,
     CG_METHOD_RUNS,      /* Mann-Whitney + Hodges-Lehmann over per-run summaries */
-    CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (a side has one run) */
+    CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (too few runs on a side) */
     CG_METHOD_FIXED,     /* fixed tolerance (memory) */
     CG_METHOD_PAIRED,    /* Wilcoxon signed-rank + Hodges-Lehmann over interleaved run pairs */
     CG_METHOD_FAST_RUNS  /* the floor: Mann-Whitney + Hodges-Lehmann over the fast runs' floors */
@@ -127,7 +127,9 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
  * moves it hardly at all. */
 #define CG_FLOOR_STEP_WINDOW CG_BOOT_FLOOR_WINDOW /* stats.h */
 #define CG_FLOOR_RUN_WINDOW 1.20
-/* Fast runs a side needs before the floor can FAIL. */
+/* Fast runs a side needs before the floor can FAIL. With fewer runs than this on a side (a
+ * quick check) the floor is compared over the steps instead (a block bootstrap of the same
+ * statistic, stats.h). */
 #define CG_FLOOR_MIN_FAST_RUNS 3
 
 /* A run's floor; NAN without steps or memory. */

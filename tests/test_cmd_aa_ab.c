@@ -265,6 +265,24 @@ static void test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair(void **stat
     cJSON_Delete(root);
 }
 
+/* Without --runs, ab measures CG_AB_RUNS_FACTOR (3) times the thresholds' runs: smoke's 2 -> 6. */
+static void test_cmd_aa_ab__ab_default_pairs(void **state)
+{
+    struct cg_workdir *f = *state;
+    const char *args[] = {"ab",       "--base",       CANARY " --steps 4 --step-ms '1'",
+                          "--thresholds", "smoke",    "--steps",
+                          "3",        "--warmup",     "1",
+                          "--out",    "h6.json",      "--out-base",
+                          "b6.json",  "--color",      "never",
+                          "--",       CANARY,         "--steps",
+                          "4",        "--step-ms",    "1",
+                          NULL};
+    int code = tool(f, args);
+    assert_true(code == 0 || code == 1);
+    assert_int_equal(artifact_runs(f, "b6.json", NULL), 6);
+    assert_int_equal(artifact_runs(f, "h6.json", NULL), 6);
+}
+
 static void test_cmd_aa_ab__ab_input_errors(void **state)
 {
     struct cg_workdir *f = *state;
@@ -371,6 +389,7 @@ int main(void)
         IN_WORKDIR(test_cmd_aa_ab__aa_usage_and_canary_errors),
         IN_WORKDIR(test_cmd_aa_ab__ab_on_the_builtin_canary),
         IN_WORKDIR(test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair),
+        IN_WORKDIR(test_cmd_aa_ab__ab_default_pairs),
         IN_WORKDIR(test_cmd_aa_ab__ab_input_errors),
         IN_WORKDIR(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail),
         IN_WORKDIR(test_cmd_aa_ab__gate_no_confirm_and_no_added_runs),

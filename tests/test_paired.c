@@ -199,7 +199,7 @@ static void test_paired__verdict_sees_through_run_noise(void **state)
     (void)state;
     /* Runs differ by up to +-20% from each other, and head is base x 1.10 run for run. Unpaired,
      * the sides overlap (Mann-Whitney cannot separate them); paired, every log ratio is
-     * log 1.1: W+ = 15 of 15, p = 1/32 <= 0.05, +10% > 5%: FAIL. */
+     * log 1.1: W+ = 15 of 15, p = 1/32 <= 0.05, +10% > 5%: FAIL (without the floor rule). */
     struct cg_fixture f = {5, 30, 1e7, 0.20, 0.01, 1024, -1, 200000000, 3, 42};
     struct cg_artifact base, head;
     struct cg_thresholds t;
@@ -214,6 +214,16 @@ static void test_paired__verdict_sees_through_run_noise(void **state)
     assert_int_not_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
     cg_verdict_release(&v);
 
+    /* The floor is not paired (paired.h): over 5 runs a side spread by +-20% it cannot tell, so
+     * with the floor rule the mean's FAIL waits for it. */
+    assert_int_equal(cg_paired_verdict(&base, &head, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].method, CG_METHOD_FAST_RUNS);
+    assert_int_not_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+
+    t.require_floor = false;
     assert_int_equal(cg_paired_verdict(&base, &head, &t, &v, &err), 0);
     const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_MEAN];
     assert_int_equal(r->method, CG_METHOD_PAIRED);
