@@ -133,6 +133,11 @@ char *cg_report_json(const struct cg_verdict *v)
         cJSON_AddStringToObject(o, "outcome", cg_outcome_name(r->outcome));
         cJSON_AddStringToObject(o, "method", method_name(r->method));
         cJSON_AddStringToObject(o, "note", r->note);
+        if (r->method == CG_METHOD_FAST_RUNS) {
+            cJSON *f = cJSON_AddObjectToObject(o, "fast_runs");
+            cJSON_AddNumberToObject(f, "baseline", (double)r->fast_runs[0]);
+            cJSON_AddNumberToObject(f, "current", (double)r->fast_runs[1]);
+        }
         cJSON_AddItemToArray(metrics, o);
     }
     cJSON *ops = cJSON_AddArrayToObject(root, "ops");

@@ -235,8 +235,11 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
                   : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
     if (rc != 0)
         return CG_ENOMEM;
-    if (floor)
+    if (floor) {
         r->method = CG_METHOD_FAST_RUNS;
+        r->fast_runs[0] = kb;
+        r->fast_runs[1] = kc;
+    }
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
     bool enough = (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs;
     bool fast_enough = !floor || (kb >= CG_FLOOR_MIN_FAST_RUNS && kc >= CG_FLOOR_MIN_FAST_RUNS);

@@ -57,6 +57,8 @@ struct cg_metric_result {
     enum cg_outcome outcome;
     enum cg_method method;
     char note[160];     /* why an outcome is what it is, "" when plain */
+    size_t fast_runs[2]; /* the floor compared over runs: the baseline's and current side's runs
+                          * in the runner's fast state; 0 and 0 otherwise */
     bool wants_runs;    /* INCONCLUSIVE for a reason more current runs can settle: not
                          * significant, too few current runs or fast runs (the baseline has
                          * enough) */

@@ -185,6 +185,11 @@ static void test_report__json_has_contract_fields(void **state)
         for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
             assert_non_null(cJSON_GetObjectItem(m, keys[k]));
     }
+    /* The floor over runs says how many runs of each side met the fast state. */
+    cJSON *fast = cJSON_GetObjectItem(cJSON_GetArrayItem(metrics, 2), "fast_runs");
+    assert_int_equal((int)cJSON_GetObjectItem(fast, "baseline")->valuedouble, 5);
+    assert_int_equal((int)cJSON_GetObjectItem(fast, "current")->valuedouble, 5);
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(metrics, 0), "fast_runs"));
     assert_true(cJSON_IsArray(cJSON_GetObjectItem(root, "ops")));
     cJSON_Delete(root);
     free(text);
