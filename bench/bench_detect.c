@@ -259,8 +259,11 @@ static void evaluate_paired(const struct cg_thresholds *t, const struct pool *po
     size_t runs = CG_AB_RUNS_FACTOR * (size_t)t->runs, b_at[64], h_at[64];
     struct decision d;
     double bs;
-    if (runs > 64)
+    if (runs > 64) {
+        fprintf(stderr, "bench_detect: ab's %zu pairs are more than 64: its rule is left out\n",
+                runs);
         return;
+    }
     for (size_t i = 0; tallies[0].n < want_aa; i++) {
         for (size_t k = 0; k < runs; k++) {
             b_at[k] = 2 * (runs * i + k);

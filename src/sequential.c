@@ -96,8 +96,13 @@ int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, s
                                                  : information(baseline_runs, p->runs_at[k]) / last;
     }
     p->info_at[p->n_looks - 1] = 1.0;
-    for (size_t k = 0; k < p->n_looks; k++)
+    for (size_t k = 0; k < p->n_looks; k++) {
         p->smallest_p_at[k] = smallest_p(baseline_runs, p->runs_at[k]);
+        p->smallest_p_floor_at[k] =
+            baseline_runs < CG_FLOOR_MIN_FAST_RUNS || p->runs_at[k] < CG_FLOOR_MIN_FAST_RUNS
+                ? 0.0
+                : p->smallest_p_at[k];
+    }
     return 0;
 }
 
@@ -127,7 +132,9 @@ static void spread(const struct cg_seq_plan *p, const bool *in_use, double alpha
     }
 }
 
-void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level)
+/* cg_seq_levels with the smallest reachable p of each look given. */
+static void levels_from(const struct cg_seq_plan *p, const double *smallest, double alpha,
+                        double *level)
 {
     bool in_use[CG_SEQ_MAX_LOOKS];
     for (size_t k = 0; k < p->n_looks; k++)
@@ -135,12 +142,24 @@ void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level)
     for (;;) {
         spread(p, in_use, alpha, level);
         size_t k = 0;
-        while (k < p->n_looks && !(in_use[k] && level[k] < p->smallest_p_at[k]))
+        while (k < p->n_looks && !(in_use[k] && level[k] < smallest[k]))
             k++;
         if (k == p->n_looks)
             return;
         in_use[k] = false; /* this look cannot reject at its level: its share goes on */
     }
+}
+
+void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level)
+{
+    levels_from(p, p->smallest_p_at, alpha, level);
+}
+
+void cg_seq_metric_levels(const struct cg_seq_plan *p, enum cg_metric m, double alpha,
+                          double *level)
+{
+    levels_from(p, m == CG_M_STEP_TIME_FLOOR ? p->smallest_p_floor_at : p->smallest_p_at, alpha,
+                level);
 }
 
 double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha)
@@ -158,7 +177,7 @@ static bool later_look_can_reject(const struct cg_seq_plan *p, size_t k,
 {
     for (size_t i = 0; i < N_TIMING; i++) {
         double level[CG_SEQ_MAX_LOOKS];
-        cg_seq_levels(p, t->metric[timing_metrics[i]].alpha, level);
+        cg_seq_metric_levels(p, timing_metrics[i], t->metric[timing_metrics[i]].alpha, level);
         for (size_t j = k + 1; j < p->n_looks; j++) {
             if (level[j] > 0.0)
                 return true;
@@ -173,7 +192,9 @@ void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct 
     *out = *t;
     for (size_t i = 0; i < N_TIMING; i++) {
         enum cg_metric m = timing_metrics[i];
-        out->metric[m].alpha = cg_seq_look_alpha(p, k, t->metric[m].alpha);
+        double level[CG_SEQ_MAX_LOOKS];
+        cg_seq_metric_levels(p, m, t->metric[m].alpha, level);
+        out->metric[m].alpha = k < p->n_looks ? level[k] : 0.0;
     }
 }
 

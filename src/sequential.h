@@ -60,6 +60,9 @@ struct cg_seq_plan {
     size_t runs_at[CG_SEQ_MAX_LOOKS];       /* current runs at each look, increasing */
     double info_at[CG_SEQ_MAX_LOOKS];       /* information fraction of each look, increasing to 1 */
     double smallest_p_at[CG_SEQ_MAX_LOOKS]; /* smallest p the exact test can reach there */
+    double smallest_p_floor_at[CG_SEQ_MAX_LOOKS]; /* the same for the step time floor: 0 while a
+                                                    * side has fewer than CG_FLOOR_MIN_FAST_RUNS
+                                                    * runs (compared over steps, verdict.h) */
 };
 
 /* "pocock", "obrien-fleming", "bonferroni". */
@@ -87,6 +90,11 @@ void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level);
 
 /* The level of look k (0-based): level[k] of cg_seq_levels. */
 double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha);
+
+/* cg_seq_levels for metric m: the step time floor's looks with few runs can reject (it is
+ * compared over steps there), so they keep their share. */
+void cg_seq_metric_levels(const struct cg_seq_plan *p, enum cg_metric m, double alpha,
+                          double *level);
 
 /* A copy of t whose timing metrics test at look k's level. */
 void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct cg_thresholds *t,

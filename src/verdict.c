@@ -7,6 +7,8 @@
  *   r > T otherwise                                          -> INCONCLUSIVE
  *   -r > T and the opposite one-sided p <= alpha             -> IMPROVED
  *   else                                                     -> PASS
+ * The step time floor compared over runs needs CG_FLOOR_MIN_FAST_RUNS fast runs a side first;
+ * with fewer it is INCONCLUSIVE whatever r is (verdict.h).
  * Memory: growth above both max_regression_pct and max_regression_bytes -> FAIL.
  * A FAIL on a different machine becomes INCONCLUSIVE unless the thresholds say "gate".
  */
@@ -194,6 +196,10 @@ static int compare_steps(const struct cg_artifact *base, const struct cg_artifac
     if (cg_stats_block_bootstrap(&bs[0], &bs[1], stat, (size_t)t->bootstrap_resamples, alpha, seed,
                                  &br) != 0)
         goto done;
+    if (m == CG_M_STEP_TIME_FLOOR) {
+        r->baseline = br.x_stat; /* the statistic compared, over the steps of all runs */
+        r->current = br.y_stat;
+    }
     bool worse_up = cg_metric_higher_is_worse(m);
     r->delta_pct = (br.ratio - 1.0) * 100.0;
     r->ci_low_pct = (br.low - 1.0) * 100.0;
@@ -242,20 +248,28 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
     }
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
     bool enough = (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs;
-    bool fast_enough = !floor || (kb >= CG_FLOOR_MIN_FAST_RUNS && kc >= CG_FLOOR_MIN_FAST_RUNS);
+    if (floor && (kb < CG_FLOOR_MIN_FAST_RUNS || kc < CG_FLOOR_MIN_FAST_RUNS)) {
+        /* Too few fast runs to say anything, either way: a PASS would be as weak as a FAIL. */
+        r->outcome = CG_OUT_INCONCLUSIVE;
+        r->wants_runs = kb >= CG_FLOOR_MIN_FAST_RUNS;
+        if (r->wants_runs)
+            snprintf(r->note, sizeof(r->note),
+                     "too few current runs in the runner's fast state (%zu of %zu, need %d): "
+                     "the runner was busy; add runs",
+                     kc, nc, CG_FLOOR_MIN_FAST_RUNS);
+        else
+            snprintf(r->note, sizeof(r->note),
+                     "too few baseline runs in the runner's fast state (%zu of %zu, need %d): "
+                     "record the baseline again",
+                     kb, nb, CG_FLOOR_MIN_FAST_RUNS);
+        return 0;
+    }
     if (r->regression_pct > lim->max_regression_pct) {
         if (!enough) {
             r->outcome = CG_OUT_INCONCLUSIVE;
             r->wants_runs = (int64_t)nb >= lim->min_runs;
             snprintf(r->note, sizeof(r->note), "too few runs (%zu and %zu, need %lld a side)", nb,
                      nc, (long long)lim->min_runs);
-        } else if (!fast_enough) {
-            r->outcome = CG_OUT_INCONCLUSIVE;
-            r->wants_runs = kb >= CG_FLOOR_MIN_FAST_RUNS;
-            snprintf(r->note, sizeof(r->note),
-                     "too few runs in the runner's fast state (%zu and %zu, need %d a side): "
-                     "the runner was busy; add runs",
-                     kb, kc, CG_FLOOR_MIN_FAST_RUNS);
         } else if (r->p_value <= lim->alpha) {
             r->outcome = CG_OUT_FAIL;
         } else {

@@ -73,6 +73,33 @@ static void test_sequential__plan_information_fractions(void **state)
     assert_near(cg_seq_look_alpha(&p, 3, 0.05), 0.0, 0);
 }
 
+/* 2 baseline runs, looks at 2, 4 and 6 runs (smoke): Mann-Whitney at 2 v 2 or 2 v 4 cannot
+ * reach p <= 0.05, so the mean's early looks pass their share on; the floor is compared over
+ * the steps there (fewer than 3 runs a side) and keeps a level at every look. */
+static void test_sequential__floor_keeps_its_early_looks(void **state)
+{
+    (void)state;
+    struct cg_seq_plan p;
+    struct cg_err err;
+    double mean[CG_SEQ_MAX_LOOKS], floor_l[CG_SEQ_MAX_LOOKS];
+    assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 2, 2, 0, 6, &p, &err), 0);
+    assert_int_equal(p.n_looks, 3);
+    cg_seq_metric_levels(&p, CG_M_STEP_TIME_MEAN, 0.05, mean);
+    cg_seq_metric_levels(&p, CG_M_STEP_TIME_FLOOR, 0.05, floor_l);
+    assert_near(mean[0], 0.0, 0);
+    assert_true(floor_l[0] > 0.01);
+    double sum = 0.0;
+    for (size_t k = 0; k < 3; k++) {
+        assert_true(floor_l[k] > 0.0);
+        sum += floor_l[k];
+    }
+    assert_near(sum, 0.05, 1e-12);
+    struct cg_thresholds t, look;
+    assert_int_equal(cg_thresholds_load("smoke", &t, &err), 0);
+    cg_seq_look_thresholds(&p, 0, &t, &look);
+    assert_near(look.metric[CG_M_STEP_TIME_FLOOR].alpha, floor_l[0], 1e-15);
+}
+
 static void test_sequential__plan_last_batch_reaches_max(void **state)
 {
     (void)state;
@@ -449,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_sequential__pocock_spending_values),
         cmocka_unit_test(test_sequential__obrien_fleming_spending_values),
         cmocka_unit_test(test_sequential__plan_information_fractions),
+        cmocka_unit_test(test_sequential__floor_keeps_its_early_looks),
         cmocka_unit_test(test_sequential__plan_last_batch_reaches_max),
         cmocka_unit_test(test_sequential__single_look_keeps_full_alpha),
         cmocka_unit_test(test_sequential__bonferroni_splits_equally),

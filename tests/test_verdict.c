@@ -228,6 +228,18 @@ static void test_verdict__run_floor_and_fast_runs(void **state)
     assert_int_equal(cg_floor_fast_runs(same, 2), 2);
 }
 
+/* Default thresholds, a quiet baseline of 5 runs at 10 ms and a current side of 5 at cur_ns. */
+static void floor_pair(struct cg_thresholds *t, struct cg_artifact *b, struct cg_artifact *k,
+                       double cur_ns)
+{
+    struct cg_err err;
+    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1),
+                      fk = FX(5, 30, cur_ns, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", t, &err), 0);
+    make(b, &fb);
+    make(k, &fk);
+}
+
 /* A real 20% slowdown, but three of the current side's five runs met load for all their steps:
  * two fast runs are too few for the floor to FAIL, and the note says why. With the runner quiet
  * in all five the same slowdown FAILs. */
@@ -238,11 +250,7 @@ static void test_verdict__floor_needs_fast_runs(void **state)
     struct cg_err err;
     struct cg_artifact b, k;
     struct cg_verdict v;
-    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1),
-                      fk = FX(5, 30, 1.2e7, 0.005, 0.01, -1, 2);
-    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
-    make(&b, &fb);
-    make(&k, &fk);
+    floor_pair(&t, &b, &k, 1.2e7);
     assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
     assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_FAIL);
     cg_verdict_release(&v);
@@ -255,11 +263,44 @@ static void test_verdict__floor_needs_fast_runs(void **state)
     const struct cg_metric_result *f = &v.metrics[CG_M_STEP_TIME_FLOOR];
     assert_true(f->delta_pct > 15.0 && f->delta_pct < 25.0);
     assert_int_equal(f->outcome, CG_OUT_INCONCLUSIVE);
-    assert_non_null(strstr(f->note, "fast state (5 and 2, need 3 a side)"));
+    assert_non_null(strstr(f->note, "too few current runs in the runner's fast state (2 of 5"));
+    assert_true(f->wants_runs);
     /* the mean's FAIL waits for the floor */
     assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
     assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_MEAN].note, "floor is inconclusive"));
     assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&k);
+}
+
+/* Too few fast runs say nothing either way: one current run far faster than the rest leaves
+ * one fast run, and the floor is INCONCLUSIVE (not a PASS that would hold back the mean's
+ * FAIL); a baseline with too few fast runs asks for a new baseline, not for more runs. */
+static void test_verdict__floor_without_fast_runs_is_inconclusive(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    floor_pair(&t, &b, &k, 1.1e7);
+    for (size_t s = 0; s < k.runs[0].n_steps; s++)
+        k.runs[0].steps[s].wall_ns = k.runs[0].steps[s].wall_ns * 7 / 10;
+    cg_run_summarize(&k.runs[0]);
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    const struct cg_metric_result *f = &v.metrics[CG_M_STEP_TIME_FLOOR];
+    assert_int_equal(f->fast_runs[1], 1);
+    assert_int_equal(f->outcome, CG_OUT_INCONCLUSIVE);
+    assert_true(f->wants_runs);
+    assert_int_not_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+    /* the same, but on the baseline's side */
+    assert_int_equal(cg_verdict_compute(&k, &b, &t, &v, &err), 0);
+    f = &v.metrics[CG_M_STEP_TIME_FLOOR];
+    assert_int_equal(f->outcome, CG_OUT_INCONCLUSIVE);
+    assert_false(f->wants_runs);
+    assert_non_null(strstr(f->note, "record the baseline again"));
     cg_verdict_release(&v);
     cg_artifact_release(&b);
     cg_artifact_release(&k);
@@ -390,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_verdict__floor_needs_min_runs),
         cmocka_unit_test(test_verdict__run_floor_and_fast_runs),
         cmocka_unit_test(test_verdict__floor_needs_fast_runs),
+        cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
         cmocka_unit_test(test_verdict__floor_rule),
         cmocka_unit_test(test_verdict__exit_codes),
     };
