@@ -411,6 +411,56 @@ static void test_sequential__budget_stops_before_a_batch_that_does_not_fit(void 
     loop_teardown(&l);
 }
 
+/* Whole runs met by load: each of the first n runs of a becomes 1.7 times slower. */
+static void load_runs(struct cg_artifact *a, size_t n)
+{
+    for (size_t r = 0; r < n; r++) {
+        for (size_t i = 0; i < a->runs[r].n_steps; i++)
+            a->runs[r].steps[i].wall_ns = a->runs[r].steps[i].wall_ns * 17 / 10;
+        cg_run_summarize(&a->runs[r]);
+    }
+}
+
+/* A real 20% slowdown whose first look met load in 3 of its 5 runs: 2 fast runs are too few
+ * for the floor, so runs are added (quiet ones), the floor FAILs and the FAIL is confirmed. */
+static void test_sequential__too_few_fast_runs_add_runs(void **state)
+{
+    (void)state;
+    struct loop l;
+    loop_setup(&l, (struct cg_fixture)FX(5, 1e7, 0.005, 1),
+               (struct cg_fixture)FX(5, 1.2e7, 0.005, 2));
+    load_runs(&l.cur, 3);
+    struct fake fk = {FX(0, 1.2e7, 0.005, 0), FX(0, 1.2e7, 0.005, 0), 100, 1.0, 0, 0, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    assert_int_equal(
+        cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
+    assert_true(fk.added >= 5);
+    assert_true(l.s.info.looks >= 2);
+    assert_int_equal(l.s.verdict.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_FAIL);
+    assert_int_equal(l.s.info.confirm, CG_CONFIRM_CONFIRMED);
+    assert_int_equal(l.s.verdict.overall, CG_OUT_FAIL);
+    loop_teardown(&l);
+}
+
+/* The baseline met load in 3 of its 5 runs: no number of current runs can fix that. */
+static void test_sequential__too_few_baseline_fast_runs_add_none(void **state)
+{
+    (void)state;
+    struct loop l;
+    loop_setup(&l, (struct cg_fixture)FX(5, 1e7, 0.005, 1),
+               (struct cg_fixture)FX(5, 1.2e7, 0.005, 2));
+    load_runs(&l.base, 3);
+    struct fake fk = {FX(0, 1.2e7, 0.005, 0), FX(0, 1.2e7, 0.005, 0), 100, 1.0, 0, 0, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    assert_int_equal(
+        cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
+    assert_int_equal(fk.calls, 0);
+    assert_int_equal(l.s.verdict.overall, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(l.s.verdict.metrics[CG_M_STEP_TIME_FLOOR].note,
+                           "record the baseline again"));
+    loop_teardown(&l);
+}
+
 static void test_sequential__runs_do_not_help_when_the_baseline_is_short(void **state)
 {
     (void)state;
@@ -489,6 +539,8 @@ int main(void)
         cmocka_unit_test(test_sequential__unconfirmed_fail_is_inconclusive),
         cmocka_unit_test(test_sequential__no_confirm_reports_the_fail),
         cmocka_unit_test(test_sequential__budget_stops_before_a_batch_that_does_not_fit),
+        cmocka_unit_test(test_sequential__too_few_fast_runs_add_runs),
+        cmocka_unit_test(test_sequential__too_few_baseline_fast_runs_add_none),
         cmocka_unit_test(test_sequential__runs_do_not_help_when_the_baseline_is_short),
         cmocka_unit_test(test_sequential__runs_do_not_help_on_another_machine),
         cmocka_unit_test(test_sequential__few_runs_add_until_no_later_look_can_reject),
