@@ -269,9 +269,6 @@ int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *
         cg_verdict_release(v);
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
-    v->within_run = false; /* the floor may still have been compared over steps */
-    for (int m = 0; m < CG_M_COUNT; m++)
-        v->within_run |= v->metrics[m].method == CG_METHOD_BOOTSTRAP;
     cg_verdict_decide(v);
     return 0;
 }

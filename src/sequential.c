@@ -96,13 +96,8 @@ int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, s
                                                  : information(baseline_runs, p->runs_at[k]) / last;
     }
     p->info_at[p->n_looks - 1] = 1.0;
-    for (size_t k = 0; k < p->n_looks; k++) {
+    for (size_t k = 0; k < p->n_looks; k++)
         p->smallest_p_at[k] = smallest_p(baseline_runs, p->runs_at[k]);
-        p->smallest_p_floor_at[k] =
-            baseline_runs < CG_FLOOR_MIN_FAST_RUNS || p->runs_at[k] < CG_FLOOR_MIN_FAST_RUNS
-                ? 0.0
-                : p->smallest_p_at[k];
-    }
     return 0;
 }
 
@@ -132,9 +127,17 @@ static void spread(const struct cg_seq_plan *p, const bool *in_use, double alpha
     }
 }
 
-/* cg_seq_levels with the smallest reachable p of each look given. */
-static void levels_from(const struct cg_seq_plan *p, const double *smallest, double alpha,
-                        double *level)
+/* The smallest p metric m can reach at look k: the floor with too few runs for its run test
+ * is compared over steps (the bootstrap reaches any level in use). */
+static double smallest_at(const struct cg_seq_plan *p, enum cg_metric m, size_t k)
+{
+    if (m == CG_M_STEP_TIME_FLOOR &&
+        (p->baseline_runs < CG_FLOOR_MIN_FAST_RUNS || p->runs_at[k] < CG_FLOOR_MIN_FAST_RUNS))
+        return 0.0;
+    return p->smallest_p_at[k];
+}
+
+void cg_seq_levels(const struct cg_seq_plan *p, enum cg_metric m, double alpha, double *level)
 {
     bool in_use[CG_SEQ_MAX_LOOKS];
     for (size_t k = 0; k < p->n_looks; k++)
@@ -142,7 +145,7 @@ static void levels_from(const struct cg_seq_plan *p, const double *smallest, dou
     for (;;) {
         spread(p, in_use, alpha, level);
         size_t k = 0;
-        while (k < p->n_looks && !(in_use[k] && level[k] < smallest[k]))
+        while (k < p->n_looks && !(in_use[k] && level[k] < smallest_at(p, m, k)))
             k++;
         if (k == p->n_looks)
             return;
@@ -150,24 +153,12 @@ static void levels_from(const struct cg_seq_plan *p, const double *smallest, dou
     }
 }
 
-void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level)
-{
-    levels_from(p, p->smallest_p_at, alpha, level);
-}
-
-void cg_seq_metric_levels(const struct cg_seq_plan *p, enum cg_metric m, double alpha,
-                          double *level)
-{
-    levels_from(p, m == CG_M_STEP_TIME_FLOOR ? p->smallest_p_floor_at : p->smallest_p_at, alpha,
-                level);
-}
-
-double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha)
+double cg_seq_look_alpha(const struct cg_seq_plan *p, enum cg_metric m, size_t k, double alpha)
 {
     double level[CG_SEQ_MAX_LOOKS];
     if (k >= p->n_looks)
         return 0.0;
-    cg_seq_levels(p, alpha, level);
+    cg_seq_levels(p, m, alpha, level);
     return level[k];
 }
 
@@ -177,7 +168,7 @@ static bool later_look_can_reject(const struct cg_seq_plan *p, size_t k,
 {
     for (size_t i = 0; i < N_TIMING; i++) {
         double level[CG_SEQ_MAX_LOOKS];
-        cg_seq_metric_levels(p, timing_metrics[i], t->metric[timing_metrics[i]].alpha, level);
+        cg_seq_levels(p, timing_metrics[i], t->metric[timing_metrics[i]].alpha, level);
         for (size_t j = k + 1; j < p->n_looks; j++) {
             if (level[j] > 0.0)
                 return true;
@@ -192,9 +183,7 @@ void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct 
     *out = *t;
     for (size_t i = 0; i < N_TIMING; i++) {
         enum cg_metric m = timing_metrics[i];
-        double level[CG_SEQ_MAX_LOOKS];
-        cg_seq_metric_levels(p, m, t->metric[m].alpha, level);
-        out->metric[m].alpha = k < p->n_looks ? level[k] : 0.0;
+        out->metric[m].alpha = cg_seq_look_alpha(p, m, k, t->metric[m].alpha);
     }
 }
 

@@ -60,9 +60,6 @@ struct cg_seq_plan {
     size_t runs_at[CG_SEQ_MAX_LOOKS];       /* current runs at each look, increasing */
     double info_at[CG_SEQ_MAX_LOOKS];       /* information fraction of each look, increasing to 1 */
     double smallest_p_at[CG_SEQ_MAX_LOOKS]; /* smallest p the exact test can reach there */
-    double smallest_p_floor_at[CG_SEQ_MAX_LOOKS]; /* the same for the step time floor: 0 while a
-                                                    * side has fewer than CG_FLOOR_MIN_FAST_RUNS
-                                                    * runs (compared over steps, verdict.h) */
 };
 
 /* "pocock", "obrien-fleming", "bonferroni". */
@@ -81,20 +78,17 @@ double cg_seq_spent(enum cg_spend s, double alpha, double t);
 int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, size_t batch,
                      size_t max_runs, struct cg_seq_plan *p, struct cg_err *err);
 
-/* The significance levels of the looks for a metric of level alpha into level[n_looks]:
+/* The significance levels of the looks for metric m of level alpha into level[n_looks]:
  * A(t_k) - A(t_{k-1}) over the looks that can reject. A look whose level would be below the
  * smallest p-value its exact test can reach (few runs a side) gets 0 and passes its share on
  * (the earliest such look first, then the levels are spread again); the levels sum to alpha, or
- * to 0 when not even the last look at the full alpha could reject. */
-void cg_seq_levels(const struct cg_seq_plan *p, double alpha, double *level);
+ * to 0 when not even the last look at the full alpha could reject. The step time floor is
+ * compared over steps while a side has fewer than CG_FLOOR_MIN_FAST_RUNS runs (verdict.h), so
+ * such looks keep their share for it. */
+void cg_seq_levels(const struct cg_seq_plan *p, enum cg_metric m, double alpha, double *level);
 
-/* The level of look k (0-based): level[k] of cg_seq_levels. */
-double cg_seq_look_alpha(const struct cg_seq_plan *p, size_t k, double alpha);
-
-/* cg_seq_levels for metric m: the step time floor's looks with few runs can reject (it is
- * compared over steps there), so they keep their share. */
-void cg_seq_metric_levels(const struct cg_seq_plan *p, enum cg_metric m, double alpha,
-                          double *level);
+/* The level of look k (0-based) for metric m: level[k] of cg_seq_levels. */
+double cg_seq_look_alpha(const struct cg_seq_plan *p, enum cg_metric m, size_t k, double alpha);
 
 /* A copy of t whose timing metrics test at look k's level. */
 void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct cg_thresholds *t,

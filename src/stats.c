@@ -73,6 +73,17 @@ double cg_stats_quantile(const double *v, size_t n, double q)
     return r;
 }
 
+double cg_stats_floor(double *v, size_t n)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, n, sizeof(*v), cmp_double);
+    size_t fast = 1;
+    while (fast < n && v[fast] <= v[0] * CG_FLOOR_STEP_WINDOW)
+        fast++;
+    return sorted_quantile(v, fast, 0.5);
+}
+
 double cg_stats_normal_sf(double z)
 {
     return 0.5 * erfc(z / sqrt(2.0));
@@ -264,33 +275,24 @@ static double finish_stat(enum cg_boot_stat stat, double *scratch, size_t k, dou
         return sum / (double)k;
     if (stat == CG_BOOT_RATE)
         return wsum / sum;
+    if (stat == CG_BOOT_FLOOR)
+        return cg_stats_floor(scratch, k);
     qsort(scratch, k, sizeof(*scratch), cmp_double);
-    if (stat == CG_BOOT_P95)
-        return sorted_quantile(scratch, k, 0.95);
-    size_t fast = 1;
-    while (fast < k && scratch[fast] <= scratch[0] * CG_BOOT_FLOOR_WINDOW)
-        fast++;
-    return sorted_quantile(scratch, fast, 0.5);
-}
-
-/* Appends run r of side s to scratch at *k, adding to the sums. */
-static void add_run(const struct cg_boot_side *s, size_t r, enum cg_boot_stat stat,
-                    double *scratch, size_t *k, double *sum, double *wsum)
-{
-    for (size_t i = 0; i < s->lengths[r]; i++) {
-        scratch[(*k)++] = s->values[r][i];
-        *sum += s->values[r][i];
-        if (stat == CG_BOOT_RATE)
-            *wsum += s->weights[r][i];
-    }
+    return sorted_quantile(scratch, k, 0.95);
 }
 
 static double side_stat(const struct cg_boot_side *s, enum cg_boot_stat stat, double *scratch)
 {
     size_t k = 0;
     double sum = 0.0, wsum = 0.0;
-    for (size_t r = 0; r < s->n_runs; r++)
-        add_run(s, r, stat, scratch, &k, &sum, &wsum);
+    for (size_t r = 0; r < s->n_runs; r++) {
+        for (size_t i = 0; i < s->lengths[r]; i++) {
+            scratch[k++] = s->values[r][i];
+            sum += s->values[r][i];
+            if (stat == CG_BOOT_RATE)
+                wsum += s->weights[r][i];
+        }
+    }
     return finish_stat(stat, scratch, k, sum, wsum);
 }
 

@@ -66,11 +66,14 @@ struct cg_shift {
 int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
                       struct cg_shift *out);
 
-/* Statistics of a run's steps that the bootstraps can resample. */
-/* CG_BOOT_FLOOR: the median of the steps within CG_BOOT_FLOOR_WINDOW of the fastest, a run's
- * step time floor (verdict.h). */
+/* A floor of step times: the median of those within CG_FLOOR_STEP_WINDOW of the fastest (a
+ * run's step time floor, verdict.h). Sorts v in place; NAN when n is 0. */
+#define CG_FLOOR_STEP_WINDOW 1.10
+double cg_stats_floor(double *v, size_t n);
+
+/* Statistics of a run's steps that the block bootstrap can resample (CG_BOOT_FLOOR:
+ * cg_stats_floor). */
 enum cg_boot_stat { CG_BOOT_MEAN, CG_BOOT_P95, CG_BOOT_RATE, CG_BOOT_FLOOR };
-#define CG_BOOT_FLOOR_WINDOW 1.10
 
 /* A side of a within-run comparison: its runs' step series. For CG_BOOT_RATE each step also has
  * a weight (tokens) and the statistic is sum(weight) / sum(value). */

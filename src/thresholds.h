@@ -21,7 +21,7 @@
 enum cg_metric {
     CG_M_STEP_TIME_MEAN,
     CG_M_STEP_TIME_P95,
-    CG_M_STEP_TIME_FLOOR, /* low quantile of all steps pooled (CG_FLOOR_QUANTILE, stats.h) */
+    CG_M_STEP_TIME_FLOOR, /* the step time of the runner's fast state (verdict.h) */
     CG_M_TOKENS_PER_SEC,
     CG_M_PEAK_DEVICE_MEMORY,
     CG_M_PEAK_HOST_RSS,
@@ -45,7 +45,7 @@ struct cg_thresholds {
     double ops_fdr_q;
     bool env_mismatch_gates; /* "environment_mismatch": "gate" */
     bool require_floor;      /* "require_floor_regression": a FAIL of the mean, p95 or tokens/sec
-                              * also needs the step time floor beyond its threshold */
+                              * also needs the step time floor to FAIL (verdict.c, floor_rule) */
     int64_t bootstrap_resamples;
 };
 

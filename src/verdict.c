@@ -45,21 +45,12 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
 
 double cg_run_floor_ns(const struct cg_run *run)
 {
-    if (run->n_steps == 0)
-        return NAN;
-    double *v = malloc(run->n_steps * sizeof(*v));
+    double *v = run->n_steps ? malloc(run->n_steps * sizeof(*v)) : NULL;
     if (v == NULL)
         return NAN;
-    double fastest = INFINITY;
     for (size_t i = 0; i < run->n_steps; i++)
-        fastest = fmin(fastest, (double)run->steps[i].wall_ns);
-    size_t k = 0;
-    for (size_t i = 0; i < run->n_steps; i++) {
-        double t = (double)run->steps[i].wall_ns;
-        if (t <= fastest * CG_FLOOR_STEP_WINDOW)
-            v[k++] = t;
-    }
-    double f = cg_stats_quantile(v, k, 0.5);
+        v[i] = (double)run->steps[i].wall_ns;
+    double f = cg_stats_floor(v, run->n_steps);
     free(v);
     return f;
 }
@@ -366,8 +357,6 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
             rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             goto done;
         }
-        if (r->method == CG_METHOD_BOOTSTRAP)
-            v->within_run = true;
     }
 done:
     free(vb);
@@ -596,8 +585,10 @@ void cg_verdict_decide(struct cg_verdict *v)
     bool any_fail = false, any_inconclusive = false;
     bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
     v->downgraded = false;
+    v->within_run = false;
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
+        v->within_run |= r->method == CG_METHOD_BOOTSTRAP;
         if (r->outcome == CG_OUT_FAIL && mismatch) {
             r->outcome = CG_OUT_INCONCLUSIVE;
             snprintf(r->note, sizeof(r->note),

@@ -16,7 +16,6 @@
 #define CG_VERDICT_H
 
 #include "artifact.h"
-#include "stats.h"
 #include "diagnose.h"
 #include "err.h"
 #include "thresholds.h"
@@ -107,8 +106,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
 
 /* Takes the overall outcome from the metric outcomes, after the floor rule
  * ("require_floor_regression") and the machine rule (a FAIL on another machine is INCONCLUSIVE
- * unless the thresholds gate it). cg_verdict_compute calls it; callers that replace metric
- * results call it again. */
+ * unless the thresholds gate it), and within_run from their methods. cg_verdict_compute calls
+ * it; callers that replace metric results call it again. */
 void cg_verdict_decide(struct cg_verdict *v);
 
 /* Frees what the verdict owns. */
@@ -127,8 +126,7 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
  * their median. Interference only adds time, and both windows are ratios, so a change that
  * slows every step by x% moves the floor by x%, while a spell of load that meets some runs
  * moves it hardly at all. */
-#define CG_FLOOR_STEP_WINDOW CG_BOOT_FLOOR_WINDOW /* stats.h */
-#define CG_FLOOR_RUN_WINDOW 1.20
+#define CG_FLOOR_RUN_WINDOW 1.20 /* CG_FLOOR_STEP_WINDOW and cg_stats_floor: stats.h */
 /* Fast runs a side needs before the floor can FAIL. With fewer runs than this on a side (a
  * quick check) the floor is compared over the steps instead (a block bootstrap of the same
  * statistic, stats.h). */

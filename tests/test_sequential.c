@@ -67,10 +67,12 @@ static void test_sequential__plan_information_fractions(void **state)
     assert_near(p.info_at[0], 2.0 / 3.0, 1e-15);
     assert_near(p.info_at[1], 8.0 / 9.0, 1e-15);
     assert_near(p.info_at[2], 1.0, 0);
-    assert_near(cg_seq_look_alpha(&p, 0, 0.05), 0.03816912576950707, 1e-14);
-    assert_near(cg_seq_look_alpha(&p, 1, 0.05), 0.04635879613783902 - 0.03816912576950707, 1e-14);
-    assert_near(cg_seq_look_alpha(&p, 2, 0.05), 0.05 - 0.04635879613783902, 1e-14);
-    assert_near(cg_seq_look_alpha(&p, 3, 0.05), 0.0, 0);
+    assert_near(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, 0, 0.05), 0.03816912576950707, 1e-14);
+    assert_near(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, 1, 0.05),
+                0.04635879613783902 - 0.03816912576950707, 1e-14);
+    assert_near(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, 2, 0.05), 0.05 - 0.04635879613783902,
+                1e-14);
+    assert_near(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, 3, 0.05), 0.0, 0);
 }
 
 /* 2 baseline runs, looks at 2, 4 and 6 runs (smoke): Mann-Whitney at 2 v 2 or 2 v 4 cannot
@@ -84,8 +86,8 @@ static void test_sequential__floor_keeps_its_early_looks(void **state)
     double mean[CG_SEQ_MAX_LOOKS], floor_l[CG_SEQ_MAX_LOOKS];
     assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 2, 2, 0, 6, &p, &err), 0);
     assert_int_equal(p.n_looks, 3);
-    cg_seq_metric_levels(&p, CG_M_STEP_TIME_MEAN, 0.05, mean);
-    cg_seq_metric_levels(&p, CG_M_STEP_TIME_FLOOR, 0.05, floor_l);
+    cg_seq_levels(&p, CG_M_STEP_TIME_MEAN, 0.05, mean);
+    cg_seq_levels(&p, CG_M_STEP_TIME_FLOOR, 0.05, floor_l);
     assert_near(mean[0], 0.0, 0);
     assert_true(floor_l[0] > 0.01);
     double sum = 0.0;
@@ -119,9 +121,9 @@ static void test_sequential__single_look_keeps_full_alpha(void **state)
     struct cg_err err;
     assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 5, 5, 0, 3, &p, &err), 0);
     assert_int_equal(p.n_looks, 1);
-    assert_near(cg_seq_look_alpha(&p, 0, 0.05), 0.05, 0);
+    assert_near(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, 0, 0.05), 0.05, 0);
     assert_int_equal(cg_seq_plan_make(CG_SPEND_OBRIEN_FLEMING, 5, 5, 0, 5, &p, &err), 0);
-    assert_near(cg_seq_look_alpha(&p, 0, 0.01), 0.01, 0);
+    assert_near(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, 0, 0.01), 0.01, 0);
 }
 
 static void test_sequential__bonferroni_splits_equally(void **state)
@@ -132,7 +134,7 @@ static void test_sequential__bonferroni_splits_equally(void **state)
     assert_int_equal(cg_seq_plan_make(CG_SPEND_BONFERRONI, 5, 5, 5, 20, &p, &err), 0);
     assert_int_equal(p.n_looks, 4);
     for (size_t k = 0; k < 4; k++)
-        assert_near(cg_seq_look_alpha(&p, k, 0.05), 0.0125, 1e-15);
+        assert_near(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, k, 0.05), 0.0125, 1e-15);
 }
 
 static void test_sequential__levels_sum_to_alpha(void **state)
@@ -152,7 +154,7 @@ static void test_sequential__levels_sum_to_alpha(void **state)
                                      0);
                     double sum = 0.0;
                     for (size_t k = 0; k < p.n_looks; k++) {
-                        double a = cg_seq_look_alpha(&p, k, 0.05);
+                        double a = cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, k, 0.05);
                         assert_true(a == 0.0 || a >= p.smallest_p_at[k]);
                         sum += a;
                         assert_true(sum <= 0.05 * (1 + 1e-12));
@@ -181,18 +183,18 @@ static void test_sequential__looks_that_cannot_reject_pass_their_share_on(void *
     assert_near(p.smallest_p_at[0], 1.0 / 20.0, 1e-15);
     assert_near(p.smallest_p_at[1], 1.0 / 84.0, 1e-15);
     assert_near(p.smallest_p_at[2], 1.0 / 220.0, 1e-15);
-    cg_seq_levels(&p, 0.05, level);
+    cg_seq_levels(&p, CG_M_STEP_TIME_MEAN, 0.05, level);
     assert_near(level[0], 0.0, 0);
     assert_near(level[1], 0.05, 1e-15);
     assert_near(level[2], 0.0, 0);
     /* 5 runs a side and more reach far below their shares: nothing changes. */
     assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 5, 5, 5, 15, &p, &err), 0);
     assert_near(p.smallest_p_at[0], 1.0 / 252.0, 1e-15);
-    cg_seq_levels(&p, 0.05, level);
+    cg_seq_levels(&p, CG_M_STEP_TIME_MEAN, 0.05, level);
     assert_near(level[0], 0.03816912576950707, 1e-14);
     /* 2 against 2 can never reach 0.05 (1/6): no look rejects. */
     assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 2, 2, 0, 2, &p, &err), 0);
-    cg_seq_levels(&p, 0.05, level);
+    cg_seq_levels(&p, CG_M_STEP_TIME_MEAN, 0.05, level);
     assert_near(level[0], 0.0, 0);
 }
 
