@@ -21,7 +21,7 @@ static const struct cg_command commands[] = {
     {"show", cmd_show, "print a human summary of a run artifact"},
     {"comment", cmd_comment, "post or update the PR comment and commit status on GitHub"},
     {"aa", cmd_aa, "run the canary as both sides: runner noise, false alarms, thresholds"},
-    {"ab", cmd_ab, "run base and head turn about and compare them pair by pair"},
+    {"ab", cmd_ab, "run base and head turn about and compare them (pairs; floor: fast runs)"},
 };
 
 static void usage(FILE *out)

@@ -275,7 +275,8 @@ static void test_action__example_workflows_are_valid(void **state)
                     continue;
                 n_uses++;
                 yaml_node_t *with = get(&doc, s, "with");
-                assert_non_null(get(&doc, with, "baseline"));
+                if (get(&doc, with, "baseline") == NULL && get(&doc, with, "base-command") == NULL)
+                    fail_msg("%s gives the action neither baseline nor base-command", path);
                 for (yaml_node_pair_t *w = with->data.mapping.pairs.start;
                      w < with->data.mapping.pairs.top; w++) {
                     const char *k = scalar(yaml_document_get_node(&doc, w->key));
@@ -366,9 +367,11 @@ static void test_action__gate_script_records_then_gates_the_builtin_canary(void 
     assert_non_null(strstr(proc.err, "input runs 'three'"));
 }
 
-static void test_action__gate_script_comments_on_a_pull_request(void **state)
+/* A fake GitHub for pull request 12 of o/r and its event file in d; *event and *api get the
+ * GITHUB_EVENT_PATH= and GITHUB_API_URL= entries. */
+static struct cg_httpd *pull_request_12(const struct cg_workdir *d, char *event, size_t n_event,
+                                        char *api, size_t n_api)
 {
-    struct cg_workdir *d = *state;
     struct cg_httpd *srv = cg_httpd_start();
     assert_non_null(srv);
     cg_httpd_github(srv, "o/r", 12, TOKEN, 100);
@@ -378,11 +381,19 @@ static void test_action__gate_script_comments_on_a_pull_request(void **state)
           "\"89abcdef0123456789abcdef0123456789abcdef\"}}}",
           f);
     fclose(f);
-    char gh_out[600], event[600], api[128], summary[600];
+    snprintf(event, n_event, "GITHUB_EVENT_PATH=%s", cg_workdir_in(d, "event.json"));
+    snprintf(api, n_api, "GITHUB_API_URL=%s", cg_httpd_url(srv));
+    return srv;
+}
+
+static void test_action__gate_script_comments_on_a_pull_request(void **state)
+{
+    struct cg_workdir *d = *state;
+    char event[600], api[128];
+    struct cg_httpd *srv = pull_request_12(d, event, sizeof(event), api, sizeof(api));
+    char gh_out[600], summary[600];
     snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(d, "out"));
-    snprintf(event, sizeof(event), "GITHUB_EVENT_PATH=%s", cg_workdir_in(d, "event.json"));
     snprintf(summary, sizeof(summary), "GITHUB_STEP_SUMMARY=%s", cg_workdir_in(d, "summary.md"));
-    snprintf(api, sizeof(api), "GITHUB_API_URL=%s", cg_httpd_url(srv));
     const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, event, summary, api,
                          "GITHUB_TOKEN=" TOKEN, "GITHUB_REPOSITORY=o/r",
                          "INPUT_BASELINE=main.json", "INPUT_RECORD_IF_MISSING=true",
@@ -401,6 +412,54 @@ static void test_action__gate_script_comments_on_a_pull_request(void **state)
     assert_null(strstr(proc.out, TOKEN));
     assert_null(strstr(proc.err, TOKEN));
     cg_httpd_stop(srv);
+}
+
+/* With base-command the step measures base and head turn about ('canary-gate ab') and posts the
+ * report with 'canary-gate comment'; no baseline is needed. Without either it refuses. */
+static void test_action__gate_script_measures_the_base_beside_the_head(void **state)
+{
+    struct cg_workdir *d = *state;
+    char event[600], api[128];
+    struct cg_httpd *srv = pull_request_12(d, event, sizeof(event), api, sizeof(api));
+    char gh_out[600];
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(d, "out"));
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, event, api,
+                         "GITHUB_TOKEN=" TOKEN, "GITHUB_REPOSITORY=o/r", "GITHUB_STEP_SUMMARY=",
+                         "INPUT_BASE_COMMAND=" CG_BINARY_DIR "/canary-train --preset tiny --steps 3",
+                         "INPUT_RUNS=2", "INPUT_STEPS=2", "INPUT_WARMUP=1", "INPUT_OUTPUT_DIR=ab",
+                         "INPUT_COMMENT_MODE=always", "INPUT_STATUS=true", "INPUT_GATE_ID=cpu",
+                         NULL};
+    assert_int_equal(script(d, "action-gate", env, NULL), 0);
+    /* two pairs are too few for a FAIL: pass or inconclusive, both exit 0 */
+    const char *verdict = output(d, "out", "verdict");
+    if (strcmp(verdict, "pass") != 0 && strcmp(verdict, "inconclusive") != 0)
+        fail_msg("verdict '%s' with two pairs", verdict);
+    assert_string_equal(output(d, "out", "exit-code"), "0");
+    assert_string_equal(output(d, "out", "artifact-path"), "ab/canary-run.json");
+    struct cg_artifact base, head;
+    struct cg_err err;
+    assert_int_equal(cg_artifact_load(cg_workdir_in(d, "ab/canary-base.json"), &base, &err), 0);
+    assert_int_equal(cg_artifact_load(cg_workdir_in(d, "ab/canary-run.json"), &head, &err), 0);
+    assert_int_equal(base.n_runs, 2);
+    assert_int_equal(head.n_runs, 2);
+    assert_string_equal(base.env.canary_command[0], CG_BINARY_DIR "/canary-train");
+    cg_artifact_release(&base);
+    cg_artifact_release(&head);
+    assert_int_equal(cg_httpd_comment_count(srv), 1);
+    char *body = cg_httpd_comment(srv, 0, NULL);
+    assert_non_null(body);
+    assert_non_null(strstr(body, "<!-- canary-gate:cpu -->"));
+    assert_non_null(strstr(body, "turn about"));
+    free(body);
+    assert_int_equal(cg_httpd_status_count(srv), 1);
+    assert_null(strstr(proc.out, TOKEN));
+    assert_null(strstr(proc.err, TOKEN));
+    cg_httpd_stop(srv);
+
+    /* Neither a baseline nor a base command: refused, one line naming the input. */
+    const char *none[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "INPUT_BASELINE=", NULL};
+    assert_int_equal(script(d, "action-gate", none, NULL), 2);
+    assert_non_null(strstr(proc.err, "input baseline is empty"));
 }
 
 static void git(const struct cg_workdir *d, const char *cwd, const char *a1, const char *a2,
@@ -495,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_action__example_workflows_are_valid),
         IN_WORKDIR(test_action__gate_script_records_then_gates_the_builtin_canary),
         IN_WORKDIR(test_action__gate_script_comments_on_a_pull_request),
+        IN_WORKDIR(test_action__gate_script_measures_the_base_beside_the_head),
         IN_WORKDIR(test_action__baseline_branch_keeps_the_newest_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
