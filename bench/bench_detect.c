@@ -19,8 +19,9 @@
  * and takes its current runs from the level's pool. Within one set (A/A, or one level) no run
  * serves twice, so the decisions are independent as far as the runs are; across sets the
  * baselines are shared. Naive decisions: aa runs 2i and 2i+1 (A/A), aa run i and level run i.
- * Paired decisions ('canary-gate ab', one look): runs measured close together form the pairs
- * (A/A: aa runs 2j and 2j+1; a level: its run r and aa run 3r of the same round).
+ * Paired decisions ('canary-gate ab': one look, and its default of more pairs while
+ * inconclusive): runs measured close together form the pairs (A/A: aa runs 2j and 2j+1; a
+ * level: its run r and aa run 3r of the same round), taken in order.
  * Canary time of a decision is the wall time of its current side's runs (first look, added runs,
  * confirmation); the baseline, recorded once per main commit, is shown apart. A paired decision
  * runs both sides, so its canary time counts both.
@@ -65,7 +66,8 @@ struct opts {
 struct rule {
     const char *name;
     bool naive;
-    size_t max_factor; /* max runs = factor x runs; 1: one look */
+    size_t
+        max_factor; /* max runs = factor x runs (paired: x the first look's pairs); 1: one look */
     bool confirm;
     bool paired; /* canary-gate ab: pairs of runs measured close together */
 };
@@ -76,6 +78,8 @@ static const struct rule rules[] = {
     {"gate, one look (compare)", false, 1, false, false},
     {"gate, sequential + confirmation (main command)", false, 3, true, false},
     {"ab: 3 x runs pairs measured together (one look)", false, 1, false, true},
+    {"ab: 3 x runs pairs, up to twice as many while inconclusive (canary-gate ab)", false, 2, false,
+     true},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
@@ -179,7 +183,7 @@ static int gate_decision(const struct rule *r, const struct cg_thresholds *t, co
         goto done;
     s->next += runs;
     struct cg_seq_opts o = {runs * r->max_factor, 0, 0, CG_SPEND_POCOCK, r->confirm,
-                            confirm_runs_opt};
+                            confirm_runs_opt, false};
     if (cg_seq_decide(&base, &cur, &conf, t, &o, first_s, stream_measure, s, &seq, &err) != 0)
         goto done;
     d->overall = seq.verdict.overall;
@@ -217,74 +221,82 @@ static double run_mean(const struct pool *p, size_t i)
     return p->a.runs[i].summary.step_time_mean_ns;
 }
 
-/* One paired decision: base run b_at[k] of pool bp against run h_at[k] of pool hp, k < runs.
- * -1 when an index is past a pool's end. */
-static int paired_decision(const struct cg_thresholds *t, const struct pool *bp, const size_t *b_at,
-                           const struct pool *hp, const size_t *h_at, struct decision *d,
-                           double *base_s)
+/* Pairs of runs measured close together, drawn in order for paired decisions: A/A pair j is aa
+ * runs 2j and 2j + 1 (measured one after the other); a level's pair j is its run j and the first
+ * aa run of the same round (aa run 3j). */
+struct pair_stream {
+    const struct pool *aa, *level; /* level NULL: A/A */
+    size_t next;                   /* the next pair */
+    struct cg_artifact base;       /* the decision's base runs */
+    double base_s;                 /* canary time of the base runs taken */
+};
+
+/* cg_seq_measure_fn: n more pairs, the base's runs into ps->base, the head's into head. */
+static int pair_measure(void *ctx, struct cg_artifact *head, size_t n, bool confirming,
+                        double *seconds, struct cg_err *err)
 {
-    struct cg_artifact base, head;
-    struct cg_verdict v;
-    struct cg_err err;
-    size_t runs = CG_AB_RUNS_FACTOR * (size_t)t->runs;
-    int rc = -1;
-    cg_artifact_init(&base);
-    cg_artifact_init(&head);
-    *d = (struct decision){CG_OUT_PASS, runs, 0.0, false, CG_CONFIRM_NOT_NEEDED, 0};
-    *base_s = 0.0;
-    for (size_t k = 0; k < runs; k++) {
-        if (take_at(bp, b_at[k], 1, &base, base_s) != 0 ||
-            take_at(hp, h_at[k], 1, &head, &d->secs) != 0)
-            goto done;
+    struct pair_stream *ps = ctx;
+    (void)confirming;
+    *seconds = 0.0;
+    for (size_t k = 0; k < n; k++, ps->next++) {
+        size_t j = ps->next;
+        const struct pool *hp = ps->level ? ps->level : ps->aa;
+        size_t b = ps->level ? 3 * j : 2 * j, h = ps->level ? j : 2 * j + 1;
+        double bs = 0.0;
+        if (take_at(ps->aa, b, 1, &ps->base, &bs) != 0 || take_at(hp, h, 1, head, seconds) != 0)
+            return cg_err_set(err, CG_ECANARY, "pool exhausted");
+        *seconds += bs;
+        ps->base_s += bs;
     }
-    if (cg_paired_verdict(&base, &head, t, &v, &err) != 0)
+    return 0;
+}
+
+/* One paired decision as 'canary-gate ab' takes it: the first look's pairs from ps, more while
+ * a metric is inconclusive up to max_factor x the first look's (sequential.h). -1 when a pool
+ * ran out (no decision). Both sides' runs are canary time. */
+static int paired_decision(const struct rule *r, const struct cg_thresholds *t,
+                           struct pair_stream *ps, struct decision *d, double *base_s)
+{
+    struct cg_artifact head;
+    struct cg_seq seq;
+    struct cg_err err;
+    size_t first = CG_AB_RUNS_FACTOR * (size_t)t->runs;
+    double first_s = 0.0;
+    int rc = -1;
+    cg_artifact_init(&ps->base);
+    cg_artifact_init(&head);
+    ps->base_s = 0.0;
+    if (pair_measure(ps, &head, first, false, &first_s, &err) != 0)
         goto done;
-    d->overall = v.overall;
-    d->fail_mask = verdict_fail_mask(&v);
-    cg_verdict_release(&v);
+    struct cg_seq_opts o = {
+        first * r->max_factor, (size_t)t->runs, 0, CG_SPEND_POCOCK, false, 0, true};
+    if (cg_seq_decide(&ps->base, &head, NULL, t, &o, first_s, pair_measure, ps, &seq, &err) != 0)
+        goto done;
+    *d = (struct decision){seq.verdict.overall,   head.n_runs,
+                           seq.info.canary_s,     seq.info.looks > 1,
+                           CG_CONFIRM_NOT_NEEDED, verdict_fail_mask(&seq.verdict)};
+    *base_s = ps->base_s;
+    cg_seq_release(&seq);
     rc = 0;
 done:
-    cg_artifact_release(&base);
+    cg_artifact_release(&ps->base);
     cg_artifact_release(&head);
     return rc;
 }
 
-/* The paired rule, with ab's default n = CG_AB_RUNS_FACTOR x runs pairs: A/A decision i pairs
- * aa runs 2j and 2j + 1 (measured one after the other) for j in [n i, n (i + 1)); level decision
- * i pairs level run r with the first aa run of the same round (aa run 3r), r in [n i, n (i + 1)).
- * Both sides' runs are canary time. */
-static void evaluate_paired(const struct cg_thresholds *t, const struct pool *pools, size_t n_pools,
-                            size_t want_aa, size_t want_level, struct tally *tallies)
+/* A paired rule: decisions walk the pairs of A/A and of each level in order, each taking the
+ * pairs it asks for. */
+static void evaluate_paired(const struct rule *r, const struct cg_thresholds *t,
+                            const struct pool *pools, size_t n_pools, size_t want_aa,
+                            size_t want_level, struct tally *tallies)
 {
-    size_t runs = CG_AB_RUNS_FACTOR * (size_t)t->runs, b_at[64], h_at[64];
     struct decision d;
     double bs;
-    if (runs > 64) {
-        fprintf(stderr, "bench_detect: ab's %zu pairs are more than 64: its rule is left out\n",
-                runs);
-        return;
-    }
-    for (size_t i = 0; tallies[0].n < want_aa; i++) {
-        for (size_t k = 0; k < runs; k++) {
-            b_at[k] = 2 * (runs * i + k);
-            h_at[k] = b_at[k] + 1;
-        }
-        if (paired_decision(t, &pools[0], b_at, &pools[0], h_at, &d, &bs) != 0)
-            break;
-        d.secs += bs;
-        tally_add(&tallies[0], &d, bs);
-    }
-    for (size_t l = 1; l < n_pools; l++) {
-        for (size_t i = 0; tallies[l].n < want_level; i++) {
-            for (size_t k = 0; k < runs; k++) {
-                h_at[k] = runs * i + k;
-                b_at[k] = 3 * h_at[k];
-            }
-            if (paired_decision(t, &pools[0], b_at, &pools[l], h_at, &d, &bs) != 0)
-                break;
-            d.secs += bs;
+    for (size_t l = 0; l < n_pools; l++) {
+        struct pair_stream ps = {.aa = &pools[0], .level = l == 0 ? NULL : &pools[l]};
+        size_t want = l == 0 ? want_aa : want_level;
+        while (tallies[l].n < want && paired_decision(r, t, &ps, &d, &bs) == 0)
             tally_add(&tallies[l], &d, bs);
-        }
     }
 }
 
@@ -306,7 +318,7 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
         return;
     struct decision d;
     if (r->paired) {
-        evaluate_paired(t, pools, n_pools, want_aa, want_level, tallies);
+        evaluate_paired(r, t, pools, n_pools, want_aa, want_level, tallies);
         free(base_at);
         return;
     }

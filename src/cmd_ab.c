@@ -3,7 +3,8 @@
  * the head canary turn about on this machine (A B B A ...; interleave.c), N runs each (default
  * CG_AB_RUNS_FACTOR x the thresholds' runs), and compares them pair by pair (paired.c: Wilcoxon
  * signed-rank on per-pair log ratios, Hodges-Lehmann with Tukey's interval; the floor over the
- * fast runs), with the outputs and exit codes of the main command.
+ * fast runs), with the outputs and exit codes of the main command. While a timing metric is
+ * inconclusive it adds pairs, up to --max-runs, with alpha spent over the looks (sequential.h).
  * --base is split into words without a shell (argsplit.h); the head command is the words after
  * '--', or the built-in canary. Writes both sides' artifacts.
  * Exit: 0 pass (or inconclusive), 1 fail, 2 usage or input, 3 the canary failed or a file could
@@ -14,8 +15,10 @@
 #include "argsplit.h"
 #include "artifact.h"
 #include "collect.h"
+#include "gate_seq.h"
 #include "interleave.h"
 #include "paired.h"
+#include "sequential.h"
 #include "verdict.h"
 
 #include <getopt.h>
@@ -31,14 +34,22 @@ static const char usage_text[] =
     "(default: 3 x the thresholds' runs, 15 pairs with the default thresholds), so drift falls\n"
     "on both alike, and compares run k of each side as a pair for the step time mean, p95 and\n"
     "tokens/sec: Wilcoxon signed-rank test on the per-pair ratios, Hodges-Lehmann change with its\n"
-    "interval. The step time floor compares the two sides' fast runs (Mann-Whitney). Without\n"
-    "HEAD CMD the built-in canary is the head.\n"
+    "interval. The step time floor compares the two sides' fast runs (Mann-Whitney). While a\n"
+    "timing metric is inconclusive, pairs are added (the thresholds' runs at a time) up to\n"
+    "--max-runs, with alpha spent over the looks. Without HEAD CMD the built-in canary is the\n"
+    "head.\n"
     "\n"
     "  --base \"CMD ARGS...\"   the base canary, split into words without a shell: blanks\n"
     "                         separate words, '...' is literal, \"...\" keeps blanks (\\\" and "
     "\\\\\n"
     "                         inside), a backslash outside quotes escapes the next character;\n"
     "                         $ * ; | and the like are plain characters\n" CG_MEASURE_USAGE
+    "  --max-runs N           pairs at most while a metric is inconclusive (default: 2 x the\n"
+    "                         first look's pairs; equal to --runs: one look)\n"
+    "  --budget SEC           canary time of both sides at most; pairs are added only when\n"
+    "                         their estimated time fits\n"
+    "  --spending NAME        alpha over the looks: pocock (default), obrien-fleming, "
+    "bonferroni\n"
     "  --out FILE             the head's artifact (default canary-ab-head.json)\n"
     "  --out-base FILE        the base's artifact (default canary-ab-base.json)\n"
     "  --report FILE.md       write the markdown report\n"
@@ -58,6 +69,9 @@ enum { OPT_BASE = 256, OPT_OUT, OPT_OUT_BASE, OPT_REPORT, OPT_JSON, OPT_ID, OPT_
 
 static const struct option options[] = {
     CG_MEASURE_OPTIONS,
+    {"max-runs", required_argument, NULL, CG_SOPT_MAX_RUNS},
+    {"budget", required_argument, NULL, CG_SOPT_BUDGET},
+    {"spending", required_argument, NULL, CG_SOPT_SPENDING},
     {"base", required_argument, NULL, OPT_BASE},
     {"out", required_argument, NULL, OPT_OUT},
     {"out-base", required_argument, NULL, OPT_OUT_BASE},
@@ -72,6 +86,7 @@ static const struct option options[] = {
 
 struct ab_opts {
     struct cg_measure_opts m;
+    struct cg_gate_seq_opts seq; /* --max-runs, --budget, --spending (no confirmation) */
     const char *base, *out, *out_base, *color;
     struct cg_report_opts report;
     char *const *head;
@@ -83,6 +98,8 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
     optind = 1;
     while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
         int bad = cg_measure_option("ab", opt, optarg, &o->m);
+        if (bad == 1)
+            bad = cg_gate_seq_option("ab", opt, optarg, &o->seq);
         if (bad != 1) {
             if (bad)
                 return bad;
@@ -153,12 +170,33 @@ static void save_partial(const struct ab_opts *o, const struct cg_artifact *base
     }
 }
 
-/* Measures the pairs into base and head; 0 or the exit code. */
-static int measure(struct ab_opts *o, char **base_argv, struct cg_collect_cfg *c, long runs,
-                   struct cg_artifact *base, struct cg_artifact *head, char **logs)
+struct ab_more {
+    struct cg_collector *cb, *ch;
+    struct cg_artifact *base;
+};
+
+/* cg_seq_measure_fn: n more pairs, the base's into more->base, the head's into head. */
+static int add_pairs(void *ctx, struct cg_artifact *head, size_t n, bool confirming,
+                     double *seconds, struct cg_err *err)
+{
+    struct ab_more *more = ctx;
+    (void)confirming; /* pairs are not confirmed */
+    fprintf(stderr, "canary-gate ab: inconclusive after %zu pairs; adding %zu\n", head->n_runs, n);
+    double t0 = cg_gate_seq_now_s();
+    int rc = cg_interleave_run(more->cb, more->base, more->ch, head, (long)n, err);
+    *seconds = cg_gate_seq_now_s() - t0;
+    return rc;
+}
+
+/* Measures the first pairs into base and head, decides with more pairs while that can help
+ * (sequential.h), and reports. The exit code; *decided when a verdict was reported. */
+static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_collect_cfg *c,
+                              const struct cg_thresholds *t, long runs, struct cg_artifact *base,
+                              struct cg_artifact *head, char **logs, bool *decided)
 {
     struct cg_collector *cb = NULL, *ch = NULL;
     struct cg_err err;
+    struct cg_seq s;
     int exit_code = 0;
     cg_err_init(&err);
     struct cg_collect_cfg cfg_b = *c, cfg_h = *c;
@@ -173,12 +211,29 @@ static int measure(struct ab_opts *o, char **base_argv, struct cg_collect_cfg *c
             err.code == CG_EINPUT ? cg_cmd_usage_error("ab", "%s", err.msg) : cg_cmd_fail(&err);
         goto done;
     }
-    if (cg_interleave_run(cb, base, ch, head, runs, &err) != 0) {
-        exit_code = cg_cmd_fail(&err);
-        cg_collect_hint(&err, c->step_range);
-        if (cg_collect_interrupted())
-            save_partial(o, base, head);
-    }
+    double t0 = cg_gate_seq_now_s();
+    if (cg_interleave_run(cb, base, ch, head, runs, &err) != 0)
+        goto failed;
+    struct cg_seq_opts so = {0};
+    so.max_runs = o->seq.max_runs > 0 ? (size_t)o->seq.max_runs : 2 * (size_t)runs;
+    so.batch = (size_t)t->runs;
+    so.budget_s = o->seq.budget_s;
+    cg_spend_parse(o->seq.spending, &so.spend);
+    so.paired = true;
+    struct ab_more more = {cb, ch, base};
+    if (cg_seq_decide(base, head, NULL, t, &so, cg_gate_seq_now_s() - t0, add_pairs, &more, &s,
+                      &err) != 0)
+        goto failed;
+    cg_gate_seq_print_looks(&s.info);
+    exit_code = cg_verdict_report(&s.verdict, &o->report);
+    cg_seq_release(&s);
+    *decided = true;
+    goto done;
+failed:
+    exit_code = cg_cmd_fail(&err);
+    cg_collect_hint(&err, c->step_range);
+    if (cg_collect_interrupted())
+        save_partial(o, base, head);
 done:
     cg_collector_close(cb);
     cg_collector_close(ch);
@@ -191,15 +246,15 @@ int cmd_ab(int argc, char **argv)
     struct cg_collect_cfg c;
     struct cg_thresholds t;
     struct cg_artifact base, head;
-    struct cg_verdict v;
     struct cg_err err;
     char **base_argv = NULL, *logs[2] = {NULL, NULL};
     size_t base_argc = 0;
     long runs;
-    bool have_verdict = false;
+    bool decided = false;
     int exit_code;
     memset(&o, 0, sizeof(o));
     cg_measure_opts_init(&o.m);
+    cg_gate_seq_opts_init(&o.seq);
     o.out = "canary-ab-head.json";
     o.out_base = "canary-ab-base.json";
     o.color = "auto";
@@ -228,23 +283,19 @@ int cmd_ab(int argc, char **argv)
             "canary-gate ab: %ld pairs (base and head turn about, A B B A ...) of %ld "
             "steps after %ld warm-up, thresholds %s\n",
             runs, c.steps, c.warmup, t.source);
-    if ((exit_code = measure(&o, base_argv, &c, runs, &base, &head, logs)) != 0)
+    exit_code = measure_and_decide(&o, base_argv, &c, &t, runs, &base, &head, logs, &decided);
+    if (!decided) /* a canary failed or was interrupted: no verdict, no artifact replaced */
         goto done;
     if (cg_artifact_save(o.out_base, &base, &err) != 0 ||
-        cg_artifact_save(o.out, &head, &err) != 0 ||
-        cg_paired_verdict(&base, &head, &t, &v, &err) != 0) {
+        cg_artifact_save(o.out, &head, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    have_verdict = true;
-    exit_code = cg_verdict_report(&v, &o.report);
     fprintf(stderr,
             "canary-gate ab: artifacts '%s' (base) and '%s' (head), canary output '%s' "
             "and '%s'\n",
             o.out_base, o.out, logs[0], logs[1]);
 done:
-    if (have_verdict)
-        cg_verdict_release(&v);
     cg_argsplit_free(base_argv);
     free(logs[0]);
     free(logs[1]);

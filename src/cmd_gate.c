@@ -159,7 +159,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
         case 'h': fputs(usage_text, stdout); return -1;
         default:
-            if ((bad = cg_gate_seq_option(opt, optarg, &o->seq)) == 1)
+            if ((bad = cg_gate_seq_option("gate", opt, optarg, &o->seq)) == 1)
                 return cg_cmd_usage_error("gate", "unknown or incomplete option");
         }
         if (bad)

@@ -19,28 +19,28 @@ void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o)
     o->no_confirm = false;
 }
 
-int cg_gate_seq_option(int opt, const char *arg, struct cg_gate_seq_opts *o)
+int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o)
 {
     enum cg_spend s;
     long secs;
     switch (opt) {
     case CG_SOPT_MAX_RUNS:
-        return cg_cmd_parse_count("gate", "--max-runs", arg, 1, 1000, &o->max_runs);
+        return cg_cmd_parse_count(verb, "--max-runs", arg, 1, 1000, &o->max_runs);
     case CG_SOPT_BUDGET: {
-        int bad = cg_cmd_parse_count("gate", "--budget", arg, 1, 7 * 24 * 3600, &secs);
+        int bad = cg_cmd_parse_count(verb, "--budget", arg, 1, 7 * 24 * 3600, &secs);
         o->budget_s = (double)secs;
         return bad;
     }
     case CG_SOPT_SPENDING:
         if (cg_spend_parse(arg, &s) != 0)
-            return cg_cmd_usage_error("gate",
+            return cg_cmd_usage_error(verb,
                                       "--spending '%s': expected pocock, obrien-fleming "
                                       "or bonferroni",
                                       arg);
         o->spending = arg;
         return 0;
     case CG_SOPT_CONFIRM_RUNS:
-        return cg_cmd_parse_count("gate", "--confirm-runs", arg, 1, 1000, &o->confirm_runs);
+        return cg_cmd_parse_count(verb, "--confirm-runs", arg, 1, 1000, &o->confirm_runs);
     case CG_SOPT_NO_CONFIRM:
         o->no_confirm = true;
         return 0;
@@ -73,15 +73,23 @@ static int collect_more(void *ctx, struct cg_artifact *a, size_t n, bool confirm
     return rc;
 }
 
-static void print_summary(const struct cg_seq_info *i)
+void cg_gate_seq_print_looks(const struct cg_seq_info *i)
 {
     if (i->looks > 1 || i->budget_stopped)
         fprintf(stderr,
-                "canary-gate: %zu look%s (%s spending), %zu runs on this side (%zu "
-                "added), %.0f s of canary time%s\n",
-                i->looks, i->looks == 1 ? "" : "s", cg_spend_name(i->spend), i->current_runs,
-                i->current_runs - i->first_runs, i->canary_s,
-                i->budget_stopped ? "; the budget stopped further runs" : "");
+                "canary-gate%s: %zu look%s (%s spending), %zu %s (%zu added), %.0f s of "
+                "canary time%s%s\n",
+                i->paired ? " ab" : "", i->looks, i->looks == 1 ? "" : "s", cg_spend_name(i->spend),
+                i->current_runs, i->paired ? "pairs" : "runs on this side",
+                i->current_runs - i->first_runs, i->canary_s, i->paired ? " on both sides" : "",
+                !i->budget_stopped ? ""
+                : i->paired        ? "; the budget stopped further pairs"
+                                   : "; the budget stopped further runs");
+}
+
+static void print_summary(const struct cg_seq_info *i)
+{
+    cg_gate_seq_print_looks(i);
     if (i->confirm == CG_CONFIRM_CONFIRMED)
         fprintf(stderr, "canary-gate: the FAIL was confirmed by %zu fresh runs\n", i->confirm_runs);
     else if (i->confirm == CG_CONFIRM_REJECTED)

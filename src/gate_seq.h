@@ -11,6 +11,7 @@
 #include "artifact.h"
 #include "cmd.h"
 #include "collect.h"
+#include "sequential.h"
 #include "thresholds.h"
 
 #include <getopt.h>
@@ -57,8 +58,11 @@ struct cg_gate_seq_opts {
 void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o);
 
 /* Handles one option code of CG_GATE_SEQ_OPTIONS: 1 when it is not one of them, 0 when taken,
- * else the usage error's exit code. */
-int cg_gate_seq_option(int opt, const char *arg, struct cg_gate_seq_opts *o);
+ * else the usage error's exit code (printed for verb). */
+int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o);
+
+/* One line on stderr about the looks when runs (or pairs) were added or the budget stopped them. */
+void cg_gate_seq_print_looks(const struct cg_seq_info *i);
 
 /* Seconds on CLOCK_MONOTONIC, for timing the first runs. */
 double cg_gate_seq_now_s(void);

@@ -12,8 +12,9 @@
 int cg_interleave_run(struct cg_collector *ca, struct cg_artifact *a, struct cg_collector *cb,
                       struct cg_artifact *b, long n, struct cg_err *err)
 {
+    size_t start = a->n_runs; /* a batch added to earlier pairs keeps the A B B A order */
     for (long k = 0; k < n; k++) {
-        bool a_first = k % 2 == 0;
+        bool a_first = (start + (size_t)k) % 2 == 0;
         int rc = cg_collector_run(a_first ? ca : cb, a_first ? a : b, 1, n, err);
         if (rc == 0)
             rc = cg_collector_run(a_first ? cb : ca, a_first ? b : a, 1, n, err);

@@ -17,8 +17,9 @@
 
 #include <getopt.h>
 
-/* Runs n pairs: collector ca appends to a, cb to b (ca and cb may be the same collector). On
- * failure the runs completed stay in a and b and the collector's error is returned. */
+/* Runs n pairs: collector ca appends to a, cb to b (ca and cb may be the same collector), A first
+ * in pairs of even index counting a's runs so far, B first in odd ones (A B B A ...). On failure
+ * the runs completed stay in a and b and the collector's error is returned. */
 int cg_interleave_run(struct cg_collector *ca, struct cg_artifact *a, struct cg_collector *cb,
                       struct cg_artifact *b, long n, struct cg_err *err);
 

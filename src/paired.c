@@ -246,6 +246,21 @@ static int paired_metric(const struct cg_artifact *base, const struct cg_artifac
     return 0;
 }
 
+/* The floor's unpaired result, for pairs: more pairs add base runs too, so an inconclusive
+ * floor measured over runs or steps wants more pairs whichever side was short of fast runs. */
+static void floor_for_pairs(struct cg_metric_result *r)
+{
+    if (r->outcome != CG_OUT_INCONCLUSIVE ||
+        (r->method != CG_METHOD_FAST_RUNS && r->method != CG_METHOD_BOOTSTRAP))
+        return;
+    r->wants_runs = true;
+    if (r->method == CG_METHOD_FAST_RUNS && r->fast_runs[0] < CG_FLOOR_MIN_FAST_RUNS)
+        snprintf(r->note, sizeof(r->note),
+                 "too few base runs in the runner's fast state (%zu, need %d): the runner was "
+                 "busy; add pairs",
+                 r->fast_runs[0], CG_FLOOR_MIN_FAST_RUNS);
+}
+
 int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *head,
                       const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err)
 {
@@ -264,6 +279,7 @@ int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *
     const enum cg_metric timing[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC};
     for (size_t i = 0; i < sizeof(timing) / sizeof(timing[0]) && rc == 0; i++)
         rc = paired_metric(base, head, t, timing[i], pairs, d, &v->metrics[timing[i]]);
+    floor_for_pairs(&v->metrics[CG_M_STEP_TIME_FLOOR]);
     free(d);
     if (rc != 0) {
         cg_verdict_release(v);

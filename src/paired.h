@@ -47,8 +47,8 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out);
  * CG_WSR_EXACT_MAX); NAN outside that range or when memory ran out. */
 double cg_paired_wsr_cdf(size_t n, double w);
 
-/* Pairs 'canary-gate ab' measures by default: this many times the thresholds' runs. Its one
- * look has no confirmation, and a pair whose two runs met different load says little. */
+/* Pairs 'canary-gate ab' measures at its first look by default: this many times the thresholds'
+ * runs; a pair whose two runs met different load says little. */
 #define CG_AB_RUNS_FACTOR 3
 
 /* The verdict of head against base when run i of each side was measured as a pair: computed as

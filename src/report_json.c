@@ -36,6 +36,7 @@ static cJSON *sequential(const struct cg_verdict *v)
         return cJSON_CreateNull();
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "spending", cg_spend_name(i->spend));
+    cJSON_AddBoolToObject(s, "paired", i->paired);
     cJSON_AddNumberToObject(s, "looks", (double)i->looks);
     cJSON_AddNumberToObject(s, "planned_looks", (double)i->planned_looks);
     cJSON_AddNumberToObject(s, "first_runs", (double)i->first_runs);

@@ -4,6 +4,8 @@
  */
 #include "sequential.h"
 
+#include "paired.h"
+
 #include "stats.h"
 
 #include <stdbool.h>
@@ -69,12 +71,19 @@ static double smallest_p(size_t m, size_t n)
     return 1.0 / c;
 }
 
-int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, size_t batch,
-                     size_t max_runs, struct cg_seq_plan *p, struct cg_err *err)
+/* The information of look k: m n / (m + n), both sides at runs_at[k] when paired. */
+static double look_information(const struct cg_seq_plan *p, size_t n)
+{
+    return information(p->paired ? n : p->baseline_runs, n);
+}
+
+static int plan_make(enum cg_spend s, bool paired, size_t baseline_runs, size_t first_runs,
+                     size_t batch, size_t max_runs, struct cg_seq_plan *p, struct cg_err *err)
 {
     memset(p, 0, sizeof(*p));
     if (first_runs == 0 || baseline_runs == 0)
         return cg_err_set(err, CG_EINPUT, "sequential testing needs runs on both sides");
+    p->paired = paired;
     if (batch == 0)
         batch = first_runs;
     if (max_runs < first_runs)
@@ -90,15 +99,27 @@ int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, s
         size_t next = p->runs_at[p->n_looks - 1] + batch;
         p->runs_at[p->n_looks++] = next < max_runs ? next : max_runs;
     }
-    double last = information(baseline_runs, max_runs);
+    double last = look_information(p, max_runs);
     for (size_t k = 0; k < p->n_looks; k++) {
         p->info_at[k] = s == CG_SPEND_BONFERRONI ? (double)(k + 1) / (double)p->n_looks
-                                                 : information(baseline_runs, p->runs_at[k]) / last;
+                                                 : look_information(p, p->runs_at[k]) / last;
     }
     p->info_at[p->n_looks - 1] = 1.0;
     for (size_t k = 0; k < p->n_looks; k++)
-        p->smallest_p_at[k] = smallest_p(baseline_runs, p->runs_at[k]);
+        p->smallest_p_at[k] = smallest_p(paired ? p->runs_at[k] : baseline_runs, p->runs_at[k]);
     return 0;
+}
+
+int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, size_t batch,
+                     size_t max_runs, struct cg_seq_plan *p, struct cg_err *err)
+{
+    return plan_make(s, false, baseline_runs, first_runs, batch, max_runs, p, err);
+}
+
+int cg_seq_plan_make_paired(enum cg_spend s, size_t first_pairs, size_t batch, size_t max_pairs,
+                            struct cg_seq_plan *p, struct cg_err *err)
+{
+    return plan_make(s, true, first_pairs, first_pairs, batch, max_pairs, p, err);
 }
 
 /* Levels of the looks in use (in_use[k]), spending alpha over them alone: information
@@ -131,9 +152,11 @@ static void spread(const struct cg_seq_plan *p, const bool *in_use, double alpha
  * is compared over steps (the bootstrap reaches any level in use). */
 static double smallest_at(const struct cg_seq_plan *p, enum cg_metric m, size_t k)
 {
-    if (m == CG_M_STEP_TIME_FLOOR &&
-        (p->baseline_runs < CG_FLOOR_MIN_FAST_RUNS || p->runs_at[k] < CG_FLOOR_MIN_FAST_RUNS))
+    size_t n = p->runs_at[k], base = p->paired ? n : p->baseline_runs;
+    if (m == CG_M_STEP_TIME_FLOOR && (base < CG_FLOOR_MIN_FAST_RUNS || n < CG_FLOOR_MIN_FAST_RUNS))
         return 0.0;
+    if (p->paired && m != CG_M_STEP_TIME_FLOOR) /* signed-rank over n pairs: 2^-n, exact */
+        return n >= 2 && n <= CG_WSR_EXACT_MAX ? ldexp(1.0, -(int)n) : 0.0;
     return p->smallest_p_at[k];
 }
 
@@ -252,12 +275,20 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
 {
     struct cg_seq_plan plan;
     memset(s, 0, sizeof(*s));
-    int rc =
-        cg_seq_plan_make(o->spend, base->n_runs, cur->n_runs, o->batch, o->max_runs, &plan, err);
+    if (o->paired && (o->confirm || base->n_runs != cur->n_runs))
+        return cg_err_set(err, CG_EINTERNAL,
+                          "paired looks need as many runs a side (%zu, %zu) "
+                          "and no confirmation",
+                          base->n_runs, cur->n_runs);
+    int rc = o->paired
+                 ? cg_seq_plan_make_paired(o->spend, cur->n_runs, o->batch, o->max_runs, &plan, err)
+                 : cg_seq_plan_make(o->spend, base->n_runs, cur->n_runs, o->batch, o->max_runs,
+                                    &plan, err);
     if (rc != 0)
         return rc;
     struct cg_seq_info *info = &s->info;
     info->spend = o->spend;
+    info->paired = o->paired;
     info->baseline_runs = base->n_runs;
     info->first_runs = cur->n_runs;
     info->planned_looks = plan.n_looks;
@@ -269,7 +300,9 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
             s->have_verdict = false;
         }
         cg_seq_look_thresholds(&plan, k, t, &s->look_t);
-        if ((rc = cg_verdict_compute(base, cur, &s->look_t, &s->verdict, err)) != 0)
+        rc = o->paired ? cg_paired_verdict(base, cur, &s->look_t, &s->verdict, err)
+                       : cg_verdict_compute(base, cur, &s->look_t, &s->verdict, err);
+        if (rc != 0)
             goto fail;
         s->have_verdict = true;
         info->looks = k + 1;
@@ -286,13 +319,15 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
         if ((rc = measure(ctx, cur, add, false, &secs, err)) != 0)
             goto fail;
         info->canary_s += secs;
-        if (cur->n_runs != plan.runs_at[k + 1]) {
-            rc = cg_err_set(err, CG_EINTERNAL, "expected %zu current runs, have %zu",
-                            plan.runs_at[k + 1], cur->n_runs);
+        if (cur->n_runs != plan.runs_at[k + 1] ||
+            (o->paired && base->n_runs != plan.runs_at[k + 1])) {
+            rc = cg_err_set(err, CG_EINTERNAL, "expected %zu runs, have %zu and %zu",
+                            plan.runs_at[k + 1], base->n_runs, cur->n_runs);
             goto fail;
         }
     }
     info->current_runs = cur->n_runs;
+    info->baseline_runs = base->n_runs;
     for (int m = 0; m < CG_M_COUNT; m++) {
         info->alpha[m] = t->metric[m].alpha;
         info->look_alpha[m] = s->look_t.metric[m].alpha;
@@ -336,19 +371,25 @@ void cg_seq_describe_looks(const struct cg_seq_info *i, char *dst, size_t n)
         dst[0] = '\0';
         return;
     }
+    const char *unit = i->paired ? "pairs" : "runs";
+    char against[64] = "";
+    if (!i->paired)
+        snprintf(against, sizeof(against), " (%zu against %zu baseline runs)", i->current_runs,
+                 i->baseline_runs);
     if (i->looks <= 1)
         snprintf(dst, n,
-                 "decided at the first of %zu planned looks (%zu runs, up to %zu), tested at "
-                 "alpha %.3g of %.3g (%s spending)%s",
-                 i->planned_looks, i->first_runs, i->max_runs, a, full, spend,
-                 i->budget_stopped ? "; the budget stopped further runs" : "");
+                 "decided at the first of %zu planned looks (%zu %s, up to %zu), tested at "
+                 "alpha %.3g of %.3g (%s spending)%s%s",
+                 i->planned_looks, i->first_runs, unit, i->max_runs, a, full, spend,
+                 i->budget_stopped ? "; the budget stopped further " : "",
+                 i->budget_stopped ? unit : "");
     else
         snprintf(dst, n,
-                 "%zu looks of %zu planned: %zu runs, then %zu added (%zu against %zu baseline "
-                 "runs), the last tested at alpha %.3g of %.3g (%s spending)%s",
-                 i->looks, i->planned_looks, i->first_runs, i->current_runs - i->first_runs,
-                 i->current_runs, i->baseline_runs, a, full, spend,
-                 i->budget_stopped ? "; the budget stopped further runs" : "");
+                 "%zu looks of %zu planned: %zu %s, then %zu added%s, the last tested at alpha "
+                 "%.3g of %.3g (%s spending)%s%s",
+                 i->looks, i->planned_looks, i->first_runs, unit, i->current_runs - i->first_runs,
+                 against, a, full, spend, i->budget_stopped ? "; the budget stopped further " : "",
+                 i->budget_stopped ? unit : "");
 }
 
 void cg_seq_describe_confirmation(const struct cg_seq_info *i, const struct cg_verdict *v,
@@ -358,7 +399,10 @@ void cg_seq_describe_confirmation(const struct cg_seq_info *i, const struct cg_v
     if (i->confirm == CG_CONFIRM_NOT_NEEDED)
         return;
     if (i->confirm == CG_CONFIRM_OFF) {
-        snprintf(dst, n, "the FAIL was not checked with fresh runs (confirmation off)");
+        snprintf(dst, n,
+                 i->paired ? "the FAIL was not checked with fresh pairs (base and head "
+                             "were measured in the same minutes)"
+                           : "the FAIL was not checked with fresh runs (confirmation off)");
         return;
     }
     if (i->confirm == CG_CONFIRM_REJECTED) {

@@ -35,6 +35,11 @@
  * share of alpha and can only lower the false-alarm rate (to about alpha squared if the two
  * were independent; they share the baseline, so less than that).
  *
+ * Pairs. 'canary-gate ab' runs the same loop with both sides growing together, pair by pair
+ * (opts.paired): the information of a look is proportional to its pairs, and the smallest p of
+ * the signed-rank test with n pairs is 2^-n. Its looks end there: a FAIL of measurements taken
+ * in the same minutes as their base is reported without a second set of pairs.
+ *
  * Runs are measured through a callback, so the loop is the same for the gate (a collector) and
  * for bench/detect (runs drawn from a recorded pool). Not thread-safe; never prints.
  */
@@ -55,7 +60,8 @@ enum cg_spend { CG_SPEND_POCOCK, CG_SPEND_OBRIEN_FLEMING, CG_SPEND_BONFERRONI };
 
 struct cg_seq_plan {
     enum cg_spend spend;
-    size_t baseline_runs;
+    bool paired;          /* both sides grow together, compared pair by pair (cg_paired_verdict) */
+    size_t baseline_runs; /* unpaired: fixed; paired: as many as the current side at each look */
     size_t n_looks;
     size_t runs_at[CG_SEQ_MAX_LOOKS];       /* current runs at each look, increasing */
     double info_at[CG_SEQ_MAX_LOOKS];       /* information fraction of each look, increasing to 1 */
@@ -77,6 +83,12 @@ double cg_seq_spent(enum cg_spend s, double alpha, double t);
  * CG_SEQ_MAX_LOOKS looks. */
 int cg_seq_plan_make(enum cg_spend s, size_t baseline_runs, size_t first_runs, size_t batch,
                      size_t max_runs, struct cg_seq_plan *p, struct cg_err *err);
+
+/* The same for pairs (canary-gate ab): look k has runs_at[k] runs on each side; its information
+ * is proportional to the pairs, and the smallest p of a look is the signed-rank test's 2^-n for
+ * the mean, p95 and tokens/sec, Mann-Whitney's with n runs a side for the floor. */
+int cg_seq_plan_make_paired(enum cg_spend s, size_t first_pairs, size_t batch, size_t max_pairs,
+                            struct cg_seq_plan *p, struct cg_err *err);
 
 /* The significance levels of the looks for metric m of level alpha into level[n_looks]:
  * A(t_k) - A(t_{k-1}) over the looks that can reject. A look whose level would be below the
@@ -113,6 +125,9 @@ struct cg_seq_opts {
     enum cg_spend spend;
     bool confirm;        /* confirm a FAIL with fresh runs */
     size_t confirm_runs; /* 0: as many as the first look had */
+    bool paired; /* base and cur are pairs measured turn about (canary-gate ab): measure appends n
+                    runs to each side (the base through its ctx), looks use cg_paired_verdict;
+                    no confirmation (confirm must be false) */
 };
 
 enum cg_confirm {
@@ -130,6 +145,7 @@ struct cg_seq_confirmation {
 /* What the reports show about the looks and the confirmation (verdict.seq points here). */
 struct cg_seq_info {
     enum cg_spend spend;
+    bool paired; /* canary-gate ab: runs are pairs, never confirmed */
     size_t baseline_runs;
     size_t first_runs;   /* current runs at the first look */
     size_t current_runs; /* current runs at the deciding look */

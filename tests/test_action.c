@@ -440,8 +440,9 @@ static void test_action__gate_script_measures_the_base_beside_the_head(void **st
     struct cg_err err;
     assert_int_equal(cg_artifact_load(cg_workdir_in(d, "ab/canary-base.json"), &base, &err), 0);
     assert_int_equal(cg_artifact_load(cg_workdir_in(d, "ab/canary-run.json"), &head, &err), 0);
-    assert_int_equal(base.n_runs, 2);
-    assert_int_equal(head.n_runs, 2);
+    /* 2 pairs, and 2 more while inconclusive (up to 2 x the first look's) */
+    assert_true(base.n_runs == 2 || base.n_runs == 4);
+    assert_int_equal(head.n_runs, base.n_runs);
     assert_string_equal(base.env.canary_command[0], CG_BINARY_DIR "/canary-train");
     cg_artifact_release(&base);
     cg_artifact_release(&head);

@@ -208,11 +208,13 @@ static void test_cmd_aa_ab__ab_on_the_builtin_canary(void **state)
 {
     struct cg_workdir *f = *state;
     /* The base command spelled out, the head the built-in canary: the same program. 2 pairs
-     * are fewer than min_runs: pass or inconclusive, never a FAIL. */
+     * (one look) are fewer than min_runs: pass or inconclusive, never a FAIL. */
     const char *args[] = {"ab",
                           "--base",
                           TRAIN " --preset tiny --steps 6",
                           "--runs",
+                          "2",
+                          "--max-runs",
                           "2",
                           "--steps",
                           "5",
@@ -241,19 +243,28 @@ static void test_cmd_aa_ab__ab_on_the_builtin_canary(void **state)
     cJSON_Delete(root);
 }
 
+/* ab of the sleep-bound canary, 4 ms steps (base) against 12 ms (head), runs then up to
+ * max_runs pairs; artifacts b.json and h.json, verdict v.json. The exit code. */
+static int ab_4ms_against_12ms(const struct cg_workdir *f, const char *runs, const char *max_runs)
+{
+    const char *args[] = {"ab",       "--base",     CANARY " --steps 7 --step-ms '4'",
+                          "--runs",   runs,         "--max-runs",
+                          max_runs,   "--steps",    "6",
+                          "--warmup", "1",          "--out",
+                          "h.json",   "--out-base", "b.json",
+                          "--json",   "v.json",     "--color",
+                          "never",    "--",         CANARY,
+                          "--steps",  "7",          "--step-ms",
+                          "12",       NULL};
+    return tool(f, args);
+}
+
 static void test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair(void **state)
 {
     struct cg_workdir *f = *state;
-    /* 4 ms steps against 12 ms: every pair's ratio is about 3, W+ = 15 of 15, p = 1/32. */
-    const char *args[] = {"ab",        "--base",   CANARY " --steps 7 --step-ms '4'",
-                          "--runs",    "5",        "--steps",
-                          "6",         "--warmup", "1",
-                          "--out",     "h.json",   "--out-base",
-                          "b.json",    "--json",   "v.json",
-                          "--color",   "never",    "--",
-                          CANARY,      "--steps",  "7",
-                          "--step-ms", "12",       NULL};
-    assert_int_equal(tool(f, args), 1);
+    /* 4 ms steps against 12 ms: every pair's ratio is about 3, W+ = 15 of 15, p = 1/32; one
+     * look (--max-runs 5) at the full alpha. */
+    assert_int_equal(ab_4ms_against_12ms(f, "5", "5"), 1);
     assert_non_null(strstr(proc.out, "FAIL"));
     assert_int_equal(artifact_runs(f, "b.json", NULL), 5);
     assert_int_equal(artifact_runs(f, "h.json", NULL), 5);
@@ -265,6 +276,38 @@ static void test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair(void **stat
     cJSON_Delete(root);
 }
 
+/* The same regression with the default looks from 4 pairs (up to 8): at 4 pairs the signed-rank
+ * test cannot reach alpha (its smallest p is 1/16) and the floor has fewer than its min_runs (5),
+ * so 4 pairs are added; at 8 pairs W+ = 36 of 36, p = 1/256. */
+static void test_cmd_aa_ab__ab_adds_pairs_while_inconclusive(void **state)
+{
+    struct cg_workdir *f = *state;
+    assert_int_equal(ab_4ms_against_12ms(f, "4", "8"), 1);
+    assert_non_null(strstr(proc.err, "inconclusive after 4 pairs; adding 4"));
+    assert_non_null(strstr(proc.err, "2 looks (pocock spending), 8 pairs (4 added)"));
+    assert_non_null(
+        strstr(proc.out, "note: 2 looks of 2 planned: 4 pairs, then 4 added, the last"));
+    assert_non_null(strstr(proc.out, "the FAIL was not checked with fresh pairs"));
+    assert_int_equal(artifact_runs(f, "b.json", NULL), 8);
+    assert_int_equal(artifact_runs(f, "h.json", NULL), 8);
+    cJSON *root = load_json(f, "v.json");
+    assert_string_equal(json_string(root, "verdict"), "fail");
+    const cJSON *mean = metric_of(root, "step_time_mean");
+    assert_true(json_number(mean, "p_value") < 0.0040 && json_number(mean, "p_value") > 0.0038);
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(root, "sequential");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(seq, "paired")));
+    assert_int_equal((int)json_number(seq, "looks"), 2);
+    assert_int_equal((int)json_number(seq, "first_runs"), 4);
+    assert_int_equal((int)json_number(seq, "runs_added"), 4);
+    const cJSON *conf = cJSON_GetObjectItemCaseSensitive(seq, "confirmation");
+    assert_string_equal(json_string(conf, "state"), "off");
+    cJSON_Delete(root);
+    /* --max-runs takes a count of pairs; a bad one is a usage error of ab */
+    const char *bad[] = {"ab", "--base", CANARY, "--max-runs", "0", NULL};
+    assert_int_equal(tool(f, bad), 2);
+    assert_non_null(strstr(proc.err, "canary-gate ab: --max-runs"));
+}
+
 /* Without --runs, ab measures CG_AB_RUNS_FACTOR (3) times the thresholds' runs: smoke's 2 -> 6. */
 static void test_cmd_aa_ab__ab_default_pairs(void **state)
 {
@@ -274,6 +317,8 @@ static void test_cmd_aa_ab__ab_default_pairs(void **state)
                           "3",        "--warmup",     "1",
                           "--out",    "h6.json",      "--out-base",
                           "b6.json",  "--color",      "never",
+                          "--max-runs",
+                          "6",
                           "--",       CANARY,         "--steps",
                           "4",        "--step-ms",    "1",
                           NULL};
@@ -329,6 +374,7 @@ static void test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail(void **state)
     const cJSON *seq = cJSON_GetObjectItemCaseSensitive(root, "sequential");
     assert_int_equal((int)json_number(seq, "looks"), 2);
     assert_int_equal((int)json_number(seq, "runs_added"), 2);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(seq, "paired")));
     assert_true(json_number(seq, "look_alpha") == 0.05);
     const cJSON *conf = cJSON_GetObjectItemCaseSensitive(seq, "confirmation");
     assert_string_equal(json_string(conf, "state"), "confirmed");
@@ -389,6 +435,7 @@ int main(void)
         IN_WORKDIR(test_cmd_aa_ab__aa_usage_and_canary_errors),
         IN_WORKDIR(test_cmd_aa_ab__ab_on_the_builtin_canary),
         IN_WORKDIR(test_cmd_aa_ab__ab_fails_a_clear_regression_pair_by_pair),
+        IN_WORKDIR(test_cmd_aa_ab__ab_adds_pairs_while_inconclusive),
         IN_WORKDIR(test_cmd_aa_ab__ab_default_pairs),
         IN_WORKDIR(test_cmd_aa_ab__ab_input_errors),
         IN_WORKDIR(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail),

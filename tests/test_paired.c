@@ -177,21 +177,25 @@ static void test_paired__hl_matches_enumeration(void **state)
     assert_near(s.high, w[m - 9], 1e-15);
 }
 
+/* Scales every step of run (and so its summary) by factor; memory peaks stay. */
+static void scale_run(struct cg_run *run, double factor)
+{
+    for (size_t s = 0; s < run->n_steps; s++)
+        run->steps[s].wall_ns = (int64_t)((double)run->steps[s].wall_ns * factor);
+    int64_t rss = run->summary.peak_host_rss_bytes, dev = run->summary.peak_device_bytes;
+    cg_run_summarize(run);
+    run->summary.peak_host_rss_bytes = rss;
+    run->summary.peak_device_bytes = dev;
+}
+
 /* A copy of a whose every step (and so every summary) is scaled by factor. */
 static void scaled_copy(const struct cg_artifact *a, double factor, struct cg_artifact *out)
 {
     cg_artifact_init(out);
     assert_int_equal(cg_artifact_copy_header(out, a), 0);
     assert_int_equal(cg_artifact_append_runs(out, a), 0);
-    for (size_t r = 0; r < out->n_runs; r++) {
-        struct cg_run *run = &out->runs[r];
-        for (size_t s = 0; s < run->n_steps; s++)
-            run->steps[s].wall_ns = (int64_t)((double)run->steps[s].wall_ns * factor);
-        int64_t rss = run->summary.peak_host_rss_bytes, dev = run->summary.peak_device_bytes;
-        cg_run_summarize(run);
-        run->summary.peak_host_rss_bytes = rss;
-        run->summary.peak_device_bytes = dev;
-    }
+    for (size_t r = 0; r < out->n_runs; r++)
+        scale_run(&out->runs[r], factor);
 }
 
 static void test_paired__verdict_sees_through_run_noise(void **state)
@@ -246,6 +250,43 @@ static void test_paired__verdict_sees_through_run_noise(void **state)
     cg_artifact_release(&base);
 }
 
+/* Three of the base's five runs met a busy runner (steps x 1.5): the base has 2 fast runs, too
+ * few for the floor. The main command would ask for a new baseline; ab adds pairs, which add
+ * base runs too. */
+static void test_paired__floor_short_of_base_fast_runs_wants_pairs(void **state)
+{
+    (void)state;
+    struct cg_fixture f = {5, 30, 1e7, 0.01, 0.01, 1024, -1, 200000000, 3, 9};
+    struct cg_artifact base, head;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_verdict v;
+    cg_artifact_init(&base);
+    assert_int_equal(cg_fixture_make(&base, &f), 0);
+    scaled_copy(&base, 1.0, &head);
+    for (size_t r = 2; r < base.n_runs; r++)
+        scale_run(&base.runs[r], 1.5);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+
+    assert_int_equal(cg_verdict_compute(&base, &head, &t, &v, &err), 0);
+    const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_FLOOR];
+    assert_int_equal(r->outcome, CG_OUT_INCONCLUSIVE);
+    assert_int_equal(r->fast_runs[0], 2);
+    assert_false(r->wants_runs);
+    assert_non_null(strstr(r->note, "record the baseline again"));
+    cg_verdict_release(&v);
+
+    assert_int_equal(cg_paired_verdict(&base, &head, &t, &v, &err), 0);
+    r = &v.metrics[CG_M_STEP_TIME_FLOOR];
+    assert_int_equal(r->outcome, CG_OUT_INCONCLUSIVE);
+    assert_true(r->wants_runs);
+    assert_non_null(strstr(r->note, "too few base runs in the runner's fast state (2, need 3)"));
+    assert_non_null(strstr(r->note, "add pairs"));
+    cg_verdict_release(&v);
+    cg_artifact_release(&head);
+    cg_artifact_release(&base);
+}
+
 static void test_paired__one_pair_keeps_unpaired_verdict(void **state)
 {
     (void)state;
@@ -278,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_paired__hl_small_by_hand),
         cmocka_unit_test(test_paired__hl_matches_enumeration),
         cmocka_unit_test(test_paired__verdict_sees_through_run_noise),
+        cmocka_unit_test(test_paired__floor_short_of_base_fast_runs_wants_pairs),
         cmocka_unit_test(test_paired__one_pair_keeps_unpaired_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

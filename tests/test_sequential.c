@@ -102,6 +102,54 @@ static void test_sequential__floor_keeps_its_early_looks(void **state)
     assert_near(look.metric[CG_M_STEP_TIME_FLOOR].alpha, floor_l[0], 1e-15);
 }
 
+/* Pairs (canary-gate ab), 15 then 5 at a time up to 30: both sides grow, so the information is
+ * proportional to the pairs, t = 1/2, 2/3, 5/6, 1; Pocock levels are the increments of
+ * A(t) = 0.05 ln(1 + (e - 1) t). */
+static void test_sequential__paired_plan_information_fractions(void **state)
+{
+    (void)state;
+    struct cg_seq_plan p;
+    struct cg_err err;
+    assert_int_equal(cg_seq_plan_make_paired(CG_SPEND_POCOCK, 15, 5, 30, &p, &err), 0);
+    assert_true(p.paired);
+    assert_int_equal(p.n_looks, 4);
+    assert_int_equal(p.runs_at[3], 30);
+    assert_near(p.info_at[0], 0.5, 1e-15);
+    assert_near(p.info_at[1], 2.0 / 3.0, 1e-15);
+    assert_near(p.info_at[2], 5.0 / 6.0, 1e-15);
+    const double spent[] = {0.031005725347913876, 0.03816912576950707, 0.04443367356954783, 0.05};
+    double sum = 0.0;
+    for (size_t k = 0; k < 4; k++) {
+        double level = cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, k, 0.05);
+        assert_near(level, spent[k] - (k ? spent[k - 1] : 0.0), 1e-14);
+        sum += level;
+    }
+    assert_near(sum, 0.05, 1e-14);
+}
+
+/* Pairs from 4 up to 8: the signed-rank test over 4 pairs cannot go below 2^-4 = 0.0625, so the
+ * mean's first look passes its share on; the floor's Mann-Whitney over 4 runs a side reaches
+ * 1/70 and keeps the first look's share. */
+static void test_sequential__paired_plan_smallest_p(void **state)
+{
+    (void)state;
+    struct cg_seq_plan p;
+    struct cg_err err;
+    double mean[CG_SEQ_MAX_LOOKS], floor_l[CG_SEQ_MAX_LOOKS];
+    assert_int_equal(cg_seq_plan_make_paired(CG_SPEND_POCOCK, 4, 4, 8, &p, &err), 0);
+    assert_int_equal(p.n_looks, 2);
+    cg_seq_levels(&p, CG_M_STEP_TIME_MEAN, 0.05, mean);
+    cg_seq_levels(&p, CG_M_STEP_TIME_FLOOR, 0.05, floor_l);
+    assert_near(mean[0], 0.0, 0);
+    assert_near(mean[1], 0.05, 1e-15);
+    assert_near(floor_l[0], 0.031005725347913876, 1e-14);
+    assert_true(floor_l[0] > 1.0 / 70.0);
+    assert_near(floor_l[0] + floor_l[1], 0.05, 1e-14);
+    /* the unpaired plan of 4 baseline runs gives the mean's first look a share (1/70 reachable) */
+    assert_int_equal(cg_seq_plan_make(CG_SPEND_POCOCK, 4, 4, 4, 8, &p, &err), 0);
+    assert_true(cg_seq_look_alpha(&p, CG_M_STEP_TIME_MEAN, 0, 0.05) > 0.0);
+}
+
 static void test_sequential__plan_last_batch_reaches_max(void **state)
 {
     (void)state;
@@ -302,7 +350,7 @@ static void test_sequential__same_speed_passes_at_first_look(void **state)
     struct loop l;
     loop_setup(&l, (struct cg_fixture)FX(5, 1e7, 0.01, 1), (struct cg_fixture)FX(5, 1e7, 0.01, 2));
     struct fake fk = {FX(0, 1e7, 0.01, 0), FX(0, 1e7, 0.01, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(l.s.verdict.overall, CG_OUT_PASS);
@@ -330,7 +378,7 @@ static void test_sequential__too_few_runs_adds_a_batch_then_fails_confirmed(void
     loop_setup(&l, (struct cg_fixture)FX(5, 1e7, 0.01, 1),
                (struct cg_fixture)FX(2, 1.2e7, 0.01, 2));
     struct fake fk = {FX(0, 1.2e7, 0.01, 0), FX(0, 1.2e7, 0.01, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {6, 2, 0, CG_SPEND_POCOCK, true, 5};
+    struct cg_seq_opts o = {6, 2, 0, CG_SPEND_POCOCK, true, 5, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 2.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(fk.added, 2);
@@ -357,7 +405,7 @@ static void test_sequential__unconfirmed_fail_is_inconclusive(void **state)
     loop_setup(&l, (struct cg_fixture)FX(5, 1e7, 0.01, 1),
                (struct cg_fixture)FX(5, 1.2e7, 0.01, 2));
     struct fake fk = {FX(0, 1e7, 0.01, 0), FX(0, 1e7, 0.01, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(fk.added, 0);
@@ -378,7 +426,7 @@ static void test_sequential__no_confirm_reports_the_fail(void **state)
     loop_setup(&l, (struct cg_fixture)FX(5, 1e7, 0.01, 1),
                (struct cg_fixture)FX(5, 1.2e7, 0.01, 2));
     struct fake fk = {FX(0, 1e7, 0.01, 0), FX(0, 1e7, 0.01, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, false, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, false, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, NULL, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(fk.calls, 0);
@@ -395,7 +443,7 @@ static void test_sequential__budget_stops_before_a_batch_that_does_not_fit(void 
     loop_setup(&l, (struct cg_fixture)FX(5, 1e7, 0.01, 1),
                (struct cg_fixture)FX(2, 1.2e7, 0.01, 2));
     struct fake fk = {FX(0, 1.2e7, 0.01, 0), FX(0, 1.2e7, 0.01, 0), 100, 5.0, 0, 0, 0};
-    struct cg_seq_opts o = {6, 2, 15.0, CG_SPEND_POCOCK, true, 0};
+    struct cg_seq_opts o = {6, 2, 15.0, CG_SPEND_POCOCK, true, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 10.0, fake_measure, &fk, &l.s, &l.err),
         0);
@@ -433,7 +481,7 @@ static void test_sequential__too_few_fast_runs_add_runs(void **state)
                (struct cg_fixture)FX(5, 1.2e7, 0.005, 2));
     load_runs(&l.cur, 3);
     struct fake fk = {FX(0, 1.2e7, 0.005, 0), FX(0, 1.2e7, 0.005, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_true(fk.added >= 5);
@@ -453,7 +501,7 @@ static void test_sequential__too_few_baseline_fast_runs_add_none(void **state)
                (struct cg_fixture)FX(5, 1.2e7, 0.005, 2));
     load_runs(&l.base, 3);
     struct fake fk = {FX(0, 1.2e7, 0.005, 0), FX(0, 1.2e7, 0.005, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(fk.calls, 0);
@@ -471,7 +519,7 @@ static void test_sequential__runs_do_not_help_when_the_baseline_is_short(void **
     loop_setup(&l, (struct cg_fixture)FX(2, 1e7, 0.01, 1),
                (struct cg_fixture)FX(5, 1.2e7, 0.01, 2));
     struct fake fk = {FX(0, 1.2e7, 0.01, 0), FX(0, 1.2e7, 0.01, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(l.s.verdict.overall, CG_OUT_INCONCLUSIVE);
@@ -490,7 +538,7 @@ static void test_sequential__runs_do_not_help_on_another_machine(void **state)
     free(l.cur.env.cpu_model);
     l.cur.env.cpu_model = strdup("Other CPU @ 2.0GHz");
     struct fake fk = {FX(0, 1.2e7, 0.01, 0), FX(0, 1.2e7, 0.01, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0};
+    struct cg_seq_opts o = {15, 0, 0, CG_SPEND_POCOCK, true, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, &l.conf, &l.t, &o, 5.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(l.s.verdict.overall, CG_OUT_INCONCLUSIVE);
@@ -509,7 +557,7 @@ static void test_sequential__few_runs_add_until_no_later_look_can_reject(void **
     loop_setup(&l, (struct cg_fixture)FX(3, 1e7, 0.15, 11),
                (struct cg_fixture)FX(3, 1.1e7, 0.15, 12));
     struct fake fk = {FX(0, 1.1e7, 0.15, 0), FX(0, 1.1e7, 0.15, 0), 100, 1.0, 0, 0, 0};
-    struct cg_seq_opts o = {9, 3, 0, CG_SPEND_POCOCK, false, 0};
+    struct cg_seq_opts o = {9, 3, 0, CG_SPEND_POCOCK, false, 0, false};
     assert_int_equal(
         cg_seq_decide(&l.base, &l.cur, NULL, &l.t, &o, 3.0, fake_measure, &fk, &l.s, &l.err), 0);
     assert_int_equal(fk.calls, 1);
@@ -529,6 +577,8 @@ int main(void)
         cmocka_unit_test(test_sequential__obrien_fleming_spending_values),
         cmocka_unit_test(test_sequential__plan_information_fractions),
         cmocka_unit_test(test_sequential__floor_keeps_its_early_looks),
+        cmocka_unit_test(test_sequential__paired_plan_information_fractions),
+        cmocka_unit_test(test_sequential__paired_plan_smallest_p),
         cmocka_unit_test(test_sequential__plan_last_batch_reaches_max),
         cmocka_unit_test(test_sequential__single_look_keeps_full_alpha),
         cmocka_unit_test(test_sequential__bonferroni_splits_equally),
