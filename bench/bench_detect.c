@@ -66,8 +66,8 @@ struct opts {
 struct rule {
     const char *name;
     bool naive;
-    size_t
-        max_factor; /* max runs = factor x runs (paired: x the first look's pairs); 1: one look */
+    /* max runs = factor x runs (paired: x the first look's pairs); 1: one look */
+    size_t max_factor;
     bool confirm;
     bool paired; /* canary-gate ab: pairs of runs measured close together */
 };

@@ -75,16 +75,16 @@ static int collect_more(void *ctx, struct cg_artifact *a, size_t n, bool confirm
 
 void cg_gate_seq_print_looks(const struct cg_seq_info *i)
 {
+    const char *unit = i->paired ? "pairs" : "runs";
     if (i->looks > 1 || i->budget_stopped)
         fprintf(stderr,
                 "canary-gate%s: %zu look%s (%s spending), %zu %s (%zu added), %.0f s of "
-                "canary time%s%s\n",
+                "canary time%s%s%s\n",
                 i->paired ? " ab" : "", i->looks, i->looks == 1 ? "" : "s", cg_spend_name(i->spend),
                 i->current_runs, i->paired ? "pairs" : "runs on this side",
                 i->current_runs - i->first_runs, i->canary_s, i->paired ? " on both sides" : "",
-                !i->budget_stopped ? ""
-                : i->paired        ? "; the budget stopped further pairs"
-                                   : "; the budget stopped further runs");
+                i->budget_stopped ? "; the budget stopped further " : "",
+                i->budget_stopped ? unit : "");
 }
 
 static void print_summary(const struct cg_seq_info *i)

@@ -5,7 +5,6 @@
 #include "sequential.h"
 
 #include "paired.h"
-
 #include "stats.h"
 
 #include <stdbool.h>
@@ -289,7 +288,6 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
     struct cg_seq_info *info = &s->info;
     info->spend = o->spend;
     info->paired = o->paired;
-    info->baseline_runs = base->n_runs;
     info->first_runs = cur->n_runs;
     info->planned_looks = plan.n_looks;
     info->max_runs = plan.runs_at[plan.n_looks - 1];

@@ -185,9 +185,10 @@ struct cg_seq {
 };
 
 /* Decides cur against base: cur holds the first look's runs (measured in first_s seconds); runs
- * are added to cur and a FAIL is confirmed with runs in conf (empty; may be NULL when
- * o->confirm is false) through measure. s->verdict is the verdict to report. On error the
- * runs measured so far stay in cur and conf and s holds nothing to release. */
+ * are added to cur (and, when o->paired, to base by measure through its ctx) and a FAIL is
+ * confirmed with runs in conf (empty; may be NULL when o->confirm is false) through measure.
+ * s->verdict is the verdict to report. On error the runs measured so far stay in cur and conf,
+ * and s holds nothing to release. */
 int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struct cg_artifact *conf,
                   const struct cg_thresholds *t, const struct cg_seq_opts *o, double first_s,
                   cg_seq_measure_fn measure, void *ctx, struct cg_seq *s, struct cg_err *err);
