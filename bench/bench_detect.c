@@ -12,13 +12,14 @@
  * the decisions asked for from it; the others go on. --save DIR keeps the pools (artifacts and
  * per-run seconds), --load DIR evaluates recorded pools again without running anything.
  *
- * Decisions. Each rule walks the pools from their start and forms decisions from disjoint runs,
- * in the order they were measured. A/A decision i takes the next `runs` aa runs as its baseline,
- * then its current runs from the aa pool as the rule asks for them (first look, added runs,
- * confirmation). Detection decision i of a level uses the baseline of the rule's A/A decision i
- * and takes its current runs from the level's pool. Within one set (A/A, or one level) no run
- * serves twice, so the decisions are independent as far as the runs are; across sets the
- * baselines are shared. Naive decisions: aa runs 2i and 2i+1 (A/A), aa run i and level run i.
+ * Decisions. Each rule walks the pools from their start, in the order the runs were measured.
+ * A gate decision's baseline is the base_n aa runs measured just before its first current run
+ * (--baseline-age ROUNDS: ending that many rounds earlier), for A/A and detection decisions
+ * alike, so both meet the same drift between baseline and check. A/A decision i takes its
+ * current runs from the aa pool after its baseline, a level's decision i from that level's pool
+ * (first look, added runs, confirmation); first looks within a set never share a run, while
+ * baselines overlap (rolling, as the Action's pooled recordings do) and are shared across sets.
+ * Naive decisions: aa runs 2i and 2i+1 (A/A), aa run i and level run i.
  * Paired decisions ('canary-gate ab': one look, and its default of more pairs while
  * inconclusive): runs measured close together form the pairs (A/A: aa runs 2j and 2j+1; a
  * level: its run r and aa run 3r of the same round), taken in order.
@@ -30,6 +31,7 @@
 #include "detect_pool.h"
 
 #include "artifact.h"
+#include "gate_seq.h"
 #include "paired.h"
 #include "sequential.h"
 #include "thresholds.h"
@@ -56,6 +58,7 @@ struct opts {
     size_t confirm_runs; /* 0: the main command's default */
     size_t skip_rounds;  /* --load: leave out the runs of the first N collection rounds */
     size_t base_runs; /* runs in a gate decision's baseline (default 5 recordings of 'runs') */
+    size_t age;       /* rounds between a gate decision's baseline and its first current run */
     double work[MAX_POOLS];
     size_t n_work;
     double levels[MAX_POOLS]; /* the regressions the --extra-work values stand for, percent */
@@ -76,9 +79,9 @@ struct rule {
 static const struct rule rules[] = {
     {"naive: 1 run vs 1 run, > 10%", true, 0, false, false},
     {"gate, one look (compare)", false, 1, false, false},
-    {"gate, sequential + confirmation (main command)", false, 3, true, false},
-    {"ab: 3 x runs pairs measured together (one look)", false, 1, false, true},
-    {"ab: 3 x runs pairs, up to twice as many while inconclusive (canary-gate ab)", false, 2, false,
+    {"gate, sequential + confirmation (main command)", false, CG_GATE_MAX_RUNS_FACTOR, true, false},
+    {"ab: runs pairs measured together (one look)", false, 1, false, true},
+    {"ab: runs pairs, up to twice as many while inconclusive (canary-gate ab)", false, 2, false,
      true},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
@@ -161,7 +164,8 @@ static unsigned verdict_fail_mask(const struct cg_verdict *v)
     return mask;
 }
 
-/* --confirm-runs (0: the main command's default, 3 x runs), read by gate_decision. */
+/* --confirm-runs (0: the main command's default, CG_GATE_CONFIRM_FACTOR x runs), read by
+ * gate_decision. */
 static size_t confirm_runs_opt;
 
 /* One gate decision: baseline = runs [base_at, base_at + base_n) of the aa pool, current runs
@@ -260,7 +264,7 @@ static int paired_decision(const struct rule *r, const struct cg_thresholds *t,
     struct cg_artifact head;
     struct cg_seq seq;
     struct cg_err err;
-    size_t first = CG_AB_RUNS_FACTOR * (size_t)t->runs;
+    size_t first = (size_t)t->runs;
     double first_s = 0.0;
     int rc = -1;
     cg_artifact_init(&ps->base);
@@ -300,26 +304,31 @@ static void evaluate_paired(const struct rule *r, const struct cg_thresholds *t,
     }
 }
 
-/* Evaluates rule r on the pools: set 0 is A/A, set 1 + l is level l. tallies[set] filled. */
+/* Seconds of runs [at, at + n) of pool p. */
+static double pool_secs(const struct pool *p, size_t at, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += p->secs[at + i];
+    return s;
+}
+
+/* Evaluates rule r on the pools: set 0 is A/A, set 1 + l is level l. tallies[set] filled. A gate
+ * decision's baseline ends `age` collection rounds before its first current run. */
 static void evaluate(const struct rule *r, const struct cg_thresholds *t, const struct pool *pools,
-                     size_t n_pools, size_t base_n, size_t want_aa, size_t want_level,
+                     size_t n_pools, size_t base_n, size_t age, size_t want_aa, size_t want_level,
                      struct tally *tallies)
 {
     const struct pool *aa = &pools[0];
     size_t runs = (size_t)t->runs;
-    size_t cap = aa->a.n_runs + 1;
-    size_t *base_at = malloc(cap * sizeof(*base_at));
     for (size_t k = 0; k < n_pools; k++) {
         double *keep = tallies[k].secs;
         memset(&tallies[k], 0, sizeof(tallies[k]));
         tallies[k].secs = keep;
     }
-    if (base_at == NULL)
-        return;
     struct decision d;
     if (r->paired) {
         evaluate_paired(r, t, pools, n_pools, want_aa, want_level, tallies);
-        free(base_at);
         return;
     }
     if (r->naive) {
@@ -339,38 +348,37 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
                 tally_add(&tallies[k], &d, aa->secs[i]);
             }
         }
-        free(base_at);
         return;
     }
-    /* The baseline of each A/A decision is the base_n aa runs measured just before its current
-     * runs: a rolling baseline, as the Action keeps one (the newest recordings pooled). */
-    /* Decision i's first look starts `runs` after decision i - 1's, so first looks never share
-     * a run; the runs a decision adds or confirms with may be later decisions' first looks (a
-     * decision is the gate's verdict on the runs as they came; neighbours are correlated). */
-    size_t n_base = 0;
+    /* Every gate decision's baseline is base_n aa runs ending `age` rounds before its first
+     * current run (default 0: the aa runs measured just before, a rolling baseline as the Action
+     * keeps one, the newest recordings pooled), so A/A and detection decisions meet the same
+     * drift. A/A decision i's first look starts `runs` after decision i - 1's, so first looks
+     * never share a run; the runs a decision adds or confirms with may be later decisions' first
+     * looks (a decision is the gate's verdict on the runs as they came; neighbours are
+     * correlated). A level's run j was measured in round j, beside aa runs 3j to 3j + 2. */
+    size_t gap = 3 * age;
     while (tallies[0].n < want_aa) {
-        struct stream s = {aa, base_n + n_base * runs};
-        size_t at = s.next - base_n;
+        struct stream s = {aa, base_n + gap + tallies[0].n * runs};
+        size_t at = s.next - gap - base_n;
         if (gate_decision(r, t, aa, at, base_n, &s, &d) != 0)
             break;
-        base_at[n_base++] = at;
-        double bs = 0;
-        for (size_t i = 0; i < base_n; i++)
-            bs += aa->secs[at + i];
-        tally_add(&tallies[0], &d, bs);
+        tally_add(&tallies[0], &d, pool_secs(aa, at, base_n));
     }
     for (size_t k = 1; k < n_pools; k++) {
-        for (size_t i = 0; i < n_base && tallies[k].n < want_level; i++) {
+        for (size_t i = 0; tallies[k].n < want_level; i++) {
             struct stream ls = {&pools[k], i * runs};
-            if (gate_decision(r, t, aa, base_at[i], base_n, &ls, &d) != 0)
+            size_t end = 3 * ls.next;
+            if (ls.next >= pools[k].a.n_runs || end > aa->a.n_runs)
                 break;
-            double bs = 0;
-            for (size_t j = 0; j < base_n; j++)
-                bs += aa->secs[base_at[i] + j];
-            tally_add(&tallies[k], &d, bs);
+            if (end < gap + base_n)
+                continue;
+            size_t at = end - gap - base_n;
+            if (gate_decision(r, t, aa, at, base_n, &ls, &d) != 0)
+                break;
+            tally_add(&tallies[k], &d, pool_secs(aa, at, base_n));
         }
     }
-    free(base_at);
 }
 
 /* ---- report ------------------------------------------------------------------------------ */
@@ -518,6 +526,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->confirm_runs = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--baseline-runs") == 0) {
             o->base_runs = strtoul(argv[++i], NULL, 10);
+        } else if (v != NULL && strcmp(a, "--baseline-age") == 0) {
+            o->age = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--per-level") == 0) {
             o->per_level = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--max-rounds") == 0) {
@@ -531,7 +541,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                     "usage: bench_detect [--quick] [--aa N] [--per-level N] [--work PCT,...]\n"
                     "                    [--levels PCT,...] [--thresholds SPEC] [--save DIR]\n"
                     "                    [--load DIR] [--max-rounds N] [--baseline-runs N]\n"
-                    "                    [--confirm-runs N] [--skip-rounds N]\n");
+                    "                    [--confirm-runs N] [--skip-rounds N] [--baseline-age "
+                    "ROUNDS]\n");
             return -1;
         }
     }
@@ -575,9 +586,16 @@ static void print_header(int argc, char **argv, const struct cg_thresholds *t, c
            t->source, (long long)t->runs, t->metric[CG_M_STEP_TIME_MEAN].max_regression_pct,
            t->metric[CG_M_STEP_TIME_FLOOR].max_regression_pct,
            t->metric[CG_M_STEP_TIME_MEAN].alpha, o->load ? "; recorded pools from --load" : "");
-    printf("* gate baselines: %zu runs each, the aa runs measured just before the decision's own "
-           "(the Action pools its newest %d recordings of %lld runs)\n\n",
-           o->base_runs, CG_BASELINE_RECORDINGS, (long long)t->runs);
+    if (o->age == 0)
+        printf("* gate baselines: %zu aa runs each, those measured just before the decision's "
+               "first current run, for A/A and detection decisions alike (the Action pools its "
+               "newest %d recordings of %lld runs)\n\n",
+               o->base_runs, CG_BASELINE_RECORDINGS, (long long)t->runs);
+    else
+        printf("* gate baselines: %zu aa runs each, ending %zu collection rounds before the "
+               "decision's first current run, for A/A and detection decisions alike (the Action "
+               "pools its newest %d recordings of %lld runs)\n\n",
+               o->base_runs, o->age, CG_BASELINE_RECORDINGS, (long long)t->runs);
 }
 
 /* True when every rule has its decisions (or the pools of set k are marked done). */
@@ -590,7 +608,7 @@ static bool enough(const struct cg_thresholds *t, struct pool *pools, size_t n,
     for (size_t r = 0; r < N_RULES; r++) {
         if (rules[r].paired)
             continue;
-        evaluate(&rules[r], t, pools, n, o->base_runs, o->aa, o->per_level, tl);
+        evaluate(&rules[r], t, pools, n, o->base_runs, o->age, o->aa, o->per_level, tl);
         if (tl[0].n < o->aa) {
             pools[0].done = false;
             all = false;
@@ -598,9 +616,8 @@ static bool enough(const struct cg_thresholds *t, struct pool *pools, size_t n,
         for (size_t k = 1; k < n; k++) {
             if (tl[k].n < o->per_level) {
                 pools[k].done = false;
-                /* A level decision needs an A/A baseline too. */
-                if (tl[0].n <= tl[k].n)
-                    pools[0].done = false;
+                /* A level decision's baseline is the aa runs of its rounds. */
+                pools[0].done = false;
                 all = false;
             }
         }
@@ -662,7 +679,7 @@ static int collect(const struct cg_thresholds *t, struct pool *pools, size_t n,
 
 int main(int argc, char **argv)
 {
-    struct opts o = {"default", NULL, NULL, 200, 100, 0, 0, 0, {0}, 0, {0}, 0, false};
+    struct opts o = {"default", NULL, NULL, 200, 100, 0, 0, 0, 0, {0}, 0, {0}, 0, false};
     struct pool pools[MAX_POOLS];
     struct tally tl[MAX_POOLS];
     struct cg_thresholds t;
@@ -674,7 +691,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_detect: %s\n", err.msg);
         return 2;
     }
-    confirm_runs_opt = o.confirm_runs ? o.confirm_runs : (size_t)(3 * t.runs);
+    confirm_runs_opt = o.confirm_runs ? o.confirm_runs : CG_GATE_CONFIRM_FACTOR * (size_t)t.runs;
     if (o.base_runs == 0)
         o.base_runs = (size_t)(CG_BASELINE_RECORDINGS * t.runs);
     size_t n = o.n_work + 1, want = o.aa > o.per_level ? o.aa : o.per_level;
@@ -710,7 +727,7 @@ int main(int argc, char **argv)
            "runs added in | confirmed / not |\n"
            "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
     for (size_t r = 0; r < N_RULES; r++) {
-        evaluate(&rules[r], &t, pools, n, o.base_runs, o.aa, o.per_level, tl);
+        evaluate(&rules[r], &t, pools, n, o.base_runs, o.age, o.aa, o.per_level, tl);
         for (size_t k = 0; k < n; k++) {
             char set[64];
             if (k == 0)

@@ -1,7 +1,7 @@
 /*
  * cmd_ab: `canary-gate ab --base "CMD ARGS..." [options] [-- HEAD CMD ARGS...]` runs the base and
  * the head canary turn about on this machine (A B B A ...; interleave.c), N runs each (default
- * CG_AB_RUNS_FACTOR x the thresholds' runs), and compares them pair by pair (paired.c: Wilcoxon
+ * the thresholds' runs), and compares them pair by pair (paired.c: Wilcoxon
  * signed-rank on per-pair log ratios, Hodges-Lehmann with Tukey's interval; the floor over the
  * fast runs), with the outputs and exit codes of the main command. While a timing metric is
  * inconclusive it adds pairs, up to --max-runs, with alpha spent over the looks (sequential.h).
@@ -31,7 +31,7 @@ static const char usage_text[] =
     "usage: canary-gate ab --base \"CMD ARGS...\" [options] [-- HEAD CMD ARGS...]\n"
     "\n"
     "Runs the base and the head canary turn about on this machine (A B B A ...), N runs each\n"
-    "(default: 3 x the thresholds' runs, 15 pairs with the default thresholds), so drift falls\n"
+    "(default: the thresholds' runs, 15 pairs with the default thresholds), so drift falls\n"
     "on both alike, and compares run k of each side as a pair for the step time mean, p95 and\n"
     "tokens/sec: Wilcoxon signed-rank test on the per-pair ratios, Hodges-Lehmann change with its\n"
     "interval. The step time floor compares the two sides' fast runs (Mann-Whitney). While a\n"
@@ -271,8 +271,6 @@ int cmd_ab(int argc, char **argv)
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    if (o.m.runs < 0)
-        runs *= CG_AB_RUNS_FACTOR;
     if ((logs[0] = cg_collect_log_path(o.out_base)) == NULL ||
         (logs[1] = cg_collect_log_path(o.out)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");

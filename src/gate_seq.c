@@ -113,14 +113,13 @@ int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
     cg_artifact_init(&conf);
     cg_err_init(&err);
     size_t first = cur->n_runs;
-    o.max_runs = so->max_runs > 0 ? (size_t)so->max_runs : 3 * (size_t)runs;
+    o.max_runs = so->max_runs > 0 ? (size_t)so->max_runs : CG_GATE_MAX_RUNS_FACTOR * (size_t)runs;
     o.batch = (size_t)runs;
     o.budget_s = so->budget_s;
     cg_spend_parse(so->spending, &o.spend);
     o.confirm = !so->no_confirm;
-    /* Three times the first look by default: interference comes in spells that can outlast
-     * a look, and a FAIL blocks a merge (docs/detection.md, bench/RESULTS.md). */
-    o.confirm_runs = so->confirm_runs > 0 ? (size_t)so->confirm_runs : 3 * (size_t)runs;
+    o.confirm_runs =
+        so->confirm_runs > 0 ? (size_t)so->confirm_runs : CG_GATE_CONFIRM_FACTOR * (size_t)runs;
     if (cg_seq_decide(base, cur, &conf, t, &o, first_s, collect_more, col, &s, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         cg_collect_hint(&err, NULL);

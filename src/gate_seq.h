@@ -34,23 +34,30 @@ enum {
         "no-confirm", no_argument, NULL, CG_SOPT_NO_CONFIRM                                        \
     }
 
+/* The main command's defaults, in multiples of the thresholds' runs: the most current runs
+ * (the first look and one batch of as many more), and the fresh runs that confirm a FAIL.
+ * Interference comes in spells that can outlast a look, and a FAIL blocks a merge
+ * (docs/detection.md, bench/RESULTS.md). */
+#define CG_GATE_MAX_RUNS_FACTOR 2
+#define CG_GATE_CONFIRM_FACTOR 2
+
 #define CG_GATE_SEQ_USAGE                                                                          \
     "  --max-runs N           while a metric is inconclusive, add --runs more runs at a time\n"    \
-    "                         up to N (default 3 x --runs; equal to --runs: never add)\n"          \
+    "                         up to N (default 2 x --runs; equal to --runs: never add)\n"          \
     "  --budget SEC           canary time of this side at most (first runs included); a batch\n"   \
     "                         is added only when its estimated time fits\n"                        \
     "  --spending NAME        alpha over the looks: pocock (default), obrien-fleming, "            \
     "bonferroni\n"                                                                                 \
     "  --confirm-runs N       fresh runs that must fail again before a FAIL is reported\n"         \
-    "                         (default: 3 x --runs); their artifact goes beside --out "                \
+    "                         (default: 2 x --runs); their artifact goes beside --out "            \
     "(.confirm.json)\n"                                                                            \
     "  --no-confirm           report a FAIL without confirming it\n"
 
 struct cg_gate_seq_opts {
-    long max_runs;   /* -1: 3 x runs */
+    long max_runs;   /* -1: CG_GATE_MAX_RUNS_FACTOR x runs */
     double budget_s; /* <= 0: none */
     const char *spending;
-    long confirm_runs; /* -1: runs */
+    long confirm_runs; /* -1: CG_GATE_CONFIRM_FACTOR x runs */
     bool no_confirm;
 };
 

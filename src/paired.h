@@ -47,10 +47,6 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out);
  * CG_WSR_EXACT_MAX); NAN outside that range or when memory ran out. */
 double cg_paired_wsr_cdf(size_t n, double w);
 
-/* Pairs 'canary-gate ab' measures at its first look by default: this many times the thresholds'
- * runs; a pair whose two runs met different load says little. */
-#define CG_AB_RUNS_FACTOR 3
-
 /* The verdict of head against base when run i of each side was measured as a pair: computed as
  * cg_verdict_compute does (memory, ops, environment), then the step time mean, p95 and tokens/sec
  * are replaced by the signed-rank test and Hodges-Lehmann interval on the per-pair log ratios of

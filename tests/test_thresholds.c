@@ -27,7 +27,7 @@ static void test_thresholds__builtin_default_is_complete(void **state)
     struct cg_thresholds t;
     struct cg_err err;
     assert_int_equal(cg_thresholds_load(NULL, &t, &err), 0);
-    assert_int_equal(t.runs, 5);
+    assert_int_equal(t.runs, 15);
     assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].max_regression_pct, 5.0, 0);
     assert_float_equal(t.metric[CG_M_PEAK_DEVICE_MEMORY].max_regression_bytes, 16777216.0, 0);
     assert_string_equal(t.source, "built-in default");
@@ -45,7 +45,7 @@ static void test_thresholds__strict_overrides_single_fields(void **state)
     assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].max_regression_pct, 2.0, 0);
     assert_float_equal(t.metric[CG_M_STEP_TIME_MEAN].alpha, 0.05, 0); /* inherited */
     assert_int_equal(t.warmup, 5);                                     /* inherited */
-    assert_int_equal(t.runs, 8);
+    assert_int_equal(t.runs, 30);
     assert_true(t.require_floor); /* inherited */
     char path[] = "/tmp/cg-thr-nofloor.XXXXXX";
     int fd = mkstemp(path);
