@@ -390,6 +390,28 @@ static void test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail(void **state)
     assert_non_null(strstr(md, "**Confirmation:** FAIL confirmed by 5 fresh runs"));
 }
 
+/* Without --max-runs and --confirm-runs the main command adds one batch (up to 2 x --runs) and
+ * confirms a FAIL with 2 x --runs fresh runs (CG_GATE_MAX_RUNS_FACTOR, CG_GATE_CONFIRM_FACTOR). */
+static void test_cmd_aa_ab__gate_defaults_twice_the_runs(void **state)
+{
+    struct cg_workdir *f = *state;
+    record_baseline(f, "4");
+    const char *args[] = {"--baseline", "main.json", "--runs",    "2",  "--out",
+                          "pr.json",    "--json",    "v.json",    "--", CANARY,
+                          "--steps",    "7",         "--step-ms", "12", NULL};
+    assert_int_equal(tool(f, args), 1);
+    assert_int_equal(artifact_runs(f, "pr.json", NULL), 2 * 2);
+    assert_int_equal(artifact_runs(f, "pr.confirm.json", NULL), 2 * 2);
+    cJSON *root = load_json(f, "v.json");
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(root, "sequential");
+    assert_int_equal((int)json_number(seq, "max_runs"), 4);
+    assert_int_equal((int)json_number(seq, "planned_looks"), 2);
+    const cJSON *conf = cJSON_GetObjectItemCaseSensitive(seq, "confirmation");
+    assert_string_equal(json_string(conf, "state"), "confirmed");
+    assert_int_equal((int)json_number(conf, "runs"), 4);
+    cJSON_Delete(root);
+}
+
 static void test_cmd_aa_ab__gate_no_confirm_and_no_added_runs(void **state)
 {
     struct cg_workdir *f = *state;
@@ -440,6 +462,7 @@ int main(void)
         IN_WORKDIR(test_cmd_aa_ab__ab_default_pairs),
         IN_WORKDIR(test_cmd_aa_ab__ab_input_errors),
         IN_WORKDIR(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail),
+        IN_WORKDIR(test_cmd_aa_ab__gate_defaults_twice_the_runs),
         IN_WORKDIR(test_cmd_aa_ab__gate_no_confirm_and_no_added_runs),
         IN_WORKDIR(test_cmd_aa_ab__gate_budget_stops_added_runs),
     };
