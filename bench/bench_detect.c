@@ -19,7 +19,7 @@
  * current runs from the aa pool after its baseline, a level's decision i from that level's pool
  * (first look, added runs, confirmation); first looks within a set never share a run, while
  * baselines overlap (rolling, as the Action's pooled recordings do) and are shared across sets.
- * Naive decisions: aa runs 2i and 2i+1 (A/A), aa run i and level run i.
+ * Naive decisions: aa runs 2i and 2i+1 (A/A), aa run 3i and level run i (the same round).
  * Paired decisions ('canary-gate ab': one look, and its default of more pairs while
  * inconclusive): runs measured close together form the pairs (A/A: aa runs 2j and 2j+1; a
  * level: its run r and aa run 3r of the same round), taken in order.
@@ -80,9 +80,9 @@ static const struct rule rules[] = {
     {"naive: 1 run vs 1 run, > 10%", true, 0, false, false},
     {"gate, one look (compare)", false, 1, false, false},
     {"gate, sequential + confirmation (main command)", false, CG_GATE_MAX_RUNS_FACTOR, true, false},
-    {"ab: runs pairs measured together (one look)", false, 1, false, true},
-    {"ab: runs pairs, up to twice as many while inconclusive (canary-gate ab)", false, 2, false,
-     true},
+    {"ab: `runs` pairs measured together (one look)", false, 1, false, true},
+    {"ab: `runs` pairs, up to twice as many while inconclusive (canary-gate ab)", false,
+     CG_AB_MAX_PAIRS_FACTOR, false, true},
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
@@ -340,12 +340,12 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
         }
         for (size_t k = 1; k < n_pools; k++) {
             const struct pool *p = &pools[k];
-            for (size_t i = 0; i < p->a.n_runs && i < aa->a.n_runs && tallies[k].n < want_level;
+            for (size_t i = 0; i < p->a.n_runs && 3 * i < aa->a.n_runs && tallies[k].n < want_level;
                  i++) {
-                bool fail = run_mean(p, i) > run_mean(aa, i) * (1 + NAIVE_PCT / 100);
+                bool fail = run_mean(p, i) > run_mean(aa, 3 * i) * (1 + NAIVE_PCT / 100);
                 d = (struct decision){fail ? CG_OUT_FAIL : CG_OUT_PASS, 1, p->secs[i], false,
                                       CG_CONFIRM_NOT_NEEDED, fail ? 1u : 0u};
-                tally_add(&tallies[k], &d, aa->secs[i]);
+                tally_add(&tallies[k], &d, aa->secs[3 * i]);
             }
         }
         return;
@@ -528,6 +528,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->base_runs = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--baseline-age") == 0) {
             o->age = strtoul(argv[++i], NULL, 10);
+            if (o->age > 1000000) {
+                fprintf(stderr, "bench_detect: --baseline-age %s: at most 1000000 rounds\n",
+                        argv[i]);
+                return -1;
+            }
         } else if (v != NULL && strcmp(a, "--per-level") == 0) {
             o->per_level = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--max-rounds") == 0) {
@@ -637,8 +642,9 @@ static int collect(const struct cg_thresholds *t, struct pool *pools, size_t n,
     /* Decisions are counted again every 5 rounds (cheap next to the runs, not free). */
     while ((round % 5 != 0 || !enough(t, pools, n, o, tl)) &&
            (o->max_rounds == 0 || round < o->max_rounds)) {
-        /* aa three times (an A/A decision takes about three times the runs of a detection),
-         * the others once, rotating so no pool always runs first. */
+        /* aa three times (an A/A decision takes about three times the runs of a detection, and
+         * a level's baselines are the aa runs of its rounds), the others once, rotating so no
+         * pool always runs first. */
         size_t order[3 * MAX_POOLS], m = 0;
         for (size_t k = 0; k < n; k++) {
             if (k == n / 3 || k == 2 * n / 3)

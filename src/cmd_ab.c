@@ -215,7 +215,8 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
     if (cg_interleave_run(cb, base, ch, head, runs, &err) != 0)
         goto failed;
     struct cg_seq_opts so = {0};
-    so.max_runs = o->seq.max_runs > 0 ? (size_t)o->seq.max_runs : 2 * (size_t)runs;
+    so.max_runs =
+        o->seq.max_runs > 0 ? (size_t)o->seq.max_runs : CG_AB_MAX_PAIRS_FACTOR * (size_t)runs;
     so.batch = (size_t)t->runs;
     so.budget_s = o->seq.budget_s;
     cg_spend_parse(o->seq.spending, &so.spend);

@@ -40,6 +40,8 @@ enum {
  * (docs/detection.md, bench/RESULTS.md). */
 #define CG_GATE_MAX_RUNS_FACTOR 2
 #define CG_GATE_CONFIRM_FACTOR 2
+/* 'canary-gate ab': the most pairs, in multiples of its first look's (the thresholds' runs). */
+#define CG_AB_MAX_PAIRS_FACTOR 2
 
 #define CG_GATE_SEQ_USAGE                                                                          \
     "  --max-runs N           while a metric is inconclusive, add --runs more runs at a time\n"    \
