@@ -510,8 +510,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--quick") == 0) {
             o->quick = true;
-            o->aa = 6;
-            o->per_level = 3;
+            o->aa = 3;
+            o->per_level = 1;
         } else if (v != NULL && strcmp(a, "--thresholds") == 0) {
             o->thresholds = argv[++i];
         } else if (v != NULL && strcmp(a, "--save") == 0) {
