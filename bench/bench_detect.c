@@ -168,21 +168,23 @@ static unsigned verdict_fail_mask(const struct cg_verdict *v)
  * gate_decision. */
 static size_t confirm_runs_opt;
 
-/* One gate decision: baseline = runs [base_at, base_at + base_n) of the aa pool, current runs
- * from s. -1 when a pool ran out (no decision). */
+/* One gate decision: baseline = runs [base_at, base_at + base_n) of the aa pool (their seconds
+ * into *base_s), current runs from s. -1 when a pool ran out (no decision). */
 static int gate_decision(const struct rule *r, const struct cg_thresholds *t, const struct pool *aa,
-                         size_t base_at, size_t base_n, struct stream *s, struct decision *d)
+                         size_t base_at, size_t base_n, struct stream *s, struct decision *d,
+                         double *base_s)
 {
     struct cg_artifact base, cur, conf;
     struct cg_seq seq;
     struct cg_err err;
-    double base_s = 0.0, first_s = 0.0;
+    double first_s = 0.0;
     size_t runs = (size_t)t->runs;
     int rc = -1;
     cg_artifact_init(&base);
     cg_artifact_init(&cur);
     cg_artifact_init(&conf);
-    if (take_at(aa, base_at, base_n, &base, &base_s) != 0 ||
+    *base_s = 0.0;
+    if (take_at(aa, base_at, base_n, &base, base_s) != 0 ||
         take_at(s->p, s->next, runs, &cur, &first_s) != 0)
         goto done;
     s->next += runs;
@@ -304,15 +306,6 @@ static void evaluate_paired(const struct rule *r, const struct cg_thresholds *t,
     }
 }
 
-/* Seconds of runs [at, at + n) of pool p. */
-static double pool_secs(const struct pool *p, size_t at, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += p->secs[at + i];
-    return s;
-}
-
 /* Evaluates rule r on the pools: set 0 is A/A, set 1 + l is level l. tallies[set] filled. A gate
  * decision's baseline ends `age` collection rounds before its first current run. */
 static void evaluate(const struct rule *r, const struct cg_thresholds *t, const struct pool *pools,
@@ -327,6 +320,7 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
         tallies[k].secs = keep;
     }
     struct decision d;
+    double bs;
     if (r->paired) {
         evaluate_paired(r, t, pools, n_pools, want_aa, want_level, tallies);
         return;
@@ -361,9 +355,9 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
     while (tallies[0].n < want_aa) {
         struct stream s = {aa, base_n + gap + tallies[0].n * runs};
         size_t at = s.next - gap - base_n;
-        if (gate_decision(r, t, aa, at, base_n, &s, &d) != 0)
+        if (gate_decision(r, t, aa, at, base_n, &s, &d, &bs) != 0)
             break;
-        tally_add(&tallies[0], &d, pool_secs(aa, at, base_n));
+        tally_add(&tallies[0], &d, bs);
     }
     for (size_t k = 1; k < n_pools; k++) {
         for (size_t i = 0; tallies[k].n < want_level; i++) {
@@ -374,9 +368,9 @@ static void evaluate(const struct rule *r, const struct cg_thresholds *t, const 
             if (end < gap + base_n)
                 continue;
             size_t at = end - gap - base_n;
-            if (gate_decision(r, t, aa, at, base_n, &ls, &d) != 0)
+            if (gate_decision(r, t, aa, at, base_n, &ls, &d, &bs) != 0)
                 break;
-            tally_add(&tallies[k], &d, pool_secs(aa, at, base_n));
+            tally_add(&tallies[k], &d, bs);
         }
     }
 }
@@ -591,16 +585,12 @@ static void print_header(int argc, char **argv, const struct cg_thresholds *t, c
            t->source, (long long)t->runs, t->metric[CG_M_STEP_TIME_MEAN].max_regression_pct,
            t->metric[CG_M_STEP_TIME_FLOOR].max_regression_pct,
            t->metric[CG_M_STEP_TIME_MEAN].alpha, o->load ? "; recorded pools from --load" : "");
-    if (o->age == 0)
-        printf("* gate baselines: %zu aa runs each, those measured just before the decision's "
-               "first current run, for A/A and detection decisions alike (the Action pools its "
-               "newest %d recordings of %lld runs)\n\n",
-               o->base_runs, CG_BASELINE_RECORDINGS, (long long)t->runs);
-    else
-        printf("* gate baselines: %zu aa runs each, ending %zu collection rounds before the "
-               "decision's first current run, for A/A and detection decisions alike (the Action "
-               "pools its newest %d recordings of %lld runs)\n\n",
-               o->base_runs, o->age, CG_BASELINE_RECORDINGS, (long long)t->runs);
+    char when_base[64] = "those measured just before";
+    if (o->age > 0)
+        snprintf(when_base, sizeof(when_base), "ending %zu collection rounds before", o->age);
+    printf("* gate baselines: %zu aa runs each, %s the decision's first current run, for A/A and "
+           "detection decisions alike (the Action pools its newest %d recordings of %lld runs)\n\n",
+           o->base_runs, when_base, CG_BASELINE_RECORDINGS, (long long)t->runs);
 }
 
 /* True when every rule has its decisions (or the pools of set k are marked done). */
