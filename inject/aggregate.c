@@ -139,7 +139,7 @@ size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t
 /* --- steps -------------------------------------------------------------------------------- */
 
 /* The end of step s as records see it: a step still running ends at the delivery horizon. */
-static uint64_t step_end(const struct cg_agg *a, const struct cg_agg_step *s)
+static uint64_t step_until(const struct cg_agg *a, const struct cg_agg_step *s)
 {
     return s->end_ns == UINT64_MAX ? a->now_ns : s->end_ns;
 }
@@ -158,7 +158,7 @@ static void window_refresh(struct cg_agg *a)
         return;
     /* a zero start is never a record's (those are zero-timestamp records) */
     a->win_lo = s->start_ns > 0 ? s->start_ns : 1;
-    uint64_t end = step_end(a, s);
+    uint64_t end = step_until(a, s);
     if (end < a->win_lo)
         return;
     a->win_len = end - a->win_lo + (end < UINT64_MAX ? 1 : 0);
@@ -214,12 +214,12 @@ static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
     if (last < 0)
         return -1;
     const struct cg_agg_step *s = &a->steps[a->hint];
-    if (a->hint <= last && s->start_ns <= t && t <= step_end(a, s))
+    if (a->hint <= last && s->start_ns <= t && t <= step_until(a, s))
         return a->hint; /* records come in bursts from one step */
     int64_t found = -1;
     s = &a->steps[last];
     if (t >= s->start_ns) {
-        found = t <= step_end(a, s) ? last : -1;
+        found = t <= step_until(a, s) ? last : -1;
     } else {
         int64_t lo = 0, hi = last; /* find the last step with start <= t */
         while (lo < hi) {
@@ -230,7 +230,7 @@ static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
                 hi = mid - 1;
         }
         s = &a->steps[lo];
-        if (s->start_ns <= t && t <= step_end(a, s))
+        if (s->start_ns <= t && t <= step_until(a, s))
             found = lo;
     }
     if (found >= 0 && move_hint && a->hint != found) {
