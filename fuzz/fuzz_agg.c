@@ -5,9 +5,12 @@
  *
  * The input is byte code: begin or end a step, let time pass, deliver a record (its start may lie
  * in the past, as CUPTI delivers buffers late) one by one or in a batch (cg_agg_records), settle;
- * the first byte chooses the warm-up and the steps traced. The harness keeps every record and
- * recomputes from scratch what the streaming aggregation must give: per-op calls and time of
- * post-warm-up steps, each step's GPU busy time (the union of kernel intervals inside the step),
+ * the first byte chooses the warm-up, the steps traced, and whether the measured window ends
+ * (cg_agg_measure) and records are delivered with a horizon (cg_agg_now, the time of delivery;
+ * then some kernels are stamped in a far later clock, as without the timestamp callback). The
+ * harness keeps every record and recomputes from scratch what the streaming aggregation must
+ * give: per-op calls and time of the measured steps, how many timed records fell inside and
+ * outside every step, each step's GPU busy time (the union of kernel intervals inside the step),
  * and each device's peak memory. Busy time never exceeds the step's length; it is exact while the
  * interval ring never filled and nothing was settled early; memory peaks are exact when no event
  * arrived later than what was applied; trace events stay within their cap.
@@ -60,6 +63,8 @@ struct model {
     struct memev mem[MAX_EVENTS];
     size_t n_mem;
     int64_t fed;
+    int64_t timed; /* kernels, copies and sets fed, bad timestamps included */
+    bool horizon;  /* deliveries say when they happen (cg_agg_now) */
     size_t kernels;
     bool settled_early;
     bool batching;
@@ -71,8 +76,11 @@ struct model {
 /* Hands over the records held for a batch. */
 static void flush(struct model *m)
 {
-    if (m->n_batch > 0)
+    if (m->n_batch > 0) {
+        if (m->horizon)
+            cg_agg_now(&m->agg, m->now);
         cg_agg_records(&m->agg, m->batch_ptrs, m->n_batch);
+    }
     m->n_batch = 0;
 }
 
@@ -81,6 +89,8 @@ static void feed(struct model *m, const union record *rec)
 {
     m->fed++;
     if (!m->batching) {
+        if (m->horizon)
+            cg_agg_now(&m->agg, m->now);
         cg_agg_record(&m->agg, &rec->any);
         return;
     }
@@ -137,10 +147,13 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
     case 3: /* a kernel, sometimes with a zero or inverted timestamp */
         r.kernel.kind = (op & 0x10) ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
         r.kernel.name = kernel_names[dur % 5];
+        if (m->horizon && (op & 0xe0) == 0xa0)
+            start = m->now + 1000000000000000ull; /* another clock: after every step */
         r.kernel.start = (op & 0xe0) == 0xe0 ? 0 : start;
         r.kernel.end = (op & 0xe0) == 0xc0 ? start - 1 : start + dur;
         keep(m, r.kernel.start, r.kernel.end, r.kernel.name ? r.kernel.name : "?", CG_AGG_KERNEL);
         m->kernels++;
+        m->timed++;
         feed(m, &r);
         break;
     case 4:
@@ -152,6 +165,7 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
         r.copy.end = start + dur;
         keep(m, r.copy.start, r.copy.end,
              cg_agg_memcpy_name(r.copy.copyKind, r.copy.srcKind, r.copy.dstKind), CG_AGG_MEMCPY);
+        m->timed++;
         feed(m, &r);
         break;
     case 5:
@@ -159,6 +173,7 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
         r.set.start = start;
         r.set.end = start + dur;
         keep(m, r.set.start, r.set.end, "memset", CG_AGG_MEMSET);
+        m->timed++;
         feed(m, &r);
         break;
     case 6: /* device memory: sizes up to 2^40 bytes, timestamps out of order */
@@ -246,14 +261,15 @@ static void check_ops(const struct model *m)
     for (size_t i = 0; i < m->n_recs; i++) {
         const struct rec *r = &m->recs[i];
         int k = step_of(m, r->start);
-        if (k < 0 || k < a->warmup)
+        if (k < 0 || k < a->warmup || k >= a->end_step)
             continue;
         bool first = true;
         int64_t calls = 0, total = 0;
         for (size_t j = 0; j < m->n_recs; j++) {
             const struct rec *q = &m->recs[j];
             int kq = step_of(m, q->start);
-            if (kq < 0 || kq < a->warmup || q->kind != r->kind || strcmp(q->name, r->name) != 0)
+            if (kq < 0 || kq < a->warmup || kq >= a->end_step || q->kind != r->kind ||
+                strcmp(q->name, r->name) != 0)
                 continue;
             if (j < i) {
                 first = false;
@@ -323,6 +339,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CG_FUZZ_CHECK(cg_agg_trace(&m.agg, (setup >> 2) % 4, (setup >> 2) % 4 + (setup >> 4) % 4,
                                    MAX_TRACE) == 0,
                       "trace");
+    if (setup & 0x40) { /* the window ends, and deliveries have a horizon */
+        cg_agg_measure(&m.agg, setup % 3 + 1 + (setup >> 2) % 4);
+        m.horizon = true;
+    }
     for (int i = 0; in.left > 0 && i < MAX_EVENTS; i++)
         one_event(&m, &in);
     step_end(&m);
@@ -334,6 +354,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CG_FUZZ_CHECK(m.agg.records == m.fed, "%lld records counted, %lld fed",
                   (long long)m.agg.records, (long long)m.fed);
     check_ops(&m);
+    int64_t outside = 0;
+    for (size_t i = 0; i < m.n_recs; i++)
+        outside += step_of(&m, m.recs[i].start) < 0;
+    CG_FUZZ_CHECK(m.agg.outside_steps == outside, "%lld records outside every step, expected %lld",
+                  (long long)m.agg.outside_steps, (long long)outside);
+    CG_FUZZ_CHECK(m.agg.inside_steps == (int64_t)m.n_recs - outside,
+                  "%lld records inside a step, expected %lld", (long long)m.agg.inside_steps,
+                  (long long)m.n_recs - outside);
+    CG_FUZZ_CHECK(m.agg.inside_steps + m.agg.outside_steps + m.agg.zero_ts >= m.timed,
+                  "timed records lost");
 
     struct rec kernels[MAX_EVENTS];
     size_t nk = 0;

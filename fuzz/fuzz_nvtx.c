@@ -7,8 +7,12 @@
  * input's byte code says, with names of any bytes (control characters, backslashes, invalid
  * UTF-8, wide characters) and any payload. At the end of an input every open range is closed,
  * and the shard the library wrote must parse: whatever a canary names its ranges, the gate reads
- * it back. The library's sources are compiled in (inject/core.c, nvtx.c, gpu_none.c) so that its
- * per-process state can be cleared between inputs.
+ * it back. Domain handles are the library's own, none (the default domain), or handles it never
+ * gave out (a pointer to the harness's memory, a made-up number, its own tag with an index it
+ * never issued), which must never be dereferenced. The measured window ends after step 3, so the
+ * end of the window ("done") is written in inputs with enough steps. The library's sources are
+ * compiled in (inject/core.c, nvtx.c, gpu_none.c) so that its per-process state can be cleared
+ * between inputs.
  */
 #include "fuzz.h"
 
@@ -80,6 +84,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     atexit(remove_dir); /* runs after the library's own exit handler */
     setenv(CG_ENV_SHARD_DIR, g_dir, 1);
     setenv(CG_ENV_WARMUP, "1", 1);
+    setenv(CG_ENV_STEPS, "3", 1);
     setenv(CG_ENV_TRACE_STEPS, "1:3", 1); /* the trace lines too */
     setenv(CG_ENV_TRACE_MAX_EVENTS, "64", 1);
     unsetenv(CG_ENV_STEP_RANGE);
@@ -112,6 +117,10 @@ static nvtxDomainHandle_t pick_domain(struct state *s)
     uint8_t k = cg_fuzz_u8(&s->in);
     if (k == 0xff)
         return (nvtxDomainHandle_t)(void *)s->name; /* not a handle the library made */
+    if (k == 0xfe)
+        return (nvtxDomainHandle_t)(uintptr_t)0x1234;
+    if (k == 0xfd)
+        return (nvtxDomainHandle_t)(uintptr_t)(CG_DOMAIN_TAG | 0xffffff); /* never issued */
     if (s->n_domains == 0 || k % (s->n_domains + 1) == s->n_domains)
         return NULL;
     return s->domains[k % (s->n_domains + 1)];
@@ -142,6 +151,9 @@ static void attributes(struct state *s, nvtxEventAttributes_t *a)
     case 2:
         a->messageType = NVTX_MESSAGE_TYPE_REGISTERED;
         a->message.registered = s->n_strings ? s->strings[mt % s->n_strings] : NULL;
+        if (mt >= 0xf0) /* a handle the library never gave out */
+            a->message.registered = mt & 1 ? (nvtxStringHandle_t)(void *)s->name
+                                           : (nvtxStringHandle_t)(uintptr_t)(CG_STRING_TAG | mt);
         break;
     case 3: a->messageType = NVTX_MESSAGE_TYPE_ASCII; a->message.ascii = NULL; break;
     default: a->messageType = (int32_t)mt; a->message.ascii = s->name; break;
@@ -256,8 +268,9 @@ static void close_all(struct state *s)
     while (t_stack.overflow > 0) /* pushes past the stack's depth */
         CORE(RangePop, nvtxRangePop_impl_fntype)();
     while (t_stack.depth > 0) {
-        const void *d = t_stack.f[t_stack.depth - 1].domain;
-        CORE2(DomainRangePop, nvtxDomainRangePop_impl_fntype)((nvtxDomainHandle_t)(uintptr_t)d);
+        const struct cg_domain *d = t_stack.f[t_stack.depth - 1].domain;
+        uint64_t h = d == NULL ? 0 : d == &g_foreign_domain ? 0x1234 : d->handle;
+        CORE2(DomainRangePop, nvtxDomainRangePop_impl_fntype)((nvtxDomainHandle_t)(uintptr_t)h);
     }
 }
 
@@ -299,6 +312,19 @@ static void clear_table(struct name_table *t)
     atomic_store(&t->n, 0);
 }
 
+/* Forgets the handles given out (freeing the entries when they are the table's to free). */
+static void clear_handles(struct handle_table *t, bool free_entries)
+{
+    uint32_t n = atomic_load(&t->n);
+    for (uint32_t i = 0; i < n && free_entries; i++)
+        free(atomic_load(&t->chunk[i / CG_HANDLE_CHUNK])[i % CG_HANDLE_CHUNK]);
+    for (size_t c = 0; c < CG_HANDLE_CHUNKS; c++) {
+        free(atomic_load(&t->chunk[c]));
+        atomic_store(&t->chunk[c], NULL);
+    }
+    atomic_store(&t->n, 0);
+}
+
 /* Clears the library's per-process state, as if the next input ran in a new process. */
 static void clear_library(struct state *s)
 {
@@ -319,8 +345,14 @@ static void clear_library(struct state *s)
         free(g_domains);
         g_domains = next;
     }
-    for (size_t i = 0; i < s->n_strings; i++)
-        free((void *)s->strings[i]);
+    atomic_store(&g_foreign_domain.trace_id, 0);
+    clear_handles(&g_domain_handles, false); /* the domains were freed above */
+    clear_handles(&g_string_handles, true);
+    memset(g_unrecorded, 0, sizeof(g_unrecorded));
+    atomic_store(&g_n_unrecorded, 0);
+    atomic_store(&g_unrecorded_written, 0);
+    atomic_store(&g_measured, false);
+    (void)s;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

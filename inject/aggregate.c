@@ -31,6 +31,8 @@ int cg_agg_init(struct cg_agg *a, int64_t warmup)
 {
     memset(a, 0, sizeof(*a));
     a->warmup = warmup;
+    a->end_step = INT64_MAX;
+    a->now_ns = UINT64_MAX;
     a->last_step = -1;
     a->win_lo = UINT64_MAX;
     a->win_next = UINT64_MAX;
@@ -55,6 +57,24 @@ void cg_agg_release(struct cg_agg *a)
     free(a->pending);
     free(a->trace);
     memset(a, 0, sizeof(*a));
+}
+
+void cg_agg_measure(struct cg_agg *a, int64_t end_step)
+{
+    a->end_step = end_step;
+    window_refresh(a); /* the window step may lie past the end */
+}
+
+void cg_agg_now(struct cg_agg *a, uint64_t now_ns)
+{
+    a->now_ns = now_ns;
+    window_refresh(a);
+}
+
+/* True for the steps whose ops count. */
+static bool counted_step(const struct cg_agg *a, int64_t k)
+{
+    return k >= a->warmup && k < a->end_step;
 }
 
 int cg_agg_trace(struct cg_agg *a, int64_t first, int64_t last, size_t max_events)
@@ -118,6 +138,12 @@ size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t
 
 /* --- steps -------------------------------------------------------------------------------- */
 
+/* The end of step s as records see it: a step still running ends at the delivery horizon. */
+static uint64_t step_until(const struct cg_agg *a, const struct cg_agg_step *s)
+{
+    return s->end_ns == UINT64_MAX ? a->now_ns : s->end_ns;
+}
+
 /* Copies the hint step into the hot path's window (see struct cg_agg). */
 static void window_refresh(struct cg_agg *a)
 {
@@ -132,15 +158,16 @@ static void window_refresh(struct cg_agg *a)
         return;
     /* a zero start is never a record's (those are zero-timestamp records) */
     a->win_lo = s->start_ns > 0 ? s->start_ns : 1;
-    if (s->end_ns < a->win_lo)
+    uint64_t end = step_until(a, s);
+    if (end < a->win_lo)
         return;
-    a->win_len = s->end_ns - a->win_lo + (s->end_ns < UINT64_MAX ? 1 : 0);
+    a->win_len = end - a->win_lo + (end < UINT64_MAX ? 1 : 0);
     for (int64_t k = a->hint + 1; k <= a->last_step; k++)
         if (a->steps[k].start_ns != UINT64_MAX) {
             a->win_next = a->steps[k].start_ns;
             break;
         }
-    a->win_counted = a->hint >= a->warmup;
+    a->win_counted = counted_step(a, a->hint);
 }
 
 int cg_agg_step_begin(struct cg_agg *a, int64_t index, uint64_t start_ns)
@@ -187,12 +214,12 @@ static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
     if (last < 0)
         return -1;
     const struct cg_agg_step *s = &a->steps[a->hint];
-    if (a->hint <= last && s->start_ns <= t && t <= s->end_ns)
+    if (a->hint <= last && s->start_ns <= t && t <= step_until(a, s))
         return a->hint; /* records come in bursts from one step */
     int64_t found = -1;
     s = &a->steps[last];
     if (t >= s->start_ns) {
-        found = t <= s->end_ns ? last : -1;
+        found = t <= step_until(a, s) ? last : -1;
     } else {
         int64_t lo = 0, hi = last; /* find the last step with start <= t */
         while (lo < hi) {
@@ -203,7 +230,7 @@ static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
                 hi = mid - 1;
         }
         s = &a->steps[lo];
-        if (s->start_ns <= t && t <= s->end_ns)
+        if (s->start_ns <= t && t <= step_until(a, s))
             found = lo;
     }
     if (found >= 0 && move_hint && a->hint != found) {
@@ -489,12 +516,13 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
         a->outside_steps++;
         return;
     }
+    a->inside_steps++;
     if (traced_step(a, k)) {
         struct cg_agg_trace_event e = {r->start, r->end, r->name ? r->name : "?", r->bytes,
                                        r->device, r->stream, r->kind};
         trace_add(a, &e);
     }
-    if (k >= a->warmup)
+    if (counted_step(a, k))
         op_count(a, r->name, r->kind, r->end - r->start);
 }
 
@@ -710,6 +738,7 @@ void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t 
             uint64_t start = k->start, end = k->end;
             if (start - a->win_lo < a->win_len && end >= start) { /* in the window step */
                 bool counted = a->win_counted; /* settling in busy_add may move the window */
+                a->inside_steps++;
                 busy_add(a, start, end);
                 if (counted)
                     op_count(a, k->name, CG_AGG_KERNEL, end - start);

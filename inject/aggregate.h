@@ -4,10 +4,14 @@
  * benches feed it synthetic records of the installed cupti.h types.
  *
  * Steps come from NVTX (begin/end in the same CLOCK_MONOTONIC_RAW ns as the records). A record
- * belongs to step k when its start lies in step k's CPU interval [begin, end] (open-ended while
- * the step runs); work outside every step is counted apart and never in an op. Ops (kernels by
- * their CUPTI name pointer, copies by direction and host memory kind, sets) are summed for
- * steps >= warmup only.
+ * belongs to step k when its start lies in step k's CPU interval [begin, end]; while the step
+ * runs, its interval ends at the delivery horizon (cg_agg_now: no record delivered can have
+ * started later, so a record stamped in another clock never lands in the running step); work
+ * outside every step is counted apart and never in an op. Ops (kernels by
+ * their CUPTI name pointer, copies by direction and host memory kind, sets) are summed for the
+ * steps of the measured window only: warmup <= step < the end set by cg_agg_measure (no end by
+ * default). Records inside and outside every step, memory events that came later than what was
+ * applied, and CUPTI's own overhead are counted for the shard's "c" line.
  *
  * GPU busy time is the measure of the union of kernel intervals within each step's interval,
  * computed as records stream in: disjoint intervals are kept sorted in a ring of
@@ -90,6 +94,8 @@ struct cg_agg_trace_event {
 
 struct cg_agg {
     int64_t warmup;
+    int64_t end_step;          /* ops count for steps < end_step (INT64_MAX: no end) */
+    uint64_t now_ns;           /* delivery horizon (UINT64_MAX: none), see cg_agg_now */
     struct cg_agg_step *steps; /* by step index */
     size_t n_steps, cap_steps;
     int64_t last_step;         /* highest index begun, -1 none */
@@ -125,12 +131,20 @@ struct cg_agg {
     int64_t records;           /* records seen */
     int64_t zero_ts;           /* records with a zero or inverted timestamp (skipped) */
     int64_t outside_steps;     /* timed records outside every step */
+    int64_t inside_steps;      /* timed records inside a step (any step, counted or not) */
     int64_t late_mem;          /* memory events older than what was applied */
     int64_t overhead_ns;       /* CUPTI's own overhead records */
 };
 
 /* Sets up an empty aggregation; returns 0 or -1 (no memory). */
 int cg_agg_init(struct cg_agg *a, int64_t warmup);
+
+/* Ops count only for steps before end_step from now on (call before the records come). */
+void cg_agg_measure(struct cg_agg *a, int64_t end_step);
+
+/* The records handed over from now on were delivered at now_ns (the library's clock): none of
+ * them started later, so a running step's interval ends there for them. */
+void cg_agg_now(struct cg_agg *a, uint64_t now_ns);
 
 /* Frees what the aggregation owns. */
 void cg_agg_release(struct cg_agg *a);

@@ -3,13 +3,18 @@
  *
  * The first entry point to run (NVTX or CUDA) starts the library: it reads the launcher's
  * environment, creates this process's shard "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part" and
- * registers an atexit handler and a fork handler. Lines are appended to the .part file as the
- * canary runs (so a canary that dies keeps what it measured); the atexit handler flushes CUPTI,
- * writes the last op totals and an "end" line, and renames the file to ".shard". A forked child
- * that does not exec inherits a disabled library: it writes nothing and its atexit does nothing.
+ * registers an atexit handler and fork handlers. Lines are appended to the .part file as the
+ * canary runs (so a canary that dies keeps what it measured). When the last step of the measured
+ * window ends, "done N" follows the last totals (cg_inject_measured). The atexit handler writes
+ * the last NVTX op totals and an "end" line, and renames the file to ".shard"; it never calls into
+ * CUPTI: it was registered before libcupti was loaded, so it runs after libcupti's own exit-time
+ * destructors, and the GPU side flushes from a handler of its own registered later (cupti.c). A
+ * forked child that does not exec inherits a disabled library: it writes nothing, flushes
+ * nothing (cg_inject_owner compares getpid() with the pid at start) and its atexit does nothing.
  *
  * The shard format is described in src/shard.h and docs/collector.md. Thread-safety: one mutex
- * guards the line buffer and the file; appends happen only with it held.
+ * guards the line buffer and the file; appends happen only with it held (the fork handlers hold
+ * it across fork, so a child never inherits it locked).
  */
 #include "escape.h"
 #include "inject.h"
@@ -33,6 +38,8 @@
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Atomic bool g_active;
 static _Atomic bool g_forked_child;
+static pid_t g_pid; /* the process that started the library */
+static _Atomic bool g_measured;
 static int g_fd = -1;
 static struct cg_inject_config g_config;
 static char g_part_path[PATH_MAX];
@@ -202,11 +209,11 @@ static void trace_config(void)
 
 static void at_exit(void)
 {
-    if (g_forked_child || !g_active)
+    if (g_forked_child || !g_active || !cg_inject_owner())
         return;
-    cg_gpu_flush(true);
     cg_inject_lock();
     cg_nvtx_write_ops();
+    cg_nvtx_write_warnings();
     cg_inject_append_trace_counts();
     cg_inject_append("end\n");
     cg_inject_unlock();
@@ -220,10 +227,42 @@ static void at_exit(void)
     rename(g_part_path, g_final_path);
 }
 
+void cg_inject_write_done(void)
+{
+    cg_inject_lock();
+    cg_nvtx_write_ops();
+    cg_nvtx_write_warnings();
+    cg_inject_append_trace_counts();
+    cg_inject_append("done %lld\n", (long long)g_config.measure_end);
+    cg_inject_unlock();
+}
+
+void cg_inject_measured(void)
+{
+    if (!cg_inject_active() || !cg_inject_owner() || g_config.measure_end == INT64_MAX ||
+        atomic_exchange(&g_measured, true))
+        return;
+    if (!cg_gpu_measured())
+        cg_inject_write_done();
+}
+
+/* The writer lock is held across fork, so neither side inherits it held by a thread that does
+ * not exist in the child. */
+static void at_fork_prepare(void)
+{
+    pthread_mutex_lock(&g_wlock);
+}
+
+static void at_fork_parent(void)
+{
+    pthread_mutex_unlock(&g_wlock);
+}
+
 static void at_fork_child(void)
 {
     g_forked_child = true;
     g_active = false;
+    pthread_mutex_unlock(&g_wlock);
 }
 
 static void start_once(void)
@@ -239,6 +278,10 @@ static void start_once(void)
         return;
     g_config.warmup = 0;
     env_int(CG_ENV_WARMUP, 0, INT32_MAX, &g_config.warmup);
+    g_config.steps = -1;
+    g_config.measure_end = INT64_MAX;
+    if (env_int(CG_ENV_STEPS, 1, INT32_MAX, &g_config.steps))
+        g_config.measure_end = g_config.warmup + g_config.steps;
     const char *cupti = getenv(CG_ENV_CUPTI);
     g_config.cupti = !(cupti != NULL && strcmp(cupti, "0") == 0);
     int64_t mb = 64;
@@ -248,7 +291,8 @@ static void start_once(void)
 
     const char *rank = env_rank("RANK");
     const char *local = env_rank("LOCAL_RANK");
-    long pid = (long)getpid();
+    g_pid = getpid();
+    long pid = (long)g_pid;
     const char *r = rank ? rank : "x";
     const char *l = local ? local : "x";
     n = snprintf(g_part_path, sizeof(g_part_path), "%s/shard-r%s-l%s-p%ld.part", dir, r, l, pid);
@@ -277,7 +321,7 @@ static void start_once(void)
                          (long long)g_config.trace_last);
     cg_inject_unlock();
     atexit(at_exit);
-    pthread_atfork(NULL, NULL, at_fork_child);
+    pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
 }
 
 bool cg_inject_start(void)
@@ -289,6 +333,11 @@ bool cg_inject_start(void)
 bool cg_inject_active(void)
 {
     return g_active && !g_forked_child;
+}
+
+bool cg_inject_owner(void)
+{
+    return !g_forked_child && g_pid != 0 && getpid() == g_pid;
 }
 
 const struct cg_inject_config *cg_inject_config(void)

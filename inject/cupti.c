@@ -2,26 +2,57 @@
  * cupti: the CUDA side of the injection library (InitializeInjection, called by the driver in
  * cuInit when CUDA_INJECTION64_PATH names this library).
  *
- * libcupti is opened here with dlopen, so a process that only uses NVTX never loads it. Start-up
- * order: take the one CUPTI subscriber slot (cuptiSubscribe_v2 names the holder when it is
- * taken), register the CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
- * then enable CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET, MEMORY2, OVERHEAD and DEVICE. When any
- * of this fails (no driver, no GPU, another profiler) CUPTI is left alone, the canary runs
- * unchanged, NVTX steps are still timed, and the shard says "gpu unavailable <reason>".
+ * libcupti is opened here with dlopen, so a process that only uses NVTX never loads it. Which
+ * file: a copy already mapped in the process (dlopen of the soname with RTLD_NOLOAD: PyTorch's
+ * CUDA wheels bring their own, and a second copy would be a second CUPTI), else
+ * CANARY_GATE_CUPTI_PATH, else the toolkit's library found at build time, else the soname; the
+ * shard says which ("cupti HOW PATH"). libcuda is never opened: the driver that called us is
+ * found with RTLD_NOLOAD and its cuDriverGetVersion and context calls are taken from that handle.
+ *
+ * Start-up order: take the one CUPTI subscriber slot (cuptiSubscribe_v2 names the holder when it
+ * is taken), register the CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
+ * enable the required activity kinds (CONCURRENT_KERNEL, MEMCPY, MEMSET, MEMORY2), then the
+ * optional ones (DEVICE, MEMCPY2, OVERHEAD). An optional kind or the timestamp callback that
+ * fails is a "w" line and is skipped. Any other failure (no driver, no GPU, another profiler, a
+ * required kind) disables what was enabled, unsubscribes, leaves the canary unchanged with its
+ * NVTX steps still timed, and the shard says "gpu unavailable <reason>".
+ *
+ * Flushing. cuptiActivityFlushAll is called only (a) on the library's own flush thread, which
+ * is never a CUDA host-function thread or a CUPTI callback thread: step ends and the end of the
+ * measured window hand it a request and return; and (b) in the exit handler, unless the exiting
+ * thread is inside one of our CUPTI buffer callbacks (the thread-local t_in_cupti, set for the
+ * length of each). A forked child never flushes (cg_inject_owner).
+ * At the end of the measured window the flush thread synchronises the context that was current
+ * on the thread that ended the last measured step (cuCtxGetCurrent there, the one CUDA call made
+ * on a canary thread; cuCtxSetCurrent + cuCtxSynchronize on the flush thread, from the driver's
+ * handle), forces a flush, writes the totals and "done N".
+ *
+ * Exit order. Exit handlers run in reverse order of registration, and libcupti registers its
+ * own exit-time destructors when it is loaded (and C++ statics that it builds lazily, when it
+ * builds them). The GPU exit handler (gpu_at_exit: stop the flush thread, forced flush, final
+ * totals) is registered after libcupti is loaded and subscribed, and registered again by the
+ * flush thread after its first flush following a step end and after the end of the measured
+ * window, so it runs before whatever libcupti registered up to then; it runs once (a flag), so
+ * the earlier registrations do nothing. The core's handler, registered before libcupti was
+ * loaded, runs last and never calls into CUPTI.
  *
  * Buffers: CG_BUF_BYTES each, 8-byte aligned, from a free list, at most the configured cap in
  * total; when the cap is reached CUPTI gets no buffer and drops records, which are counted.
- * Records are reduced by aggregate.c under one mutex, in batches of record pointers; results reach the shard as deltas after
- * every completed buffer, at every step end (after a flush) and at exit (forced flush).
- * Threading: CUPTI calls the buffer callbacks on its own thread or inside cuptiActivityFlushAll;
- * lock order is aggregation, then the shard writer. Nothing here prints or exits.
+ * Records are reduced by aggregate.c under one mutex, in batches of record pointers; results
+ * reach the shard as deltas after every completed buffer, after every flush and at exit.
+ * Lock order: aggregation, then the shard writer. Nothing here prints or exits.
  */
+#define _GNU_SOURCE /* dlinfo, struct link_map */
+
 #include "aggregate.h"
 #include "inject.h"
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +65,7 @@
 struct cupti_api {
     CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
                                 CUpti_SubscriberParams *);
+    CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
     CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
                                       CUpti_BuffersCallbackCompleteFunc);
     CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
@@ -46,16 +78,58 @@ struct cupti_api {
     CUptiResult (*result_string)(CUptiResult, const char **);
 };
 
+/* From the libcuda handle already loaded (any may be NULL). */
+struct cuda_api {
+    void *handle;
+    CUresult (*driver_version)(int *);
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_synchronize)(void);
+};
+
+struct activity_kind {
+    CUpti_ActivityKind kind;
+    const char *name;
+    bool required;
+};
+
+static const struct activity_kind g_kinds[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true},
+    {CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", true},
+    {CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", false},
+    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", false},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false},
+};
+#define CG_N_KINDS (sizeof(g_kinds) / sizeof(g_kinds[0]))
+
 static struct cupti_api g_api;
+static struct cuda_api g_cuda;
+static CUpti_SubscriberHandle g_subscriber;
 static _Atomic bool g_running;
+static bool g_collecting; /* records are reduced (guarded by the aggregation lock) */
+static int64_t g_measure_end = INT64_MAX;
 static pthread_mutex_t g_agg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cg_agg g_agg;
 static _Atomic int64_t g_dropped;
 static _Atomic int64_t g_starved; /* buffer requests refused at the cap */
+static int64_t g_starved_written;  /* guarded by the aggregation lock */
 
 static pthread_mutex_t g_buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_free[CG_MAX_BUFFERS];
 static size_t g_n_free, g_n_allocated, g_max_buffers;
+
+/* Depth of CUPTI callbacks into this file on the calling thread. */
+static _Thread_local int t_in_cupti;
+
+/* The flush thread and its requests, guarded by g_work_lock. */
+static pthread_mutex_t g_work_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_work_cond = PTHREAD_COND_INITIALIZER;
+static pthread_t g_worker;
+static bool g_worker_started, g_work_flush, g_work_done, g_work_stop;
+static CUcontext g_done_ctx;
+static _Atomic bool g_exit_flushed;
 
 static const char *result_text(CUptiResult r)
 {
@@ -82,6 +156,7 @@ static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     uint8_t *b = NULL;
+    t_in_cupti++;
     pthread_mutex_lock(&g_buf_lock);
     if (g_n_free > 0) {
         b = g_free[--g_n_free];
@@ -96,6 +171,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *buffer = b;
     *size = b ? CG_BUF_BYTES : 0;
     *max_records = 0;
+    t_in_cupti--;
 }
 
 /* Writes the trace events held since the last call, within the trace's event cap. Called with
@@ -121,7 +197,8 @@ static void write_trace(void)
     a->n_trace = 0;
 }
 
-/* Writes what changed since the last call. Called with the aggregation locked. */
+/* Writes what changed since the last call: op totals, busy time of the steps before the end of
+ * the measured window, peaks, counters. Called with the aggregation locked. */
 static void write_deltas(void)
 {
     struct cg_agg *a = &g_agg;
@@ -138,7 +215,7 @@ static void write_deltas(void)
         o->written_calls = o->calls;
         o->written_ns = o->total_ns;
     }
-    for (size_t i = 0; i < a->n_steps; i++) {
+    for (size_t i = 0; i < a->n_steps && (int64_t)i < g_measure_end; i++) {
         struct cg_agg_step *s = &a->steps[i];
         if (s->busy_ns != s->busy_written) {
             cg_inject_append("b %zu %lld\n", i, (long long)(s->busy_ns - s->busy_written));
@@ -152,8 +229,15 @@ static void write_deltas(void)
             d->written_peak = d->peak;
         }
     }
-    cg_inject_append("c %lld %lld %lld\n", (long long)a->records,
-                     (long long)atomic_load(&g_dropped), (long long)a->zero_ts);
+    static int64_t written[7] = {-1};
+    const int64_t c[7] = {a->records,       atomic_load(&g_dropped), a->zero_ts, a->outside_steps,
+                          a->inside_steps,  a->late_mem,             a->overhead_ns};
+    if (memcmp(c, written, sizeof(c)) != 0) {
+        cg_inject_append("c %lld %lld %lld %lld %lld %lld %lld\n", (long long)c[0], (long long)c[1],
+                         (long long)c[2], (long long)c[3], (long long)c[4], (long long)c[5],
+                         (long long)c[6]);
+        memcpy(written, c, sizeof(c));
+    }
     cg_inject_unlock();
     write_trace();
 }
@@ -175,8 +259,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     CUpti_Activity *rec = NULL;
     const CUpti_Activity *batch[CG_RECORD_BATCH];
     size_t n = 0;
+    t_in_cupti++;
     pthread_mutex_lock(&g_agg_lock);
-    while (valid > 0 && g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    bool collecting = g_collecting; /* false once CUPTI was given up: the buffer is only kept */
+    if (collecting)
+        cg_agg_now(&g_agg, cg_inject_now_ns());
+    while (collecting && valid > 0 && g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
         if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
             device_record(rec);
             continue;
@@ -199,14 +287,133 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         free(buffer);
     pthread_mutex_unlock(&g_buf_lock);
     pthread_mutex_lock(&g_agg_lock);
-    cg_agg_settle(&g_agg, false);
+    if (g_collecting) {
+        cg_agg_settle(&g_agg, false);
+        write_deltas();
+    }
+    pthread_mutex_unlock(&g_agg_lock);
+    t_in_cupti--;
+}
+
+/* Flushes CUPTI with flag (never from a CUPTI callback or a forked child) and writes the
+ * results; final settles everything held. */
+static void gpu_flush(uint32_t flag, bool final)
+{
+    if (t_in_cupti == 0 && cg_inject_owner())
+        g_api.flush_all(flag);
+    pthread_mutex_lock(&g_agg_lock);
+    cg_agg_settle(&g_agg, final);
     write_deltas();
+    int64_t starved = atomic_load(&g_starved);
+    if (final && starved != g_starved_written) {
+        g_starved_written = starved;
+        cg_inject_lock();
+        cg_inject_append("w CUPTI buffer cap reached %lld times: records were dropped "
+                         "(raise " CG_ENV_BUFFER_MB ")\n", (long long)starved);
+        cg_inject_unlock();
+    }
     pthread_mutex_unlock(&g_agg_lock);
 }
 
+/* --- the flush thread ---------------------------------------------------------------------- */
+
+static void gpu_at_exit(void);
+
+/* The end of the measured window: the device synchronised (when the ending thread had a
+ * context), a forced flush, everything settled and written, then "done". */
+static void finish_measurement(CUcontext ctx)
+{
+    if (ctx != NULL && g_cuda.ctx_set_current != NULL && g_cuda.ctx_synchronize != NULL &&
+        g_cuda.ctx_set_current(ctx) == CUDA_SUCCESS) {
+        g_cuda.ctx_synchronize();
+        g_cuda.ctx_set_current(NULL);
+    }
+    gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
+    cg_inject_write_done();
+}
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    bool flushed_once = false;
+    pthread_mutex_lock(&g_work_lock);
+    for (;;) {
+        while (!g_work_flush && !g_work_done && !g_work_stop)
+            pthread_cond_wait(&g_work_cond, &g_work_lock);
+        bool flush = g_work_flush, done = g_work_done;
+        CUcontext ctx = g_done_ctx;
+        g_work_flush = g_work_done = false;
+        if (!flush && !done)
+            break; /* stopped, nothing left to do */
+        pthread_mutex_unlock(&g_work_lock);
+        if (done) {
+            finish_measurement(ctx);
+            atexit(gpu_at_exit); /* after whatever CUPTI registered up to now (see the top) */
+        } else {
+            gpu_flush(0, false);
+            if (!flushed_once)
+                atexit(gpu_at_exit);
+            flushed_once = true;
+        }
+        pthread_mutex_lock(&g_work_lock);
+    }
+    pthread_mutex_unlock(&g_work_lock);
+    return NULL;
+}
+
+/* Starts the flush thread with every signal blocked (signals stay the canary's). */
+static bool worker_start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    g_worker_started = pthread_create(&g_worker, NULL, worker_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return g_worker_started;
+}
+
+static void worker_request(bool done, CUcontext ctx)
+{
+    pthread_mutex_lock(&g_work_lock);
+    if (done) {
+        g_work_done = true;
+        g_done_ctx = ctx;
+    } else {
+        g_work_flush = true;
+    }
+    pthread_cond_signal(&g_work_cond);
+    pthread_mutex_unlock(&g_work_lock);
+}
+
+/* Lets the flush thread finish what it was asked (the end of the window included) and waits. */
+static void worker_stop(void)
+{
+    if (!g_worker_started)
+        return;
+    pthread_mutex_lock(&g_work_lock);
+    g_work_stop = true;
+    g_work_flush = false;
+    pthread_cond_signal(&g_work_cond);
+    pthread_mutex_unlock(&g_work_lock);
+    pthread_join(g_worker, NULL);
+    g_worker_started = false;
+}
+
+/* Registered after libcupti is loaded and subscribed, and again later (see the top); runs once,
+ * in the process that started the library. */
+static void gpu_at_exit(void)
+{
+    if (!atomic_load(&g_running) || !cg_inject_owner() || atomic_exchange(&g_exit_flushed, true))
+        return;
+    worker_stop();
+    gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
+}
+
+/* --- what nvtx.c and core.c call ----------------------------------------------------------- */
+
 void cg_gpu_step_begin(int64_t index, uint64_t start_ns)
 {
-    if (!atomic_load_explicit(&g_running, memory_order_relaxed))
+    if (!atomic_load_explicit(&g_running, memory_order_relaxed) || !cg_inject_owner())
         return;
     pthread_mutex_lock(&g_agg_lock);
     cg_agg_step_begin(&g_agg, index, start_ns);
@@ -215,30 +422,27 @@ void cg_gpu_step_begin(int64_t index, uint64_t start_ns)
 
 void cg_gpu_step_end(int64_t index, uint64_t end_ns)
 {
-    if (!atomic_load_explicit(&g_running, memory_order_relaxed))
+    if (!atomic_load_explicit(&g_running, memory_order_relaxed) || !cg_inject_owner())
         return;
     pthread_mutex_lock(&g_agg_lock);
     cg_agg_step_end(&g_agg, index, end_ns);
     pthread_mutex_unlock(&g_agg_lock);
-    g_api.flush_all(0);
+    worker_request(false, NULL);
 }
 
-void cg_gpu_flush(bool forced)
+bool cg_gpu_measured(void)
 {
-    if (!atomic_load(&g_running))
-        return;
-    g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-    pthread_mutex_lock(&g_agg_lock);
-    cg_agg_settle(&g_agg, forced);
-    write_deltas();
-    if (forced && atomic_load(&g_starved) > 0) {
-        cg_inject_lock();
-        cg_inject_append("w CUPTI buffer cap reached %lld times: records were dropped "
-                         "(raise " CG_ENV_BUFFER_MB ")\n", (long long)atomic_load(&g_starved));
-        cg_inject_unlock();
-    }
-    pthread_mutex_unlock(&g_agg_lock);
+    if (!atomic_load(&g_running) || !cg_inject_owner() || atomic_load(&g_exit_flushed))
+        return false;
+    CUcontext ctx = NULL;
+    if (t_in_cupti == 0 && g_cuda.ctx_get_current != NULL &&
+        g_cuda.ctx_get_current(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    worker_request(true, ctx);
+    return true;
 }
+
+/* --- start --------------------------------------------------------------------------------- */
 
 static void unavailable(const char *what, const char *detail)
 {
@@ -253,62 +457,200 @@ static void unavailable(const char *what, const char *detail)
     cg_inject_unlock();
 }
 
-#define LOAD(field, sym)                                                                         \
-    do {                                                                                         \
-        void *p_ = dlsym(h, sym);                                                                \
-        if (p_ == NULL)                                                                          \
-            return sym;                                                                          \
-        memcpy(&g_api.field, &p_, sizeof(p_));                                                   \
-    } while (0)
-
-/* Opens libcupti and resolves the API; returns NULL, or the name of what is missing. */
-static const char *load_cupti(void)
+/* "w WHAT: DETAIL" */
+static void warn(const char *what, const char *detail)
 {
-    static const char *const paths[] = {CG_CUPTI_PATH, "libcupti.so.13", "libcupti.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && h == NULL; i++)
-        h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL)
-        return "libcupti";
-    LOAD(result_string, "cuptiGetResultString");
-    LOAD(subscribe_v2, "cuptiSubscribe_v2");
-    LOAD(register_callbacks, "cuptiActivityRegisterCallbacks");
-    LOAD(register_timestamp, "cuptiActivityRegisterTimestampCallback");
-    LOAD(enable, "cuptiActivityEnable");
-    LOAD(disable, "cuptiActivityDisable");
-    LOAD(flush_all, "cuptiActivityFlushAll");
-    LOAD(flush_period, "cuptiActivityFlushPeriod");
-    LOAD(next_record, "cuptiActivityGetNextRecord");
-    LOAD(dropped, "cuptiActivityGetNumDroppedRecords");
+    cg_inject_lock();
+    cg_inject_append("w ");
+    cg_inject_append_name(what);
+    cg_inject_append_name(": ");
+    cg_inject_append_name(detail != NULL ? detail : "unknown error");
+    cg_inject_append("\n");
+    cg_inject_unlock();
+}
+
+/* Opens libcupti (see the top); *how says which way, for the "cupti" line. */
+static void *open_cupti(const char **how)
+{
+    void *h = dlopen(CG_CUPTI_SONAME, RTLD_NOW | RTLD_NOLOAD);
+    if (h != NULL) {
+        *how = "loaded";
+        return h;
+    }
+    const char *env = getenv(CG_ENV_CUPTI_PATH);
+    if (env != NULL && *env != '\0') {
+        h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (h != NULL) {
+            *how = "env";
+            return h;
+        }
+        warn(CG_ENV_CUPTI_PATH " cannot be loaded", dlerror());
+    }
+    h = dlopen(CG_CUPTI_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (h != NULL) {
+        *how = "configured";
+        return h;
+    }
+    h = dlopen(CG_CUPTI_SONAME, RTLD_NOW | RTLD_LOCAL);
+    *how = "soname";
+    return h;
+}
+
+/* "cupti HOW PATH", PATH the file behind the handle with links resolved. */
+static void record_cupti(void *h, const char *how)
+{
+    struct link_map *lm = NULL;
+    char real[PATH_MAX];
+    const char *path = "?";
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name != NULL &&
+        lm->l_name[0] != '\0')
+        path = realpath(lm->l_name, real) != NULL ? real : lm->l_name;
+    cg_inject_lock();
+    cg_inject_append("cupti %s ", how);
+    cg_inject_append_name(path);
+    cg_inject_append("\n");
+    cg_inject_unlock();
+}
+
+/* Stores dlsym(h, sym) into the function pointer at fn (POSIX: a data pointer converts). */
+static bool resolve(void *h, const char *sym, void *fn, size_t size)
+{
+    void *p = dlsym(h, sym);
+    if (p == NULL)
+        return false;
+    memcpy(fn, &p, size);
+    return true;
+}
+
+#define RESOLVE(h, field, sym) resolve(h, sym, &(field), sizeof(field))
+
+/* Resolves the CUPTI API; returns NULL, or the name of what is missing. */
+static const char *resolve_cupti(void *h)
+{
+    if (!RESOLVE(h, g_api.result_string, "cuptiGetResultString"))
+        return "cuptiGetResultString";
+    if (!RESOLVE(h, g_api.subscribe_v2, "cuptiSubscribe_v2"))
+        return "cuptiSubscribe_v2";
+    if (!RESOLVE(h, g_api.unsubscribe, "cuptiUnsubscribe"))
+        return "cuptiUnsubscribe";
+    if (!RESOLVE(h, g_api.register_callbacks, "cuptiActivityRegisterCallbacks"))
+        return "cuptiActivityRegisterCallbacks";
+    if (!RESOLVE(h, g_api.register_timestamp, "cuptiActivityRegisterTimestampCallback"))
+        return "cuptiActivityRegisterTimestampCallback";
+    if (!RESOLVE(h, g_api.enable, "cuptiActivityEnable"))
+        return "cuptiActivityEnable";
+    if (!RESOLVE(h, g_api.disable, "cuptiActivityDisable"))
+        return "cuptiActivityDisable";
+    if (!RESOLVE(h, g_api.flush_all, "cuptiActivityFlushAll"))
+        return "cuptiActivityFlushAll";
+    if (!RESOLVE(h, g_api.flush_period, "cuptiActivityFlushPeriod"))
+        return "cuptiActivityFlushPeriod";
+    if (!RESOLVE(h, g_api.next_record, "cuptiActivityGetNextRecord"))
+        return "cuptiActivityGetNextRecord";
+    if (!RESOLVE(h, g_api.dropped, "cuptiActivityGetNumDroppedRecords"))
+        return "cuptiActivityGetNumDroppedRecords";
     return NULL;
+}
+
+/* The CUDA driver already in the process (it calls InitializeInjection from cuInit); its
+ * handle is kept for the process's life. */
+static void load_cuda(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL)
+        return;
+    g_cuda.handle = h;
+    RESOLVE(h, g_cuda.driver_version, "cuDriverGetVersion");
+    RESOLVE(h, g_cuda.ctx_get_current, "cuCtxGetCurrent");
+    RESOLVE(h, g_cuda.ctx_set_current, "cuCtxSetCurrent");
+    RESOLVE(h, g_cuda.ctx_synchronize, "cuCtxSynchronize");
 }
 
 static void record_cuda_version(void)
 {
-    int (*get)(int *) = NULL;
-    void *sym = dlsym(RTLD_DEFAULT, "cuDriverGetVersion");
     int v = 0;
-    memcpy(&get, &sym, sizeof(get));
-    if (get == NULL || get(&v) != 0 || v <= 0)
+    if (g_cuda.driver_version == NULL || g_cuda.driver_version(&v) != CUDA_SUCCESS || v <= 0)
         return;
     cg_inject_lock();
     cg_inject_append("cuda %d.%d\n", v / 1000, (v % 1000) / 10);
     cg_inject_unlock();
 }
 
+/* A fatal failure after the subscription: disables the kinds enabled (enabled[i] for
+ * g_kinds[i]), gives the subscriber slot back, stops reducing records and says why. */
+static void give_up(const bool *enabled, const char *what, const char *detail)
+{
+    for (size_t i = CG_N_KINDS; i-- > 0;)
+        if (enabled[i])
+            g_api.disable(g_kinds[i].kind);
+    g_api.unsubscribe(g_subscriber);
+    g_subscriber = NULL;
+    pthread_mutex_lock(&g_agg_lock);
+    g_collecting = false;
+    cg_agg_release(&g_agg);
+    pthread_mutex_unlock(&g_agg_lock);
+    unavailable(what, detail);
+}
+
+/* After the subscription: the clock, the buffers, the activity kinds, the flush thread. Returns
+ * false when it gave up (and said why). */
+static bool start_activity(void)
+{
+    bool enabled[CG_N_KINDS] = {false};
+    char what[128];
+    CUptiResult r = g_api.register_timestamp(timestamp_cb);
+    if (r != CUPTI_SUCCESS)
+        warn("CUPTI timestamp callback refused (GPU records keep CUPTI's own clock)",
+             result_text(r));
+    pthread_mutex_lock(&g_agg_lock);
+    g_collecting = true;
+    pthread_mutex_unlock(&g_agg_lock);
+    if ((r = g_api.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
+        give_up(enabled, "CUPTI cannot start", result_text(r));
+        return false;
+    }
+    for (size_t i = 0; i < CG_N_KINDS; i++) {
+        r = g_api.enable(g_kinds[i].kind);
+        if (r == CUPTI_SUCCESS) {
+            enabled[i] = true;
+            continue;
+        }
+        int n = snprintf(what, sizeof(what), "CUPTI activity kind %s %s", g_kinds[i].name,
+                         g_kinds[i].required ? "cannot be enabled" : "unavailable");
+        if (n < 0 || (size_t)n >= sizeof(what))
+            what[0] = '\0';
+        if (g_kinds[i].required) {
+            give_up(enabled, what, result_text(r));
+            return false;
+        }
+        warn(what, result_text(r));
+    }
+    if ((r = g_api.flush_period(1000)) != CUPTI_SUCCESS)
+        warn("CUPTI flush period refused (records arrive at step ends)", result_text(r));
+    if (!worker_start()) {
+        give_up(enabled, "cannot start the library's flush thread", NULL);
+        return false;
+    }
+    return true;
+}
+
 static void start_cupti(void)
 {
-    static const CUpti_ActivityKind kinds[] = {
-        CUPTI_ACTIVITY_KIND_DEVICE,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-        CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMCPY2,
-        CUPTI_ACTIVITY_KIND_MEMSET,  CUPTI_ACTIVITY_KIND_MEMORY2,
-        CUPTI_ACTIVITY_KIND_OVERHEAD};
     const struct cg_inject_config *cfg = cg_inject_config();
     if (!cfg->cupti) {
         unavailable("CUPTI disabled (" CG_ENV_CUPTI "=0)", NULL);
         return;
     }
-    const char *missing = load_cupti();
+    g_measure_end = cfg->measure_end;
+    load_cuda();
+    const char *how = NULL;
+    void *h = open_cupti(&how);
+    if (h == NULL) {
+        unavailable("cannot load libcupti", dlerror());
+        return;
+    }
+    record_cupti(h, how);
+    const char *missing = resolve_cupti(h);
     if (missing != NULL) {
         unavailable("cannot load libcupti", missing);
         return;
@@ -316,16 +658,17 @@ static void start_cupti(void)
     if (cg_agg_init(&g_agg, cfg->warmup) != 0 ||
         (cfg->trace_first >= 0 && cg_agg_trace(&g_agg, cfg->trace_first, cfg->trace_last,
                                                (size_t)cfg->trace_max_events) != 0)) {
+        cg_agg_release(&g_agg);
         unavailable("out of memory", NULL);
         return;
     }
+    cg_agg_measure(&g_agg, cfg->measure_end);
     g_max_buffers = (size_t)(cfg->buffer_cap_bytes / (int64_t)CG_BUF_BYTES);
     if (g_max_buffers < 1)
         g_max_buffers = 1;
     if (g_max_buffers > CG_MAX_BUFFERS)
         g_max_buffers = CG_MAX_BUFFERS;
 
-    CUpti_SubscriberHandle sub = NULL;
     char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
     CUpti_SubscriberParams params;
     memset(&params, 0, sizeof(params));
@@ -333,36 +676,22 @@ static void start_cupti(void)
     params.subscriberName = "canary-gate";
     params.oldSubscriberName = holder;
     params.oldSubscriberSize = sizeof(holder);
-    CUptiResult r = g_api.subscribe_v2(&sub, subscriber_cb, NULL, &params);
-    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-        unavailable("another profiler holds the CUPTI subscriber slot",
-                    holder[0] ? holder : "unknown tool");
-        return;
-    }
+    CUptiResult r = g_api.subscribe_v2(&g_subscriber, subscriber_cb, NULL, &params);
     if (r != CUPTI_SUCCESS) {
-        /* the driver calls us from cuInit, so libcuda is loaded unless we were called by hand */
-        void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        unavailable(drv ? "CUPTI cannot start" : "no CUDA driver loaded; CUPTI cannot start",
-                    result_text(r));
-        if (drv != NULL)
-            dlclose(drv);
+        cg_agg_release(&g_agg);
+        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+            unavailable("another profiler holds the CUPTI subscriber slot",
+                        holder[0] ? holder : "unknown tool");
+        else /* the driver calls us from cuInit, so it is loaded unless we were called by hand */
+            unavailable(g_cuda.handle ? "CUPTI cannot start"
+                                      : "no CUDA driver loaded; CUPTI cannot start",
+                        result_text(r));
         return;
     }
-    if ((r = g_api.register_timestamp(timestamp_cb)) != CUPTI_SUCCESS ||
-        (r = g_api.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
-        unavailable("CUPTI cannot start", result_text(r));
+    if (!start_activity())
         return;
-    }
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        if ((r = g_api.enable(kinds[i])) != CUPTI_SUCCESS) {
-            for (size_t j = 0; j < i; j++)
-                g_api.disable(kinds[j]);
-            unavailable("CUPTI cannot enable activity tracing", result_text(r));
-            return;
-        }
-    }
-    g_api.flush_period(1000);
     atomic_store(&g_running, true);
+    atexit(gpu_at_exit); /* after libcupti's load-time destructors: runs before them */
     cg_inject_lock();
     cg_inject_append("gpu ok\n");
     cg_inject_unlock();

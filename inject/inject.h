@@ -3,8 +3,13 @@
  *
  * The library is loaded into the canary process by NVTX (NVTX_INJECTION64_PATH) and by the CUDA
  * driver (CUDA_INJECTION64_PATH). core.c owns the per-process lifecycle (environment, shard file,
- * atexit, fork) and the shard writer; nvtx.c turns NVTX ranges into steps and range ops; cupti.c
- * turns CUPTI activity records into kernel/copy ops, GPU busy time and peak memory.
+ * atexit, fork, the end of the measured window) and the shard writer; nvtx.c turns NVTX ranges
+ * into steps and range ops; cupti.c turns CUPTI activity records into kernel/copy ops, GPU busy
+ * time and peak memory.
+ *
+ * The measured window: steps [warmup, warmup + steps) of a process (CANARY_GATE_WARMUP,
+ * CANARY_GATE_STEPS). Ops and GPU busy time are counted only inside it; when its last step ends,
+ * the library writes the last totals and "done N" (cg_inject_measured).
  *
  * Times are CLOCK_MONOTONIC_RAW nanoseconds (the clock CUPTI is told to use too). Everything here
  * is thread-safe. Nothing in the library prints, exits, or touches the canary's stdout; every
@@ -24,6 +29,8 @@
 #define CG_ENV_SHARD_DIR "CANARY_GATE_SHARD_DIR"
 #define CG_ENV_STEP_RANGE "CANARY_GATE_STEP_RANGE"
 #define CG_ENV_WARMUP "CANARY_GATE_WARMUP"
+#define CG_ENV_STEPS "CANARY_GATE_STEPS" /* measured steps per process, >= 1; absent: no bound */
+#define CG_ENV_CUPTI_PATH "CANARY_GATE_CUPTI_PATH" /* libcupti to open unless one is loaded */
 #define CG_ENV_CUPTI "CANARY_GATE_CUPTI"
 #define CG_ENV_BUFFER_MB "CANARY_GATE_CUPTI_BUFFER_MB"
 #define CG_ENV_TRACE_STEPS "CANARY_GATE_TRACE_STEPS"           /* "A:B", measured steps */
@@ -42,6 +49,8 @@ static inline uint64_t cg_inject_now_ns(void)
 struct cg_inject_config {
     char step_range[256]; /* NVTX range name that marks a step */
     int64_t warmup;       /* steps whose ops are not counted */
+    int64_t steps;        /* measured steps, -1 when CANARY_GATE_STEPS is absent or invalid */
+    int64_t measure_end;  /* warmup + steps: the first step after the window; INT64_MAX: none */
     bool cupti;           /* CUPTI may be started (CANARY_GATE_CUPTI != "0") */
     int64_t buffer_cap_bytes;
     /* Trace: raw step indices (warm-up included) first..last, -1 when not tracing; at most
@@ -56,6 +65,11 @@ bool cg_inject_start(void);
 
 /* True when started, the shard is open, and this is not a forked child of the started process. */
 bool cg_inject_active(void);
+
+/* True when the calling process is the one that started the library (getpid() is the pid at
+ * start). Every flush path checks it: a child forked without exec never flushes its parent's
+ * state, whether or not the fork handlers ran. */
+bool cg_inject_owner(void);
 
 /* The settings; valid after cg_inject_start returned true. */
 const struct cg_inject_config *cg_inject_config(void);
@@ -82,12 +96,24 @@ void cg_inject_trace_dropped(int64_t n);
 /* Appends "tx EVENTS DROPPED". Call with the writer locked. */
 void cg_inject_append_trace_counts(void);
 
-/* NVTX step events, for the GPU side (cupti.c; no-ops when CUPTI is not running). */
+/* The last measured step ended (called once per process, by nvtx.c, on the thread that ended
+ * it): the GPU side finishes first when it runs, then "done N" is written (cg_inject_write_done). */
+void cg_inject_measured(void);
+/* Writes the NVTX op totals, the op table warning, the trace counts and "done N" (N = warmup +
+ * steps). Takes the writer lock itself. */
+void cg_inject_write_done(void);
+
+/* NVTX step events, for the GPU side (cupti.c; no-ops when CUPTI is not running). Never flush
+ * CUPTI on the calling thread. */
 void cg_gpu_step_begin(int64_t index, uint64_t start_ns);
 void cg_gpu_step_end(int64_t index, uint64_t end_ns);
-/* Delivers buffered CUPTI records and writes their results; forced at exit. */
-void cg_gpu_flush(bool forced);
+/* The measured window is complete. Returns true when the GPU side runs and will call
+ * cg_inject_write_done itself once its last records are written (device synchronised and CUPTI
+ * flushed on the library's own thread); false when the caller writes "done" now. */
+bool cg_gpu_measured(void);
 /* Writes the ops recorded by NVTX whose totals changed since the last call. Writer locked. */
 void cg_nvtx_write_ops(void);
+/* Writes "w op table full: ..." when range names could not be recorded. Writer locked. */
+void cg_nvtx_write_warnings(void);
 
 #endif

@@ -8,8 +8,17 @@
  *
  * A range of the default domain whose name is the step name (CANARY_GATE_STEP_RANGE, "step") is a
  * step; its integer payload is the step's token count. Every other range that begins while a
- * post-warm-up step is open, on any thread, is an op of kind "range" ("<domain>:<name>" outside the
- * default domain). Step ends are appended to the shard at once, with the op totals that changed.
+ * step of the measured window (warm-up..warm-up + CANARY_GATE_STEPS) is open, on any thread, is an
+ * op of kind "range" ("<domain>:<name>" outside the default domain). Step ends are appended to
+ * the shard at once, with the op totals that changed; the end of the window's last step calls
+ * cg_inject_measured ("done N"). The op table holds CG_OPS_MAX / 4 * 3 names; ranges of further
+ * names are not timed, and the distinct names left out are counted for a "w op table full" line.
+ *
+ * Handles: the domain and registered-string handles this library gives out are numbers (a tag in
+ * the top 16 bits, which no user-space pointer has on the 64-bit platforms CUDA runs on, and an
+ * index into a table the library owns), never pointers. A handle is looked up, never
+ * dereferenced: a handle another tool made, or any made-up value, names the "(unknown domain)"
+ * or the empty string.
  *
  * Loss: a mark of the default domain named "loss" with a floating (or integer) payload, or a mark
  * whose message is "loss=<number>", reports the loss of the step most recently begun; it is
@@ -44,8 +53,14 @@
 #define CG_OPS_MAX 4096 /* power of two; at most 3/4 used */
 #define CG_SE_SLOTS 1024
 #define CG_KEY_MAX 512
-#define CG_DOMAIN_MAGIC 0x63676430u
-#define CG_STRING_MAGIC 0x63677330u
+#define CG_UNRECORDED_MAX 4096 /* power of two; distinct names left out, at most 3/4 counted */
+#define CG_HANDLE_CHUNK 1024
+#define CG_HANDLE_CHUNKS 256
+#define CG_HANDLE_TAG_MASK ((uint64_t)0xffff << 48)
+#define CG_DOMAIN_TAG ((uint64_t)0xc9d0 << 48)
+#define CG_STRING_TAG ((uint64_t)0xc950 << 48)
+
+_Static_assert(sizeof(void *) == 8, "handles carry a tag in the top 16 bits of a 64-bit value");
 
 enum { FRAME_STEP = 1 };
 
@@ -67,15 +82,19 @@ struct tstack {
 };
 
 struct cg_domain {
-    uint32_t magic;
     _Atomic int32_t trace_id; /* its id in "tr" lines, 0 until its first traced range */
     struct cg_domain *next;
-    char name[];
+    uint64_t handle;          /* the handle given out for it */
+    const char *name;         /* stored after the struct, in the same allocation */
 };
 
-struct cg_string {
-    uint32_t magic;
-    char text[];
+/* Handles given out: entry i of a table is chunk[i / CG_HANDLE_CHUNK][i % CG_HANDLE_CHUNK]; the
+ * handle is tag | (i + 1). Lookups take no lock (entries are written before n is published). */
+struct handle_table {
+    void **_Atomic chunk[CG_HANDLE_CHUNKS];
+    _Atomic uint32_t n;
+    pthread_mutex_t lock;
+    uint64_t tag;
 };
 
 struct op {
@@ -107,6 +126,10 @@ static _Thread_local struct tstack t_stack;
 static bool g_on;
 static const char *g_step_name;
 static int64_t g_warmup;
+static int64_t g_measure_end = INT64_MAX;
+static _Atomic uint64_t g_unrecorded[CG_UNRECORDED_MAX]; /* hashes of the names left out */
+static _Atomic int32_t g_n_unrecorded;
+static _Atomic int32_t g_unrecorded_written;
 static _Atomic int64_t g_next_step;
 static _Atomic int64_t g_cur_step = -1;
 static _Atomic int g_open_steps;
@@ -125,6 +148,12 @@ static pthread_mutex_t g_se_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct cg_domain *g_domains;
 static pthread_mutex_t g_domain_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct handle_table g_domain_handles = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                               .tag = CG_DOMAIN_TAG};
+static struct handle_table g_string_handles = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                               .tag = CG_STRING_TAG};
+/* What a domain handle the library did not give out names. */
+static struct cg_domain g_foreign_domain = {.name = "(unknown domain)"};
 
 static uint64_t fnv1a(const char *s)
 {
@@ -166,8 +195,42 @@ static int32_t name_insert(struct name_table *t, const char *key, uint64_t h)
     return found;
 }
 
+/* Counts a name the op table could not take, once per distinct name (by its hash; lock-free).
+ * Past 3/4 of CG_UNRECORDED_MAX distinct names the count stops growing. */
+static void note_unrecorded(uint64_t h)
+{
+    for (uint32_t i = (uint32_t)h & (CG_UNRECORDED_MAX - 1), n = 0; n < CG_UNRECORDED_MAX;
+         i = (i + 1) & (CG_UNRECORDED_MAX - 1), n++) {
+        uint64_t cur = atomic_load_explicit(&g_unrecorded[i], memory_order_relaxed);
+        if (cur == h)
+            return;
+        if (cur != 0)
+            continue;
+        if (atomic_load_explicit(&g_n_unrecorded, memory_order_relaxed) >=
+            CG_UNRECORDED_MAX / 4 * 3)
+            return;
+        uint64_t expected = 0;
+        if (atomic_compare_exchange_strong(&g_unrecorded[i], &expected, h)) {
+            atomic_fetch_add_explicit(&g_n_unrecorded, 1, memory_order_relaxed);
+            return;
+        }
+        if (expected == h)
+            return;
+    }
+}
+
+void cg_nvtx_write_warnings(void)
+{
+    int32_t n = atomic_load_explicit(&g_n_unrecorded, memory_order_relaxed);
+    if (n == 0 || n == atomic_load_explicit(&g_unrecorded_written, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&g_unrecorded_written, n, memory_order_relaxed);
+    cg_inject_append("w op table full: %d %s names not recorded\n", (int)n,
+                     n >= CG_UNRECORDED_MAX / 4 * 3 ? "or more" : "more");
+}
+
 /* The slot of "<domain>:<name>" (or name in the default domain), inserted when new; -1 when
- * the table is full. */
+ * the table is full (counted for the ops table). */
 static int32_t name_lookup(struct name_table *t, const struct cg_domain *d, const char *name)
 {
     char key[CG_KEY_MAX];
@@ -182,11 +245,17 @@ static int32_t name_lookup(struct name_table *t, const struct cg_domain *d, cons
     for (uint32_t i = (uint32_t)h & (CG_OPS_MAX - 1), n = 0; n < CG_OPS_MAX;
          i = (i + 1) & (CG_OPS_MAX - 1), n++) {
         uint64_t cur = atomic_load_explicit(&t->slot[i].hash, memory_order_acquire);
-        if (cur == 0)
-            return name_insert(t, k, h);
+        if (cur == 0) {
+            int32_t got = name_insert(t, k, h);
+            if (got < 0 && t == &g_ops)
+                note_unrecorded(h);
+            return got;
+        }
         if (cur == h && strcmp(t->slot[i].name, k) == 0)
             return (int32_t)i;
     }
+    if (t == &g_ops)
+        note_unrecorded(h);
     return -1;
 }
 
@@ -229,7 +298,7 @@ static void trace_end(const struct frame *f, uint64_t end_ns)
 {
     if (!cg_inject_trace_take())
         return;
-    struct cg_domain *d = (struct cg_domain *)(uintptr_t)f->domain;
+    struct cg_domain *d = (struct cg_domain *)(uintptr_t)f->domain; /* the library's own */
     const char *key = g_trace_names.slot[f->traced - 1].name;
     int32_t dom = 0;
     cg_inject_lock(); /* also orders the domain ids */
@@ -253,6 +322,12 @@ static void trace_end(const struct frame *f, uint64_t end_ns)
     cg_inject_unlock();
 }
 
+/* True for the steps of the measured window, whose ops count. */
+static bool measured_step(int64_t step)
+{
+    return step >= g_warmup && step < g_measure_end;
+}
+
 static void begin_range(struct frame *f, const struct cg_domain *d, const char *name,
                         int64_t tokens)
 {
@@ -273,7 +348,7 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
         if (f->step == g_trace_first)
             atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
     } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0 &&
-               atomic_load_explicit(&g_cur_step, memory_order_relaxed) >= g_warmup) {
+               measured_step(atomic_load_explicit(&g_cur_step, memory_order_relaxed))) {
         f->op = name_lookup(&g_ops, d, name);
         if (f->op >= 0)
             f->start_ns = cg_inject_now_ns();
@@ -309,6 +384,47 @@ static void end_range(const struct frame *f)
         cg_inject_append_trace_counts(); /* kept even if the canary dies later */
         cg_inject_unlock();
     }
+    if ((f->flags & FRAME_STEP) && g_measure_end != INT64_MAX && f->step == g_measure_end - 1)
+        cg_inject_measured(); /* once per process: it keeps its own flag */
+}
+
+/* --- handles ----------------------------------------------------------------------------- */
+
+/* Gives out a handle for entry (the library's own memory); 0 when the table is full. */
+static uint64_t handle_add(struct handle_table *t, void *entry)
+{
+    uint64_t h = 0;
+    pthread_mutex_lock(&t->lock);
+    uint32_t i = atomic_load_explicit(&t->n, memory_order_relaxed);
+    if (i < (uint32_t)CG_HANDLE_CHUNK * CG_HANDLE_CHUNKS) {
+        void **chunk = atomic_load_explicit(&t->chunk[i / CG_HANDLE_CHUNK], memory_order_relaxed);
+        if (chunk == NULL) {
+            chunk = calloc(CG_HANDLE_CHUNK, sizeof(*chunk));
+            if (chunk != NULL)
+                atomic_store_explicit(&t->chunk[i / CG_HANDLE_CHUNK], chunk,
+                                      memory_order_release);
+        }
+        if (chunk != NULL) {
+            chunk[i % CG_HANDLE_CHUNK] = entry;
+            atomic_store_explicit(&t->n, i + 1, memory_order_release);
+            h = t->tag | ((uint64_t)i + 1);
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    return h;
+}
+
+/* The entry of handle h, or NULL when h is not one this table gave out. Reads only the table. */
+static void *handle_get(const struct handle_table *t, const void *h)
+{
+    uint64_t v = (uint64_t)(uintptr_t)h;
+    if ((v & CG_HANDLE_TAG_MASK) != t->tag)
+        return NULL;
+    uint64_t i = (v & ~CG_HANDLE_TAG_MASK) - 1;
+    if (i >= atomic_load_explicit(&t->n, memory_order_acquire))
+        return NULL;
+    void **chunk = atomic_load_explicit(&t->chunk[i / CG_HANDLE_CHUNK], memory_order_acquire);
+    return chunk[i % CG_HANDLE_CHUNK];
 }
 
 /* --- messages and payloads --------------------------------------------------------------- */
@@ -350,8 +466,8 @@ static const char *attr_message(const nvtxEventAttributes_t *a, char *buf, size_
     case NVTX_MESSAGE_TYPE_UNICODE:
         return wide_to_utf8(a->message.unicode, buf, cap);
     case NVTX_MESSAGE_TYPE_REGISTERED: {
-        const struct cg_string *s = (const struct cg_string *)(const void *)a->message.registered;
-        return (s != NULL && s->magic == CG_STRING_MAGIC) ? s->text : "";
+        const char *text = handle_get(&g_string_handles, (const void *)a->message.registered);
+        return text != NULL ? text : "";
     }
     default:
         return "";
@@ -376,10 +492,13 @@ static int64_t attr_tokens(const nvtxEventAttributes_t *a)
     }
 }
 
+/* NULL for the default domain; the foreign domain for a handle the library did not give out. */
 static const struct cg_domain *as_domain(nvtxDomainHandle_t h)
 {
-    const struct cg_domain *d = (const struct cg_domain *)(const void *)h;
-    return (d != NULL && d->magic == CG_DOMAIN_MAGIC) ? d : NULL;
+    if (h == NULL)
+        return NULL;
+    const struct cg_domain *d = handle_get(&g_domain_handles, (const void *)h);
+    return d != NULL ? d : &g_foreign_domain;
 }
 
 /* --- push/pop ----------------------------------------------------------------------------- */
@@ -603,6 +722,7 @@ static void hook_domain_mark_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_
 static nvtxDomainHandle_t domain_create(const char *name)
 {
     struct cg_domain *d = NULL;
+    uint64_t h = 0;
     if (name == NULL)
         name = "";
     pthread_mutex_lock(&g_domain_lock);
@@ -613,15 +733,24 @@ static nvtxDomainHandle_t domain_create(const char *name)
         size_t n = strlen(name);
         d = malloc(sizeof(*d) + n + 1);
         if (d != NULL) {
-            d->magic = CG_DOMAIN_MAGIC;
+            char *copy = (char *)(d + 1);
+            memcpy(copy, name, n + 1);
             atomic_init(&d->trace_id, 0);
-            memcpy(d->name, name, n + 1);
-            d->next = g_domains;
-            g_domains = d;
+            d->name = copy;
+            d->handle = handle_add(&g_domain_handles, d);
+            if (d->handle != 0) {
+                d->next = g_domains;
+                g_domains = d;
+            } else {
+                free(d); /* no handle left: the domain's ranges go to the unknown domain */
+                d = NULL;
+            }
         }
     }
+    if (d != NULL)
+        h = d->handle;
     pthread_mutex_unlock(&g_domain_lock);
-    return (nvtxDomainHandle_t)(void *)d;
+    return (nvtxDomainHandle_t)(uintptr_t)h;
 }
 
 static nvtxDomainHandle_t hook_domain_create_a(const char *name)
@@ -640,16 +769,19 @@ static void hook_domain_destroy(nvtxDomainHandle_t h)
     (void)h; /* kept: ranges in flight may still name it */
 }
 
-/* Registered strings live as long as the process, as NVTX allows. */
+/* Registered strings live as long as the process, as NVTX allows. The domain handle is not
+ * used (nor read): strings are looked up by their own handle. */
 static nvtxStringHandle_t register_string(const char *s)
 {
     size_t n = strlen(s ? s : "");
-    struct cg_string *r = malloc(sizeof(*r) + n + 1);
-    if (r == NULL)
+    char *copy = malloc(n + 1);
+    if (copy == NULL)
         return NULL;
-    r->magic = CG_STRING_MAGIC;
-    memcpy(r->text, s ? s : "", n + 1);
-    return (nvtxStringHandle_t)(void *)r;
+    memcpy(copy, s ? s : "", n + 1);
+    uint64_t h = handle_add(&g_string_handles, copy);
+    if (h == 0)
+        free(copy);
+    return (nvtxStringHandle_t)(uintptr_t)h;
 }
 
 static nvtxStringHandle_t hook_register_a(nvtxDomainHandle_t h, const char *s)
@@ -689,6 +821,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
     const struct cg_inject_config *cfg = cg_inject_config();
     g_step_name = cfg->step_range;
     g_warmup = cfg->warmup;
+    g_measure_end = cfg->measure_end;
     g_trace_first = cfg->trace_first;
     g_trace_last = cfg->trace_last;
 

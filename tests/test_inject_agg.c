@@ -2,8 +2,10 @@
  * test_inject_agg: the injection library's record aggregation (inject/aggregate.c, compiled in
  * here) fed with synthetic records of the installed cupti.h types: attribution to steps, the
  * busy-time union with overlapping and out-of-order kernels, peak memory from out-of-order
- * allocation and release records, zero timestamps, bounded memory, copy names, and the hot
- * path (records in the current step, in time order) checked against a brute-force reference
+ * allocation and release records, zero timestamps, bounded memory, copy names, the shard's
+ * counters (records inside and outside every step, late memory events, CUPTI overhead), ops
+ * counted only in the measured window, the running step bounded by the delivery horizon, and the
+ * hot path (records in the current step, in time order) checked against a brute-force reference
  * on seeded streams, one record at a time and in batches.
  */
 #include <setjmp.h>
@@ -430,6 +432,116 @@ static void test_agg__step_window_edges(void **state)
     cg_agg_release(&a);
 }
 
+static void overhead(struct cg_agg *a, uint64_t start, uint64_t end)
+{
+    CUpti_ActivityOverhead3 o;
+    memset(&o, 0, sizeof(o));
+    o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+    o.start = start;
+    o.end = end;
+    cg_agg_record(a, (const CUpti_Activity *)(const void *)&o);
+}
+
+static void test_agg__counters_for_the_shard(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_init(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    kernel(&a, kernel_a, 1100, 1200);                     /* inside */
+    kernel(&a, kernel_a, 1300, 1400);                     /* inside, the hot path */
+    cg_agg_step_end(&a, 0, 2000);
+    kernel(&a, kernel_a, 2500, 2600);                     /* outside */
+    cg_agg_step_begin(&a, 1, 3000);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 3100, 3200); /* inside */
+    kernel(&a, kernel_b, 0, 3300);                        /* zero timestamp: neither */
+    cg_agg_step_end(&a, 1, 4000);
+    kernel(&a, kernel_b, 5000, 5100);                     /* outside */
+    overhead(&a, 100, 350);
+    overhead(&a, 400, 400);                               /* empty */
+    overhead(&a, 0, 50);                                  /* no start */
+    mem(&a, 0, true, 64, 3000000000ull);
+    cg_agg_settle(&a, true);                              /* applied up to 3 s */
+    mem(&a, 0, true, 64, 2000000000ull);                  /* older: late */
+    mem(&a, 0, true, 64, 4000000000ull);
+    cg_agg_settle(&a, true);
+    assert_int_equal(a.records, 12);
+    assert_int_equal(a.inside_steps, 3);
+    assert_int_equal(a.outside_steps, 2);
+    assert_int_equal(a.zero_ts, 1);
+    assert_int_equal(a.late_mem, 1);
+    assert_int_equal(a.overhead_ns, 250);
+    assert_int_equal(cg_agg_peak(&a, 0), 192);
+    cg_agg_release(&a);
+}
+
+/* Kernels in 6 steps (3 per step), warm-up 1, window end 3: only steps 1 and 2 count, whether
+ * the records take the hot path or the general one, and every step keeps its busy time. */
+static void test_agg__ops_count_only_in_the_measured_window(void **state)
+{
+    (void)state;
+    for (int batch = 0; batch < 2; batch++) {
+        struct cg_agg a;
+        assert_int_equal(cg_agg_init(&a, 1), 0);
+        cg_agg_measure(&a, 3);
+        CUpti_ActivityKernel10 recs[18];
+        const CUpti_Activity *ptrs[18];
+        memset(recs, 0, sizeof(recs));
+        for (int64_t k = 0; k < 6; k++) {
+            uint64_t t0 = 10000 * (uint64_t)(k + 1);
+            cg_agg_step_begin(&a, k, t0);
+            cg_agg_step_end(&a, k, t0 + 5000);
+            for (int j = 0; j < 3; j++) {
+                CUpti_ActivityKernel10 *r = &recs[k * 3 + j];
+                r->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+                r->start = t0 + 100 + 1000 * (uint64_t)j;
+                r->end = r->start + 500;
+                r->name = kernel_a;
+                ptrs[k * 3 + j] = (const CUpti_Activity *)(const void *)r;
+            }
+        }
+        if (batch)
+            cg_agg_records(&a, ptrs, 18);
+        else
+            for (int i = 0; i < 18; i++)
+                cg_agg_record(&a, ptrs[i]);
+        cg_agg_settle(&a, true);
+        assert_int_equal(op(&a, kernel_a)->calls, 6);
+        assert_int_equal(op(&a, kernel_a)->total_ns, 6 * 500);
+        assert_int_equal(a.inside_steps, 18);
+        for (size_t k = 0; k < 6; k++)
+            assert_int_equal(a.steps[k].busy_ns, 1500);
+        cg_agg_release(&a);
+    }
+}
+
+/* A record that starts after it was delivered is in another clock (CUPTI's default clock when
+ * the timestamp callback was refused): it must not land in the step still running. */
+static void test_agg__running_step_ends_at_the_delivery_horizon(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_init(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_step_begin(&a, 1, 3000); /* running */
+    cg_agg_now(&a, 5000);
+    kernel(&a, kernel_a, 3100, 3200);     /* before the horizon: in the running step */
+    kernel(&a, kernel_a, 4000, 4100);     /* the hot path */
+    kernel(&a, kernel_b, 5001, 5100);     /* after it: outside */
+    kernel(&a, kernel_b, 1700000000000000000ull, 1700000000000001000ull); /* a wall clock */
+    kernel(&a, kernel_a, 5000, 5010);     /* at it: in */
+    cg_agg_now(&a, 9000);                 /* the next buffer */
+    kernel(&a, kernel_b, 6000, 6100);     /* in now */
+    cg_agg_step_end(&a, 1, 10000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(op(&a, kernel_a)->calls, 3);
+    assert_int_equal(op(&a, kernel_b)->calls, 1);
+    assert_int_equal(a.outside_steps, 2);
+    assert_int_equal(a.inside_steps, 4);
+    cg_agg_release(&a);
+}
+
 static void test_agg__zero_length_kernels_count_as_calls_not_busy(void **state)
 {
     (void)state;
@@ -537,6 +649,9 @@ int main(void)
         cmocka_unit_test(test_agg__ring_settling_an_earlier_step_keeps_the_current_record),
         cmocka_unit_test(test_agg__late_records_behind_the_settled_half_are_clipped),
         cmocka_unit_test(test_agg__step_window_edges),
+        cmocka_unit_test(test_agg__counters_for_the_shard),
+        cmocka_unit_test(test_agg__ops_count_only_in_the_measured_window),
+        cmocka_unit_test(test_agg__running_step_ends_at_the_delivery_horizon),
         cmocka_unit_test(test_agg__zero_length_kernels_count_as_calls_not_busy),
         cmocka_unit_test(test_agg__trace_keeps_traced_steps_memory_start_and_its_cap),
         cmocka_unit_test(test_agg__copies_are_named_by_direction_and_host_memory),

@@ -18,11 +18,22 @@
  *   --loss           report a loss of 8/(s+1) in step s: a "loss" mark with a double payload in
  *                    even steps, a mark "loss=<value>" (as torch.cuda.nvtx.mark sends) in odd ones
  *   --nan-loss-at K  report a NaN loss in step K (with --loss)
+ *   --preload PATH   dlopen PATH (RTLD_LOCAL) before anything else, as PyTorch loads its own
+ *                    libcupti or the CUDA runtime its driver (up to 4 times)
+ *   --standin-kernels  "launch" a kernel of 100 us before the first step and at the start of
+ *                    every step through the stand-in libcupti's cg_standin_kernel
+ *                    (tests/standin/; found by its soname, libcupti.so.13, once it is loaded)
+ *   --fork-child K   after the first step, fork a child that runs K steps and returns from
+ *                    main (its exit handlers run); the parent waits for it
+ *   --foreign-handles  in every step, NVTX calls with domain and string handles the tool never
+ *                    gave out (made-up values and a pointer to the canary's own memory)
+ *   --many-names K   in every step, K ranges of distinct names "name-<i>"
  * Writes one line to stdout at the end ("done N steps"). Single file, no dependencies but NVTX.
  */
 #include <nvtx3/nvToolsExt.h>
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -38,9 +49,12 @@ struct opts {
     long steps, step_ms, tokens, threads, crash_at, hang_at, workers, nan_loss_at;
     const char *mode;
     int nested, other_domain, unbalanced, no_steps, cuda_init, loss;
+    long fork_child, many_names;
+    int standin_kernels, foreign_handles;
 };
 
-static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, "push", 0, 0, 0, 0, 0, 0};
+static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, "push", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static void (*standin_kernel)(uint64_t ns);
 static nvtxDomainHandle_t nccl;
 static nvtxStringHandle_t step_str;
 
@@ -131,6 +145,33 @@ static void report_loss(long s)
     }
 }
 
+/* NVTX calls with handles the tool never gave out: they must neither crash nor count. */
+static void foreign_handles(void)
+{
+    char own[64] = "not a handle";
+    nvtxDomainHandle_t made_up[] = {(nvtxDomainHandle_t)(uintptr_t)0x1234,
+                                    (nvtxDomainHandle_t)(void *)own};
+    for (size_t i = 0; i < sizeof(made_up) / sizeof(made_up[0]); i++) {
+        nvtxEventAttributes_t a = ascii_attr("foreign");
+        nvtxDomainRangePushEx(made_up[i], &a);
+        nvtxDomainRangePop(made_up[i]);
+        nvtxDomainRangeEnd(made_up[i], nvtxDomainRangeStartEx(made_up[i], &a));
+        nvtxDomainMarkEx(made_up[i], &a);
+    }
+    static int registered; /* strings live as long as the process: once, not per step */
+    if (!registered++)
+        for (size_t i = 0; i < sizeof(made_up) / sizeof(made_up[0]); i++)
+            nvtxDomainRegisterStringA(made_up[i], "foreign string");
+    nvtxEventAttributes_t r = ascii_attr("");
+    r.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    r.message.registered = (nvtxStringHandle_t)(uintptr_t)0x5678;
+    nvtxRangePushEx(&r);
+    nvtxRangePop();
+    r.message.registered = (nvtxStringHandle_t)(void *)own;
+    nvtxRangePushEx(&r);
+    nvtxRangePop();
+}
+
 static void one_step(long s)
 {
     if (o.other_domain) {
@@ -138,6 +179,16 @@ static void one_step(long s)
         nvtxDomainRangePushEx(nccl, &a);
     }
     nvtxRangeId_t id = step_begin();
+    if (standin_kernel != NULL)
+        standin_kernel(100000);
+    if (o.foreign_handles)
+        foreign_handles();
+    for (long i = 0; i < o.many_names; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "name-%ld", i);
+        nvtxRangePushA(name);
+        nvtxRangePop();
+    }
     if (o.nested) {
         nvtxRangePushA("forward");
         sleep_ms(o.step_ms / 2);
@@ -211,6 +262,34 @@ static void cuda_init(void)
         printf("InitializeInjection returned %d\n", init());
 }
 
+static void preload(const char *path)
+{
+    if (dlopen(path, RTLD_NOW | RTLD_LOCAL) == NULL) {
+        fprintf(stderr, "nvtx-canary: cannot load '%s': %s\n", path, dlerror());
+        exit(2);
+    }
+}
+
+/* The stand-in libcupti's kernel launcher, once the library has loaded it. */
+static void find_standin(void)
+{
+    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = h != NULL ? dlsym(h, "cg_standin_kernel") : NULL;
+    if (sym == NULL) {
+        fprintf(stderr, "nvtx-canary: --standin-kernels: no stand-in libcupti is loaded\n");
+        exit(2);
+    }
+    memcpy(&standin_kernel, &sym, sizeof(standin_kernel));
+}
+
+/* The child of --fork-child: K steps, then back to main's return (exit handlers run). */
+static int forked_child(void)
+{
+    for (long s = 0; s < o.fork_child; s++)
+        one_step(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -246,6 +325,16 @@ int main(int argc, char **argv)
             o.no_steps = 1;
         else if (strcmp(a, "--cuda-init") == 0)
             o.cuda_init = 1;
+        else if (strcmp(a, "--preload") == 0 && ++i)
+            preload(v);
+        else if (strcmp(a, "--standin-kernels") == 0)
+            o.standin_kernels = 1;
+        else if (strcmp(a, "--fork-child") == 0 && ++i)
+            o.fork_child = num(v);
+        else if (strcmp(a, "--foreign-handles") == 0)
+            o.foreign_handles = 1;
+        else if (strcmp(a, "--many-names") == 0 && ++i)
+            o.many_names = num(v);
         else {
             fprintf(stderr, "nvtx-canary: unknown option '%s'\n", a);
             return 2;
@@ -255,6 +344,10 @@ int main(int argc, char **argv)
         return spawn_workers(argv[0]);
     if (o.cuda_init)
         cuda_init();
+    if (o.standin_kernels) {
+        find_standin();
+        standin_kernel(100000); /* before the first step: outside every step */
+    }
     nccl = nvtxDomainCreateA("NCCL");
     step_str = nvtxDomainRegisterStringA(NULL, "step");
     if (o.unbalanced) {
@@ -275,6 +368,14 @@ int main(int argc, char **argv)
             nvtxRangePop();
         } else {
             one_step(s);
+        }
+        if (s == 0 && o.fork_child > 0) {
+            fflush(stdout);
+            pid_t child = fork();
+            if (child == 0)
+                return forked_child();
+            int st = 0;
+            waitpid(child, &st, 0);
         }
     }
     if (o.unbalanced) {

@@ -1,0 +1,307 @@
+/*
+ * cupti_standin: a stand-in for libcupti, built with libcupti's soname (libcupti.so.13), for the
+ * injection library's tests on machines without a GPU, where the real libcupti refuses at the
+ * subscription. It exports the cupti* functions the library resolves and plays their documented
+ * contract simply: one subscriber, buffers requested through the registered callback and handed
+ * back inside cuptiActivityFlushAll, records stamped with the registered timestamp callback (the
+ * wall clock without one, as CUPTI's default clock is).
+ *
+ * Like libcupti, it registers an exit-time destructor when it is loaded, and another one lazily,
+ * at its first cuptiActivityFlushAll (as a C++ library does for statics it builds on first use).
+ * A flush after either destructor ran is logged as "after teardown" and fails.
+ *
+ * What it proves: the order and the thread/process of the library's calls into CUPTI (the exit
+ * handlers, which kinds it enables and disables, when it unsubscribes, which flushes are forced),
+ * how the library handles refusals, and the library's reduction of records it is handed. What it
+ * cannot prove: anything about the real libcupti: which destructors it registers and when, which
+ * kinds a real driver refuses, the layout and timing of real records, the threads real callbacks
+ * run on. Those need a GPU machine (ci/gpu-check).
+ *
+ * Environment:
+ *   CG_STANDIN_LOG=FILE    every call is appended to FILE as a line "PID EVENT"
+ *   CG_STANDIN_FAIL=LIST   comma-separated calls to refuse: "subscribe", "timestamp",
+ *                          "callbacks", or an activity kind name (MEMCPY2, MEMSET, ...)
+ * Extra export for test canaries: cg_standin_kernel(ns), a kernel of ns nanoseconds starting now
+ * (recorded when CONCURRENT_KERNEL is enabled, delivered at the next flush).
+ */
+#include <cupti.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define API __attribute__((visibility("default")))
+#define MAX_PENDING 4096
+
+static const char *g_log;
+static const char *g_fail;
+static bool g_subscribed, g_torn_down, g_lazy_registered;
+static bool g_kernels_on;
+static CUpti_BuffersCallbackRequestFunc g_request;
+static CUpti_BuffersCallbackCompleteFunc g_complete;
+static CUpti_TimestampCallbackFunc g_clock;
+static CUpti_ActivityKernel10 g_pending[MAX_PENDING];
+static size_t g_n_pending;
+static size_t g_dropped;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_subscriber_token;
+
+static const char kernel_name[] = "_Z14standin_kernelv";
+
+static void say(const char *event, const char *detail)
+{
+    if (g_log == NULL)
+        return;
+    char line[256];
+    int n = snprintf(line, sizeof(line), "%ld %s%s%s\n", (long)getpid(), event,
+                     detail ? " " : "", detail ? detail : "");
+    if (n <= 0 || (size_t)n >= sizeof(line))
+        return;
+    int fd = open(g_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, (size_t)n);
+    (void)w;
+    close(fd);
+}
+
+/* True when CG_STANDIN_FAIL lists name. */
+static bool refused(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = g_fail; p != NULL && *p != '\0';) {
+        const char *comma = strchr(p, ',');
+        size_t k = comma ? (size_t)(comma - p) : strlen(p);
+        if (k == n && strncmp(p, name, n) == 0)
+            return true;
+        p = comma ? comma + 1 : NULL;
+    }
+    return false;
+}
+
+static const char *kind_name(CUpti_ActivityKind k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_KERNEL: return "KERNEL";
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return "MEMCPY2";
+    case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
+    case CUPTI_ACTIVITY_KIND_DEVICE: return "DEVICE";
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
+    default: return "OTHER";
+    }
+}
+
+static uint64_t now_ns(void)
+{
+    if (g_clock != NULL)
+        return g_clock();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void teardown_at_load(void)
+{
+    g_torn_down = true;
+    say("teardown", "load-time");
+}
+
+static void teardown_lazy(void)
+{
+    g_torn_down = true;
+    say("teardown", "lazy");
+}
+
+__attribute__((constructor)) static void standin_load(void)
+{
+    g_log = getenv("CG_STANDIN_LOG");
+    g_fail = getenv("CG_STANDIN_FAIL");
+    say("load", NULL);
+    atexit(teardown_at_load);
+}
+
+API CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
+{
+    *s = r == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "CUPTI_ERROR_STANDIN_REFUSED";
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *user,
+                                  CUpti_SubscriberParams *params)
+{
+    (void)cb;
+    (void)user;
+    if (refused("subscribe") || g_subscribed) {
+        say("subscribe", "refused");
+        if (params != NULL && params->oldSubscriberName != NULL && params->oldSubscriberSize > 0)
+            snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
+                     "standin holder");
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    }
+    g_subscribed = true;
+    *h = (CUpti_SubscriberHandle)(void *)&g_subscriber_token;
+    say("subscribe", NULL);
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
+{
+    if (h != (CUpti_SubscriberHandle)(void *)&g_subscriber_token || !g_subscribed) {
+        say("unsubscribe", "invalid handle");
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    g_subscribed = false;
+    say("unsubscribe", NULL);
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+                                               CUpti_BuffersCallbackCompleteFunc done)
+{
+    if (refused("callbacks")) {
+        say("callbacks", "refused");
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    }
+    g_request = req;
+    g_complete = done;
+    say("callbacks", NULL);
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc cb)
+{
+    if (refused("timestamp")) {
+        say("timestamp", "refused");
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    }
+    g_clock = cb;
+    say("timestamp", NULL);
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+    const char *name = kind_name(kind);
+    if (refused(name)) {
+        char detail[64];
+        snprintf(detail, sizeof(detail), "%s refused", name);
+        say("enable", detail);
+        return CUPTI_ERROR_NOT_COMPATIBLE;
+    }
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+        g_kernels_on = true;
+    say("enable", name);
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+        g_kernels_on = false;
+    say("disable", kind_name(kind));
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
+{
+    (void)ms;
+    return CUPTI_SUCCESS;
+}
+
+/* Hands the pending records to the library in buffers it provides (without the lock: the
+ * library calls back into cuptiActivityGetNumDroppedRecords). */
+static void deliver(void)
+{
+    static CUpti_ActivityKernel10 taken[MAX_PENDING];
+    static pthread_mutex_t deliver_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&deliver_lock);
+    pthread_mutex_lock(&g_lock);
+    size_t n_taken = g_n_pending;
+    memcpy(taken, g_pending, n_taken * sizeof(taken[0]));
+    g_n_pending = 0;
+    pthread_mutex_unlock(&g_lock);
+    size_t from = 0;
+    while (from < n_taken && g_request != NULL && g_complete != NULL) {
+        uint8_t *buf = NULL;
+        size_t size = 0, max_records = 0;
+        g_request(&buf, &size, &max_records);
+        if (buf == NULL) {
+            pthread_mutex_lock(&g_lock);
+            g_dropped += n_taken - from;
+            pthread_mutex_unlock(&g_lock);
+            break;
+        }
+        size_t n = size / sizeof(CUpti_ActivityKernel10);
+        if (n > n_taken - from)
+            n = n_taken - from;
+        memcpy(buf, &taken[from], n * sizeof(CUpti_ActivityKernel10));
+        from += n;
+        g_complete(NULL, 0, buf, size, n * sizeof(CUpti_ActivityKernel10));
+    }
+    pthread_mutex_unlock(&deliver_lock);
+}
+
+API CUptiResult cuptiActivityFlushAll(uint32_t flag)
+{
+    const char *what = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) ? "forced" : NULL;
+    if (g_torn_down) {
+        say("flush after teardown", what);
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    }
+    say("flush", what);
+    if (!g_lazy_registered) {
+        g_lazy_registered = true;
+        atexit(teardown_lazy);
+    }
+    deliver();
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record)
+{
+    uint8_t *next = *record == NULL ? buffer
+                                    : (uint8_t *)*record + sizeof(CUpti_ActivityKernel10);
+    if (next + sizeof(CUpti_ActivityKernel10) > buffer + valid)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *record = (CUpti_Activity *)(void *)next;
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *dropped)
+{
+    (void)ctx;
+    (void)stream;
+    pthread_mutex_lock(&g_lock);
+    *dropped = g_dropped;
+    g_dropped = 0;
+    pthread_mutex_unlock(&g_lock);
+    return CUPTI_SUCCESS;
+}
+
+/* For test canaries: a kernel of ns nanoseconds that starts now. */
+API void cg_standin_kernel(uint64_t ns);
+
+void cg_standin_kernel(uint64_t ns)
+{
+    if (!g_kernels_on)
+        return;
+    pthread_mutex_lock(&g_lock);
+    if (g_n_pending < MAX_PENDING) {
+        CUpti_ActivityKernel10 *k = &g_pending[g_n_pending++];
+        memset(k, 0, sizeof(*k));
+        k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        k->start = now_ns();
+        k->end = k->start + ns;
+        k->name = kernel_name;
+        k->streamId = 7;
+    }
+    pthread_mutex_unlock(&g_lock);
+}

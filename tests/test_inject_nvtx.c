@@ -1,0 +1,192 @@
+/*
+ * test_inject_nvtx: the injection library's NVTX side run for real: the test canary
+ * (tests/canaries/nvtx_canary.c) loads libcanary-inject.so through NVTX as canary-gate makes it
+ * (but without canary-gate, so the library's own lines are checked), and the shard it writes is
+ * read back. Pinned here: ops counted only in the measured window (CANARY_GATE_STEPS), "done N"
+ * written when the window's last step ends and before the process exits, the op table's overflow
+ * reported, and domain and string handles the library never gave out neither crash it nor count
+ * as its own.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#if CG_HAVE_NVTX
+
+#include "inject_support.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+#include <time.h>
+
+static void test_inject_nvtx__ops_count_only_in_the_measured_window(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=2", "CANARY_GATE_STEPS=3", NULL};
+    const char *args[] = {"--steps", "9", "--step-ms", "1", "--nested", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    assert_int_equal(cg_text_count(shard, "s "), 9); /* every step is still timed */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "forward"), 3);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "backward"), 3);
+}
+
+static void test_inject_nvtx__without_a_step_count_ops_count_to_the_end(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=2", NULL};
+    const char *args[] = {"--steps", "9", "--step-ms", "1", "--nested", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "forward"), 7);
+    assert_null(cg_text_line(shard, "done"));
+    assert_non_null(cg_text_line(shard, "end\n"));
+}
+
+static void test_inject_nvtx__done_follows_the_last_measured_step(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=2", "CANARY_GATE_STEPS=3", NULL};
+    const char *args[] = {"--steps", "8", "--step-ms", "1", "--nested", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *done = cg_text_line(shard, "done ");
+    assert_non_null(done);
+    assert_int_equal(cg_text_count(shard, "done "), 1);
+    assert_memory_equal(done, "done 5\n", 7);
+    const char *last = cg_text_line(shard, "s 4 ");
+    const char *after = cg_text_line(shard, "s 5 ");
+    assert_non_null(last);
+    assert_non_null(after);
+    assert_true(last < done && done < after);
+    /* everything measured is before "done": the window's op totals are all there */
+    assert_int_equal(cg_shard_op_calls(shard, done, "range", "forward"), 3);
+    assert_non_null(cg_text_line(done, "end\n"));
+}
+
+static void test_inject_nvtx__no_done_when_the_window_is_not_reached(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=2", "CANARY_GATE_STEPS=3", NULL};
+    const char *args[] = {"--steps", "4", "--step-ms", "1", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    assert_int_equal(cg_text_count(shard, "s "), 4);
+    assert_null(cg_text_line(shard, "done"));
+    assert_non_null(cg_text_line(shard, "end\n"));
+}
+
+/* A canary that hangs after the window: "done" is in its .part shard while it still runs. */
+static void test_inject_nvtx__done_is_written_before_the_process_exits(void **state)
+{
+    const struct cg_workdir *w = *state;
+    cg_canary_clear_shards(w);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("NVTX_INJECTION64_PATH", CG_TEST_LIB, 1);
+        setenv("CANARY_GATE_SHARD_DIR", cg_workdir_in(w, "shards"), 1);
+        setenv("CANARY_GATE_WARMUP", "1", 1);
+        setenv("CANARY_GATE_STEPS", "2", 1);
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        execl(CG_TEST_CANARY, CG_TEST_CANARY, "--steps", "10", "--step-ms", "1", "--hang-at",
+              "3", (char *)NULL);
+        _exit(127);
+    }
+    bool seen = false;
+    for (int i = 0; i < 1000 && !seen; i++) { /* up to 10 s */
+        const char *name = cg_canary_shard_name(w);
+        if (name != NULL && strstr(name, ".part") != NULL)
+            seen = cg_text_line(cg_workdir_read(w, name), "done 3\n") != NULL;
+        if (!seen) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, WNOHANG), 0); /* still running */
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    assert_true(seen);
+}
+
+static void test_inject_nvtx__op_table_overflow_is_reported(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    /* the table takes 3072 names: 3100 distinct ones leave 28 out (one measured step, so the
+     * shard's 3072 op lines stay within what the test reads) */
+    const char *args[] = {"--steps", "2", "--step-ms", "0", "--many-names", "3100", NULL};
+    const char *windowed[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=1", NULL};
+    assert_int_equal(cg_canary_run(w, windowed, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *warning = cg_text_line(shard, "w op table full: 28 more names not recorded\n");
+    assert_non_null(warning);
+    assert_true(warning < cg_text_line(shard, "done 2\n"));
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "name-0"), 1);
+
+    const char *open_ended[] = {"CANARY_GATE_WARMUP=1", NULL};
+    assert_int_equal(cg_canary_run(w, open_ended, args, &p), 0);
+    shard = cg_canary_shard(w);
+    warning = cg_text_line(shard, "w op table full: 28 more names not recorded\n");
+    assert_non_null(warning);
+    assert_true(warning < cg_text_line(shard, "end\n"));
+}
+
+static void test_inject_nvtx__foreign_handles_are_never_dereferenced(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=0", NULL};
+    const char *args[] = {"--steps", "3", "--step-ms", "0", "--foreign-handles", NULL};
+    int rc = cg_canary_run(w, env, args, &p);
+    if (rc != 0)
+        fail_msg("the canary exited %d: %s", rc, p.err);
+    const char *shard = cg_canary_shard(w);
+    assert_int_equal(cg_text_count(shard, "s "), 3);
+    /* two made-up domain handles, a push and a start each, per step: never the default domain */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "(unknown domain):foreign"), 12);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "foreign"), 0);
+    /* made-up string handles name nothing */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", ""), 6);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inject_nvtx__ops_count_only_in_the_measured_window),
+        cmocka_unit_test(test_inject_nvtx__without_a_step_count_ops_count_to_the_end),
+        cmocka_unit_test(test_inject_nvtx__done_follows_the_last_measured_step),
+        cmocka_unit_test(test_inject_nvtx__no_done_when_the_window_is_not_reached),
+        cmocka_unit_test(test_inject_nvtx__done_is_written_before_the_process_exits),
+        cmocka_unit_test(test_inject_nvtx__op_table_overflow_is_reported),
+        cmocka_unit_test(test_inject_nvtx__foreign_handles_are_never_dereferenced),
+    };
+    return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
+}
+
+#else
+
+static void test_inject_nvtx__skipped_without_nvtx(void **state)
+{
+    (void)state;
+    skip();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_inject_nvtx__skipped_without_nvtx)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * test_inject_standin: the injection library's CUDA side past the CUPTI subscription, which the
+ * real libcupti never reaches on a machine without a GPU. The test canary calls the library's
+ * InitializeInjection as the CUDA driver would; the library opens the stand-in libcupti of
+ * tests/standin/ (CANARY_GATE_CUPTI_PATH, or already loaded by the canary) and, where a test
+ * asks, the canary has loaded the stand-in libcuda privately first. Both stand-ins log every call
+ * into a file ("PID EVENT" lines) that the tests read with the shard.
+ *
+ * Pinned here: the GPU exit flush runs before libcupti's exit-time destructors (both the one it
+ * registers when loaded and one registered at its first flush); the end of the measured window
+ * synchronises the context that was current, forces a flush and then writes "done"; the driver
+ * version comes from the libcuda handle actually loaded; an optional activity kind or the
+ * timestamp callback refused is a warning, a required kind or the buffer callbacks refused
+ * disables what was enabled and unsubscribes; a copy of libcupti already loaded is the one used;
+ * a forked child never flushes. What the stand-ins cannot prove (the real libcupti's behaviour)
+ * is said in tests/standin/cupti_standin.c; ci/gpu-check covers it on a GPU machine.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#if CG_HAVE_CUPTI
+
+#include "inject_support.h"
+
+#include <limits.h>
+
+/* "CG_STANDIN_LOG=<workdir>/calls.log" and the canary's run with the stand-in libcupti named
+ * by CANARY_GATE_CUPTI_PATH, plus extra environment entries; the log starts empty. */
+static int run_standin(const struct cg_workdir *w, const char *const *extra,
+                       const char *const *args, struct cg_proc *p)
+{
+    static char log[600], cupti[600];
+    const char *env[16];
+    size_t n = 0;
+    unlink(cg_workdir_in(w, "calls.log"));
+    snprintf(log, sizeof(log), "CG_STANDIN_LOG=%s", cg_workdir_in(w, "calls.log"));
+    snprintf(cupti, sizeof(cupti), "CANARY_GATE_CUPTI_PATH=%s", CG_TEST_CUPTI_STANDIN);
+    env[n++] = log;
+    env[n++] = cupti;
+    for (size_t i = 0; extra != NULL && extra[i] != NULL && n + 1 < 16; i++)
+        env[n++] = extra[i];
+    env[n] = NULL;
+    return cg_canary_run(w, env, args, p);
+}
+
+/* The stand-ins' call log (its own static buffer, apart from the shard's; an empty string when
+ * nothing was logged). */
+static const char *calls(const struct cg_workdir *w)
+{
+    static char text[1 << 16];
+    text[0] = '\0';
+    FILE *f = fopen(cg_workdir_in(w, "calls.log"), "rb");
+    if (f == NULL)
+        return text;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* Where " EVENT" first ends a line of the log (after the pid), or NULL. */
+static const char *event(const char *log, const char *what)
+{
+    char needle[128];
+    snprintf(needle, sizeof(needle), " %s\n", what);
+    return strstr(log, needle);
+}
+
+static void test_inject_standin__gpu_exit_flush_runs_before_libcupti_teardown(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", NULL};
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "3", "--step-ms", "1",
+                          NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    assert_non_null(cg_text_line(shard, "gpu ok\n"));
+    assert_non_null(cg_text_line(shard, "end\n"));
+    const char *forced = event(log, "flush forced");
+    const char *lazy = event(log, "teardown lazy");
+    const char *at_load = event(log, "teardown load-time");
+    if (forced == NULL || lazy == NULL || at_load == NULL || strstr(log, "after teardown"))
+        fail_msg("exit flush and libcupti teardown out of order:\n%s", log);
+    assert_true(forced < lazy && forced < at_load);
+    /* the exit flush delivered the last step's kernel: steps 1 and 2 counted */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 2);
+}
+
+static void test_inject_standin__window_end_syncs_flushes_then_writes_done(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", NULL};
+    const char *args[] = {"--preload", CG_TEST_CUDA_STANDIN, "--cuda-init", "--standin-kernels",
+                          "--steps", "5", "--step-ms", "2", NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    const char *done = cg_text_line(shard, "done ");
+    assert_non_null(done);
+    assert_memory_equal(done, "done 3\n", 7);
+    assert_int_equal(cg_text_count(shard, "done "), 1);
+    assert_true(cg_text_line(shard, "s 2 ") < done);
+    /* the context current on the canary's thread was synchronised before the forced flush */
+    const char *sync = event(log, "sync ctx");
+    const char *forced = event(log, "flush forced");
+    if (sync == NULL || forced == NULL || sync > forced || event(log, "sync no-ctx"))
+        fail_msg("no synchronisation before the forced flush:\n%s", log);
+    /* the window's kernels (steps 1 and 2) are written before "done", none after */
+    assert_int_equal(cg_shard_op_calls(shard, done, "kernel", "_Z14standin_kernelv"), 2);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 2);
+    for (const char *b = cg_text_line(shard, "b "); b != NULL; b = cg_text_line(b + 1, "b "))
+        assert_true(b[2] >= '0' && b[2] <= '2' && b[3] == ' '); /* busy time of steps 0-2 only */
+    /* one kernel before the first step and one in each of the 5 steps */
+    long long c[7];
+    cg_shard_counters(shard, c);
+    assert_int_equal(c[0], 6); /* records */
+    assert_int_equal(c[3], 1); /* outside every step */
+    assert_int_equal(c[4], 5); /* inside a step */
+}
+
+static void test_inject_standin__driver_version_from_the_loaded_libcuda(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    /* the canary loads the stand-in driver with RTLD_LOCAL: not in the global scope */
+    const char *args[] = {"--preload", CG_TEST_CUDA_STANDIN, "--cuda-init", "--steps", "1",
+                          "--step-ms", "0", NULL};
+    assert_int_equal(run_standin(w, NULL, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    if (cg_text_line(shard, "cuda 13.0\n") == NULL)
+        fail_msg("no driver version:\n%s", shard);
+}
+
+static void test_inject_standin__optional_kinds_and_clock_refused_are_warnings(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=0", "CG_STANDIN_FAIL=MEMCPY2,timestamp,OVERHEAD",
+                         NULL};
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "3", "--step-ms", "1",
+                          NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    if (cg_text_line(shard, "gpu ok\n") == NULL)
+        fail_msg("CUPTI did not start:\n%s", shard);
+    assert_non_null(cg_text_line(
+        shard, "w CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_STANDIN_REFUSED\n"));
+    assert_non_null(cg_text_line(
+        shard, "w CUPTI activity kind OVERHEAD unavailable: CUPTI_ERROR_STANDIN_REFUSED\n"));
+    assert_non_null(cg_text_line(shard, "w CUPTI timestamp callback refused"));
+    assert_non_null(event(calls(w), "enable DEVICE")); /* the kinds after them still enabled */
+    /* records stamped in CUPTI's own clock fall outside every step, and say so */
+    long long c[7];
+    cg_shard_counters(shard, c);
+    assert_int_equal(c[3], 4);
+    assert_int_equal(c[4], 0);
+    assert_null(cg_text_line(shard, "o kernel "));
+}
+
+static void test_inject_standin__fatal_refusal_disables_and_unsubscribes(void **state)
+{
+    const struct cg_workdir *w = *state;
+    static const struct {
+        const char *fail, *reason;
+    } cases[] = {
+        {"CG_STANDIN_FAIL=MEMSET",
+         "gpu unavailable CUPTI activity kind MEMSET cannot be enabled: "
+         "CUPTI_ERROR_STANDIN_REFUSED\n"},
+        {"CG_STANDIN_FAIL=callbacks", "gpu unavailable CUPTI cannot start: "
+                                      "CUPTI_ERROR_STANDIN_REFUSED\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_proc p;
+        const char *env[] = {cases[i].fail, NULL};
+        const char *args[] = {"--cuda-init", "--steps", "2", "--step-ms", "0", NULL};
+        assert_int_equal(run_standin(w, env, args, &p), 0);
+        const char *shard = cg_canary_shard(w);
+        const char *log = calls(w);
+        if (cg_text_line(shard, cases[i].reason) == NULL)
+            fail_msg("%s: no '%s' in:\n%s", cases[i].fail, cases[i].reason, shard);
+        assert_int_equal(cg_text_count(shard, "s "), 2); /* the steps are still timed */
+        if (event(log, "unsubscribe") == NULL || strstr(log, " flush"))
+            fail_msg("%s: not unsubscribed, or flushed:\n%s", cases[i].fail, log);
+        /* every kind enabled was disabled again */
+        static const char *const kinds[] = {"CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "MEMORY2",
+                                            "DEVICE", "MEMCPY2", "OVERHEAD"};
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+            char on[64], off[64];
+            snprintf(on, sizeof(on), "enable %s", kinds[k]);
+            snprintf(off, sizeof(off), "disable %s", kinds[k]);
+            assert_int_equal(event(log, on) != NULL, event(log, off) != NULL);
+        }
+    }
+}
+
+static void test_inject_standin__an_already_loaded_libcupti_is_used(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    char real[PATH_MAX], line[PATH_MAX + 32];
+    assert_non_null(realpath(CG_TEST_CUPTI_STANDIN, real));
+    /* the canary maps the stand-in first (as PyTorch maps its own libcupti.so.13); the path
+     * override names another file, which must not be opened */
+    const char *env[] = {"CANARY_GATE_CUPTI_PATH=/nonexistent/libcupti.so.13", NULL};
+    const char *args[] = {"--preload", CG_TEST_CUPTI_STANDIN, "--cuda-init", "--steps", "1",
+                          "--step-ms", "0", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    snprintf(line, sizeof(line), "cupti loaded %s\n", real);
+    if (cg_text_line(shard, line) == NULL || cg_text_line(shard, "gpu ok\n") == NULL)
+        fail_msg("not '%s' with gpu ok in:\n%s", line, shard);
+    assert_null(cg_text_line(shard, "w CANARY_GATE_CUPTI_PATH")); /* never tried */
+}
+
+static void test_inject_standin__a_forked_child_never_flushes(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "3", "--step-ms", "1",
+                          "--fork-child", "2", NULL};
+    assert_int_equal(run_standin(w, NULL, args, &p), 0);
+    const char *shard = cg_canary_shard(w); /* one shard: the child wrote none */
+    long long pid = 0;
+    const char *pid_line = cg_text_line(shard, "pid ");
+    assert_non_null(pid_line);
+    assert_int_equal(sscanf(pid_line, "pid %lld", &pid), 1);
+    const char *log = calls(w);
+    int flushes = 0;
+    for (const char *l = log; *l != '\0';) {
+        long long who = 0;
+        int used = 0;
+        assert_int_equal(sscanf(l, "%lld %n", &who, &used), 1);
+        if (strncmp(l + used, "flush", 5) == 0) {
+            if (who != pid)
+                fail_msg("process %lld (not the canary, %lld) flushed:\n%s", who, pid, log);
+            flushes++;
+        }
+        const char *eol = strchr(l, '\n');
+        l = eol ? eol + 1 : l + strlen(l);
+    }
+    assert_true(flushes > 0);
+    assert_int_equal(cg_text_count(shard, "s "), 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inject_standin__gpu_exit_flush_runs_before_libcupti_teardown),
+        cmocka_unit_test(test_inject_standin__window_end_syncs_flushes_then_writes_done),
+        cmocka_unit_test(test_inject_standin__driver_version_from_the_loaded_libcuda),
+        cmocka_unit_test(test_inject_standin__optional_kinds_and_clock_refused_are_warnings),
+        cmocka_unit_test(test_inject_standin__fatal_refusal_disables_and_unsubscribes),
+        cmocka_unit_test(test_inject_standin__an_already_loaded_libcupti_is_used),
+        cmocka_unit_test(test_inject_standin__a_forked_child_never_flushes),
+    };
+    return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
+}
+
+#else
+
+static void test_inject_standin__skipped_without_cupti(void **state)
+{
+    (void)state;
+    skip();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inject_standin__skipped_without_cupti)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#endif
