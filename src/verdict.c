@@ -130,7 +130,7 @@ static int compare_runs(const double *b, size_t nb, const double *c, size_t nc, 
         lc[i] = log(c[i]);
     struct cg_mwu u;
     struct cg_shift s;
-    if (cg_stats_mwu(lb, nb, lc, nc, &u) != 0 || cg_stats_hl_shift(lb, nb, lc, nc, alpha, &s) != 0)
+    if (cg_stats_mwu_shift(lb, nb, lc, nc, alpha, &u, &s) != 0)
         goto done;
     r->delta_pct = (exp(s.estimate) - 1.0) * 100.0;
     r->ci_low_pct = isfinite(s.low) ? (exp(s.low) - 1.0) * 100.0 : -INFINITY;
