@@ -388,6 +388,8 @@ int cg_stats_shift_interval(const double *x, size_t m, const double *y, size_t n
      * k = floor(mn - h_up / 2) + 1. The high end mirrors it: the (mn - floor(h_low / 2))-th
      * smallest for the largest rejected h_low = h_down - 1. */
     out->low = h_up > 2 * mn ? -INFINITY : d[(2 * mn - h_up) / 2];
+    if (h_down > 2 * mn) /* every U rejected "less": only a null with gaps does that */
+        h_down = 2 * mn;
     out->high = h_down == 0 ? INFINITY : d[mn - 1 - (h_down - 1) / 2];
     free(d);
     return 0;
