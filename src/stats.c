@@ -1,6 +1,6 @@
 /*
- * stats: descriptive statistics, Mann-Whitney U, Hodges-Lehmann with Moses interval, block
- * bootstrap and Benjamini-Hochberg (see stats.h). Pure and thread-safe.
+ * stats: descriptive statistics, Mann-Whitney U, Hodges-Lehmann with the interval that inverts
+ * the test, block bootstrap and Benjamini-Hochberg (see stats.h). Pure and thread-safe.
  *
  * The exact null distribution of U for samples of m and n without ties is the coefficient list
  * of the Gaussian binomial [m+n choose m] in q: prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i).

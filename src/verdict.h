@@ -3,7 +3,8 @@
  *
  * The run is the unit of replication: each gated timing metric compares the per-run summaries of
  * the two sides with a one-sided Mann-Whitney test and a Hodges-Lehmann estimate of the log
- * ratio with its Moses interval (confidence 1 - 2*alpha, matching the one-sided test). When a
+ * ratio with the interval that inverts the same test (confidence 1 - 2*alpha; the floor's null
+ * distribution comes from splits of the runs, cg_floor_compare). When a
  * side has a single run, a moving-block bootstrap over its steps is used instead, and the
  * result says so. Peak memory is gated with fixed tolerances. Per-op deltas are diagnostics with
  * Benjamini-Hochberg control and never decide; neither does the diagnosis (diagnose.h), which the
@@ -40,7 +41,8 @@ enum cg_method {
     CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (too few runs on a side) */
     CG_METHOD_FIXED,     /* fixed tolerance (memory) */
     CG_METHOD_PAIRED,    /* Wilcoxon signed-rank + Hodges-Lehmann over interleaved run pairs */
-    CG_METHOD_FAST_RUNS  /* the floor: Mann-Whitney + Hodges-Lehmann over the fast runs' floors */
+    CG_METHOD_FAST_RUNS  /* the floor: Mann-Whitney + Hodges-Lehmann over the fast runs' floors,
+                          * null distribution over splits of all runs (cg_floor_compare) */
 };
 
 struct cg_metric_result {
