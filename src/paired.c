@@ -65,7 +65,7 @@ double cg_paired_wsr_cdf(size_t n, double w)
 struct wsr_null {
     size_t nonzero;
     size_t zeros;
-    size_t top;    /* 2 * sum of the non-zero ranks: 2W+ is in [0, top] */
+    size_t top; /* 2 * sum of the non-zero ranks: 2W+ is in [0, top] */
     double w_plus;
     double *lower; /* exact: P(2W+ <= h), h = 0..top */
     double *upper; /* exact: P(2W+ >= h) */

@@ -22,7 +22,8 @@
 
 /* cmocka's assert_float_equal compares in float precision; the values here need doubles. */
 #define assert_near(got, want, eps) assert_near_at((got), (want), (eps), __FILE__, __LINE__)
-#define assert_rel(got, want, rel) assert_near_at((got), (want), fabs(want) * (rel), __FILE__, __LINE__)
+#define assert_rel(got, want, rel)                                                                 \
+    assert_near_at((got), (want), fabs(want) * (rel), __FILE__, __LINE__)
 
 static void assert_near_at(double got, double want, double eps, const char *file, int line)
 {

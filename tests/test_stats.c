@@ -157,7 +157,8 @@ static void test_stats__mwu_normal_approximation_matches_permutation(void **stat
 
 /* cmocka's assert_float_equal compares in float precision; these values need doubles. */
 #define assert_near(got, want, eps) assert_near_at((got), (want), (eps), __FILE__, __LINE__)
-#define assert_rel(got, want, rel) assert_near_at((got), (want), fabs(want) * (rel), __FILE__, __LINE__)
+#define assert_rel(got, want, rel)                                                                 \
+    assert_near_at((got), (want), fabs(want) * (rel), __FILE__, __LINE__)
 
 static void assert_near_at(double got, double want, double eps, const char *file, int line)
 {
@@ -231,8 +232,7 @@ static void test_stats__mwu_exact_matches_r_at_large_sizes(void **state)
 
 /* Brute force with ties: P(U >= u_obs) and P(U <= u_obs), ties counting one half, over every
  * way to choose which m of the pooled values are "x" (the exact conditional distribution). */
-static void brute_tied(const double *x, size_t m, const double *y, size_t n, double *ge,
-                       double *le)
+static void brute_tied(const double *x, size_t m, const double *y, size_t n, double *ge, double *le)
 {
     double pool[24];
     size_t N = m + n;
@@ -312,8 +312,11 @@ static void test_stats__mwu_ties_use_exact_conditional_distribution(void **state
 static void test_stats__mwu_ties_keep_size_within_level(void **state)
 {
     (void)state;
-    const double pools[][6] = {{1, 2, 3, 3, 4, 5}, {1, 1, 2, 3, 4, 5}, {1, 2, 3, 4, 5, 5},
-                               {1, 1, 2, 2, 3, 3}, {1, 2, 2, 2, 3, 4}};
+    const double pools[][6] = {{1, 2, 3, 3, 4, 5},
+                               {1, 1, 2, 3, 4, 5},
+                               {1, 2, 3, 4, 5, 5},
+                               {1, 1, 2, 2, 3, 3},
+                               {1, 2, 2, 2, 3, 4}};
     const double alphas[] = {0.0414, 0.05, 0.1};
     for (size_t c = 0; c < sizeof(pools) / sizeof(pools[0]); c++) {
         for (size_t a = 0; a < sizeof(alphas) / sizeof(alphas[0]); a++) {
@@ -416,8 +419,8 @@ static void test_stats__interval_inverts_the_test(void **state)
     check_interval_agrees(a, 3, b, 3, 0.05);
     check_interval_agrees(x, 75, y, 15, 0.05);
     uint64_t rng = 23;
-    const size_t sizes[][2] = {{3, 3}, {4, 6}, {5, 5}, {8, 7}, {15, 15}, {30, 15}, {60, 20},
-                               {75, 15}, {75, 30}};
+    const size_t sizes[][2] = {{3, 3},   {4, 6},   {5, 5},   {8, 7},  {15, 15},
+                               {30, 15}, {60, 20}, {75, 15}, {75, 30}};
     const double alphas[] = {0.0086, 0.025, 0.0414, 0.05, 0.1};
     double xs[75], ys[75];
     for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
