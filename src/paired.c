@@ -2,10 +2,11 @@
  * paired: Wilcoxon signed-rank test, Hodges-Lehmann over Walsh averages with Tukey's interval,
  * and the paired verdict (see paired.h).
  *
- * The exact null distribution of W+ for n untied non-zero differences counts the subsets of
- * {1..n} by their sum: the coefficients of prod_{i=1..n} (1 + q^i), built one factor at a time
- * in doubles (exact integers up to 2^53, far beyond 2^60 / C(n, n/2) rounding for n <= 60 in
- * relative terms) and divided by 2^n.
+ * The exact null distribution of W+ counts the sign patterns of the non-zero differences by
+ * the sum of their doubled midranks (a subset-sum count, additions only, exact integers up to
+ * 2^53 and relative rounding far below 1e-12 beyond): without ties and zeros, the coefficients
+ * of prod_{i=1..n} (1 + q^i), divided by 2^n. The interval inverts the same test through the
+ * Walsh averages (paired.h).
  */
 #include "paired.h"
 
@@ -54,9 +55,26 @@ double cg_paired_wsr_cdf(size_t n, double w)
     return fmin(1.0, cdf);
 }
 
+/* The signed-rank null distribution the test uses for one sample of differences, and the
+ * statistic: midranks of |d| over all n differences (zeros take the lowest ranks, Pratt), W+ the
+ * sum of the ranks of the positive ones. Under the null each non-zero difference carries its
+ * rank with a random sign. With at most CG_WSR_EXACT_MAX differences the distribution of 2W+ is
+ * exact, conditional on the ranks (a subset-sum count over the doubled ranks, additions only);
+ * otherwise normal with mean sum(r) / 2, variance sum(r^2) / 4 over the non-zero differences
+ * (Wilcoxon's tie correction in general form) and a continuity correction of 1/2. */
+struct wsr_null {
+    size_t nonzero;
+    size_t zeros;
+    size_t top; /* 2 * sum of the non-zero ranks: 2W+ is in [0, top] */
+    double w_plus;
+    double *lower; /* exact: P(2W+ <= h), h = 0..top */
+    double *upper; /* exact: P(2W+ >= h) */
+    double mu, sd; /* normal: of W+ */
+};
+
 struct absval {
     double a;
-    bool positive;
+    bool positive, zero;
 };
 
 static int cmp_absval(const void *x, const void *y)
@@ -65,99 +83,163 @@ static int cmp_absval(const void *x, const void *y)
     return (p->a > q->a) - (p->a < q->a);
 }
 
+static void wsr_null_release(struct wsr_null *z)
+{
+    free(z->lower);
+    free(z->upper);
+    z->lower = z->upper = NULL;
+}
+
+/* Scores 2 * midrank of the non-zero differences into score (n entries); fills the counts and
+ * W+ of z. false when memory ran out. */
+static bool wsr_scores(const double *d, size_t n, size_t *score, struct wsr_null *z)
+{
+    struct absval *v = malloc(n * sizeof(*v));
+    if (v == NULL)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct absval){fabs(d[i]), d[i] > 0.0, d[i] == 0.0};
+    qsort(v, n, sizeof(*v), cmp_absval);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && v[j].a == v[i].a)
+            j++;
+        size_t twice = i + 1 + j; /* 2 * midrank of positions i+1..j */
+        for (size_t r = i; r < j; r++) {
+            if (v[r].zero) {
+                z->zeros++;
+                continue;
+            }
+            score[z->nonzero++] = twice;
+            z->top += twice;
+            if (v[r].positive)
+                z->w_plus += (double)twice / 2.0;
+        }
+        i = j;
+    }
+    free(v);
+    return true;
+}
+
+static int wsr_null_make(const double *d, size_t n, struct wsr_null *z)
+{
+    memset(z, 0, sizeof(*z));
+    size_t *score = malloc(n * sizeof(*score));
+    if (score == NULL || !wsr_scores(d, n, score, z)) {
+        free(score);
+        return -1;
+    }
+    int rc = 0;
+    if (n <= CG_WSR_EXACT_MAX) {
+        double *count = calloc(z->top + 1, sizeof(*count));
+        z->lower = malloc((z->top + 1) * sizeof(double));
+        z->upper = malloc((z->top + 1) * sizeof(double));
+        if (count == NULL || z->lower == NULL || z->upper == NULL) {
+            free(count);
+            wsr_null_release(z);
+            free(score);
+            return -1;
+        }
+        count[0] = 1.0;
+        size_t reach = 0;
+        for (size_t i = 0; i < z->nonzero; i++) {
+            reach += score[i];
+            for (size_t h = reach; h >= score[i]; h--)
+                count[h] += count[h - score[i]];
+        }
+        double scale = ldexp(1.0, -(int)z->nonzero), run = 0.0;
+        for (size_t h = 0; h <= z->top; h++) {
+            run += count[h];
+            z->lower[h] = fmin(1.0, run * scale);
+        }
+        run = 0.0;
+        for (size_t h = z->top + 1; h-- > 0;) {
+            run += count[h];
+            z->upper[h] = fmin(1.0, run * scale);
+        }
+        free(count);
+    } else {
+        double sum = 0.0, sum2 = 0.0;
+        for (size_t i = 0; i < z->nonzero; i++) {
+            double r = (double)score[i] / 2.0;
+            sum += r;
+            sum2 += r * r;
+        }
+        z->mu = sum / 2.0;
+        z->sd = sqrt(sum2 / 4.0);
+    }
+    free(score);
+    return rc;
+}
+
+/* P(W+ >= h / 2) under the null. */
+static double wsr_upper(const struct wsr_null *z, size_t h)
+{
+    if (z->nonzero == 0)
+        return 1.0;
+    if (z->lower != NULL)
+        return h > z->top ? 0.0 : z->upper[h];
+    return cg_stats_normal_sf(((double)h / 2.0 - z->mu - 0.5) / z->sd);
+}
+
+/* P(W+ <= h / 2) under the null. */
+static double wsr_lower(const struct wsr_null *z, size_t h)
+{
+    if (z->nonzero == 0)
+        return 1.0;
+    if (z->lower != NULL)
+        return z->lower[h < z->top ? h : z->top];
+    return cg_stats_normal_sf((z->mu - (double)h / 2.0 - 0.5) / z->sd);
+}
+
 int cg_paired_signed_rank(const double *d, size_t n, struct cg_wsr *out)
 {
     if (n == 0)
         return -1;
-    struct absval *v = malloc(n * sizeof(*v));
-    if (v == NULL)
+    struct wsr_null z;
+    if (wsr_null_make(d, n, &z) != 0)
         return -1;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (d[i] != 0.0)
-            v[k++] = (struct absval){fabs(d[i]), d[i] > 0.0};
-    }
-    out->n = k;
-    out->w_plus = 0.0;
-    out->exact = 0;
-    if (k == 0) {
-        out->p_greater = out->p_less = 1.0;
-        free(v);
-        return 0;
-    }
-    qsort(v, k, sizeof(*v), cmp_absval);
-    double tie_term = 0.0; /* sum over groups of equal |d| of t^3 - t */
-    for (size_t i = 0; i < k;) {
-        size_t j = i + 1;
-        while (j < k && v[j].a == v[i].a)
-            j++;
-        double midrank = (double)(i + 1 + j) / 2.0, t = (double)(j - i);
-        for (size_t r = i; r < j; r++)
-            out->w_plus += v[r].positive ? midrank : 0.0;
-        tie_term += t * t * t - t;
-        i = j;
-    }
-    free(v);
-    double nn = (double)k;
-    if (tie_term == 0.0 && k <= CG_WSR_EXACT_MAX) {
-        size_t top = k * (k + 1) / 2, w = (size_t)out->w_plus;
-        double *dist = malloc((top + 1) * sizeof(*dist));
-        if (dist == NULL)
-            return -1;
-        wsr_exact_dist(k, dist);
-        double ge = 0.0, le = 0.0;
-        for (size_t x = 0; x <= top; x++) {
-            if (x >= w)
-                ge += dist[x];
-            if (x <= w)
-                le += dist[x];
-        }
-        free(dist);
-        out->p_greater = fmin(1.0, ge);
-        out->p_less = fmin(1.0, le);
-        out->exact = 1;
-        return 0;
-    }
-    double mu = nn * (nn + 1.0) / 4.0;
-    double var = nn * (nn + 1.0) * (2.0 * nn + 1.0) / 24.0 - tie_term / 48.0;
-    if (var <= 0.0) {
-        out->p_greater = out->p_less = 1.0;
-        return 0;
-    }
-    double sd = sqrt(var);
-    out->p_greater = cg_stats_normal_sf((out->w_plus - mu - 0.5) / sd);
-    out->p_less = cg_stats_normal_sf((mu - out->w_plus - 0.5) / sd);
+    size_t h = (size_t)llround(2.0 * z.w_plus);
+    out->n = z.nonzero;
+    out->w_plus = z.w_plus;
+    out->exact = z.nonzero > 0 && z.lower != NULL;
+    out->p_greater = wsr_upper(&z, h);
+    out->p_less = wsr_lower(&z, h);
+    wsr_null_release(&z);
     return 0;
-}
-
-/* Largest k >= 0 with P(W+ <= k - 1) <= alpha: Tukey's interval rank from each end. */
-static size_t tukey_rank(size_t n, double alpha)
-{
-    size_t top = n * (n + 1) / 2;
-    if (n <= CG_WSR_EXACT_MAX) {
-        double *dist = malloc((top + 1) * sizeof(*dist));
-        if (dist == NULL)
-            return 0;
-        wsr_exact_dist(n, dist);
-        size_t k = 0;
-        double cdf = 0.0; /* P(W+ <= k - 1) */
-        while (k <= top && cdf + dist[k] <= alpha * (1.0 + 1e-12)) {
-            cdf += dist[k];
-            k++;
-        }
-        free(dist);
-        return k;
-    }
-    double nn = (double)n;
-    double sd = sqrt(nn * (nn + 1.0) * (2.0 * nn + 1.0) / 24.0);
-    double k = floor((double)top / 2.0 - cg_stats_normal_isf(alpha) * sd);
-    return k < 0 ? 0 : (size_t)k;
 }
 
 int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out)
 {
     if (n == 0)
         return -1;
+    struct wsr_null z;
+    if (wsr_null_make(d, n, &z) != 0)
+        return -1;
+    /* Critical values of 2W+ from the tails the p-value uses: rejected "greater" when
+     * 2W+ >= h_up, "less" when 2W+ < h_down (bisection: the tails are monotone). */
+    size_t lo = 0, hi = z.top + 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (wsr_upper(&z, mid) <= alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    size_t h_up = lo;
+    lo = 0;
+    hi = z.top + 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (wsr_lower(&z, mid) > alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    size_t h_down = z.nonzero == 0 ? 0 : lo;
+    bool never_up = z.nonzero == 0 || h_up > z.top; /* no W+ reaches alpha */
+    size_t zeros = z.zeros;
+    wsr_null_release(&z);
     size_t m = n * (n + 1) / 2;
     double *w = malloc(m * sizeof(*w));
     if (w == NULL)
@@ -169,13 +251,19 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out)
     }
     qsort(w, m, sizeof(*w), cmp_double);
     out->estimate = m % 2 ? w[m / 2] : (w[m / 2 - 1] + w[m / 2]) / 2.0;
-    size_t r = tukey_rank(n, alpha);
-    if (r == 0 || r > (m + 1) / 2) {
-        out->low = -INFINITY;
+    /* T(s) = #{Walsh averages > s} + #{= s} / 2 equals W+ + z(z + 1) / 4 at s = 0 for z zero
+     * differences (paired.h), so the test at shift s rejects "greater" when
+     * 4T(s) >= 2 h_up + z(z + 1). The low end is the smallest average v with
+     * #{averages > v} below that: the k-th smallest, k = floor(m - t_up) + 1, and the high end
+     * the (m - floor(t_low))-th smallest for the largest rejected t_low. */
+    size_t zz = zeros * (zeros + 1); /* 4 * z(z + 1) / 4 */
+    size_t q_up = 2 * h_up + zz;     /* 4 t_up */
+    out->low = never_up || q_up > 4 * m ? -INFINITY : w[(4 * m - q_up) / 4];
+    if (h_down == 0) {
         out->high = INFINITY;
     } else {
-        out->low = w[r - 1];
-        out->high = w[m - r];
+        size_t q_low = 2 * (h_down - 1) + zz; /* 4 t_low */
+        out->high = w[m - 1 - q_low / 4];
     }
     free(w);
     return 0;

@@ -148,12 +148,15 @@ static void spread(const struct cg_seq_plan *p, const bool *in_use, double alpha
 }
 
 /* The smallest p metric m can reach at look k: the floor with too few runs for its run test
- * is compared over steps (the bootstrap reaches any level in use). */
+ * is compared over steps (the bootstrap reaches any level in use), with enough over splits of
+ * the runs (cg_floor_smallest_p). */
 static double smallest_at(const struct cg_seq_plan *p, enum cg_metric m, size_t k)
 {
     size_t n = p->runs_at[k], base = p->paired ? n : p->baseline_runs;
     if (m == CG_M_STEP_TIME_FLOOR && (base < CG_FLOOR_MIN_FAST_RUNS || n < CG_FLOOR_MIN_FAST_RUNS))
         return 0.0;
+    if (m == CG_M_STEP_TIME_FLOOR)
+        return cg_floor_smallest_p(base, n);
     if (p->paired && m != CG_M_STEP_TIME_FLOOR) /* signed-rank over n pairs: 2^-n, exact */
         return n >= 2 && n <= CG_WSR_EXACT_MAX ? ldexp(1.0, -(int)n) : 0.0;
     return p->smallest_p_at[k];

@@ -1,11 +1,15 @@
 /*
- * stats: descriptive statistics, Mann-Whitney U, Hodges-Lehmann with Moses interval, block
- * bootstrap and Benjamini-Hochberg (see stats.h). Pure and thread-safe.
+ * stats: descriptive statistics, Mann-Whitney U, Hodges-Lehmann with the interval that inverts
+ * the test, block bootstrap and Benjamini-Hochberg (see stats.h). Pure and thread-safe.
  *
  * The exact null distribution of U for samples of m and n without ties is the coefficient list
  * of the Gaussian binomial [m+n choose m] in q: prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i).
  * It is built one factor at a time (multiply, then divide by a running sum), truncated at
- * degree m*n, in doubles, and divided by C(m+n, m), the sum of the coefficients.
+ * degree m*n, in doubles, and divided by C(m+n, m), the sum of the coefficients. Only its lower
+ * tails are used (upper tails by symmetry). With ties, the exact conditional distribution is
+ * counted over the tie groups in increasing order (mwu_tied_counts), additions only. The
+ * interval inverts the test: the critical values of 2U come from the same tails the p-value
+ * uses, and the ends are the order statistics of the differences where U crosses them.
  */
 #include "stats.h"
 
@@ -103,128 +107,269 @@ double cg_stats_normal_isf(double p)
     return 0.5 * (lo + hi);
 }
 
-/* Null distribution of U for m, n without ties: P(U = u) for u = 0..m*n into dist (m*n + 1). */
-static void mwu_exact_dist(size_t m, size_t n, double *dist)
+/* Lower tail of U for m, n without ties: P(U <= u) for u = 0..m*n into cdf (m*n + 1 entries).
+ * The coefficients of low degree are small integers that the recurrence keeps exact; those near
+ * the middle carry rounding, and those near the top the rounding of the middle (cancellation),
+ * so callers take upper tails from the lower tail of the mirror, P(U >= u) = P(U <= mn - u). */
+static void mwu_untied_cdf(size_t m, size_t n, double *cdf)
 {
     size_t top = m * n;
-    memset(dist, 0, (top + 1) * sizeof(*dist));
-    dist[0] = 1.0;
+    memset(cdf, 0, (top + 1) * sizeof(*cdf));
+    cdf[0] = 1.0;
     for (size_t i = 1; i <= m; i++) {
         size_t a = n + i;
         for (size_t k = top; k >= a; k--)
-            dist[k] -= dist[k - a];
+            cdf[k] -= cdf[k - a];
         for (size_t k = i; k <= top; k++)
-            dist[k] += dist[k - i];
+            cdf[k] += cdf[k - i];
     }
-    double total = 0.0;
-    for (size_t k = 0; k <= top; k++)
-        total += dist[k];
-    for (size_t k = 0; k <= top; k++)
-        dist[k] /= total;
+    double total = 1.0; /* C(m + n, m) */
+    for (size_t i = 1; i <= m; i++)
+        total = total * (double)(n + i) / (double)i;
+    double run = 0.0;
+    for (size_t k = 0; k <= top; k++) {
+        run += cdf[k];
+        cdf[k] = fmin(1.0, run / total);
+    }
 }
 
-/* Tie correction term sum(t^3 - t) over groups of equal values in the pooled sample. */
-static double tie_term(const double *x, size_t m, const double *y, size_t n, bool *any_ties)
+/* Exact conditional distribution of 2U given the tie pattern of the pooled sample (groups of
+ * equal values in increasing order, sizes[0..groups)): the number of ways to choose which n of
+ * the N values are y with 2U = h, for h = 0..2mn, into count. Choosing k of a group of t that
+ * follows b values of which j are y adds 2k(b - j) + k(t - k) to 2U (each chosen value is above
+ * the b - j x before it, and ties with the t - k x of its own group count one half). All
+ * additions of non-negative numbers: no cancellation. dp holds (n + 1) rows of 2mn + 1. */
+static void mwu_tied_counts(const size_t *sizes, size_t groups, size_t m, size_t n, double *dp)
+{
+    size_t width = 2 * m * n + 1;
+    memset(dp, 0, (n + 1) * width * sizeof(*dp));
+    dp[0] = 1.0;
+    size_t before = 0;
+    for (size_t g = 0; g < groups; g++) {
+        size_t t = sizes[g];
+        size_t jmax = before < n ? before : n;
+        for (size_t j = jmax + 1; j-- > 0;) {
+            if (before - j > m)
+                continue; /* more x than there are */
+            double *row = dp + j * width;
+            double choose = 1.0; /* C(t, k) */
+            for (size_t k = 1; k <= t && j + k <= n; k++) {
+                choose = choose * (double)(t - k + 1) / (double)k;
+                size_t add = 2 * k * (before - j) + k * (t - k);
+                double *to = dp + (j + k) * width;
+                for (size_t h = 0; h + add < width; h++) {
+                    if (row[h] != 0.0)
+                        to[h + add] += choose * row[h];
+                }
+            }
+        }
+        before += t;
+    }
+}
+
+/* Tie groups of the pooled sample: sizes of the runs of equal values in increasing order into
+ * sizes (m + n entries); returns their number, 0 when memory ran out. */
+static size_t tie_groups(const double *x, size_t m, const double *y, size_t n, size_t *sizes)
 {
     size_t N = m + n;
-    *any_ties = false;
     double *all = malloc(N * sizeof(*all));
     if (all == NULL)
-        return NAN;
+        return 0;
     memcpy(all, x, m * sizeof(*all));
     memcpy(all + m, y, n * sizeof(*all));
     qsort(all, N, sizeof(*all), cmp_double);
-    double term = 0.0;
+    size_t groups = 0;
     for (size_t i = 0; i < N;) {
         size_t j = i + 1;
         while (j < N && all[j] == all[i])
             j++;
-        double t = (double)(j - i);
-        if (t > 1) {
-            term += t * t * t - t;
-            *any_ties = true;
-        }
+        sizes[groups++] = j - i;
         i = j;
     }
     free(all);
-    return term;
+    return groups;
+}
+
+/* The null distribution of U the test uses for a given pair of samples: exact without ties
+ * (both sides at most CG_MWU_EXACT_MAX), exact conditional on the ties (same sizes), else the
+ * normal approximation with tie and continuity correction. Tails are indexed by h = 2U. */
+struct mwu_null {
+    size_t m, n;
+    int kind;       /* NULL_UNTIED, NULL_TIED, NULL_NORMAL */
+    double *lower;  /* untied: P(U <= u), u = 0..mn; tied: P(2U <= h), h = 0..2mn */
+    double *upper;  /* tied: P(2U >= h) */
+    double mu, sd;  /* normal: mean and standard deviation of U (sd 0: all values tied) */
+};
+
+enum { NULL_UNTIED, NULL_TIED, NULL_NORMAL };
+
+static void mwu_null_release(struct mwu_null *z)
+{
+    free(z->lower);
+    free(z->upper);
+    z->lower = z->upper = NULL;
+}
+
+static int mwu_null_make(const double *x, size_t m, const double *y, size_t n,
+                         struct mwu_null *z)
+{
+    memset(z, 0, sizeof(*z));
+    z->m = m;
+    z->n = n;
+    size_t N = m + n, top = m * n;
+    size_t *sizes = malloc(N * sizeof(*sizes));
+    size_t groups = sizes ? tie_groups(x, m, y, n, sizes) : 0;
+    if (groups == 0) {
+        free(sizes);
+        return -1;
+    }
+    bool small = m <= CG_MWU_EXACT_MAX && n <= CG_MWU_EXACT_MAX;
+    int rc = -1;
+    if (small && groups == N) {
+        z->kind = NULL_UNTIED;
+        if ((z->lower = malloc((top + 1) * sizeof(double))) == NULL)
+            goto done;
+        mwu_untied_cdf(m, n, z->lower);
+    } else if (small) {
+        z->kind = NULL_TIED;
+        size_t width = 2 * top + 1;
+        double *dp = malloc((n + 1) * width * sizeof(*dp));
+        z->lower = malloc(width * sizeof(double));
+        z->upper = malloc(width * sizeof(double));
+        if (dp == NULL || z->lower == NULL || z->upper == NULL) {
+            free(dp);
+            goto done;
+        }
+        mwu_tied_counts(sizes, groups, m, n, dp);
+        const double *count = dp + n * width;
+        double total = 0.0;
+        for (size_t h = 0; h < width; h++)
+            total += count[h];
+        double run = 0.0;
+        for (size_t h = 0; h < width; h++) {
+            run += count[h];
+            z->lower[h] = fmin(1.0, run / total);
+        }
+        run = 0.0;
+        for (size_t h = width; h-- > 0;) {
+            run += count[h];
+            z->upper[h] = fmin(1.0, run / total);
+        }
+        free(dp);
+    } else {
+        z->kind = NULL_NORMAL;
+        double term = 0.0; /* sum of t^3 - t over tie groups */
+        for (size_t g = 0; g < groups; g++) {
+            double t = (double)sizes[g];
+            term += t * t * t - t;
+        }
+        double mn = (double)top, NN = (double)N;
+        double var = mn / 12.0 * ((NN + 1.0) - term / (NN * (NN - 1.0)));
+        z->mu = mn / 2.0;
+        z->sd = var > 0.0 ? sqrt(var) : 0.0;
+    }
+    rc = 0;
+done:
+    free(sizes);
+    if (rc != 0)
+        mwu_null_release(z);
+    return rc;
+}
+
+/* P(U >= h / 2) under the null. */
+static double null_upper(const struct mwu_null *z, size_t h)
+{
+    size_t top = z->m * z->n;
+    switch (z->kind) {
+    case NULL_UNTIED: {
+        size_t u = (h + 1) / 2; /* the smallest integer U >= h / 2 */
+        return u > top ? 0.0 : z->lower[top - u];
+    }
+    case NULL_TIED:
+        return h > 2 * top ? 0.0 : z->upper[h];
+    default:
+        if (z->sd <= 0.0)
+            return 1.0;
+        return cg_stats_normal_sf(((double)h / 2.0 - z->mu - 0.5) / z->sd);
+    }
+}
+
+/* P(U <= h / 2) under the null. */
+static double null_lower(const struct mwu_null *z, size_t h)
+{
+    size_t top = z->m * z->n;
+    switch (z->kind) {
+    case NULL_UNTIED:
+        return z->lower[h / 2 < top ? h / 2 : top];
+    case NULL_TIED:
+        return z->lower[h < 2 * top ? h : 2 * top];
+    default:
+        if (z->sd <= 0.0)
+            return 1.0;
+        return cg_stats_normal_sf((z->mu - (double)h / 2.0 - 0.5) / z->sd);
+    }
+}
+
+/* U of y against x: pairs with y > x, ties one half. */
+static double mwu_u(const double *x, size_t m, const double *y, size_t n)
+{
+    double u = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        for (size_t j = 0; j < n; j++)
+            u += y[j] > x[i] ? 1.0 : (y[j] == x[i] ? 0.5 : 0.0);
+    }
+    return u;
 }
 
 int cg_stats_mwu(const double *x, size_t m, const double *y, size_t n, struct cg_mwu *out)
 {
     if (m == 0 || n == 0)
         return -1;
-    double u = 0.0;
-    for (size_t i = 0; i < m; i++) {
-        for (size_t j = 0; j < n; j++)
-            u += y[j] > x[i] ? 1.0 : (y[j] == x[i] ? 0.5 : 0.0);
-    }
-    out->u = u;
-    bool ties;
-    double tterm = tie_term(x, m, y, n, &ties);
-    if (isnan(tterm))
+    struct mwu_null z;
+    if (mwu_null_make(x, m, y, n, &z) != 0)
         return -1;
-    double mn = (double)m * (double)n;
-    if (!ties && m <= CG_MWU_EXACT_MAX && n <= CG_MWU_EXACT_MAX) {
-        size_t top = m * n;
-        double *dist = malloc((top + 1) * sizeof(*dist));
-        if (dist == NULL)
-            return -1;
-        mwu_exact_dist(m, n, dist);
-        size_t uu = (size_t)u;
-        double ge = 0.0, le = 0.0;
-        for (size_t k = 0; k <= top; k++) {
-            if (k >= uu)
-                ge += dist[k];
-            if (k <= uu)
-                le += dist[k];
-        }
-        free(dist);
-        out->p_greater = fmin(1.0, ge);
-        out->p_less = fmin(1.0, le);
-        out->exact = 1;
-        return 0;
-    }
-    double N = (double)(m + n);
-    double var = mn / 12.0 * ((N + 1.0) - tterm / (N * (N - 1.0)));
-    double mu = mn / 2.0;
-    if (var <= 0) {
-        out->p_greater = out->p_less = 1.0;
-    } else {
-        double sd = sqrt(var);
-        out->p_greater = cg_stats_normal_sf((u - mu - 0.5) / sd);
-        out->p_less = cg_stats_normal_sf((mu - u - 0.5) / sd);
-    }
-    out->exact = 0;
+    double u = mwu_u(x, m, y, n);
+    size_t h = (size_t)llround(2.0 * u);
+    out->u = u;
+    out->p_greater = null_upper(&z, h);
+    out->p_less = null_lower(&z, h);
+    out->exact = z.kind != NULL_NORMAL;
+    mwu_null_release(&z);
     return 0;
 }
 
-/* Largest k >= 0 with P(U <= k - 1) <= alpha: the Moses interval's rank from each end. */
-static size_t moses_rank(size_t m, size_t n, double alpha, bool exact)
+/* The smallest h = 2U in [0, 2mn] whose upper tail is at most alpha (the test rejects "greater"
+ * exactly when 2U >= it), or 2mn + 1 when none is. Tails are monotone in h: bisection. */
+static size_t crit_upper(const struct mwu_null *z, double alpha)
 {
-    size_t top = m * n;
-    if (exact) {
-        double *dist = malloc((top + 1) * sizeof(*dist));
-        if (dist == NULL)
-            return 0;
-        mwu_exact_dist(m, n, dist);
-        size_t k = 0;
-        double cdf = 0.0; /* P(U <= k - 1) */
-        while (k <= top && cdf + dist[k] <= alpha * (1.0 + 1e-12)) {
-            cdf += dist[k];
-            k++;
-        }
-        free(dist);
-        return k;
+    size_t lo = 0, hi = 2 * z->m * z->n + 1; /* answer in [lo, hi] */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (null_upper(z, mid) <= alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
-    double mn = (double)m * (double)n;
-    double sd = sqrt(mn * (double)(m + n + 1) / 12.0);
-    double k = floor(mn / 2.0 - cg_stats_normal_isf(alpha) * sd);
-    return k < 0 ? 0 : (size_t)k;
+    return lo;
 }
 
-int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
-                      struct cg_shift *out)
+/* The largest h whose lower tail is at most alpha plus one (the test rejects "less" exactly
+ * when 2U < it), 0 when none is. */
+static size_t crit_lower(const struct mwu_null *z, double alpha)
+{
+    size_t lo = 0, hi = 2 * z->m * z->n + 1; /* first h with lower tail > alpha, in [lo, hi] */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (null_lower(z, mid) > alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+int cg_stats_shift_interval(const double *x, size_t m, const double *y, size_t n, size_t h_up,
+                            size_t h_down, struct cg_shift *out)
 {
     if (m == 0 || n == 0)
         return -1;
@@ -238,19 +383,46 @@ int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, doub
     }
     qsort(d, mn, sizeof(*d), cmp_double);
     out->estimate = sorted_quantile(d, mn, 0.5);
-    bool ties;
-    double tterm = tie_term(x, m, y, n, &ties);
-    bool exact = !isnan(tterm) && !ties && m <= CG_MWU_EXACT_MAX && n <= CG_MWU_EXACT_MAX;
-    size_t k = moses_rank(m, n, alpha, exact);
-    if (k == 0 || k > (mn + 1) / 2) {
-        out->low = -INFINITY;
-        out->high = INFINITY;
-    } else {
-        out->low = d[k - 1];
-        out->high = d[mn - k];
-    }
+    /* Rejected "greater" at shift s when U(s) = #{d > s} + #{d = s} / 2 >= h_up / 2: the low
+     * end is the smallest difference v with #{d > v} < h_up / 2, the k-th smallest for
+     * k = floor(mn - h_up / 2) + 1. The high end mirrors it: the (mn - floor(h_low / 2))-th
+     * smallest for the largest rejected h_low = h_down - 1. */
+    out->low = h_up > 2 * mn ? -INFINITY : d[(2 * mn - h_up) / 2];
+    if (h_down > 2 * mn) /* every U rejected "less": only a null with gaps does that */
+        h_down = 2 * mn;
+    out->high = h_down == 0 ? INFINITY : d[mn - 1 - (h_down - 1) / 2];
     free(d);
     return 0;
+}
+
+int cg_stats_mwu_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
+                       struct cg_mwu *test, struct cg_shift *shift)
+{
+    if (m == 0 || n == 0)
+        return -1;
+    struct mwu_null z;
+    if (mwu_null_make(x, m, y, n, &z) != 0)
+        return -1;
+    size_t h_up = crit_upper(&z, alpha), h_down = crit_lower(&z, alpha);
+    int rc = 0;
+    if (test != NULL) {
+        double u = mwu_u(x, m, y, n);
+        size_t h = (size_t)llround(2.0 * u);
+        test->u = u;
+        test->p_greater = null_upper(&z, h);
+        test->p_less = null_lower(&z, h);
+        test->exact = z.kind != NULL_NORMAL;
+    }
+    mwu_null_release(&z);
+    if (shift != NULL)
+        rc = cg_stats_shift_interval(x, m, y, n, h_up, h_down, shift);
+    return rc;
+}
+
+int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
+                      struct cg_shift *out)
+{
+    return cg_stats_mwu_shift(x, m, y, n, alpha, NULL, out);
 }
 
 uint64_t cg_stats_rand(uint64_t *state)

@@ -2,11 +2,17 @@
  * stats: the statistics behind the verdict. Pure functions of their inputs, thread-safe.
  *
  * Descriptive statistics (mean and variance by Welford's method, type-7 quantiles), the
- * Mann-Whitney U test (exact null distribution when there are no ties and both samples have at
- * most CG_MWU_EXACT_MAX values, else the normal approximation with tie correction and continuity
- * correction), the Hodges-Lehmann shift estimate with its distribution-free (Moses) interval,
- * a moving-block bootstrap for within-run comparisons, and Benjamini-Hochberg adjustment.
+ * Mann-Whitney U test, the Hodges-Lehmann shift estimate with the interval that inverts the same
+ * test, a moving-block bootstrap for within-run comparisons, and Benjamini-Hochberg adjustment.
  * Units are whatever the caller passes in.
+ *
+ * The null distribution of U: when both samples have at most CG_MWU_EXACT_MAX values, exact —
+ * without ties the Gaussian binomial coefficients, with ties the exact distribution conditional
+ * on the tie pattern (midranks: a tie between the sides counts one half in U) — so a test at
+ * level alpha rejects with probability at most alpha under exchangeability; larger samples use
+ * the normal approximation with tie and continuity correction. Upper tails are never computed
+ * as 1 minus a lower tail (or from coefficients that carry cancellation): p is in [0, 1] and
+ * keeps its relative precision far below 1e-16.
  */
 #ifndef CG_STATS_H
 #define CG_STATS_H
@@ -61,10 +67,27 @@ struct cg_shift {
     double high;     /* upper bound; +INFINITY when unattainable */
 };
 
-/* Hodges-Lehmann shift of y relative to x with the Moses distribution-free interval whose
- * each tail has probability at most alpha. Returns 0, or -1 (empty sample, no memory). */
+/* Hodges-Lehmann shift of y relative to x with the interval of shifts s that the one-sided
+ * tests of cg_stats_mwu at level alpha (same null distribution) do not reject for y - s
+ * against x: low is the largest shift rejected as "greater", high the smallest rejected as
+ * "less". So p_greater <= alpha exactly when low > 0, and p_less <= alpha exactly when
+ * high < 0 — except that an end can sit at 0 either way when some y_j equals some x_i (the
+ * shift 0 is then itself a boundary point). An end is infinite only when no U reaches alpha.
+ * Returns 0, or -1 (empty sample, no memory). */
 int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
                       struct cg_shift *out);
+
+/* cg_stats_mwu and cg_stats_hl_shift from one null distribution; test or shift may be NULL. */
+int cg_stats_mwu_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
+                       struct cg_mwu *test, struct cg_shift *shift);
+
+/* The Hodges-Lehmann shift of y relative to x and the interval that inverts a test of U (pairs
+ * y > x, ties one half) rejecting "greater" when 2U >= h_up and "less" when 2U < h_down (h_up
+ * above 2mn: never, an infinite low end; h_down 0: never, an infinite high end). For callers
+ * whose critical values come from another null distribution of the same statistic (the step
+ * time floor's permutation test, verdict.h). Returns 0, or -1 (empty sample, no memory). */
+int cg_stats_shift_interval(const double *x, size_t m, const double *y, size_t n, size_t h_up,
+                            size_t h_down, struct cg_shift *out);
 
 /* A floor of step times: the median of those within CG_FLOOR_STEP_WINDOW of the fastest (a
  * run's step time floor, verdict.h). Sorts v in place; NAN when n is 0. */

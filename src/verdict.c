@@ -85,6 +85,277 @@ done:
     return f;
 }
 
+/* ---- the floor's test over runs (verdict.h) ------------------------------------------------ */
+
+/* The pooled run floors in increasing order, with the side each came from. */
+struct floor_pool {
+    double *v;          /* floors, increasing */
+    unsigned char *cur; /* 1: the current side's, in the same order */
+    size_t n;
+};
+
+/* Mann-Whitney over the fast runs of one split of the pool (labels in cur): the sizes and 2U
+ * (current above baseline, ties one half). Each side's fast runs are those within
+ * CG_FLOOR_RUN_WINDOW of its own fastest, as cg_floor_fast_runs selects them. */
+static void floor_split(const struct floor_pool *p, const unsigned char *cur, size_t *kb,
+                        size_t *kc, size_t *h)
+{
+    double lowest[2] = {NAN, NAN};
+    for (size_t i = 0; i < p->n && (isnan(lowest[0]) || isnan(lowest[1])); i++) {
+        if (isnan(lowest[cur[i]]))
+            lowest[cur[i]] = p->v[i];
+    }
+    size_t k[2] = {0, 0}, twice_u = 0;
+    for (size_t i = 0; i < p->n;) {
+        size_t j = i, g[2] = {0, 0};
+        for (; j < p->n && p->v[j] == p->v[i]; j++) {
+            int c = cur[j];
+            g[c] += p->v[j] <= lowest[c] * CG_FLOOR_RUN_WINDOW;
+        }
+        twice_u += g[1] * (2 * k[0] + g[0]);
+        k[0] += g[0];
+        k[1] += g[1];
+        i = j;
+    }
+    *kb = k[0];
+    *kc = k[1];
+    *h = twice_u;
+}
+
+/* Mann-Whitney's z for 2U = h with kb and kc fast runs (at least 1 each: a side's fastest run
+ * is always among its fast runs). No tie correction: it is a statistic whose distribution the
+ * splits give, whatever the sizes. */
+static double floor_z(size_t kb, size_t kc, size_t h)
+{
+    double mn = (double)kb * (double)kc;
+    return ((double)h / 2.0 - mn / 2.0) / sqrt(mn * (double)(kb + kc + 1) / 12.0);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* C(n, k) as a double (only compared with CG_FLOOR_PERMUTATIONS). */
+static double choose(size_t n, size_t k)
+{
+    double c = 1.0;
+    for (size_t i = 1; i <= k; i++)
+        c = c * (double)(n - k + i) / (double)i;
+    return c;
+}
+
+double cg_floor_smallest_p(size_t nb, size_t nc)
+{
+    double c = choose(nb + nc, nb);
+    return c <= CG_FLOOR_PERMUTATIONS ? 1.0 / c : 1.0 / (CG_FLOOR_PERMUTATIONS + 1.0);
+}
+
+/* The z of every split (all of them, or CG_FLOOR_PERMUTATIONS seeded ones) into z, sorted;
+ * returns how many (0 when memory ran out). */
+static size_t floor_null(const struct floor_pool *p, size_t nb, bool all, double *z)
+{
+    size_t n = p->n, count = 0;
+    unsigned char *cur = malloc(n);
+    size_t *idx = malloc(n * sizeof(*idx));
+    if (cur == NULL || idx == NULL)
+        goto done;
+    size_t kb, kc, h;
+    if (all) { /* every choice of the nb baseline positions, in lexicographic order */
+        for (size_t i = 0; i < nb; i++)
+            idx[i] = i;
+        for (;;) {
+            memset(cur, 1, n);
+            for (size_t i = 0; i < nb; i++)
+                cur[idx[i]] = 0;
+            floor_split(p, cur, &kb, &kc, &h);
+            z[count++] = floor_z(kb, kc, h);
+            size_t i = nb;
+            while (i > 0 && idx[i - 1] == n - nb + i - 1)
+                i--;
+            if (i == 0)
+                break;
+            idx[i - 1]++;
+            for (size_t j = i; j < nb; j++)
+                idx[j] = idx[j - 1] + 1;
+        }
+    } else {
+        /* Seeded from the pooled floors, which do not depend on the sides: the same runs give
+         * the same verdict, and the splits drawn are independent of which side a run is on. */
+        uint64_t rng = 0x666c6f6f72ULL;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t bits;
+            memcpy(&bits, &p->v[i], sizeof(bits));
+            rng = (rng ^ bits) * 0x100000001b3ULL;
+        }
+        for (size_t i = 0; i < n; i++)
+            idx[i] = i;
+        for (size_t b = 0; b < CG_FLOOR_PERMUTATIONS; b++) {
+            for (size_t i = 0; i < nb; i++) { /* partial Fisher-Yates: nb positions */
+                size_t j = i + (size_t)(cg_stats_rand(&rng) % (uint64_t)(n - i));
+                size_t t = idx[i];
+                idx[i] = idx[j];
+                idx[j] = t;
+            }
+            memset(cur, 1, n);
+            for (size_t i = 0; i < nb; i++)
+                cur[idx[i]] = 0;
+            floor_split(p, cur, &kb, &kc, &h);
+            z[count++] = floor_z(kb, kc, h);
+        }
+    }
+    qsort(z, count, sizeof(*z), cmp_dbl);
+done:
+    free(cur);
+    free(idx);
+    return count;
+}
+
+/* The null distribution of the floor's z: the sorted z of the splits, and whether the observed
+ * split is among them (every split taken) or is added to the count (drawn splits:
+ * p = (1 + k) / (1 + B)). */
+struct floor_null {
+    const double *z;
+    size_t count;
+    bool all;
+};
+
+/* First index of the sorted z with z >= x (strict: z > x). */
+static size_t first_index(const double *z, size_t count, double x, bool strict)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strict ? z[mid] > x : z[mid] >= x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* P(z >= x) under the splits; x finite. */
+static double floor_p_greater(const struct floor_null *f, double x)
+{
+    double k = (double)(f->count - first_index(f->z, f->count, x, false));
+    return f->all ? k / (double)f->count : (k + 1.0) / ((double)f->count + 1.0);
+}
+
+/* P(z <= x) under the splits; x finite. */
+static double floor_p_less(const struct floor_null *f, double x)
+{
+    double k = (double)first_index(f->z, f->count, x, true);
+    return f->all ? k / (double)f->count : (k + 1.0) / ((double)f->count + 1.0);
+}
+
+struct floor_item {
+    double v;
+    unsigned char cur;
+};
+
+static int cmp_floor_item(const void *a, const void *b)
+{
+    const struct floor_item *x = a, *y = b;
+    return (x->v > y->v) - (x->v < y->v);
+}
+
+/* Pools the floors in increasing order with their sides. */
+static int floor_pool_make(const double *base, size_t nb, const double *cur, size_t nc,
+                           struct floor_pool *p)
+{
+    p->n = nb + nc;
+    struct floor_item *items = malloc(p->n * sizeof(*items));
+    p->v = malloc(p->n * sizeof(*p->v));
+    p->cur = malloc(p->n);
+    if (items == NULL || p->v == NULL || p->cur == NULL) {
+        free(items);
+        return -1;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        items[i] = (struct floor_item){i < nb ? base[i] : cur[i - nb], i >= nb};
+    qsort(items, p->n, sizeof(*items), cmp_floor_item);
+    for (size_t i = 0; i < p->n; i++) {
+        p->v[i] = items[i].v;
+        p->cur[i] = items[i].cur;
+    }
+    free(items);
+    return 0;
+}
+
+/* Logs of the fast runs of one side (within CG_FLOOR_RUN_WINDOW of its lowest) into out. */
+static size_t fast_logs(const double *v, size_t n, double *out)
+{
+    double lowest = INFINITY;
+    for (size_t i = 0; i < n; i++)
+        lowest = fmin(lowest, v[i]);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] <= lowest * CG_FLOOR_RUN_WINDOW)
+            out[k++] = log(v[i]);
+    }
+    return k;
+}
+
+int cg_floor_compare(const double *base, size_t nb, const double *cur, size_t nc, double alpha,
+                     struct cg_floor_test *out)
+{
+    if (nb == 0 || nc == 0)
+        return -1;
+    struct floor_pool pool = {NULL, NULL, 0};
+    double *z = NULL, *lb = malloc(nb * sizeof(*lb)), *lc = malloc(nc * sizeof(*lc));
+    int rc = -1;
+    memset(out, 0, sizeof(*out));
+    if (lb == NULL || lc == NULL || floor_pool_make(base, nb, cur, nc, &pool) != 0)
+        goto done;
+    size_t kb = fast_logs(base, nb, lb), kc = fast_logs(cur, nc, lc), h;
+    out->fast[0] = kb;
+    out->fast[1] = kc;
+    size_t splits = CG_FLOOR_PERMUTATIONS;
+    bool all = choose(pool.n, nb) <= CG_FLOOR_PERMUTATIONS;
+    if (all)
+        splits = (size_t)llround(choose(pool.n, nb));
+    if ((z = malloc(splits * sizeof(*z))) == NULL)
+        goto done;
+    struct floor_null f = {z, floor_null(&pool, nb, all, z), all};
+    if (f.count != splits)
+        goto done;
+    size_t kb2, kc2;
+    floor_split(&pool, pool.cur, &kb2, &kc2, &h); /* the observed split: kb2 = kb, kc2 = kc */
+    double zo = floor_z(kb, kc, h);
+    out->p_greater = floor_p_greater(&f, zo);
+    out->p_less = floor_p_less(&f, zo);
+    out->all_splits = all;
+    /* Critical values of 2U for the observed sizes, from the same p functions (bisection: both
+     * are monotone in h), so the interval and the p-values cannot disagree. */
+    size_t top = 2 * kb * kc, lo = 0, hi = top + 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (floor_p_greater(&f, floor_z(kb, kc, mid)) <= alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    size_t h_up = lo;
+    lo = 0;
+    hi = top + 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (floor_p_less(&f, floor_z(kb, kc, mid)) > alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    rc = cg_stats_shift_interval(lb, kb, lc, kc, h_up, lo, &out->shift);
+done:
+    free(pool.v);
+    free(pool.cur);
+    free(z);
+    free(lb);
+    free(lc);
+    return rc;
+}
+
 double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
 {
     switch (m) {
@@ -130,7 +401,7 @@ static int compare_runs(const double *b, size_t nb, const double *c, size_t nc, 
         lc[i] = log(c[i]);
     struct cg_mwu u;
     struct cg_shift s;
-    if (cg_stats_mwu(lb, nb, lc, nc, &u) != 0 || cg_stats_hl_shift(lb, nb, lc, nc, alpha, &s) != 0)
+    if (cg_stats_mwu_shift(lb, nb, lc, nc, alpha, &u, &s) != 0)
         goto done;
     r->delta_pct = (exp(s.estimate) - 1.0) * 100.0;
     r->ci_low_pct = isfinite(s.low) ? (exp(s.low) - 1.0) * 100.0 : -INFINITY;
@@ -143,6 +414,25 @@ done:
     free(lb);
     free(lc);
     return rc;
+}
+
+/* The floor over runs: the fast runs of each side, tested with the null distribution of the
+ * whole select-then-compare procedure (cg_floor_compare). vb and vc are left as they are. */
+static int compare_floors(const double *vb, size_t nb, const double *vc, size_t nc, double alpha,
+                          struct cg_metric_result *r, double *p_better)
+{
+    struct cg_floor_test f;
+    if (cg_floor_compare(vb, nb, vc, nc, alpha, &f) != 0)
+        return -1;
+    r->delta_pct = (exp(f.shift.estimate) - 1.0) * 100.0;
+    r->ci_low_pct = isfinite(f.shift.low) ? (exp(f.shift.low) - 1.0) * 100.0 : -INFINITY;
+    r->ci_high_pct = isfinite(f.shift.high) ? (exp(f.shift.high) - 1.0) * 100.0 : INFINITY;
+    r->p_value = f.p_greater;
+    *p_better = f.p_less;
+    r->method = CG_METHOD_FAST_RUNS;
+    r->fast_runs[0] = f.fast[0];
+    r->fast_runs[1] = f.fast[1];
+    return 0;
 }
 
 /* Comparison over the steps of every run of each side, for a timing metric when a side has one
@@ -225,18 +515,14 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
     bool floor = m == CG_M_STEP_TIME_FLOOR && nb >= CG_FLOOR_MIN_FAST_RUNS &&
                  nc >= CG_FLOOR_MIN_FAST_RUNS;
     bool runs = floor || (m != CG_M_STEP_TIME_FLOOR && nb >= 2 && nc >= 2);
+    int rc = floor ? compare_floors(vb, nb, vc, nc, lim->alpha, r, &p_better)
+             : runs  ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
+                     : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
+    if (rc != 0)
+        return CG_ENOMEM;
     size_t kb = floor ? cg_floor_fast_runs(vb, nb) : nb, kc = floor ? cg_floor_fast_runs(vc, nc) : nc;
     r->baseline = cg_stats_quantile(vb, kb, 0.5);
     r->current = cg_stats_quantile(vc, kc, 0.5);
-    int rc = runs ? compare_runs(vb, kb, vc, kc, worse_up, lim->alpha, r, &p_better)
-                  : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
-    if (rc != 0)
-        return CG_ENOMEM;
-    if (floor) {
-        r->method = CG_METHOD_FAST_RUNS;
-        r->fast_runs[0] = kb;
-        r->fast_runs[1] = kc;
-    }
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
     bool enough = (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs;
     if (floor && (kb < CG_FLOOR_MIN_FAST_RUNS || kc < CG_FLOOR_MIN_FAST_RUNS)) {

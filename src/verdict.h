@@ -3,7 +3,8 @@
  *
  * The run is the unit of replication: each gated timing metric compares the per-run summaries of
  * the two sides with a one-sided Mann-Whitney test and a Hodges-Lehmann estimate of the log
- * ratio with its Moses interval (confidence 1 - 2*alpha, matching the one-sided test). When a
+ * ratio with the interval that inverts the same test (confidence 1 - 2*alpha; the floor's null
+ * distribution comes from splits of the runs, cg_floor_compare). When a
  * side has a single run, a moving-block bootstrap over its steps is used instead, and the
  * result says so. Peak memory is gated with fixed tolerances. Per-op deltas are diagnostics with
  * Benjamini-Hochberg control and never decide; neither does the diagnosis (diagnose.h), which the
@@ -18,6 +19,7 @@
 #include "artifact.h"
 #include "diagnose.h"
 #include "err.h"
+#include "stats.h"
 #include "thresholds.h"
 
 #include <stdbool.h>
@@ -39,7 +41,8 @@ enum cg_method {
     CG_METHOD_BOOTSTRAP, /* within-run moving-block bootstrap (too few runs on a side) */
     CG_METHOD_FIXED,     /* fixed tolerance (memory) */
     CG_METHOD_PAIRED,    /* Wilcoxon signed-rank + Hodges-Lehmann over interleaved run pairs */
-    CG_METHOD_FAST_RUNS  /* the floor: Mann-Whitney + Hodges-Lehmann over the fast runs' floors */
+    CG_METHOD_FAST_RUNS  /* the floor: Mann-Whitney + Hodges-Lehmann over the fast runs' floors,
+                          * null distribution over splits of all runs (cg_floor_compare) */
 };
 
 struct cg_metric_result {
@@ -131,6 +134,38 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
  * quick check) the floor is compared over the steps instead (a block bootstrap of the same
  * statistic, stats.h). */
 #define CG_FLOOR_MIN_FAST_RUNS 3
+/* Splits of the runs between the sides that the floor's test draws (cg_floor_compare); when
+ * there are at most this many splits in all, every one is taken. */
+#define CG_FLOOR_PERMUTATIONS 2000
+
+/* The floor compared over runs: which runs count as fast depends on each side's own fastest
+ * run, so the selection depends on which side a run is on, and Mann-Whitney's distribution
+ * would not hold for the selected runs (with i.i.d. runs a side of 75 picks a lower fastest run
+ * than a side of 15 and looks faster). The test keeps the selection and takes the null
+ * distribution of the whole select-then-compare procedure: the runs are split between the sides
+ * again (every split, or CG_FLOOR_PERMUTATIONS seeded ones), each side selects its fast runs
+ * again, and the statistic is Mann-Whitney's z of the selected runs (U standardised by its own
+ * sizes, however few). With exchangeable runs P(p <= alpha) <= alpha. The shift is the Hodges-Lehmann
+ * estimate of the log ratio of the selected runs, and the interval inverts the same test (the
+ * critical z turned into U for the observed sizes, cg_stats_shift_interval), so p_greater <=
+ * alpha exactly when low > 0 (or low = 0 with equal floors on both sides). */
+struct cg_floor_test {
+    size_t fast[2];        /* fast runs of the baseline and the current side */
+    double p_greater;      /* H1: the current floor is higher */
+    double p_less;         /* H1: lower */
+    struct cg_shift shift; /* of the logs: current relative to baseline */
+    bool all_splits;       /* every split was taken (the p-values are exact) */
+};
+
+/* Compares the run floors base[nb] and cur[nc] (positive; neither is modified) at level alpha
+ * for the interval. The caller decides what too few fast runs (CG_FLOOR_MIN_FAST_RUNS) mean.
+ * 0, or -1 when a side is empty or memory ran out. */
+int cg_floor_compare(const double *base, size_t nb, const double *cur, size_t nc, double alpha,
+                     struct cg_floor_test *out);
+
+/* The smallest p cg_floor_compare can give with nb and nc runs: 1 / C(nb + nc, nb) when it
+ * takes every split, else 1 / (CG_FLOOR_PERMUTATIONS + 1). */
+double cg_floor_smallest_p(size_t nb, size_t nc);
 
 /* A run's floor; NAN without steps or memory. */
 double cg_run_floor_ns(const struct cg_run *run);

@@ -16,11 +16,14 @@
 #include "paired.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* cmocka's assert_float_equal compares in float precision; the values here need doubles. */
 #define assert_near(got, want, eps) assert_near_at((got), (want), (eps), __FILE__, __LINE__)
+#define assert_rel(got, want, rel)                                                                 \
+    assert_near_at((got), (want), fabs(want) * (rel), __FILE__, __LINE__)
 
 static void assert_near_at(double got, double want, double eps, const char *file, int line)
 {
@@ -68,15 +71,28 @@ static void test_paired__one_negative_smallest(void **state)
     assert_near(w.p_less, 31.0 / 32.0, 1e-15);
 }
 
-static void test_paired__zeros_are_dropped(void **state)
+static void test_paired__zeros_are_ranked_then_left_out(void **state)
 {
     (void)state;
-    /* Two zero differences leave n = 3 all positive: W+ = 6, p = 1/8. */
+    /* Pratt's convention, the one the Walsh averages imply: zeros take the lowest ranks and
+     * carry no sign. {0, 0.2, 0, 0.1, 0.3}: ranks 1.5, 4, 1.5, 3, 5; W+ = 12 of the non-zero
+     * scores 3, 4, 5: all positive, p = 1/8. */
     double d[] = {0, 0.2, 0, 0.1, 0.3};
     struct cg_wsr w;
     assert_int_equal(cg_paired_signed_rank(d, 5, &w), 0);
     assert_int_equal(w.n, 3);
+    assert_near(w.w_plus, 12.0, 0);
     assert_near(w.p_greater, 1.0 / 8.0, 1e-15);
+    /* d = c(0, 0.1, -0.2, 0.3, 0.4, 0, 0.4, 0.5). References: R 4.2.2 with coin 1.4-2,
+     * pvalue(wilcoxsign_test(d ~ rep(0, 8), distribution = "exact", zero.method = "Pratt",
+     * alternative = "greater")) = 0.046875 and "less" 0.96875; the same from scipy 1.10.1,
+     * permutation_test((d,), s, permutation_type = "samples", n_resamples = inf) with s the sum
+     * of rankdata(abs(d)) over d > 0. */
+    double e[] = {0, 0.1, -0.2, 0.3, 0.4, 0, 0.4, 0.5};
+    assert_int_equal(cg_paired_signed_rank(e, 8, &w), 0);
+    assert_int_equal(w.exact, 1);
+    assert_near(w.p_greater, 0.046875, 1e-15);
+    assert_near(w.p_less, 0.96875, 1e-15);
     double zeros[] = {0, 0, 0};
     assert_int_equal(cg_paired_signed_rank(zeros, 3, &w), 0);
     assert_int_equal(w.n, 0);
@@ -117,19 +133,169 @@ static void test_paired__cdf_table_value(void **state)
     assert_true(isnan(cg_paired_wsr_cdf(CG_WSR_EXACT_MAX + 1, 1)));
 }
 
-static void test_paired__ties_use_normal_approximation(void **state)
+/* P(W+ >= w) and P(W+ <= w) with midranks over all |d| (zeros included, Pratt) by enumerating
+ * every sign assignment of the non-zero differences: the exact conditional distribution. */
+static void brute_tied(const double *d, size_t n, double *ge, double *le)
+{
+    double rank[20], w = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double below = 0, same = 0;
+        for (size_t j = 0; j < n; j++) {
+            below += fabs(d[j]) < fabs(d[i]);
+            same += fabs(d[j]) == fabs(d[i]);
+        }
+        rank[i] = below + (same + 1.0) / 2.0;
+        w += d[i] > 0 ? rank[i] : 0.0;
+    }
+    size_t hi = 0, lo = 0, total = (size_t)1 << n;
+    for (size_t mask = 0; mask < total; mask++) {
+        double s = 0.0;
+        bool skip = false;
+        for (size_t i = 0; i < n; i++) {
+            if ((mask >> i) & 1) {
+                if (d[i] == 0.0)
+                    skip = true; /* a zero has no sign to flip: count each pattern once */
+                s += rank[i];
+            }
+        }
+        if (skip)
+            continue;
+        hi += s >= w;
+        lo += s <= w;
+    }
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++)
+        nonzero += d[i] != 0.0;
+    *ge = (double)hi / ldexp(1.0, (int)nonzero);
+    *le = (double)lo / ldexp(1.0, (int)nonzero);
+}
+
+static void test_paired__ties_use_exact_conditional_distribution(void **state)
 {
     (void)state;
-    /* |d| = 1,1,2,2,3,3,3,4: midranks 1.5,1.5,3.5,3.5,6,6,6,8; the -1 is the only negative, so
-     * W+ = 1.5 + 3.5 + 3.5 + 6 + 6 + 6 + 8 = 34.5. n = 8: mean 18, variance
-     * 8*9*17/24 - (6 + 6 + 24)/48 = 50.25; z = (34.5 - 18 - 0.5)/sqrt(50.25) = 2.25711,
-     * upper tail 0.0120007. */
-    double d[] = {1, -1, 2, 2, 3, 3, 3, 4};
+    /* Four pairs of +0.1: midranks 2.5 each, W+ = 10 only when all four are positive: 1/16.
+     * The normal approximation gave 0.036. References: coin 1.4-2, pvalue(wilcoxsign_test(
+     * d ~ rep(0, 4), distribution = "exact", zero.method = "Pratt", alternative = "greater"))
+     * = 0.0625; for d = c(1, -1, 2, 2, 3, 3, 3, 4) the same call gives 0.01171875 ("greater")
+     * and 0.99609375 ("less"), as does scipy's exhaustive permutation_test (see above). */
+    double four[] = {0.1, 0.1, 0.1, 0.1};
     struct cg_wsr w;
+    assert_int_equal(cg_paired_signed_rank(four, 4, &w), 0);
+    assert_int_equal(w.exact, 1);
+    assert_near(w.w_plus, 10.0, 0);
+    assert_near(w.p_greater, 0.0625, 1e-15);
+    double d[] = {1, -1, 2, 2, 3, 3, 3, 4};
     assert_int_equal(cg_paired_signed_rank(d, 8, &w), 0);
-    assert_int_equal(w.exact, 0);
+    assert_int_equal(w.exact, 1);
     assert_near(w.w_plus, 34.5, 0);
-    assert_near(w.p_greater, 0.012000726946169105, 1e-9);
+    assert_near(w.p_greater, 0.01171875, 1e-15);
+    assert_near(w.p_less, 0.99609375, 1e-15);
+    /* seeded differences with many ties and zeros, n = 3..16, against enumeration */
+    uint64_t rng = 3;
+    for (size_t n = 3; n <= 16; n++) {
+        for (int rep = 0; rep < 4; rep++) {
+            double e[16], ge, le;
+            for (size_t i = 0; i < n; i++)
+                e[i] = (double)((int)(cg_stats_rand(&rng) % 7) - 2 + rep % 2);
+            assert_int_equal(cg_paired_signed_rank(e, n, &w), 0);
+            brute_tied(e, n, &ge, &le);
+            assert_near(w.p_greater, ge, 1e-12);
+            assert_near(w.p_less, le, 1e-12);
+        }
+    }
+}
+
+/* More than CG_WSR_EXACT_MAX differences: the normal approximation with midranks, tie and
+ * continuity correction. d_i = ((i mod 9) + 1) / 100, negative when i mod 4 = 0, minus 0.035
+ * (no zeros), i = 1..70. R 4.2.2: wilcox.test(d, alternative = "greater", exact = FALSE,
+ * correct = TRUE)$p.value = 0.87203692187328996 (V = 1049), "less" 0.12919248014498513; without
+ * the - 0.035, "greater" gives 0.0001871226259147912 (V = 1850). */
+static void test_paired__many_pairs_use_normal_approximation(void **state)
+{
+    (void)state;
+    double d[70], e[70];
+    for (int i = 1; i <= 70; i++) {
+        e[i - 1] = (double)((i % 9) + 1) * (i % 4 == 0 ? -1.0 : 1.0) * 0.01;
+        d[i - 1] = e[i - 1] - 0.035;
+    }
+    struct cg_wsr w;
+    assert_int_equal(cg_paired_signed_rank(d, 70, &w), 0);
+    assert_int_equal(w.exact, 0);
+    assert_near(w.w_plus, 1049.0, 1e-9);
+    assert_rel(w.p_greater, 0.87203692187328996, 1e-9);
+    assert_rel(w.p_less, 0.12919248014498513, 1e-9);
+    assert_int_equal(cg_paired_signed_rank(e, 70, &w), 0);
+    assert_near(w.w_plus, 1850.0, 1e-9);
+    assert_rel(w.p_greater, 0.0001871226259147912, 1e-9);
+}
+
+/* True when some Walsh average is exactly 0: the one case where an end of the interval can
+ * sit at 0 whichever way the test decides. */
+static bool has_zero_walsh(const double *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i; j < n; j++)
+            if (d[i] + d[j] == 0.0)
+                return true;
+    return false;
+}
+
+static void check_paired_interval_agrees(const double *d, size_t n, double alpha)
+{
+    struct cg_wsr w;
+    struct cg_shift s;
+    assert_int_equal(cg_paired_signed_rank(d, n, &w), 0);
+    assert_int_equal(cg_paired_hl(d, n, alpha, &s), 0);
+    bool zero = has_zero_walsh(d, n);
+    bool fail = w.p_greater <= alpha, better = w.p_less <= alpha;
+    if (fail != (s.low > 0.0) && !(zero && s.low == 0.0))
+        fail_msg("n %zu, alpha %g: p_greater %.6g but low %.6g", n, alpha, w.p_greater, s.low);
+    if (better != (s.high < 0.0) && !(zero && s.high == 0.0))
+        fail_msg("n %zu, alpha %g: p_less %.6g but high %.6g", n, alpha, w.p_less, s.high);
+    if (fail)
+        assert_true(isfinite(s.low));
+    if (better)
+        assert_true(isfinite(s.high));
+}
+
+/* The Tukey interval inverts the same signed-rank test (same zeros, same ties, same
+ * distribution): a significant p never comes with an infinite interval or one that holds 0.
+ * Four pairs of +0.1: p = 0.0625, so at alpha 0.05 the interval is unbounded and not
+ * significant, at alpha 0.0625 it starts at 0.1 (every Walsh average is 0.1). Before, p = 0.036
+ * came with an infinite interval. The n = 70 data above: R's wilcox.test(d, conf.int = TRUE,
+ * exact = FALSE, correct = TRUE, alternative = "greater")$conf.int[1] = 0.0150579 (a root near
+ * the Walsh average 0.015). Then seeded data with ties and zeros at several levels. */
+static void test_paired__interval_inverts_the_test(void **state)
+{
+    (void)state;
+    double four[] = {0.1, 0.1, 0.1, 0.1};
+    struct cg_shift s;
+    assert_int_equal(cg_paired_hl(four, 4, 0.05, &s), 0);
+    assert_true(isinf(s.low) && isinf(s.high));
+    check_paired_interval_agrees(four, 4, 0.05);
+    assert_int_equal(cg_paired_hl(four, 4, 0.0625, &s), 0);
+    assert_near(s.low, 0.1, 0);
+    check_paired_interval_agrees(four, 4, 0.0625);
+    double e[70];
+    for (int i = 1; i <= 70; i++)
+        e[i - 1] = (double)((i % 9) + 1) * (i % 4 == 0 ? -1.0 : 1.0) * 0.01;
+    assert_int_equal(cg_paired_hl(e, 70, 0.05, &s), 0);
+    assert_near(s.low, 0.015057901515286113, 1e-3);
+    uint64_t rng = 17;
+    const size_t sizes[] = {2, 3, 4, 5, 6, 8, 10, 15, 30, 61, 80};
+    const double alphas[] = {0.0086, 0.025, 0.0414, 0.05, 0.1};
+    double d[80];
+    for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
+        for (int rep = 0; rep < 24; rep++) {
+            size_t n = sizes[c];
+            uint64_t levels = rep % 2 ? 9 : 1000000;
+            for (size_t i = 0; i < n; i++)
+                d[i] = (double)(int64_t)(cg_stats_rand(&rng) % levels) - (double)(levels / 2) +
+                       (double)levels * 0.05 * (double)(rep / 2 % 6);
+            for (size_t k = 0; k < sizeof(alphas) / sizeof(alphas[0]); k++)
+                check_paired_interval_agrees(d, n, alphas[k]);
+        }
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -312,10 +478,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paired__all_positive_5_is_one_in_32),
         cmocka_unit_test(test_paired__one_negative_smallest),
-        cmocka_unit_test(test_paired__zeros_are_dropped),
+        cmocka_unit_test(test_paired__zeros_are_ranked_then_left_out),
         cmocka_unit_test(test_paired__exact_matches_enumeration),
         cmocka_unit_test(test_paired__cdf_table_value),
-        cmocka_unit_test(test_paired__ties_use_normal_approximation),
+        cmocka_unit_test(test_paired__ties_use_exact_conditional_distribution),
+        cmocka_unit_test(test_paired__many_pairs_use_normal_approximation),
+        cmocka_unit_test(test_paired__interval_inverts_the_test),
         cmocka_unit_test(test_paired__hl_small_by_hand),
         cmocka_unit_test(test_paired__hl_matches_enumeration),
         cmocka_unit_test(test_paired__verdict_sees_through_run_noise),
