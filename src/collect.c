@@ -32,6 +32,8 @@ struct cg_collector {
     char **builtin;      /* the built-in canary's argv when no command was given */
     char *const *cmd;    /* cfg.cmd or builtin */
     int next_dir;        /* runs started, for shard directory names */
+    char *warned[CG_ARTIFACT_MAX_WARNINGS]; /* library warnings printed so far */
+    size_t n_warned;
 };
 
 struct progress {
@@ -109,11 +111,6 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
 /* The environment, settings and GPU status of the artifact (before the first run). */
 static int fill_header(struct cg_artifact *a, const struct cg_collector *col, struct cg_err *err)
 {
@@ -150,14 +147,31 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
     return 0;
 }
 
-/* GPU facts from the first run's shards. */
+/* GPU facts from a run's shards: the first run fills them in; a later run without GPU metrics
+ * (all its GPU records outside the steps, CUPTI taken by another profiler) makes the whole
+ * artifact's GPU metrics unavailable with its reason, so that no run's missing GPU data is
+ * compared as if it were measured. 0 or CG_ENOMEM. */
 static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
 {
-    const char *reason = NULL;
-    a->gpu_available = cg_shard_gpu_available(sh, n, &reason);
-    a->gpu_reason = dup_or_null(reason);
-    a->env.cupti_status = strdup(a->gpu_available ? "ok" : reason);
+    char reason[512];
+    bool avail = cg_shard_gpu_available(sh, n, reason, sizeof(reason));
+    if (a->n_runs > 0) {
+        if (avail || !a->gpu_available)
+            return 0;
+        free(a->gpu_reason);
+        free(a->env.cupti_status);
+        a->gpu_available = false;
+        a->gpu_reason = strdup(reason);
+        a->env.cupti_status = strdup(reason);
+        return a->gpu_reason == NULL || a->env.cupti_status == NULL ? CG_ENOMEM : 0;
+    }
+    a->gpu_available = avail;
+    a->gpu_reason = avail ? NULL : strdup(reason);
+    a->env.cupti_status = strdup(avail ? "ok" : reason);
     for (size_t i = 0; i < n; i++) {
+        if (a->env.cupti_library == NULL && sh[i].cupti_library != NULL &&
+            (a->env.cupti_library = strdup(sh[i].cupti_library)) == NULL)
+            return CG_ENOMEM;
         if (a->env.gpu_model == NULL && sh[i].gpu_model != NULL) {
             a->env.gpu_model = strdup(sh[i].gpu_model);
             a->env.gpu_count = sh[i].gpu_count;
@@ -169,7 +183,7 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
     }
     if (a->env.driver_version == NULL && a->gpu_available)
         a->env.driver_version = cg_launch_driver_version();
-    if (a->env.cupti_status == NULL || (reason != NULL && a->gpu_reason == NULL))
+    if (a->env.cupti_status == NULL || (!avail && a->gpu_reason == NULL))
         return CG_ENOMEM;
     return 0;
 }
@@ -351,6 +365,8 @@ void cg_collector_close(struct cg_collector *col)
     if (col->have_tmp)
         remove_dir(col->tmp);
     free_argv(col->builtin);
+    for (size_t i = 0; i < col->n_warned; i++)
+        free(col->warned[i]);
     free(col);
 }
 
@@ -376,6 +392,31 @@ static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
                 "counts\n",
                 c->label ? c->label : "", c->label ? " " : "", i, total, rank,
                 (long long)sh[k].pid);
+    }
+}
+
+/* Prints the injection library's warnings of a run that earlier runs of this collector did not
+ * have (each distinct warning once per collector). */
+static void warn_library(struct cg_collector *col, long i, long total, const struct cg_run *run)
+{
+    const struct cg_collect_cfg *c = &col->cfg;
+    for (size_t k = 0; k < run->n_warnings; k++) {
+        const char *w = run->warnings[k];
+        bool seen = false;
+        for (size_t j = 0; j < col->n_warned && !seen; j++)
+            seen = strcmp(col->warned[j], w) == 0;
+        if (seen)
+            continue;
+        if (col->n_warned < CG_ARTIFACT_MAX_WARNINGS) {
+            char *copy = strdup(w);
+            if (copy != NULL)
+                col->warned[col->n_warned++] = copy;
+        }
+        fprintf(stderr, "canary-gate: warning: %s%srun %ld of %ld: the injection library says: ",
+                c->label ? c->label : "", c->label ? " " : "", i, total);
+        for (const char *q = w; *q != '\0'; q++) /* never a terminal escape from a shard */
+            fputc((unsigned char)*q < 0x20 || *q == 0x7f ? '?' : *q, stderr);
+        fputc('\n', stderr);
     }
 }
 
@@ -426,7 +467,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
             fprintf(stderr, "canary-gate: trace of run %ld, measured steps %s: '%s'\n", i,
                     c->trace_steps ? c->trace_steps : "0:2", c->trace_path);
     }
-    if (rc == 0 && a->n_runs == 0 && fill_gpu(a, sh, n) != 0)
+    if (rc == 0 && fill_gpu(a, sh, n) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc == 0) {
         struct cg_run *run = cg_artifact_add_run(a);
@@ -436,8 +477,10 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0)
             run->summary.peak_host_rss_bytes = r.peak_rss_bytes;
     }
-    if (rc == 0)
+    if (rc == 0) {
         warn_unfinished(c, i, total, sh, n);
+        warn_library(col, i, total, &a->runs[a->n_runs - 1]);
+    }
     cg_shard_free_all(sh, n);
     remove_dir(shard_dir);
     return rc;

@@ -751,6 +751,74 @@ static void test_faults__clock_step_fails_the_run(void **state)
     remove_tree(sc.dir);
 }
 
+/* ---- GPU records outside every step ------------------------------------------------------------ */
+
+/* A process whose CUPTI ran but whose every timed GPU record fell outside every step (clocks of
+ * two domains): the run gives no GPU metrics, with that reason in the artifact, on the terminal
+ * and in the report; the baseline's kernels are not listed as vanished. */
+static void test_faults__gpu_records_outside_every_step_give_no_gpu_metrics(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], fake[PATH_MAX], base[PATH_MAX], report[PATH_MAX], json[PATH_MAX];
+    scene_open(&sc, false);
+    join(fake, sizeof(fake), sc.dir, "fake.shard");
+    join(base, sizeof(base), sc.dir, "gpu-base.json");
+    join(report, sizeof(report), sc.dir, "report.md");
+    join(json, sizeof(json), sc.dir, "verdict.json");
+    write_file(fake, "canary-gate-shard 1\npid 1\nrank 9\ngpu ok\ndevice 0 Test GPU 80GB\n"
+                     "cupti soname /usr/lib/x86_64-linux-gnu/libcupti.so.13\n"
+                     "s 0 1000 2000 1\ns 1 2000 3000 1\ns 2 3000 4000 1\n"
+                     "c 40 0 0 37 0 3 1200\nm 0 1048576\nend\n");
+    struct result r;
+    const char *cmd[] = {HELPER, "shard", fake, "--", CANARY, "--steps", "3", "--step-ms", "1",
+                         NULL};
+    run_once(&sc, "outside", "3", cmd, art, &r);
+    expect_exit(&r, 0); /* measured, without GPU metrics: not a failure */
+    expect_in_err(&r, "GPU metrics unavailable: 37 GPU activity records fell outside every step");
+    struct cg_artifact a;
+    load(art, &a);
+    assert_false(a.gpu_available);
+    assert_string_equal(a.gpu_reason, "37 GPU activity records fell outside every step");
+    assert_string_equal(a.env.cupti_status, a.gpu_reason);
+    assert_string_equal(a.env.cupti_library, "soname /usr/lib/x86_64-linux-gnu/libcupti.so.13");
+    assert_int_equal(a.runs[0].outside_step_records, 37);
+    assert_int_equal(a.runs[0].inside_step_records, 0);
+    assert_int_equal(a.runs[0].late_memory_records, 3);
+    assert_int_equal(a.runs[0].cupti_overhead_ns, 1200);
+    for (size_t i = 0; i < a.runs[0].n_ops; i++)
+        assert_int_equal(a.runs[0].ops[i].kind, CG_OP_RANGE);
+    cg_artifact_release(&a);
+
+    /* against a baseline with GPU metrics and a kernel: the reason shows, the kernel is not
+     * reported as vanished */
+    struct cg_artifact b;
+    struct cg_err err;
+    struct cg_fixture f = {3, 3, 1e6, 0.01, 0.02, -1, 1 << 30, 100 * MIB, 1, 7};
+    cg_artifact_init(&b);
+    cg_err_init(&err);
+    assert_int_equal(cg_fixture_make(&b, &f), 0);
+    assert_int_equal(cg_fixture_add_op(&b, "gemm_kernel_of_the_baseline", NULL, CG_OP_KERNEL, 4,
+                                       4e5), 0);
+    if (cg_artifact_save(base, &b, &err) != 0)
+        fail_msg("%s", err.msg);
+    cg_artifact_release(&b);
+    const char *compare[] = {"compare", base, art, "--report", report, "--json", json, NULL};
+    run_tool(compare, NULL, &r);
+    char *md = slurp(report), *verdict = slurp(json);
+    assert_non_null(md);
+    assert_non_null(verdict);
+    if (strstr(md, "GPU metrics unavailable** on this run: 37 GPU activity records fell outside "
+                   "every step") == NULL)
+        fail_msg("the report does not give the reason:\n%s", md);
+    assert_null(strstr(md, "gemm_kernel_of_the_baseline"));
+    assert_null(strstr(verdict, "gemm_kernel_of_the_baseline"));
+    free(md);
+    free(verdict);
+    remove_tree(sc.dir);
+}
+
 /* ---- a baseline from a newer canary-gate ------------------------------------------------------- */
 
 static void test_faults__newer_schema_version_exits_2_naming_it(void **state)
@@ -806,6 +874,7 @@ int main(void)
         cmocka_unit_test(test_faults__zero_or_negative_step_is_rejected_not_averaged),
         cmocka_unit_test(test_faults__clock_step_fails_the_run),
         cmocka_unit_test(test_faults__newer_schema_version_exits_2_naming_it),
+        cmocka_unit_test(test_faults__gpu_records_outside_every_step_give_no_gpu_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -543,6 +543,51 @@ static void test_report__show_draws_by_locale_and_options(void **state)
     free(none);
 }
 
+/* This run has no GPU metrics (all its GPU records fell outside the steps) while the baseline
+ * has them: the reason is shown, and the baseline's kernels and copies are not listed as
+ * vanished (they were not measured on this run, not removed). */
+static void test_report__no_gpu_metrics_on_one_side_lists_no_gpu_ops(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_buf md, term;
+    struct cg_err err;
+    make_gpu_pair(&p);
+    cg_verdict_release(&p.v);
+    for (size_t r = 0; r < p.cur.n_runs; r++) {
+        struct cg_run *run = &p.cur.runs[r];
+        for (size_t k = 0; k < run->n_ops; k++) { /* what such a run holds: no GPU ops */
+            free(run->ops[k].name);
+            free(run->ops[k].family);
+        }
+        run->n_ops = 0;
+        run->summary.peak_device_bytes = -1;
+    }
+    assert_int_equal(cg_run_add_op(&p.base.runs[0], "forward", NULL, CG_OP_RANGE, 1, 1e6), 0);
+    assert_int_equal(cg_run_add_op(&p.cur.runs[0], "forward", NULL, CG_OP_RANGE, 1, 3e6), 0);
+    p.cur.gpu_available = false;
+    p.cur.gpu_reason = strdup("37 GPU activity records fell outside every step");
+    assert_int_equal(cg_verdict_compute(&p.base, &p.cur, &p.t, &p.v, &err), 0);
+    assert_int_equal(p.v.n_ops_compared, 1); /* the range only */
+    assert_int_equal(p.v.n_ops_vanished, 0);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    assert_non_null(strstr(md.data, "**GPU metrics unavailable** on this run: 37 GPU activity "
+                                    "records fell outside every step"));
+    assert_non_null(strstr(term.data, "note: GPU metrics unavailable on this run: 37 GPU "
+                                      "activity records fell outside every step"));
+    assert_null(strstr(md.data, "gemm_a"));
+    assert_null(strstr(term.data, "gemm_a"));
+    char *text = cg_report_json(&p.v);
+    assert_null(strstr(text, "gemm_a"));
+    free(text);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+    free_pair(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_report__terminal_chart_exact),
         cmocka_unit_test(test_report__terminal_chart_runs_and_downsampling),
         cmocka_unit_test(test_report__show_draws_by_locale_and_options),
+        cmocka_unit_test(test_report__no_gpu_metrics_on_one_side_lists_no_gpu_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
