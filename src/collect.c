@@ -1,7 +1,9 @@
 /*
  * collect: the canary run loop shared by the commands that measure (see collect.h). Each run:
- * a fresh shard directory, one canary process with the injection variables set, the shards
- * loaded, checked (exit status, steps marked) and merged into one run of the artifact.
+ * a fresh shard directory, one canary process with the injection variables set (the measured
+ * window included: CANARY_GATE_WARMUP and CANARY_GATE_STEPS), the shard directory polled while
+ * it runs (progress, and the stop once every process wrote "done"), the shards loaded, checked
+ * (exit status, steps marked) and merged into one run of the artifact.
  */
 #include "collect.h"
 
@@ -24,6 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* How often the shard directory is read while a canary runs (progress, and the stop once it is
+ * measured), in seconds. */
+#define CG_COLLECT_POLL_S 0.5
+
 struct cg_collector {
     struct cg_collect_cfg cfg;
     char inject[PATH_MAX];
@@ -42,8 +48,10 @@ struct progress {
     long run, n_runs;
     long expect; /* warm-up + measured */
     bool tty;
+    bool let_finish;    /* never ask for a stop */
     int64_t last_seen;
     double last_print_s;
+    int64_t done_steps; /* the shards' "done" N when a stop was asked for, else -1 */
 };
 
 static int fmt_path(char *buf, size_t cap, struct cg_err *err, const char *fmt, ...)
@@ -66,7 +74,9 @@ static const char *label_sep(const struct progress *p)
     return p->label != NULL ? " " : "";
 }
 
-static void on_progress(void *ctx, double elapsed_s)
+/* cg_launch_opts.progress: reads the shards, prints progress, and asks for the canary to be
+ * stopped once every process that marked steps wrote "done" (unless let_finish). */
+static bool on_progress(void *ctx, double elapsed_s)
 {
     struct progress *p = ctx;
     struct cg_shard *sh = NULL;
@@ -74,13 +84,17 @@ static void on_progress(void *ctx, double elapsed_s)
     struct cg_err err;
     struct cg_shard_status st;
     if (cg_shard_load_dir(p->shard_dir, &sh, &n, &err) != 0)
-        return;
+        return false;
     cg_shard_status(sh, n, &st);
     cg_shard_free_all(sh, n);
+    if (!p->let_finish && st.all_done) {
+        p->done_steps = st.done_steps;
+        return true;
+    }
     if (!p->tty && st.steps_seen == p->last_seen && elapsed_s - p->last_print_s < 30.0)
-        return;
+        return false;
     if (!p->tty && elapsed_s - p->last_print_s < 5.0)
-        return;
+        return false;
     char last[48] = "";
     if (st.last_step_ns > 0)
         snprintf(last, sizeof(last), ", last step %.1f ms", (double)st.last_step_ns / 1e6);
@@ -90,6 +104,7 @@ static void on_progress(void *ctx, double elapsed_s)
     fflush(stderr);
     p->last_seen = st.steps_seen;
     p->last_print_s = elapsed_s;
+    return false;
 }
 
 /* Removes the files of a directory (one level) and the directory. */
@@ -224,6 +239,8 @@ static int check_run(const struct cg_collect_cfg *c, long i, long total,
         break;
     case CG_LAUNCH_INTERRUPTED:
         return cg_err_set(err, CG_ECANARY, "interrupted in run %ld of %ld", i, total);
+    case CG_LAUNCH_STOPPED:
+        break; /* stopped once measured: complete, whatever it ended with */
     }
     if (st->n_with_steps == 0)
         return cg_err_set(err, CG_ECANARY,
@@ -376,12 +393,13 @@ bool cg_collect_interrupted(void)
 }
 
 /* Names the processes that ended without finishing their shard (killed, crashed, os._exit):
- * their steps up to the last complete line were counted with the others'. */
+ * their steps up to the last complete line were counted with the others'. A process stopped
+ * once measured (stopped) had written "done", which is all it had to contribute. */
 static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
-                            const struct cg_shard *sh, size_t n)
+                            const struct cg_shard *sh, size_t n, bool stopped)
 {
     for (size_t k = 0; k < n; k++) {
-        if (sh[k].complete)
+        if (sh[k].complete || (stopped && sh[k].done_steps >= 0))
             continue;
         char rank[40] = "";
         if (sh[k].rank >= 0)
@@ -426,8 +444,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
 {
     const struct cg_collect_cfg *c = &col->cfg;
     char shard_dir[PATH_MAX], e_cuda[PATH_MAX + 32], e_nvtx[PATH_MAX + 32], e_dir[PATH_MAX + 32],
-        e_range[320], e_warm[64], e_trace[96];
-    char *env[6] = {e_cuda, e_nvtx, e_dir, e_range, e_warm, e_trace};
+        e_range[320], e_warm[64], e_steps[64], e_trace[96];
+    char *env[7] = {e_cuda, e_nvtx, e_dir, e_range, e_warm, e_steps, e_trace};
     bool trace = c->trace_path != NULL && col->next_dir == 0; /* the first run only */
     bool tty = isatty(STDERR_FILENO);
     struct cg_shard *sh = NULL;
@@ -440,14 +458,16 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         fmt_path(e_dir, sizeof(e_dir), err, "CANARY_GATE_SHARD_DIR=%s", shard_dir) != 0 ||
         fmt_path(e_range, sizeof(e_range), err, "CANARY_GATE_STEP_RANGE=%s", c->step_range) != 0 ||
         fmt_path(e_warm, sizeof(e_warm), err, "CANARY_GATE_WARMUP=%ld", c->warmup) != 0 ||
+        fmt_path(e_steps, sizeof(e_steps), err, "CANARY_GATE_STEPS=%ld", c->steps) != 0 ||
         fmt_path(e_trace, sizeof(e_trace), err, "CANARY_GATE_TRACE_STEPS=%s",
                  c->trace_steps ? c->trace_steps : "0:2") != 0)
         return err->code;
     if (mkdir(shard_dir, 0700) != 0)
         return cg_err_set(err, CG_EIO, "cannot create '%s': %s", shard_dir, strerror(errno));
-    struct progress p = {shard_dir, c->label, i, total, c->warmup + c->steps, tty, -1, -10.0};
-    struct cg_launch_opts o = {col->cmd, env, trace ? 6 : 5, c->log, (double)c->timeout_s,
-                               (double)c->grace_s, on_progress, &p, tty ? 0.5 : 1.0};
+    struct progress p = {shard_dir, c->label, i,     total, c->warmup + c->steps,
+                         tty,       c->let_finish, -1, -10.0, -1};
+    struct cg_launch_opts o = {col->cmd, env, trace ? 7 : 6, c->log, (double)c->timeout_s,
+                               (double)c->grace_s, on_progress, &p, CG_COLLECT_POLL_S};
     log_banner(c->log, c->label, i, total, col->cmd);
     if (!tty)
         fprintf(stderr, "canary-gate: %s%srun %ld of %ld\n", c->label ? c->label : "",
@@ -474,11 +494,13 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         struct cg_shard_merge_opts mo = {c->warmup, c->steps, c->tokens_per_step};
         if (run == NULL)
             rc = cg_err_set(err, CG_ENOMEM, "out of memory");
-        else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0)
+        else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0) {
             run->summary.peak_host_rss_bytes = r.peak_rss_bytes;
+            run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
+        }
     }
     if (rc == 0) {
-        warn_unfinished(c, i, total, sh, n);
+        warn_unfinished(c, i, total, sh, n, r.end == CG_LAUNCH_STOPPED);
         warn_library(col, i, total, &a->runs[a->n_runs - 1]);
     }
     cg_shard_free_all(sh, n);
@@ -504,9 +526,13 @@ int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, lo
             return rc;
         a->settings.runs = (int64_t)a->n_runs;
         const struct cg_run *done = &a->runs[a->n_runs - 1];
-        fprintf(stderr, "canary-gate: %s%srun %ld of %ld: %zu steps, median %.2f ms%s\n",
+        char stopped[64] = "";
+        if (done->stopped_after_steps > 0)
+            snprintf(stopped, sizeof(stopped), ", stopped after %lld steps",
+                     (long long)done->stopped_after_steps);
+        fprintf(stderr, "canary-gate: %s%srun %ld of %ld: %zu steps, median %.2f ms%s%s\n",
                 c->label ? c->label : "", c->label ? " " : "", i, total, done->n_steps,
-                done->summary.step_time_median_ns / 1e6,
+                done->summary.step_time_median_ns / 1e6, stopped,
                 a->gpu_available ? "" : " (no GPU metrics)");
         if (cg_launch_interrupted())
             return cg_err_set(err, CG_ECANARY, "interrupted after run %ld of %ld", i, total);

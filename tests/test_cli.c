@@ -93,6 +93,12 @@ static void test_cli__version_and_help(void **state)
         assert_int_equal(tool(verbs[i], "--help", NULL), 0);
         assert_non_null(strstr(out_text, "usage: canary-gate"));
     }
+    const char *measuring[] = {"run", "aa", "ab", "gate"}; /* one option family */
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(tool(measuring[i], "--help", NULL), 0);
+        assert_non_null(strstr(out_text, "--let-finish"));
+        assert_non_null(strstr(out_text, "--kill-grace"));
+    }
     assert_int_equal(tool("frobnicate", NULL), 2);
     assert_non_null(strstr(err_text, "'frobnicate' is not a command"));
 }

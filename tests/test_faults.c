@@ -751,6 +751,48 @@ static void test_faults__clock_step_fails_the_run(void **state)
     remove_tree(sc.dir);
 }
 
+/* ---- a canary that ignores SIGTERM once measured ---------------------------------------------- */
+
+/* The canary is done (its shard says so) but ignores the SIGTERM that stops it: SIGKILL ends it
+ * after --kill-grace, and the run still counts, complete. */
+static void test_faults__measured_canary_ignoring_sigterm_is_killed_after_the_grace(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], log[PATH_MAX];
+    scene_open(&sc, false);
+    join(art, sizeof(art), sc.dir, "term.json");
+    join(log, sizeof(log), sc.dir, "term.log");
+    struct spawn_opts o = {false, 0, sc.tmp};
+    struct result r;
+    const char *args[] = {"run", "--runs", "1", "--steps", "3", "--warmup", "1", "--kill-grace",
+                          "2", "--out", art, "--log", log, "--", HELPER, "measured",
+                          "--ignore-term", NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    run_tool(args, &o, &r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    expect_exit(&r, 0);
+    expect_in_err(&r, "stopped after 4 steps");
+    if (wall < 2.0 || wall > 60.0)
+        fail_msg("took %.1f s: the grace is 2 s and the canary would run for 120 s", wall);
+    char *text = slurp(log);
+    assert_non_null(text);
+    if (strstr(text, "measured: rank 0 got SIGTERM") == NULL) /* asked first, then killed */
+        fail_msg("the canary was not sent SIGTERM first:\n%s", text);
+    free(text);
+    struct cg_artifact a;
+    load(art, &a);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    assert_int_equal(a.runs[0].stopped_after_steps, 4);
+    cg_artifact_release(&a);
+    const char *none[] = {NULL};
+    expect_only(sc.tmp, none); /* the shard directory is gone */
+    remove_tree(sc.dir);
+}
+
 /* ---- GPU records outside every step ------------------------------------------------------------ */
 
 /* A process whose CUPTI ran but whose every timed GPU record fell outside every step (clocks of
@@ -874,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_faults__zero_or_negative_step_is_rejected_not_averaged),
         cmocka_unit_test(test_faults__clock_step_fails_the_run),
         cmocka_unit_test(test_faults__newer_schema_version_exits_2_naming_it),
+        cmocka_unit_test(test_faults__measured_canary_ignoring_sigterm_is_killed_after_the_grace),
         cmocka_unit_test(test_faults__gpu_records_outside_every_step_give_no_gpu_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

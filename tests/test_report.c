@@ -543,6 +543,59 @@ static void test_report__show_draws_by_locale_and_options(void **state)
     free(none);
 }
 
+/* A canary the gate stopped once measured says so in the markdown, terminal and JSON. */
+static void test_report__stopped_canary_in_every_output(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_buf md, term;
+    struct cg_err err;
+    make_pair(&p, 1e7, 0);
+    for (size_t r = 0; r < 3; r++)
+        p.cur.runs[r].stopped_after_steps = 33;
+    for (size_t r = 0; r < p.base.n_runs; r++)
+        p.base.runs[r].stopped_after_steps = 33;
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    if (strstr(md.data, "**Canary stopped once measured:** this run: stopped after 33 steps "
+                        "(warm-up + measured) in 3 of 5 runs; baseline: stopped after 33 steps "
+                        "(warm-up + measured) in 5 of 5 runs.\n") == NULL)
+        fail_msg("markdown:\n%s", md.data);
+    if (strstr(term.data, "note: canary stopped once measured: this run: stopped after 33 steps "
+                          "(warm-up + measured) in 3 of 5 runs; baseline: ") == NULL)
+        fail_msg("terminal:\n%s", term.data);
+    char *text = cg_report_json(&p.v);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON *cur = cJSON_GetObjectItem(root, "current"), *base = cJSON_GetObjectItem(root, "baseline");
+    assert_int_equal((int)cJSON_GetObjectItem(cur, "stopped_after_steps")->valuedouble, 33);
+    assert_int_equal((int)cJSON_GetObjectItem(cur, "stopped_runs")->valuedouble, 3);
+    assert_int_equal((int)cJSON_GetObjectItem(base, "stopped_runs")->valuedouble, 5);
+    cJSON_Delete(root);
+    free(text);
+
+    /* canaries that ended by themselves: nothing said, null in the JSON */
+    for (size_t r = 0; r < p.cur.n_runs; r++)
+        p.cur.runs[r].stopped_after_steps = p.base.runs[r].stopped_after_steps = -1;
+    cg_buf_reset(&md);
+    cg_buf_reset(&term);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    assert_null(strstr(md.data, "stopped"));
+    assert_null(strstr(term.data, "stopped"));
+    text = cg_report_json(&p.v);
+    root = cJSON_Parse(text);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "current"),
+                                                 "stopped_after_steps")));
+    cJSON_Delete(root);
+    free(text);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+    free_pair(&p);
+}
+
 /* This run has no GPU metrics (all its GPU records fell outside the steps) while the baseline
  * has them: the reason is shown, and the baseline's kernels and copies are not listed as
  * vanished (they were not measured on this run, not removed). */
@@ -602,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_report__terminal_chart_exact),
         cmocka_unit_test(test_report__terminal_chart_runs_and_downsampling),
         cmocka_unit_test(test_report__show_draws_by_locale_and_options),
+        cmocka_unit_test(test_report__stopped_canary_in_every_output),
         cmocka_unit_test(test_report__no_gpu_metrics_on_one_side_lists_no_gpu_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
