@@ -845,7 +845,8 @@ bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, char *reaso
     const char *why = "the canary never initialised CUDA (no CUDA context, so no CUPTI activity)";
     for (size_t i = 0; i < n; i++)
         if (shards[i].gpu == 0) {
-            why = shards[i].gpu_reason ? shards[i].gpu_reason : "CUPTI did not start";
+            const char *r = shards[i].gpu_reason; /* "gpu unavailable" may end the line */
+            why = r != NULL && r[0] != '\0' ? r : "CUPTI did not start (no reason given)";
             break;
         }
     snprintf(reason, cap, "%s", why);

@@ -317,6 +317,11 @@ static void test_shard__gpu_reasons(void **state)
     assert_false(cg_shard_gpu_available(&s, 1, reason, sizeof(reason)));
     assert_non_null(strstr(reason, "never initialised CUDA"));
     cg_shard_release(&s);
+    /* no reason on the line (found by fuzz_shard): never an empty reason */
+    parse("canary-gate-shard 1\ngpu unavailable \n", &s);
+    assert_false(cg_shard_gpu_available(&s, 1, reason, sizeof(reason)));
+    assert_string_equal(reason, "CUPTI did not start (no reason given)");
+    cg_shard_release(&s);
 }
 
 /* The lines of the measured window: "done", "cupti", the 7-field counters, several warnings. */
