@@ -7,9 +7,11 @@
  */
 #include "collect.h"
 
+#include "buf.h"
 #include "cg_version.h"
 #include "fsutil.h"
 #include "launch.h"
+#include "report.h"
 #include "shard.h"
 #include "trace.h"
 
@@ -430,11 +432,13 @@ static void warn_library(struct cg_collector *col, long i, long total, const str
             if (copy != NULL)
                 col->warned[col->n_warned++] = copy;
         }
-        fprintf(stderr, "canary-gate: warning: %s%srun %ld of %ld: the injection library says: ",
-                c->label ? c->label : "", c->label ? " " : "", i, total);
-        for (const char *q = w; *q != '\0'; q++) /* never a terminal escape from a shard */
-            fputc((unsigned char)*q < 0x20 || *q == 0x7f ? '?' : *q, stderr);
-        fputc('\n', stderr);
+        struct cg_buf text;
+        cg_buf_init(&text, 1024);
+        if (cg_term_escape(&text, w, 512) == 0) /* never a terminal escape from a shard */
+            fprintf(stderr, "canary-gate: warning: %s%srun %ld of %ld: the injection library "
+                            "says: %s\n",
+                    c->label ? c->label : "", c->label ? " " : "", i, total, cg_buf_str(&text));
+        cg_buf_release(&text);
     }
 }
 
@@ -464,8 +468,16 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         return err->code;
     if (mkdir(shard_dir, 0700) != 0)
         return cg_err_set(err, CG_EIO, "cannot create '%s': %s", shard_dir, strerror(errno));
-    struct progress p = {shard_dir, c->label, i,     total, c->warmup + c->steps,
-                         tty,       c->let_finish, -1, -10.0, -1};
+    struct progress p = {.shard_dir = shard_dir,
+                         .label = c->label,
+                         .run = i,
+                         .n_runs = total,
+                         .expect = c->warmup + c->steps,
+                         .tty = tty,
+                         .let_finish = c->let_finish,
+                         .last_seen = -1,
+                         .last_print_s = -10.0,
+                         .done_steps = -1};
     struct cg_launch_opts o = {col->cmd, env, trace ? 7 : 6, c->log, (double)c->timeout_s,
                                (double)c->grace_s, on_progress, &p, CG_COLLECT_POLL_S};
     log_banner(c->log, c->label, i, total, col->cmd);

@@ -812,7 +812,10 @@ static void test_faults__gpu_records_outside_every_step_give_no_gpu_metrics(void
     write_file(fake, "canary-gate-shard 1\npid 1\nrank 9\ngpu ok\ndevice 0 Test GPU 80GB\n"
                      "cupti soname /usr/lib/x86_64-linux-gnu/libcupti.so.13\n"
                      "s 0 1000 2000 1\ns 1 2000 3000 1\ns 2 3000 4000 1\n"
-                     "c 40 0 0 37 0 3 1200\nm 0 1048576\nend\n");
+                     "c 40 0 0 37 0 3 1200\nm 0 1048576\n"
+                     "w CUPTI activity kind MEMCPY2 unavailable: \\x1b[31mnot supported\n"
+                     "w CUPTI activity kind MEMCPY2 unavailable: \\x1b[31mnot supported\n"
+                     "end\n");
     struct result r;
     const char *cmd[] = {HELPER, "shard", fake, "--", CANARY, "--steps", "3", "--step-ms", "1",
                          NULL};
@@ -831,7 +834,23 @@ static void test_faults__gpu_records_outside_every_step_give_no_gpu_metrics(void
     assert_int_equal(a.runs[0].cupti_overhead_ns, 1200);
     for (size_t i = 0; i < a.runs[0].n_ops; i++)
         assert_int_equal(a.runs[0].ops[i].kind, CG_OP_RANGE);
+    assert_int_equal(a.runs[0].n_warnings, 1);
+    assert_string_equal(a.runs[0].warnings[0],
+                        "CUPTI activity kind MEMCPY2 unavailable: \x1b[31mnot supported");
     cg_artifact_release(&a);
+    /* the library's warning on the terminal, escaped, once for all runs of a command */
+    char log[PATH_MAX];
+    join(log, sizeof(log), sc.dir, "two.log");
+    const char *two[] = {"run", "--runs", "2", "--steps", "3", "--warmup", "0", "--out", art,
+                         "--log", log, "--", HELPER, "shard", fake, "--", CANARY, "--steps", "3",
+                         "--step-ms", "1", NULL};
+    run_tool(two, NULL, &r);
+    expect_exit(&r, 0);
+    static const char said[] = "run 1 of 2: the injection library says: CUPTI activity kind "
+                               "MEMCPY2 unavailable: ?[31mnot supported\n";
+    const char *at = strstr(r.err, said);
+    if (at == NULL || strstr(at + strlen(said), "the injection library says") != NULL)
+        fail_msg("the warning is not said once, escaped:\n%s", r.err);
 
     /* against a baseline with GPU metrics and a kernel: the reason shows, the kernel is not
      * reported as vanished */
