@@ -506,10 +506,13 @@ static int parse_line(struct parse_state *ps, struct line *l)
             free(path);
             return 1;
         }
-        size_t cap = n + 1 + strlen(path) + 1;
-        char *how_path = malloc(cap);
-        if (how_path != NULL)
-            snprintf(how_path, cap, "%.*s %s", (int)n, f, path);
+        size_t plen = strlen(path);
+        char *how_path = malloc(n + 1 + plen + 1); /* "HOW PATH" */
+        if (how_path != NULL) {
+            memcpy(how_path, f, n);
+            how_path[n] = ' ';
+            memcpy(how_path + n + 1, path, plen + 1);
+        }
         free(path);
         return how_path == NULL ? CG_ENOMEM : set_str(&s->cupti_library, how_path);
     } else if (field_is(key, kn, "done")) {
