@@ -45,6 +45,16 @@ def artifact():
         '"ok", "cpu_model": "x", "tool_version": "0.1.0", "canary_command": ["python", "train.py"],'
         ' "canary_hash": "fnv1a64:0123456789abcdef"}, "settings": {"steps": 4, "warmup": 1, "runs":'
         ' 2, "step_range": "step", "tokens_per_step": null}, "runs": [%s, %s]}' % (run, run))
+    measured = run.replace(
+        '"zero_timestamp_records": 0}',
+        '"zero_timestamp_records": 0, "outside_step_records": 3, "inside_step_records": 17, '
+        '"late_memory_records": 1, "cupti_overhead_ns": 5200, "stopped_after_steps": 5, '
+        '"warnings": ["op table full: 3 more names not recorded", "\\u001b[31m"]}')
+    put("artifact", "measured-window.json",
+        '{"schema": "canary-gate/run", "schema_version": 1, "gpu": {"available": true}, '
+        '"environment": {"gpu_count": 1, "cupti_status": "ok", "cupti_library": '
+        '"loaded /venv/nvidia/cu13/lib/libcupti.so.13"}, "settings": {"steps": 4, "warmup": 1, '
+        '"runs": 1}, "runs": [%s]}' % measured)
     put("artifact", "newer-schema.json",
         '{"schema": "canary-gate/run", "schema_version": 99, "gpu": {"available": false}}')
     if os.path.exists("/tmp/cg-seed-art.json"):
