@@ -5,7 +5,9 @@
  * Input: one or more shards separated by a line "--- next shard ---". Properties: a shard parses
  * or fails with CG_EINPUT naming it; a parsed step has a non-negative wall time; the merge of
  * the parsed shards gives at most the asked number of steps, each with a positive wall time, and
- * summaries that agree with the steps; saved as an artifact, the merged run loads again; the
+ * summaries that agree with the steps, known or unknown (-1) counters and at most 16 warnings;
+ * the status is "done" only with steps and a window of at least one step; GPU metrics missing
+ * always come with a reason; saved as an artifact, the merged run loads again; the
  * Chrome trace rendered from the shards' trace lines is valid JSON (every name escaped).
  */
 #include "fuzz.h"
@@ -60,6 +62,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cg_shard_status st;
     cg_shard_status(shards, n, &st);
     CG_FUZZ_CHECK(st.n_shards == n && st.n_with_steps <= n && st.steps_seen >= 0, "status");
+    CG_FUZZ_CHECK(st.all_done ? st.n_with_steps > 0 && st.done_steps >= 1 : st.done_steps == -1,
+                  "done: %d, %lld", (int)st.all_done, (long long)st.done_steps);
+    char reason[256];
+    if (!cg_shard_gpu_available(shards, n, reason, sizeof(reason)))
+        CG_FUZZ_CHECK(reason[0] != '\0', "no GPU metrics without a reason");
 
     struct cg_artifact a;
     struct cg_err err;
@@ -79,6 +86,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           "mean %g", run->summary.step_time_mean_ns);
         for (size_t i = 0; i < run->n_ops; i++)
             CG_FUZZ_CHECK(run->ops[i].calls > 0 && run->ops[i].total_ns >= 0, "op %zu", i);
+        CG_FUZZ_CHECK(run->outside_step_records >= -1 && run->inside_step_records >= -1 &&
+                          run->late_memory_records >= -1 && run->cupti_overhead_ns >= -1,
+                      "counters");
+        CG_FUZZ_CHECK(run->n_warnings <= CG_SHARD_MAX_WARNINGS, "%zu warnings", run->n_warnings);
         if (run->n_steps > 0) { /* the artifact the gate writes from it loads again */
             struct cg_artifact b;
             a.settings.steps = 50;

@@ -45,6 +45,16 @@ def artifact():
         '"ok", "cpu_model": "x", "tool_version": "0.1.0", "canary_command": ["python", "train.py"],'
         ' "canary_hash": "fnv1a64:0123456789abcdef"}, "settings": {"steps": 4, "warmup": 1, "runs":'
         ' 2, "step_range": "step", "tokens_per_step": null}, "runs": [%s, %s]}' % (run, run))
+    measured = run.replace(
+        '"zero_timestamp_records": 0}',
+        '"zero_timestamp_records": 0, "outside_step_records": 3, "inside_step_records": 17, '
+        '"late_memory_records": 1, "cupti_overhead_ns": 5200, "stopped_after_steps": 5, '
+        '"warnings": ["op table full: 3 more names not recorded", "\\u001b[31m"]}')
+    put("artifact", "measured-window.json",
+        '{"schema": "canary-gate/run", "schema_version": 1, "gpu": {"available": true}, '
+        '"environment": {"gpu_count": 1, "cupti_status": "ok", "cupti_library": '
+        '"loaded /venv/nvidia/cu13/lib/libcupti.so.13"}, "settings": {"steps": 4, "warmup": 1, '
+        '"runs": 1}, "runs": [%s]}' % measured)
     put("artifact", "newer-schema.json",
         '{"schema": "canary-gate/run", "schema_version": 99, "gpu": {"available": false}}')
     if os.path.exists("/tmp/cg-seed-art.json"):
@@ -96,6 +106,22 @@ def http():
         b'"custom", "message": "body is too long (maximum is 65536 characters)"}]}')
 
 
+# A measured window as the library ends it: "cupti", 7-field counters, repeated warnings, "done"
+# (the process stopped before "end"), beside a rank whose library wrote the 3-field counters.
+MEASURED_WINDOW = (
+    "canary-gate-shard 1\npid 200\nrank 0\nwarmup 1\nstep_range step\ngpu ok\n"
+    "cupti loaded /opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13\n"
+    "w CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_NOT_SUPPORTED\n"
+    "s 0 1000 3000 10\ns 1 3000 4000 10\no kernel 2 300 _Z3fooIiEvT_\nb 1 250\n"
+    "c 12 0 0 3 9 1 4000\ns 2 4000 5000 10\n"
+    "w CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_NOT_SUPPORTED\n"
+    "w op table full: 3 more names not recorded\nc 20 0 0 3 17 1 5200\ndone 3\n"
+    "\n--- next shard ---\n"
+    "canary-gate-shard 1\npid 201\nrank 1\ngpu ok\ncupti env /usr/local/cuda/lib64/libcupti.so.13\n"
+    "s 0 1000 2500 10\ns 1 2500 4100 10\ns 2 4100 5200 10\nc 30 0 0 30 0 0 0\nc 31 0 0\n"
+    "done 3\nend\n")
+
+
 def shard(shard_dir):
     put("shard", "two-ranks",
         "canary-gate-shard 1\npid 100\nrank 0\nlocal_rank 0\nwarmup 1\nstep_range step\n"
@@ -114,6 +140,7 @@ def shard(shard_dir):
         "tr 4243 1200 1300 1 AllReduce \\x1b[31m\"q\\\\\n"
         "tg kernel 0 7 1500 2500 -1 _Z3fooIiEvT_\ntg memcpy 1 13 2600 2700 4096 memcpy HtoD pageable\n"
         "tm 0 1400 1048576\ntm 0 1600 0\ns 1 2000 3000 10\nl 1 2.5\ntx 5 2\nend\n")
+    put("shard", "measured-window", MEASURED_WINDOW)
     if shard_dir and os.path.isdir(shard_dir):
         files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
                        glob.glob(os.path.join(shard_dir, "*.part")))

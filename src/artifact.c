@@ -53,6 +53,9 @@ static void run_release(struct cg_run *r)
     }
     free(r->ops);
     free(r->steps);
+    for (size_t i = 0; i < r->n_warnings; i++)
+        free(r->warnings[i]);
+    free(r->warnings);
 }
 
 static void env_release(struct cg_env *e)
@@ -61,6 +64,7 @@ static void env_release(struct cg_env *e)
     free(e->driver_version);
     free(e->cuda_version);
     free(e->cupti_status);
+    free(e->cupti_library);
     free(e->cpu_model);
     free(e->tool_version);
     for (size_t i = 0; i < e->n_canary_command; i++)
@@ -94,6 +98,9 @@ static void run_init(struct cg_run *r)
     r->summary.peak_host_rss_bytes = -1;
     r->dropped_records = -1;
     r->zero_timestamp_records = -1;
+    r->outside_step_records = r->inside_step_records = -1;
+    r->late_memory_records = r->cupti_overhead_ns = -1;
+    r->stopped_after_steps = -1;
 }
 
 struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
@@ -151,6 +158,22 @@ int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum
     op->kind = kind;
     op->calls = calls;
     op->total_ns = total_ns;
+    return 0;
+}
+
+int cg_run_add_warning(struct cg_run *run, const char *warning, size_t max)
+{
+    for (size_t i = 0; i < run->n_warnings; i++)
+        if (strcmp(run->warnings[i], warning) == 0)
+            return 0;
+    if (run->n_warnings >= max)
+        return 0;
+    if (grow((void **)&run->warnings, run->n_warnings, sizeof(*run->warnings)) != 0)
+        return CG_ENOMEM;
+    char *w = strdup(warning);
+    if (w == NULL)
+        return CG_ENOMEM;
+    run->warnings[run->n_warnings++] = w;
     return 0;
 }
 
@@ -220,6 +243,14 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
         to->summary = from->summary;
         to->dropped_records = from->dropped_records;
         to->zero_timestamp_records = from->zero_timestamp_records;
+        to->outside_step_records = from->outside_step_records;
+        to->inside_step_records = from->inside_step_records;
+        to->late_memory_records = from->late_memory_records;
+        to->cupti_overhead_ns = from->cupti_overhead_ns;
+        to->stopped_after_steps = from->stopped_after_steps;
+        for (size_t k = 0; k < from->n_warnings; k++)
+            if (cg_run_add_warning(to, from->warnings[k], CG_ARTIFACT_MAX_WARNINGS) != 0)
+                return CG_ENOMEM;
         for (size_t k = 0; k < from->n_steps; k++) {
             const struct cg_step *s = &from->steps[k];
             if (cg_run_add_step(to, s->wall_ns, s->tokens, s->gpu_busy_ns) != 0)
@@ -250,6 +281,7 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
              dup_str(&dst->settings.step_range, src->settings.step_range) |
              dup_str(&d->gpu_model, e->gpu_model) | dup_str(&d->driver_version, e->driver_version) |
              dup_str(&d->cuda_version, e->cuda_version) | dup_str(&d->cupti_status, e->cupti_status) |
+             dup_str(&d->cupti_library, e->cupti_library) |
              dup_str(&d->cpu_model, e->cpu_model) | dup_str(&d->tool_version, e->tool_version) |
              dup_str(&d->canary_hash, e->canary_hash);
     if (rc != 0)
@@ -451,6 +483,7 @@ static int parse_env(struct parser *p, const cJSON *root, struct cg_artifact *a)
         get_str(p, env, pe, "driver_version", true, &e->driver_version) ||
         get_str(p, env, pe, "cuda_version", true, &e->cuda_version) ||
         get_str(p, env, pe, "cupti_status", true, &e->cupti_status) ||
+        get_str(p, env, pe, "cupti_library", true, &e->cupti_library) ||
         get_str(p, env, pe, "cpu_model", true, &e->cpu_model) ||
         get_str(p, env, pe, "tool_version", true, &e->tool_version) ||
         get_str(p, env, pe, "canary_hash", true, &e->canary_hash))
@@ -587,6 +620,28 @@ static int parse_summary(struct parser *p, const cJSON *run, const char *rp, str
     return 0;
 }
 
+/* runs[].warnings: optional, an array of strings (at most CG_ARTIFACT_MAX_WARNINGS kept). */
+static int parse_warnings(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *w, *item;
+    char path[128];
+    if (field(p, run, rp, "warnings", true, &w) != 0)
+        return CG_EINPUT;
+    if (w == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.warnings", rp);
+    if (!cJSON_IsArray(w))
+        return bad(p, path, "must be an array of strings");
+    cJSON_ArrayForEach(item, w)
+    {
+        if (!cJSON_IsString(item))
+            return bad(p, path, "must be an array of strings");
+        if (cg_run_add_warning(r, item->valuestring, CG_ARTIFACT_MAX_WARNINGS) != 0)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a)
 {
     const cJSON *runs;
@@ -612,7 +667,13 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
             field(p, run, rp, "ops", false, &ops) || parse_ops(p, ops, rp, r) ||
             parse_summary(p, run, rp, r) ||
             get_int(p, run, rp, "dropped_records", true, 0, &r->dropped_records) ||
-            get_int(p, run, rp, "zero_timestamp_records", true, 0, &r->zero_timestamp_records))
+            get_int(p, run, rp, "zero_timestamp_records", true, 0, &r->zero_timestamp_records) ||
+            get_int(p, run, rp, "outside_step_records", true, 0, &r->outside_step_records) ||
+            get_int(p, run, rp, "inside_step_records", true, 0, &r->inside_step_records) ||
+            get_int(p, run, rp, "late_memory_records", true, 0, &r->late_memory_records) ||
+            get_int(p, run, rp, "cupti_overhead_ns", true, 0, &r->cupti_overhead_ns) ||
+            get_int(p, run, rp, "stopped_after_steps", true, 1, &r->stopped_after_steps) ||
+            parse_warnings(p, run, rp, r))
             return CG_EINPUT;
     }
     return 0;
@@ -737,6 +798,14 @@ static cJSON *run_to_json(const struct cg_run *r)
     }
     cJSON_AddItemToObject(run, "dropped_records", int_or_null(r->dropped_records));
     cJSON_AddItemToObject(run, "zero_timestamp_records", int_or_null(r->zero_timestamp_records));
+    cJSON_AddItemToObject(run, "outside_step_records", int_or_null(r->outside_step_records));
+    cJSON_AddItemToObject(run, "inside_step_records", int_or_null(r->inside_step_records));
+    cJSON_AddItemToObject(run, "late_memory_records", int_or_null(r->late_memory_records));
+    cJSON_AddItemToObject(run, "cupti_overhead_ns", int_or_null(r->cupti_overhead_ns));
+    cJSON_AddItemToObject(run, "stopped_after_steps", int_or_null(r->stopped_after_steps));
+    cJSON *warnings = cJSON_AddArrayToObject(run, "warnings");
+    for (size_t i = 0; warnings != NULL && i < r->n_warnings; i++)
+        cJSON_AddItemToArray(warnings, cJSON_CreateString(r->warnings[i]));
     return run;
 }
 
@@ -759,6 +828,7 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     cJSON_AddItemToObject(env, "driver_version", str_or_null(e->driver_version));
     cJSON_AddItemToObject(env, "cuda_version", str_or_null(e->cuda_version));
     cJSON_AddItemToObject(env, "cupti_status", str_or_null(e->cupti_status));
+    cJSON_AddItemToObject(env, "cupti_library", str_or_null(e->cupti_library));
     cJSON_AddItemToObject(env, "cpu_model", str_or_null(e->cpu_model));
     cJSON_AddItemToObject(env, "tool_version", str_or_null(e->tool_version ? e->tool_version
                                                                            : CG_VERSION));

@@ -20,6 +20,7 @@
 
 #define CG_ARTIFACT_SCHEMA "canary-gate/run"
 #define CG_ARTIFACT_MAX_BYTES ((size_t)512 * 1024 * 1024)
+#define CG_ARTIFACT_MAX_WARNINGS 16 /* per run */
 
 enum cg_op_kind { CG_OP_KERNEL, CG_OP_MEMCPY, CG_OP_MEMSET, CG_OP_RANGE, CG_OP_KIND_COUNT };
 
@@ -55,6 +56,13 @@ struct cg_run {
     size_t n_ops;
     int64_t dropped_records;        /* CUPTI records lost, -1 when not traced */
     int64_t zero_timestamp_records; /* CUPTI records with a zero start or end, -1 when not traced */
+    /* Timed GPU records (kernels, copies, sets) starting outside every step / inside some step,
+     * memory records older than those already applied, and CUPTI's own overhead; -1 unknown. */
+    int64_t outside_step_records, inside_step_records, late_memory_records, cupti_overhead_ns;
+    int64_t stopped_after_steps; /* the tool stopped the canary once measured after this many
+                                  * steps (warm-up included); -1: it ended by itself */
+    char **warnings;             /* the injection library's warnings, distinct */
+    size_t n_warnings;
 };
 
 struct cg_env {
@@ -63,6 +71,7 @@ struct cg_env {
     char *driver_version;
     char *cuda_version;
     char *cupti_status;     /* "ok" or why GPU metrics are unavailable */
+    char *cupti_library;    /* "HOW PATH": the libcupti the library used (shard.h), or NULL */
     char *cpu_model;
     char *tool_version;
     char **canary_command;  /* argv of the canary */
@@ -119,6 +128,10 @@ int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t
 /* Appends an op (name and family are copied; family NULL means same as name); 0 or CG_ENOMEM. */
 int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum cg_op_kind kind,
                   int64_t calls, int64_t total_ns);
+
+/* Appends a copy of warning to run's warnings unless it is there already or the run holds max
+ * of them. Returns 0 or CG_ENOMEM. */
+int cg_run_add_warning(struct cg_run *run, const char *warning, size_t max);
 
 /* Computes the run's step-time summary and tokens/sec from its steps. Peaks are left alone. */
 void cg_run_summarize(struct cg_run *run);

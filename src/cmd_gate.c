@@ -20,6 +20,7 @@
 #include "fsutil.h"
 #include "gate_seq.h"
 #include "github.h"
+#include "interleave.h"
 #include "report.h"
 #include "thresholds.h"
 
@@ -51,6 +52,7 @@ static const char usage_text[] =
     "  --kill-grace SEC       seconds between SIGTERM and SIGKILL (default 5)\n"
     "  --tokens-per-step N    tokens of a step whose NVTX range has no payload\n"
     "  --step-range NAME      NVTX range name that marks a step (default: the baseline's, step)\n"
+    CG_MEASURE_LET_FINISH_USAGE
     "  --out FILE             this run's artifact (default canary-run.json)\n"
     "  --log FILE             the canary's output (default: --out with .log)\n"
     "  --report FILE.md       the markdown report (the PR comment body)\n"
@@ -73,22 +75,14 @@ static const char usage_text[] =
     "            not be written, 4 inconclusive with --fail-on-inconclusive\n";
 
 enum {
-    OPT_BASELINE = 256, OPT_RECORD, OPT_THRESHOLDS, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT,
-    OPT_GRACE, OPT_TOKENS, OPT_RANGE, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
+    OPT_BASELINE = 256, OPT_RECORD, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
     OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR, OPT_TRACE, OPT_TRACE_STEPS
 };
 
 static const struct option options[] = {
     {"baseline", required_argument, NULL, OPT_BASELINE},
     {"record-if-missing", no_argument, NULL, OPT_RECORD},
-    {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
-    {"runs", required_argument, NULL, OPT_RUNS},
-    {"steps", required_argument, NULL, OPT_STEPS},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"kill-grace", required_argument, NULL, OPT_GRACE},
-    {"tokens-per-step", required_argument, NULL, OPT_TOKENS},
-    {"step-range", required_argument, NULL, OPT_RANGE},
+    CG_MEASURE_OPTIONS,
     {"out", required_argument, NULL, OPT_OUT},
     {"log", required_argument, NULL, OPT_LOG},
     {"report", required_argument, NULL, OPT_REPORT},
@@ -108,7 +102,6 @@ static const struct option options[] = {
 
 struct gate_opts {
     const char *baseline;
-    const char *thresholds;
     const char *out;
     const char *report;
     const char *json;
@@ -116,8 +109,8 @@ struct gate_opts {
     const char *id;
     const char *color;
     bool record_if_missing, comment, status, fail_on_inconclusive;
-    long runs, steps, warmup, tokens_per_step; /* -1: not given */
-    const char *step_range;                    /* NULL: not given */
+    struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
+    long runs;                   /* settled */
     struct cg_collect_cfg collect;
     struct cg_gate_seq_opts seq; /* sequential looks and confirmation */
 };
@@ -127,24 +120,16 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
     int opt;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-        int bad = 0;
+        int bad = cg_measure_option("gate", opt, optarg, &o->m);
+        if (bad != 1) {
+            if (bad)
+                return bad;
+            continue;
+        }
+        bad = 0;
         switch (opt) {
         case OPT_BASELINE: o->baseline = optarg; break;
         case OPT_RECORD: o->record_if_missing = true; break;
-        case OPT_THRESHOLDS: o->thresholds = optarg; break;
-        case OPT_RUNS: bad = cg_cmd_parse_count("gate", "--runs", optarg, 1, 1000, &o->runs); break;
-        case OPT_STEPS: bad = cg_cmd_parse_count("gate", "--steps", optarg, 1, 1000000, &o->steps); break;
-        case OPT_WARMUP: bad = cg_cmd_parse_count("gate", "--warmup", optarg, 0, 1000000, &o->warmup); break;
-        case OPT_TIMEOUT:
-            bad = cg_cmd_parse_count("gate", "--timeout", optarg, 1, 7 * 24 * 3600, &o->collect.timeout_s);
-            break;
-        case OPT_GRACE:
-            bad = cg_cmd_parse_count("gate", "--kill-grace", optarg, 1, 3600, &o->collect.grace_s);
-            break;
-        case OPT_TOKENS:
-            bad = cg_cmd_parse_count("gate", "--tokens-per-step", optarg, 0, INT32_MAX, &o->tokens_per_step);
-            break;
-        case OPT_RANGE: o->step_range = optarg; break;
         case OPT_OUT: o->out = optarg; break;
         case OPT_LOG: o->collect.log = optarg; break;
         case OPT_REPORT: o->report = optarg; break;
@@ -182,8 +167,6 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
                                           "or never", o->comment_mode);
     if (o->comment_mode != NULL && !o->comment)
         o->comment = strcmp(o->comment_mode, "never") != 0;
-    if (o->step_range != NULL && (o->step_range[0] == '\0' || strlen(o->step_range) > 255))
-        return cg_cmd_usage_error("gate", "--step-range: expected a name of 1 to 255 bytes");
     struct cg_err err;
     if (o->id != NULL && cg_github_id_check(o->id, &err) != 0)
         return cg_cmd_usage_error("gate", "--id: %s", err.msg);
@@ -197,20 +180,23 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
                             const struct cg_thresholds *t)
 {
     struct cg_collect_cfg *c = &o->collect;
+    const struct cg_measure_opts *m = &o->m;
     bool have_base = base != NULL && base->n_runs > 0;
-    c->steps = o->steps > 0 ? o->steps : have_base ? (long)base->settings.steps : (long)t->steps;
-    c->warmup = o->warmup >= 0 ? o->warmup
+    c->steps = m->steps > 0 ? m->steps : have_base ? (long)base->settings.steps : (long)t->steps;
+    c->warmup = m->warmup >= 0 ? m->warmup
                 : have_base    ? (long)base->settings.warmup
                                : (long)t->warmup;
-    c->step_range = o->step_range ? o->step_range
-                    : have_base   ? base->settings.step_range
-                                  : "step";
-    c->tokens_per_step = o->tokens_per_step >= 0 ? o->tokens_per_step
+    c->step_range = m->step_range ? m->step_range
+                    : have_base && base->settings.step_range ? base->settings.step_range
+                                                             : "step";
+    c->tokens_per_step = m->tokens_per_step >= 0 ? m->tokens_per_step
                          : have_base             ? (long)base->settings.tokens_per_step
                                                  : -1;
-    if (o->runs < 0)
-        o->runs = (long)t->runs;
-    if (have_base && o->steps < 0 && o->warmup < 0 &&
+    c->timeout_s = m->timeout_s;
+    c->grace_s = m->grace_s;
+    c->let_finish = m->let_finish;
+    o->runs = m->runs > 0 ? m->runs : (long)t->runs;
+    if (have_base && m->steps < 0 && m->warmup < 0 &&
         (base->settings.steps != t->steps || base->settings.warmup != t->warmup))
         fprintf(stderr, "canary-gate: measuring %ld steps after %ld warm-up per run, as the "
                         "baseline '%s' was (the thresholds say %lld after %lld)\n",
@@ -362,9 +348,7 @@ int cmd_gate(int argc, char **argv)
     bool have_base = false;
     o.out = "canary-run.json";
     o.color = "auto";
-    o.runs = o.steps = o.warmup = o.tokens_per_step = -1;
-    o.collect.timeout_s = 1800;
-    o.collect.grace_s = 5;
+    cg_measure_opts_init(&o.m);
     cg_gate_seq_opts_init(&o.seq);
     cg_err_init(&err);
     cg_artifact_init(&base);
@@ -373,7 +357,7 @@ int cmd_gate(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
         return rc < 0 ? CG_EXIT_PASS : rc;
-    if (cg_thresholds_load(o.thresholds, &t, &err) != 0)
+    if (cg_thresholds_load(o.m.thresholds, &t, &err) != 0)
         return cg_cmd_fail(&err);
     struct stat st;
     if (stat(o.baseline, &st) != 0 && errno == ENOENT) {

@@ -10,6 +10,7 @@
 
 #include "artifact.h"
 #include "collect.h"
+#include "interleave.h"
 #include "thresholds.h"
 
 #include <getopt.h>
@@ -36,6 +37,7 @@ static const char usage_text[] =
     "  --kill-grace SEC      seconds between SIGTERM and SIGKILL (default 5)\n"
     "  --tokens-per-step N   tokens of a step whose range has no payload\n"
     "  --step-range NAME     NVTX range name that marks a step (default step)\n"
+    CG_MEASURE_LET_FINISH_USAGE
     "  --log FILE            the canary's stdout and stderr (default: --out with .log)\n"
     "  --trace FILE.json     also write a Chrome trace (Perfetto, chrome://tracing) of the first\n"
     "                        run: NVTX ranges, kernels and copies per stream, device memory\n"
@@ -45,35 +47,23 @@ static const char usage_text[] =
     "exit codes: 0 every run measured, 2 usage error, 3 the canary failed, timed out, marked\n"
     "            too few steps, or the run was interrupted (completed runs are written)\n";
 
-enum { OPT_OUT = 256, OPT_THRESHOLDS, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT, OPT_GRACE, OPT_TOKENS,
-       OPT_RANGE, OPT_LOG, OPT_TRACE, OPT_TRACE_STEPS };
+enum { OPT_OUT = 256, OPT_LOG, OPT_TRACE, OPT_TRACE_STEPS };
 
 static const struct option options[] = {
     {"out", required_argument, NULL, OPT_OUT},
-    {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
-    {"runs", required_argument, NULL, OPT_RUNS},
-    {"steps", required_argument, NULL, OPT_STEPS},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"kill-grace", required_argument, NULL, OPT_GRACE},
-    {"tokens-per-step", required_argument, NULL, OPT_TOKENS},
-    {"step-range", required_argument, NULL, OPT_RANGE},
     {"log", required_argument, NULL, OPT_LOG},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
+    CG_MEASURE_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
-static int parse_seconds(const char *opt, const char *v, long *out)
-{
-    return cg_cmd_parse_count("run", opt, v, 1, 7 * 24 * 3600, out);
-}
-
 int cmd_run(int argc, char **argv)
 {
-    struct cg_collect_cfg c = {NULL, NULL, "step", -1, -1, 1800, 5, -1, NULL, NULL, NULL};
-    const char *out = "canary-run.json", *thresholds = NULL;
+    struct cg_measure_opts mo;
+    struct cg_collect_cfg c;
+    const char *out = "canary-run.json", *log = NULL, *trace = NULL, *trace_steps = NULL;
     long runs = -1;
     struct cg_thresholds t;
     struct cg_artifact a;
@@ -81,47 +71,36 @@ int cmd_run(int argc, char **argv)
     struct cg_collector *col = NULL;
     char *log_owned = NULL;
     int exit_code = CG_EXIT_PASS, opt;
+    cg_measure_opts_init(&mo);
     cg_artifact_init(&a);
     cg_err_init(&err);
     optind = 1;
     while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-        int bad = 0;
+        int bad = cg_measure_option("run", opt, optarg, &mo);
+        if (bad != 1) {
+            if (bad)
+                return bad;
+            continue;
+        }
         switch (opt) {
         case OPT_OUT: out = optarg; break;
-        case OPT_THRESHOLDS: thresholds = optarg; break;
-        case OPT_LOG: c.log = optarg; break;
-        case OPT_TRACE: c.trace_path = optarg; break;
-        case OPT_TRACE_STEPS: c.trace_steps = optarg; break;
-        case OPT_RANGE: c.step_range = optarg; break;
-        case OPT_RUNS: bad = cg_cmd_parse_count("run", "--runs", optarg, 1, 1000, &runs); break;
-        case OPT_STEPS: bad = cg_cmd_parse_count("run", "--steps", optarg, 1, 1000000, &c.steps); break;
-        case OPT_WARMUP: bad = cg_cmd_parse_count("run", "--warmup", optarg, 0, 1000000, &c.warmup); break;
-        case OPT_TIMEOUT: bad = parse_seconds("--timeout", optarg, &c.timeout_s); break;
-        case OPT_GRACE: bad = parse_seconds("--kill-grace", optarg, &c.grace_s); break;
-        case OPT_TOKENS:
-            bad = cg_cmd_parse_count("run", "--tokens-per-step", optarg, 0, INT32_MAX, &c.tokens_per_step);
-            break;
+        case OPT_LOG: log = optarg; break;
+        case OPT_TRACE: trace = optarg; break;
+        case OPT_TRACE_STEPS: trace_steps = optarg; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
         default: return cg_cmd_usage_error("run", "unknown or incomplete option");
         }
-        if (bad)
-            return bad;
     }
-    if (c.step_range[0] == '\0' || strlen(c.step_range) > 255)
-        return cg_cmd_usage_error("run", "--step-range: expected a name of 1 to 255 bytes");
-    if (c.trace_steps != NULL && !cg_collect_trace_steps_valid(c.trace_steps))
+    if (trace_steps != NULL && !cg_collect_trace_steps_valid(trace_steps))
         return cg_cmd_usage_error("run", "--trace-steps '%s': expected A:B, whole numbers with "
-                                         "A <= B (measured steps, from 0)", c.trace_steps);
-    if (c.trace_steps != NULL && c.trace_path == NULL)
+                                         "A <= B (measured steps, from 0)", trace_steps);
+    if (trace_steps != NULL && trace == NULL)
         return cg_cmd_usage_error("run", "--trace-steps needs --trace FILE.json");
-    if (cg_thresholds_load(thresholds, &t, &err) != 0)
+    if (cg_measure_settle(&mo, &t, &c, &runs, &err) != 0)
         return cg_cmd_fail(&err);
-    if (runs < 0)
-        runs = (long)t.runs;
-    if (c.steps < 0)
-        c.steps = (long)t.steps;
-    if (c.warmup < 0)
-        c.warmup = (long)t.warmup;
+    c.log = log;
+    c.trace_path = trace;
+    c.trace_steps = trace_steps;
     if (optind < argc)
         c.cmd = argv + optind;
     if (c.log == NULL) {

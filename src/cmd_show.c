@@ -76,6 +76,30 @@ static int render_findings(const struct cg_artifact *a, struct cg_buf *o)
     return rc;
 }
 
+/* How the runs ended and what the injection library warned about (each warning once). */
+static int render_measurement_notes(const struct cg_artifact *a, struct cg_buf *o)
+{
+    char stopped[160];
+    int rc = 0;
+    cg_report_stopped_text(a, stopped, sizeof(stopped));
+    if (stopped[0])
+        rc |= cg_buf_printf(o, "canary %s, once measured\n", stopped);
+    for (size_t i = 0; i < a->n_runs; i++)
+        for (size_t k = 0; k < a->runs[i].n_warnings; k++) {
+            const char *w = a->runs[i].warnings[k];
+            bool earlier = false;
+            for (size_t j = 0; j < i && !earlier; j++)
+                for (size_t m = 0; m < a->runs[j].n_warnings && !earlier; m++)
+                    earlier = strcmp(a->runs[j].warnings[m], w) == 0;
+            if (earlier)
+                continue;
+            rc |= cg_buf_adds(o, "library warning: ");
+            rc |= cg_term_escape(o, w, 300);
+            rc |= cg_buf_adds(o, "\n");
+        }
+    return rc;
+}
+
 static int render(const struct cg_artifact *a, long top, int chart, struct cg_buf *o)
 {
     const struct cg_env *e = &a->env;
@@ -95,6 +119,10 @@ static int render(const struct cg_artifact *a, long top, int chart, struct cg_bu
     for (size_t i = 0; i < e->n_canary_command; i++) {
         rc |= cg_buf_adds(o, " ");
         rc |= cg_term_escape(o, e->canary_command[i], 200);
+    }
+    if (e->cupti_library != NULL) {
+        rc |= cg_buf_adds(o, "\ncupti:   ");
+        rc |= cg_term_escape(o, e->cupti_library, 300);
     }
     rc |= cg_buf_printf(o, "\nsettings: %lld steps after %lld warm-up, %lld runs asked, %zu in file\n\n",
                         (long long)a->settings.steps, (long long)a->settings.warmup,
@@ -117,6 +145,7 @@ static int render(const struct cg_artifact *a, long top, int chart, struct cg_bu
         rc |= cg_buf_printf(o, "%4zu %6zu %12s %12s %12s %14s %12s %12s\n", i, a->runs[i].n_steps,
                             mean, med, p95, tps, dev, rss);
     }
+    rc |= render_measurement_notes(a, o);
     if (chart != CHART_NONE) {
         rc |= cg_buf_adds(o, "\n");
         rc |= cg_chart_terminal(o, a, 0, chart == CHART_ASCII);

@@ -1,13 +1,17 @@
 /*
  * collect: the canary run loop shared by the commands that measure (see collect.h). Each run:
- * a fresh shard directory, one canary process with the injection variables set, the shards
- * loaded, checked (exit status, steps marked) and merged into one run of the artifact.
+ * a fresh shard directory, one canary process with the injection variables set (the measured
+ * window included: CANARY_GATE_WARMUP and CANARY_GATE_STEPS), the shard directory polled while
+ * it runs (progress, and the stop once every process wrote "done"), the shards loaded, checked
+ * (exit status, steps marked) and merged into one run of the artifact.
  */
 #include "collect.h"
 
+#include "buf.h"
 #include "cg_version.h"
 #include "fsutil.h"
 #include "launch.h"
+#include "report.h"
 #include "shard.h"
 #include "trace.h"
 
@@ -24,6 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* How often the shard directory is read while a canary runs (progress, and the stop once it is
+ * measured), in seconds. */
+#define CG_COLLECT_POLL_S 0.5
+
 struct cg_collector {
     struct cg_collect_cfg cfg;
     char inject[PATH_MAX];
@@ -32,6 +40,8 @@ struct cg_collector {
     char **builtin;      /* the built-in canary's argv when no command was given */
     char *const *cmd;    /* cfg.cmd or builtin */
     int next_dir;        /* runs started, for shard directory names */
+    char *warned[CG_ARTIFACT_MAX_WARNINGS]; /* library warnings printed so far */
+    size_t n_warned;
 };
 
 struct progress {
@@ -40,8 +50,10 @@ struct progress {
     long run, n_runs;
     long expect; /* warm-up + measured */
     bool tty;
+    bool let_finish;    /* never ask for a stop */
     int64_t last_seen;
     double last_print_s;
+    int64_t done_steps; /* the shards' "done" N when a stop was asked for, else -1 */
 };
 
 static int fmt_path(char *buf, size_t cap, struct cg_err *err, const char *fmt, ...)
@@ -64,7 +76,9 @@ static const char *label_sep(const struct progress *p)
     return p->label != NULL ? " " : "";
 }
 
-static void on_progress(void *ctx, double elapsed_s)
+/* cg_launch_opts.progress: reads the shards, prints progress, and asks for the canary to be
+ * stopped once every process that marked steps wrote "done" (unless let_finish). */
+static bool on_progress(void *ctx, double elapsed_s)
 {
     struct progress *p = ctx;
     struct cg_shard *sh = NULL;
@@ -72,13 +86,17 @@ static void on_progress(void *ctx, double elapsed_s)
     struct cg_err err;
     struct cg_shard_status st;
     if (cg_shard_load_dir(p->shard_dir, &sh, &n, &err) != 0)
-        return;
+        return false;
     cg_shard_status(sh, n, &st);
     cg_shard_free_all(sh, n);
+    if (!p->let_finish && st.all_done) {
+        p->done_steps = st.done_steps;
+        return true;
+    }
     if (!p->tty && st.steps_seen == p->last_seen && elapsed_s - p->last_print_s < 30.0)
-        return;
+        return false;
     if (!p->tty && elapsed_s - p->last_print_s < 5.0)
-        return;
+        return false;
     char last[48] = "";
     if (st.last_step_ns > 0)
         snprintf(last, sizeof(last), ", last step %.1f ms", (double)st.last_step_ns / 1e6);
@@ -88,6 +106,7 @@ static void on_progress(void *ctx, double elapsed_s)
     fflush(stderr);
     p->last_seen = st.steps_seen;
     p->last_print_s = elapsed_s;
+    return false;
 }
 
 /* Removes the files of a directory (one level) and the directory. */
@@ -107,11 +126,6 @@ static void remove_dir(const char *dir)
         closedir(d);
     }
     rmdir(dir);
-}
-
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
 }
 
 /* The environment, settings and GPU status of the artifact (before the first run). */
@@ -150,14 +164,31 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
     return 0;
 }
 
-/* GPU facts from the first run's shards. */
+/* GPU facts from a run's shards: the first run fills them in; a later run without GPU metrics
+ * (all its GPU records outside the steps, CUPTI taken by another profiler) makes the whole
+ * artifact's GPU metrics unavailable with its reason, so that no run's missing GPU data is
+ * compared as if it were measured. 0 or CG_ENOMEM. */
 static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
 {
-    const char *reason = NULL;
-    a->gpu_available = cg_shard_gpu_available(sh, n, &reason);
-    a->gpu_reason = dup_or_null(reason);
-    a->env.cupti_status = strdup(a->gpu_available ? "ok" : reason);
+    char reason[512];
+    bool avail = cg_shard_gpu_available(sh, n, reason, sizeof(reason));
+    if (a->n_runs > 0) {
+        if (avail || !a->gpu_available)
+            return 0;
+        free(a->gpu_reason);
+        free(a->env.cupti_status);
+        a->gpu_available = false;
+        a->gpu_reason = strdup(reason);
+        a->env.cupti_status = strdup(reason);
+        return a->gpu_reason == NULL || a->env.cupti_status == NULL ? CG_ENOMEM : 0;
+    }
+    a->gpu_available = avail;
+    a->gpu_reason = avail ? NULL : strdup(reason);
+    a->env.cupti_status = strdup(avail ? "ok" : reason);
     for (size_t i = 0; i < n; i++) {
+        if (a->env.cupti_library == NULL && sh[i].cupti_library != NULL &&
+            (a->env.cupti_library = strdup(sh[i].cupti_library)) == NULL)
+            return CG_ENOMEM;
         if (a->env.gpu_model == NULL && sh[i].gpu_model != NULL) {
             a->env.gpu_model = strdup(sh[i].gpu_model);
             a->env.gpu_count = sh[i].gpu_count;
@@ -169,7 +200,7 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
     }
     if (a->env.driver_version == NULL && a->gpu_available)
         a->env.driver_version = cg_launch_driver_version();
-    if (a->env.cupti_status == NULL || (reason != NULL && a->gpu_reason == NULL))
+    if (a->env.cupti_status == NULL || (!avail && a->gpu_reason == NULL))
         return CG_ENOMEM;
     return 0;
 }
@@ -210,6 +241,8 @@ static int check_run(const struct cg_collect_cfg *c, long i, long total,
         break;
     case CG_LAUNCH_INTERRUPTED:
         return cg_err_set(err, CG_ECANARY, "interrupted in run %ld of %ld", i, total);
+    case CG_LAUNCH_STOPPED:
+        break; /* stopped once measured: complete, whatever it ended with */
     }
     if (st->n_with_steps == 0)
         return cg_err_set(err, CG_ECANARY,
@@ -351,6 +384,8 @@ void cg_collector_close(struct cg_collector *col)
     if (col->have_tmp)
         remove_dir(col->tmp);
     free_argv(col->builtin);
+    for (size_t i = 0; i < col->n_warned; i++)
+        free(col->warned[i]);
     free(col);
 }
 
@@ -360,12 +395,13 @@ bool cg_collect_interrupted(void)
 }
 
 /* Names the processes that ended without finishing their shard (killed, crashed, os._exit):
- * their steps up to the last complete line were counted with the others'. */
+ * their steps up to the last complete line were counted with the others'. A process stopped
+ * once measured (stopped) had written "done", which is all it had to contribute. */
 static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
-                            const struct cg_shard *sh, size_t n)
+                            const struct cg_shard *sh, size_t n, bool stopped)
 {
     for (size_t k = 0; k < n; k++) {
-        if (sh[k].complete)
+        if (sh[k].complete || (stopped && sh[k].done_steps >= 0))
             continue;
         char rank[40] = "";
         if (sh[k].rank >= 0)
@@ -379,14 +415,41 @@ static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
     }
 }
 
+/* Prints the injection library's warnings of a run that earlier runs of this collector did not
+ * have (each distinct warning once per collector). */
+static void warn_library(struct cg_collector *col, long i, long total, const struct cg_run *run)
+{
+    const struct cg_collect_cfg *c = &col->cfg;
+    for (size_t k = 0; k < run->n_warnings; k++) {
+        const char *w = run->warnings[k];
+        bool seen = false;
+        for (size_t j = 0; j < col->n_warned && !seen; j++)
+            seen = strcmp(col->warned[j], w) == 0;
+        if (seen)
+            continue;
+        if (col->n_warned < CG_ARTIFACT_MAX_WARNINGS) {
+            char *copy = strdup(w);
+            if (copy != NULL)
+                col->warned[col->n_warned++] = copy;
+        }
+        struct cg_buf text;
+        cg_buf_init(&text, 1024);
+        if (cg_term_escape(&text, w, 512) == 0) /* never a terminal escape from a shard */
+            fprintf(stderr, "canary-gate: warning: %s%srun %ld of %ld: the injection library "
+                            "says: %s\n",
+                    c->label ? c->label : "", c->label ? " " : "", i, total, cg_buf_str(&text));
+        cg_buf_release(&text);
+    }
+}
+
 /* One canary process into one run of a. */
 static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long total,
                    struct cg_err *err)
 {
     const struct cg_collect_cfg *c = &col->cfg;
     char shard_dir[PATH_MAX], e_cuda[PATH_MAX + 32], e_nvtx[PATH_MAX + 32], e_dir[PATH_MAX + 32],
-        e_range[320], e_warm[64], e_trace[96];
-    char *env[6] = {e_cuda, e_nvtx, e_dir, e_range, e_warm, e_trace};
+        e_range[320], e_warm[64], e_steps[64], e_trace[96];
+    char *env[7] = {e_cuda, e_nvtx, e_dir, e_range, e_warm, e_steps, e_trace};
     bool trace = c->trace_path != NULL && col->next_dir == 0; /* the first run only */
     bool tty = isatty(STDERR_FILENO);
     struct cg_shard *sh = NULL;
@@ -399,14 +462,24 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         fmt_path(e_dir, sizeof(e_dir), err, "CANARY_GATE_SHARD_DIR=%s", shard_dir) != 0 ||
         fmt_path(e_range, sizeof(e_range), err, "CANARY_GATE_STEP_RANGE=%s", c->step_range) != 0 ||
         fmt_path(e_warm, sizeof(e_warm), err, "CANARY_GATE_WARMUP=%ld", c->warmup) != 0 ||
+        fmt_path(e_steps, sizeof(e_steps), err, "CANARY_GATE_STEPS=%ld", c->steps) != 0 ||
         fmt_path(e_trace, sizeof(e_trace), err, "CANARY_GATE_TRACE_STEPS=%s",
                  c->trace_steps ? c->trace_steps : "0:2") != 0)
         return err->code;
     if (mkdir(shard_dir, 0700) != 0)
         return cg_err_set(err, CG_EIO, "cannot create '%s': %s", shard_dir, strerror(errno));
-    struct progress p = {shard_dir, c->label, i, total, c->warmup + c->steps, tty, -1, -10.0};
-    struct cg_launch_opts o = {col->cmd, env, trace ? 6 : 5, c->log, (double)c->timeout_s,
-                               (double)c->grace_s, on_progress, &p, tty ? 0.5 : 1.0};
+    struct progress p = {.shard_dir = shard_dir,
+                         .label = c->label,
+                         .run = i,
+                         .n_runs = total,
+                         .expect = c->warmup + c->steps,
+                         .tty = tty,
+                         .let_finish = c->let_finish,
+                         .last_seen = -1,
+                         .last_print_s = -10.0,
+                         .done_steps = -1};
+    struct cg_launch_opts o = {col->cmd, env, trace ? 7 : 6, c->log, (double)c->timeout_s,
+                               (double)c->grace_s, on_progress, &p, CG_COLLECT_POLL_S};
     log_banner(c->log, c->label, i, total, col->cmd);
     if (!tty)
         fprintf(stderr, "canary-gate: %s%srun %ld of %ld\n", c->label ? c->label : "",
@@ -426,18 +499,22 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
             fprintf(stderr, "canary-gate: trace of run %ld, measured steps %s: '%s'\n", i,
                     c->trace_steps ? c->trace_steps : "0:2", c->trace_path);
     }
-    if (rc == 0 && a->n_runs == 0 && fill_gpu(a, sh, n) != 0)
+    if (rc == 0 && fill_gpu(a, sh, n) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc == 0) {
         struct cg_run *run = cg_artifact_add_run(a);
         struct cg_shard_merge_opts mo = {c->warmup, c->steps, c->tokens_per_step};
         if (run == NULL)
             rc = cg_err_set(err, CG_ENOMEM, "out of memory");
-        else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0)
+        else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0) {
             run->summary.peak_host_rss_bytes = r.peak_rss_bytes;
+            run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
+        }
     }
-    if (rc == 0)
-        warn_unfinished(c, i, total, sh, n);
+    if (rc == 0) {
+        warn_unfinished(c, i, total, sh, n, r.end == CG_LAUNCH_STOPPED);
+        warn_library(col, i, total, &a->runs[a->n_runs - 1]);
+    }
     cg_shard_free_all(sh, n);
     remove_dir(shard_dir);
     return rc;
@@ -461,9 +538,13 @@ int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, lo
             return rc;
         a->settings.runs = (int64_t)a->n_runs;
         const struct cg_run *done = &a->runs[a->n_runs - 1];
-        fprintf(stderr, "canary-gate: %s%srun %ld of %ld: %zu steps, median %.2f ms%s\n",
+        char stopped[64] = "";
+        if (done->stopped_after_steps > 0)
+            snprintf(stopped, sizeof(stopped), ", stopped after %lld steps",
+                     (long long)done->stopped_after_steps);
+        fprintf(stderr, "canary-gate: %s%srun %ld of %ld: %zu steps, median %.2f ms%s%s\n",
                 c->label ? c->label : "", c->label ? " " : "", i, total, done->n_steps,
-                done->summary.step_time_median_ns / 1e6,
+                done->summary.step_time_median_ns / 1e6, stopped,
                 a->gpu_available ? "" : " (no GPU metrics)");
         if (cg_launch_interrupted())
             return cg_err_set(err, CG_ECANARY, "interrupted after run %ld of %ld", i, total);

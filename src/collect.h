@@ -9,6 +9,12 @@
  * merged into one run of the artifact (shard.c). The artifact's header (environment, settings,
  * GPU status) is filled at the first run added to an empty artifact.
  *
+ * Stop once measured: the canary learns the measured window from CANARY_GATE_WARMUP and
+ * CANARY_GATE_STEPS; once every process that marked steps has written its "done" line, the
+ * collector ends the canary's process group (SIGTERM, then SIGKILL after grace_s) and counts the
+ * run complete whatever it exits with (the run's stopped_after_steps says so). With let_finish
+ * it waits for the canary to exit by itself instead.
+ *
  * Progress and per-run lines go to stderr (this module is part of the command layer). Interrupts
  * (SIGINT/SIGTERM) are caught once a collector is open; a run in progress is stopped and the
  * collector reports CG_ECANARY with cg_collect_interrupted() true. Single-threaded.
@@ -33,6 +39,7 @@ struct cg_collect_cfg {
     const char *label;      /* prefix of progress lines ("baseline", "head"), or NULL */
     const char *trace_path; /* write a Chrome trace of the first run here, or NULL */
     const char *trace_steps;/* "A:B": the measured steps the trace covers (NULL: "0:2") */
+    bool let_finish;        /* wait for the canary to exit by itself, never stop it once measured */
 };
 
 struct cg_collector;

@@ -1,6 +1,6 @@
 /*
  * interleave: A B B A runs of two collectors, the pooled order, and the measuring options of
- * 'aa' and 'ab' (see interleave.h).
+ * every measuring command (see interleave.h).
  */
 #include "interleave.h"
 
@@ -57,7 +57,8 @@ void cg_measure_opts_init(struct cg_measure_opts *m)
     m->runs = m->steps = m->warmup = m->tokens_per_step = -1;
     m->timeout_s = 1800;
     m->grace_s = 5;
-    m->step_range = "step";
+    m->step_range = NULL;
+    m->let_finish = false;
 }
 
 int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_measure_opts *m)
@@ -84,6 +85,9 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
             return cg_cmd_usage_error(verb, "--step-range: expected a name of 1 to 255 bytes");
         m->step_range = arg;
         return 0;
+    case CG_MOPT_LET_FINISH:
+        m->let_finish = true;
+        return 0;
     default:
         return 1;
     }
@@ -98,10 +102,11 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     memset(c, 0, sizeof(*c));
     c->steps = m->steps > 0 ? m->steps : (long)t->steps;
     c->warmup = m->warmup >= 0 ? m->warmup : (long)t->warmup;
-    c->step_range = m->step_range;
+    c->step_range = m->step_range != NULL ? m->step_range : "step";
     c->tokens_per_step = m->tokens_per_step;
     c->timeout_s = m->timeout_s;
     c->grace_s = m->grace_s;
+    c->let_finish = m->let_finish;
     *runs = m->runs > 0 ? m->runs : (long)t->runs;
     return 0;
 }

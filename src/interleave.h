@@ -1,6 +1,7 @@
 /*
  * interleave: two sides measured turn about on one machine, for 'canary-gate aa' and
- * 'canary-gate ab'; and the measurement options those commands share.
+ * 'canary-gate ab'; and the measurement options every measuring command shares (the main
+ * command, 'run', 'aa' and 'ab' parse them here).
  *
  * Pair k runs side A then side B when k is even and B then A when k is odd (A B B A A B ...), so
  * a drift that is linear over a pair of pairs weighs on both sides alike, and run k of each side
@@ -16,6 +17,7 @@
 #include "thresholds.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 
 /* Runs n pairs: collector ca appends to a, cb to b (ca and cb may be the same collector), A first
  * in pairs of even index counting a's runs so far, B first in odd ones (A B B A ...). On failure
@@ -37,7 +39,8 @@ enum {
     CG_MOPT_TIMEOUT,
     CG_MOPT_GRACE,
     CG_MOPT_TOKENS,
-    CG_MOPT_RANGE
+    CG_MOPT_RANGE,
+    CG_MOPT_LET_FINISH
 };
 
 #define CG_MEASURE_OPTIONS                                                                         \
@@ -48,8 +51,9 @@ enum {
         {"timeout", required_argument, NULL, CG_MOPT_TIMEOUT},                                     \
         {"kill-grace", required_argument, NULL, CG_MOPT_GRACE},                                    \
         {"tokens-per-step", required_argument, NULL, CG_MOPT_TOKENS},                              \
+        {"step-range", required_argument, NULL, CG_MOPT_RANGE},                                    \
     {                                                                                              \
-        "step-range", required_argument, NULL, CG_MOPT_RANGE                                       \
+        "let-finish", no_argument, NULL, CG_MOPT_LET_FINISH                                        \
     }
 
 #define CG_MEASURE_USAGE                                                                           \
@@ -60,24 +64,33 @@ enum {
     "  --timeout SEC          per run: SIGTERM, then SIGKILL after --kill-grace (default 1800)\n"  \
     "  --kill-grace SEC       seconds between SIGTERM and SIGKILL (default 5)\n"                   \
     "  --tokens-per-step N    tokens of a step whose NVTX range has no payload\n"                  \
-    "  --step-range NAME      NVTX range name that marks a step (default step)\n"
+    "  --step-range NAME      NVTX range name that marks a step (default step)\n"                 \
+    CG_MEASURE_LET_FINISH_USAGE
+
+/* The --let-finish line of every measuring command's usage. */
+#define CG_MEASURE_LET_FINISH_USAGE                                                                \
+    "  --let-finish           wait for the canary to exit by itself (default: stop it, SIGTERM\n"  \
+    "                         then SIGKILL after --kill-grace, once warm-up + measured steps\n"    \
+    "                         are done)\n"
 
 struct cg_measure_opts {
     const char *thresholds;
     long runs, steps, warmup, tokens_per_step; /* -1: not given */
     long timeout_s, grace_s;
-    const char *step_range;
+    const char *step_range;                    /* NULL: not given ("step") */
+    bool let_finish;
 };
 
-/* Sets the defaults (nothing given, timeout 1800 s, grace 5 s, range "step"). */
+/* Sets the defaults (nothing given, timeout 1800 s, grace 5 s, range not given). */
 void cg_measure_opts_init(struct cg_measure_opts *m);
 
 /* Handles one option code of CG_MEASURE_OPTIONS: 1 when it is not one of them, 0 when taken,
  * else the usage error's exit code (printed for verb). */
 int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_measure_opts *m);
 
-/* Loads the thresholds and fills the collector settings (steps, warm-up, range, tokens, timeout)
- * and *runs from the options, else from the thresholds. CG_EINPUT on a bad thresholds file. */
+/* Loads the thresholds and fills the collector settings (steps, warm-up, range, tokens, timeout,
+ * let-finish) and *runs from the options, else from the thresholds. CG_EINPUT on a bad
+ * thresholds file. */
 int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
                       struct cg_collect_cfg *c, long *runs, struct cg_err *err);
 

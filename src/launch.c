@@ -183,8 +183,12 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
             stop_group(pid, SIGKILL);
             killed = true;
         }
-        if (o->progress != NULL && o->poll_s > 0 && t >= next_poll) {
-            o->progress(o->progress_ctx, t - t0);
+        if (term_at < 0 && o->progress != NULL && o->poll_s > 0 && t >= next_poll) {
+            if (o->progress(o->progress_ctx, t - t0)) {
+                r->end = CG_LAUNCH_STOPPED;
+                stop_group(pid, SIGTERM);
+                term_at = t;
+            }
             next_poll = t + o->poll_s;
         }
         sleep_s(0.01);
@@ -198,6 +202,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
     }
     r->peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
     if (r->end != CG_LAUNCH_INTERRUPTED && r->end != CG_LAUNCH_TIMEOUT) {
+        bool stopped = r->end == CG_LAUNCH_STOPPED;
         if (WIFSIGNALED(status)) {
             r->end = CG_LAUNCH_SIGNALED;
             r->signal = WTERMSIG(status);
@@ -205,6 +210,8 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
             r->end = CG_LAUNCH_EXITED;
             r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         }
+        if (stopped)
+            r->end = CG_LAUNCH_STOPPED;
     }
 done:
     if (pipefd[0] >= 0)

@@ -4,9 +4,10 @@
  *
  * The canary is started with fork + execvp (never a shell) in its own process group, stdin from
  * /dev/null, stdout and stderr appended to a log file, and the environment of the tool plus the
- * variables the caller gives (the injection library's path and its settings). A timeout sends
- * SIGTERM to the whole group, then SIGKILL after a grace period; an interrupt of the tool
- * (SIGINT/SIGTERM, see cg_launch_catch_interrupts) is forwarded to the group the same way. Peak
+ * variables the caller gives (the injection library's path and its settings). A timeout, or a
+ * stop the caller's progress callback asks for (the canary has been measured), sends SIGTERM to
+ * the whole group, then SIGKILL after a grace period; an interrupt of the tool (SIGINT/SIGTERM,
+ * see cg_launch_catch_interrupts) is forwarded to the group the same way (as SIGINT). Peak
  * RSS comes from wait4: the largest resident set of the canary or any descendant it waited for.
  *
  * Times are seconds (double) at this interface. Not thread-safe: one launch at a time per process
@@ -28,7 +29,9 @@ enum cg_launch_end {
     CG_LAUNCH_EXITED,      /* exit_code is set (0 is success) */
     CG_LAUNCH_SIGNALED,    /* signal is set */
     CG_LAUNCH_TIMEOUT,     /* killed at the timeout */
-    CG_LAUNCH_INTERRUPTED  /* the tool was interrupted; the canary was stopped */
+    CG_LAUNCH_INTERRUPTED, /* the tool was interrupted; the canary was stopped */
+    CG_LAUNCH_STOPPED      /* stopped at the progress callback's request (exit_code or signal
+                            * is set as the canary ended) */
 };
 
 struct cg_launch_opts {
@@ -38,8 +41,10 @@ struct cg_launch_opts {
     const char *log_path;     /* stdout and stderr of the canary are appended here */
     double timeout_s;         /* 0: no timeout */
     double kill_grace_s;      /* between SIGTERM and SIGKILL */
-    /* Called about every poll_s while the canary runs (may be NULL). */
-    void (*progress)(void *ctx, double elapsed_s);
+    /* Called about every poll_s while the canary runs (may be NULL). Returning true asks for
+     * the canary to be stopped (SIGTERM to its group, SIGKILL after kill_grace_s); the run then
+     * ends as CG_LAUNCH_STOPPED, and the callback is not called again. */
+    bool (*progress)(void *ctx, double elapsed_s);
     void *progress_ctx;
     double poll_s;
 };

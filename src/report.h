@@ -39,6 +39,14 @@ void cg_fmt_ns(double ns, char *dst, size_t n);
 /* Formats a signed percentage ("+12.3%", "-0.4%", "n/a"). */
 void cg_fmt_pct(double pct, char *dst, size_t n);
 
+/* How the canary of a's runs ended: *runs of them were stopped by the gate once measured,
+ * *steps the most steps (warm-up included) one was stopped after (-1 when none was). */
+void cg_report_stopped(const struct cg_artifact *a, size_t *runs, int64_t *steps);
+
+/* "stopped after N steps (warm-up + measured) in K of M runs" for a's runs into dst; "" when no
+ * run was stopped. */
+void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n);
+
 /* Human name of a metric ("Step time mean"). */
 const char *cg_metric_label(enum cg_metric m);
 

@@ -154,6 +154,33 @@ void cg_fmt_pct(double pct, char *dst, size_t n)
         snprintf(dst, n, "%+.1f%%", pct);
 }
 
+void cg_report_stopped(const struct cg_artifact *a, size_t *runs, int64_t *steps)
+{
+    *runs = 0;
+    *steps = -1;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        int64_t s = a->runs[i].stopped_after_steps;
+        if (s <= 0)
+            continue;
+        (*runs)++;
+        if (s > *steps)
+            *steps = s;
+    }
+}
+
+void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n)
+{
+    size_t runs;
+    int64_t steps;
+    cg_report_stopped(a, &runs, &steps);
+    if (runs == 0) {
+        snprintf(dst, n, "%s", "");
+        return;
+    }
+    snprintf(dst, n, "stopped after %lld steps (warm-up + measured) in %zu of %zu runs",
+             (long long)steps, runs, a->n_runs);
+}
+
 const char *cg_metric_label(enum cg_metric m)
 {
     static const char *const labels[CG_M_COUNT] = {

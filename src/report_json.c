@@ -73,6 +73,12 @@ static cJSON *side(const struct cg_artifact *a)
     cJSON_AddNumberToObject(s, "runs", (double)a->n_runs);
     cJSON_AddNumberToObject(s, "steps_per_run", a->n_runs ? (double)a->runs[0].n_steps : 0.0);
     cJSON_AddBoolToObject(s, "gpu_available", a->gpu_available);
+    size_t stopped;
+    int64_t steps;
+    cg_report_stopped(a, &stopped, &steps);
+    cJSON_AddNumberToObject(s, "stopped_runs", (double)stopped);
+    cJSON_AddItemToObject(s, "stopped_after_steps",
+                          steps > 0 ? cJSON_CreateNumber((double)steps) : cJSON_CreateNull());
     return s;
 }
 

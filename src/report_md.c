@@ -144,6 +144,14 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
                            base->n_runs, bs, cur->n_runs, cs, (long long)cur->settings.warmup);
     rc |= cg_md_escape(b, v->thresholds->source, 200);
     rc |= cg_buf_adds(b, ".\n");
+    char stopped_cur[160], stopped_base[160];
+    cg_report_stopped_text(cur, stopped_cur, sizeof(stopped_cur));
+    cg_report_stopped_text(base, stopped_base, sizeof(stopped_base));
+    if (stopped_cur[0] || stopped_base[0]) /* numbers and fixed words only */
+        rc |= cg_buf_printf(b, "**Canary stopped once measured:** %s%s%s%s%s.\n",
+                            stopped_cur[0] ? "this run: " : "", stopped_cur,
+                            stopped_cur[0] && stopped_base[0] ? "; " : "",
+                            stopped_base[0] ? "baseline: " : "", stopped_base);
     char looks[512] = "", confirm[512] = "";
     if (v->seq != NULL) {
         cg_seq_describe_looks(v->seq, looks, sizeof(looks));

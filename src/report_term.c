@@ -90,6 +90,14 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
         rc |= cg_term_escape(out, nogpu->gpu_reason ? nogpu->gpu_reason : "no reason recorded", 300);
         rc |= cg_buf_adds(out, "\n");
     }
+    char stopped_cur[160], stopped_base[160];
+    cg_report_stopped_text(v->current, stopped_cur, sizeof(stopped_cur));
+    cg_report_stopped_text(v->baseline, stopped_base, sizeof(stopped_base));
+    if (stopped_cur[0] || stopped_base[0])
+        rc |= cg_buf_printf(out, "note: canary stopped once measured: %s%s%s%s%s\n",
+                            stopped_cur[0] ? "this run: " : "", stopped_cur,
+                            stopped_cur[0] && stopped_base[0] ? "; " : "",
+                            stopped_base[0] ? "baseline: " : "", stopped_base);
     if (v->within_run)
         rc |= cg_buf_adds(out, "note: a side has too few runs (one, or under 3 for the floor): "
                                "timing compared within the runs (block bootstrap), which "

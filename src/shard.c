@@ -14,11 +14,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_OPS 1000000
 #define MAX_DEVICES 4096
 #define MAX_TRACE_EVENTS 50000000
 #define MAX_TRACE_DOMAINS 100000
@@ -41,6 +41,8 @@ void cg_shard_init(struct cg_shard *s)
     s->pid = s->rank = s->local_rank = -1;
     s->gpu = -1;
     s->records = s->dropped = s->zero_ts = -1;
+    s->outside_steps = s->inside_steps = s->late_memory = s->overhead_ns = -1;
+    s->done_steps = -1;
     s->nonfinite_loss_step = -1;
     s->nonfinite_loss = NAN;
     s->warmup = -1;
@@ -59,7 +61,9 @@ void cg_shard_release(struct cg_shard *s)
     free(s->gpu_model);
     free(s->cuda_version);
     free(s->driver_version);
-    free(s->warning);
+    free(s->cupti_library);
+    for (size_t i = 0; i < s->n_warnings; i++)
+        free(s->warnings[i]);
     for (size_t i = 0; i < s->n_ranges; i++)
         free(s->ranges[i].name);
     free(s->ranges);
@@ -333,7 +337,25 @@ static int parse_trace_line(struct parse_state *ps, const char *key, size_t kn, 
     return rc;
 }
 
-/* Returns 0, CG_ENOMEM, 1 for a malformed line, or 2 for a step of zero or negative duration. */
+/* Appends w (taken over) to the shard's warnings unless it is already there or the list is full
+ * (then w is freed). 0. */
+static int add_warning(struct cg_shard *s, char *w)
+{
+    for (size_t i = 0; i < s->n_warnings; i++)
+        if (strcmp(s->warnings[i], w) == 0) {
+            free(w);
+            return 0;
+        }
+    if (s->n_warnings == CG_SHARD_MAX_WARNINGS) {
+        free(w);
+        return 0;
+    }
+    s->warnings[s->n_warnings++] = w;
+    return 0;
+}
+
+/* Returns 0, CG_ENOMEM, 1 for a malformed line, 2 for a step of zero or negative duration, or 3
+ * past CG_SHARD_MAX_OPS op lines. */
 static int parse_line(struct parse_state *ps, struct line *l)
 {
     struct cg_shard *s = ps->s;
@@ -396,8 +418,8 @@ static int parse_line(struct parse_state *ps, struct line *l)
         if (cg_op_kind_parse(kind_name, &kind) != 0 || !next_int(l, 0, MAX_VALUE, &a) ||
             !next_int(l, 0, MAX_VALUE, &b))
             return 1;
-        if (s->n_ops >= MAX_OPS)
-            return 1;
+        if (s->n_ops >= CG_SHARD_MAX_OPS)
+            return 3;
         char *name = rest_name(l, &bad);
         if (name == NULL)
             return bad ? 1 : CG_ENOMEM;
@@ -420,12 +442,21 @@ static int parse_line(struct parse_state *ps, struct line *l)
         if (b > s->mem[i].peak_bytes)
             s->mem[i].peak_bytes = b;
     } else if (field_is(key, kn, "c")) {
+        int64_t more[4] = {-1, -1, -1, -1};
         if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b) ||
             !next_int(l, 0, MAX_VALUE, &c))
             return 1;
+        if (l->p < l->end) /* the 7-field form (fields after it are skipped, as new keys are) */
+            for (size_t i = 0; i < 4; i++)
+                if (!next_int(l, 0, MAX_VALUE, &more[i]))
+                    return 1;
         s->records = a;
         s->dropped = b;
         s->zero_ts = c;
+        s->outside_steps = more[0];
+        s->inside_steps = more[1];
+        s->late_memory = more[2];
+        s->overhead_ns = more[3];
     } else if (field_is(key, kn, "gpu")) {
         const char *f;
         size_t n;
@@ -451,15 +482,43 @@ static int parse_line(struct parse_state *ps, struct line *l)
         if (r == NULL)
             return bad ? 1 : CG_ENOMEM;
         return set_str(&s->gpu_model, r);
-    } else if (field_is(key, kn, "cuda") || field_is(key, kn, "driver") ||
-               field_is(key, kn, "w")) {
-        char **dst = field_is(key, kn, "cuda")     ? &s->cuda_version
-                     : field_is(key, kn, "driver") ? &s->driver_version
-                                                   : &s->warning;
+    } else if (field_is(key, kn, "cuda") || field_is(key, kn, "driver")) {
+        char **dst = field_is(key, kn, "cuda") ? &s->cuda_version : &s->driver_version;
         char *r = rest_name(l, &bad);
         if (r == NULL)
             return bad ? 1 : CG_ENOMEM;
         return set_str(dst, r);
+    } else if (field_is(key, kn, "w")) {
+        char *r = rest_name(l, &bad);
+        if (r == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        return add_warning(s, r);
+    } else if (field_is(key, kn, "cupti")) {
+        const char *f;
+        size_t n;
+        if (!next_field(l, &f, &n) || !(field_is(f, n, "loaded") || field_is(f, n, "env") ||
+                                         field_is(f, n, "configured") || field_is(f, n, "soname")))
+            return 1;
+        char *path = rest_name(l, &bad);
+        if (path == NULL)
+            return bad ? 1 : CG_ENOMEM;
+        if (path[0] == '\0') {
+            free(path);
+            return 1;
+        }
+        size_t plen = strlen(path);
+        char *how_path = malloc(n + 1 + plen + 1); /* "HOW PATH" */
+        if (how_path != NULL) {
+            memcpy(how_path, f, n);
+            how_path[n] = ' ';
+            memcpy(how_path + n + 1, path, plen + 1);
+        }
+        free(path);
+        return how_path == NULL ? CG_ENOMEM : set_str(&s->cupti_library, how_path);
+    } else if (field_is(key, kn, "done")) {
+        if (!next_int(l, 1, CG_SHARD_MAX_STEPS, &a) || l->p < l->end)
+            return 1;
+        s->done_steps = a;
     } else if (field_is(key, kn, "pid") || field_is(key, kn, "rank") ||
                field_is(key, kn, "local_rank")) {
         int64_t *dst = field_is(key, kn, "pid") ? &s->pid
@@ -506,6 +565,10 @@ int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_sha
                                   "shard '%s' line %zu: a step of zero or negative duration (the "
                                   "clock stepped, or is too coarse to time steps)",
                                   name, lineno);
+            if (rc == 3)
+                return cg_err_set(err, CG_EINPUT,
+                                  "shard '%s' line %zu: more than %d op lines (the shard limit)",
+                                  name, lineno, CG_SHARD_MAX_OPS);
             return cg_err_set(err, CG_EINPUT, "shard '%s' line %zu: malformed record", name,
                               lineno);
         }
@@ -601,6 +664,7 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
     st->all_complete = n > 0;
     st->nonfinite_loss_step = -1;
     st->nonfinite_loss = NAN;
+    st->done_steps = -1;
     for (size_t i = 0; i < n; i++) {
         const struct cg_shard *s = &shards[i];
         if (!s->complete)
@@ -614,6 +678,9 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
         if (k == 0)
             continue;
         st->steps_seen = st->n_with_steps == 0 || k < st->steps_seen ? k : st->steps_seen;
+        st->all_done = (st->n_with_steps == 0 || st->all_done) && s->done_steps >= 0;
+        if (st->all_done && (st->done_steps < 0 || s->done_steps < st->done_steps))
+            st->done_steps = s->done_steps;
         st->n_with_steps++;
         for (size_t j = 0; j < s->n_steps; j++) {
             if (s->steps[j].seen && s->steps[j].end_ns > best_end) {
@@ -622,6 +689,8 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
             }
         }
     }
+    if (!st->all_done)
+        st->done_steps = -1;
 }
 
 struct merged_op {
@@ -700,6 +769,19 @@ static int64_t merged_peak(const struct cg_shard *shards, size_t n)
     return best;
 }
 
+/* The sum over shards of the int64_t counter at offset (capped), -1 when no shard knows it. */
+static int64_t sum_counter(const struct cg_shard *shards, size_t n, size_t offset)
+{
+    int64_t sum = -1;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v;
+        memcpy(&v, (const char *)&shards[i] + offset, sizeof(v));
+        if (v >= 0)
+            sum = add_capped(sum < 0 ? 0 : sum, v);
+    }
+    return sum;
+}
+
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err)
 {
@@ -734,31 +816,42 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
     }
     if (merge_ops(shards, n, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
-    int64_t dropped = -1, zero = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (shards[i].dropped >= 0)
-            dropped = add_capped(dropped < 0 ? 0 : dropped, shards[i].dropped);
-        if (shards[i].zero_ts >= 0)
-            zero = add_capped(zero < 0 ? 0 : zero, shards[i].zero_ts);
-    }
-    run->dropped_records = dropped;
-    run->zero_timestamp_records = zero;
+    run->dropped_records = sum_counter(shards, n, offsetof(struct cg_shard, dropped));
+    run->zero_timestamp_records = sum_counter(shards, n, offsetof(struct cg_shard, zero_ts));
+    run->outside_step_records = sum_counter(shards, n, offsetof(struct cg_shard, outside_steps));
+    run->inside_step_records = sum_counter(shards, n, offsetof(struct cg_shard, inside_steps));
+    run->late_memory_records = sum_counter(shards, n, offsetof(struct cg_shard, late_memory));
+    run->cupti_overhead_ns = sum_counter(shards, n, offsetof(struct cg_shard, overhead_ns));
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < shards[i].n_warnings; j++)
+            if (cg_run_add_warning(run, shards[i].warnings[j], CG_SHARD_MAX_WARNINGS) != 0)
+                return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
     cg_run_summarize(run);
     run->summary.peak_device_bytes = merged_peak(shards, n);
     return 0;
 }
 
-bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, const char **reason)
+bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, char *reason, size_t cap)
 {
-    *reason = NULL;
+    bool ran = false;
     for (size_t i = 0; i < n; i++)
-        if (shards[i].gpu == 1)
+        ran = ran || shards[i].gpu == 1;
+    if (ran) {
+        int64_t outside = sum_counter(shards, n, offsetof(struct cg_shard, outside_steps));
+        int64_t inside = sum_counter(shards, n, offsetof(struct cg_shard, inside_steps));
+        if (outside <= 0 || inside > 0)
             return true;
+        snprintf(reason, cap, "%lld GPU activity records fell outside every step",
+                 (long long)outside);
+        return false;
+    }
+    const char *why = "the canary never initialised CUDA (no CUDA context, so no CUPTI activity)";
     for (size_t i = 0; i < n; i++)
         if (shards[i].gpu == 0) {
-            *reason = shards[i].gpu_reason ? shards[i].gpu_reason : "CUPTI did not start";
-            return false;
+            const char *r = shards[i].gpu_reason; /* "gpu unavailable" may end the line */
+            why = r != NULL && r[0] != '\0' ? r : "CUPTI did not start (no reason given)";
+            break;
         }
-    *reason = "the canary never initialised CUDA (no CUDA context, so no CUPTI activity)";
+    snprintf(reason, cap, "%s", why);
     return false;
 }

@@ -15,10 +15,23 @@
  *                                         "inf", "-inf"; several in one step are averaged)
  *   o KIND CALLS NS NAME                  op totals added (summed; post-warm-up steps only)
  *   m DEVICE PEAK_BYTES                   peak device memory so far (the maximum counts)
- *   c RECORDS DROPPED ZERO_TS             CUPTI record counters so far (the last line counts)
+ *   c RECORDS DROPPED ZERO_TS [OUTSIDE INSIDE LATE_MEM OVERHEAD_NS]
+ *                                         CUPTI record counters so far (the last line counts):
+ *                                         records, dropped, zero timestamps; then timed kernel,
+ *                                         memcpy and memset records starting outside every step
+ *                                         and inside some step, memory events older than those
+ *                                         already applied, summed CUPTI overhead (the 3-field
+ *                                         form of older libraries leaves those unknown)
  *   gpu ok | gpu unavailable REASON       whether CUPTI started
+ *   cupti HOW PATH                        the libcupti file used: HOW is loaded (already mapped
+ *                                         in the process), env (CANARY_GATE_CUPTI_PATH),
+ *                                         configured (the build-time path) or soname
  *   device ID NAME | cuda VERSION | driver VERSION
- *   w MESSAGE                             a warning from the library
+ *   w MESSAGE                             a warning from the library (several may appear; the
+ *                                         first CG_SHARD_MAX_WARNINGS distinct ones are kept)
+ *   done N                                the measured window (CANARY_GATE_WARMUP +
+ *                                         CANARY_GATE_STEPS steps) is complete after N steps:
+ *                                         everything this process contributes is in the shard
  *   end                                   the process exited normally
  *
  * Trace lines, only with CANARY_GATE_TRACE_STEPS (times in the same process clock as "s"):
@@ -37,10 +50,12 @@
  *
  * Parsing is a pure function of the bytes: a last line without a newline (a write cut short by a
  * crash) is ignored, unknown record keys are skipped, anything else malformed (a step of zero or
- * negative duration, from a clock that stepped, included) is an error naming the line. Merging: step I of a run is the maximum over processes of step I's wall time, tokens
- * are summed, the loss is the mean over the processes that reported one, peak memory is summed
+ * negative duration, from a clock that stepped, included) is an error naming the line; so is a
+ * shard of more than CG_SHARD_MAX_OPS "o" lines, named as that limit. Merging: step I of a run
+ * is the maximum over processes of step I's wall time, tokens are summed, the loss is the mean over the processes that reported one, peak memory is summed
  * per device over processes (then the maximum over devices), ops are summed by kind and exact
- * name. Not thread-safe; every shard owns its strings.
+ * name; CUPTI counters and warnings are summed and gathered over processes. Not thread-safe;
+ * every shard owns its strings.
  */
 #ifndef CG_SHARD_H
 #define CG_SHARD_H
@@ -55,6 +70,8 @@
 #define CG_SHARD_MAGIC "canary-gate-shard 1"
 #define CG_SHARD_MAX_BYTES ((size_t)256 * 1024 * 1024)
 #define CG_SHARD_MAX_STEPS 10000000
+#define CG_SHARD_MAX_OPS 1000000 /* "o" lines per shard */
+#define CG_SHARD_MAX_WARNINGS CG_ARTIFACT_MAX_WARNINGS /* distinct "w" lines kept per shard */
 
 struct cg_shard_step {
     bool seen;           /* an "s" line for this index was read */
@@ -118,7 +135,12 @@ struct cg_shard {
     char *cuda_version;
     char *driver_version;
     int64_t records, dropped, zero_ts; /* -1 when no "c" line */
-    char *warning;                 /* first "w" line */
+    /* the 7-field "c" line's counters, -1 when unknown (no "c" line, or the 3-field form) */
+    int64_t outside_steps, inside_steps, late_memory, overhead_ns;
+    char *cupti_library;           /* "HOW PATH" of the "cupti" line, NULL when none */
+    char *warnings[CG_SHARD_MAX_WARNINGS]; /* distinct "w" lines, in order */
+    size_t n_warnings;
+    int64_t done_steps;            /* N of the "done" line, -1 when none */
     int64_t nonfinite_loss_step;   /* first step index with a non-finite loss, -1 none */
     double nonfinite_loss;         /* its first non-finite value (NAN, INFINITY or -INFINITY) */
     int64_t trace_first, trace_last; /* "tw": traced step indices, -1 when not traced */
@@ -138,6 +160,10 @@ struct cg_shard_status {
     size_t n_shards;
     size_t n_with_steps;
     int64_t steps_seen;   /* contiguous steps from 0, minimum over shards with steps */
+    /* Every shard with steps (at least one) has a "done" line: the measurement is complete and
+     * the canary may be stopped. done_steps is then the smallest of their N, else -1. */
+    bool all_done;
+    int64_t done_steps;
     int64_t last_step_ns; /* wall time of the latest step of any shard, -1 when none */
     bool all_complete;
     /* The canary reported a non-finite loss: the lowest step index (from 0 per process, warm-up
@@ -175,13 +201,17 @@ void cg_shard_free_all(struct cg_shard *shards, size_t n);
 void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_status *st);
 
 /* Appends the merged measured steps (at most o->steps after o->warmup), ops (kernel names
- * demangled, families set), peaks and CUPTI counters of n shards to run, then summarises it.
- * The caller sets peak_host_rss_bytes. Returns 0 or CG_ENOMEM. */
+ * demangled, families set), peaks, CUPTI counters (summed; -1 when no process had them) and
+ * warnings (distinct, at most CG_SHARD_MAX_WARNINGS) of n shards to run, then summarises it.
+ * The caller sets peak_host_rss_bytes and stopped_after_steps. Returns 0 or CG_ENOMEM. */
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err);
 
-/* Whether CUPTI ran in any process: returns true when it did; otherwise *reason points at the
- * first process's reason, or a fixed text when no process initialised CUDA. */
-bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, const char **reason);
+/* Whether the shards of one run give GPU metrics: CUPTI ran in some process ("gpu ok") and,
+ * when the processes counted where their timed GPU records fell, not all of them fell outside
+ * every step. Returns true when they do; otherwise writes why into reason (cap bytes, cut to
+ * fit): "N GPU activity records fell outside every step", the first process's reason, or a
+ * fixed text when no process initialised CUDA. */
+bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, char *reason, size_t cap);
 
 #endif

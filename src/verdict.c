@@ -695,13 +695,17 @@ static struct op_slot *op_find(struct op_table *t, const struct cg_op *op)
     return s;
 }
 
+/* Adds a's ops to t (kernels, copies and sets only when gpu: when one side has GPU metrics and
+ * the other has none, its GPU ops are missing, not vanished or new). */
 static int op_table_fill(struct op_table *t, const struct cg_artifact *a, size_t offset,
-                         bool is_base)
+                         bool is_base, bool gpu)
 {
     for (size_t r = 0; r < a->n_runs; r++) {
         const struct cg_run *run = &a->runs[r];
         double steps = (double)run->n_steps;
         for (size_t k = 0; k < run->n_ops; k++) {
+            if (!gpu && run->ops[k].kind != CG_OP_RANGE)
+                continue;
             struct op_slot *s = op_find(t, &run->ops[k]);
             if (s == NULL)
                 return CG_ENOMEM;
@@ -761,8 +765,9 @@ static int compute_ops(struct cg_verdict *v, struct cg_err *err)
     while (t.cap < total * 2)
         t.cap *= 2;
     t.slots = calloc(t.cap, sizeof(*t.slots));
-    if (t.slots == NULL || op_table_fill(&t, b, 0, true) != 0 ||
-        op_table_fill(&t, c, b->n_runs, false) != 0) {
+    bool gpu = b->gpu_available == c->gpu_available;
+    if (t.slots == NULL || op_table_fill(&t, b, 0, true, gpu) != 0 ||
+        op_table_fill(&t, c, b->n_runs, false, gpu) != 0) {
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
         goto done;
     }

@@ -89,7 +89,9 @@ struct cg_verdict {
     struct cg_metric_result metrics[CG_M_COUNT];
     struct cg_op_delta *ops; /* listed ops, largest absolute change first */
     size_t n_ops;
-    size_t n_ops_compared;   /* all distinct ops on either side */
+    size_t n_ops_compared;   /* all distinct ops on either side (ranges only when one side has
+                              * GPU metrics and the other none: its kernels, copies and sets
+                              * are not measured, not vanished or new) */
     size_t n_ops_new, n_ops_vanished, n_ops_significant;
     const char *machine_diff; /* first differing machine field, NULL when same */
     const char *canary_diff;  /* first differing canary field, NULL when same */

@@ -175,6 +175,104 @@ static void test_artifact__step_loss_is_optional_and_round_trips(void **state)
     cg_artifact_release(&a);
 }
 
+static void test_artifact__measurement_counters_round_trip(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b, c;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    struct cg_run *r = &a.runs[0];
+    assert_int_equal(r->outside_step_records, -1); /* a new run knows none of them */
+    assert_int_equal(r->stopped_after_steps, -1);
+    assert_int_equal(r->n_warnings, 0);
+    r->outside_step_records = 4;
+    r->inside_step_records = 46;
+    r->late_memory_records = 2;
+    r->cupti_overhead_ns = 6000;
+    r->stopped_after_steps = 12;
+    assert_int_equal(cg_run_add_warning(r, "op table full: 7 more names not recorded", 16), 0);
+    assert_int_equal(cg_run_add_warning(r, "CUPTI activity kind MEMCPY2 unavailable", 16), 0);
+    assert_int_equal(cg_run_add_warning(r, "op table full: 7 more names not recorded", 16), 0);
+    assert_int_equal(cg_run_add_warning(r, "a third", 2), 0); /* the run holds 2: not kept */
+    assert_int_equal(r->n_warnings, 2);
+    a.env.cupti_library = strdup("loaded /usr/lib/x86_64-linux-gnu/libcupti.so.13");
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(text);
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "m.json", &b, &err), 0);
+    const struct cg_run *q = &b.runs[0];
+    assert_int_equal(q->outside_step_records, 4);
+    assert_int_equal(q->inside_step_records, 46);
+    assert_int_equal(q->late_memory_records, 2);
+    assert_int_equal(q->cupti_overhead_ns, 6000);
+    assert_int_equal(q->stopped_after_steps, 12);
+    assert_int_equal(q->n_warnings, 2);
+    assert_string_equal(q->warnings[1], "CUPTI activity kind MEMCPY2 unavailable");
+    assert_string_equal(b.env.cupti_library, "loaded /usr/lib/x86_64-linux-gnu/libcupti.so.13");
+    assert_int_equal(b.runs[1].outside_step_records, -1); /* written as null, read as unknown */
+    assert_int_equal(b.runs[1].stopped_after_steps, -1);
+    assert_int_equal(b.runs[1].n_warnings, 0);
+    /* pooled (aa, ab, merge) and header copies keep them */
+    cg_artifact_init(&c);
+    assert_int_equal(cg_artifact_copy_header(&c, &b), 0);
+    assert_int_equal(cg_artifact_append_runs(&c, &b), 0);
+    assert_string_equal(c.env.cupti_library, b.env.cupti_library);
+    assert_int_equal(c.runs[0].stopped_after_steps, 12);
+    assert_int_equal(c.runs[0].late_memory_records, 2);
+    assert_int_equal(c.runs[0].n_warnings, 2);
+    assert_string_equal(c.runs[0].warnings[0], "op table full: 7 more names not recorded");
+    cg_artifact_release(&c);
+    cg_artifact_release(&b);
+
+    /* bad values name their field */
+    static const char *const bad[][3] = {
+        {"\"stopped_after_steps\":\t12", "\"stopped_after_steps\":\t0",
+         "runs[0].stopped_after_steps: must be at least 1"},
+        {"\"outside_step_records\":\t4", "\"outside_step_records\":\t-4",
+         "runs[0].outside_step_records: must be at least 0"},
+        {"\"cupti_overhead_ns\":\t6000", "\"cupti_overhead_ns\":\t\"x\"",
+         "runs[0].cupti_overhead_ns: must be a number"},
+        {"\"warnings\":\t[\"op", "\"warnings\":\t[7, \"op", "runs[0].warnings: must be an array of "
+                                                          "strings"},
+        {"\"cupti_library\":\t\"loaded", "\"cupti_library\":\t7, \"x\":\t\"loaded",
+         "environment.cupti_library: must be a string"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *edited = replace(text, bad[i][0], bad[i][1]);
+        cg_err_init(&err);
+        if (cg_artifact_parse(edited, strlen(edited), "m.json", &b, &err) != CG_EINPUT)
+            fail_msg("case %zu accepted", i);
+        if (strstr(err.msg, bad[i][2]) == NULL)
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i][2]);
+        free(edited);
+    }
+    free(text);
+    cg_artifact_release(&a);
+}
+
+/* An artifact written before these fields existed (examples/baseline.json) loads, and they read
+ * as unknown. */
+static void test_artifact__older_artifact_without_counters_loads(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_artifact_load(CG_SOURCE_DIR "/examples/baseline.json", &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_true(a.n_runs > 0);
+    assert_null(a.env.cupti_library);
+    for (size_t i = 0; i < a.n_runs; i++) {
+        assert_int_equal(a.runs[i].outside_step_records, -1);
+        assert_int_equal(a.runs[i].inside_step_records, -1);
+        assert_int_equal(a.runs[i].late_memory_records, -1);
+        assert_int_equal(a.runs[i].cupti_overhead_ns, -1);
+        assert_int_equal(a.runs[i].stopped_after_steps, -1);
+        assert_int_equal(a.runs[i].n_warnings, 0);
+    }
+    cg_artifact_release(&a);
+}
+
 static void test_artifact__missing_and_empty_files(void **state)
 {
     (void)state;
@@ -207,6 +305,8 @@ int main(void)
         cmocka_unit_test(test_artifact__round_trip_keeps_every_field),
         cmocka_unit_test(test_artifact__bad_inputs_name_the_problem),
         cmocka_unit_test(test_artifact__step_loss_is_optional_and_round_trips),
+        cmocka_unit_test(test_artifact__measurement_counters_round_trip),
+        cmocka_unit_test(test_artifact__older_artifact_without_counters_loads),
         cmocka_unit_test(test_artifact__missing_and_empty_files),
         cmocka_unit_test(test_artifact__failed_save_keeps_previous_file),
     };

@@ -6,6 +6,8 @@
 
 #include <cmocka.h>
 
+#include "artifact.h"
+#include "fixtures.h"
 #include "fsutil.h"
 
 #include <fcntl.h>
@@ -92,6 +94,12 @@ static void test_cli__version_and_help(void **state)
     for (size_t i = 0; i < 5; i++) {
         assert_int_equal(tool(verbs[i], "--help", NULL), 0);
         assert_non_null(strstr(out_text, "usage: canary-gate"));
+    }
+    const char *measuring[] = {"run", "aa", "ab", "gate"}; /* one option family */
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(tool(measuring[i], "--help", NULL), 0);
+        assert_non_null(strstr(out_text, "--let-finish"));
+        assert_non_null(strstr(out_text, "--kill-grace"));
     }
     assert_int_equal(tool("frobnicate", NULL), 2);
     assert_non_null(strstr(err_text, "'frobnicate' is not a command"));
@@ -192,6 +200,37 @@ static void test_cli__show_summarises(void **state)
     assert_int_equal(tool("show", "--ops", "x", EX("current.json"), NULL), 2);
 }
 
+/* show names the libcupti used, a canary stopped once measured and the library's warnings
+ * (each once), with no terminal escape from the artifact reaching the terminal. */
+static void test_cli__show_says_how_the_runs_were_measured(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    struct cg_err err;
+    struct cg_fixture f = {3, 5, 1e7, 0.01, 0.02, 64, 1 << 30, 1 << 28, 1, 3};
+    cg_artifact_init(&a);
+    cg_err_init(&err);
+    assert_int_equal(cg_fixture_make(&a, &f), 0);
+    a.env.cupti_library = strdup("loaded /venv/nvidia/cu13/lib/libcupti.so.13");
+    for (size_t i = 0; i < a.n_runs; i++) {
+        a.runs[i].stopped_after_steps = i < 2 ? 8 : -1;
+        assert_int_equal(cg_run_add_warning(&a.runs[i], "op table full: 3 more names not recorded",
+                                            16), 0);
+    }
+    assert_int_equal(cg_run_add_warning(&a.runs[2], "odd \x1b[31mred", 16), 0);
+    if (cg_artifact_save(path_in("measured.json"), &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    cg_artifact_release(&a);
+    assert_int_equal(tool("show", "--no-chart", path_in("measured.json"), NULL), 0);
+    assert_non_null(strstr(out_text, "cupti:   loaded /venv/nvidia/cu13/lib/libcupti.so.13\n"));
+    assert_non_null(strstr(out_text, "canary stopped after 8 steps (warm-up + measured) in 2 of 3 "
+                                     "runs, once measured\n"));
+    const char *w = strstr(out_text, "library warning: op table full: 3 more names not recorded");
+    assert_non_null(w);
+    assert_null(strstr(w + 1, "library warning: op table full")); /* once */
+    assert_non_null(strstr(out_text, "library warning: odd ?[31mred\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),
         cmocka_unit_test(test_cli__show_summarises),
+        cmocka_unit_test(test_cli__show_says_how_the_runs_were_measured),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

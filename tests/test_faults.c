@@ -751,6 +751,135 @@ static void test_faults__clock_step_fails_the_run(void **state)
     remove_tree(sc.dir);
 }
 
+/* ---- a canary that ignores SIGTERM once measured ---------------------------------------------- */
+
+/* The canary is done (its shard says so) but ignores the SIGTERM that stops it: SIGKILL ends it
+ * after --kill-grace, and the run still counts, complete. */
+static void test_faults__measured_canary_ignoring_sigterm_is_killed_after_the_grace(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], log[PATH_MAX];
+    scene_open(&sc, false);
+    join(art, sizeof(art), sc.dir, "term.json");
+    join(log, sizeof(log), sc.dir, "term.log");
+    struct spawn_opts o = {false, 0, sc.tmp};
+    struct result r;
+    const char *args[] = {"run", "--runs", "1", "--steps", "3", "--warmup", "1", "--kill-grace",
+                          "2", "--out", art, "--log", log, "--", HELPER, "measured",
+                          "--ignore-term", NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    run_tool(args, &o, &r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    expect_exit(&r, 0);
+    expect_in_err(&r, "stopped after 4 steps");
+    if (wall < 2.0 || wall > 60.0)
+        fail_msg("took %.1f s: the grace is 2 s and the canary would run for 120 s", wall);
+    char *text = slurp(log);
+    assert_non_null(text);
+    if (strstr(text, "measured: rank 0 got SIGTERM") == NULL) /* asked first, then killed */
+        fail_msg("the canary was not sent SIGTERM first:\n%s", text);
+    free(text);
+    struct cg_artifact a;
+    load(art, &a);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    assert_int_equal(a.runs[0].stopped_after_steps, 4);
+    cg_artifact_release(&a);
+    const char *none[] = {NULL};
+    expect_only(sc.tmp, none); /* the shard directory is gone */
+    remove_tree(sc.dir);
+}
+
+/* ---- GPU records outside every step ------------------------------------------------------------ */
+
+/* A process whose CUPTI ran but whose every timed GPU record fell outside every step (clocks of
+ * two domains): the run gives no GPU metrics, with that reason in the artifact, on the terminal
+ * and in the report; the baseline's kernels are not listed as vanished. */
+static void test_faults__gpu_records_outside_every_step_give_no_gpu_metrics(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], fake[PATH_MAX], base[PATH_MAX], report[PATH_MAX], json[PATH_MAX];
+    scene_open(&sc, false);
+    join(fake, sizeof(fake), sc.dir, "fake.shard");
+    join(base, sizeof(base), sc.dir, "gpu-base.json");
+    join(report, sizeof(report), sc.dir, "report.md");
+    join(json, sizeof(json), sc.dir, "verdict.json");
+    write_file(fake, "canary-gate-shard 1\npid 1\nrank 9\ngpu ok\ndevice 0 Test GPU 80GB\n"
+                     "cupti soname /usr/lib/x86_64-linux-gnu/libcupti.so.13\n"
+                     "s 0 1000 2000 1\ns 1 2000 3000 1\ns 2 3000 4000 1\n"
+                     "c 40 0 0 37 0 3 1200\nm 0 1048576\n"
+                     "w CUPTI activity kind MEMCPY2 unavailable: \\x1b[31mnot supported\n"
+                     "w CUPTI activity kind MEMCPY2 unavailable: \\x1b[31mnot supported\n"
+                     "end\n");
+    struct result r;
+    const char *cmd[] = {HELPER, "shard", fake, "--", CANARY, "--steps", "3", "--step-ms", "1",
+                         NULL};
+    run_once(&sc, "outside", "3", cmd, art, &r);
+    expect_exit(&r, 0); /* measured, without GPU metrics: not a failure */
+    expect_in_err(&r, "GPU metrics unavailable: 37 GPU activity records fell outside every step");
+    struct cg_artifact a;
+    load(art, &a);
+    assert_false(a.gpu_available);
+    assert_string_equal(a.gpu_reason, "37 GPU activity records fell outside every step");
+    assert_string_equal(a.env.cupti_status, a.gpu_reason);
+    assert_string_equal(a.env.cupti_library, "soname /usr/lib/x86_64-linux-gnu/libcupti.so.13");
+    assert_int_equal(a.runs[0].outside_step_records, 37);
+    assert_int_equal(a.runs[0].inside_step_records, 0);
+    assert_int_equal(a.runs[0].late_memory_records, 3);
+    assert_int_equal(a.runs[0].cupti_overhead_ns, 1200);
+    for (size_t i = 0; i < a.runs[0].n_ops; i++)
+        assert_int_equal(a.runs[0].ops[i].kind, CG_OP_RANGE);
+    assert_int_equal(a.runs[0].n_warnings, 1);
+    assert_string_equal(a.runs[0].warnings[0],
+                        "CUPTI activity kind MEMCPY2 unavailable: \x1b[31mnot supported");
+    cg_artifact_release(&a);
+    /* the library's warning on the terminal, escaped, once for all runs of a command */
+    char log[PATH_MAX];
+    join(log, sizeof(log), sc.dir, "two.log");
+    const char *two[] = {"run", "--runs", "2", "--steps", "3", "--warmup", "0", "--out", art,
+                         "--log", log, "--", HELPER, "shard", fake, "--", CANARY, "--steps", "3",
+                         "--step-ms", "1", NULL};
+    run_tool(two, NULL, &r);
+    expect_exit(&r, 0);
+    static const char said[] = "run 1 of 2: the injection library says: CUPTI activity kind "
+                               "MEMCPY2 unavailable: ?[31mnot supported\n";
+    const char *at = strstr(r.err, said);
+    if (at == NULL || strstr(at + strlen(said), "the injection library says") != NULL)
+        fail_msg("the warning is not said once, escaped:\n%s", r.err);
+
+    /* against a baseline with GPU metrics and a kernel: the reason shows, the kernel is not
+     * reported as vanished */
+    struct cg_artifact b;
+    struct cg_err err;
+    struct cg_fixture f = {3, 3, 1e6, 0.01, 0.02, -1, 1 << 30, 100 * MIB, 1, 7};
+    cg_artifact_init(&b);
+    cg_err_init(&err);
+    assert_int_equal(cg_fixture_make(&b, &f), 0);
+    assert_int_equal(cg_fixture_add_op(&b, "gemm_kernel_of_the_baseline", NULL, CG_OP_KERNEL, 4,
+                                       4e5), 0);
+    if (cg_artifact_save(base, &b, &err) != 0)
+        fail_msg("%s", err.msg);
+    cg_artifact_release(&b);
+    const char *compare[] = {"compare", base, art, "--report", report, "--json", json, NULL};
+    run_tool(compare, NULL, &r);
+    char *md = slurp(report), *verdict = slurp(json);
+    assert_non_null(md);
+    assert_non_null(verdict);
+    if (strstr(md, "GPU metrics unavailable** on this run: 37 GPU activity records fell outside "
+                   "every step") == NULL)
+        fail_msg("the report does not give the reason:\n%s", md);
+    assert_null(strstr(md, "gemm_kernel_of_the_baseline"));
+    assert_null(strstr(verdict, "gemm_kernel_of_the_baseline"));
+    free(md);
+    free(verdict);
+    remove_tree(sc.dir);
+}
+
 /* ---- a baseline from a newer canary-gate ------------------------------------------------------- */
 
 static void test_faults__newer_schema_version_exits_2_naming_it(void **state)
@@ -806,6 +935,8 @@ int main(void)
         cmocka_unit_test(test_faults__zero_or_negative_step_is_rejected_not_averaged),
         cmocka_unit_test(test_faults__clock_step_fails_the_run),
         cmocka_unit_test(test_faults__newer_schema_version_exits_2_naming_it),
+        cmocka_unit_test(test_faults__measured_canary_ignoring_sigterm_is_killed_after_the_grace),
+        cmocka_unit_test(test_faults__gpu_records_outside_every_step_give_no_gpu_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

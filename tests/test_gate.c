@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+#define HELPER CG_BINARY_DIR "/tests/faults/fault-helper"
 #define TOKEN "ghs_gateTestToken0123456789"
 #define SHA "0123456789abcdef0123456789abcdef01234567"
 
@@ -277,6 +278,74 @@ static void test_gate__usage_errors(void **state)
     assert_non_null(strstr(proc.out, "--record-if-missing"));
 }
 
+/* Fails unless every run of the artifact name was stopped after `stopped` steps (-1: the canary
+ * ended by itself). */
+static void assert_stopped(const struct cg_workdir *f, const char *name, int64_t stopped)
+{
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_artifact_load(cg_workdir_in(f, name), &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_true(a.n_runs > 0);
+    for (size_t i = 0; i < a.n_runs; i++)
+        if (a.runs[i].stopped_after_steps != stopped)
+            fail_msg("'%s' run %zu: stopped after %lld steps, expected %lld", name, i,
+                     (long long)a.runs[i].stopped_after_steps, (long long)stopped);
+    cg_artifact_release(&a);
+}
+
+/* Runs canary-gate with head, then "--let-finish" when let, then the measured canary (it trains
+ * 2 s after its "done") as the command; fails the test unless it exits 0. */
+static void measure_with(const struct cg_workdir *f, const char *const *head, bool let)
+{
+    const char *args[40];
+    size_t n = 0;
+    for (size_t i = 0; head[i] != NULL; i++)
+        args[n++] = head[i];
+    if (let)
+        args[n++] = "--let-finish";
+    const char *canary[] = {"--", HELPER, "measured", "--end-after", "2000", NULL};
+    for (size_t i = 0; canary[i] != NULL; i++)
+        args[n++] = canary[i];
+    args[n] = NULL;
+    if (gate(f, NULL, args) != 0)
+        fail_msg("%s: %s", head[0], proc.err);
+}
+
+/* Every measuring command (the main command, run, aa, ab) stops a canary once its shards say
+ * "done", and waits for it to exit by itself with --let-finish. */
+static void test_gate__measuring_commands_stop_once_measured_unless_let_finish(void **state)
+{
+    struct cg_workdir *f = *state;
+    static const char *const gate_args[] = {"--baseline", "gate.json", "--record-if-missing",
+                                            "--runs", "1", "--steps", "2", "--warmup", "0",
+                                            "--out", "gate-run.json", NULL};
+    static const char *const run_args[] = {"run", "--runs", "1", "--steps", "2", "--warmup", "0",
+                                           "--out", "run.json", NULL};
+    static const char *const aa_args[] = {"aa", "--runs", "1", "--steps", "2", "--warmup", "0",
+                                          "--out", "aa.json", NULL};
+    static const char *const ab_args[] = {"ab", "--runs", "1", "--max-runs", "1", "--steps", "2",
+                                          "--warmup", "0", "--out", "ab.json", "--out-base",
+                                          "ab-base.json", "--base",
+                                          HELPER " measured --end-after 2000", NULL};
+    for (int let = 0; let < 2; let++) {
+        int64_t want = let ? -1 : 2;
+        measure_with(f, gate_args, let);
+        assert_stopped(f, "gate-run.json", want);
+        if (!let)
+            assert_non_null(strstr(proc.err, "stopped after 2 steps"));
+        unlink(cg_workdir_in(f, "gate.json"));
+        measure_with(f, run_args, let);
+        assert_stopped(f, "run.json", want);
+        measure_with(f, aa_args, let);
+        assert_stopped(f, "aa.json", want);
+        measure_with(f, ab_args, let);
+        assert_stopped(f, "ab.json", want);
+        assert_stopped(f, "ab-base.json", want);
+    }
+}
+
 /* Every test runs in a fresh temporary directory. */
 #define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
 
@@ -294,6 +363,7 @@ int main(void)
         IN_WORKDIR(test_gate__comment_and_status_are_posted),
         IN_WORKDIR(test_gate__trace_of_the_first_run),
         IN_WORKDIR(test_gate__usage_errors),
+        IN_WORKDIR(test_gate__measuring_commands_stop_once_measured_unless_let_finish),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -543,6 +543,104 @@ static void test_report__show_draws_by_locale_and_options(void **state)
     free(none);
 }
 
+/* A canary the gate stopped once measured says so in the markdown, terminal and JSON. */
+static void test_report__stopped_canary_in_every_output(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_buf md, term;
+    struct cg_err err;
+    make_pair(&p, 1e7, 0);
+    for (size_t r = 0; r < 3; r++)
+        p.cur.runs[r].stopped_after_steps = 33;
+    for (size_t r = 0; r < p.base.n_runs; r++)
+        p.base.runs[r].stopped_after_steps = 33;
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    if (strstr(md.data, "**Canary stopped once measured:** this run: stopped after 33 steps "
+                        "(warm-up + measured) in 3 of 5 runs; baseline: stopped after 33 steps "
+                        "(warm-up + measured) in 5 of 5 runs.\n") == NULL)
+        fail_msg("markdown:\n%s", md.data);
+    if (strstr(term.data, "note: canary stopped once measured: this run: stopped after 33 steps "
+                          "(warm-up + measured) in 3 of 5 runs; baseline: ") == NULL)
+        fail_msg("terminal:\n%s", term.data);
+    char *text = cg_report_json(&p.v);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON *cur = cJSON_GetObjectItem(root, "current"), *base = cJSON_GetObjectItem(root, "baseline");
+    assert_int_equal((int)cJSON_GetObjectItem(cur, "stopped_after_steps")->valuedouble, 33);
+    assert_int_equal((int)cJSON_GetObjectItem(cur, "stopped_runs")->valuedouble, 3);
+    assert_int_equal((int)cJSON_GetObjectItem(base, "stopped_runs")->valuedouble, 5);
+    cJSON_Delete(root);
+    free(text);
+
+    /* canaries that ended by themselves: nothing said, null in the JSON */
+    for (size_t r = 0; r < p.cur.n_runs; r++)
+        p.cur.runs[r].stopped_after_steps = p.base.runs[r].stopped_after_steps = -1;
+    cg_buf_reset(&md);
+    cg_buf_reset(&term);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    assert_null(strstr(md.data, "stopped"));
+    assert_null(strstr(term.data, "stopped"));
+    text = cg_report_json(&p.v);
+    root = cJSON_Parse(text);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "current"),
+                                                 "stopped_after_steps")));
+    cJSON_Delete(root);
+    free(text);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+    free_pair(&p);
+}
+
+/* This run has no GPU metrics (all its GPU records fell outside the steps) while the baseline
+ * has them: the reason is shown, and the baseline's kernels and copies are not listed as
+ * vanished (they were not measured on this run, not removed). */
+static void test_report__no_gpu_metrics_on_one_side_lists_no_gpu_ops(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_buf md, term;
+    struct cg_err err;
+    make_gpu_pair(&p);
+    cg_verdict_release(&p.v);
+    for (size_t r = 0; r < p.cur.n_runs; r++) {
+        struct cg_run *run = &p.cur.runs[r];
+        for (size_t k = 0; k < run->n_ops; k++) { /* what such a run holds: no GPU ops */
+            free(run->ops[k].name);
+            free(run->ops[k].family);
+        }
+        run->n_ops = 0;
+        run->summary.peak_device_bytes = -1;
+    }
+    assert_int_equal(cg_run_add_op(&p.base.runs[0], "forward", NULL, CG_OP_RANGE, 1, 1e6), 0);
+    assert_int_equal(cg_run_add_op(&p.cur.runs[0], "forward", NULL, CG_OP_RANGE, 1, 3e6), 0);
+    p.cur.gpu_available = false;
+    p.cur.gpu_reason = strdup("37 GPU activity records fell outside every step");
+    assert_int_equal(cg_verdict_compute(&p.base, &p.cur, &p.t, &p.v, &err), 0);
+    assert_int_equal(p.v.n_ops_compared, 1); /* the range only */
+    assert_int_equal(p.v.n_ops_vanished, 0);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    assert_non_null(strstr(md.data, "**GPU metrics unavailable** on this run: 37 GPU activity "
+                                    "records fell outside every step"));
+    assert_non_null(strstr(term.data, "note: GPU metrics unavailable on this run: 37 GPU "
+                                      "activity records fell outside every step"));
+    assert_null(strstr(md.data, "gemm_a"));
+    assert_null(strstr(term.data, "gemm_a"));
+    char *text = cg_report_json(&p.v);
+    assert_null(strstr(text, "gemm_a"));
+    free(text);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+    free_pair(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -557,6 +655,8 @@ int main(void)
         cmocka_unit_test(test_report__terminal_chart_exact),
         cmocka_unit_test(test_report__terminal_chart_runs_and_downsampling),
         cmocka_unit_test(test_report__show_draws_by_locale_and_options),
+        cmocka_unit_test(test_report__stopped_canary_in_every_output),
+        cmocka_unit_test(test_report__no_gpu_metrics_on_one_side_lists_no_gpu_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
 #define TRAIN CG_BINARY_DIR "/canary-train"
 #define INJECT_LIB CG_BINARY_DIR "/libcanary-inject.so"
+#define HELPER CG_BINARY_DIR "/tests/faults/fault-helper"
 
 struct result {
     int exit_code;
@@ -151,9 +152,10 @@ static void test_run__step_times_tokens_and_nested_ranges(void **state)
     (void)state;
     struct result r;
     struct cg_artifact a;
+    /* --let-finish: the canary's own last line is checked below */
     const char *args[] = {"run", "--out", "nvtx-basic.json", "--runs", "2", "--steps", "4",
-                          "--warmup", "1", "--", CANARY, "--steps", "5", "--step-ms", "20",
-                          "--tokens", "64", "--nested", NULL};
+                          "--warmup", "1", "--let-finish", "--", CANARY, "--steps", "5",
+                          "--step-ms", "20", "--tokens", "64", "--nested", NULL};
     run_tool(args, &r);
     assert_int_equal(r.exit_code, 0);
     load("nvtx-basic.json", &a);
@@ -447,6 +449,159 @@ static void test_run__failing_and_missing_commands_exit_3(void **state)
     unlink("nvtx-false.log");
 }
 
+/* The contents of path (NUL-terminated, cut at cap - 1 bytes) into buf. */
+static void read_text(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("cannot read '%s'", path);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* The launcher hands the canary its measured window. */
+static void test_run__canary_gets_the_measured_window(void **state)
+{
+    (void)state;
+    struct result r;
+    char env[512];
+    const char *args[] = {"run", "--out", "nvtx-window.json", "--runs", "1", "--steps", "4",
+                          "--warmup", "3", "--", HELPER, "env", "nvtx-window.env",
+                          "CANARY_GATE_WARMUP", "CANARY_GATE_STEPS", "--", CANARY, "--steps",
+                          "7", "--step-ms", "1", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    read_text("nvtx-window.env", env, sizeof(env));
+    assert_string_equal(env, "CANARY_GATE_WARMUP=3\nCANARY_GATE_STEPS=4\n");
+    /* the thresholds' window when no option is given (smoke: 2 runs of 20 after 3) */
+    const char *smoke[] = {"run", "--out", "nvtx-window.json", "--thresholds", "smoke", "--runs",
+                           "1", "--", HELPER, "env", "nvtx-window.env", "CANARY_GATE_STEPS",
+                           "--", CANARY, "--steps", "23", "--step-ms", "1", NULL};
+    run_tool(smoke, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    read_text("nvtx-window.env", env, sizeof(env));
+    assert_string_equal(env, "CANARY_GATE_STEPS=20\n");
+    unlink("nvtx-window.env");
+    unlink("nvtx-window.json");
+    unlink("nvtx-window.log");
+}
+
+/* A training job that would run for two minutes more after its shard says "done" (the
+ * injection library's end of the measured window) is stopped at once, and its runs are complete
+ * although it dies of the SIGTERM. */
+static void test_run__measured_canary_is_stopped_and_counted_complete(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    char log[8192];
+    const char *args[] = {"run", "--out", "nvtx-stop.json", "--runs", "2", "--steps", "3",
+                          "--warmup", "1", "--", HELPER, "measured", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    assert_true(r.wall_s < 30.0);
+    assert_non_null(strstr(r.err, "run 1 of 2: 3 steps, median"));
+    assert_non_null(strstr(r.err, "stopped after 4 steps"));
+    assert_null(strstr(r.err, "without finishing its shard")); /* "done" is all it owed */
+    load("nvtx-stop.json", &a);
+    assert_int_equal(a.n_runs, 2);
+    for (size_t i = 0; i < a.n_runs; i++) {
+        assert_int_equal(a.runs[i].n_steps, 3);
+        assert_int_equal(a.runs[i].stopped_after_steps, 4);
+    }
+    cg_artifact_release(&a);
+    read_text("nvtx-stop.log", log, sizeof(log));
+    assert_non_null(strstr(log, "measured: rank 0 done"));
+    unlink("nvtx-stop.json");
+    unlink("nvtx-stop.log");
+}
+
+/* --let-finish waits for the canary to exit by itself (3 s after its "done"); without it the
+ * same canary is stopped well before. */
+static void test_run__let_finish_waits_for_the_canary(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    const char *args[] = {"run", "--out", "nvtx-let.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "0", "--let-finish", "--", HELPER, "measured",
+                          "--end-after", "3000", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    assert_true(r.wall_s >= 3.0);
+    assert_null(strstr(r.err, "stopped after"));
+    load("nvtx-let.json", &a);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    assert_int_equal(a.runs[0].stopped_after_steps, -1);
+    cg_artifact_release(&a);
+
+    const char *stop[] = {"run", "--out", "nvtx-let.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "0", "--", HELPER, "measured", "--end-after", "3000",
+                          NULL};
+    run_tool(stop, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    assert_true(r.wall_s < 3.0);
+    load("nvtx-let.json", &a);
+    assert_int_equal(a.runs[0].stopped_after_steps, 3);
+    cg_artifact_release(&a);
+    unlink("nvtx-let.json");
+    unlink("nvtx-let.log");
+}
+
+/* A canary whose shards never say "done" (a library that does not know the window) runs to
+ * its own end, as before. */
+static void test_run__canary_without_done_runs_to_its_end(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    const char *args[] = {"run", "--out", "nvtx-nodone.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "0", "--", HELPER, "measured", "--no-done", "--end-after",
+                          "1500", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    assert_true(r.wall_s >= 1.5);
+    load("nvtx-nodone.json", &a);
+    assert_int_equal(a.runs[0].stopped_after_steps, -1);
+    cg_artifact_release(&a);
+    unlink("nvtx-nodone.json");
+    unlink("nvtx-nodone.log");
+}
+
+/* Every process that marks steps must be done: rank 1 writes "done" 2 s after rank 0, and the
+ * canary is stopped only then; both ranks' steps count. */
+static void test_run__stop_waits_for_every_process_with_steps(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    char log[8192];
+    const char *args[] = {"run", "--out", "nvtx-ranks.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "1", "--", HELPER, "measured", "--ranks", "2",
+                          "--stagger", "2000", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    assert_true(r.wall_s >= 2.0);
+    read_text("nvtx-ranks.log", log, sizeof(log));
+    assert_non_null(strstr(log, "measured: rank 1 done"));
+    load("nvtx-ranks.json", &a);
+    assert_int_equal(a.runs[0].stopped_after_steps, 4);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(a.runs[0].steps[k].tokens, 32); /* 16 from each rank */
+    cg_artifact_release(&a);
+    unlink("nvtx-ranks.json");
+    unlink("nvtx-ranks.log");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +619,11 @@ int main(void)
         cmocka_unit_test(test_run__no_step_exits_3_with_how_to),
         cmocka_unit_test(test_run__worker_processes_are_merged),
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
+        cmocka_unit_test(test_run__canary_gets_the_measured_window),
+        cmocka_unit_test(test_run__measured_canary_is_stopped_and_counted_complete),
+        cmocka_unit_test(test_run__let_finish_waits_for_the_canary),
+        cmocka_unit_test(test_run__canary_without_done_runs_to_its_end),
+        cmocka_unit_test(test_run__stop_waits_for_every_process_with_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

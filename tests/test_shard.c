@@ -12,6 +12,7 @@
 #include "shard.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,16 @@ static void test_shard__rejects_malformed_records(void **state)
         "canary-gate-shard 1\ntm 0 5\n",
         "canary-gate-shard 1\ntd 0 zero\n",
         "canary-gate-shard 1\nl -1 1.5\n",
+        "canary-gate-shard 1\nc 1 2 3 4\n",              /* neither 3 nor 7 counters */
+        "canary-gate-shard 1\nc 1 2 3 4 5 6\n",
+        "canary-gate-shard 1\nc 1 2 3 4 5 -6 7\n",
+        "canary-gate-shard 1\ndone 0\n",                  /* a window has at least one step */
+        "canary-gate-shard 1\ndone\n",
+        "canary-gate-shard 1\ndone 12 13\n",
+        "canary-gate-shard 1\ndone twelve\n",
+        "canary-gate-shard 1\ncupti found /usr/lib/libcupti.so.13\n",
+        "canary-gate-shard 1\ncupti loaded\n",            /* no path */
+        "canary-gate-shard 1\ncupti env /x\\q\n",        /* a bad escape in the path */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct cg_shard s;
@@ -171,8 +182,8 @@ static void test_shard__merges_ranks(void **state)
     }
     assert_true(saw_kernel);
     assert_true(fabs(run->summary.step_time_median_ns - 2000.0) < 1e-6);
-    const char *reason = NULL;
-    assert_true(cg_shard_gpu_available(s, 2, &reason));
+    char reason[256];
+    assert_true(cg_shard_gpu_available(s, 2, reason, sizeof(reason)));
     cg_artifact_release(&a);
     cg_shard_release(&s[0]);
     cg_shard_release(&s[1]);
@@ -297,15 +308,252 @@ static void test_shard__gpu_reasons(void **state)
 {
     (void)state;
     struct cg_shard s;
-    const char *reason = NULL;
+    char reason[256];
     parse("canary-gate-shard 1\ngpu unavailable CUPTI cannot start: no driver\n", &s);
-    assert_false(cg_shard_gpu_available(&s, 1, &reason));
+    assert_false(cg_shard_gpu_available(&s, 1, reason, sizeof(reason)));
     assert_string_equal(reason, "CUPTI cannot start: no driver");
     cg_shard_release(&s);
     parse("canary-gate-shard 1\ns 0 1 2 -1\n", &s);
-    assert_false(cg_shard_gpu_available(&s, 1, &reason));
+    assert_false(cg_shard_gpu_available(&s, 1, reason, sizeof(reason)));
     assert_non_null(strstr(reason, "never initialised CUDA"));
     cg_shard_release(&s);
+    /* no reason on the line (found by fuzz_shard): never an empty reason */
+    parse("canary-gate-shard 1\ngpu unavailable \n", &s);
+    assert_false(cg_shard_gpu_available(&s, 1, reason, sizeof(reason)));
+    assert_string_equal(reason, "CUPTI did not start (no reason given)");
+    cg_shard_release(&s);
+}
+
+/* The lines of the measured window: "done", "cupti", the 7-field counters, several warnings. */
+static const char measured[] =
+    "canary-gate-shard 1\npid 300\nwarmup 2\ngpu ok\n"
+    "cupti loaded /opt/venv/lib/nvidia/cu13/lib/libcupti.so.13\n"
+    "w CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_NOT_SUPPORTED\n"
+    "s 0 0 10 -1\ns 1 10 20 -1\ns 2 20 30 -1\n"
+    "c 40 1 0 3 30 2 5000\n"
+    "w CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_NOT_SUPPORTED\n"
+    "w op table full: 7 more names not recorded\n"
+    "s 3 30 40 -1\n"
+    "c 50 1 0 4 46 2 6000\n"
+    "done 4\n";
+
+static void test_shard__parses_the_measured_window_lines(void **state)
+{
+    (void)state;
+    struct cg_shard s;
+    parse(measured, &s);
+    assert_int_equal(s.done_steps, 4);
+    assert_false(s.complete); /* "done" is not "end": the process has not exited */
+    assert_string_equal(s.cupti_library, "loaded /opt/venv/lib/nvidia/cu13/lib/libcupti.so.13");
+    assert_int_equal(s.records, 50); /* the last "c" line counts */
+    assert_int_equal(s.dropped, 1);
+    assert_int_equal(s.outside_steps, 4);
+    assert_int_equal(s.inside_steps, 46);
+    assert_int_equal(s.late_memory, 2);
+    assert_int_equal(s.overhead_ns, 6000);
+    assert_int_equal(s.n_warnings, 2); /* the repeated one once */
+    assert_string_equal(s.warnings[0],
+                        "CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_NOT_SUPPORTED");
+    assert_string_equal(s.warnings[1], "op table full: 7 more names not recorded");
+    cg_shard_release(&s);
+
+    /* an older library's 3-field counters: the new ones unknown, whatever came before */
+    parse("canary-gate-shard 1\nc 5 0 0 1 2 3 4\nc 9 1 2\n", &s);
+    assert_int_equal(s.records, 9);
+    assert_int_equal(s.zero_ts, 2);
+    assert_int_equal(s.outside_steps, -1);
+    assert_int_equal(s.inside_steps, -1);
+    assert_int_equal(s.late_memory, -1);
+    assert_int_equal(s.overhead_ns, -1);
+    assert_int_equal(s.done_steps, -1);
+    assert_null(s.cupti_library);
+    cg_shard_release(&s);
+
+    /* fields after the seventh are a newer library's: skipped, as unknown keys are */
+    parse("canary-gate-shard 1\nc 5 0 0 1 2 3 4 99 x\n", &s);
+    assert_int_equal(s.overhead_ns, 4);
+    cg_shard_release(&s);
+}
+
+static void test_shard__keeps_at_most_16_distinct_warnings(void **state)
+{
+    (void)state;
+    char text[4096] = "canary-gate-shard 1\n";
+    size_t len = strlen(text);
+    for (int i = 0; i < 40; i++) {
+        int k = snprintf(text + len, sizeof(text) - len, "w warning %d\n", i % 20);
+        assert_true(k > 0 && (size_t)k < sizeof(text) - len);
+        len += (size_t)k;
+    }
+    struct cg_shard s;
+    parse(text, &s);
+    assert_int_equal(s.n_warnings, CG_SHARD_MAX_WARNINGS);
+    assert_int_equal(CG_SHARD_MAX_WARNINGS, 16);
+    for (size_t i = 0; i < s.n_warnings; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "warning %zu", i);
+        assert_string_equal(s.warnings[i], want);
+    }
+    cg_shard_release(&s);
+}
+
+static void test_shard__merge_sums_counters_and_gathers_warnings(void **state)
+{
+    (void)state;
+    static const char other[] = "canary-gate-shard 1\npid 301\ngpu ok\n"
+                                "s 0 0 12 -1\ns 1 12 22 -1\ns 2 22 32 -1\ns 3 32 45 -1\n"
+                                "c 7 0 1 1 6 0 250\n"
+                                "w op table full: 7 more names not recorded\n"
+                                "w CANARY_GATE_CUPTI_PATH is not a file\n"
+                                "done 4\n";
+    static const char old_lib[] = "canary-gate-shard 1\npid 302\n"
+                                  "s 0 0 12 -1\ns 1 12 22 -1\ns 2 22 32 -1\ns 3 32 45 -1\n"
+                                  "c 3 0 0\nend\n";
+    struct cg_shard s[3];
+    parse(measured, &s[0]);
+    parse(other, &s[1]);
+    parse(old_lib, &s[2]);
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    cg_err_init(&err);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    struct cg_shard_merge_opts o = {2, 2, -1};
+    assert_int_equal(cg_shard_merge(s, 3, &o, run, &err), 0);
+    assert_int_equal(run->n_steps, 2);
+    assert_int_equal(run->outside_step_records, 5);  /* 4 + 1; the old library's unknown */
+    assert_int_equal(run->inside_step_records, 52);  /* 46 + 6 */
+    assert_int_equal(run->late_memory_records, 2);
+    assert_int_equal(run->cupti_overhead_ns, 6250);
+    assert_int_equal(run->dropped_records, 1);
+    assert_int_equal(run->stopped_after_steps, -1);  /* the collector's to set */
+    assert_int_equal(run->n_warnings, 3);
+    assert_string_equal(run->warnings[2], "CANARY_GATE_CUPTI_PATH is not a file");
+    cg_artifact_release(&a);
+
+    /* only older libraries: the new counters stay unknown */
+    cg_artifact_init(&a);
+    run = cg_artifact_add_run(&a);
+    assert_int_equal(cg_shard_merge(&s[2], 1, &o, run, &err), 0);
+    assert_int_equal(run->outside_step_records, -1);
+    assert_int_equal(run->inside_step_records, -1);
+    assert_int_equal(run->late_memory_records, -1);
+    assert_int_equal(run->cupti_overhead_ns, -1);
+    assert_int_equal(run->n_warnings, 0);
+    cg_artifact_release(&a);
+    for (size_t i = 0; i < 3; i++)
+        cg_shard_release(&s[i]);
+}
+
+static void test_shard__done_when_every_process_with_steps_is_done(void **state)
+{
+    (void)state;
+    static const char done5[] = "canary-gate-shard 1\ns 0 0 10 -1\ns 1 10 20 -1\ndone 5\n";
+    static const char done4[] = "canary-gate-shard 1\ns 0 0 10 -1\ndone 4\n";
+    static const char running[] = "canary-gate-shard 1\ns 0 0 10 -1\ns 1 10 20 -1\n";
+    static const char no_steps[] = "canary-gate-shard 1\npid 9\ngpu ok\n"; /* a data loader */
+    struct cg_shard s[4];
+    struct cg_shard_status st;
+    parse(done5, &s[0]);
+    parse(done4, &s[1]);
+    parse(running, &s[2]);
+    parse(no_steps, &s[3]);
+
+    cg_shard_status(s, 0, &st); /* no shard yet */
+    assert_false(st.all_done);
+    assert_int_equal(st.done_steps, -1);
+    cg_shard_status(&s[3], 1, &st); /* no process marked a step */
+    assert_false(st.all_done);
+    cg_shard_status(s, 1, &st);
+    assert_true(st.all_done);
+    assert_int_equal(st.done_steps, 5);
+    cg_shard_status(s, 2, &st);
+    assert_true(st.all_done);
+    assert_int_equal(st.done_steps, 4); /* the smallest */
+    struct cg_shard with_loader[2] = {s[0], s[3]};
+    cg_shard_status(with_loader, 2, &st); /* a process without steps never holds it up */
+    assert_true(st.all_done);
+    cg_shard_status(s, 3, &st); /* one process still measuring */
+    assert_false(st.all_done);
+    assert_int_equal(st.done_steps, -1);
+    struct cg_shard late[2] = {s[2], s[0]};
+    cg_shard_status(late, 2, &st); /* whatever the order */
+    assert_false(st.all_done);
+    for (size_t i = 0; i < 4; i++)
+        cg_shard_release(&s[i]);
+}
+
+static void test_shard__gpu_records_all_outside_the_steps_give_no_gpu_metrics(void **state)
+{
+    (void)state;
+    static const char outside[] = "canary-gate-shard 1\ngpu ok\ns 0 0 10 -1\n"
+                                  "c 40 0 0 37 0 3 0\n";
+    static const char outside2[] = "canary-gate-shard 1\ngpu ok\ns 0 0 10 -1\n"
+                                   "c 10 0 0 5 0 0 0\n";
+    static const char inside[] = "canary-gate-shard 1\ngpu ok\ns 0 0 10 -1\n"
+                                 "c 10 0 0 5 1 0 0\n";
+    static const char old_lib[] = "canary-gate-shard 1\ngpu ok\ns 0 0 10 -1\nc 10 0 0\n";
+    static const char no_cupti[] = "canary-gate-shard 1\ngpu unavailable no driver\n"
+                                   "s 0 0 10 -1\nc 0 0 0 3 0 0 0\n";
+    struct cg_shard s[5];
+    char reason[256];
+    parse(outside, &s[0]);
+    parse(outside2, &s[1]);
+    parse(inside, &s[2]);
+    parse(old_lib, &s[3]);
+    parse(no_cupti, &s[4]);
+    assert_false(cg_shard_gpu_available(s, 1, reason, sizeof(reason)));
+    assert_string_equal(reason, "37 GPU activity records fell outside every step");
+    assert_false(cg_shard_gpu_available(s, 2, reason, sizeof(reason))); /* over all processes */
+    assert_string_equal(reason, "42 GPU activity records fell outside every step");
+    assert_true(cg_shard_gpu_available(s, 3, reason, sizeof(reason))); /* one record inside */
+    assert_true(cg_shard_gpu_available(&s[3], 1, reason, sizeof(reason))); /* not counted */
+    assert_false(cg_shard_gpu_available(&s[4], 1, reason, sizeof(reason)));
+    assert_string_equal(reason, "no driver"); /* CUPTI never ran: its own reason */
+    char small[8];
+    assert_false(cg_shard_gpu_available(s, 1, small, sizeof(small)));
+    assert_string_equal(small, "37 GPU "); /* cut to fit */
+    for (size_t i = 0; i < 5; i++)
+        cg_shard_release(&s[i]);
+}
+
+/* n "o" lines after the magic, in a malloc'ed buffer; *len its length. */
+static char *op_lines(size_t n, size_t *len)
+{
+    static const char magic[] = "canary-gate-shard 1\n";
+    size_t cap = sizeof(magic) + n * 32, k = strlen(magic);
+    char *text = malloc(cap);
+    assert_non_null(text);
+    memcpy(text, magic, k);
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(text + k, cap - k, "o range 1 10 r%zu\n", i % 1000);
+        assert_true(w > 0 && (size_t)w < cap - k);
+        k += (size_t)w;
+    }
+    *len = k;
+    return text;
+}
+
+static void test_shard__op_line_limit_is_named(void **state)
+{
+    (void)state;
+    struct cg_shard s;
+    struct cg_err err;
+    size_t len;
+    char *text = op_lines(CG_SHARD_MAX_OPS, &len);
+    cg_err_init(&err);
+    if (cg_shard_parse(text, len, "ops.shard", &s, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.n_ops, 1000000);
+    cg_shard_release(&s);
+    free(text);
+
+    text = op_lines(CG_SHARD_MAX_OPS + 1, &len);
+    assert_int_equal(cg_shard_parse(text, len, "ops.shard", &s, &err), CG_EINPUT);
+    assert_string_equal(err.msg, "shard 'ops.shard' line 1000002: more than 1000000 op lines "
+                                 "(the shard limit)");
+    assert_int_equal(s.n_ops, 0);
+    free(text);
 }
 
 int main(void)
@@ -319,6 +567,12 @@ int main(void)
         cmocka_unit_test(test_shard__nonfinite_loss_names_the_first_step),
         cmocka_unit_test(test_shard__parses_trace_lines),
         cmocka_unit_test(test_shard__gpu_reasons),
+        cmocka_unit_test(test_shard__parses_the_measured_window_lines),
+        cmocka_unit_test(test_shard__keeps_at_most_16_distinct_warnings),
+        cmocka_unit_test(test_shard__merge_sums_counters_and_gathers_warnings),
+        cmocka_unit_test(test_shard__done_when_every_process_with_steps_is_done),
+        cmocka_unit_test(test_shard__gpu_records_all_outside_the_steps_give_no_gpu_metrics),
+        cmocka_unit_test(test_shard__op_line_limit_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

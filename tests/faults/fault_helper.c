@@ -17,6 +17,19 @@
  *       a launcher: runs CMD as N ranks (RANK and LOCAL_RANK set), rank CRASH_RANK with
  *       "--crash-at CRASH_AT" added (it aborts, leaving a cut shard); waits for all and exits 0,
  *       as launchers that do not pass a rank's failure on do
+ *   fault-helper env FILE NAME... -- CMD...
+ *       writes "NAME=value" (or "NAME unset") for each NAME of its environment to FILE, then
+ *       runs CMD
+ *   fault-helper measured [--ranks R] [--stagger MS] [--no-done] [--ignore-term]
+ *                         [--end-after MS] [--step-ms MS]
+ *       a training job that runs for ever, with the injection library's shard written by hand:
+ *       R processes (default 1, RANK set) each write the steps of the measured window that
+ *       CANARY_GATE_WARMUP and CANARY_GATE_STEPS give (3 steps when those are absent), STEP-MS
+ *       apart (default 2), then "done W+N" (rank r after r * STAGGER more ms; never with
+ *       --no-done, as a library that does not know the window), and go on training: sleep, until
+ *       END-AFTER ms have passed (then "end", the shard renamed to ".shard", exit 0) or, without
+ *       it, for two minutes. --ignore-term: SIGTERM is ignored (only SIGKILL stops it). Writes
+ *       "measured: rank R done" and "measured: rank R got SIGTERM" to stdout (the log)
  *
  * Exits 2 on bad usage, 127 when CMD cannot be executed. No dependencies.
  */
@@ -208,6 +221,154 @@ static int ranks(int argc, char **argv)
     return 0;
 }
 
+static int write_env(int argc, char **argv)
+{
+    char *cmd[MAX_ARGS];
+    if (argc < 3)
+        return 2;
+    command(argv, argc, 3, NULL, cmd);
+    FILE *f = fopen(argv[2], "w");
+    if (f == NULL)
+        return 1;
+    for (int i = 3; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *v = getenv(argv[i]);
+        if (v != NULL)
+            fprintf(f, "%s=%s\n", argv[i], v);
+        else
+            fprintf(f, "%s unset\n", argv[i]);
+    }
+    if (fclose(f) != 0)
+        return 1;
+    run(cmd);
+    return 127;
+}
+
+struct measured_opts {
+    long ranks, stagger_ms, end_after_ms, step_ms;
+    int no_done, ignore_term;
+};
+
+static volatile sig_atomic_t g_term;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    g_term = 1;
+}
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Sleeps ms milliseconds (a signal does not cut it short); says once when SIGTERM came. */
+static void nap_ms(long ms, long rank)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        if (g_term == 1) {
+            g_term = 2;
+            printf("measured: rank %ld got SIGTERM\n", rank);
+            fflush(stdout);
+        }
+    }
+}
+
+static void put(int fd, const char *line)
+{
+    size_t n = strlen(line);
+    if (write(fd, line, n) != (ssize_t)n)
+        _exit(1);
+}
+
+/* One rank of "measured": see the file header. */
+static int measured_rank(const struct measured_opts *o, long rank)
+{
+    const char *dir = getenv("CANARY_GATE_SHARD_DIR");
+    const char *w = getenv("CANARY_GATE_WARMUP"), *n = getenv("CANARY_GATE_STEPS");
+    char part[4096], done[4096], line[256];
+    if (dir == NULL)
+        return 2;
+    long warmup = w != NULL ? number(w) : 0, steps = n != NULL ? number(n) : 3;
+    snprintf(part, sizeof(part), "%s/shard-r%ld-l%ld-p%ld.part", dir, rank, rank, (long)getpid());
+    snprintf(done, sizeof(done), "%s/shard-r%ld-l%ld-p%ld.shard", dir, rank, rank, (long)getpid());
+    int fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return 1;
+    snprintf(line, sizeof(line), "canary-gate-shard 1\npid %ld\nrank %ld\nlocal_rank %ld\n"
+             "warmup %ld\nstep_range step\n", (long)getpid(), rank, rank, warmup);
+    put(fd, line);
+    long long start = now_ns(), t0 = start;
+    for (long i = 0; i < warmup + steps; i++) {
+        nap_ms(o->step_ms, rank);
+        long long t1 = now_ns();
+        snprintf(line, sizeof(line), "s %ld %lld %lld 16\n", i, t0, t1);
+        put(fd, line);
+        t0 = t1;
+    }
+    if (!o->no_done) {
+        nap_ms(rank * o->stagger_ms, rank);
+        snprintf(line, sizeof(line), "done %ld\n", warmup + steps);
+        put(fd, line);
+        printf("measured: rank %ld done\n", rank);
+        fflush(stdout);
+    }
+    long wait_ms = o->end_after_ms >= 0 ? o->end_after_ms : 120000;
+    for (long k = 0; k < wait_ms / 10; k++) /* training on */
+        nap_ms(10, rank);
+    if (o->end_after_ms < 0)
+        return 0;
+    put(fd, "end\n");
+    close(fd);
+    return rename(part, done) == 0 ? 0 : 1;
+}
+
+static int measured(int argc, char **argv)
+{
+    struct measured_opts o = {1, 0, -1, 2, 0, 0};
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--no-done") == 0)
+            o.no_done = 1;
+        else if (strcmp(argv[i], "--ignore-term") == 0)
+            o.ignore_term = 1;
+        else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
+            o.ranks = number(argv[++i]);
+        else if (strcmp(argv[i], "--stagger") == 0 && i + 1 < argc)
+            o.stagger_ms = number(argv[++i]);
+        else if (strcmp(argv[i], "--end-after") == 0 && i + 1 < argc)
+            o.end_after_ms = number(argv[++i]);
+        else if (strcmp(argv[i], "--step-ms") == 0 && i + 1 < argc)
+            o.step_ms = number(argv[++i]);
+        else
+            return 2;
+    }
+    if (o.ranks < 1 || o.ranks > 16)
+        return 2;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = o.ignore_term ? on_term : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    pid_t pids[16];
+    for (long r = 1; r < o.ranks; r++) {
+        pids[r] = fork();
+        if (pids[r] < 0)
+            return 1;
+        if (pids[r] == 0)
+            _exit(measured_rank(&o, r));
+    }
+    int rc = measured_rank(&o, 0);
+    for (long r = 1; r < o.ranks; r++) {
+        int st = 0;
+        waitpid(pids[r], &st, 0);
+        if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+            rc = 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "flood") == 0)
@@ -218,6 +379,10 @@ int main(int argc, char **argv)
         return shard(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "ranks") == 0)
         return ranks(argc, argv);
-    fprintf(stderr, "usage: fault-helper flood|group|shard|ranks ... -- CMD...\n");
+    if (argc >= 2 && strcmp(argv[1], "env") == 0)
+        return write_env(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "measured") == 0)
+        return measured(argc, argv);
+    fprintf(stderr, "usage: fault-helper flood|group|shard|ranks|env|measured ...\n");
     return 2;
 }
