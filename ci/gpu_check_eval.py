@@ -6,8 +6,9 @@ one line, "PASS<TAB>figure" or "FAIL<TAB>figure", then exits 0; ci/gpu-check rec
 one check of its summary table. A missing file or field is a FAIL that names it, never a crash;
 an unexpected error is printed as a FAIL line too. Only the standard library is used.
 
-  raw-shard DIR --rc N [--steps N] [--expect-part] [--stderr FILE]
-                                                      the shard of one canary run
+  raw-shard DIR --rc N [--steps N] [--expect-part] [--stderr FILE] [--cpu]
+                                                      the shard of one canary run (--cpu: a
+                                                      CPU rehearsal, no GPU lines expected)
   shard-contract DIR --done N                         done / cupti / 7-field c lines
   artifact FILE [--pageable] [--trace FILE]           GPU metrics in a run artifact
   artifact-contract FILE --gate-output FILE           new artifact fields, "stopped after N"
@@ -130,8 +131,9 @@ def raw_shard(a):
         problems.append("%d steps marked, expected %d" % (steps, a.steps))
     gpu = [f for f in lines if f[0] == "gpu"]
     gpu_state = " ".join(gpu[-1][1:]) if gpu else "no gpu line"
+    gpu_problems = []
     if gpu_state != "ok":
-        problems.append("gpu " + gpu_state)
+        gpu_problems.append("gpu " + gpu_state)
     counters = [f for f in lines if f[0] == "c"]
     records = dropped = None
     if counters:
@@ -140,7 +142,7 @@ def raw_shard(a):
         except (IndexError, ValueError):
             problems.append("bad c line: %s" % " ".join(counters[-1]))
     if not records:
-        problems.append("no CUPTI records (c line %s)" % ("absent" if not counters else "0"))
+        gpu_problems.append("no CUPTI records (c line %s)" % ("absent" if not counters else "0"))
     kernels = {}
     copies = 0
     for f in lines:
@@ -150,15 +152,18 @@ def raw_shard(a):
             elif f[1] in ("memcpy", "memset"):
                 copies += 1
     if not kernels:
-        problems.append("no kernel op lines")
+        gpu_problems.append("no kernel op lines")
     peaks = [int(f[2]) for f in lines if f[0] == "m" and len(f) >= 3 and f[2].isdigit()]
     if not peaks:
-        problems.append("no memory (m) lines")
-    figure = "%s; %s (%d lines, %s); %d steps; %s CUPTI records, %s dropped; %d kernel names, " \
-             "%d calls; %d copy/set op lines; peak device %s" % (
+        gpu_problems.append("no memory (m) lines")
+    if not a.cpu:
+        problems += gpu_problems
+    figure = "%s; %s (%d lines, %s); %d steps; gpu %s; %s CUPTI records, %s dropped; " \
+             "%d kernel names, %d calls; %d copy/set op lines; peak device %s" % (
                  describe_rc(a.rc), name, len(lines), "end" if has_end else "no end", steps,
-                 records, dropped, len(kernels), sum(kernels.values()), copies,
-                 fmt_bytes(max(peaks) if peaks else None))
+                 gpu_state, "no" if records is None else records,
+                 "?" if dropped is None else dropped, len(kernels), sum(kernels.values()),
+                 copies, fmt_bytes(max(peaks) if peaks else None))
     if len(with_steps) > 1:
         figure += "; %d shards with steps" % len(with_steps)
     if problems:
@@ -434,6 +439,8 @@ def cmd_overhead(a):
     if short:
         raise Fail("too few measurements for %s (need %d each) | %s" %
                    (", ".join(short), a.reps, figure))
+    if "none" not in med or "full" not in med:
+        raise Fail("no run without the library or none with it | " + figure)
     ratio = med["full"] / med["none"]
     if ratio > 1 + a.max_pct / 100:
         raise Fail("full instrumentation costs %+.1f%% (bound %+.0f%%) | %s" %
@@ -450,6 +457,7 @@ def main(argv):
     s.add_argument("--steps", type=int)
     s.add_argument("--expect-part", action="store_true")
     s.add_argument("--stderr")
+    s.add_argument("--cpu", action="store_true")
     s = sub.add_parser("shard-contract")
     s.add_argument("dir")
     s.add_argument("--done", type=int)
