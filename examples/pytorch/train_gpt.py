@@ -90,14 +90,12 @@ def parse_args(argv):
 
 
 class Markers:
-    """NVTX ranges and marks: torch.cuda.nvtx, else the C shim, else nothing."""
+    """NVTX ranges and marks: torch.cuda.nvtx on CUDA; on the CPU the shim, else nothing."""
 
     def __init__(self, device, shim_path):
-        self.push = self.pop = self.mark = None
-        self.how = "none"
-        if device == "cuda" or shim_path == "":
+        if device == "cuda" or not shim_path:
             try:
-                torch.cuda.nvtx.range_push("canary-probe")
+                torch.cuda.nvtx.range_push("canary-probe")  # CPU-only builds raise here
                 torch.cuda.nvtx.range_pop()
                 self.push = torch.cuda.nvtx.range_push
                 self.pop = torch.cuda.nvtx.range_pop
@@ -107,25 +105,22 @@ class Markers:
             except (RuntimeError, AttributeError) as e:
                 if device == "cuda":
                     raise
-                reason = str(e)
-        else:
-            reason = "shim requested"
-        if shim_path:
-            lib = ctypes.CDLL(shim_path)
-            for name in ("canary_shim_push", "canary_shim_pop", "canary_shim_mark"):
-                getattr(lib, name).restype = None
-            lib.canary_shim_push.argtypes = [ctypes.c_char_p]
-            lib.canary_shim_mark.argtypes = [ctypes.c_char_p]
-            lib.canary_shim_pop.argtypes = []
-            self.push = lambda s: lib.canary_shim_push(s.encode())
-            self.pop = lib.canary_shim_pop
-            self.mark = lambda s: lib.canary_shim_mark(s.encode())
-            self.how = "shim " + shim_path
-        else:
-            print("train_gpt: no NVTX on this PyTorch (%s) and no --nvtx-shim: steps are not "
-                  "marked" % reason, file=sys.stderr)
-            self.push = self.mark = lambda s: None
-            self.pop = lambda: None
+                print("train_gpt: no NVTX in this PyTorch (%s) and no --nvtx-shim: steps are "
+                      "not marked" % e, file=sys.stderr)
+                self.push = self.mark = lambda s: None
+                self.pop = lambda: None
+                self.how = "none"
+                return
+        lib = ctypes.CDLL(shim_path)
+        for name in ("canary_shim_push", "canary_shim_pop", "canary_shim_mark"):
+            getattr(lib, name).restype = None
+        lib.canary_shim_push.argtypes = [ctypes.c_char_p]
+        lib.canary_shim_mark.argtypes = [ctypes.c_char_p]
+        lib.canary_shim_pop.argtypes = []
+        self.push = lambda s: lib.canary_shim_push(s.encode())
+        self.pop = lib.canary_shim_pop
+        self.mark = lambda s: lib.canary_shim_mark(s.encode())
+        self.how = "shim"
 
 
 class Block(nn.Module):
