@@ -299,6 +299,8 @@ def cmd_artifact_contract(a):
         values = [run.get(key) for run in runs]
         if any(v is None for v in values):
             problems.append("runs[].%s missing" % key)
+        elif any(not isinstance(v, (int, float)) or v < 0 for v in values):
+            problems.append("runs[].%s unknown (%s)" % (key, "/".join(str(v) for v in values)))
         else:
             parts.append("%s %s" % (key, "/".join(str(v) for v in values)))
     lib = (art.get("environment") or {}).get("cupti_library")
