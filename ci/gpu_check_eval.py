@@ -11,7 +11,7 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
                                                       CPU rehearsal, no GPU lines expected)
   shard-contract DIR --done N                         done / cupti / 7-field c lines
   artifact FILE [--pageable] [--trace FILE]           GPU metrics in a run artifact
-  artifact-contract FILE --gate-output FILE           new artifact fields, "stopped after N"
+  artifact-contract FILE --gate-output FILE...        new artifact fields, "stopped after N"
   verdict FILE --rc N --expect pass|timing|memory     a gate's JSON verdict and exit code
   measured FILE --rc N --steps N [--gpu any|required] a run artifact: runs measured
   cupti-copies STDOUT [--shard-dir DIR]               libcupti files mapped in the canary
@@ -309,9 +309,10 @@ def cmd_artifact_contract(a):
     else:
         parts.append("cupti_library %s" % lib)
     text = ""
-    if a.gate_output and os.path.isfile(a.gate_output):
-        with open(a.gate_output, errors="replace") as f:
-            text = f.read()
+    for path in a.gate_output or []:
+        if os.path.isfile(path):
+            with open(path, errors="replace") as f:
+                text += f.read()
     m = re.search(r"stopped after (\d+) steps?", text)
     if m:
         parts.append("'stopped after %s steps'" % m.group(1))
@@ -469,7 +470,7 @@ def main(argv):
     s.add_argument("--trace")
     s = sub.add_parser("artifact-contract")
     s.add_argument("file")
-    s.add_argument("--gate-output")
+    s.add_argument("--gate-output", nargs="+", help="the gate's terminal output, reports")
     s = sub.add_parser("verdict")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)
