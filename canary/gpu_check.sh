@@ -17,6 +17,7 @@
 #   4. checks the non-finite exit (5) on cuda.
 # Prints what it saw; exits 0 when every check passed, 1 otherwise, 2 on bad usage.
 #
+# ci/gpu-check runs it as its cuda.loss-curve check; docs/gpu.md records what has run where.
 # Status: written without access to a GPU; it has NOT yet been run on one. The CUDA back end
 # compiles warning-free with nvcc 13.0 but is unverified at run time until this script passes.
 set -u

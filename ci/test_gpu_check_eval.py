@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""test_gpu_check_eval.py: the judgements of ci/gpu_check_eval.py on hand-made evidence.
+
+ci/gpu-check runs once on a GPU machine; a wrong judgement there wastes the call. These cases
+feed the evaluator shards, artifacts, verdicts and outputs shaped as the shard format and the
+artifact (docs/collector.md, docs/artifact.md, the contract's new lines and fields) say, good and
+bad, and check every answer: PASS or FAIL, and the words of the figure that explain it. Run by
+ctest (test_gpu_check__evaluator). Exits 0 when every case passes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+EVAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_check_eval.py")
+failures = []
+TMP = tempfile.mkdtemp(prefix="test_gpu_check_eval.")
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, EVAL] + [str(a) for a in args], capture_output=True,
+                       text=True)
+    lines = p.stdout.splitlines()
+    if p.returncode != 0 or len(lines) != 1 or "\t" not in lines[0]:
+        return "CRASH", "rc %d stdout %r stderr %r" % (p.returncode, p.stdout, p.stderr)
+    state, figure = lines[0].split("\t", 1)
+    return state, figure
+
+
+def case(name, args, state, *words):
+    got, figure = run(*args)
+    ok = got == state and all(w in figure for w in words)
+    print("%s: %s -> %s %s" % ("ok" if ok else "FAILED", name, got, figure[:160]))
+    if not ok:
+        failures.append(name)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def shard(name, steps=16, end=True, gpu="ok", kernels=True, counters="c 1000 0 0 3 997 0 12345",
+          done="done 12", cupti="cupti loaded /opt/torch/nvidia/cu13/lib/libcupti.so.13",
+          memory=True, extra=""):
+    d = os.path.join(TMP, name)
+    lines = ["canary-gate-shard 1", "pid 4242", "rank x", "local_rank x", "warmup 2",
+             "step_range step"]
+    if gpu:
+        lines.append("gpu " + gpu)
+    if cupti:
+        lines.append(cupti)
+    for i in range(steps):
+        lines.append("s %d %d %d -1" % (i, 1000 * i, 1000 * i + 900))
+    if kernels:
+        lines += ["o kernel 40 800000 _Z12matmul_tiledPfS_S_i",
+                  "o kernel 20 100000 _Z7softmaxPfi"]
+    lines.append("o memcpy 16 4000 memcpy HtoD pageable")
+    if memory:
+        lines += ["m 0 104857600", "m 0 209715200"]
+    if counters:
+        lines.append(counters)
+    if done:
+        lines.append(done)
+    if extra:
+        lines.append(extra)
+    if end:
+        lines.append("end")
+    write(os.path.join(d, "shard-rx-lx-p4242.%s" % ("shard" if end else "part")),
+          "\n".join(lines) + "\n")
+    return d
+
+
+def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, kernels=True):
+    run_objs = []
+    for _ in range(runs):
+        ops = [{"name": "memcpy HtoD pageable", "family": "memcpy HtoD pageable",
+                "kind": "memcpy", "calls": 20, "total_ns": 5000},
+               {"name": "forward", "family": "forward", "kind": "range", "calls": 20,
+                "total_ns": 900000}]
+        if kernels:
+            ops.append({"name": "matmul_tiled(float*, float*, float*, int)",
+                        "family": "matmul_tiled", "kind": "kernel", "calls": 800,
+                        "total_ns": 16000000})
+        r = {"steps": [{"wall_ns": 1000000, "tokens": 4096, "gpu_busy_ns": 800000,
+                        "loss": 3.5} for _ in range(steps)],
+             "summary": {"peak_device_bytes": peak}, "ops": ops, "dropped_records": 0}
+        if contract:
+            r.update(outside_step_records=0, inside_step_records=1600, late_memory_records=0,
+                     cupti_overhead_ns=120000)
+        run_objs.append(r)
+    env = {"gpu_model": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04",
+           "cuda_version": "13.0"}
+    if contract:
+        env["cupti_library"] = "loaded /opt/torch/nvidia/cu13/lib/libcupti.so.13"
+    a = {"schema": "canary-gate/run", "schema_version": 1, "environment": env,
+         "gpu": {"available": gpu, "reason": None if gpu else "another profiler holds CUPTI"},
+         "runs": run_objs}
+    return write(os.path.join(TMP, name + ".json"), json.dumps(a))
+
+
+def verdict(name, verdict_word, outcomes):
+    metrics = [{"name": n, "delta_pct": d, "p_value": p, "outcome": o}
+               for n, (d, p, o) in outcomes.items()]
+    return write(os.path.join(TMP, name + "-verdict.json"),
+                 json.dumps({"verdict": verdict_word, "headline": "h", "metrics": metrics}))
+
+
+def main():
+    # raw shard
+    good = shard("good")
+    case("raw: a finished shard with everything", ["raw-shard", good, "--rc", 0, "--steps", 16],
+         "PASS", "exit 0", "16 steps", "1000 CUPTI records", "2 kernel names, 60 calls",
+         "peak device 200.00 MiB")
+    case("raw: a crash at exit is caught", ["raw-shard", good, "--rc", 139], "FAIL",
+         "killed by signal 11")
+    case("raw: steps counted", ["raw-shard", good, "--rc", 0, "--steps", 20], "FAIL",
+         "16 steps marked, expected 20")
+    case("raw: a .part without end", ["raw-shard", shard("part", end=False), "--rc", 0], "FAIL",
+         "left as .part", "no 'end' line")
+    case("raw: GPU unavailable named", ["raw-shard", shard("nogpu", gpu="unavailable no driver"),
+                                        "--rc", 0], "FAIL", "gpu unavailable no driver")
+    case("raw: no kernels", ["raw-shard", shard("nok", kernels=False), "--rc", 0], "FAIL",
+         "no kernel op lines")
+    case("raw: no memory lines", ["raw-shard", shard("nom", memory=False), "--rc", 0], "FAIL",
+         "no memory (m) lines")
+    case("raw: no records", ["raw-shard", shard("noc", counters="c 0 0 0"), "--rc", 0], "FAIL",
+         "no CUPTI records")
+    case("raw: os._exit leaves a .part", ["raw-shard", shard("osexit", end=False), "--rc", 0,
+                                          "--expect-part"], "PASS", "no end")
+    case("raw: --expect-part refuses a finished shard", ["raw-shard", good, "--rc", 0,
+                                                         "--expect-part"], "FAIL", "expected an unfinished .part")
+    case("raw: CPU rehearsal needs no GPU lines",
+         ["raw-shard", shard("cpu", gpu="", kernels=False, counters="", memory=False), "--rc", 0,
+          "--cpu"], "PASS", "16 steps")
+    empty = os.path.join(TMP, "empty")
+    os.makedirs(empty)
+    err = write(os.path.join(TMP, "err.txt"), "x\ncanary-train: no usable CUDA device\n")
+    case("raw: no shard, with the canary's error", ["raw-shard", empty, "--rc", 4, "--stderr",
+                                                     err], "FAIL", "no shard file",
+         "exit 4", "no usable CUDA device")
+    case("raw: a missing folder", ["raw-shard", os.path.join(TMP, "nowhere"), "--rc", 0], "FAIL",
+         "no shard directory")
+
+    # shard contract
+    case("contract: done, cupti, 7-field c", ["shard-contract", good, "--done", 12], "PASS",
+         "done 12", "cupti loaded", "outside 3 inside 997")
+    case("contract: wrong done", ["shard-contract", good, "--done", 13], "FAIL",
+         "'done 12', expected 'done 13'")
+    case("contract: old shard lines", ["shard-contract", shard("old", counters="c 1000 0 0",
+                                                               done="", cupti=""), "--done", 12],
+         "FAIL", "no 'done' line", "no 'cupti HOW PATH' line", "'c' line has 3 fields")
+    case("contract: bad HOW", ["shard-contract", shard("how", cupti="cupti guessed /x"),
+                               "--done", 12], "FAIL", "none of loaded/env/configured/soname")
+    case("contract: nothing inside a step", ["shard-contract",
+                                             shard("inside", counters="c 10 0 0 10 0 0 0"),
+                                             "--done", 12], "FAIL", "INSIDE 0, OUTSIDE 10")
+    case("contract: warnings listed", ["shard-contract",
+                                       shard("warn", extra="w CUPTI activity kind MEMCPY2 unavailable"),
+                                       "--done", 12], "PASS", "MEMCPY2 unavailable")
+
+    # artifacts
+    trace = write(os.path.join(TMP, "trace.json"), json.dumps({"traceEvents": [
+        {"name": "step 0", "ph": "X", "cat": "step"},
+        {"name": "matmul", "ph": "X", "cat": "kernel"}]}))
+    case("artifact: GPU metrics and a trace", ["artifact", artifact("a"), "--pageable", "--trace",
+                                               trace], "PASS", "H100", "kernel 1")
+    case("artifact: unavailable", ["artifact", artifact("b", gpu=False)], "FAIL",
+         "another profiler holds CUPTI")
+    case("artifact: no peak", ["artifact", artifact("c", peak=None)], "FAIL",
+         "no peak device memory")
+    notrace = write(os.path.join(TMP, "notrace.json"), json.dumps({"traceEvents": [
+        {"name": "step 0", "ph": "X", "cat": "step"}]}))
+    case("artifact: a trace without GPU events", ["artifact", artifact("a2"), "--trace", notrace],
+         "FAIL", "trace has no kernel or copy events")
+    case("artifact: not JSON", ["artifact", write(os.path.join(TMP, "bad.json"), "{")], "FAIL",
+         "is not JSON")
+    case("artifact: runs not a list", ["artifact", write(os.path.join(TMP, "bad2.json"),
+                                                         '{"runs": "x"}')], "FAIL", "no runs")
+    out = write(os.path.join(TMP, "gate.out"), "canary-gate: run 1 of 2: stopped after 25 steps\n")
+    case("artifact contract: all there", ["artifact-contract", artifact("d"), "--gate-output", out],
+         "PASS", "inside_step_records 1600/1600", "stopped after 25 steps")
+    unknown = json.load(open(artifact("d2")))
+    unknown["runs"][1]["cupti_overhead_ns"] = -1
+    case("artifact contract: -1 is unknown",
+         ["artifact-contract", write(os.path.join(TMP, "d2.json"), json.dumps(unknown)),
+          "--gate-output", out], "FAIL", "runs[].cupti_overhead_ns unknown (120000/-1)")
+    case("artifact contract: none there", ["artifact-contract", artifact("e", contract=False),
+                                           "--gate-output", err], "FAIL",
+         "runs[].outside_step_records missing", "environment.cupti_library missing",
+         "never says 'stopped after N steps'")
+
+    # verdicts
+    aa = verdict("aa", "inconclusive", {"step_time_floor": (1.2, 0.3, "pass"),
+                                        "peak_device_memory": (0.0, None, "pass")})
+    case("verdict: A/A inconclusive passes", ["verdict", aa, "--rc", 0, "--expect", "pass"], "PASS",
+         "step_time_floor +1.2%")
+    case("verdict: A/A exit 1 fails", ["verdict", aa, "--rc", 1, "--expect", "pass"], "FAIL",
+         "A/A expected no FAIL")
+    slow = verdict("slow", "fail", {"step_time_floor": (30.0, 0.004, "fail"),
+                                    "step_time_mean": (31.0, 0.004, "fail")})
+    case("verdict: timing regression found", ["verdict", slow, "--rc", 1, "--expect", "timing"],
+         "PASS", "+30.0%")
+    memf = verdict("memf", "fail", {"step_time_floor": (0.5, 0.4, "pass"),
+                                    "peak_device_memory": (48.0, None, "fail")})
+    case("verdict: memory regression is not a timing one",
+         ["verdict", memf, "--rc", 1, "--expect", "timing"], "FAIL", "not detected")
+    case("verdict: memory regression found", ["verdict", memf, "--rc", 1, "--expect", "memory"],
+         "PASS", "peak_device_memory +48.0%")
+    case("verdict: a missed regression", ["verdict", aa, "--rc", 0, "--expect", "memory"], "FAIL",
+         "memory regression not detected")
+    err_v = write(os.path.join(TMP, "err-verdict.json"),
+                  json.dumps({"verdict": "error", "headline": "canary crashed in run 2"}))
+    case("verdict: canary failure", ["verdict", err_v, "--rc", 3, "--expect", "pass"], "FAIL",
+         "canary crashed in run 2")
+    case("verdict: none written", ["verdict", os.path.join(TMP, "none.json"), "--rc", 3,
+                                   "--expect", "pass"], "FAIL", "not written")
+
+    # measured runs
+    case("measured: GPU metrics", ["measured", artifact("f", steps=10, runs=1), "--rc", 0,
+                                   "--steps", 10, "--gpu", "required"], "PASS", "1 kernel ops")
+    case("measured: step count", ["measured", artifact("g", steps=9, runs=1), "--rc", 0,
+                                  "--steps", 10], "FAIL", "expected 10")
+    case("measured: a reason is enough", ["measured", artifact("h", gpu=False, runs=1, steps=10),
+                                          "--rc", 0, "--steps", 10], "PASS",
+         "another profiler holds CUPTI")
+    case("measured: a reason is not GPU metrics",
+         ["measured", artifact("i", gpu=False, runs=1, steps=10), "--rc", 0, "--steps", 10,
+          "--gpu", "required"], "FAIL", "GPU metrics unavailable")
+    case("measured: available without kernels",
+         ["measured", artifact("j", kernels=False, runs=1, steps=10), "--rc", 0, "--steps", 10],
+         "FAIL", "no kernel op was recorded")
+
+    # libcupti copies
+    one = write(os.path.join(TMP, "one.txt"), "header\nlibcupti_files=1 /a/libcupti.so.13\n")
+    two = write(os.path.join(TMP, "two.txt"),
+                "libcupti_files=2 /a/libcupti.so.13 /usr/local/cuda/lib64/libcupti.so.13\n")
+    case("cupti: one copy", ["cupti-copies", one, "--shard-dir", good], "PASS", "1 mapped",
+         "shard: loaded")
+    case("cupti: two copies", ["cupti-copies", two], "FAIL", "expected exactly 1")
+    case("cupti: not printed", ["cupti-copies", err], "FAIL", "no libcupti_files line")
+
+    # overhead
+    tsv = write(os.path.join(TMP, "o.tsv"), "none 10\nnvtx 10.1\nfull 10.4\n" * 3)
+    case("overhead: medians and ratios", ["overhead", tsv, "--reps", 3], "PASS",
+         "none 10.000 ms (n=3)", "full 10.400 ms (n=3) x1.040")
+    high = write(os.path.join(TMP, "h.tsv"), "none 10\nnvtx 10\nfull 12\n" * 3)
+    case("overhead: bounded", ["overhead", high, "--reps", 3], "FAIL", "costs +20.0%")
+    case("overhead: too few", ["overhead", tsv, "--reps", 4], "FAIL", "too few measurements")
+    only = write(os.path.join(TMP, "only.tsv"), "nvtx 10\n")
+    case("overhead: nothing to compare", ["overhead", only, "--reps", 0], "FAIL",
+         "no run without the library")
+
+    if failures:
+        print("%d case(s) failed; files in %s" % (len(failures), TMP))
+        return 1
+    subprocess.run(["rm", "-rf", TMP])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
