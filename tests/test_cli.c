@@ -28,6 +28,10 @@ static void slurp(const char *path, char *dst, size_t n)
         fclose(f);
 }
 
+/* Seconds after which a run of the tool is ended by SIGALRM (exit 128 + 14): a tool that blocks
+ * (on a FIFO, say) fails its test instead of hanging the suite. */
+#define TOOL_ALARM_S 20
+
 /* Runs the tool with the given arguments (NULL-terminated); returns its exit code. */
 static int tool(const char *arg, ...)
 {
@@ -47,6 +51,7 @@ static int tool(const char *arg, ...)
         int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fo, 1);
         dup2(fe, 2);
+        alarm(TOOL_ALARM_S); /* kept across execv */
         execv(CG_TOOL_PATH, (char *const *)argv);
         _exit(127);
     }
@@ -54,7 +59,7 @@ static int tool(const char *arg, ...)
     waitpid(pid, &st, 0);
     slurp(o, out_text, sizeof(out_text));
     slurp(e, err_text, sizeof(err_text));
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 #define EX(name) CG_SOURCE_DIR "/examples/" name
@@ -192,6 +197,28 @@ static void test_cli__show_summarises(void **state)
     assert_int_equal(tool("show", "--ops", "x", EX("current.json"), NULL), 2);
 }
 
+/* A FIFO as the baseline, the current artifact, the thresholds or a merge input has no writer:
+ * reading it would wait for ever. Each is refused at once, exit 2, naming the file. */
+static void test_cli__fifo_inputs_are_refused_at_once(void **state)
+{
+    (void)state;
+    const char *fifo = path_in("fifo.json");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(tool("compare", fifo, EX("current.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file (a FIFO)"));
+    assert_int_equal(tool("compare", EX("baseline.json"), fifo, NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(tool("compare", "--thresholds", fifo, EX("baseline.json"), EX("current.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(tool("merge", "-o", path_in("m.json"), fifo, NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(tool("show", fifo, NULL), 2);
+    assert_int_equal(tool("--baseline", fifo, "--runs", "1", "--steps", "1", "--out", path_in("run.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(access(path_in("run.log"), F_OK), -1); /* nothing was run */
+    unlink(fifo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),
         cmocka_unit_test(test_cli__show_summarises),
+        cmocka_unit_test(test_cli__fifo_inputs_are_refused_at_once),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
