@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "cg_version.h"
 #include "fsutil.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -138,8 +139,9 @@ int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum
 {
     if (grow((void **)&run->ops, run->n_ops, sizeof(*run->ops)) != 0)
         return CG_ENOMEM;
-    char *n = strdup(name);
-    char *f = strdup(family != NULL ? family : name);
+    /* Names come from the canary's kernels and ranges: any bytes, repaired to UTF-8 here. */
+    char *n = cg_utf8_dup(name);
+    char *f = cg_utf8_dup(family != NULL ? family : name);
     if (n == NULL || f == NULL) {
         free(n);
         free(f);
@@ -433,7 +435,7 @@ static int get_str(struct parser *p, const cJSON *obj, const char *parent, const
         return 0;
     if (!cJSON_IsString(v))
         return bad(p, path, "must be a string");
-    *out = strdup(v->valuestring);
+    *out = cg_utf8_dup(v->valuestring);
     return *out != NULL ? 0 : cg_err_set(p->err, CG_ENOMEM, "out of memory");
 }
 
@@ -471,7 +473,7 @@ static int parse_env(struct parser *p, const cJSON *root, struct cg_artifact *a)
     {
         if (!cJSON_IsString(arg))
             return bad(p, "environment.canary_command", "must be an array of strings");
-        e->canary_command[e->n_canary_command] = strdup(arg->valuestring);
+        e->canary_command[e->n_canary_command] = cg_utf8_dup(arg->valuestring);
         if (e->canary_command[e->n_canary_command++] == NULL)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
     }
@@ -578,12 +580,17 @@ static int parse_summary(struct parser *p, const cJSON *run, const char *rp, str
     /* The summary must agree with the steps it summarises: a hand-edited or corrupted summary
      * would otherwise be compared while the steps say something else. */
     double mean = m->step_time_mean_ns, median = m->step_time_median_ns, p95 = m->step_time_p95_ns;
+    double rate = m->tokens_per_sec;
     cg_run_summarize(r);
     const double tol = 1e-6;
     if (fabs(mean - m->step_time_mean_ns) > tol * m->step_time_mean_ns + 1.0 ||
         fabs(median - m->step_time_median_ns) > tol * m->step_time_median_ns + 1.0 ||
         fabs(p95 - m->step_time_p95_ns) > tol * m->step_time_p95_ns + 1.0)
         return bad(p, path, "step times do not match the run's steps");
+    /* Unknown exactly when no step has tokens; else tokens over the steps' time. */
+    if (isnan(rate) != isnan(m->tokens_per_sec) ||
+        (!isnan(rate) && fabs(rate - m->tokens_per_sec) > tol * m->tokens_per_sec + 1e-9))
+        return bad(p, path, "tokens_per_sec does not match the run's steps");
     return 0;
 }
 
@@ -659,11 +666,23 @@ int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_
                       struct cg_err *err)
 {
     struct parser p = {name, err};
+    const char *end = NULL;
     cg_artifact_init(a);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (root == NULL)
         return cg_err_set(err, CG_EINPUT, "cannot read '%s': not valid JSON (truncated or corrupt)",
                           name);
+    /* One document per file: `cat base.json slow.json` must not read as base.json. */
+    size_t at = (size_t)(end - text);
+    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
+        at++;
+    if (at < len) {
+        cJSON_Delete(root);
+        return cg_err_set(err, CG_EINPUT,
+                          "cannot read '%s': trailing data after the JSON document (at byte %zu): "
+                          "one artifact per file",
+                          name, at);
+    }
     int rc = parse_root(&p, root, a);
     cJSON_Delete(root);
     if (rc != 0)
@@ -780,6 +799,13 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
         cJSON_AddItemToArray(runs, run_to_json(&a->runs[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
+    /* Strings the collector set directly (argv, the GPU's and CPU's names) may be ill-formed:
+     * repair them here too, so no artifact is ever written with invalid UTF-8. Only strings can
+     * hold bytes above 0x7F in printed JSON, so the document stays valid. */
+    if (text != NULL && cg_utf8_fix(&text) != 0) {
+        free(text);
+        return NULL;
+    }
     return text;
 }
 

@@ -219,6 +219,29 @@ static void test_cli__fifo_inputs_are_refused_at_once(void **state)
     unlink(fifo);
 }
 
+/* `cat base.json slow.json > x.json`: compared as base.json the slowdown would PASS. Two
+ * documents in one file are refused, exit 2, naming the file. */
+static void test_cli__concatenated_artifacts_are_refused(void **state)
+{
+    (void)state;
+    char *a = NULL, *b = NULL;
+    struct cg_err err;
+    assert_int_equal(cg_file_read(EX("baseline.json"), 1 << 24, &a, NULL, &err), 0);
+    assert_int_equal(cg_file_read(EX("current.json"), 1 << 24, &b, NULL, &err), 0);
+    FILE *f = fopen(path_in("both.json"), "w");
+    assert_non_null(f);
+    fputs(a, f);
+    fputs(b, f);
+    fclose(f);
+    assert_int_equal(tool("compare", path_in("both.json"), EX("current.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "both.json': trailing data after the JSON document"));
+    assert_int_equal(tool("compare", EX("baseline.json"), path_in("both.json"), NULL), 2);
+    assert_int_equal(tool("merge", "-o", path_in("m.json"), path_in("both.json"), NULL), 2);
+    assert_int_equal(access(path_in("m.json"), F_OK), -1);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),
         cmocka_unit_test(test_cli__show_summarises),
         cmocka_unit_test(test_cli__fifo_inputs_are_refused_at_once),
+        cmocka_unit_test(test_cli__concatenated_artifacts_are_refused),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -7,9 +7,12 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "report.h"
 #include "stats.h"
 #include "verdict.h"
 
+#include <errno.h>
+#include <iconv.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -537,6 +540,55 @@ static void test_verdict__exit_codes(void **state)
     assert_int_equal(cg_verdict_exit_code(&v, true), 4);
 }
 
+/* True when s is well-formed UTF-8, as glibc's iconv decides (not this project's code). */
+static bool strict_utf8(const char *s)
+{
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    assert_true(cd != (iconv_t)-1);
+    char *in = (char *)s;
+    size_t in_left = strlen(s);
+    char buf[4096];
+    bool ok = true;
+    while (in_left > 0 && ok) {
+        char *out = buf;
+        size_t out_left = sizeof(buf);
+        ok = iconv(cd, &in, &in_left, &out, &out_left) != (size_t)-1 || errno == E2BIG;
+    }
+    iconv_close(cd);
+    return ok;
+}
+
+/* The JSON verdict is valid UTF-8 whatever the names: ops named with invalid bytes (repaired as
+ * they enter the artifact) and a thresholds path from the command line with invalid bytes. */
+static void test_verdict__json_verdict_is_valid_utf8(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1), fk = FX(5, 30, 1.3e7, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    snprintf(t.source, sizeof(t.source), "thr\xff\xfe.json");
+    make(&b, &fb);
+    make(&k, &fk);
+    for (size_t r = 0; r < k.n_runs; r++) {
+        double per_step = k.runs[r].summary.step_time_mean_ns * (double)k.runs[r].n_steps;
+        assert_int_equal(cg_run_add_op(&k.runs[r], "kern\xc0\xaf", NULL, CG_OP_KERNEL, 30,
+                                       (int64_t)(per_step * 0.2)), 0);
+    }
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    char *json = cg_report_json(&v);
+    assert_non_null(json);
+    assert_true(strict_utf8(json));
+    assert_non_null(strstr(json, "kern\xef\xbf\xbd\xef\xbf\xbd"));
+    assert_non_null(strstr(json, "thr\xef\xbf\xbd\xef\xbf\xbd.json"));
+    free(json);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -550,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
         cmocka_unit_test(test_verdict__floor_rule),
         cmocka_unit_test(test_verdict__exit_codes),
+        cmocka_unit_test(test_verdict__json_verdict_is_valid_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
