@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
 
@@ -48,6 +50,8 @@ void cg_artifact_init(struct cg_artifact *a)
 
 static void run_release(struct cg_run *r)
 {
+    free(r->id.host);
+    free(r->id.started_utc);
     for (size_t i = 0; i < r->n_ops; i++) {
         free(r->ops[i].name);
         free(r->ops[i].family);
@@ -97,7 +101,8 @@ static void run_init(struct cg_run *r)
     r->zero_timestamp_records = -1;
 }
 
-struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
+/* Appends a run without an identity. */
+static struct cg_run *add_blank_run(struct cg_artifact *a)
 {
     struct cg_run *p = realloc(a->runs, (a->n_runs + 1) * sizeof(*p));
     if (p == NULL)
@@ -105,6 +110,83 @@ struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
     a->runs = p;
     run_init(&a->runs[a->n_runs]);
     return &a->runs[a->n_runs++];
+}
+
+/* This process's part of every new run's identity: the host name and the time of its first
+ * run, taken once; then a counter. */
+static struct {
+    char host[256];
+    char started[64];
+    int64_t seq;
+} g_ident;
+
+static int stamp_identity(struct cg_run_id *id)
+{
+    if (g_ident.started[0] == '\0') {
+        struct timespec ts;
+        struct tm tm;
+        char day[24];
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(g_ident.started, sizeof(g_ident.started), "%.20s.%09ldZ", day,
+                 (long)ts.tv_nsec % 1000000000L);
+        if (gethostname(g_ident.host, sizeof(g_ident.host) - 1) != 0 || g_ident.host[0] == '\0')
+            snprintf(g_ident.host, sizeof(g_ident.host), "unknown-host");
+    }
+    id->host = cg_utf8_dup(g_ident.host);
+    id->started_utc = strdup(g_ident.started);
+    id->pid = (int64_t)getpid();
+    id->seq = ++g_ident.seq;
+    return id->host != NULL && id->started_utc != NULL ? 0 : CG_ENOMEM;
+}
+
+struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
+{
+    struct cg_run *r = add_blank_run(a);
+    if (r == NULL)
+        return NULL;
+    if (stamp_identity(&r->id) != 0) {
+        run_release(r);
+        a->n_runs--;
+        return NULL;
+    }
+    return r;
+}
+
+static bool same_steps(const struct cg_run *a, const struct cg_run *b)
+{
+    if (a->n_steps != b->n_steps)
+        return false;
+    for (size_t i = 0; i < a->n_steps; i++) {
+        if (a->steps[i].wall_ns != b->steps[i].wall_ns || a->steps[i].tokens != b->steps[i].tokens)
+            return false;
+    }
+    return true;
+}
+
+bool cg_run_same(const struct cg_run *a, const struct cg_run *b)
+{
+    const struct cg_run_id *x = &a->id, *y = &b->id;
+    if (x->host == NULL || y->host == NULL)
+        return same_steps(a, b);
+    return x->pid == y->pid && x->seq == y->seq && strcmp(x->host, y->host) == 0 &&
+           strcmp(x->started_utc, y->started_utc) == 0;
+}
+
+bool cg_artifact_find_same_runs(const struct cg_artifact *a, size_t *earlier, size_t *later)
+{
+    /* Quadratic, over runs (tens to a few hundred), not steps. */
+    for (size_t k = 1; k < a->n_runs; k++) {
+        for (size_t i = 0; i < k; i++) {
+            if (cg_run_same(&a->runs[i], &a->runs[k])) {
+                *earlier = i;
+                *later = k;
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 /* Grows *arr (elem bytes each) so that index n fits. The capacity is implicit: 8, then doubling,
@@ -216,8 +298,13 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
 {
     for (size_t i = 0; i < src->n_runs; i++) {
         const struct cg_run *from = &src->runs[i];
-        struct cg_run *to = cg_artifact_add_run(dst);
+        struct cg_run *to = add_blank_run(dst);
         if (to == NULL)
+            return CG_ENOMEM;
+        to->id.pid = from->id.pid;
+        to->id.seq = from->id.seq;
+        if (dup_str(&to->id.host, from->id.host) != 0 ||
+            dup_str(&to->id.started_utc, from->id.started_utc) != 0)
             return CG_ENOMEM;
         to->summary = from->summary;
         to->dropped_records = from->dropped_records;
@@ -594,6 +681,27 @@ static int parse_summary(struct parser *p, const cJSON *run, const char *rp, str
     return 0;
 }
 
+/* The run's identity: optional (artifacts written before it have none), whole when present. */
+static int parse_id(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *id;
+    char path[96];
+    if (field(p, run, rp, "id", true, &id) != 0)
+        return CG_EINPUT;
+    if (id == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.id", rp);
+    if (!cJSON_IsObject(id))
+        return bad(p, path, "must be an object");
+    struct cg_run_id *x = &r->id;
+    if (get_str(p, id, path, "host", false, &x->host) ||
+        get_int(p, id, path, "pid", false, 0, &x->pid) ||
+        get_str(p, id, path, "started_utc", false, &x->started_utc) ||
+        get_int(p, id, path, "seq", false, 1, &x->seq))
+        return CG_EINPUT;
+    return 0;
+}
+
 static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a)
 {
     const cJSON *runs;
@@ -611,11 +719,12 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
         snprintf(rp, sizeof(rp), "runs[%zu]", i++);
         if (!cJSON_IsObject(run))
             return bad(p, rp, "must be an object");
-        struct cg_run *r = cg_artifact_add_run(a);
+        struct cg_run *r = add_blank_run(a);
         if (r == NULL)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
         const cJSON *steps, *ops;
-        if (field(p, run, rp, "steps", false, &steps) || parse_steps(p, steps, rp, r) ||
+        if (parse_id(p, run, rp, r) ||
+            field(p, run, rp, "steps", false, &steps) || parse_steps(p, steps, rp, r) ||
             field(p, run, rp, "ops", false, &ops) || parse_ops(p, ops, rp, r) ||
             parse_summary(p, run, rp, r) ||
             get_int(p, run, rp, "dropped_records", true, 0, &r->dropped_records) ||
@@ -722,6 +831,13 @@ static cJSON *str_or_null(const char *s)
 static cJSON *run_to_json(const struct cg_run *r)
 {
     cJSON *run = cJSON_CreateObject();
+    if (r->id.host != NULL && r->id.started_utc != NULL) {
+        cJSON *id = cJSON_AddObjectToObject(run, "id");
+        cJSON_AddStringToObject(id, "host", r->id.host);
+        cJSON_AddNumberToObject(id, "pid", (double)r->id.pid);
+        cJSON_AddStringToObject(id, "started_utc", r->id.started_utc);
+        cJSON_AddNumberToObject(id, "seq", (double)r->id.seq);
+    }
     cJSON *steps = cJSON_AddArrayToObject(run, "steps");
     for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];

@@ -358,6 +358,95 @@ static void test_artifact__invalid_utf8_becomes_replacement_characters(void **st
     cg_artifact_release(&a);
 }
 
+/* Every run gets an identity when it is created (this host, this canary-gate process and when it
+ * started, the run's number in it); JSON and merging keep it, so the same run can be recognised
+ * wherever it is pooled. Artifacts written before identities load with none. */
+static void test_artifact__runs_carry_an_identity_through_json_and_merges(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b, c;
+    struct cg_err err;
+    char host[256];
+    assert_int_equal(gethostname(host, sizeof(host)), 0);
+    cg_artifact_init(&a);
+    cg_artifact_init(&b);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    assert_int_equal(cg_fixture_make(&b, &fx), 0); /* the same seed: equal steps, other runs */
+    for (size_t i = 0; i < a.n_runs; i++) {
+        assert_non_null(a.runs[i].id.host);
+        assert_int_equal(strncmp(a.runs[i].id.host, host, strlen(a.runs[i].id.host)), 0);
+        assert_int_equal(a.runs[i].id.pid, getpid());
+        assert_non_null(a.runs[i].id.started_utc);
+        assert_false(cg_run_same(&a.runs[i], &b.runs[i]));
+        for (size_t k = 0; k < i; k++)
+            assert_false(cg_run_same(&a.runs[i], &a.runs[k]));
+    }
+    assert_true(a.runs[1].id.seq > a.runs[0].id.seq);
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(strstr(text, "\"started_utc\":"));
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "id.json", &c, &err), 0);
+    for (size_t i = 0; i < a.n_runs; i++) {
+        assert_true(cg_run_same(&a.runs[i], &c.runs[i]));
+        assert_string_equal(c.runs[i].id.host, a.runs[i].id.host);
+        assert_string_equal(c.runs[i].id.started_utc, a.runs[i].id.started_utc);
+        assert_int_equal(c.runs[i].id.seq, a.runs[i].id.seq);
+    }
+    cg_artifact_release(&c);
+    cg_artifact_init(&c);
+    assert_int_equal(cg_artifact_append_runs(&c, &a), 0);
+    assert_true(cg_run_same(&c.runs[2], &a.runs[2]));
+    cg_artifact_release(&c);
+
+    /* an identity that is not one is refused with its path */
+    char *bad = replace(text, "\"seq\":\t", "\"seq\":\t-");
+    assert_int_equal(cg_artifact_parse(bad, strlen(bad), "id.json", &c, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "runs[0].id.seq: must be at least 1"));
+    free(bad);
+
+    /* an artifact written before runs had an identity still loads, with none */
+    struct cg_artifact old;
+    assert_int_equal(cg_artifact_load(CG_SOURCE_DIR "/examples/baseline.json", &old, &err), 0);
+    assert_null(old.runs[0].id.host);
+    assert_false(cg_run_same(&old.runs[0], &old.runs[1]));
+    cg_artifact_release(&old);
+    free(text);
+    cg_artifact_release(&a);
+    cg_artifact_release(&b);
+}
+
+/* The same run twice in one pool (a file merged twice, a copy of it, a merge of merges) makes
+ * a baseline look more certain than it is. cg_artifact_find_same_runs finds it: by identity, or
+ * for runs without one by their steps (no two real runs time every step alike to the ns). */
+static void test_artifact__the_same_run_twice_is_found(void **state)
+{
+    (void)state;
+    struct cg_artifact a, pool, old, oldpool;
+    struct cg_err err;
+    size_t i = 0, k = 0;
+    cg_artifact_init(&a);
+    cg_artifact_init(&pool);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    assert_int_equal(cg_artifact_append_runs(&pool, &a), 0);
+    assert_false(cg_artifact_find_same_runs(&pool, &i, &k));
+    assert_int_equal(cg_artifact_append_runs(&pool, &a), 0);
+    assert_true(cg_artifact_find_same_runs(&pool, &i, &k));
+    assert_int_equal(i, 0);
+    assert_int_equal(k, fx.runs);
+
+    assert_int_equal(cg_artifact_load(CG_SOURCE_DIR "/examples/baseline.json", &old, &err), 0);
+    cg_artifact_init(&oldpool);
+    assert_int_equal(cg_artifact_append_runs(&oldpool, &old), 0);
+    assert_false(cg_artifact_find_same_runs(&oldpool, &i, &k));
+    assert_int_equal(cg_artifact_append_runs(&oldpool, &old), 0);
+    assert_true(cg_artifact_find_same_runs(&oldpool, &i, &k));
+    assert_int_equal(i, 0);
+    assert_int_equal(k, old.n_runs);
+    cg_artifact_release(&a);
+    cg_artifact_release(&pool);
+    cg_artifact_release(&old);
+    cg_artifact_release(&oldpool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +458,8 @@ int main(void)
         cmocka_unit_test(test_artifact__trailing_data_after_the_document_is_refused),
         cmocka_unit_test(test_artifact__tokens_per_sec_must_match_the_steps),
         cmocka_unit_test(test_artifact__invalid_utf8_becomes_replacement_characters),
+        cmocka_unit_test(test_artifact__runs_carry_an_identity_through_json_and_merges),
+        cmocka_unit_test(test_artifact__the_same_run_twice_is_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,8 @@
 
 #include <cmocka.h>
 
+#include "artifact.h"
+#include "fixtures.h"
 #include "fsutil.h"
 
 #include <fcntl.h>
@@ -168,11 +170,29 @@ static void test_cli__reports_written_and_never_half_replaced(void **state)
     free(c);
 }
 
+/* Two fixture artifacts of the same canary and machine, different runs, saved as a.json and
+ * b.json in the test directory. */
+static void two_artifacts(void)
+{
+    struct cg_fixture f = {5, 20, 1e7, 0.01, 0.02, 512, -1, 100000000, 2, 1};
+    const char *names[2] = {"a.json", "b.json"};
+    for (int i = 0; i < 2; i++) {
+        struct cg_artifact a;
+        struct cg_err err;
+        cg_artifact_init(&a);
+        f.seed = (uint64_t)i + 1;
+        assert_int_equal(cg_fixture_make(&a, &f), 0);
+        assert_int_equal(cg_artifact_save(path_in(names[i]), &a, &err), 0);
+        cg_artifact_release(&a);
+    }
+}
+
 static void test_cli__merge_pools_runs_and_refuses_other_machines(void **state)
 {
     (void)state;
     const char *out = path_in("pooled.json");
-    assert_int_equal(tool("merge", "-o", out, EX("baseline.json"), EX("baseline.json"), NULL), 0);
+    two_artifacts();
+    assert_int_equal(tool("merge", "-o", out, path_in("a.json"), path_in("b.json"), NULL), 0);
     assert_int_equal(tool("show", out, NULL), 0);
     assert_non_null(strstr(out_text, "10 in file"));
     char *text = NULL;
@@ -186,6 +206,37 @@ static void test_cli__merge_pools_runs_and_refuses_other_machines(void **state)
     assert_int_equal(tool("merge", "-o", path_in("x.json"), EX("baseline.json"), path_in("other.json"), NULL), 2);
     assert_non_null(strstr(err_text, "environment.cpu_model differs"));
     assert_int_equal(access(path_in("x.json"), F_OK), -1);
+}
+
+/* Pooling the same runs twice makes one run look like many: a 15-run baseline out of one run
+ * FAILs unchanged code. The same file twice, a copy of it, or a merge that already holds a run:
+ * refused, exit 2, naming the file and the run. Artifacts written before runs had an identity
+ * are recognised by their steps. */
+static void test_cli__merge_refuses_the_same_run_twice(void **state)
+{
+    (void)state;
+    char out[256];
+    snprintf(out, sizeof(out), "%s", path_in("b2.json"));
+    two_artifacts();
+    assert_int_equal(tool("merge", "-o", out, path_in("a.json"), path_in("a.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "cannot merge"));
+    assert_non_null(strstr(err_text, "run 1 of '"));
+    assert_non_null(strstr(err_text, "a.json'"));
+    assert_int_equal(access(out, F_OK), -1);
+    char *text = NULL;
+    struct cg_err err;
+    assert_int_equal(cg_file_read(path_in("a.json"), 1 << 24, &text, NULL, &err), 0);
+    write_text(path_in("copy.json"), text);
+    free(text);
+    assert_int_equal(tool("merge", "-o", out, path_in("a.json"), path_in("b.json"), path_in("copy.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "copy.json"));
+    assert_int_equal(tool("merge", "-o", path_in("ab.json"), path_in("a.json"), path_in("b.json"), NULL), 0);
+    assert_int_equal(tool("merge", "-o", out, path_in("ab.json"), path_in("b.json"), NULL), 2);
+    assert_int_equal(access(out, F_OK), -1);
+    /* without identities (an artifact written before them) */
+    assert_int_equal(tool("merge", "-o", out, EX("baseline.json"), EX("baseline.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "baseline.json"));
+    assert_int_equal(access(out, F_OK), -1);
 }
 
 static void test_cli__show_summarises(void **state)
@@ -250,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_cli__inconclusive_exits_4_when_asked),
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),
+        cmocka_unit_test(test_cli__merge_refuses_the_same_run_twice),
         cmocka_unit_test(test_cli__show_summarises),
         cmocka_unit_test(test_cli__fifo_inputs_are_refused_at_once),
         cmocka_unit_test(test_cli__concatenated_artifacts_are_refused),
