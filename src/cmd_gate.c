@@ -10,6 +10,9 @@
  * the thresholds file. A canary that fails is reported (terminal, report, JSON, comment) as a
  * canary failure with its reason, exit 3. A missing baseline is exit 2 with how to record one,
  * unless --record-if-missing, which records this run as the baseline and passes with a note.
+ * Every output is checked before the canary runs: none may be the same file as the baseline, the
+ * thresholds or another output, and each must be writable. A failed or interrupted measurement
+ * never replaces --out: the runs it completed go to FILE.partial.json.
  */
 #include "cmd.h"
 
@@ -68,9 +71,14 @@ static const char usage_text[] =
     "--comment and --status read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
     "'canary-gate comment --help'); without --report the report goes beside --out (FILE.md).\n"
     "\n"
+    "Every output is checked before the canary runs: none may be the baseline, the thresholds\n"
+    "or another output (exit 2), and each must be writable (exit 3). A failed or interrupted\n"
+    "measurement never replaces --out: the runs it completed go to FILE.partial.json.\n"
+    "\n"
     "exit codes: 0 pass (or inconclusive, or a baseline recorded), 1 fail, 2 usage or invalid\n"
-    "            input (a missing or unreadable baseline), 3 the canary failed or a file could\n"
-    "            not be written, 4 inconclusive with --fail-on-inconclusive\n";
+    "            input (a missing or unreadable baseline, an output that is an input), 3 the\n"
+    "            canary failed or a file could not be written, 4 inconclusive with\n"
+    "            --fail-on-inconclusive\n";
 
 enum {
     OPT_BASELINE = 256, OPT_RECORD, OPT_THRESHOLDS, OPT_RUNS, OPT_STEPS, OPT_WARMUP, OPT_TIMEOUT,
@@ -118,6 +126,7 @@ struct gate_opts {
     bool record_if_missing, comment, status, fail_on_inconclusive;
     long runs, steps, warmup, tokens_per_step; /* -1: not given */
     const char *step_range;                    /* NULL: not given */
+    bool log_given, report_given;
     struct cg_collect_cfg collect;
     struct cg_gate_seq_opts seq; /* sequential looks and confirmation */
 };
@@ -146,8 +155,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
             break;
         case OPT_RANGE: o->step_range = optarg; break;
         case OPT_OUT: o->out = optarg; break;
-        case OPT_LOG: o->collect.log = optarg; break;
-        case OPT_REPORT: o->report = optarg; break;
+        case OPT_LOG: o->collect.log = optarg; o->log_given = true; break;
+        case OPT_REPORT: o->report = optarg; o->report_given = true; break;
         case OPT_JSON: o->json = optarg; break;
         case OPT_COMMENT: o->comment = true; break;
         case OPT_MODE: o->comment_mode = optarg; break;
@@ -320,6 +329,7 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     cg_collector_close(col);
     cg_cmd_fail(&err);
     cg_collect_hint(&err, o->collect.step_range);
+    cg_cmd_save_partial(o->out, cur); /* never over --out */
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
         if (write_notice(o, "fail", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
                          NULL) == 0 &&
@@ -357,7 +367,8 @@ int cmd_gate(int argc, char **argv)
     struct cg_thresholds t;
     struct cg_err err;
     struct cg_collector *col = NULL;
-    char *log_owned = NULL, *report_owned = NULL;
+    struct cg_outputs paths;
+    char *log_owned = NULL, *report_owned = NULL, *partial = NULL, *confirm = NULL;
     int exit_code;
     bool have_base = false;
     o.out = "canary-run.json";
@@ -395,6 +406,23 @@ int cmd_gate(int argc, char **argv)
     if (o.report == NULL && (o.comment || o.status) &&
         (o.report = report_owned = cg_collect_sibling_path(o.out, ".md")) == NULL)
         goto oom;
+    if ((partial = cg_cmd_partial_path(o.out)) == NULL ||
+        (confirm = cg_collect_sibling_path(o.out, ".confirm.json")) == NULL)
+        goto oom;
+    /* Before any canary time: the log is truncated when the first run starts. */
+    cg_outputs_init(&paths);
+    cg_outputs_add(&paths, have_base ? CG_PATH_INPUT : CG_PATH_OUTPUT, "--baseline", o.baseline);
+    cg_cmd_add_thresholds(&paths, o.thresholds);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out", o.out);
+    cg_outputs_add(&paths, CG_PATH_IN_PLACE, o.log_given ? "--log" : "the canary's log",
+                   o.collect.log);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, o.report_given ? "--report" : "the report", o.report);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", o.json);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--trace", o.collect.trace_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "the partial artifact", partial);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "the confirmation artifact", confirm);
+    if ((exit_code = cg_cmd_check_outputs(&paths)) != 0)
+        goto done;
     fprintf(stderr, "canary-gate: %s '%s': %ld run%s of %ld steps after %ld warm-up, thresholds "
                     "%s\n",
             have_base ? "gating against" : "recording the baseline", o.baseline, o.runs,
@@ -419,10 +447,16 @@ int cmd_gate(int argc, char **argv)
                  (strcmp(o.color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
     struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, color};
     exit_code = cg_gate_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &ro);
-    if (exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL || exit_code == CG_EXIT_INCONCLUSIVE)
+    /* A verdict's exit code means the report and the JSON verdict were written; 3 means one of
+     * them (or a later run) failed, and the line below names only what was written. */
+    bool reported = exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL ||
+                    exit_code == CG_EXIT_INCONCLUSIVE;
+    if (reported)
         post(&o);
-    fprintf(stderr, "canary-gate: artifact '%s'%s%s, canary output '%s'\n", o.out,
-            o.report ? ", report " : "", o.report ? o.report : "", o.collect.log);
+    bool md = reported && o.report != NULL, js = reported && o.json != NULL;
+    fprintf(stderr, "canary-gate: artifact '%s'%s%s%s%s%s%s, canary output '%s'\n", o.out,
+            md ? ", report '" : "", md ? o.report : "", md ? "'" : "", js ? ", verdict '" : "",
+            js ? o.json : "", js ? "'" : "", o.collect.log);
     goto done;
 oom:
     cg_err_set(&err, CG_ENOMEM, "out of memory");
@@ -433,5 +467,7 @@ done:
     cg_artifact_release(&cur);
     free(log_owned);
     free(report_owned);
+    free(partial);
+    free(confirm);
     return exit_code;
 }

@@ -78,6 +78,15 @@ int cmd_merge(int argc, char **argv)
     if (optind >= argc)
         return cg_cmd_usage_error("merge", "expected at least one input artifact");
 
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    for (int i = optind; i < argc; i++)
+        cg_outputs_add(&paths, CG_PATH_INPUT, "IN", argv[i]);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "-o", out);
+    int rc = cg_cmd_check_outputs(&paths);
+    if (rc != 0)
+        return rc;
+
     struct cg_err err;
     struct cg_artifact merged, in, first;
     int exit_code = CG_EXIT_PASS;

@@ -1,10 +1,14 @@
-/* cmd_util: helpers shared by the cmd_*.c files for messages and option values. */
+/* cmd_util: helpers shared by the cmd_*.c files for messages, option values, the inputs and
+ * outputs checked before anything runs, and the partial artifact of a run cut short. */
 #include "cmd.h"
+
+#include "collect.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 int cg_cmd_fail(const struct cg_err *err)
 {
@@ -34,4 +38,46 @@ int cg_cmd_parse_count(const char *verb, const char *opt, const char *value, lon
                                   min, max);
     *out = v;
     return 0;
+}
+
+void cg_cmd_add_thresholds(struct cg_outputs *o, const char *spec)
+{
+    struct stat st;
+    if (spec != NULL && stat(spec, &st) == 0)
+        cg_outputs_add(o, CG_PATH_INPUT, "--thresholds", spec);
+}
+
+int cg_cmd_check_outputs(const struct cg_outputs *o)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    return cg_outputs_check(o, &err) != 0 ? cg_cmd_fail(&err) : 0;
+}
+
+char *cg_cmd_partial_path(const char *out)
+{
+    return cg_collect_sibling_path(out, ".partial.json");
+}
+
+int cg_cmd_save_partial(const char *out, const struct cg_artifact *a)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (a->n_runs == 0) {
+        fprintf(stderr, "canary-gate: no run completed; nothing written\n");
+        return 0;
+    }
+    char *partial = cg_cmd_partial_path(out);
+    int rc = 0;
+    if (partial == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        rc = cg_cmd_fail(&err);
+    } else if (cg_artifact_save(partial, a, &err) != 0) {
+        rc = cg_cmd_fail(&err);
+    } else {
+        fprintf(stderr, "canary-gate: %zu completed run%s written to '%s'; '%s' was left as it was\n",
+                a->n_runs, a->n_runs == 1 ? "" : "s", partial, out);
+    }
+    free(partial);
+    return rc;
 }

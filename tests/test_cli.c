@@ -190,7 +190,8 @@ static void two_artifacts(void)
 static void test_cli__merge_pools_runs_and_refuses_other_machines(void **state)
 {
     (void)state;
-    const char *out = path_in("pooled.json");
+    char out[256];
+    snprintf(out, sizeof(out), "%s", path_in("pooled.json"));
     two_artifacts();
     assert_int_equal(tool("merge", "-o", out, path_in("a.json"), path_in("b.json"), NULL), 0);
     assert_int_equal(tool("show", out, NULL), 0);
