@@ -44,6 +44,7 @@ void cg_artifact_init(struct cg_artifact *a)
 {
     memset(a, 0, sizeof(*a));
     a->schema_version = CG_SCHEMA_VERSION;
+    a->cuda_initialised = -1;
     a->env.gpu_count = 0;
     a->settings.tokens_per_step = -1;
 }
@@ -330,6 +331,7 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
     struct cg_env *d = &dst->env;
     dst->schema_version = src->schema_version;
     dst->gpu_available = src->gpu_available;
+    dst->cuda_initialised = src->cuda_initialised;
     dst->settings.steps = src->settings.steps;
     dst->settings.warmup = src->settings.warmup;
     dst->settings.runs = src->settings.runs;
@@ -764,6 +766,12 @@ static int parse_root(struct parser *p, const cJSON *root, struct cg_artifact *a
     if (!cJSON_IsBool(avail))
         return bad(p, "gpu.available", "must be true or false");
     a->gpu_available = cJSON_IsTrue(avail);
+    const cJSON *cuda;
+    if (field(p, gpu, "gpu", "cuda_initialised", true, &cuda) != 0)
+        return CG_EINPUT;
+    if (cuda != NULL && !cJSON_IsBool(cuda))
+        return bad(p, "gpu.cuda_initialised", "must be true, false or null");
+    a->cuda_initialised = cuda == NULL ? -1 : cJSON_IsTrue(cuda) ? 1 : 0;
     if (get_str(p, gpu, "gpu", "reason", true, &a->gpu_reason) ||
         get_str(p, root, "", "created_utc", true, &a->created_utc) || parse_env(p, root, a) ||
         parse_settings(p, root, a) || parse_runs(p, root, a))
@@ -886,6 +894,8 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
     cJSON_AddBoolToObject(gpu, "available", a->gpu_available);
     cJSON_AddItemToObject(gpu, "reason", str_or_null(a->gpu_reason));
+    cJSON_AddItemToObject(gpu, "cuda_initialised", a->cuda_initialised < 0 ? cJSON_CreateNull()
+                                                   : cJSON_CreateBool(a->cuda_initialised));
 
     const struct cg_env *e = &a->env;
     cJSON *env = cJSON_AddObjectToObject(root, "environment");

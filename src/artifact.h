@@ -71,7 +71,8 @@ struct cg_run {
 struct cg_env {
     char *gpu_model;        /* NULL when no GPU */
     int64_t gpu_count;
-    char *driver_version;
+    char *driver_version;   /* the NVIDIA kernel module's version: recorded whenever the machine
+                             * has one loaded, whether or not the canary used the GPU */
     char *cuda_version;
     char *cupti_status;     /* "ok" or why GPU metrics are unavailable */
     char *cpu_model;
@@ -94,6 +95,9 @@ struct cg_artifact {
     char *created_utc;
     bool gpu_available;
     char *gpu_reason;        /* NULL when available */
+    int cuda_initialised;    /* 1: the canary initialised CUDA (the injection library was
+                              * loaded by cuInit), 0: it never did, -1: unknown (artifacts
+                              * written before this was recorded) */
     struct cg_env env;
     struct cg_settings settings;
     struct cg_run *runs;

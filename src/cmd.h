@@ -77,6 +77,13 @@ char *cg_cmd_partial_path(const char *out);
  * partial artifact could not be written (the problem is printed). */
 int cg_cmd_save_partial(const char *out, const struct cg_artifact *a);
 
+/* Warns on stderr when the baseline at path has fewer runs than any timing regression needs to
+ * FAIL under t (cg_verdict_min_baseline_runs): such a gate cannot detect a slowdown. recorded:
+ * the baseline was just recorded; fail_on_inconclusive: say that the gate will exit 4. */
+void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base,
+                                const struct cg_thresholds *t, bool recorded,
+                                bool fail_on_inconclusive);
+
 /* Parses a positive integer option value into *out; on error prints a usage error and returns
  * CG_EXIT_INPUT, else 0. */
 int cg_cmd_parse_count(const char *verb, const char *opt, const char *value, long min, long max,

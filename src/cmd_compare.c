@@ -106,6 +106,7 @@ int cg_compare_and_report(const char *baseline_path, const char *current_path,
         cg_artifact_load(current_path, &cur, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
     } else {
+        cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, fail_on_inconclusive);
         struct cg_report_opts o = {report_path, json_path, gate_id, fail_on_inconclusive, color};
         exit_code = cg_gate_report(&base, &cur, &t, &o);
     }

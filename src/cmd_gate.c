@@ -25,6 +25,7 @@
 #include "github.h"
 #include "report.h"
 #include "thresholds.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -256,6 +257,11 @@ static char *notice_json(const char *verdict, const char *reason, const char *ar
         cJSON_AddStringToObject(root, "recorded_baseline", artifact);
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
+    /* paths from the command line and the canary's failure may hold any bytes */
+    if (s != NULL && cg_utf8_fix(&s) != 0) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -340,7 +346,8 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
 }
 
 /* --record-if-missing: this run becomes the baseline. */
-static int record(struct gate_opts *o, const struct cg_artifact *cur)
+static int record(struct gate_opts *o, const struct cg_artifact *cur,
+                  const struct cg_thresholds *t)
 {
     struct cg_err err;
     char body[1024];
@@ -353,6 +360,7 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur)
              o->baseline, cur->n_runs,
              cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
     printf("canary-gate: PASS (baseline recorded): %s\n", body);
+    cg_cmd_warn_small_baseline(o->baseline, cur, t, true, false);
     int rc = write_notice(o, "pass", "pass",
                           "\xe2\x9c\x85 canary-gate: baseline recorded", body, o->baseline);
     if (rc == 0 && o->report != NULL)
@@ -399,6 +407,7 @@ int cmd_gate(int argc, char **argv)
         if (cg_artifact_load(o.baseline, &base, &err) != 0)
             return cg_cmd_fail(&err);
         have_base = true;
+        cg_cmd_warn_small_baseline(o.baseline, &base, &t, false, o.fail_on_inconclusive);
     }
     settle_settings(&o, have_base ? &base : NULL, &t);
     if (o.collect.log == NULL && (o.collect.log = log_owned = cg_collect_log_path(o.out)) == NULL)
@@ -440,7 +449,7 @@ int cmd_gate(int argc, char **argv)
     if (!cur.gpu_available && cur.gpu_reason != NULL)
         fprintf(stderr, "canary-gate: GPU metrics unavailable: %s\n", cur.gpu_reason);
     if (!have_base) {
-        exit_code = record(&o, &cur);
+        exit_code = record(&o, &cur, &t);
         goto done;
     }
     bool color = strcmp(o.color, "always") == 0 ||

@@ -3,6 +3,7 @@
 #include "cmd.h"
 
 #include "collect.h"
+#include "verdict.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -80,4 +81,21 @@ int cg_cmd_save_partial(const char *out, const struct cg_artifact *a)
     }
     free(partial);
     return rc;
+}
+
+void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base,
+                                const struct cg_thresholds *t, bool recorded,
+                                bool fail_on_inconclusive)
+{
+    int64_t need = cg_verdict_min_baseline_runs(t);
+    if ((int64_t)base->n_runs >= need)
+        return;
+    fprintf(stderr,
+            "canary-gate: warning: %sbaseline '%s' has %zu run%s, fewer than the %lld a regression "
+            "needs to FAIL (the thresholds' min_runs): %s cannot detect a slowdown and reports "
+            "INCONCLUSIVE%s; record it again with at least %lld runs\n",
+            recorded ? "the recorded " : "", path, base->n_runs, base->n_runs == 1 ? "" : "s",
+            (long long)need, recorded ? "gating against it" : "this gate",
+            fail_on_inconclusive ? " (exit 4 with --fail-on-inconclusive)" : "",
+            (long long)need);
 }

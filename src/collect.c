@@ -155,6 +155,9 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
 {
     const char *reason = NULL;
     a->gpu_available = cg_shard_gpu_available(sh, n, &reason);
+    a->cuda_initialised = 0; /* a "gpu" line: cuInit loaded the injection library */
+    for (size_t i = 0; i < n; i++)
+        a->cuda_initialised |= sh[i].gpu >= 0;
     a->gpu_reason = dup_or_null(reason);
     a->env.cupti_status = strdup(a->gpu_available ? "ok" : reason);
     for (size_t i = 0; i < n; i++) {
@@ -167,7 +170,7 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
         if (a->env.driver_version == NULL && sh[i].driver_version != NULL)
             a->env.driver_version = strdup(sh[i].driver_version);
     }
-    if (a->env.driver_version == NULL && a->gpu_available)
+    if (a->env.driver_version == NULL) /* the machine's, whether the canary used it or not */
         a->env.driver_version = cg_launch_driver_version();
     if (a->env.cupti_status == NULL || (reason != NULL && a->gpu_reason == NULL))
         return CG_ENOMEM;

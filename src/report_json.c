@@ -118,6 +118,9 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddItemToObject(root, "canary_differs",
                           v->canary_diff ? cJSON_CreateString(v->canary_diff) : cJSON_CreateNull());
     cJSON_AddBoolToObject(root, "downgraded_for_machine", v->downgraded);
+    cJSON_AddBoolToObject(root, "gpu_lost", v->gpu_lost);
+    cJSON_AddBoolToObject(root, "weak_baseline", v->weak_baseline);
+    cJSON_AddNumberToObject(root, "baseline_runs_needed", (double)v->baseline_runs_needed);
     cJSON_AddBoolToObject(root, "within_run_comparison", v->within_run);
     cJSON_AddItemToObject(root, "sequential", sequential(v));
     cJSON *metrics = cJSON_AddArrayToObject(root, "metrics");

@@ -294,6 +294,68 @@ static void test_cli__concatenated_artifacts_are_refused(void **state)
     free(b);
 }
 
+/* Saves a fixture artifact: runs runs, tokens per step (-1 none), device peak (-1 none). */
+static void fixture_file(const char *name, size_t runs, int64_t tokens, int64_t device, uint64_t seed,
+                         void (*edit)(struct cg_artifact *))
+{
+    struct cg_fixture f = {runs, 20, 1e7, 0.005, 0.01, tokens, device, 100000000, 2, seed};
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &f), 0);
+    if (edit != NULL)
+        edit(&a);
+    assert_int_equal(cg_artifact_save(path_in(name), &a, &err), 0);
+    cg_artifact_release(&a);
+}
+
+/* A baseline that cannot FAIL anything: warned about when it is loaded, named in the verdict's
+ * headline, and --fail-on-inconclusive exits 4 with that reason instead of passing. */
+static void test_cli__small_baseline_is_named_and_fails_inconclusive(void **state)
+{
+    (void)state;
+    char base[256], cur[256];
+    snprintf(base, sizeof(base), "%s", path_in("two.json"));
+    snprintf(cur, sizeof(cur), "%s", path_in("fifteen.json"));
+    fixture_file("two.json", 2, 64, -1, 1, NULL);
+    fixture_file("fifteen.json", 15, 64, -1, 2, NULL);
+    assert_int_equal(tool("compare", "--fail-on-inconclusive", base, cur, NULL), 4);
+    assert_non_null(strstr(err_text, "warning: baseline '"));
+    assert_non_null(strstr(err_text, "two.json' has 2 runs, fewer than the 3 a regression needs to FAIL"));
+    assert_non_null(strstr(err_text, "--fail-on-inconclusive"));
+    assert_non_null(strstr(out_text, "INCONCLUSIVE: the baseline has 2 runs"));
+    assert_int_equal(tool("compare", base, cur, NULL), 0);
+    assert_non_null(strstr(out_text, "INCONCLUSIVE: the baseline has 2 runs"));
+}
+
+static void drop_gpu(struct cg_artifact *a)
+{
+    a->gpu_available = false;
+    a->cuda_initialised = 0;
+    free(a->env.gpu_model);
+    a->env.gpu_model = NULL;
+    for (size_t r = 0; r < a->n_runs; r++)
+        a->runs[r].summary.peak_device_bytes = -1;
+}
+
+/* A canary that stopped using the GPU on a machine that has one FAILs with that reason; one that
+ * stopped counting tokens is INCONCLUSIVE with that reason. */
+static void test_cli__lost_gpu_fails_and_vanished_tokens_are_named(void **state)
+{
+    (void)state;
+    char base[256], nogpu[256], notok[256];
+    snprintf(base, sizeof(base), "%s", path_in("gpu.json"));
+    snprintf(nogpu, sizeof(nogpu), "%s", path_in("nogpu.json"));
+    snprintf(notok, sizeof(notok), "%s", path_in("notok.json"));
+    fixture_file("gpu.json", 15, 64, 1000000000, 1, NULL);
+    fixture_file("nogpu.json", 15, 64, 1000000000, 2, drop_gpu);
+    fixture_file("notok.json", 15, -1, 1000000000, 3, NULL);
+    assert_int_equal(tool("compare", base, nogpu, NULL), 1);
+    assert_non_null(strstr(out_text, "FAIL: the canary did not use the GPU"));
+    assert_int_equal(tool("compare", "--fail-on-inconclusive", base, notok, NULL), 4);
+    assert_non_null(strstr(out_text, "INCONCLUSIVE: tokens/sec vanished"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +368,8 @@ int main(void)
         cmocka_unit_test(test_cli__show_summarises),
         cmocka_unit_test(test_cli__fifo_inputs_are_refused_at_once),
         cmocka_unit_test(test_cli__concatenated_artifacts_are_refused),
+        cmocka_unit_test(test_cli__small_baseline_is_named_and_fails_inconclusive),
+        cmocka_unit_test(test_cli__lost_gpu_fails_and_vanished_tokens_are_named),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
