@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "cg_version.h"
 #include "fsutil.h"
+#include "jsonutil.h"
 #include "utf8.h"
 
 #include <cjson/cJSON.h>
@@ -783,23 +784,18 @@ int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_
                       struct cg_err *err)
 {
     struct parser p = {name, err};
-    const char *end = NULL;
+    size_t at;
     cg_artifact_init(a);
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (root == NULL)
-        return cg_err_set(err, CG_EINPUT, "cannot read '%s': not valid JSON (truncated or corrupt)",
-                          name);
     /* One document per file: `cat base.json slow.json` must not read as base.json. */
-    size_t at = (size_t)(end - text);
-    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
-        at++;
-    if (at < len) {
-        cJSON_Delete(root);
+    cJSON *root = cg_json_parse_whole(text, len, &at);
+    if (root == NULL && at < len)
         return cg_err_set(err, CG_EINPUT,
                           "cannot read '%s': trailing data after the JSON document (at byte %zu): "
                           "one artifact per file",
                           name, at);
-    }
+    if (root == NULL)
+        return cg_err_set(err, CG_EINPUT, "cannot read '%s': not valid JSON (truncated or corrupt)",
+                          name);
     int rc = parse_root(&p, root, a);
     cJSON_Delete(root);
     if (rc != 0)

@@ -19,7 +19,8 @@ static const char usage_text[] =
     "Pools the runs of several run artifacts (for example the last K passing runs on main)\n"
     "into one baseline, so the baseline's own run-to-run spread is known. All inputs must\n"
     "come from the same machine and the same canary configuration, and each run may be pooled\n"
-    "once (a file given twice, or a copy of one, is refused).\n"
+    "once (a file given twice, or a copy of one, is refused). OUT may not be one of the\n"
+    "inputs: write the pool to a new file.\n"
     "\n"
     "  -o, --out FILE   the merged artifact (written atomically)\n"
     "  -h, --help       show this help\n";

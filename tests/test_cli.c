@@ -290,6 +290,11 @@ static void test_cli__concatenated_artifacts_are_refused(void **state)
     assert_int_equal(tool("compare", EX("baseline.json"), path_in("both.json"), NULL), 2);
     assert_int_equal(tool("merge", "-o", path_in("m.json"), path_in("both.json"), NULL), 2);
     assert_int_equal(access(path_in("m.json"), F_OK), -1);
+    /* a thresholds file is one document too */
+    write_text(path_in("thr2.json"), "{\"extends\": \"default\"}\n{\"extends\": \"smoke\"}\n");
+    assert_int_equal(tool("compare", "--thresholds", path_in("thr2.json"), EX("baseline.json"),
+                          EX("baseline.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "thr2.json': trailing data after the JSON document"));
     free(a);
     free(b);
 }
