@@ -63,10 +63,10 @@ int cg_cmd_usage_error(const char *verb, const char *fmt, ...) __attribute__((fo
  * as "default" is no file). NULL is ignored. */
 void cg_cmd_add_thresholds(struct cg_outputs *o, const char *spec);
 
-/* Checks the inputs and outputs of o before anything runs (cg_outputs_check); on a problem prints
- * it and returns the exit code (2 the same file twice, 3 an output that cannot be written),
- * else 0. */
-int cg_cmd_check_outputs(const struct cg_outputs *o);
+/* Checks the inputs and outputs of o before anything runs (cg_outputs_check) and releases o; on a
+ * problem prints it and returns the exit code (2 the same file twice, 3 an output that cannot be
+ * written), else 0. */
+int cg_cmd_check_outputs(struct cg_outputs *o);
 
 /* Where the runs of an interrupted or failed measurement go instead of out: FILE.json ->
  * FILE.partial.json. Malloc'ed (caller frees); NULL when out of memory. */

@@ -48,11 +48,13 @@ void cg_cmd_add_thresholds(struct cg_outputs *o, const char *spec)
         cg_outputs_add(o, CG_PATH_INPUT, "--thresholds", spec);
 }
 
-int cg_cmd_check_outputs(const struct cg_outputs *o)
+int cg_cmd_check_outputs(struct cg_outputs *o)
 {
     struct cg_err err;
     cg_err_init(&err);
-    return cg_outputs_check(o, &err) != 0 ? cg_cmd_fail(&err) : 0;
+    int rc = cg_outputs_check(o, &err) != 0 ? cg_cmd_fail(&err) : 0;
+    cg_outputs_release(o);
+    return rc;
 }
 
 char *cg_cmd_partial_path(const char *out)

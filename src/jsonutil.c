@@ -12,7 +12,8 @@ cJSON *cg_json_parse_whole(const char *text, size_t len, size_t *trailing_at)
     if (root == NULL)
         return NULL;
     size_t at = (size_t)(end - text);
-    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
+    while (at < len &&
+           (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
         at++;
     if (at < len) {
         cJSON_Delete(root);

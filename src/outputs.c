@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,19 +19,36 @@ struct place {
     dev_t dev;
     ino_t ino;
     char name[NAME_MAX + 1];
-    int err;              /* errno of a failed look-up, 0 */
+    int err; /* errno of a failed look-up, 0 */
 };
 
 void cg_outputs_init(struct cg_outputs *o)
 {
-    o->n = 0;
+    o->entry = NULL;
+    o->n = o->cap = 0;
+    o->no_memory = false;
 }
 
-void cg_outputs_add(struct cg_outputs *o, enum cg_path_use use, const char *what,
-                    const char *path)
+void cg_outputs_release(struct cg_outputs *o)
 {
-    if (path == NULL || strcmp(path, "-") == 0 || o->n >= CG_OUTPUTS_MAX)
+    free(o->entry);
+    cg_outputs_init(o);
+}
+
+void cg_outputs_add(struct cg_outputs *o, enum cg_path_use use, const char *what, const char *path)
+{
+    if (path == NULL || strcmp(path, "-") == 0)
         return;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        struct cg_path_entry *p = realloc(o->entry, cap * sizeof(*p));
+        if (p == NULL) {
+            o->no_memory = true;
+            return;
+        }
+        o->entry = p;
+        o->cap = cap;
+    }
     o->entry[o->n++] = (struct cg_path_entry){what, path, use};
 }
 
@@ -105,8 +123,8 @@ static int writable(const struct cg_path_entry *e, const struct place *p, struct
         if (!split(e->path, dir, sizeof(dir), &name))
             return cg_err_set(err, CG_EIO, "cannot write %s '%s': not a file name", e->what,
                               e->path);
-        return cg_err_set(err, CG_EIO, "cannot write %s '%s': no directory '%s'", e->what,
-                          e->path, dir);
+        return cg_err_set(err, CG_EIO, "cannot write %s '%s': no directory '%s'", e->what, e->path,
+                          dir);
     }
     if (e->use == CG_PATH_IN_PLACE && p->exists && access(e->path, W_OK) != 0)
         return cg_err_set(err, CG_EIO, "cannot write %s '%s': %s", e->what, e->path,
@@ -132,7 +150,12 @@ static int writable(const struct cg_path_entry *e, const struct place *p, struct
 
 int cg_outputs_check(const struct cg_outputs *o, struct cg_err *err)
 {
-    struct place at[CG_OUTPUTS_MAX];
+    int rc = 0;
+    struct place *at = o->n > 0 ? calloc(o->n, sizeof(*at)) : NULL;
+    if (o->no_memory || (o->n > 0 && at == NULL)) {
+        free(at);
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < o->n; i++)
         locate(o->entry[i].path, &at[i]);
     /* Same files first: naming both options is the clearer message. */
@@ -147,20 +170,19 @@ int cg_outputs_check(const struct cg_outputs *o, struct cg_err *err)
             if (!same_place(&at[i], &at[j]))
                 continue;
             const struct cg_path_entry *in = a_out && !b_out ? b : a, *out = in == a ? b : a;
-            return cg_err_set(err, CG_EUSAGE,
-                              "%s '%s' and %s '%s' are the same file: %s", out->what, out->path,
-                              in->what, in->path,
-                              in->use == CG_PATH_INPUT
-                                  ? "an output may not overwrite an input"
-                                  : "two outputs may not be written to one file");
+            rc =
+                cg_err_set(err, CG_EUSAGE, "%s '%s' and %s '%s' are the same file: %s", out->what,
+                           out->path, in->what, in->path,
+                           in->use == CG_PATH_INPUT ? "an output may not overwrite an input"
+                                                    : "two outputs may not be written to one file");
+            goto done;
         }
     }
-    for (size_t i = 0; i < o->n; i++) {
-        if (o->entry[i].use == CG_PATH_INPUT)
-            continue;
-        int rc = writable(&o->entry[i], &at[i], err);
-        if (rc != 0)
-            return rc;
+    for (size_t i = 0; i < o->n && rc == 0; i++) {
+        if (o->entry[i].use != CG_PATH_INPUT)
+            rc = writable(&o->entry[i], &at[i], err);
     }
-    return 0;
+done:
+    free(at);
+    return rc;
 }

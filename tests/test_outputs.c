@@ -92,6 +92,7 @@ static void test_outputs__same_file_whatever_the_spelling(void **state)
         assert_non_null(strstr(err.msg, "--log '"));
         assert_non_null(strstr(err.msg, "' and --baseline '"));
         assert_non_null(strstr(err.msg, "are the same file"));
+        cg_outputs_release(&o);
     }
     /* two outputs that do not exist yet, spelled differently */
     snprintf(none, sizeof(none), "%s/new.json", dir);
@@ -101,6 +102,7 @@ static void test_outputs__same_file_whatever_the_spelling(void **state)
     cg_outputs_add(&o, CG_PATH_OUTPUT, "--out-base", none2);
     assert_int_equal(check(&o, &err), CG_EUSAGE);
     assert_non_null(strstr(err.msg, "two outputs may not be written to one file"));
+    cg_outputs_release(&o);
     /* different files, inputs read twice, devices named twice: fine */
     cg_outputs_init(&o);
     cg_outputs_add(&o, CG_PATH_INPUT, "BASELINE", cg_workdir_in(w, "base.json"));
@@ -111,6 +113,15 @@ static void test_outputs__same_file_whatever_the_spelling(void **state)
     cg_outputs_add(&o, CG_PATH_OUTPUT, "--trace", "-");
     assert_int_equal(check(&o, &err), 0);
     assert_false(cg_workdir_exists(w, "new.json")); /* the check leaves nothing behind */
+    cg_outputs_release(&o);
+    /* many inputs (a merge of 40 artifacts), the output the same file as the 35th */
+    cg_outputs_init(&o);
+    for (int i = 0; i < 40; i++)
+        cg_outputs_add(&o, CG_PATH_INPUT, "IN", i == 34 ? hard : none);
+    cg_outputs_add(&o, CG_PATH_OUTPUT, "-o", cg_workdir_in(w, "base.json"));
+    assert_int_equal(check(&o, &err), CG_EUSAGE);
+    assert_non_null(strstr(err.msg, "-o '"));
+    cg_outputs_release(&o);
     /* a directory, a missing directory, a place where nothing can be created: exit 3 */
     const char *bad[][2] = {{sub, "is a directory"},
                             {"/nonexistent-cg-dir/x.json", "no directory '/nonexistent-cg-dir'"},
@@ -121,6 +132,7 @@ static void test_outputs__same_file_whatever_the_spelling(void **state)
         assert_int_equal(check(&o, &err), CG_EIO);
         if (strstr(err.msg, bad[i][1]) == NULL || strstr(err.msg, bad[i][0]) == NULL)
             fail_msg("case %zu: '%s'", i, err.msg);
+        cg_outputs_release(&o);
     }
 }
 
@@ -129,8 +141,8 @@ static void test_outputs__same_file_whatever_the_spelling(void **state)
 /* The main command with the test canary: 1 run of 2 steps. extra: options before "--". */
 static int gate(const struct cg_workdir *w, const char *const *extra)
 {
-    const char *args[40] = {"--baseline", "main.json", "--runs", "1", "--steps", "2",
-                            "--warmup", "0"};
+    const char *args[40] = {"--baseline", "main.json", "--runs",   "1",
+                            "--steps",    "2",         "--warmup", "0"};
     size_t n = 8;
     for (size_t i = 0; extra[i] != NULL; i++)
         args[n++] = extra[i];
@@ -153,7 +165,8 @@ static void test_outputs__gate_refuses_outputs_over_the_baseline_before_running(
         const char *extra[8];
         const char *expect;
     } cases[] = {
-        {{"--log", "main.json", NULL}, "--log 'main.json' and --baseline 'main.json' are the same file"},
+        {{"--log", "main.json", NULL},
+         "--log 'main.json' and --baseline 'main.json' are the same file"},
         {{"--log", "./alias.json", NULL}, "--log './alias.json' and --baseline 'main.json'"},
         {{"--out", "main.json", NULL}, "--out 'main.json' and --baseline 'main.json'"},
         {{"--json", "./main.json", NULL}, "--json './main.json' and --baseline 'main.json'"},
@@ -161,8 +174,10 @@ static void test_outputs__gate_refuses_outputs_over_the_baseline_before_running(
         {{"--trace", "main.json", NULL}, "--trace 'main.json' and --baseline 'main.json'"},
         {{"--out", "pr.json", "--json", "pr.json", NULL}, "--json 'pr.json' and --out 'pr.json'"},
         {{"--out", "pr.json", "--log", "pr.json", NULL}, "--log 'pr.json' and --out 'pr.json'"},
-        {{"--out", "pr.json", "--report", "pr.md", "--json", "pr.md", NULL}, "--json 'pr.md' and --report 'pr.md'"},
-        {{"--out", "main.json", "--record-if-missing", NULL}, "--out 'main.json' and --baseline 'main.json'"},
+        {{"--out", "pr.json", "--report", "pr.md", "--json", "pr.md", NULL},
+         "--json 'pr.md' and --report 'pr.md'"},
+        {{"--out", "main.json", "--record-if-missing", NULL},
+         "--out 'main.json' and --baseline 'main.json'"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         assert_int_equal(gate(w, cases[i].extra), 2);
@@ -179,7 +194,8 @@ static void test_outputs__gate_refuses_outputs_over_the_baseline_before_running(
     assert_int_equal(gate(w, thr), 2);
     expect_err("--json 'thr.json' and --thresholds 'thr.json' are the same file");
     /* a missing baseline recorded with --record-if-missing is an output */
-    const char *rec[] = {"--record-if-missing", "--out", "new.json", "--baseline", "new.json", NULL};
+    const char *rec[] = {"--record-if-missing", "--out",    "new.json",
+                         "--baseline",          "new.json", NULL};
     assert_int_equal(gate(w, rec), 2);
     expect_err("are the same file");
     assert_false(cg_workdir_exists(w, "new.json"));
@@ -193,7 +209,8 @@ static void test_outputs__gate_finds_unwritable_outputs_before_running(void **st
     struct cg_workdir *w = *state;
     artifact(w, "main.json", 1);
     const char *cases[][3] = {
-        {"--report", "/nonexistent-cg-dir/r.md", "cannot write --report '/nonexistent-cg-dir/r.md'"},
+        {"--report", "/nonexistent-cg-dir/r.md",
+         "cannot write --report '/nonexistent-cg-dir/r.md'"},
         {"--json", "/proc/cg-verdict.json", "cannot write --json '/proc/cg-verdict.json'"},
         {"--out", "nodir/pr.json", "cannot write --out 'nodir/pr.json': no directory 'nodir'"},
         {"--trace", "/proc/cg-trace.json", "cannot write --trace '/proc/cg-trace.json'"},
@@ -224,14 +241,14 @@ static void test_outputs__written_line_never_names_a_failed_file(void **state)
 static void test_outputs__ab_refuses_one_file_for_both_sides(void **state)
 {
     struct cg_workdir *w = *state;
-    const char *args[] = {"ab", "--base", CANARY, "--runs", "1", "--steps", "1", "--warmup", "0",
-                          "--out", "same.json", "--out-base", "./same.json", "--", CANARY, NULL};
+    const char *args[] = {"ab",          "--base",   CANARY, "--runs", "1",         "--steps",
+                          "1",           "--warmup", "0",    "--out",  "same.json", "--out-base",
+                          "./same.json", "--",       CANARY, NULL};
     assert_int_equal(tool(w, args), 2);
     expect_err("--out-base './same.json' and --out 'same.json' are the same file");
     assert_false(cg_workdir_exists(w, "same.log"));
-    const char *logs[] = {"ab",          "--base",   CANARY,    "--runs",   "1",
-                          "--out",       "h.json",   "--out-base", "b.json", "--json",
-                          "b.log",       "--",       CANARY,    NULL};
+    const char *logs[] = {"ab",         "--base", CANARY,   "--runs", "1",  "--out", "h.json",
+                          "--out-base", "b.json", "--json", "b.log",  "--", CANARY,  NULL};
     assert_int_equal(tool(w, logs), 2);
     expect_err("--json 'b.log' and the base's log 'b.log' are the same file");
 }
@@ -287,8 +304,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_outputs__same_file_whatever_the_spelling,
                                         cg_workdir_setup, cg_workdir_teardown),
-        cmocka_unit_test_setup_teardown(test_outputs__gate_refuses_outputs_over_the_baseline_before_running,
-                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_outputs__gate_refuses_outputs_over_the_baseline_before_running, cg_workdir_setup,
+            cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_outputs__gate_finds_unwritable_outputs_before_running,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_outputs__written_line_never_names_a_failed_file,
