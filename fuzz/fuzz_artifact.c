@@ -5,7 +5,8 @@
  * leaving the artifact empty; a parsed artifact saved as JSON parses again to the same runs,
  * steps and ops; comparing it with itself and with a copy twice as slow computes a verdict and
  * renders the terminal table (no escape byte without colour), the markdown report (within
- * CG_REPORT_MAX_BYTES) and the JSON verdict (valid JSON).
+ * CG_REPORT_MAX_BYTES) and the JSON verdict (valid JSON). The saved artifact and the JSON verdict
+ * are valid UTF-8 whatever bytes the input's strings held.
  */
 #include "fuzz.h"
 
@@ -13,6 +14,7 @@
 #include "buf.h"
 #include "report.h"
 #include "thresholds.h"
+#include "utf8.h"
 #include "verdict.h"
 
 #include <cjson/cJSON.h>
@@ -95,6 +97,7 @@ static void render(const struct cg_artifact *base, const struct cg_artifact *cur
     if (json != NULL) {
         cJSON *root = cJSON_Parse(json);
         CG_FUZZ_CHECK(root != NULL, "the JSON verdict is not JSON");
+        CG_FUZZ_CHECK(cg_utf8_valid(json, strlen(json)), "the JSON verdict is not UTF-8");
         cJSON_Delete(root);
     }
     free(json);
@@ -119,6 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CG_FUZZ_CHECK(a.n_runs > 0, "an artifact without runs was accepted");
     char *json = cg_artifact_to_json(&a);
     CG_FUZZ_CHECK(json != NULL, "cannot render a parsed artifact");
+    CG_FUZZ_CHECK(cg_utf8_valid(json, strlen(json)), "a saved artifact is not UTF-8");
     rc = cg_artifact_parse(json, strlen(json), "saved.json", &b, &err);
     CG_FUZZ_CHECK(rc == 0, "a saved artifact does not parse again: %s", err.msg);
     check_same(&a, &b);

@@ -10,12 +10,16 @@
 #include "buf.h"
 #include "cg_version.h"
 #include "fsutil.h"
+#include "jsonutil.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
 
@@ -41,12 +45,15 @@ void cg_artifact_init(struct cg_artifact *a)
 {
     memset(a, 0, sizeof(*a));
     a->schema_version = CG_SCHEMA_VERSION;
+    a->cuda_initialised = -1;
     a->env.gpu_count = 0;
     a->settings.tokens_per_step = -1;
 }
 
 static void run_release(struct cg_run *r)
 {
+    free(r->id.host);
+    free(r->id.started_utc);
     for (size_t i = 0; i < r->n_ops; i++) {
         free(r->ops[i].name);
         free(r->ops[i].family);
@@ -103,7 +110,8 @@ static void run_init(struct cg_run *r)
     r->stopped_after_steps = -1;
 }
 
-struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
+/* Appends a run without an identity. */
+static struct cg_run *add_blank_run(struct cg_artifact *a)
 {
     struct cg_run *p = realloc(a->runs, (a->n_runs + 1) * sizeof(*p));
     if (p == NULL)
@@ -111,6 +119,83 @@ struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
     a->runs = p;
     run_init(&a->runs[a->n_runs]);
     return &a->runs[a->n_runs++];
+}
+
+/* This process's part of every new run's identity: the host name and the time of its first
+ * run, taken once; then a counter. */
+static struct {
+    char host[256];
+    char started[64];
+    int64_t seq;
+} g_ident;
+
+static int stamp_identity(struct cg_run_id *id)
+{
+    if (g_ident.started[0] == '\0') {
+        struct timespec ts;
+        struct tm tm;
+        char day[24];
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(g_ident.started, sizeof(g_ident.started), "%.20s.%09ldZ", day,
+                 (long)ts.tv_nsec % 1000000000L);
+        if (gethostname(g_ident.host, sizeof(g_ident.host) - 1) != 0 || g_ident.host[0] == '\0')
+            snprintf(g_ident.host, sizeof(g_ident.host), "unknown-host");
+    }
+    id->host = cg_utf8_dup(g_ident.host);
+    id->started_utc = strdup(g_ident.started);
+    id->pid = (int64_t)getpid();
+    id->seq = ++g_ident.seq;
+    return id->host != NULL && id->started_utc != NULL ? 0 : CG_ENOMEM;
+}
+
+struct cg_run *cg_artifact_add_run(struct cg_artifact *a)
+{
+    struct cg_run *r = add_blank_run(a);
+    if (r == NULL)
+        return NULL;
+    if (stamp_identity(&r->id) != 0) {
+        run_release(r);
+        a->n_runs--;
+        return NULL;
+    }
+    return r;
+}
+
+static bool same_steps(const struct cg_run *a, const struct cg_run *b)
+{
+    if (a->n_steps != b->n_steps)
+        return false;
+    for (size_t i = 0; i < a->n_steps; i++) {
+        if (a->steps[i].wall_ns != b->steps[i].wall_ns || a->steps[i].tokens != b->steps[i].tokens)
+            return false;
+    }
+    return true;
+}
+
+bool cg_run_same(const struct cg_run *a, const struct cg_run *b)
+{
+    const struct cg_run_id *x = &a->id, *y = &b->id;
+    if (x->host == NULL || y->host == NULL)
+        return same_steps(a, b);
+    return x->pid == y->pid && x->seq == y->seq && strcmp(x->host, y->host) == 0 &&
+           strcmp(x->started_utc, y->started_utc) == 0;
+}
+
+bool cg_artifact_find_same_runs(const struct cg_artifact *a, size_t *earlier, size_t *later)
+{
+    /* Quadratic, over runs (tens to a few hundred), not steps. */
+    for (size_t k = 1; k < a->n_runs; k++) {
+        for (size_t i = 0; i < k; i++) {
+            if (cg_run_same(&a->runs[i], &a->runs[k])) {
+                *earlier = i;
+                *later = k;
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 /* Grows *arr (elem bytes each) so that index n fits. The capacity is implicit: 8, then doubling,
@@ -145,8 +230,9 @@ int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum
 {
     if (grow((void **)&run->ops, run->n_ops, sizeof(*run->ops)) != 0)
         return CG_ENOMEM;
-    char *n = strdup(name);
-    char *f = strdup(family != NULL ? family : name);
+    /* Names come from the canary's kernels and ranges: any bytes, repaired to UTF-8 here. */
+    char *n = cg_utf8_dup(name);
+    char *f = cg_utf8_dup(family != NULL ? family : name);
     if (n == NULL || f == NULL) {
         free(n);
         free(f);
@@ -237,8 +323,13 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
 {
     for (size_t i = 0; i < src->n_runs; i++) {
         const struct cg_run *from = &src->runs[i];
-        struct cg_run *to = cg_artifact_add_run(dst);
+        struct cg_run *to = add_blank_run(dst);
         if (to == NULL)
+            return CG_ENOMEM;
+        to->id.pid = from->id.pid;
+        to->id.seq = from->id.seq;
+        if (dup_str(&to->id.host, from->id.host) != 0 ||
+            dup_str(&to->id.started_utc, from->id.started_utc) != 0)
             return CG_ENOMEM;
         to->summary = from->summary;
         to->dropped_records = from->dropped_records;
@@ -272,6 +363,7 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
     struct cg_env *d = &dst->env;
     dst->schema_version = src->schema_version;
     dst->gpu_available = src->gpu_available;
+    dst->cuda_initialised = src->cuda_initialised;
     dst->settings.steps = src->settings.steps;
     dst->settings.warmup = src->settings.warmup;
     dst->settings.runs = src->settings.runs;
@@ -465,7 +557,7 @@ static int get_str(struct parser *p, const cJSON *obj, const char *parent, const
         return 0;
     if (!cJSON_IsString(v))
         return bad(p, path, "must be a string");
-    *out = strdup(v->valuestring);
+    *out = cg_utf8_dup(v->valuestring);
     return *out != NULL ? 0 : cg_err_set(p->err, CG_ENOMEM, "out of memory");
 }
 
@@ -504,7 +596,7 @@ static int parse_env(struct parser *p, const cJSON *root, struct cg_artifact *a)
     {
         if (!cJSON_IsString(arg))
             return bad(p, "environment.canary_command", "must be an array of strings");
-        e->canary_command[e->n_canary_command] = strdup(arg->valuestring);
+        e->canary_command[e->n_canary_command] = cg_utf8_dup(arg->valuestring);
         if (e->canary_command[e->n_canary_command++] == NULL)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
     }
@@ -611,12 +703,38 @@ static int parse_summary(struct parser *p, const cJSON *run, const char *rp, str
     /* The summary must agree with the steps it summarises: a hand-edited or corrupted summary
      * would otherwise be compared while the steps say something else. */
     double mean = m->step_time_mean_ns, median = m->step_time_median_ns, p95 = m->step_time_p95_ns;
+    double rate = m->tokens_per_sec;
     cg_run_summarize(r);
     const double tol = 1e-6;
     if (fabs(mean - m->step_time_mean_ns) > tol * m->step_time_mean_ns + 1.0 ||
         fabs(median - m->step_time_median_ns) > tol * m->step_time_median_ns + 1.0 ||
         fabs(p95 - m->step_time_p95_ns) > tol * m->step_time_p95_ns + 1.0)
         return bad(p, path, "step times do not match the run's steps");
+    /* Unknown exactly when no step has tokens; else tokens over the steps' time. */
+    if (isnan(rate) != isnan(m->tokens_per_sec) ||
+        (!isnan(rate) && fabs(rate - m->tokens_per_sec) > tol * m->tokens_per_sec + 1e-9))
+        return bad(p, path, "tokens_per_sec does not match the run's steps");
+    return 0;
+}
+
+/* The run's identity: optional (artifacts written before it have none), whole when present. */
+static int parse_id(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *id;
+    char path[96];
+    if (field(p, run, rp, "id", true, &id) != 0)
+        return CG_EINPUT;
+    if (id == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.id", rp);
+    if (!cJSON_IsObject(id))
+        return bad(p, path, "must be an object");
+    struct cg_run_id *x = &r->id;
+    if (get_str(p, id, path, "host", false, &x->host) ||
+        get_int(p, id, path, "pid", false, 0, &x->pid) ||
+        get_str(p, id, path, "started_utc", false, &x->started_utc) ||
+        get_int(p, id, path, "seq", false, 1, &x->seq))
+        return CG_EINPUT;
     return 0;
 }
 
@@ -659,11 +777,12 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
         snprintf(rp, sizeof(rp), "runs[%zu]", i++);
         if (!cJSON_IsObject(run))
             return bad(p, rp, "must be an object");
-        struct cg_run *r = cg_artifact_add_run(a);
+        struct cg_run *r = add_blank_run(a);
         if (r == NULL)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
         const cJSON *steps, *ops;
-        if (field(p, run, rp, "steps", false, &steps) || parse_steps(p, steps, rp, r) ||
+        if (parse_id(p, run, rp, r) ||
+            field(p, run, rp, "steps", false, &steps) || parse_steps(p, steps, rp, r) ||
             field(p, run, rp, "ops", false, &ops) || parse_ops(p, ops, rp, r) ||
             parse_summary(p, run, rp, r) ||
             get_int(p, run, rp, "dropped_records", true, 0, &r->dropped_records) ||
@@ -709,6 +828,12 @@ static int parse_root(struct parser *p, const cJSON *root, struct cg_artifact *a
     if (!cJSON_IsBool(avail))
         return bad(p, "gpu.available", "must be true or false");
     a->gpu_available = cJSON_IsTrue(avail);
+    const cJSON *cuda;
+    if (field(p, gpu, "gpu", "cuda_initialised", true, &cuda) != 0)
+        return CG_EINPUT;
+    if (cuda != NULL && !cJSON_IsBool(cuda))
+        return bad(p, "gpu.cuda_initialised", "must be true, false or null");
+    a->cuda_initialised = cuda == NULL ? -1 : cJSON_IsTrue(cuda) ? 1 : 0;
     if (get_str(p, gpu, "gpu", "reason", true, &a->gpu_reason) ||
         get_str(p, root, "", "created_utc", true, &a->created_utc) || parse_env(p, root, a) ||
         parse_settings(p, root, a) || parse_runs(p, root, a))
@@ -720,8 +845,15 @@ int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_
                       struct cg_err *err)
 {
     struct parser p = {name, err};
+    size_t at;
     cg_artifact_init(a);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    /* One document per file: `cat base.json slow.json` must not read as base.json. */
+    cJSON *root = cg_json_parse_whole(text, len, &at);
+    if (root == NULL && at < len)
+        return cg_err_set(err, CG_EINPUT,
+                          "cannot read '%s': trailing data after the JSON document (at byte %zu): "
+                          "one artifact per file",
+                          name, at);
     if (root == NULL)
         return cg_err_set(err, CG_EINPUT, "cannot read '%s': not valid JSON (truncated or corrupt)",
                           name);
@@ -764,6 +896,13 @@ static cJSON *str_or_null(const char *s)
 static cJSON *run_to_json(const struct cg_run *r)
 {
     cJSON *run = cJSON_CreateObject();
+    if (r->id.host != NULL && r->id.started_utc != NULL) {
+        cJSON *id = cJSON_AddObjectToObject(run, "id");
+        cJSON_AddStringToObject(id, "host", r->id.host);
+        cJSON_AddNumberToObject(id, "pid", (double)r->id.pid);
+        cJSON_AddStringToObject(id, "started_utc", r->id.started_utc);
+        cJSON_AddNumberToObject(id, "seq", (double)r->id.seq);
+    }
     cJSON *steps = cJSON_AddArrayToObject(run, "steps");
     for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];
@@ -820,6 +959,8 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
     cJSON_AddBoolToObject(gpu, "available", a->gpu_available);
     cJSON_AddItemToObject(gpu, "reason", str_or_null(a->gpu_reason));
+    cJSON_AddItemToObject(gpu, "cuda_initialised", a->cuda_initialised < 0 ? cJSON_CreateNull()
+                                                   : cJSON_CreateBool(a->cuda_initialised));
 
     const struct cg_env *e = &a->env;
     cJSON *env = cJSON_AddObjectToObject(root, "environment");
@@ -850,6 +991,13 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
         cJSON_AddItemToArray(runs, run_to_json(&a->runs[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
+    /* Strings the collector set directly (argv, the GPU's and CPU's names) may be ill-formed:
+     * repair them here too, so no artifact is ever written with invalid UTF-8. Only strings can
+     * hold bytes above 0x7F in printed JSON, so the document stays valid. */
+    if (text != NULL && cg_utf8_fix(&text) != 0) {
+        free(text);
+        return NULL;
+    }
     return text;
 }
 

@@ -48,7 +48,18 @@ struct cg_run_summary {
     int64_t peak_host_rss_bytes; /* -1 when unknown */
 };
 
+/* Who measured a run, unique per run and kept through JSON and merges (docs/artifact.md): the
+ * machine, the canary-gate process and when that process began measuring, and the run's number
+ * among that process's runs. host is NULL for runs written before runs had an identity. */
+struct cg_run_id {
+    char *host;          /* the machine's host name */
+    int64_t pid;         /* the canary-gate process that measured the run */
+    char *started_utc;   /* when that process created its first run, ISO 8601 with ns */
+    int64_t seq;         /* 1 for that process's first run, then 2, 3, ... */
+};
+
 struct cg_run {
+    struct cg_run_id id;
     struct cg_step *steps;
     size_t n_steps;
     struct cg_run_summary summary;
@@ -68,7 +79,8 @@ struct cg_run {
 struct cg_env {
     char *gpu_model;        /* NULL when no GPU */
     int64_t gpu_count;
-    char *driver_version;
+    char *driver_version;   /* the NVIDIA kernel module's version: recorded whenever the machine
+                             * has one loaded, whether or not the canary used the GPU */
     char *cuda_version;
     char *cupti_status;     /* "ok" or why GPU metrics are unavailable */
     char *cupti_library;    /* "HOW PATH": the libcupti the library used (shard.h), or NULL */
@@ -92,6 +104,9 @@ struct cg_artifact {
     char *created_utc;
     bool gpu_available;
     char *gpu_reason;        /* NULL when available */
+    int cuda_initialised;    /* 1: the canary initialised CUDA (the injection library was
+                              * loaded by cuInit), 0: it never did, -1: unknown (artifacts
+                              * written before this was recorded) */
     struct cg_env env;
     struct cg_settings settings;
     struct cg_run *runs;
@@ -118,8 +133,9 @@ char *cg_artifact_to_json(const struct cg_artifact *a);
 /* Writes the artifact to path atomically; CG_EIO naming the path on failure. */
 int cg_artifact_save(const char *path, const struct cg_artifact *a, struct cg_err *err);
 
-/* Appends an empty run (no steps, unknown peaks) and returns it, or NULL when out of memory.
- * The pointer is valid until the next append. */
+/* Appends an empty run (no steps, unknown peaks) with a new identity (this host, this process,
+ * the next number) and returns it, or NULL when out of memory. The pointer is valid until the
+ * next append. */
 struct cg_run *cg_artifact_add_run(struct cg_artifact *a);
 
 /* Appends a step to run (its loss unknown: NAN); returns 0 or CG_ENOMEM. */
@@ -136,7 +152,15 @@ int cg_run_add_warning(struct cg_run *run, const char *warning, size_t max);
 /* Computes the run's step-time summary and tokens/sec from its steps. Peaks are left alone. */
 void cg_run_summarize(struct cg_run *run);
 
-/* Copies src's runs into dst (appending). Returns 0 or CG_ENOMEM. */
+/* True when a and b are the same run: their identities match, or, when either has none, their
+ * steps do (every step's time and tokens: no two real runs time every step alike to the ns). */
+bool cg_run_same(const struct cg_run *a, const struct cg_run *b);
+
+/* Finds the first run that is the same run as an earlier one (cg_run_same): true with their
+ * indices in *earlier < *later, false when every run is a different one. */
+bool cg_artifact_find_same_runs(const struct cg_artifact *a, size_t *earlier, size_t *later);
+
+/* Copies src's runs, identities included, into dst (appending). Returns 0 or CG_ENOMEM. */
 int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *src);
 
 /* Copies everything but the runs (environment, settings, gpu status) from src to dst, which

@@ -9,6 +9,7 @@
 
 #include "artifact.h"
 #include "err.h"
+#include "outputs.h"
 #include "thresholds.h"
 
 #include <stdbool.h>
@@ -57,6 +58,31 @@ int cg_cmd_fail(const struct cg_err *err);
 
 /* Prints "canary-gate <verb>: <msg>" and a hint to run --help on stderr; returns CG_EXIT_INPUT. */
 int cg_cmd_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Adds a --thresholds spec to o as an input when it names an existing file (a built-in name such
+ * as "default" is no file). NULL is ignored. */
+void cg_cmd_add_thresholds(struct cg_outputs *o, const char *spec);
+
+/* Checks the inputs and outputs of o before anything runs (cg_outputs_check) and releases o; on a
+ * problem prints it and returns the exit code (2 the same file twice, 3 an output that cannot be
+ * written), else 0. */
+int cg_cmd_check_outputs(struct cg_outputs *o);
+
+/* Where the runs of an interrupted or failed measurement go instead of out: FILE.json ->
+ * FILE.partial.json. Malloc'ed (caller frees); NULL when out of memory. */
+char *cg_cmd_partial_path(const char *out);
+
+/* Saves the runs a failed or interrupted measurement completed (none: nothing) to
+ * cg_cmd_partial_path(out), never to out, and says so in one line. 0, or the exit code when the
+ * partial artifact could not be written (the problem is printed). */
+int cg_cmd_save_partial(const char *out, const struct cg_artifact *a);
+
+/* Warns on stderr when the baseline at path has fewer runs than any timing regression needs to
+ * FAIL under t (cg_verdict_min_baseline_runs): such a gate cannot detect a slowdown. recorded:
+ * the baseline was just recorded; fail_on_inconclusive: say that the gate will exit 4. */
+void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base,
+                                const struct cg_thresholds *t, bool recorded,
+                                bool fail_on_inconclusive);
 
 /* Parses a positive integer option value into *out; on error prints a usage error and returns
  * CG_EXIT_INPUT, else 0. */

@@ -5,8 +5,9 @@
  * metric, the false-alarm rate of the thresholds measured on A/A decisions re-split from these
  * runs, and the smallest max_regression_pct per metric that keeps false alarms at or under the
  * target here, as a thresholds snippet that extends the thresholds in use. Writes the 2N runs as
- * one artifact in the order measured. Exit: 0 measured and reported, 2 usage, 3 the canary
- * failed, timed out or was interrupted, or a file could not be written.
+ * one artifact in the order measured; every output is checked before the canary runs (none the
+ * same file as an input or another output, each writable). Exit: 0 measured and reported,
+ * 2 usage, 3 the canary failed, timed out or was interrupted, or a file could not be written.
  */
 #include "cmd.h"
 
@@ -286,6 +287,14 @@ int cmd_aa(int argc, char **argv)
     }
     c.log = log;
     cg_artifact_init(&pool);
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    cg_cmd_add_thresholds(&paths, mo.thresholds);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out", out);
+    cg_outputs_add(&paths, CG_PATH_IN_PLACE, log_owned == NULL ? "--log" : "the canary's log", log);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", json_path);
+    if ((exit_code = cg_cmd_check_outputs(&paths)) != 0)
+        goto done;
     fprintf(stderr,
             "canary-gate aa: %ld runs a side (A B B A ...) of %ld steps after %ld warm-up, "
             "thresholds %s\n",

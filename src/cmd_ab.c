@@ -6,7 +6,10 @@
  * fast runs), with the outputs and exit codes of the main command. While a timing metric is
  * inconclusive it adds pairs, up to --max-runs, with alpha spent over the looks (sequential.h).
  * --base is split into words without a shell (argsplit.h); the head command is the words after
- * '--', or the built-in canary. Writes both sides' artifacts.
+ * '--', or the built-in canary. Writes both sides' artifacts. Every output is checked before
+ * the canaries run (none the same file as an input or another output, each writable); a failed
+ * or interrupted measurement replaces neither side's artifact: the runs completed go beside each
+ * (FILE.partial.json).
  * Exit: 0 pass (or inconclusive), 1 fail, 2 usage or input, 3 the canary failed or a file could
  * not be written, 4 inconclusive with --fail-on-inconclusive.
  */
@@ -59,7 +62,9 @@ static const char usage_text[] =
     "  --color WHEN           auto (default), always or never\n"
     "  -h, --help             show this help\n"
     "\n"
-    "Each side's canary output goes beside its artifact (FILE.log).\n"
+    "Each side's canary output goes beside its artifact (FILE.log). A failed or interrupted\n"
+    "measurement replaces neither artifact: the runs completed go beside each\n"
+    "(FILE.partial.json).\n"
     "\n"
     "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage error or invalid input,\n"
     "            3 the canary failed, timed out or was interrupted, or an output could not be\n"
@@ -142,8 +147,6 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
     if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
         strcmp(o->color, "never") != 0)
         return cg_cmd_usage_error("ab", "--color '%s': expected auto, always or never", o->color);
-    if (strcmp(o->out, o->out_base) == 0)
-        return cg_cmd_usage_error("ab", "--out and --out-base are the same file '%s'", o->out);
     o->report.color =
         strcmp(o->color, "always") == 0 ||
         (strcmp(o->color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
@@ -152,22 +155,15 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
     return 0;
 }
 
-/* Saves the completed runs of both sides after an interruption. */
+/* Saves the completed runs of both sides after a failure or an interruption, beside their
+ * artifacts (FILE.partial.json), never over them. */
 static void save_partial(const struct ab_opts *o, const struct cg_artifact *base,
                          const struct cg_artifact *head)
 {
-    struct cg_err err;
-    const struct cg_artifact *sides[2] = {base, head};
-    const char *paths[2] = {o->out_base, o->out};
-    for (int i = 0; i < 2; i++) {
-        if (sides[i]->n_runs == 0)
-            continue;
-        if (cg_artifact_save(paths[i], sides[i], &err) == 0)
-            fprintf(stderr, "canary-gate: %zu completed run%s written to '%s'\n", sides[i]->n_runs,
-                    sides[i]->n_runs == 1 ? "" : "s", paths[i]);
-        else
-            cg_cmd_fail(&err);
-    }
+    if (base->n_runs > 0)
+        cg_cmd_save_partial(o->out_base, base);
+    if (head->n_runs > 0)
+        cg_cmd_save_partial(o->out, head);
 }
 
 struct ab_more {
@@ -233,8 +229,7 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
 failed:
     exit_code = cg_cmd_fail(&err);
     cg_collect_hint(&err, c->step_range);
-    if (cg_collect_interrupted())
-        save_partial(o, base, head);
+    save_partial(o, base, head);
 done:
     cg_collector_close(cb);
     cg_collector_close(ch);
@@ -248,7 +243,8 @@ int cmd_ab(int argc, char **argv)
     struct cg_thresholds t;
     struct cg_artifact base, head;
     struct cg_err err;
-    char **base_argv = NULL, *logs[2] = {NULL, NULL};
+    char **base_argv = NULL, *logs[2] = {NULL, NULL}, *partials[2] = {NULL, NULL};
+    struct cg_outputs paths;
     size_t base_argc = 0;
     long runs;
     bool decided = false;
@@ -273,11 +269,25 @@ int cmd_ab(int argc, char **argv)
         goto done;
     }
     if ((logs[0] = cg_collect_log_path(o.out_base)) == NULL ||
-        (logs[1] = cg_collect_log_path(o.out)) == NULL) {
+        (logs[1] = cg_collect_log_path(o.out)) == NULL ||
+        (partials[0] = cg_cmd_partial_path(o.out_base)) == NULL ||
+        (partials[1] = cg_cmd_partial_path(o.out)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
+    cg_outputs_init(&paths);
+    cg_cmd_add_thresholds(&paths, o.m.thresholds);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out", o.out);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out-base", o.out_base);
+    cg_outputs_add(&paths, CG_PATH_IN_PLACE, "the head's log", logs[1]);
+    cg_outputs_add(&paths, CG_PATH_IN_PLACE, "the base's log", logs[0]);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--report", o.report.report_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", o.report.json_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "the head's partial artifact", partials[1]);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "the base's partial artifact", partials[0]);
+    if ((exit_code = cg_cmd_check_outputs(&paths)) != 0)
+        goto done;
     fprintf(stderr,
             "canary-gate ab: %ld pairs (base and head turn about, A B B A ...) of %ld "
             "steps after %ld warm-up, thresholds %s\n",
@@ -285,19 +295,25 @@ int cmd_ab(int argc, char **argv)
     exit_code = measure_and_decide(&o, base_argv, &c, &t, runs, &base, &head, logs, &decided);
     if (!decided) /* a canary failed or was interrupted: no verdict, no artifact replaced */
         goto done;
+    bool reported = exit_code != CG_EXIT_RUNTIME; /* the report and verdict were written */
     if (cg_artifact_save(o.out_base, &base, &err) != 0 ||
         cg_artifact_save(o.out, &head, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
+    bool md = reported && o.report.report_path != NULL, js = reported && o.report.json_path != NULL;
     fprintf(stderr,
-            "canary-gate ab: artifacts '%s' (base) and '%s' (head), canary output '%s' "
-            "and '%s'\n",
-            o.out_base, o.out, logs[0], logs[1]);
+            "canary-gate ab: artifacts '%s' (base) and '%s' (head)%s%s%s%s%s%s, canary output "
+            "'%s' and '%s'\n",
+            o.out_base, o.out, md ? ", report '" : "", md ? o.report.report_path : "",
+            md ? "'" : "", js ? ", verdict '" : "", js ? o.report.json_path : "", js ? "'" : "",
+            logs[0], logs[1]);
 done:
     cg_argsplit_free(base_argv);
     free(logs[0]);
     free(logs[1]);
+    free(partials[0]);
+    free(partials[1]);
     cg_artifact_release(&base);
     cg_artifact_release(&head);
     return exit_code;

@@ -31,8 +31,9 @@ static const char usage_text[] =
     "  --color WHEN           auto (default), always or never\n"
     "  -h, --help             show this help\n"
     "\n"
-    "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage error or invalid input,\n"
-    "            3 could not write an output, 4 inconclusive with --fail-on-inconclusive\n";
+    "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage error or invalid input (an output\n"
+    "            that is an input or another output), 3 could not write an output,\n"
+    "            4 inconclusive with --fail-on-inconclusive\n";
 
 enum { OPT_REPORT = 256, OPT_JSON, OPT_THRESHOLDS, OPT_ID, OPT_FOI, OPT_COLOR };
 
@@ -74,6 +75,16 @@ int cmd_compare(int argc, char **argv)
                                   color_when);
     bool color = strcmp(color_when, "always") == 0 ||
                  (strcmp(color_when, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    cg_outputs_add(&paths, CG_PATH_INPUT, "BASELINE", argv[optind]);
+    cg_outputs_add(&paths, CG_PATH_INPUT, "CURRENT", argv[optind + 1]);
+    cg_cmd_add_thresholds(&paths, thresholds_spec);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--report", report_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", json_path);
+    int rc = cg_cmd_check_outputs(&paths);
+    if (rc != 0)
+        return rc;
     return cg_compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, report_path,
                                  json_path, gate_id, fail_on_inconclusive, color);
 }
@@ -95,6 +106,7 @@ int cg_compare_and_report(const char *baseline_path, const char *current_path,
         cg_artifact_load(current_path, &cur, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
     } else {
+        cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, fail_on_inconclusive);
         struct cg_report_opts o = {report_path, json_path, gate_id, fail_on_inconclusive, color};
         exit_code = cg_gate_report(&base, &cur, &t, &o);
     }

@@ -10,6 +10,9 @@
  * the thresholds file. A canary that fails is reported (terminal, report, JSON, comment) as a
  * canary failure with its reason, exit 3. A missing baseline is exit 2 with how to record one,
  * unless --record-if-missing, which records this run as the baseline and passes with a note.
+ * Every output is checked before the canary runs: none may be the same file as the baseline, the
+ * thresholds or another output, and each must be writable. A failed or interrupted measurement
+ * never replaces --out: the runs it completed go to FILE.partial.json.
  */
 #include "cmd.h"
 
@@ -23,6 +26,7 @@
 #include "interleave.h"
 #include "report.h"
 #include "thresholds.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -70,9 +74,14 @@ static const char usage_text[] =
     "--comment and --status read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
     "'canary-gate comment --help'); without --report the report goes beside --out (FILE.md).\n"
     "\n"
+    "Every output is checked before the canary runs: none may be the baseline, the thresholds\n"
+    "or another output (exit 2), and each must be writable (exit 3). A failed or interrupted\n"
+    "measurement never replaces --out: the runs it completed go to FILE.partial.json.\n"
+    "\n"
     "exit codes: 0 pass (or inconclusive, or a baseline recorded), 1 fail, 2 usage or invalid\n"
-    "            input (a missing or unreadable baseline), 3 the canary failed or a file could\n"
-    "            not be written, 4 inconclusive with --fail-on-inconclusive\n";
+    "            input (a missing or unreadable baseline, an output that is an input), 3 the\n"
+    "            canary failed or a file could not be written, 4 inconclusive with\n"
+    "            --fail-on-inconclusive\n";
 
 enum {
     OPT_BASELINE = 256, OPT_RECORD, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
@@ -111,6 +120,7 @@ struct gate_opts {
     bool record_if_missing, comment, status, fail_on_inconclusive;
     struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
     long runs;                   /* settled */
+    bool log_given, report_given;
     struct cg_collect_cfg collect;
     struct cg_gate_seq_opts seq; /* sequential looks and confirmation */
 };
@@ -131,8 +141,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_BASELINE: o->baseline = optarg; break;
         case OPT_RECORD: o->record_if_missing = true; break;
         case OPT_OUT: o->out = optarg; break;
-        case OPT_LOG: o->collect.log = optarg; break;
-        case OPT_REPORT: o->report = optarg; break;
+        case OPT_LOG: o->collect.log = optarg; o->log_given = true; break;
+        case OPT_REPORT: o->report = optarg; o->report_given = true; break;
         case OPT_JSON: o->json = optarg; break;
         case OPT_COMMENT: o->comment = true; break;
         case OPT_MODE: o->comment_mode = optarg; break;
@@ -233,6 +243,11 @@ static char *notice_json(const char *verdict, const char *reason, const char *ar
         cJSON_AddStringToObject(root, "recorded_baseline", artifact);
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
+    /* paths from the command line and the canary's failure may hold any bytes */
+    if (s != NULL && cg_utf8_fix(&s) != 0) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -306,6 +321,7 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     cg_collector_close(col);
     cg_cmd_fail(&err);
     cg_collect_hint(&err, o->collect.step_range);
+    cg_cmd_save_partial(o->out, cur); /* never over --out */
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
         if (write_notice(o, "fail", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
                          NULL) == 0 &&
@@ -316,7 +332,8 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
 }
 
 /* --record-if-missing: this run becomes the baseline. */
-static int record(struct gate_opts *o, const struct cg_artifact *cur)
+static int record(struct gate_opts *o, const struct cg_artifact *cur,
+                  const struct cg_thresholds *t)
 {
     struct cg_err err;
     char body[1024];
@@ -329,6 +346,7 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur)
              o->baseline, cur->n_runs,
              cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
     printf("canary-gate: PASS (baseline recorded): %s\n", body);
+    cg_cmd_warn_small_baseline(o->baseline, cur, t, true, false);
     int rc = write_notice(o, "pass", "pass",
                           "\xe2\x9c\x85 canary-gate: baseline recorded", body, o->baseline);
     if (rc == 0 && o->report != NULL)
@@ -343,7 +361,8 @@ int cmd_gate(int argc, char **argv)
     struct cg_thresholds t;
     struct cg_err err;
     struct cg_collector *col = NULL;
-    char *log_owned = NULL, *report_owned = NULL;
+    struct cg_outputs paths;
+    char *log_owned = NULL, *report_owned = NULL, *partial = NULL, *confirm = NULL;
     int exit_code;
     bool have_base = false;
     o.out = "canary-run.json";
@@ -372,6 +391,7 @@ int cmd_gate(int argc, char **argv)
         if (cg_artifact_load(o.baseline, &base, &err) != 0)
             return cg_cmd_fail(&err);
         have_base = true;
+        cg_cmd_warn_small_baseline(o.baseline, &base, &t, false, o.fail_on_inconclusive);
     }
     settle_settings(&o, have_base ? &base : NULL, &t);
     if (o.collect.log == NULL && (o.collect.log = log_owned = cg_collect_log_path(o.out)) == NULL)
@@ -379,6 +399,23 @@ int cmd_gate(int argc, char **argv)
     if (o.report == NULL && (o.comment || o.status) &&
         (o.report = report_owned = cg_collect_sibling_path(o.out, ".md")) == NULL)
         goto oom;
+    if ((partial = cg_cmd_partial_path(o.out)) == NULL ||
+        (confirm = cg_collect_sibling_path(o.out, ".confirm.json")) == NULL)
+        goto oom;
+    /* Before any canary time: the log is truncated when the first run starts. */
+    cg_outputs_init(&paths);
+    cg_outputs_add(&paths, have_base ? CG_PATH_INPUT : CG_PATH_OUTPUT, "--baseline", o.baseline);
+    cg_cmd_add_thresholds(&paths, o.m.thresholds);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out", o.out);
+    cg_outputs_add(&paths, CG_PATH_IN_PLACE, o.log_given ? "--log" : "the canary's log",
+                   o.collect.log);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, o.report_given ? "--report" : "the report", o.report);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", o.json);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--trace", o.collect.trace_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "the partial artifact", partial);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "the confirmation artifact", confirm);
+    if ((exit_code = cg_cmd_check_outputs(&paths)) != 0)
+        goto done;
     fprintf(stderr, "canary-gate: %s '%s': %ld run%s of %ld steps after %ld warm-up, thresholds "
                     "%s\n",
             have_base ? "gating against" : "recording the baseline", o.baseline, o.runs,
@@ -396,17 +433,23 @@ int cmd_gate(int argc, char **argv)
     if (!cur.gpu_available && cur.gpu_reason != NULL)
         fprintf(stderr, "canary-gate: GPU metrics unavailable: %s\n", cur.gpu_reason);
     if (!have_base) {
-        exit_code = record(&o, &cur);
+        exit_code = record(&o, &cur, &t);
         goto done;
     }
     bool color = strcmp(o.color, "always") == 0 ||
                  (strcmp(o.color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
     struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, color};
     exit_code = cg_gate_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &ro);
-    if (exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL || exit_code == CG_EXIT_INCONCLUSIVE)
+    /* A verdict's exit code means the report and the JSON verdict were written; 3 means one of
+     * them (or a later run) failed, and the line below names only what was written. */
+    bool reported = exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL ||
+                    exit_code == CG_EXIT_INCONCLUSIVE;
+    if (reported)
         post(&o);
-    fprintf(stderr, "canary-gate: artifact '%s'%s%s, canary output '%s'\n", o.out,
-            o.report ? ", report " : "", o.report ? o.report : "", o.collect.log);
+    bool md = reported && o.report != NULL, js = reported && o.json != NULL;
+    fprintf(stderr, "canary-gate: artifact '%s'%s%s%s%s%s%s, canary output '%s'\n", o.out,
+            md ? ", report '" : "", md ? o.report : "", md ? "'" : "", js ? ", verdict '" : "",
+            js ? o.json : "", js ? "'" : "", o.collect.log);
     goto done;
 oom:
     cg_err_set(&err, CG_ENOMEM, "out of memory");
@@ -417,5 +460,7 @@ done:
     cg_artifact_release(&cur);
     free(log_owned);
     free(report_owned);
+    free(partial);
+    free(confirm);
     return exit_code;
 }

@@ -1,6 +1,8 @@
 /*
  * cmd_merge: `canary-gate merge -o OUT IN...` pools the runs of several artifacts into one
- * baseline. Refuses inputs from different machines or canaries, naming the differing field.
+ * baseline. Refuses inputs from different machines or canaries, naming the differing field, and
+ * the same run twice (the same file, a copy, a merge that already holds it), naming the files
+ * and the run.
  */
 #include "cmd.h"
 
@@ -8,6 +10,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage_text[] =
@@ -15,7 +18,9 @@ static const char usage_text[] =
     "\n"
     "Pools the runs of several run artifacts (for example the last K passing runs on main)\n"
     "into one baseline, so the baseline's own run-to-run spread is known. All inputs must\n"
-    "come from the same machine and the same canary configuration.\n"
+    "come from the same machine and the same canary configuration, and each run may be pooled\n"
+    "once (a file given twice, or a copy of one, is refused). OUT may not be one of the\n"
+    "inputs: write the pool to a new file.\n"
     "\n"
     "  -o, --out FILE   the merged artifact (written atomically)\n"
     "  -h, --help       show this help\n";
@@ -25,6 +30,37 @@ static const struct option options[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* Which input run k of the pool came from: *file its index in files, *run its number there. */
+static void locate(const size_t *ends, int n, size_t k, int *file, size_t *run)
+{
+    int f = 0;
+    while (f + 1 < n && k >= ends[f])
+        f++;
+    *file = f;
+    *run = k - (f > 0 ? ends[f - 1] : 0) + 1;
+}
+
+/* "cannot merge 'b.json': its run 2 is run 1 of 'a.json' again (host h, pid 7, ...)". */
+static void report_same_run(const struct cg_artifact *pool, char **files, const size_t *ends,
+                            int n, size_t x, size_t y, struct cg_err *err)
+{
+    int fx, fy;
+    size_t rx, ry;
+    char who[384];
+    locate(ends, n, x, &fx, &rx);
+    locate(ends, n, y, &fy, &ry);
+    const struct cg_run_id *id = &pool->runs[y].id;
+    if (id->host != NULL)
+        snprintf(who, sizeof(who), "run %lld of canary-gate pid %lld on '%.128s' from %s",
+                 (long long)id->seq, (long long)id->pid, id->host, id->started_utc);
+    else
+        snprintf(who, sizeof(who), "no identity recorded; every step's time is the same");
+    cg_err_set(err, CG_EINPUT,
+               "cannot merge '%s': its run %zu is run %zu of '%s' again (%s): a run may be pooled "
+               "only once",
+               files[fy], ry, rx, files[fx], who);
+}
 
 int cmd_merge(int argc, char **argv)
 {
@@ -43,13 +79,26 @@ int cmd_merge(int argc, char **argv)
     if (optind >= argc)
         return cg_cmd_usage_error("merge", "expected at least one input artifact");
 
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    for (int i = optind; i < argc; i++)
+        cg_outputs_add(&paths, CG_PATH_INPUT, "IN", argv[i]);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "-o", out);
+    int rc = cg_cmd_check_outputs(&paths);
+    if (rc != 0)
+        return rc;
+
     struct cg_err err;
     struct cg_artifact merged, in, first;
     int exit_code = CG_EXIT_PASS;
+    int n_in = argc - optind;
+    size_t *ends = calloc((size_t)n_in, sizeof(*ends)); /* runs in merged after input i */
     cg_err_init(&err);
     cg_artifact_init(&merged);
     cg_artifact_init(&in);
     cg_artifact_init(&first);
+    if (ends == NULL)
+        goto oom;
     for (int i = optind; i < argc; i++) {
         struct cg_artifact *a = i == optind ? &first : &in;
         if (cg_artifact_load(argv[i], a, &err) != 0) {
@@ -73,8 +122,15 @@ int cmd_merge(int argc, char **argv)
         }
         if (cg_artifact_append_runs(&merged, a) != 0)
             goto oom;
+        ends[i - optind] = merged.n_runs;
         if (a == &in)
             cg_artifact_release(&in);
+    }
+    size_t x, y;
+    if (cg_artifact_find_same_runs(&merged, &x, &y)) {
+        report_same_run(&merged, argv + optind, ends, n_in, x, y, &err);
+        exit_code = cg_cmd_fail(&err);
+        goto done;
     }
     merged.settings.runs = (int64_t)merged.n_runs;
     if (cg_artifact_save(out, &merged, &err) != 0) {
@@ -88,6 +144,7 @@ oom:
     cg_err_set(&err, CG_ENOMEM, "cannot merge: out of memory");
     exit_code = cg_cmd_fail(&err);
 done:
+    free(ends);
     cg_artifact_release(&merged);
     cg_artifact_release(&in);
     cg_artifact_release(&first);

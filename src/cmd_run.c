@@ -3,8 +3,11 @@
  * injection library and writes one run artifact. Each run is its own process (launch.c) whose
  * processes write shards into a private directory (shard.c merges them). With no command the
  * built-in canary beside the tool runs ("canary-train --preset tiny --steps WARMUP+STEPS").
- * Progress goes to stderr; the canary's own output goes to the log file. Exit: 0 every run
- * measured, 2 usage, 3 the canary failed, timed out, measured too little, or was interrupted.
+ * Progress goes to stderr; the canary's own output goes to the log file. Every output is checked
+ * (not the same file as an input or another output, writable) before the canary runs. A failed
+ * or interrupted run never replaces --out: the runs it completed go to FILE.partial.json. Exit:
+ * 0 every run measured, 2 usage, 3 the canary failed, timed out, measured too little, or was
+ * interrupted, or an output cannot be written.
  */
 #include "cmd.h"
 
@@ -44,8 +47,12 @@ static const char usage_text[] =
     "  --trace-steps A:B     the measured steps the trace covers, from 0 (default 0:2)\n"
     "  -h, --help            show this help\n"
     "\n"
-    "exit codes: 0 every run measured, 2 usage error, 3 the canary failed, timed out, marked\n"
-    "            too few steps, or the run was interrupted (completed runs are written)\n";
+    "A failed or interrupted run never replaces --out: the runs it completed are written\n"
+    "beside it (FILE.partial.json).\n"
+    "\n"
+    "exit codes: 0 every run measured, 2 usage error (an output that is an input or another\n"
+    "            output), 3 the canary failed, timed out, marked too few steps, or the run was\n"
+    "            interrupted, or an output cannot be written\n";
 
 enum { OPT_OUT = 256, OPT_LOG, OPT_TRACE, OPT_TRACE_STEPS };
 
@@ -69,7 +76,9 @@ int cmd_run(int argc, char **argv)
     struct cg_artifact a;
     struct cg_err err;
     struct cg_collector *col = NULL;
-    char *log_owned = NULL;
+    struct cg_outputs paths;
+    char *log_owned = NULL, *partial = NULL;
+    bool log_given;
     int exit_code = CG_EXIT_PASS, opt;
     cg_measure_opts_init(&mo);
     cg_artifact_init(&a);
@@ -103,14 +112,21 @@ int cmd_run(int argc, char **argv)
     c.trace_steps = trace_steps;
     if (optind < argc)
         c.cmd = argv + optind;
-    if (c.log == NULL) {
-        log_owned = cg_collect_log_path(out);
-        if (log_owned == NULL) {
-            cg_err_set(&err, CG_ENOMEM, "out of memory");
-            return cg_cmd_fail(&err);
-        }
-        c.log = log_owned;
+    log_given = c.log != NULL;
+    if ((c.log == NULL && (c.log = log_owned = cg_collect_log_path(out)) == NULL) ||
+        (partial = cg_cmd_partial_path(out)) == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        exit_code = cg_cmd_fail(&err);
+        goto done;
     }
+    cg_outputs_init(&paths);
+    cg_cmd_add_thresholds(&paths, mo.thresholds);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out", out);
+    cg_outputs_add(&paths, CG_PATH_IN_PLACE, log_given ? "--log" : "the canary's log", c.log);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--trace", c.trace_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "the partial artifact", partial);
+    if ((exit_code = cg_cmd_check_outputs(&paths)) != 0)
+        goto done;
     if (cg_collector_open(&c, &col, &err) != 0) {
         exit_code = err.code == CG_EINPUT ? cg_cmd_usage_error("run", "%s", err.msg)
                                           : cg_cmd_fail(&err);
@@ -119,15 +135,8 @@ int cmd_run(int argc, char **argv)
     if (cg_collector_run(col, &a, runs, runs, &err) != 0) {
         cg_cmd_fail(&err);
         cg_collect_hint(&err, c.step_range);
-        if (cg_collect_interrupted() && a.n_runs > 0) {
-            if (cg_artifact_save(out, &a, &err) == 0)
-                fprintf(stderr, "canary-gate: %zu completed run%s written to '%s'\n", a.n_runs,
-                        a.n_runs == 1 ? "" : "s", out);
-            else
-                cg_cmd_fail(&err);
-        } else if (cg_collect_interrupted()) {
-            fprintf(stderr, "canary-gate: no run completed; nothing written\n");
-        }
+        /* never over --out: a good artifact there stays as it was */
+        cg_cmd_save_partial(out, &a);
         exit_code = CG_EXIT_RUNTIME;
         goto done;
     }
@@ -144,5 +153,6 @@ done:
     cg_collector_close(col);
     cg_artifact_release(&a);
     free(log_owned);
+    free(partial);
     return exit_code;
 }

@@ -1,10 +1,15 @@
-/* cmd_util: helpers shared by the cmd_*.c files for messages and option values. */
+/* cmd_util: helpers shared by the cmd_*.c files for messages, option values, the inputs and
+ * outputs checked before anything runs, and the partial artifact of a run cut short. */
 #include "cmd.h"
+
+#include "collect.h"
+#include "verdict.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 int cg_cmd_fail(const struct cg_err *err)
 {
@@ -34,4 +39,65 @@ int cg_cmd_parse_count(const char *verb, const char *opt, const char *value, lon
                                   min, max);
     *out = v;
     return 0;
+}
+
+void cg_cmd_add_thresholds(struct cg_outputs *o, const char *spec)
+{
+    struct stat st;
+    if (spec != NULL && stat(spec, &st) == 0)
+        cg_outputs_add(o, CG_PATH_INPUT, "--thresholds", spec);
+}
+
+int cg_cmd_check_outputs(struct cg_outputs *o)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    int rc = cg_outputs_check(o, &err) != 0 ? cg_cmd_fail(&err) : 0;
+    cg_outputs_release(o);
+    return rc;
+}
+
+char *cg_cmd_partial_path(const char *out)
+{
+    return cg_collect_sibling_path(out, ".partial.json");
+}
+
+int cg_cmd_save_partial(const char *out, const struct cg_artifact *a)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (a->n_runs == 0) {
+        fprintf(stderr, "canary-gate: no run completed; nothing written\n");
+        return 0;
+    }
+    char *partial = cg_cmd_partial_path(out);
+    int rc = 0;
+    if (partial == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        rc = cg_cmd_fail(&err);
+    } else if (cg_artifact_save(partial, a, &err) != 0) {
+        rc = cg_cmd_fail(&err);
+    } else {
+        fprintf(stderr, "canary-gate: %zu completed run%s written to '%s'; '%s' was left as it was\n",
+                a->n_runs, a->n_runs == 1 ? "" : "s", partial, out);
+    }
+    free(partial);
+    return rc;
+}
+
+void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base,
+                                const struct cg_thresholds *t, bool recorded,
+                                bool fail_on_inconclusive)
+{
+    int64_t need = cg_verdict_min_baseline_runs(t);
+    if ((int64_t)base->n_runs >= need)
+        return;
+    fprintf(stderr,
+            "canary-gate: warning: %sbaseline '%s' has %zu run%s, fewer than the %lld a regression "
+            "needs to FAIL (the thresholds' min_runs): %s cannot detect a slowdown and reports "
+            "INCONCLUSIVE%s; record it again with at least %lld runs\n",
+            recorded ? "the recorded " : "", path, base->n_runs, base->n_runs == 1 ? "" : "s",
+            (long long)need, recorded ? "gating against it" : "this gate",
+            fail_on_inconclusive ? " (exit 4 with --fail-on-inconclusive)" : "",
+            (long long)need);
 }

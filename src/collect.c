@@ -172,6 +172,11 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
 {
     char reason[512];
     bool avail = cg_shard_gpu_available(sh, n, reason, sizeof(reason));
+    bool cuda = false; /* a "gpu" line: cuInit loaded the injection library */
+    for (size_t i = 0; i < n; i++)
+        cuda |= sh[i].gpu >= 0;
+    /* in every run: one run without CUDA is a run that did not use the GPU */
+    a->cuda_initialised = a->n_runs > 0 ? (a->cuda_initialised != 0 && cuda) : cuda;
     if (a->n_runs > 0) {
         if (avail || !a->gpu_available)
             return 0;
@@ -198,7 +203,7 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
         if (a->env.driver_version == NULL && sh[i].driver_version != NULL)
             a->env.driver_version = strdup(sh[i].driver_version);
     }
-    if (a->env.driver_version == NULL && a->gpu_available)
+    if (a->env.driver_version == NULL) /* the machine's, whether the canary used it or not */
         a->env.driver_version = cg_launch_driver_version();
     if (a->env.cupti_status == NULL || (!avail && a->gpu_reason == NULL))
         return CG_ENOMEM;

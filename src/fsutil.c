@@ -4,18 +4,36 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+const char *cg_file_type_name(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFSOCK: return "a socket";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFLNK: return "a symbolic link";
+    default: return "a special file";
+    }
+}
 
 int cg_file_read(const char *path, size_t max_bytes, char **out, size_t *out_len,
                  struct cg_err *err)
 {
     int rc = 0;
     char *data = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO without a writer would otherwise wait for one. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         rc = cg_err_set(err, errno == ENOENT ? CG_EINPUT : CG_EIO, "cannot read '%s': %s", path,
                         strerror(errno));
@@ -28,6 +46,16 @@ int cg_file_read(const char *path, size_t max_bytes, char **out, size_t *out_len
     }
     if (S_ISDIR(st.st_mode)) {
         rc = cg_err_set(err, CG_EINPUT, "cannot read '%s': is a directory", path);
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = cg_err_set(err, CG_EINPUT, "cannot read '%s': not a regular file (%s)", path,
+                        cg_file_type_name(st.st_mode));
+        goto done;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        rc = cg_err_set(err, CG_EIO, "cannot read '%s': %s", path, strerror(errno));
         goto done;
     }
     size_t cap = 4096, len = 0;
@@ -79,6 +107,42 @@ done:
     return rc;
 }
 
+/* 64 random bits: getrandom, else the clock, the pid and a counter (names need only differ). */
+static uint64_t random_bits(void)
+{
+    static uint64_t counter;
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+        return v;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    v = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
+    v ^= ++counter * 0x9E3779B97F4A7C15ull;
+    return v;
+}
+
+int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *err)
+{
+    /* ".<name>.<16 hex>.tmp" in the target's directory: a hidden name nobody can predict, opened
+     * with O_EXCL (an existing file or symlink there is an error, never followed or reused) and
+     * O_NOFOLLOW; on a clash another name is drawn. */
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash != NULL ? (int)(slash - path + 1) : 0;
+    const char *base = slash != NULL ? slash + 1 : path;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int k = snprintf(tmp, n, "%.*s.%s.%016llx.tmp", dir_len, path, base,
+                         (unsigned long long)random_bits());
+        if (k < 0 || (size_t)k >= n)
+            return cg_err_set(err, CG_EIO, "cannot write '%s': path too long", path);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST)
+            return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    return cg_err_set(err, CG_EIO, "cannot write '%s': no free temporary name", path);
+}
+
 static int write_all(int fd, const char *p, size_t len)
 {
     while (len > 0) {
@@ -116,12 +180,9 @@ int cg_file_write_atomic(const char *path, const void *data, size_t len, struct 
         return close(sfd) == 0 ? 0 : cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
     }
     char tmp[PATH_MAX];
-    int n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof(tmp))
-        return cg_err_set(err, CG_EIO, "cannot write '%s': path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = cg_file_create_temp(path, tmp, sizeof(tmp), err);
     if (fd < 0)
-        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+        return fd;
     if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
         rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
         close(fd);

@@ -3,7 +3,10 @@
  *
  * Writes go to a temporary file in the target's directory, are flushed and fsync'ed, and are
  * renamed over the target only when complete, so a failed or interrupted write never replaces
- * a good file. Reads refuse files larger than a caller-given cap.
+ * a good file. Temporaries get unpredictable names and are created exclusively (O_EXCL,
+ * O_NOFOLLOW): nothing planted in the directory can redirect a write. Reads take regular files
+ * only (a FIFO or device is refused at once, never waited on) and refuse files larger than a
+ * caller-given cap.
  */
 #ifndef CG_FSUTIL_H
 #define CG_FSUTIL_H
@@ -12,8 +15,9 @@
 
 #include <stddef.h>
 
-/* Reads the whole file into a NUL-terminated malloc'ed string (caller frees *out).
- * Fails with CG_EINPUT (missing, empty, over max_bytes) or CG_EIO, naming the path. */
+/* Reads the whole regular file into a NUL-terminated malloc'ed string (caller frees *out).
+ * Fails with CG_EINPUT (missing, empty, over max_bytes, not a regular file: a FIFO, a device, a
+ * directory) or CG_EIO, naming the path. Never blocks on a FIFO. */
 int cg_file_read(const char *path, size_t max_bytes, char **out, size_t *out_len,
                  struct cg_err *err);
 
@@ -21,6 +25,14 @@ int cg_file_read(const char *path, size_t max_bytes, char **out, size_t *out_len
  * existing special file (a device such as /dev/full, a FIFO) is written in place, never replaced.
  * On failure the previous file at path is untouched and err names the path: CG_EIO. */
 int cg_file_write_atomic(const char *path, const void *data, size_t len, struct cg_err *err);
+
+/* Creates a new empty temporary file beside path (same directory, a random hidden name) with
+ * O_CREAT|O_EXCL|O_NOFOLLOW, mode 0644 less the umask; its name goes to tmp[n]. Returns the open
+ * descriptor (the caller closes and renames or unlinks it), or CG_EIO naming path. */
+int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *err);
+
+/* "a FIFO", "a directory", "a character device", ... for a st_mode. */
+const char *cg_file_type_name(unsigned mode);
 
 /* Returns the directory of the running executable (malloc'ed, caller frees), or NULL. */
 char *cg_self_dir(void);

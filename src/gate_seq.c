@@ -123,15 +123,18 @@ int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
     if (cg_seq_decide(base, cur, &conf, t, &o, first_s, collect_more, col, &s, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         cg_collect_hint(&err, NULL);
+        /* What was measured is kept, also when a later run failed: beside --out, which keeps
+         * the first look's runs (a failed measurement never replaces an artifact). */
+        if (cur->n_runs > first)
+            cg_cmd_save_partial(out, cur);
         goto save;
     }
     print_summary(&s.info);
     exit_code = cg_verdict_report(&s.verdict, ro);
     cg_seq_release(&s);
-save:
-    /* What was measured is kept, also when a later run failed. */
     if (cur->n_runs > first && cg_artifact_save(out, cur, &err) != 0)
         exit_code = cg_cmd_fail(&err);
+save:
     if (conf.n_runs > 0) {
         if ((conf_out = cg_collect_sibling_path(out, ".confirm.json")) == NULL)
             cg_err_set(&err, CG_ENOMEM, "out of memory");

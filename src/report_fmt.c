@@ -201,11 +201,46 @@ static const struct cg_metric_result *deciding_metric(const struct cg_verdict *v
     return NULL;
 }
 
+/* The headline of a verdict whose cause is no metric's change: the GPU lost, a metric that
+ * vanished, a baseline too small to detect anything (verdict.h). False when none applies. */
+static bool integrity_headline(const struct cg_verdict *v, char *dst, size_t n)
+{
+    const struct cg_metric_result *mean = &v->metrics[CG_M_STEP_TIME_MEAN];
+    char d[32];
+    if (v->overall == CG_OUT_FAIL && v->gpu_lost) {
+        snprintf(dst, n, "FAIL: the canary did not use the GPU (the baseline did, and this "
+                         "machine has one): CUDA was never initialised");
+        return true;
+    }
+    if (v->overall != CG_OUT_INCONCLUSIVE)
+        return false;
+    if (v->metrics[CG_M_TOKENS_PER_SEC].vanished &&
+        v->metrics[CG_M_TOKENS_PER_SEC].outcome == CG_OUT_INCONCLUSIVE) {
+        snprintf(dst, n, "INCONCLUSIVE: tokens/sec vanished: the baseline measured it, this run "
+                         "did not (the canary's steps no longer carry tokens)");
+        return true;
+    }
+    /* ab measures both sides now: its pairs have their own rule */
+    if (v->weak_baseline && mean->method != CG_METHOD_PAIRED) {
+        size_t runs = v->baseline->n_runs;
+        long long need = (long long)v->baseline_runs_needed;
+        cg_fmt_pct(mean->delta_pct, d, sizeof(d));
+        snprintf(dst, n,
+                 "INCONCLUSIVE: the baseline has %zu run%s, fewer than the %lld a regression "
+                 "needs to FAIL (step time mean %s): record it again with at least %lld runs",
+                 runs, runs == 1 ? "" : "s", need, d, need);
+        return true;
+    }
+    return false;
+}
+
 void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
 {
     const struct cg_metric_result *r = deciding_metric(v);
     const struct cg_metric_result *mean = &v->metrics[CG_M_STEP_TIME_MEAN];
     char d[32], lo[32], hi[32];
+    if (integrity_headline(v, dst, n))
+        return;
     if (v->overall == CG_OUT_PASS || r == NULL) {
         cg_fmt_pct(mean->delta_pct, d, sizeof(d));
         snprintf(dst, n, "PASS: no regression beyond the thresholds (step time mean %s)", d);

@@ -3,6 +3,7 @@
  * "diagnosis" array is documented in docs/diagnosis.md).
  */
 #include "report.h"
+#include "utf8.h"
 
 #include "cg_version.h"
 
@@ -10,6 +11,7 @@
 #include "sequential.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static cJSON *num(double v)
 {
@@ -122,6 +124,9 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddItemToObject(root, "canary_differs",
                           v->canary_diff ? cJSON_CreateString(v->canary_diff) : cJSON_CreateNull());
     cJSON_AddBoolToObject(root, "downgraded_for_machine", v->downgraded);
+    cJSON_AddBoolToObject(root, "gpu_lost", v->gpu_lost);
+    cJSON_AddBoolToObject(root, "weak_baseline", v->weak_baseline);
+    cJSON_AddNumberToObject(root, "baseline_runs_needed", (double)v->baseline_runs_needed);
     cJSON_AddBoolToObject(root, "within_run_comparison", v->within_run);
     cJSON_AddItemToObject(root, "sequential", sequential(v));
     cJSON *metrics = cJSON_AddArrayToObject(root, "metrics");
@@ -177,5 +182,11 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddItemToObject(root, "diagnosis", diagnosis(&v->diagnosis));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
+    /* Names cut to a length (diagnosis subjects) or paths from the command line may be
+     * ill-formed UTF-8: strict JSON readers must still read the verdict. */
+    if (text != NULL && cg_utf8_fix(&text) != 0) {
+        free(text);
+        return NULL;
+    }
     return text;
 }

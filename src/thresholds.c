@@ -9,6 +9,7 @@
 #include "thresholds.h"
 
 #include "fsutil.h"
+#include "jsonutil.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -246,7 +247,15 @@ static int apply_text(const char *text, size_t len, const char *display, bool bu
 {
     struct loader l = {err, display};
     int rc = 0;
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    size_t at;
+    cJSON *root = cg_json_parse_whole(text, len, &at);
+    if (root == NULL && at < len) {
+        rc = cg_err_set(err, CG_EINPUT,
+                        "invalid thresholds file '%s': trailing data after the JSON document (at "
+                        "byte %zu)",
+                        display, at);
+        goto done;
+    }
     if (root == NULL || !cJSON_IsObject(root)) {
         rc = cg_err_set(err, CG_EINPUT, "invalid thresholds file '%s': not a JSON object", display);
         goto done;

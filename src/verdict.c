@@ -502,10 +502,29 @@ done:
     return rc;
 }
 
-static int timing_metric(const struct cg_artifact *base, const struct cg_artifact *cur,
-                         const struct cg_thresholds *t, enum cg_metric m, double *vb, double *vc,
+/* The baseline cannot detect a slowdown (cg_verdict_min_baseline_runs): a timing metric that
+ * would PASS, or is inconclusive for too few runs, is INCONCLUSIVE for that reason, which more
+ * current runs cannot settle. */
+static void weak_baseline_rule(const struct cg_verdict *v, bool enough,
+                               struct cg_metric_result *r)
+{
+    if (!v->weak_baseline ||
+        !(r->outcome == CG_OUT_PASS || (r->outcome == CG_OUT_INCONCLUSIVE && !enough)))
+        return;
+    r->outcome = CG_OUT_INCONCLUSIVE;
+    r->wants_runs = false;
+    snprintf(r->note, sizeof(r->note),
+             "the baseline has %zu run%s, fewer than the %lld a regression needs to FAIL "
+             "(min_runs): it cannot detect one",
+             v->baseline->n_runs, v->baseline->n_runs == 1 ? "" : "s",
+             (long long)v->baseline_runs_needed);
+}
+
+static int timing_metric(const struct cg_verdict *v, enum cg_metric m, double *vb, double *vc,
                          struct cg_metric_result *r)
 {
+    const struct cg_artifact *base = v->baseline, *cur = v->current;
+    const struct cg_thresholds *t = v->thresholds;
     const struct cg_metric_limits *lim = &t->metric[m];
     size_t nb = base->n_runs, nc = cur->n_runs;
     bool worse_up = cg_metric_higher_is_worse(m);
@@ -560,6 +579,7 @@ static int timing_metric(const struct cg_artifact *base, const struct cg_artifac
     } else {
         r->outcome = CG_OUT_PASS;
     }
+    weak_baseline_rule(v, enough, r);
     return 0;
 }
 
@@ -607,6 +627,42 @@ static void init_result(struct cg_metric_result *r, enum cg_metric m,
     r->method = CG_METHOD_NONE;
 }
 
+/* The GPU was lost (cg_verdict_gpu_lost): peak device memory, measured on the baseline and gone
+ * from this run, FAILs with the reason. vb: the baseline's values, or NULL when it lacks them. */
+static void gpu_lost_result(const struct cg_verdict *v, const double *vb,
+                            struct cg_metric_result *r)
+{
+    if (vb != NULL)
+        r->baseline = cg_stats_quantile(vb, v->baseline->n_runs, 0.5);
+    r->method = CG_METHOD_FIXED;
+    r->outcome = CG_OUT_FAIL;
+    snprintf(r->note, sizeof(r->note),
+             "the canary did not use the GPU: the baseline did, this machine has one (driver "
+             "%.24s) and CUDA was never initialised",
+             v->current->env.driver_version);
+}
+
+/* tokens/sec on every baseline run and missing or zero on some current run: the canary changed
+ * (its steps no longer carry tokens), which more runs cannot settle. */
+static void vanished_result(const struct cg_verdict *v, const double *vb,
+                            struct cg_metric_result *r)
+{
+    const struct cg_artifact *c = v->current;
+    size_t missing = 0;
+    for (size_t i = 0; i < c->n_runs; i++) {
+        double x = cg_run_metric_value(&c->runs[i], CG_M_TOKENS_PER_SEC);
+        missing += !isfinite(x) || x <= 0;
+    }
+    r->baseline = cg_stats_quantile(vb, v->baseline->n_runs, 0.5);
+    r->outcome = CG_OUT_INCONCLUSIVE;
+    r->vanished = true;
+    r->wants_runs = false;
+    snprintf(r->note, sizeof(r->note),
+             "measured on the baseline, not on this run (%zu of %zu runs have no tokens or "
+             "zero): the canary changed",
+             missing, c->n_runs);
+}
+
 static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
 {
     const struct cg_artifact *b = v->baseline, *c = v->current;
@@ -622,6 +678,15 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
         init_result(r, (enum cg_metric)m, v->thresholds);
         bool in_base = side_values(b, (enum cg_metric)m, vb);
         bool in_cur = side_values(c, (enum cg_metric)m, vc);
+        if (m == CG_M_PEAK_DEVICE_MEMORY && v->gpu_lost) {
+            gpu_lost_result(v, in_base ? vb : NULL, r);
+            device_gated = true;
+            continue;
+        }
+        if (m == CG_M_TOKENS_PER_SEC && in_base && !in_cur) {
+            vanished_result(v, vb, r);
+            continue;
+        }
         if (!in_base || !in_cur) {
             snprintf(r->note, sizeof(r->note), "not measured on %s",
                      !in_base && !in_cur ? "either side"
@@ -639,7 +704,7 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
             }
             continue;
         }
-        if (timing_metric(b, c, v->thresholds, (enum cg_metric)m, vb, vc, r) != 0) {
+        if (timing_metric(v, (enum cg_metric)m, vb, vc, r) != 0) {
             rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             goto done;
         }
@@ -880,7 +945,8 @@ void cg_verdict_decide(struct cg_verdict *v)
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
         v->within_run |= r->method == CG_METHOD_BOOTSTRAP;
-        if (r->outcome == CG_OUT_FAIL && mismatch) {
+        bool lost_gpu = v->gpu_lost && m == CG_M_PEAK_DEVICE_MEMORY; /* the machine's GPU */
+        if (r->outcome == CG_OUT_FAIL && mismatch && !lost_gpu) {
             r->outcome = CG_OUT_INCONCLUSIVE;
             snprintf(r->note, sizeof(r->note),
                      "regressed, but measured on a different machine (%s)", v->machine_diff);
@@ -904,11 +970,21 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
     v->baseline = baseline;
     v->current = current;
     v->thresholds = t;
+    v->baseline_runs_needed = cg_verdict_min_baseline_runs(t);
+    v->weak_baseline = (int64_t)baseline->n_runs < v->baseline_runs_needed;
+    v->gpu_lost = cg_verdict_gpu_lost(baseline, current);
     bool gpu = baseline->gpu_available && current->gpu_available;
-    if (baseline->gpu_available != current->gpu_available)
+    if (v->gpu_lost) {
+        /* the same machine as far as both sides can tell without the GPU */
+        v->machine_diff = cg_env_machine_diff(&baseline->env, &current->env, false);
+        if (v->machine_diff == NULL && baseline->env.driver_version != NULL &&
+            strcmp(baseline->env.driver_version, current->env.driver_version) != 0)
+            v->machine_diff = "environment.driver_version";
+    } else if (baseline->gpu_available != current->gpu_available) {
         v->machine_diff = "gpu.available";
-    else
+    } else {
         v->machine_diff = cg_env_machine_diff(&baseline->env, &current->env, gpu);
+    }
     v->canary_diff = cg_artifact_canary_diff(baseline, current);
     int rc = compute_metrics(v, err);
     if (rc == 0)
@@ -921,6 +997,23 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
     }
     cg_verdict_decide(v);
     return 0;
+}
+
+int64_t cg_verdict_min_baseline_runs(const struct cg_thresholds *t)
+{
+    const enum cg_metric timing[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95,
+                                     CG_M_STEP_TIME_FLOOR, CG_M_TOKENS_PER_SEC};
+    int64_t fewest = t->metric[timing[0]].min_runs;
+    for (size_t i = 1; i < sizeof(timing) / sizeof(timing[0]); i++)
+        if (t->metric[timing[i]].min_runs < fewest)
+            fewest = t->metric[timing[i]].min_runs;
+    return fewest;
+}
+
+bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_artifact *current)
+{
+    return baseline->gpu_available && !current->gpu_available &&
+           current->cuda_initialised == 0 && current->env.driver_version != NULL;
 }
 
 void cg_verdict_release(struct cg_verdict *v)

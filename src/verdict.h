@@ -64,6 +64,8 @@ struct cg_metric_result {
     bool wants_runs;    /* INCONCLUSIVE for a reason more current runs can settle: not
                          * significant, too few current runs or fast runs (the baseline has
                          * enough) */
+    bool vanished;      /* measured on every baseline run, missing (or zero) on some current
+                         * run: the canary changed; INCONCLUSIVE */
 };
 
 enum cg_op_status { CG_OPD_BOTH, CG_OPD_NEW, CG_OPD_VANISHED };
@@ -97,6 +99,10 @@ struct cg_verdict {
     const char *canary_diff;  /* first differing canary field, NULL when same */
     bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs */
     bool within_run;          /* some metric fell back to the within-run bootstrap */
+    int64_t baseline_runs_needed; /* cg_verdict_min_baseline_runs of the thresholds */
+    bool weak_baseline;       /* the baseline has fewer runs than that: no timing metric can
+                               * FAIL, so none PASSes either (INCONCLUSIVE, with the reason) */
+    bool gpu_lost;            /* cg_verdict_gpu_lost: FAIL (peak device memory carries it) */
     struct cg_diagnosis diagnosis; /* why it is slow or hungry: never decides */
     const struct cg_artifact *baseline;
     const struct cg_artifact *current;
@@ -108,6 +114,17 @@ struct cg_verdict {
  * Fails only when memory runs out (CG_ENOMEM). */
 int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
+
+/* The fewest baseline runs with which some timing metric can FAIL under t: the smallest
+ * min_runs of the step time mean, p95, floor and tokens/sec. A baseline with fewer cannot
+ * detect a slowdown. */
+int64_t cg_verdict_min_baseline_runs(const struct cg_thresholds *t);
+
+/* True when the GPU was lost: the baseline has GPU metrics, and the current run has none because
+ * its canary never initialised CUDA (known, not assumed) on a machine that has a GPU (its NVIDIA
+ * driver is loaded: environment.driver_version). A change that breaks CUDA and falls back to the
+ * CPU is a regression, not a different machine. */
+bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_artifact *current);
 
 /* Takes the overall outcome from the metric outcomes, after the floor rule
  * ("require_floor_regression") and the machine rule (a FAIL on another machine is INCONCLUSIVE

@@ -497,7 +497,7 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     git(d, "ws", "remote", "add", "origin", cg_workdir_in(d, "origin.git"));
     git(d, "ws", "commit", "-q", "--allow-empty", "-mstart");
 
-    /* Two runs of the built-in canary, of 1 and 2 runs, as two main-branch results. */
+    /* Runs of the built-in canary, of 1, 2 and 2 runs, as three main-branch results. */
     const char *r1[] = {CG_TOOL_PATH, "run", "--out", "ws/r1.json", "--runs", "1", "--steps", "2",
                         "--warmup", "0", NULL};
     const char *r2[] = {CG_TOOL_PATH, "run", "--out", "ws/r2.json", "--runs", "2", "--steps", "2",
@@ -505,6 +505,11 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(cg_proc_run(d->path, r1, NULL, &proc), 0);
     assert_int_equal(proc.exit_code, 0);
     assert_int_equal(cg_proc_run(d->path, r2, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+    /* a third result of 2 runs (a run may be pooled only once: r2 again would not do) */
+    const char *r3[] = {CG_TOOL_PATH, "run", "--out", "ws/r3.json", "--runs", "2", "--steps", "2",
+                        "--warmup", "0", NULL};
+    assert_int_equal(cg_proc_run(d->path, r3, NULL, &proc), 0);
     assert_int_equal(proc.exit_code, 0);
 
     struct cg_workdir ws;
@@ -519,7 +524,7 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
 
     const char *p1[] = {"r1.json", "--keep", "2", "--label", "20260101T000000Z-a", NULL};
     const char *p2[] = {"r2.json", "--keep", "2", "--label", "20260102T000000Z-b", NULL};
-    const char *p3[] = {"r2.json", "--keep", "2", "--label", "20260103T000000Z-c", NULL};
+    const char *p3[] = {"r3.json", "--keep", "2", "--label", "20260103T000000Z-c", NULL};
     assert_int_equal(script(&ws, "baseline-publish", env, p1), 0);
     assert_int_equal(script(&ws, "baseline-publish", env, p2), 0);
     const char *fetch1[] = {"bl1", NULL};

@@ -9,6 +9,8 @@
 #include "artifact.h"
 #include "fixtures.h"
 
+#include <errno.h>
+#include <iconv.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +301,250 @@ static void test_artifact__failed_save_keeps_previous_file(void **state)
     cg_artifact_release(&a);
 }
 
+/* `cat base.json slow.json > x.json`: a comparison must not read the first document and ignore
+ * the second. Anything but white space after the document is refused, naming the file. */
+static void test_artifact__trailing_data_after_the_document_is_refused(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    char *one = cg_artifact_to_json(&a);
+    cg_artifact_release(&a);
+    size_t n = strlen(one);
+    char *two = malloc(2 * n + 8);
+    assert_non_null(two);
+    snprintf(two, 2 * n + 8, "%s\n%s\n", one, one);
+    cg_err_init(&err);
+    assert_int_equal(cg_artifact_parse(two, strlen(two), "x.json", &a, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "cannot read 'x.json': trailing data after the JSON document"));
+    assert_int_equal(a.n_runs, 0);
+    /* a NUL and garbage inside the length: refused too */
+    memcpy(two, one, n);
+    memcpy(two + n, "\0junk", 5);
+    assert_int_equal(cg_artifact_parse(two, n + 5, "x.json", &a, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "trailing data"));
+    /* white space after it is fine */
+    snprintf(two, 2 * n + 8, "%s \r\n\t\n", one);
+    assert_int_equal(cg_artifact_parse(two, strlen(two), "x.json", &a, &err), 0);
+    assert_int_equal(a.n_runs, fx.runs);
+    cg_artifact_release(&a);
+    free(one);
+    free(two);
+}
+
+/* summary.tokens_per_sec is what a comparison reads for tokens/sec: it must agree with the
+ * steps, as the step times must. */
+static void test_artifact__tokens_per_sec_must_match_the_steps(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    char *good = cg_artifact_to_json(&a);
+    cg_artifact_release(&a);
+    /* the value of the first run's summary, as written */
+    const char *at = strstr(good, "\"tokens_per_sec\":\t");
+    assert_non_null(at);
+    size_t vlen = strcspn(at + 18, ",\n");
+    char from[64];
+    snprintf(from, sizeof(from), "%.*s", (int)(18 + vlen), at);
+    const char *to[] = {"\"tokens_per_sec\":\t1", "\"tokens_per_sec\":\tnull",
+                        "\"tokens_per_sec\":\t0"};
+    for (size_t i = 0; i < 3; i++) {
+        char *bad = replace(good, from, to[i]);
+        cg_err_init(&err);
+        assert_int_equal(cg_artifact_parse(bad, strlen(bad), "t.json", &a, &err), CG_EINPUT);
+        if (strstr(err.msg, "runs[0].summary: tokens_per_sec does not match the run's steps") == NULL)
+            fail_msg("case %zu: '%s'", i, err.msg);
+        free(bad);
+    }
+    /* steps without tokens and a rate in the summary: refused as well */
+    struct cg_fixture nt = fx;
+    nt.tokens = -1;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &nt), 0);
+    char *none = cg_artifact_to_json(&a);
+    cg_artifact_release(&a);
+    char *bad = replace(none, "\"tokens_per_sec\":\tnull", "\"tokens_per_sec\":\t1000");
+    assert_int_equal(cg_artifact_parse(bad, strlen(bad), "t.json", &a, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "tokens_per_sec does not match the run's steps"));
+    assert_int_equal(cg_artifact_parse(none, strlen(none), "t.json", &a, &err), 0);
+    cg_artifact_release(&a);
+    free(bad);
+    free(none);
+    free(good);
+}
+
+/* True when s is well-formed UTF-8, as glibc's iconv decides (not this project's code). */
+static bool strict_utf8(const char *s)
+{
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    assert_true(cd != (iconv_t)-1);
+    char *in = (char *)s;
+    size_t in_left = strlen(s);
+    char buf[4096];
+    bool ok = true;
+    while (in_left > 0 && ok) {
+        char *out = buf;
+        size_t out_left = sizeof(buf);
+        size_t r = iconv(cd, &in, &in_left, &out, &out_left);
+        ok = r != (size_t)-1 || errno == E2BIG;
+    }
+    iconv_close(cd);
+    return ok;
+}
+
+/* Kernel and range names, the canary's argv and the GPU's name come from outside and may hold
+ * any bytes. Invalid UTF-8 (stray continuation bytes, overlong forms, surrogates, code points
+ * past U+10FFFF, a cut sequence) becomes U+FFFD on the way in, so every artifact written is
+ * valid UTF-8 for strict JSON readers; valid text is kept as it is. Each maximal invalid
+ * subpart becomes one U+FFFD (Unicode's recommended practice; the counts were checked with
+ * Python's bytes.decode("utf-8", "replace")). */
+static void test_artifact__invalid_utf8_becomes_replacement_characters(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "gemm\xff\xfekernel", "\xc0\xafslash", "\xed\xa0\x80surrogate",
+        "\xf4\x90\x80\x80" "big", "cut\xe2\x82", "\xe0\x80\xafoverlong3",
+    };
+    static const char *const fixed[] = {
+        "gemm\xef\xbf\xbd\xef\xbf\xbdkernel",
+        "\xef\xbf\xbd\xef\xbf\xbdslash",
+        "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdsurrogate",
+        "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "big",
+        "cut\xef\xbf\xbd",
+        "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdoverlong3",
+    };
+    const size_t n_bad = sizeof(bad) / sizeof(bad[0]);
+    struct cg_artifact a, b;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    for (size_t i = 0; i < n_bad; i++)
+        assert_int_equal(cg_run_add_op(&a.runs[0], bad[i], NULL, CG_OP_KERNEL, 1, 10), 0);
+    assert_int_equal(cg_run_add_op(&a.runs[0], "ok \xce\xbb \xf0\x9f\x98\x80", NULL, CG_OP_RANGE, 1, 10), 0);
+    for (size_t i = 0; i < n_bad; i++) {
+        assert_string_equal(a.runs[0].ops[fx.n_ops + i].name, fixed[i]);
+        assert_string_equal(a.runs[0].ops[fx.n_ops + i].family, fixed[i]);
+    }
+    assert_string_equal(a.runs[0].ops[fx.n_ops + n_bad].name, "ok \xce\xbb \xf0\x9f\x98\x80");
+    /* strings set directly in the header (the collector copies argv and the GPU's name) */
+    free(a.env.canary_command[0]);
+    a.env.canary_command[0] = strdup("python\xff");
+    free(a.env.gpu_model);
+    a.env.gpu_model = strdup("GPU \xc3");
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(text);
+    assert_true(strict_utf8(text));
+    assert_non_null(strstr(text, "python\xef\xbf\xbd"));
+
+    /* raw invalid bytes in a file are replaced when it is read */
+    char *raw = replace(text, "\"op_0\"", "\"op\xff\xc0\"");
+    assert_false(strict_utf8(raw));
+    cg_err_init(&err);
+    assert_int_equal(cg_artifact_parse(raw, strlen(raw), "raw.json", &b, &err), 0);
+    assert_string_equal(b.runs[0].ops[0].name, "op\xef\xbf\xbd\xef\xbf\xbd");
+    char *again = cg_artifact_to_json(&b);
+    assert_true(strict_utf8(again));
+    cg_artifact_release(&b);
+    free(again);
+    free(raw);
+    free(text);
+    cg_artifact_release(&a);
+}
+
+/* Every run gets an identity when it is created (this host, this canary-gate process and when it
+ * started, the run's number in it); JSON and merging keep it, so the same run can be recognised
+ * wherever it is pooled. Artifacts written before identities load with none. */
+static void test_artifact__runs_carry_an_identity_through_json_and_merges(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b, c;
+    struct cg_err err;
+    char host[256];
+    assert_int_equal(gethostname(host, sizeof(host)), 0);
+    cg_artifact_init(&a);
+    cg_artifact_init(&b);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    assert_int_equal(cg_fixture_make(&b, &fx), 0); /* the same seed: equal steps, other runs */
+    for (size_t i = 0; i < a.n_runs; i++) {
+        assert_non_null(a.runs[i].id.host);
+        assert_int_equal(strncmp(a.runs[i].id.host, host, strlen(a.runs[i].id.host)), 0);
+        assert_int_equal(a.runs[i].id.pid, getpid());
+        assert_non_null(a.runs[i].id.started_utc);
+        assert_false(cg_run_same(&a.runs[i], &b.runs[i]));
+        for (size_t k = 0; k < i; k++)
+            assert_false(cg_run_same(&a.runs[i], &a.runs[k]));
+    }
+    assert_true(a.runs[1].id.seq > a.runs[0].id.seq);
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(strstr(text, "\"started_utc\":"));
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "id.json", &c, &err), 0);
+    for (size_t i = 0; i < a.n_runs; i++) {
+        assert_true(cg_run_same(&a.runs[i], &c.runs[i]));
+        assert_string_equal(c.runs[i].id.host, a.runs[i].id.host);
+        assert_string_equal(c.runs[i].id.started_utc, a.runs[i].id.started_utc);
+        assert_int_equal(c.runs[i].id.seq, a.runs[i].id.seq);
+    }
+    cg_artifact_release(&c);
+    cg_artifact_init(&c);
+    assert_int_equal(cg_artifact_append_runs(&c, &a), 0);
+    assert_true(cg_run_same(&c.runs[2], &a.runs[2]));
+    cg_artifact_release(&c);
+
+    /* an identity that is not one is refused with its path */
+    char *bad = replace(text, "\"seq\":\t", "\"seq\":\t-");
+    assert_int_equal(cg_artifact_parse(bad, strlen(bad), "id.json", &c, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "runs[0].id.seq: must be at least 1"));
+    free(bad);
+
+    /* an artifact written before runs had an identity still loads, with none */
+    struct cg_artifact old;
+    assert_int_equal(cg_artifact_load(CG_SOURCE_DIR "/examples/baseline.json", &old, &err), 0);
+    assert_null(old.runs[0].id.host);
+    assert_false(cg_run_same(&old.runs[0], &old.runs[1]));
+    cg_artifact_release(&old);
+    free(text);
+    cg_artifact_release(&a);
+    cg_artifact_release(&b);
+}
+
+/* The same run twice in one pool (a file merged twice, a copy of it, a merge of merges) makes
+ * a baseline look more certain than it is. cg_artifact_find_same_runs finds it: by identity, or
+ * for runs without one by their steps (no two real runs time every step alike to the ns). */
+static void test_artifact__the_same_run_twice_is_found(void **state)
+{
+    (void)state;
+    struct cg_artifact a, pool, old, oldpool;
+    struct cg_err err;
+    size_t i = 0, k = 0;
+    cg_artifact_init(&a);
+    cg_artifact_init(&pool);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    assert_int_equal(cg_artifact_append_runs(&pool, &a), 0);
+    assert_false(cg_artifact_find_same_runs(&pool, &i, &k));
+    assert_int_equal(cg_artifact_append_runs(&pool, &a), 0);
+    assert_true(cg_artifact_find_same_runs(&pool, &i, &k));
+    assert_int_equal(i, 0);
+    assert_int_equal(k, fx.runs);
+
+    assert_int_equal(cg_artifact_load(CG_SOURCE_DIR "/examples/baseline.json", &old, &err), 0);
+    cg_artifact_init(&oldpool);
+    assert_int_equal(cg_artifact_append_runs(&oldpool, &old), 0);
+    assert_false(cg_artifact_find_same_runs(&oldpool, &i, &k));
+    assert_int_equal(cg_artifact_append_runs(&oldpool, &old), 0);
+    assert_true(cg_artifact_find_same_runs(&oldpool, &i, &k));
+    assert_int_equal(i, 0);
+    assert_int_equal(k, old.n_runs);
+    cg_artifact_release(&a);
+    cg_artifact_release(&pool);
+    cg_artifact_release(&old);
+    cg_artifact_release(&oldpool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +555,11 @@ int main(void)
         cmocka_unit_test(test_artifact__older_artifact_without_counters_loads),
         cmocka_unit_test(test_artifact__missing_and_empty_files),
         cmocka_unit_test(test_artifact__failed_save_keeps_previous_file),
+        cmocka_unit_test(test_artifact__trailing_data_after_the_document_is_refused),
+        cmocka_unit_test(test_artifact__tokens_per_sec_must_match_the_steps),
+        cmocka_unit_test(test_artifact__invalid_utf8_becomes_replacement_characters),
+        cmocka_unit_test(test_artifact__runs_carry_an_identity_through_json_and_merges),
+        cmocka_unit_test(test_artifact__the_same_run_twice_is_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

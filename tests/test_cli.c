@@ -30,6 +30,10 @@ static void slurp(const char *path, char *dst, size_t n)
         fclose(f);
 }
 
+/* Seconds after which a run of the tool is ended by SIGALRM (exit 128 + 14): a tool that blocks
+ * (on a FIFO, say) fails its test instead of hanging the suite. */
+#define TOOL_ALARM_S 20
+
 /* Runs the tool with the given arguments (NULL-terminated); returns its exit code. */
 static int tool(const char *arg, ...)
 {
@@ -49,6 +53,7 @@ static int tool(const char *arg, ...)
         int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fo, 1);
         dup2(fe, 2);
+        alarm(TOOL_ALARM_S); /* kept across execv */
         execv(CG_TOOL_PATH, (char *const *)argv);
         _exit(127);
     }
@@ -56,7 +61,7 @@ static int tool(const char *arg, ...)
     waitpid(pid, &st, 0);
     slurp(o, out_text, sizeof(out_text));
     slurp(e, err_text, sizeof(err_text));
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 #define EX(name) CG_SOURCE_DIR "/examples/" name
@@ -171,11 +176,30 @@ static void test_cli__reports_written_and_never_half_replaced(void **state)
     free(c);
 }
 
+/* Two fixture artifacts of the same canary and machine, different runs, saved as a.json and
+ * b.json in the test directory. */
+static void two_artifacts(void)
+{
+    struct cg_fixture f = {5, 20, 1e7, 0.01, 0.02, 512, -1, 100000000, 2, 1};
+    const char *names[2] = {"a.json", "b.json"};
+    for (int i = 0; i < 2; i++) {
+        struct cg_artifact a;
+        struct cg_err err;
+        cg_artifact_init(&a);
+        f.seed = (uint64_t)i + 1;
+        assert_int_equal(cg_fixture_make(&a, &f), 0);
+        assert_int_equal(cg_artifact_save(path_in(names[i]), &a, &err), 0);
+        cg_artifact_release(&a);
+    }
+}
+
 static void test_cli__merge_pools_runs_and_refuses_other_machines(void **state)
 {
     (void)state;
-    const char *out = path_in("pooled.json");
-    assert_int_equal(tool("merge", "-o", out, EX("baseline.json"), EX("baseline.json"), NULL), 0);
+    char out[256];
+    snprintf(out, sizeof(out), "%s", path_in("pooled.json"));
+    two_artifacts();
+    assert_int_equal(tool("merge", "-o", out, path_in("a.json"), path_in("b.json"), NULL), 0);
     assert_int_equal(tool("show", out, NULL), 0);
     assert_non_null(strstr(out_text, "10 in file"));
     char *text = NULL;
@@ -189,6 +213,37 @@ static void test_cli__merge_pools_runs_and_refuses_other_machines(void **state)
     assert_int_equal(tool("merge", "-o", path_in("x.json"), EX("baseline.json"), path_in("other.json"), NULL), 2);
     assert_non_null(strstr(err_text, "environment.cpu_model differs"));
     assert_int_equal(access(path_in("x.json"), F_OK), -1);
+}
+
+/* Pooling the same runs twice makes one run look like many: a 15-run baseline out of one run
+ * FAILs unchanged code. The same file twice, a copy of it, or a merge that already holds a run:
+ * refused, exit 2, naming the file and the run. Artifacts written before runs had an identity
+ * are recognised by their steps. */
+static void test_cli__merge_refuses_the_same_run_twice(void **state)
+{
+    (void)state;
+    char out[256];
+    snprintf(out, sizeof(out), "%s", path_in("b2.json"));
+    two_artifacts();
+    assert_int_equal(tool("merge", "-o", out, path_in("a.json"), path_in("a.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "cannot merge"));
+    assert_non_null(strstr(err_text, "run 1 of '"));
+    assert_non_null(strstr(err_text, "a.json'"));
+    assert_int_equal(access(out, F_OK), -1);
+    char *text = NULL;
+    struct cg_err err;
+    assert_int_equal(cg_file_read(path_in("a.json"), 1 << 24, &text, NULL, &err), 0);
+    write_text(path_in("copy.json"), text);
+    free(text);
+    assert_int_equal(tool("merge", "-o", out, path_in("a.json"), path_in("b.json"), path_in("copy.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "copy.json"));
+    assert_int_equal(tool("merge", "-o", path_in("ab.json"), path_in("a.json"), path_in("b.json"), NULL), 0);
+    assert_int_equal(tool("merge", "-o", out, path_in("ab.json"), path_in("b.json"), NULL), 2);
+    assert_int_equal(access(out, F_OK), -1);
+    /* without identities (an artifact written before them) */
+    assert_int_equal(tool("merge", "-o", out, EX("baseline.json"), EX("baseline.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "baseline.json"));
+    assert_int_equal(access(out, F_OK), -1);
 }
 
 static void test_cli__show_summarises(void **state)
@@ -231,6 +286,118 @@ static void test_cli__show_says_how_the_runs_were_measured(void **state)
     assert_non_null(strstr(out_text, "library warning: odd ?[31mred\n"));
 }
 
+/* A FIFO as the baseline, the current artifact, the thresholds or a merge input has no writer:
+ * reading it would wait for ever. Each is refused at once, exit 2, naming the file. */
+static void test_cli__fifo_inputs_are_refused_at_once(void **state)
+{
+    (void)state;
+    const char *fifo = path_in("fifo.json");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(tool("compare", fifo, EX("current.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file (a FIFO)"));
+    assert_int_equal(tool("compare", EX("baseline.json"), fifo, NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(tool("compare", "--thresholds", fifo, EX("baseline.json"), EX("current.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(tool("merge", "-o", path_in("m.json"), fifo, NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(tool("show", fifo, NULL), 2);
+    assert_int_equal(tool("--baseline", fifo, "--runs", "1", "--steps", "1", "--out", path_in("run.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "fifo.json': not a regular file"));
+    assert_int_equal(access(path_in("run.log"), F_OK), -1); /* nothing was run */
+    unlink(fifo);
+}
+
+/* `cat base.json slow.json > x.json`: compared as base.json the slowdown would PASS. Two
+ * documents in one file are refused, exit 2, naming the file. */
+static void test_cli__concatenated_artifacts_are_refused(void **state)
+{
+    (void)state;
+    char *a = NULL, *b = NULL;
+    struct cg_err err;
+    assert_int_equal(cg_file_read(EX("baseline.json"), 1 << 24, &a, NULL, &err), 0);
+    assert_int_equal(cg_file_read(EX("current.json"), 1 << 24, &b, NULL, &err), 0);
+    FILE *f = fopen(path_in("both.json"), "w");
+    assert_non_null(f);
+    fputs(a, f);
+    fputs(b, f);
+    fclose(f);
+    assert_int_equal(tool("compare", path_in("both.json"), EX("current.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "both.json': trailing data after the JSON document"));
+    assert_int_equal(tool("compare", EX("baseline.json"), path_in("both.json"), NULL), 2);
+    assert_int_equal(tool("merge", "-o", path_in("m.json"), path_in("both.json"), NULL), 2);
+    assert_int_equal(access(path_in("m.json"), F_OK), -1);
+    /* a thresholds file is one document too */
+    write_text(path_in("thr2.json"), "{\"extends\": \"default\"}\n{\"extends\": \"smoke\"}\n");
+    assert_int_equal(tool("compare", "--thresholds", path_in("thr2.json"), EX("baseline.json"),
+                          EX("baseline.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "thr2.json': trailing data after the JSON document"));
+    free(a);
+    free(b);
+}
+
+/* Saves a fixture artifact: runs runs, tokens per step (-1 none), device peak (-1 none). */
+static void fixture_file(const char *name, size_t runs, int64_t tokens, int64_t device, uint64_t seed,
+                         void (*edit)(struct cg_artifact *))
+{
+    struct cg_fixture f = {runs, 20, 1e7, 0.005, 0.01, tokens, device, 100000000, 2, seed};
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &f), 0);
+    if (edit != NULL)
+        edit(&a);
+    assert_int_equal(cg_artifact_save(path_in(name), &a, &err), 0);
+    cg_artifact_release(&a);
+}
+
+/* A baseline that cannot FAIL anything: warned about when it is loaded, named in the verdict's
+ * headline, and --fail-on-inconclusive exits 4 with that reason instead of passing. */
+static void test_cli__small_baseline_is_named_and_fails_inconclusive(void **state)
+{
+    (void)state;
+    char base[256], cur[256];
+    snprintf(base, sizeof(base), "%s", path_in("two.json"));
+    snprintf(cur, sizeof(cur), "%s", path_in("fifteen.json"));
+    fixture_file("two.json", 2, 64, -1, 1, NULL);
+    fixture_file("fifteen.json", 15, 64, -1, 2, NULL);
+    assert_int_equal(tool("compare", "--fail-on-inconclusive", base, cur, NULL), 4);
+    assert_non_null(strstr(err_text, "warning: baseline '"));
+    assert_non_null(strstr(err_text, "two.json' has 2 runs, fewer than the 3 a regression needs to FAIL"));
+    assert_non_null(strstr(err_text, "--fail-on-inconclusive"));
+    assert_non_null(strstr(out_text, "INCONCLUSIVE: the baseline has 2 runs"));
+    assert_int_equal(tool("compare", base, cur, NULL), 0);
+    assert_non_null(strstr(out_text, "INCONCLUSIVE: the baseline has 2 runs"));
+}
+
+static void drop_gpu(struct cg_artifact *a)
+{
+    a->gpu_available = false;
+    a->cuda_initialised = 0;
+    free(a->env.gpu_model);
+    a->env.gpu_model = NULL;
+    for (size_t r = 0; r < a->n_runs; r++)
+        a->runs[r].summary.peak_device_bytes = -1;
+}
+
+/* A canary that stopped using the GPU on a machine that has one FAILs with that reason; one that
+ * stopped counting tokens is INCONCLUSIVE with that reason. */
+static void test_cli__lost_gpu_fails_and_vanished_tokens_are_named(void **state)
+{
+    (void)state;
+    char base[256], nogpu[256], notok[256];
+    snprintf(base, sizeof(base), "%s", path_in("gpu.json"));
+    snprintf(nogpu, sizeof(nogpu), "%s", path_in("nogpu.json"));
+    snprintf(notok, sizeof(notok), "%s", path_in("notok.json"));
+    fixture_file("gpu.json", 15, 64, 1000000000, 1, NULL);
+    fixture_file("nogpu.json", 15, 64, 1000000000, 2, drop_gpu);
+    fixture_file("notok.json", 15, -1, 1000000000, 3, NULL);
+    assert_int_equal(tool("compare", base, nogpu, NULL), 1);
+    assert_non_null(strstr(out_text, "FAIL: the canary did not use the GPU"));
+    assert_int_equal(tool("compare", "--fail-on-inconclusive", base, notok, NULL), 4);
+    assert_non_null(strstr(out_text, "INCONCLUSIVE: tokens/sec vanished"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,8 +406,13 @@ int main(void)
         cmocka_unit_test(test_cli__inconclusive_exits_4_when_asked),
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),
+        cmocka_unit_test(test_cli__merge_refuses_the_same_run_twice),
         cmocka_unit_test(test_cli__show_summarises),
         cmocka_unit_test(test_cli__show_says_how_the_runs_were_measured),
+        cmocka_unit_test(test_cli__fifo_inputs_are_refused_at_once),
+        cmocka_unit_test(test_cli__concatenated_artifacts_are_refused),
+        cmocka_unit_test(test_cli__small_baseline_is_named_and_fails_inconclusive),
+        cmocka_unit_test(test_cli__lost_gpu_fails_and_vanished_tokens_are_named),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -546,18 +546,19 @@ static void test_faults__flooding_canary_keeps_memory_bounded(void **state)
 
 /* ---- the tool interrupted mid-run ------------------------------------------------------------- */
 
-/* Runs `run --runs 3` into a new scene's out/run.json (holding a previous file when at_run is 1)
- * with a canary that leaves a stray in its group, interrupts the tool with sig once run at_run
- * has started, and checks: exit 3 saying "interrupted", every process of every canary group
- * gone, no temporary file or shard directory left. ignore: the canary ignores SIGINT/SIGTERM. */
+/* Runs `run --runs 3` into a new scene's out/run.json (holding a previous file) with a canary
+ * that leaves a stray in its group, interrupts the tool with sig once run at_run has started,
+ * and checks: exit 3 saying "interrupted", every process of every canary group gone, no
+ * temporary file or shard directory left, the previous out/run.json as it was, and the runs
+ * completed (if any) in out/run.partial.json, which the tool names. ignore: the canary ignores
+ * SIGINT/SIGTERM. */
 static void interrupt_run(int sig, int at_run, bool ignore, struct scene *sc, char *art)
 {
     char pids_path[PATH_MAX], log[PATH_MAX], hang_from[16];
     struct result r;
     scene_open(sc, false);
     join(art, PATH_MAX, sc->out, "run.json");
-    if (at_run == 1)
-        write_file(art, "{\"previous\": \"artifact\"}\n");
+    write_file(art, "{\"previous\": \"artifact\"}\n");
     join(pids_path, sizeof(pids_path), sc->dir, "pids");
     join(log, sizeof(log), sc->dir, "run.log");
     snprintf(hang_from, sizeof(hang_from), "%d", at_run);
@@ -597,8 +598,11 @@ static void interrupt_run(int sig, int at_run, bool ignore, struct scene *sc, ch
     }
     const char *none[] = {NULL};
     expect_only(sc->tmp, none);
-    const char *names[] = {"run.json", NULL};
+    const char *names[] = {"run.json", at_run > 1 ? "run.partial.json" : NULL, NULL};
     expect_only(sc->out, names);
+    expect_file(art, "{\"previous\": \"artifact\"}\n");
+    if (at_run > 1)
+        expect_in_err(&r, "run.partial.json'; '");
 }
 
 static void test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs(void **state)
@@ -607,10 +611,13 @@ static void test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs(vo
     NEED_COLLECTOR();
     struct scene sc;
     char art[PATH_MAX];
-    /* run 1 completes, run 2 hangs with a canary that ignores SIGINT and SIGTERM */
+    /* run 1 completes, run 2 hangs with a canary that ignores SIGINT and SIGTERM; the previous
+     * artifact stays, the completed run goes beside it */
     interrupt_run(SIGTERM, 2, true, &sc, art);
     struct cg_artifact a;
-    load(art, &a); /* whole: it parses */
+    char partial[PATH_MAX];
+    join(partial, sizeof(partial), sc.out, "run.partial.json");
+    load(partial, &a); /* whole: it parses */
     assert_int_equal(a.n_runs, 1);
     assert_int_equal(a.settings.runs, 1);
     assert_int_equal(a.runs[0].n_steps, 2);
@@ -626,6 +633,50 @@ static void test_faults__sigint_in_the_first_run_writes_nothing(void **state)
     char art[PATH_MAX];
     interrupt_run(SIGINT, 1, false, &sc, art);
     expect_file(art, "{\"previous\": \"artifact\"}\n");
+    remove_tree(sc.dir);
+}
+
+/* The main command interrupted in its second run, as a CI cancel does (SIGTERM): --out keeps the
+ * good artifact it held (a 5-run file here), the completed run goes beside it, and the tool
+ * says where in one line. */
+static void test_faults__interrupted_gate_keeps_the_previous_artifact(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    struct result r;
+    struct child c;
+    struct cg_artifact a;
+    char art[PATH_MAX], pids_path[PATH_MAX], log[PATH_MAX], partial[PATH_MAX];
+    scene_open(&sc, true);
+    join(art, sizeof(art), sc.out, "pr.json");
+    join(partial, sizeof(partial), sc.out, "pr.partial.json");
+    join(pids_path, sizeof(pids_path), sc.dir, "pids");
+    join(log, sizeof(log), sc.dir, "pr.log");
+    save_fixture(art, 3, 10e6);
+    char *before = slurp(art);
+    assert_non_null(before);
+    struct spawn_opts o = {false, 0, sc.tmp};
+    const char *args[] = {"--baseline", sc.base, "--runs", "3", "--steps", "2", "--warmup", "0",
+                          "--kill-grace", "1", "--out", art, "--log", log, "--", HELPER, "group",
+                          pids_path, "--hang-from-run", "2", "--", CANARY, "--steps", "2",
+                          "--step-ms", "1", NULL};
+    spawn(CG_TOOL_PATH, args, &o, &c);
+    wait_for_lines(pids_path, 2);
+    sleep_ms(200);
+    assert_int_equal(kill(c.pid, SIGTERM), 0);
+    reap(&c, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "interrupted");
+    expect_in_err(&r, "1 completed run written to '");
+    expect_in_err(&r, "pr.partial.json'; '");
+    expect_file(art, before);
+    load(partial, &a);
+    assert_int_equal(a.n_runs, 1);
+    cg_artifact_release(&a);
+    const char *names[] = {"pr.json", "pr.partial.json", NULL};
+    expect_only(sc.out, names);
+    free(before);
     remove_tree(sc.dir);
 }
 
@@ -930,6 +981,7 @@ int main(void)
         cmocka_unit_test(test_faults__flooding_canary_keeps_memory_bounded),
         cmocka_unit_test(test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs),
         cmocka_unit_test(test_faults__sigint_in_the_first_run_writes_nothing),
+        cmocka_unit_test(test_faults__interrupted_gate_keeps_the_previous_artifact),
         cmocka_unit_test(test_faults__cut_shard_of_a_killed_rank_still_counts),
         cmocka_unit_test(test_faults__killed_rank_is_reported_and_other_ranks_count),
         cmocka_unit_test(test_faults__zero_or_negative_step_is_rejected_not_averaged),

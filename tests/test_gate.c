@@ -89,6 +89,8 @@ static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **sta
                          NULL};
     assert_int_equal(gate(f, NULL, rec), 0);
     assert_non_null(strstr(proc.out, "baseline recorded"));
+    assert_non_null(strstr(proc.err, "warning: the recorded baseline 'main.json' has 2 runs, "
+                                     "fewer than the 3 a regression needs to FAIL"));
     struct cg_artifact a;
     struct cg_err err;
     cg_artifact_init(&a);
@@ -100,20 +102,38 @@ static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **sta
     assert_non_null(strstr(cg_workdir_read(f, "r.md"), "<!-- canary-gate-verdict: pass -->"));
     assert_verdict_json(f, "v.json", "pass");
 
-    /* Against it, with the steps and warm-up taken from the baseline. Two runs a side are fewer
-     * than the default thresholds' min_runs of 3: the gate cannot FAIL, only pass (a change
-     * within the thresholds) or be inconclusive (beyond them), exit 4 as asked. */
+    /* Against it, with the steps and warm-up taken from the baseline. Two runs are fewer than
+     * the default thresholds' min_runs of 3: the gate cannot FAIL, so it cannot pass either:
+     * inconclusive, exit 4 as asked, saying why. */
     const char *again[] = {"--baseline", "main.json", "--runs", "2", "--json", "v2.json",
                            "--out", "pr.json", "--fail-on-inconclusive", NULL};
-    int code = gate(f, NULL, again);
-    assert_true(code == 0 || code == 4);
-    assert_verdict_json(f, "v2.json", code == 0 ? "pass" : "inconclusive");
+    assert_int_equal(gate(f, NULL, again), 4);
+    assert_verdict_json(f, "v2.json", "inconclusive");
+    assert_non_null(strstr(proc.err, "warning: baseline 'main.json' has 2 runs"));
+    assert_non_null(strstr(proc.out, "INCONCLUSIVE: the baseline has 2 runs, fewer than the 3"));
     cg_artifact_init(&a);
     assert_int_equal(cg_artifact_load(cg_workdir_in(f, "pr.json"), &a, &err), 0);
     assert_int_equal(a.settings.steps, 4);
     assert_int_equal(a.settings.warmup, 1);
     cg_artifact_release(&a);
     assert_true(cg_workdir_exists(f, "pr.log"));
+}
+
+/* The JSON verdict of a recorded baseline names its path: a path with bytes that are not UTF-8
+ * is repaired (U+FFFD), so strict JSON readers still read the verdict. */
+static void test_gate__recorded_verdict_is_valid_utf8(void **state)
+{
+    struct cg_workdir *f = *state;
+    const char *rec[] = {"--baseline", "b\xff.json", "--record-if-missing", "--runs", "1",
+                         "--steps", "2", "--warmup", "0", "--json", "v.json", "--", CANARY,
+                         "--steps", "2", "--step-ms", "1", NULL};
+    assert_int_equal(gate(f, NULL, rec), 0);
+    const char *text = cg_workdir_read(f, "v.json");
+    assert_null(strstr(text, "b\xff"));
+    assert_non_null(strstr(text, "b\xef\xbf\xbd.json"));
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON_Delete(root);
 }
 
 static void test_gate__slower_canary_fails(void **state)
@@ -127,6 +147,8 @@ static void test_gate__slower_canary_fails(void **state)
     assert_non_null(strstr(proc.out, "FAIL"));
     assert_non_null(strstr(cg_workdir_read(f, "r.md"), "<!-- canary-gate-verdict: fail -->"));
     assert_verdict_json(f, "v.json", "fail");
+    /* the test canary never initialises CUDA, and the artifact says so */
+    assert_non_null(strstr(cg_workdir_read(f, "main.json"), "\"cuda_initialised\":\tfalse"));
 }
 
 static void test_gate__too_few_runs_cannot_fail(void **state)
@@ -140,7 +162,8 @@ static void test_gate__too_few_runs_cannot_fail(void **state)
                           "--steps", "7", "--step-ms", "40", NULL};
     assert_int_equal(gate(f, NULL, args), 4);
     assert_verdict_json(f, "v.json", "inconclusive");
-    assert_non_null(strstr(proc.out, "too few runs"));
+    assert_non_null(strstr(proc.err, "warning: baseline 'main.json' has 2 runs"));
+    assert_non_null(strstr(proc.out, "the baseline has 2 runs"));
 }
 
 static void test_gate__same_canary_passes(void **state)
@@ -355,6 +378,7 @@ int main(void)
         IN_WORKDIR(test_gate__missing_baseline_says_how_to_record_one),
         IN_WORKDIR(test_gate__unreadable_baseline_is_input_error_before_running),
         IN_WORKDIR(test_gate__record_if_missing_then_gate_the_builtin_canary),
+        IN_WORKDIR(test_gate__recorded_verdict_is_valid_utf8),
         IN_WORKDIR(test_gate__slower_canary_fails),
         IN_WORKDIR(test_gate__too_few_runs_cannot_fail),
         IN_WORKDIR(test_gate__same_canary_passes),

@@ -7,9 +7,12 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "report.h"
 #include "stats.h"
 #include "verdict.h"
 
+#include <errno.h>
+#include <iconv.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -537,6 +540,246 @@ static void test_verdict__exit_codes(void **state)
     assert_int_equal(cg_verdict_exit_code(&v, true), 4);
 }
 
+/* True when s is well-formed UTF-8, as glibc's iconv decides (not this project's code). */
+static bool strict_utf8(const char *s)
+{
+    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+    assert_true(cd != (iconv_t)-1);
+    char *in = (char *)s;
+    size_t in_left = strlen(s);
+    char buf[4096];
+    bool ok = true;
+    while (in_left > 0 && ok) {
+        char *out = buf;
+        size_t out_left = sizeof(buf);
+        ok = iconv(cd, &in, &in_left, &out, &out_left) != (size_t)-1 || errno == E2BIG;
+    }
+    iconv_close(cd);
+    return ok;
+}
+
+/* The JSON verdict is valid UTF-8 whatever the names: ops named with invalid bytes (repaired as
+ * they enter the artifact) and a thresholds path from the command line with invalid bytes. */
+static void test_verdict__json_verdict_is_valid_utf8(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    struct cg_fixture fb = FX(5, 30, 1e7, 0.005, 0.01, -1, 1), fk = FX(5, 30, 1.3e7, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    snprintf(t.source, sizeof(t.source), "thr\xff\xfe.json");
+    make(&b, &fb);
+    make(&k, &fk);
+    for (size_t r = 0; r < k.n_runs; r++) {
+        double per_step = k.runs[r].summary.step_time_mean_ns * (double)k.runs[r].n_steps;
+        assert_int_equal(cg_run_add_op(&k.runs[r], "kern\xc0\xaf", NULL, CG_OP_KERNEL, 30,
+                                       (int64_t)(per_step * 0.2)), 0);
+    }
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    char *json = cg_report_json(&v);
+    assert_non_null(json);
+    assert_true(strict_utf8(json));
+    assert_non_null(strstr(json, "kern\xef\xbf\xbd\xef\xbf\xbd"));
+    assert_non_null(strstr(json, "thr\xef\xbf\xbd\xef\xbf\xbd.json"));
+    free(json);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&k);
+}
+
+/* A baseline with fewer runs than every timing metric's min_runs can never FAIL a slowdown: it
+ * must say so instead of passing. Its timing metrics are INCONCLUSIVE (more current runs cannot
+ * help), the headline says why and what to do, and --fail-on-inconclusive exits 4. */
+static void test_verdict__baseline_too_small_to_detect_anything_says_so(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, same, slow;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(2, 30, 1e7, 0.005, 0.01, -1, 1);
+    struct cg_fixture fs = FX(15, 30, 1e7, 0.005, 0.01, -1, 2), fl = FX(15, 30, 1.5e7, 0.005, 0.01, -1, 3);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    assert_int_equal(cg_verdict_min_baseline_runs(&t), 3);
+    make(&b, &fb);
+    make(&same, &fs);
+    make(&slow, &fl);
+    const struct cg_artifact *cur[2] = {&same, &slow};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(cg_verdict_compute(&b, cur[i], &t, &v, &err), 0);
+        assert_true(v.weak_baseline);
+        assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+        for (int m = CG_M_STEP_TIME_MEAN; m <= CG_M_TOKENS_PER_SEC; m++) {
+            assert_int_equal(v.metrics[m].outcome, CG_OUT_INCONCLUSIVE);
+            assert_false(v.metrics[m].wants_runs);
+        }
+        assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_MEAN].note, "the baseline has 2 runs"));
+        cg_verdict_headline(&v, line, sizeof(line));
+        if (strstr(line, "INCONCLUSIVE: the baseline has 2 runs, fewer than the 3 a regression needs "
+                         "to FAIL") == NULL ||
+            strstr(line, "record it again with at least 3 runs") == NULL)
+            fail_msg("headline: %s", line);
+        assert_int_equal(cg_verdict_exit_code(&v, true), 4);
+        assert_int_equal(cg_verdict_exit_code(&v, false), 0);
+        cg_verdict_release(&v);
+    }
+    /* the slowdown is named in the headline too */
+    assert_int_equal(cg_verdict_compute(&b, &slow, &t, &v, &err), 0);
+    cg_verdict_headline(&v, line, sizeof(line));
+    if (strstr(line, "(step time mean +49.") == NULL && strstr(line, "(step time mean +50.") == NULL)
+        fail_msg("headline: %s", line);
+    cg_verdict_release(&v);
+    /* enough runs: not weak, a plain PASS */
+    assert_int_equal(cg_verdict_compute(&same, &same, &t, &v, &err), 0);
+    assert_false(v.weak_baseline);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+    /* smoke's min_runs is 1: a 2-run baseline can FAIL there */
+    assert_int_equal(cg_thresholds_load("smoke", &t, &err), 0);
+    assert_int_equal(cg_verdict_compute(&b, &same, &t, &v, &err), 0);
+    assert_false(v.weak_baseline);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&same);
+    cg_artifact_release(&slow);
+}
+
+/* The current run as measured on a machine with a GPU whose canary never initialised CUDA (a
+ * change broke CUDA and training fell back to the CPU): no GPU metrics, no GPU model. */
+static void lose_gpu(struct cg_artifact *a, const char *driver)
+{
+    a->gpu_available = false;
+    a->cuda_initialised = 0;
+    free(a->gpu_reason);
+    a->gpu_reason = strdup("the canary never initialised CUDA (no CUDA context, so no CUPTI activity)");
+    free(a->env.gpu_model);
+    a->env.gpu_model = NULL;
+    a->env.gpu_count = 0;
+    free(a->env.cuda_version);
+    a->env.cuda_version = NULL;
+    free(a->env.driver_version);
+    a->env.driver_version = driver != NULL ? strdup(driver) : NULL;
+    for (size_t r = 0; r < a->n_runs; r++)
+        a->runs[r].summary.peak_device_bytes = -1;
+}
+
+/* Losing the GPU is a regression, not a different machine: the baseline measured the GPU, this
+ * machine has one (its NVIDIA driver is loaded) and the canary never initialised CUDA. FAIL with
+ * that reason, at any speed. Without a driver it is another machine (INCONCLUSIVE, as before);
+ * a canary that initialised CUDA but could not trace it (CUPTI held by a profiler) lost nothing. */
+static void test_verdict__gpu_lost_is_a_fail(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(15, 30, 1e7, 0.005, 0.01, 1000000000, 1);
+    struct cg_fixture speeds[2] = {FX(15, 30, 1e7, 0.005, 0.01, 1000000000, 2),
+                                   FX(15, 30, 1e8, 0.005, 0.01, 1000000000, 2)};
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    make(&b, &fb);
+    assert_int_equal(b.cuda_initialised, -1); /* fixtures do not say */
+    b.cuda_initialised = 1;
+    for (int i = 0; i < 2; i++) {
+        make(&k, &speeds[i]);
+        lose_gpu(&k, b.env.driver_version);
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        assert_true(v.gpu_lost);
+        assert_null(v.machine_diff);
+        assert_int_equal(v.overall, CG_OUT_FAIL);
+        const struct cg_metric_result *dev = &v.metrics[CG_M_PEAK_DEVICE_MEMORY];
+        assert_int_equal(dev->outcome, CG_OUT_FAIL);
+        assert_non_null(strstr(dev->note, "the canary did not use the GPU"));
+        if (i == 1)
+            assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+        cg_verdict_headline(&v, line, sizeof(line));
+        if (strncmp(line, "FAIL: the canary did not use the GPU", 36) != 0)
+            fail_msg("headline: %s", line);
+        char *json = cg_report_json(&v);
+        assert_non_null(strstr(json, "\"gpu_lost\":\ttrue"));
+        free(json);
+        cg_verdict_release(&v);
+        cg_artifact_release(&k);
+    }
+    /* no NVIDIA driver on this machine: another machine, not a lost GPU */
+    make(&k, &speeds[1]);
+    lose_gpu(&k, NULL);
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_false(v.gpu_lost);
+    assert_non_null(v.machine_diff);
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    /* CUDA initialised, CUPTI unavailable: GPU metrics missing, the GPU was used */
+    k.cuda_initialised = 1;
+    free(k.env.driver_version);
+    k.env.driver_version = strdup(b.env.driver_version);
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_false(v.gpu_lost);
+    cg_verdict_release(&v);
+    /* unknown (an artifact written before this was recorded): not judged lost */
+    k.cuda_initialised = -1;
+    assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+    assert_false(v.gpu_lost);
+    cg_verdict_release(&v);
+    cg_artifact_release(&k);
+    cg_artifact_release(&b);
+}
+
+/* tokens/sec measured on the baseline and missing, zero or partly missing on this run is a change
+ * of the canary, not a PASS: INCONCLUSIVE with the reason (more runs cannot help). */
+static void test_verdict__tokens_per_sec_that_vanish_are_a_change(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(15, 30, 1e7, 0.005, 0.01, -1, 1);
+    struct cg_fixture none = FX(15, 30, 1e7, 0.005, 0.01, -1, 2);
+    none.tokens = -1;
+    struct cg_fixture zero = none;
+    zero.tokens = 0;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    make(&b, &fb);
+    const struct cg_fixture *kinds[3] = {&none, &zero, &fb};
+    for (int i = 0; i < 3; i++) {
+        make(&k, kinds[i]);
+        if (i == 2) { /* every other run without tokens */
+            for (size_t r = 0; r < k.n_runs; r += 2) {
+                for (size_t s = 0; s < k.runs[r].n_steps; s++)
+                    k.runs[r].steps[s].tokens = -1;
+                cg_run_summarize(&k.runs[r]);
+            }
+        }
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        const struct cg_metric_result *r = &v.metrics[CG_M_TOKENS_PER_SEC];
+        if (r->outcome != CG_OUT_INCONCLUSIVE || !r->vanished || r->wants_runs ||
+            strstr(r->note, "measured on the baseline, not on this run") == NULL)
+            fail_msg("case %d: %s, note '%s'", i, cg_outcome_name(r->outcome), r->note);
+        assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+        cg_verdict_headline(&v, line, sizeof(line));
+        if (strstr(line, "INCONCLUSIVE: tokens/sec vanished") == NULL)
+            fail_msg("case %d headline: %s", i, line);
+        cg_verdict_release(&v);
+        cg_artifact_release(&k);
+    }
+    /* neither side counts tokens: nothing vanished */
+    make(&k, &none);
+    assert_int_equal(cg_verdict_compute(&k, &k, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_TOKENS_PER_SEC].outcome, CG_OUT_UNAVAILABLE);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+    cg_artifact_release(&k);
+    cg_artifact_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -550,6 +793,10 @@ int main(void)
         cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
         cmocka_unit_test(test_verdict__floor_rule),
         cmocka_unit_test(test_verdict__exit_codes),
+        cmocka_unit_test(test_verdict__json_verdict_is_valid_utf8),
+        cmocka_unit_test(test_verdict__baseline_too_small_to_detect_anything_says_so),
+        cmocka_unit_test(test_verdict__gpu_lost_is_a_fail),
+        cmocka_unit_test(test_verdict__tokens_per_sec_that_vanish_are_a_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,19 @@
+/*
+ * jsonutil: reading a file that must hold exactly one JSON document.
+ *
+ * cJSON stops at the end of the first value and ignores what follows, so `cat base.json
+ * slow.json > x.json` would read as base.json. Files the tool reads (artifacts, thresholds) hold
+ * one document: anything but JSON white space after it is refused. Pure; thread-safe.
+ */
+#ifndef CG_JSONUTIL_H
+#define CG_JSONUTIL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+/* Parses the len bytes at text as one JSON document (caller frees the tree with cJSON_Delete).
+ * NULL when it is not valid JSON, or when something other than white space follows the
+ * document: then *trailing_at (when not NULL) gets the offset of that first byte, else len. */
+cJSON *cg_json_parse_whole(const char *text, size_t len, size_t *trailing_at);
+
+#endif

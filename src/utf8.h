@@ -1,0 +1,30 @@
+/*
+ * utf8: well-formed UTF-8, and repairing text that is not.
+ *
+ * Names that reach the tool from outside (kernel and range names, the canary's argv, the GPU's
+ * name, paths) may hold any bytes; strict JSON readers reject a file with invalid UTF-8. Text is
+ * repaired on the way in: every maximal ill-formed subpart (Unicode's recommended practice, as
+ * in WHATWG's decoder) becomes U+FFFD. Well-formed means the sequences of Unicode's table 3-7:
+ * no overlong forms, no surrogates, nothing past U+10FFFF. Pure functions, thread-safe.
+ */
+#ifndef CG_UTF8_H
+#define CG_UTF8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True when the n bytes at s are well-formed UTF-8. */
+bool cg_utf8_valid(const char *s, size_t n);
+
+/* A malloc'ed NUL-terminated copy of the n bytes at s with every ill-formed subpart replaced by
+ * U+FFFD (caller frees); *out_len (when not NULL) gets its length. NULL when out of memory. */
+char *cg_utf8_repair(const char *s, size_t n, size_t *out_len);
+
+/* cg_utf8_repair of a NUL-terminated string; NULL in, NULL out. */
+char *cg_utf8_dup(const char *s);
+
+/* Repairs the malloc'ed string *s in place (reallocating only when it is ill-formed).
+ * 0, or -1 when out of memory (*s is then unchanged). */
+int cg_utf8_fix(char **s);
+
+#endif
