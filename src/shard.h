@@ -13,7 +13,7 @@
  *   b I NS                                GPU busy time added to step I (summed)
  *   l I VALUE                             a loss the canary reported in step I (%.9g, "nan",
  *                                         "inf", "-inf"; several in one step are averaged)
- *   o KIND CALLS NS NAME                  op totals added (summed; post-warm-up steps only)
+ *   o KIND CALLS NS NAME                  op totals added (summed; measured window only)
  *   m DEVICE PEAK_BYTES                   peak device memory so far (the maximum counts)
  *   c RECORDS DROPPED ZERO_TS [OUTSIDE INSIDE LATE_MEM OVERHEAD_NS]
  *                                         CUPTI record counters so far (the last line counts):
