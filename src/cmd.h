@@ -58,6 +58,11 @@ int cg_cmd_fail(const struct cg_err *err);
 /* Prints "canary-gate <verb>: <msg>" and a hint to run --help on stderr; returns CG_EXIT_INPUT. */
 int cg_cmd_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* After getopt_long returned '?' or ':' (opterr 0, the short options led by ':'): prints one line
+ * "canary-gate <verb>: unknown option '--x'" or "'--x' needs a value" and returns
+ * CG_EXIT_INPUT. */
+int cg_cmd_option_error(const char *verb, int opt, char *const *argv);
+
 /* Parses a positive integer option value into *out; on error prints a usage error and returns
  * CG_EXIT_INPUT, else 0. */
 int cg_cmd_parse_count(const char *verb, const char *opt, const char *value, long min, long max,

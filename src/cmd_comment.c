@@ -162,10 +162,8 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
         case 'h':
             fputs(usage_text, stdout);
             return -1;
-        case ':':
-            return cg_cmd_usage_error("comment", "%s needs a value", argv[optind - 1]);
         default:
-            return cg_cmd_usage_error("comment", "unknown option '%s'", argv[optind - 1]);
+            return cg_cmd_option_error("comment", c, argv);
         }
     }
     if (optind < argc)
@@ -261,14 +259,15 @@ static int post_comment(struct comment_opts *o, struct cg_github *gh, const char
         goto done;
     }
     if (res.action == CG_GITHUB_SKIPPED)
-        printf("comment: none on %s#%ld and the verdict is %s: nothing posted (on-regression)\n",
-               o->repo, o->pr, cg_github_verdict_name(o->verdict));
+        fprintf(stderr, "canary-gate: comment: none on %s#%ld and the verdict is %s: nothing "
+                        "posted (on-regression)\n",
+                o->repo, o->pr, cg_github_verdict_name(o->verdict));
     else if (o->dry_run)
-        printf("comment: dry run; the lookup was not sent, so a create is shown (an existing "
-               "comment would be updated with PATCH)\n");
+        fprintf(stderr, "canary-gate: comment: dry run; the lookup was not sent, so a create is "
+                        "shown (an existing comment would be updated with PATCH)\n");
     else
-        printf("comment: %s on %s#%ld%s%s\n", action_name(res.action), o->repo, o->pr,
-               res.html_url[0] ? ": " : "", res.html_url);
+        fprintf(stderr, "canary-gate: comment: %s on %s#%ld%s%s\n", action_name(res.action),
+                o->repo, o->pr, res.html_url[0] ? ": " : "", res.html_url);
 done:
     cg_buf_release(&body);
     return failed;
@@ -297,7 +296,8 @@ static int post_status(struct comment_opts *o, struct cg_github *gh, const char 
         goto done;
     }
     if (!o->dry_run)
-        printf("status: %s on %s@%.12s\n", cg_github_verdict_name(o->verdict), o->repo, o->sha);
+        fprintf(stderr, "canary-gate: status: %s on %s@%.12s\n", cg_github_verdict_name(o->verdict),
+                o->repo, o->sha);
 done:
     cg_buf_release(&target);
     return failed;

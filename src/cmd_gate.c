@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "cg_version.h"
 #include "collect.h"
+#include "launch_env.h"
 #include "fsutil.h"
 #include "gate_seq.h"
 #include "github.h"
@@ -119,7 +120,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
 {
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("gate", opt, optarg, &o->m);
         if (bad != 1) {
             if (bad)
@@ -145,7 +146,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case 'h': fputs(usage_text, stdout); return -1;
         default:
             if ((bad = cg_gate_seq_option("gate", opt, optarg, &o->seq)) == 1)
-                return cg_cmd_usage_error("gate", "unknown or incomplete option");
+                return cg_cmd_option_error("gate", opt, argv);
         }
         if (bad)
             return bad;
@@ -154,8 +155,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         return cg_cmd_usage_error("gate", "--baseline FILE is required");
     if (o->collect.trace_steps != NULL && !cg_collect_trace_steps_valid(o->collect.trace_steps))
         return cg_cmd_usage_error("gate", "--trace-steps '%s': expected A:B, whole numbers with "
-                                          "A <= B (measured steps, from 0)",
-                                  o->collect.trace_steps);
+                                          "A <= B < %d (measured steps, from 0)",
+                                  o->collect.trace_steps, CG_MAX_STEP_INDEX);
     if (o->color == NULL)
         o->color = "auto";
     if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
@@ -328,7 +329,9 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur)
              "recorded as the baseline. Nothing was compared; later runs are gated against it.",
              o->baseline, cur->n_runs,
              cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
-    printf("canary-gate: PASS (baseline recorded): %s\n", body);
+    bool piped = (o->json != NULL && strcmp(o->json, "-") == 0) ||
+                 (o->report != NULL && strcmp(o->report, "-") == 0);
+    fprintf(piped ? stderr : stdout, "canary-gate: PASS (baseline recorded): %s\n", body);
     int rc = write_notice(o, "pass", "pass",
                           "\xe2\x9c\x85 canary-gate: baseline recorded", body, o->baseline);
     if (rc == 0 && o->report != NULL)

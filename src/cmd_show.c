@@ -178,7 +178,7 @@ int cmd_show(int argc, char **argv)
     bool ascii = false, no_chart = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (cg_cmd_parse_count("show", "--ops", optarg, 0, 100000, &top) != 0)
@@ -187,7 +187,7 @@ int cmd_show(int argc, char **argv)
         case 'a': ascii = true; break;
         case 'c': no_chart = true; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
-        default: return cg_cmd_usage_error("show", "unknown or incomplete option");
+        default: return cg_cmd_option_error("show", c, argv);
         }
     }
     if (argc - optind != 1)

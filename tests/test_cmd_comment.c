@@ -284,9 +284,11 @@ static void test_cmd_comment__creates_comment_status_and_summary(void **state)
     struct fixture *f = *state;
     run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md"), "--status"));
     assert_int_equal(f->code, 0);
-    assert_string_equal(f->err, "");
-    assert_non_null(strstr(f->out, "comment: created on o/r#7: https://github.com/o/r/pull/7#issuecomment-"));
-    assert_non_null(strstr(f->out, "status: fail on o/r@0123456789ab"));
+    /* progress on stderr, each line with the tool's prefix; nothing on stdout, no warning */
+    assert_string_equal(f->out, "");
+    assert_null(strstr(f->err, "warning"));
+    assert_non_null(strstr(f->err, "canary-gate: comment: created on o/r#7: https://github.com/o/r/pull/7#issuecomment-"));
+    assert_non_null(strstr(f->err, "canary-gate: status: fail on o/r@0123456789ab"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
     assert_comment(f, 0, REPORT_FAIL);
     char *s = cg_httpd_status(f->srv, 0);
@@ -312,7 +314,7 @@ static void test_cmd_comment__updates_in_place_on_the_next_run(void **state)
     assert_int_equal(f->code, 0);
     run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md")));
     assert_int_equal(f->code, 0);
-    assert_non_null(strstr(f->out, "comment: updated on o/r#7"));
+    assert_non_null(strstr(f->err, "canary-gate: comment: updated on o/r#7"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 2);
     assert_comment(f, 1, REPORT_PASS);
     char *summary = read_back(f, "summary.md");
@@ -347,7 +349,7 @@ static void test_cmd_comment__comment_modes(void **state)
 
     run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md"), "--comment-mode", "on-regression"));
     assert_int_equal(f->code, 0);
-    assert_non_null(strstr(f->out, "nothing posted"));
+    assert_non_null(strstr(f->err, "nothing posted"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 0);
 
     run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md"), "--comment-mode", "on-regression"));
@@ -356,7 +358,7 @@ static void test_cmd_comment__comment_modes(void **state)
 
     run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md"), "--comment-mode", "on-regression"));
     assert_int_equal(f->code, 0);
-    assert_non_null(strstr(f->out, "comment: updated"));
+    assert_non_null(strstr(f->err, "canary-gate: comment: updated"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
     assert_comment(f, 0, REPORT_PASS);
 
@@ -372,7 +374,7 @@ static void test_cmd_comment__rate_limit_then_success(void **state)
     cg_httpd_push(f->srv, 429, "Retry-After: 0\r\n", "{\"message\":\"secondary rate limit\"}");
     run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md")));
     assert_int_equal(f->code, 0);
-    assert_string_equal(f->err, "");
+    assert_null(strstr(f->err, "warning")); /* retried quietly */
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
 }
 
