@@ -182,6 +182,42 @@ static size_t utf8_chars(const char *p, size_t n)
     return c;
 }
 
+/* <details> blocks a cut closes at most. */
+#define GH_CLOSE_MAX_DETAILS 20
+
+/* What the first n bytes of a report leave open: a code fence (returned as its marker, "```"
+ * or "~~~", else NULL) and *details <details> blocks outside code. */
+static const char *open_blocks(const char *p, size_t n, int *details)
+{
+    const char *end = p + n, *next = NULL, *fence = NULL;
+    *details = 0;
+    for (; p < end; p = next) {
+        size_t len = line_len(p, end, &next);
+        size_t ind = 0;
+        while (ind < len && ind < 4 && p[ind] == ' ')
+            ind++;
+        if (ind < 4 && len - ind >= 3 &&
+            (memcmp(p + ind, "```", 3) == 0 || memcmp(p + ind, "~~~", 3) == 0)) {
+            const char *mark = p[ind] == '`' ? "```" : "~~~";
+            if (fence == NULL)
+                fence = mark;
+            else if (fence[0] == mark[0])
+                fence = NULL;
+            continue;
+        }
+        if (fence != NULL)
+            continue;
+        for (size_t i = 0; i + 8 <= len; i++) {
+            if (memcmp(p + i, "<details", 8) == 0 && (i + 8 == len || p[i + 8] == '>' ||
+                                                       p[i + 8] == ' '))
+                (*details)++;
+            else if (i + 10 <= len && memcmp(p + i, "</details>", 10) == 0 && *details > 0)
+                (*details)--;
+        }
+    }
+    return fence;
+}
+
 int cg_github_comment_body(const char *report, size_t len, const char *id, struct cg_buf *out,
                            struct cg_err *err)
 {
@@ -199,7 +235,8 @@ int cg_github_comment_body(const char *report, size_t len, const char *id, struc
     if (rc == 0 && utf8_chars(rest, rest_len) <= budget) {
         rc = cg_buf_add(out, rest, rest_len);
     } else if (rc == 0) {
-        /* cut at the last line that fits with the note */
+        /* cut at the last line that fits with the note and the lines that close what the
+         * cut leaves open (so the note shows, outside every block) */
         size_t keep_chars = budget - utf8_chars(GH_TRUNCATED_NOTE, strlen(GH_TRUNCATED_NOTE));
         size_t i = 0, chars = 0, cut = 0;
         for (; i < rest_len; i++) {
@@ -208,7 +245,25 @@ int cg_github_comment_body(const char *report, size_t len, const char *id, struc
             if (rest[i] == '\n')
                 cut = i + 1;
         }
+        int details = 0;
+        const char *fence = NULL;
+        for (;;) {
+            fence = open_blocks(rest, cut, &details);
+            if (details > GH_CLOSE_MAX_DETAILS)
+                details = GH_CLOSE_MAX_DETAILS;
+            size_t closing = (fence != NULL ? 4 : 0) + 12 * (size_t)details;
+            if (cut == 0 || utf8_chars(rest, cut) + closing <= keep_chars)
+                break;
+            size_t prev = cut - 1; /* back to the line before */
+            while (prev > 0 && rest[prev - 1] != '\n')
+                prev--;
+            cut = prev;
+        }
         rc = cg_buf_add(out, rest, cut);
+        if (rc == 0 && fence != NULL)
+            rc = cg_buf_printf(out, "%s\n", fence);
+        for (int k = 0; rc == 0 && k < details; k++)
+            rc = cg_buf_adds(out, "\n</details>\n");
         if (rc == 0)
             rc = cg_buf_adds(out, GH_TRUNCATED_NOTE);
     }

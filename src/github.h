@@ -91,7 +91,8 @@ void cg_github_report_parse(const char *text, size_t len, struct cg_github_repor
 
 /* Builds the comment body: the report with its marker line replaced by id's marker (prepended
  * when the report has none), cut at a line and marked as truncated when it passes GitHub's
- * limit. Appends to out. Returns 0 or CG_ENOMEM. */
+ * limit; a cut closes the code fence and <details> blocks it leaves open before the note, so
+ * the note shows. Appends to out. Returns 0 or CG_ENOMEM. */
 int cg_github_comment_body(const char *report, size_t len, const char *id, struct cg_buf *out,
                            struct cg_err *err);
 

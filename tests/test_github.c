@@ -6,6 +6,7 @@
  */
 #include "github.h"
 #include "httpd.h"
+#include "render.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,6 +232,47 @@ static void test_github__comment_body_is_cut_to_githubs_limit(void **state)
     assert_non_null(strstr(b.data, "|\n\n_The report was cut"));
     cg_buf_release(&report);
     cg_buf_release(&b);
+}
+
+/* A report cut inside open <details> blocks and inside a mermaid code fence: the comment closes
+ * them before the note, so the note shows as text (rendered by cmark-gfm: balanced <details>,
+ * the note outside every block and outside any code). */
+static void test_github__cut_closes_open_blocks_before_the_note(void **state)
+{
+    (void)state;
+    for (int fence = 0; fence < 2; fence++) {
+        struct cg_buf report, b;
+        struct cg_err err;
+        cg_buf_init(&report, 1 << 22);
+        cg_buf_init(&b, 1 << 22);
+        assert_int_equal(cg_buf_adds(&report, MARKER "\n<!-- canary-gate-verdict: fail -->\n## head\n\n"
+                                              "<details><summary>outer</summary>\n\n"
+                                              "<details><summary>inner</summary>\n\n"),
+                         0);
+        if (fence)
+            assert_int_equal(cg_buf_adds(&report, "```mermaid\nxychart-beta\n"), 0);
+        for (int i = 0; i < 3000; i++)
+            assert_int_equal(cg_buf_printf(&report, "    line [%04d, 10.5, 11.25, 12.125, 13]\n", i),
+                             0);
+        assert_int_equal(cg_buf_adds(&report, fence ? "```\n\n</details>\n</details>\n"
+                                                    : "\n</details>\n</details>\n"),
+                         0);
+        assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
+        assert_true(b.len <= CG_GITHUB_COMMENT_MAX_CHARS);
+        char *html = cg_render_gfm(b.data, b.len);
+        cg_render_check_gfm(html, fence ? "cut in a code fence" : "cut in <details>");
+        const char *note = strstr(html, "<em>The report was cut to fit GitHub's comment limit");
+        if (note == NULL)
+            fail_msg("the note is not shown as text:\n%s", html + strlen(html) - 400);
+        const char *last_close = NULL;
+        for (const char *p = strstr(html, "</details>"); p != NULL; p = strstr(p + 1, "</details>"))
+            last_close = p;
+        assert_non_null(last_close);
+        assert_true(note > last_close); /* outside every <details> */
+        free(html);
+        cg_buf_release(&report);
+        cg_buf_release(&b);
+    }
 }
 
 static void test_github__checks_ids_repos_and_shas(void **state)
@@ -639,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_github__report_markers),
         cmocka_unit_test(test_github__comment_body_takes_the_marker_of_the_id),
         cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit),
+        cmocka_unit_test(test_github__cut_closes_open_blocks_before_the_note),
         cmocka_unit_test(test_github__checks_ids_repos_and_shas),
         cmocka_unit_test(test_github__summary_is_appended),
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
