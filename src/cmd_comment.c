@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "github.h"
 #include "http.h"
+#include "redact.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -39,7 +40,8 @@ static const char usage_text[] =
     "                          inconclusive, but keep an existing comment current), never\n"
     "  --id NAME               gate id, for several gates on one pull request (default: the\n"
     "                          report's, else none)\n"
-    "  --verdict V             pass, fail or inconclusive (default: the report's verdict line)\n"
+    "  --verdict V             pass, fail, inconclusive, error (the canary failed) or recorded\n"
+    "                          (a baseline was recorded) (default: the report's verdict line)\n"
     "  --dry-run               print each request, token redacted, instead of sending it\n"
     "  --require-comment       exit 3 when the comment or status cannot be posted\n"
     "  -h, --help              show this help\n"
@@ -60,6 +62,7 @@ struct comment_opts {
     int require;
     enum cg_github_mode mode;
     enum cg_github_verdict verdict;
+    const char *reason; /* why the canary failed (an error report's reason line), or NULL */
 };
 
 static void print_request(void *ctx, const char *text)
@@ -150,7 +153,8 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
             o->verdict = cg_github_verdict_parse(optarg);
             if (o->verdict == CG_GITHUB_VERDICT_NONE)
                 return cg_cmd_usage_error("comment",
-                                          "--verdict '%s': expected pass, fail or inconclusive",
+                                          "--verdict '%s': expected pass, fail, inconclusive, "
+                                          "error or recorded",
                                           optarg);
             break;
         case 'n':
@@ -289,8 +293,8 @@ static int post_status(struct comment_opts *o, struct cg_github *gh, const char 
     const char *run_repo = env("GITHUB_REPOSITORY");
     int has_target = server != NULL && run != NULL && run_repo != NULL &&
                      cg_buf_printf(&target, "%s/%s/actions/runs/%s", server, run_repo, run) == 0;
-    if (cg_github_status_set(gh, o->sha, o->id, o->verdict, has_target ? cg_buf_str(&target) : NULL,
-                             &err) != 0) {
+    if (cg_github_status_set_reason(gh, o->sha, o->id, o->verdict, o->reason,
+                                    has_target ? cg_buf_str(&target) : NULL, &err) != 0) {
         warn("%s", err.msg);
         failed = 1;
         goto done;
@@ -334,10 +338,12 @@ int cmd_comment(int argc, char **argv)
         o.id = rep.id;
     if (o.verdict == CG_GITHUB_VERDICT_NONE)
         o.verdict = rep.verdict;
+    if (rep.reason[0] != '\0')
+        o.reason = rep.reason;
     if (o.verdict == CG_GITHUB_VERDICT_NONE && (o.status || o.mode == CG_GITHUB_MODE_ON_REGRESSION)) {
         exit_code = cg_cmd_usage_error("comment",
                                        "'%s' has no '<!-- canary-gate-verdict: ... -->' line: pass "
-                                       "--verdict pass|fail|inconclusive",
+                                       "--verdict pass|fail|inconclusive|error|recorded",
                                        o.report);
         goto done;
     }
@@ -361,7 +367,10 @@ int cmd_comment(int argc, char **argv)
     const char *token = env("GITHUB_TOKEN");
     const char *api = env("GITHUB_API_URL") ? env("GITHUB_API_URL") : "https://api.github.com";
     if (strncmp(api, "https://", 8) != 0 && strncmp(api, "http://", 7) != 0) {
-        warn("GITHUB_API_URL '%s' is not an http(s) URL: nothing was posted", api);
+        char *shown = cg_redact_apply(NULL, api);
+        warn("GITHUB_API_URL '%s' is not an http(s) URL: nothing was posted",
+             shown != NULL ? shown : CG_REDACT_MARK);
+        free(shown);
         failed = 1;
         goto finish;
     }

@@ -205,15 +205,27 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
 }
 
 /* The report of a gate that produced no verdict (a canary failure, a recorded baseline): the
- * hidden markers, a headline and a body paragraph (escaped). verdict goes on the marker line. */
+ * hidden markers, a headline and a body paragraph (escaped). verdict goes on the marker line;
+ * an "error" report says why on a reason line (the commit status carries it: github.h). */
 static int notice_markdown(const char *id, const char *verdict, const char *headline,
                            const char *body, struct cg_buf *md, struct cg_err *err)
 {
     char marker[CG_GITHUB_ID_MAX + 32];
     if (cg_github_marker(id, marker, sizeof(marker)) != 0)
         return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", id ? id : "");
-    int rc = cg_buf_printf(md, "%s\n<!-- canary-gate-verdict: %s -->\n## %s\n\n", marker, verdict,
-                           headline);
+    int rc = cg_buf_printf(md, "%s\n<!-- canary-gate-verdict: %s -->\n", marker, verdict);
+    if (strcmp(verdict, "error") == 0) {
+        /* one line, never closing the comment: no "--", no ">", no control character */
+        rc |= cg_buf_adds(md, "<!-- canary-gate-reason: ");
+        for (size_t i = 0; body[i] != '\0' && i < CG_GITHUB_REASON_MAX && rc == 0; i++) {
+            char c = (unsigned char)body[i] < 0x20 || body[i] == '>' ? ' ' : body[i];
+            if (c == '-' && body[i + 1] == '-')
+                c = ' ';
+            rc = cg_buf_add(md, &c, 1);
+        }
+        rc |= cg_buf_adds(md, " -->\n");
+    }
+    rc |= cg_buf_printf(md, "## %s\n\n", headline);
     rc |= cg_md_escape(md, body, 4096);
     rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s</sub>\n", CG_VERSION);
     return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory") : 0;
@@ -308,7 +320,7 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     cg_cmd_fail(&err);
     cg_collect_hint(&err, o->collect.step_range);
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
-        if (write_notice(o, "fail", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
+        if (write_notice(o, "error", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
                          NULL) == 0 &&
             o->report != NULL)
             post(o);
@@ -332,8 +344,9 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur)
     bool piped = (o->json != NULL && strcmp(o->json, "-") == 0) ||
                  (o->report != NULL && strcmp(o->report, "-") == 0);
     fprintf(piped ? stderr : stdout, "canary-gate: PASS (baseline recorded): %s\n", body);
-    int rc = write_notice(o, "pass", "pass",
-                          "\xe2\x9c\x85 canary-gate: baseline recorded", body, o->baseline);
+    int rc = write_notice(o, "recorded", "pass",
+                          "\xe2\x9c\x85 canary-gate: baseline recorded, nothing compared", body,
+                          o->baseline);
     if (rc == 0 && o->report != NULL)
         post(o);
     return rc != 0 ? rc : CG_EXIT_PASS;

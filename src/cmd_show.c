@@ -4,6 +4,7 @@
  * per step, and the diagnosis rules that apply to the artifact on its own.
  */
 #include "cmd.h"
+#include "redact.h"
 
 #include "artifact.h"
 #include "buf.h"
@@ -117,8 +118,10 @@ static int render(const struct cg_artifact *a, long top, int chart, struct cg_bu
     rc |= cg_term_escape(o, e->cpu_model ? e->cpu_model : "unknown", 200);
     rc |= cg_buf_adds(o, "\ncanary: ");
     for (size_t i = 0; i < e->n_canary_command; i++) {
+        char *shown = cg_redact_apply(cg_redact_default(), e->canary_command[i]);
         rc |= cg_buf_adds(o, " ");
-        rc |= cg_term_escape(o, e->canary_command[i], 200);
+        rc |= shown != NULL ? cg_term_escape(o, shown, 200) : CG_ENOMEM;
+        free(shown);
     }
     if (e->cupti_library != NULL) {
         rc |= cg_buf_adds(o, "\ncupti:   ");

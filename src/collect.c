@@ -12,6 +12,7 @@
 #include "fsutil.h"
 #include "launch.h"
 #include "launch_env.h"
+#include "redact.h"
 #include "report.h"
 #include "shard.h"
 #include "trace.h"
@@ -162,22 +163,26 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
     a->created_utc = strdup(when);
     a->env.cpu_model = cg_launch_cpu_model();
     a->env.tool_version = strdup(CG_VERSION);
-    a->env.canary_hash = cg_launch_canary_hash(col->cmd, settings);
     a->env.canary_command = calloc(n_cmd + 1, sizeof(char *));
     a->settings.steps = c->steps;
     a->settings.warmup = c->warmup;
     a->settings.runs = 0;
     a->settings.step_range = strdup(c->step_range);
     a->settings.tokens_per_step = c->tokens_per_step;
-    if (a->created_utc == NULL || a->env.tool_version == NULL || a->env.canary_hash == NULL ||
+    if (a->created_utc == NULL || a->env.tool_version == NULL ||
         a->env.canary_command == NULL || a->settings.step_range == NULL)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
+    /* the command as written everywhere: secrets hidden (redact.h); the hash too, so that a
+     * token that changes between runs does not read as a changed canary */
     for (size_t i = 0; i < n_cmd; i++) {
-        a->env.canary_command[i] = strdup(col->cmd[i]);
+        a->env.canary_command[i] = cg_redact_apply(cg_redact_default(), col->cmd[i]);
         if (a->env.canary_command[i] == NULL)
             return cg_err_set(err, CG_ENOMEM, "out of memory");
         a->env.n_canary_command++;
     }
+    a->env.canary_hash = cg_launch_canary_hash(a->env.canary_command, settings);
+    if (a->env.canary_hash == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -310,8 +315,11 @@ static void log_banner(const char *log, const char *label, long i, long n, char 
     if (f == NULL)
         return;
     fprintf(f, "==== canary-gate: %s%srun %ld of %ld:", label ? label : "", label ? " " : "", i, n);
-    for (size_t k = 0; cmd[k] != NULL; k++)
-        fprintf(f, " %s", cmd[k]);
+    for (size_t k = 0; cmd[k] != NULL; k++) {
+        char *shown = cg_redact_apply(cg_redact_default(), cmd[k]); /* never a secret */
+        fprintf(f, " %s", shown != NULL ? shown : CG_REDACT_MARK);
+        free(shown);
+    }
     fprintf(f, "\n");
     fclose(f);
 }

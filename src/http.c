@@ -15,6 +15,8 @@
  */
 #include "http.h"
 
+#include "redact.h"
+
 #include <curl/curl.h>
 
 #include <errno.h>
@@ -146,7 +148,9 @@ static int headers_text(const struct cg_http *h, const struct cg_http_request *r
 int cg_http_format_request(const struct cg_http *h, const struct cg_http_request *req,
                            struct cg_buf *out)
 {
-    int rc = cg_buf_printf(out, "%s %s\n", req->method, req->url);
+    char *url = cg_redact_apply(NULL, req->url); /* never a URL's userinfo */
+    int rc = url != NULL ? cg_buf_printf(out, "%s %s\n", req->method, url) : CG_ENOMEM;
+    free(url);
     if (rc == 0)
         rc = headers_text(h, req, 1, out);
     if (rc == 0 && req->body != NULL)

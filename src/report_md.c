@@ -12,6 +12,7 @@
 #include "report.h"
 
 #include "chart.h"
+#include "redact.h"
 
 #include "sequential.h"
 
@@ -394,8 +395,12 @@ static int command_text(const struct cg_env *e, struct cg_buf *out, size_t *tota
 {
     int rc = 0;
     *total = 0;
-    for (size_t i = 0; i < e->n_canary_command; i++) {
-        const char *arg = e->canary_command[i];
+    for (size_t i = 0; i < e->n_canary_command && rc == 0; i++) {
+        /* an artifact written before redaction, or under other secrets, shows none of them */
+        char *shown = cg_redact_apply(cg_redact_default(), e->canary_command[i]);
+        if (shown == NULL)
+            return CG_ENOMEM;
+        const char *arg = shown;
         size_t n = strlen(arg) + (i ? 1 : 0);
         if (rc == 0 && out->len + n <= COMMAND_MAX_BYTES)
             rc = cg_buf_printf(out, "%s%s", i ? " " : "", arg);
@@ -403,6 +408,7 @@ static int command_text(const struct cg_env *e, struct cg_buf *out, size_t *tota
             rc = cg_buf_printf(out, "%s%.*s", i ? " " : "",
                                (int)(COMMAND_MAX_BYTES - out->len - (i ? 1 : 0)), arg);
         *total += n;
+        free(shown);
     }
     return rc;
 }

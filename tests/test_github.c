@@ -175,6 +175,8 @@ static void test_github__report_markers(void **state)
          CG_GITHUB_PASS},
         {MARKER "\r\n<!-- canary-gate-verdict: inconclusive -->\r\n", 1, "", CG_GITHUB_INCONCLUSIVE},
         {MARKER "\n<!-- canary-gate-verdict: PASS -->", 1, "", CG_GITHUB_PASS},
+        {MARKER "\n<!-- canary-gate-verdict: error -->\n", 1, "", CG_GITHUB_ERROR},
+        {MARKER "\n<!-- canary-gate-verdict: recorded -->\n", 1, "", CG_GITHUB_RECORDED},
         {MARKER "\n# no verdict line\n", 1, "", CG_GITHUB_VERDICT_NONE},
         {MARKER "\n<!-- canary-gate-verdict: maybe -->\n", 1, "", CG_GITHUB_VERDICT_NONE},
         {"# report\n<!-- canary-gate -->\n", 0, "", CG_GITHUB_VERDICT_NONE},
@@ -189,6 +191,40 @@ static void test_github__report_markers(void **state)
         assert_string_equal(r.id, cases[i].id);
         assert_int_equal(r.verdict, cases[i].verdict);
     }
+}
+
+/* An error report's reason line, and the commit status each verdict gives (GitHub's 140
+ * characters at most, cut at a whole character). */
+static void test_github__status_tells_what_happened(void **state)
+{
+    (void)state;
+    struct cg_github_report r;
+    const char *text = MARKER "\n<!-- canary-gate-verdict: error -->\n"
+                              "<!-- canary-gate-reason: canary died of signal 6 (Aborted)\x01 -->\n";
+    cg_github_report_parse(text, strlen(text), &r);
+    assert_int_equal(r.verdict, CG_GITHUB_ERROR);
+    assert_string_equal(r.reason, "canary died of signal 6 (Aborted)");
+    char desc[600];
+    assert_string_equal(cg_github_status_of(CG_GITHUB_ERROR, r.reason, desc, sizeof(desc)), "error");
+    assert_string_equal(desc, "canary failed: canary died of signal 6 (Aborted)");
+    assert_string_equal(cg_github_status_of(CG_GITHUB_ERROR, NULL, desc, sizeof(desc)), "error");
+    assert_string_equal(desc, "canary failed");
+    assert_string_equal(cg_github_status_of(CG_GITHUB_RECORDED, NULL, desc, sizeof(desc)),
+                        "success");
+    assert_string_equal(desc, "baseline recorded, nothing compared");
+    assert_string_equal(cg_github_status_of(CG_GITHUB_FAIL, "ignored", desc, sizeof(desc)),
+                        "failure");
+    assert_int_equal(strncmp(desc, "FAIL: ", 6), 0);
+    char reason[400];
+    for (size_t i = 0; i < 199; i++) /* 199 two-byte characters */
+        memcpy(reason + 2 * i, "\xc3\xa9", 2);
+    reason[398] = '\0';
+    cg_github_status_of(CG_GITHUB_ERROR, reason, desc, sizeof(desc));
+    size_t chars = 0;
+    for (size_t i = 0; desc[i]; i++)
+        chars += ((unsigned char)desc[i] & 0xC0) != 0x80;
+    assert_int_equal(chars, CG_GITHUB_STATUS_MAX_CHARS);
+    assert_int_equal(((unsigned char)desc[strlen(desc) - 1] & 0xC0), 0x80); /* a whole é */
 }
 
 static void test_github__comment_body_takes_the_marker_of_the_id(void **state)
@@ -679,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_github__event_malformed_is_rejected),
         cmocka_unit_test(test_github__event_parser_survives_arbitrary_bytes),
         cmocka_unit_test(test_github__report_markers),
+        cmocka_unit_test(test_github__status_tells_what_happened),
         cmocka_unit_test(test_github__comment_body_takes_the_marker_of_the_id),
         cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit),
         cmocka_unit_test(test_github__cut_closes_open_blocks_before_the_note),
