@@ -87,8 +87,59 @@ int cg_redact_new(char *const *env, struct cg_redact **out, struct cg_err *err)
     return 0;
 }
 
+/* A pattern the regex engine compiles in bounded time and memory: at most
+ * CG_REDACT_PATTERN_MAX_BYTES, no quantifier right after another ("a++", "a*{2}": undefined in
+ * POSIX and exponential in glibc), repetition counts of at most 100. NULL when fine, else why. */
+static const char *pattern_problem(const char *pattern)
+{
+    size_t n = strlen(pattern);
+    if (n > CG_REDACT_PATTERN_MAX_BYTES)
+        return "longer than 200 bytes";
+    bool after_quantifier = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = pattern[i];
+        if (c == '\\') {
+            i++;
+            after_quantifier = false;
+            continue;
+        }
+        if (c == '[') { /* a bracket expression: ']' first is a member */
+            size_t j = i + 1;
+            if (j < n && pattern[j] == '^')
+                j++;
+            if (j < n && pattern[j] == ']')
+                j++;
+            while (j < n && pattern[j] != ']')
+                j++;
+            i = j;
+            after_quantifier = false;
+            continue;
+        }
+        bool quantifier = c == '*' || c == '+' || c == '?' || c == '{';
+        if (quantifier && after_quantifier)
+            return "a quantifier right after another";
+        if (c == '{') {
+            char *end = NULL;
+            for (const char *q = pattern + i + 1; *q != '\0' && *q != '}'; q = end) {
+                long v = strtol(q, &end, 10);
+                if (end == q)
+                    end = (char *)q + 1;
+                else if (v > 100)
+                    return "a repetition count over 100";
+            }
+            const char *close = strchr(pattern + i, '}');
+            i = close != NULL ? (size_t)(close - pattern) : n;
+        }
+        after_quantifier = quantifier;
+    }
+    return NULL;
+}
+
 int cg_redact_add_pattern(struct cg_redact *r, const char *pattern, struct cg_err *err)
 {
+    const char *problem = pattern_problem(pattern);
+    if (problem != NULL)
+        return cg_err_set(err, CG_EINPUT, "--redact '%.60s': %s", pattern, problem);
     if (r->n_patterns == CG_REDACT_MAX_PATTERNS)
         return cg_err_set(err, CG_EINPUT, "--redact '%.60s': at most %d patterns", pattern,
                           CG_REDACT_MAX_PATTERNS);

@@ -26,6 +26,7 @@
 
 #define CG_REDACT_MIN_BYTES 8
 #define CG_REDACT_MAX_PATTERNS 16
+#define CG_REDACT_PATTERN_MAX_BYTES 200
 #define CG_REDACT_MARK "***"
 
 struct cg_redact;
@@ -37,8 +38,10 @@ bool cg_redact_secret_name(const char *name, size_t len);
  * NULL for none). Returns 0 or CG_ENOMEM; free with cg_redact_free. */
 int cg_redact_new(char *const *env, struct cg_redact **out, struct cg_err *err);
 
-/* Adds a --redact pattern (POSIX extended regular expression that matches no empty text).
- * Returns 0, or CG_EINPUT naming the pattern and the problem, or CG_ENOMEM. */
+/* Adds a --redact pattern: a POSIX extended regular expression that matches no empty text, of
+ * at most CG_REDACT_PATTERN_MAX_BYTES, without a quantifier right after another and with
+ * repetition counts of at most 100 (so it compiles in bounded time and memory). Returns 0, or
+ * CG_EINPUT naming the pattern and the problem, or CG_ENOMEM. */
 int cg_redact_add_pattern(struct cg_redact *r, const char *pattern, struct cg_err *err);
 
 /* A malloc'ed copy of s with every secret, pattern match and URL userinfo replaced by

@@ -73,7 +73,14 @@ static void test_redact__patterns(void **state)
     assert_non_null(strstr(err.msg, "--redact '([a-z': not a regular expression"));
     assert_int_equal(cg_redact_add_pattern(r, "x*", &err), CG_EINPUT);
     assert_non_null(strstr(err.msg, "matches empty text"));
-    for (int i = 2; i < CG_REDACT_MAX_PATTERNS; i++)
+    /* patterns whose compilation would take unbounded memory */
+    assert_int_equal(cg_redact_add_pattern(r, "sh:++++++++++++++++++++++++++++++++", &err),
+                     CG_EINPUT);
+    assert_non_null(strstr(err.msg, "a quantifier right after another"));
+    assert_int_equal(cg_redact_add_pattern(r, "(a{1,200}){1,200}", &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "a repetition count over 100"));
+    assert_int_equal(cg_redact_add_pattern(r, "[+*]+x{2,3}", &err), 0); /* quantifiers as members */
+    for (int i = 3; i < CG_REDACT_MAX_PATTERNS; i++)
         assert_int_equal(cg_redact_add_pattern(r, "zz", &err), 0);
     assert_int_equal(cg_redact_add_pattern(r, "zz", &err), CG_EINPUT);
     assert_non_null(strstr(err.msg, "at most 16 patterns"));
