@@ -44,6 +44,8 @@ static const char usage_text[] =
     "                          (a baseline was recorded) (default: the report's verdict line)\n"
     "  --dry-run               print each request, token redacted, instead of sending it\n"
     "  --require-comment       exit 3 when the comment or status cannot be posted\n"
+    "  --deadline SEC          give up posting after SEC seconds in all, retries and every page\n"
+    "                          of comments included (default 120)\n"
     "  -h, --help              show this help\n"
     "\n"
     "environment: GITHUB_TOKEN (sent only in the Authorization header), GITHUB_REPOSITORY,\n"
@@ -60,6 +62,7 @@ struct comment_opts {
     int status;
     int dry_run;
     int require;
+    long deadline_s;
     enum cg_github_mode mode;
     enum cg_github_verdict verdict;
     const char *reason; /* why the canary failed (an error report's reason line), or NULL */
@@ -102,6 +105,7 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
         {"verdict", required_argument, NULL, 'v'},
         {"dry-run", no_argument, NULL, 'n'},
         {"require-comment", no_argument, NULL, 'q'},
+        {"deadline", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -162,6 +166,10 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
             break;
         case 'q':
             o->require = 1;
+            break;
+        case 'd':
+            if (cg_cmd_parse_count("comment", "--deadline", optarg, 1, 3600, &o->deadline_s) != 0)
+                return CG_EXIT_INPUT;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -324,6 +332,7 @@ int cmd_comment(int argc, char **argv)
     memset(&http, 0, sizeof(http));
     cg_err_init(&err);
     o.mode = CG_GITHUB_MODE_ALWAYS;
+    o.deadline_s = CG_COMMENT_DEADLINE_S;
     int prc = parse_args(argc, argv, &o);
     if (prc != 0) {
         exit_code = prc < 0 ? CG_EXIT_PASS : prc;
@@ -382,6 +391,7 @@ int cmd_comment(int argc, char **argv)
     snprintf(user_agent, sizeof(user_agent), "canary-gate/%s", CG_VERSION);
     hopt.user_agent = user_agent;
     hopt.dry_run = o.dry_run;
+    hopt.deadline_ms = o.deadline_s * 1000;
     hopt.trace = print_request;
     if (cg_http_init(&http, &hopt, &err) != 0) {
         warn("%s", err.msg);

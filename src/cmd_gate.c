@@ -64,6 +64,8 @@ static const char usage_text[] =
     "  --comment-mode MODE    always (default with --comment), on-regression, never\n"
     "  --status               set the commit status canary-gate[/ID] on the pull request's head\n"
     "  --id NAME              gate id, for several gates on one pull request\n"
+    "  --post-deadline SEC    give up posting the comment and status after SEC seconds in all\n"
+    "                         (default 120; the gate's exit code stands)\n"
     "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
     "  --color WHEN           auto (default), always or never\n" CG_GATE_SEQ_USAGE
     "  -h, --help             show this help\n"
@@ -77,7 +79,7 @@ static const char usage_text[] =
 
 enum {
     OPT_BASELINE = 256, OPT_RECORD, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
-    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR, OPT_TRACE, OPT_TRACE_STEPS
+    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR, OPT_TRACE, OPT_TRACE_STEPS, OPT_DEADLINE
 };
 
 static const struct option options[] = {
@@ -96,6 +98,7 @@ static const struct option options[] = {
     {"color", required_argument, NULL, OPT_COLOR},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
+    {"post-deadline", required_argument, NULL, OPT_DEADLINE},
     CG_GATE_SEQ_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -109,6 +112,7 @@ struct gate_opts {
     const char *comment_mode; /* NULL: always when --comment */
     const char *id;
     const char *color;
+    const char *post_deadline; /* seconds, checked at the option; NULL: the default */
     bool record_if_missing, comment, status, fail_on_inconclusive;
     struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
     long runs;                   /* settled */
@@ -143,6 +147,13 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_COLOR: o->color = optarg; break;
         case OPT_TRACE: o->collect.trace_path = optarg; break;
         case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
+        case OPT_DEADLINE: {
+            long secs;
+            if (cg_cmd_parse_count("gate", "--post-deadline", optarg, 1, 3600, &secs) != 0)
+                return CG_EXIT_INPUT;
+            o->post_deadline = optarg;
+            break;
+        }
         case 'h': fputs(usage_text, stdout); return -1;
         default:
             if ((bad = cg_gate_seq_option("gate", opt, optarg, &o->seq)) == 1)
@@ -283,7 +294,7 @@ static void post(const struct gate_opts *o)
 {
     if (!o->comment && !o->status)
         return;
-    char *argv[12];
+    char *argv[14];
     int n = 0;
     argv[n++] = "comment";
     argv[n++] = "--report";
@@ -295,6 +306,10 @@ static void post(const struct gate_opts *o)
     if (o->id != NULL) {
         argv[n++] = "--id";
         argv[n++] = (char *)o->id;
+    }
+    if (o->post_deadline != NULL) {
+        argv[n++] = "--deadline";
+        argv[n++] = (char *)o->post_deadline;
     }
     argv[n] = NULL;
     fflush(stdout);

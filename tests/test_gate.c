@@ -17,8 +17,12 @@
 #include "workdir.h"
 
 #include <cjson/cJSON.h>
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -353,6 +357,38 @@ static void test_gate__secrets_in_the_command_are_redacted_everywhere(void **sta
     cg_httpd_stop(g.srv);
 }
 
+/* GitHub never answers: posting ends at --post-deadline with a warning, and the gate keeps its
+ * verdict's exit code (FAIL here). */
+static void test_gate__post_deadline_keeps_the_exit_code(void **state)
+{
+    struct cg_workdir *f = *state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0); /* listens, never accepts, never answers */
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    struct gh_scene g;
+    gh_scene_open(f, &g, "CANARY_GATE_HTTP_TIMEOUT_MS=60000");
+    snprintf(g.url, sizeof(g.url), "GITHUB_API_URL=http://127.0.0.1:%d", ntohs(a.sin_port));
+    record_baseline(f, "2");
+    const char *args[] = {"--baseline", "main.json", "--runs", "5", "--comment", "--status",
+                          "--post-deadline", "2", "--", CANARY, "--steps", "7", "--step-ms",
+                          "40", NULL};
+    time_t t0 = time(NULL);
+    assert_int_equal(gate(f, g.env, args), 1);
+    assert_true(time(NULL) - t0 < 40);
+    assert_non_null(strstr(proc.err, "the 2 s deadline for talking to GitHub passed"));
+    const char *bad[] = {"--baseline", "main.json", "--post-deadline", "0", NULL};
+    assert_int_equal(gate(f, NULL, bad), 2);
+    close(fd);
+    cg_httpd_stop(g.srv);
+}
+
 static void test_gate__trace_of_the_first_run(void **state)
 {
     struct cg_workdir *f = *state;
@@ -488,6 +524,7 @@ int main(void)
         IN_WORKDIR(test_gate__canary_failure_sets_status_error_with_its_reason),
         IN_WORKDIR(test_gate__recorded_baseline_says_nothing_was_compared),
         IN_WORKDIR(test_gate__secrets_in_the_command_are_redacted_everywhere),
+        IN_WORKDIR(test_gate__post_deadline_keeps_the_exit_code),
         IN_WORKDIR(test_gate__trace_of_the_first_run),
         IN_WORKDIR(test_gate__usage_errors),
         IN_WORKDIR(test_gate__measuring_commands_stop_once_measured_unless_let_finish),
