@@ -4,8 +4,10 @@
  *
  * Input: the first byte picks the parser, the rest is its text. Properties: an event parses or
  * fails with CG_EINPUT; a parsed pull request has a positive number and a head SHA of hex digits;
- * a report's marker lines give a valid gate id; the comment body starts with the gate's marker
- * and stays within GitHub's 65,536-character limit.
+ * a report's marker lines give a valid gate id and a reason without control characters; the
+ * commit status description of that verdict and reason stays within GitHub's 140 characters;
+ * the comment body starts with the gate's marker and stays within GitHub's 65,536-character
+ * limit, whatever the cut had to close.
  */
 #include "fuzz.h"
 
@@ -47,7 +49,18 @@ static void report(const char *text, size_t len)
     CG_FUZZ_CHECK(n < sizeof(r.id), "id not terminated");
     if (n > 0)
         CG_FUZZ_CHECK(cg_github_id_check(r.id, NULL) == 0, "id '%s'", r.id);
-    CG_FUZZ_CHECK(r.verdict >= CG_GITHUB_VERDICT_NONE && r.verdict <= CG_GITHUB_INCONCLUSIVE, "verdict");
+    CG_FUZZ_CHECK(r.verdict >= CG_GITHUB_VERDICT_NONE && r.verdict <= CG_GITHUB_RECORDED, "verdict");
+    size_t rn = strnlen(r.reason, sizeof(r.reason));
+    CG_FUZZ_CHECK(rn < sizeof(r.reason), "reason not terminated");
+    for (size_t i = 0; i < rn; i++)
+        CG_FUZZ_CHECK((unsigned char)r.reason[i] >= 0x20 && r.reason[i] != 0x7f, "reason byte");
+    char desc[CG_GITHUB_REASON_MAX + 64];
+    const char *state = cg_github_status_of(r.verdict, r.reason, desc, sizeof(desc));
+    CG_FUZZ_CHECK(strcmp(state, "success") == 0 || strcmp(state, "failure") == 0 ||
+                      strcmp(state, "error") == 0,
+                  "state '%s'", state);
+    CG_FUZZ_CHECK(utf8_chars(desc, strlen(desc)) <= CG_GITHUB_STATUS_MAX_CHARS,
+                  "a status description of %zu characters", utf8_chars(desc, strlen(desc)));
 
     static const char *const ids[] = {NULL, "gpu-a100"};
     for (size_t i = 0; i < 2; i++) {

@@ -8,7 +8,10 @@
  * summaries that agree with the steps, known or unknown (-1) counters and at most 16 warnings;
  * the status is "done" only with steps and a window of at least one step; GPU metrics missing
  * always come with a reason; saved as an artifact, the merged run loads again; the
- * Chrome trace rendered from the shards' trace lines is valid JSON (every name escaped).
+ * Chrome trace rendered from the shards' trace lines is valid JSON (every name escaped). The
+ * same bytes read as the launcher's failure file (CANARY_GATE_FAIL_FILE, written by the library
+ * when a shard cannot be written) give a record or none: an operation of lowercase letters, an
+ * errno the tool can name, a path of bytes before the first NUL.
  */
 #include "fuzz.h"
 
@@ -22,8 +25,30 @@
 #define SEP "\n--- next shard ---\n"
 #define MAX_SHARDS 8
 
+static void fail_file(const char *data, size_t size)
+{
+    struct cg_shard_fail f;
+    int rc = cg_shard_fail_parse(data, size, &f);
+    CG_FUZZ_CHECK(rc >= -1 && rc <= 1, "rc %d", rc);
+    size_t used = strnlen(data, size);
+    if (rc != 1) {
+        CG_FUZZ_CHECK(f.op[0] == '\0', "an operation without a record");
+        CG_FUZZ_CHECK(rc == 0 || used > 0, "malformed, but nothing was written");
+        return;
+    }
+    CG_FUZZ_CHECK(f.op[0] != '\0' && strnlen(f.op, sizeof(f.op)) < sizeof(f.op), "op");
+    for (const char *c = f.op; *c; c++)
+        CG_FUZZ_CHECK(*c >= 'a' && *c <= 'z', "op '%s'", f.op);
+    CG_FUZZ_CHECK(f.errno_value >= 0 && f.errno_value <= 100000, "errno %d", f.errno_value);
+    CG_FUZZ_CHECK(f.pid >= 0, "pid %lld", f.pid);
+    size_t plen = strnlen(f.path, sizeof(f.path));
+    CG_FUZZ_CHECK(plen > 0 && plen < sizeof(f.path) && plen < used, "path");
+    CG_FUZZ_CHECK(memcmp(data + used - plen, f.path, plen) == 0, "a path that was not written");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fail_file((const char *)data, size);
     struct cg_shard shards[MAX_SHARDS];
     size_t n = 0;
     const char *p = (const char *)data, *end = p + size;

@@ -12,6 +12,12 @@
  * forked child that does not exec inherits a disabled library: it writes nothing, flushes
  * nothing (cg_inject_owner compares getpid() with the pid at start) and its atexit does nothing.
  *
+ * A shard that cannot be written (the directory is gone or not one, the disk is full, a file size
+ * limit) stops the writer at its first failure, and the failure is recorded for the launcher in
+ * the file CANARY_GATE_FAIL_FILE names: "OP ERRNO PID PATH" and a NUL written in place at its
+ * start (the launcher made and sized it, so this needs no space on a full disk). Nothing is
+ * printed. When several processes fail, the last one's line is what the file holds.
+ *
  * The shard format is described in src/shard.h and docs/collector.md. Thread-safety: one mutex
  * guards the line buffer and the file; appends happen only with it held (the fork handlers hold
  * it across fork, so a child never inherits it locked).
@@ -49,15 +55,42 @@ static char g_line[CG_LINE_BUF_BYTES];
 static size_t g_line_len;
 static locale_t g_c_locale = (locale_t)0; /* numbers in shards never follow the canary's locale */
 static _Atomic int64_t g_trace_events, g_trace_dropped;
+static char g_fail_path[PATH_MAX]; /* CANARY_GATE_FAIL_FILE, "" when not given */
+static _Atomic bool g_failed;
+
+/* Records the first failure to write the shard for the launcher (see the file header). Never
+ * creates or extends the file. */
+static void record_failure(const char *op, int e, const char *path)
+{
+    if (atomic_exchange(&g_failed, true) || g_fail_path[0] == '\0')
+        return;
+    char line[CG_FAIL_FILE_BYTES];
+    int n = snprintf(line, sizeof(line), "%s %d %ld %s", op, e, (long)getpid(), path);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof(line) ? (size_t)n + 1 : sizeof(line); /* with its NUL */
+    line[len - 1] = '\0';
+    int fd = open(g_fail_path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t w = pwrite(fd, line, len, 0);
+    (void)w;
+    close(fd);
+}
 
 static void write_all(const char *p, size_t n)
 {
     while (n > 0 && g_fd >= 0) {
         ssize_t w = write(g_fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return; /* a full disk loses shard lines, never the canary */
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            /* A full disk loses the shard, never the canary: stop writing (a gap would leave
+             * lines that lie) and tell the launcher why. */
+            record_failure("write", w < 0 ? errno : ENOSPC, g_part_path);
+            close(g_fd);
+            g_fd = -1;
+            return;
         }
         p += w;
         n -= (size_t)w;
@@ -201,7 +234,9 @@ static void trace_config(void)
     if (errno != 0 || colon == s || *colon != ':' || a < 0)
         return;
     long long b = strtoll(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || *end != '\0' || b < a || b > INT32_MAX)
+    /* the shard reader takes step indices below CG_MAX_STEP_INDEX only */
+    if (errno != 0 || end == colon + 1 || *end != '\0' || b < a ||
+        b >= CG_MAX_STEP_INDEX - g_config.warmup)
         return;
     g_config.trace_first = g_config.warmup + a;
     g_config.trace_last = g_config.warmup + b;
@@ -224,7 +259,10 @@ static void at_exit(void)
         g_fd = -1;
     }
     pthread_mutex_unlock(&g_wlock);
-    rename(g_part_path, g_final_path);
+    if (g_failed)
+        return; /* the .part stays: a cut shard, and the failure is recorded */
+    if (rename(g_part_path, g_final_path) != 0)
+        record_failure("rename", errno, g_final_path);
 }
 
 void cg_inject_write_done(void)
@@ -270,6 +308,9 @@ static void start_once(void)
     const char *dir = getenv(CG_ENV_SHARD_DIR);
     if (dir == NULL || dir[0] != '/')
         return;
+    const char *fail = getenv(CG_ENV_FAIL_FILE);
+    if (fail != NULL && fail[0] == '/' && strlen(fail) < sizeof(g_fail_path))
+        memcpy(g_fail_path, fail, strlen(fail) + 1);
     const char *step = getenv(CG_ENV_STEP_RANGE);
     if (step == NULL || *step == '\0')
         step = "step";
@@ -303,8 +344,10 @@ static void start_once(void)
     if (n < 0 || (size_t)n >= sizeof(g_final_path))
         return;
     g_fd = open(g_part_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-    if (g_fd < 0)
+    if (g_fd < 0) {
+        record_failure("open", errno, g_part_path);
         return;
+    }
     g_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     g_active = true;
     cg_inject_lock();

@@ -25,17 +25,9 @@
 
 #define CG_INJECT_API __attribute__((visibility("default")))
 
-/* Environment the launcher sets for the canary (see docs/collector.md). */
-#define CG_ENV_SHARD_DIR "CANARY_GATE_SHARD_DIR"
-#define CG_ENV_STEP_RANGE "CANARY_GATE_STEP_RANGE"
-#define CG_ENV_WARMUP "CANARY_GATE_WARMUP"
-#define CG_ENV_STEPS "CANARY_GATE_STEPS" /* measured steps per process, >= 1; absent: no bound */
-#define CG_ENV_CUPTI_PATH "CANARY_GATE_CUPTI_PATH" /* libcupti to open unless one is loaded */
-#define CG_ENV_CUPTI "CANARY_GATE_CUPTI"
-#define CG_ENV_BUFFER_MB "CANARY_GATE_CUPTI_BUFFER_MB"
-#define CG_ENV_TRACE_STEPS "CANARY_GATE_TRACE_STEPS"           /* "A:B", measured steps */
-#define CG_ENV_TRACE_MAX_EVENTS "CANARY_GATE_TRACE_MAX_EVENTS" /* default below */
-#define CG_TRACE_DEFAULT_MAX_EVENTS 200000
+/* Environment the launcher sets for the canary and the limits it shares: launch_env.h (see
+ * docs/collector.md). */
+#include "launch_env.h"
 
 /* The one clock of the library, in nanoseconds. */
 static inline uint64_t cg_inject_now_ns(void)

@@ -87,11 +87,37 @@ static void range_of(const double *v, size_t n, double *lo, double *hi)
     }
 }
 
+/* Appends v with four significant digits (all the digits before the point when it has more)
+ * in plain decimal: mermaid's xychart reads no exponent notation ("1.161e+04"). Trailing zeros
+ * and a bare point are dropped, as %g would. */
+static int plain_number(struct cg_buf *out, double v)
+{
+    if (!isfinite(v))
+        v = 0.0;
+    int decimals = v == 0.0 ? 0 : 3 - (int)floor(log10(fabs(v)));
+    decimals = decimals < 0 ? 0 : decimals > 9 ? 9 : decimals;
+    char num[64];
+    int n = snprintf(num, sizeof(num), "%.*f", decimals, v);
+    if (n < 0 || (size_t)n >= sizeof(num))
+        return CG_ENOMEM;
+    if (strchr(num, '.') != NULL) {
+        while (n > 0 && num[n - 1] == '0')
+            num[--n] = '\0';
+        if (n > 0 && num[n - 1] == '.')
+            num[--n] = '\0';
+    }
+    if (strcmp(num, "-0") == 0)
+        return cg_buf_adds(out, "0");
+    return cg_buf_adds(out, num);
+}
+
 static int mermaid_line(struct cg_buf *out, const double *v, size_t k)
 {
     int rc = cg_buf_adds(out, "    line [");
-    for (size_t i = 0; i < k && rc == 0; i++)
-        rc = cg_buf_printf(out, "%s%.4g", i ? ", " : "", v[i] / 1e6);
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        rc = cg_buf_adds(out, i ? ", " : "");
+        rc |= plain_number(out, v[i] / 1e6);
+    }
     return rc | cg_buf_adds(out, "]\n");
 }
 
@@ -123,8 +149,12 @@ int cg_chart_mermaid(struct cg_buf *out, const double *base, const double *cur, 
                            "xychart-beta\n"
                            "    title \"Step time per measured step (ms)\"\n"
                            "    x-axis \"step\" 1 --> %zu\n"
-                           "    y-axis \"ms\" %.4g --> %.4g\n",
-                           n, lo, hi);
+                           "    y-axis \"ms\" ",
+                           n);
+    rc |= plain_number(out, lo);
+    rc |= cg_buf_adds(out, " --> ");
+    rc |= plain_number(out, hi);
+    rc |= cg_buf_adds(out, "\n");
     rc |= mermaid_line(out, pts, k);
     rc |= mermaid_line(out, pts + k, k);
     rc |= cg_buf_adds(out, "```\n");

@@ -19,6 +19,9 @@ int cmd_merge(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_comment(int argc, char **argv);
+
+/* The default overall deadline for posting the comment and status, in seconds. */
+#define CG_COMMENT_DEADLINE_S 120
 int cmd_gate(int argc, char **argv);
 int cmd_aa(int argc, char **argv);
 int cmd_ab(int argc, char **argv);
@@ -83,6 +86,11 @@ int cg_cmd_save_partial(const char *out, const struct cg_artifact *a);
 void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base,
                                 const struct cg_thresholds *t, bool recorded,
                                 bool fail_on_inconclusive);
+
+/* After getopt_long returned '?' or ':' (opterr 0, the short options led by ':'): prints one line
+ * "canary-gate <verb>: unknown option '--x'" or "'--x' needs a value" and returns
+ * CG_EXIT_INPUT. */
+int cg_cmd_option_error(const char *verb, int opt, char *const *argv);
 
 /* Parses a positive integer option value into *out; on error prints a usage error and returns
  * CG_EXIT_INPUT, else 0. */

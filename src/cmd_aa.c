@@ -250,7 +250,7 @@ int cmd_aa(int argc, char **argv)
     cg_err_init(&err);
     cg_buf_init(&snip_buf, 1 << 16);
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("aa", opt, optarg, &mo);
         if (bad == 1) {
             bad = 0;
@@ -271,7 +271,7 @@ int cmd_aa(int argc, char **argv)
                 fputs(usage_text, stdout);
                 return CG_EXIT_PASS;
             default:
-                return cg_cmd_usage_error("aa", "unknown or incomplete option");
+                return cg_cmd_option_error("aa", opt, argv);
             }
         }
         if (bad)

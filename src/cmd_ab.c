@@ -101,7 +101,7 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
 {
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("ab", opt, optarg, &o->m);
         if (bad == 1)
             bad = cg_gate_seq_option("ab", opt, optarg, &o->seq);
@@ -139,7 +139,7 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
             fputs(usage_text, stdout);
             return -1;
         default:
-            return cg_cmd_usage_error("ab", "unknown or incomplete option");
+            return cg_cmd_option_error("ab", opt, argv);
         }
     }
     if (o->base == NULL)

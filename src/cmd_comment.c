@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "github.h"
 #include "http.h"
+#include "redact.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -35,13 +36,17 @@ static const char usage_text[] =
     "  --pr N                  pull request number (default: from $GITHUB_EVENT_PATH)\n"
     "  --sha SHA               commit for --status (default: the pull request's head commit)\n"
     "  --status                also set the commit status 'canary-gate[/ID]'\n"
-    "  --comment-mode MODE     always (default), on-regression (create only for fail or\n"
-    "                          inconclusive, but keep an existing comment current), never\n"
+    "  --comment-mode MODE     always (default), on-regression (create only for fail,\n"
+    "                          inconclusive or error, but keep an existing comment current),\n"
+    "                          never\n"
     "  --id NAME               gate id, for several gates on one pull request (default: the\n"
     "                          report's, else none)\n"
-    "  --verdict V             pass, fail or inconclusive (default: the report's verdict line)\n"
+    "  --verdict V             pass, fail, inconclusive, error (the canary failed) or recorded\n"
+    "                          (a baseline was recorded) (default: the report's verdict line)\n"
     "  --dry-run               print each request, token redacted, instead of sending it\n"
     "  --require-comment       exit 3 when the comment or status cannot be posted\n"
+    "  --deadline SEC          give up posting after SEC seconds in all, retries and every page\n"
+    "                          of comments included (default 120)\n"
     "  -h, --help              show this help\n"
     "\n"
     "environment: GITHUB_TOKEN (sent only in the Authorization header), GITHUB_REPOSITORY,\n"
@@ -58,8 +63,10 @@ struct comment_opts {
     int status;
     int dry_run;
     int require;
+    long deadline_s;
     enum cg_github_mode mode;
     enum cg_github_verdict verdict;
+    const char *reason; /* why the canary failed (an error report's reason line), or NULL */
 };
 
 static void print_request(void *ctx, const char *text)
@@ -99,6 +106,7 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
         {"verdict", required_argument, NULL, 'v'},
         {"dry-run", no_argument, NULL, 'n'},
         {"require-comment", no_argument, NULL, 'q'},
+        {"deadline", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -150,7 +158,8 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
             o->verdict = cg_github_verdict_parse(optarg);
             if (o->verdict == CG_GITHUB_VERDICT_NONE)
                 return cg_cmd_usage_error("comment",
-                                          "--verdict '%s': expected pass, fail or inconclusive",
+                                          "--verdict '%s': expected pass, fail, inconclusive, "
+                                          "error or recorded",
                                           optarg);
             break;
         case 'n':
@@ -159,13 +168,15 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
         case 'q':
             o->require = 1;
             break;
+        case 'd':
+            if (cg_cmd_parse_count("comment", "--deadline", optarg, 1, 3600, &o->deadline_s) != 0)
+                return CG_EXIT_INPUT;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return -1;
-        case ':':
-            return cg_cmd_usage_error("comment", "%s needs a value", argv[optind - 1]);
         default:
-            return cg_cmd_usage_error("comment", "unknown option '%s'", argv[optind - 1]);
+            return cg_cmd_option_error("comment", c, argv);
         }
     }
     if (optind < argc)
@@ -261,14 +272,15 @@ static int post_comment(struct comment_opts *o, struct cg_github *gh, const char
         goto done;
     }
     if (res.action == CG_GITHUB_SKIPPED)
-        printf("comment: none on %s#%ld and the verdict is %s: nothing posted (on-regression)\n",
-               o->repo, o->pr, cg_github_verdict_name(o->verdict));
+        fprintf(stderr, "canary-gate: comment: none on %s#%ld and the verdict is %s: nothing "
+                        "posted (on-regression)\n",
+                o->repo, o->pr, cg_github_verdict_name(o->verdict));
     else if (o->dry_run)
-        printf("comment: dry run; the lookup was not sent, so a create is shown (an existing "
-               "comment would be updated with PATCH)\n");
+        fprintf(stderr, "canary-gate: comment: dry run; the lookup was not sent, so a create is "
+                        "shown (an existing comment would be updated with PATCH)\n");
     else
-        printf("comment: %s on %s#%ld%s%s\n", action_name(res.action), o->repo, o->pr,
-               res.html_url[0] ? ": " : "", res.html_url);
+        fprintf(stderr, "canary-gate: comment: %s on %s#%ld%s%s\n", action_name(res.action),
+                o->repo, o->pr, res.html_url[0] ? ": " : "", res.html_url);
 done:
     cg_buf_release(&body);
     return failed;
@@ -290,14 +302,15 @@ static int post_status(struct comment_opts *o, struct cg_github *gh, const char 
     const char *run_repo = env("GITHUB_REPOSITORY");
     int has_target = server != NULL && run != NULL && run_repo != NULL &&
                      cg_buf_printf(&target, "%s/%s/actions/runs/%s", server, run_repo, run) == 0;
-    if (cg_github_status_set(gh, o->sha, o->id, o->verdict, has_target ? cg_buf_str(&target) : NULL,
-                             &err) != 0) {
+    if (cg_github_status_set_reason(gh, o->sha, o->id, o->verdict, o->reason,
+                                    has_target ? cg_buf_str(&target) : NULL, &err) != 0) {
         warn("%s", err.msg);
         failed = 1;
         goto done;
     }
     if (!o->dry_run)
-        printf("status: %s on %s@%.12s\n", cg_github_verdict_name(o->verdict), o->repo, o->sha);
+        fprintf(stderr, "canary-gate: status: %s on %s@%.12s\n", cg_github_verdict_name(o->verdict),
+                o->repo, o->sha);
 done:
     cg_buf_release(&target);
     return failed;
@@ -320,6 +333,7 @@ int cmd_comment(int argc, char **argv)
     memset(&http, 0, sizeof(http));
     cg_err_init(&err);
     o.mode = CG_GITHUB_MODE_ALWAYS;
+    o.deadline_s = CG_COMMENT_DEADLINE_S;
     int prc = parse_args(argc, argv, &o);
     if (prc != 0) {
         exit_code = prc < 0 ? CG_EXIT_PASS : prc;
@@ -334,10 +348,12 @@ int cmd_comment(int argc, char **argv)
         o.id = rep.id;
     if (o.verdict == CG_GITHUB_VERDICT_NONE)
         o.verdict = rep.verdict;
+    if (rep.reason[0] != '\0')
+        o.reason = rep.reason;
     if (o.verdict == CG_GITHUB_VERDICT_NONE && (o.status || o.mode == CG_GITHUB_MODE_ON_REGRESSION)) {
         exit_code = cg_cmd_usage_error("comment",
                                        "'%s' has no '<!-- canary-gate-verdict: ... -->' line: pass "
-                                       "--verdict pass|fail|inconclusive",
+                                       "--verdict pass|fail|inconclusive|error|recorded",
                                        o.report);
         goto done;
     }
@@ -361,7 +377,10 @@ int cmd_comment(int argc, char **argv)
     const char *token = env("GITHUB_TOKEN");
     const char *api = env("GITHUB_API_URL") ? env("GITHUB_API_URL") : "https://api.github.com";
     if (strncmp(api, "https://", 8) != 0 && strncmp(api, "http://", 7) != 0) {
-        warn("GITHUB_API_URL '%s' is not an http(s) URL: nothing was posted", api);
+        char *shown = cg_redact_apply(NULL, api);
+        warn("GITHUB_API_URL '%s' is not an http(s) URL: nothing was posted",
+             shown != NULL ? shown : CG_REDACT_MARK);
+        free(shown);
         failed = 1;
         goto finish;
     }
@@ -373,6 +392,7 @@ int cmd_comment(int argc, char **argv)
     snprintf(user_agent, sizeof(user_agent), "canary-gate/%s", CG_VERSION);
     hopt.user_agent = user_agent;
     hopt.dry_run = o.dry_run;
+    hopt.deadline_ms = o.deadline_s * 1000;
     hopt.trace = print_request;
     if (cg_http_init(&http, &hopt, &err) != 0) {
         warn("%s", err.msg);

@@ -55,7 +55,7 @@ int cmd_compare(int argc, char **argv)
     bool fail_on_inconclusive = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
         switch (c) {
         case OPT_THRESHOLDS: thresholds_spec = optarg; break;
         case OPT_REPORT: report_path = optarg; break;
@@ -64,7 +64,7 @@ int cmd_compare(int argc, char **argv)
         case OPT_FOI: fail_on_inconclusive = true; break;
         case OPT_COLOR: color_when = optarg; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
-        default: return cg_cmd_usage_error("compare", "unknown or incomplete option");
+        default: return cg_cmd_option_error("compare", c, argv);
         }
     }
     if (argc - optind != 2)
@@ -149,8 +149,11 @@ int cg_verdict_report(const struct cg_verdict *v, const struct cg_report_opts *o
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    fputs(cg_buf_str(&text), stdout);
-    fflush(stdout);
+    /* The table never mixes with a report or verdict written to standard output. */
+    bool piped = (o->json_path != NULL && strcmp(o->json_path, "-") == 0) ||
+                 (o->report_path != NULL && strcmp(o->report_path, "-") == 0);
+    fputs(cg_buf_str(&text), piped ? stderr : stdout);
+    fflush(piped ? stderr : stdout);
     if ((o->report_path != NULL &&
          cg_file_write_atomic(o->report_path, md.data, md.len, &err) != 0) ||
         (o->json_path != NULL &&

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "cg_version.h"
 #include "collect.h"
+#include "launch_env.h"
 #include "fsutil.h"
 #include "gate_seq.h"
 #include "github.h"
@@ -67,9 +68,14 @@ static const char usage_text[] =
     "  --comment-mode MODE    always (default with --comment), on-regression, never\n"
     "  --status               set the commit status canary-gate[/ID] on the pull request's head\n"
     "  --id NAME              gate id, for several gates on one pull request\n"
+    "  --post-deadline SEC    give up posting the comment and status after SEC seconds in all\n"
+    "                         (default 120; the gate's exit code stands)\n"
     "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
     "  --color WHEN           auto (default), always or never\n" CG_GATE_SEQ_USAGE
-    "  -h, --help             show this help\n"
+    "  -h, --help             show this help\n";
+
+/* The rest of the help, apart: one string literal would pass the length C11 guarantees. */
+static const char usage_notes[] =
     "\n"
     "--comment and --status read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
     "'canary-gate comment --help'); without --report the report goes beside --out (FILE.md).\n"
@@ -85,7 +91,7 @@ static const char usage_text[] =
 
 enum {
     OPT_BASELINE = 256, OPT_RECORD, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
-    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR, OPT_TRACE, OPT_TRACE_STEPS
+    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR, OPT_TRACE, OPT_TRACE_STEPS, OPT_DEADLINE
 };
 
 static const struct option options[] = {
@@ -104,6 +110,7 @@ static const struct option options[] = {
     {"color", required_argument, NULL, OPT_COLOR},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
+    {"post-deadline", required_argument, NULL, OPT_DEADLINE},
     CG_GATE_SEQ_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -117,6 +124,7 @@ struct gate_opts {
     const char *comment_mode; /* NULL: always when --comment */
     const char *id;
     const char *color;
+    const char *post_deadline; /* seconds, checked at the option; NULL: the default */
     bool record_if_missing, comment, status, fail_on_inconclusive;
     struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
     long runs;                   /* settled */
@@ -129,7 +137,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
 {
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("gate", opt, optarg, &o->m);
         if (bad != 1) {
             if (bad)
@@ -152,10 +160,20 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_COLOR: o->color = optarg; break;
         case OPT_TRACE: o->collect.trace_path = optarg; break;
         case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
-        case 'h': fputs(usage_text, stdout); return -1;
+        case OPT_DEADLINE: {
+            long secs;
+            if (cg_cmd_parse_count("gate", "--post-deadline", optarg, 1, 3600, &secs) != 0)
+                return CG_EXIT_INPUT;
+            o->post_deadline = optarg;
+            break;
+        }
+        case 'h':
+            fputs(usage_text, stdout);
+            fputs(usage_notes, stdout);
+            return -1;
         default:
             if ((bad = cg_gate_seq_option("gate", opt, optarg, &o->seq)) == 1)
-                return cg_cmd_usage_error("gate", "unknown or incomplete option");
+                return cg_cmd_option_error("gate", opt, argv);
         }
         if (bad)
             return bad;
@@ -164,8 +182,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         return cg_cmd_usage_error("gate", "--baseline FILE is required");
     if (o->collect.trace_steps != NULL && !cg_collect_trace_steps_valid(o->collect.trace_steps))
         return cg_cmd_usage_error("gate", "--trace-steps '%s': expected A:B, whole numbers with "
-                                          "A <= B (measured steps, from 0)",
-                                  o->collect.trace_steps);
+                                          "A <= B < %d (measured steps, from 0)",
+                                  o->collect.trace_steps, CG_MAX_STEP_INDEX);
     if (o->color == NULL)
         o->color = "auto";
     if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
@@ -214,15 +232,27 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
 }
 
 /* The report of a gate that produced no verdict (a canary failure, a recorded baseline): the
- * hidden markers, a headline and a body paragraph (escaped). verdict goes on the marker line. */
+ * hidden markers, a headline and a body paragraph (escaped). verdict goes on the marker line;
+ * an "error" report says why on a reason line (the commit status carries it: github.h). */
 static int notice_markdown(const char *id, const char *verdict, const char *headline,
                            const char *body, struct cg_buf *md, struct cg_err *err)
 {
     char marker[CG_GITHUB_ID_MAX + 32];
     if (cg_github_marker(id, marker, sizeof(marker)) != 0)
         return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", id ? id : "");
-    int rc = cg_buf_printf(md, "%s\n<!-- canary-gate-verdict: %s -->\n## %s\n\n", marker, verdict,
-                           headline);
+    int rc = cg_buf_printf(md, "%s\n<!-- canary-gate-verdict: %s -->\n", marker, verdict);
+    if (strcmp(verdict, "error") == 0) {
+        /* one line, never closing the comment: no "--", no ">", no control character */
+        rc |= cg_buf_adds(md, "<!-- canary-gate-reason: ");
+        for (size_t i = 0; body[i] != '\0' && i < CG_GITHUB_REASON_MAX && rc == 0; i++) {
+            char c = (unsigned char)body[i] < 0x20 || body[i] == '>' ? ' ' : body[i];
+            if (c == '-' && body[i + 1] == '-')
+                c = ' ';
+            rc = cg_buf_add(md, &c, 1);
+        }
+        rc |= cg_buf_adds(md, " -->\n");
+    }
+    rc |= cg_buf_printf(md, "## %s\n\n", headline);
     rc |= cg_md_escape(md, body, 4096);
     rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s</sub>\n", CG_VERSION);
     return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory") : 0;
@@ -285,7 +315,7 @@ static void post(const struct gate_opts *o)
 {
     if (!o->comment && !o->status)
         return;
-    char *argv[12];
+    char *argv[14];
     int n = 0;
     argv[n++] = "comment";
     argv[n++] = "--report";
@@ -297,6 +327,10 @@ static void post(const struct gate_opts *o)
     if (o->id != NULL) {
         argv[n++] = "--id";
         argv[n++] = (char *)o->id;
+    }
+    if (o->post_deadline != NULL) {
+        argv[n++] = "--deadline";
+        argv[n++] = (char *)o->post_deadline;
     }
     argv[n] = NULL;
     fflush(stdout);
@@ -323,7 +357,7 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     cg_collect_hint(&err, o->collect.step_range);
     cg_cmd_save_partial(o->out, cur); /* never over --out */
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
-        if (write_notice(o, "fail", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
+        if (write_notice(o, "error", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
                          NULL) == 0 &&
             o->report != NULL)
             post(o);
@@ -345,10 +379,13 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur,
              "recorded as the baseline. Nothing was compared; later runs are gated against it.",
              o->baseline, cur->n_runs,
              cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
-    printf("canary-gate: PASS (baseline recorded): %s\n", body);
+    bool piped = (o->json != NULL && strcmp(o->json, "-") == 0) ||
+                 (o->report != NULL && strcmp(o->report, "-") == 0);
+    fprintf(piped ? stderr : stdout, "canary-gate: PASS (baseline recorded): %s\n", body);
     cg_cmd_warn_small_baseline(o->baseline, cur, t, true, false);
-    int rc = write_notice(o, "pass", "pass",
-                          "\xe2\x9c\x85 canary-gate: baseline recorded", body, o->baseline);
+    int rc = write_notice(o, "recorded", "pass",
+                          "\xe2\x9c\x85 canary-gate: baseline recorded, nothing compared", body,
+                          o->baseline);
     if (rc == 0 && o->report != NULL)
         post(o);
     return rc != 0 ? rc : CG_EXIT_PASS;

@@ -67,11 +67,11 @@ int cmd_merge(int argc, char **argv)
     const char *out = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
-        default: return cg_cmd_usage_error("merge", "unknown or incomplete option");
+        default: return cg_cmd_option_error("merge", c, argv);
         }
     }
     if (out == NULL)

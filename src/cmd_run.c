@@ -13,6 +13,7 @@
 
 #include "artifact.h"
 #include "collect.h"
+#include "launch_env.h"
 #include "interleave.h"
 #include "thresholds.h"
 
@@ -84,7 +85,7 @@ int cmd_run(int argc, char **argv)
     cg_artifact_init(&a);
     cg_err_init(&err);
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("run", opt, optarg, &mo);
         if (bad != 1) {
             if (bad)
@@ -97,12 +98,13 @@ int cmd_run(int argc, char **argv)
         case OPT_TRACE: trace = optarg; break;
         case OPT_TRACE_STEPS: trace_steps = optarg; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
-        default: return cg_cmd_usage_error("run", "unknown or incomplete option");
+        default: return cg_cmd_option_error("run", opt, argv);
         }
     }
     if (trace_steps != NULL && !cg_collect_trace_steps_valid(trace_steps))
         return cg_cmd_usage_error("run", "--trace-steps '%s': expected A:B, whole numbers with "
-                                         "A <= B (measured steps, from 0)", trace_steps);
+                                         "A <= B < %d (measured steps, from 0)", trace_steps,
+                                  CG_MAX_STEP_INDEX);
     if (trace_steps != NULL && trace == NULL)
         return cg_cmd_usage_error("run", "--trace-steps needs --trace FILE.json");
     if (cg_measure_settle(&mo, &t, &c, &runs, &err) != 0)

@@ -4,6 +4,7 @@
  * per step, and the diagnosis rules that apply to the artifact on its own.
  */
 #include "cmd.h"
+#include "redact.h"
 
 #include "artifact.h"
 #include "buf.h"
@@ -117,8 +118,10 @@ static int render(const struct cg_artifact *a, long top, int chart, struct cg_bu
     rc |= cg_term_escape(o, e->cpu_model ? e->cpu_model : "unknown", 200);
     rc |= cg_buf_adds(o, "\ncanary: ");
     for (size_t i = 0; i < e->n_canary_command; i++) {
+        char *shown = cg_redact_apply(cg_redact_default(), e->canary_command[i]);
         rc |= cg_buf_adds(o, " ");
-        rc |= cg_term_escape(o, e->canary_command[i], 200);
+        rc |= shown != NULL ? cg_term_escape(o, shown, 200) : CG_ENOMEM;
+        free(shown);
     }
     if (e->cupti_library != NULL) {
         rc |= cg_buf_adds(o, "\ncupti:   ");
@@ -178,7 +181,7 @@ int cmd_show(int argc, char **argv)
     bool ascii = false, no_chart = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (cg_cmd_parse_count("show", "--ops", optarg, 0, 100000, &top) != 0)
@@ -187,7 +190,7 @@ int cmd_show(int argc, char **argv)
         case 'a': ascii = true; break;
         case 'c': no_chart = true; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
-        default: return cg_cmd_usage_error("show", "unknown or incomplete option");
+        default: return cg_cmd_option_error("show", c, argv);
         }
     }
     if (argc - optind != 1)

@@ -6,10 +6,12 @@
 #include "verdict.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <string.h>
 
 int cg_cmd_fail(const struct cg_err *err)
 {
@@ -26,6 +28,21 @@ int cg_cmd_usage_error(const char *verb, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, " (see 'canary-gate %s --help')\n", verb);
     return CG_EXIT_INPUT;
+}
+
+int cg_cmd_option_error(const char *verb, int opt, char *const *argv)
+{
+    char name[64];
+    const char *arg = optind > 0 ? argv[optind - 1] : NULL;
+    if (arg != NULL && strncmp(arg, "--", 2) == 0)
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+    else if (optopt > 0 && optopt < 128)
+        snprintf(name, sizeof(name), "-%c", optopt);
+    else
+        snprintf(name, sizeof(name), "%s", arg != NULL ? arg : "?");
+    if (opt == ':')
+        return cg_cmd_usage_error(verb, "'%s' needs a value", name);
+    return cg_cmd_usage_error(verb, "unknown option '%s'", name);
 }
 
 int cg_cmd_parse_count(const char *verb, const char *opt, const char *value, long min, long max,

@@ -11,11 +11,14 @@
 #include "cg_version.h"
 #include "fsutil.h"
 #include "launch.h"
+#include "launch_env.h"
+#include "redact.h"
 #include "report.h"
 #include "shard.h"
 #include "trace.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -31,6 +34,20 @@
 /* How often the shard directory is read while a canary runs (progress, and the stop once it is
  * measured), in seconds. */
 #define CG_COLLECT_POLL_S 0.5
+
+/* The injection library's variables (launch_env.h). The launcher sets or removes the ones it
+ * owns for every run, whatever the user's environment holds; the user's settings pass through. */
+static const char *const launcher_vars[] = {
+    CG_ENV_CUDA_INJECTION, CG_ENV_NVTX_INJECTION, CG_ENV_SHARD_DIR,   CG_ENV_FAIL_FILE,
+    CG_ENV_STEP_RANGE,     CG_ENV_WARMUP,         CG_ENV_STEPS,       CG_ENV_TRACE_STEPS,
+};
+static const char *const user_vars[] = {CG_ENV_CUPTI, CG_ENV_BUFFER_MB, CG_ENV_CUPTI_PATH,
+                                        CG_ENV_TRACE_MAX_EVENTS};
+
+/* Why the last run failed, for cg_collect_hint (carried as data, not read from the message). */
+enum collect_failure { FAILED_OTHER, FAILED_NO_STEP, FAILED_NOT_LOADED, FAILED_SHARD_WRITE };
+static enum collect_failure g_failure;
+static bool g_env_said; /* the inherited variables were named (once per tool process) */
 
 struct cg_collector {
     struct cg_collect_cfg cfg;
@@ -100,7 +117,8 @@ static bool on_progress(void *ctx, double elapsed_s)
     char last[48] = "";
     if (st.last_step_ns > 0)
         snprintf(last, sizeof(last), ", last step %.1f ms", (double)st.last_step_ns / 1e6);
-    fprintf(stderr, "%s%s%srun %ld of %ld: %lld of %ld steps%s, %.0f s%s", p->tty ? "\r\033[K" : "",
+    fprintf(stderr, "%scanary-gate: %s%srun %ld of %ld: %lld of %ld steps%s, %.0f s%s",
+            p->tty ? "\r\033[K" : "",
             p->label ? p->label : "", label_sep(p), p->run, p->n_runs, (long long)st.steps_seen,
             p->expect, last, elapsed_s, p->tty ? "" : "\n");
     fflush(stderr);
@@ -145,22 +163,26 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
     a->created_utc = strdup(when);
     a->env.cpu_model = cg_launch_cpu_model();
     a->env.tool_version = strdup(CG_VERSION);
-    a->env.canary_hash = cg_launch_canary_hash(col->cmd, settings);
     a->env.canary_command = calloc(n_cmd + 1, sizeof(char *));
     a->settings.steps = c->steps;
     a->settings.warmup = c->warmup;
     a->settings.runs = 0;
     a->settings.step_range = strdup(c->step_range);
     a->settings.tokens_per_step = c->tokens_per_step;
-    if (a->created_utc == NULL || a->env.tool_version == NULL || a->env.canary_hash == NULL ||
+    if (a->created_utc == NULL || a->env.tool_version == NULL ||
         a->env.canary_command == NULL || a->settings.step_range == NULL)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
+    /* the command as written everywhere: secrets hidden (redact.h); the hash too, so that a
+     * token that changes between runs does not read as a changed canary */
     for (size_t i = 0; i < n_cmd; i++) {
-        a->env.canary_command[i] = strdup(col->cmd[i]);
+        a->env.canary_command[i] = cg_redact_apply(cg_redact_default(), col->cmd[i]);
         if (a->env.canary_command[i] == NULL)
             return cg_err_set(err, CG_ENOMEM, "out of memory");
         a->env.n_canary_command++;
     }
+    a->env.canary_hash = cg_launch_canary_hash(a->env.canary_command, settings);
+    if (a->env.canary_hash == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -210,13 +232,32 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
     return 0;
 }
 
-/* Why a run failed, as one line; 0 when it measured enough. */
+/* A process's shard write failure as one line (the path shown escaped). */
+static int shard_write_failed(const struct cg_collect_cfg *c, long i, long total,
+                              const struct cg_shard_fail *f, struct cg_err *err)
+{
+    struct cg_buf path;
+    cg_buf_init(&path, 512);
+    int e = cg_term_escape(&path, f->path, 300);
+    g_failure = FAILED_SHARD_WRITE;
+    int rc = cg_err_set(err, CG_ECANARY,
+                        "the injection library could not %s its shard in run %ld of %ld: '%s': "
+                        "%s (canary process %lld); its output is in '%s'",
+                        f->op, i, total, e == 0 ? cg_buf_str(&path) : "?",
+                        strerror(f->errno_value), f->pid, c->log);
+    cg_buf_release(&path);
+    return rc;
+}
+
+/* Why a run failed, as one line; 0 when it measured enough. fail is the library's record of a
+ * shard it could not write (NULL when none). */
 static int check_run(const struct cg_collect_cfg *c, long i, long total,
                      const struct cg_launch_result *r, const struct cg_shard_status *st,
-                     struct cg_err *err)
+                     const struct cg_shard_fail *fail, struct cg_err *err)
 {
     long long seen = (long long)st->steps_seen;
     const char *steps_word = seen == 1 ? "step" : "steps";
+    g_failure = FAILED_OTHER;
     if (st->nonfinite_loss_step >= 0) {
         double v = st->nonfinite_loss;
         return cg_err_set(err, CG_ECANARY,
@@ -249,6 +290,17 @@ static int check_run(const struct cg_collect_cfg *c, long i, long total,
     case CG_LAUNCH_STOPPED:
         break; /* stopped once measured: complete, whatever it ended with */
     }
+    if (fail != NULL)
+        return shard_write_failed(c, i, total, fail, err);
+    if (st->n_shards == 0) {
+        g_failure = FAILED_NOT_LOADED;
+        return cg_err_set(err, CG_ECANARY,
+                          "the injection library was not loaded in the canary in run %ld of %ld "
+                          "(no process wrote a shard); its output is in '%s'",
+                          i, total, c->log);
+    }
+    if (st->n_with_steps == 0)
+        g_failure = FAILED_NO_STEP;
     if (st->n_with_steps == 0)
         return cg_err_set(err, CG_ECANARY,
                           "canary marked no step in run %ld of %ld (no NVTX range named '%s' in "
@@ -268,8 +320,11 @@ static void log_banner(const char *log, const char *label, long i, long n, char 
     if (f == NULL)
         return;
     fprintf(f, "==== canary-gate: %s%srun %ld of %ld:", label ? label : "", label ? " " : "", i, n);
-    for (size_t k = 0; cmd[k] != NULL; k++)
-        fprintf(f, " %s", cmd[k]);
+    for (size_t k = 0; cmd[k] != NULL; k++) {
+        char *shown = cg_redact_apply(cg_redact_default(), cmd[k]); /* never a secret */
+        fprintf(f, " %s", shown != NULL ? shown : CG_REDACT_MARK);
+        free(shown);
+    }
     fprintf(f, "\n");
     fclose(f);
 }
@@ -327,6 +382,18 @@ int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **ou
     if (col->cfg.log == NULL) {
         rc = cg_err_set(err, CG_EINPUT, "no log file for the canary's output");
         goto out;
+    }
+    if (col->cfg.trace_path != NULL && col->cfg.trace_steps != NULL) {
+        const char *colon = strchr(col->cfg.trace_steps, ':');
+        long long last = colon != NULL ? strtoll(colon + 1, NULL, 10) : 0;
+        if (!cg_collect_trace_steps_valid(col->cfg.trace_steps) ||
+            last + col->cfg.warmup >= CG_MAX_STEP_INDEX) {
+            rc = cg_err_set(err, CG_EINPUT,
+                            "--trace-steps '%.40s': after %ld warm-up steps, step %lld is beyond "
+                            "the %d steps a canary process can record",
+                            col->cfg.trace_steps, col->cfg.warmup, last, CG_MAX_STEP_INDEX);
+            goto out;
+        }
     }
     self = cg_self_dir();
     if (self == NULL) {
@@ -447,29 +514,115 @@ static void warn_library(struct cg_collector *col, long i, long total, const str
     }
 }
 
+/* Creates the run's failure file (CG_ENV_FAIL_FILE) at path, CG_FAIL_FILE_BYTES of NULs written
+ * out so the library can record a failure in place even on a full disk. */
+static int make_fail_file(const char *path, struct cg_err *err)
+{
+    char zeros[CG_FAIL_FILE_BYTES];
+    memset(zeros, 0, sizeof(zeros));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return cg_err_set(err, CG_EIO, "cannot create '%s': %s", path, strerror(errno));
+    ssize_t w = write(fd, zeros, sizeof(zeros));
+    int e = errno;
+    close(fd);
+    if (w != (ssize_t)sizeof(zeros))
+        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path,
+                          w < 0 ? strerror(e) : "short write");
+    return 0;
+}
+
+/* Reads the failure file: 1 and f filled when a process recorded a failure, else 0. */
+static int read_fail_file(const char *path, struct cg_shard_fail *f)
+{
+    char buf[CG_FAIL_FILE_BYTES];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t got = read(fd, buf, sizeof(buf));
+    close(fd);
+    if (got <= 0)
+        return 0;
+    int rc = cg_shard_fail_parse(buf, (size_t)got, f);
+    if (rc < 0) { /* written, but not as the library writes: still a failure */
+        snprintf(f->op, sizeof(f->op), "write");
+        f->errno_value = EIO;
+        f->pid = -1;
+        snprintf(f->path, sizeof(f->path), "%s", "(an unreadable failure record)");
+    }
+    return rc != 0;
+}
+
+/* Names, once per tool process, the injection library's variables the user's environment holds:
+ * the launcher's own are ignored (set or removed for every run), the user's settings reach the
+ * canary. */
+static void say_inherited_env(void)
+{
+    if (g_env_said)
+        return;
+    g_env_said = true;
+    for (size_t k = 0; k < 2; k++) {
+        const char *const *names = k == 0 ? launcher_vars : user_vars;
+        size_t n = k == 0 ? sizeof(launcher_vars) / sizeof(launcher_vars[0])
+                          : sizeof(user_vars) / sizeof(user_vars[0]);
+        for (size_t j = 0; j < n; j++) {
+            const char *v = getenv(names[j]);
+            if (v == NULL)
+                continue;
+            struct cg_buf text;
+            cg_buf_init(&text, 1024);
+            if (cg_term_escape(&text, v, 200) == 0) {
+                if (k == 0)
+                    fprintf(stderr, "canary-gate: warning: %s=%s from the environment is ignored: "
+                                    "the gate sets the injection library's variables itself%s\n",
+                            names[j], cg_buf_str(&text),
+                            strcmp(names[j], CG_ENV_TRACE_STEPS) == 0
+                                ? " (a trace window comes from --trace and --trace-steps)"
+                                : "");
+                else
+                    fprintf(stderr, "canary-gate: note: the canary gets %s=%s from the "
+                                    "environment (a setting of the injection library, see "
+                                    "docs/collector.md)\n",
+                            names[j], cg_buf_str(&text));
+            }
+            cg_buf_release(&text);
+        }
+    }
+}
+
 /* One canary process into one run of a. */
 static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long total,
                    struct cg_err *err)
 {
     const struct cg_collect_cfg *c = &col->cfg;
-    char shard_dir[PATH_MAX], e_cuda[PATH_MAX + 32], e_nvtx[PATH_MAX + 32], e_dir[PATH_MAX + 32],
-        e_range[320], e_warm[64], e_steps[64], e_trace[96];
-    char *env[7] = {e_cuda, e_nvtx, e_dir, e_range, e_warm, e_steps, e_trace};
+    char shard_dir[PATH_MAX], fail_path[PATH_MAX], e_cuda[PATH_MAX + 32], e_nvtx[PATH_MAX + 32],
+        e_dir[PATH_MAX + 32], e_fail[PATH_MAX + 32], e_range[320], e_warm[64], e_steps[64],
+        e_trace[96];
+    char *env[8] = {e_cuda, e_nvtx, e_dir, e_fail, e_range, e_warm, e_steps, e_trace};
+    char *no_trace[] = {(char *)CG_ENV_TRACE_STEPS};
     bool trace = c->trace_path != NULL && col->next_dir == 0; /* the first run only */
     bool tty = isatty(STDERR_FILENO);
     struct cg_shard *sh = NULL;
     size_t n = 0;
     struct cg_shard_status st;
+    struct cg_shard_fail fail;
     struct cg_launch_result r;
-    if (fmt_path(shard_dir, sizeof(shard_dir), err, "%s/run-%d", col->tmp, ++col->next_dir) != 0 ||
-        fmt_path(e_cuda, sizeof(e_cuda), err, "CUDA_INJECTION64_PATH=%s", col->inject) != 0 ||
-        fmt_path(e_nvtx, sizeof(e_nvtx), err, "NVTX_INJECTION64_PATH=%s", col->inject) != 0 ||
-        fmt_path(e_dir, sizeof(e_dir), err, "CANARY_GATE_SHARD_DIR=%s", shard_dir) != 0 ||
-        fmt_path(e_range, sizeof(e_range), err, "CANARY_GATE_STEP_RANGE=%s", c->step_range) != 0 ||
-        fmt_path(e_warm, sizeof(e_warm), err, "CANARY_GATE_WARMUP=%ld", c->warmup) != 0 ||
-        fmt_path(e_steps, sizeof(e_steps), err, "CANARY_GATE_STEPS=%ld", c->steps) != 0 ||
-        fmt_path(e_trace, sizeof(e_trace), err, "CANARY_GATE_TRACE_STEPS=%s",
+    ++col->next_dir;
+    if (fmt_path(shard_dir, sizeof(shard_dir), err, "%s/run-%d", col->tmp, col->next_dir) != 0 ||
+        fmt_path(fail_path, sizeof(fail_path), err, "%s/run-%d.fail", col->tmp,
+                 col->next_dir) != 0 ||
+        fmt_path(e_cuda, sizeof(e_cuda), err, CG_ENV_CUDA_INJECTION "=%s", col->inject) != 0 ||
+        fmt_path(e_nvtx, sizeof(e_nvtx), err, CG_ENV_NVTX_INJECTION "=%s", col->inject) != 0 ||
+        fmt_path(e_dir, sizeof(e_dir), err, CG_ENV_SHARD_DIR "=%s", shard_dir) != 0 ||
+        fmt_path(e_fail, sizeof(e_fail), err, CG_ENV_FAIL_FILE "=%s", fail_path) != 0 ||
+        fmt_path(e_range, sizeof(e_range), err, CG_ENV_STEP_RANGE "=%s", c->step_range) != 0 ||
+        fmt_path(e_warm, sizeof(e_warm), err, CG_ENV_WARMUP "=%ld", c->warmup) != 0 ||
+        fmt_path(e_steps, sizeof(e_steps), err, CG_ENV_STEPS "=%ld", c->steps) != 0 ||
+        fmt_path(e_trace, sizeof(e_trace), err, CG_ENV_TRACE_STEPS "=%s",
                  c->trace_steps ? c->trace_steps : "0:2") != 0)
+        return err->code;
+    say_inherited_env();
+    if (make_fail_file(fail_path, err) != 0)
         return err->code;
     if (mkdir(shard_dir, 0700) != 0)
         return cg_err_set(err, CG_EIO, "cannot create '%s': %s", shard_dir, strerror(errno));
@@ -483,8 +636,17 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                          .last_seen = -1,
                          .last_print_s = -10.0,
                          .done_steps = -1};
-    struct cg_launch_opts o = {col->cmd, env, trace ? 7 : 6, c->log, (double)c->timeout_s,
-                               (double)c->grace_s, on_progress, &p, CG_COLLECT_POLL_S};
+    struct cg_launch_opts o = {.argv = col->cmd,
+                               .env_add = env,
+                               .n_env_add = trace ? 8 : 7,
+                               .env_remove = trace ? NULL : no_trace,
+                               .n_env_remove = trace ? 0 : 1,
+                               .log_path = c->log,
+                               .timeout_s = (double)c->timeout_s,
+                               .kill_grace_s = (double)c->grace_s,
+                               .progress = on_progress,
+                               .progress_ctx = &p,
+                               .poll_s = CG_COLLECT_POLL_S};
     log_banner(c->log, c->label, i, total, col->cmd);
     if (!tty)
         fprintf(stderr, "canary-gate: %s%srun %ld of %ld\n", c->label ? c->label : "",
@@ -492,11 +654,23 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     int rc = cg_launch_run(&o, &r, err);
     if (tty)
         fprintf(stderr, "\r\033[K");
+    if (rc == 0 && r.escaped > 0)
+        fprintf(stderr, "canary-gate: warning: %s%srun %ld of %ld: %ld canary process%s had left "
+                        "its process group (setsid, a daemon) and still ran when the canary "
+                        "ended; the gate ended %s\n",
+                c->label ? c->label : "", label_sep(&p), i, total, r.escaped,
+                r.escaped == 1 ? "" : "es", r.escaped == 1 ? "it" : "them");
+    bool failed_write = rc == 0 && read_fail_file(fail_path, &fail);
+    unlink(fail_path);
     if (rc == 0)
         rc = cg_shard_load_dir(shard_dir, &sh, &n, err);
+    if (rc != 0 && failed_write && !cg_launch_interrupted()) {
+        rc = 0; /* what the library recorded says more than an unreadable directory */
+        n = 0;
+    }
     if (rc == 0) {
         cg_shard_status(sh, n, &st);
-        rc = check_run(c, i, total, &r, &st, err);
+        rc = check_run(c, i, total, &r, &st, failed_write ? &fail : NULL, err);
     }
     if (rc == 0 && trace) {
         rc = cg_trace_write(sh, n, c->trace_path, err);
@@ -559,7 +733,26 @@ int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, lo
 
 void cg_collect_hint(const struct cg_err *err, const char *step_range)
 {
-    if (err->code != CG_ECANARY || strstr(err->msg, "marked no step") == NULL)
+    if (err->code != CG_ECANARY)
+        return;
+    if (g_failure == FAILED_NOT_LOADED) {
+        fprintf(stderr, "canary-gate: the canary must keep the environment the gate gives it "
+                        "(" CG_ENV_NVTX_INJECTION ", " CG_ENV_CUDA_INJECTION " and the "
+                        "CANARY_GATE_* variables) and call NVTX or CUDA: a container needs "
+                        "each passed on ('docker run -e " CG_ENV_NVTX_INJECTION " -e "
+                        CG_ENV_CUDA_INJECTION " -e CANARY_GATE_SHARD_DIR ...' with the library "
+                        "and the shard directory mounted at the same paths), sudo needs "
+                        "'sudo -E' or '--preserve-env', and 'env -i' clears them\n");
+        return;
+    }
+    if (g_failure == FAILED_SHARD_WRITE) {
+        const char *tmp = getenv("TMPDIR");
+        fprintf(stderr, "canary-gate: shards are written under TMPDIR ('%s'): free space there "
+                        "or point TMPDIR at a writable directory with room\n",
+                tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+        return;
+    }
+    if (g_failure != FAILED_NO_STEP)
         return;
     if (step_range == NULL)
         step_range = "step";
@@ -584,15 +777,17 @@ char *cg_collect_log_path(const char *artifact_path)
     return cg_collect_sibling_path(artifact_path, ".log");
 }
 
-/* "A:B" with 0 <= A <= B < 10^9. */
+/* "A:B" with 0 <= A <= B < CG_MAX_STEP_INDEX (the limit the injection library and the shard
+ * reader share; the warm-up is checked at cg_collector_open). */
 bool cg_collect_trace_steps_valid(const char *s)
 {
     char *end = NULL;
     if (s[0] < '0' || s[0] > '9')
         return false;
+    errno = 0;
     unsigned long a = strtoul(s, &end, 10);
-    if (*end != ':' || end[1] < '0' || end[1] > '9')
+    if (errno != 0 || *end != ':' || end[1] < '0' || end[1] > '9')
         return false;
     unsigned long b = strtoul(end + 1, &end, 10);
-    return *end == '\0' && a <= b && b < 1000000000ul;
+    return errno == 0 && *end == '\0' && a <= b && b < (unsigned long)CG_MAX_STEP_INDEX;
 }

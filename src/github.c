@@ -37,6 +37,10 @@ enum cg_github_verdict cg_github_verdict_parse(const char *s)
         return CG_GITHUB_FAIL;
     if (strcasecmp(s, "inconclusive") == 0)
         return CG_GITHUB_INCONCLUSIVE;
+    if (strcasecmp(s, "error") == 0)
+        return CG_GITHUB_ERROR;
+    if (strcasecmp(s, "recorded") == 0)
+        return CG_GITHUB_RECORDED;
     return CG_GITHUB_VERDICT_NONE;
 }
 
@@ -49,6 +53,10 @@ const char *cg_github_verdict_name(enum cg_github_verdict v)
         return "fail";
     case CG_GITHUB_INCONCLUSIVE:
         return "inconclusive";
+    case CG_GITHUB_ERROR:
+        return "error";
+    case CG_GITHUB_RECORDED:
+        return "recorded";
     default:
         return "none";
     }
@@ -160,6 +168,40 @@ static enum cg_github_verdict verdict_line(const char *p, size_t n)
     return cg_github_verdict_parse(word);
 }
 
+/* Copies the TEXT of "<!-- canary-gate-reason: TEXT -->" (printable ASCII and UTF-8, cut to
+ * fit) into out; "" when the line is not one. */
+static void reason_line(const char *p, size_t n, char *out, size_t size)
+{
+    static const char head[] = "<!-- canary-gate-reason:";
+    static const char tail[] = "-->";
+    size_t hl = sizeof(head) - 1, tl = sizeof(tail) - 1;
+    out[0] = '\0';
+    if (n < hl + tl || memcmp(p, head, hl) != 0 || memcmp(p + n - tl, tail, tl) != 0)
+        return;
+    const char *a = p + hl, *b = p + n - tl;
+    while (a < b && *a == ' ')
+        a++;
+    while (b > a && b[-1] == ' ')
+        b--;
+    size_t k = 0;
+    for (; a < b && k + 1 < size; a++)
+        out[k++] = (unsigned char)*a < 0x20 || *a == 0x7f ? ' ' : *a;
+    if (a < b) { /* cut: never half a character */
+        size_t lead = k;
+        while (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0) == 0x80)
+            lead--;
+        if (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0) == 0xC0) {
+            unsigned char c = (unsigned char)out[lead - 1];
+            size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+            if (k - (lead - 1) < want)
+                k = lead - 1;
+        }
+    }
+    while (k > 0 && out[k - 1] == ' ')
+        k--;
+    out[k] = '\0';
+}
+
 void cg_github_report_parse(const char *text, size_t len, struct cg_github_report *out)
 {
     memset(out, 0, sizeof(*out));
@@ -171,6 +213,11 @@ void cg_github_report_parse(const char *text, size_t len, struct cg_github_repor
     const char *second = next;
     n = line_len(second, end, &next);
     out->verdict = verdict_line(second, n);
+    if (out->verdict == CG_GITHUB_VERDICT_NONE)
+        return;
+    const char *third = next;
+    n = line_len(third, end, &next);
+    reason_line(third, n, out->reason, sizeof(out->reason));
 }
 
 /* Counts UTF-8 characters (bytes that do not continue a sequence). */
@@ -180,6 +227,42 @@ static size_t utf8_chars(const char *p, size_t n)
     for (size_t i = 0; i < n; i++)
         c += ((unsigned char)p[i] & 0xC0) != 0x80;
     return c;
+}
+
+/* <details> blocks a cut closes at most. */
+#define GH_CLOSE_MAX_DETAILS 20
+
+/* What the first n bytes of a report leave open: a code fence (returned as its marker, "```"
+ * or "~~~", else NULL) and *details <details> blocks outside code. */
+static const char *open_blocks(const char *p, size_t n, int *details)
+{
+    const char *end = p + n, *next = NULL, *fence = NULL;
+    *details = 0;
+    for (; p < end; p = next) {
+        size_t len = line_len(p, end, &next);
+        size_t ind = 0;
+        while (ind < len && ind < 4 && p[ind] == ' ')
+            ind++;
+        if (ind < 4 && len - ind >= 3 &&
+            (memcmp(p + ind, "```", 3) == 0 || memcmp(p + ind, "~~~", 3) == 0)) {
+            const char *mark = p[ind] == '`' ? "```" : "~~~";
+            if (fence == NULL)
+                fence = mark;
+            else if (fence[0] == mark[0])
+                fence = NULL;
+            continue;
+        }
+        if (fence != NULL)
+            continue;
+        for (size_t i = 0; i + 8 <= len; i++) {
+            if (memcmp(p + i, "<details", 8) == 0 && (i + 8 == len || p[i + 8] == '>' ||
+                                                       p[i + 8] == ' '))
+                (*details)++;
+            else if (i + 10 <= len && memcmp(p + i, "</details>", 10) == 0 && *details > 0)
+                (*details)--;
+        }
+    }
+    return fence;
 }
 
 int cg_github_comment_body(const char *report, size_t len, const char *id, struct cg_buf *out,
@@ -199,7 +282,8 @@ int cg_github_comment_body(const char *report, size_t len, const char *id, struc
     if (rc == 0 && utf8_chars(rest, rest_len) <= budget) {
         rc = cg_buf_add(out, rest, rest_len);
     } else if (rc == 0) {
-        /* cut at the last line that fits with the note */
+        /* cut at the last line that fits with the note and the lines that close what the
+         * cut leaves open (so the note shows, outside every block) */
         size_t keep_chars = budget - utf8_chars(GH_TRUNCATED_NOTE, strlen(GH_TRUNCATED_NOTE));
         size_t i = 0, chars = 0, cut = 0;
         for (; i < rest_len; i++) {
@@ -208,7 +292,25 @@ int cg_github_comment_body(const char *report, size_t len, const char *id, struc
             if (rest[i] == '\n')
                 cut = i + 1;
         }
+        int details = 0;
+        const char *fence = NULL;
+        for (;;) {
+            fence = open_blocks(rest, cut, &details);
+            if (details > GH_CLOSE_MAX_DETAILS)
+                details = GH_CLOSE_MAX_DETAILS;
+            size_t closing = (fence != NULL ? 4 : 0) + 12 * (size_t)details;
+            if (cut == 0 || utf8_chars(rest, cut) + closing <= keep_chars)
+                break;
+            size_t prev = cut - 1; /* back to the line before */
+            while (prev > 0 && rest[prev - 1] != '\n')
+                prev--;
+            cut = prev;
+        }
         rc = cg_buf_add(out, rest, cut);
+        if (rc == 0 && fence != NULL)
+            rc = cg_buf_printf(out, "%s\n", fence);
+        for (int k = 0; rc == 0 && k < details; k++)
+            rc = cg_buf_adds(out, "\n</details>\n");
         if (rc == 0)
             rc = cg_buf_adds(out, GH_TRUNCATED_NOTE);
     }
@@ -699,7 +801,8 @@ int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, con
     }
     if ((rc = cg_github_comment_find(gh, pr, marker, &existing, err)) != 0)
         goto done;
-    int regressed = verdict == CG_GITHUB_FAIL || verdict == CG_GITHUB_INCONCLUSIVE;
+    int regressed = verdict == CG_GITHUB_FAIL || verdict == CG_GITHUB_INCONCLUSIVE ||
+                    verdict == CG_GITHUB_ERROR;
     if (existing == 0 && mode == CG_GITHUB_MODE_ON_REGRESSION && !regressed)
         goto done;
     json = cJSON_CreateObject();
@@ -727,15 +830,42 @@ done:
     return rc;
 }
 
+const char *cg_github_status_of(enum cg_github_verdict verdict, const char *reason, char *desc,
+                                size_t size)
+{
+    static const char *const state[] = {"error", "success", "failure", "error", "error",
+                                        "success"};
+    static const char *const text[] = {
+        "no verdict", "PASS: no regression beyond the thresholds",
+        "FAIL: training got slower or hungrier beyond the thresholds",
+        "INCONCLUSIVE: a change beyond the thresholds, but the evidence is thin",
+        "canary failed", "baseline recorded, nothing compared"};
+    size_t v = (size_t)verdict < sizeof(state) / sizeof(state[0]) ? (size_t)verdict : 0;
+    int n = verdict == CG_GITHUB_ERROR && reason != NULL && reason[0] != '\0'
+                ? snprintf(desc, size, "%s: %s", text[v], reason)
+                : snprintf(desc, size, "%s", text[v]);
+    if (n < 0)
+        desc[0] = '\0';
+    /* GitHub's limit is in characters: cut at the last whole one that fits */
+    size_t chars = 0, i = 0;
+    for (; desc[i] != '\0'; i++)
+        if (((unsigned char)desc[i] & 0xC0) != 0x80 && ++chars > CG_GITHUB_STATUS_MAX_CHARS)
+            break;
+    desc[i] = '\0';
+    return state[v];
+}
+
 int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
                          enum cg_github_verdict verdict, const char *target_url,
                          struct cg_err *err)
 {
-    static const char *const state[] = {"error", "success", "failure", "error"};
-    static const char *const desc[] = {
-        "no verdict", "PASS: no regression beyond the thresholds",
-        "FAIL: training got slower or hungrier beyond the thresholds",
-        "INCONCLUSIVE: a change beyond the thresholds, but the evidence is thin"};
+    return cg_github_status_set_reason(gh, sha, id, verdict, NULL, target_url, err);
+}
+
+int cg_github_status_set_reason(struct cg_github *gh, const char *sha, const char *id,
+                                enum cg_github_verdict verdict, const char *reason,
+                                const char *target_url, struct cg_err *err)
+{
     struct cg_http_response resp;
     struct cg_buf url;
     cJSON *json = NULL;
@@ -743,6 +873,7 @@ int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
     char context[CG_GITHUB_ID_MAX + 32];
     char what[400];
     char missing[100];
+    char desc[CG_GITHUB_REASON_MAX + 64];
     int rc = 0;
 
     cg_http_response_init(&resp, gh->http->opt.max_body_bytes);
@@ -751,18 +882,19 @@ int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
     snprintf(missing, sizeof(missing), "commit '%.40s'", sha);
     if ((rc = cg_github_sha_check(sha, err)) != 0)
         goto done;
-    if (verdict < CG_GITHUB_PASS || verdict > CG_GITHUB_INCONCLUSIVE) {
+    if (verdict < CG_GITHUB_PASS || verdict > CG_GITHUB_RECORDED) {
         rc = cg_err_set(err, CG_EINPUT, "%s: no verdict to report", what);
         goto done;
     }
+    const char *state = cg_github_status_of(verdict, reason, desc, sizeof(desc));
     if (id != NULL && *id != '\0')
         snprintf(context, sizeof(context), "%s/%s", CG_GITHUB_STATUS_CONTEXT, id);
     else
         snprintf(context, sizeof(context), "%s", CG_GITHUB_STATUS_CONTEXT);
     json = cJSON_CreateObject();
-    if (json == NULL || cJSON_AddStringToObject(json, "state", state[verdict]) == NULL ||
+    if (json == NULL || cJSON_AddStringToObject(json, "state", state) == NULL ||
         cJSON_AddStringToObject(json, "context", context) == NULL ||
-        cJSON_AddStringToObject(json, "description", desc[verdict]) == NULL ||
+        cJSON_AddStringToObject(json, "description", desc) == NULL ||
         (target_url != NULL && cJSON_AddStringToObject(json, "target_url", target_url) == NULL) ||
         (text = cJSON_PrintUnformatted(json)) == NULL || api_base(gh, &url) != 0 ||
         cg_buf_printf(&url, "/repos/%s/statuses/%s", gh->repo, sha) != 0) {

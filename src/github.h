@@ -4,7 +4,10 @@
  *
  * A comment is recognised by a hidden marker on its first line: "<!-- canary-gate -->" for the
  * default gate id, "<!-- canary-gate:<id> -->" otherwise. The markdown report written by the gate
- * starts with that marker and, on its second line, "<!-- canary-gate-verdict: pass|fail|inconclusive -->".
+ * starts with that marker and, on its second line, "<!-- canary-gate-verdict: V -->" with V one
+ * of pass, fail, inconclusive, error (the canary failed: nothing was compared) or recorded (a
+ * baseline was recorded: nothing was compared). An error report's third line may say why:
+ * "<!-- canary-gate-reason: TEXT -->" (the commit status carries it).
  * Existing comments are found by following the Link header's rel="next" through every page.
  *
  * The pure functions (report, marker, Link and event parsing) allocate only what they say and
@@ -23,12 +26,16 @@
 #define CG_GITHUB_ID_MAX 64                /* longest gate id, in bytes */
 #define CG_GITHUB_COMMENT_MAX_CHARS 65536 /* GitHub's limit on a comment body, in characters */
 #define CG_GITHUB_STATUS_CONTEXT "canary-gate"
+#define CG_GITHUB_STATUS_MAX_CHARS 140 /* GitHub's limit on a status description */
+#define CG_GITHUB_REASON_MAX 400       /* longest reason kept from a report, in bytes */
 
 enum cg_github_verdict {
     CG_GITHUB_VERDICT_NONE = 0, /* not known */
     CG_GITHUB_PASS,
     CG_GITHUB_FAIL,
-    CG_GITHUB_INCONCLUSIVE
+    CG_GITHUB_INCONCLUSIVE,
+    CG_GITHUB_ERROR,   /* the canary failed: nothing was compared */
+    CG_GITHUB_RECORDED /* a baseline was recorded: nothing was compared */
 };
 
 enum cg_github_mode {
@@ -44,6 +51,7 @@ struct cg_github_report {
     int has_marker;                       /* the first line is a canary-gate marker */
     char id[CG_GITHUB_ID_MAX + 1];        /* its gate id; "" for the default gate */
     enum cg_github_verdict verdict;       /* from the verdict line; NONE when absent */
+    char reason[CG_GITHUB_REASON_MAX + 1]; /* from the reason line; "" when absent */
 };
 
 /* What the Actions event file says about the pull request. */
@@ -67,10 +75,11 @@ struct cg_github_comment_result {
     char html_url[512];   /* the comment's page, "" when unknown */
 };
 
-/* Parses "pass", "fail" or "inconclusive" (any case). Returns the verdict, or NONE. */
+/* Parses "pass", "fail", "inconclusive", "error" or "recorded" (any case). Returns the verdict,
+ * or NONE. */
 enum cg_github_verdict cg_github_verdict_parse(const char *s);
 
-/* Returns "pass", "fail", "inconclusive" or "none" (static strings). */
+/* Returns "pass", "fail", "inconclusive", "error", "recorded" or "none" (static strings). */
 const char *cg_github_verdict_name(enum cg_github_verdict v);
 
 /* Checks a gate id: 1 to CG_GITHUB_ID_MAX of [A-Za-z0-9._-]. Returns 0 or CG_EINPUT. */
@@ -86,12 +95,14 @@ int cg_github_sha_check(const char *sha, struct cg_err *err);
  * CG_EINPUT when it does not fit. */
 int cg_github_marker(const char *id, char *out, size_t size);
 
-/* Reads the marker lines at the top of a report of len bytes. Pure; never fails. */
+/* Reads the marker lines at the top of a report of len bytes (marker, verdict, reason). Pure;
+ * never fails. */
 void cg_github_report_parse(const char *text, size_t len, struct cg_github_report *out);
 
 /* Builds the comment body: the report with its marker line replaced by id's marker (prepended
  * when the report has none), cut at a line and marked as truncated when it passes GitHub's
- * limit. Appends to out. Returns 0 or CG_ENOMEM. */
+ * limit; a cut closes the code fence and <details> blocks it leaves open before the note, so
+ * the note shows. Appends to out. Returns 0 or CG_ENOMEM. */
 int cg_github_comment_body(const char *report, size_t len, const char *id, struct cg_buf *out,
                            struct cg_err *err);
 
@@ -122,14 +133,27 @@ int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,
                            long long *comment_id, struct cg_err *err);
 
 /* Creates or updates the gate id's comment on PR pr with body, as mode and verdict decide (see
- * enum cg_github_mode). Fills res. Returns 0 or CG_ENET/CG_ENOMEM/CG_EINPUT. */
+ * enum cg_github_mode; on-regression creates one for fail, inconclusive and error). Fills res.
+ * Returns 0 or CG_ENET/CG_ENOMEM/CG_EINPUT. */
 int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, const char *body,
                               enum cg_github_mode mode, enum cg_github_verdict verdict,
                               struct cg_github_comment_result *res, struct cg_err *err);
 
-/* Sets the commit status on sha: context "canary-gate" or "canary-gate/<id>", state success,
- * failure or error for pass, fail or inconclusive, and a one-line description. target_url may be
- * NULL. Returns 0 or CG_ENET/CG_ENOMEM/CG_EINPUT. */
+/* The commit status of a verdict: its state ("success", "failure" or "error") and its
+ * description into desc (at most CG_GITHUB_STATUS_MAX_CHARS characters, cut at a character):
+ * "PASS: ...", "FAIL: ...", "INCONCLUSIVE: ...", "canary failed: <reason>" (error; reason may
+ * be NULL or "") or "baseline recorded, nothing compared". Pure. */
+const char *cg_github_status_of(enum cg_github_verdict verdict, const char *reason, char *desc,
+                                size_t size);
+
+/* Sets the commit status on sha: context "canary-gate" or "canary-gate/<id>", the state and
+ * description of cg_github_status_of (reason: why the canary failed, for error; may be NULL).
+ * target_url may be NULL. Returns 0 or CG_ENET/CG_ENOMEM/CG_EINPUT. */
+int cg_github_status_set_reason(struct cg_github *gh, const char *sha, const char *id,
+                                enum cg_github_verdict verdict, const char *reason,
+                                const char *target_url, struct cg_err *err);
+
+/* cg_github_status_set_reason without a reason. */
 int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
                          enum cg_github_verdict verdict, const char *target_url,
                          struct cg_err *err);

@@ -15,6 +15,8 @@
  */
 #include "http.h"
 
+#include "redact.h"
+
 #include <curl/curl.h>
 
 #include <errno.h>
@@ -74,6 +76,32 @@ int cg_http_options_env(struct cg_http_options *o, struct cg_err *err)
     return 0;
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* What is left of the client's deadline in ms (LONG_MAX when it has none; 0 when passed). */
+static long deadline_left_ms(const struct cg_http *h)
+{
+    if (h->deadline_s <= 0.0)
+        return LONG_MAX;
+    double left = (h->deadline_s - mono_s()) * 1000.0;
+    return left <= 0.0 ? 0 : left >= (double)LONG_MAX ? LONG_MAX : (long)left;
+}
+
+static int deadline_passed(const struct cg_http *h, struct cg_err *err, const char *host,
+                           int attempts)
+{
+    return cg_err_set(err, CG_ENET,
+                      "cannot reach '%s': the %.0f s deadline for talking to GitHub passed "
+                      "(%d attempt%s)",
+                      host, (double)h->opt.deadline_ms / 1000.0, attempts,
+                      attempts == 1 ? "" : "s");
+}
+
 int cg_http_init(struct cg_http *h, const struct cg_http_options *opt, struct cg_err *err)
 {
     h->opt = *opt;
@@ -87,6 +115,7 @@ int cg_http_init(struct cg_http *h, const struct cg_http_options *opt, struct cg
     h->curl = curl_easy_init();
     if (h->curl == NULL)
         return cg_err_set(err, CG_ENOMEM, "cannot create a libcurl handle");
+    h->deadline_s = opt->deadline_ms > 0 ? mono_s() + (double)opt->deadline_ms / 1000.0 : 0.0;
     return 0;
 }
 
@@ -146,7 +175,9 @@ static int headers_text(const struct cg_http *h, const struct cg_http_request *r
 int cg_http_format_request(const struct cg_http *h, const struct cg_http_request *req,
                            struct cg_buf *out)
 {
-    int rc = cg_buf_printf(out, "%s %s\n", req->method, req->url);
+    char *url = cg_redact_apply(NULL, req->url); /* never a URL's userinfo */
+    int rc = url != NULL ? cg_buf_printf(out, "%s %s\n", req->method, url) : CG_ENOMEM;
+    free(url);
     if (rc == 0)
         rc = headers_text(h, req, 1, out);
     if (rc == 0 && req->body != NULL)
@@ -306,8 +337,12 @@ static CURLcode perform(struct cg_http *h, const struct cg_http_request *req,
 #endif
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->opt.connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->opt.timeout_ms);
+    long left = deadline_left_ms(h);
+    long total = h->opt.timeout_ms < left ? h->opt.timeout_ms : left;
+    total = total > 0 ? total : 1;
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                     h->opt.connect_timeout_ms < total ? h->opt.connect_timeout_ms : total);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total);
     curl_easy_setopt(c, CURLOPT_USERAGENT, h->opt.user_agent ? h->opt.user_agent : "canary-gate");
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -441,6 +476,10 @@ int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
     }
     for (;;) {
         struct attempt a = {resp, 0};
+        if (deadline_left_ms(h) == 0) {
+            rc = deadline_passed(h, err, host, resp->attempts);
+            goto done;
+        }
         response_reset_attempt(resp);
         resp->attempts++;
         CURLcode cc = perform(h, req, headers, &a, errbuf);
@@ -448,6 +487,10 @@ int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
         if (a.overflow) {
             rc = cg_err_set(err, CG_ENOMEM, "response from '%s' is larger than %zu bytes", host,
                             h->opt.max_body_bytes);
+            goto done;
+        }
+        if (cc != CURLE_OK && deadline_left_ms(h) == 0) {
+            rc = deadline_passed(h, err, host, resp->attempts);
             goto done;
         }
         if (cc != CURLE_OK) {
@@ -475,6 +518,11 @@ int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
         if (resp->waited_ms + wait > h->opt.retry_budget_ms) {
             if (cc != CURLE_OK)
                 rc = no_answer(err, host, cc, errbuf, resp->attempts);
+            goto done;
+        }
+        if (wait >= deadline_left_ms(h)) { /* no wait runs past the deadline */
+            if (cc != CURLE_OK)
+                rc = deadline_passed(h, err, host, resp->attempts);
             goto done;
         }
         sleep_ms(wait);

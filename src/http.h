@@ -5,7 +5,9 @@
  * alive between requests. Every request has a connect timeout and a total timeout; 5xx answers,
  * transport failures and rate limits (403/429 with Retry-After, or x-ratelimit-remaining: 0 with
  * x-ratelimit-reset) are retried with exponential backoff, bounded in attempts and in total
- * waiting time. Response bodies are read into a capped struct cg_buf. Redirects are never
+ * waiting time, and all of a client's requests by one overall deadline (deadline_ms): an attempt's
+ * timeouts shrink to what is left of it, no wait runs past it, and a request after it fails at
+ * once. Response bodies are read into a capped struct cg_buf. Redirects are never
  * followed, so the token only goes to the URL the caller named.
  *
  * The token travels only in the Authorization header: it is never put in a URL, never printed,
@@ -32,6 +34,8 @@ struct cg_http_options {
     long backoff_base_ms;    /* first retry wait for 5xx and transport errors; doubles each time */
     long backoff_max_ms;     /* longest single wait, also for server-requested rate-limit waits */
     long retry_budget_ms;    /* most total time spent waiting between attempts */
+    long deadline_ms;        /* every request of the client, retries and waits included, ends
+                              * within this long after cg_http_init; 0: no overall deadline */
     size_t max_body_bytes;   /* cap on a response body */
     const char *user_agent;  /* User-Agent header; not copied, must outlive the client */
     int dry_run;             /* nonzero: format requests for trace instead of sending them */
@@ -67,10 +71,11 @@ struct cg_http_response {
 struct cg_http {
     void *curl; /* CURL handle, created by cg_http_init */
     struct cg_http_options opt;
+    double deadline_s; /* CLOCK_MONOTONIC seconds when the deadline passes; 0: none */
 };
 
 /* Fills o with the production defaults (10 s connect, 30 s total, 5 attempts, 1 s backoff base,
- * 60 s longest wait, 120 s budget, 32 MiB bodies). Allocates nothing. */
+ * 60 s longest wait, 120 s budget, no overall deadline, 32 MiB bodies). Allocates nothing. */
 void cg_http_options_default(struct cg_http_options *o);
 
 /* Applies the overrides in the environment to o: CANARY_GATE_HTTP_BACKOFF_MS,
@@ -95,7 +100,8 @@ void cg_http_response_release(struct cg_http_response *r);
 /* Sends req, retrying as described above, and fills resp (which must be initialised; its previous
  * contents are replaced). Returns 0 whenever an HTTP answer arrived, whatever its status (the caller
  * judges the status); in dry-run mode returns 0 with status 0 after tracing. Returns CG_ENET when no
- * answer arrived (connection, timeout) after all attempts, CG_ENOMEM when the body passed its cap,
+ * answer arrived (connection, timeout) after all attempts or before the deadline (the message
+ * names the deadline), CG_ENOMEM when the body passed its cap,
  * CG_EINPUT for a malformed request. err names the host, never the token. */
 int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
                  struct cg_http_response *resp, struct cg_err *err);

@@ -4,6 +4,8 @@
  */
 #include "interleave.h"
 
+#include "redact.h"
+
 #include "cmd.h"
 
 #include <stdint.h>
@@ -88,6 +90,16 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
     case CG_MOPT_LET_FINISH:
         m->let_finish = true;
         return 0;
+    case CG_MOPT_REDACT: {
+        struct cg_err err;
+        cg_err_init(&err);
+        struct cg_redact *r = cg_redact_default();
+        if (r == NULL)
+            return cg_cmd_usage_error(verb, "--redact: out of memory");
+        if (cg_redact_add_pattern(r, arg, &err) != 0)
+            return cg_cmd_usage_error(verb, "%s", err.msg);
+        return 0;
+    }
     default:
         return 1;
     }

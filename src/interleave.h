@@ -40,7 +40,8 @@ enum {
     CG_MOPT_GRACE,
     CG_MOPT_TOKENS,
     CG_MOPT_RANGE,
-    CG_MOPT_LET_FINISH
+    CG_MOPT_LET_FINISH,
+    CG_MOPT_REDACT
 };
 
 #define CG_MEASURE_OPTIONS                                                                         \
@@ -52,6 +53,7 @@ enum {
         {"kill-grace", required_argument, NULL, CG_MOPT_GRACE},                                    \
         {"tokens-per-step", required_argument, NULL, CG_MOPT_TOKENS},                              \
         {"step-range", required_argument, NULL, CG_MOPT_RANGE},                                    \
+        {"redact", required_argument, NULL, CG_MOPT_REDACT},                                       \
     {                                                                                              \
         "let-finish", no_argument, NULL, CG_MOPT_LET_FINISH                                        \
     }
@@ -67,11 +69,15 @@ enum {
     "  --step-range NAME      NVTX range name that marks a step (default step)\n"                 \
     CG_MEASURE_LET_FINISH_USAGE
 
-/* The --let-finish line of every measuring command's usage. */
+/* The --let-finish and --redact lines of every measuring command's usage. */
 #define CG_MEASURE_LET_FINISH_USAGE                                                                \
     "  --let-finish           wait for the canary to exit by itself (default: stop it, SIGTERM\n"  \
     "                         then SIGKILL after --kill-grace, once warm-up + measured steps\n"    \
-    "                         are done)\n"
+    "                         are done)\n"                                                         \
+    "  --redact PATTERN       hide what matches PATTERN (a POSIX extended regular expression)\n"   \
+    "                         wherever the canary's command is written; the values of secret-\n"   \
+    "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*) and URL\n"  \
+    "                         credentials are always hidden (repeatable, 16 at most)\n"
 
 struct cg_measure_opts {
     const char *thresholds;

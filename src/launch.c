@@ -2,10 +2,13 @@
  * launch: one canary process in its own process group, with a timeout, interrupt forwarding,
  * its output in a log file and its peak RSS; plus the machine facts for the artifact (see
  * launch.h). The child's error before exec travels back over a close-on-exec pipe, so "cannot
- * execute" is told apart from a canary that ran and failed. Polls every 10 ms. Never prints.
+ * execute" is told apart from a canary that ran and failed. Polls every 10 ms. Descendants that
+ * left the canary's process group are found in /proc by their parent chain (the tool is their
+ * subreaper). Never prints.
  */
 #include "launch.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -58,8 +64,16 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL); /* an interrupt ends it early, which is what we want */
 }
 
-/* environ with env_add applied: a malloc'ed NULL-terminated array of borrowed strings. */
-static char **build_env(char *const *add, size_t n_add)
+/* True when the entry "NAME=value" (or "NAME") is for name. */
+static bool entry_is(const char *entry, const char *name)
+{
+    size_t len = strlen(name);
+    return strncmp(entry, name, len) == 0 && (entry[len] == '=' || entry[len] == '\0');
+}
+
+/* environ with env_add applied and env_remove's names taken out: a malloc'ed NULL-terminated
+ * array of borrowed strings. */
+static char **build_env(char *const *add, size_t n_add, char *const *remove, size_t n_remove)
 {
     size_t n = 0;
     while (environ != NULL && environ[n] != NULL)
@@ -74,11 +88,18 @@ static char **build_env(char *const *add, size_t n_add)
         bool replaced = false;
         for (size_t j = 0; j < n_add && !replaced; j++)
             replaced = strncmp(add[j], environ[i], len) == 0 && add[j][len] == '=';
+        for (size_t j = 0; j < n_remove && !replaced; j++)
+            replaced = entry_is(environ[i], remove[j]);
         if (!replaced)
             env[k++] = environ[i];
     }
-    for (size_t j = 0; j < n_add; j++)
-        env[k++] = add[j];
+    for (size_t j = 0; j < n_add; j++) {
+        bool removed = false;
+        for (size_t i = 0; i < n_remove && !removed; i++)
+            removed = entry_is(add[j], remove[i]);
+        if (!removed)
+            env[k++] = add[j];
+    }
     env[k] = NULL;
     return env;
 }
@@ -107,9 +128,192 @@ static void child_exec(char *const *argv, char **env, int log_fd, int err_fd)
     _exit(127);
 }
 
-static void stop_group(pid_t pgid, int sig)
+/* --- descendants ------------------------------------------------------------------------- */
+
+struct proc_entry {
+    pid_t pid, ppid, pgrp;
+    bool zombie;
+};
+
+/* Every process of /proc with its parent, group and state: a malloc'ed array (*n entries), NULL
+ * when /proc cannot be read or memory is short. */
+static struct proc_entry *proc_table(size_t *n)
 {
-    kill(-pgid, sig);
+    *n = 0;
+    DIR *d = opendir("/proc");
+    if (d == NULL)
+        return NULL;
+    size_t cap = 256;
+    struct proc_entry *t = malloc(cap * sizeof(*t));
+    struct dirent *e;
+    while (t != NULL && (e = readdir(d)) != NULL) {
+        char *end = NULL, path[64], buf[512];
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != '\0' || pid <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t got = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (got <= 0)
+            continue;
+        buf[got] = '\0';
+        /* "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses */
+        const char *p = strrchr(buf, ')');
+        char state = 0;
+        long ppid = 0, pgrp = 0;
+        if (p == NULL || sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
+            continue;
+        if (*n == cap) {
+            struct proc_entry *bigger = realloc(t, 2 * cap * sizeof(*t));
+            if (bigger == NULL) {
+                free(t);
+                t = NULL;
+                break;
+            }
+            t = bigger;
+            cap *= 2;
+        }
+        t[(*n)++] = (struct proc_entry){(pid_t)pid, (pid_t)ppid, (pid_t)pgrp,
+                                        state == 'Z' || state == 'X'};
+    }
+    closedir(d);
+    if (t == NULL)
+        *n = 0;
+    return t;
+}
+
+/* The tool's children when the canary started (never the canary's: left alone). */
+struct launch_state {
+    pid_t self, canary;
+    pid_t *before;
+    size_t n_before;
+};
+
+static bool in_list(const pid_t *list, size_t n, pid_t pid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == pid)
+            return true;
+    return false;
+}
+
+/* True when process i of t descends from the canary: its parent chain reaches the canary, or
+ * reaches the tool through a child the tool did not have before the canary started (an orphan
+ * the tool reaped as subreaper). */
+static bool is_descendant(const struct launch_state *ls, const struct proc_entry *t, size_t n,
+                          size_t i)
+{
+    pid_t pid = t[i].pid;
+    for (size_t depth = 0; depth < 4096 && pid > 1; depth++) {
+        if (pid == ls->canary)
+            return true;
+        size_t k = 0;
+        while (k < n && t[k].pid != pid)
+            k++;
+        if (k == n)
+            return false;
+        if (t[k].ppid == ls->self)
+            return pid != ls->self && !in_list(ls->before, ls->n_before, pid);
+        pid = t[k].ppid;
+    }
+    return false;
+}
+
+/* Sends sig to every live descendant of the canary (its group excepted when skip_group: the
+ * caller signals the group itself) and reaps the tool's dead children among them. Returns how
+ * many outside the canary's group were signalled; escaped[] (may be NULL) collects their pids up
+ * to cap, *n_escaped counting distinct ones. */
+static long signal_descendants(const struct launch_state *ls, int sig, bool skip_group,
+                               pid_t *escaped, size_t cap, size_t *n_escaped)
+{
+    size_t n = 0;
+    long outside = 0;
+    struct proc_entry *t = proc_table(&n);
+    for (size_t i = 0; t != NULL && i < n; i++) {
+        if (t[i].pid == ls->self || t[i].pid == ls->canary || !is_descendant(ls, t, n, i))
+            continue;
+        if (t[i].zombie) {
+            if (t[i].ppid == ls->self)
+                waitpid(t[i].pid, NULL, WNOHANG);
+            continue;
+        }
+        if (t[i].pgrp == ls->canary) {
+            if (!skip_group)
+                kill(t[i].pid, sig);
+            continue;
+        }
+        kill(t[i].pid, sig);
+        outside++;
+        if (escaped != NULL && !in_list(escaped, *n_escaped, t[i].pid) && *n_escaped < cap)
+            escaped[(*n_escaped)++] = t[i].pid;
+    }
+    free(t);
+    return outside;
+}
+
+/* Sends sig to the canary's process group and to its descendants outside it. */
+static void stop_all(const struct launch_state *ls, int sig)
+{
+    kill(-ls->canary, sig);
+    signal_descendants(ls, sig, true, NULL, 0, NULL);
+}
+
+/* Once the canary's first process has ended: kills what is left of its group and every
+ * descendant outside it, until none is left (bounded), and returns how many processes outside
+ * the group had to be killed. */
+static long end_descendants(const struct launch_state *ls)
+{
+    enum { MAX_TRACKED = 4096, MAX_ROUNDS = 500 };
+    pid_t *seen = malloc(MAX_TRACKED * sizeof(*seen));
+    size_t n_seen = 0;
+    long rounds_with_some = 0;
+    kill(-ls->canary, SIGKILL);
+    for (int round = 0; round < MAX_ROUNDS; round++) {
+        long left = signal_descendants(ls, SIGKILL, false, seen, seen ? MAX_TRACKED : 0,
+                                       &n_seen);
+        size_t n = 0;
+        struct proc_entry *t = proc_table(&n);
+        bool any = false;
+        for (size_t i = 0; t != NULL && i < n && !any; i++)
+            any = t[i].pid != ls->canary && !t[i].zombie && is_descendant(ls, t, n, i);
+        free(t);
+        rounds_with_some += left > 0;
+        if (!any)
+            break;
+        sleep_s(0.01);
+    }
+    long count = seen != NULL ? (long)n_seen : rounds_with_some;
+    free(seen);
+    /* reap the tool's children the sweep ended (orphans re-parented to it) */
+    size_t n = 0;
+    struct proc_entry *t = proc_table(&n);
+    for (size_t i = 0; t != NULL && i < n; i++)
+        if (t[i].ppid == ls->self && t[i].pid != ls->canary &&
+            !in_list(ls->before, ls->n_before, t[i].pid))
+            waitpid(t[i].pid, NULL, WNOHANG);
+    free(t);
+    return count;
+}
+
+/* The tool's children now (before the canary starts); becomes the subreaper of what the canary
+ * starts. */
+static void launch_state_init(struct launch_state *ls)
+{
+    memset(ls, 0, sizeof(*ls));
+    ls->self = getpid();
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+    size_t n = 0;
+    struct proc_entry *t = proc_table(&n);
+    ls->before = t != NULL ? malloc((n + 1) * sizeof(pid_t)) : NULL;
+    for (size_t i = 0; ls->before != NULL && i < n; i++)
+        if (t[i].ppid == ls->self)
+            ls->before[ls->n_before++] = t[i].pid;
+    free(t);
 }
 
 static int cloexec_pipe(int fd[2])
@@ -126,15 +330,17 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
     char **env = NULL;
     int log_fd = -1, pipefd[2] = {-1, -1};
     int rc = 0;
+    struct launch_state ls;
     memset(r, 0, sizeof(*r));
     r->peak_rss_bytes = -1;
+    launch_state_init(&ls);
 
     log_fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) {
         rc = cg_err_set(err, CG_EIO, "cannot open log '%s': %s", o->log_path, strerror(errno));
         goto done;
     }
-    env = build_env(o->env_add, o->n_env_add);
+    env = build_env(o->env_add, o->n_env_add, o->env_remove, o->n_env_remove);
     if (env == NULL || cloexec_pipe(pipefd) != 0) {
         rc = cg_err_set(err, CG_ENOMEM, "cannot prepare the canary's environment");
         goto done;
@@ -148,6 +354,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
     if (pid == 0)
         child_exec(o->argv, env, log_fd, pipefd[1]);
     setpgid(pid, pid); /* also done by the child; whichever runs first wins */
+    ls.canary = pid;
     close(pipefd[1]);
     pipefd[1] = -1;
     int child_errno = 0;
@@ -166,27 +373,28 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
             break;
         if (w < 0 && errno != EINTR) {
             rc = cg_err_set(err, CG_EIO, "cannot wait for the canary: %s", strerror(errno));
-            stop_group(pid, SIGKILL);
+            stop_all(&ls, SIGKILL);
             waitpid(pid, &status, 0);
+            r->escaped = end_descendants(&ls);
             goto done;
         }
         double t = now_s();
         if (term_at < 0 && g_interrupted) {
             r->end = CG_LAUNCH_INTERRUPTED;
-            stop_group(pid, SIGINT);
+            stop_all(&ls, SIGINT);
             term_at = t;
         } else if (term_at < 0 && o->timeout_s > 0 && t - t0 >= o->timeout_s) {
             r->end = CG_LAUNCH_TIMEOUT;
-            stop_group(pid, SIGTERM);
+            stop_all(&ls, SIGTERM);
             term_at = t;
         } else if (term_at >= 0 && !killed && t - term_at >= o->kill_grace_s) {
-            stop_group(pid, SIGKILL);
+            stop_all(&ls, SIGKILL);
             killed = true;
         }
         if (term_at < 0 && o->progress != NULL && o->poll_s > 0 && t >= next_poll) {
             if (o->progress(o->progress_ctx, t - t0)) {
                 r->end = CG_LAUNCH_STOPPED;
-                stop_group(pid, SIGTERM);
+                stop_all(&ls, SIGTERM);
                 term_at = t;
             }
             next_poll = t + o->poll_s;
@@ -194,7 +402,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
         sleep_s(0.01);
     }
     r->wall_s = now_s() - t0;
-    stop_group(pid, SIGKILL); /* what the canary left behind in its group */
+    r->escaped = end_descendants(&ls); /* what the canary left behind, in its group or not */
     if (got == (ssize_t)sizeof(child_errno)) {
         rc = cg_err_set(err, CG_ECANARY, "cannot execute '%s': %s", o->argv[0],
                         strerror(child_errno));
@@ -221,6 +429,7 @@ done:
     if (log_fd >= 0)
         close(log_fd);
     free(env);
+    free(ls.before);
     return rc;
 }
 

@@ -10,6 +10,13 @@
  * see cg_launch_catch_interrupts) is forwarded to the group the same way (as SIGINT). Peak
  * RSS comes from wait4: the largest resident set of the canary or any descendant it waited for.
  *
+ * Escaped processes: the tool makes itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so
+ * a descendant that leaves the canary's process group (setsid, a double-forked daemon) is
+ * re-parented to the tool rather than to init, and stays findable through /proc as a
+ * descendant. Signals that stop the canary reach those too; once the canary's first process has
+ * ended, every descendant still running is killed (SIGKILL) and the ones outside the canary's
+ * process group are counted (cg_launch_result.escaped).
+ *
  * Times are seconds (double) at this interface. Not thread-safe: one launch at a time per process
  * (the interrupt flag is process-wide). Never prints.
  */
@@ -38,6 +45,8 @@ struct cg_launch_opts {
     char *const *argv;        /* the canary command, NULL-terminated; argv[0] searched in PATH */
     char *const *env_add;     /* "NAME=value" entries that replace or extend the environment */
     size_t n_env_add;
+    char *const *env_remove;  /* names removed from the environment (after env_add) */
+    size_t n_env_remove;
     const char *log_path;     /* stdout and stderr of the canary are appended here */
     double timeout_s;         /* 0: no timeout */
     double kill_grace_s;      /* between SIGTERM and SIGKILL */
@@ -55,6 +64,8 @@ struct cg_launch_result {
     int signal;
     int64_t peak_rss_bytes; /* -1 when unknown */
     double wall_s;
+    long escaped; /* processes outside the canary's process group still running when it ended,
+                   * killed with it */
 };
 
 /* Installs SIGINT and SIGTERM handlers that mark the tool interrupted (see cg_launch_run). */

@@ -4,6 +4,7 @@
 #include "cg_version.h"
 #include "cmd.h"
 
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,6 +41,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    opterr = 0; /* the commands say what is wrong with an option, in one line */
     if (argc < 2) {
         usage(stderr);
         return CG_EXIT_INPUT;

@@ -3,6 +3,7 @@
  */
 #include "report.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +63,8 @@ int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes)
         const char *ent = n == 1 ? md_entity(*p) : NULL;
         if (n == 0)
             rc = cg_buf_adds(out, "\xef\xbf\xbd"); /* U+FFFD */
+        else if (*p == '@' && (isalnum(p[1]) || p[1] == '-' || p[1] == '_'))
+            rc = cg_buf_adds(out, "&#64;&#8205;"); /* a zero-width joiner: never a mention */
         else if (ent != NULL)
             rc = cg_buf_adds(out, ent);
         else if (n == 1 && (*p < 0x20 || *p == 0x7f))

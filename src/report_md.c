@@ -12,11 +12,13 @@
 #include "report.h"
 
 #include "chart.h"
+#include "redact.h"
 
 #include "sequential.h"
 
 #include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +67,50 @@ static int add_headline(struct cg_buf *b, const struct cg_verdict *v)
     return cg_buf_printf(b, "## %s canary-gate %s\n\n", icon, line);
 }
 
+static const char *w_or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+/* Distinct warnings of the injection library over a's runs shown at most. */
+#define WARNINGS_SHOWN 8
+
+/* A note with the injection library's warnings of a's runs (each once; escaped), or nothing. */
+static int library_warnings(struct cg_buf *b, const struct cg_artifact *a, const char *side)
+{
+    const char *shown[WARNINGS_SHOWN];
+    size_t n_shown = 0, more = 0;
+    int rc = 0;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        for (size_t k = 0; k < a->runs[i].n_warnings; k++) {
+            const char *w = a->runs[i].warnings[k];
+            bool seen = false;
+            for (size_t j = 0; j < n_shown && !seen; j++)
+                seen = strcmp(shown[j], w) == 0;
+            for (size_t j = 0; j < i && !seen; j++) /* past the shown ones: counted once */
+                for (size_t m = 0; m < a->runs[j].n_warnings && !seen; m++)
+                    seen = strcmp(a->runs[j].warnings[m], w) == 0;
+            if (seen)
+                continue;
+            if (n_shown < WARNINGS_SHOWN)
+                shown[n_shown++] = w;
+            else
+                more++;
+        }
+    }
+    if (n_shown == 0)
+        return 0;
+    rc |= cg_buf_printf(b, "> [!NOTE]\n> **The injection library's warnings** on %s:\n", side);
+    for (size_t j = 0; j < n_shown; j++) {
+        rc |= cg_buf_adds(b, "> - ");
+        rc |= cg_md_escape(b, w_or_empty(shown[j]), 300);
+        rc |= cg_buf_adds(b, "\n");
+    }
+    if (more > 0)
+        rc |= cg_buf_printf(b, "> - and %zu more\n", more);
+    return rc | cg_buf_adds(b, "\n");
+}
+
 static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
 {
     int rc = 0;
@@ -89,6 +135,8 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
                            300);
         rc |= cg_buf_adds(b, ". Step times and host memory are still measured.\n\n");
     }
+    rc |= library_warnings(b, cur, "this run");
+    rc |= library_warnings(b, base, "the baseline");
     if (v->within_run)
         rc |= cg_buf_adds(b, "> [!NOTE]\n> A side has too few runs (one, or fewer than 3 for the "
                              "step time floor), so timing was compared within the runs (block "
@@ -312,20 +360,56 @@ static int add_ops(struct cg_buf *b, const struct cg_verdict *v, size_t reserve)
     return rc;
 }
 
-static int env_row(struct cg_buf *b, const char *label, const char *x, const char *y)
+/* Longest text of an environment cell, in bytes of the artifact's string. */
+#define CELL_MAX_BYTES 200
+/* Longest canary command text built for its cell (the cell shows CELL_MAX_BYTES of it). */
+#define COMMAND_MAX_BYTES 1024
+
+/* One cell's text: escaped, and when longer than CELL_MAX_BYTES, cut with a note of its full
+ * length (total, in bytes; 0: strlen(s)). */
+static int env_cell(struct cg_buf *b, const char *s, size_t total)
+{
+    if (s == NULL)
+        return cg_buf_adds(b, "n/a");
+    if (total == 0)
+        total = strlen(s);
+    int rc = cg_md_escape(b, s, CELL_MAX_BYTES);
+    if (total > CELL_MAX_BYTES)
+        rc |= cg_buf_printf(b, " (cut: %zu bytes in all)", total);
+    return rc;
+}
+
+static int env_row(struct cg_buf *b, const char *label, const char *x, size_t x_total,
+                   const char *y, size_t y_total)
 {
     int rc = cg_buf_printf(b, "| %s | ", label);
-    rc |= cg_md_escape(b, x != NULL ? x : "n/a", 200);
+    rc |= env_cell(b, x, x_total);
     rc |= cg_buf_adds(b, " | ");
-    rc |= cg_md_escape(b, y != NULL ? y : "n/a", 200);
+    rc |= env_cell(b, y, y_total);
     return rc | cg_buf_adds(b, " |\n");
 }
 
-static int command_text(const struct cg_env *e, struct cg_buf *out)
+/* The canary command as one line, its first COMMAND_MAX_BYTES into out; *total receives the
+ * whole line's length. */
+static int command_text(const struct cg_env *e, struct cg_buf *out, size_t *total)
 {
     int rc = 0;
-    for (size_t i = 0; i < e->n_canary_command && rc == 0; i++)
-        rc = cg_buf_printf(out, "%s%s", i ? " " : "", e->canary_command[i]);
+    *total = 0;
+    for (size_t i = 0; i < e->n_canary_command && rc == 0; i++) {
+        /* an artifact written before redaction, or under other secrets, shows none of them */
+        char *shown = cg_redact_apply(cg_redact_default(), e->canary_command[i]);
+        if (shown == NULL)
+            return CG_ENOMEM;
+        const char *arg = shown;
+        size_t n = strlen(arg) + (i ? 1 : 0);
+        if (rc == 0 && out->len + n <= COMMAND_MAX_BYTES)
+            rc = cg_buf_printf(out, "%s%s", i ? " " : "", arg);
+        else if (rc == 0 && out->len < COMMAND_MAX_BYTES)
+            rc = cg_buf_printf(out, "%s%.*s", i ? " " : "",
+                               (int)(COMMAND_MAX_BYTES - out->len - (i ? 1 : 0)), arg);
+        *total += n;
+        free(shown);
+    }
     return rc;
 }
 
@@ -336,21 +420,22 @@ static int add_details(struct cg_buf *b, const struct cg_verdict *v)
     snprintf(gx, sizeof(gx), "%lld", (long long)x->gpu_count);
     snprintf(gy, sizeof(gy), "%lld", (long long)y->gpu_count);
     struct cg_buf cx, cy;
-    cg_buf_init(&cx, 4096);
-    cg_buf_init(&cy, 4096);
-    int rc = command_text(x, &cx) | command_text(y, &cy);
+    size_t tx = 0, ty = 0;
+    cg_buf_init(&cx, COMMAND_MAX_BYTES + 1);
+    cg_buf_init(&cy, COMMAND_MAX_BYTES + 1);
+    int rc = command_text(x, &cx, &tx) | command_text(y, &cy, &ty);
     rc |= cg_buf_adds(b, "\n<details><summary>Environment</summary>\n\n| | Baseline | This run |\n"
                          "|---|---|---|\n");
-    rc |= env_row(b, "GPU", x->gpu_model, y->gpu_model);
-    rc |= env_row(b, "GPU count", gx, gy);
-    rc |= env_row(b, "Driver", x->driver_version, y->driver_version);
-    rc |= env_row(b, "CUDA", x->cuda_version, y->cuda_version);
-    rc |= env_row(b, "CUPTI", x->cupti_status, y->cupti_status);
-    rc |= env_row(b, "CPU", x->cpu_model, y->cpu_model);
-    rc |= env_row(b, "canary-gate", x->tool_version, y->tool_version);
-    rc |= env_row(b, "Canary", cg_buf_str(&cx), cg_buf_str(&cy));
-    rc |= env_row(b, "Canary hash", x->canary_hash, y->canary_hash);
-    rc |= env_row(b, "Recorded", v->baseline->created_utc, v->current->created_utc);
+    rc |= env_row(b, "GPU", x->gpu_model, 0, y->gpu_model, 0);
+    rc |= env_row(b, "GPU count", gx, 0, gy, 0);
+    rc |= env_row(b, "Driver", x->driver_version, 0, y->driver_version, 0);
+    rc |= env_row(b, "CUDA", x->cuda_version, 0, y->cuda_version, 0);
+    rc |= env_row(b, "CUPTI", x->cupti_status, 0, y->cupti_status, 0);
+    rc |= env_row(b, "CPU", x->cpu_model, 0, y->cpu_model, 0);
+    rc |= env_row(b, "canary-gate", x->tool_version, 0, y->tool_version, 0);
+    rc |= env_row(b, "Canary", cg_buf_str(&cx), tx, cg_buf_str(&cy), ty);
+    rc |= env_row(b, "Canary hash", x->canary_hash, 0, y->canary_hash, 0);
+    rc |= env_row(b, "Recorded", v->baseline->created_utc, 0, v->current->created_utc, 0);
     rc |= cg_buf_adds(b, "\n</details>\n");
     cg_buf_release(&cx);
     cg_buf_release(&cy);

@@ -855,3 +855,43 @@ bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, char *reaso
     snprintf(reason, cap, "%s", why);
     return false;
 }
+
+int cg_shard_fail_parse(const char *data, size_t len, struct cg_shard_fail *f)
+{
+    memset(f, 0, sizeof(*f));
+    size_t n = 0;
+    while (n < len && data[n] != '\0')
+        n++;
+    if (n == 0)
+        return 0;
+    /* OP: lowercase letters */
+    size_t i = 0;
+    while (i < n && i + 1 < sizeof(f->op) && data[i] >= 'a' && data[i] <= 'z')
+        f->op[i] = data[i], i++;
+    if (i == 0 || i >= n || data[i] != ' ') {
+        f->op[0] = '\0';
+        return -1;
+    }
+    long long v[2];
+    for (int k = 0; k < 2; k++) {
+        size_t start = ++i;
+        long long x = 0;
+        while (i < n && data[i] >= '0' && data[i] <= '9' && i - start < 12)
+            x = x * 10 + (data[i++] - '0');
+        if (i == start || i >= n || data[i] != ' ') {
+            memset(f, 0, sizeof(*f));
+            return -1;
+        }
+        v[k] = x;
+    }
+    i++;
+    if (v[0] > 100000 || i >= n || n - i >= sizeof(f->path)) {
+        memset(f, 0, sizeof(*f));
+        return -1;
+    }
+    f->errno_value = (int)v[0];
+    f->pid = v[1];
+    memcpy(f->path, data + i, n - i);
+    f->path[n - i] = '\0';
+    return 1;
+}

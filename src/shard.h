@@ -62,6 +62,7 @@
 
 #include "artifact.h"
 #include "err.h"
+#include "launch_env.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,7 +70,7 @@
 
 #define CG_SHARD_MAGIC "canary-gate-shard 1"
 #define CG_SHARD_MAX_BYTES ((size_t)256 * 1024 * 1024)
-#define CG_SHARD_MAX_STEPS 10000000
+#define CG_SHARD_MAX_STEPS CG_MAX_STEP_INDEX /* step indices, shared with the library */
 #define CG_SHARD_MAX_OPS 1000000 /* "o" lines per shard */
 #define CG_SHARD_MAX_WARNINGS CG_ARTIFACT_MAX_WARNINGS /* distinct "w" lines kept per shard */
 
@@ -206,6 +207,21 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
  * The caller sets peak_host_rss_bytes and stopped_after_steps. Returns 0 or CG_ENOMEM. */
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err);
+
+/* Why a process could not write its shard, as the injection library records it in the
+ * launcher's failure file (CG_ENV_FAIL_FILE): "OP ERRNO PID PATH" up to the first NUL. */
+struct cg_shard_fail {
+    char op[16];      /* "open", "write" or "rename" */
+    int errno_value;  /* as the library saw it */
+    long long pid;
+    char path[CG_FAIL_FILE_BYTES];
+};
+
+/* Parses the failure file's bytes (len of them; what follows the first NUL is ignored). Returns
+ * 1 and fills f when they record a failure, 0 when they record none (all NUL, empty) or are
+ * malformed (then f->op is "", and the caller still knows the file was written: returns -1).
+ * Pure. */
+int cg_shard_fail_parse(const char *data, size_t len, struct cg_shard_fail *f);
 
 /* Whether the shards of one run give GPU metrics: CUPTI ran in some process ("gpu ok") and,
  * when the processes counted where their timed GPU records fell, not all of them fell outside

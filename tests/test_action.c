@@ -367,6 +367,41 @@ static void test_action__gate_script_records_then_gates_the_builtin_canary(void 
     assert_non_null(strstr(proc.err, "input runs 'three'"));
 }
 
+/* The command input with a line break inside is refused with a clear message (it used to be cut
+ * to its first line silently); a trailing line break (YAML's '>' and '|' styles add one) is
+ * fine and every word of the line reaches the canary. */
+static void test_action__command_with_a_line_break_is_refused(void **state)
+{
+    struct cg_workdir *d = *state;
+    const char *two_lines[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "INPUT_BASELINE=main.json",
+                               "INPUT_RECORD_IF_MISSING=true", "INPUT_OUTPUT_DIR=out",
+                               "INPUT_COMMAND=" CG_BINARY_DIR "/tests/canaries/nvtx-canary --steps 4\n"
+                               "--step-ms 1",
+                               "GITHUB_EVENT_PATH=", "GITHUB_STEP_SUMMARY=", NULL};
+    assert_int_equal(script(d, "action-gate", two_lines, NULL), 2);
+    assert_non_null(strstr(proc.err, "ci/action-gate: input command holds a line break"));
+    assert_false(access(cg_workdir_in(d, "main.json"), F_OK) == 0); /* nothing ran */
+    const char *base_lines[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "INPUT_BASE_COMMAND=a\r\nb",
+                                "INPUT_OUTPUT_DIR=out", NULL};
+    assert_int_equal(script(d, "action-gate", base_lines, NULL), 2);
+    assert_non_null(strstr(proc.err, "ci/action-gate: input base-command holds a line break"));
+
+    char gh_out[600];
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(d, "out1"));
+    const char *trailing[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, "INPUT_BASELINE=main.json",
+                              "INPUT_RECORD_IF_MISSING=true", "INPUT_OUTPUT_DIR=out",
+                              "INPUT_RUNS=1", "INPUT_STEPS=3", "INPUT_WARMUP=0",
+                              "INPUT_COMMAND=" CG_BINARY_DIR "/tests/canaries/nvtx-canary --steps 3 "
+                              "--step-ms 1\n",
+                              "GITHUB_EVENT_PATH=", "GITHUB_STEP_SUMMARY=", NULL};
+    assert_int_equal(script(d, "action-gate", trailing, NULL), 0);
+    assert_string_equal(output(d, "out1", "exit-code"), "0");
+    char *art = slurp(cg_workdir_in(d, "main.json"));
+    assert_non_null(art);
+    assert_non_null(strstr(art, "\"--step-ms\""));
+    free(art);
+}
+
 /* A fake GitHub for pull request 12 of o/r and its event file in d; *event and *api get the
  * GITHUB_EVENT_PATH= and GITHUB_API_URL= entries. */
 static struct cg_httpd *pull_request_12(const struct cg_workdir *d, char *event, size_t n_event,
@@ -560,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_action__example_workflows_are_valid),
         IN_WORKDIR(test_action__gate_script_records_then_gates_the_builtin_canary),
         IN_WORKDIR(test_action__gate_script_comments_on_a_pull_request),
+        IN_WORKDIR(test_action__command_with_a_line_break_is_refused),
         IN_WORKDIR(test_action__gate_script_measures_the_base_beside_the_head),
         IN_WORKDIR(test_action__baseline_branch_keeps_the_newest_k),
     };

@@ -10,6 +10,8 @@
 #include "fixtures.h"
 #include "fsutil.h"
 
+#include <cjson/cJSON.h>
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +400,78 @@ static void test_cli__lost_gpu_fails_and_vanished_tokens_are_named(void **state)
     assert_non_null(strstr(out_text, "INCONCLUSIVE: tokens/sec vanished"));
 }
 
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    return n;
+}
+
+/* A trace window beyond the step indices the shards can hold is refused at the option, with the
+ * limit the injection library and the shard reader share, before any canary runs. */
+static void test_cli__trace_steps_beyond_the_shard_limit_exit_2(void **state)
+{
+    (void)state;
+    assert_int_equal(tool("run", "--out", path_in("t.json"), "--trace", path_in("t.trace.json"),
+                          "--trace-steps", "0:10000000", "--", "/bin/true", NULL),
+                     2);
+    assert_non_null(strstr(err_text, "'0:10000000'"));
+    assert_non_null(strstr(err_text, "A <= B < 10000000"));
+    assert_int_equal(count_lines(err_text), 1);
+    assert_int_equal(tool("gate", "--baseline", path_in("none.json"), "--trace-steps",
+                          "0:10000000", NULL),
+                     2);
+    assert_non_null(strstr(err_text, "A <= B < 10000000"));
+    /* within the limit, but not after the warm-up */
+    assert_int_equal(tool("run", "--out", path_in("t.json"), "--warmup", "5", "--trace",
+                          path_in("t.trace.json"), "--trace-steps", "0:9999995", "--",
+                          "/bin/true", NULL),
+                     2);
+    assert_non_null(strstr(err_text, "after 5 warm-up steps, step 9999995 is beyond the 10000000"));
+    assert_false(access(path_in("t.log"), F_OK) == 0 && strstr(err_text, "run 1 of") != NULL);
+}
+
+/* An unknown option, or one without its value, is one line naming it, exit 2, for every verb. */
+static void test_cli__unknown_option_is_one_line(void **state)
+{
+    (void)state;
+    const char *verbs[] = {"gate", "run", "compare", "merge", "show", "comment", "aa", "ab"};
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        assert_int_equal(tool(verbs[i], "--bogus", NULL), 2);
+        if (count_lines(err_text) != 1 || strstr(err_text, "'--bogus'") == NULL)
+            fail_msg("%s --bogus:\n%s", verbs[i], err_text);
+        assert_non_null(strstr(err_text, "canary-gate "));
+    }
+    assert_int_equal(tool("--bogus", NULL), 2); /* the main command's options */
+    assert_int_equal(count_lines(err_text), 1);
+    assert_non_null(strstr(err_text, "'--bogus'"));
+    assert_int_equal(tool("run", "--runs", NULL), 2); /* a value missing */
+    assert_int_equal(count_lines(err_text), 1);
+    assert_non_null(strstr(err_text, "'--runs' needs a value"));
+    assert_int_equal(tool("show", "-x", NULL), 2); /* a short one */
+    assert_int_equal(count_lines(err_text), 1);
+    assert_non_null(strstr(err_text, "'-x'"));
+}
+
+/* `--json -` (or `--report -`) puts only that on stdout: the table goes to stderr. */
+static void test_cli__json_to_stdout_is_not_mixed_with_the_table(void **state)
+{
+    (void)state;
+    int code = tool("compare", EX("baseline.json"), EX("current.json"), "--json", "-", NULL);
+    assert_true(code == 0 || code == 1);
+    cJSON *root = cJSON_Parse(out_text);
+    if (root == NULL)
+        fail_msg("stdout is not one JSON document:\n%s", out_text);
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(root, "verdict"));
+    cJSON_Delete(root);
+    assert_non_null(strstr(err_text, "Step time mean"));
+    code = tool("compare", EX("baseline.json"), EX("current.json"), "--report", "-", NULL);
+    assert_true(code == 0 || code == 1);
+    assert_int_equal(strncmp(out_text, "<!-- canary-gate -->\n", 21), 0);
+    assert_null(strstr(out_text, "\033["));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +487,9 @@ int main(void)
         cmocka_unit_test(test_cli__concatenated_artifacts_are_refused),
         cmocka_unit_test(test_cli__small_baseline_is_named_and_fails_inconclusive),
         cmocka_unit_test(test_cli__lost_gpu_fails_and_vanished_tokens_are_named),
+        cmocka_unit_test(test_cli__trace_steps_beyond_the_shard_limit_exit_2),
+        cmocka_unit_test(test_cli__unknown_option_is_one_line),
+        cmocka_unit_test(test_cli__json_to_stdout_is_not_mixed_with_the_table),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -284,9 +287,11 @@ static void test_cmd_comment__creates_comment_status_and_summary(void **state)
     struct fixture *f = *state;
     run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md"), "--status"));
     assert_int_equal(f->code, 0);
-    assert_string_equal(f->err, "");
-    assert_non_null(strstr(f->out, "comment: created on o/r#7: https://github.com/o/r/pull/7#issuecomment-"));
-    assert_non_null(strstr(f->out, "status: fail on o/r@0123456789ab"));
+    /* progress on stderr, each line with the tool's prefix; nothing on stdout, no warning */
+    assert_string_equal(f->out, "");
+    assert_null(strstr(f->err, "warning"));
+    assert_non_null(strstr(f->err, "canary-gate: comment: created on o/r#7: https://github.com/o/r/pull/7#issuecomment-"));
+    assert_non_null(strstr(f->err, "canary-gate: status: fail on o/r@0123456789ab"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
     assert_comment(f, 0, REPORT_FAIL);
     char *s = cg_httpd_status(f->srv, 0);
@@ -312,7 +317,7 @@ static void test_cmd_comment__updates_in_place_on_the_next_run(void **state)
     assert_int_equal(f->code, 0);
     run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md")));
     assert_int_equal(f->code, 0);
-    assert_non_null(strstr(f->out, "comment: updated on o/r#7"));
+    assert_non_null(strstr(f->err, "canary-gate: comment: updated on o/r#7"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 2);
     assert_comment(f, 1, REPORT_PASS);
     char *summary = read_back(f, "summary.md");
@@ -347,7 +352,7 @@ static void test_cmd_comment__comment_modes(void **state)
 
     run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md"), "--comment-mode", "on-regression"));
     assert_int_equal(f->code, 0);
-    assert_non_null(strstr(f->out, "nothing posted"));
+    assert_non_null(strstr(f->err, "nothing posted"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 0);
 
     run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md"), "--comment-mode", "on-regression"));
@@ -356,7 +361,7 @@ static void test_cmd_comment__comment_modes(void **state)
 
     run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md"), "--comment-mode", "on-regression"));
     assert_int_equal(f->code, 0);
-    assert_non_null(strstr(f->out, "comment: updated"));
+    assert_non_null(strstr(f->err, "canary-gate: comment: updated"));
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
     assert_comment(f, 0, REPORT_PASS);
 
@@ -366,13 +371,64 @@ static void test_cmd_comment__comment_modes(void **state)
     assert_int_equal(cg_httpd_comment_count(f->srv), 2);
 }
 
+/* A listening socket on 127.0.0.1 that never accepts: connections complete in the kernel's
+ * backlog and requests are taken, but no answer ever comes. Returns the socket; *port its port. */
+static int silent_server(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A GitHub API that never answers, with each attempt allowed a minute and five attempts per
+ * request: posting ends at the overall deadline with a warning naming it (exit 0, or 3 with
+ * --require-comment), not after several minutes. */
+static void test_cmd_comment__deadline_bounds_a_silent_api(void **state)
+{
+    struct fixture *f = *state;
+    int port = 0;
+    int fd = silent_server(&port);
+    char url[64];
+    snprintf(url, sizeof(url), "GITHUB_API_URL=http://127.0.0.1:%d", port);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    run_tool(f, ENV(url, "CANARY_GATE_HTTP_TIMEOUT_MS=60000"),
+             ARGS("--report", in_dir(f, "fail.md"), "--status", "--deadline", "2"));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    assert_int_equal(f->code, 0);
+    if (wall > 6.0)
+        fail_msg("posting took %.1f s with a 2 s deadline", wall);
+    assert_non_null(strstr(f->err, "canary-gate: warning: "));
+    assert_non_null(strstr(f->err, "the 2 s deadline for talking to GitHub passed"));
+    char *summary = read_back(f, "summary.md");
+    assert_non_null(summary); /* the job summary was written before posting */
+    free(summary);
+    run_tool(f, ENV(url, "CANARY_GATE_HTTP_TIMEOUT_MS=60000"),
+             ARGS("--report", in_dir(f, "fail.md"), "--deadline", "1", "--require-comment"));
+    assert_int_equal(f->code, 3);
+    run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md"), "--deadline", "0"));
+    assert_int_equal(f->code, 2);
+    assert_non_null(strstr(f->err, "--deadline '0': expected an integer from 1 to 3600"));
+    close(fd);
+}
+
 static void test_cmd_comment__rate_limit_then_success(void **state)
 {
     struct fixture *f = *state;
     cg_httpd_push(f->srv, 429, "Retry-After: 0\r\n", "{\"message\":\"secondary rate limit\"}");
     run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md")));
     assert_int_equal(f->code, 0);
-    assert_string_equal(f->err, "");
+    assert_null(strstr(f->err, "warning")); /* retried quietly */
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
 }
 
@@ -532,6 +588,7 @@ int main(void)
         T(test_cmd_comment__two_gate_ids_keep_two_comments),
         T(test_cmd_comment__comment_modes),
         T(test_cmd_comment__rate_limit_then_success),
+        T(test_cmd_comment__deadline_bounds_a_silent_api),
         T(test_cmd_comment__403_warns_about_forks_and_exits_0),
         T(test_cmd_comment__401_404_422_messages),
         T(test_cmd_comment__5xx_retried_then_given_up),

@@ -11,7 +11,12 @@
  *     runs are written whole, an interrupted first run writes nothing;
  *   - a rank killed mid-run leaves a cut shard: its complete lines count, the other ranks count;
  *   - a step of zero or negative duration (a clock step) is rejected, not averaged in;
- *   - a baseline of a newer schema_version: exit 2 naming the version.
+ *   - a baseline of a newer schema_version: exit 2 naming the version;
+ *   - processes that escape the canary's process group (setsid, a double-forked daemon) are
+ *     ended with the run and counted;
+ *   - the injection library never loaded (the environment dropped): a message that says so;
+ *     its shard not writable (the directory replaced by a file, a file size limit as on a full
+ *     disk): the path and the errno.
  * Helper canaries: tests/faults/fault_helper.c and tests/canaries/nvtx_canary.c. Tests that run
  * a canary need the injection library and are skipped when it was not built (no NVTX headers).
  * When run as root, the unwritable-directory test runs the tool as the user "nobody" (uid 65534),
@@ -512,6 +517,106 @@ static void run_once(const struct scene *sc, const char *name, const char *steps
     run_tool(args, NULL, r);
 }
 
+/* ---- escaped processes, and shards that never come ------------------------------------------- */
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void test_faults__escaped_processes_are_ended_and_counted(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], log[PATH_MAX], pidfile[PATH_MAX];
+    scene_open(&sc, false);
+    join(pidfile, sizeof(pidfile), sc.dir, "daemons.pid");
+    join(log, sizeof(log), sc.dir, "daemon.log");
+    struct result r;
+    const char *cmd[] = {HELPER, "daemon", pidfile, "--", CANARY, "--steps", "3", "--step-ms",
+                         "1", NULL};
+    run_once(&sc, "daemon", "3", cmd, art, &r);
+    long pids[2] = {0, 0};
+    FILE *f = fopen(pidfile, "r");
+    assert_non_null(f);
+    int got = fscanf(f, "%ld %ld", &pids[0], &pids[1]);
+    fclose(f);
+    bool alive[2] = {pid_alive(pids[0]), pid_alive(pids[1])};
+    off_t before = file_size(log);
+    sleep_ms(200);
+    off_t after = file_size(log);
+    for (int i = 0; i < 2; i++)
+        if (pids[i] > 0)
+            kill((pid_t)pids[i], SIGKILL); /* never leave them running, whatever happened */
+    assert_int_equal(got, 2);
+    expect_exit(&r, 0);
+    if (alive[0] || alive[1])
+        fail_msg("escaped processes still run after the tool ended (%d, %d):\n%s", alive[0],
+                 alive[1], r.err);
+    assert_true(before > 0);
+    assert_int_equal(before, after); /* nothing writes to the log any more */
+    expect_in_err(&r, "canary-gate: warning: run 1 of 1: 2 canary processes had left its process "
+                      "group (setsid, a daemon) and still ran when the canary ended; the gate "
+                      "ended them");
+    remove_tree(sc.dir);
+}
+
+/* The canary ran without the injection library (a wrapper cleared the environment): no shard at
+ * all is told apart from a canary that marked no step, with how to pass the environment on. */
+static void test_faults__library_not_loaded_is_named_with_how_to_pass_the_environment(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX];
+    scene_open(&sc, false);
+    struct result r;
+    const char *cmd[] = {"/usr/bin/env", "-u", "NVTX_INJECTION64_PATH", "-u",
+                         "CUDA_INJECTION64_PATH", CANARY, "--steps", "3", "--step-ms", "1",
+                         NULL};
+    run_once(&sc, "noload", "3", cmd, art, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "the injection library was not loaded in the canary in run 1 of 1 (no "
+                      "process wrote a shard)");
+    expect_in_err(&r, "docker run -e");
+    expect_in_err(&r, "sudo -E");
+    expect_in_err(&r, "env -i");
+    assert_null(strstr(r.err, "marked no step"));
+    remove_tree(sc.dir);
+}
+
+/* The injection library could not write its shard: the message names the path and the errno
+ * (from the library's failure record), not "marked no step" or "fewer steps". */
+static void test_faults__shard_write_failure_names_the_path_and_errno(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX];
+    scene_open(&sc, false);
+    struct result r;
+    const char *gone[] = {HELPER, "shard-dir-file", "--", CANARY, "--steps", "3", "--step-ms",
+                          "1", NULL};
+    run_once(&sc, "gone", "3", gone, art, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "the injection library could not open its shard in run 1 of 1: '");
+    expect_in_err(&r, "/run-1/shard-");
+    expect_in_err(&r, ".part': Not a directory (canary process ");
+    expect_in_err(&r, "point TMPDIR at a writable directory");
+    assert_null(strstr(r.err, "marked no step"));
+    /* the shard stops growing mid-run (a file size limit: EFBIG, as ENOSPC on a full disk) */
+    const char *full[] = {HELPER, "fsize", "400", "--", CANARY, "--steps", "40", "--step-ms",
+                          "1", NULL};
+    run_once(&sc, "full", "40", full, art, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "the injection library could not write its shard in run 1 of 1: '");
+    expect_in_err(&r, ".part': File too large (canary process ");
+    assert_null(strstr(r.err, "fewer than"));
+    remove_tree(sc.dir);
+}
+
 /* ---- a canary that floods its output ---------------------------------------------------------- */
 
 static void test_faults__flooding_canary_keeps_memory_bounded(void **state)
@@ -979,6 +1084,9 @@ int main(void)
         cmocka_unit_test(test_faults__full_disk_keeps_previous_outputs),
         cmocka_unit_test(test_faults__full_disk_run_keeps_previous_artifact),
         cmocka_unit_test(test_faults__flooding_canary_keeps_memory_bounded),
+        cmocka_unit_test(test_faults__escaped_processes_are_ended_and_counted),
+        cmocka_unit_test(test_faults__library_not_loaded_is_named_with_how_to_pass_the_environment),
+        cmocka_unit_test(test_faults__shard_write_failure_names_the_path_and_errno),
         cmocka_unit_test(test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs),
         cmocka_unit_test(test_faults__sigint_in_the_first_run_writes_nothing),
         cmocka_unit_test(test_faults__interrupted_gate_keeps_the_previous_artifact),

@@ -17,8 +17,12 @@
 #include "workdir.h"
 
 #include <cjson/cJSON.h>
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -99,7 +103,7 @@ static void test_gate__record_if_missing_then_gate_the_builtin_canary(void **sta
     assert_int_equal(a.runs[0].n_steps, 4);
     assert_int_equal(a.settings.warmup, 1);
     cg_artifact_release(&a);
-    assert_non_null(strstr(cg_workdir_read(f, "r.md"), "<!-- canary-gate-verdict: pass -->"));
+    assert_non_null(strstr(cg_workdir_read(f, "r.md"), "<!-- canary-gate-verdict: recorded -->"));
     assert_verdict_json(f, "v.json", "pass");
 
     /* Against it, with the steps and warm-up taken from the baseline. Two runs are fewer than
@@ -252,6 +256,162 @@ static void test_gate__comment_and_status_are_posted(void **state)
     cg_httpd_stop(srv);
 }
 
+/* The GitHub emulation for pull request 7 of o/r, an event file for it, and the tool's
+ * environment for posting (extra: one more "NAME=value", or NULL). */
+struct gh_scene {
+    struct cg_httpd *srv;
+    char url[128], event[600], summary[600];
+    const char *env[8];
+};
+
+static void gh_scene_open(const struct cg_workdir *f, struct gh_scene *g, const char *extra)
+{
+    g->srv = cg_httpd_start();
+    assert_non_null(g->srv);
+    cg_httpd_github(g->srv, "o/r", 7, TOKEN, 100);
+    FILE *fp = fopen(cg_workdir_in(f, "event.json"), "w");
+    assert_non_null(fp);
+    fprintf(fp, "{\"pull_request\": {\"number\": 7, \"head\": {\"sha\": \"%s\"}}}", SHA);
+    fclose(fp);
+    snprintf(g->url, sizeof(g->url), "GITHUB_API_URL=%s", cg_httpd_url(g->srv));
+    snprintf(g->event, sizeof(g->event), "GITHUB_EVENT_PATH=%s", cg_workdir_in(f, "event.json"));
+    snprintf(g->summary, sizeof(g->summary), "GITHUB_STEP_SUMMARY=%s",
+             cg_workdir_in(f, "summary.md"));
+    const char *env[] = {"GITHUB_TOKEN=" TOKEN, "GITHUB_REPOSITORY=o/r", g->url, g->event,
+                         g->summary, extra, NULL};
+    memcpy(g->env, env, sizeof(env));
+}
+
+/* A canary that fails: the commit status is "error" with "canary failed: <reason>", never
+ * "failure" with the FAIL text; the comment says the canary failed. */
+static void test_gate__canary_failure_sets_status_error_with_its_reason(void **state)
+{
+    struct cg_workdir *f = *state;
+    struct gh_scene g;
+    gh_scene_open(f, &g, NULL);
+    record_baseline(f, "2");
+    const char *args[] = {"--baseline", "main.json", "--runs", "3", "--comment", "--status", "--",
+                          CANARY, "--steps", "7", "--step-ms", "2", "--crash-at", "3", NULL};
+    assert_int_equal(gate(f, g.env, args), 3);
+    assert_int_equal(cg_httpd_status_count(g.srv), 1);
+    char *status = cg_httpd_status(g.srv, 0);
+    assert_non_null(status);
+    if (strstr(status, "\"state\":\"error\"") == NULL ||
+        strstr(status, "\"description\":\"canary failed: canary died of signal 6") == NULL)
+        fail_msg("status: %s", status);
+    assert_null(strstr(status, "FAIL"));
+    free(status);
+    char *body = cg_httpd_comment(g.srv, 0, NULL);
+    assert_non_null(body);
+    assert_non_null(strstr(body, "<!-- canary-gate-verdict: error -->"));
+    assert_non_null(strstr(body, "the canary failed"));
+    free(body);
+    cg_httpd_stop(g.srv);
+}
+
+/* A baseline recorded with --record-if-missing: the status says nothing was compared, and the
+ * report too; never "PASS: no regression". */
+static void test_gate__recorded_baseline_says_nothing_was_compared(void **state)
+{
+    struct cg_workdir *f = *state;
+    struct gh_scene g;
+    gh_scene_open(f, &g, NULL);
+    const char *args[] = {"--baseline", "main.json", "--record-if-missing", "--runs", "1",
+                          "--steps", "3", "--warmup", "0", "--comment", "--status", "--", CANARY,
+                          "--steps", "3", "--step-ms", "1", NULL};
+    assert_int_equal(gate(f, g.env, args), 0);
+    char *status = cg_httpd_status(g.srv, 0);
+    assert_non_null(status);
+    if (strstr(status, "\"state\":\"success\"") == NULL ||
+        strstr(status, "\"description\":\"baseline recorded, nothing compared\"") == NULL)
+        fail_msg("status: %s", status);
+    free(status);
+    char *body = cg_httpd_comment(g.srv, 0, NULL);
+    assert_non_null(body);
+    assert_non_null(strstr(body, "<!-- canary-gate-verdict: recorded -->"));
+    assert_non_null(strstr(body, "baseline recorded, nothing compared"));
+    assert_null(strstr(body, "PASS"));
+    free(body);
+    cg_httpd_stop(g.srv);
+}
+
+/* Secrets in the canary's arguments: the values of secret-looking variables, --redact matches
+ * and a URL's password appear nowhere the gate writes: artifact, report, comment, job summary,
+ * log, terminal; not even escaped. */
+static void test_gate__secrets_in_the_command_are_redacted_everywhere(void **state)
+{
+    struct cg_workdir *f = *state;
+    struct gh_scene g;
+    gh_scene_open(f, &g, "WANDB_API_KEY=wandb_secret_value_0123");
+    record_baseline(f, "2");
+    const char *args[] = {"--baseline", "main.json", "--runs", "3", "--comment", "--status",
+                          "--report", "r.md", "--json", "v.json", "--redact", "hf_[A-Za-z0-9]+",
+                          "--", HELPER, "env", "seen.env", "WANDB_API_KEY",
+                          "--key=wandb_secret_value_0123", "hf_abcDEF123",
+                          "https://bob:pw_0123456@data.example/x", "--token=" TOKEN, "--",
+                          CANARY, "--steps", "7", "--step-ms", "2", NULL};
+    int code = gate(f, g.env, args);
+    assert_true(code == 0 || code == 1);
+    /* the canary still got its real arguments and environment (the helper lists its arguments
+     * before the second "--" as names: "NAME unset") */
+    assert_non_null(strstr(cg_workdir_read(f, "seen.env"), "WANDB_API_KEY=wandb_secret_value_0123"));
+    assert_non_null(strstr(cg_workdir_read(f, "seen.env"), "hf_abcDEF123 unset"));
+    const char *secrets[] = {"wandb_secret_value_0123", "wandb&#95;secret", "hf_abcDEF123",
+                             "hf&#95;abcDEF123", "abcDEF123", "pw_0123456", "pw&#95;0123456",
+                             "gateTestToken0123456789", NULL};
+    char *body = cg_httpd_comment(g.srv, 0, NULL);
+    assert_non_null(body);
+    const char *where[] = {"canary-run.json", "r.md", "summary.md", "canary-run.log", "v.json"};
+    for (size_t i = 0; secrets[i] != NULL; i++) {
+        for (size_t k = 0; k < sizeof(where) / sizeof(where[0]); k++)
+            if (strstr(cg_workdir_read(f, where[k]), secrets[i]) != NULL)
+                fail_msg("'%s' holds '%s'", where[k], secrets[i]);
+        if (strstr(body, secrets[i]) != NULL || strstr(proc.out, secrets[i]) != NULL ||
+            strstr(proc.err, secrets[i]) != NULL)
+            fail_msg("the comment or the terminal holds '%s'", secrets[i]);
+    }
+    assert_non_null(strstr(cg_workdir_read(f, "canary-run.json"), "--key=***"));
+    assert_non_null(strstr(cg_workdir_read(f, "canary-run.log"), "https://***@data.example/x"));
+    free(body);
+    /* a pattern that is not a regular expression: one line, exit 2, before any run */
+    const char *bad[] = {"--baseline", "main.json", "--redact", "([a-z", NULL};
+    assert_int_equal(gate(f, NULL, bad), 2);
+    assert_non_null(strstr(proc.err, "--redact '([a-z': not a regular expression"));
+    cg_httpd_stop(g.srv);
+}
+
+/* GitHub never answers: posting ends at --post-deadline with a warning, and the gate keeps its
+ * verdict's exit code (FAIL here). */
+static void test_gate__post_deadline_keeps_the_exit_code(void **state)
+{
+    struct cg_workdir *f = *state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0); /* listens, never accepts, never answers */
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    struct gh_scene g;
+    gh_scene_open(f, &g, "CANARY_GATE_HTTP_TIMEOUT_MS=60000");
+    snprintf(g.url, sizeof(g.url), "GITHUB_API_URL=http://127.0.0.1:%d", ntohs(a.sin_port));
+    record_baseline(f, "2");
+    const char *args[] = {"--baseline", "main.json", "--runs", "5", "--comment", "--status",
+                          "--post-deadline", "2", "--", CANARY, "--steps", "7", "--step-ms",
+                          "40", NULL};
+    time_t t0 = time(NULL);
+    assert_int_equal(gate(f, g.env, args), 1);
+    assert_true(time(NULL) - t0 < 40);
+    assert_non_null(strstr(proc.err, "the 2 s deadline for talking to GitHub passed"));
+    const char *bad[] = {"--baseline", "main.json", "--post-deadline", "0", NULL};
+    assert_int_equal(gate(f, NULL, bad), 2);
+    close(fd);
+    cg_httpd_stop(g.srv);
+}
+
 static void test_gate__trace_of_the_first_run(void **state)
 {
     struct cg_workdir *f = *state;
@@ -385,6 +545,10 @@ int main(void)
         IN_WORKDIR(test_gate__failing_canary_is_reported_as_such),
         IN_WORKDIR(test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason),
         IN_WORKDIR(test_gate__comment_and_status_are_posted),
+        IN_WORKDIR(test_gate__canary_failure_sets_status_error_with_its_reason),
+        IN_WORKDIR(test_gate__recorded_baseline_says_nothing_was_compared),
+        IN_WORKDIR(test_gate__secrets_in_the_command_are_redacted_everywhere),
+        IN_WORKDIR(test_gate__post_deadline_keeps_the_exit_code),
         IN_WORKDIR(test_gate__trace_of_the_first_run),
         IN_WORKDIR(test_gate__usage_errors),
         IN_WORKDIR(test_gate__measuring_commands_stop_once_measured_unless_let_finish),

@@ -6,6 +6,7 @@
  */
 #include "github.h"
 #include "httpd.h"
+#include "render.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,6 +175,8 @@ static void test_github__report_markers(void **state)
          CG_GITHUB_PASS},
         {MARKER "\r\n<!-- canary-gate-verdict: inconclusive -->\r\n", 1, "", CG_GITHUB_INCONCLUSIVE},
         {MARKER "\n<!-- canary-gate-verdict: PASS -->", 1, "", CG_GITHUB_PASS},
+        {MARKER "\n<!-- canary-gate-verdict: error -->\n", 1, "", CG_GITHUB_ERROR},
+        {MARKER "\n<!-- canary-gate-verdict: recorded -->\n", 1, "", CG_GITHUB_RECORDED},
         {MARKER "\n# no verdict line\n", 1, "", CG_GITHUB_VERDICT_NONE},
         {MARKER "\n<!-- canary-gate-verdict: maybe -->\n", 1, "", CG_GITHUB_VERDICT_NONE},
         {"# report\n<!-- canary-gate -->\n", 0, "", CG_GITHUB_VERDICT_NONE},
@@ -188,6 +191,40 @@ static void test_github__report_markers(void **state)
         assert_string_equal(r.id, cases[i].id);
         assert_int_equal(r.verdict, cases[i].verdict);
     }
+}
+
+/* An error report's reason line, and the commit status each verdict gives (GitHub's 140
+ * characters at most, cut at a whole character). */
+static void test_github__status_tells_what_happened(void **state)
+{
+    (void)state;
+    struct cg_github_report r;
+    const char *text = MARKER "\n<!-- canary-gate-verdict: error -->\n"
+                              "<!-- canary-gate-reason: canary died of signal 6 (Aborted)\x01 -->\n";
+    cg_github_report_parse(text, strlen(text), &r);
+    assert_int_equal(r.verdict, CG_GITHUB_ERROR);
+    assert_string_equal(r.reason, "canary died of signal 6 (Aborted)");
+    char desc[600];
+    assert_string_equal(cg_github_status_of(CG_GITHUB_ERROR, r.reason, desc, sizeof(desc)), "error");
+    assert_string_equal(desc, "canary failed: canary died of signal 6 (Aborted)");
+    assert_string_equal(cg_github_status_of(CG_GITHUB_ERROR, NULL, desc, sizeof(desc)), "error");
+    assert_string_equal(desc, "canary failed");
+    assert_string_equal(cg_github_status_of(CG_GITHUB_RECORDED, NULL, desc, sizeof(desc)),
+                        "success");
+    assert_string_equal(desc, "baseline recorded, nothing compared");
+    assert_string_equal(cg_github_status_of(CG_GITHUB_FAIL, "ignored", desc, sizeof(desc)),
+                        "failure");
+    assert_int_equal(strncmp(desc, "FAIL: ", 6), 0);
+    char reason[400];
+    for (size_t i = 0; i < 199; i++) /* 199 two-byte characters */
+        memcpy(reason + 2 * i, "\xc3\xa9", 2);
+    reason[398] = '\0';
+    cg_github_status_of(CG_GITHUB_ERROR, reason, desc, sizeof(desc));
+    size_t chars = 0;
+    for (size_t i = 0; desc[i]; i++)
+        chars += ((unsigned char)desc[i] & 0xC0) != 0x80;
+    assert_int_equal(chars, CG_GITHUB_STATUS_MAX_CHARS);
+    assert_int_equal(((unsigned char)desc[strlen(desc) - 1] & 0xC0), 0x80); /* a whole é */
 }
 
 static void test_github__comment_body_takes_the_marker_of_the_id(void **state)
@@ -231,6 +268,47 @@ static void test_github__comment_body_is_cut_to_githubs_limit(void **state)
     assert_non_null(strstr(b.data, "|\n\n_The report was cut"));
     cg_buf_release(&report);
     cg_buf_release(&b);
+}
+
+/* A report cut inside open <details> blocks and inside a mermaid code fence: the comment closes
+ * them before the note, so the note shows as text (rendered by cmark-gfm: balanced <details>,
+ * the note outside every block and outside any code). */
+static void test_github__cut_closes_open_blocks_before_the_note(void **state)
+{
+    (void)state;
+    for (int fence = 0; fence < 2; fence++) {
+        struct cg_buf report, b;
+        struct cg_err err;
+        cg_buf_init(&report, 1 << 22);
+        cg_buf_init(&b, 1 << 22);
+        assert_int_equal(cg_buf_adds(&report, MARKER "\n<!-- canary-gate-verdict: fail -->\n## head\n\n"
+                                              "<details><summary>outer</summary>\n\n"
+                                              "<details><summary>inner</summary>\n\n"),
+                         0);
+        if (fence)
+            assert_int_equal(cg_buf_adds(&report, "```mermaid\nxychart-beta\n"), 0);
+        for (int i = 0; i < 3000; i++)
+            assert_int_equal(cg_buf_printf(&report, "    line [%04d, 10.5, 11.25, 12.125, 13]\n", i),
+                             0);
+        assert_int_equal(cg_buf_adds(&report, fence ? "```\n\n</details>\n</details>\n"
+                                                    : "\n</details>\n</details>\n"),
+                         0);
+        assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
+        assert_true(b.len <= CG_GITHUB_COMMENT_MAX_CHARS);
+        char *html = cg_render_gfm(b.data, b.len);
+        cg_render_check_gfm(html, fence ? "cut in a code fence" : "cut in <details>");
+        const char *note = strstr(html, "<em>The report was cut to fit GitHub's comment limit");
+        if (note == NULL)
+            fail_msg("the note is not shown as text:\n%s", html + strlen(html) - 400);
+        const char *last_close = NULL;
+        for (const char *p = strstr(html, "</details>"); p != NULL; p = strstr(p + 1, "</details>"))
+            last_close = p;
+        assert_non_null(last_close);
+        assert_true(note > last_close); /* outside every <details> */
+        free(html);
+        cg_buf_release(&report);
+        cg_buf_release(&b);
+    }
 }
 
 static void test_github__checks_ids_repos_and_shas(void **state)
@@ -637,8 +715,10 @@ int main(void)
         cmocka_unit_test(test_github__event_malformed_is_rejected),
         cmocka_unit_test(test_github__event_parser_survives_arbitrary_bytes),
         cmocka_unit_test(test_github__report_markers),
+        cmocka_unit_test(test_github__status_tells_what_happened),
         cmocka_unit_test(test_github__comment_body_takes_the_marker_of_the_id),
         cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit),
+        cmocka_unit_test(test_github__cut_closes_open_blocks_before_the_note),
         cmocka_unit_test(test_github__checks_ids_repos_and_shas),
         cmocka_unit_test(test_github__summary_is_appended),
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)

@@ -1,7 +1,9 @@
 /*
  * test_report: the markdown report against golden files, hostile names escaped everywhere, the
  * size cap with thousands of ops and with a full diagnosis, the JSON verdict's contract fields,
- * the diagnosis in every output, and the step-time charts (mermaid and terminal).
+ * the diagnosis in every output, and the step-time charts (mermaid and terminal). Reports with
+ * hostile strings are rendered by cmark-gfm (tests/support/render.h): no raw HTML but the
+ * report's own, no links, no mentions, balanced <details>, table cells that keep their text.
  * CG_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
  */
 #include <setjmp.h>
@@ -14,6 +16,7 @@
 #include "chart.h"
 #include "fixtures.h"
 #include "fsutil.h"
+#include "render.h"
 #include "report.h"
 
 #include <cjson/cJSON.h>
@@ -641,9 +644,135 @@ static void test_report__no_gpu_metrics_on_one_side_lists_no_gpu_ops(void **stat
     free_pair(&p);
 }
 
+/* Replaces the canary command of a's environment by one argument arg (copied). */
+static void set_command(struct cg_artifact *a, const char *arg)
+{
+    for (size_t i = 0; i < a->env.n_canary_command; i++)
+        free(a->env.canary_command[i]);
+    free(a->env.canary_command);
+    a->env.canary_command = calloc(2, sizeof(char *));
+    assert_non_null(a->env.canary_command);
+    a->env.canary_command[0] = strdup(arg);
+    assert_non_null(a->env.canary_command[0]);
+    a->env.n_canary_command = 1;
+}
+
+/* Renders v's markdown report with cmark-gfm and checks it (see render.h); returns the HTML. */
+static char *render_checked(const struct cg_verdict *v, const char *what)
+{
+    struct cg_buf md;
+    struct cg_err err;
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    if (cg_report_markdown(v, NULL, &md, &err) != 0)
+        fail_msg("%s: %s", what, err.msg);
+    char *html = cg_render_gfm(md.data, md.len);
+    cg_render_check_gfm(html, what);
+    cg_buf_release(&md);
+    return html;
+}
+
+/* Hostile strings everywhere an artifact reaches the report (op names, the GPU reason, the
+ * canary command, the library's warnings), rendered as GitHub would: no mention (user or team),
+ * no link, no raw HTML, and the op whose name holds '|' keeps its text in one cell. */
+static void test_report__hostile_report_renders_safely_with_cmark_gfm(void **state)
+{
+    (void)state;
+    static const double means[] = {1.2e7, 1.0e7}; /* a FAIL and a PASS report */
+    for (size_t k = 0; k < 2; k++) {
+        struct pair p;
+        make_pair(&p, means[k], 0);
+        cg_verdict_release(&p.v);
+        set_command(&p.cur, "train.py --notify @org/team @admin https://e.vil/x");
+        assert_int_equal(cg_run_add_warning(&p.cur.runs[0], "ask @admin or @org/team", 16), 0);
+        struct cg_err err;
+        assert_int_equal(cg_verdict_compute(&p.base, &p.cur, &p.t, &p.v, &err), 0);
+        char *html = render_checked(&p.v, k == 0 ? "FAIL report" : "PASS report");
+        char *cell = cg_render_cell_with(html, "evil");
+        assert_non_null(cell);
+        assert_non_null(strstr(cell, "evil|kernel&lt;script&gt;"));
+        free(cell);
+        free(html);
+        free_pair(&p);
+    }
+}
+
+/* A canary command over 4 KB is cut in its cell with a note, instead of failing the report. */
+static void test_report__long_canary_command_is_cut_with_a_note(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 1.2e7, 0);
+    char *arg = malloc(6001);
+    assert_non_null(arg);
+    for (size_t i = 0; i < 6000; i++)
+        arg[i] = i % 2 ? 'x' : '|';
+    arg[6000] = '\0';
+    set_command(&p.cur, arg);
+    set_command(&p.base, arg);
+    free(arg);
+    char *html = render_checked(&p.v, "a 6000-byte command");
+    char *cell = cg_render_cell_with(html, "|x|x");
+    assert_non_null(cell);
+    assert_non_null(strstr(cell, "(cut: 6000 bytes in all)"));
+    assert_true(strlen(cell) < 1200);
+    free(cell);
+    free(html);
+    free_pair(&p);
+}
+
+/* The injection library's warnings (names beyond its op table) are in the report. */
+static void test_report__library_warnings_are_shown(void **state)
+{
+    (void)state;
+    struct pair p;
+    make_pair(&p, 1.0e7, 0);
+    for (size_t r = 0; r < p.cur.n_runs; r++)
+        assert_int_equal(
+            cg_run_add_warning(&p.cur.runs[r], "op table full: 28 more names not recorded", 16), 0);
+    assert_int_equal(cg_run_add_warning(&p.base.runs[1], "op table full: 3 more names not recorded",
+                                        16),
+                     0);
+    char *html = render_checked(&p.v, "warnings");
+    const char *w = strstr(html, "op table full: 28 more names not recorded");
+    assert_non_null(w);
+    assert_null(strstr(w + 1, "op table full: 28 more")); /* once for all runs */
+    assert_non_null(strstr(html, "op table full: 3 more names not recorded"));
+    free(html);
+    free_pair(&p);
+}
+
+/* Steps of 10 s or more: the chart's numbers stay plain digits (mermaid's xychart takes no
+ * exponent notation), and mermaid's grammar for the y axis and lines holds. */
+static void test_report__slow_steps_chart_has_no_exponent(void **state)
+{
+    (void)state;
+    double base[40], cur[40];
+    for (size_t i = 0; i < 40; i++) {
+        base[i] = 12e9 + (double)i * 1e6; /* 12 s a step */
+        cur[i] = 11.61e9;
+    }
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 16);
+    assert_int_equal(cg_chart_mermaid(&b, base, cur, 40, 100), 0);
+    if (strchr(b.data, 'e') != NULL && strstr(b.data, "e+") != NULL)
+        fail_msg("exponent notation in the chart:\n%s", b.data);
+    const char *y = strstr(b.data, "    y-axis \"ms\" ");
+    assert_non_null(y);
+    for (const char *c = y + 16; *c != '\n'; c++)
+        if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == ' ' || *c == '-' || *c == '>'))
+            fail_msg("the y axis is not plain numbers: %.60s", y);
+    assert_non_null(strstr(b.data, "    line [12000, 12001, 12002, "));
+    assert_non_null(strstr(b.data, "    line [11610, 11610, "));
+    cg_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report__hostile_report_renders_safely_with_cmark_gfm),
+        cmocka_unit_test(test_report__long_canary_command_is_cut_with_a_note),
+        cmocka_unit_test(test_report__library_warnings_are_shown),
+        cmocka_unit_test(test_report__slow_steps_chart_has_no_exponent),
         cmocka_unit_test(test_report__fail_matches_golden),
         cmocka_unit_test(test_report__pass_matches_golden_with_gate_id),
         cmocka_unit_test(test_report__hostile_names_are_escaped),

@@ -44,8 +44,9 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Runs canary-gate with argv (NULL-terminated, without the program), stderr captured. */
-static void run_tool(const char *const *args, struct result *r)
+/* Runs canary-gate with argv (NULL-terminated, without the program) and the extra environment
+ * entries env ("NAME=value", NULL-terminated, or NULL), stderr captured. */
+static void run_tool_env(const char *const *args, const char *const *env, struct result *r)
 {
     char errpath[] = "run-stderr-XXXXXX";
     int fd = mkstemp(errpath);
@@ -60,6 +61,8 @@ static void run_tool(const char *const *args, struct result *r)
     assert_true(pid >= 0);
     if (pid == 0) {
         dup2(fd, 2);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+            putenv((char *)env[i]);
         execv(CG_TOOL_PATH, (char *const *)argv);
         _exit(127);
     }
@@ -71,6 +74,12 @@ static void run_tool(const char *const *args, struct result *r)
     r->err[got > 0 ? got : 0] = '\0';
     close(fd);
     unlink(errpath);
+}
+
+/* Runs canary-gate with argv (NULL-terminated, without the program), stderr captured. */
+static void run_tool(const char *const *args, struct result *r)
+{
+    run_tool_env(args, NULL, r);
 }
 
 static void load(const char *path, struct cg_artifact *a)
@@ -309,6 +318,32 @@ static void test_run__crash_leaves_its_steps_in_the_shard(void **state)
     cg_shard_free_all(sh, n);
 }
 
+/* A trace window the shard reader would refuse (a step index at CG_MAX_STEP_INDEX or beyond,
+ * warm-up included) is not traced by the library: the shard stays readable. The largest window
+ * within the limit is traced. */
+static void test_run__trace_window_beyond_the_step_limit_keeps_the_shard_readable(void **state)
+{
+    (void)state;
+    char dir[64], out[256];
+    const char *argv[] = {CANARY, "--steps", "3", "--step-ms", "1", NULL};
+    const char *beyond[] = {"CANARY_GATE_TRACE_STEPS=0:10000000", NULL};
+    assert_int_equal(run_direct(argv, beyond, dir, sizeof(dir), out, sizeof(out)), 0);
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    load_shards(dir, &sh, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(sh[0].trace_first, -1);
+    assert_int_equal(sh[0].n_steps, 3);
+    cg_shard_free_all(sh, n);
+    const char *within[] = {"CANARY_GATE_TRACE_STEPS=0:9999999", NULL};
+    assert_int_equal(run_direct(argv, within, dir, sizeof(dir), out, sizeof(out)), 0);
+    load_shards(dir, &sh, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(sh[0].trace_first, 0);
+    assert_int_equal(sh[0].trace_last, 9999999);
+    cg_shard_free_all(sh, n);
+}
+
 static void test_run__step_loss_from_payload_and_message_marks(void **state)
 {
     (void)state;
@@ -489,6 +524,64 @@ static void test_run__canary_gets_the_measured_window(void **state)
     unlink("nvtx-window.log");
 }
 
+/* Variables of the injection library inherited from the user's environment: those the launcher
+ * owns are set or removed whatever the user had (a stray trace window would slow every step),
+ * and said so; the user's settings of the library (CANARY_GATE_CUPTI) reach the canary and are
+ * named on stderr. */
+static void test_run__inherited_library_variables_are_ignored_or_reported(void **state)
+{
+    (void)state;
+    struct result r;
+    char env[512];
+    const char *stray[] = {"CANARY_GATE_TRACE_STEPS=0:100000", "CANARY_GATE_WARMUP=7",
+                           "CANARY_GATE_SHARD_DIR=/nonexistent", "CANARY_GATE_CUPTI=0", NULL};
+    const char *args[] = {"run", "--out", "nvtx-stray.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "1", "--", HELPER, "env", "nvtx-stray.env",
+                          "CANARY_GATE_TRACE_STEPS", "CANARY_GATE_WARMUP", "CANARY_GATE_CUPTI",
+                          "--", CANARY, "--steps", "4", "--step-ms", "1", NULL};
+    run_tool_env(args, stray, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    read_text("nvtx-stray.env", env, sizeof(env));
+    assert_string_equal(env, "CANARY_GATE_TRACE_STEPS unset\nCANARY_GATE_WARMUP=1\n"
+                             "CANARY_GATE_CUPTI=0\n");
+    assert_non_null(strstr(r.err, "canary-gate: warning: CANARY_GATE_TRACE_STEPS=0:100000 from "
+                                  "the environment is ignored"));
+    assert_non_null(strstr(r.err, "CANARY_GATE_WARMUP=7 from the environment is ignored"));
+    assert_non_null(strstr(r.err, "CANARY_GATE_SHARD_DIR=/nonexistent from the environment is "
+                                  "ignored"));
+    assert_non_null(strstr(r.err, "canary-gate: note: the canary gets CANARY_GATE_CUPTI=0 from "
+                                  "the environment"));
+    /* said once per command, not once per run */
+    const char *first = strstr(r.err, "CANARY_GATE_TRACE_STEPS=0:100000");
+    assert_null(strstr(first + 1, "CANARY_GATE_TRACE_STEPS=0:100000"));
+    unlink("nvtx-stray.env");
+    unlink("nvtx-stray.json");
+    unlink("nvtx-stray.log");
+}
+
+/* Every line the tool writes on stderr while it measures, progress included, starts with the
+ * tool's name. */
+static void test_run__every_progress_line_has_the_prefix(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *args[] = {"run", "--out", "nvtx-prefix.json", "--runs", "1", "--steps", "3",
+                          "--warmup", "0", "--", CANARY, "--steps", "3", "--step-ms", "400", NULL};
+    run_tool(args, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    assert_non_null(strstr(r.err, " of 3 steps")); /* a progress line was printed */
+    for (const char *line = r.err; *line; line = strchr(line, '\n') + 1) {
+        if (strncmp(line, "canary-gate: ", 13) != 0)
+            fail_msg("a line without the prefix:\n%s", r.err);
+        if (strchr(line, '\n') == NULL)
+            break;
+    }
+    unlink("nvtx-prefix.json");
+    unlink("nvtx-prefix.log");
+}
+
 /* A training job that would run for two minutes more after its shard says "done" (the
  * injection library's end of the measured window) is stopped at once, and its runs are complete
  * although it dies of the SIGTERM. */
@@ -612,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_run__unbalanced_ranges_are_harmless),
         cmocka_unit_test(test_run__crash_keeps_steps_and_exits_3),
         cmocka_unit_test(test_run__crash_leaves_its_steps_in_the_shard),
+        cmocka_unit_test(test_run__trace_window_beyond_the_step_limit_keeps_the_shard_readable),
         cmocka_unit_test(test_run__step_loss_from_payload_and_message_marks),
         cmocka_unit_test(test_run__nonfinite_loss_is_in_the_shard_status),
         cmocka_unit_test(test_run__builtin_canary_reports_its_loss),
@@ -620,6 +714,8 @@ int main(void)
         cmocka_unit_test(test_run__worker_processes_are_merged),
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
+        cmocka_unit_test(test_run__inherited_library_variables_are_ignored_or_reported),
+        cmocka_unit_test(test_run__every_progress_line_has_the_prefix),
         cmocka_unit_test(test_run__measured_canary_is_stopped_and_counted_complete),
         cmocka_unit_test(test_run__let_finish_waits_for_the_canary),
         cmocka_unit_test(test_run__canary_without_done_runs_to_its_end),

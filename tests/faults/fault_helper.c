@@ -31,6 +31,18 @@
  *       it, for two minutes. --ignore-term: SIGTERM is ignored (only SIGKILL stops it). Writes
  *       "measured: rank R done" and "measured: rank R got SIGTERM" to stdout (the log)
  *
+ *   fault-helper daemon PIDFILE -- CMD...
+ *       leaves two processes that escape the canary's process group and keep writing
+ *       "daemon: PID alive" to stdout (the log) every 20 ms for two minutes: a child that calls
+ *       setsid(), and a daemon made by a double fork (setsid in between, its parent exits at
+ *       once); writes their two pids, one a line, to PIDFILE, then runs CMD
+ *   fault-helper shard-dir-file -- CMD...
+ *       replaces $CANARY_GATE_SHARD_DIR by a regular file of the same name (the injection library
+ *       cannot create its shard there: ENOTDIR), then runs CMD
+ *   fault-helper fsize BYTES -- CMD...
+ *       ignores SIGXFSZ and limits the files CMD writes to BYTES (RLIMIT_FSIZE), so its shard
+ *       stops growing mid-run with EFBIG, as on a full disk; then runs CMD
+ *
  * Exits 2 on bad usage, 127 when CMD cannot be executed. No dependencies.
  */
 #include <errno.h>
@@ -39,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -267,13 +281,17 @@ static long long now_ns(void)
 static void nap_ms(long ms, long rank)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    int slept;
+    do {
+        slept = nanosleep(&ts, &ts);
+        /* checked after every sleep, interrupted or not: a signal that comes as a sleep ends
+         * is handled without interrupting it */
         if (g_term == 1) {
             g_term = 2;
             printf("measured: rank %ld got SIGTERM\n", rank);
             fflush(stdout);
         }
-    }
+    } while (slept != 0 && errno == EINTR);
 }
 
 static void put(int fd, const char *line)
@@ -369,8 +387,111 @@ static int measured(int argc, char **argv)
     return rc;
 }
 
+/* The body of an escaped process: says it is alive in the log for two minutes. */
+static void keep_writing(void)
+{
+    char line[64];
+    snprintf(line, sizeof(line), "daemon: %ld alive\n", (long)getpid());
+    for (int i = 0; i < 6000; i++) {
+        ssize_t w = write(1, line, strlen(line));
+        (void)w;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    _exit(0);
+}
+
+static void append_pid(const char *path, long pid)
+{
+    FILE *f = fopen(path, "a");
+    if (f == NULL)
+        _exit(1);
+    fprintf(f, "%ld\n", pid);
+    fclose(f);
+}
+
+static int daemon_mode(int argc, char **argv)
+{
+    char *cmd[MAX_ARGS];
+    if (argc < 3)
+        return 2;
+    const char *pidfile = argv[2];
+    command(argv, argc, 3, NULL, cmd);
+    pid_t child = fork(); /* a child in a session of its own */
+    if (child < 0)
+        return 1;
+    if (child == 0) {
+        setsid();
+        keep_writing();
+    }
+    append_pid(pidfile, (long)child);
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return 1;
+    pid_t mid = fork(); /* a classic daemon: fork, setsid, fork, the middle one exits */
+    if (mid < 0)
+        return 1;
+    if (mid == 0) {
+        close(pfd[0]);
+        setsid();
+        pid_t d = fork();
+        if (d == 0) {
+            close(pfd[1]);
+            keep_writing();
+        }
+        long pid = (long)d;
+        ssize_t w = write(pfd[1], &pid, sizeof(pid));
+        _exit(w == (ssize_t)sizeof(pid) ? 0 : 1);
+    }
+    close(pfd[1]);
+    long daemon_pid = 0;
+    if (read(pfd[0], &daemon_pid, sizeof(daemon_pid)) != (ssize_t)sizeof(daemon_pid))
+        return 1;
+    close(pfd[0]);
+    waitpid(mid, NULL, 0);
+    append_pid(pidfile, daemon_pid);
+    run(cmd);
+    return 127;
+}
+
+static int shard_dir_file(int argc, char **argv)
+{
+    char *cmd[MAX_ARGS];
+    command(argv, argc, 2, NULL, cmd);
+    const char *dir = getenv("CANARY_GATE_SHARD_DIR");
+    if (dir == NULL || rmdir(dir) != 0)
+        return 1;
+    int fd = open(dir, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return 1;
+    close(fd);
+    run(cmd);
+    return 127;
+}
+
+static int fsize(int argc, char **argv)
+{
+    char *cmd[MAX_ARGS];
+    if (argc < 3)
+        return 2;
+    long bytes = number(argv[2]);
+    command(argv, argc, 3, NULL, cmd);
+    struct rlimit rl = {(rlim_t)bytes, (rlim_t)bytes};
+    signal(SIGXFSZ, SIG_IGN); /* writes fail with EFBIG instead of killing */
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        return 1;
+    run(cmd);
+    return 127;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "daemon") == 0)
+        return daemon_mode(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "shard-dir-file") == 0)
+        return shard_dir_file(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "fsize") == 0)
+        return fsize(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "flood") == 0)
         return flood(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "group") == 0)
@@ -383,6 +504,7 @@ int main(int argc, char **argv)
         return write_env(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "measured") == 0)
         return measured(argc, argv);
-    fprintf(stderr, "usage: fault-helper flood|group|shard|ranks|env|measured ...\n");
+    fprintf(stderr, "usage: fault-helper flood|group|shard|ranks|env|measured|daemon|"
+                    "shard-dir-file|fsize ...\n");
     return 2;
 }

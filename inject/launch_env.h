@@ -1,0 +1,40 @@
+/*
+ * launch_env: what the launcher (src/collect.c) and the injection library agree on: the names of
+ * the environment variables the library reads, and the limits both sides check. Included by the
+ * library (inject.h) and by the tool, so a limit or a name changes in one place.
+ *
+ * The launcher owns the variables marked "launcher": it sets or removes each of them for every
+ * canary run, whatever the user's environment holds. The ones marked "user" are settings of the
+ * library a user may give; the launcher passes them on and names them on stderr.
+ */
+#ifndef CG_LAUNCH_ENV_H
+#define CG_LAUNCH_ENV_H
+
+/* launcher: where the library loads from (the CUDA driver and NVTX read these). */
+#define CG_ENV_CUDA_INJECTION "CUDA_INJECTION64_PATH"
+#define CG_ENV_NVTX_INJECTION "NVTX_INJECTION64_PATH"
+/* launcher: the run's shard directory; without it the library stays inert (NVTX no-ops). */
+#define CG_ENV_SHARD_DIR "CANARY_GATE_SHARD_DIR"
+/* launcher: a file the launcher made and sized; the library writes into it (never extends it)
+ * why its shard could not be written (see CG_FAIL_FILE_BYTES). */
+#define CG_ENV_FAIL_FILE "CANARY_GATE_FAIL_FILE"
+#define CG_ENV_STEP_RANGE "CANARY_GATE_STEP_RANGE" /* launcher */
+#define CG_ENV_WARMUP "CANARY_GATE_WARMUP"         /* launcher */
+#define CG_ENV_STEPS "CANARY_GATE_STEPS"           /* launcher: measured steps per process, >= 1 */
+#define CG_ENV_TRACE_STEPS "CANARY_GATE_TRACE_STEPS" /* launcher: "A:B", measured steps; or unset */
+#define CG_ENV_CUPTI_PATH "CANARY_GATE_CUPTI_PATH"   /* user: libcupti to open unless one is loaded */
+#define CG_ENV_CUPTI "CANARY_GATE_CUPTI"             /* user: "0" keeps CUPTI off */
+#define CG_ENV_BUFFER_MB "CANARY_GATE_CUPTI_BUFFER_MB" /* user */
+#define CG_ENV_TRACE_MAX_EVENTS "CANARY_GATE_TRACE_MAX_EVENTS" /* user */
+#define CG_TRACE_DEFAULT_MAX_EVENTS 200000
+
+/* Step indices of a process (warm-up included) run from 0 to CG_MAX_STEP_INDEX - 1: the shard
+ * reader rejects any other, so the library never traces beyond it and the launcher refuses a
+ * --trace-steps window (after the warm-up) that would. */
+#define CG_MAX_STEP_INDEX 10000000
+
+/* Size of the failure file: the library writes one NUL-terminated line of at most this many
+ * bytes at its start, in place. */
+#define CG_FAIL_FILE_BYTES 1024
+
+#endif
