@@ -25,7 +25,8 @@
  * At the end of the measured window the flush thread synchronises the context that was current
  * on the thread that ended the last measured step (cuCtxGetCurrent there, the one CUDA call made
  * on a canary thread; cuCtxSetCurrent + cuCtxSynchronize on the flush thread, from the driver's
- * handle), forces a flush, writes the totals and "done N".
+ * handle), forces a flush, writes the totals and "done N"; the thread that ended the step waits
+ * for that (at most CG_WAIT_S seconds), so "done" is in the shard when the step end returns.
  *
  * Exit order. Exit handlers run in reverse order of registration, and libcupti registers its
  * own exit-time destructors when it is loaded (and C++ statics that it builds lazily, when it
@@ -57,10 +58,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CG_BUF_BYTES ((size_t)8 * 1024 * 1024)
 #define CG_MAX_BUFFERS 512
 #define CG_RECORD_BATCH 256 /* record pointers handed to the aggregation at once */
+#define CG_WAIT_S 10        /* longest wait for the flush thread (window end, exit) */
 
 struct cupti_api {
     CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
@@ -123,11 +126,13 @@ static size_t g_n_free, g_n_allocated, g_max_buffers;
 /* Depth of CUPTI callbacks into this file on the calling thread. */
 static _Thread_local int t_in_cupti;
 
-/* The flush thread and its requests, guarded by g_work_lock. */
+/* The flush thread and its requests, guarded by g_work_lock; g_done_cond (CLOCK_MONOTONIC)
+ * signals g_done_written, set once the end of the measured window is in the shard. */
 static pthread_mutex_t g_work_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_work_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t g_done_cond;
 static pthread_t g_worker;
-static bool g_worker_started, g_work_flush, g_work_done, g_work_stop;
+static bool g_worker_started, g_work_flush, g_work_done, g_work_stop, g_done_written;
 static CUcontext g_done_ctx;
 static _Atomic bool g_exit_flushed;
 
@@ -349,6 +354,10 @@ static void *worker_main(void *arg)
         if (done) {
             finish_measurement(ctx);
             atexit(gpu_at_exit); /* after whatever CUPTI registered up to now (see the top) */
+            pthread_mutex_lock(&g_work_lock);
+            g_done_written = true;
+            pthread_cond_broadcast(&g_done_cond);
+            pthread_mutex_unlock(&g_work_lock);
         } else {
             gpu_flush(0, false);
             if (!flushed_once)
@@ -364,6 +373,14 @@ static void *worker_main(void *arg)
 /* Starts the flush thread with every signal blocked (signals stay the canary's). */
 static bool worker_start(void)
 {
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return false;
+    bool cond_ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+                   pthread_cond_init(&g_done_cond, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!cond_ok)
+        return false;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -409,6 +426,23 @@ static void gpu_at_exit(void)
     gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
 }
 
+/* Waits, at most CG_WAIT_S, until the flush thread has written the end of the measured window:
+ * the step-ending thread returns to the canary only once "done" is in the shard, so a canary
+ * that ends with _exit right after its last measured step keeps it. The step's end time is
+ * already taken and no library lock is held, so the wait is outside the measurement; the work
+ * itself stays on the flush thread (no driver call on a canary thread but cuCtxGetCurrent). */
+static void wait_done(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += CG_WAIT_S;
+    pthread_mutex_lock(&g_work_lock);
+    while (!g_done_written && g_worker_started &&
+           pthread_cond_timedwait(&g_done_cond, &g_work_lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&g_work_lock);
+}
+
 /* --- what nvtx.c and core.c call ----------------------------------------------------------- */
 
 void cg_gpu_step_begin(int64_t index, uint64_t start_ns)
@@ -439,6 +473,8 @@ bool cg_gpu_measured(void)
         g_cuda.ctx_get_current(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
     worker_request(true, ctx);
+    if (t_in_cupti == 0)
+        wait_done();
     return true;
 }
 

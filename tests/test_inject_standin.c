@@ -8,7 +8,8 @@
  *
  * Pinned here: the GPU exit flush runs before libcupti's exit-time destructors (both the one it
  * registers when loaded and one registered at its first flush); the end of the measured window
- * synchronises the context that was current, forces a flush and then writes "done"; the driver
+ * synchronises the context that was current, forces a flush and then writes "done", all before
+ * the step-ending thread goes on (a canary that _exit()s right after keeps it); the driver
  * version comes from the libcuda handle actually loaded; an optional activity kind or the
  * timestamp callback refused is a warning, a required kind or the buffer callbacks refused
  * disables what was enabled and unsubscribes; a copy of libcupti already loaded is the one used;
@@ -123,6 +124,37 @@ static void test_inject_standin__window_end_syncs_flushes_then_writes_done(void 
     assert_int_equal(c[0], 6); /* records */
     assert_int_equal(c[3], 1); /* outside every step */
     assert_int_equal(c[4], 5); /* inside a step */
+}
+
+static void test_inject_standin__window_end_complete_before_os_exit(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    /* the canary calls _exit(0) as soon as the last measured step (index 2) has ended: no exit
+     * handler runs, so only what the step end itself waited for reaches the shard */
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", NULL};
+    const char *args[] = {"--preload", CG_TEST_CUDA_STANDIN, "--cuda-init", "--standin-kernels",
+                          "--steps", "5", "--step-ms", "2", "--exit-at", "3", NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    const char *done = cg_text_line(shard, "done ");
+    if (done == NULL)
+        fail_msg("no 'done' before _exit:\n%s\ncalls:\n%s", shard, log);
+    assert_memory_equal(done, "done 3\n", 7);
+    assert_null(cg_text_line(shard, "end\n"));
+    if (event(log, "sync ctx") == NULL || event(log, "flush forced") == NULL)
+        fail_msg("no synchronisation and forced flush:\n%s", log);
+    /* every record the stand-in delivered is in the shard before "done": the kernel before the
+     * first step and those of steps 0-2; the window's (steps 1 and 2) as ops */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 2);
+    assert_int_equal(cg_shard_op_calls(shard, done, "kernel", "_Z14standin_kernelv"), 2);
+    long long c[7];
+    cg_shard_counters(shard, c);
+    assert_int_equal(c[0], 4); /* records */
+    assert_int_equal(c[3], 1); /* outside every step */
+    assert_int_equal(c[4], 3); /* inside a step */
+    assert_null(cg_text_line(done + 1, "c ")); /* the totals were written before "done" */
 }
 
 static void test_inject_standin__driver_version_from_the_loaded_libcuda(void **state)
@@ -254,6 +286,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inject_standin__gpu_exit_flush_runs_before_libcupti_teardown),
         cmocka_unit_test(test_inject_standin__window_end_syncs_flushes_then_writes_done),
+        cmocka_unit_test(test_inject_standin__window_end_complete_before_os_exit),
         cmocka_unit_test(test_inject_standin__driver_version_from_the_loaded_libcuda),
         cmocka_unit_test(test_inject_standin__optional_kinds_and_clock_refused_are_warnings),
         cmocka_unit_test(test_inject_standin__fatal_refusal_disables_and_unsubscribes),
