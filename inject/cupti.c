@@ -10,7 +10,8 @@
  * found with RTLD_NOLOAD and its cuDriverGetVersion and context calls are taken from that handle.
  *
  * Start-up order: take the one CUPTI subscriber slot (cuptiSubscribe_v2 names the holder when it
- * is taken), register the CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
+ * is taken), turn off CUPTI 13's per-thread activity buffers (one_buffer), register the
+ * CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
  * enable the required activity kinds (CONCURRENT_KERNEL, MEMCPY, MEMSET, MEMORY2), then the
  * optional ones (DEVICE, MEMCPY2, OVERHEAD). An optional kind or the timestamp callback that
  * fails is a "w" line and is skipped. Any other failure (no driver, no GPU, another profiler, a
@@ -72,6 +73,7 @@ struct cupti_api {
     CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
                                       CUpti_BuffersCallbackCompleteFunc);
     CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
+    CUptiResult (*set_attribute)(CUpti_ActivityAttribute, size_t *, void *); /* optional */
     CUptiResult (*enable)(CUpti_ActivityKind);
     CUptiResult (*disable)(CUpti_ActivityKind);
     CUptiResult (*flush_all)(uint32_t);
@@ -585,6 +587,7 @@ static const char *resolve_cupti(void *h)
         return "cuptiActivityGetNextRecord";
     if (!RESOLVE(h, g_api.dropped, "cuptiActivityGetNumDroppedRecords"))
         return "cuptiActivityGetNumDroppedRecords";
+    RESOLVE(h, g_api.set_attribute, "cuptiActivitySetAttribute"); /* optional: see one_buffer */
     return NULL;
 }
 
@@ -628,12 +631,33 @@ static void give_up(const bool *enabled, const char *what, const char *detail)
     unavailable(what, detail);
 }
 
-/* After the subscription: the clock, the buffers, the activity kinds, the flush thread. Returns
- * false when it gave up (and said why). */
+/* CUPTI 13 keeps one activity buffer per thread that produces records by default; buffers of
+ * different threads complete at different times, while the aggregation settles steps assuming
+ * one stream in time order (a late buffer's kernels would be clipped from the busy time). One
+ * buffer for the process is asked for before the buffer callbacks are registered, as the header
+ * requires; a refusal or an older libcupti without the call is a warning. */
+static void one_buffer(void)
+{
+    const char *what = "CUPTI per-thread activity buffers cannot be turned off (GPU busy time "
+                       "may be undercounted)";
+    if (g_api.set_attribute == NULL) {
+        warn(what, "no cuptiActivitySetAttribute");
+        return;
+    }
+    uint8_t off = 0;
+    size_t size = sizeof(off);
+    CUptiResult r = g_api.set_attribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &off);
+    if (r != CUPTI_SUCCESS)
+        warn(what, result_text(r));
+}
+
+/* After the subscription: the clock, one buffer stream, the buffers, the activity kinds, the
+ * flush thread. Returns false when it gave up (and said why). */
 static bool start_activity(void)
 {
     bool enabled[CG_N_KINDS] = {false};
     char what[128];
+    one_buffer();
     CUptiResult r = g_api.register_timestamp(timestamp_cb);
     if (r != CUPTI_SUCCESS)
         warn("CUPTI timestamp callback refused (GPU records keep CUPTI's own clock)",

@@ -10,7 +10,8 @@
  * registers when loaded and one registered at its first flush); the end of the measured window
  * synchronises the context that was current, forces a flush and then writes "done", all before
  * the step-ending thread goes on (a canary that _exit()s right after keeps it); the driver
- * version comes from the libcuda handle actually loaded; an optional activity kind or the
+ * version comes from the libcuda handle actually loaded; per-thread activity buffers are turned
+ * off before the buffer callbacks are registered (a refusal is a warning); an optional activity kind or the
  * timestamp callback refused is a warning, a required kind or the buffer callbacks refused
  * disables what was enabled and unsubscribes; a copy of libcupti already loaded is the one used;
  * a forked child never flushes. What the stand-ins cannot prove (the real libcupti's behaviour)
@@ -157,6 +158,30 @@ static void test_inject_standin__window_end_complete_before_os_exit(void **state
     assert_null(cg_text_line(done + 1, "c ")); /* the totals were written before "done" */
 }
 
+static void test_inject_standin__one_activity_buffer_for_all_threads(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "2", "--step-ms", "1",
+                          NULL};
+    assert_int_equal(run_standin(w, NULL, args, &p), 0);
+    const char *log = calls(w);
+    /* CUPTI 13 keeps a buffer per thread unless told otherwise, before the buffer callbacks */
+    const char *attr = event(log, "attribute PER_THREAD_ACTIVITY_BUFFER 0");
+    const char *callbacks = event(log, "callbacks");
+    if (attr == NULL || callbacks == NULL || attr > callbacks)
+        fail_msg("per-thread buffers not turned off before the callbacks:\n%s", log);
+    assert_null(cg_text_line(cg_canary_shard(w), "w "));
+    /* refused: a warning, and CUPTI still runs */
+    const char *env[] = {"CG_STANDIN_FAIL=attribute", NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    if (cg_text_line(shard, "gpu ok\n") == NULL ||
+        cg_text_line(shard, "w CUPTI per-thread activity buffers cannot be turned off") == NULL)
+        fail_msg("no warning, or CUPTI stopped:\n%s", shard);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 2);
+}
+
 static void test_inject_standin__driver_version_from_the_loaded_libcuda(void **state)
 {
     const struct cg_workdir *w = *state;
@@ -287,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__gpu_exit_flush_runs_before_libcupti_teardown),
         cmocka_unit_test(test_inject_standin__window_end_syncs_flushes_then_writes_done),
         cmocka_unit_test(test_inject_standin__window_end_complete_before_os_exit),
+        cmocka_unit_test(test_inject_standin__one_activity_buffer_for_all_threads),
         cmocka_unit_test(test_inject_standin__driver_version_from_the_loaded_libcuda),
         cmocka_unit_test(test_inject_standin__optional_kinds_and_clock_refused_are_warnings),
         cmocka_unit_test(test_inject_standin__fatal_refusal_disables_and_unsubscribes),

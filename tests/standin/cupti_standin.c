@@ -20,7 +20,8 @@
  * Environment:
  *   CG_STANDIN_LOG=FILE    every call is appended to FILE as a line "PID EVENT"
  *   CG_STANDIN_FAIL=LIST   comma-separated calls to refuse: "subscribe", "timestamp",
- *                          "callbacks", or an activity kind name (MEMCPY2, MEMSET, ...)
+ *                          "callbacks", "attribute" (cuptiActivitySetAttribute), or an activity
+ *                          kind name (MEMCPY2, MEMSET, ...)
  * Extra export for test canaries: cg_standin_kernel(ns), a kernel of ns nanoseconds starting now
  * (recorded when CONCURRENT_KERNEL is enabled, delivered at the next flush).
  */
@@ -174,6 +175,27 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
     g_complete = done;
     say("callbacks", NULL);
     return CUPTI_SUCCESS;
+}
+
+/* Logs "attribute NAME VALUE" for the attributes the library sets, with their documented value
+ * sizes; anything else is refused as an invalid parameter. */
+API CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value)
+{
+    char detail[64];
+    if (refused("attribute")) {
+        say("attribute", "refused");
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    }
+    if (attr == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER && size != NULL &&
+        *size == sizeof(uint8_t) && value != NULL) {
+        snprintf(detail, sizeof(detail), "PER_THREAD_ACTIVITY_BUFFER %u",
+                 (unsigned)*(const uint8_t *)value);
+        say("attribute", detail);
+        return CUPTI_SUCCESS;
+    }
+    snprintf(detail, sizeof(detail), "%d invalid", (int)attr);
+    say("attribute", detail);
+    return CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc cb)
