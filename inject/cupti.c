@@ -32,7 +32,7 @@
  * Exit order. Exit handlers run in reverse order of registration, and libcupti registers its
  * own exit-time destructors when it is loaded (and C++ statics that it builds lazily, when it
  * builds them). The GPU exit handler (gpu_at_exit: stop the flush thread, forced flush, final
- * totals) is registered after libcupti is loaded and subscribed, and registered again by the
+ * totals; when the flush thread does not stop within CG_WAIT_S, no flush and a "w" line) is registered after libcupti is loaded and subscribed, and registered again by the
  * flush thread after its first flush following a step end and after the end of the measured
  * window, so it runs before whatever libcupti registered up to then; it runs once (a flag), so
  * the earlier registrations do nothing. The core's handler, registered before libcupti was
@@ -65,6 +65,8 @@
 #define CG_MAX_BUFFERS 512
 #define CG_RECORD_BATCH 256 /* record pointers handed to the aggregation at once */
 #define CG_WAIT_S 10        /* longest wait for the flush thread (window end, exit) */
+#define CG_STR2(x) #x
+#define CG_STR(x) CG_STR2(x)
 
 struct cupti_api {
     CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
@@ -137,6 +139,7 @@ static pthread_t g_worker;
 static bool g_worker_started, g_work_flush, g_work_done, g_work_stop, g_done_written;
 static CUcontext g_done_ctx;
 static _Atomic bool g_exit_flushed;
+static _Atomic bool g_abandoned; /* the exit gave up waiting for a stuck flush thread */
 
 static const char *result_text(CUptiResult r)
 {
@@ -309,6 +312,10 @@ static void gpu_flush(uint32_t flag, bool final)
     if (t_in_cupti == 0 && cg_inject_owner())
         g_api.flush_all(flag);
     pthread_mutex_lock(&g_agg_lock);
+    if (atomic_load(&g_abandoned)) { /* a stuck flush returning after the exit went on */
+        pthread_mutex_unlock(&g_agg_lock);
+        return;
+    }
     cg_agg_settle(&g_agg, final);
     write_deltas();
     int64_t starved = atomic_load(&g_starved);
@@ -325,6 +332,7 @@ static void gpu_flush(uint32_t flag, bool final)
 /* --- the flush thread ---------------------------------------------------------------------- */
 
 static void gpu_at_exit(void);
+static void warn(const char *what, const char *detail);
 
 /* The end of the measured window: the device synchronised (when the ending thread had a
  * context), a forced flush, everything settled and written, then "done". */
@@ -404,18 +412,28 @@ static void worker_request(bool done, CUcontext ctx)
     pthread_mutex_unlock(&g_work_lock);
 }
 
-/* Lets the flush thread finish what it was asked (the end of the window included) and waits. */
-static void worker_stop(void)
+/* Lets the flush thread finish what it was asked (the end of the window included) and waits for
+ * it, at most CG_WAIT_S (it may be stuck in the driver: a hung kernel, a host function waiting on
+ * the canary). Returns false when it did not finish: it is left running and nothing more may be
+ * flushed beside it. */
+static bool worker_stop(void)
 {
     if (!g_worker_started)
-        return;
+        return true;
     pthread_mutex_lock(&g_work_lock);
     g_work_stop = true;
     g_work_flush = false;
     pthread_cond_signal(&g_work_cond);
     pthread_mutex_unlock(&g_work_lock);
-    pthread_join(g_worker, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
+    until.tv_sec += CG_WAIT_S;
+    if (pthread_timedjoin_np(g_worker, NULL, &until) != 0)
+        return false;
+    pthread_mutex_lock(&g_work_lock);
     g_worker_started = false;
+    pthread_mutex_unlock(&g_work_lock);
+    return true;
 }
 
 /* Registered after libcupti is loaded and subscribed, and again later (see the top); runs once,
@@ -424,8 +442,16 @@ static void gpu_at_exit(void)
 {
     if (!atomic_load(&g_running) || !cg_inject_owner() || atomic_exchange(&g_exit_flushed, true))
         return;
-    worker_stop();
-    gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
+    if (worker_stop()) {
+        gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
+        return;
+    }
+    pthread_mutex_lock(&g_agg_lock);
+    atomic_store(&g_abandoned, true);
+    g_collecting = false; /* buffers delivered from now on are only kept */
+    pthread_mutex_unlock(&g_agg_lock);
+    warn("flush thread did not finish within " CG_STR(CG_WAIT_S) " s at exit",
+         "the last GPU records are not written");
 }
 
 /* Waits, at most CG_WAIT_S, until the flush thread has written the end of the measured window:

@@ -11,7 +11,8 @@
  * synchronises the context that was current, forces a flush and then writes "done", all before
  * the step-ending thread goes on (a canary that _exit()s right after keeps it); the driver
  * version comes from the libcuda handle actually loaded; per-thread activity buffers are turned
- * off before the buffer callbacks are registered (a refusal is a warning); an optional activity kind or the
+ * off before the buffer callbacks are registered (a refusal is a warning); the exit handler waits
+ * at most 10 s for a stuck flush thread; an optional activity kind or the
  * timestamp callback refused is a warning, a required kind or the buffer callbacks refused
  * disables what was enabled and unsubscribes; a copy of libcupti already loaded is the one used;
  * a forked child never flushes. What the stand-ins cannot prove (the real libcupti's behaviour)
@@ -29,6 +30,7 @@
 #include "inject_support.h"
 
 #include <limits.h>
+#include <time.h>
 
 /* "CG_STANDIN_LOG=<workdir>/calls.log" and the canary's run with the stand-in libcupti named
  * by CANARY_GATE_CUPTI_PATH, plus extra environment entries; the log starts empty. */
@@ -182,6 +184,31 @@ static void test_inject_standin__one_activity_buffer_for_all_threads(void **stat
     assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 2);
 }
 
+static void test_inject_standin__exit_never_waits_forever_for_the_flush_thread(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    /* the flush thread's first step-end flush hangs for 60 s inside CUPTI */
+    const char *env[] = {"CG_STANDIN_HANG_FLUSH_S=60", NULL};
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "2", "--step-ms", "1",
+                          NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    if (s > 30.0)
+        fail_msg("exit waited %.1f s for the flush thread:\n%s", s, log);
+    assert_true(s >= 9.0); /* it did wait, about 10 s */
+    if (cg_text_line(shard, "w flush thread did not finish within 10 s at exit") == NULL ||
+        cg_text_line(shard, "end\n") == NULL)
+        fail_msg("no warning or no end:\n%s", shard);
+    assert_non_null(event(log, "flush hangs 60"));
+    assert_null(event(log, "flush forced")); /* no flush beside the stuck one */
+}
+
 static void test_inject_standin__driver_version_from_the_loaded_libcuda(void **state)
 {
     const struct cg_workdir *w = *state;
@@ -313,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__window_end_syncs_flushes_then_writes_done),
         cmocka_unit_test(test_inject_standin__window_end_complete_before_os_exit),
         cmocka_unit_test(test_inject_standin__one_activity_buffer_for_all_threads),
+        cmocka_unit_test(test_inject_standin__exit_never_waits_forever_for_the_flush_thread),
         cmocka_unit_test(test_inject_standin__driver_version_from_the_loaded_libcuda),
         cmocka_unit_test(test_inject_standin__optional_kinds_and_clock_refused_are_warnings),
         cmocka_unit_test(test_inject_standin__fatal_refusal_disables_and_unsubscribes),

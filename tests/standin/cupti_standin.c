@@ -22,6 +22,8 @@
  *   CG_STANDIN_FAIL=LIST   comma-separated calls to refuse: "subscribe", "timestamp",
  *                          "callbacks", "attribute" (cuptiActivitySetAttribute), or an activity
  *                          kind name (MEMCPY2, MEMSET, ...)
+ *   CG_STANDIN_HANG_FLUSH_S=N  the first unforced cuptiActivityFlushAll sleeps N seconds first
+ *                          (logged "flush hangs"), as a flush stuck behind the driver would
  * Extra export for test canaries: cg_standin_kernel(ns), a kernel of ns nanoseconds starting now
  * (recorded when CONCURRENT_KERNEL is enabled, delivered at the next flush).
  */
@@ -279,6 +281,13 @@ API CUptiResult cuptiActivityFlushAll(uint32_t flag)
         return CUPTI_ERROR_NOT_INITIALIZED;
     }
     say("flush", what);
+    static bool hung;
+    const char *hang = getenv("CG_STANDIN_HANG_FLUSH_S");
+    if (hang != NULL && what == NULL && !hung) {
+        hung = true;
+        say("flush hangs", hang);
+        sleep((unsigned)strtoul(hang, NULL, 10));
+    }
     if (!g_lazy_registered) {
         g_lazy_registered = true;
         atexit(teardown_lazy);
