@@ -396,6 +396,37 @@ def cmd_measured(a):
     out(True, figure)
 
 
+def cmd_profiler(a):
+    """A canary run with torch.profiler: it finished, and either canary-gate holds CUPTI (GPU
+    metrics with kernels; the profiler then records no GPU events) or the profiler does and the
+    artifact says so ("another profiler ..."). Which path happened is the figure."""
+    art = load_json(a.file, "artifact")
+    runs = runs_of(art)
+    problems = []
+    if a.rc != 0:
+        problems.append("gate " + describe_rc(a.rc))
+    counts = [len(run.get("steps") or []) for run in runs]
+    if not runs or any(c != a.steps for c in counts):
+        problems.append("steps per run %s, expected %d" % (counts, a.steps))
+    gpu = art.get("gpu") or {}
+    kernels = sum(1 for run in runs for op in run.get("ops") or [] if op.get("kind") == "kernel")
+    reason = gpu.get("reason") or ""
+    if gpu.get("available"):
+        path = ("path: canary-gate holds CUPTI, %d kernel ops (torch.profiler's GPU events are "
+                "lost)" % kernels)
+        if kernels == 0:
+            problems.append("GPU metrics said available but no kernel op was recorded")
+    elif reason.startswith("another profiler"):
+        path = "path: torch.profiler holds CUPTI; reason: %s" % reason
+    else:
+        path = "path: neither; GPU metrics unavailable: %s" % (reason or "no reason")
+        problems.append("neither canary-gate's GPU metrics nor the 'another profiler' reason")
+    figure = "%s; %s steps; %s" % (describe_rc(a.rc), "/".join(map(str, counts)) or "-", path)
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
+    out(True, figure)
+
+
 def cmd_cupti_copies(a):
     if not os.path.isfile(a.stdout):
         raise Fail("no canary output %s" % a.stdout)
@@ -480,6 +511,10 @@ def main(argv):
     s.add_argument("--rc", type=int, required=True)
     s.add_argument("--steps", type=int, required=True)
     s.add_argument("--gpu", choices=["any", "required"], default="any")
+    s = sub.add_parser("profiler")
+    s.add_argument("file")
+    s.add_argument("--rc", type=int, required=True)
+    s.add_argument("--steps", type=int, required=True)
     s = sub.add_parser("cupti-copies")
     s.add_argument("stdout")
     s.add_argument("--shard-dir")
@@ -491,7 +526,7 @@ def main(argv):
     handlers = {"raw-shard": cmd_raw_shard, "shard-contract": cmd_shard_contract,
                 "artifact": cmd_artifact, "artifact-contract": cmd_artifact_contract,
                 "verdict": cmd_verdict, "measured": cmd_measured,
-                "cupti-copies": cmd_cupti_copies, "overhead": cmd_overhead}
+                "cupti-copies": cmd_cupti_copies, "profiler": cmd_profiler, "overhead": cmd_overhead}
     try:
         handlers[a.cmd](a)
     except Fail as e:

@@ -75,7 +75,8 @@ def shard(name, steps=16, end=True, gpu="ok", kernels=True, counters="c 1000 0 0
     return d
 
 
-def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, kernels=True):
+def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, kernels=True,
+             reason="another profiler holds CUPTI"):
     run_objs = []
     for _ in range(runs):
         ops = [{"name": "memcpy HtoD pageable", "family": "memcpy HtoD pageable",
@@ -98,7 +99,7 @@ def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, ke
     if contract:
         env["cupti_library"] = "loaded /opt/torch/nvidia/cu13/lib/libcupti.so.13"
     a = {"schema": "canary-gate/run", "schema_version": 1, "environment": env,
-         "gpu": {"available": gpu, "reason": None if gpu else "another profiler holds CUPTI"},
+         "gpu": {"available": gpu, "reason": None if gpu else reason},
          "runs": run_objs}
     return write(os.path.join(TMP, name + ".json"), json.dumps(a))
 
@@ -234,6 +235,27 @@ def main():
     case("measured: available without kernels",
          ["measured", artifact("j", kernels=False, runs=1, steps=10), "--rc", 0, "--steps", 10],
          "FAIL", "no kernel op was recorded")
+
+    # torch.profiler: which side got CUPTI, said; any other ending fails
+    case("profiler: canary-gate got CUPTI",
+         ["profiler", artifact("p1", steps=10, runs=1), "--rc", 0, "--steps", 10], "PASS",
+         "path: canary-gate holds CUPTI", "profiler's GPU events are lost")
+    case("profiler: the profiler got CUPTI",
+         ["profiler", artifact("p2", gpu=False, runs=1, steps=10,
+                               reason="another profiler holds the CUPTI subscriber slot: kineto"),
+          "--rc", 0, "--steps", 10], "PASS", "path: torch.profiler holds CUPTI", "kineto")
+    case("profiler: another reason",
+         ["profiler", artifact("p3", gpu=False, runs=1, steps=10, reason="cannot load libcupti"),
+          "--rc", 0, "--steps", 10], "FAIL", "neither", "cannot load libcupti")
+    case("profiler: the canary did not finish",
+         ["profiler", artifact("p4", runs=1, steps=4), "--rc", 0, "--steps", 10], "FAIL",
+         "expected 10")
+    case("profiler: canary-gate failed",
+         ["profiler", artifact("p5", runs=1, steps=10), "--rc", 3, "--steps", 10], "FAIL",
+         "gate")
+    case("profiler: CUPTI without kernels",
+         ["profiler", artifact("p6", runs=1, steps=10, kernels=False), "--rc", 0, "--steps", 10],
+         "FAIL", "no kernel op")
 
     # libcupti copies
     one = write(os.path.join(TMP, "one.txt"), "header\nlibcupti_files=1 /a/libcupti.so.13\n")

@@ -10,7 +10,8 @@
  * found with RTLD_NOLOAD and its cuDriverGetVersion and context calls are taken from that handle.
  *
  * Start-up order: take the one CUPTI subscriber slot (cuptiSubscribe_v2 names the holder when it
- * is taken), register the CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
+ * is taken), turn off CUPTI 13's per-thread activity buffers (one_buffer), register the
+ * CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
  * enable the required activity kinds (CONCURRENT_KERNEL, MEMCPY, MEMSET, MEMORY2), then the
  * optional ones (DEVICE, MEMCPY2, OVERHEAD). An optional kind or the timestamp callback that
  * fails is a "w" line and is skipped. Any other failure (no driver, no GPU, another profiler, a
@@ -25,12 +26,13 @@
  * At the end of the measured window the flush thread synchronises the context that was current
  * on the thread that ended the last measured step (cuCtxGetCurrent there, the one CUDA call made
  * on a canary thread; cuCtxSetCurrent + cuCtxSynchronize on the flush thread, from the driver's
- * handle), forces a flush, writes the totals and "done N".
+ * handle), forces a flush, writes the totals and "done N"; the thread that ended the step waits
+ * for that (at most CG_WAIT_S seconds), so "done" is in the shard when the step end returns.
  *
  * Exit order. Exit handlers run in reverse order of registration, and libcupti registers its
  * own exit-time destructors when it is loaded (and C++ statics that it builds lazily, when it
  * builds them). The GPU exit handler (gpu_at_exit: stop the flush thread, forced flush, final
- * totals) is registered after libcupti is loaded and subscribed, and registered again by the
+ * totals; when the flush thread does not stop within CG_WAIT_S, no flush and a "w" line) is registered after libcupti is loaded and subscribed, and registered again by the
  * flush thread after its first flush following a step end and after the end of the measured
  * window, so it runs before whatever libcupti registered up to then; it runs once (a flag), so
  * the earlier registrations do nothing. The core's handler, registered before libcupti was
@@ -57,10 +59,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CG_BUF_BYTES ((size_t)8 * 1024 * 1024)
 #define CG_MAX_BUFFERS 512
 #define CG_RECORD_BATCH 256 /* record pointers handed to the aggregation at once */
+#define CG_WAIT_S 10        /* longest wait for the flush thread (window end, exit) */
+#define CG_STR2(x) #x
+#define CG_STR(x) CG_STR2(x)
 
 struct cupti_api {
     CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
@@ -69,6 +75,7 @@ struct cupti_api {
     CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
                                       CUpti_BuffersCallbackCompleteFunc);
     CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
+    CUptiResult (*set_attribute)(CUpti_ActivityAttribute, size_t *, void *); /* optional */
     CUptiResult (*enable)(CUpti_ActivityKind);
     CUptiResult (*disable)(CUpti_ActivityKind);
     CUptiResult (*flush_all)(uint32_t);
@@ -123,13 +130,16 @@ static size_t g_n_free, g_n_allocated, g_max_buffers;
 /* Depth of CUPTI callbacks into this file on the calling thread. */
 static _Thread_local int t_in_cupti;
 
-/* The flush thread and its requests, guarded by g_work_lock. */
+/* The flush thread and its requests, guarded by g_work_lock; g_done_cond (CLOCK_MONOTONIC)
+ * signals g_done_written, set once the end of the measured window is in the shard. */
 static pthread_mutex_t g_work_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_work_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t g_done_cond;
 static pthread_t g_worker;
-static bool g_worker_started, g_work_flush, g_work_done, g_work_stop;
+static bool g_worker_started, g_work_flush, g_work_done, g_work_stop, g_done_written;
 static CUcontext g_done_ctx;
 static _Atomic bool g_exit_flushed;
+static _Atomic bool g_abandoned; /* the exit gave up waiting for a stuck flush thread */
 
 static const char *result_text(CUptiResult r)
 {
@@ -302,6 +312,10 @@ static void gpu_flush(uint32_t flag, bool final)
     if (t_in_cupti == 0 && cg_inject_owner())
         g_api.flush_all(flag);
     pthread_mutex_lock(&g_agg_lock);
+    if (atomic_load(&g_abandoned)) { /* a stuck flush returning after the exit went on */
+        pthread_mutex_unlock(&g_agg_lock);
+        return;
+    }
     cg_agg_settle(&g_agg, final);
     write_deltas();
     int64_t starved = atomic_load(&g_starved);
@@ -318,6 +332,7 @@ static void gpu_flush(uint32_t flag, bool final)
 /* --- the flush thread ---------------------------------------------------------------------- */
 
 static void gpu_at_exit(void);
+static void warn(const char *what, const char *detail);
 
 /* The end of the measured window: the device synchronised (when the ending thread had a
  * context), a forced flush, everything settled and written, then "done". */
@@ -349,6 +364,10 @@ static void *worker_main(void *arg)
         if (done) {
             finish_measurement(ctx);
             atexit(gpu_at_exit); /* after whatever CUPTI registered up to now (see the top) */
+            pthread_mutex_lock(&g_work_lock);
+            g_done_written = true;
+            pthread_cond_broadcast(&g_done_cond);
+            pthread_mutex_unlock(&g_work_lock);
         } else {
             gpu_flush(0, false);
             if (!flushed_once)
@@ -364,6 +383,14 @@ static void *worker_main(void *arg)
 /* Starts the flush thread with every signal blocked (signals stay the canary's). */
 static bool worker_start(void)
 {
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return false;
+    bool cond_ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+                   pthread_cond_init(&g_done_cond, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!cond_ok)
+        return false;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -385,18 +412,28 @@ static void worker_request(bool done, CUcontext ctx)
     pthread_mutex_unlock(&g_work_lock);
 }
 
-/* Lets the flush thread finish what it was asked (the end of the window included) and waits. */
-static void worker_stop(void)
+/* Lets the flush thread finish what it was asked (the end of the window included) and waits for
+ * it, at most CG_WAIT_S (it may be stuck in the driver: a hung kernel, a host function waiting on
+ * the canary). Returns false when it did not finish: it is left running and nothing more may be
+ * flushed beside it. */
+static bool worker_stop(void)
 {
     if (!g_worker_started)
-        return;
+        return true;
     pthread_mutex_lock(&g_work_lock);
     g_work_stop = true;
     g_work_flush = false;
     pthread_cond_signal(&g_work_cond);
     pthread_mutex_unlock(&g_work_lock);
-    pthread_join(g_worker, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
+    until.tv_sec += CG_WAIT_S;
+    if (pthread_timedjoin_np(g_worker, NULL, &until) != 0)
+        return false;
+    pthread_mutex_lock(&g_work_lock);
     g_worker_started = false;
+    pthread_mutex_unlock(&g_work_lock);
+    return true;
 }
 
 /* Registered after libcupti is loaded and subscribed, and again later (see the top); runs once,
@@ -405,8 +442,33 @@ static void gpu_at_exit(void)
 {
     if (!atomic_load(&g_running) || !cg_inject_owner() || atomic_exchange(&g_exit_flushed, true))
         return;
-    worker_stop();
-    gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
+    if (worker_stop()) {
+        gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
+        return;
+    }
+    pthread_mutex_lock(&g_agg_lock);
+    atomic_store(&g_abandoned, true);
+    g_collecting = false; /* buffers delivered from now on are only kept */
+    pthread_mutex_unlock(&g_agg_lock);
+    warn("flush thread did not finish within " CG_STR(CG_WAIT_S) " s at exit",
+         "the last GPU records are not written");
+}
+
+/* Waits, at most CG_WAIT_S, until the flush thread has written the end of the measured window:
+ * the step-ending thread returns to the canary only once "done" is in the shard, so a canary
+ * that ends with _exit right after its last measured step keeps it. The step's end time is
+ * already taken and no library lock is held, so the wait is outside the measurement; the work
+ * itself stays on the flush thread (no driver call on a canary thread but cuCtxGetCurrent). */
+static void wait_done(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += CG_WAIT_S;
+    pthread_mutex_lock(&g_work_lock);
+    while (!g_done_written && g_worker_started &&
+           pthread_cond_timedwait(&g_done_cond, &g_work_lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&g_work_lock);
 }
 
 /* --- what nvtx.c and core.c call ----------------------------------------------------------- */
@@ -439,6 +501,8 @@ bool cg_gpu_measured(void)
         g_cuda.ctx_get_current(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
     worker_request(true, ctx);
+    if (t_in_cupti == 0)
+        wait_done();
     return true;
 }
 
@@ -549,6 +613,7 @@ static const char *resolve_cupti(void *h)
         return "cuptiActivityGetNextRecord";
     if (!RESOLVE(h, g_api.dropped, "cuptiActivityGetNumDroppedRecords"))
         return "cuptiActivityGetNumDroppedRecords";
+    RESOLVE(h, g_api.set_attribute, "cuptiActivitySetAttribute"); /* optional: see one_buffer */
     return NULL;
 }
 
@@ -592,12 +657,33 @@ static void give_up(const bool *enabled, const char *what, const char *detail)
     unavailable(what, detail);
 }
 
-/* After the subscription: the clock, the buffers, the activity kinds, the flush thread. Returns
- * false when it gave up (and said why). */
+/* CUPTI 13 keeps one activity buffer per thread that produces records by default; buffers of
+ * different threads complete at different times, while the aggregation settles steps assuming
+ * one stream in time order (a late buffer's kernels would be clipped from the busy time). One
+ * buffer for the process is asked for before the buffer callbacks are registered, as the header
+ * requires; a refusal or an older libcupti without the call is a warning. */
+static void one_buffer(void)
+{
+    const char *what = "CUPTI per-thread activity buffers cannot be turned off (GPU busy time "
+                       "may be undercounted)";
+    if (g_api.set_attribute == NULL) {
+        warn(what, "no cuptiActivitySetAttribute");
+        return;
+    }
+    uint8_t off = 0;
+    size_t size = sizeof(off);
+    CUptiResult r = g_api.set_attribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &off);
+    if (r != CUPTI_SUCCESS)
+        warn(what, result_text(r));
+}
+
+/* After the subscription: the clock, one buffer stream, the buffers, the activity kinds, the
+ * flush thread. Returns false when it gave up (and said why). */
 static bool start_activity(void)
 {
     bool enabled[CG_N_KINDS] = {false};
     char what[128];
+    one_buffer();
     CUptiResult r = g_api.register_timestamp(timestamp_cb);
     if (r != CUPTI_SUCCESS)
         warn("CUPTI timestamp callback refused (GPU records keep CUPTI's own clock)",

@@ -8,8 +8,11 @@
  *
  * Pinned here: the GPU exit flush runs before libcupti's exit-time destructors (both the one it
  * registers when loaded and one registered at its first flush); the end of the measured window
- * synchronises the context that was current, forces a flush and then writes "done"; the driver
- * version comes from the libcuda handle actually loaded; an optional activity kind or the
+ * synchronises the context that was current, forces a flush and then writes "done", all before
+ * the step-ending thread goes on (a canary that _exit()s right after keeps it); the driver
+ * version comes from the libcuda handle actually loaded; per-thread activity buffers are turned
+ * off before the buffer callbacks are registered (a refusal is a warning); the exit handler waits
+ * at most 10 s for a stuck flush thread; an optional activity kind or the
  * timestamp callback refused is a warning, a required kind or the buffer callbacks refused
  * disables what was enabled and unsubscribes; a copy of libcupti already loaded is the one used;
  * a forked child never flushes. What the stand-ins cannot prove (the real libcupti's behaviour)
@@ -27,6 +30,7 @@
 #include "inject_support.h"
 
 #include <limits.h>
+#include <time.h>
 
 /* "CG_STANDIN_LOG=<workdir>/calls.log" and the canary's run with the stand-in libcupti named
  * by CANARY_GATE_CUPTI_PATH, plus extra environment entries; the log starts empty. */
@@ -123,6 +127,86 @@ static void test_inject_standin__window_end_syncs_flushes_then_writes_done(void 
     assert_int_equal(c[0], 6); /* records */
     assert_int_equal(c[3], 1); /* outside every step */
     assert_int_equal(c[4], 5); /* inside a step */
+}
+
+static void test_inject_standin__window_end_complete_before_os_exit(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    /* the canary calls _exit(0) as soon as the last measured step (index 2) has ended: no exit
+     * handler runs, so only what the step end itself waited for reaches the shard */
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", NULL};
+    const char *args[] = {"--preload", CG_TEST_CUDA_STANDIN, "--cuda-init", "--standin-kernels",
+                          "--steps", "5", "--step-ms", "2", "--exit-at", "3", NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    const char *done = cg_text_line(shard, "done ");
+    if (done == NULL)
+        fail_msg("no 'done' before _exit:\n%s\ncalls:\n%s", shard, log);
+    assert_memory_equal(done, "done 3\n", 7);
+    assert_null(cg_text_line(shard, "end\n"));
+    if (event(log, "sync ctx") == NULL || event(log, "flush forced") == NULL)
+        fail_msg("no synchronisation and forced flush:\n%s", log);
+    /* every record the stand-in delivered is in the shard before "done": the kernel before the
+     * first step and those of steps 0-2; the window's (steps 1 and 2) as ops */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 2);
+    assert_int_equal(cg_shard_op_calls(shard, done, "kernel", "_Z14standin_kernelv"), 2);
+    long long c[7];
+    cg_shard_counters(shard, c);
+    assert_int_equal(c[0], 4); /* records */
+    assert_int_equal(c[3], 1); /* outside every step */
+    assert_int_equal(c[4], 3); /* inside a step */
+    assert_null(cg_text_line(done + 1, "c ")); /* the totals were written before "done" */
+}
+
+static void test_inject_standin__one_activity_buffer_for_all_threads(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "2", "--step-ms", "1",
+                          NULL};
+    assert_int_equal(run_standin(w, NULL, args, &p), 0);
+    const char *log = calls(w);
+    /* CUPTI 13 keeps a buffer per thread unless told otherwise, before the buffer callbacks */
+    const char *attr = event(log, "attribute PER_THREAD_ACTIVITY_BUFFER 0");
+    const char *callbacks = event(log, "callbacks");
+    if (attr == NULL || callbacks == NULL || attr > callbacks)
+        fail_msg("per-thread buffers not turned off before the callbacks:\n%s", log);
+    assert_null(cg_text_line(cg_canary_shard(w), "w "));
+    /* refused: a warning, and CUPTI still runs */
+    const char *env[] = {"CG_STANDIN_FAIL=attribute", NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    if (cg_text_line(shard, "gpu ok\n") == NULL ||
+        cg_text_line(shard, "w CUPTI per-thread activity buffers cannot be turned off") == NULL)
+        fail_msg("no warning, or CUPTI stopped:\n%s", shard);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 2);
+}
+
+static void test_inject_standin__exit_never_waits_forever_for_the_flush_thread(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    /* the flush thread's first step-end flush hangs for 60 s inside CUPTI */
+    const char *env[] = {"CG_STANDIN_HANG_FLUSH_S=60", NULL};
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "2", "--step-ms", "1",
+                          NULL};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    if (s > 30.0)
+        fail_msg("exit waited %.1f s for the flush thread:\n%s", s, log);
+    assert_true(s >= 9.0); /* it did wait, about 10 s */
+    if (cg_text_line(shard, "w flush thread did not finish within 10 s at exit") == NULL ||
+        cg_text_line(shard, "end\n") == NULL)
+        fail_msg("no warning or no end:\n%s", shard);
+    assert_non_null(event(log, "flush hangs 60"));
+    assert_null(event(log, "flush forced")); /* no flush beside the stuck one */
 }
 
 static void test_inject_standin__driver_version_from_the_loaded_libcuda(void **state)
@@ -254,6 +338,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inject_standin__gpu_exit_flush_runs_before_libcupti_teardown),
         cmocka_unit_test(test_inject_standin__window_end_syncs_flushes_then_writes_done),
+        cmocka_unit_test(test_inject_standin__window_end_complete_before_os_exit),
+        cmocka_unit_test(test_inject_standin__one_activity_buffer_for_all_threads),
+        cmocka_unit_test(test_inject_standin__exit_never_waits_forever_for_the_flush_thread),
         cmocka_unit_test(test_inject_standin__driver_version_from_the_loaded_libcuda),
         cmocka_unit_test(test_inject_standin__optional_kinds_and_clock_refused_are_warnings),
         cmocka_unit_test(test_inject_standin__fatal_refusal_disables_and_unsubscribes),

@@ -23,7 +23,9 @@ Variants (options, or the environment variable named in brackets):
   --exit os-exit   [CANARY_EXIT=os-exit]  end with os._exit(0) after --max-steps: no exit
                    handlers run (the injection library's shard stays a .part file)
   --profiler       [CANARY_PROFILER=1]    run torch.profiler (CPU and CUDA activities) around
-                   the loop, entered before CUDA is initialised, prof.step() at every step end
+                   the loop, entered before anything initialises CUDA (torch.cuda.is_available
+                   included), prof.step() at every step end; whether kineto then holds CUPTI
+                   before the injection library depends on PyTorch (ci/gpu-check reports which)
 
 It prints one header line, "step N loss X" every --log-every steps, the number of distinct
 libcupti files mapped in the process (/proc/self/maps) once the first step has ended
@@ -212,17 +214,20 @@ def libcupti_files():
 
 def main(argv):
     a = parse_args(argv)
-    if a.device == "cuda" and not torch.cuda.is_available():
-        print("train_gpt: --device cuda but torch.cuda.is_available() is False (torch %s, "
-              "built for CUDA %s)" % (torch.__version__, torch.version.cuda), file=sys.stderr)
-        return 4
     prof = None
     if a.profiler:
+        # Entered before torch.cuda.is_available(), whose cudaGetDeviceCount runs cuInit (and
+        # with it the injection library's InitializeInjection), so the profiler asks for CUPTI
+        # first where kineto subscribes when a trace is prepared.
         acts = [torch.profiler.ProfilerActivity.CPU]
         if a.device == "cuda":
             acts.append(torch.profiler.ProfilerActivity.CUDA)
         prof = torch.profiler.profile(activities=acts)
         prof.__enter__()
+    if a.device == "cuda" and not torch.cuda.is_available():
+        print("train_gpt: --device cuda but torch.cuda.is_available() is False (torch %s, "
+              "built for CUDA %s)" % (torch.__version__, torch.version.cuda), file=sys.stderr)
+        return 4
     mk = Markers(a.device, a.nvtx_shim)
     torch.manual_seed(a.seed)
     dev = torch.device(a.device)

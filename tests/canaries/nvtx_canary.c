@@ -11,6 +11,7 @@
  *   --other-domain   also push ranges named "step" in a domain "NCCL" (never steps)
  *   --unbalanced     stray pops and ends, and a range left open at exit
  *   --crash-at K     abort() after K steps
+ *   --exit-at K      _exit(0) right after K steps (no exit handlers, as Python's os._exit)
  *   --hang-at K      sleep forever after K steps
  *   --no-steps       mark ranges named "compute" only
  *   --workers W      spawn W copies of itself (fork + exec, RANK=i) and wait for them
@@ -46,14 +47,14 @@
 #include <unistd.h>
 
 struct opts {
-    long steps, step_ms, tokens, threads, crash_at, hang_at, workers, nan_loss_at;
+    long steps, step_ms, tokens, threads, crash_at, hang_at, workers, nan_loss_at, exit_at;
     const char *mode;
     int nested, other_domain, unbalanced, no_steps, cuda_init, loss;
     long fork_child, many_names;
     int standin_kernels, foreign_handles;
 };
 
-static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, "push", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, -1, "push", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static void (*standin_kernel)(uint64_t ns);
 static nvtxDomainHandle_t nccl;
 static nvtxStringHandle_t step_str;
@@ -305,6 +306,8 @@ int main(int argc, char **argv)
             o.threads = num(v);
         else if (strcmp(a, "--crash-at") == 0 && ++i)
             o.crash_at = num(v);
+        else if (strcmp(a, "--exit-at") == 0 && ++i)
+            o.exit_at = num(v);
         else if (strcmp(a, "--hang-at") == 0 && ++i)
             o.hang_at = num(v);
         else if (strcmp(a, "--workers") == 0 && ++i)
@@ -359,6 +362,8 @@ int main(int argc, char **argv)
             fflush(stdout);
             abort();
         }
+        if (s == o.exit_at)
+            _exit(0);
         if (s == o.hang_at)
             for (;;)
                 sleep_ms(1000);

@@ -20,7 +20,10 @@
  * Environment:
  *   CG_STANDIN_LOG=FILE    every call is appended to FILE as a line "PID EVENT"
  *   CG_STANDIN_FAIL=LIST   comma-separated calls to refuse: "subscribe", "timestamp",
- *                          "callbacks", or an activity kind name (MEMCPY2, MEMSET, ...)
+ *                          "callbacks", "attribute" (cuptiActivitySetAttribute), or an activity
+ *                          kind name (MEMCPY2, MEMSET, ...)
+ *   CG_STANDIN_HANG_FLUSH_S=N  the first unforced cuptiActivityFlushAll sleeps N seconds first
+ *                          (logged "flush hangs"), as a flush stuck behind the driver would
  * Extra export for test canaries: cg_standin_kernel(ns), a kernel of ns nanoseconds starting now
  * (recorded when CONCURRENT_KERNEL is enabled, delivered at the next flush).
  */
@@ -176,6 +179,27 @@ API CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc 
     return CUPTI_SUCCESS;
 }
 
+/* Logs "attribute NAME VALUE" for the attributes the library sets, with their documented value
+ * sizes; anything else is refused as an invalid parameter. */
+API CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value)
+{
+    char detail[64];
+    if (refused("attribute")) {
+        say("attribute", "refused");
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    }
+    if (attr == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER && size != NULL &&
+        *size == sizeof(uint8_t) && value != NULL) {
+        snprintf(detail, sizeof(detail), "PER_THREAD_ACTIVITY_BUFFER %u",
+                 (unsigned)*(const uint8_t *)value);
+        say("attribute", detail);
+        return CUPTI_SUCCESS;
+    }
+    snprintf(detail, sizeof(detail), "%d invalid", (int)attr);
+    say("attribute", detail);
+    return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
 API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc cb)
 {
     if (refused("timestamp")) {
@@ -257,6 +281,13 @@ API CUptiResult cuptiActivityFlushAll(uint32_t flag)
         return CUPTI_ERROR_NOT_INITIALIZED;
     }
     say("flush", what);
+    static bool hung;
+    const char *hang = getenv("CG_STANDIN_HANG_FLUSH_S");
+    if (hang != NULL && what == NULL && !hung) {
+        hung = true;
+        say("flush hangs", hang);
+        sleep((unsigned)strtoul(hang, NULL, 10));
+    }
     if (!g_lazy_registered) {
         g_lazy_registered = true;
         atexit(teardown_lazy);
