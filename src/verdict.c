@@ -192,8 +192,8 @@ static size_t floor_null(const struct floor_pool *p, size_t nb, bool all, double
         for (size_t i = 0; i < n; i++)
             idx[i] = i;
         for (size_t b = 0; b < CG_FLOOR_PERMUTATIONS; b++) {
-            for (size_t i = 0; i < nb; i++) { /* partial Fisher-Yates: nb positions */
-                size_t j = i + (size_t)(cg_stats_rand(&rng) % (uint64_t)(n - i));
+            for (size_t i = 0; i < nb && i < n; i++) { /* partial Fisher-Yates: nb positions */
+                size_t j = i + (size_t)(cg_stats_rand(&rng) % (uint64_t)(n - i)); /* n - i >= 1 */
                 size_t t = idx[i];
                 idx[i] = idx[j];
                 idx[j] = t;
