@@ -244,7 +244,7 @@ static int notice_markdown(const char *id, const char *verdict, const char *head
     if (strcmp(verdict, "error") == 0) {
         /* one line, never closing the comment: no "--", no ">", no control character */
         rc |= cg_buf_adds(md, "<!-- canary-gate-reason: ");
-        for (size_t i = 0; body[i] != '\0' && i < CG_GITHUB_REASON_MAX && rc == 0; i++) {
+        for (size_t i = 0; i < CG_GITHUB_REASON_MAX && body[i] != '\0' && rc == 0; i++) {
             char c = (unsigned char)body[i] < 0x20 || body[i] == '>' ? ' ' : body[i];
             if (c == '-' && body[i + 1] == '-')
                 c = ' ';

@@ -135,6 +135,37 @@ struct proc_entry {
     bool zombie;
 };
 
+/* Reads pid's parent, process group and whether it is a zombie from /proc/PID/stat; false when
+ * the process is gone or the line cannot be read. */
+static bool read_stat(long pid, struct proc_entry *e)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (got <= 0)
+        return false;
+    buf[got] = '\0';
+    /* "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses */
+    const char *p = strrchr(buf, ')');
+    if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
+        return false;
+    char state = p[2];
+    char *end = NULL;
+    long ppid = strtol(p + 4, &end, 10);
+    if (end == p + 4 || *end != ' ')
+        return false;
+    const char *q = end + 1;
+    long pgrp = strtol(q, &end, 10);
+    if (end == q)
+        return false;
+    *e = (struct proc_entry){(pid_t)pid, (pid_t)ppid, (pid_t)pgrp, state == 'Z' || state == 'X'};
+    return true;
+}
+
 /* Every process of /proc with its parent, group and state: a malloc'ed array (*n entries), NULL
  * when /proc cannot be read or memory is short. */
 static struct proc_entry *proc_table(size_t *n)
@@ -145,43 +176,31 @@ static struct proc_entry *proc_table(size_t *n)
         return NULL;
     size_t cap = 256;
     struct proc_entry *t = malloc(cap * sizeof(*t));
-    struct dirent *e;
-    while (t != NULL && (e = readdir(d)) != NULL) {
-        char *end = NULL, path[64], buf[512];
-        long pid = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end != '\0' || pid <= 0)
-            continue;
-        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t got = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (got <= 0)
-            continue;
-        buf[got] = '\0';
-        /* "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses */
-        const char *p = strrchr(buf, ')');
-        char state = 0;
-        long ppid = 0, pgrp = 0;
-        if (p == NULL || sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
+    if (t == NULL) {
+        closedir(d);
+        return NULL;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char *end = NULL;
+        long pid = strtol(de->d_name, &end, 10);
+        struct proc_entry e;
+        if (end == de->d_name || *end != '\0' || pid <= 0 || !read_stat(pid, &e))
             continue;
         if (*n == cap) {
             struct proc_entry *bigger = realloc(t, 2 * cap * sizeof(*t));
             if (bigger == NULL) {
                 free(t);
-                t = NULL;
-                break;
+                closedir(d);
+                *n = 0;
+                return NULL;
             }
             t = bigger;
             cap *= 2;
         }
-        t[(*n)++] = (struct proc_entry){(pid_t)pid, (pid_t)ppid, (pid_t)pgrp,
-                                        state == 'Z' || state == 'X'};
+        t[(*n)++] = e;
     }
     closedir(d);
-    if (t == NULL)
-        *n = 0;
     return t;
 }
 

@@ -91,8 +91,10 @@ void cg_render_check_gfm(const char *html, const char *what)
     for (const char *p = html; *p;) {
         if (strncmp(p, "<!--", 4) == 0) {
             const char *end = strstr(p, "-->");
-            if (strncmp(p, "<!-- canary-gate", 16) != 0 || end == NULL)
+            if (strncmp(p, "<!-- canary-gate", 16) != 0 || end == NULL) {
                 fail_at(what, html, p, "an HTML comment that is not the report's marker");
+                return;
+            }
             p = end + 3;
             continue;
         }
@@ -114,8 +116,10 @@ void cg_render_check_gfm(const char *html, const char *what)
                     fail_at(what, html, p, "</details> without its <details>");
             }
             const char *end = strchr(p, '>');
-            if (end == NULL)
+            if (end == NULL) {
                 fail_at(what, html, p, "an unterminated tag");
+                return;
+            }
             p = end + 1;
             continue;
         }
