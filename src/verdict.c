@@ -159,7 +159,7 @@ static size_t floor_null(const struct floor_pool *p, size_t nb, bool all, double
     size_t n = p->n, count = 0;
     unsigned char *cur = malloc(n);
     size_t *idx = malloc(n * sizeof(*idx));
-    if (cur == NULL || idx == NULL)
+    if (cur == NULL || idx == NULL || nb > n)
         goto done;
     size_t kb, kc, h;
     if (all) { /* every choice of the nb baseline positions, in lexicographic order */
@@ -192,7 +192,7 @@ static size_t floor_null(const struct floor_pool *p, size_t nb, bool all, double
         for (size_t i = 0; i < n; i++)
             idx[i] = i;
         for (size_t b = 0; b < CG_FLOOR_PERMUTATIONS; b++) {
-            for (size_t i = 0; i < nb && i < n; i++) { /* partial Fisher-Yates: nb positions */
+            for (size_t i = 0; i < nb; i++) { /* partial Fisher-Yates: nb positions */
                 size_t j = i + (size_t)(cg_stats_rand(&rng) % (uint64_t)(n - i)); /* n - i >= 1 */
                 size_t t = idx[i];
                 idx[i] = idx[j];
@@ -666,7 +666,8 @@ static void vanished_result(const struct cg_verdict *v, const double *vb,
 static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
 {
     const struct cg_artifact *b = v->baseline, *c = v->current;
-    double *vb = malloc(b->n_runs * sizeof(*vb)), *vc = malloc(c->n_runs * sizeof(*vc));
+    /* zeroed: every metric refills them, but the analyser cannot tell */
+    double *vb = calloc(b->n_runs + 1, sizeof(*vb)), *vc = calloc(c->n_runs + 1, sizeof(*vc));
     int rc = 0;
     if (vb == NULL || vc == NULL) {
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
