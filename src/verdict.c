@@ -286,14 +286,11 @@ static int floor_pool_make(const double *base, size_t nb, const double *cur, siz
 /* Logs of the fast runs of one side (within CG_FLOOR_RUN_WINDOW of its lowest) into out. */
 static size_t fast_logs(const double *v, size_t n, double *out)
 {
-    double lowest = INFINITY;
-    for (size_t i = 0; i < n; i++)
-        lowest = fmin(lowest, v[i]);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] <= lowest * CG_FLOOR_RUN_WINDOW)
-            out[k++] = log(v[i]);
-    }
+    if (n > 0)
+        memcpy(out, v, n * sizeof(*out));
+    size_t k = cg_floor_fast_runs(out, n); /* the one selection rule */
+    for (size_t i = 0; i < k; i++)
+        out[i] = log(out[i]);
     return k;
 }
 
