@@ -321,23 +321,6 @@ static double mwu_u(const double *x, size_t m, const double *y, size_t n)
     return u;
 }
 
-int cg_stats_mwu(const double *x, size_t m, const double *y, size_t n, struct cg_mwu *out)
-{
-    if (m == 0 || n == 0)
-        return -1;
-    struct mwu_null z;
-    if (mwu_null_make(x, m, y, n, &z) != 0)
-        return -1;
-    double u = mwu_u(x, m, y, n);
-    size_t h = (size_t)llround(2.0 * u);
-    out->u = u;
-    out->p_greater = null_upper(&z, h);
-    out->p_less = null_lower(&z, h);
-    out->exact = z.kind != NULL_NORMAL;
-    mwu_null_release(&z);
-    return 0;
-}
-
 /* The smallest h = 2U in [0, 2mn] whose upper tail is at most alpha (the test rejects "greater"
  * exactly when 2U >= it), or 2mn + 1 when none is. Tails are monotone in h: bisection. */
 static size_t crit_upper(const struct mwu_null *z, double alpha)
@@ -403,7 +386,11 @@ int cg_stats_mwu_shift(const double *x, size_t m, const double *y, size_t n, dou
     struct mwu_null z;
     if (mwu_null_make(x, m, y, n, &z) != 0)
         return -1;
-    size_t h_up = crit_upper(&z, alpha), h_down = crit_lower(&z, alpha);
+    size_t h_up = 0, h_down = 0; /* the interval's critical values, only when it is wanted */
+    if (shift != NULL) {
+        h_up = crit_upper(&z, alpha);
+        h_down = crit_lower(&z, alpha);
+    }
     int rc = 0;
     if (test != NULL) {
         double u = mwu_u(x, m, y, n);
@@ -417,6 +404,11 @@ int cg_stats_mwu_shift(const double *x, size_t m, const double *y, size_t n, dou
     if (shift != NULL)
         rc = cg_stats_shift_interval(x, m, y, n, h_up, h_down, shift);
     return rc;
+}
+
+int cg_stats_mwu(const double *x, size_t m, const double *y, size_t n, struct cg_mwu *out)
+{
+    return cg_stats_mwu_shift(x, m, y, n, 0.0, out, NULL);
 }
 
 int cg_stats_hl_shift(const double *x, size_t m, const double *y, size_t n, double alpha,
