@@ -45,7 +45,8 @@ static const char usage_text[] =
     "judged at the thresholds as 'canary-gate compare' judges. It assumes the runs are\n"
     "exchangeable: drift between a stored baseline and later runs is not in it.\n"
     "\n"
-    "exit codes: 0 measured and reported, 2 usage error, 3 the canary failed, timed out or was\n"
+    "exit codes: 0 measured and reported, 2 usage error (incl. an output that is the same file\n"
+    "            as an input or another output), 3 the canary failed, timed out or was\n"
     "            interrupted, or an output could not be written\n";
 
 enum { OPT_OUT = 256, OPT_LOG, OPT_JSON, OPT_TARGET };

@@ -66,7 +66,8 @@ static const char usage_text[] =
     "measurement replaces neither artifact: the runs completed go beside each\n"
     "(FILE.partial.json).\n"
     "\n"
-    "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage error or invalid input,\n"
+    "exit codes: 0 pass (or inconclusive), 1 fail, 2 usage error or invalid input (incl. an\n"
+    "            output that is the same file as an input or another output),\n"
     "            3 the canary failed, timed out or was interrupted, or an output could not be\n"
     "            written, 4 inconclusive with --fail-on-inconclusive\n";
 

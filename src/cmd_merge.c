@@ -23,7 +23,12 @@ static const char usage_text[] =
     "inputs: write the pool to a new file.\n"
     "\n"
     "  -o, --out FILE   the merged artifact (written atomically)\n"
-    "  -h, --help       show this help\n";
+    "  -h, --help       show this help\n"
+    "\n"
+    "exit codes: 0 written, 2 usage error or invalid input (an input missing or not an\n"
+    "            artifact, inputs from different machines or canaries, the same run given\n"
+    "            twice, OUT being one of the inputs), 3 OUT could not be written or an input\n"
+    "            exists but could not be read (no permission, an I/O error)\n";
 
 static const struct option options[] = {
     {"out", required_argument, NULL, 'o'},

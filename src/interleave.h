@@ -76,8 +76,9 @@ enum {
     "                         are done)\n"                                                         \
     "  --redact PATTERN       hide what matches PATTERN (a POSIX extended regular expression)\n"   \
     "                         wherever the canary's command is written; the values of secret-\n"   \
-    "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*) and URL\n"  \
-    "                         credentials are always hidden (repeatable, 16 at most)\n"
+    "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*,\n"          \
+    "                         *PASSWD*, *CREDENTIAL*, any case; values of 8 bytes or more) and\n"  \
+    "                         URL credentials are always hidden (repeatable, 16 at most)\n"
 
 struct cg_measure_opts {
     const char *thresholds;
