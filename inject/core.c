@@ -242,16 +242,23 @@ static void trace_config(void)
     g_config.trace_last = g_config.warmup + b;
 }
 
-static void at_exit(void)
+/* The last NVTX op totals, the warnings and the trace counts, then the line last, in one locked
+ * append: the end of the measured window ("done N") and the exit ("end") share it. */
+static void write_totals(const char *last)
 {
-    if (g_forked_child || !g_active || !cg_inject_owner())
-        return;
     cg_inject_lock();
     cg_nvtx_write_ops();
     cg_nvtx_write_warnings();
     cg_inject_append_trace_counts();
-    cg_inject_append("end\n");
+    cg_inject_append_bytes(last, strlen(last));
     cg_inject_unlock();
+}
+
+static void at_exit(void)
+{
+    if (g_forked_child || !g_active || !cg_inject_owner())
+        return;
+    write_totals("end\n");
     pthread_mutex_lock(&g_wlock);
     g_active = false;
     if (g_fd >= 0) {
@@ -267,12 +274,9 @@ static void at_exit(void)
 
 void cg_inject_write_done(void)
 {
-    cg_inject_lock();
-    cg_nvtx_write_ops();
-    cg_nvtx_write_warnings();
-    cg_inject_append_trace_counts();
-    cg_inject_append("done %lld\n", (long long)g_config.measure_end);
-    cg_inject_unlock();
+    char last[32];
+    snprintf(last, sizeof(last), "done %lld\n", (long long)g_config.measure_end);
+    write_totals(last);
 }
 
 void cg_inject_measured(void)

@@ -116,7 +116,6 @@ static struct cuda_api g_cuda;
 static CUpti_SubscriberHandle g_subscriber;
 static _Atomic bool g_running;
 static bool g_collecting; /* records are reduced (guarded by the aggregation lock) */
-static int64_t g_measure_end = INT64_MAX;
 static pthread_mutex_t g_agg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cg_agg g_agg;
 static _Atomic int64_t g_dropped;
@@ -225,7 +224,7 @@ static void write_deltas(void)
         o->written_calls = o->calls;
         o->written_ns = o->total_ns;
     }
-    for (size_t i = 0; i < a->n_steps && (int64_t)i < g_measure_end; i++) {
+    for (size_t i = 0; i < a->n_steps && (int64_t)i < a->end_step; i++) {
         struct cg_agg_step *s = &a->steps[i];
         if (s->busy_ns != s->busy_written) {
             cg_inject_append("b %zu %lld\n", i, (long long)(s->busy_ns - s->busy_written));
@@ -591,28 +590,23 @@ static bool resolve(void *h, const char *sym, void *fn, size_t size)
 /* Resolves the CUPTI API; returns NULL, or the name of what is missing. */
 static const char *resolve_cupti(void *h)
 {
-    if (!RESOLVE(h, g_api.result_string, "cuptiGetResultString"))
-        return "cuptiGetResultString";
-    if (!RESOLVE(h, g_api.subscribe_v2, "cuptiSubscribe_v2"))
-        return "cuptiSubscribe_v2";
-    if (!RESOLVE(h, g_api.unsubscribe, "cuptiUnsubscribe"))
-        return "cuptiUnsubscribe";
-    if (!RESOLVE(h, g_api.register_callbacks, "cuptiActivityRegisterCallbacks"))
-        return "cuptiActivityRegisterCallbacks";
-    if (!RESOLVE(h, g_api.register_timestamp, "cuptiActivityRegisterTimestampCallback"))
-        return "cuptiActivityRegisterTimestampCallback";
-    if (!RESOLVE(h, g_api.enable, "cuptiActivityEnable"))
-        return "cuptiActivityEnable";
-    if (!RESOLVE(h, g_api.disable, "cuptiActivityDisable"))
-        return "cuptiActivityDisable";
-    if (!RESOLVE(h, g_api.flush_all, "cuptiActivityFlushAll"))
-        return "cuptiActivityFlushAll";
-    if (!RESOLVE(h, g_api.flush_period, "cuptiActivityFlushPeriod"))
-        return "cuptiActivityFlushPeriod";
-    if (!RESOLVE(h, g_api.next_record, "cuptiActivityGetNextRecord"))
-        return "cuptiActivityGetNextRecord";
-    if (!RESOLVE(h, g_api.dropped, "cuptiActivityGetNumDroppedRecords"))
-        return "cuptiActivityGetNumDroppedRecords";
+#define REQUIRE(field, sym)                                                                        \
+    do {                                                                                           \
+        if (!RESOLVE(h, field, sym))                                                               \
+            return sym;                                                                            \
+    } while (0)
+    REQUIRE(g_api.result_string, "cuptiGetResultString");
+    REQUIRE(g_api.subscribe_v2, "cuptiSubscribe_v2");
+    REQUIRE(g_api.unsubscribe, "cuptiUnsubscribe");
+    REQUIRE(g_api.register_callbacks, "cuptiActivityRegisterCallbacks");
+    REQUIRE(g_api.register_timestamp, "cuptiActivityRegisterTimestampCallback");
+    REQUIRE(g_api.enable, "cuptiActivityEnable");
+    REQUIRE(g_api.disable, "cuptiActivityDisable");
+    REQUIRE(g_api.flush_all, "cuptiActivityFlushAll");
+    REQUIRE(g_api.flush_period, "cuptiActivityFlushPeriod");
+    REQUIRE(g_api.next_record, "cuptiActivityGetNextRecord");
+    REQUIRE(g_api.dropped, "cuptiActivityGetNumDroppedRecords");
+#undef REQUIRE
     RESOLVE(h, g_api.set_attribute, "cuptiActivitySetAttribute"); /* optional: see one_buffer */
     return NULL;
 }
@@ -727,7 +721,6 @@ static void start_cupti(void)
         unavailable("CUPTI disabled (" CG_ENV_CUPTI "=0)", NULL);
         return;
     }
-    g_measure_end = cfg->measure_end;
     load_cuda();
     const char *how = NULL;
     void *h = open_cupti(&how);

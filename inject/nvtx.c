@@ -12,7 +12,8 @@
  * op of kind "range" ("<domain>:<name>" outside the default domain). Step ends are appended to
  * the shard at once, with the op totals that changed; the end of the window's last step calls
  * cg_inject_measured ("done N"). The op table holds CG_OPS_MAX / 4 * 3 names; ranges of further
- * names are not timed, and the distinct names left out are counted for a "w op table full" line.
+ * names are not timed (once the table is full, a new name is turned away without a lock), and the
+ * distinct names left out are counted for a "w op table full" line.
  *
  * Handles: the domain and registered-string handles this library gives out are numbers (a tag in
  * the top 16 bits, which no user-space pointer has on the 64-bit platforms CUDA runs on, and an
@@ -113,6 +114,7 @@ struct name_table {
     int32_t order[CG_OPS_MAX]; /* slots in insertion order */
     _Atomic int32_t n;
     pthread_mutex_t lock;
+    bool count_unrecorded; /* names it cannot take are counted (note_unrecorded): the ops only */
 };
 
 struct se_slot {
@@ -134,7 +136,7 @@ static _Atomic int64_t g_next_step;
 static _Atomic int64_t g_cur_step = -1;
 static _Atomic int g_open_steps;
 
-static struct name_table g_ops = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static struct name_table g_ops = {.lock = PTHREAD_MUTEX_INITIALIZER, .count_unrecorded = true};
 static struct name_table g_trace_names = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int64_t g_trace_first = -1, g_trace_last = -1;
@@ -230,7 +232,8 @@ void cg_nvtx_write_warnings(void)
 }
 
 /* The slot of "<domain>:<name>" (or name in the default domain), inserted when new; -1 when
- * the table is full (counted for the ops table). */
+ * the table is full (counted when the table counts unrecorded names). A new name meeting a full
+ * table fails without the table's lock. */
 static int32_t name_lookup(struct name_table *t, const struct cg_domain *d, const char *name)
 {
     char key[CG_KEY_MAX];
@@ -242,21 +245,27 @@ static int32_t name_lookup(struct name_table *t, const struct cg_domain *d, cons
         k = key; /* a longer name is cut at CG_KEY_MAX - 1 bytes */
     }
     uint64_t h = fnv1a(k);
+    int32_t got = -1;
     for (uint32_t i = (uint32_t)h & (CG_OPS_MAX - 1), n = 0; n < CG_OPS_MAX;
          i = (i + 1) & (CG_OPS_MAX - 1), n++) {
         uint64_t cur = atomic_load_explicit(&t->slot[i].hash, memory_order_acquire);
         if (cur == 0) {
-            int32_t got = name_insert(t, k, h);
-            if (got < 0 && t == &g_ops)
-                note_unrecorded(h);
-            return got;
+            if (atomic_load_explicit(&t->n, memory_order_acquire) < CG_OPS_MAX / 4 * 3) {
+                got = name_insert(t, k, h);
+                break;
+            }
+            /* Full: every insert is visible now and none follows, so the name is absent unless
+             * it was just inserted into this very slot. */
+            cur = atomic_load_explicit(&t->slot[i].hash, memory_order_acquire);
+            if (cur == 0)
+                break;
         }
         if (cur == h && strcmp(t->slot[i].name, k) == 0)
             return (int32_t)i;
     }
-    if (t == &g_ops)
+    if (got < 0 && t->count_unrecorded)
         note_unrecorded(h);
-    return -1;
+    return got;
 }
 
 void cg_nvtx_write_ops(void)
