@@ -13,6 +13,7 @@
 #include "thresholds.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
@@ -91,6 +92,10 @@ void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base
  * "canary-gate <verb>: unknown option '--x'" or "'--x' needs a value" and returns
  * CG_EXIT_INPUT. */
 int cg_cmd_option_error(const char *verb, int opt, char *const *argv);
+
+/* Where the terminal table and verdict lines go: stderr when the report or the JSON verdict is
+ * written to stdout ("-"), so stdout holds that document alone; else stdout. */
+FILE *cg_cmd_table_stream(const char *report, const char *json);
 
 /* Parses a positive integer option value into *out; on error prints a usage error and returns
  * CG_EXIT_INPUT, else 0. */

@@ -150,10 +150,9 @@ int cg_verdict_report(const struct cg_verdict *v, const struct cg_report_opts *o
         goto done;
     }
     /* The table never mixes with a report or verdict written to standard output. */
-    bool piped = (o->json_path != NULL && strcmp(o->json_path, "-") == 0) ||
-                 (o->report_path != NULL && strcmp(o->report_path, "-") == 0);
-    fputs(cg_buf_str(&text), piped ? stderr : stdout);
-    fflush(piped ? stderr : stdout);
+    FILE *table = cg_cmd_table_stream(o->report_path, o->json_path);
+    fputs(cg_buf_str(&text), table);
+    fflush(table);
     if ((o->report_path != NULL &&
          cg_file_write_atomic(o->report_path, md.data, md.len, &err) != 0) ||
         (o->json_path != NULL &&

@@ -379,9 +379,8 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur,
              "recorded as the baseline. Nothing was compared; later runs are gated against it.",
              o->baseline, cur->n_runs,
              cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
-    bool piped = (o->json != NULL && strcmp(o->json, "-") == 0) ||
-                 (o->report != NULL && strcmp(o->report, "-") == 0);
-    fprintf(piped ? stderr : stdout, "canary-gate: PASS (baseline recorded): %s\n", body);
+    fprintf(cg_cmd_table_stream(o->report, o->json), "canary-gate: PASS (baseline recorded): %s\n",
+            body);
     cg_cmd_warn_small_baseline(o->baseline, cur, t, true, false);
     int rc = write_notice(o, "recorded", "pass",
                           "\xe2\x9c\x85 canary-gate: baseline recorded, nothing compared", body,

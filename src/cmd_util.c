@@ -118,3 +118,10 @@ void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base
             fail_on_inconclusive ? " (exit 4 with --fail-on-inconclusive)" : "",
             (long long)need);
 }
+
+FILE *cg_cmd_table_stream(const char *report, const char *json)
+{
+    bool piped = (json != NULL && strcmp(json, "-") == 0) ||
+                 (report != NULL && strcmp(report, "-") == 0);
+    return piped ? stderr : stdout;
+}
