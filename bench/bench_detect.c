@@ -6,7 +6,9 @@
  * Collection. Pools of runs are measured interleaved, one canary run at a time, each run one
  * 'canary-gate run --runs 1' process (the tool as CI runs it, with the injection library): pool
  * "aa" is the unchanged canary (canary-train --preset tiny), and each injected regression is a
- * pool of the same canary with --extra-work PCT. Every round measures the aa pool three times (it
+ * pool of the same canary with --extra-work PCT (--work PCT/N: with --extra-work-every N, the
+ * extra work on every N-th step only, a periodic regression that leaves the fast steps alone).
+ * Every round measures the aa pool three times (it
  * feeds both sides of the A/A decisions and the baselines) and every other pool once, in a
  * rotating order, so load and drift fall on all pools alike. A pool stops when every rule has
  * the decisions asked for from it; the others go on. --save DIR keeps the pools (artifacts and
@@ -60,6 +62,7 @@ struct opts {
     size_t base_runs; /* runs in a gate decision's baseline (default 5 recordings of 'runs') */
     size_t age;       /* rounds between a gate decision's baseline and its first current run */
     double work[MAX_POOLS];
+    long every[MAX_POOLS]; /* --work PCT/N: the extra work on every N-th step (1: every step) */
     size_t n_work;
     double levels[MAX_POOLS]; /* the regressions the --extra-work values stand for, percent */
     size_t max_rounds;
@@ -480,7 +483,8 @@ static void print_tally(const char *rule, const char *set, const struct tally *t
 
 /* ---- main -------------------------------------------------------------------------------- */
 
-static int parse_list(const char *s, double *out, size_t max, size_t *n)
+/* A list of numbers "A,B,...", each optionally "A/N" when `every` is given (N >= 1, else 1). */
+static int parse_list(const char *s, double *out, long *every, size_t max, size_t *n)
 {
     char *end;
     *n = 0;
@@ -489,6 +493,15 @@ static int parse_list(const char *s, double *out, size_t max, size_t *n)
         double v = strtod(s, &end);
         if (end == s || errno != 0 || v < 0)
             return -1;
+        if (every != NULL) {
+            every[*n] = 1;
+            if (*end == '/') {
+                const char *d = end + 1;
+                every[*n] = strtol(d, &end, 10);
+                if (end == d || every[*n] < 1 || every[*n] > 1000000)
+                    return -1;
+            }
+        }
         out[(*n)++] = v;
         s = *end == ',' ? end + 1 : end;
         if (*end != ',' && *end != '\0')
@@ -537,7 +550,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             levels = argv[++i];
         } else {
             fprintf(stderr,
-                    "usage: bench_detect [--quick] [--aa N] [--per-level N] [--work PCT,...]\n"
+                    "usage: bench_detect [--quick] [--aa N] [--per-level N] [--work PCT[/N],...]\n"
                     "                    [--levels PCT,...] [--thresholds SPEC] [--save DIR]\n"
                     "                    [--load DIR] [--max-rounds N] [--baseline-runs N]\n"
                     "                    [--confirm-runs N] [--skip-rounds N] [--baseline-age "
@@ -546,8 +559,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         }
     }
     size_t nl = 0;
-    if (parse_list(work, o->work, MAX_POOLS - 1, &o->n_work) != 0 ||
-        parse_list(levels, o->levels, MAX_POOLS - 1, &nl) != 0 || nl != o->n_work) {
+    if (parse_list(work, o->work, o->every, MAX_POOLS - 1, &o->n_work) != 0 ||
+        parse_list(levels, o->levels, NULL, MAX_POOLS - 1, &nl) != 0 || nl != o->n_work) {
         fprintf(stderr, "bench_detect: --work and --levels need as many numbers each\n");
         return -1;
     }
@@ -675,7 +688,7 @@ static int collect(const struct cg_thresholds *t, struct pool *pools, size_t n,
 
 int main(int argc, char **argv)
 {
-    struct opts o = {"default", NULL, NULL, 200, 100, 0, 0, 0, 0, {0}, 0, {0}, 0, false};
+    struct opts o = {.thresholds = "default", .aa = 200, .per_level = 100};
     struct pool pools[MAX_POOLS];
     struct tally tl[MAX_POOLS];
     struct cg_thresholds t;
@@ -695,8 +708,12 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < n; k++) {
         cg_artifact_init(&pools[k].a);
         pools[k].work_pct = k ? o.work[k - 1] : 0.0;
+        pools[k].every = k ? o.every[k - 1] : 1;
         if (k == 0)
             snprintf(pools[k].name, sizeof(pools[k].name), "aa");
+        else if (pools[k].every > 1)
+            snprintf(pools[k].name, sizeof(pools[k].name), "w%ge%ld", o.work[k - 1],
+                     pools[k].every);
         else
             snprintf(pools[k].name, sizeof(pools[k].name), "w%g", o.work[k - 1]);
         tl[k].secs = malloc((want + 1) * sizeof(double));
@@ -725,9 +742,12 @@ int main(int argc, char **argv)
     for (size_t r = 0; r < N_RULES; r++) {
         evaluate(&rules[r], &t, pools, n, o.base_runs, o.age, o.aa, o.per_level, tl);
         for (size_t k = 0; k < n; k++) {
-            char set[64];
+            char set[96];
             if (k == 0)
                 snprintf(set, sizeof(set), "A/A");
+            else if (o.every[k - 1] > 1)
+                snprintf(set, sizeof(set), "+%g%% periodic (--extra-work %g every %ld steps)",
+                         o.levels[k - 1], o.work[k - 1], o.every[k - 1]);
             else
                 snprintf(set, sizeof(set), "+%g%% (--extra-work %g)", o.levels[k - 1],
                          o.work[k - 1]);

@@ -36,18 +36,22 @@ static int pool_add_run(struct pool *p, const struct cg_artifact *one, double se
 /* One canary run of pool p through 'canary-gate run'; appended to the pool. */
 int cg_detect_measure_one(struct pool *p, const struct cg_thresholds *t, const char *tmp)
 {
-    char out[512], log[512], steps[32], warm[32], total[32], work[32];
+    char out[512], log[512], steps[32], warm[32], total[32], work[32], every[32];
     snprintf(out, sizeof(out), "%s/run.json", tmp);
     snprintf(log, sizeof(log), "%s/run.log", tmp);
     snprintf(steps, sizeof(steps), "%lld", (long long)t->steps);
     snprintf(warm, sizeof(warm), "%lld", (long long)t->warmup);
     snprintf(total, sizeof(total), "%lld", (long long)(t->steps + t->warmup));
     snprintf(work, sizeof(work), "%g", p->work_pct);
-    char *argv[] = {CG_TOOL_PATH, "run", "--runs",       "1",  "--steps", steps, "--warmup", warm,
-                    "--out",      out,   "--log",        log,  "--",      TRAIN, "--preset", "tiny",
-                    "--steps",    total, "--extra-work", work, NULL};
+    snprintf(every, sizeof(every), "%ld", p->every > 1 ? p->every : 1);
+    char *argv[] = {CG_TOOL_PATH, "run",   "--runs",       "1",  "--steps", steps, "--warmup",
+                    warm,         "--out", out,            "--log", log,    "--",  TRAIN,
+                    "--preset",   "tiny",  "--steps",      total, "--extra-work",  work,
+                    "--extra-work-every",  every,          NULL};
     if (p->work_pct == 0)
         argv[18] = NULL; /* the unchanged canary: exactly the built-in command line */
+    else if (p->every <= 1)
+        argv[20] = NULL; /* extra work in every step */
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -109,6 +113,8 @@ int cg_detect_save_pools(const char *dir, struct pool *pools, size_t n)
         if (f == NULL)
             return -1;
         fprintf(f, "# extra_work_pct %g\n", pools[i].work_pct);
+        if (pools[i].every > 1)
+            fprintf(f, "# extra_work_every %ld\n", pools[i].every);
         for (size_t r = 0; r < pools[i].a.n_runs; r++)
             fprintf(f, "%.6f\n", pools[i].secs[r]);
         fclose(f);
@@ -137,6 +143,9 @@ int cg_detect_load_pool(const char *dir, struct pool *p)
             fclose(f);
         return -1;
     }
+    p->every = 1;
+    if (fscanf(f, " # extra_work_every %ld", &p->every) != 1)
+        p->every = 1; /* absent: extra work in every step */
     for (size_t r = 0; r < p->a.n_runs; r++) {
         if (fscanf(f, "%lf", &p->secs[r]) != 1) {
             fclose(f);

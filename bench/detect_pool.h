@@ -14,8 +14,10 @@
 #define TRAIN CG_BINARY_DIR "/canary-train"
 
 struct pool {
-    char name[16];
+    char name[48];
     double work_pct;      /* --extra-work, 0 for the aa pool */
+    long every;           /* --extra-work-every: 1, or N for a periodic regression (every N-th
+                           * step; the .secs file says so in a second header line) */
     struct cg_artifact a; /* runs in the order measured */
     double *secs;         /* wall time of each run */
     size_t cap;

@@ -13,6 +13,7 @@ int canary_config_preset(struct canary_config *cfg, const char *name, struct can
     cfg->lr = 3e-3;
     cfg->weight_decay = 0.0;
     cfg->log_every = 10;
+    cfg->extra_work_every = 1;
     cfg->device = CANARY_DEVICE_AUTO;
     cfg->variant = CANARY_VARIANT_NONE;
     if (strcmp(name, "tiny") == 0) {
@@ -63,6 +64,9 @@ int canary_config_check(const struct canary_config *cfg, struct canary_err *err)
         return canary_err_set(err, CANARY_EUSAGE, "--weight-decay must not be negative");
     if (!(cfg->extra_work_pct >= 0.0 && cfg->extra_work_pct <= 10000.0))
         return canary_err_set(err, CANARY_EUSAGE, "--extra-work must be 0 .. 10000 (percent)");
+    if (cfg->extra_work_every < 1 || cfg->extra_work_every > 1000000)
+        return canary_err_set(err, CANARY_EUSAGE, "--extra-work-every must be 1 .. 1000000, not %ld",
+                              cfg->extra_work_every);
     if (cfg->log_every < 1)
         return canary_err_set(err, CANARY_EUSAGE, "--log-every must be at least 1");
     return 0;

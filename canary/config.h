@@ -43,6 +43,8 @@ struct canary_config {
     double lr;
     double weight_decay;
     double extra_work_pct; /* additional matmul work per step, % of the step's model FLOPs */
+    long extra_work_every; /* the extra work runs on steps whose number is a multiple of this
+                            * (1: every step; 4: steps 4, 8, ...: a periodic regression) */
     long log_every;        /* print the loss every this many steps (first and last always) */
     long inject_nan_at;    /* 0: never; else poison a weight before this step (tests) */
     int threads;           /* CPU threads; 0: OpenMP's default (tiny preset: 1) */

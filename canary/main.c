@@ -38,6 +38,7 @@ static const char usage[] =
     "  --variant NAME           regression variant: none, slow-attention, small-batch,\n"
     "                           extra-sync, mem-bloat\n"
     "  --extra-work PCT         extra matmul work per step, PCT %% of the model's FLOPs\n"
+    "  --extra-work-every N     the extra work on every N-th step only (default 1)\n"
     "  --threads N              CPU threads, 0 = all (OpenMP builds; tiny 1, small 0)\n"
     "  --inject-nan-at STEP     poison a weight before STEP (tests the non-finite exit)\n"
     "  --gradcheck              check every backward pass numerically (CPU) and exit\n"
@@ -160,6 +161,8 @@ static int apply_option(struct options *o, const char *arg, const char *val)
         return parse_double("--weight-decay", val, &c->weight_decay);
     if (is_option(arg, "--extra-work"))
         return parse_double("--extra-work", val, &c->extra_work_pct);
+    if (is_option(arg, "--extra-work-every"))
+        return parse_long("--extra-work-every", val, 1, 1000000L, &c->extra_work_every);
     if (is_option(arg, "--log-every"))
         return parse_long("--log-every", val, 1, 100000000L, &c->log_every);
     if (is_option(arg, "--threads"))
@@ -281,11 +284,11 @@ static void print_header(const struct canary_trainer *tr)
     const struct canary_dims *d = &c->dims;
     printf("canary-train device=%s preset=%s variant=%s layers=%d width=%d heads=%d seq=%d "
            "batch=%d micro_batch=%d vocab=%d params=%zu tokens_per_step=%ld step_flops=%.4g "
-           "extra_work_pct=%g extra_flops=%.4g activation_bytes=%zu seed=%llu steps=%ld lr=%g "
+           "extra_work_pct=%g extra_work_every=%ld extra_flops=%.4g activation_bytes=%zu seed=%llu steps=%ld lr=%g "
            "runs_on=\"%s\"\n",
            tr->ops->name, c->preset, canary_variant_name(c->variant), d->layers, d->width, d->heads,
            d->seq, d->batch, tr->micro_batch, d->vocab, tr->layout.total, (long)d->batch * d->seq,
-           tr->step_flops, c->extra_work_pct, tr->extra_flops, tr->ops->activation_bytes(tr->be),
+           tr->step_flops, c->extra_work_pct, c->extra_work_every, tr->extra_flops, tr->ops->activation_bytes(tr->be),
            (unsigned long long)c->seed, c->steps, c->lr, tr->ops->describe(tr->be));
     fflush(stdout);
 }

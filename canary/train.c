@@ -96,7 +96,8 @@ static int run_step(struct canary_trainer *tr, long s, double *loss, struct cana
     canary_range_push("optimizer");
     rc = ops->update(tr->be, tr->cfg.lr, tr->cfg.weight_decay, s + 1, err);
     canary_range_pop();
-    if (rc == 0 && (tr->extra_units > 0 || tr->extra_tail > 0)) {
+    if (rc == 0 && (tr->extra_units > 0 || tr->extra_tail > 0) &&
+        (s + 1) % tr->cfg.extra_work_every == 0) {
         canary_range_push("extra-work");
         rc = ops->extra_work(tr->be, tr->extra_units, tr->extra_tail, err);
         canary_range_pop();

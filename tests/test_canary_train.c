@@ -357,32 +357,39 @@ static int count_lines(const char *text, const char *line)
     return n;
 }
 
-static void test_canary__nvtx_steps_carry_tokens_and_nest_phases(void **state)
+/* Runs the canary with the NVTX probe and reads the ranges it saw into `ranges`; skips the test
+ * when the probe was not built (no NVTX headers: the ranges compile to nothing). */
+static void probe_ranges(struct run *r, const char **args, char *ranges, size_t cap)
 {
-    (void)state;
-    static struct run r;
-    static char ranges[1 << 20];
     const char *probe = CG_BINARY_DIR "/canary/libcanary-nvtx-probe.so";
     if (access(probe, R_OK) != 0)
-        skip(); /* built without NVTX headers: the ranges compile to nothing */
+        skip();
     char path[] = "/tmp/test_canary_nvtx_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
     setenv("NVTX_INJECTION64_PATH", probe, 1);
     setenv("CANARY_NVTX_PROBE_OUT", path, 1);
-    const char *args[] = {"--device",    "cpu",          "--steps", "3", "--variant",
-                          "small-batch", "--extra-work", "10",      NULL};
-    run_canary(&r, args);
+    run_canary(r, args);
     unsetenv("NVTX_INJECTION64_PATH");
     unsetenv("CANARY_NVTX_PROBE_OUT");
     FILE *f = fopen(path, "r");
     assert_non_null(f);
-    size_t n = fread(ranges, 1, sizeof ranges - 1, f);
+    size_t n = fread(ranges, 1, cap - 1, f);
     ranges[n] = '\0';
     fclose(f);
     unlink(path);
-    assert_int_equal(r.exit_code, 0);
+    assert_int_equal(r->exit_code, 0);
+}
+
+static void test_canary__nvtx_steps_carry_tokens_and_nest_phases(void **state)
+{
+    (void)state;
+    static struct run r;
+    static char ranges[1 << 20];
+    const char *args[] = {"--device",    "cpu",          "--steps", "3", "--variant",
+                          "small-batch", "--extra-work", "10",      NULL};
+    probe_ranges(&r, args, ranges, sizeof ranges);
     /* three steps, each a top-level range whose payload is the step's 4 x 64 tokens */
     assert_int_equal(count_lines(ranges, "step payload=256"), 3);
     /* inside: one forward and backward per micro-batch (small-batch: 4), then the optimizer */
@@ -403,6 +410,33 @@ static void test_canary__nvtx_steps_carry_tokens_and_nest_phases(void **state)
         assert_true(p[0] == ' ' || strncmp(p, "step ", 5) == 0);
 }
 
+/* --extra-work-every 3 over 7 steps: the extra work runs in steps 3 and 6 only (a periodic
+ * regression for bench/detect), and the header names the period. */
+static void test_canary__extra_work_every_nth_step(void **state)
+{
+    (void)state;
+    static struct run r;
+    static char ranges[1 << 20];
+    const char *args[] = {"--device",     "cpu", "--steps",            "7", "--extra-work",
+                          "10",           "--extra-work-every",        "3", NULL};
+    probe_ranges(&r, args, ranges, sizeof ranges);
+    assert_int_equal(count_lines(ranges, "step payload=256"), 7);
+    assert_int_equal(count_lines(ranges, "  extra-work"), 2);
+    /* the third step's range list holds it, the first's does not */
+    const char *s1 = strstr(ranges, "step payload=256");
+    const char *s2 = strstr(s1 + 1, "step payload=256");
+    const char *s3 = strstr(s2 + 1, "step payload=256");
+    const char *s4 = strstr(s3 + 1, "step payload=256");
+    const char *x = strstr(ranges, "  extra-work");
+    assert_true(x > s3 && x < s4);
+    assert_true(number_after(line_starting(r.out, "canary-train "), "extra_work_every=") == 3);
+    static struct run bad;
+    const char *zero[] = {"--device", "cpu", "--steps", "2", "--extra-work-every", "0", NULL};
+    run_canary(&bad, zero);
+    assert_int_equal(bad.exit_code, 2);
+    assert_non_null(strstr(bad.err, "--extra-work-every"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_canary__mem_bloat_raises_peak_rss),
         cmocka_unit_test(test_canary__extra_work_is_calibrated_to_model_flops),
         cmocka_unit_test(test_canary__nvtx_steps_carry_tokens_and_nest_phases),
+        cmocka_unit_test(test_canary__extra_work_every_nth_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
