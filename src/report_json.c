@@ -104,6 +104,21 @@ static cJSON *diagnosis(const struct cg_diagnosis *d)
     return arr;
 }
 
+/* The phase-locked slowdown test (pattern.h); null when it was not made. */
+static cJSON *step_pattern(const struct cg_pattern *p)
+{
+    if (!p->tested)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "period", p->period);
+    cJSON_AddNumberToObject(o, "step", p->phase + 1);
+    cJSON_AddItemToObject(o, "excess_pct", num(p->excess_pct));
+    cJSON_AddItemToObject(o, "p_value", num(p->p_value));
+    cJSON_AddNumberToObject(o, "runs_slower", (double)p->runs_slower);
+    cJSON_AddNumberToObject(o, "runs", (double)p->runs);
+    return o;
+}
+
 char *cg_report_json(const struct cg_verdict *v)
 {
     cJSON *root = cJSON_CreateObject();
@@ -128,6 +143,7 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddBoolToObject(root, "weak_baseline", v->weak_baseline);
     cJSON_AddNumberToObject(root, "baseline_runs_needed", (double)v->baseline_runs_needed);
     cJSON_AddBoolToObject(root, "within_run_comparison", v->within_run);
+    cJSON_AddItemToObject(root, "step_pattern", step_pattern(&v->pattern));
     cJSON_AddItemToObject(root, "sequential", sequential(v));
     cJSON *metrics = cJSON_AddArrayToObject(root, "metrics");
     for (int m = 0; m < CG_M_COUNT; m++) {

@@ -425,6 +425,62 @@ uint64_t cg_stats_rand(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+double cg_stats_choose(size_t n, size_t k)
+{
+    double c = 1.0;
+    for (size_t i = 1; i <= k; i++)
+        c = c * (double)(n - k + i) / (double)i;
+    return c;
+}
+
+int cg_stats_splits_init(struct cg_splits *s, size_t *idx, size_t n, size_t nb, size_t limit,
+                         uint64_t seed)
+{
+    memset(s, 0, sizeof(*s));
+    if (n == 0 || nb > n)
+        return -1;
+    s->idx = idx;
+    s->n = n;
+    s->nb = nb;
+    s->rng = seed;
+    double c = cg_stats_choose(n, nb);
+    s->all = c <= (double)limit;
+    s->count = s->all ? (size_t)llround(c) : limit;
+    size_t first = s->all ? nb : n; /* every split: positions 0..nb-1 first; drawn: identity */
+    for (size_t i = 0; i < first; i++)
+        idx[i] = i;
+    return 0;
+}
+
+bool cg_stats_splits_next(struct cg_splits *s, unsigned char *cur)
+{
+    if (s->done >= s->count)
+        return false;
+    size_t n = s->n, nb = s->nb, *idx = s->idx;
+    if (s->all && s->done > 0) { /* the next choice of nb positions in lexicographic order */
+        size_t i = nb;
+        while (i > 0 && idx[i - 1] == n - nb + i - 1)
+            i--;
+        if (i == 0)
+            return false;
+        idx[i - 1]++;
+        for (size_t j = i; j < nb; j++)
+            idx[j] = idx[j - 1] + 1;
+    } else if (!s->all) {
+        for (size_t i = 0; i < nb; i++) { /* partial Fisher-Yates: nb positions */
+            size_t j = i + (size_t)(cg_stats_rand(&s->rng) % (uint64_t)(n - i)); /* n - i >= 1 */
+            size_t t = idx[i];
+            idx[i] = idx[j];
+            idx[j] = t;
+        }
+    }
+    memset(cur, 1, n);
+    for (size_t i = 0; i < nb; i++)
+        cur[idx[i]] = 0;
+    s->done++;
+    return true;
+}
+
 /* Uniform integer in [0, n) (n > 0); the modulo bias is below 2^-40 for the sizes used here. */
 static size_t rand_below(uint64_t *state, size_t n)
 {

@@ -17,6 +17,7 @@
 #ifndef CG_STATS_H
 #define CG_STATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,5 +133,33 @@ int cg_stats_bh_adjust(const double *p, size_t n, double *q);
 
 /* splitmix64: the next value of a seeded generator. */
 uint64_t cg_stats_rand(uint64_t *state);
+
+/* C(n, k) as a double. */
+double cg_stats_choose(size_t n, size_t k);
+
+/* Splits a permutation test draws when there are more in all; with at most this many, every
+ * split is taken. */
+#define CG_STATS_SPLITS 2000
+
+/* Splits of n pooled items into nb "baseline" and n - nb "current" ones, the null distribution
+ * of a permutation test: every split (the baseline positions in lexicographic order) when there
+ * are at most `limit`, else `limit` splits drawn by a partial Fisher-Yates shuffle from `seed`
+ * (a seed taken from the pooled values, never from the sides, so the same runs give the same
+ * p). The caller owns idx (n entries); nothing is allocated. */
+struct cg_splits {
+    size_t *idx;
+    size_t n, nb;
+    size_t count; /* splits the iteration yields */
+    bool all;     /* every split (p = k / count) or drawn ones (p = (1 + k) / (1 + count)) */
+    size_t done;
+    uint64_t rng;
+};
+
+/* -1 when nb > n or n == 0. */
+int cg_stats_splits_init(struct cg_splits *s, size_t *idx, size_t n, size_t nb, size_t limit,
+                         uint64_t seed);
+
+/* The next split into cur (n bytes, 1 for current); false when all have been given. */
+bool cg_stats_splits_next(struct cg_splits *s, unsigned char *cur);
 
 #endif

@@ -137,73 +137,35 @@ static int cmp_dbl(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* C(n, k) as a double (only compared with CG_FLOOR_PERMUTATIONS). */
-static double choose(size_t n, size_t k)
-{
-    double c = 1.0;
-    for (size_t i = 1; i <= k; i++)
-        c = c * (double)(n - k + i) / (double)i;
-    return c;
-}
-
 double cg_floor_smallest_p(size_t nb, size_t nc)
 {
-    double c = choose(nb + nc, nb);
+    double c = cg_stats_choose(nb + nc, nb);
     return c <= CG_FLOOR_PERMUTATIONS ? 1.0 / c : 1.0 / (CG_FLOOR_PERMUTATIONS + 1.0);
 }
 
 /* The z of every split (all of them, or CG_FLOOR_PERMUTATIONS seeded ones) into z, sorted;
  * returns how many (0 when memory ran out). */
-static size_t floor_null(const struct floor_pool *p, size_t nb, bool all, double *z)
+static size_t floor_null(const struct floor_pool *p, size_t nb, double *z)
 {
     size_t n = p->n, count = 0;
     unsigned char *cur = malloc(n);
     size_t *idx = malloc(n * sizeof(*idx));
-    if (cur == NULL || idx == NULL || nb > n)
+    /* Seeded from the pooled floors, which do not depend on the sides: the same runs give the
+     * same verdict, and the splits drawn are independent of which side a run is on. */
+    uint64_t rng = 0x666c6f6f72ULL;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &p->v[i], sizeof(bits));
+        rng = (rng ^ bits) * 0x100000001b3ULL;
+    }
+    struct cg_splits sp;
+    if (cur == NULL || idx == NULL ||
+        cg_stats_splits_init(&sp, idx, n, nb, CG_FLOOR_PERMUTATIONS, rng) != 0)
         goto done;
     size_t kb, kc, h;
-    if (all) { /* every choice of the nb baseline positions, in lexicographic order */
-        for (size_t i = 0; i < nb; i++)
-            idx[i] = i;
-        for (;;) {
-            memset(cur, 1, n);
-            for (size_t i = 0; i < nb; i++)
-                cur[idx[i]] = 0;
-            floor_split(p, cur, &kb, &kc, &h);
-            z[count++] = floor_z(kb, kc, h);
-            size_t i = nb;
-            while (i > 0 && idx[i - 1] == n - nb + i - 1)
-                i--;
-            if (i == 0)
-                break;
-            idx[i - 1]++;
-            for (size_t j = i; j < nb; j++)
-                idx[j] = idx[j - 1] + 1;
-        }
-    } else {
-        /* Seeded from the pooled floors, which do not depend on the sides: the same runs give
-         * the same verdict, and the splits drawn are independent of which side a run is on. */
-        uint64_t rng = 0x666c6f6f72ULL;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t bits;
-            memcpy(&bits, &p->v[i], sizeof(bits));
-            rng = (rng ^ bits) * 0x100000001b3ULL;
-        }
-        for (size_t i = 0; i < n; i++)
-            idx[i] = i;
-        for (size_t b = 0; b < CG_FLOOR_PERMUTATIONS; b++) {
-            for (size_t i = 0; i < nb; i++) { /* partial Fisher-Yates: nb positions */
-                size_t j = i + (size_t)(cg_stats_rand(&rng) % (uint64_t)(n - i)); /* n - i >= 1 */
-                size_t t = idx[i];
-                idx[i] = idx[j];
-                idx[j] = t;
-            }
-            memset(cur, 1, n);
-            for (size_t i = 0; i < nb; i++)
-                cur[idx[i]] = 0;
-            floor_split(p, cur, &kb, &kc, &h);
-            z[count++] = floor_z(kb, kc, h);
-        }
+    while (cg_stats_splits_next(&sp, cur)) {
+        floor_split(p, cur, &kb, &kc, &h);
+        z[count++] = floor_z(kb, kc, h);
     }
     qsort(z, count, sizeof(*z), cmp_dbl);
 done:
@@ -309,12 +271,12 @@ int cg_floor_compare(const double *base, size_t nb, const double *cur, size_t nc
     out->fast[0] = kb;
     out->fast[1] = kc;
     size_t splits = CG_FLOOR_PERMUTATIONS;
-    bool all = choose(pool.n, nb) <= CG_FLOOR_PERMUTATIONS;
+    bool all = cg_stats_choose(pool.n, nb) <= CG_FLOOR_PERMUTATIONS;
     if (all)
-        splits = (size_t)llround(choose(pool.n, nb));
+        splits = (size_t)llround(cg_stats_choose(pool.n, nb));
     if ((z = malloc(splits * sizeof(*z))) == NULL)
         goto done;
-    struct floor_null f = {z, floor_null(&pool, nb, all, z), all};
+    struct floor_null f = {z, floor_null(&pool, nb, z), all};
     if (f.count != splits)
         goto done;
     size_t kb2, kc2;
@@ -897,13 +859,35 @@ static double tokens_per_step(const struct cg_artifact *a)
     return steps > 0 ? tokens / steps : NAN;
 }
 
+/* True when a periodic slowdown (pattern.h) is significant at metric m's alpha and alone moves
+ * m beyond its threshold: the mean and tokens/sec by one step in `period` slower, the p95 by
+ * the slow steps' excess (one step in at most CG_PATTERN_MAX_PERIOD is above the 95th
+ * percentile's share). The note says so. */
+static bool periodic_explains(const struct cg_verdict *v, enum cg_metric m,
+                              struct cg_metric_result *r)
+{
+    const struct cg_pattern *p = &v->pattern;
+    const struct cg_metric_limits *l = &v->thresholds->metric[m];
+    if (!p->tested || !(p->p_value <= l->alpha))
+        return false;
+    double moved = m == CG_M_STEP_TIME_P95 ? p->excess_pct : cg_pattern_mean_pct(p);
+    if (!(moved > l->max_regression_pct))
+        return false;
+    snprintf(r->note, sizeof(r->note),
+             "step %d of every %d is %+.1f%% slower in %zu of %zu current runs (p = %.2g): "
+             "periodic work, which interference does not cause",
+             p->phase + 1, p->period, p->excess_pct, p->runs_slower, p->runs, p->p_value);
+    return true;
+}
+
 /* "require_floor_regression": interference on a shared runner slows whole spells of steps and
  * moves the mean, p95 and tokens/sec of the runs it meets, but not the floor. A FAIL of those
  * metrics stands when the floor FAILed too (or was not measured, or had fewer runs than its
- * min_runs and moved beyond its threshold), or for tokens/sec when a step carries fewer tokens;
- * else it is INCONCLUSIVE: when the floor passed, a spell of load (or a
- * change that slows only some steps, every k-th say, and leaves the fast ones alone: the price
- * of the rule, in the note); when the floor is itself inconclusive, it waits for the floor.
+ * min_runs and moved beyond its threshold), or for tokens/sec when a step carries fewer tokens,
+ * or when a slowdown locked to the step phase accounts for it (periodic work: interference is
+ * not phase-locked); else it is INCONCLUSIVE: when the floor passed, a spell of load (or a
+ * change that slows only some steps at no fixed phase, and leaves the fast ones alone: the
+ * price of the rule, in the note); when the floor is itself inconclusive, it waits for the floor.
  * Runs after the machine rule, so a FAIL on another machine keeps that reason. */
 static void floor_rule(struct cg_verdict *v)
 {
@@ -919,7 +903,8 @@ static void floor_rule(struct cg_verdict *v)
         struct cg_metric_result *r = &v->metrics[gated[i]];
         if (r->outcome != CG_OUT_FAIL ||
             (gated[i] == CG_M_TOKENS_PER_SEC &&
-             tokens_per_step(v->current) < tokens_per_step(v->baseline) * (1.0 - 1e-3)))
+             tokens_per_step(v->current) < tokens_per_step(v->baseline) * (1.0 - 1e-3)) ||
+            periodic_explains(v, gated[i], r))
             continue;
         r->outcome = CG_OUT_INCONCLUSIVE;
         if (f->outcome == CG_OUT_INCONCLUSIVE)
@@ -987,6 +972,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
     int rc = compute_metrics(v, err);
     if (rc == 0)
         rc = compute_ops(v, err);
+    if (rc == 0 && t->require_floor && cg_pattern_test(baseline, current, &v->pattern) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc == 0 && cg_diagnose(baseline, current, &v->diagnosis) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc != 0) {

@@ -19,6 +19,7 @@
 #include "artifact.h"
 #include "diagnose.h"
 #include "err.h"
+#include "pattern.h"
 #include "stats.h"
 #include "thresholds.h"
 
@@ -104,6 +105,8 @@ struct cg_verdict {
                                * FAIL, so none PASSes either (INCONCLUSIVE, with the reason) */
     bool gpu_lost;            /* cg_verdict_gpu_lost: FAIL (peak device memory carries it) */
     struct cg_diagnosis diagnosis; /* why it is slow or hungry: never decides */
+    struct cg_pattern pattern; /* a slowdown locked to the step phase: the floor rule lets a FAIL
+                                * stand when it accounts for it (pattern.h) */
     const struct cg_artifact *baseline;
     const struct cg_artifact *current;
     const struct cg_thresholds *thresholds;
@@ -155,7 +158,7 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
 #define CG_FLOOR_MIN_FAST_RUNS 3
 /* Splits of the runs between the sides that the floor's test draws (cg_floor_compare); when
  * there are at most this many splits in all, every one is taken. */
-#define CG_FLOOR_PERMUTATIONS 2000
+#define CG_FLOOR_PERMUTATIONS CG_STATS_SPLITS
 
 /* The floor compared over runs: which runs count as fast depends on each side's own fastest
  * run, so the selection depends on which side a run is on, and Mann-Whitney's distribution

@@ -146,23 +146,6 @@ static void test_verdict__table(void **state)
     }
 }
 
-/* Interference as it is seen on a shared runner: spells in which every step takes 1.6 to 1.9
- * times as long, covering whole runs or parts of them, on both sides alike. */
-static void contend(struct cg_artifact *a, uint64_t seed)
-{
-    uint64_t rng = seed;
-    for (size_t r = 0; r < a->n_runs; r++) {
-        struct cg_run *run = &a->runs[r];
-        uint64_t x = cg_stats_rand(&rng);
-        size_t from = x % 3 == 0 ? 0 : (size_t)((x >> 8) % run->n_steps);
-        size_t to = x % 3 == 1 ? from : run->n_steps; /* a third of the runs stay fast */
-        double slow = 1.6 + 0.3 * (double)((x >> 20) % 1000) / 1000.0;
-        for (size_t k = from; k < to; k++)
-            run->steps[k].wall_ns = (int64_t)((double)run->steps[k].wall_ns * slow);
-        cg_run_summarize(run);
-    }
-}
-
 /* Under that interference the mean's runs spread so far that a 6% slowdown is not significant,
  * while the floor (the fast steps of the fast runs) sees it; and the same code never fails the floor. */
 static void test_verdict__floor_sees_through_interference(void **state)
@@ -181,9 +164,9 @@ static void test_verdict__floor_sees_through_interference(void **state)
         make(&b, &fb);
         make(&same, &fa);
         make(&slow, &fs);
-        contend(&b, 1000 + s);
-        contend(&same, 2000 + s);
-        contend(&slow, 2000 + s);
+        cg_fixture_contend(&b, 1000 + s);
+        cg_fixture_contend(&same, 2000 + s);
+        cg_fixture_contend(&slow, 2000 + s);
         assert_int_equal(cg_verdict_compute(&b, &same, &t, &v, &err), 0);
         const struct cg_metric_result *f = &v.metrics[CG_M_STEP_TIME_FLOOR];
         floor_fails += f->outcome == CG_OUT_FAIL;
@@ -204,6 +187,81 @@ static void test_verdict__floor_sees_through_interference(void **state)
     assert_int_equal(floor_fails, 0);
     assert_true(floor_found >= n - 1);
     assert_true(mean_found <= n / 2);
+}
+
+/* Every other step 80% slower (the mean +40%, the p95 +80%): the fastest steps did not move,
+ * so the floor rule alone would call it interference (INCONCLUSIVE, exit 0). A slowdown at a
+ * fixed step phase in every run is periodic work, and the FAIL stands, with the note. Both
+ * sides carry spells of interference. */
+static void test_verdict__periodic_slowdown_fails_despite_the_floor(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    struct cg_fixture fb = FX(15, 30, 1e7, 0.005, 0.01, -1, 31);
+    struct cg_fixture fc = FX(15, 30, 1e7, 0.005, 0.01, -1, 32);
+    struct cg_artifact b, c;
+    struct cg_verdict v;
+    make(&b, &fb);
+    make(&c, &fc);
+    cg_fixture_contend(&b, 41);
+    cg_fixture_contend(&c, 42);
+    cg_fixture_every(&c, 2, 1, 80.0);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    const struct cg_metric_result *mean = &v.metrics[CG_M_STEP_TIME_MEAN];
+    assert_int_not_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_FAIL);
+    assert_int_equal(mean->outcome, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_P95].outcome, CG_OUT_FAIL);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    assert_non_null(strstr(mean->note, "step 2 of every 2 is +"));
+    assert_non_null(strstr(mean->note, "in 15 of 15 current runs"));
+    assert_int_equal(v.pattern.period, 2);
+    cg_verdict_release(&v);
+    /* with the rule off nothing changes: the mean fails on its own */
+    t.require_floor = false;
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    assert_false(v.pattern.tested); /* not computed: nothing needs it */
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+}
+
+/* Interference on the current side only (a quiet baseline; the runs are not exchangeable, the
+ * case the floor rule exists for): the mean FAILs on its own in many comparisons, the floor
+ * does not, and the pattern must not turn them into FAILs: spells are not locked to the step
+ * phase, and a pattern must account for the change by itself. */
+static void test_verdict__interference_is_not_periodic(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    size_t n = 60, mean_fail_alone = 0, fails = 0;
+    for (uint64_t s = 0; s < n; s++) {
+        struct cg_fixture fb = FX(15, 30, 1e7, 0.005, 0.01, -1, 300 + s);
+        struct cg_fixture fc = FX(15, 30, 1e7, 0.005, 0.01, -1, 400 + s);
+        struct cg_artifact b, c;
+        struct cg_verdict v;
+        make(&b, &fb);
+        make(&c, &fc);
+        cg_fixture_contend(&c, 500 + s);
+        assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+        fails += v.overall == CG_OUT_FAIL;
+        t.require_floor = false;
+        cg_verdict_release(&v);
+        assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+        mean_fail_alone += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
+        t.require_floor = true;
+        cg_verdict_release(&v);
+        cg_artifact_release(&b);
+        cg_artifact_release(&c);
+    }
+    print_message("current side busy: the mean FAILs alone in %zu of %zu, the gate in %zu\n",
+                  mean_fail_alone, n, fails);
+    assert_true(mean_fail_alone >= n / 2); /* the case is real */
+    assert_int_equal(fails, 0);
 }
 
 /* A run's floor is the median of its steps within 10% of its fastest; a side's fast runs are
@@ -785,6 +843,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict__table),
         cmocka_unit_test(test_verdict__floor_sees_through_interference),
+        cmocka_unit_test(test_verdict__periodic_slowdown_fails_despite_the_floor),
+        cmocka_unit_test(test_verdict__interference_is_not_periodic),
         cmocka_unit_test(test_verdict__floor_needs_min_runs),
         cmocka_unit_test(test_verdict__run_floor_and_fast_runs),
         cmocka_unit_test(test_verdict__floor_size_with_iid_runs),

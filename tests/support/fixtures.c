@@ -98,3 +98,28 @@ void cg_fixture_set_loss(struct cg_artifact *a, double first, double last)
             run->steps[s].loss = first + (last - first) * (double)s / span;
     }
 }
+
+void cg_fixture_contend(struct cg_artifact *a, uint64_t seed)
+{
+    uint64_t rng = seed;
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_run *run = &a->runs[r];
+        uint64_t x = cg_stats_rand(&rng);
+        size_t from = x % 3 == 0 ? 0 : (size_t)((x >> 8) % run->n_steps);
+        size_t to = x % 3 == 1 ? from : run->n_steps;
+        double slow = 1.6 + 0.3 * (double)((x >> 20) % 1000) / 1000.0;
+        for (size_t k = from; k < to; k++)
+            run->steps[k].wall_ns = (int64_t)((double)run->steps[k].wall_ns * slow);
+        cg_run_summarize(run);
+    }
+}
+
+void cg_fixture_every(struct cg_artifact *a, size_t every, size_t phase, double pct)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_run *run = &a->runs[r];
+        for (size_t k = phase; k < run->n_steps; k += every)
+            run->steps[k].wall_ns = (int64_t)((double)run->steps[k].wall_ns * (1.0 + pct / 100.0));
+        cg_run_summarize(run);
+    }
+}

@@ -41,4 +41,12 @@ void cg_fixture_set_loss(struct cg_artifact *a, double first, double last);
 int cg_fixture_add_op(struct cg_artifact *a, const char *name, const char *family,
                       enum cg_op_kind kind, double calls_per_step, double ns_per_step);
 
+/* Interference as it is seen on a shared runner: spells in which every step takes 1.6 to 1.9
+ * times as long, covering whole runs or parts of them (a third of the runs stay fast). */
+void cg_fixture_contend(struct cg_artifact *a, uint64_t seed);
+
+/* A periodic slowdown: the measured steps k with k % every == phase take (1 + pct/100) times as
+ * long, in every run. */
+void cg_fixture_every(struct cg_artifact *a, size_t every, size_t phase, double pct);
+
 #endif
