@@ -525,6 +525,50 @@ static void test_stats__block_bootstrap_rate_uses_weights(void **state)
     assert_float_equal(r.ratio, 0.5, 1e-12); /* half the tokens in the same time */
 }
 
+/* Splits for permutation tests: every split exactly once when there are at most the limit
+ * (C(6, 2) = 15: checked against all 2^6 labelings with two zeros), else `limit` drawn splits
+ * of the right sizes, the same ones for the same seed. */
+static void test_stats__splits_every_or_drawn(void **state)
+{
+    (void)state;
+    size_t idx[32];
+    unsigned char cur[32];
+    struct cg_splits s;
+    assert_int_equal(cg_stats_splits_init(&s, idx, 6, 2, 15, 1), 0);
+    assert_true(s.all);
+    assert_int_equal(s.count, 15);
+    bool seen[64] = {false};
+    size_t n = 0;
+    while (cg_stats_splits_next(&s, cur)) {
+        unsigned mask = 0, zeros = 0;
+        for (unsigned i = 0; i < 6; i++) {
+            mask |= (unsigned)cur[i] << i;
+            zeros += cur[i] == 0;
+        }
+        assert_int_equal(zeros, 2);
+        assert_false(seen[mask]);
+        seen[mask] = true;
+        n++;
+    }
+    assert_int_equal(n, 15);
+    assert_int_equal(cg_stats_splits_init(&s, idx, 6, 2, 14, 1), 0); /* one fewer: drawn */
+    assert_false(s.all);
+    unsigned char first[100][32];
+    assert_int_equal(cg_stats_splits_init(&s, idx, 30, 15, 100, 7), 0);
+    for (n = 0; cg_stats_splits_next(&s, cur); n++) {
+        size_t zeros = 0;
+        for (size_t i = 0; i < 30; i++)
+            zeros += cur[i] == 0;
+        assert_int_equal(zeros, 15);
+        memcpy(first[n], cur, 30);
+    }
+    assert_int_equal(n, 100);
+    assert_int_equal(cg_stats_splits_init(&s, idx, 30, 15, 100, 7), 0);
+    for (n = 0; cg_stats_splits_next(&s, cur); n++)
+        assert_memory_equal(first[n], cur, 30);
+    assert_int_equal(cg_stats_splits_init(&s, idx, 3, 4, 100, 7), -1); /* nb > n */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_stats__benjamini_hochberg),
         cmocka_unit_test(test_stats__block_bootstrap_detects_scaled_series),
         cmocka_unit_test(test_stats__block_bootstrap_rate_uses_weights),
+        cmocka_unit_test(test_stats__splits_every_or_drawn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
