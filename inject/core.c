@@ -321,6 +321,11 @@ static void start_once(void)
     int n = snprintf(g_config.step_range, sizeof(g_config.step_range), "%s", step);
     if (n < 0 || (size_t)n >= sizeof(g_config.step_range))
         return;
+    const char *fallback = getenv(CG_ENV_STEP_FALLBACK);
+    n = snprintf(g_config.step_fallback, sizeof(g_config.step_fallback), "%s",
+                 fallback != NULL && strcmp(fallback, step) != 0 ? fallback : "");
+    if (n < 0 || (size_t)n >= sizeof(g_config.step_fallback))
+        g_config.step_fallback[0] = '\0';
     g_config.warmup = 0;
     env_int(CG_ENV_WARMUP, 0, INT32_MAX, &g_config.warmup);
     g_config.steps = -1;

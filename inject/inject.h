@@ -40,6 +40,7 @@ static inline uint64_t cg_inject_now_ns(void)
 /* Settings read from the environment once per process. */
 struct cg_inject_config {
     char step_range[256]; /* NVTX range name that marks a step */
+    char step_fallback[256]; /* the other step name (CG_ENV_STEP_FALLBACK), "" when none */
     int64_t warmup;       /* steps whose ops are not counted */
     int64_t steps;        /* measured steps, -1 when CANARY_GATE_STEPS is absent or invalid */
     int64_t measure_end;  /* warmup + steps: the first step after the window; INT64_MAX: none */

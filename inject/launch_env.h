@@ -19,6 +19,18 @@
  * why its shard could not be written (see CG_FAIL_FILE_BYTES). */
 #define CG_ENV_FAIL_FILE "CANARY_GATE_FAIL_FILE"
 #define CG_ENV_STEP_RANGE "CANARY_GATE_STEP_RANGE" /* launcher */
+/* launcher (--steps-from auto): a second step range name, the optimizer's (python/): whichever
+ * of the two a process begins first marks its steps, the other is ignored; unset: none. */
+#define CG_ENV_STEP_FALLBACK "CANARY_GATE_STEP_FALLBACK"
+/* The range canary-gate's sitecustomize (python/canary_gate_steps.py) marks each optimizer step
+ * with; a step range of this name is reported as steps from the optimizer. */
+#define CG_OPTIMIZER_STEP_RANGE "canary-gate/optimizer-step"
+/* launcher, read by python/canary_gate_steps.py: "auto" or "optimizer" (unset: no marking), the
+ * tool's NVTX library, the range name (CG_OPTIMIZER_STEP_RANGE) and which optimizer counts. */
+#define CG_ENV_STEPS_FROM "CANARY_GATE_STEPS_FROM"
+#define CG_ENV_NVTX_LIB "CANARY_GATE_NVTX_LIB"
+#define CG_ENV_OPTIMIZER_RANGE "CANARY_GATE_OPTIMIZER_RANGE"
+#define CG_ENV_STEP_OPTIMIZER "CANARY_GATE_STEP_OPTIMIZER"
 #define CG_ENV_WARMUP "CANARY_GATE_WARMUP"         /* launcher */
 #define CG_ENV_STEPS "CANARY_GATE_STEPS"           /* launcher: measured steps per process, >= 1 */
 #define CG_ENV_TRACE_STEPS "CANARY_GATE_TRACE_STEPS" /* launcher: "A:B", measured steps; or unset */

@@ -7,7 +7,10 @@
  * (for the step loss). Slots left empty (categories, resources, sync) stay NVTX no-ops.
  *
  * A range of the default domain whose name is the step name (CANARY_GATE_STEP_RANGE, "step") is a
- * step; its integer payload is the step's token count. Every other range that begins while a
+ * step; its integer payload is the step's token count. With a fallback name
+ * (CANARY_GATE_STEP_FALLBACK: the optimizer steps canary-gate's sitecustomize marks, for
+ * --steps-from auto) the first of the two names a process begins marks its steps and ranges of
+ * the other are ignored; the shard says which ("steps_from nvtx|optimizer"). Every other range that begins while a
  * step of the measured window (warm-up..warm-up + CANARY_GATE_STEPS) is open, on any thread, is an
  * op of kind "range" ("<domain>:<name>" outside the default domain). Step ends are appended to
  * the shard at once, with the op totals that changed; the end of the window's last step calls
@@ -127,6 +130,8 @@ static _Thread_local struct tstack t_stack;
 
 static bool g_on;
 static const char *g_step_name;
+static const char *g_step_fallback; /* "" when none */
+static _Atomic int g_step_source;   /* 0 until a step begins; 1: g_step_name's, 2: the fallback's */
 static int64_t g_warmup;
 static int64_t g_measure_end = INT64_MAX;
 static _Atomic uint64_t g_unrecorded[CG_UNRECORDED_MAX]; /* hashes of the names left out */
@@ -337,6 +342,31 @@ static bool measured_step(int64_t step)
     return step >= g_warmup && step < g_measure_end;
 }
 
+/* 1 when a range of the default domain named name marks a step, -1 when it is the step name
+ * that lost (ignored), else 0. Of the step name and the fallback, the first begun wins for the
+ * process; the winner is written once ("steps_from optimizer" for CG_OPTIMIZER_STEP_RANGE, else
+ * "steps_from nvtx"). */
+static int step_kind(const char *name)
+{
+    int want = strcmp(name, g_step_name) == 0                              ? 1
+               : g_step_fallback[0] != '\0' && strcmp(name, g_step_fallback) == 0 ? 2
+                                                                           : 0;
+    if (want == 0)
+        return 0;
+    int was = atomic_load_explicit(&g_step_source, memory_order_relaxed);
+    if (was != 0)
+        return was == want ? 1 : -1;
+    if (atomic_compare_exchange_strong_explicit(&g_step_source, &was, want, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        cg_inject_lock();
+        cg_inject_append("steps_from %s\n",
+                         strcmp(name, CG_OPTIMIZER_STEP_RANGE) == 0 ? "optimizer" : "nvtx");
+        cg_inject_unlock();
+        return 1;
+    }
+    return was == want ? 1 : -1;
+}
+
 static void begin_range(struct frame *f, const struct cg_domain *d, const char *name,
                         int64_t tokens)
 {
@@ -346,7 +376,10 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
     f->traced = 0;
     if (!g_on)
         return;
-    if (d == NULL && strcmp(name, g_step_name) == 0) {
+    int kind = d == NULL ? step_kind(name) : 0;
+    if (kind < 0)
+        return; /* the step name that lost: neither a step nor an op */
+    if (kind > 0) {
         f->flags = FRAME_STEP;
         f->tokens = tokens;
         f->step = atomic_fetch_add_explicit(&g_next_step, 1, memory_order_relaxed);
@@ -829,6 +862,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
         return 0;
     const struct cg_inject_config *cfg = cg_inject_config();
     g_step_name = cfg->step_range;
+    g_step_fallback = cfg->step_fallback;
     g_warmup = cfg->warmup;
     g_measure_end = cfg->measure_end;
     g_trace_first = cfg->trace_first;

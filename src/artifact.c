@@ -87,6 +87,7 @@ void cg_artifact_release(struct cg_artifact *a)
     free(a->runs);
     env_release(&a->env);
     free(a->settings.step_range);
+    free(a->settings.steps_from);
     free(a->created_utc);
     free(a->gpu_reason);
     cg_artifact_init(a);
@@ -371,6 +372,7 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
     d->gpu_count = e->gpu_count;
     int rc = dup_str(&dst->gpu_reason, src->gpu_reason) | dup_str(&dst->created_utc, src->created_utc) |
              dup_str(&dst->settings.step_range, src->settings.step_range) |
+             dup_str(&dst->settings.steps_from, src->settings.steps_from) |
              dup_str(&d->gpu_model, e->gpu_model) | dup_str(&d->driver_version, e->driver_version) |
              dup_str(&d->cuda_version, e->cuda_version) | dup_str(&d->cupti_status, e->cupti_status) |
              dup_str(&d->cupti_library, e->cupti_library) |
@@ -435,6 +437,9 @@ const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg
         return "settings.warmup";
     if (!str_eq(a->settings.step_range, b->settings.step_range))
         return "settings.step_range";
+    if (a->settings.steps_from != NULL && b->settings.steps_from != NULL &&
+        strcmp(a->settings.steps_from, b->settings.steps_from) != 0)
+        return "settings.steps_from";
     if (a->settings.tokens_per_step != b->settings.tokens_per_step)
         return "settings.tokens_per_step";
     return NULL;
@@ -615,8 +620,12 @@ static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifac
         get_int(p, s, "settings", "warmup", false, 0, &st->warmup) ||
         get_int(p, s, "settings", "runs", false, 1, &st->runs) ||
         get_str(p, s, "settings", "step_range", true, &st->step_range) ||
+        get_str(p, s, "settings", "steps_from", true, &st->steps_from) ||
         get_int(p, s, "settings", "tokens_per_step", true, 0, &st->tokens_per_step))
         return CG_EINPUT;
+    if (st->steps_from != NULL && strcmp(st->steps_from, "nvtx") != 0 &&
+        strcmp(st->steps_from, "optimizer") != 0)
+        return bad(p, "settings.steps_from", "must be \"nvtx\", \"optimizer\" or null");
     return 0;
 }
 
@@ -984,6 +993,7 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     cJSON_AddNumberToObject(set, "warmup", (double)s->warmup);
     cJSON_AddNumberToObject(set, "runs", (double)s->runs);
     cJSON_AddItemToObject(set, "step_range", str_or_null(s->step_range));
+    cJSON_AddItemToObject(set, "steps_from", str_or_null(s->steps_from));
     cJSON_AddItemToObject(set, "tokens_per_step", int_or_null(s->tokens_per_step));
 
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");

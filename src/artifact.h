@@ -96,6 +96,8 @@ struct cg_settings {
     int64_t warmup;          /* steps dropped at the start of each run */
     int64_t runs;            /* runs asked for */
     char *step_range;        /* NVTX range name that marks a step */
+    char *steps_from;        /* what marked the steps: "nvtx" (the canary's own ranges) or
+                              * "optimizer" (its optimizer steps, --steps-from); NULL unknown */
     int64_t tokens_per_step; /* -1 when steps carry their own tokens or none */
 };
 

@@ -223,6 +223,8 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
     c->timeout_s = m->timeout_s;
     c->grace_s = m->grace_s;
     c->let_finish = m->let_finish;
+    c->steps_from = m->steps_from;
+    c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
     o->runs = m->runs > 0 ? m->runs : (long)t->runs;
     if (have_base && m->steps < 0 && m->warmup < 0 &&
         (base->settings.steps != t->steps || base->settings.warmup != t->warmup))

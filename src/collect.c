@@ -38,8 +38,10 @@
 /* The injection library's variables (launch_env.h). The launcher sets or removes the ones it
  * owns for every run, whatever the user's environment holds; the user's settings pass through. */
 static const char *const launcher_vars[] = {
-    CG_ENV_CUDA_INJECTION, CG_ENV_NVTX_INJECTION, CG_ENV_SHARD_DIR,   CG_ENV_FAIL_FILE,
-    CG_ENV_STEP_RANGE,     CG_ENV_WARMUP,         CG_ENV_STEPS,       CG_ENV_TRACE_STEPS,
+    CG_ENV_CUDA_INJECTION, CG_ENV_NVTX_INJECTION,  CG_ENV_SHARD_DIR,       CG_ENV_FAIL_FILE,
+    CG_ENV_STEP_RANGE,     CG_ENV_WARMUP,          CG_ENV_STEPS,           CG_ENV_TRACE_STEPS,
+    CG_ENV_STEP_FALLBACK,  CG_ENV_STEPS_FROM,      CG_ENV_NVTX_LIB,        CG_ENV_OPTIMIZER_RANGE,
+    CG_ENV_STEP_OPTIMIZER,
 };
 static const char *const user_vars[] = {CG_ENV_CUPTI, CG_ENV_BUFFER_MB, CG_ENV_CUPTI_PATH,
                                         CG_ENV_TRACE_MAX_EVENTS};
@@ -47,11 +49,17 @@ static const char *const user_vars[] = {CG_ENV_CUPTI, CG_ENV_BUFFER_MB, CG_ENV_C
 /* Why the last run failed, for cg_collect_hint (carried as data, not read from the message). */
 enum collect_failure { FAILED_OTHER, FAILED_NO_STEP, FAILED_NOT_LOADED, FAILED_SHARD_WRITE };
 static enum collect_failure g_failure;
+/* How the last run looked for steps, for the hint when it found none. */
+static enum cg_steps_from g_steps_from;
+static bool g_steps_python; /* the sitecustomize was put on PYTHONPATH */
 static bool g_env_said; /* the inherited variables were named (once per tool process) */
 
 struct cg_collector {
     struct cg_collect_cfg cfg;
     char inject[PATH_MAX];
+    char python[PATH_MAX];   /* the sitecustomize's folder, "" when steps never come from the
+                              * optimizer (nvtx, or auto without the folder and library) */
+    char nvtx_lib[PATH_MAX];
     char tmp[PATH_MAX];
     bool have_tmp;
     char **builtin;      /* the built-in canary's argv when no command was given */
@@ -362,6 +370,30 @@ static int builtin_argv(struct cg_collector *col, const char *self, struct cg_er
     return 0;
 }
 
+/* The sitecustomize's folder and the NVTX library beside the tool, for steps from the
+ * optimizer: required with --steps-from optimizer, used when present with auto. */
+static int find_python(struct cg_collector *col, const char *self, struct cg_err *err)
+{
+    char site[PATH_MAX];
+    col->python[0] = '\0';
+    if (col->cfg.steps_from == CG_STEPS_FROM_NVTX)
+        return 0;
+    int rc = fmt_path(col->nvtx_lib, sizeof(col->nvtx_lib), err, "%s/%s", self, CG_NVTX_LIBRARY);
+    if (rc == 0)
+        rc = fmt_path(site, sizeof(site), err, "%s/%s/sitecustomize.py", self, CG_PYTHON_DIR);
+    if (rc != 0)
+        return rc;
+    if (access(col->nvtx_lib, R_OK) != 0 || access(site, R_OK) != 0) {
+        if (col->cfg.steps_from == CG_STEPS_FROM_AUTO)
+            return 0;
+        return cg_err_set(err, CG_EIO,
+                          "--steps-from optimizer: cannot find '%s' or '%s' beside canary-gate "
+                          "(built without the NVTX headers, or moved without them)",
+                          site, col->nvtx_lib);
+    }
+    return fmt_path(col->python, sizeof(col->python), err, "%s/%s", self, CG_PYTHON_DIR);
+}
+
 int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **out,
                       struct cg_err *err)
 {
@@ -408,6 +440,8 @@ int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **ou
                         "the NVTX headers, or it was moved without it)", col->inject);
         goto out;
     }
+    if ((rc = find_python(col, self, err)) != 0)
+        goto out;
     if (cfg->cmd != NULL && cfg->cmd[0] != NULL) {
         col->cmd = cfg->cmd;
     } else {
@@ -590,16 +624,83 @@ static void say_inherited_env(void)
     }
 }
 
+/* The launcher's variables of one run: what it sets (add) and removes. */
+struct run_env {
+    char cuda[PATH_MAX + 32], nvtx[PATH_MAX + 32], dir[PATH_MAX + 32], fail[PATH_MAX + 32],
+        range[320], warm[64], steps[64], trace[96], fallback[320], from[64], lib[PATH_MAX + 32],
+        orange[320], which[64];
+    char *pythonpath; /* malloc'ed "PYTHONPATH=..." or NULL */
+    char *add[16], *remove[8];
+    size_t n_add, n_remove;
+};
+
+/* Fills e for a run into shard_dir (e->pythonpath is the caller's to free, also on failure). */
+static int run_env_make(const struct cg_collector *col, const char *shard_dir,
+                        const char *fail_path, bool trace, struct run_env *e, struct cg_err *err)
+{
+    const struct cg_collect_cfg *c = &col->cfg;
+    bool optimizer = col->python[0] != '\0';
+    const char *range = c->steps_from == CG_STEPS_FROM_OPTIMIZER ? CG_OPTIMIZER_STEP_RANGE
+                                                                 : c->step_range;
+    memset(e, 0, sizeof(*e));
+    if (fmt_path(e->cuda, sizeof(e->cuda), err, CG_ENV_CUDA_INJECTION "=%s", col->inject) != 0 ||
+        fmt_path(e->nvtx, sizeof(e->nvtx), err, CG_ENV_NVTX_INJECTION "=%s", col->inject) != 0 ||
+        fmt_path(e->dir, sizeof(e->dir), err, CG_ENV_SHARD_DIR "=%s", shard_dir) != 0 ||
+        fmt_path(e->fail, sizeof(e->fail), err, CG_ENV_FAIL_FILE "=%s", fail_path) != 0 ||
+        fmt_path(e->range, sizeof(e->range), err, CG_ENV_STEP_RANGE "=%s", range) != 0 ||
+        fmt_path(e->warm, sizeof(e->warm), err, CG_ENV_WARMUP "=%ld", c->warmup) != 0 ||
+        fmt_path(e->steps, sizeof(e->steps), err, CG_ENV_STEPS "=%ld", c->steps) != 0 ||
+        fmt_path(e->trace, sizeof(e->trace), err, CG_ENV_TRACE_STEPS "=%s",
+                 c->trace_steps ? c->trace_steps : "0:2") != 0)
+        return err->code;
+    char *always[] = {e->cuda, e->nvtx, e->dir, e->fail, e->range, e->warm, e->steps};
+    for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
+        e->add[e->n_add++] = always[i];
+    if (trace)
+        e->add[e->n_add++] = e->trace;
+    else
+        e->remove[e->n_remove++] = (char *)CG_ENV_TRACE_STEPS;
+    if (!optimizer || c->steps_from == CG_STEPS_FROM_OPTIMIZER)
+        e->remove[e->n_remove++] = (char *)CG_ENV_STEP_FALLBACK;
+    if (!optimizer) {
+        const char *python_vars[] = {CG_ENV_STEPS_FROM, CG_ENV_NVTX_LIB, CG_ENV_OPTIMIZER_RANGE,
+                                     CG_ENV_STEP_OPTIMIZER};
+        for (size_t i = 0; i < sizeof(python_vars) / sizeof(python_vars[0]); i++)
+            e->remove[e->n_remove++] = (char *)python_vars[i];
+        return 0;
+    }
+    bool automatic = c->steps_from == CG_STEPS_FROM_AUTO;
+    const char *user = getenv("PYTHONPATH");
+    size_t cap = strlen(col->python) + (user != NULL ? strlen(user) : 0) + 16;
+    if ((e->pythonpath = malloc(cap)) == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    snprintf(e->pythonpath, cap, "PYTHONPATH=%s%s%s", col->python,
+             user != NULL && *user != '\0' ? ":" : "", user != NULL ? user : "");
+    if ((automatic && fmt_path(e->fallback, sizeof(e->fallback), err,
+                               CG_ENV_STEP_FALLBACK "=%s", CG_OPTIMIZER_STEP_RANGE) != 0) ||
+        fmt_path(e->from, sizeof(e->from), err, CG_ENV_STEPS_FROM "=%s",
+                 automatic ? "auto" : "optimizer") != 0 ||
+        fmt_path(e->lib, sizeof(e->lib), err, CG_ENV_NVTX_LIB "=%s", col->nvtx_lib) != 0 ||
+        fmt_path(e->orange, sizeof(e->orange), err, CG_ENV_OPTIMIZER_RANGE "=%s",
+                 CG_OPTIMIZER_STEP_RANGE) != 0 ||
+        fmt_path(e->which, sizeof(e->which), err, CG_ENV_STEP_OPTIMIZER "=%ld",
+                 c->step_optimizer > 0 ? c->step_optimizer : 1) != 0)
+        return err->code;
+    char *python[] = {e->pythonpath, e->from, e->lib, e->orange, e->which};
+    for (size_t i = 0; i < sizeof(python) / sizeof(python[0]); i++)
+        e->add[e->n_add++] = python[i];
+    if (automatic)
+        e->add[e->n_add++] = e->fallback;
+    return 0;
+}
+
 /* One canary process into one run of a. */
 static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long total,
                    struct cg_err *err)
 {
     const struct cg_collect_cfg *c = &col->cfg;
-    char shard_dir[PATH_MAX], fail_path[PATH_MAX], e_cuda[PATH_MAX + 32], e_nvtx[PATH_MAX + 32],
-        e_dir[PATH_MAX + 32], e_fail[PATH_MAX + 32], e_range[320], e_warm[64], e_steps[64],
-        e_trace[96];
-    char *env[8] = {e_cuda, e_nvtx, e_dir, e_fail, e_range, e_warm, e_steps, e_trace};
-    char *no_trace[] = {(char *)CG_ENV_TRACE_STEPS};
+    char shard_dir[PATH_MAX], fail_path[PATH_MAX];
+    struct run_env env;
     bool trace = c->trace_path != NULL && col->next_dir == 0; /* the first run only */
     bool tty = isatty(STDERR_FILENO);
     struct cg_shard *sh = NULL;
@@ -611,21 +712,19 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     if (fmt_path(shard_dir, sizeof(shard_dir), err, "%s/run-%d", col->tmp, col->next_dir) != 0 ||
         fmt_path(fail_path, sizeof(fail_path), err, "%s/run-%d.fail", col->tmp,
                  col->next_dir) != 0 ||
-        fmt_path(e_cuda, sizeof(e_cuda), err, CG_ENV_CUDA_INJECTION "=%s", col->inject) != 0 ||
-        fmt_path(e_nvtx, sizeof(e_nvtx), err, CG_ENV_NVTX_INJECTION "=%s", col->inject) != 0 ||
-        fmt_path(e_dir, sizeof(e_dir), err, CG_ENV_SHARD_DIR "=%s", shard_dir) != 0 ||
-        fmt_path(e_fail, sizeof(e_fail), err, CG_ENV_FAIL_FILE "=%s", fail_path) != 0 ||
-        fmt_path(e_range, sizeof(e_range), err, CG_ENV_STEP_RANGE "=%s", c->step_range) != 0 ||
-        fmt_path(e_warm, sizeof(e_warm), err, CG_ENV_WARMUP "=%ld", c->warmup) != 0 ||
-        fmt_path(e_steps, sizeof(e_steps), err, CG_ENV_STEPS "=%ld", c->steps) != 0 ||
-        fmt_path(e_trace, sizeof(e_trace), err, CG_ENV_TRACE_STEPS "=%s",
-                 c->trace_steps ? c->trace_steps : "0:2") != 0)
+        run_env_make(col, shard_dir, fail_path, trace, &env, err) != 0)
         return err->code;
     say_inherited_env();
-    if (make_fail_file(fail_path, err) != 0)
+    g_steps_from = c->steps_from;
+    g_steps_python = col->python[0] != '\0';
+    if (make_fail_file(fail_path, err) != 0) {
+        free(env.pythonpath);
         return err->code;
-    if (mkdir(shard_dir, 0700) != 0)
+    }
+    if (mkdir(shard_dir, 0700) != 0) {
+        free(env.pythonpath);
         return cg_err_set(err, CG_EIO, "cannot create '%s': %s", shard_dir, strerror(errno));
+    }
     struct progress p = {.shard_dir = shard_dir,
                          .label = c->label,
                          .run = i,
@@ -637,10 +736,10 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                          .last_print_s = -10.0,
                          .done_steps = -1};
     struct cg_launch_opts o = {.argv = col->cmd,
-                               .env_add = env,
-                               .n_env_add = trace ? 8 : 7,
-                               .env_remove = trace ? NULL : no_trace,
-                               .n_env_remove = trace ? 0 : 1,
+                               .env_add = env.add,
+                               .n_env_add = env.n_add,
+                               .env_remove = env.remove,
+                               .n_env_remove = env.n_remove,
                                .log_path = c->log,
                                .timeout_s = (double)c->timeout_s,
                                .kill_grace_s = (double)c->grace_s,
@@ -652,6 +751,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         fprintf(stderr, "canary-gate: %s%srun %ld of %ld\n", c->label ? c->label : "",
                 label_sep(&p), i, total);
     int rc = cg_launch_run(&o, &r, err);
+    free(env.pythonpath);
     if (tty)
         fprintf(stderr, "\r\033[K");
     if (rc == 0 && r.escaped > 0)
@@ -687,6 +787,11 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
             rc = cg_err_set(err, CG_ENOMEM, "out of memory");
         else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0) {
             run->summary.peak_host_rss_bytes = r.peak_rss_bytes;
+            if (a->settings.steps_from == NULL && st.steps_from != CG_STEPS_UNKNOWN &&
+                (a->settings.steps_from = strdup(st.steps_from == CG_STEPS_OPTIMIZER
+                                                     ? "optimizer"
+                                                     : "nvtx")) == NULL)
+                rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
         }
     }
@@ -742,7 +847,12 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range)
                         "each passed on ('docker run -e " CG_ENV_NVTX_INJECTION " -e "
                         CG_ENV_CUDA_INJECTION " -e CANARY_GATE_SHARD_DIR ...' with the library "
                         "and the shard directory mounted at the same paths), sudo needs "
-                        "'sudo -E' or '--preserve-env', and 'env -i' clears them\n");
+                        "'sudo -E' or '--preserve-env', and 'env -i' clears them%s\n",
+                g_steps_from == CG_STEPS_FROM_NVTX
+                    ? "; a canary that makes no NVTX call never loads it either: mark each "
+                      "training step with an NVTX range, or for a PyTorch script drop "
+                      "--steps-from nvtx so that its optimizer steps are marked"
+                    : "");
         return;
     }
     if (g_failure == FAILED_SHARD_WRITE) {
@@ -756,10 +866,28 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range)
         return;
     if (step_range == NULL)
         step_range = "step";
-    fprintf(stderr, "canary-gate: mark each training step with an NVTX range named '%s' in the "
-                    "default domain, e.g. in PyTorch: torch.cuda.nvtx.range_push(\"%s\") at the "
-                    "start of a step and torch.cuda.nvtx.range_pop() at its end\n",
-            step_range, step_range);
+    if (g_steps_from == CG_STEPS_FROM_OPTIMIZER) {
+        fprintf(stderr, "canary-gate: with --steps-from optimizer a step is a PyTorch "
+                        "optimizer.step(): the canary must be a Python script that imports "
+                        "torch.optim and steps an optimizer (with 'python -I' or '-S' Python "
+                        "skips the sitecustomize that marks them), or mark each step itself with "
+                        "an NVTX range named '%s' and use --steps-from auto\n",
+                step_range);
+        return;
+    }
+    fprintf(stderr, "canary-gate: two ways to mark steps: (1) an NVTX range named '%s' in the "
+                    "default domain around each training step, e.g. in PyTorch "
+                    "torch.cuda.nvtx.range_push(\"%s\") at its start and "
+                    "torch.cuda.nvtx.range_pop() at its end; (2) for a PyTorch script, nothing: "
+                    "each optimizer.step() ends a step %s\n",
+            step_range, step_range,
+            g_steps_from == CG_STEPS_FROM_NVTX
+                ? "when --steps-from is auto (the default) or optimizer, not nvtx as here"
+            : g_steps_python
+                ? "(the canary called none: no optimizer stepped, or 'python -I' or '-S' "
+                  "skipped the sitecustomize that marks them)"
+                : "once canary-gate is built with the NVTX headers (this one has no "
+                  "python/sitecustomize.py and libcanary-nvtx-shim.so beside it)");
 }
 
 char *cg_collect_sibling_path(const char *artifact_path, const char *ext)

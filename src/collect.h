@@ -9,6 +9,13 @@
  * merged into one run of the artifact (shard.c). The artifact's header (environment, settings,
  * GPU status) is filled at the first run added to an empty artifact.
  *
+ * Steps from the optimizer: unless steps_from is CG_STEPS_FROM_NVTX, a run puts the python/
+ * folder beside the tool first on PYTHONPATH (the user's after it) with the variables its
+ * sitecustomize reads (launch_env.h), so a PyTorch canary's optimizer steps are marked as
+ * CG_OPTIMIZER_STEP_RANGE ranges through the tool's NVTX library (libcanary-nvtx-shim.so);
+ * with CG_STEPS_FROM_AUTO the injection library keeps the canary's own step ranges when they
+ * come first. The artifact's settings.steps_from says which marked the steps.
+ *
  * Stop once measured: the canary learns the measured window from CANARY_GATE_WARMUP and
  * CANARY_GATE_STEPS; once every process that marked steps has written its "done" line, the
  * collector ends the canary's process group (SIGTERM, then SIGKILL after grace_s) and counts the
@@ -27,6 +34,13 @@
 
 #include <stdbool.h>
 
+/* Where a canary's steps come from (--steps-from). */
+enum cg_steps_from {
+    CG_STEPS_FROM_AUTO,     /* its own step ranges when it has them, else its optimizer's steps */
+    CG_STEPS_FROM_NVTX,     /* its own step ranges only */
+    CG_STEPS_FROM_OPTIMIZER /* its optimizer's steps only (python/canary_gate_steps.py) */
+};
+
 struct cg_collect_cfg {
     char *const *cmd;       /* the canary's argv, NULL-terminated; NULL: the built-in canary */
     const char *log;        /* the canary's stdout and stderr (required) */
@@ -40,6 +54,8 @@ struct cg_collect_cfg {
     const char *trace_path; /* write a Chrome trace of the first run here, or NULL */
     const char *trace_steps;/* "A:B": the measured steps the trace covers (NULL: "0:2") */
     bool let_finish;        /* wait for the canary to exit by itself, never stop it once measured */
+    enum cg_steps_from steps_from;
+    long step_optimizer;    /* with steps from the optimizer: the N-th to step counts (0: 1) */
 };
 
 struct cg_collector;

@@ -61,6 +61,8 @@ void cg_measure_opts_init(struct cg_measure_opts *m)
     m->grace_s = 5;
     m->step_range = NULL;
     m->let_finish = false;
+    m->steps_from = CG_STEPS_FROM_AUTO;
+    m->step_optimizer = -1;
 }
 
 int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_measure_opts *m)
@@ -90,6 +92,19 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
     case CG_MOPT_LET_FINISH:
         m->let_finish = true;
         return 0;
+    case CG_MOPT_STEPS_FROM:
+        if (strcmp(arg, "auto") == 0)
+            m->steps_from = CG_STEPS_FROM_AUTO;
+        else if (strcmp(arg, "nvtx") == 0)
+            m->steps_from = CG_STEPS_FROM_NVTX;
+        else if (strcmp(arg, "optimizer") == 0)
+            m->steps_from = CG_STEPS_FROM_OPTIMIZER;
+        else
+            return cg_cmd_usage_error(verb, "--steps-from '%s': expected auto, nvtx or optimizer",
+                                      arg);
+        return 0;
+    case CG_MOPT_STEP_OPTIMIZER:
+        return cg_cmd_parse_count(verb, "--step-optimizer", arg, 1, 1000, &m->step_optimizer);
     case CG_MOPT_REDACT: {
         struct cg_err err;
         cg_err_init(&err);
@@ -119,6 +134,8 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     c->timeout_s = m->timeout_s;
     c->grace_s = m->grace_s;
     c->let_finish = m->let_finish;
+    c->steps_from = m->steps_from;
+    c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
     *runs = m->runs > 0 ? m->runs : (long)t->runs;
     return 0;
 }

@@ -41,7 +41,9 @@ enum {
     CG_MOPT_TOKENS,
     CG_MOPT_RANGE,
     CG_MOPT_LET_FINISH,
-    CG_MOPT_REDACT
+    CG_MOPT_REDACT,
+    CG_MOPT_STEPS_FROM,
+    CG_MOPT_STEP_OPTIMIZER
 };
 
 #define CG_MEASURE_OPTIONS                                                                         \
@@ -54,6 +56,8 @@ enum {
         {"tokens-per-step", required_argument, NULL, CG_MOPT_TOKENS},                              \
         {"step-range", required_argument, NULL, CG_MOPT_RANGE},                                    \
         {"redact", required_argument, NULL, CG_MOPT_REDACT},                                       \
+        {"steps-from", required_argument, NULL, CG_MOPT_STEPS_FROM},                               \
+        {"step-optimizer", required_argument, NULL, CG_MOPT_STEP_OPTIMIZER},                       \
     {                                                                                              \
         "let-finish", no_argument, NULL, CG_MOPT_LET_FINISH                                        \
     }
@@ -78,7 +82,12 @@ enum {
     "                         wherever the canary's command is written; the values of secret-\n"   \
     "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*,\n"          \
     "                         *PASSWD*, *CREDENTIAL*, any case; values of 8 bytes or more) and\n"  \
-    "                         URL credentials are always hidden (repeatable, 16 at most)\n"
+    "                         URL credentials are always hidden (repeatable, 16 at most)\n"   \
+    "  --steps-from WHERE     auto (default): the canary's own step ranges when it has them,\n"   \
+    "                         else a PyTorch canary's optimizer.step() calls; nvtx: its own\n"     \
+    "                         ranges only; optimizer: optimizer steps only\n"                      \
+    "  --step-optimizer N     with steps from the optimizer, the N-th optimizer to step counts\n"  \
+    "                         (default 1: with several per step, the first)\n"
 
 struct cg_measure_opts {
     const char *thresholds;
@@ -86,6 +95,8 @@ struct cg_measure_opts {
     long timeout_s, grace_s;
     const char *step_range;                    /* NULL: not given ("step") */
     bool let_finish;
+    enum cg_steps_from steps_from;             /* default auto */
+    long step_optimizer;                       /* -1: not given (1) */
 };
 
 /* Sets the defaults (nothing given, timeout 1800 s, grace 5 s, range not given). */

@@ -31,6 +31,10 @@
 
 /* Name of the injection library, looked up beside the canary-gate executable. */
 #define CG_INJECT_LIBRARY "libcanary-inject.so"
+/* Beside it: the tool's NVTX library and the folder of its sitecustomize (steps from the
+ * optimizer, collect.h). */
+#define CG_NVTX_LIBRARY "libcanary-nvtx-shim.so"
+#define CG_PYTHON_DIR "python"
 
 enum cg_launch_end {
     CG_LAUNCH_EXITED,      /* exit_code is set (0 is success) */

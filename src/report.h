@@ -48,6 +48,10 @@ void cg_report_stopped(const struct cg_artifact *a, size_t *runs, int64_t *steps
  * run was stopped. */
 void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n);
 
+/* Where a side's steps and tokens came from ("steps from each optimizer.step() (marked by
+ * canary-gate); tokens: --tokens-per-step 256"): fixed words and numbers only. */
+void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
+
 /* Human name of a metric ("Step time mean"). */
 const char *cg_metric_label(enum cg_metric m);
 

@@ -184,6 +184,31 @@ void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n)
              (long long)steps, runs, a->n_runs);
 }
 
+void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n)
+{
+    const char *from = a->settings.steps_from;
+    bool optimizer = from != NULL && strcmp(from, "optimizer") == 0;
+    bool tokens = false;
+    for (size_t i = 0; i < a->n_runs && !tokens; i++)
+        tokens = a->runs[i].n_steps > 0 && a->runs[i].steps[0].tokens >= 0;
+    int64_t per = a->settings.tokens_per_step;
+    char tok[96];
+    if (!tokens)
+        snprintf(tok, sizeof(tok), "none counted (no range payload, no --tokens-per-step)");
+    else if (per >= 0 && optimizer)
+        snprintf(tok, sizeof(tok), "--tokens-per-step %lld", (long long)per);
+    else if (per >= 0)
+        snprintf(tok, sizeof(tok), "the step ranges' payloads, else --tokens-per-step %lld",
+                 (long long)per);
+    else
+        snprintf(tok, sizeof(tok), "the step ranges' payloads");
+    snprintf(dst, n, "steps from %s; tokens: %s",
+             optimizer      ? "each optimizer.step() (marked by canary-gate)"
+             : from != NULL ? "the canary's own NVTX step ranges"
+                            : "NVTX step ranges",
+             tok);
+}
+
 const char *cg_metric_label(enum cg_metric m)
 {
     static const char *const labels[CG_M_COUNT] = {

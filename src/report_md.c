@@ -195,6 +195,14 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
     char stopped_cur[160], stopped_base[160];
     cg_report_stopped_text(cur, stopped_cur, sizeof(stopped_cur));
     cg_report_stopped_text(base, stopped_base, sizeof(stopped_base));
+    char src_cur[256], src_base[256]; /* fixed words and numbers only */
+    cg_report_sources_text(cur, src_cur, sizeof(src_cur));
+    cg_report_sources_text(base, src_base, sizeof(src_base));
+    if (strcmp(src_cur, src_base) == 0)
+        rc |= cg_buf_printf(b, "**Steps and tokens:** %s.\n", src_cur);
+    else
+        rc |= cg_buf_printf(b, "**Steps and tokens:** this run: %s; baseline: %s.\n", src_cur,
+                            src_base);
     if (stopped_cur[0] || stopped_base[0]) /* numbers and fixed words only */
         rc |= cg_buf_printf(b, "**Canary stopped once measured:** %s%s%s%s%s.\n",
                             stopped_cur[0] ? "this run: " : "", stopped_cur,

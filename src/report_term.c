@@ -98,6 +98,13 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
                             stopped_cur[0] ? "this run: " : "", stopped_cur,
                             stopped_cur[0] && stopped_base[0] ? "; " : "",
                             stopped_base[0] ? "baseline: " : "", stopped_base);
+    char src_cur[256], src_base[256];
+    cg_report_sources_text(v->current, src_cur, sizeof(src_cur));
+    cg_report_sources_text(v->baseline, src_base, sizeof(src_base));
+    if (strcmp(src_cur, src_base) == 0)
+        rc |= cg_buf_printf(out, "note: %s\n", src_cur);
+    else
+        rc |= cg_buf_printf(out, "note: this run: %s; baseline: %s\n", src_cur, src_base);
     if (v->within_run)
         rc |= cg_buf_adds(out, "note: a side has too few runs (one, or under 3 for the floor): "
                                "timing compared within the runs (block bootstrap), which "

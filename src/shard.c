@@ -528,6 +528,16 @@ static int parse_line(struct parse_state *ps, struct line *l)
             return 1;
     } else if (field_is(key, kn, "end")) {
         s->complete = true;
+    } else if (field_is(key, kn, "steps_from")) {
+        const char *f;
+        size_t n;
+        if (!next_field(l, &f, &n) || l->p < l->end)
+            return 1;
+        s->steps_from = field_is(f, n, "nvtx")        ? CG_STEPS_NVTX
+                        : field_is(f, n, "optimizer") ? CG_STEPS_OPTIMIZER
+                                                      : CG_STEPS_UNKNOWN;
+        if (s->steps_from == CG_STEPS_UNKNOWN)
+            return 1;
     } else if (field_is(key, kn, "warmup")) {
         if (!next_int(l, 0, INT32_MAX, &s->warmup))
             return 1;
@@ -682,6 +692,8 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
         if (st->all_done && (st->done_steps < 0 || s->done_steps < st->done_steps))
             st->done_steps = s->done_steps;
         st->n_with_steps++;
+        if (st->steps_from == CG_STEPS_UNKNOWN)
+            st->steps_from = s->steps_from;
         for (size_t j = 0; j < s->n_steps; j++) {
             if (s->steps[j].seen && s->steps[j].end_ns > best_end) {
                 best_end = s->steps[j].end_ns;

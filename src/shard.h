@@ -9,6 +9,9 @@
  *   canary-gate-shard 1                   first line (format version)
  *   pid P | rank R | local_rank L         the process (rank lines only when RANK/LOCAL_RANK set)
  *   warmup W | step_range NAME            the settings the library ran with
+ *   steps_from nvtx|optimizer             where the process's steps came from (the first step
+ *                                         range it began: the canary's own, or the optimizer
+ *                                         steps canary-gate's sitecustomize marked)
  *   s I START_NS END_NS TOKENS            step I ended (index from 0 per process; TOKENS -1: none)
  *   b I NS                                GPU busy time added to step I (summed)
  *   l I VALUE                             a loss the canary reported in step I (%.9g, "nan",
@@ -119,8 +122,16 @@ struct cg_shard_domain {
     char *name;
 };
 
+/* Where steps came from ("steps_from" lines). */
+enum cg_steps_source {
+    CG_STEPS_UNKNOWN,  /* no line (no step, or a library before the line existed) */
+    CG_STEPS_NVTX,     /* the canary's own step ranges */
+    CG_STEPS_OPTIMIZER /* optimizer steps, marked by canary-gate's sitecustomize */
+};
+
 struct cg_shard {
     int64_t pid, rank, local_rank; /* -1 when not recorded */
+    enum cg_steps_source steps_from;
     int64_t warmup;                /* -1 when not recorded */
     bool complete;                 /* "end" seen */
     struct cg_shard_step *steps;   /* by step index */
@@ -161,6 +172,7 @@ struct cg_shard_status {
     size_t n_shards;
     size_t n_with_steps;
     int64_t steps_seen;   /* contiguous steps from 0, minimum over shards with steps */
+    enum cg_steps_source steps_from; /* of the shards with steps: the first known one's */
     /* Every shard with steps (at least one) has a "done" line: the measurement is complete and
      * the canary may be stopped. done_steps is then the smallest of their N, else -1. */
     bool all_done;

@@ -161,6 +161,39 @@ static void test_inject_nvtx__foreign_handles_are_never_dereferenced(void **stat
     assert_int_equal(cg_shard_op_calls(shard, NULL, "range", ""), 6);
 }
 
+/* --steps-from auto gives the library a second step name (the optimizer's, here "forward" and
+ * "step" stand in): of the two, the first a process begins marks its steps and ranges of the
+ * other are neither steps nor ops; the shard says where the steps came from. */
+static void test_inject_nvtx__first_step_name_begun_marks_the_steps(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *args[] = {"--steps", "4", "--step-ms", "1", "--nested", NULL};
+    /* the step range first: the nested fallback name is ignored */
+    const char *own[] = {"CANARY_GATE_STEP_FALLBACK=forward", NULL};
+    assert_int_equal(cg_canary_run(w, own, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    assert_int_equal(cg_text_count(shard, "s "), 4);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "forward"), 0);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "backward"), 4);
+    assert_int_equal(cg_text_count(shard, "steps_from nvtx\n"), 1);
+    /* only the fallback name is begun: it marks the steps */
+    const char *fallback[] = {"CANARY_GATE_STEP_RANGE=absent", "CANARY_GATE_STEP_FALLBACK=step",
+                              NULL};
+    assert_int_equal(cg_canary_run(w, fallback, args, &p), 0);
+    shard = cg_canary_shard(w);
+    assert_int_equal(cg_text_count(shard, "s "), 4);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "forward"), 4);
+    /* the step name is nested: the fallback began first and wins, the nested name is ignored */
+    const char *nested[] = {"CANARY_GATE_STEP_RANGE=forward", "CANARY_GATE_STEP_FALLBACK=step",
+                            NULL};
+    assert_int_equal(cg_canary_run(w, nested, args, &p), 0);
+    shard = cg_canary_shard(w);
+    assert_int_equal(cg_text_count(shard, "s "), 4);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "forward"), 0);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "backward"), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -171,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_inject_nvtx__done_is_written_before_the_process_exits),
         cmocka_unit_test(test_inject_nvtx__op_table_overflow_is_reported),
         cmocka_unit_test(test_inject_nvtx__foreign_handles_are_never_dereferenced),
+        cmocka_unit_test(test_inject_nvtx__first_step_name_begun_marks_the_steps),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }

@@ -78,6 +78,28 @@ static void test_shard__parses_every_record(void **state)
     cg_shard_release(&s);
 }
 
+/* Where steps came from: the "steps_from" line of the shards with steps, the first known one. */
+static void test_shard__steps_from(void **state)
+{
+    (void)state;
+    struct cg_shard sh[3];
+    parse("canary-gate-shard 1\npid 1\n", &sh[0]); /* no step */
+    parse("canary-gate-shard 1\npid 2\nsteps_from optimizer\ns 0 10 20 -1\n", &sh[1]);
+    parse("canary-gate-shard 1\npid 3\ns 0 10 20 -1\n", &sh[2]); /* an older library */
+    assert_int_equal(sh[0].steps_from, CG_STEPS_UNKNOWN);
+    assert_int_equal(sh[1].steps_from, CG_STEPS_OPTIMIZER);
+    struct cg_shard_status st;
+    cg_shard_status(sh, 3, &st);
+    assert_int_equal(st.steps_from, CG_STEPS_OPTIMIZER);
+    cg_shard_status(sh + 2, 1, &st);
+    assert_int_equal(st.steps_from, CG_STEPS_UNKNOWN);
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
+    parse("canary-gate-shard 1\nsteps_from nvtx\n", &sh[0]);
+    assert_int_equal(sh[0].steps_from, CG_STEPS_NVTX);
+    cg_shard_release(&sh[0]);
+}
+
 static void test_shard__ignores_a_line_cut_short(void **state)
 {
     (void)state;
@@ -124,6 +146,9 @@ static void test_shard__rejects_malformed_records(void **state)
         "canary-gate-shard 1\ncupti found /usr/lib/libcupti.so.13\n",
         "canary-gate-shard 1\ncupti loaded\n",            /* no path */
         "canary-gate-shard 1\ncupti env /x\\q\n",        /* a bad escape in the path */
+        "canary-gate-shard 1\nsteps_from\n",
+        "canary-gate-shard 1\nsteps_from markers\n",
+        "canary-gate-shard 1\nsteps_from nvtx optimizer\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct cg_shard s;
@@ -560,6 +585,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shard__parses_every_record),
+        cmocka_unit_test(test_shard__steps_from),
         cmocka_unit_test(test_shard__ignores_a_line_cut_short),
         cmocka_unit_test(test_shard__rejects_malformed_records),
         cmocka_unit_test(test_shard__merges_ranks),

@@ -1,15 +1,18 @@
 /*
- * nvtx_shim: NVTX ranges and marks of the default domain for a PyTorch built without CUDA.
+ * nvtx_shim: canary-gate's small NVTX library: ranges and marks of the default domain through
+ * ctypes, for Python code that cannot rely on torch.cuda.nvtx.
  *
- * CPU-only PyTorch builds (such as Debian's python3-torch) have no torch.cuda.nvtx, so the
- * PyTorch canary (examples/pytorch/train_gpt.py --device cpu --nvtx-shim PATH) calls these
- * three functions through ctypes instead. They are the same NVTX v3 calls torch.cuda.nvtx makes
- * (nvtxRangePushA, nvtxRangePop, nvtxMarkA in the default domain), so the injection library sees
- * the same events: this lets the canary run under canary-gate on a machine without a GPU (tests,
- * rehearsals of ci/gpu-check). Not used on a GPU. Call from the training thread; strings are
- * copied by NVTX's tool before the call returns.
+ * Two users. CPU-only PyTorch builds (such as Debian's python3-torch) have no torch.cuda.nvtx, so
+ * the PyTorch canary (examples/pytorch/train_gpt.py --device cpu --nvtx-shim PATH) calls push,
+ * pop and mark here instead: the same NVTX v3 calls torch.cuda.nvtx makes (nvtxRangePushA,
+ * nvtxRangePop, nvtxMarkA in the default domain), so the injection library sees the same events.
+ * And canary-gate's steps from the optimizer (python/canary_gate_steps.py, --steps-from) mark
+ * each step with start/end ranges, on CPU-only and CUDA builds alike. Strings are copied by
+ * NVTX's tool before the call returns.
  */
 #include <nvtx3/nvToolsExt.h>
+
+#include <stdint.h>
 
 /* Opens a range named name (NUL-terminated) on this thread. */
 __attribute__((visibility("default"))) void canary_shim_push(const char *name);
@@ -17,6 +20,11 @@ __attribute__((visibility("default"))) void canary_shim_push(const char *name);
 __attribute__((visibility("default"))) void canary_shim_pop(void);
 /* A mark named message, e.g. "loss=2.5" (how torch.cuda.nvtx.mark reports a loss). */
 __attribute__((visibility("default"))) void canary_shim_mark(const char *message);
+/* Starts a process-wide range named name (it may end on another thread); its id, 0 without an
+ * NVTX tool. canary-gate's steps from the optimizer (python/canary_gate_steps.py) use these. */
+__attribute__((visibility("default"))) uint64_t canary_shim_start(const char *name);
+/* Ends the range of that id. */
+__attribute__((visibility("default"))) void canary_shim_end(uint64_t id);
 
 void canary_shim_push(const char *name)
 {
@@ -31,4 +39,14 @@ void canary_shim_pop(void)
 void canary_shim_mark(const char *message)
 {
     nvtxMarkA(message);
+}
+
+uint64_t canary_shim_start(const char *name)
+{
+    return nvtxRangeStartA(name);
+}
+
+void canary_shim_end(uint64_t id)
+{
+    nvtxRangeEnd(id);
 }

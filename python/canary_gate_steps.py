@@ -1,0 +1,200 @@
+"""Steps from the optimizer: canary-gate marks training steps in a PyTorch script that marks none.
+
+canary-gate puts this folder first on PYTHONPATH when it runs a canary with --steps-from auto or
+optimizer; its sitecustomize.py imports this module, which does nothing unless the launcher set
+CANARY_GATE_STEPS_FROM. Then, once the script imports torch.optim, every completed step() of the
+counted optimizer ends one step and begins the next: an NVTX start/end range of the default
+domain named CANARY_GATE_OPTIMIZER_RANGE, emitted through the tool's small NVTX library
+(CANARY_GATE_NVTX_LIB, loaded with ctypes), so it works with CPU-only and CUDA builds of PyTorch
+alike and the injection library sees it as any NVTX range. A step is the time from the end of
+one optimizer step to the end of the next (the first optimizer step begins the first range).
+
+The counted optimizer is the N-th to call step() (CANARY_GATE_STEP_OPTIMIZER, default 1): with
+several optimizers per training step (a GAN's discriminator and generator) the first to step
+counts. Gradient accumulation gives one step per optimizer step. A step() called from inside
+another (an optimizer subclass calling super().step()) is counted once.
+
+Hooks: PyTorch 2.x's global optimizer step post-hook
+(torch.optim.optimizer.register_optimizer_step_post_hook); before it (1.13) the step() of each
+optimizer class is wrapped when its first instance is made. Nothing here synchronises a device,
+and nothing is imported before the script imports torch.optim itself.
+
+With CANARY_GATE_STEPS_FROM=auto the injection library decides: a script whose own NVTX "step"
+ranges come first keeps them, and these ranges are then ignored.
+"""
+
+import ctypes
+import importlib.abc
+import os
+import sys
+import threading
+
+_OPTIMIZER_MODULE = "torch.optim.optimizer"
+
+
+class _Marker:
+    """Start/end NVTX ranges of the default domain through the tool's NVTX library."""
+
+    def __init__(self, lib_path, name):
+        lib = ctypes.CDLL(lib_path)
+        lib.canary_shim_start.argtypes = [ctypes.c_char_p]
+        lib.canary_shim_start.restype = ctypes.c_uint64
+        lib.canary_shim_end.argtypes = [ctypes.c_uint64]
+        lib.canary_shim_end.restype = None
+        lib.canary_shim_mark.argtypes = [ctypes.c_char_p]
+        lib.canary_shim_mark.restype = None
+        self._start = lib.canary_shim_start
+        self._end = lib.canary_shim_end
+        self._mark = lib.canary_shim_mark
+        self._name = name.encode()
+        self._open = None
+
+    def hooked(self):
+        """A mark once the optimizers are hooked: NVTX loads the injection library now, so a
+        script that then steps no optimizer is told it marked no step (not that the library
+        never loaded)."""
+        self._mark(b"canary-gate/optimizer-hooked")
+
+    def boundary(self):
+        """Ends the running step (if any) and begins the next."""
+        if self._open is not None:
+            self._end(self._open)
+        self._open = self._start(self._name)
+
+
+class _Counter:
+    """Turns completed step() calls of the counted optimizer into step boundaries."""
+
+    def __init__(self, marker, which):
+        self._marker = marker
+        self._which = which  # 1-based, in the order optimizers first call step()
+        self._order = {}
+        self._lock = threading.Lock()
+        self._depth = threading.local()
+
+    def stepped(self, optimizer):
+        with self._lock:
+            key = id(optimizer)
+            if key not in self._order:
+                self._order[key] = len(self._order) + 1
+            if self._order[key] == self._which:
+                self._marker.boundary()
+
+    def hooked(self):
+        self._marker.hooked()
+
+    def enter(self):
+        d = getattr(self._depth, "n", 0)
+        self._depth.n = d + 1
+        return d == 0
+
+    def leave(self):
+        self._depth.n -= 1
+
+
+def _wrap_class_step(cls, counter):
+    """Wraps cls.step once (PyTorch without global step hooks)."""
+    step = cls.__dict__.get("step")
+    if step is None or getattr(step, "_canary_gate_wrapped", False):
+        return
+
+    def wrapped(self, *args, **kwargs):
+        outer = counter.enter()
+        try:
+            result = step(self, *args, **kwargs)
+        finally:
+            counter.leave()
+        if outer:
+            counter.stepped(self)
+        return result
+
+    wrapped.__name__ = getattr(step, "__name__", "step")
+    wrapped.__doc__ = getattr(step, "__doc__", None)
+    wrapped._canary_gate_wrapped = True
+    wrapped.hooked = True  # PyTorch 1.13's profiler wrapper checks this flag: wrap once
+    setattr(cls, "step", wrapped)
+
+
+def _install(module, counter):
+    """Hooks the optimizers of torch.optim.optimizer (the module just executed)."""
+    counter.hooked()
+    register = getattr(module, "register_optimizer_step_post_hook", None)
+    if register is not None:
+
+        def post_hook(optimizer, args, kwargs):
+            counter.stepped(optimizer)
+
+        register(post_hook)
+        return
+    base = module.Optimizer
+    init = base.__init__
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        for cls in type(self).__mro__:
+            if cls is base or (isinstance(cls, type) and issubclass(cls, base)):
+                _wrap_class_step(cls, counter)
+
+    base.__init__ = __init__
+
+
+class _Loader(importlib.abc.Loader):
+    """Runs the real loader, then installs the hooks."""
+
+    def __init__(self, real, counter):
+        self._real = real
+        self._counter = counter
+
+    def create_module(self, spec):
+        return self._real.create_module(spec)
+
+    def exec_module(self, module):
+        self._real.exec_module(module)
+        try:
+            _install(module, self._counter)
+        except Exception as e:  # never break the script
+            print("canary-gate: cannot hook the optimizers (%s): steps are not marked" % e,
+                  file=sys.stderr)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds torch.optim.optimizer with the other finders and hooks it once executed."""
+
+    def __init__(self, counter):
+        self._counter = counter
+
+    def find_spec(self, name, path, target=None):
+        if name != _OPTIMIZER_MODULE:
+            return None
+        sys.meta_path.remove(self)  # once; the real finders do the finding
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _Loader(spec.loader, self._counter)
+        return spec
+
+
+def install_from_environment(environ=os.environ):
+    """Called by sitecustomize: hooks the optimizers when the launcher asked for it."""
+    how = environ.get("CANARY_GATE_STEPS_FROM", "")
+    if how not in ("auto", "optimizer"):
+        return
+    lib = environ.get("CANARY_GATE_NVTX_LIB", "")
+    name = environ.get("CANARY_GATE_OPTIMIZER_RANGE", "")
+    try:
+        which = int(environ.get("CANARY_GATE_STEP_OPTIMIZER", "1"))
+        marker = _Marker(lib, name)
+    except (OSError, ValueError, AttributeError) as e:
+        print("canary-gate: cannot mark steps from the optimizer (%s, CANARY_GATE_NVTX_LIB=%s)"
+              % (e, lib), file=sys.stderr)
+        return
+    counter = _Counter(marker, which)
+    if _OPTIMIZER_MODULE in sys.modules:
+        _install(sys.modules[_OPTIMIZER_MODULE], counter)
+    else:
+        sys.meta_path.insert(0, _Finder(counter))
