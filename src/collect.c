@@ -370,6 +370,31 @@ static int builtin_argv(struct cg_collector *col, const char *self, struct cg_er
     return 0;
 }
 
+/* Where the tool's companions are (the injection library, the NVTX library, python/, the
+ * built-in canary): beside the executable in a build tree, else in ../lib/canary-gate (an
+ * installed tree, wherever it was installed or moved to); malloc'ed, NULL when the executable's
+ * directory is unknown. When neither holds the library, the executable's directory (the error
+ * then names the library there). */
+static char *companion_dir(void)
+{
+    char *self = cg_self_dir(), path[PATH_MAX];
+    if (self == NULL)
+        return NULL;
+    int n = snprintf(path, sizeof(path), "%s/%s", self, CG_INJECT_LIBRARY);
+    if (n > 0 && (size_t)n < sizeof(path) && access(path, R_OK) == 0)
+        return self;
+    n = snprintf(path, sizeof(path), "%s/" CG_INSTALLED_COMPANIONS "/%s", self, CG_INJECT_LIBRARY);
+    if (n <= 0 || (size_t)n >= sizeof(path) || access(path, R_OK) != 0)
+        return self;
+    char *lib = strrchr(path, '/');
+    *lib = '\0';
+    char *dir = realpath(path, NULL); /* bin/../lib/canary-gate as lib/canary-gate */
+    if (dir == NULL)
+        return self;
+    free(self);
+    return dir;
+}
+
 /* The sitecustomize's folder and the NVTX library beside the tool, for steps from the
  * optimizer: required with --steps-from optimizer, used when present with auto. */
 static int find_python(struct cg_collector *col, const char *self, struct cg_err *err)
@@ -427,7 +452,7 @@ int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **ou
             goto out;
         }
     }
-    self = cg_self_dir();
+    self = companion_dir();
     if (self == NULL) {
         rc = cg_err_set(err, CG_EIO, "cannot find the directory of the canary-gate executable");
         goto out;

@@ -29,12 +29,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Name of the injection library, looked up beside the canary-gate executable. */
+/* Name of the injection library, looked up beside the canary-gate executable (a build tree) or
+ * in CG_INSTALLED_COMPANIONS (an installed one). */
 #define CG_INJECT_LIBRARY "libcanary-inject.so"
 /* Beside it: the tool's NVTX library and the folder of its sitecustomize (steps from the
  * optimizer, collect.h). */
 #define CG_NVTX_LIBRARY "libcanary-nvtx-shim.so"
 #define CG_PYTHON_DIR "python"
+/* Where an installed tree keeps them, relative to the executable's directory (bin/). */
+#define CG_INSTALLED_COMPANIONS "../lib/canary-gate"
 
 enum cg_launch_end {
     CG_LAUNCH_EXITED,      /* exit_code is set (0 is success) */
