@@ -391,6 +391,11 @@ def cmd_measured(a):
             problems.append("GPU metrics unavailable")
     figure = "%s; %d run(s) of %s steps; %s" % (describe_rc(a.rc), len(runs),
                                                 "/".join(map(str, counts)), state)
+    if a.steps_from:
+        got = (art.get("settings") or {}).get("steps_from")
+        figure += "; steps from %s" % got
+        if got != a.steps_from:
+            problems.append("steps came from %s, expected %s" % (got, a.steps_from))
     if problems:
         raise Fail("; ".join(problems) + " | " + figure)
     out(True, figure)
@@ -511,6 +516,7 @@ def main(argv):
     s.add_argument("--rc", type=int, required=True)
     s.add_argument("--steps", type=int, required=True)
     s.add_argument("--gpu", choices=["any", "required"], default="any")
+    s.add_argument("--steps-from", choices=["nvtx", "optimizer"])
     s = sub.add_parser("profiler")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)

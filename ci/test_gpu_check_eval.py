@@ -76,7 +76,7 @@ def shard(name, steps=16, end=True, gpu="ok", kernels=True, counters="c 1000 0 0
 
 
 def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, kernels=True,
-             reason="another profiler holds CUPTI"):
+             reason="another profiler holds CUPTI", steps_from=None):
     run_objs = []
     for _ in range(runs):
         ops = [{"name": "memcpy HtoD pageable", "family": "memcpy HtoD pageable",
@@ -100,7 +100,7 @@ def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, ke
         env["cupti_library"] = "loaded /opt/torch/nvidia/cu13/lib/libcupti.so.13"
     a = {"schema": "canary-gate/run", "schema_version": 1, "environment": env,
          "gpu": {"available": gpu, "reason": None if gpu else reason},
-         "runs": run_objs}
+         "settings": {"steps_from": steps_from}, "runs": run_objs}
     return write(os.path.join(TMP, name + ".json"), json.dumps(a))
 
 
@@ -235,6 +235,14 @@ def main():
     case("measured: available without kernels",
          ["measured", artifact("j", kernels=False, runs=1, steps=10), "--rc", 0, "--steps", 10],
          "FAIL", "no kernel op was recorded")
+
+    case("measured: steps from the optimizer",
+         ["measured", artifact("k", steps=10, runs=1, steps_from="optimizer"), "--rc", 0,
+          "--steps", 10, "--steps-from", "optimizer"], "PASS", "steps from optimizer")
+    case("measured: steps from the script's own ranges, optimizer expected",
+         ["measured", artifact("l", steps=10, runs=1, steps_from="nvtx"), "--rc", 0,
+          "--steps", 10, "--steps-from", "optimizer"], "FAIL",
+         "steps came from nvtx, expected optimizer")
 
     # torch.profiler: which side got CUPTI, said; any other ending fails
     case("profiler: canary-gate got CUPTI",
