@@ -364,7 +364,17 @@ const char *cg_confirm_name(enum cg_confirm c)
 
 void cg_seq_describe_looks(const struct cg_seq_info *i, char *dst, size_t n)
 {
-    double a = i->look_alpha[CG_M_STEP_TIME_MEAN], full = i->alpha[CG_M_STEP_TIME_MEAN];
+    /* the level of the metric tested highest at the deciding look (a metric whose smallest p
+     * cannot reach alpha at a look has level 0 there; naming it would say nothing was tested) */
+    const enum cg_metric timing[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95,
+                                     CG_M_STEP_TIME_FLOOR, CG_M_TOKENS_PER_SEC};
+    enum cg_metric top = CG_M_STEP_TIME_MEAN;
+    for (size_t k = 1; k < sizeof(timing) / sizeof(timing[0]); k++)
+        if (i->look_alpha[timing[k]] > i->look_alpha[top])
+            top = timing[k];
+    double a = i->look_alpha[top], full = i->alpha[top];
+    char level[96];
+    snprintf(level, sizeof(level), "%.3g of %.3g (%s)", a, full, cg_metric_name(top));
     const char *spend = i->spend == CG_SPEND_POCOCK           ? "Pocock"
                         : i->spend == CG_SPEND_OBRIEN_FLEMING ? "O'Brien-Fleming"
                                                               : "Bonferroni";
@@ -380,16 +390,16 @@ void cg_seq_describe_looks(const struct cg_seq_info *i, char *dst, size_t n)
     if (i->looks <= 1)
         snprintf(dst, n,
                  "decided at the first of %zu planned looks (%zu %s, up to %zu), tested at "
-                 "alpha %.3g of %.3g (%s spending)%s%s",
-                 i->planned_looks, i->first_runs, unit, i->max_runs, a, full, spend,
+                 "alpha %s, %s spending%s%s",
+                 i->planned_looks, i->first_runs, unit, i->max_runs, level, spend,
                  i->budget_stopped ? "; the budget stopped further " : "",
                  i->budget_stopped ? unit : "");
     else
         snprintf(dst, n,
                  "%zu looks of %zu planned: %zu %s, then %zu added%s, the last tested at alpha "
-                 "%.3g of %.3g (%s spending)%s%s",
+                 "%s, %s spending%s%s",
                  i->looks, i->planned_looks, i->first_runs, unit, i->current_runs - i->first_runs,
-                 against, a, full, spend, i->budget_stopped ? "; the budget stopped further " : "",
+                 against, level, spend, i->budget_stopped ? "; the budget stopped further " : "",
                  i->budget_stopped ? unit : "");
 }
 

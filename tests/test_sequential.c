@@ -570,10 +570,37 @@ static void test_sequential__few_runs_add_until_no_later_look_can_reject(void **
     loop_teardown(&l);
 }
 
+/* The looks line names the level the deciding look tested at. With 2 runs a side the mean, p95
+ * and tokens/sec cannot reach alpha at the first look (their level there is 0) while the floor
+ * over the steps can: the line gave "tested at alpha 0 of 0.05", as if nothing was tested. It
+ * names the metric whose level it gives, the highest of the look. */
+static void test_sequential__looks_line_names_a_level_that_was_tested(void **state)
+{
+    (void)state;
+    struct cg_seq_info i;
+    memset(&i, 0, sizeof(i));
+    i.spend = CG_SPEND_POCOCK;
+    i.looks = 1;
+    i.planned_looks = 2;
+    i.first_runs = i.current_runs = i.baseline_runs = 2;
+    i.max_runs = 4;
+    for (int m = 0; m < CG_M_COUNT; m++)
+        i.alpha[m] = 0.05;
+    i.look_alpha[CG_M_STEP_TIME_FLOOR] = 0.0294;
+    char line[512];
+    cg_seq_describe_looks(&i, line, sizeof(line));
+    assert_null(strstr(line, "alpha 0 of"));
+    assert_non_null(strstr(line, "tested at alpha 0.0294 of 0.05 (step_time_floor)"));
+    i.look_alpha[CG_M_STEP_TIME_MEAN] = 0.031;
+    cg_seq_describe_looks(&i, line, sizeof(line));
+    assert_non_null(strstr(line, "tested at alpha 0.031 of 0.05 (step_time_mean)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sequential__pocock_spending_values),
+        cmocka_unit_test(test_sequential__looks_line_names_a_level_that_was_tested),
         cmocka_unit_test(test_sequential__obrien_fleming_spending_values),
         cmocka_unit_test(test_sequential__plan_information_fractions),
         cmocka_unit_test(test_sequential__floor_keeps_its_early_looks),
