@@ -8,9 +8,8 @@
 
 #include "artifact.h"
 #include "fixtures.h"
+#include "utf8check.h"
 
-#include <errno.h>
-#include <iconv.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,25 +377,6 @@ static void test_artifact__tokens_per_sec_must_match_the_steps(void **state)
     free(good);
 }
 
-/* True when s is well-formed UTF-8, as glibc's iconv decides (not this project's code). */
-static bool strict_utf8(const char *s)
-{
-    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
-    assert_true(cd != (iconv_t)-1);
-    char *in = (char *)s;
-    size_t in_left = strlen(s);
-    char buf[4096];
-    bool ok = true;
-    while (in_left > 0 && ok) {
-        char *out = buf;
-        size_t out_left = sizeof(buf);
-        size_t r = iconv(cd, &in, &in_left, &out, &out_left);
-        ok = r != (size_t)-1 || errno == E2BIG;
-    }
-    iconv_close(cd);
-    return ok;
-}
-
 /* Kernel and range names, the canary's argv and the GPU's name come from outside and may hold
  * any bytes. Invalid UTF-8 (stray continuation bytes, overlong forms, surrogates, code points
  * past U+10FFFF, a cut sequence) becomes U+FFFD on the way in, so every artifact written is
@@ -438,17 +418,17 @@ static void test_artifact__invalid_utf8_becomes_replacement_characters(void **st
     a.env.gpu_model = strdup("GPU \xc3");
     char *text = cg_artifact_to_json(&a);
     assert_non_null(text);
-    assert_true(strict_utf8(text));
+    assert_true(cg_test_strict_utf8(text));
     assert_non_null(strstr(text, "python\xef\xbf\xbd"));
 
     /* raw invalid bytes in a file are replaced when it is read */
     char *raw = replace(text, "\"op_0\"", "\"op\xff\xc0\"");
-    assert_false(strict_utf8(raw));
+    assert_false(cg_test_strict_utf8(raw));
     cg_err_init(&err);
     assert_int_equal(cg_artifact_parse(raw, strlen(raw), "raw.json", &b, &err), 0);
     assert_string_equal(b.runs[0].ops[0].name, "op\xef\xbf\xbd\xef\xbf\xbd");
     char *again = cg_artifact_to_json(&b);
-    assert_true(strict_utf8(again));
+    assert_true(cg_test_strict_utf8(again));
     cg_artifact_release(&b);
     free(again);
     free(raw);

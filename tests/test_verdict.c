@@ -7,12 +7,11 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "utf8check.h"
 #include "report.h"
 #include "stats.h"
 #include "verdict.h"
 
-#include <errno.h>
-#include <iconv.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -598,24 +597,6 @@ static void test_verdict__exit_codes(void **state)
     assert_int_equal(cg_verdict_exit_code(&v, true), 4);
 }
 
-/* True when s is well-formed UTF-8, as glibc's iconv decides (not this project's code). */
-static bool strict_utf8(const char *s)
-{
-    iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
-    assert_true(cd != (iconv_t)-1);
-    char *in = (char *)s;
-    size_t in_left = strlen(s);
-    char buf[4096];
-    bool ok = true;
-    while (in_left > 0 && ok) {
-        char *out = buf;
-        size_t out_left = sizeof(buf);
-        ok = iconv(cd, &in, &in_left, &out, &out_left) != (size_t)-1 || errno == E2BIG;
-    }
-    iconv_close(cd);
-    return ok;
-}
-
 /* The JSON verdict is valid UTF-8 whatever the names: ops named with invalid bytes (repaired as
  * they enter the artifact) and a thresholds path from the command line with invalid bytes. */
 static void test_verdict__json_verdict_is_valid_utf8(void **state)
@@ -638,7 +619,7 @@ static void test_verdict__json_verdict_is_valid_utf8(void **state)
     assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
     char *json = cg_report_json(&v);
     assert_non_null(json);
-    assert_true(strict_utf8(json));
+    assert_true(cg_test_strict_utf8(json));
     assert_non_null(strstr(json, "kern\xef\xbf\xbd\xef\xbf\xbd"));
     assert_non_null(strstr(json, "thr\xef\xbf\xbd\xef\xbf\xbd.json"));
     free(json);
