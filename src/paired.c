@@ -18,12 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* P(W+ = w) for w = 0..n(n+1)/2 into dist; dist has n(n+1)/2 + 1 entries. */
 static void wsr_exact_dist(size_t n, double *dist)
 {
@@ -249,7 +243,7 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out)
         for (size_t j = i; j < n; j++)
             w[k++] = (d[i] + d[j]) / 2.0;
     }
-    qsort(w, m, sizeof(*w), cmp_double);
+    qsort(w, m, sizeof(*w), cg_stats_cmp_double);
     out->estimate = m % 2 ? w[m / 2] : (w[m / 2 - 1] + w[m / 2]) / 2.0;
     /* T(s) = #{Walsh averages > s} + #{= s} / 2 equals W+ + z(z + 1) / 4 at s = 0 for z zero
      * differences (paired.h), so the test at shift s rejects "greater" when

@@ -8,16 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of v[0..n) (n > 0); v is reordered. */
 static double median_of(double *v, size_t n)
 {
-    qsort(v, n, sizeof(*v), cmp_dbl);
+    qsort(v, n, sizeof(*v), cg_stats_cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -189,7 +183,7 @@ int cg_pattern_test(const struct cg_artifact *base, const struct cg_artifact *cu
         midranks(col, n, items, ranks + c * n);
         if (c == 0) {
             memcpy(scratch, col, n * sizeof(*col));
-            qsort(scratch, n, sizeof(*scratch), cmp_dbl);
+            qsort(scratch, n, sizeof(*scratch), cg_stats_cmp_double);
             for (size_t i = 0; i < n; i++) {
                 uint64_t bits;
                 memcpy(&bits, &scratch[i], sizeof(bits));

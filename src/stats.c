@@ -49,7 +49,7 @@ double cg_stats_mean(const double *v, size_t n)
     return w.mean;
 }
 
-static int cmp_double(const void *a, const void *b)
+int cg_stats_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -71,7 +71,7 @@ double cg_stats_quantile(const double *v, size_t n, double q)
     if (s == NULL)
         return NAN;
     memcpy(s, v, n * sizeof(*s));
-    qsort(s, n, sizeof(*s), cmp_double);
+    qsort(s, n, sizeof(*s), cg_stats_cmp_double);
     double r = sorted_quantile(s, n, q);
     free(s);
     return r;
@@ -81,7 +81,7 @@ double cg_stats_floor(double *v, size_t n)
 {
     if (n == 0)
         return NAN;
-    qsort(v, n, sizeof(*v), cmp_double);
+    qsort(v, n, sizeof(*v), cg_stats_cmp_double);
     size_t fast = 1;
     while (fast < n && v[fast] <= v[0] * CG_FLOOR_STEP_WINDOW)
         fast++;
@@ -177,7 +177,7 @@ static size_t tie_groups(const double *x, size_t m, const double *y, size_t n, s
         return 0;
     memcpy(all, x, m * sizeof(*all));
     memcpy(all + m, y, n * sizeof(*all));
-    qsort(all, N, sizeof(*all), cmp_double);
+    qsort(all, N, sizeof(*all), cg_stats_cmp_double);
     size_t groups = 0;
     for (size_t i = 0; i < N;) {
         size_t j = i + 1;
@@ -364,7 +364,7 @@ int cg_stats_shift_interval(const double *x, size_t m, const double *y, size_t n
         for (size_t j = 0; j < n; j++)
             d[i * n + j] = y[j] - x[i];
     }
-    qsort(d, mn, sizeof(*d), cmp_double);
+    qsort(d, mn, sizeof(*d), cg_stats_cmp_double);
     out->estimate = sorted_quantile(d, mn, 0.5);
     /* Rejected "greater" at shift s when U(s) = #{d > s} + #{d = s} / 2 >= h_up / 2: the low
      * end is the smallest difference v with #{d > v} < h_up / 2, the k-th smallest for
@@ -497,7 +497,7 @@ static double finish_stat(enum cg_boot_stat stat, double *scratch, size_t k, dou
         return wsum / sum;
     if (stat == CG_BOOT_FLOOR)
         return cg_stats_floor(scratch, k);
-    qsort(scratch, k, sizeof(*scratch), cmp_double);
+    qsort(scratch, k, sizeof(*scratch), cg_stats_cmp_double);
     return sorted_quantile(scratch, k, 0.95);
 }
 
@@ -558,7 +558,7 @@ static void boot_result(double *ratios, size_t resamples, double alpha, struct c
         le1 += ratios[b] <= 1.0;
         ge1 += ratios[b] >= 1.0;
     }
-    qsort(ratios, resamples, sizeof(*ratios), cmp_double);
+    qsort(ratios, resamples, sizeof(*ratios), cg_stats_cmp_double);
     out->low = sorted_quantile(ratios, resamples, alpha);
     out->high = sorted_quantile(ratios, resamples, 1.0 - alpha);
     out->p_greater = (double)(le1 + 1) / (double)(resamples + 1);

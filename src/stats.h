@@ -134,6 +134,9 @@ int cg_stats_bh_adjust(const double *p, size_t n, double *q);
 /* splitmix64: the next value of a seeded generator. */
 uint64_t cg_stats_rand(uint64_t *state);
 
+/* qsort comparator of doubles, increasing (no NAN among them). */
+int cg_stats_cmp_double(const void *a, const void *b);
+
 /* C(n, k) as a double. */
 double cg_stats_choose(size_t n, size_t k);
 

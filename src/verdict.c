@@ -131,12 +131,6 @@ static double floor_z(size_t kb, size_t kc, size_t h)
     return ((double)h / 2.0 - mn / 2.0) / sqrt(mn * (double)(kb + kc + 1) / 12.0);
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double cg_floor_smallest_p(size_t nb, size_t nc)
 {
     double c = cg_stats_choose(nb + nc, nb);
@@ -167,7 +161,7 @@ static size_t floor_null(const struct floor_pool *p, size_t nb, double *z)
         floor_split(p, cur, &kb, &kc, &h);
         z[count++] = floor_z(kb, kc, h);
     }
-    qsort(z, count, sizeof(*z), cmp_dbl);
+    qsort(z, count, sizeof(*z), cg_stats_cmp_double);
 done:
     free(cur);
     free(idx);
