@@ -367,17 +367,24 @@ def cmd_verdict(a):
     out(True, figure)
 
 
-def cmd_measured(a):
+def gated_runs(a, need_runs):
+    """The artifact a.file of a gated canary run: (art, runs, step counts, kernel ops, problems
+    with the gate's exit code and the steps per run; no run at all is one when need_runs)."""
     art = load_json(a.file, "artifact")
     runs = runs_of(art)
     problems = []
     if a.rc != 0:
         problems.append("gate " + describe_rc(a.rc))
     counts = [len(run.get("steps") or []) for run in runs]
-    if any(c != a.steps for c in counts):
+    if (need_runs and not runs) or any(c != a.steps for c in counts):
         problems.append("steps per run %s, expected %d" % (counts, a.steps))
-    gpu = art.get("gpu") or {}
     kernels = sum(1 for run in runs for op in run.get("ops") or [] if op.get("kind") == "kernel")
+    return art, runs, counts, kernels, problems
+
+
+def cmd_measured(a):
+    art, runs, counts, kernels, problems = gated_runs(a, False)
+    gpu = art.get("gpu") or {}
     if gpu.get("available"):
         state = "GPU metrics available, %d kernel ops" % kernels
         if kernels == 0:
@@ -405,16 +412,8 @@ def cmd_profiler(a):
     """A canary run with torch.profiler: it finished, and either canary-gate holds CUPTI (GPU
     metrics with kernels; the profiler then records no GPU events) or the profiler does and the
     artifact says so ("another profiler ..."). Which path happened is the figure."""
-    art = load_json(a.file, "artifact")
-    runs = runs_of(art)
-    problems = []
-    if a.rc != 0:
-        problems.append("gate " + describe_rc(a.rc))
-    counts = [len(run.get("steps") or []) for run in runs]
-    if not runs or any(c != a.steps for c in counts):
-        problems.append("steps per run %s, expected %d" % (counts, a.steps))
+    art, runs, counts, kernels, problems = gated_runs(a, True)
     gpu = art.get("gpu") or {}
-    kernels = sum(1 for run in runs for op in run.get("ops") or [] if op.get("kind") == "kernel")
     reason = gpu.get("reason") or ""
     if gpu.get("available"):
         path = ("path: canary-gate holds CUPTI, %d kernel ops (torch.profiler's GPU events are "
