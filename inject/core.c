@@ -372,8 +372,15 @@ static void start_once(void)
         cg_inject_append("tw %lld %lld\n", (long long)g_config.trace_first,
                          (long long)g_config.trace_last);
     cg_inject_unlock();
-    atexit(at_exit);
     pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
+    cg_inject_atexit(at_exit);
+}
+
+void cg_inject_atexit(void (*fn)(void))
+{
+    pthread_mutex_lock(&g_wlock);
+    atexit(fn);
+    pthread_mutex_unlock(&g_wlock);
 }
 
 bool cg_inject_start(void)

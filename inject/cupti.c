@@ -32,11 +32,18 @@
  * Exit order. Exit handlers run in reverse order of registration, and libcupti registers its
  * own exit-time destructors when it is loaded (and C++ statics that it builds lazily, when it
  * builds them). The GPU exit handler (gpu_at_exit: stop the flush thread, forced flush, final
- * totals; when the flush thread does not stop within CG_WAIT_S, no flush and a "w" line) is registered after libcupti is loaded and subscribed, and registered again by the
- * flush thread after its first flush following a step end and after the end of the measured
- * window, so it runs before whatever libcupti registered up to then; it runs once (a flag), so
- * the earlier registrations do nothing. The core's handler, registered before libcupti was
- * loaded, runs last and never calls into CUPTI.
+ * totals; when the flush thread does not stop within CG_WAIT_S, no flush and a "w" line) is
+ * registered after libcupti is loaded and subscribed, and registered again by the flush thread
+ * after its first flush following a step end and after the end of the measured window, so it
+ * runs before whatever libcupti registered up to then; it runs once (a flag), so the earlier
+ * registrations do nothing. The core's handler, registered before libcupti was loaded, runs last
+ * and never calls into CUPTI.
+ * Fork. glibc's fork does not reset the lock of its exit-handler list, so a child forked while
+ * another thread is registering an exit handler hangs in exit(). The flush thread registers
+ * handlers (ours, and libcupti's lazy ones inside its first flush) at two moments only, and the
+ * thread that ended the step waits for both: the end of the measured window (above) and the
+ * first flush, which the first step end waits for (at most CG_WAIT_S, outside any step). So a
+ * canary that forks from the thread that runs its steps never forks inside one.
  *
  * Buffers: CG_BUF_BYTES each, 8-byte aligned, from a free list, at most the configured cap in
  * total; when the cap is reached CUPTI gets no buffer and drops records, which are counted.
@@ -130,12 +137,15 @@ static size_t g_n_free, g_n_allocated, g_max_buffers;
 static _Thread_local int t_in_cupti;
 
 /* The flush thread and its requests, guarded by g_work_lock; g_done_cond (CLOCK_MONOTONIC)
- * signals g_done_written, set once the end of the measured window is in the shard. */
+ * signals g_done_written, set once the end of the measured window is in the shard, and
+ * g_first_flushed. */
 static pthread_mutex_t g_work_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_work_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t g_done_cond;
 static pthread_t g_worker;
 static bool g_worker_started, g_work_flush, g_work_done, g_work_stop, g_done_written;
+static bool g_first_flushed; /* the first flush and the registration after it are done */
+static _Atomic bool g_first_step_ended;
 static CUcontext g_done_ctx;
 static _Atomic bool g_exit_flushed;
 static _Atomic bool g_abandoned; /* the exit gave up waiting for a stuck flush thread */
@@ -362,15 +372,21 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&g_work_lock);
         if (done) {
             finish_measurement(ctx);
-            atexit(gpu_at_exit); /* after whatever CUPTI registered up to now (see the top) */
+            /* after whatever CUPTI registered up to now (see the top) */
+            cg_inject_atexit(gpu_at_exit);
             pthread_mutex_lock(&g_work_lock);
             g_done_written = true;
             pthread_cond_broadcast(&g_done_cond);
             pthread_mutex_unlock(&g_work_lock);
         } else {
             gpu_flush(0, false);
-            if (!flushed_once)
-                atexit(gpu_at_exit);
+            if (!flushed_once) {
+                cg_inject_atexit(gpu_at_exit);
+                pthread_mutex_lock(&g_work_lock);
+                g_first_flushed = true;
+                pthread_cond_broadcast(&g_done_cond);
+                pthread_mutex_unlock(&g_work_lock);
+            }
             flushed_once = true;
         }
         pthread_mutex_lock(&g_work_lock);
@@ -453,6 +469,19 @@ static void gpu_at_exit(void)
          "the last GPU records are not written");
 }
 
+/* Waits, at most CG_WAIT_S, until the flush thread has set *flag (guarded by g_work_lock). */
+static void wait_worker(const bool *flag)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += CG_WAIT_S;
+    pthread_mutex_lock(&g_work_lock);
+    while (!*flag && g_worker_started &&
+           pthread_cond_timedwait(&g_done_cond, &g_work_lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&g_work_lock);
+}
+
 /* Waits, at most CG_WAIT_S, until the flush thread has written the end of the measured window:
  * the step-ending thread returns to the canary only once "done" is in the shard, so a canary
  * that ends with _exit right after its last measured step keeps it. The step's end time is
@@ -460,14 +489,7 @@ static void gpu_at_exit(void)
  * itself stays on the flush thread (no driver call on a canary thread but cuCtxGetCurrent). */
 static void wait_done(void)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += CG_WAIT_S;
-    pthread_mutex_lock(&g_work_lock);
-    while (!g_done_written && g_worker_started &&
-           pthread_cond_timedwait(&g_done_cond, &g_work_lock, &until) == 0)
-        ;
-    pthread_mutex_unlock(&g_work_lock);
+    wait_worker(&g_done_written);
 }
 
 /* --- what nvtx.c and core.c call ----------------------------------------------------------- */
@@ -489,6 +511,8 @@ void cg_gpu_step_end(int64_t index, uint64_t end_ns)
     cg_agg_step_end(&g_agg, index, end_ns);
     pthread_mutex_unlock(&g_agg_lock);
     worker_request(false, NULL);
+    if (!atomic_exchange(&g_first_step_ended, true))
+        wait_worker(&g_first_flushed); /* exit handlers registered: see "Fork" at the top */
 }
 
 bool cg_gpu_measured(void)
@@ -770,7 +794,8 @@ static void start_cupti(void)
     if (!start_activity())
         return;
     atomic_store(&g_running, true);
-    atexit(gpu_at_exit); /* after libcupti's load-time destructors: runs before them */
+    /* after libcupti's load-time destructors: runs before them */
+    cg_inject_atexit(gpu_at_exit);
     cg_inject_lock();
     cg_inject_append("gpu ok\n");
     cg_inject_unlock();

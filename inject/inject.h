@@ -64,6 +64,12 @@ bool cg_inject_active(void);
  * state, whether or not the fork handlers ran. */
 bool cg_inject_owner(void);
 
+/* Registers fn as an exit handler (atexit) with the shard writer's lock held. The fork handlers
+ * hold that lock across fork, so a fork on another thread never lands inside the registration:
+ * glibc's fork does not reset the lock of its exit-handler list, and a child forked while it
+ * was held hangs in exit(). Every exit handler of the library is registered through it. */
+void cg_inject_atexit(void (*fn)(void));
+
 /* The settings; valid after cg_inject_start returned true. */
 const struct cg_inject_config *cg_inject_config(void);
 

@@ -23,6 +23,7 @@
 #define CG_TEST_LIB CG_BINARY_DIR "/libcanary-inject.so"
 #define CG_TEST_CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
 #define CG_TEST_CUPTI_STANDIN CG_BINARY_DIR "/tests/standin/libcupti-standin.so"
+#define CG_TEST_ATEXIT_PROBE CG_BINARY_DIR "/tests/standin/libatexit-probe.so"
 #define CG_TEST_CUDA_STANDIN CG_BINARY_DIR "/tests/standin/libcuda-standin.so"
 
 /* Empties <workdir>/shards (creating it). */

@@ -15,7 +15,8 @@
  * at most 10 s for a stuck flush thread; an optional activity kind or the
  * timestamp callback refused is a warning, a required kind or the buffer callbacks refused
  * disables what was enabled and unsubscribes; a copy of libcupti already loaded is the one used;
- * a forked child never flushes. What the stand-ins cannot prove (the real libcupti's behaviour)
+ * a forked child never flushes; a fork never lands inside the library's registration of an
+ * exit handler (a child would hang in exit()). What the stand-ins cannot prove (the real libcupti's behaviour)
  * is said in tests/standin/cupti_standin.c; ci/gpu-check covers it on a GPU machine.
  */
 #include <setjmp.h>
@@ -333,6 +334,52 @@ static void test_inject_standin__a_forked_child_never_flushes(void **state)
     assert_int_equal(cg_text_count(shard, "s "), 3);
 }
 
+/* Where the line "PID EVENT" for pid is in log (its offset), or -1. */
+static long event_at(const char *log, long long pid, const char *what)
+{
+    char needle[128];
+    snprintf(needle, sizeof(needle), "%lld %s\n", pid, what);
+    for (const char *l = log; *l != '\0';) {
+        if (strncmp(l, needle, strlen(needle)) == 0)
+            return (long)(l - log);
+        const char *eol = strchr(l, '\n');
+        l = eol ? eol + 1 : l + strlen(l);
+    }
+    return -1;
+}
+
+/* glibc's fork does not reset the lock of its exit-handler list: a fork while the flush thread
+ * registers the GPU exit handler (after the first flush) leaves a child that hangs in exit().
+ * The probe makes that registration take 400 ms and the canary forks 100 ms after the first
+ * step, inside it unless the library keeps forks out of its registrations. */
+static void test_inject_standin__a_fork_never_lands_inside_an_exit_handler_registration(
+    void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    static char preload[600], asan[600];
+    snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", CG_TEST_ATEXIT_PROBE);
+    const char *asan_now = getenv("ASAN_OPTIONS"); /* the probe comes before ASan's runtime */
+    snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sverify_asan_link_order=0",
+             asan_now ? asan_now : "", asan_now && *asan_now ? ":" : "");
+    const char *env[] = {preload, "CG_PROBE_ATEXIT_MS=400", asan, NULL};
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "3", "--step-ms", "1",
+                          "--fork-child", "1", "--fork-delay-ms", "100", NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    long long pid = 0;
+    const char *pid_line = cg_text_line(cg_canary_shard(w), "pid ");
+    assert_non_null(pid_line);
+    assert_int_equal(sscanf(pid_line, "pid %lld", &pid), 1);
+    const char *log = calls(w);
+    long begins = event_at(log, pid, "atexit begins"), ends = event_at(log, pid, "atexit ends");
+    long forked = event_at(log, pid, "forked");
+    if (begins < 0 || ends < 0 || forked < 0)
+        fail_msg("no registration off the main thread, or no fork, in the log:\n%s", log);
+    if (forked > begins && forked < ends)
+        fail_msg("the canary forked while the library was registering an exit handler:\n%s",
+                 log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +393,8 @@ int main(void)
         cmocka_unit_test(test_inject_standin__fatal_refusal_disables_and_unsubscribes),
         cmocka_unit_test(test_inject_standin__an_already_loaded_libcupti_is_used),
         cmocka_unit_test(test_inject_standin__a_forked_child_never_flushes),
+        cmocka_unit_test(
+            test_inject_standin__a_fork_never_lands_inside_an_exit_handler_registration),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }

@@ -26,6 +26,7 @@
  *                    (tests/standin/; found by its soname, libcupti.so.13, once it is loaded)
  *   --fork-child K   after the first step, fork a child that runs K steps and returns from
  *                    main (its exit handlers run); the parent waits for it
+ *   --fork-delay-ms N  with --fork-child, wait N ms after the first step before the fork
  *   --foreign-handles  in every step, NVTX calls with domain and string handles the tool never
  *                    gave out (made-up values and a pointer to the canary's own memory)
  *   --many-names K   in every step, K ranges of distinct names "name-<i>"
@@ -50,11 +51,11 @@ struct opts {
     long steps, step_ms, tokens, threads, crash_at, hang_at, workers, nan_loss_at, exit_at;
     const char *mode;
     int nested, other_domain, unbalanced, no_steps, cuda_init, loss;
-    long fork_child, many_names;
+    long fork_child, many_names, fork_delay_ms;
     int standin_kernels, foreign_handles;
 };
 
-static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, -1, "push", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, -1, "push", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static void (*standin_kernel)(uint64_t ns);
 static nvtxDomainHandle_t nccl;
 static nvtxStringHandle_t step_str;
@@ -334,6 +335,8 @@ int main(int argc, char **argv)
             o.standin_kernels = 1;
         else if (strcmp(a, "--fork-child") == 0 && ++i)
             o.fork_child = num(v);
+        else if (strcmp(a, "--fork-delay-ms") == 0 && ++i)
+            o.fork_delay_ms = num(v);
         else if (strcmp(a, "--foreign-handles") == 0)
             o.foreign_handles = 1;
         else if (strcmp(a, "--many-names") == 0 && ++i)
@@ -375,6 +378,7 @@ int main(int argc, char **argv)
             one_step(s);
         }
         if (s == 0 && o.fork_child > 0) {
+            sleep_ms(o.fork_delay_ms);
             fflush(stdout);
             pid_t child = fork();
             if (child == 0)

@@ -123,8 +123,22 @@ static void teardown_lazy(void)
     say("teardown", "lazy");
 }
 
+/* The record list's lock is held across fork, as a fork-safe library does: the flush thread of
+ * the injection library may hold it (delivering) when a canary thread forks, and a child that
+ * launches a stand-in kernel takes it. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&g_lock);
+}
+
+static void fork_release(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
+
 __attribute__((constructor)) static void standin_load(void)
 {
+    pthread_atfork(fork_prepare, fork_release, fork_release);
     g_log = getenv("CG_STANDIN_LOG");
     g_fail = getenv("CG_STANDIN_FAIL");
     say("load", NULL);
