@@ -65,23 +65,32 @@ int cg_buf_adds(struct cg_buf *b, const char *s)
     return cg_buf_add(b, s, strlen(s));
 }
 
-int cg_buf_printf(struct cg_buf *b, const char *fmt, ...)
+int cg_buf_vprintf(struct cg_buf *b, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
+    va_list again;
+    va_copy(again, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || buf_reserve(b, (size_t)n) != 0)
+    if (n < 0 || buf_reserve(b, (size_t)n) != 0) {
+        va_end(again);
         return CG_ENOMEM;
-    va_start(ap, fmt);
-    int m = vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    }
+    int m = vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+    va_end(again);
     if (m != n) {
         b->data[b->len] = '\0';
         return CG_ENOMEM;
     }
     b->len += (size_t)n;
     return 0;
+}
+
+int cg_buf_printf(struct cg_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = cg_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 const char *cg_buf_str(const struct cg_buf *b)

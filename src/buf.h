@@ -8,6 +8,7 @@
 #ifndef CG_BUF_H
 #define CG_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct cg_buf {
@@ -34,6 +35,9 @@ int cg_buf_adds(struct cg_buf *b, const char *s);
 
 /* Appends printf-style text. Same results as cg_buf_add. */
 int cg_buf_printf(struct cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a va_list (ap is used up). */
+int cg_buf_vprintf(struct cg_buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 /* Returns the contents ("" when empty); owned by the buffer. */
 const char *cg_buf_str(const struct cg_buf *b);

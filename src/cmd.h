@@ -10,6 +10,7 @@
 #include "artifact.h"
 #include "err.h"
 #include "outputs.h"
+#include "say.h"
 #include "thresholds.h"
 
 #include <stdbool.h>
@@ -96,6 +97,9 @@ int cg_cmd_option_error(const char *verb, int opt, char *const *argv);
 /* Where the terminal table and verdict lines go: stderr when the report or the JSON verdict is
  * written to stdout ("-"), so stdout holds that document alone; else stdout. */
 FILE *cg_cmd_table_stream(const char *report, const char *json);
+
+/* The command layer's struct cg_say (say.h): prints on stderr, live when stderr is a terminal. */
+struct cg_say cg_cmd_say(void);
 
 /* Parses a positive integer option value into *out; on error prints a usage error and returns
  * CG_EXIT_INPUT, else 0. */

@@ -217,7 +217,7 @@ static int measure(struct cg_collect_cfg *c, long runs, struct cg_artifact *pool
     }
     if (cg_interleave_run(ca, &a, cb, &b, runs, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
-        cg_collect_hint(&err, c->step_range);
+        cg_collect_hint(&err, c->step_range, &c->say);
         goto done;
     }
     if (cg_interleave_pool(&a, &b, pool) != 0) {

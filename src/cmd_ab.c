@@ -229,7 +229,7 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
     goto done;
 failed:
     exit_code = cg_cmd_fail(&err);
-    cg_collect_hint(&err, c->step_range);
+    cg_collect_hint(&err, c->step_range, &c->say);
     save_partial(o, base, head);
 done:
     cg_collector_close(cb);

@@ -225,6 +225,7 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
     c->let_finish = m->let_finish;
     c->steps_from = m->steps_from;
     c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
+    c->say = cg_cmd_say();
     o->runs = m->runs > 0 ? m->runs : (long)t->runs;
     if (have_base && m->steps < 0 && m->warmup < 0 &&
         (base->settings.steps != t->steps || base->settings.warmup != t->warmup))
@@ -356,7 +357,7 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     }
     cg_collector_close(col);
     cg_cmd_fail(&err);
-    cg_collect_hint(&err, o->collect.step_range);
+    cg_collect_hint(&err, o->collect.step_range, &o->collect.say);
     cg_cmd_save_partial(o->out, cur); /* never over --out */
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
         if (write_notice(o, "error", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,

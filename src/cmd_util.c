@@ -12,6 +12,33 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
+#include <unistd.h>
+
+/* struct cg_say's printer: "canary-gate: " and the kind's word before the text, on stderr; on a
+ * terminal a progress line is rewritten in place and cleared when the progress ends. */
+static void say_stderr(const struct cg_say *s, enum cg_say_kind kind, const char *text)
+{
+    switch (kind) {
+    case CG_SAY_INFO: fprintf(stderr, "canary-gate: %s\n", text); break;
+    case CG_SAY_WARNING: fprintf(stderr, "canary-gate: warning: %s\n", text); break;
+    case CG_SAY_NOTE: fprintf(stderr, "canary-gate: note: %s\n", text); break;
+    case CG_SAY_PROGRESS:
+        fprintf(stderr, "%scanary-gate: %s%s", s->live ? "\r\033[K" : "", text,
+                s->live ? "" : "\n");
+        fflush(stderr);
+        break;
+    case CG_SAY_PROGRESS_END:
+        if (s->live)
+            fprintf(stderr, "\r\033[K");
+        break;
+    }
+}
+
+struct cg_say cg_cmd_say(void)
+{
+    struct cg_say s = {.fn = say_stderr, .ctx = NULL, .live = isatty(STDERR_FILENO) != 0};
+    return s;
+}
 
 int cg_cmd_fail(const struct cg_err *err)
 {

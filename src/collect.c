@@ -74,7 +74,7 @@ struct progress {
     const char *label;
     long run, n_runs;
     long expect; /* warm-up + measured */
-    bool tty;
+    const struct cg_say *say;
     bool let_finish;    /* never ask for a stop */
     int64_t last_seen;
     double last_print_s;
@@ -118,18 +118,17 @@ static bool on_progress(void *ctx, double elapsed_s)
         p->done_steps = st.done_steps;
         return true;
     }
-    if (!p->tty && st.steps_seen == p->last_seen && elapsed_s - p->last_print_s < 30.0)
+    bool live = p->say->live;
+    if (!live && st.steps_seen == p->last_seen && elapsed_s - p->last_print_s < 30.0)
         return false;
-    if (!p->tty && elapsed_s - p->last_print_s < 5.0)
+    if (!live && elapsed_s - p->last_print_s < 5.0)
         return false;
     char last[48] = "";
     if (st.last_step_ns > 0)
         snprintf(last, sizeof(last), ", last step %.1f ms", (double)st.last_step_ns / 1e6);
-    fprintf(stderr, "%scanary-gate: %s%srun %ld of %ld: %lld of %ld steps%s, %.0f s%s",
-            p->tty ? "\r\033[K" : "",
-            p->label ? p->label : "", label_sep(p), p->run, p->n_runs, (long long)st.steps_seen,
-            p->expect, last, elapsed_s, p->tty ? "" : "\n");
-    fflush(stderr);
+    cg_say(p->say, CG_SAY_PROGRESS, "%s%srun %ld of %ld: %lld of %ld steps%s, %.0f s",
+           p->label ? p->label : "", label_sep(p), p->run, p->n_runs, (long long)st.steps_seen,
+           p->expect, last, elapsed_s);
     p->last_seen = st.steps_seen;
     p->last_print_s = elapsed_s;
     return false;
@@ -322,19 +321,26 @@ static int check_run(const struct cg_collect_cfg *c, long i, long total,
     return 0;
 }
 
+/* Appends the run's banner line to the canary's log (best effort: the log is the canary's). */
 static void log_banner(const char *log, const char *label, long i, long n, char *const *cmd)
 {
-    FILE *f = fopen(log, "a");
-    if (f == NULL)
-        return;
-    fprintf(f, "==== canary-gate: %s%srun %ld of %ld:", label ? label : "", label ? " " : "", i, n);
-    for (size_t k = 0; cmd[k] != NULL; k++) {
+    struct cg_buf line;
+    cg_buf_init(&line, SIZE_MAX);
+    int rc = cg_buf_printf(&line, "==== canary-gate: %s%srun %ld of %ld:", label ? label : "",
+                           label ? " " : "", i, n);
+    for (size_t k = 0; rc == 0 && cmd[k] != NULL; k++) {
         char *shown = cg_redact_apply(cg_redact_default(), cmd[k]); /* never a secret */
-        fprintf(f, " %s", shown != NULL ? shown : CG_REDACT_MARK);
+        rc = cg_buf_printf(&line, " %s", shown != NULL ? shown : CG_REDACT_MARK);
         free(shown);
     }
-    fprintf(f, "\n");
-    fclose(f);
+    FILE *f = rc == 0 && cg_buf_adds(&line, "\n") == 0 ? fopen(log, "a") : NULL;
+    if (f != NULL) {
+        size_t len = strlen(cg_buf_str(&line));
+        if (fwrite(cg_buf_str(&line), 1, len, f) != len)
+            clearerr(f); /* the canary's log: a short write loses only the banner */
+        fclose(f);
+    }
+    cg_buf_release(&line);
 }
 
 static void free_argv(char **argv)
@@ -537,12 +543,11 @@ static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
         char rank[40] = "";
         if (sh[k].rank >= 0)
             snprintf(rank, sizeof(rank), "rank %lld, ", (long long)sh[k].rank);
-        fprintf(stderr,
-                "canary-gate: warning: %s%srun %ld of %ld: a canary process (%spid %lld) ended "
-                "without finishing its shard (killed or crashed); what it measured until then "
-                "counts\n",
-                c->label ? c->label : "", c->label ? " " : "", i, total, rank,
-                (long long)sh[k].pid);
+        cg_say(&c->say, CG_SAY_WARNING,
+               "%s%srun %ld of %ld: a canary process (%spid %lld) ended without finishing its "
+               "shard (killed or crashed); what it measured until then counts",
+               c->label ? c->label : "", c->label ? " " : "", i, total, rank,
+               (long long)sh[k].pid);
     }
 }
 
@@ -566,9 +571,8 @@ static void warn_library(struct cg_collector *col, long i, long total, const str
         struct cg_buf text;
         cg_buf_init(&text, 1024);
         if (cg_term_escape(&text, w, 512) == 0) /* never a terminal escape from a shard */
-            fprintf(stderr, "canary-gate: warning: %s%srun %ld of %ld: the injection library "
-                            "says: %s\n",
-                    c->label ? c->label : "", c->label ? " " : "", i, total, cg_buf_str(&text));
+            cg_say(&c->say, CG_SAY_WARNING, "%s%srun %ld of %ld: the injection library says: %s",
+                   c->label ? c->label : "", c->label ? " " : "", i, total, cg_buf_str(&text));
         cg_buf_release(&text);
     }
 }
@@ -615,7 +619,7 @@ static int read_fail_file(const char *path, struct cg_shard_fail *f)
 /* Names, once per tool process, the injection library's variables the user's environment holds:
  * the launcher's own are ignored (set or removed for every run), the user's settings reach the
  * canary. */
-static void say_inherited_env(void)
+static void say_inherited_env(const struct cg_say *say)
 {
     if (g_env_said)
         return;
@@ -632,17 +636,18 @@ static void say_inherited_env(void)
             cg_buf_init(&text, 1024);
             if (cg_term_escape(&text, v, 200) == 0) {
                 if (k == 0)
-                    fprintf(stderr, "canary-gate: warning: %s=%s from the environment is ignored: "
-                                    "the gate sets the injection library's variables itself%s\n",
-                            names[j], cg_buf_str(&text),
-                            strcmp(names[j], CG_ENV_TRACE_STEPS) == 0
-                                ? " (a trace window comes from --trace and --trace-steps)"
-                                : "");
+                    cg_say(say, CG_SAY_WARNING,
+                           "%s=%s from the environment is ignored: the gate sets the injection "
+                           "library's variables itself%s",
+                           names[j], cg_buf_str(&text),
+                           strcmp(names[j], CG_ENV_TRACE_STEPS) == 0
+                               ? " (a trace window comes from --trace and --trace-steps)"
+                               : "");
                 else
-                    fprintf(stderr, "canary-gate: note: the canary gets %s=%s from the "
-                                    "environment (a setting of the injection library, see "
-                                    "docs/collector.md)\n",
-                            names[j], cg_buf_str(&text));
+                    cg_say(say, CG_SAY_NOTE,
+                           "the canary gets %s=%s from the environment (a setting of the "
+                           "injection library, see docs/collector.md)",
+                           names[j], cg_buf_str(&text));
             }
             cg_buf_release(&text);
         }
@@ -727,7 +732,6 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     char shard_dir[PATH_MAX], fail_path[PATH_MAX];
     struct run_env env;
     bool trace = c->trace_path != NULL && col->next_dir == 0; /* the first run only */
-    bool tty = isatty(STDERR_FILENO);
     struct cg_shard *sh = NULL;
     size_t n = 0;
     struct cg_shard_status st;
@@ -739,7 +743,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                  col->next_dir) != 0 ||
         run_env_make(col, shard_dir, fail_path, trace, &env, err) != 0)
         return err->code;
-    say_inherited_env();
+    say_inherited_env(&c->say);
     g_steps_from = c->steps_from;
     g_steps_python = col->python[0] != '\0';
     if (make_fail_file(fail_path, err) != 0) {
@@ -755,7 +759,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                          .run = i,
                          .n_runs = total,
                          .expect = c->warmup + c->steps,
-                         .tty = tty,
+                         .say = &c->say,
                          .let_finish = c->let_finish,
                          .last_seen = -1,
                          .last_print_s = -10.0,
@@ -772,19 +776,18 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                                .progress_ctx = &p,
                                .poll_s = CG_COLLECT_POLL_S};
     log_banner(c->log, c->label, i, total, col->cmd);
-    if (!tty)
-        fprintf(stderr, "canary-gate: %s%srun %ld of %ld\n", c->label ? c->label : "",
-                label_sep(&p), i, total);
+    if (!c->say.live)
+        cg_say(&c->say, CG_SAY_INFO, "%s%srun %ld of %ld", c->label ? c->label : "",
+               label_sep(&p), i, total);
     int rc = cg_launch_run(&o, &r, err);
     free(env.pythonpath);
-    if (tty)
-        fprintf(stderr, "\r\033[K");
+    cg_say(&c->say, CG_SAY_PROGRESS_END, "%s", "");
     if (rc == 0 && r.escaped > 0)
-        fprintf(stderr, "canary-gate: warning: %s%srun %ld of %ld: %ld canary process%s had left "
-                        "its process group (setsid, a daemon) and still ran when the canary "
-                        "ended; the gate ended %s\n",
-                c->label ? c->label : "", label_sep(&p), i, total, r.escaped,
-                r.escaped == 1 ? "" : "es", r.escaped == 1 ? "it" : "them");
+        cg_say(&c->say, CG_SAY_WARNING,
+               "%s%srun %ld of %ld: %ld canary process%s had left its process group (setsid, a "
+               "daemon) and still ran when the canary ended; the gate ended %s",
+               c->label ? c->label : "", label_sep(&p), i, total, r.escaped,
+               r.escaped == 1 ? "" : "es", r.escaped == 1 ? "it" : "them");
     bool failed_write = rc == 0 && read_fail_file(fail_path, &fail);
     unlink(fail_path);
     if (rc == 0)
@@ -800,8 +803,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     if (rc == 0 && trace) {
         rc = cg_trace_write(sh, n, c->trace_path, err);
         if (rc == 0)
-            fprintf(stderr, "canary-gate: trace of run %ld, measured steps %s: '%s'\n", i,
-                    c->trace_steps ? c->trace_steps : "0:2", c->trace_path);
+            cg_say(&c->say, CG_SAY_INFO, "trace of run %ld, measured steps %s: '%s'", i,
+                   c->trace_steps ? c->trace_steps : "0:2", c->trace_path);
     }
     if (rc == 0 && fill_gpu(a, sh, n) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
@@ -851,28 +854,28 @@ int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, lo
         if (done->stopped_after_steps > 0)
             snprintf(stopped, sizeof(stopped), ", stopped after %lld steps",
                      (long long)done->stopped_after_steps);
-        fprintf(stderr, "canary-gate: %s%srun %ld of %ld: %zu steps, median %.2f ms%s%s\n",
-                c->label ? c->label : "", c->label ? " " : "", i, total, done->n_steps,
-                done->summary.step_time_median_ns / 1e6, stopped,
-                a->gpu_available ? "" : " (no GPU metrics)");
+        cg_say(&c->say, CG_SAY_INFO, "%s%srun %ld of %ld: %zu steps, median %.2f ms%s%s",
+               c->label ? c->label : "", c->label ? " " : "", i, total, done->n_steps,
+               done->summary.step_time_median_ns / 1e6, stopped,
+               a->gpu_available ? "" : " (no GPU metrics)");
         if (cg_launch_interrupted())
             return cg_err_set(err, CG_ECANARY, "interrupted after run %ld of %ld", i, total);
     }
     return 0;
 }
 
-void cg_collect_hint(const struct cg_err *err, const char *step_range)
+void cg_collect_hint(const struct cg_err *err, const char *step_range, const struct cg_say *say)
 {
     if (err->code != CG_ECANARY)
         return;
     if (g_failure == FAILED_NOT_LOADED) {
-        fprintf(stderr, "canary-gate: the canary must keep the environment the gate gives it "
+        cg_say(say, CG_SAY_INFO, "the canary must keep the environment the gate gives it "
                         "(" CG_ENV_NVTX_INJECTION ", " CG_ENV_CUDA_INJECTION " and the "
                         "CANARY_GATE_* variables) and call NVTX or CUDA: a container needs "
                         "each passed on ('docker run -e " CG_ENV_NVTX_INJECTION " -e "
                         CG_ENV_CUDA_INJECTION " -e CANARY_GATE_SHARD_DIR ...' with the library "
                         "and the shard directory mounted at the same paths), sudo needs "
-                        "'sudo -E' or '--preserve-env', and 'env -i' clears them%s\n",
+                        "'sudo -E' or '--preserve-env', and 'env -i' clears them%s",
                 g_steps_from == CG_STEPS_FROM_NVTX
                     ? "; a canary that makes no NVTX call never loads it either: mark each "
                       "training step with an NVTX range, or for a PyTorch script drop "
@@ -882,8 +885,8 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range)
     }
     if (g_failure == FAILED_SHARD_WRITE) {
         const char *tmp = getenv("TMPDIR");
-        fprintf(stderr, "canary-gate: shards are written under TMPDIR ('%s'): free space there "
-                        "or point TMPDIR at a writable directory with room\n",
+        cg_say(say, CG_SAY_INFO, "shards are written under TMPDIR ('%s'): free space there "
+                        "or point TMPDIR at a writable directory with room",
                 tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
         return;
     }
@@ -892,19 +895,19 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range)
     if (step_range == NULL)
         step_range = "step";
     if (g_steps_from == CG_STEPS_FROM_OPTIMIZER) {
-        fprintf(stderr, "canary-gate: with --steps-from optimizer a step is a PyTorch "
+        cg_say(say, CG_SAY_INFO, "with --steps-from optimizer a step is a PyTorch "
                         "optimizer.step(): the canary must be a Python script that imports "
                         "torch.optim and steps an optimizer (with 'python -I' or '-S' Python "
                         "skips the sitecustomize that marks them), or mark each step itself with "
-                        "an NVTX range named '%s' and use --steps-from auto\n",
+                        "an NVTX range named '%s' and use --steps-from auto",
                 step_range);
         return;
     }
-    fprintf(stderr, "canary-gate: two ways to mark steps: (1) an NVTX range named '%s' in the "
+    cg_say(say, CG_SAY_INFO, "two ways to mark steps: (1) an NVTX range named '%s' in the "
                     "default domain around each training step, e.g. in PyTorch "
                     "torch.cuda.nvtx.range_push(\"%s\") at its start and "
                     "torch.cuda.nvtx.range_pop() at its end; (2) for a PyTorch script, nothing: "
-                    "each optimizer.step() ends a step %s\n",
+                    "each optimizer.step() ends a step %s",
             step_range, step_range,
             g_steps_from == CG_STEPS_FROM_NVTX
                 ? "when --steps-from is auto (the default) or optimizer, not nvtx as here"

@@ -22,7 +22,8 @@
  * run complete whatever it exits with (the run's stopped_after_steps says so). With let_finish
  * it waits for the canary to exit by itself instead.
  *
- * Progress and per-run lines go to stderr (this module is part of the command layer). Interrupts
+ * Progress, per-run lines, warnings and hints go to the configuration's say (say.h); nothing here
+ * prints. Interrupts
  * (SIGINT/SIGTERM) are caught once a collector is open; a run in progress is stopped and the
  * collector reports CG_ECANARY with cg_collect_interrupted() true. Single-threaded.
  */
@@ -31,6 +32,7 @@
 
 #include "artifact.h"
 #include "err.h"
+#include "say.h"
 
 #include <stdbool.h>
 
@@ -56,6 +58,7 @@ struct cg_collect_cfg {
     bool let_finish;        /* wait for the canary to exit by itself, never stop it once measured */
     enum cg_steps_from steps_from;
     long step_optimizer;    /* with steps from the optimizer: the N-th to step counts (0: 1) */
+    struct cg_say say;      /* progress, per-run lines and warnings (nothing said: fn NULL) */
 };
 
 struct cg_collector;
@@ -83,8 +86,9 @@ void cg_collector_close(struct cg_collector *col);
 /* True once SIGINT or SIGTERM reached the tool while a collector was open. */
 bool cg_collect_interrupted(void);
 
-/* When err says the canary marked no step, prints on stderr how to mark steps. */
-void cg_collect_hint(const struct cg_err *err, const char *step_range);
+/* When err says the last run failed for a reason the user can mend (no step marked, the
+ * injection library never loaded, no room for shards), says how, as one CG_SAY_INFO line. */
+void cg_collect_hint(const struct cg_err *err, const char *step_range, const struct cg_say *say);
 
 /* True when s is "A:B", whole numbers with A <= B (a --trace-steps value). */
 bool cg_collect_trace_steps_valid(const char *s);

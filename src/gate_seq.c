@@ -122,7 +122,8 @@ int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
         so->confirm_runs > 0 ? (size_t)so->confirm_runs : CG_GATE_CONFIRM_FACTOR * (size_t)runs;
     if (cg_seq_decide(base, cur, &conf, t, &o, first_s, collect_more, col, &s, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
-        cg_collect_hint(&err, NULL);
+        struct cg_say say = cg_cmd_say();
+        cg_collect_hint(&err, NULL, &say);
         /* What was measured is kept, also when a later run failed: beside --out, which keeps
          * the first look's runs (a failed measurement never replaces an artifact). */
         if (cur->n_runs > first)

@@ -136,6 +136,7 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     c->let_finish = m->let_finish;
     c->steps_from = m->steps_from;
     c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
+    c->say = cg_cmd_say();
     *runs = m->runs > 0 ? m->runs : (long)t->runs;
     return 0;
 }
