@@ -28,14 +28,6 @@ int cmd_gate(int argc, char **argv);
 int cmd_aa(int argc, char **argv);
 int cmd_ab(int argc, char **argv);
 
-/* Loads both artifacts and the thresholds, prints the terminal table and verdict on stdout, writes
- * the markdown report and JSON verdict when their paths are not NULL (atomically, and only after
- * everything rendered), and returns the gate's exit code. Shared by compare and the main command. */
-int cg_compare_and_report(const char *baseline_path, const char *current_path,
-                          const char *thresholds_spec, const char *report_path,
-                          const char *json_path, const char *gate_id, bool fail_on_inconclusive,
-                          bool color);
-
 /* Where and how the gate's verdict is reported. NULL paths are not written. */
 struct cg_report_opts {
     const char *report_path;   /* markdown report (the PR comment body) */
@@ -45,18 +37,18 @@ struct cg_report_opts {
     bool color;                /* ANSI colour in the terminal table */
 };
 
-/* The in-memory half of cg_compare_and_report: computes the verdict of cur against base,
- * prints the terminal table on stdout, writes the report and JSON verdict (after everything
- * rendered) and returns the gate's exit code. */
-int cg_gate_report(const struct cg_artifact *base, const struct cg_artifact *cur,
+/* Computes the verdict of cur against base, prints the terminal table on stdout, writes the
+ * report and JSON verdict (after everything rendered) and returns the gate's exit code
+ * (cmd_report.c). */
+int cg_cmd_report_compare(const struct cg_artifact *base, const struct cg_artifact *cur,
                    const struct cg_thresholds *t, const struct cg_report_opts *o);
 
 struct cg_verdict;
 
-/* The rendering half of cg_gate_report: prints the terminal table of a computed verdict on
- * stdout, writes the report and JSON verdict (after everything rendered) and returns the gate's
- * exit code. */
-int cg_verdict_report(const struct cg_verdict *v, const struct cg_report_opts *o);
+/* The rendering half of cg_cmd_report_compare: prints the terminal table of a computed verdict
+ * on stdout, writes the report and JSON verdict (after everything rendered) and returns the
+ * gate's exit code. */
+int cg_cmd_report_verdict(const struct cg_verdict *v, const struct cg_report_opts *o);
 
 /* Prints "canary-gate: <msg>" on stderr and returns the exit code for err->code. */
 int cg_cmd_fail(const struct cg_err *err);

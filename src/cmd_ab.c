@@ -223,7 +223,7 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
                       &err) != 0)
         goto failed;
     cg_gate_seq_print_looks(&s.info);
-    exit_code = cg_verdict_report(&s.verdict, &o->report);
+    exit_code = cg_cmd_report_verdict(&s.verdict, &o->report);
     cg_seq_release(&s);
     *decided = true;
     goto done;

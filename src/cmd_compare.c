@@ -48,6 +48,33 @@ static const struct option options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* Loads both artifacts and the thresholds and reports the verdict (cg_cmd_report_compare). */
+static int compare_and_report(const char *baseline_path, const char *current_path,
+                              const char *thresholds_spec, const char *report_path,
+                              const char *json_path, const char *gate_id, bool fail_on_inconclusive,
+                              bool color)
+{
+    struct cg_err err;
+    struct cg_artifact base, cur;
+    struct cg_thresholds t;
+    int exit_code;
+    cg_err_init(&err);
+    cg_artifact_init(&base);
+    cg_artifact_init(&cur);
+    if (cg_thresholds_load(thresholds_spec, &t, &err) != 0 ||
+        cg_artifact_load(baseline_path, &base, &err) != 0 ||
+        cg_artifact_load(current_path, &cur, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+    } else {
+        cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, fail_on_inconclusive);
+        struct cg_report_opts o = {report_path, json_path, gate_id, fail_on_inconclusive, color};
+        exit_code = cg_cmd_report_compare(&base, &cur, &t, &o);
+    }
+    cg_artifact_release(&base);
+    cg_artifact_release(&cur);
+    return exit_code;
+}
+
 int cmd_compare(int argc, char **argv)
 {
     const char *thresholds_spec = NULL, *report_path = NULL, *json_path = NULL, *gate_id = NULL;
@@ -57,14 +84,29 @@ int cmd_compare(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
         switch (c) {
-        case OPT_THRESHOLDS: thresholds_spec = optarg; break;
-        case OPT_REPORT: report_path = optarg; break;
-        case OPT_JSON: json_path = optarg; break;
-        case OPT_ID: gate_id = optarg; break;
-        case OPT_FOI: fail_on_inconclusive = true; break;
-        case OPT_COLOR: color_when = optarg; break;
-        case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
-        default: return cg_cmd_option_error("compare", c, argv);
+        case OPT_THRESHOLDS:
+            thresholds_spec = optarg;
+            break;
+        case OPT_REPORT:
+            report_path = optarg;
+            break;
+        case OPT_JSON:
+            json_path = optarg;
+            break;
+        case OPT_ID:
+            gate_id = optarg;
+            break;
+        case OPT_FOI:
+            fail_on_inconclusive = true;
+            break;
+        case OPT_COLOR:
+            color_when = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return CG_EXIT_PASS;
+        default:
+            return cg_cmd_option_error("compare", c, argv);
         }
     }
     if (argc - optind != 2)
@@ -85,85 +127,6 @@ int cmd_compare(int argc, char **argv)
     int rc = cg_cmd_check_outputs(&paths);
     if (rc != 0)
         return rc;
-    return cg_compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, report_path,
-                                 json_path, gate_id, fail_on_inconclusive, color);
-}
-
-int cg_compare_and_report(const char *baseline_path, const char *current_path,
-                          const char *thresholds_spec, const char *report_path,
-                          const char *json_path, const char *gate_id, bool fail_on_inconclusive,
-                          bool color)
-{
-    struct cg_err err;
-    struct cg_artifact base, cur;
-    struct cg_thresholds t;
-    int exit_code;
-    cg_err_init(&err);
-    cg_artifact_init(&base);
-    cg_artifact_init(&cur);
-    if (cg_thresholds_load(thresholds_spec, &t, &err) != 0 ||
-        cg_artifact_load(baseline_path, &base, &err) != 0 ||
-        cg_artifact_load(current_path, &cur, &err) != 0) {
-        exit_code = cg_cmd_fail(&err);
-    } else {
-        cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, fail_on_inconclusive);
-        struct cg_report_opts o = {report_path, json_path, gate_id, fail_on_inconclusive, color};
-        exit_code = cg_gate_report(&base, &cur, &t, &o);
-    }
-    cg_artifact_release(&base);
-    cg_artifact_release(&cur);
-    return exit_code;
-}
-
-int cg_gate_report(const struct cg_artifact *base, const struct cg_artifact *cur,
-                   const struct cg_thresholds *t, const struct cg_report_opts *o)
-{
-    struct cg_err err;
-    struct cg_verdict v;
-    cg_err_init(&err);
-    if (cg_verdict_compute(base, cur, t, &v, &err) != 0)
-        return cg_cmd_fail(&err);
-    int exit_code = cg_verdict_report(&v, o);
-    cg_verdict_release(&v);
-    return exit_code;
-}
-
-int cg_verdict_report(const struct cg_verdict *v, const struct cg_report_opts *o)
-{
-    struct cg_err err;
-    struct cg_buf text, md;
-    char *json = NULL;
-    int exit_code = CG_EXIT_PASS;
-    cg_err_init(&err);
-    cg_buf_init(&text, 1 << 20);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
-
-    /* Render everything before writing anything, so a failure leaves no partial set. */
-    if (cg_report_terminal(v, o->color, &text, &err) != 0 ||
-        (o->report_path != NULL && cg_report_markdown(v, o->gate_id, &md, &err) != 0)) {
-        exit_code = cg_cmd_fail(&err);
-        goto done;
-    }
-    if (o->json_path != NULL && (json = cg_report_json(v)) == NULL) {
-        cg_err_set(&err, CG_ENOMEM, "cannot render the JSON verdict: out of memory");
-        exit_code = cg_cmd_fail(&err);
-        goto done;
-    }
-    /* The table never mixes with a report or verdict written to standard output. */
-    FILE *table = cg_cmd_table_stream(o->report_path, o->json_path);
-    fputs(cg_buf_str(&text), table);
-    fflush(table);
-    if ((o->report_path != NULL &&
-         cg_file_write_atomic(o->report_path, md.data, md.len, &err) != 0) ||
-        (o->json_path != NULL &&
-         cg_file_write_atomic(o->json_path, json, strlen(json), &err) != 0)) {
-        exit_code = cg_cmd_fail(&err);
-        goto done;
-    }
-    exit_code = cg_verdict_exit_code(v, o->fail_on_inconclusive);
-done:
-    free(json);
-    cg_buf_release(&text);
-    cg_buf_release(&md);
-    return exit_code;
+    return compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, report_path,
+                              json_path, gate_id, fail_on_inconclusive, color);
 }

@@ -131,7 +131,7 @@ int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
         goto save;
     }
     print_summary(&s.info);
-    exit_code = cg_verdict_report(&s.verdict, ro);
+    exit_code = cg_cmd_report_verdict(&s.verdict, ro);
     cg_seq_release(&s);
     if (cur->n_runs > first && cg_artifact_save(out, cur, &err) != 0)
         exit_code = cg_cmd_fail(&err);

@@ -3,7 +3,7 @@
  * rule; this is its command-layer side): the options, the measuring callback over the gate's
  * open collector, saving the grown and the confirmation artifacts, and reporting the verdict.
  *
- * Prints progress on stderr and the verdict on stdout like cg_verdict_report. Single-threaded.
+ * Prints progress on stderr and the verdict on stdout like cg_cmd_report_verdict. Single-threaded.
  */
 #ifndef CG_GATE_SEQ_H
 #define CG_GATE_SEQ_H
@@ -79,7 +79,7 @@ double cg_gate_seq_now_s(void);
 /* Decides cur (runs first runs, measured in first_s seconds, already saved at out) against base:
  * adds runs through col while a metric is inconclusive, confirms a FAIL with fresh runs, saves
  * what was measured (out again when runs were added, the confirmation beside it), prints the
- * table and writes the reports (cg_verdict_report). Returns the gate's exit code. */
+ * table and writes the reports (cg_cmd_report_verdict). Returns the gate's exit code. */
 int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
                        const struct cg_thresholds *t, struct cg_collector *col, long runs,
                        double first_s, const char *out, const struct cg_gate_seq_opts *so,
