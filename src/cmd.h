@@ -9,6 +9,7 @@
 
 #include "artifact.h"
 #include "err.h"
+#include "github.h"
 #include "outputs.h"
 #include "say.h"
 #include "thresholds.h"
@@ -89,6 +90,32 @@ int cg_cmd_option_error(const char *verb, int opt, char *const *argv);
 /* Where the terminal table and verdict lines go: stderr when the report or the JSON verdict is
  * written to stdout ("-"), so stdout holds that document alone; else stdout. */
 FILE *cg_cmd_table_stream(const char *report, const char *json);
+
+/* What 'canary-gate comment' and the main command post (cmd_comment.c). */
+struct cg_post_opts {
+    const char *report; /* the markdown report file (required) */
+    const char *repo;   /* "owner/name"; NULL: GITHUB_REPOSITORY */
+    const char *sha;    /* the commit of the status; NULL: the event's head */
+    const char *id;     /* the gate id; NULL: the report's */
+    long pr;            /* the pull request; 0: the event's */
+    bool status;        /* set a commit status too */
+    bool dry_run;       /* print the requests instead of sending them */
+    bool require;       /* a posting failure is exit 3 */
+    long deadline_s;    /* for everything posted */
+    enum cg_github_mode mode;
+    enum cg_github_verdict verdict; /* CG_GITHUB_VERDICT_NONE: the report's */
+};
+
+/* Sets the defaults: mode always, deadline CG_COMMENT_DEADLINE_S, nothing else. */
+void cg_post_opts_init(struct cg_post_opts *o);
+
+/* A --comment-mode value: always, on-regression or never. False for anything else. */
+bool cg_post_mode_parse(const char *s, enum cg_github_mode *mode);
+
+/* Appends the report to the job summary, posts the comment and sets the status as o says.
+ * Posting problems are warnings; returns 0, or the exit code of a bad input (an unreadable
+ * report, a report without a verdict where one is needed) or of a failure under require. */
+int cg_cmd_post(const struct cg_post_opts *o);
 
 /* The command layer's struct cg_say (say.h): prints on stderr, live when stderr is a terminal. */
 struct cg_say cg_cmd_say(void);

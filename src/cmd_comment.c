@@ -93,7 +93,27 @@ static const char *env(const char *name)
     return v != NULL && *v != '\0' ? v : NULL;
 }
 
-static int parse_args(int argc, char **argv, struct comment_opts *o)
+void cg_post_opts_init(struct cg_post_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->mode = CG_GITHUB_MODE_ALWAYS;
+    o->deadline_s = CG_COMMENT_DEADLINE_S;
+}
+
+bool cg_post_mode_parse(const char *s, enum cg_github_mode *mode)
+{
+    if (strcmp(s, "always") == 0)
+        *mode = CG_GITHUB_MODE_ALWAYS;
+    else if (strcmp(s, "on-regression") == 0)
+        *mode = CG_GITHUB_MODE_ON_REGRESSION;
+    else if (strcmp(s, "never") == 0)
+        *mode = CG_GITHUB_MODE_NEVER;
+    else
+        return false;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, struct cg_post_opts *o)
 {
     static const struct option longopts[] = {
         {"report", required_argument, NULL, 'r'},
@@ -135,16 +155,10 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
             o->sha = optarg;
             break;
         case 'S':
-            o->status = 1;
+            o->status = true;
             break;
         case 'm':
-            if (strcmp(optarg, "always") == 0)
-                o->mode = CG_GITHUB_MODE_ALWAYS;
-            else if (strcmp(optarg, "on-regression") == 0)
-                o->mode = CG_GITHUB_MODE_ON_REGRESSION;
-            else if (strcmp(optarg, "never") == 0)
-                o->mode = CG_GITHUB_MODE_NEVER;
-            else
+            if (!cg_post_mode_parse(optarg, &o->mode))
                 return cg_cmd_usage_error("comment",
                                           "--comment-mode '%s': expected always, on-regression "
                                           "or never", optarg);
@@ -163,10 +177,10 @@ static int parse_args(int argc, char **argv, struct comment_opts *o)
                                           optarg);
             break;
         case 'n':
-            o->dry_run = 1;
+            o->dry_run = true;
             break;
         case 'q':
-            o->require = 1;
+            o->require = true;
             break;
         case 'd':
             if (cg_cmd_parse_count("comment", "--deadline", optarg, 1, 3600, &o->deadline_s) != 0)
@@ -316,7 +330,7 @@ done:
     return failed;
 }
 
-int cmd_comment(int argc, char **argv)
+int cg_cmd_post(const struct cg_post_opts *p)
 {
     struct comment_opts o;
     struct cg_github_report rep;
@@ -332,13 +346,17 @@ int cmd_comment(int argc, char **argv)
     memset(&o, 0, sizeof(o));
     memset(&http, 0, sizeof(http));
     cg_err_init(&err);
-    o.mode = CG_GITHUB_MODE_ALWAYS;
-    o.deadline_s = CG_COMMENT_DEADLINE_S;
-    int prc = parse_args(argc, argv, &o);
-    if (prc != 0) {
-        exit_code = prc < 0 ? CG_EXIT_PASS : prc;
-        goto done;
-    }
+    o.report = p->report;
+    o.repo = p->repo;
+    o.sha = p->sha;
+    o.id = p->id;
+    o.pr = p->pr;
+    o.status = p->status;
+    o.dry_run = p->dry_run;
+    o.require = p->require;
+    o.deadline_s = p->deadline_s;
+    o.mode = p->mode;
+    o.verdict = p->verdict;
     if (cg_file_read(o.report, REPORT_MAX_BYTES, &report, &len, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         goto done;
@@ -414,4 +432,16 @@ done:
     free(report);
     fflush(stdout);
     return exit_code;
+}
+
+int cmd_comment(int argc, char **argv)
+{
+    struct cg_post_opts o;
+    cg_post_opts_init(&o);
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0) {
+        fflush(stdout);
+        return rc < 0 ? CG_EXIT_PASS : rc;
+    }
+    return cg_cmd_post(&o);
 }

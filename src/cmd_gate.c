@@ -124,7 +124,7 @@ struct gate_opts {
     const char *comment_mode; /* NULL: always when --comment */
     const char *id;
     const char *color;
-    const char *post_deadline; /* seconds, checked at the option; NULL: the default */
+    long post_deadline_s; /* 0: the default */
     bool record_if_missing, comment, status, fail_on_inconclusive;
     struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
     long runs;                   /* settled */
@@ -161,10 +161,9 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_TRACE: o->collect.trace_path = optarg; break;
         case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
         case OPT_DEADLINE: {
-            long secs;
-            if (cg_cmd_parse_count("gate", "--post-deadline", optarg, 1, 3600, &secs) != 0)
+            if (cg_cmd_parse_count("gate", "--post-deadline", optarg, 1, 3600,
+                                   &o->post_deadline_s) != 0)
                 return CG_EXIT_INPUT;
-            o->post_deadline = optarg;
             break;
         }
         case 'h':
@@ -189,8 +188,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
     if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
         strcmp(o->color, "never") != 0)
         return cg_cmd_usage_error("gate", "--color '%s': expected auto, always or never", o->color);
-    if (o->comment_mode != NULL && strcmp(o->comment_mode, "always") != 0 &&
-        strcmp(o->comment_mode, "on-regression") != 0 && strcmp(o->comment_mode, "never") != 0)
+    enum cg_github_mode mode;
+    if (o->comment_mode != NULL && !cg_post_mode_parse(o->comment_mode, &mode))
         return cg_cmd_usage_error("gate", "--comment-mode '%s': expected always, on-regression "
                                           "or never", o->comment_mode);
     if (o->comment_mode != NULL && !o->comment)
@@ -312,32 +311,24 @@ done:
     return rc;
 }
 
-/* Posts the report (comment and/or status) through 'canary-gate comment'. Posting problems are
+/* Posts the report (comment and/or status) as 'canary-gate comment' does. Posting problems are
  * warnings there; they never change the gate's exit code. */
 static void post(const struct gate_opts *o)
 {
     if (!o->comment && !o->status)
         return;
-    char *argv[14];
-    int n = 0;
-    argv[n++] = "comment";
-    argv[n++] = "--report";
-    argv[n++] = (char *)o->report;
-    argv[n++] = "--comment-mode";
-    argv[n++] = (char *)(!o->comment ? "never" : o->comment_mode ? o->comment_mode : "always");
-    if (o->status)
-        argv[n++] = "--status";
-    if (o->id != NULL) {
-        argv[n++] = "--id";
-        argv[n++] = (char *)o->id;
-    }
-    if (o->post_deadline != NULL) {
-        argv[n++] = "--deadline";
-        argv[n++] = (char *)o->post_deadline;
-    }
-    argv[n] = NULL;
+    struct cg_post_opts p;
+    cg_post_opts_init(&p);
+    p.report = o->report;
+    p.mode = CG_GITHUB_MODE_NEVER;
+    if (o->comment && (o->comment_mode == NULL || !cg_post_mode_parse(o->comment_mode, &p.mode)))
+        p.mode = CG_GITHUB_MODE_ALWAYS;
+    p.status = o->status;
+    p.id = o->id;
+    if (o->post_deadline_s > 0)
+        p.deadline_s = o->post_deadline_s;
     fflush(stdout);
-    cmd_comment(n, argv);
+    cg_cmd_post(&p);
 }
 
 /* Runs o->runs canary runs into cur. On a canary failure prints it, reports it and returns its
