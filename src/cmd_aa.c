@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "collect.h"
 #include "fsutil.h"
+#include "cmd_options.h"
 #include "interleave.h"
 #include "noise.h"
 #include "report.h"
@@ -49,7 +50,7 @@ static const char usage_text[] =
     "            as an input or another output), 3 the canary failed, timed out or was\n"
     "            interrupted, or an output could not be written\n";
 
-enum { OPT_OUT = 256, OPT_LOG, OPT_JSON, OPT_TARGET };
+enum { OPT_OUT = CG_OPT_COMMAND, OPT_LOG, OPT_JSON, OPT_TARGET };
 
 static const struct option options[] = {
     CG_MEASURE_OPTIONS,

@@ -19,6 +19,7 @@
 #include "artifact.h"
 #include "collect.h"
 #include "gate_seq.h"
+#include "cmd_options.h"
 #include "interleave.h"
 #include "paired.h"
 #include "sequential.h"
@@ -71,7 +72,7 @@ static const char usage_text[] =
     "            3 the canary failed, timed out or was interrupted, or an output could not be\n"
     "            written, 4 inconclusive with --fail-on-inconclusive\n";
 
-enum { OPT_BASE = 256, OPT_OUT, OPT_OUT_BASE, OPT_REPORT, OPT_JSON, OPT_ID, OPT_FOI, OPT_COLOR };
+enum { OPT_BASE = CG_OPT_COMMAND, OPT_OUT, OPT_OUT_BASE, OPT_REPORT, OPT_JSON, OPT_ID, OPT_FOI };
 
 static const struct option options[] = {
     CG_MEASURE_OPTIONS,
@@ -85,7 +86,7 @@ static const struct option options[] = {
     {"json", required_argument, NULL, OPT_JSON},
     {"id", required_argument, NULL, OPT_ID},
     {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
-    {"color", required_argument, NULL, OPT_COLOR},
+    {"color", required_argument, NULL, CG_OPT_COLOR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -133,7 +134,7 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
         case OPT_FOI:
             o->report.fail_on_inconclusive = true;
             break;
-        case OPT_COLOR:
+        case CG_OPT_COLOR:
             o->color = optarg;
             break;
         case 'h':
@@ -145,12 +146,9 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
     }
     if (o->base == NULL)
         return cg_cmd_usage_error("ab", "--base \"CMD ARGS...\" is required");
-    if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
-        strcmp(o->color, "never") != 0)
-        return cg_cmd_usage_error("ab", "--color '%s': expected auto, always or never", o->color);
-    o->report.color =
-        strcmp(o->color, "always") == 0 ||
-        (strcmp(o->color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+    int bad = cg_cmd_color("ab", o->color, &o->report.color);
+    if (bad != 0)
+        return bad;
     if (optind < argc)
         o->head = argv + optind;
     return 0;

@@ -4,6 +4,7 @@
  * 2 bad input, 3 could not write, 4 inconclusive with --fail-on-inconclusive.
  */
 #include "cmd.h"
+#include "cmd_options.h"
 
 #include "artifact.h"
 #include "fsutil.h"
@@ -35,7 +36,7 @@ static const char usage_text[] =
     "            that is an input or another output), 3 could not write an output,\n"
     "            4 inconclusive with --fail-on-inconclusive\n";
 
-enum { OPT_REPORT = 256, OPT_JSON, OPT_THRESHOLDS, OPT_ID, OPT_FOI, OPT_COLOR };
+enum { OPT_REPORT = CG_OPT_COMMAND, OPT_JSON, OPT_THRESHOLDS, OPT_ID, OPT_FOI };
 
 static const struct option options[] = {
     {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
@@ -43,7 +44,7 @@ static const struct option options[] = {
     {"json", required_argument, NULL, OPT_JSON},
     {"id", required_argument, NULL, OPT_ID},
     {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
-    {"color", required_argument, NULL, OPT_COLOR},
+    {"color", required_argument, NULL, CG_OPT_COLOR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -99,7 +100,7 @@ int cmd_compare(int argc, char **argv)
         case OPT_FOI:
             fail_on_inconclusive = true;
             break;
-        case OPT_COLOR:
+        case CG_OPT_COLOR:
             color_when = optarg;
             break;
         case 'h':
@@ -111,12 +112,10 @@ int cmd_compare(int argc, char **argv)
     }
     if (argc - optind != 2)
         return cg_cmd_usage_error("compare", "expected BASELINE and CURRENT artifacts");
-    if (strcmp(color_when, "auto") != 0 && strcmp(color_when, "always") != 0 &&
-        strcmp(color_when, "never") != 0)
-        return cg_cmd_usage_error("compare", "--color '%s': expected auto, always or never",
-                                  color_when);
-    bool color = strcmp(color_when, "always") == 0 ||
-                 (strcmp(color_when, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+    bool color = false;
+    int bad = cg_cmd_color("compare", color_when, &color);
+    if (bad != 0)
+        return bad;
     struct cg_outputs paths;
     cg_outputs_init(&paths);
     cg_outputs_add(&paths, CG_PATH_INPUT, "BASELINE", argv[optind]);

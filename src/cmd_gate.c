@@ -24,7 +24,7 @@
 #include "fsutil.h"
 #include "gate_seq.h"
 #include "github.h"
-#include "interleave.h"
+#include "cmd_options.h"
 #include "report.h"
 #include "thresholds.h"
 #include "utf8.h"
@@ -90,8 +90,8 @@ static const char usage_notes[] =
     "            --fail-on-inconclusive\n";
 
 enum {
-    OPT_BASELINE = 256, OPT_RECORD, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
-    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_COLOR, OPT_TRACE, OPT_TRACE_STEPS, OPT_DEADLINE
+    OPT_BASELINE = CG_OPT_COMMAND, OPT_RECORD, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
+    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_TRACE, OPT_TRACE_STEPS, OPT_DEADLINE
 };
 
 static const struct option options[] = {
@@ -107,7 +107,7 @@ static const struct option options[] = {
     {"status", no_argument, NULL, OPT_STATUS},
     {"id", required_argument, NULL, OPT_ID},
     {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
-    {"color", required_argument, NULL, OPT_COLOR},
+    {"color", required_argument, NULL, CG_OPT_COLOR},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
     {"post-deadline", required_argument, NULL, OPT_DEADLINE},
@@ -124,6 +124,7 @@ struct gate_opts {
     const char *comment_mode; /* NULL: always when --comment */
     const char *id;
     const char *color;
+    bool color_on; /* settled from color */
     long post_deadline_s; /* 0: the default */
     bool record_if_missing, comment, status, fail_on_inconclusive;
     struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
@@ -157,7 +158,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_STATUS: o->status = true; break;
         case OPT_ID: o->id = optarg; break;
         case OPT_FOI: o->fail_on_inconclusive = true; break;
-        case OPT_COLOR: o->color = optarg; break;
+        case CG_OPT_COLOR: o->color = optarg; break;
         case OPT_TRACE: o->collect.trace_path = optarg; break;
         case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
         case OPT_DEADLINE: {
@@ -185,9 +186,9 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
                                   o->collect.trace_steps, CG_MAX_STEP_INDEX);
     if (o->color == NULL)
         o->color = "auto";
-    if (strcmp(o->color, "auto") != 0 && strcmp(o->color, "always") != 0 &&
-        strcmp(o->color, "never") != 0)
-        return cg_cmd_usage_error("gate", "--color '%s': expected auto, always or never", o->color);
+    int bad = cg_cmd_color("gate", o->color, &o->color_on);
+    if (bad != 0)
+        return bad;
     enum cg_github_mode mode;
     if (o->comment_mode != NULL && !cg_post_mode_parse(o->comment_mode, &mode))
         return cg_cmd_usage_error("gate", "--comment-mode '%s': expected always, on-regression "
@@ -466,9 +467,7 @@ int cmd_gate(int argc, char **argv)
         exit_code = record(&o, &cur, &t);
         goto done;
     }
-    bool color = strcmp(o.color, "always") == 0 ||
-                 (strcmp(o.color, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
-    struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, color};
+    struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, o.color_on};
     exit_code = cg_gate_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &ro);
     /* A verdict's exit code means the report and the JSON verdict were written; 3 means one of
      * them (or a later run) failed, and the line below names only what was written. */

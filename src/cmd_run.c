@@ -14,7 +14,7 @@
 #include "artifact.h"
 #include "collect.h"
 #include "launch_env.h"
-#include "interleave.h"
+#include "cmd_options.h"
 #include "thresholds.h"
 
 #include <getopt.h>
@@ -55,7 +55,7 @@ static const char usage_text[] =
     "            output), 3 the canary failed, timed out, marked too few steps, or the run was\n"
     "            interrupted, or an output cannot be written\n";
 
-enum { OPT_OUT = 256, OPT_LOG, OPT_TRACE, OPT_TRACE_STEPS };
+enum { OPT_OUT = CG_OPT_COMMAND, OPT_LOG, OPT_TRACE, OPT_TRACE_STEPS };
 
 static const struct option options[] = {
     {"out", required_argument, NULL, OPT_OUT},

@@ -19,36 +19,6 @@ void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o)
     o->no_confirm = false;
 }
 
-int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o)
-{
-    enum cg_spend s;
-    long secs;
-    switch (opt) {
-    case CG_SOPT_MAX_RUNS:
-        return cg_cmd_parse_count(verb, "--max-runs", arg, 1, 1000, &o->max_runs);
-    case CG_SOPT_BUDGET: {
-        int bad = cg_cmd_parse_count(verb, "--budget", arg, 1, 7 * 24 * 3600, &secs);
-        o->budget_s = (double)secs;
-        return bad;
-    }
-    case CG_SOPT_SPENDING:
-        if (cg_spend_parse(arg, &s) != 0)
-            return cg_cmd_usage_error(verb,
-                                      "--spending '%s': expected pocock, obrien-fleming "
-                                      "or bonferroni",
-                                      arg);
-        o->spending = arg;
-        return 0;
-    case CG_SOPT_CONFIRM_RUNS:
-        return cg_cmd_parse_count(verb, "--confirm-runs", arg, 1, 1000, &o->confirm_runs);
-    case CG_SOPT_NO_CONFIRM:
-        o->no_confirm = true;
-        return 0;
-    default:
-        return 1;
-    }
-}
-
 double cg_gate_seq_now_s(void)
 {
     struct timespec ts;

@@ -10,29 +10,13 @@
 
 #include "artifact.h"
 #include "cmd.h"
+#include "cmd_options.h"
 #include "collect.h"
 #include "sequential.h"
 #include "thresholds.h"
 
 #include <getopt.h>
 #include <stdbool.h>
-
-enum {
-    CG_SOPT_MAX_RUNS = 450,
-    CG_SOPT_BUDGET,
-    CG_SOPT_SPENDING,
-    CG_SOPT_CONFIRM_RUNS,
-    CG_SOPT_NO_CONFIRM
-};
-
-#define CG_GATE_SEQ_OPTIONS                                                                        \
-    {"max-runs", required_argument, NULL, CG_SOPT_MAX_RUNS},                                       \
-        {"budget", required_argument, NULL, CG_SOPT_BUDGET},                                       \
-        {"spending", required_argument, NULL, CG_SOPT_SPENDING},                                   \
-        {"confirm-runs", required_argument, NULL, CG_SOPT_CONFIRM_RUNS},                           \
-    {                                                                                              \
-        "no-confirm", no_argument, NULL, CG_SOPT_NO_CONFIRM                                        \
-    }
 
 /* The main command's defaults, in multiples of the thresholds' runs: the most current runs
  * (the first look and one batch of as many more), and the fresh runs that confirm a FAIL.
@@ -42,18 +26,6 @@ enum {
 #define CG_GATE_CONFIRM_FACTOR 2
 /* 'canary-gate ab': the most pairs, in multiples of its first look's (the thresholds' runs). */
 #define CG_AB_MAX_PAIRS_FACTOR 2
-
-#define CG_GATE_SEQ_USAGE                                                                          \
-    "  --max-runs N           while a metric is inconclusive, add --runs more runs at a time\n"    \
-    "                         up to N (default 2 x --runs; equal to --runs: never add)\n"          \
-    "  --budget SEC           canary time of this side at most (first runs included); a batch\n"   \
-    "                         is added only when its estimated time fits\n"                        \
-    "  --spending NAME        alpha over the looks: pocock (default), obrien-fleming, "            \
-    "bonferroni\n"                                                                                 \
-    "  --confirm-runs N       fresh runs that must fail again before a FAIL is reported\n"         \
-    "                         (default: 2 x --runs); their artifact goes beside --out "            \
-    "(.confirm.json)\n"                                                                            \
-    "  --no-confirm           report a FAIL without confirming it\n"
 
 struct cg_gate_seq_opts {
     long max_runs;   /* -1: CG_GATE_MAX_RUNS_FACTOR x runs */
@@ -65,10 +37,6 @@ struct cg_gate_seq_opts {
 
 /* Sets the defaults. */
 void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o);
-
-/* Handles one option code of CG_GATE_SEQ_OPTIONS: 1 when it is not one of them, 0 when taken,
- * else the usage error's exit code (printed for verb). */
-int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o);
 
 /* One line on stderr about the looks when runs (or pairs) were added or the budget stopped them. */
 void cg_gate_seq_print_looks(const struct cg_seq_info *i);

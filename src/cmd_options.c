@@ -1,0 +1,141 @@
+/*
+ * cmd_options: the shared option families and --color (see cmd_options.h).
+ */
+#include "cmd_options.h"
+
+#include "cmd.h"
+#include "gate_seq.h"
+#include "redact.h"
+#include "sequential.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void cg_measure_opts_init(struct cg_measure_opts *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->runs = m->steps = m->warmup = m->tokens_per_step = -1;
+    m->timeout_s = 1800;
+    m->grace_s = 5;
+    m->step_range = NULL;
+    m->let_finish = false;
+    m->steps_from = CG_STEPS_FROM_AUTO;
+    m->step_optimizer = -1;
+}
+
+int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_measure_opts *m)
+{
+    switch (opt) {
+    case CG_MOPT_THRESHOLDS:
+        m->thresholds = arg;
+        return 0;
+    case CG_MOPT_RUNS:
+        return cg_cmd_parse_count(verb, "--runs", arg, 1, 1000, &m->runs);
+    case CG_MOPT_STEPS:
+        return cg_cmd_parse_count(verb, "--steps", arg, 1, 1000000, &m->steps);
+    case CG_MOPT_WARMUP:
+        return cg_cmd_parse_count(verb, "--warmup", arg, 0, 1000000, &m->warmup);
+    case CG_MOPT_TIMEOUT:
+        return cg_cmd_parse_count(verb, "--timeout", arg, 1, 7 * 24 * 3600, &m->timeout_s);
+    case CG_MOPT_GRACE:
+        return cg_cmd_parse_count(verb, "--kill-grace", arg, 1, 3600, &m->grace_s);
+    case CG_MOPT_TOKENS:
+        return cg_cmd_parse_count(verb, "--tokens-per-step", arg, 0, INT32_MAX,
+                                  &m->tokens_per_step);
+    case CG_MOPT_RANGE:
+        if (arg[0] == '\0' || strlen(arg) > 255)
+            return cg_cmd_usage_error(verb, "--step-range: expected a name of 1 to 255 bytes");
+        m->step_range = arg;
+        return 0;
+    case CG_MOPT_LET_FINISH:
+        m->let_finish = true;
+        return 0;
+    case CG_MOPT_STEPS_FROM:
+        if (strcmp(arg, "auto") == 0)
+            m->steps_from = CG_STEPS_FROM_AUTO;
+        else if (strcmp(arg, "nvtx") == 0)
+            m->steps_from = CG_STEPS_FROM_NVTX;
+        else if (strcmp(arg, "optimizer") == 0)
+            m->steps_from = CG_STEPS_FROM_OPTIMIZER;
+        else
+            return cg_cmd_usage_error(verb, "--steps-from '%s': expected auto, nvtx or optimizer",
+                                      arg);
+        return 0;
+    case CG_MOPT_STEP_OPTIMIZER:
+        return cg_cmd_parse_count(verb, "--step-optimizer", arg, 1, 1000, &m->step_optimizer);
+    case CG_MOPT_REDACT: {
+        struct cg_err err;
+        cg_err_init(&err);
+        struct cg_redact *r = cg_redact_default();
+        if (r == NULL)
+            return cg_cmd_usage_error(verb, "--redact: out of memory");
+        if (cg_redact_add_pattern(r, arg, &err) != 0)
+            return cg_cmd_usage_error(verb, "%s", err.msg);
+        return 0;
+    }
+    default:
+        return 1;
+    }
+}
+
+int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
+                      struct cg_collect_cfg *c, long *runs, struct cg_err *err)
+{
+    int rc = cg_thresholds_load(m->thresholds, t, err);
+    if (rc != 0)
+        return rc;
+    memset(c, 0, sizeof(*c));
+    c->steps = m->steps > 0 ? m->steps : (long)t->steps;
+    c->warmup = m->warmup >= 0 ? m->warmup : (long)t->warmup;
+    c->step_range = m->step_range != NULL ? m->step_range : "step";
+    c->tokens_per_step = m->tokens_per_step;
+    c->timeout_s = m->timeout_s;
+    c->grace_s = m->grace_s;
+    c->let_finish = m->let_finish;
+    c->steps_from = m->steps_from;
+    c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
+    c->say = cg_cmd_say();
+    *runs = m->runs > 0 ? m->runs : (long)t->runs;
+    return 0;
+}
+
+int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o)
+{
+    enum cg_spend s;
+    long secs;
+    switch (opt) {
+    case CG_SOPT_MAX_RUNS:
+        return cg_cmd_parse_count(verb, "--max-runs", arg, 1, 1000, &o->max_runs);
+    case CG_SOPT_BUDGET: {
+        int bad = cg_cmd_parse_count(verb, "--budget", arg, 1, 7 * 24 * 3600, &secs);
+        o->budget_s = (double)secs;
+        return bad;
+    }
+    case CG_SOPT_SPENDING:
+        if (cg_spend_parse(arg, &s) != 0)
+            return cg_cmd_usage_error(verb,
+                                      "--spending '%s': expected pocock, obrien-fleming "
+                                      "or bonferroni",
+                                      arg);
+        o->spending = arg;
+        return 0;
+    case CG_SOPT_CONFIRM_RUNS:
+        return cg_cmd_parse_count(verb, "--confirm-runs", arg, 1, 1000, &o->confirm_runs);
+    case CG_SOPT_NO_CONFIRM:
+        o->no_confirm = true;
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+int cg_cmd_color(const char *verb, const char *when, bool *color)
+{
+    if (strcmp(when, "auto") != 0 && strcmp(when, "always") != 0 && strcmp(when, "never") != 0)
+        return cg_cmd_usage_error(verb, "--color '%s': expected auto, always or never", when);
+    *color = strcmp(when, "always") == 0 ||
+             (strcmp(when, "auto") == 0 && isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
+    return 0;
+}

@@ -1,0 +1,141 @@
+/*
+ * cmd_options: the option families that several commands share, parsed in one place: the
+ * measurement options (the main command, 'run', 'aa' and 'ab'), the sequential looks'
+ * (the main command and 'ab': gate_seq.c), and --color; and the one table of option codes.
+ * Part of the command layer: a bad value is a usage error printed for the command's verb.
+ */
+#ifndef CG_CMD_OPTIONS_H
+#define CG_CMD_OPTIONS_H
+
+#include "collect.h"
+#include "err.h"
+#include "thresholds.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+
+/* The option codes (above 255, for getopt_long) of every command, in one table so that none
+ * collide: the families shared by several commands first, then each command's own, which start
+ * at CG_OPT_COMMAND. */
+enum {
+    /* the measurement options (CG_MEASURE_OPTIONS, cg_measure_option) */
+    CG_MOPT_THRESHOLDS = 256,
+    CG_MOPT_RUNS,
+    CG_MOPT_STEPS,
+    CG_MOPT_WARMUP,
+    CG_MOPT_TIMEOUT,
+    CG_MOPT_GRACE,
+    CG_MOPT_TOKENS,
+    CG_MOPT_RANGE,
+    CG_MOPT_LET_FINISH,
+    CG_MOPT_REDACT,
+    CG_MOPT_STEPS_FROM,
+    CG_MOPT_STEP_OPTIMIZER,
+    /* sequential looks and confirmation (CG_GATE_SEQ_OPTIONS, cg_gate_seq_option) */
+    CG_SOPT_MAX_RUNS,
+    CG_SOPT_BUDGET,
+    CG_SOPT_SPENDING,
+    CG_SOPT_CONFIRM_RUNS,
+    CG_SOPT_NO_CONFIRM,
+    /* --color (compare, ab and the main command) */
+    CG_OPT_COLOR,
+    CG_OPT_COMMAND /* each command's own options start here */
+};
+
+#define CG_MEASURE_OPTIONS                                                                         \
+    {"thresholds", required_argument, NULL, CG_MOPT_THRESHOLDS},                                   \
+        {"runs", required_argument, NULL, CG_MOPT_RUNS},                                           \
+        {"steps", required_argument, NULL, CG_MOPT_STEPS},                                         \
+        {"warmup", required_argument, NULL, CG_MOPT_WARMUP},                                       \
+        {"timeout", required_argument, NULL, CG_MOPT_TIMEOUT},                                     \
+        {"kill-grace", required_argument, NULL, CG_MOPT_GRACE},                                    \
+        {"tokens-per-step", required_argument, NULL, CG_MOPT_TOKENS},                              \
+        {"step-range", required_argument, NULL, CG_MOPT_RANGE},                                    \
+        {"redact", required_argument, NULL, CG_MOPT_REDACT},                                       \
+        {"steps-from", required_argument, NULL, CG_MOPT_STEPS_FROM},                               \
+        {"step-optimizer", required_argument, NULL, CG_MOPT_STEP_OPTIMIZER},                       \
+    {                                                                                              \
+        "let-finish", no_argument, NULL, CG_MOPT_LET_FINISH                                        \
+    }
+
+#define CG_MEASURE_USAGE                                                                           \
+    "  --thresholds FILE      thresholds file or built-in name (default, strict, smoke)\n"         \
+    "  --runs N               runs per side (default: the thresholds' measurement.runs)\n"         \
+    "  --steps N              measured steps per run (default: the thresholds')\n"                 \
+    "  --warmup N             steps dropped at the start of each run (default: the thresholds')\n" \
+    "  --timeout SEC          per run: SIGTERM, then SIGKILL after --kill-grace (default 1800)\n"  \
+    "  --kill-grace SEC       seconds between SIGTERM and SIGKILL (default 5)\n"                   \
+    "  --tokens-per-step N    tokens of a step whose NVTX range has no payload\n"                  \
+    "  --step-range NAME      NVTX range name that marks a step (default "                         \
+    "step)\n" CG_MEASURE_LET_FINISH_USAGE
+
+/* The --let-finish and --redact lines of every measuring command's usage. */
+#define CG_MEASURE_LET_FINISH_USAGE                                                                \
+    "  --let-finish           wait for the canary to exit by itself (default: stop it, SIGTERM\n"  \
+    "                         then SIGKILL after --kill-grace, once warm-up + measured steps\n"    \
+    "                         are done)\n"                                                         \
+    "  --redact PATTERN       hide what matches PATTERN (a POSIX extended regular expression)\n"   \
+    "                         wherever the canary's command is written; the values of secret-\n"   \
+    "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*,\n"          \
+    "                         *PASSWD*, *CREDENTIAL*, any case; values of 8 bytes or more) and\n"  \
+    "                         URL credentials are always hidden (repeatable, 16 at most)\n"        \
+    "  --steps-from WHERE     auto (default): the canary's own step ranges when it has them,\n"    \
+    "                         else a PyTorch canary's optimizer.step() calls; nvtx: its own\n"     \
+    "                         ranges only; optimizer: optimizer steps only\n"                      \
+    "  --step-optimizer N     with steps from the optimizer, the N-th optimizer to step counts\n"  \
+    "                         (default 1: with several per step, the first)\n"
+
+struct cg_measure_opts {
+    const char *thresholds;
+    long runs, steps, warmup, tokens_per_step; /* -1: not given */
+    long timeout_s, grace_s;
+    const char *step_range; /* NULL: not given ("step") */
+    bool let_finish;
+    enum cg_steps_from steps_from; /* default auto */
+    long step_optimizer;           /* -1: not given (1) */
+};
+
+/* Sets the defaults (nothing given, timeout 1800 s, grace 5 s, range not given). */
+void cg_measure_opts_init(struct cg_measure_opts *m);
+
+/* Handles one option code of CG_MEASURE_OPTIONS: 1 when it is not one of them, 0 when taken,
+ * else the usage error's exit code (printed for verb). */
+int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_measure_opts *m);
+
+/* Loads the thresholds and fills the collector settings (steps, warm-up, range, tokens, timeout,
+ * let-finish) and *runs from the options, else from the thresholds. CG_EINPUT on a bad
+ * thresholds file. */
+int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
+                      struct cg_collect_cfg *c, long *runs, struct cg_err *err);
+
+#define CG_GATE_SEQ_OPTIONS                                                                        \
+    {"max-runs", required_argument, NULL, CG_SOPT_MAX_RUNS},                                       \
+        {"budget", required_argument, NULL, CG_SOPT_BUDGET},                                       \
+        {"spending", required_argument, NULL, CG_SOPT_SPENDING},                                   \
+        {"confirm-runs", required_argument, NULL, CG_SOPT_CONFIRM_RUNS},                           \
+    {                                                                                              \
+        "no-confirm", no_argument, NULL, CG_SOPT_NO_CONFIRM                                        \
+    }
+
+#define CG_GATE_SEQ_USAGE                                                                          \
+    "  --max-runs N           while a metric is inconclusive, add --runs more runs at a time\n"    \
+    "                         up to N (default 2 x --runs; equal to --runs: never add)\n"          \
+    "  --budget SEC           canary time of this side at most (first runs included); a batch\n"   \
+    "                         is added only when its estimated time fits\n"                        \
+    "  --spending NAME        alpha over the looks: pocock (default), obrien-fleming, "            \
+    "bonferroni\n"                                                                                 \
+    "  --confirm-runs N       fresh runs that must fail again before a FAIL is reported\n"         \
+    "                         (default: 2 x --runs); their artifact goes beside --out "            \
+    "(.confirm.json)\n"                                                                            \
+    "  --no-confirm           report a FAIL without confirming it\n"
+
+/* Handles one option code of CG_GATE_SEQ_OPTIONS (gate_seq.h's options): 1 when it is not one of
+ * them, 0 when taken, else the usage error's exit code (printed for verb). */
+struct cg_gate_seq_opts;
+int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o);
+
+/* A --color value (auto, always or never) into *color: always, or auto when stdout is a
+ * terminal and NO_COLOR is not set. 0, or the usage error's exit code (printed for verb). */
+int cg_cmd_color(const char *verb, const char *when, bool *color);
+
+#endif
