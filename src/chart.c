@@ -8,7 +8,7 @@
  */
 #include "chart.h"
 
-#include "report.h"
+#include "fmt.h"
 #include "stats.h"
 
 #include <math.h>

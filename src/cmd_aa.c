@@ -13,12 +13,12 @@
 
 #include "artifact.h"
 #include "buf.h"
-#include "collect.h"
-#include "fsutil.h"
 #include "cmd_options.h"
+#include "collect.h"
+#include "fmt.h"
+#include "fsutil.h"
 #include "interleave.h"
 #include "noise.h"
-#include "report.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>

@@ -17,9 +17,9 @@
 
 #include "argsplit.h"
 #include "artifact.h"
+#include "cmd_options.h"
 #include "collect.h"
 #include "gate_seq.h"
-#include "cmd_options.h"
 #include "interleave.h"
 #include "paired.h"
 #include "sequential.h"

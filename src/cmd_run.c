@@ -12,9 +12,9 @@
 #include "cmd.h"
 
 #include "artifact.h"
+#include "cmd_options.h"
 #include "collect.h"
 #include "launch_env.h"
-#include "cmd_options.h"
 #include "thresholds.h"
 
 #include <getopt.h>

@@ -9,11 +9,11 @@
 
 #include "buf.h"
 #include "cg_version.h"
+#include "fmt.h"
 #include "fsutil.h"
 #include "launch.h"
 #include "launch_env.h"
 #include "redact.h"
-#include "report.h"
 #include "shard.h"
 #include "trace.h"
 

@@ -9,7 +9,7 @@
  */
 #include "diagnose.h"
 
-#include "report.h"
+#include "fmt.h"
 #include "stats.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
  * report: a verdict rendered as markdown (the PR comment and job summary), terminal text and
- * JSON, plus the escaping and number formatting they share.
+ * JSON, with the texts they share (the escaping and number formats they use are fmt.h's).
  *
  * Renderers write into a struct cg_buf; they never print. Every string that comes from an
  * artifact (op names, commands, GPU and CPU names) goes through cg_md_escape or cg_term_escape.
@@ -13,32 +13,13 @@
 #include "artifact.h"
 #include "buf.h"
 #include "err.h"
+#include "fmt.h"
 #include "verdict.h"
 
 #include <stdbool.h>
 
 #define CG_REPORT_MAX_BYTES 65000
 #define CG_REPORT_MARKER "<!-- canary-gate -->"
-
-/* Appends s escaped for a markdown table cell: characters that could end the cell, open HTML,
- * a link, emphasis or an autolink become HTML entities; an '@' before a name's character gets a
- * zero-width joiner (U+200D) after it, so GitHub sees no user or team mention; control characters become spaces; invalid
- * UTF-8 becomes U+FFFD. Keeps at most max_bytes of s (cutting at a character boundary and adding
- * an ellipsis). Returns 0 or CG_ENOMEM. */
-int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes);
-
-/* Appends s with control characters (terminal escape sequences included) shown as '?', cut to
- * max_bytes with "...". Returns 0 or CG_ENOMEM. */
-int cg_term_escape(struct cg_buf *out, const char *s, size_t max_bytes);
-
-/* Formats a metric value with its unit ("25.31 ms", "1.50 GiB", "12345 tok/s"); "n/a" for NAN. */
-void cg_fmt_metric(enum cg_metric m, double value, char *dst, size_t n);
-
-/* Formats nanoseconds with an adaptive unit ("812 ns", "3.42 us", "25.31 ms", "1.20 s"). */
-void cg_fmt_ns(double ns, char *dst, size_t n);
-
-/* Formats a signed percentage ("+12.3%", "-0.4%", "n/a"). */
-void cg_fmt_pct(double pct, char *dst, size_t n);
 
 /* How the canary of a's runs ended: *runs of them were stopped by the gate once measured,
  * *steps the most steps (warm-up included) one was stopped after (-1 when none was). */
@@ -51,9 +32,6 @@ void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n);
 /* Where a side's steps and tokens came from ("steps from each optimizer.step() (marked by
  * canary-gate); tokens: --tokens-per-step 256"): fixed words and numbers only. */
 void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
-
-/* Human name of a metric ("Step time mean"). */
-const char *cg_metric_label(enum cg_metric m);
 
 /* The verdict's one-line headline, identical in every output ("FAIL: step time mean +12.3% ..."). */
 void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n);

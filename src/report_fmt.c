@@ -1,5 +1,6 @@
 /*
- * report_fmt: escaping and number formatting shared by the renderers (see report.h).
+ * report_fmt: the texts shared by the renderers: the stopped-runs and sources lines and the
+ * verdict's headline (see report.h).
  */
 #include "report.h"
 
@@ -7,155 +8,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when invalid. */
-static size_t utf8_len(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t n = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || (n == 2 && p[0] < 0xC2) || (n == 4 && p[0] > 0xF4))
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    }
-    return n;
-}
-
-static const char *md_entity(unsigned char c)
-{
-    switch (c) {
-    case '|': return "&#124;";
-    case '<': return "&lt;";
-    case '>': return "&gt;";
-    case '&': return "&amp;";
-    case '`': return "&#96;";
-    case '@': return "&#64;";
-    case '[': return "&#91;";
-    case ']': return "&#93;";
-    case '(': return "&#40;";
-    case ')': return "&#41;";
-    case '*': return "&#42;";
-    case '_': return "&#95;";
-    case '~': return "&#126;";
-    case '\\': return "&#92;";
-    case '#': return "&#35;";
-    case ':': return "&#58;";
-    case '!': return "&#33;";
-    case '$': return "&#36;";
-    default: return NULL;
-    }
-}
-
-int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes)
-{
-    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
-    size_t used = 0;
-    int rc = 0;
-    while (*p && rc == 0) {
-        size_t n = utf8_len(p);
-        size_t step = n ? n : 1;
-        if (used + step > max_bytes) {
-            rc = cg_buf_adds(out, "\xe2\x80\xa6"); /* U+2026 */
-            break;
-        }
-        const char *ent = n == 1 ? md_entity(*p) : NULL;
-        if (n == 0)
-            rc = cg_buf_adds(out, "\xef\xbf\xbd"); /* U+FFFD */
-        else if (*p == '@' && (isalnum(p[1]) || p[1] == '-' || p[1] == '_'))
-            rc = cg_buf_adds(out, "&#64;&#8205;"); /* a zero-width joiner: never a mention */
-        else if (ent != NULL)
-            rc = cg_buf_adds(out, ent);
-        else if (n == 1 && (*p < 0x20 || *p == 0x7f))
-            rc = cg_buf_adds(out, " ");
-        else
-            rc = cg_buf_add(out, p, n);
-        used += step;
-        p += step;
-    }
-    return rc;
-}
-
-int cg_term_escape(struct cg_buf *out, const char *s, size_t max_bytes)
-{
-    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
-    size_t used = 0;
-    int rc = 0;
-    while (*p && rc == 0) {
-        size_t n = utf8_len(p);
-        size_t step = n ? n : 1;
-        if (used + step > max_bytes) {
-            rc = cg_buf_adds(out, "...");
-            break;
-        }
-        /* C1 controls (U+0080..U+009F) are escape introducers on some terminals too. */
-        bool c1 = n == 2 && p[0] == 0xC2 && p[1] < 0xA0;
-        if (n == 0 || c1 || (n == 1 && (*p < 0x20 || *p == 0x7f)))
-            rc = cg_buf_adds(out, "?");
-        else
-            rc = cg_buf_add(out, p, n);
-        used += step;
-        p += step;
-    }
-    return rc;
-}
-
-void cg_fmt_ns(double ns, char *dst, size_t n)
-{
-    if (!isfinite(ns))
-        snprintf(dst, n, "n/a");
-    else if (fabs(ns) < 1e3)
-        snprintf(dst, n, "%.0f ns", ns);
-    else if (fabs(ns) < 1e6)
-        snprintf(dst, n, "%.2f us", ns / 1e3);
-    else if (fabs(ns) < 1e9)
-        snprintf(dst, n, "%.2f ms", ns / 1e6);
-    else
-        snprintf(dst, n, "%.2f s", ns / 1e9);
-}
-
-static void fmt_bytes(double b, char *dst, size_t n)
-{
-    if (!isfinite(b))
-        snprintf(dst, n, "n/a");
-    else if (b < 1024.0 * 1024.0)
-        snprintf(dst, n, "%.1f KiB", b / 1024.0);
-    else if (b < 1024.0 * 1024.0 * 1024.0)
-        snprintf(dst, n, "%.1f MiB", b / (1024.0 * 1024.0));
-    else
-        snprintf(dst, n, "%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
-}
-
-void cg_fmt_metric(enum cg_metric m, double value, char *dst, size_t n)
-{
-    switch (m) {
-    case CG_M_STEP_TIME_MEAN:
-    case CG_M_STEP_TIME_P95:
-    case CG_M_STEP_TIME_FLOOR:
-        cg_fmt_ns(value, dst, n);
-        break;
-    case CG_M_TOKENS_PER_SEC:
-        if (isfinite(value))
-            snprintf(dst, n, "%.0f tok/s", value);
-        else
-            snprintf(dst, n, "n/a");
-        break;
-    default:
-        fmt_bytes(value, dst, n);
-        break;
-    }
-}
-
-void cg_fmt_pct(double pct, char *dst, size_t n)
-{
-    if (isnan(pct))
-        snprintf(dst, n, "n/a");
-    else if (isinf(pct))
-        snprintf(dst, n, "%s", pct > 0 ? "+inf" : "-inf");
-    else
-        snprintf(dst, n, "%+.1f%%", pct);
-}
 
 void cg_report_stopped(const struct cg_artifact *a, size_t *runs, int64_t *steps)
 {
@@ -207,15 +59,6 @@ void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n)
              : from != NULL ? "the canary's own NVTX step ranges"
                             : "NVTX step ranges",
              tok);
-}
-
-const char *cg_metric_label(enum cg_metric m)
-{
-    static const char *const labels[CG_M_COUNT] = {
-        "Step time mean", "Step time p95",      "Step time floor",
-        "Tokens/sec",     "Peak device memory", "Peak host RSS",
-    };
-    return (unsigned)m < CG_M_COUNT ? labels[m] : "unknown";
 }
 
 /* The metric that explains the overall outcome: the first FAIL, else the first INCONCLUSIVE. */

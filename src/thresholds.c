@@ -22,16 +22,6 @@
 #define MAX_DEPTH 8
 #define MAX_FILE_BYTES ((size_t)1024 * 1024)
 
-static const char *const metric_names[CG_M_COUNT] = {
-    "step_time_mean",     "step_time_p95", "step_time_floor",
-    "tokens_per_sec",     "peak_device_memory", "peak_host_rss",
-};
-
-const char *cg_metric_name(enum cg_metric m)
-{
-    return (unsigned)m < CG_M_COUNT ? metric_names[m] : "unknown";
-}
-
 static bool is_memory(int m)
 {
     return m == CG_M_PEAK_DEVICE_MEMORY || m == CG_M_PEAK_HOST_RSS;
@@ -155,7 +145,7 @@ static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds 
                 snprintf(section, sizeof(section), "metrics.%s", m->string);
                 int idx = -1;
                 for (int i = 0; i < CG_M_COUNT; i++) {
-                    if (strcmp(metric_names[i], m->string) == 0)
+                    if (strcmp(cg_metric_name((enum cg_metric)i), m->string) == 0)
                         idx = i;
                 }
                 if (idx < 0)
@@ -351,7 +341,7 @@ static int check_complete(const struct cg_thresholds *t, struct cg_err *err)
         else if (!is_memory(i) && m->min_runs < 0)
             field = "min_runs";
         if (field != NULL) {
-            snprintf(key, sizeof(key), "metrics.%s.%s", metric_names[i], field);
+            snprintf(key, sizeof(key), "metrics.%s.%s", cg_metric_name((enum cg_metric)i), field);
             missing = key;
         }
     }

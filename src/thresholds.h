@@ -12,21 +12,11 @@
 #define CG_THRESHOLDS_H
 
 #include "err.h"
+#include "metric.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* The gated metrics, in report order. */
-enum cg_metric {
-    CG_M_STEP_TIME_MEAN,
-    CG_M_STEP_TIME_P95,
-    CG_M_STEP_TIME_FLOOR, /* the step time of the runner's fast state (verdict.h) */
-    CG_M_TOKENS_PER_SEC,
-    CG_M_PEAK_DEVICE_MEMORY,
-    CG_M_PEAK_HOST_RSS,
-    CG_M_COUNT
-};
 
 struct cg_metric_limits {
     double max_regression_pct;
@@ -56,9 +46,6 @@ struct cg_builtin_thresholds {
 
 /* The thresholds files compiled in from thresholds/ (generated), ended by {NULL, NULL}. */
 extern const struct cg_builtin_thresholds cg_builtin_thresholds[];
-
-/* The metric's name in JSON and reports ("step_time_mean", ...). */
-const char *cg_metric_name(enum cg_metric m);
 
 /* Loads thresholds from a file path, or from a built-in name ("default", "strict", "smoke") when
  * spec has no '/' and no such file exists. NULL spec loads the built-in default.

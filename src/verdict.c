@@ -29,11 +29,6 @@ const char *cg_outcome_name(enum cg_outcome o)
     return (unsigned)o <= CG_OUT_UNAVAILABLE ? outcome_names[o] : "unknown";
 }
 
-bool cg_metric_higher_is_worse(enum cg_metric m)
-{
-    return m != CG_M_TOKENS_PER_SEC;
-}
-
 int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
 {
     if (v->overall == CG_OUT_FAIL)

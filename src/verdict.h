@@ -204,7 +204,4 @@ double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs);
  * run lacks it (memory: not measured). */
 double cg_run_metric_value(const struct cg_run *r, enum cg_metric m);
 
-/* True when higher values of the metric are worse (times, memory); false for tokens/sec. */
-bool cg_metric_higher_is_worse(enum cg_metric m);
-
 #endif
