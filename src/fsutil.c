@@ -121,7 +121,7 @@ static uint64_t random_bits(void)
     return v;
 }
 
-int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *err)
+int cg_file_try_temp(const char *path, char *tmp, size_t n, const char **why)
 {
     /* ".<name>.<16 hex>.tmp" in the target's directory: a hidden name nobody can predict, opened
      * with O_EXCL (an existing file or symlink there is an error, never followed or reused) and
@@ -132,15 +132,29 @@ int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *er
     for (int attempt = 0; attempt < 100; attempt++) {
         int k = snprintf(tmp, n, "%.*s.%s.%016llx.tmp", dir_len, path, base,
                          (unsigned long long)random_bits());
-        if (k < 0 || (size_t)k >= n)
-            return cg_err_set(err, CG_EIO, "cannot write '%s': path too long", path);
+        if (k < 0 || (size_t)k >= n) {
+            *why = "path too long";
+            return -1;
+        }
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd >= 0)
             return fd;
-        if (errno != EEXIST)
-            return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+        if (errno != EEXIST) {
+            *why = strerror(errno);
+            return -1;
+        }
     }
-    return cg_err_set(err, CG_EIO, "cannot write '%s': no free temporary name", path);
+    *why = "no free temporary name";
+    return -1;
+}
+
+int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *err)
+{
+    const char *why = NULL;
+    int fd = cg_file_try_temp(path, tmp, n, &why);
+    if (fd < 0)
+        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, why);
+    return fd;
 }
 
 static int write_all(int fd, const char *p, size_t len)

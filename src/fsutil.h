@@ -31,6 +31,10 @@ int cg_file_write_atomic(const char *path, const void *data, size_t len, struct 
  * descriptor (the caller closes and renames or unlinks it), or CG_EIO naming path. */
 int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *err);
 
+/* The same, with the reason of a failure in *why (static text: "path too long", strerror's)
+ * instead of an error; returns -1 on failure. */
+int cg_file_try_temp(const char *path, char *tmp, size_t n, const char **why);
+
 /* "a FIFO", "a directory", "a character device", ... for a st_mode. */
 const char *cg_file_type_name(unsigned mode);
 

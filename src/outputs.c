@@ -132,17 +132,10 @@ static int writable(const struct cg_path_entry *e, const struct place *p, struct
     /* A new file must be creatable beside it: the temporary of an atomic write, or the file
      * itself. Creating one is the only test that tells the truth (permissions, ACLs, a
      * read-only mount, no free inode). */
-    struct cg_err probe;
-    cg_err_init(&probe);
-    int fd = cg_file_create_temp(e->path, tmp, sizeof(tmp), &probe);
-    if (fd < 0) {
-        /* probe.msg is "cannot write '<path>': <why>" */
-        const char *why = NULL;
-        for (const char *q = strstr(probe.msg, "': "); q != NULL; q = strstr(q + 1, "': "))
-            why = q + 3;
-        return cg_err_set(err, CG_EIO, "cannot write %s '%s': %s", e->what, e->path,
-                          why != NULL ? why : "cannot create a file beside it");
-    }
+    const char *why = NULL;
+    int fd = cg_file_try_temp(e->path, tmp, sizeof(tmp), &why);
+    if (fd < 0)
+        return cg_err_set(err, CG_EIO, "cannot write %s '%s': %s", e->what, e->path, why);
     close(fd);
     unlink(tmp);
     return 0;
