@@ -211,7 +211,7 @@ static int measure(struct cg_collect_cfg *c, long runs, struct cg_artifact *pool
     struct cg_collect_cfg cfg_a = *c, cfg_b = *c;
     cfg_a.label = "A";
     cfg_b.label = "B";
-    if (cg_collector_open(&cfg_a, &ca, &err) != 0 || cg_collector_open(&cfg_b, &cb, &err) != 0) {
+    if (cg_collector_new(&cfg_a, &ca, &err) != 0 || cg_collector_new(&cfg_b, &cb, &err) != 0) {
         exit_code =
             err.code == CG_EINPUT ? cg_cmd_usage_error("aa", "%s", err.msg) : cg_cmd_fail(&err);
         goto done;
@@ -226,8 +226,8 @@ static int measure(struct cg_collect_cfg *c, long runs, struct cg_artifact *pool
         exit_code = cg_cmd_fail(&err);
     }
 done:
-    cg_collector_close(ca);
-    cg_collector_close(cb);
+    cg_collector_free(ca);
+    cg_collector_free(cb);
     cg_artifact_release(&a);
     cg_artifact_release(&b);
     return exit_code;

@@ -201,7 +201,7 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
     cfg_h.cmd = o->head;
     cfg_h.label = "head";
     cfg_h.log = logs[1];
-    if (cg_collector_open(&cfg_b, &cb, &err) != 0 || cg_collector_open(&cfg_h, &ch, &err) != 0) {
+    if (cg_collector_new(&cfg_b, &cb, &err) != 0 || cg_collector_new(&cfg_h, &ch, &err) != 0) {
         exit_code =
             err.code == CG_EINPUT ? cg_cmd_usage_error("ab", "%s", err.msg) : cg_cmd_fail(&err);
         goto done;
@@ -230,8 +230,8 @@ failed:
     cg_collect_hint(&err, c->step_range, &c->say);
     save_partial(o, base, head);
 done:
-    cg_collector_close(cb);
-    cg_collector_close(ch);
+    cg_collector_free(cb);
+    cg_collector_free(ch);
     return exit_code;
 }
 

@@ -339,7 +339,7 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     struct cg_err err;
     struct cg_collector *col = NULL;
     cg_err_init(&err);
-    if (cg_collector_open(&o->collect, &col, &err) != 0)
+    if (cg_collector_new(&o->collect, &col, &err) != 0)
         return err.code == CG_EINPUT ? cg_cmd_usage_error("gate", "%s", err.msg)
                                      : cg_cmd_fail(&err);
     int rc = cg_collector_run(col, cur, o->runs, o->runs, &err);
@@ -347,7 +347,7 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
         *colp = col;
         return 0;
     }
-    cg_collector_close(col);
+    cg_collector_free(col);
     cg_cmd_fail(&err);
     cg_collect_hint(&err, o->collect.step_range, &o->collect.say);
     cg_cmd_save_partial(o->out, cur); /* never over --out */
@@ -484,7 +484,7 @@ oom:
     cg_err_set(&err, CG_ENOMEM, "out of memory");
     exit_code = cg_cmd_fail(&err);
 done:
-    cg_collector_close(col);
+    cg_collector_free(col);
     cg_artifact_release(&base);
     cg_artifact_release(&cur);
     free(log_owned);

@@ -129,7 +129,7 @@ int cmd_run(int argc, char **argv)
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "the partial artifact", partial);
     if ((exit_code = cg_cmd_check_outputs(&paths)) != 0)
         goto done;
-    if (cg_collector_open(&c, &col, &err) != 0) {
+    if (cg_collector_new(&c, &col, &err) != 0) {
         exit_code = err.code == CG_EINPUT ? cg_cmd_usage_error("run", "%s", err.msg)
                                           : cg_cmd_fail(&err);
         goto done;
@@ -152,7 +152,7 @@ int cmd_run(int argc, char **argv)
     if (!a.gpu_available && a.gpu_reason != NULL)
         fprintf(stderr, "canary-gate: GPU metrics unavailable: %s\n", a.gpu_reason);
 done:
-    cg_collector_close(col);
+    cg_collector_free(col);
     cg_artifact_release(&a);
     free(log_owned);
     free(partial);

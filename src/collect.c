@@ -425,8 +425,8 @@ static int find_python(struct cg_collector *col, const char *self, struct cg_err
     return fmt_path(col->python, sizeof(col->python), err, "%s/%s", self, CG_PYTHON_DIR);
 }
 
-int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **out,
-                      struct cg_err *err)
+int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out,
+                     struct cg_err *err)
 {
     *out = NULL;
     struct cg_collector *col = calloc(1, sizeof(*col));
@@ -502,7 +502,7 @@ int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **ou
 out:
     free(self);
     if (rc != 0) {
-        cg_collector_close(col);
+        cg_collector_free(col);
         return rc;
     }
     *out = col;
@@ -514,7 +514,7 @@ char *const *cg_collector_cmd(const struct cg_collector *col)
     return col->cmd;
 }
 
-void cg_collector_close(struct cg_collector *col)
+void cg_collector_free(struct cg_collector *col)
 {
     if (col == NULL)
         return;
@@ -934,7 +934,7 @@ char *cg_collect_log_path(const char *artifact_path)
 }
 
 /* "A:B" with 0 <= A <= B < CG_MAX_STEP_INDEX (the limit the injection library and the shard
- * reader share; the warm-up is checked at cg_collector_open). */
+ * reader share; the warm-up is checked at cg_collector_new). */
 bool cg_collect_trace_steps_valid(const char *s)
 {
     char *end = NULL;

@@ -66,8 +66,8 @@ struct cg_collector;
 /* Checks the configuration, finds the injection library and the canary, creates the shard
  * directory and truncates the log. CG_EINPUT (no command and no built-in canary, a bad step
  * range), CG_EIO, CG_ENOMEM. */
-int cg_collector_open(const struct cg_collect_cfg *cfg, struct cg_collector **out,
-                      struct cg_err *err);
+int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out,
+                     struct cg_err *err);
 
 /* Runs the canary n more times, appending one run per process to a; total is the number of runs
  * the caller expects in all (for "run i of N"; at least a->n_runs + n). On the first run into an
@@ -81,7 +81,7 @@ int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, lo
 char *const *cg_collector_cmd(const struct cg_collector *col);
 
 /* Removes the shard directory and frees the collector (NULL is fine). */
-void cg_collector_close(struct cg_collector *col);
+void cg_collector_free(struct cg_collector *col);
 
 /* True once SIGINT or SIGTERM reached the tool while a collector was open. */
 bool cg_collect_interrupted(void);
