@@ -12,6 +12,7 @@
 #include "aggregate.h"
 
 #include "escape.h"
+#include "shard_format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,14 +115,15 @@ static void trace_add(struct cg_agg *a, const struct cg_agg_trace_event *e)
 
 size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t cap)
 {
-    static const char *const kinds[] = {"kernel", "memcpy", "memset"};
+    static const char *const kinds[] = {CG_SHARD_KIND_KERNEL, CG_SHARD_KIND_MEMCPY,
+                                        CG_SHARD_KIND_MEMSET};
     int n;
     if (e->kind == CG_AGG_MEMORY)
-        n = snprintf(out, cap, "tm %u %llu %lld\n", e->device, (unsigned long long)e->start,
-                     (long long)e->bytes);
+        n = snprintf(out, cap, CG_SHARD_KEY_TRACE_MEM " %u %llu %lld\n", e->device,
+                     (unsigned long long)e->start, (long long)e->bytes);
     else
-        n = snprintf(out, cap, "tg %s %u %u %llu %llu %lld ", kinds[e->kind], e->device,
-                     e->stream, (unsigned long long)e->start, (unsigned long long)e->end,
+        n = snprintf(out, cap, CG_SHARD_KEY_TRACE_GPU " %s %u %u %llu %llu %lld ", kinds[e->kind],
+                     e->device, e->stream, (unsigned long long)e->start, (unsigned long long)e->end,
                      (long long)e->bytes);
     if (n < 0 || (size_t)n >= cap)
         return 0;

@@ -18,7 +18,8 @@
  * start (the launcher made and sized it, so this needs no space on a full disk). Nothing is
  * printed. When several processes fail, the last one's line is what the file holds.
  *
- * The shard format is described in src/shard.h and docs/collector.md. Thread-safety: one mutex
+ * The shard's keys and words are spelled in shard_format.h; what they mean: src/shard.h and
+ * docs/collector.md. Thread-safety: one mutex
  * guards the line buffer and the file; appends happen only with it held (the fork handlers hold
  * it across fork, so a child never inherits it locked).
  */
@@ -87,7 +88,7 @@ static void write_all(const char *p, size_t n)
         if (w <= 0) {
             /* A full disk loses the shard, never the canary: stop writing (a gap would leave
              * lines that lie) and tell the launcher why. */
-            record_failure("write", w < 0 ? errno : ENOSPC, g_part_path);
+            record_failure(CG_SHARD_FAIL_WRITE, w < 0 ? errno : ENOSPC, g_part_path);
             close(g_fd);
             g_fd = -1;
             return;
@@ -170,18 +171,20 @@ void cg_inject_append_trace_counts(void)
 {
     if (g_config.trace_first < 0)
         return;
-    cg_inject_append("tx %lld %lld\n", (long long)atomic_load(&g_trace_events),
+    cg_inject_append(CG_SHARD_KEY_TRACE_COUNTS " %lld %lld\n",
+                     (long long)atomic_load(&g_trace_events),
                      (long long)atomic_load(&g_trace_dropped));
 }
 
 void cg_inject_append_real(double v)
 {
     if (isnan(v)) {
-        cg_inject_append_bytes("nan", 3);
+        cg_inject_append_bytes(CG_SHARD_NAN, sizeof(CG_SHARD_NAN) - 1);
         return;
     }
     if (isinf(v)) {
-        cg_inject_append_bytes(v > 0 ? "inf" : "-inf", v > 0 ? 3 : 4);
+        cg_inject_append_bytes(v > 0 ? CG_SHARD_INF : "-" CG_SHARD_INF,
+                               v > 0 ? sizeof(CG_SHARD_INF) - 1 : sizeof("-" CG_SHARD_INF) - 1);
         return;
     }
     char tmp[40];
@@ -258,7 +261,7 @@ static void at_exit(void)
 {
     if (g_forked_child || !g_active || !cg_inject_owner())
         return;
-    write_totals("end\n");
+    write_totals(CG_SHARD_KEY_END "\n");
     pthread_mutex_lock(&g_wlock);
     g_active = false;
     if (g_fd >= 0) {
@@ -269,13 +272,13 @@ static void at_exit(void)
     if (g_failed)
         return; /* the .part stays: a cut shard, and the failure is recorded */
     if (rename(g_part_path, g_final_path) != 0)
-        record_failure("rename", errno, g_final_path);
+        record_failure(CG_SHARD_FAIL_RENAME, errno, g_final_path);
 }
 
 void cg_inject_write_done(void)
 {
     char last[32];
-    snprintf(last, sizeof(last), "done %lld\n", (long long)g_config.measure_end);
+    snprintf(last, sizeof(last), CG_SHARD_KEY_DONE " %lld\n", (long long)g_config.measure_end);
     write_totals(last);
 }
 
@@ -343,33 +346,35 @@ static void start_once(void)
     const char *local = env_rank("LOCAL_RANK");
     g_pid = getpid();
     long pid = (long)g_pid;
-    const char *r = rank ? rank : "x";
-    const char *l = local ? local : "x";
-    n = snprintf(g_part_path, sizeof(g_part_path), "%s/shard-r%s-l%s-p%ld.part", dir, r, l, pid);
+    const char *r = rank ? rank : CG_SHARD_RANK_UNSET;
+    const char *l = local ? local : CG_SHARD_RANK_UNSET;
+    n = snprintf(g_part_path, sizeof(g_part_path),
+                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld" CG_SHARD_SUFFIX_PART, dir, r, l, pid);
     if (n < 0 || (size_t)n >= sizeof(g_part_path))
         return;
-    n = snprintf(g_final_path, sizeof(g_final_path), "%s/shard-r%s-l%s-p%ld.shard", dir, r, l,
-                 pid);
+    n = snprintf(g_final_path, sizeof(g_final_path),
+                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld" CG_SHARD_SUFFIX_FINAL, dir, r, l, pid);
     if (n < 0 || (size_t)n >= sizeof(g_final_path))
         return;
     g_fd = open(g_part_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (g_fd < 0) {
-        record_failure("open", errno, g_part_path);
+        record_failure(CG_SHARD_FAIL_OPEN, errno, g_part_path);
         return;
     }
     g_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     g_active = true;
     cg_inject_lock();
-    cg_inject_append("canary-gate-shard 1\npid %ld\n", pid);
+    cg_inject_append(CG_SHARD_MAGIC "\n" CG_SHARD_KEY_PID " %ld\n", pid);
     if (rank)
-        cg_inject_append("rank %s\n", rank);
+        cg_inject_append(CG_SHARD_KEY_RANK " %s\n", rank);
     if (local)
-        cg_inject_append("local_rank %s\n", local);
-    cg_inject_append("warmup %lld\nstep_range ", (long long)g_config.warmup);
+        cg_inject_append(CG_SHARD_KEY_LOCAL_RANK " %s\n", local);
+    cg_inject_append(CG_SHARD_KEY_WARMUP " %lld\n" CG_SHARD_KEY_STEP_RANGE " ",
+                     (long long)g_config.warmup);
     cg_inject_append_name(g_config.step_range);
     cg_inject_append("\n");
     if (g_config.trace_first >= 0)
-        cg_inject_append("tw %lld %lld\n", (long long)g_config.trace_first,
+        cg_inject_append(CG_SHARD_KEY_TRACE_WINDOW " %lld %lld\n", (long long)g_config.trace_first,
                          (long long)g_config.trace_last);
     cg_inject_unlock();
     pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);

@@ -221,13 +221,15 @@ static void write_trace(void)
 static void write_deltas(void)
 {
     struct cg_agg *a = &g_agg;
-    static const char *const kinds[] = {"kernel", "memcpy", "memset"};
+    static const char *const kinds[] = {CG_SHARD_KIND_KERNEL, CG_SHARD_KIND_MEMCPY,
+                                        CG_SHARD_KIND_MEMSET};
     cg_inject_lock();
     for (size_t i = 0; i < a->n_ops; i++) {
         struct cg_agg_op *o = &a->ops[i];
         if (o->calls == o->written_calls)
             continue;
-        cg_inject_append("o %s %lld %lld ", kinds[o->kind], (long long)(o->calls - o->written_calls),
+        cg_inject_append(CG_SHARD_KEY_OP " %s %lld %lld ", kinds[o->kind],
+                         (long long)(o->calls - o->written_calls),
                          (long long)(o->total_ns - o->written_ns));
         cg_inject_append_name(o->name);
         cg_inject_append("\n");
@@ -237,14 +239,15 @@ static void write_deltas(void)
     for (size_t i = 0; i < a->n_steps && (int64_t)i < a->end_step; i++) {
         struct cg_agg_step *s = &a->steps[i];
         if (s->busy_ns != s->busy_written) {
-            cg_inject_append("b %zu %lld\n", i, (long long)(s->busy_ns - s->busy_written));
+            cg_inject_append(CG_SHARD_KEY_BUSY " %zu %lld\n", i,
+                             (long long)(s->busy_ns - s->busy_written));
             s->busy_written = s->busy_ns;
         }
     }
     for (size_t i = 0; i < a->n_devices; i++) {
         struct cg_agg_device *d = &a->devices[i];
         if (d->peak != d->written_peak) {
-            cg_inject_append("m %u %lld\n", d->id, (long long)d->peak);
+            cg_inject_append(CG_SHARD_KEY_MEM " %u %lld\n", d->id, (long long)d->peak);
             d->written_peak = d->peak;
         }
     }
@@ -252,9 +255,9 @@ static void write_deltas(void)
     const int64_t c[7] = {a->records,       atomic_load(&g_dropped), a->zero_ts, a->outside_steps,
                           a->inside_steps,  a->late_mem,             a->overhead_ns};
     if (memcmp(c, written, sizeof(c)) != 0) {
-        cg_inject_append("c %lld %lld %lld %lld %lld %lld %lld\n", (long long)c[0], (long long)c[1],
-                         (long long)c[2], (long long)c[3], (long long)c[4], (long long)c[5],
-                         (long long)c[6]);
+        cg_inject_append(CG_SHARD_KEY_COUNTERS " %lld %lld %lld %lld %lld %lld %lld\n",
+                         (long long)c[0], (long long)c[1], (long long)c[2], (long long)c[3],
+                         (long long)c[4], (long long)c[5], (long long)c[6]);
         memcpy(written, c, sizeof(c));
     }
     cg_inject_unlock();
@@ -265,7 +268,7 @@ static void device_record(const CUpti_Activity *rec)
 {
     const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)(const void *)rec;
     cg_inject_lock();
-    cg_inject_append("device %u ", d->id);
+    cg_inject_append(CG_SHARD_KEY_DEVICE " %u ", d->id);
     cg_inject_append_name(d->name ? d->name : "unknown GPU");
     cg_inject_append("\n");
     cg_inject_unlock();
@@ -331,8 +334,10 @@ static void gpu_flush(uint32_t flag, bool final)
     if (final && starved != g_starved_written) {
         g_starved_written = starved;
         cg_inject_lock();
-        cg_inject_append("w CUPTI buffer cap reached %lld times: records were dropped "
-                         "(raise " CG_ENV_BUFFER_MB ")\n", (long long)starved);
+        cg_inject_append(CG_SHARD_KEY_WARNING
+                         " CUPTI buffer cap reached %lld times: records were dropped "
+                         "(raise " CG_ENV_BUFFER_MB ")\n",
+                         (long long)starved);
         cg_inject_unlock();
     }
     pthread_mutex_unlock(&g_agg_lock);
@@ -534,7 +539,7 @@ bool cg_gpu_measured(void)
 static void unavailable(const char *what, const char *detail)
 {
     cg_inject_lock();
-    cg_inject_append("gpu unavailable ");
+    cg_inject_append(CG_SHARD_KEY_GPU " " CG_SHARD_GPU_UNAVAILABLE " ");
     cg_inject_append_name(what);
     if (detail != NULL) {
         cg_inject_append_name(": ");
@@ -548,7 +553,7 @@ static void unavailable(const char *what, const char *detail)
 static void warn(const char *what, const char *detail)
 {
     cg_inject_lock();
-    cg_inject_append("w ");
+    cg_inject_append(CG_SHARD_KEY_WARNING " ");
     cg_inject_append_name(what);
     cg_inject_append_name(": ");
     cg_inject_append_name(detail != NULL ? detail : "unknown error");
@@ -561,25 +566,25 @@ static void *open_cupti(const char **how)
 {
     void *h = dlopen(CG_CUPTI_SONAME, RTLD_NOW | RTLD_NOLOAD);
     if (h != NULL) {
-        *how = "loaded";
+        *how = CG_SHARD_CUPTI_LOADED;
         return h;
     }
     const char *env = getenv(CG_ENV_CUPTI_PATH);
     if (env != NULL && *env != '\0') {
         h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
         if (h != NULL) {
-            *how = "env";
+            *how = CG_SHARD_CUPTI_ENV;
             return h;
         }
         warn(CG_ENV_CUPTI_PATH " cannot be loaded", dlerror());
     }
     h = dlopen(CG_CUPTI_PATH, RTLD_NOW | RTLD_LOCAL);
     if (h != NULL) {
-        *how = "configured";
+        *how = CG_SHARD_CUPTI_CONFIGURED;
         return h;
     }
     h = dlopen(CG_CUPTI_SONAME, RTLD_NOW | RTLD_LOCAL);
-    *how = "soname";
+    *how = CG_SHARD_CUPTI_SONAME;
     return h;
 }
 
@@ -593,7 +598,7 @@ static void record_cupti(void *h, const char *how)
         lm->l_name[0] != '\0')
         path = realpath(lm->l_name, real) != NULL ? real : lm->l_name;
     cg_inject_lock();
-    cg_inject_append("cupti %s ", how);
+    cg_inject_append(CG_SHARD_KEY_CUPTI " %s ", how);
     cg_inject_append_name(path);
     cg_inject_append("\n");
     cg_inject_unlock();
@@ -655,7 +660,7 @@ static void record_cuda_version(void)
     if (g_cuda.driver_version == NULL || g_cuda.driver_version(&v) != CUDA_SUCCESS || v <= 0)
         return;
     cg_inject_lock();
-    cg_inject_append("cuda %d.%d\n", v / 1000, (v % 1000) / 10);
+    cg_inject_append(CG_SHARD_KEY_CUDA " %d.%d\n", v / 1000, (v % 1000) / 10);
     cg_inject_unlock();
 }
 
@@ -797,7 +802,7 @@ static void start_cupti(void)
     /* after libcupti's load-time destructors: runs before them */
     cg_inject_atexit(gpu_at_exit);
     cg_inject_lock();
-    cg_inject_append("gpu ok\n");
+    cg_inject_append(CG_SHARD_KEY_GPU " " CG_SHARD_GPU_OK "\n");
     cg_inject_unlock();
     record_cuda_version();
 }

@@ -1,10 +1,13 @@
 /*
  * escape: how a name is written into a shard line (the last field, read back by src/shard.c):
  * a backslash is doubled, newlines and other control bytes (and DEL) become \xHH, everything
- * else passes as it is. Names are cut at CG_NAME_MAX_BYTES input bytes. Pure, thread-safe.
+ * else passes as it is (the escape characters are shard_format.h's). Names are cut at
+ * CG_NAME_MAX_BYTES input bytes. Pure, thread-safe.
  */
 #ifndef CG_INJECT_ESCAPE_H
 #define CG_INJECT_ESCAPE_H
+
+#include "shard_format.h"
 
 #include <stddef.h>
 
@@ -23,12 +26,12 @@ static inline size_t cg_escape_name(const char *name, size_t *from, char *out, s
         name = "?";
     for (; i < CG_NAME_MAX_BYTES && name[i] != '\0' && k + 4 <= cap; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (c == '\\') {
-            out[k++] = '\\';
-            out[k++] = '\\';
+        if (c == CG_SHARD_ESC) {
+            out[k++] = CG_SHARD_ESC;
+            out[k++] = CG_SHARD_ESC;
         } else if (c < 0x20 || c == 0x7f) {
-            out[k++] = '\\';
-            out[k++] = 'x';
+            out[k++] = CG_SHARD_ESC;
+            out[k++] = CG_SHARD_ESC_HEX;
             out[k++] = hex[c >> 4];
             out[k++] = hex[c & 15];
         } else {

@@ -28,6 +28,8 @@
 /* Environment the launcher sets for the canary and the limits it shares: launch_env.h (see
  * docs/collector.md). */
 #include "launch_env.h"
+/* The shard's record keys and words, shared with the tool's reader: shard_format.h. */
+#include "shard_format.h"
 
 /* The one clock of the library, in nanoseconds. */
 static inline uint64_t cg_inject_now_ns(void)

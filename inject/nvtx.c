@@ -232,7 +232,7 @@ void cg_nvtx_write_warnings(void)
     if (n == 0 || n == atomic_load_explicit(&g_unrecorded_written, memory_order_relaxed))
         return;
     atomic_store_explicit(&g_unrecorded_written, n, memory_order_relaxed);
-    cg_inject_append("w op table full: %d %s names not recorded\n", (int)n,
+    cg_inject_append(CG_SHARD_KEY_WARNING " op table full: %d %s names not recorded\n", (int)n,
                      n >= CG_UNRECORDED_MAX / 4 * 3 ? "or more" : "more");
 }
 
@@ -282,8 +282,8 @@ void cg_nvtx_write_ops(void)
         int64_t t = atomic_load_explicit(&o->total_ns, memory_order_relaxed);
         if (c == o->written_calls && t == o->written_ns)
             continue;
-        cg_inject_append("o range %lld %lld ", (long long)(c - o->written_calls),
-                         (long long)(t - o->written_ns));
+        cg_inject_append(CG_SHARD_KEY_OP " " CG_SHARD_KIND_RANGE " %lld %lld ",
+                         (long long)(c - o->written_calls), (long long)(t - o->written_ns));
         cg_inject_append_name(o->name);
         cg_inject_append("\n");
         o->written_calls = c;
@@ -324,13 +324,13 @@ static void trace_end(const struct frame *f, uint64_t end_ns)
         if (dom == 0) {
             dom = atomic_fetch_add_explicit(&g_next_domain_id, 1, memory_order_relaxed) + 1;
             atomic_store_explicit(&d->trace_id, dom, memory_order_relaxed);
-            cg_inject_append("td %d ", (int)dom);
+            cg_inject_append(CG_SHARD_KEY_TRACE_DOMAIN " %d ", (int)dom);
             cg_inject_append_name(d->name);
             cg_inject_append("\n");
         }
     }
-    cg_inject_append("tr %d %llu %llu %d ", (int)f->tid, (unsigned long long)f->start_ns,
-                     (unsigned long long)end_ns, (int)dom);
+    cg_inject_append(CG_SHARD_KEY_TRACE_RANGE " %d %llu %llu %d ", (int)f->tid,
+                     (unsigned long long)f->start_ns, (unsigned long long)end_ns, (int)dom);
     cg_inject_append_name(key);
     cg_inject_append("\n");
     cg_inject_unlock();
@@ -359,8 +359,9 @@ static int step_kind(const char *name)
     if (atomic_compare_exchange_strong_explicit(&g_step_source, &was, want, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         cg_inject_lock();
-        cg_inject_append("steps_from %s\n",
-                         strcmp(name, CG_OPTIMIZER_STEP_RANGE) == 0 ? "optimizer" : "nvtx");
+        cg_inject_append(CG_SHARD_KEY_STEPS_FROM " %s\n", strcmp(name, CG_OPTIMIZER_STEP_RANGE) == 0
+                                                              ? CG_SHARD_STEPS_OPTIMIZER
+                                                              : CG_SHARD_STEPS_NVTX);
         cg_inject_unlock();
         return 1;
     }
@@ -412,7 +413,7 @@ static void end_range(const struct frame *f)
         atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
         cg_gpu_step_end(f->step, end);
         cg_inject_lock();
-        cg_inject_append("s %lld %llu %llu %lld\n", (long long)f->step,
+        cg_inject_append(CG_SHARD_KEY_STEP " %lld %llu %llu %lld\n", (long long)f->step,
                          (unsigned long long)f->start_ns, (unsigned long long)end,
                          (long long)f->tokens);
         cg_nvtx_write_ops();
@@ -695,7 +696,7 @@ static void loss_report(double v)
     if (!g_on || step < 0)
         return;
     cg_inject_lock();
-    cg_inject_append("l %lld ", (long long)step);
+    cg_inject_append(CG_SHARD_KEY_LOSS " %lld ", (long long)step);
     cg_inject_append_real(v);
     cg_inject_append("\n");
     cg_inject_unlock();

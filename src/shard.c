@@ -132,7 +132,7 @@ static bool next_real(struct line *l, double *out)
     char buf[48];
     if (!next_text(l, buf, sizeof(buf)))
         return false;
-    if (strcmp(buf, "nan") == 0 || strcmp(buf, "-nan") == 0) {
+    if (strcmp(buf, CG_SHARD_NAN) == 0 || strcmp(buf, "-" CG_SHARD_NAN) == 0) {
         *out = NAN;
         return true;
     }
@@ -165,15 +165,15 @@ static char *rest_name(struct line *l, bool *bad)
     if (out == NULL)
         return NULL;
     for (const char *p = l->p; p < l->end; p++) {
-        if (*p != '\\') {
+        if (*p != CG_SHARD_ESC) {
             out[k++] = *p;
             continue;
         }
-        if (p + 1 < l->end && p[1] == '\\') {
-            out[k++] = '\\';
+        if (p + 1 < l->end && p[1] == CG_SHARD_ESC) {
+            out[k++] = CG_SHARD_ESC;
             p++;
-        } else if (p + 3 < l->end && p[1] == 'x' &&
-                   hexval(p[2]) >= 0 && hexval(p[3]) >= 0) {
+        } else if (p + 3 < l->end && p[1] == CG_SHARD_ESC_HEX && hexval(p[2]) >= 0 &&
+                   hexval(p[3]) >= 0) {
             int v = hexval(p[2]) * 16 + hexval(p[3]);
             out[k++] = v == 0 ? '?' : (char)v;
             p += 3;
@@ -246,7 +246,9 @@ static int set_str(char **dst, char *src)
 
 static bool is_trace_key(const char *key, size_t kn)
 {
-    static const char *const keys[] = {"tw", "tr", "td", "tg", "tm", "tx"};
+    static const char *const keys[] = {CG_SHARD_KEY_TRACE_WINDOW, CG_SHARD_KEY_TRACE_RANGE,
+                                       CG_SHARD_KEY_TRACE_DOMAIN, CG_SHARD_KEY_TRACE_GPU,
+                                       CG_SHARD_KEY_TRACE_MEM,    CG_SHARD_KEY_TRACE_COUNTS};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (field_is(key, kn, keys[i]))
             return true;
@@ -274,7 +276,7 @@ static int parse_trace_line(struct parse_state *ps, const char *key, size_t kn, 
     int64_t a, b, c, d, e;
     bool bad = false;
     int rc;
-    if (field_is(key, kn, "tw")) {
+    if (field_is(key, kn, CG_SHARD_KEY_TRACE_WINDOW)) {
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) ||
             !next_int(l, a, CG_SHARD_MAX_STEPS - 1, &b))
             return 1;
@@ -282,14 +284,14 @@ static int parse_trace_line(struct parse_state *ps, const char *key, size_t kn, 
         s->trace_last = b;
         return 0;
     }
-    if (field_is(key, kn, "tx")) {
+    if (field_is(key, kn, CG_SHARD_KEY_TRACE_COUNTS)) {
         if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b))
             return 1;
         s->trace_events = a;
         s->trace_dropped = b;
         return 0;
     }
-    if (field_is(key, kn, "tm")) {
+    if (field_is(key, kn, CG_SHARD_KEY_TRACE_MEM)) {
         if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, INT64_MAX, &b) ||
             !next_int(l, -MAX_VALUE, MAX_VALUE, &c) || l->p < l->end)
             return 1;
@@ -298,14 +300,14 @@ static int parse_trace_line(struct parse_state *ps, const char *key, size_t kn, 
                           sizeof(m));
     }
     char *name = NULL;
-    if (field_is(key, kn, "td")) {
+    if (field_is(key, kn, CG_SHARD_KEY_TRACE_DOMAIN)) {
         if (!next_int(l, 1, INT32_MAX, &a) || s->n_domains >= MAX_TRACE_DOMAINS)
             return 1;
         if ((name = rest_name(l, &bad)) == NULL)
             return bad ? 1 : CG_ENOMEM;
         struct cg_shard_domain dm = {a, name};
         rc = push_event((void **)&s->domains, &s->n_domains, &ps->domains_cap, &dm, sizeof(dm));
-    } else if (field_is(key, kn, "tr")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_TRACE_RANGE)) {
         if (!next_int(l, 0, INT32_MAX, &a) || !next_int(l, 0, INT64_MAX, &b) ||
             !next_int(l, b, INT64_MAX, &c) || !next_int(l, 0, INT32_MAX, &d))
             return 1;
@@ -313,7 +315,7 @@ static int parse_trace_line(struct parse_state *ps, const char *key, size_t kn, 
             return bad ? 1 : CG_ENOMEM;
         struct cg_shard_range r = {a, b, c, d, name};
         rc = push_event((void **)&s->ranges, &s->n_ranges, &ps->ranges_cap, &r, sizeof(r));
-    } else { /* "tg" */
+    } else { /* CG_SHARD_KEY_TRACE_GPU */
         const char *kf;
         size_t kfn;
         char kind_name[16];
@@ -365,7 +367,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
     bool bad = false;
     if (!next_field(l, &key, &kn))
         return 0; /* empty line */
-    if (field_is(key, kn, "s")) {
+    if (field_is(key, kn, CG_SHARD_KEY_STEP)) {
         int64_t idx, tokens;
         int rc;
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_int(l, 0, INT64_MAX, &a) ||
@@ -384,7 +386,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
         st->wall_ns = b - a;
         st->end_ns = b;
         st->tokens = tokens;
-    } else if (field_is(key, kn, "b")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_BUSY)) {
         int rc;
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
             return 1;
@@ -392,7 +394,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
             return rc;
         int64_t *busy = &s->steps[a].gpu_busy_ns;
         *busy = add_capped(*busy < 0 ? 0 : *busy, b);
-    } else if (field_is(key, kn, "l")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_LOSS)) {
         double v;
         int rc;
         if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_real(l, &v) || l->p < l->end)
@@ -406,7 +408,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
             s->nonfinite_loss_step = a;
             s->nonfinite_loss = v;
         }
-    } else if (field_is(key, kn, "o")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_OP)) {
         const char *kf;
         size_t kfn;
         char kind_name[16];
@@ -428,7 +430,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
             return CG_ENOMEM;
         }
         s->ops[s->n_ops++] = (struct cg_shard_op){name, kind, a, b};
-    } else if (field_is(key, kn, "m")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_MEM)) {
         if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
             return 1;
         size_t i = 0;
@@ -441,7 +443,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
         }
         if (b > s->mem[i].peak_bytes)
             s->mem[i].peak_bytes = b;
-    } else if (field_is(key, kn, "c")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_COUNTERS)) {
         int64_t more[4] = {-1, -1, -1, -1};
         if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b) ||
             !next_int(l, 0, MAX_VALUE, &c))
@@ -457,14 +459,14 @@ static int parse_line(struct parse_state *ps, struct line *l)
         s->inside_steps = more[1];
         s->late_memory = more[2];
         s->overhead_ns = more[3];
-    } else if (field_is(key, kn, "gpu")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_GPU)) {
         const char *f;
         size_t n;
         if (!next_field(l, &f, &n))
             return 1;
-        if (field_is(f, n, "ok")) {
+        if (field_is(f, n, CG_SHARD_GPU_OK)) {
             s->gpu = 1;
-        } else if (field_is(f, n, "unavailable")) {
+        } else if (field_is(f, n, CG_SHARD_GPU_UNAVAILABLE)) {
             if (s->gpu != 1)
                 s->gpu = 0;
             char *r = rest_name(l, &bad);
@@ -474,7 +476,7 @@ static int parse_line(struct parse_state *ps, struct line *l)
         } else {
             return 1;
         }
-    } else if (field_is(key, kn, "device")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_DEVICE)) {
         if (!next_int(l, 0, MAX_DEVICES - 1, &a))
             return 1;
         s->gpu_count++;
@@ -482,22 +484,23 @@ static int parse_line(struct parse_state *ps, struct line *l)
         if (r == NULL)
             return bad ? 1 : CG_ENOMEM;
         return set_str(&s->gpu_model, r);
-    } else if (field_is(key, kn, "cuda") || field_is(key, kn, "driver")) {
-        char **dst = field_is(key, kn, "cuda") ? &s->cuda_version : &s->driver_version;
+    } else if (field_is(key, kn, CG_SHARD_KEY_CUDA) || field_is(key, kn, CG_SHARD_KEY_DRIVER)) {
+        char **dst = field_is(key, kn, CG_SHARD_KEY_CUDA) ? &s->cuda_version : &s->driver_version;
         char *r = rest_name(l, &bad);
         if (r == NULL)
             return bad ? 1 : CG_ENOMEM;
         return set_str(dst, r);
-    } else if (field_is(key, kn, "w")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_WARNING)) {
         char *r = rest_name(l, &bad);
         if (r == NULL)
             return bad ? 1 : CG_ENOMEM;
         return add_warning(s, r);
-    } else if (field_is(key, kn, "cupti")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_CUPTI)) {
         const char *f;
         size_t n;
-        if (!next_field(l, &f, &n) || !(field_is(f, n, "loaded") || field_is(f, n, "env") ||
-                                         field_is(f, n, "configured") || field_is(f, n, "soname")))
+        if (!next_field(l, &f, &n) ||
+            !(field_is(f, n, CG_SHARD_CUPTI_LOADED) || field_is(f, n, CG_SHARD_CUPTI_ENV) ||
+              field_is(f, n, CG_SHARD_CUPTI_CONFIGURED) || field_is(f, n, CG_SHARD_CUPTI_SONAME)))
             return 1;
         char *path = rest_name(l, &bad);
         if (path == NULL)
@@ -515,30 +518,30 @@ static int parse_line(struct parse_state *ps, struct line *l)
         }
         free(path);
         return how_path == NULL ? CG_ENOMEM : set_str(&s->cupti_library, how_path);
-    } else if (field_is(key, kn, "done")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_DONE)) {
         if (!next_int(l, 1, CG_SHARD_MAX_STEPS, &a) || l->p < l->end)
             return 1;
         s->done_steps = a;
-    } else if (field_is(key, kn, "pid") || field_is(key, kn, "rank") ||
-               field_is(key, kn, "local_rank")) {
-        int64_t *dst = field_is(key, kn, "pid") ? &s->pid
-                       : field_is(key, kn, "rank") ? &s->rank
-                                                   : &s->local_rank;
+    } else if (field_is(key, kn, CG_SHARD_KEY_PID) || field_is(key, kn, CG_SHARD_KEY_RANK) ||
+               field_is(key, kn, CG_SHARD_KEY_LOCAL_RANK)) {
+        int64_t *dst = field_is(key, kn, CG_SHARD_KEY_PID)    ? &s->pid
+                       : field_is(key, kn, CG_SHARD_KEY_RANK) ? &s->rank
+                                                              : &s->local_rank;
         if (!next_int(l, 0, INT32_MAX, dst))
             return 1;
-    } else if (field_is(key, kn, "end")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_END)) {
         s->complete = true;
-    } else if (field_is(key, kn, "steps_from")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_STEPS_FROM)) {
         const char *f;
         size_t n;
         if (!next_field(l, &f, &n) || l->p < l->end)
             return 1;
-        s->steps_from = field_is(f, n, "nvtx")        ? CG_STEPS_NVTX
-                        : field_is(f, n, "optimizer") ? CG_STEPS_OPTIMIZER
-                                                      : CG_STEPS_UNKNOWN;
+        s->steps_from = field_is(f, n, CG_SHARD_STEPS_NVTX)        ? CG_STEPS_NVTX
+                        : field_is(f, n, CG_SHARD_STEPS_OPTIMIZER) ? CG_STEPS_OPTIMIZER
+                                                                   : CG_STEPS_UNKNOWN;
         if (s->steps_from == CG_STEPS_UNKNOWN)
             return 1;
-    } else if (field_is(key, kn, "warmup")) {
+    } else if (field_is(key, kn, CG_SHARD_KEY_WARMUP)) {
         if (!next_int(l, 0, INT32_MAX, &s->warmup))
             return 1;
     } else if (is_trace_key(key, kn)) {
@@ -618,7 +621,8 @@ int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct 
     }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || !(has_suffix(e->d_name, ".shard") || has_suffix(e->d_name, ".part")))
+        if (e->d_name[0] == '.' || !(has_suffix(e->d_name, CG_SHARD_SUFFIX_FINAL) ||
+                                     has_suffix(e->d_name, CG_SHARD_SUFFIX_PART)))
             continue;
         char path[PATH_MAX];
         size_t len = 0;

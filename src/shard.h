@@ -4,7 +4,8 @@
  * Every canary process that loads libcanary-inject.so appends what it measures to its own shard,
  * "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part", renamed to ".shard" when the process exits
  * normally. A shard is text, one record per line, fields separated by one space, a name (always
- * the last field) escaped with "\\" and "\xHH" for control bytes:
+ * the last field) escaped with "\\" and "\xHH" for control bytes. The keys and words below are
+ * spelled once, for the library and this reader, in inject/shard_format.h:
  *
  *   canary-gate-shard 1                   first line (format version)
  *   pid P | rank R | local_rank L         the process (rank lines only when RANK/LOCAL_RANK set)
@@ -66,12 +67,12 @@
 #include "artifact.h"
 #include "err.h"
 #include "launch_env.h"
+#include "shard_format.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define CG_SHARD_MAGIC "canary-gate-shard 1"
 #define CG_SHARD_MAX_BYTES ((size_t)256 * 1024 * 1024)
 #define CG_SHARD_MAX_STEPS CG_MAX_STEP_INDEX /* step indices, shared with the library */
 #define CG_SHARD_MAX_OPS 1000000 /* "o" lines per shard */

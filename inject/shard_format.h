@@ -1,0 +1,95 @@
+/*
+ * shard_format: the bytes of a shard, spelled once for the injection library that writes them
+ * (inject/core.c, nvtx.c, cupti.c, aggregate.c, escape.h) and the tool that reads them
+ * (src/shard.c). Plain macros only: nothing here needs linking, so both programs include it.
+ *
+ * A shard is text, one record per line, fields separated by one space; a record is its key and
+ * its fields. A name (always the last field) is escaped: a backslash is doubled, control bytes
+ * and DEL become "\xHH" (escape.h writes it, src/shard.c reads it back, a "\x00" as '?').
+ * Numbers are decimal integers; a loss is %.9g in the C locale or CG_SHARD_NAN, CG_SHARD_INF or
+ * "-" CG_SHARD_INF. What each record means and how records merge: src/shard.h.
+ *
+ * Writers build a line by pasting a key to a format (CG_SHARD_KEY_STEP " %lld ..."), so every
+ * macro below is a string literal, or a character literal where marked.
+ */
+#ifndef CG_SHARD_FORMAT_H
+#define CG_SHARD_FORMAT_H
+
+/* The first line (without its newline): the format and its version. */
+#define CG_SHARD_MAGIC "canary-gate-shard 1"
+
+/* Files: "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part" while the process runs (RANK or
+ * LOCAL_RANK "x" when unset), renamed to ".shard" when it exits normally. */
+#define CG_SHARD_FILE_PREFIX "shard-"
+#define CG_SHARD_RANK_UNSET "x"
+#define CG_SHARD_SUFFIX_PART ".part"
+#define CG_SHARD_SUFFIX_FINAL ".shard"
+
+/* Record keys, with the fields that follow each. */
+#define CG_SHARD_KEY_PID "pid"               /* P */
+#define CG_SHARD_KEY_RANK "rank"             /* R (only when RANK is set) */
+#define CG_SHARD_KEY_LOCAL_RANK "local_rank" /* L (only when LOCAL_RANK is set) */
+#define CG_SHARD_KEY_WARMUP "warmup"         /* W */
+#define CG_SHARD_KEY_STEP_RANGE "step_range" /* NAME */
+#define CG_SHARD_KEY_STEPS_FROM "steps_from" /* CG_SHARD_STEPS_NVTX | CG_SHARD_STEPS_OPTIMIZER */
+#define CG_SHARD_KEY_STEP "s"                /* I START_NS END_NS TOKENS */
+#define CG_SHARD_KEY_BUSY "b"                /* I NS */
+#define CG_SHARD_KEY_LOSS "l"                /* I VALUE */
+#define CG_SHARD_KEY_OP "o"                  /* KIND CALLS NS NAME */
+#define CG_SHARD_KEY_MEM "m"                 /* DEVICE PEAK_BYTES */
+/* RECORDS DROPPED ZERO_TS [OUTSIDE INSIDE LATE_MEM OVERHEAD_NS] */
+#define CG_SHARD_KEY_COUNTERS "c"
+#define CG_SHARD_KEY_GPU "gpu"       /* CG_SHARD_GPU_OK | CG_SHARD_GPU_UNAVAILABLE REASON */
+#define CG_SHARD_KEY_CUPTI "cupti"   /* HOW PATH (HOW: a CG_SHARD_CUPTI_* word) */
+#define CG_SHARD_KEY_DEVICE "device" /* ID NAME */
+#define CG_SHARD_KEY_CUDA "cuda"     /* VERSION */
+#define CG_SHARD_KEY_DRIVER "driver" /* VERSION */
+#define CG_SHARD_KEY_WARNING "w"     /* MESSAGE */
+#define CG_SHARD_KEY_DONE "done"     /* N */
+#define CG_SHARD_KEY_END "end"       /* (no fields) */
+
+/* Trace record keys (only with CANARY_GATE_TRACE_STEPS). */
+#define CG_SHARD_KEY_TRACE_WINDOW "tw" /* FIRST LAST */
+#define CG_SHARD_KEY_TRACE_RANGE "tr"  /* TID START_NS END_NS DOMAIN NAME */
+#define CG_SHARD_KEY_TRACE_DOMAIN "td" /* ID NAME */
+#define CG_SHARD_KEY_TRACE_GPU "tg"    /* KIND DEVICE STREAM START_NS END_NS BYTES NAME */
+#define CG_SHARD_KEY_TRACE_MEM "tm"    /* DEVICE TS_NS BYTES */
+#define CG_SHARD_KEY_TRACE_COUNTS "tx" /* EVENTS DROPPED */
+
+/* Words of the "gpu" record. */
+#define CG_SHARD_GPU_OK "ok"
+#define CG_SHARD_GPU_UNAVAILABLE "unavailable"
+
+/* Words of the "steps_from" record: the canary's own step ranges, or the optimizer steps
+ * canary-gate's sitecustomize marked (CG_OPTIMIZER_STEP_RANGE). */
+#define CG_SHARD_STEPS_NVTX "nvtx"
+#define CG_SHARD_STEPS_OPTIMIZER "optimizer"
+
+/* HOW of the "cupti" record: already mapped in the process, CANARY_GATE_CUPTI_PATH, the
+ * build-time path, or the soname. */
+#define CG_SHARD_CUPTI_LOADED "loaded"
+#define CG_SHARD_CUPTI_ENV "env"
+#define CG_SHARD_CUPTI_CONFIGURED "configured"
+#define CG_SHARD_CUPTI_SONAME "soname"
+
+/* KIND of the "o" and "tg" records ("tg" never has CG_SHARD_KIND_RANGE). */
+#define CG_SHARD_KIND_KERNEL "kernel"
+#define CG_SHARD_KIND_MEMCPY "memcpy"
+#define CG_SHARD_KIND_MEMSET "memset"
+#define CG_SHARD_KIND_RANGE "range"
+
+/* Non-finite losses. */
+#define CG_SHARD_NAN "nan"
+#define CG_SHARD_INF "inf"
+
+/* Name escapes (character literals): CG_SHARD_ESC doubled is a backslash; CG_SHARD_ESC,
+ * CG_SHARD_ESC_HEX and two hex digits are one byte. */
+#define CG_SHARD_ESC '\\'
+#define CG_SHARD_ESC_HEX 'x'
+
+/* The launcher's failure file (CG_ENV_FAIL_FILE): "OP ERRNO PID PATH" and a NUL, OP one of: */
+#define CG_SHARD_FAIL_OPEN "open"
+#define CG_SHARD_FAIL_WRITE "write"
+#define CG_SHARD_FAIL_RENAME "rename"
+
+#endif
