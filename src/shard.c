@@ -244,17 +244,6 @@ static int set_str(char **dst, char *src)
     return 0;
 }
 
-static bool is_trace_key(const char *key, size_t kn)
-{
-    static const char *const keys[] = {CG_SHARD_KEY_TRACE_WINDOW, CG_SHARD_KEY_TRACE_RANGE,
-                                       CG_SHARD_KEY_TRACE_DOMAIN, CG_SHARD_KEY_TRACE_GPU,
-                                       CG_SHARD_KEY_TRACE_MEM,    CG_SHARD_KEY_TRACE_COUNTS};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (field_is(key, kn, keys[i]))
-            return true;
-    return false;
-}
-
 /* Appends one element of elem bytes to *arr (n elements, capacity *cap) from src; at most
  * MAX_TRACE_EVENTS. Returns 0, CG_ENOMEM, or 1 when full. */
 static int push_event(void **arr, size_t *n, size_t *cap, const void *src, size_t elem)
@@ -266,77 +255,6 @@ static int push_event(void **arr, size_t *n, size_t *cap, const void *src, size_
     memcpy((char *)*arr + *n * elem, src, elem);
     (*n)++;
     return 0;
-}
-
-/* A trace line ("tw", "tr", "td", "tg", "tm", "tx"; see shard.h). 0, CG_ENOMEM, or 1 when
- * malformed. */
-static int parse_trace_line(struct parse_state *ps, const char *key, size_t kn, struct line *l)
-{
-    struct cg_shard *s = ps->s;
-    int64_t a, b, c, d, e;
-    bool bad = false;
-    int rc;
-    if (field_is(key, kn, CG_SHARD_KEY_TRACE_WINDOW)) {
-        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) ||
-            !next_int(l, a, CG_SHARD_MAX_STEPS - 1, &b))
-            return 1;
-        s->trace_first = a;
-        s->trace_last = b;
-        return 0;
-    }
-    if (field_is(key, kn, CG_SHARD_KEY_TRACE_COUNTS)) {
-        if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b))
-            return 1;
-        s->trace_events = a;
-        s->trace_dropped = b;
-        return 0;
-    }
-    if (field_is(key, kn, CG_SHARD_KEY_TRACE_MEM)) {
-        if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, INT64_MAX, &b) ||
-            !next_int(l, -MAX_VALUE, MAX_VALUE, &c) || l->p < l->end)
-            return 1;
-        struct cg_shard_mem_event m = {a, b, c};
-        return push_event((void **)&s->mem_events, &s->n_mem_events, &ps->mem_events_cap, &m,
-                          sizeof(m));
-    }
-    char *name = NULL;
-    if (field_is(key, kn, CG_SHARD_KEY_TRACE_DOMAIN)) {
-        if (!next_int(l, 1, INT32_MAX, &a) || s->n_domains >= MAX_TRACE_DOMAINS)
-            return 1;
-        if ((name = rest_name(l, &bad)) == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        struct cg_shard_domain dm = {a, name};
-        rc = push_event((void **)&s->domains, &s->n_domains, &ps->domains_cap, &dm, sizeof(dm));
-    } else if (field_is(key, kn, CG_SHARD_KEY_TRACE_RANGE)) {
-        if (!next_int(l, 0, INT32_MAX, &a) || !next_int(l, 0, INT64_MAX, &b) ||
-            !next_int(l, b, INT64_MAX, &c) || !next_int(l, 0, INT32_MAX, &d))
-            return 1;
-        if ((name = rest_name(l, &bad)) == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        struct cg_shard_range r = {a, b, c, d, name};
-        rc = push_event((void **)&s->ranges, &s->n_ranges, &ps->ranges_cap, &r, sizeof(r));
-    } else { /* CG_SHARD_KEY_TRACE_GPU */
-        const char *kf;
-        size_t kfn;
-        char kind_name[16];
-        enum cg_op_kind kind;
-        if (!next_field(l, &kf, &kfn) || kfn == 0 || kfn >= sizeof(kind_name))
-            return 1;
-        memcpy(kind_name, kf, kfn);
-        kind_name[kfn] = '\0';
-        if (cg_op_kind_parse(kind_name, &kind) != 0 || kind == CG_OP_RANGE ||
-            !next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, UINT32_MAX, &b) ||
-            !next_int(l, 0, INT64_MAX, &c) || !next_int(l, c, INT64_MAX, &d) ||
-            !next_int(l, -1, MAX_VALUE, &e))
-            return 1;
-        if ((name = rest_name(l, &bad)) == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        struct cg_shard_gpu_event g = {kind, a, b, c, d, e, name};
-        rc = push_event((void **)&s->gpu_events, &s->n_gpu_events, &ps->gpu_cap, &g, sizeof(g));
-    }
-    if (rc != 0)
-        free(name);
-    return rc;
 }
 
 /* Appends w (taken over) to the shard's warnings unless it is already there or the list is full
@@ -356,198 +274,413 @@ static int add_warning(struct cg_shard *s, char *w)
     return 0;
 }
 
-/* Returns 0, CG_ENOMEM, 1 for a malformed line, 2 for a step of zero or negative duration, or 3
- * past CG_SHARD_MAX_OPS op lines. */
-static int parse_line(struct parse_state *ps, struct line *l)
+/* The next field as an op kind ("o" and "tg" lines); false when missing or not a kind. */
+static bool next_kind(struct line *l, enum cg_op_kind *kind)
+{
+    const char *kf;
+    size_t kfn;
+    char kind_name[16];
+    if (!next_field(l, &kf, &kfn) || kfn == 0 || kfn >= sizeof(kind_name))
+        return false;
+    memcpy(kind_name, kf, kfn);
+    kind_name[kfn] = '\0';
+    return cg_op_kind_parse(kind_name, kind) == 0;
+}
+
+/* The rest of the line, unescaped, into *dst unless it is already set. 0, CG_ENOMEM, or 1 when
+ * malformed. */
+static int rest_str(struct line *l, char **dst)
+{
+    bool bad = false;
+    char *r = rest_name(l, &bad);
+    if (r == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    return set_str(dst, r);
+}
+
+/* --- records -------------------------------------------------------------------------------- */
+
+/* Each record's parser reads the fields after its key (see shard.h) and returns 0, CG_ENOMEM,
+ * 1 for a malformed line, 2 for a step of zero or negative duration, or 3 past CG_SHARD_MAX_OPS
+ * op lines. */
+
+static int parse_step(struct parse_state *ps, struct line *l)
 {
     struct cg_shard *s = ps->s;
+    int64_t idx, a, b, tokens;
+    int rc;
+    if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_int(l, 0, INT64_MAX, &a) ||
+        !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, INT64_MAX, &tokens))
+        return 1;
+    if (tokens > MAX_VALUE) /* the canary's own payload, any int64 */
+        tokens = MAX_VALUE;
+    if (b <= a)
+        return 2; /* zero or negative: the clock stepped, or is too coarse to time a step */
+    if (b - a > MAX_VALUE)
+        return 1;
+    if ((rc = ensure_step(ps, idx)) != 0)
+        return rc;
+    struct cg_shard_step *st = &s->steps[idx];
+    st->seen = true;
+    st->wall_ns = b - a;
+    st->end_ns = b;
+    st->tokens = tokens;
+    return 0;
+}
+
+static int parse_busy(struct parse_state *ps, struct line *l)
+{
+    int64_t a, b;
+    int rc;
+    if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
+        return 1;
+    if ((rc = ensure_step(ps, a)) != 0)
+        return rc;
+    int64_t *busy = &ps->s->steps[a].gpu_busy_ns;
+    *busy = add_capped(*busy < 0 ? 0 : *busy, b);
+    return 0;
+}
+
+static int parse_loss(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a;
+    double v;
+    int rc;
+    if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_real(l, &v) || l->p < l->end)
+        return 1;
+    if ((rc = ensure_step(ps, a)) != 0)
+        return rc;
+    struct cg_shard_step *st = &s->steps[a];
+    st->n_loss++;
+    st->loss = st->n_loss == 1 ? v : st->loss + (v - st->loss) / (double)st->n_loss;
+    if (!isfinite(v) && (s->nonfinite_loss_step < 0 || a < s->nonfinite_loss_step)) {
+        s->nonfinite_loss_step = a;
+        s->nonfinite_loss = v;
+    }
+    return 0;
+}
+
+static int parse_op(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    enum cg_op_kind kind;
+    int64_t a, b;
+    bool bad = false;
+    if (!next_kind(l, &kind) || !next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b))
+        return 1;
+    if (s->n_ops >= CG_SHARD_MAX_OPS)
+        return 3;
+    char *name = rest_name(l, &bad);
+    if (name == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    if (grow((void **)&s->ops, &ps->ops_cap, s->n_ops + 1, sizeof(*s->ops)) != 0) {
+        free(name);
+        return CG_ENOMEM;
+    }
+    s->ops[s->n_ops++] = (struct cg_shard_op){name, kind, a, b};
+    return 0;
+}
+
+static int parse_mem(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a, b;
+    if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
+        return 1;
+    size_t i = 0;
+    while (i < s->n_mem && s->mem[i].device != a)
+        i++;
+    if (i == s->n_mem) {
+        if (grow((void **)&s->mem, &ps->mem_cap, s->n_mem + 1, sizeof(*s->mem)) != 0)
+            return CG_ENOMEM;
+        s->mem[s->n_mem++] = (struct cg_shard_mem){a, 0};
+    }
+    if (b > s->mem[i].peak_bytes)
+        s->mem[i].peak_bytes = b;
+    return 0;
+}
+
+static int parse_counters(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a, b, c;
+    int64_t more[4] = {-1, -1, -1, -1};
+    if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b) ||
+        !next_int(l, 0, MAX_VALUE, &c))
+        return 1;
+    if (l->p < l->end) /* the 7-field form (fields after it are skipped, as new keys are) */
+        for (size_t i = 0; i < 4; i++)
+            if (!next_int(l, 0, MAX_VALUE, &more[i]))
+                return 1;
+    s->records = a;
+    s->dropped = b;
+    s->zero_ts = c;
+    s->outside_steps = more[0];
+    s->inside_steps = more[1];
+    s->late_memory = more[2];
+    s->overhead_ns = more[3];
+    return 0;
+}
+
+static int parse_gpu(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    const char *f;
+    size_t n;
+    if (!next_field(l, &f, &n))
+        return 1;
+    if (field_is(f, n, CG_SHARD_GPU_OK)) {
+        s->gpu = 1;
+        return 0;
+    }
+    if (!field_is(f, n, CG_SHARD_GPU_UNAVAILABLE))
+        return 1;
+    if (s->gpu != 1)
+        s->gpu = 0;
+    return rest_str(l, &s->gpu_reason);
+}
+
+static int parse_device(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a;
+    if (!next_int(l, 0, MAX_DEVICES - 1, &a))
+        return 1;
+    s->gpu_count++;
+    return rest_str(l, &s->gpu_model);
+}
+
+static int parse_cuda(struct parse_state *ps, struct line *l)
+{
+    return rest_str(l, &ps->s->cuda_version);
+}
+
+static int parse_driver(struct parse_state *ps, struct line *l)
+{
+    return rest_str(l, &ps->s->driver_version);
+}
+
+static int parse_warning(struct parse_state *ps, struct line *l)
+{
+    bool bad = false;
+    char *r = rest_name(l, &bad);
+    if (r == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    return add_warning(ps->s, r);
+}
+
+static int parse_cupti(struct parse_state *ps, struct line *l)
+{
+    const char *f;
+    size_t n;
+    bool bad = false;
+    if (!next_field(l, &f, &n) ||
+        !(field_is(f, n, CG_SHARD_CUPTI_LOADED) || field_is(f, n, CG_SHARD_CUPTI_ENV) ||
+          field_is(f, n, CG_SHARD_CUPTI_CONFIGURED) || field_is(f, n, CG_SHARD_CUPTI_SONAME)))
+        return 1;
+    char *path = rest_name(l, &bad);
+    if (path == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    if (path[0] == '\0') {
+        free(path);
+        return 1;
+    }
+    size_t plen = strlen(path);
+    char *how_path = malloc(n + 1 + plen + 1); /* "HOW PATH" */
+    if (how_path != NULL) {
+        memcpy(how_path, f, n);
+        how_path[n] = ' ';
+        memcpy(how_path + n + 1, path, plen + 1);
+    }
+    free(path);
+    return how_path == NULL ? CG_ENOMEM : set_str(&ps->s->cupti_library, how_path);
+}
+
+static int parse_done(struct parse_state *ps, struct line *l)
+{
+    int64_t a;
+    if (!next_int(l, 1, CG_SHARD_MAX_STEPS, &a) || l->p < l->end)
+        return 1;
+    ps->s->done_steps = a;
+    return 0;
+}
+
+static int parse_pid(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->pid) ? 0 : 1;
+}
+
+static int parse_rank(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->rank) ? 0 : 1;
+}
+
+static int parse_local_rank(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->local_rank) ? 0 : 1;
+}
+
+static int parse_end(struct parse_state *ps, struct line *l)
+{
+    (void)l;
+    ps->s->complete = true;
+    return 0;
+}
+
+static int parse_steps_from(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    const char *f;
+    size_t n;
+    if (!next_field(l, &f, &n) || l->p < l->end)
+        return 1;
+    s->steps_from = field_is(f, n, CG_SHARD_STEPS_NVTX)        ? CG_STEPS_NVTX
+                    : field_is(f, n, CG_SHARD_STEPS_OPTIMIZER) ? CG_STEPS_OPTIMIZER
+                                                               : CG_STEPS_UNKNOWN;
+    return s->steps_from == CG_STEPS_UNKNOWN ? 1 : 0;
+}
+
+static int parse_warmup(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->warmup) ? 0 : 1;
+}
+
+/* --- trace records (see shard.h) ----------------------------------------------------------- */
+
+static int parse_trace_window(struct parse_state *ps, struct line *l)
+{
+    int64_t a, b;
+    if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_int(l, a, CG_SHARD_MAX_STEPS - 1, &b))
+        return 1;
+    ps->s->trace_first = a;
+    ps->s->trace_last = b;
+    return 0;
+}
+
+static int parse_trace_counts(struct parse_state *ps, struct line *l)
+{
+    int64_t a, b;
+    if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b))
+        return 1;
+    ps->s->trace_events = a;
+    ps->s->trace_dropped = b;
+    return 0;
+}
+
+static int parse_trace_mem(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a, b, c;
+    if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, INT64_MAX, &b) ||
+        !next_int(l, -MAX_VALUE, MAX_VALUE, &c) || l->p < l->end)
+        return 1;
+    struct cg_shard_mem_event m = {a, b, c};
+    return push_event((void **)&s->mem_events, &s->n_mem_events, &ps->mem_events_cap, &m,
+                      sizeof(m));
+}
+
+static int parse_trace_domain(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a;
+    bool bad = false;
+    char *name = NULL;
+    if (!next_int(l, 1, INT32_MAX, &a) || s->n_domains >= MAX_TRACE_DOMAINS)
+        return 1;
+    if ((name = rest_name(l, &bad)) == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    struct cg_shard_domain dm = {a, name};
+    int rc = push_event((void **)&s->domains, &s->n_domains, &ps->domains_cap, &dm, sizeof(dm));
+    if (rc != 0)
+        free(name);
+    return rc;
+}
+
+static int parse_trace_range(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a, b, c, d;
+    bool bad = false;
+    char *name = NULL;
+    if (!next_int(l, 0, INT32_MAX, &a) || !next_int(l, 0, INT64_MAX, &b) ||
+        !next_int(l, b, INT64_MAX, &c) || !next_int(l, 0, INT32_MAX, &d))
+        return 1;
+    if ((name = rest_name(l, &bad)) == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    struct cg_shard_range r = {a, b, c, d, name};
+    int rc = push_event((void **)&s->ranges, &s->n_ranges, &ps->ranges_cap, &r, sizeof(r));
+    if (rc != 0)
+        free(name);
+    return rc;
+}
+
+static int parse_trace_gpu(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    enum cg_op_kind kind;
+    int64_t a, b, c, d, e;
+    bool bad = false;
+    char *name = NULL;
+    if (!next_kind(l, &kind) || kind == CG_OP_RANGE || !next_int(l, 0, MAX_DEVICES - 1, &a) ||
+        !next_int(l, 0, UINT32_MAX, &b) || !next_int(l, 0, INT64_MAX, &c) ||
+        !next_int(l, c, INT64_MAX, &d) || !next_int(l, -1, MAX_VALUE, &e))
+        return 1;
+    if ((name = rest_name(l, &bad)) == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    struct cg_shard_gpu_event g = {kind, a, b, c, d, e, name};
+    int rc = push_event((void **)&s->gpu_events, &s->n_gpu_events, &ps->gpu_cap, &g, sizeof(g));
+    if (rc != 0)
+        free(name);
+    return rc;
+}
+
+/* A record key and the parser of its fields. */
+struct record {
+    const char *key;
+    int (*parse)(struct parse_state *ps, struct line *l);
+};
+
+/* Every record key the reader knows. Other keys (step_range, future records) are skipped. */
+static const struct record records[] = {
+    {CG_SHARD_KEY_STEP, parse_step},
+    {CG_SHARD_KEY_BUSY, parse_busy},
+    {CG_SHARD_KEY_LOSS, parse_loss},
+    {CG_SHARD_KEY_OP, parse_op},
+    {CG_SHARD_KEY_MEM, parse_mem},
+    {CG_SHARD_KEY_COUNTERS, parse_counters},
+    {CG_SHARD_KEY_GPU, parse_gpu},
+    {CG_SHARD_KEY_DEVICE, parse_device},
+    {CG_SHARD_KEY_CUDA, parse_cuda},
+    {CG_SHARD_KEY_DRIVER, parse_driver},
+    {CG_SHARD_KEY_WARNING, parse_warning},
+    {CG_SHARD_KEY_CUPTI, parse_cupti},
+    {CG_SHARD_KEY_DONE, parse_done},
+    {CG_SHARD_KEY_PID, parse_pid},
+    {CG_SHARD_KEY_RANK, parse_rank},
+    {CG_SHARD_KEY_LOCAL_RANK, parse_local_rank},
+    {CG_SHARD_KEY_END, parse_end},
+    {CG_SHARD_KEY_STEPS_FROM, parse_steps_from},
+    {CG_SHARD_KEY_WARMUP, parse_warmup},
+    {CG_SHARD_KEY_TRACE_WINDOW, parse_trace_window},
+    {CG_SHARD_KEY_TRACE_RANGE, parse_trace_range},
+    {CG_SHARD_KEY_TRACE_DOMAIN, parse_trace_domain},
+    {CG_SHARD_KEY_TRACE_GPU, parse_trace_gpu},
+    {CG_SHARD_KEY_TRACE_MEM, parse_trace_mem},
+    {CG_SHARD_KEY_TRACE_COUNTS, parse_trace_counts},
+};
+
+/* One line: its key's parser, or nothing for an empty line or an unknown key. Returns what the
+ * record parsers return (see above). */
+static int parse_line(struct parse_state *ps, struct line *l)
+{
     const char *key;
     size_t kn;
-    int64_t a, b, c;
-    bool bad = false;
     if (!next_field(l, &key, &kn))
         return 0; /* empty line */
-    if (field_is(key, kn, CG_SHARD_KEY_STEP)) {
-        int64_t idx, tokens;
-        int rc;
-        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_int(l, 0, INT64_MAX, &a) ||
-            !next_int(l, 0, INT64_MAX, &b) || !next_int(l, -1, INT64_MAX, &tokens))
-            return 1;
-        if (tokens > MAX_VALUE) /* the canary's own payload, any int64 */
-            tokens = MAX_VALUE;
-        if (b <= a)
-            return 2; /* zero or negative: the clock stepped, or is too coarse to time a step */
-        if (b - a > MAX_VALUE)
-            return 1;
-        if ((rc = ensure_step(ps, idx)) != 0)
-            return rc;
-        struct cg_shard_step *st = &s->steps[idx];
-        st->seen = true;
-        st->wall_ns = b - a;
-        st->end_ns = b;
-        st->tokens = tokens;
-    } else if (field_is(key, kn, CG_SHARD_KEY_BUSY)) {
-        int rc;
-        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
-            return 1;
-        if ((rc = ensure_step(ps, a)) != 0)
-            return rc;
-        int64_t *busy = &s->steps[a].gpu_busy_ns;
-        *busy = add_capped(*busy < 0 ? 0 : *busy, b);
-    } else if (field_is(key, kn, CG_SHARD_KEY_LOSS)) {
-        double v;
-        int rc;
-        if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &a) || !next_real(l, &v) || l->p < l->end)
-            return 1;
-        if ((rc = ensure_step(ps, a)) != 0)
-            return rc;
-        struct cg_shard_step *st = &s->steps[a];
-        st->n_loss++;
-        st->loss = st->n_loss == 1 ? v : st->loss + (v - st->loss) / (double)st->n_loss;
-        if (!isfinite(v) && (s->nonfinite_loss_step < 0 || a < s->nonfinite_loss_step)) {
-            s->nonfinite_loss_step = a;
-            s->nonfinite_loss = v;
-        }
-    } else if (field_is(key, kn, CG_SHARD_KEY_OP)) {
-        const char *kf;
-        size_t kfn;
-        char kind_name[16];
-        enum cg_op_kind kind;
-        if (!next_field(l, &kf, &kfn) || kfn == 0 || kfn >= sizeof(kind_name))
-            return 1;
-        memcpy(kind_name, kf, kfn);
-        kind_name[kfn] = '\0';
-        if (cg_op_kind_parse(kind_name, &kind) != 0 || !next_int(l, 0, MAX_VALUE, &a) ||
-            !next_int(l, 0, MAX_VALUE, &b))
-            return 1;
-        if (s->n_ops >= CG_SHARD_MAX_OPS)
-            return 3;
-        char *name = rest_name(l, &bad);
-        if (name == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        if (grow((void **)&s->ops, &ps->ops_cap, s->n_ops + 1, sizeof(*s->ops)) != 0) {
-            free(name);
-            return CG_ENOMEM;
-        }
-        s->ops[s->n_ops++] = (struct cg_shard_op){name, kind, a, b};
-    } else if (field_is(key, kn, CG_SHARD_KEY_MEM)) {
-        if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_int(l, 0, MAX_VALUE, &b))
-            return 1;
-        size_t i = 0;
-        while (i < s->n_mem && s->mem[i].device != a)
-            i++;
-        if (i == s->n_mem) {
-            if (grow((void **)&s->mem, &ps->mem_cap, s->n_mem + 1, sizeof(*s->mem)) != 0)
-                return CG_ENOMEM;
-            s->mem[s->n_mem++] = (struct cg_shard_mem){a, 0};
-        }
-        if (b > s->mem[i].peak_bytes)
-            s->mem[i].peak_bytes = b;
-    } else if (field_is(key, kn, CG_SHARD_KEY_COUNTERS)) {
-        int64_t more[4] = {-1, -1, -1, -1};
-        if (!next_int(l, 0, MAX_VALUE, &a) || !next_int(l, 0, MAX_VALUE, &b) ||
-            !next_int(l, 0, MAX_VALUE, &c))
-            return 1;
-        if (l->p < l->end) /* the 7-field form (fields after it are skipped, as new keys are) */
-            for (size_t i = 0; i < 4; i++)
-                if (!next_int(l, 0, MAX_VALUE, &more[i]))
-                    return 1;
-        s->records = a;
-        s->dropped = b;
-        s->zero_ts = c;
-        s->outside_steps = more[0];
-        s->inside_steps = more[1];
-        s->late_memory = more[2];
-        s->overhead_ns = more[3];
-    } else if (field_is(key, kn, CG_SHARD_KEY_GPU)) {
-        const char *f;
-        size_t n;
-        if (!next_field(l, &f, &n))
-            return 1;
-        if (field_is(f, n, CG_SHARD_GPU_OK)) {
-            s->gpu = 1;
-        } else if (field_is(f, n, CG_SHARD_GPU_UNAVAILABLE)) {
-            if (s->gpu != 1)
-                s->gpu = 0;
-            char *r = rest_name(l, &bad);
-            if (r == NULL)
-                return bad ? 1 : CG_ENOMEM;
-            return set_str(&s->gpu_reason, r);
-        } else {
-            return 1;
-        }
-    } else if (field_is(key, kn, CG_SHARD_KEY_DEVICE)) {
-        if (!next_int(l, 0, MAX_DEVICES - 1, &a))
-            return 1;
-        s->gpu_count++;
-        char *r = rest_name(l, &bad);
-        if (r == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        return set_str(&s->gpu_model, r);
-    } else if (field_is(key, kn, CG_SHARD_KEY_CUDA) || field_is(key, kn, CG_SHARD_KEY_DRIVER)) {
-        char **dst = field_is(key, kn, CG_SHARD_KEY_CUDA) ? &s->cuda_version : &s->driver_version;
-        char *r = rest_name(l, &bad);
-        if (r == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        return set_str(dst, r);
-    } else if (field_is(key, kn, CG_SHARD_KEY_WARNING)) {
-        char *r = rest_name(l, &bad);
-        if (r == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        return add_warning(s, r);
-    } else if (field_is(key, kn, CG_SHARD_KEY_CUPTI)) {
-        const char *f;
-        size_t n;
-        if (!next_field(l, &f, &n) ||
-            !(field_is(f, n, CG_SHARD_CUPTI_LOADED) || field_is(f, n, CG_SHARD_CUPTI_ENV) ||
-              field_is(f, n, CG_SHARD_CUPTI_CONFIGURED) || field_is(f, n, CG_SHARD_CUPTI_SONAME)))
-            return 1;
-        char *path = rest_name(l, &bad);
-        if (path == NULL)
-            return bad ? 1 : CG_ENOMEM;
-        if (path[0] == '\0') {
-            free(path);
-            return 1;
-        }
-        size_t plen = strlen(path);
-        char *how_path = malloc(n + 1 + plen + 1); /* "HOW PATH" */
-        if (how_path != NULL) {
-            memcpy(how_path, f, n);
-            how_path[n] = ' ';
-            memcpy(how_path + n + 1, path, plen + 1);
-        }
-        free(path);
-        return how_path == NULL ? CG_ENOMEM : set_str(&s->cupti_library, how_path);
-    } else if (field_is(key, kn, CG_SHARD_KEY_DONE)) {
-        if (!next_int(l, 1, CG_SHARD_MAX_STEPS, &a) || l->p < l->end)
-            return 1;
-        s->done_steps = a;
-    } else if (field_is(key, kn, CG_SHARD_KEY_PID) || field_is(key, kn, CG_SHARD_KEY_RANK) ||
-               field_is(key, kn, CG_SHARD_KEY_LOCAL_RANK)) {
-        int64_t *dst = field_is(key, kn, CG_SHARD_KEY_PID)    ? &s->pid
-                       : field_is(key, kn, CG_SHARD_KEY_RANK) ? &s->rank
-                                                              : &s->local_rank;
-        if (!next_int(l, 0, INT32_MAX, dst))
-            return 1;
-    } else if (field_is(key, kn, CG_SHARD_KEY_END)) {
-        s->complete = true;
-    } else if (field_is(key, kn, CG_SHARD_KEY_STEPS_FROM)) {
-        const char *f;
-        size_t n;
-        if (!next_field(l, &f, &n) || l->p < l->end)
-            return 1;
-        s->steps_from = field_is(f, n, CG_SHARD_STEPS_NVTX)        ? CG_STEPS_NVTX
-                        : field_is(f, n, CG_SHARD_STEPS_OPTIMIZER) ? CG_STEPS_OPTIMIZER
-                                                                   : CG_STEPS_UNKNOWN;
-        if (s->steps_from == CG_STEPS_UNKNOWN)
-            return 1;
-    } else if (field_is(key, kn, CG_SHARD_KEY_WARMUP)) {
-        if (!next_int(l, 0, INT32_MAX, &s->warmup))
-            return 1;
-    } else if (is_trace_key(key, kn)) {
-        return parse_trace_line(ps, key, kn, l);
-    }
-    /* other keys (step_range, future records) are skipped */
+    for (size_t i = 0; i < sizeof(records) / sizeof(records[0]); i++)
+        if (field_is(key, kn, records[i].key))
+            return records[i].parse(ps, l);
     return 0;
 }
 
