@@ -10,6 +10,7 @@
  */
 #include "cg_version.h"
 #include "cmd.h"
+#include "comment_marker.h"
 #include "fsutil.h"
 #include "github.h"
 #include "http.h"
@@ -370,7 +371,8 @@ int cg_cmd_post(const struct cg_post_opts *p)
         o.reason = rep.reason;
     if (o.verdict == CG_GITHUB_VERDICT_NONE && (o.status || o.mode == CG_GITHUB_MODE_ON_REGRESSION)) {
         exit_code = cg_cmd_usage_error("comment",
-                                       "'%s' has no '<!-- canary-gate-verdict: ... -->' line: pass "
+                                       "'%s' has no '" CG_COMMENT_MARKER_VERDICT_HEAD
+                                       " ... -->' line: pass "
                                        "--verdict pass|fail|inconclusive|error|recorded",
                                        o.report);
         goto done;

@@ -9,6 +9,8 @@
  */
 #include "github.h"
 
+#include "comment_marker.h"
+
 #include <cjson/cJSON.h>
 
 #include <ctype.h>
@@ -62,11 +64,6 @@ const char *cg_github_verdict_name(enum cg_github_verdict v)
     }
 }
 
-static int id_char(int c)
-{
-    return isalnum(c) || c == '.' || c == '_' || c == '-';
-}
-
 int cg_github_id_check(const char *id, struct cg_err *err)
 {
     size_t n = strlen(id);
@@ -74,10 +71,16 @@ int cg_github_id_check(const char *id, struct cg_err *err)
         return cg_err_set(err, CG_EINPUT, "gate id '%s': expected 1 to %d characters", id,
                           CG_GITHUB_ID_MAX);
     for (size_t i = 0; i < n; i++)
-        if (!id_char((unsigned char)id[i]))
+        if (!cg_comment_marker_id_char((unsigned char)id[i]))
             return cg_err_set(err, CG_EINPUT,
                               "gate id '%s': use only letters, digits, '.', '_' and '-'", id);
     return 0;
+}
+
+/* GitHub's characters of an owner or repository name. */
+static int repo_char(int c)
+{
+    return isalnum(c) || c == '.' || c == '_' || c == '-';
 }
 
 int cg_github_repo_check(const char *repo, struct cg_err *err)
@@ -87,7 +90,7 @@ int cg_github_repo_check(const char *repo, struct cg_err *err)
     int ok = slash != NULL && slash != repo && slash[1] != '\0' && strchr(slash + 1, '/') == NULL &&
              n < 256;
     for (size_t i = 0; ok && i < n; i++)
-        ok = repo[i] == '/' || id_char((unsigned char)repo[i]);
+        ok = repo[i] == '/' || repo_char((unsigned char)repo[i]);
     if (!ok)
         return cg_err_set(err, CG_EINPUT, "repository '%s': expected OWNER/NAME", repo);
     return 0;
@@ -106,9 +109,7 @@ int cg_github_sha_check(const char *sha, struct cg_err *err)
 
 int cg_github_marker(const char *id, char *out, size_t size)
 {
-    int n = (id == NULL || *id == '\0') ? snprintf(out, size, "<!-- canary-gate -->")
-                                        : snprintf(out, size, "<!-- canary-gate:%s -->", id);
-    return n < 0 || (size_t)n >= size ? CG_EINPUT : 0;
+    return cg_comment_marker_format(id, out, size);
 }
 
 /* ---- the report ----------------------------------------------------------------------------- */
@@ -124,82 +125,12 @@ static size_t line_len(const char *p, const char *end, const char **next)
     return (size_t)(stop - p);
 }
 
-/* Matches "<!-- canary-gate -->" or "<!-- canary-gate:ID -->"; fills id. */
-static int marker_line(const char *p, size_t n, char *id, size_t id_size)
-{
-    static const char head[] = "<!-- canary-gate";
-    static const char tail[] = " -->";
-    size_t hl = sizeof(head) - 1, tl = sizeof(tail) - 1;
-    if (n < hl + tl || memcmp(p, head, hl) != 0 || memcmp(p + n - tl, tail, tl) != 0)
-        return 0;
-    const char *mid = p + hl;
-    size_t ml = n - hl - tl;
-    if (ml == 0) {
-        id[0] = '\0';
-        return 1;
-    }
-    if (mid[0] != ':' || ml - 1 == 0 || ml - 1 >= id_size)
-        return 0;
-    for (size_t i = 1; i < ml; i++)
-        if (!id_char((unsigned char)mid[i]))
-            return 0;
-    memcpy(id, mid + 1, ml - 1);
-    id[ml - 1] = '\0';
-    return 1;
-}
-
 static enum cg_github_verdict verdict_line(const char *p, size_t n)
 {
-    static const char head[] = "<!-- canary-gate-verdict:";
-    static const char tail[] = "-->";
-    size_t hl = sizeof(head) - 1, tl = sizeof(tail) - 1;
-    if (n < hl + tl || memcmp(p, head, hl) != 0 || memcmp(p + n - tl, tail, tl) != 0)
-        return CG_GITHUB_VERDICT_NONE;
-    const char *a = p + hl, *b = p + n - tl;
-    while (a < b && *a == ' ')
-        a++;
-    while (b > a && b[-1] == ' ')
-        b--;
     char word[16];
-    if ((size_t)(b - a) >= sizeof(word))
+    if (!cg_comment_marker_verdict(p, n, word, sizeof(word)))
         return CG_GITHUB_VERDICT_NONE;
-    memcpy(word, a, (size_t)(b - a));
-    word[b - a] = '\0';
     return cg_github_verdict_parse(word);
-}
-
-/* Copies the TEXT of "<!-- canary-gate-reason: TEXT -->" (printable ASCII and UTF-8, cut to
- * fit) into out; "" when the line is not one. */
-static void reason_line(const char *p, size_t n, char *out, size_t size)
-{
-    static const char head[] = "<!-- canary-gate-reason:";
-    static const char tail[] = "-->";
-    size_t hl = sizeof(head) - 1, tl = sizeof(tail) - 1;
-    out[0] = '\0';
-    if (n < hl + tl || memcmp(p, head, hl) != 0 || memcmp(p + n - tl, tail, tl) != 0)
-        return;
-    const char *a = p + hl, *b = p + n - tl;
-    while (a < b && *a == ' ')
-        a++;
-    while (b > a && b[-1] == ' ')
-        b--;
-    size_t k = 0;
-    for (; a < b && k + 1 < size; a++)
-        out[k++] = (unsigned char)*a < 0x20 || *a == 0x7f ? ' ' : *a;
-    if (a < b) { /* cut: never half a character */
-        size_t lead = k;
-        while (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0) == 0x80)
-            lead--;
-        if (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0) == 0xC0) {
-            unsigned char c = (unsigned char)out[lead - 1];
-            size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-            if (k - (lead - 1) < want)
-                k = lead - 1;
-        }
-    }
-    while (k > 0 && out[k - 1] == ' ')
-        k--;
-    out[k] = '\0';
 }
 
 void cg_github_report_parse(const char *text, size_t len, struct cg_github_report *out)
@@ -207,7 +138,7 @@ void cg_github_report_parse(const char *text, size_t len, struct cg_github_repor
     memset(out, 0, sizeof(*out));
     const char *end = text + len, *next = NULL;
     size_t n = line_len(text, end, &next);
-    if (!marker_line(text, n, out->id, sizeof(out->id)))
+    if (!cg_comment_marker_id(text, n, out->id, sizeof(out->id)))
         return;
     out->has_marker = 1;
     const char *second = next;
@@ -217,7 +148,7 @@ void cg_github_report_parse(const char *text, size_t len, struct cg_github_repor
         return;
     const char *third = next;
     n = line_len(third, end, &next);
-    reason_line(third, n, out->reason, sizeof(out->reason));
+    cg_comment_marker_reason(third, n, out->reason, sizeof(out->reason));
 }
 
 /* Counts UTF-8 characters (bytes that do not continue a sequence). */
@@ -274,7 +205,7 @@ int cg_github_comment_body(const char *report, size_t len, const char *id, struc
     if (cg_github_marker(id, marker, sizeof(marker)) != 0)
         return cg_err_set(err, CG_EINPUT, "gate id '%s' is too long", id);
     size_t n = line_len(report, end, &rest);
-    if (!marker_line(report, n, old_id, sizeof(old_id)))
+    if (!cg_comment_marker_id(report, n, old_id, sizeof(old_id)))
         rest = report;
     size_t rest_len = (size_t)(end - rest);
     size_t budget = CG_GITHUB_COMMENT_MAX_CHARS - strlen(marker) - 1;

@@ -7,7 +7,8 @@
  * starts with that marker and, on its second line, "<!-- canary-gate-verdict: V -->" with V one
  * of pass, fail, inconclusive, error (the canary failed: nothing was compared) or recorded (a
  * baseline was recorded: nothing was compared). An error report's third line may say why:
- * "<!-- canary-gate-reason: TEXT -->" (the commit status carries it).
+ * "<!-- canary-gate-reason: TEXT -->" (the commit status carries it). comment_marker.h writes and
+ * reads these lines.
  * Existing comments are found by following the Link header's rel="next" through every page.
  *
  * The pure functions (report, marker, Link and event parsing) allocate only what they say and
@@ -91,8 +92,8 @@ int cg_github_repo_check(const char *repo, struct cg_err *err);
 /* Checks a commit SHA: 7 to 64 hex digits. Returns 0 or CG_EINPUT. */
 int cg_github_sha_check(const char *sha, struct cg_err *err);
 
-/* Writes the marker line for id (NULL or "" for the default gate) into out. Returns 0, or
- * CG_EINPUT when it does not fit. */
+/* Writes the marker line for id (NULL or "" for the default gate) into out (as
+ * cg_comment_marker_format). Returns 0, or CG_EINPUT when it does not fit. */
 int cg_github_marker(const char *id, char *out, size_t size);
 
 /* Reads the marker lines at the top of a report of len bytes (marker, verdict, reason). Pure;

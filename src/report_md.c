@@ -12,11 +12,11 @@
 #include "report.h"
 
 #include "chart.h"
+#include "comment_marker.h"
 #include "redact.h"
 
 #include "sequential.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,18 +41,8 @@ static const char *outcome_icon(enum cg_outcome o)
 
 static int add_marker(struct cg_buf *b, const struct cg_verdict *v, const char *gate_id)
 {
-    int rc = 0;
-    if (gate_id == NULL || gate_id[0] == '\0') {
-        rc = cg_buf_adds(b, CG_REPORT_MARKER "\n");
-    } else {
-        rc = cg_buf_adds(b, "<!-- canary-gate:");
-        for (const char *p = gate_id; *p && rc == 0; p++) {
-            char c = isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.' ? *p : '_';
-            rc = cg_buf_add(b, &c, 1);
-        }
-        rc |= cg_buf_adds(b, " -->\n");
-    }
-    rc |= cg_buf_printf(b, "<!-- canary-gate-verdict: %s -->\n", cg_outcome_name(v->overall));
+    int rc = cg_comment_marker_add(b, gate_id);
+    rc |= cg_comment_marker_add_verdict(b, cg_outcome_name(v->overall));
     return rc;
 }
 

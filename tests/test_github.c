@@ -4,6 +4,7 @@
  * update in place, the marker on page 2 of 3, two gate ids, comment modes, rate limits, 5xx, and
  * the 401/403/404/422 messages.
  */
+#include "comment_marker.h"
 #include "github.h"
 #include "httpd.h"
 #include "render.h"
@@ -190,6 +191,48 @@ static void test_github__report_markers(void **state)
         assert_int_equal(r.has_marker, cases[i].has_marker);
         assert_string_equal(r.id, cases[i].id);
         assert_int_equal(r.verdict, cases[i].verdict);
+    }
+}
+
+/* The marker lines as the report and the gate's notices write them, byte for byte, and read back
+ * as they were written (a gate id's odd bytes as '_', a reason that cannot close the comment). */
+static void test_github__marker_lines_written_are_read_back(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *id;     /* NULL: the default gate */
+        const char *reason; /* NULL: no reason line */
+        const char *text;   /* what the writers give */
+        const char *read_id, *read_reason;
+    } cases[] = {
+        {NULL, NULL, MARKER "\n<!-- canary-gate-verdict: error -->\n", "", ""},
+        {"", NULL, MARKER "\n<!-- canary-gate-verdict: error -->\n", "", ""},
+        {"big.model_2-x", NULL,
+         "<!-- canary-gate:big.model_2-x -->\n<!-- canary-gate-verdict: error -->\n",
+         "big.model_2-x", ""},
+        {"two words/-->", NULL,
+         "<!-- canary-gate:two_words_--_ -->\n<!-- canary-gate-verdict: error -->\n",
+         "two_words_--_", ""},
+        {NULL, "canary died --> see log\n(signal 9)",
+         MARKER "\n<!-- canary-gate-verdict: error -->\n"
+                "<!-- canary-gate-reason: canary died  -  see log (signal 9) -->\n",
+         "", "canary died  -  see log (signal 9)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_buf b;
+        struct cg_github_report r;
+        cg_buf_init(&b, 4096);
+        assert_int_equal(cg_comment_marker_add(&b, cases[i].id), 0);
+        assert_int_equal(cg_comment_marker_add_verdict(&b, "error"), 0);
+        if (cases[i].reason != NULL)
+            assert_int_equal(cg_comment_marker_add_reason(&b, cases[i].reason, 140), 0);
+        assert_string_equal(b.data, cases[i].text);
+        cg_github_report_parse(b.data, b.len, &r);
+        assert_int_equal(r.has_marker, 1);
+        assert_string_equal(r.id, cases[i].read_id);
+        assert_int_equal(r.verdict, CG_GITHUB_ERROR);
+        assert_string_equal(r.reason, cases[i].read_reason);
+        cg_buf_release(&b);
     }
 }
 
@@ -715,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_github__event_malformed_is_rejected),
         cmocka_unit_test(test_github__event_parser_survives_arbitrary_bytes),
         cmocka_unit_test(test_github__report_markers),
+        cmocka_unit_test(test_github__marker_lines_written_are_read_back),
         cmocka_unit_test(test_github__status_tells_what_happened),
         cmocka_unit_test(test_github__comment_body_takes_the_marker_of_the_id),
         cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit),
