@@ -21,6 +21,7 @@
 #include "cg_version.h"
 #include "cmd_options.h"
 #include "collect.h"
+#include "comment_marker.h"
 #include "fsutil.h"
 #include "gate_seq.h"
 #include "github.h"
@@ -243,18 +244,10 @@ static int notice_markdown(const char *id, const char *verdict, const char *head
     char marker[CG_GITHUB_ID_MAX + 32];
     if (cg_github_marker(id, marker, sizeof(marker)) != 0)
         return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", id ? id : "");
-    int rc = cg_buf_printf(md, "%s\n<!-- canary-gate-verdict: %s -->\n", marker, verdict);
-    if (strcmp(verdict, "error") == 0) {
-        /* one line, never closing the comment: no "--", no ">", no control character */
-        rc |= cg_buf_adds(md, "<!-- canary-gate-reason: ");
-        for (size_t i = 0; i < CG_GITHUB_REASON_MAX && body[i] != '\0' && rc == 0; i++) {
-            char c = (unsigned char)body[i] < 0x20 || body[i] == '>' ? ' ' : body[i];
-            if (c == '-' && body[i + 1] == '-')
-                c = ' ';
-            rc = cg_buf_add(md, &c, 1);
-        }
-        rc |= cg_buf_adds(md, " -->\n");
-    }
+    int rc = cg_buf_printf(md, "%s\n", marker);
+    rc |= cg_comment_marker_add_verdict(md, verdict);
+    if (strcmp(verdict, "error") == 0)
+        rc |= cg_comment_marker_add_reason(md, body, CG_GITHUB_REASON_MAX);
     rc |= cg_buf_printf(md, "## %s\n\n", headline);
     rc |= cg_md_escape(md, body, 4096);
     rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s</sub>\n", CG_VERSION);

@@ -608,7 +608,7 @@ static int read_fail_file(const char *path, struct cg_shard_fail *f)
         return 0;
     int rc = cg_shard_fail_parse(buf, (size_t)got, f);
     if (rc < 0) { /* written, but not as the library writes: still a failure */
-        snprintf(f->op, sizeof(f->op), "write");
+        snprintf(f->op, sizeof(f->op), "%s", CG_SHARD_FAIL_WRITE);
         f->errno_value = EIO;
         f->pid = -1;
         snprintf(f->path, sizeof(f->path), "%s", "(an unreadable failure record)");
@@ -869,25 +869,27 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
     if (err->code != CG_ECANARY)
         return;
     if (g_failure == FAILED_NOT_LOADED) {
-        cg_say(say, CG_SAY_INFO, "the canary must keep the environment the gate gives it "
-                        "(" CG_ENV_NVTX_INJECTION ", " CG_ENV_CUDA_INJECTION " and the "
-                        "CANARY_GATE_* variables) and call NVTX or CUDA: a container needs "
-                        "each passed on ('docker run -e " CG_ENV_NVTX_INJECTION " -e "
-                        CG_ENV_CUDA_INJECTION " -e CANARY_GATE_SHARD_DIR ...' with the library "
-                        "and the shard directory mounted at the same paths), sudo needs "
-                        "'sudo -E' or '--preserve-env', and 'env -i' clears them%s",
-                g_steps_from == CG_STEPS_FROM_NVTX
-                    ? "; a canary that makes no NVTX call never loads it either: mark each "
-                      "training step with an NVTX range, or for a PyTorch script drop "
-                      "--steps-from nvtx so that its optimizer steps are marked"
-                    : "");
+        cg_say(say, CG_SAY_INFO,
+               "the canary must keep the environment the gate gives it "
+               "(" CG_ENV_NVTX_INJECTION ", " CG_ENV_CUDA_INJECTION " and the "
+               "CANARY_GATE_* variables) and call NVTX or CUDA: a container needs "
+               "each passed on ('docker run -e " CG_ENV_NVTX_INJECTION " -e " CG_ENV_CUDA_INJECTION
+               " -e " CG_ENV_SHARD_DIR " ...' with the library "
+               "and the shard directory mounted at the same paths), sudo needs "
+               "'sudo -E' or '--preserve-env', and 'env -i' clears them%s",
+               g_steps_from == CG_STEPS_FROM_NVTX
+                   ? "; a canary that makes no NVTX call never loads it either: mark each "
+                     "training step with an NVTX range, or for a PyTorch script drop "
+                     "--steps-from nvtx so that its optimizer steps are marked"
+                   : "");
         return;
     }
     if (g_failure == FAILED_SHARD_WRITE) {
         const char *tmp = getenv("TMPDIR");
-        cg_say(say, CG_SAY_INFO, "shards are written under TMPDIR ('%s'): free space there "
-                        "or point TMPDIR at a writable directory with room",
-                tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+        cg_say(say, CG_SAY_INFO,
+               "shards are written under TMPDIR ('%s'): free space there "
+               "or point TMPDIR at a writable directory with room",
+               tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
         return;
     }
     if (g_failure != FAILED_NO_STEP)
@@ -895,27 +897,29 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
     if (step_range == NULL)
         step_range = "step";
     if (g_steps_from == CG_STEPS_FROM_OPTIMIZER) {
-        cg_say(say, CG_SAY_INFO, "with --steps-from optimizer a step is a PyTorch "
-                        "optimizer.step(): the canary must be a Python script that imports "
-                        "torch.optim and steps an optimizer (with 'python -I' or '-S' Python "
-                        "skips the sitecustomize that marks them), or mark each step itself with "
-                        "an NVTX range named '%s' and use --steps-from auto",
-                step_range);
+        cg_say(say, CG_SAY_INFO,
+               "with --steps-from optimizer a step is a PyTorch "
+               "optimizer.step(): the canary must be a Python script that imports "
+               "torch.optim and steps an optimizer (with 'python -I' or '-S' Python "
+               "skips the sitecustomize that marks them), or mark each step itself with "
+               "an NVTX range named '%s' and use --steps-from auto",
+               step_range);
         return;
     }
-    cg_say(say, CG_SAY_INFO, "two ways to mark steps: (1) an NVTX range named '%s' in the "
-                    "default domain around each training step, e.g. in PyTorch "
-                    "torch.cuda.nvtx.range_push(\"%s\") at its start and "
-                    "torch.cuda.nvtx.range_pop() at its end; (2) for a PyTorch script, nothing: "
-                    "each optimizer.step() ends a step %s",
-            step_range, step_range,
-            g_steps_from == CG_STEPS_FROM_NVTX
-                ? "when --steps-from is auto (the default) or optimizer, not nvtx as here"
-            : g_steps_python
-                ? "(the canary called none: no optimizer stepped, or 'python -I' or '-S' "
-                  "skipped the sitecustomize that marks them)"
-                : "once canary-gate is built with the NVTX headers (this one has no "
-                  "python/sitecustomize.py and libcanary-nvtx-shim.so beside it)");
+    cg_say(say, CG_SAY_INFO,
+           "two ways to mark steps: (1) an NVTX range named '%s' in the "
+           "default domain around each training step, e.g. in PyTorch "
+           "torch.cuda.nvtx.range_push(\"%s\") at its start and "
+           "torch.cuda.nvtx.range_pop() at its end; (2) for a PyTorch script, nothing: "
+           "each optimizer.step() ends a step %s",
+           step_range, step_range,
+           g_steps_from == CG_STEPS_FROM_NVTX
+               ? "when --steps-from is auto (the default) or optimizer, not nvtx as here"
+           : g_steps_python
+               ? "(the canary called none: no optimizer stepped, or 'python -I' or '-S' "
+                 "skipped the sitecustomize that marks them)"
+               : "once canary-gate is built with the NVTX headers (this one has no "
+                 "python/sitecustomize.py and libcanary-nvtx-shim.so beside it)");
 }
 
 char *cg_collect_sibling_path(const char *artifact_path, const char *ext)

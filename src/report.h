@@ -19,7 +19,6 @@
 #include <stdbool.h>
 
 #define CG_REPORT_MAX_BYTES 65000
-#define CG_REPORT_MARKER "<!-- canary-gate -->"
 
 /* How the canary of a's runs ended: *runs of them were stopped by the gate once measured,
  * *steps the most steps (warm-up included) one was stopped after (-1 when none was). */

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "fsutil.h"
+#include "launch_env.h"
 #include "opname.h"
 
 #include <inttypes.h>
@@ -373,7 +374,7 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n)
         char note[160];
         if (dropped > 0)
             snprintf(note, sizeof(note), "trace cap reached: %" PRId64 " events dropped (raise "
-                     "CANARY_GATE_TRACE_MAX_EVENTS)", dropped);
+                     CG_ENV_TRACE_MAX_EVENTS ")", dropped);
         else
             snprintf(note, sizeof(note), "no trace: no process traced a step");
         event_open(w, note, "i", n > 0 ? shard_pid(&shards[0], 0) : 1, TID_STEPS);
