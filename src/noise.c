@@ -124,7 +124,8 @@ static void pick(size_t s, bool every, size_t side, size_t total, size_t *subset
     memcpy(cur, perm + side, side * sizeof(*cur));
 }
 
-/* Whether a decision's evidence would fail metric m at a low enough threshold. */
+/* Whether a decision's evidence would fail metric m at a low enough threshold: for timing, the
+ * decision ladder's answer (cg_verdict_classify) for a change beyond any threshold. */
 static bool could_fail(const struct cg_metric_result *r, const struct cg_metric_limits *lim,
                        size_t side)
 {
@@ -132,7 +133,8 @@ static bool could_fail(const struct cg_metric_result *r, const struct cg_metric_
         return false;
     if (r->method == CG_METHOD_FIXED)
         return r->current - r->baseline > lim->max_regression_bytes;
-    return (int64_t)side >= lim->min_runs && r->p_value <= lim->alpha;
+    struct cg_evidence e = {INFINITY, r->p_value, NAN, (int64_t)side >= lim->min_runs};
+    return cg_verdict_classify(&e, lim) == CG_RUNG_FAIL;
 }
 
 static int cmp_desc(const void *a, const void *b)

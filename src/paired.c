@@ -279,30 +279,25 @@ static bool pair_logs(const struct cg_artifact *base, const struct cg_artifact *
     return true;
 }
 
-/* The decision table of verdict.c applied to a paired result. */
+/* The decision ladder of verdict.c (cg_verdict_classify) applied to a paired result: min_runs
+ * counts pairs. */
 static void decide_metric(struct cg_metric_result *r, const struct cg_metric_limits *lim,
                           size_t pairs, double p_better)
 {
     r->note[0] = '\0';
     r->wants_runs = false;
-    if (r->regression_pct > lim->max_regression_pct) {
-        if ((int64_t)pairs < lim->min_runs) {
-            r->outcome = CG_OUT_INCONCLUSIVE;
-            r->wants_runs = true;
-            snprintf(r->note, sizeof(r->note), "too few pairs (%zu, need %lld)", pairs,
-                     (long long)lim->min_runs);
-        } else if (r->p_value <= lim->alpha) {
-            r->outcome = CG_OUT_FAIL;
-        } else {
-            r->outcome = CG_OUT_INCONCLUSIVE;
-            r->wants_runs = true;
-            snprintf(r->note, sizeof(r->note), "not significant (p = %.3g > alpha %.3g): add runs",
-                     r->p_value, lim->alpha);
-        }
-    } else if (-r->regression_pct > lim->max_regression_pct && p_better <= lim->alpha) {
-        r->outcome = CG_OUT_IMPROVED;
-    } else {
-        r->outcome = CG_OUT_PASS;
+    struct cg_evidence e = {r->regression_pct, r->p_value, p_better,
+                            (int64_t)pairs >= lim->min_runs};
+    enum cg_rung rung = cg_verdict_classify(&e, lim);
+    r->outcome = cg_rung_outcome(rung);
+    if (rung == CG_RUNG_TOO_FEW_RUNS) {
+        r->wants_runs = true;
+        snprintf(r->note, sizeof(r->note), "too few pairs (%zu, need %lld)", pairs,
+                 (long long)lim->min_runs);
+    } else if (rung == CG_RUNG_NOT_SIGNIFICANT) {
+        r->wants_runs = true;
+        snprintf(r->note, sizeof(r->note), "not significant (p = %.3g > alpha %.3g): add runs",
+                 r->p_value, lim->alpha);
     }
 }
 

@@ -1,7 +1,8 @@
 /*
  * verdict: metric outcomes, op deltas and the overall decision (see verdict.h).
  *
- * Decision per timing metric, with regression r (percent, in the worse direction), threshold T,
+ * Decision per timing metric (cg_verdict_classify, which the paired verdict and the noise
+ * analysis apply too), with regression r (percent, in the worse direction), threshold T,
  * one-sided p-value p and alpha:
  *   r > T and p <= alpha and both sides have min_runs runs   -> FAIL
  *   r > T otherwise                                          -> INCONCLUSIVE
@@ -450,6 +451,34 @@ done:
     return rc;
 }
 
+enum cg_rung cg_verdict_classify(const struct cg_evidence *e, const struct cg_metric_limits *lim)
+{
+    if (e->regression_pct > lim->max_regression_pct) {
+        if (!e->enough_runs)
+            return CG_RUNG_TOO_FEW_RUNS;
+        return e->p_worse <= lim->alpha ? CG_RUNG_FAIL : CG_RUNG_NOT_SIGNIFICANT;
+    }
+    if (-e->regression_pct > lim->max_regression_pct && e->p_better <= lim->alpha)
+        return CG_RUNG_IMPROVED;
+    return CG_RUNG_PASS;
+}
+
+enum cg_outcome cg_rung_outcome(enum cg_rung rung)
+{
+    switch (rung) {
+    case CG_RUNG_IMPROVED:
+        return CG_OUT_IMPROVED;
+    case CG_RUNG_FAIL:
+        return CG_OUT_FAIL;
+    case CG_RUNG_TOO_FEW_RUNS:
+    case CG_RUNG_NOT_SIGNIFICANT:
+        return CG_OUT_INCONCLUSIVE;
+    case CG_RUNG_PASS:
+        break;
+    }
+    return CG_OUT_PASS;
+}
+
 /* The baseline cannot detect a slowdown (cg_verdict_min_baseline_runs): a timing metric that
  * would PASS, or is inconclusive for too few runs, is INCONCLUSIVE for that reason, which more
  * current runs cannot settle. */
@@ -508,24 +537,17 @@ static int timing_metric(const struct cg_verdict *v, enum cg_metric m, double *v
                      kb, nb, CG_FLOOR_MIN_FAST_RUNS);
         return 0;
     }
-    if (r->regression_pct > lim->max_regression_pct) {
-        if (!enough) {
-            r->outcome = CG_OUT_INCONCLUSIVE;
-            r->wants_runs = (int64_t)nb >= lim->min_runs;
-            snprintf(r->note, sizeof(r->note), "too few runs (%zu and %zu, need %lld a side)", nb,
-                     nc, (long long)lim->min_runs);
-        } else if (r->p_value <= lim->alpha) {
-            r->outcome = CG_OUT_FAIL;
-        } else {
-            r->outcome = CG_OUT_INCONCLUSIVE;
-            r->wants_runs = true;
-            snprintf(r->note, sizeof(r->note), "not significant (p = %.3g > alpha %.3g): add runs",
-                     r->p_value, lim->alpha);
-        }
-    } else if (-r->regression_pct > lim->max_regression_pct && p_better <= lim->alpha) {
-        r->outcome = CG_OUT_IMPROVED;
-    } else {
-        r->outcome = CG_OUT_PASS;
+    struct cg_evidence e = {r->regression_pct, r->p_value, p_better, enough};
+    enum cg_rung rung = cg_verdict_classify(&e, lim);
+    r->outcome = cg_rung_outcome(rung);
+    if (rung == CG_RUNG_TOO_FEW_RUNS) {
+        r->wants_runs = (int64_t)nb >= lim->min_runs;
+        snprintf(r->note, sizeof(r->note), "too few runs (%zu and %zu, need %lld a side)", nb, nc,
+                 (long long)lim->min_runs);
+    } else if (rung == CG_RUNG_NOT_SIGNIFICANT) {
+        r->wants_runs = true;
+        snprintf(r->note, sizeof(r->note), "not significant (p = %.3g > alpha %.3g): add runs",
+                 r->p_value, lim->alpha);
     }
     weak_baseline_rule(v, enough, r);
     return 0;

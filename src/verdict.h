@@ -69,6 +69,37 @@ struct cg_metric_result {
                          * run: the canary changed; INCONCLUSIVE */
 };
 
+/* The rungs of the decision ladder of a timing metric (cg_verdict_classify), each with its
+ * outcome (cg_rung_outcome). */
+enum cg_rung {
+    CG_RUNG_PASS,           /* PASS: within the threshold, or better without significance */
+    CG_RUNG_IMPROVED,       /* IMPROVED: better beyond the threshold, significantly */
+    CG_RUNG_FAIL,           /* FAIL: worse beyond the threshold, significantly, enough runs */
+    CG_RUNG_TOO_FEW_RUNS,   /* INCONCLUSIVE: worse beyond the threshold, min_runs not met */
+    CG_RUNG_NOT_SIGNIFICANT /* INCONCLUSIVE: worse beyond the threshold, p_worse > alpha */
+};
+
+/* What the ladder reads of a timing metric's comparison. */
+struct cg_evidence {
+    double regression_pct; /* estimated change in the worse direction, percent */
+    double p_worse;        /* one-sided p-value, H1: worse */
+    double p_better;       /* one-sided p-value, H1: better */
+    bool enough_runs;      /* min_runs met: runs on each side, or pairs (the caller counts) */
+};
+
+/* The decision ladder of a timing metric, the one rule the verdict, the paired verdict and the
+ * A/A noise analysis apply: with regression r, threshold T = lim->max_regression_pct and
+ * alpha = lim->alpha (a sequential look's own alpha when the thresholds are the look's),
+ *   r > T: enough runs and p_worse <= alpha -> FAIL; too few runs -> TOO_FEW_RUNS; else
+ *          NOT_SIGNIFICANT
+ *   -r > T and p_better <= alpha -> IMPROVED
+ *   else -> PASS
+ * A NAN r or p never passes a comparison. Pure. */
+enum cg_rung cg_verdict_classify(const struct cg_evidence *e, const struct cg_metric_limits *lim);
+
+/* The outcome of a rung: CG_OUT_PASS, CG_OUT_IMPROVED, CG_OUT_FAIL or CG_OUT_INCONCLUSIVE. */
+enum cg_outcome cg_rung_outcome(enum cg_rung rung);
+
 enum cg_op_status { CG_OPD_BOTH, CG_OPD_NEW, CG_OPD_VANISHED };
 
 struct cg_op_delta {

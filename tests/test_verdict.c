@@ -597,6 +597,46 @@ static void test_verdict__exit_codes(void **state)
     assert_int_equal(cg_verdict_exit_code(&v, true), 4);
 }
 
+/* The decision ladder, rung by rung, at the default mean's limits (5%, alpha 0.05) and at a
+ * sequential look's smaller alpha: the boundaries are strict for the threshold and inclusive for
+ * alpha, and a NAN never passes a comparison. */
+static void test_verdict__classify_ladder(void **state)
+{
+    (void)state;
+    const struct cg_metric_limits lim = {5.0, NAN, 0.05, 3}, look = {5.0, NAN, 0.01, 3};
+    const struct {
+        const struct cg_metric_limits *lim;
+        struct cg_evidence e;
+        enum cg_rung rung;
+        enum cg_outcome outcome;
+    } ladder[] = {
+        {&lim, {12.0, 0.01, 0.99, true}, CG_RUNG_FAIL, CG_OUT_FAIL},
+        {&lim, {12.0, 0.05, 0.99, true}, CG_RUNG_FAIL, CG_OUT_FAIL},
+        {&lim, {12.0, 0.2, 0.8, true}, CG_RUNG_NOT_SIGNIFICANT, CG_OUT_INCONCLUSIVE},
+        {&lim, {12.0, 0.001, 0.99, false}, CG_RUNG_TOO_FEW_RUNS, CG_OUT_INCONCLUSIVE},
+        {&lim, {12.0, NAN, NAN, true}, CG_RUNG_NOT_SIGNIFICANT, CG_OUT_INCONCLUSIVE},
+        {&look, {12.0, 0.02, 0.98, true}, CG_RUNG_NOT_SIGNIFICANT, CG_OUT_INCONCLUSIVE},
+        {&look, {12.0, 0.01, 0.99, true}, CG_RUNG_FAIL, CG_OUT_FAIL},
+        {&lim, {5.0, 0.001, 0.99, true}, CG_RUNG_PASS, CG_OUT_PASS},
+        {&lim, {3.0, 0.001, 0.99, true}, CG_RUNG_PASS, CG_OUT_PASS},
+        {&lim, {-12.0, 0.99, 0.01, true}, CG_RUNG_IMPROVED, CG_OUT_IMPROVED},
+        {&lim, {-12.0, 0.99, 0.01, false}, CG_RUNG_IMPROVED, CG_OUT_IMPROVED},
+        {&lim, {-12.0, 0.8, 0.2, true}, CG_RUNG_PASS, CG_OUT_PASS},
+        {&lim, {-12.0, 0.99, NAN, true}, CG_RUNG_PASS, CG_OUT_PASS},
+        {&lim, {-5.0, 0.99, 0.001, true}, CG_RUNG_PASS, CG_OUT_PASS},
+        {&lim, {NAN, 0.001, 0.001, true}, CG_RUNG_PASS, CG_OUT_PASS},
+        /* the noise analysis asks whether evidence fails at any threshold */
+        {&lim, {INFINITY, 0.01, NAN, true}, CG_RUNG_FAIL, CG_OUT_FAIL},
+        {&lim, {INFINITY, 0.01, NAN, false}, CG_RUNG_TOO_FEW_RUNS, CG_OUT_INCONCLUSIVE},
+    };
+    for (size_t i = 0; i < sizeof(ladder) / sizeof(ladder[0]); i++) {
+        enum cg_rung rung = cg_verdict_classify(&ladder[i].e, ladder[i].lim);
+        if (rung != ladder[i].rung || cg_rung_outcome(rung) != ladder[i].outcome)
+            fail_msg("case %zu: rung %d (want %d), %s", i, rung, ladder[i].rung,
+                     cg_outcome_name(cg_rung_outcome(rung)));
+    }
+}
+
 /* The JSON verdict is valid UTF-8 whatever the names: ops named with invalid bytes (repaired as
  * they enter the artifact) and a thresholds path from the command line with invalid bytes. */
 static void test_verdict__json_verdict_is_valid_utf8(void **state)
@@ -833,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_verdict__floor_needs_fast_runs),
         cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
         cmocka_unit_test(test_verdict__floor_rule),
+        cmocka_unit_test(test_verdict__classify_ladder),
         cmocka_unit_test(test_verdict__exit_codes),
         cmocka_unit_test(test_verdict__json_verdict_is_valid_utf8),
         cmocka_unit_test(test_verdict__baseline_too_small_to_detect_anything_says_so),
