@@ -286,6 +286,7 @@ static void decide_metric(struct cg_metric_result *r, const struct cg_metric_lim
 {
     r->note[0] = '\0';
     r->wants_runs = false;
+    r->other_machine = false;
     struct cg_evidence e = {r->regression_pct, r->p_value, p_better,
                             (int64_t)pairs >= lim->min_runs};
     enum cg_rung rung = cg_verdict_classify(&e, lim);
@@ -331,11 +332,13 @@ static void floor_for_pairs(struct cg_metric_result *r)
         (r->method != CG_METHOD_FAST_RUNS && r->method != CG_METHOD_BOOTSTRAP))
         return;
     r->wants_runs = true;
-    if (r->method == CG_METHOD_FAST_RUNS && r->fast_runs[0] < CG_FLOOR_MIN_FAST_RUNS)
+    if (r->method == CG_METHOD_FAST_RUNS && r->fast_runs[0] < CG_FLOOR_MIN_FAST_RUNS) {
+        r->other_machine = false;
         snprintf(r->note, sizeof(r->note),
                  "too few base runs in the runner's fast state (%zu, need %d): the runner was "
                  "busy; add pairs",
                  r->fast_runs[0], CG_FLOOR_MIN_FAST_RUNS);
+    }
 }
 
 int cg_paired_verdict(const struct cg_artifact *base, const struct cg_artifact *head,

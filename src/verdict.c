@@ -942,10 +942,11 @@ void cg_verdict_decide(struct cg_verdict *v)
         bool lost_gpu = v->gpu_lost && m == CG_M_PEAK_DEVICE_MEMORY; /* the machine's GPU */
         if (r->outcome == CG_OUT_FAIL && mismatch && !lost_gpu) {
             r->outcome = CG_OUT_INCONCLUSIVE;
+            r->other_machine = true;
             snprintf(r->note, sizeof(r->note),
                      "regressed, but measured on a different machine (%s)", v->machine_diff);
         }
-        if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch && strstr(r->note, "different machine"))
+        if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch && r->other_machine)
             v->downgraded = true;
     }
     floor_rule(v);

@@ -67,6 +67,8 @@ struct cg_metric_result {
                          * enough) */
     bool vanished;      /* measured on every baseline run, missing (or zero) on some current
                          * run: the canary changed; INCONCLUSIVE */
+    bool other_machine; /* a FAIL made INCONCLUSIVE because the machines differ
+                         * (cg_verdict_decide): the note says so; cleared when it is rewritten */
 };
 
 /* The rungs of the decision ladder of a timing metric (cg_verdict_classify), each with its
@@ -129,7 +131,8 @@ struct cg_verdict {
     size_t n_ops_new, n_ops_vanished, n_ops_significant;
     const char *machine_diff; /* first differing machine field, NULL when same */
     const char *canary_diff;  /* first differing canary field, NULL when same */
-    bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs */
+    bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs (some
+                               * metric's other_machine) */
     bool within_run;          /* some metric fell back to the within-run bootstrap */
     int64_t baseline_runs_needed; /* cg_verdict_min_baseline_runs of the thresholds */
     bool weak_baseline;       /* the baseline has fewer runs than that: no timing metric can

@@ -135,8 +135,16 @@ static void test_verdict__table(void **state)
                      cg_outcome_name(r->outcome), r->delta_pct, r->p_value, r->note, v.within_run);
         if (c->mutate == MUT_NEW_OP)
             assert_int_equal(v.n_ops_new, 1);
-        if (c->mutate == MUT_OTHER_CPU)
+        if (c->mutate == MUT_OTHER_CPU) {
             assert_string_equal(v.machine_diff, "environment.cpu_model");
+            /* the downgrade is carried as data: rewording the note does not undo it */
+            assert_int_equal(r->other_machine, !c->env_gate);
+            assert_int_equal(v.downgraded, !c->env_gate);
+            for (int m = 0; m < CG_M_COUNT; m++)
+                snprintf(v.metrics[m].note, sizeof(v.metrics[m].note), "reworded");
+            cg_verdict_decide(&v);
+            assert_int_equal(v.downgraded, !c->env_gate);
+        }
         if (r->outcome == CG_OUT_FAIL && r->method == CG_METHOD_RUNS)
             assert_true(r->ci_low_pct > 0.0 || c->metric == CG_M_TOKENS_PER_SEC);
         cg_verdict_release(&v);
