@@ -244,7 +244,7 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out)
             w[k++] = (d[i] + d[j]) / 2.0;
     }
     qsort(w, m, sizeof(*w), cg_stats_cmp_double);
-    out->estimate = m % 2 ? w[m / 2] : (w[m / 2 - 1] + w[m / 2]) / 2.0;
+    out->estimate = cg_stats_sorted_median(w, m);
     /* T(s) = #{Walsh averages > s} + #{= s} / 2 equals W+ + z(z + 1) / 4 at s = 0 for z zero
      * differences (paired.h), so the test at shift s rejects "greater" when
      * 4T(s) >= 2 h_up + z(z + 1). The low end is the smallest average v with

@@ -12,7 +12,7 @@
 static double median_of(double *v, size_t n)
 {
     qsort(v, n, sizeof(*v), cg_stats_cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return cg_stats_sorted_median(v, n);
 }
 
 /* Number of (period, phase) cells for periods 2..max_p. */

@@ -77,6 +77,11 @@ double cg_stats_quantile(const double *v, size_t n, double q)
     return r;
 }
 
+double cg_stats_sorted_median(const double *v, size_t n)
+{
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
 double cg_stats_floor(double *v, size_t n)
 {
     if (n == 0)

@@ -45,6 +45,12 @@ double cg_stats_mean(const double *v, size_t n);
  * [0, 1]. v is not modified. NAN when n is 0 or no memory. */
 double cg_stats_quantile(const double *v, size_t n, double q);
 
+/* The median of n sorted values (n > 0): the middle one, or the mean of the middle two as
+ * (a + b) / 2. The same value as cg_stats_quantile(v, n, 0.5) but rounded once, where type 7
+ * computes a + (b - a) / 2 and can differ in the last bit; the Hodges-Lehmann estimate of pairs
+ * and the step-phase test (pattern.h) take this one. */
+double cg_stats_sorted_median(const double *v, size_t n);
+
 /* Standard normal upper tail P(Z > z). */
 double cg_stats_normal_sf(double z);
 

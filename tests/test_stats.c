@@ -33,6 +33,19 @@ static void test_stats__quantile_type7(void **state)
     assert_float_equal(v[0], 10.0, 0); /* input untouched */
 }
 
+/* The median of sorted values is the middle one or (a + b) / 2, rounded once: for 0.1 and 0.7
+ * that is 0x1.9999999999999p-2, where type 7's a + (b - a) / 2 rounds to 0x1.999999999999ap-2. */
+static void test_stats__sorted_median_rounds_once(void **state)
+{
+    (void)state;
+    const double odd[] = {1.0, 2.0, 7.0}, even[] = {1.0, 2.0, 4.0, 9.0}, pair[] = {0.1, 0.7};
+    assert_true(cg_stats_sorted_median(odd, 3) == 2.0);
+    assert_true(cg_stats_sorted_median(even, 4) == 3.0);
+    assert_true(cg_stats_sorted_median(odd, 1) == 1.0);
+    assert_true(cg_stats_sorted_median(pair, 2) == 0x1.9999999999999p-2);
+    assert_true(cg_stats_quantile(pair, 2, 0.5) == 0x1.999999999999ap-2);
+}
+
 static void test_stats__welford_is_stable_with_large_offset(void **state)
 {
     (void)state;
@@ -573,6 +586,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats__quantile_type7),
+        cmocka_unit_test(test_stats__sorted_median_rounds_once),
         cmocka_unit_test(test_stats__welford_is_stable_with_large_offset),
         cmocka_unit_test(test_stats__normal_tail_values),
         cmocka_unit_test(test_stats__mwu_complete_separation_3v3),
