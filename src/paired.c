@@ -61,9 +61,8 @@ struct wsr_null {
     size_t zeros;
     size_t top; /* 2 * sum of the non-zero ranks: 2W+ is in [0, top] */
     double w_plus;
-    double *lower; /* exact: P(2W+ <= h), h = 0..top */
-    double *upper; /* exact: P(2W+ >= h) */
-    double mu, sd; /* normal: of W+ */
+    struct cg_tails exact; /* exact: of h = 2W+, h = 0..top */
+    double mu, sd;         /* normal: of W+ */
 };
 
 struct absval {
@@ -79,9 +78,7 @@ static int cmp_absval(const void *x, const void *y)
 
 static void wsr_null_release(struct wsr_null *z)
 {
-    free(z->lower);
-    free(z->upper);
-    z->lower = z->upper = NULL;
+    cg_stats_tails_release(&z->exact);
 }
 
 /* Scores 2 * midrank of the non-zero differences into score (n entries); fills the counts and
@@ -126,11 +123,7 @@ static int wsr_null_make(const double *d, size_t n, struct wsr_null *z)
     int rc = 0;
     if (n <= CG_WSR_EXACT_MAX) {
         double *count = calloc(z->top + 1, sizeof(*count));
-        z->lower = malloc((z->top + 1) * sizeof(double));
-        z->upper = malloc((z->top + 1) * sizeof(double));
-        if (count == NULL || z->lower == NULL || z->upper == NULL) {
-            free(count);
-            wsr_null_release(z);
+        if (count == NULL) {
             free(score);
             return -1;
         }
@@ -141,16 +134,8 @@ static int wsr_null_make(const double *d, size_t n, struct wsr_null *z)
             for (size_t h = reach; h >= score[i]; h--)
                 count[h] += count[h - score[i]];
         }
-        double scale = ldexp(1.0, -(int)z->nonzero), run = 0.0;
-        for (size_t h = 0; h <= z->top; h++) {
-            run += count[h];
-            z->lower[h] = fmin(1.0, run * scale);
-        }
-        run = 0.0;
-        for (size_t h = z->top + 1; h-- > 0;) {
-            run += count[h];
-            z->upper[h] = fmin(1.0, run * scale);
-        }
+        /* 2^nonzero equally likely sign patterns (a power of two: the division is exact) */
+        rc = cg_stats_tails_from_counts(&z->exact, count, z->top, ldexp(1.0, (int)z->nonzero));
         free(count);
     } else {
         double sum = 0.0, sum2 = 0.0;
@@ -171,8 +156,8 @@ static double wsr_upper(const struct wsr_null *z, size_t h)
 {
     if (z->nonzero == 0)
         return 1.0;
-    if (z->lower != NULL)
-        return h > z->top ? 0.0 : z->upper[h];
+    if (z->exact.lower != NULL)
+        return cg_stats_tails_upper(&z->exact, h);
     return cg_stats_normal_sf(((double)h / 2.0 - z->mu - 0.5) / z->sd);
 }
 
@@ -181,9 +166,20 @@ static double wsr_lower(const struct wsr_null *z, size_t h)
 {
     if (z->nonzero == 0)
         return 1.0;
-    if (z->lower != NULL)
-        return z->lower[h < z->top ? h : z->top];
+    if (z->exact.lower != NULL)
+        return cg_stats_tails_lower(&z->exact, h);
     return cg_stats_normal_sf((z->mu - (double)h / 2.0 - 0.5) / z->sd);
+}
+
+/* wsr_upper and wsr_lower as cg_stats_critical takes them. */
+static double wsr_tail_upper(const void *z, size_t h)
+{
+    return wsr_upper(z, h);
+}
+
+static double wsr_tail_lower(const void *z, size_t h)
+{
+    return wsr_lower(z, h);
 }
 
 int cg_paired_signed_rank(const double *d, size_t n, struct cg_wsr *out)
@@ -196,7 +192,7 @@ int cg_paired_signed_rank(const double *d, size_t n, struct cg_wsr *out)
     size_t h = (size_t)llround(2.0 * z.w_plus);
     out->n = z.nonzero;
     out->w_plus = z.w_plus;
-    out->exact = z.nonzero > 0 && z.lower != NULL;
+    out->exact = z.nonzero > 0 && z.exact.lower != NULL;
     out->p_greater = wsr_upper(&z, h);
     out->p_less = wsr_lower(&z, h);
     wsr_null_release(&z);
@@ -211,26 +207,11 @@ int cg_paired_hl(const double *d, size_t n, double alpha, struct cg_shift *out)
     if (wsr_null_make(d, n, &z) != 0)
         return -1;
     /* Critical values of 2W+ from the tails the p-value uses: rejected "greater" when
-     * 2W+ >= h_up, "less" when 2W+ < h_down (bisection: the tails are monotone). */
-    size_t lo = 0, hi = z.top + 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (wsr_upper(&z, mid) <= alpha)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    size_t h_up = lo;
-    lo = 0;
-    hi = z.top + 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (wsr_lower(&z, mid) > alpha)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    size_t h_down = z.nonzero == 0 ? 0 : lo;
+     * 2W+ >= h_up, "less" when 2W+ < h_down. */
+    size_t h_up, h_down;
+    cg_stats_critical(z.top, alpha, wsr_tail_upper, wsr_tail_lower, &z, &h_up, &h_down);
+    if (z.nonzero == 0)
+        h_down = 0;
     bool never_up = z.nonzero == 0 || h_up > z.top; /* no W+ reaches alpha */
     size_t zeros = z.zeros;
     wsr_null_release(&z);

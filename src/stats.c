@@ -200,19 +200,58 @@ static size_t tie_groups(const double *x, size_t m, const double *y, size_t n, s
  * normal approximation with tie and continuity correction. Tails are indexed by h = 2U. */
 struct mwu_null {
     size_t m, n;
-    int kind;       /* NULL_UNTIED, NULL_TIED, NULL_NORMAL */
-    double *lower;  /* untied: P(U <= u), u = 0..mn; tied: P(2U <= h), h = 0..2mn */
-    double *upper;  /* tied: P(2U >= h) */
-    double mu, sd;  /* normal: mean and standard deviation of U (sd 0: all values tied) */
+    int kind;             /* NULL_UNTIED, NULL_TIED, NULL_NORMAL */
+    double *lower;        /* untied: P(U <= u), u = 0..mn */
+    struct cg_tails tied; /* tied: of h = 2U, h = 0..2mn */
+    double mu, sd;        /* normal: mean and standard deviation of U (sd 0: all values tied) */
 };
 
 enum { NULL_UNTIED, NULL_TIED, NULL_NORMAL };
 
+int cg_stats_tails_from_counts(struct cg_tails *t, const double *count, size_t top, double total)
+{
+    t->top = top;
+    t->lower = malloc((top + 1) * sizeof(double));
+    t->upper = malloc((top + 1) * sizeof(double));
+    if (t->lower == NULL || t->upper == NULL) {
+        cg_stats_tails_release(t);
+        return -1;
+    }
+    double run = 0.0;
+    for (size_t h = 0; h <= top; h++) {
+        run += count[h];
+        t->lower[h] = fmin(1.0, run / total);
+    }
+    run = 0.0;
+    for (size_t h = top + 1; h-- > 0;) {
+        run += count[h];
+        t->upper[h] = fmin(1.0, run / total);
+    }
+    return 0;
+}
+
+double cg_stats_tails_upper(const struct cg_tails *t, size_t h)
+{
+    return h > t->top ? 0.0 : t->upper[h];
+}
+
+double cg_stats_tails_lower(const struct cg_tails *t, size_t h)
+{
+    return t->lower[h < t->top ? h : t->top];
+}
+
+void cg_stats_tails_release(struct cg_tails *t)
+{
+    free(t->lower);
+    free(t->upper);
+    t->lower = t->upper = NULL;
+}
+
 static void mwu_null_release(struct mwu_null *z)
 {
     free(z->lower);
-    free(z->upper);
-    z->lower = z->upper = NULL;
+    z->lower = NULL;
+    cg_stats_tails_release(&z->tied);
 }
 
 static int mwu_null_make(const double *x, size_t m, const double *y, size_t n,
@@ -239,28 +278,17 @@ static int mwu_null_make(const double *x, size_t m, const double *y, size_t n,
         z->kind = NULL_TIED;
         size_t width = 2 * top + 1;
         double *dp = malloc((n + 1) * width * sizeof(*dp));
-        z->lower = malloc(width * sizeof(double));
-        z->upper = malloc(width * sizeof(double));
-        if (dp == NULL || z->lower == NULL || z->upper == NULL) {
-            free(dp);
+        if (dp == NULL)
             goto done;
-        }
         mwu_tied_counts(sizes, groups, m, n, dp);
         const double *count = dp + n * width;
         double total = 0.0;
         for (size_t h = 0; h < width; h++)
             total += count[h];
-        double run = 0.0;
-        for (size_t h = 0; h < width; h++) {
-            run += count[h];
-            z->lower[h] = fmin(1.0, run / total);
-        }
-        run = 0.0;
-        for (size_t h = width; h-- > 0;) {
-            run += count[h];
-            z->upper[h] = fmin(1.0, run / total);
-        }
+        int made = cg_stats_tails_from_counts(&z->tied, count, 2 * top, total);
         free(dp);
+        if (made != 0)
+            goto done;
     } else {
         z->kind = NULL_NORMAL;
         double term = 0.0; /* sum of t^3 - t over tie groups */
@@ -291,7 +319,7 @@ static double null_upper(const struct mwu_null *z, size_t h)
         return u > top ? 0.0 : z->lower[top - u];
     }
     case NULL_TIED:
-        return h > 2 * top ? 0.0 : z->upper[h];
+        return cg_stats_tails_upper(&z->tied, h);
     default:
         if (z->sd <= 0.0)
             return 1.0;
@@ -307,7 +335,7 @@ static double null_lower(const struct mwu_null *z, size_t h)
     case NULL_UNTIED:
         return z->lower[h / 2 < top ? h / 2 : top];
     case NULL_TIED:
-        return z->lower[h < 2 * top ? h : 2 * top];
+        return cg_stats_tails_lower(&z->tied, h);
     default:
         if (z->sd <= 0.0)
             return 1.0;
@@ -326,34 +354,40 @@ static double mwu_u(const double *x, size_t m, const double *y, size_t n)
     return u;
 }
 
-/* The smallest h = 2U in [0, 2mn] whose upper tail is at most alpha (the test rejects "greater"
- * exactly when 2U >= it), or 2mn + 1 when none is. Tails are monotone in h: bisection. */
-static size_t crit_upper(const struct mwu_null *z, double alpha)
+void cg_stats_critical(size_t top, double alpha, double (*upper)(const void *null, size_t h),
+                       double (*lower)(const void *null, size_t h), const void *null, size_t *h_up,
+                       size_t *h_down)
 {
-    size_t lo = 0, hi = 2 * z->m * z->n + 1; /* answer in [lo, hi] */
+    size_t lo = 0, hi = top + 1; /* the answer is in [lo, hi] */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (null_upper(z, mid) <= alpha)
+        if (upper(null, mid) <= alpha)
             hi = mid;
         else
             lo = mid + 1;
     }
-    return lo;
+    *h_up = lo;
+    lo = 0;
+    hi = top + 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lower(null, mid) > alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *h_down = lo;
 }
 
-/* The largest h whose lower tail is at most alpha plus one (the test rejects "less" exactly
- * when 2U < it), 0 when none is. */
-static size_t crit_lower(const struct mwu_null *z, double alpha)
+/* null_upper and null_lower as cg_stats_critical takes them. */
+static double mwu_tail_upper(const void *z, size_t h)
 {
-    size_t lo = 0, hi = 2 * z->m * z->n + 1; /* first h with lower tail > alpha, in [lo, hi] */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (null_lower(z, mid) > alpha)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
+    return null_upper(z, h);
+}
+
+static double mwu_tail_lower(const void *z, size_t h)
+{
+    return null_lower(z, h);
 }
 
 int cg_stats_shift_interval(const double *x, size_t m, const double *y, size_t n, size_t h_up,
@@ -392,10 +426,8 @@ int cg_stats_mwu_shift(const double *x, size_t m, const double *y, size_t n, dou
     if (mwu_null_make(x, m, y, n, &z) != 0)
         return -1;
     size_t h_up = 0, h_down = 0; /* the interval's critical values, only when it is wanted */
-    if (shift != NULL) {
-        h_up = crit_upper(&z, alpha);
-        h_down = crit_lower(&z, alpha);
-    }
+    if (shift != NULL)
+        cg_stats_critical(2 * m * n, alpha, mwu_tail_upper, mwu_tail_lower, &z, &h_up, &h_down);
     int rc = 0;
     if (test != NULL) {
         double u = mwu_u(x, m, y, n);

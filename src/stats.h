@@ -96,6 +96,40 @@ int cg_stats_mwu_shift(const double *x, size_t m, const double *y, size_t n, dou
 int cg_stats_shift_interval(const double *x, size_t m, const double *y, size_t n, size_t h_up,
                             size_t h_down, struct cg_shift *out);
 
+/* An exact null distribution of a statistic with the values h = 0..top, as its two tails,
+ * each accumulated from its own end (never 1 minus the other), so a small tail keeps its
+ * relative precision: the Mann-Whitney test with ties (2U) and the signed-rank test (2W+,
+ * paired.h). */
+struct cg_tails {
+    size_t top;
+    double *lower; /* P(H <= h), h = 0..top */
+    double *upper; /* P(H >= h) */
+};
+
+/* Fills t from the counts count[0..top] of the outcomes of each value, of total outcomes in all
+ * (each tail at most 1). 0, or -1 when memory ran out (t then holds nothing);
+ * cg_stats_tails_release frees it. */
+int cg_stats_tails_from_counts(struct cg_tails *t, const double *count, size_t top, double total);
+
+/* P(H >= h); 0 past top. */
+double cg_stats_tails_upper(const struct cg_tails *t, size_t h);
+
+/* P(H <= h); that of top past it. */
+double cg_stats_tails_lower(const struct cg_tails *t, size_t h);
+
+/* Frees the tails; t holds nothing after. */
+void cg_stats_tails_release(struct cg_tails *t);
+
+/* The critical values of the two one-sided tests of a statistic h in [0, top] at level alpha,
+ * from its tails under the null, upper(null, h) = P(H >= h) and lower(null, h) = P(H <= h),
+ * each monotone in h (bisection): *h_up is the smallest h with upper <= alpha, *h_down the
+ * smallest with lower > alpha, top + 1 when there is none. "Greater" is rejected exactly when
+ * h >= *h_up and "less" when h < *h_down, so an interval that inverts the tests (the
+ * Mann-Whitney, signed-rank and floor intervals) cannot disagree with their p-values. */
+void cg_stats_critical(size_t top, double alpha, double (*upper)(const void *null, size_t h),
+                       double (*lower)(const void *null, size_t h), const void *null, size_t *h_up,
+                       size_t *h_down);
+
 /* A floor of step times: the median of those within CG_FLOOR_STEP_WINDOW of the fastest (a
  * run's step time floor, verdict.h). Sorts v in place; NAN when n is 0. */
 #define CG_FLOOR_STEP_WINDOW 1.10

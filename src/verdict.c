@@ -201,6 +201,25 @@ static double floor_p_less(const struct floor_null *f, double x)
     return f->all ? k / (double)f->count : (k + 1.0) / ((double)f->count + 1.0);
 }
 
+/* The tails of 2U = h for kb and kc fast runs under the splits, through its z, as
+ * cg_stats_critical takes them. */
+struct floor_tails {
+    const struct floor_null *f;
+    size_t kb, kc;
+};
+
+static double floor_tail_upper(const void *p, size_t h)
+{
+    const struct floor_tails *t = p;
+    return floor_p_greater(t->f, floor_z(t->kb, t->kc, h));
+}
+
+static double floor_tail_lower(const void *p, size_t h)
+{
+    const struct floor_tails *t = p;
+    return floor_p_less(t->f, floor_z(t->kb, t->kc, h));
+}
+
 struct floor_item {
     double v;
     unsigned char cur;
@@ -275,27 +294,12 @@ int cg_floor_compare(const double *base, size_t nb, const double *cur, size_t nc
     out->p_greater = floor_p_greater(&f, zo);
     out->p_less = floor_p_less(&f, zo);
     out->all_splits = all;
-    /* Critical values of 2U for the observed sizes, from the same p functions (bisection: both
-     * are monotone in h), so the interval and the p-values cannot disagree. */
-    size_t top = 2 * kb * kc, lo = 0, hi = top + 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (floor_p_greater(&f, floor_z(kb, kc, mid)) <= alpha)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    size_t h_up = lo;
-    lo = 0;
-    hi = top + 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (floor_p_less(&f, floor_z(kb, kc, mid)) > alpha)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    rc = cg_stats_shift_interval(lb, kb, lc, kc, h_up, lo, &out->shift);
+    /* Critical values of 2U for the observed sizes, from the same p functions (both are
+     * monotone in h), so the interval and the p-values cannot disagree. */
+    struct floor_tails ft = {&f, kb, kc};
+    size_t h_up, h_down;
+    cg_stats_critical(2 * kb * kc, alpha, floor_tail_upper, floor_tail_lower, &ft, &h_up, &h_down);
+    rc = cg_stats_shift_interval(lb, kb, lc, kc, h_up, h_down, &out->shift);
 done:
     free(pool.v);
     free(pool.cur);

@@ -46,6 +46,44 @@ static void test_stats__sorted_median_rounds_once(void **state)
     assert_true(cg_stats_quantile(pair, 2, 0.5) == 0x1.999999999999ap-2);
 }
 
+static double tails_upper(const void *t, size_t h)
+{
+    return cg_stats_tails_upper(t, h);
+}
+
+static double tails_lower(const void *t, size_t h)
+{
+    return cg_stats_tails_lower(t, h);
+}
+
+/* The tails of the number of heads in 3 fair tosses (counts 1 3 3 1 of 8) and the critical
+ * values read from them: at alpha 1/8 three heads reject "greater" (h_up 3) and no heads "less"
+ * (h_down 1); at 0.1 no count rejects either way (h_up past the top, h_down 0). */
+static void test_stats__tails_and_critical_values(void **state)
+{
+    (void)state;
+    const double count[] = {1, 3, 3, 1}, lower[] = {0.125, 0.5, 0.875, 1.0},
+                 upper[] = {1.0, 0.875, 0.5, 0.125};
+    struct cg_tails t;
+    assert_int_equal(cg_stats_tails_from_counts(&t, count, 3, 8.0), 0);
+    for (size_t h = 0; h <= 3; h++) {
+        assert_true(cg_stats_tails_lower(&t, h) == lower[h]);
+        assert_true(cg_stats_tails_upper(&t, h) == upper[h]);
+    }
+    assert_true(cg_stats_tails_upper(&t, 4) == 0.0);
+    assert_true(cg_stats_tails_lower(&t, 4) == 1.0);
+    size_t h_up, h_down;
+    cg_stats_critical(3, 0.125, tails_upper, tails_lower, &t, &h_up, &h_down);
+    assert_int_equal(h_up, 3);
+    assert_int_equal(h_down, 1);
+    cg_stats_critical(3, 0.1, tails_upper, tails_lower, &t, &h_up, &h_down);
+    assert_int_equal(h_up, 4);
+    assert_int_equal(h_down, 0);
+    cg_stats_tails_release(&t);
+    assert_null(t.lower);
+    assert_null(t.upper);
+}
+
 static void test_stats__welford_is_stable_with_large_offset(void **state)
 {
     (void)state;
@@ -587,6 +625,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats__quantile_type7),
         cmocka_unit_test(test_stats__sorted_median_rounds_once),
+        cmocka_unit_test(test_stats__tails_and_critical_values),
         cmocka_unit_test(test_stats__welford_is_stable_with_large_offset),
         cmocka_unit_test(test_stats__normal_tail_values),
         cmocka_unit_test(test_stats__mwu_complete_separation_3v3),
