@@ -11,6 +11,7 @@
 #include "cg_version.h"
 #include "fsutil.h"
 #include "jsonutil.h"
+#include "stats.h"
 #include "utf8.h"
 
 #include <cjson/cJSON.h>
@@ -264,21 +265,6 @@ int cg_run_add_warning(struct cg_run *run, const char *warning, size_t max)
     return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Quantile of sorted v (type 7: linear interpolation between closest ranks). */
-static double sorted_quantile(const int64_t *v, size_t n, double q)
-{
-    double h = (double)(n - 1) * q;
-    size_t lo = (size_t)floor(h);
-    size_t hi = lo + 1 < n ? lo + 1 : lo;
-    return (double)v[lo] + (h - (double)lo) * (double)(v[hi] - v[lo]);
-}
-
 void cg_run_summarize(struct cg_run *run)
 {
     struct cg_run_summary *s = &run->summary;
@@ -287,25 +273,25 @@ void cg_run_summarize(struct cg_run *run)
     size_t n = run->n_steps;
     if (n == 0)
         return;
-    int64_t *v = malloc(n * sizeof(*v));
+    double *v = malloc(n * sizeof(*v)); /* step times in ns: exact as doubles below 2^53 */
     if (v == NULL)
         return;
     double mean = 0.0, wall_s = 0.0;
     double tokens = 0.0; /* a double: up to 2^53 per step over millions of steps */
     bool have_tokens = false;
     for (size_t i = 0; i < n; i++) {
-        v[i] = run->steps[i].wall_ns;
-        mean += ((double)v[i] - mean) / (double)(i + 1);
-        wall_s += (double)v[i] * 1e-9;
+        v[i] = (double)run->steps[i].wall_ns;
+        mean += (v[i] - mean) / (double)(i + 1);
+        wall_s += v[i] * 1e-9;
         if (run->steps[i].tokens >= 0) {
             tokens += (double)run->steps[i].tokens;
             have_tokens = true;
         }
     }
-    qsort(v, n, sizeof(*v), cmp_i64);
+    qsort(v, n, sizeof(*v), cg_stats_cmp_double);
     s->step_time_mean_ns = mean;
-    s->step_time_median_ns = sorted_quantile(v, n, 0.5);
-    s->step_time_p95_ns = sorted_quantile(v, n, 0.95);
+    s->step_time_median_ns = cg_stats_sorted_quantile(v, n, 0.5);
+    s->step_time_p95_ns = cg_stats_sorted_quantile(v, n, 0.95);
     if (have_tokens && wall_s > 0)
         s->tokens_per_sec = tokens / wall_s;
     free(v);

@@ -55,7 +55,7 @@ int cg_stats_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double sorted_quantile(const double *v, size_t n, double q)
+double cg_stats_sorted_quantile(const double *v, size_t n, double q)
 {
     double h = (double)(n - 1) * q;
     size_t lo = (size_t)floor(h);
@@ -72,7 +72,7 @@ double cg_stats_quantile(const double *v, size_t n, double q)
         return NAN;
     memcpy(s, v, n * sizeof(*s));
     qsort(s, n, sizeof(*s), cg_stats_cmp_double);
-    double r = sorted_quantile(s, n, q);
+    double r = cg_stats_sorted_quantile(s, n, q);
     free(s);
     return r;
 }
@@ -90,7 +90,7 @@ double cg_stats_floor(double *v, size_t n)
     size_t fast = 1;
     while (fast < n && v[fast] <= v[0] * CG_FLOOR_STEP_WINDOW)
         fast++;
-    return sorted_quantile(v, fast, 0.5);
+    return cg_stats_sorted_quantile(v, fast, 0.5);
 }
 
 double cg_stats_normal_sf(double z)
@@ -404,7 +404,7 @@ int cg_stats_shift_interval(const double *x, size_t m, const double *y, size_t n
             d[i * n + j] = y[j] - x[i];
     }
     qsort(d, mn, sizeof(*d), cg_stats_cmp_double);
-    out->estimate = sorted_quantile(d, mn, 0.5);
+    out->estimate = cg_stats_sorted_quantile(d, mn, 0.5);
     /* Rejected "greater" at shift s when U(s) = #{d > s} + #{d = s} / 2 >= h_up / 2: the low
      * end is the smallest difference v with #{d > v} < h_up / 2, the k-th smallest for
      * k = floor(mn - h_up / 2) + 1. The high end mirrors it: the (mn - floor(h_low / 2))-th
@@ -535,7 +535,7 @@ static double finish_stat(enum cg_boot_stat stat, double *scratch, size_t k, dou
     if (stat == CG_BOOT_FLOOR)
         return cg_stats_floor(scratch, k);
     qsort(scratch, k, sizeof(*scratch), cg_stats_cmp_double);
-    return sorted_quantile(scratch, k, 0.95);
+    return cg_stats_sorted_quantile(scratch, k, 0.95);
 }
 
 static double side_stat(const struct cg_boot_side *s, enum cg_boot_stat stat, double *scratch)
@@ -596,8 +596,8 @@ static void boot_result(double *ratios, size_t resamples, double alpha, struct c
         ge1 += ratios[b] >= 1.0;
     }
     qsort(ratios, resamples, sizeof(*ratios), cg_stats_cmp_double);
-    out->low = sorted_quantile(ratios, resamples, alpha);
-    out->high = sorted_quantile(ratios, resamples, 1.0 - alpha);
+    out->low = cg_stats_sorted_quantile(ratios, resamples, alpha);
+    out->high = cg_stats_sorted_quantile(ratios, resamples, 1.0 - alpha);
     out->p_greater = (double)(le1 + 1) / (double)(resamples + 1);
     out->p_less = (double)(ge1 + 1) / (double)(resamples + 1);
 }

@@ -44,6 +44,8 @@ double cg_stats_mean(const double *v, size_t n);
 /* Type-7 quantile (linear interpolation between closest ranks) of n unsorted values, q in
  * [0, 1]. v is not modified. NAN when n is 0 or no memory. */
 double cg_stats_quantile(const double *v, size_t n, double q);
+/* The same of n values already sorted ascending (n > 0); no allocation. */
+double cg_stats_sorted_quantile(const double *v, size_t n, double q);
 
 /* The median of n sorted values (n > 0): the middle one, or the mean of the middle two as
  * (a + b) / 2. The same value as cg_stats_quantile(v, n, 0.5) but rounded once, where type 7
