@@ -129,7 +129,7 @@ int main(void)
     double agg_s[REPEATS], bare_s[REPEATS], names_s[REPEATS];
     for (int r = 0; r < REPEATS; r++) {
         struct cg_agg g;
-        if (cg_agg_init(&g, 1) != 0)
+        if (cg_agg_new(&g, 1) != 0)
             return 1;
         bare_s[r] = agg_s[r] = names_s[r] = 0.0;
         int64_t counted = 0; /* bare sums of the steps whose ops count (after the warm-up) */

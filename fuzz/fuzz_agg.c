@@ -334,7 +334,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&m, 0, sizeof(m));
     m.now = 1000000000ull;
     uint8_t setup = cg_fuzz_u8(&in);
-    CG_FUZZ_CHECK(cg_agg_init(&m.agg, setup % 3) == 0, "init");
+    CG_FUZZ_CHECK(cg_agg_new(&m.agg, setup % 3) == 0, "init");
     if (setup & 0x80) /* trace a few steps */
         CG_FUZZ_CHECK(cg_agg_trace(&m.agg, (setup >> 2) % 4, (setup >> 2) % 4 + (setup >> 4) % 4,
                                    MAX_TRACE) == 0,

@@ -28,7 +28,7 @@
 
 static void window_refresh(struct cg_agg *a);
 
-int cg_agg_init(struct cg_agg *a, int64_t warmup)
+int cg_agg_new(struct cg_agg *a, int64_t warmup)
 {
     memset(a, 0, sizeof(*a));
     a->warmup = warmup;

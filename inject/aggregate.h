@@ -136,8 +136,9 @@ struct cg_agg {
     int64_t overhead_ns;       /* CUPTI's own overhead records */
 };
 
-/* Sets up an empty aggregation; returns 0 or -1 (no memory). */
-int cg_agg_init(struct cg_agg *a, int64_t warmup);
+/* Allocates what an empty aggregation owns (cg_agg_release frees it); returns 0 or -1 (no
+ * memory). */
+int cg_agg_new(struct cg_agg *a, int64_t warmup);
 
 /* Ops count only for steps before end_step from now on (call before the records come). */
 void cg_agg_measure(struct cg_agg *a, int64_t end_step);

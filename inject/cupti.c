@@ -763,7 +763,7 @@ static void start_cupti(void)
         unavailable("cannot load libcupti", missing);
         return;
     }
-    if (cg_agg_init(&g_agg, cfg->warmup) != 0 ||
+    if (cg_agg_new(&g_agg, cfg->warmup) != 0 ||
         (cfg->trace_first >= 0 && cg_agg_trace(&g_agg, cfg->trace_first, cfg->trace_last,
                                                (size_t)cfg->trace_max_events) != 0)) {
         cg_agg_release(&g_agg);

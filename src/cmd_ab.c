@@ -93,7 +93,7 @@ static const struct option options[] = {
 
 struct ab_opts {
     struct cg_measure_opts m;
-    struct cg_gate_seq_opts seq; /* --max-runs, --budget, --spending (no confirmation) */
+    struct cg_cmd_seq_opts seq; /* --max-runs, --budget, --spending (no confirmation) */
     const char *base, *out, *out_base, *color;
     struct cg_report_opts report;
     char *const *head;
@@ -106,7 +106,7 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
     while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("ab", opt, optarg, &o->m);
         if (bad == 1)
-            bad = cg_gate_seq_option("ab", opt, optarg, &o->seq);
+            bad = cg_cmd_seq_option("ab", opt, optarg, &o->seq);
         if (bad != 1) {
             if (bad)
                 return bad;
@@ -177,9 +177,9 @@ static int add_pairs(void *ctx, struct cg_artifact *head, size_t n, bool confirm
     struct ab_more *more = ctx;
     (void)confirming; /* pairs are not confirmed */
     fprintf(stderr, "canary-gate ab: inconclusive after %zu pairs; adding %zu\n", head->n_runs, n);
-    double t0 = cg_gate_seq_now_s();
+    double t0 = cg_cmd_seq_now_s();
     int rc = cg_interleave_run(more->cb, more->base, more->ch, head, (long)n, err);
-    *seconds = cg_gate_seq_now_s() - t0;
+    *seconds = cg_cmd_seq_now_s() - t0;
     return rc;
 }
 
@@ -206,7 +206,7 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
             err.code == CG_EINPUT ? cg_cmd_usage_error("ab", "%s", err.msg) : cg_cmd_fail(&err);
         goto done;
     }
-    double t0 = cg_gate_seq_now_s();
+    double t0 = cg_cmd_seq_now_s();
     if (cg_interleave_run(cb, base, ch, head, runs, &err) != 0)
         goto failed;
     struct cg_seq_opts so = {0};
@@ -217,10 +217,10 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
     cg_spend_parse(o->seq.spending, &so.spend);
     so.paired = true;
     struct ab_more more = {cb, ch, base};
-    if (cg_seq_decide(base, head, NULL, t, &so, cg_gate_seq_now_s() - t0, add_pairs, &more, &s,
+    if (cg_seq_decide(base, head, NULL, t, &so, cg_cmd_seq_now_s() - t0, add_pairs, &more, &s,
                       &err) != 0)
         goto failed;
-    cg_gate_seq_print_looks(&s.info);
+    cg_cmd_seq_print_looks(&s.info);
     exit_code = cg_cmd_report_verdict(&s.verdict, &o->report);
     cg_seq_release(&s);
     *decided = true;
@@ -250,7 +250,7 @@ int cmd_ab(int argc, char **argv)
     int exit_code;
     memset(&o, 0, sizeof(o));
     cg_measure_opts_init(&o.m);
-    cg_gate_seq_opts_init(&o.seq);
+    cg_cmd_seq_opts_init(&o.seq);
     o.out = "canary-ab-head.json";
     o.out_base = "canary-ab-base.json";
     o.color = "auto";

@@ -132,7 +132,7 @@ struct gate_opts {
     long runs;                   /* settled */
     bool log_given, report_given;
     struct cg_collect_cfg collect;
-    struct cg_gate_seq_opts seq; /* sequential looks and confirmation */
+    struct cg_cmd_seq_opts seq; /* sequential looks and confirmation */
 };
 
 static int parse_args(int argc, char **argv, struct gate_opts *o)
@@ -173,7 +173,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
             fputs(usage_notes, stdout);
             return -1;
         default:
-            if ((bad = cg_gate_seq_option("gate", opt, optarg, &o->seq)) == 1)
+            if ((bad = cg_cmd_seq_option("gate", opt, optarg, &o->seq)) == 1)
                 return cg_cmd_option_error("gate", opt, argv);
         }
         if (bad)
@@ -392,7 +392,7 @@ int cmd_gate(int argc, char **argv)
     o.out = "canary-run.json";
     o.color = "auto";
     cg_measure_opts_init(&o.m);
-    cg_gate_seq_opts_init(&o.seq);
+    cg_cmd_seq_opts_init(&o.seq);
     cg_err_init(&err);
     cg_artifact_init(&base);
     cg_artifact_init(&cur);
@@ -445,9 +445,9 @@ int cmd_gate(int argc, char **argv)
             have_base ? "gating against" : "recording the baseline", o.baseline, o.runs,
             o.runs == 1 ? "" : "s", o.collect.steps, o.collect.warmup, t.source);
 
-    double first_t0 = cg_gate_seq_now_s();
+    double first_t0 = cg_cmd_seq_now_s();
     exit_code = measure(&o, &cur, &col);
-    double first_s = cg_gate_seq_now_s() - first_t0;
+    double first_s = cg_cmd_seq_now_s() - first_t0;
     if (exit_code != 0)
         goto done;
     if (cg_artifact_save(o.out, &cur, &err) != 0) {
@@ -461,7 +461,7 @@ int cmd_gate(int argc, char **argv)
         goto done;
     }
     struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, o.color_on};
-    exit_code = cg_gate_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &ro);
+    exit_code = cg_cmd_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &ro);
     /* A verdict's exit code means the report and the JSON verdict were written; 3 means one of
      * them (or a later run) failed, and the line below names only what was written. */
     bool reported = exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL ||

@@ -101,7 +101,7 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     return 0;
 }
 
-int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o)
+int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_seq_opts *o)
 {
     enum cg_spend s;
     long secs;

@@ -31,7 +31,7 @@ enum {
     CG_MOPT_REDACT,
     CG_MOPT_STEPS_FROM,
     CG_MOPT_STEP_OPTIMIZER,
-    /* sequential looks and confirmation (CG_GATE_SEQ_OPTIONS, cg_gate_seq_option) */
+    /* sequential looks and confirmation (CG_GATE_SEQ_OPTIONS, cg_cmd_seq_option) */
     CG_SOPT_MAX_RUNS,
     CG_SOPT_BUDGET,
     CG_SOPT_SPENDING,
@@ -131,8 +131,8 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
 
 /* Handles one option code of CG_GATE_SEQ_OPTIONS (gate_seq.h's options): 1 when it is not one of
  * them, 0 when taken, else the usage error's exit code (printed for verb). */
-struct cg_gate_seq_opts;
-int cg_gate_seq_option(const char *verb, int opt, const char *arg, struct cg_gate_seq_opts *o);
+struct cg_cmd_seq_opts;
+int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_seq_opts *o);
 
 /* A --color value (auto, always or never) into *color: always, or auto when stdout is a
  * terminal and NO_COLOR is not set. 0, or the usage error's exit code (printed for verb). */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o)
+void cg_cmd_seq_opts_init(struct cg_cmd_seq_opts *o)
 {
     o->max_runs = -1;
     o->budget_s = 0;
@@ -19,7 +19,7 @@ void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o)
     o->no_confirm = false;
 }
 
-double cg_gate_seq_now_s(void)
+double cg_cmd_seq_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -37,13 +37,13 @@ static int collect_more(void *ctx, struct cg_artifact *a, size_t n, bool confirm
                 n, n == 1 ? "" : "s");
     else
         fprintf(stderr, "canary-gate: inconclusive after %zu runs; adding %zu\n", a->n_runs, n);
-    double t0 = cg_gate_seq_now_s();
+    double t0 = cg_cmd_seq_now_s();
     int rc = cg_collector_run(col, a, (long)n, (long)(a->n_runs + n), err);
-    *seconds = cg_gate_seq_now_s() - t0;
+    *seconds = cg_cmd_seq_now_s() - t0;
     return rc;
 }
 
-void cg_gate_seq_print_looks(const struct cg_seq_info *i)
+void cg_cmd_seq_print_looks(const struct cg_seq_info *i)
 {
     const char *unit = i->paired ? "pairs" : "runs";
     if (i->looks > 1 || i->budget_stopped)
@@ -59,7 +59,7 @@ void cg_gate_seq_print_looks(const struct cg_seq_info *i)
 
 static void print_summary(const struct cg_seq_info *i)
 {
-    cg_gate_seq_print_looks(i);
+    cg_cmd_seq_print_looks(i);
     if (i->confirm == CG_CONFIRM_CONFIRMED)
         fprintf(stderr, "canary-gate: the FAIL was confirmed by %zu fresh runs\n", i->confirm_runs);
     else if (i->confirm == CG_CONFIRM_REJECTED)
@@ -69,10 +69,10 @@ static void print_summary(const struct cg_seq_info *i)
                 i->confirm_runs);
 }
 
-int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
-                       const struct cg_thresholds *t, struct cg_collector *col, long runs,
-                       double first_s, const char *out, const struct cg_gate_seq_opts *so,
-                       const struct cg_report_opts *ro)
+int cg_cmd_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
+                      const struct cg_thresholds *t, struct cg_collector *col, long runs,
+                      double first_s, const char *out, const struct cg_cmd_seq_opts *so,
+                      const struct cg_report_opts *ro)
 {
     struct cg_artifact conf;
     struct cg_seq s;

@@ -27,7 +27,7 @@
 /* 'canary-gate ab': the most pairs, in multiples of its first look's (the thresholds' runs). */
 #define CG_AB_MAX_PAIRS_FACTOR 2
 
-struct cg_gate_seq_opts {
+struct cg_cmd_seq_opts {
     long max_runs;   /* -1: CG_GATE_MAX_RUNS_FACTOR x runs */
     double budget_s; /* <= 0: none */
     const char *spending;
@@ -36,21 +36,21 @@ struct cg_gate_seq_opts {
 };
 
 /* Sets the defaults. */
-void cg_gate_seq_opts_init(struct cg_gate_seq_opts *o);
+void cg_cmd_seq_opts_init(struct cg_cmd_seq_opts *o);
 
 /* One line on stderr about the looks when runs (or pairs) were added or the budget stopped them. */
-void cg_gate_seq_print_looks(const struct cg_seq_info *i);
+void cg_cmd_seq_print_looks(const struct cg_seq_info *i);
 
 /* Seconds on CLOCK_MONOTONIC, for timing the first runs. */
-double cg_gate_seq_now_s(void);
+double cg_cmd_seq_now_s(void);
 
 /* Decides cur (runs first runs, measured in first_s seconds, already saved at out) against base:
  * adds runs through col while a metric is inconclusive, confirms a FAIL with fresh runs, saves
  * what was measured (out again when runs were added, the confirmation beside it), prints the
  * table and writes the reports (cg_cmd_report_verdict). Returns the gate's exit code. */
-int cg_gate_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
-                       const struct cg_thresholds *t, struct cg_collector *col, long runs,
-                       double first_s, const char *out, const struct cg_gate_seq_opts *so,
-                       const struct cg_report_opts *ro);
+int cg_cmd_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
+                      const struct cg_thresholds *t, struct cg_collector *col, long runs,
+                      double first_s, const char *out, const struct cg_cmd_seq_opts *so,
+                      const struct cg_report_opts *ro);
 
 #endif

@@ -55,7 +55,7 @@ static int describe(const struct cg_artifact *pool, enum cg_metric m, struct cg_
     cg_welford_init(&w);
     nm->measured = true;
     for (size_t i = 0; i < n; i++) {
-        v[i] = cg_run_metric_value(&pool->runs[i], m);
+        v[i] = cg_verdict_run_value(&pool->runs[i], m);
         nm->measured &= isfinite(v[i]) && v[i] > 0;
         cg_welford_add(&w, v[i]);
         within[i] = is_memory(m) ? NAN : within_cv(&pool->runs[i], m, &predict[i]);

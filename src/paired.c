@@ -251,8 +251,8 @@ static bool pair_logs(const struct cg_artifact *base, const struct cg_artifact *
                       enum cg_metric m, size_t n, double *d)
 {
     for (size_t i = 0; i < n; i++) {
-        double b = cg_run_metric_value(&base->runs[i], m),
-               h = cg_run_metric_value(&head->runs[i], m);
+        double b = cg_verdict_run_value(&base->runs[i], m),
+               h = cg_verdict_run_value(&head->runs[i], m);
         if (!isfinite(b) || !isfinite(h) || b <= 0 || h <= 0)
             return false;
         d[i] = log(h) - log(b);

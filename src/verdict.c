@@ -39,7 +39,7 @@ int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
     return CG_EXIT_PASS;
 }
 
-double cg_run_floor_ns(const struct cg_run *run)
+double cg_verdict_run_floor_ns(const struct cg_run *run)
 {
     double *v = run->n_steps ? malloc(run->n_steps * sizeof(*v)) : NULL;
     if (v == NULL)
@@ -51,7 +51,7 @@ double cg_run_floor_ns(const struct cg_run *run)
     return f;
 }
 
-size_t cg_floor_fast_runs(double *v, size_t n)
+size_t cg_verdict_floor_fast_runs(double *v, size_t n)
 {
     double lowest = INFINITY;
     for (size_t i = 0; i < n; i++)
@@ -64,18 +64,18 @@ size_t cg_floor_fast_runs(double *v, size_t n)
     return k;
 }
 
-double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs)
+double cg_verdict_runs_floor_ns(const struct cg_run *runs, size_t n_runs)
 {
     double *v = n_runs ? malloc(n_runs * sizeof(*v)) : NULL;
     if (v == NULL)
         return NAN;
     double f = NAN;
     for (size_t i = 0; i < n_runs; i++) {
-        v[i] = cg_run_floor_ns(&runs[i]);
+        v[i] = cg_verdict_run_floor_ns(&runs[i]);
         if (!isfinite(v[i]))
             goto done;
     }
-    f = cg_stats_quantile(v, cg_floor_fast_runs(v, n_runs), 0.5);
+    f = cg_stats_quantile(v, cg_verdict_floor_fast_runs(v, n_runs), 0.5);
 done:
     free(v);
     return f;
@@ -92,7 +92,7 @@ struct floor_pool {
 
 /* Mann-Whitney over the fast runs of one split of the pool (labels in cur): the sizes and 2U
  * (current above baseline, ties one half). Each side's fast runs are those within
- * CG_FLOOR_RUN_WINDOW of its own fastest, as cg_floor_fast_runs selects them. */
+ * CG_FLOOR_RUN_WINDOW of its own fastest, as cg_verdict_floor_fast_runs selects them. */
 static void floor_split(const struct floor_pool *p, const unsigned char *cur, size_t *kb,
                         size_t *kc, size_t *h)
 {
@@ -259,7 +259,7 @@ static size_t fast_logs(const double *v, size_t n, double *out)
 {
     if (n > 0)
         memcpy(out, v, n * sizeof(*out));
-    size_t k = cg_floor_fast_runs(out, n); /* the one selection rule */
+    size_t k = cg_verdict_floor_fast_runs(out, n); /* the one selection rule */
     for (size_t i = 0; i < k; i++)
         out[i] = log(out[i]);
     return k;
@@ -309,7 +309,7 @@ done:
     return rc;
 }
 
-double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
+double cg_verdict_run_value(const struct cg_run *r, enum cg_metric m)
 {
     switch (m) {
     case CG_M_STEP_TIME_MEAN:
@@ -317,7 +317,7 @@ double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
     case CG_M_STEP_TIME_P95:
         return r->summary.step_time_p95_ns;
     case CG_M_STEP_TIME_FLOOR:
-        return cg_run_floor_ns(r);
+        return cg_verdict_run_floor_ns(r);
     case CG_M_TOKENS_PER_SEC:
         return r->summary.tokens_per_sec;
     case CG_M_PEAK_DEVICE_MEMORY:
@@ -333,7 +333,7 @@ double cg_run_metric_value(const struct cg_run *r, enum cg_metric m)
 static bool side_values(const struct cg_artifact *a, enum cg_metric m, double *out)
 {
     for (size_t i = 0; i < a->n_runs; i++) {
-        out[i] = cg_run_metric_value(&a->runs[i], m);
+        out[i] = cg_verdict_run_value(&a->runs[i], m);
         if (!isfinite(out[i]) || out[i] <= 0)
             return false;
     }
@@ -520,7 +520,8 @@ static int timing_metric(const struct cg_verdict *v, enum cg_metric m, double *v
                      : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
     if (rc != 0)
         return CG_ENOMEM;
-    size_t kb = floor ? cg_floor_fast_runs(vb, nb) : nb, kc = floor ? cg_floor_fast_runs(vc, nc) : nc;
+    size_t kb = floor ? cg_verdict_floor_fast_runs(vb, nb) : nb,
+           kc = floor ? cg_verdict_floor_fast_runs(vc, nc) : nc;
     r->baseline = cg_stats_quantile(vb, kb, 0.5);
     r->current = cg_stats_quantile(vc, kc, 0.5);
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
@@ -624,7 +625,7 @@ static void vanished_result(const struct cg_verdict *v, const double *vb,
     const struct cg_artifact *c = v->current;
     size_t missing = 0;
     for (size_t i = 0; i < c->n_runs; i++) {
-        double x = cg_run_metric_value(&c->runs[i], CG_M_TOKENS_PER_SEC);
+        double x = cg_verdict_run_value(&c->runs[i], CG_M_TOKENS_PER_SEC);
         missing += !isfinite(x) || x <= 0;
     }
     r->baseline = cg_stats_quantile(vb, v->baseline->n_runs, 0.5);

@@ -224,18 +224,18 @@ int cg_floor_compare(const double *base, size_t nb, const double *cur, size_t nc
 double cg_floor_smallest_p(size_t nb, size_t nc);
 
 /* A run's floor; NAN without steps or memory. */
-double cg_run_floor_ns(const struct cg_run *run);
+double cg_verdict_run_floor_ns(const struct cg_run *run);
 
 /* Keeps, in order, the values within CG_FLOOR_RUN_WINDOW of the smallest (the fast runs of a
  * side, given the runs' floors) at the front of v; returns how many. */
-size_t cg_floor_fast_runs(double *v, size_t n);
+size_t cg_verdict_floor_fast_runs(double *v, size_t n);
 
 /* The floor of n_runs runs as one side: the median of its fast runs' floors; NAN without steps
  * or memory. */
-double cg_runs_floor_ns(const struct cg_run *runs, size_t n_runs);
+double cg_verdict_runs_floor_ns(const struct cg_run *runs, size_t n_runs);
 
-/* A run's own value of a metric: its summary's, or for the floor cg_run_floor_ns. NAN when the
- * run lacks it (memory: not measured). */
-double cg_run_metric_value(const struct cg_run *r, enum cg_metric m);
+/* A run's own value of a metric: its summary's, or for the floor cg_verdict_run_floor_ns. NAN when
+ * the run lacks it (memory: not measured). */
+double cg_verdict_run_value(const struct cg_run *r, enum cg_metric m);
 
 #endif

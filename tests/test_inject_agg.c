@@ -57,7 +57,7 @@ static void test_agg__records_are_attributed_to_steps_after_warmup(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 1), 0);
+    assert_int_equal(cg_agg_new(&a, 1), 0);
     cg_agg_step_begin(&a, 0, 1000);
     kernel(&a, kernel_a, 1100, 1200); /* warm-up step: busy time only */
     cg_agg_step_end(&a, 0, 2000);
@@ -85,7 +85,7 @@ static void test_agg__busy_time_is_the_union_of_overlapping_kernels(void **state
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1000);
     kernel(&a, kernel_a, 2000, 4000);
     kernel(&a, kernel_b, 3000, 5000);  /* overlaps on another stream */
@@ -108,7 +108,7 @@ static void test_agg__busy_union_stays_bounded_and_exact_in_order(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1000);
     for (uint64_t i = 0; i < 5000; i++) /* 5000 disjoint kernels, 20 ns apart */
         kernel(&a, kernel_a, 2000 + i * 100, 2000 + i * 100 + 80);
@@ -123,7 +123,7 @@ static void test_agg__peak_memory_from_out_of_order_records(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     /* in time: +100 @10, +200 @20, -100 @30, +50 @40, -200 @50, -50 @60: peak 300 at 20 */
     mem(&a, 0, false, 100, 30);
     mem(&a, 0, true, 50, 40);
@@ -144,7 +144,7 @@ static void test_agg__zero_timestamps_are_counted_and_skipped(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1000);
     kernel(&a, kernel_a, 0, 1500);
     kernel(&a, kernel_a, 1600, 0);
@@ -163,7 +163,7 @@ static void test_agg__many_kernel_names_grow_the_op_table(void **state)
     (void)state;
     static char names[3000][16];
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1);
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < 3000; i++) {
@@ -337,7 +337,7 @@ static void test_agg__hot_path_matches_a_reference(void **state)
         }
         for (uint64_t mode = 0; mode < 3; mode++) { /* one by one, two batch patterns */
             struct cg_agg a;
-            assert_int_equal(cg_agg_init(&a, 2), 0);
+            assert_int_equal(cg_agg_new(&a, 2), 0);
             for (int s = 0; s < REF_STEPS; s++) {
                 cg_agg_step_begin(&a, s, step_start[s]);
                 cg_agg_step_end(&a, s, step_end[s]);
@@ -365,7 +365,7 @@ static void test_agg__ring_settling_an_earlier_step_keeps_the_current_record(voi
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 1), 0);
+    assert_int_equal(cg_agg_new(&a, 1), 0);
     /* warm-up step 0 fills the ring with disjoint intervals; step 1's kernels push them out
      * while the hot path is in step 1: every step-1 kernel still counts */
     cg_agg_step_begin(&a, 0, 1000);
@@ -389,7 +389,7 @@ static void test_agg__late_records_behind_the_settled_half_are_clipped(void **st
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1);
     for (uint64_t i = 0; i < CG_AGG_INTERVALS + 10; i++) /* one more than fits: half settles */
         kernel(&a, kernel_a, 1000 + i * 100, 1000 + i * 100 + 50);
@@ -412,7 +412,7 @@ static void test_agg__step_window_edges(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1000);
     cg_agg_step_end(&a, 0, 2000);
     cg_agg_step_begin(&a, 1, 3000); /* still running */
@@ -446,7 +446,7 @@ static void test_agg__counters_for_the_shard(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1000);
     kernel(&a, kernel_a, 1100, 1200);                     /* inside */
     kernel(&a, kernel_a, 1300, 1400);                     /* inside, the hot path */
@@ -482,7 +482,7 @@ static void test_agg__ops_count_only_in_the_measured_window(void **state)
     (void)state;
     for (int batch = 0; batch < 2; batch++) {
         struct cg_agg a;
-        assert_int_equal(cg_agg_init(&a, 1), 0);
+        assert_int_equal(cg_agg_new(&a, 1), 0);
         cg_agg_measure(&a, 3);
         CUpti_ActivityKernel10 recs[18];
         const CUpti_Activity *ptrs[18];
@@ -521,7 +521,7 @@ static void test_agg__running_step_ends_at_the_delivery_horizon(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1000);
     cg_agg_step_end(&a, 0, 2000);
     cg_agg_step_begin(&a, 1, 3000); /* running */
@@ -546,7 +546,7 @@ static void test_agg__zero_length_kernels_count_as_calls_not_busy(void **state)
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     cg_agg_step_begin(&a, 0, 1000);
     kernel(&a, kernel_a, 1100, 1200);
     kernel(&a, kernel_a, 1300, 1300); /* in the window, after the last interval */
@@ -563,7 +563,7 @@ static void test_agg__trace_keeps_traced_steps_memory_start_and_its_cap(void **s
 {
     (void)state;
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     assert_int_equal(cg_agg_trace(&a, 1, 1, 5), 0);
     cg_agg_step_begin(&a, 0, 1000);
     cg_agg_step_end(&a, 0, 2000);

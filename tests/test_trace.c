@@ -284,7 +284,7 @@ static void test_trace__synthetic_cupti_records(void **state)
     static const char mangled[] = "_Z3fooIiEvT_";
     static const char hostile[] = "evil\"kernel\\\x1b[31mred\x1b[0m\xff";
     struct cg_agg a;
-    assert_int_equal(cg_agg_init(&a, 0), 0);
+    assert_int_equal(cg_agg_new(&a, 0), 0);
     assert_int_equal(cg_agg_trace(&a, 1, 1, 100), 0); /* step 1 only */
     cg_agg_step_begin(&a, 0, 1000);
     cg_agg_step_end(&a, 0, 2000);
