@@ -33,7 +33,7 @@
 #include "detect_pool.h"
 
 #include "artifact.h"
-#include "gate_seq.h"
+#include "cmd_seq.h"
 #include "paired.h"
 #include "sequential.h"
 #include "thresholds.h"

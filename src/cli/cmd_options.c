@@ -4,7 +4,7 @@
 #include "cmd_options.h"
 
 #include "cmd.h"
-#include "gate_seq.h"
+#include "cmd_seq.h"
 #include "redact.h"
 #include "sequential.h"
 

@@ -23,7 +23,7 @@
 #include "collect.h"
 #include "comment_marker.h"
 #include "fsutil.h"
-#include "gate_seq.h"
+#include "cmd_seq.h"
 #include "github.h"
 #include "launch_env.h"
 #include "report.h"

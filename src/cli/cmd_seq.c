@@ -1,7 +1,7 @@
 /*
  * gate_seq: the main command's sequential looks and FAIL confirmation (see gate_seq.h).
  */
-#include "gate_seq.h"
+#include "cmd_seq.h"
 
 #include "sequential.h"
 

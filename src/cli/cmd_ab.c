@@ -19,7 +19,7 @@
 #include "artifact.h"
 #include "cmd_options.h"
 #include "collect.h"
-#include "gate_seq.h"
+#include "cmd_seq.h"
 #include "interleave.h"
 #include "paired.h"
 #include "sequential.h"
