@@ -3,7 +3,7 @@
 # Layout under the prefix: bin/canary-gate; its companions in lib/canary-gate/ (the injection
 # library, the NVTX library, python/ with the sitecustomize that marks optimizer steps, the
 # built-in canary canary-train and its CUDA module), found by the tool relative to itself
-# (src/launch.h, CG_INSTALLED_COMPANIONS), so an installed tree can be moved; a man page made
+# (src/measure/launch.h, CG_INSTALLED_COMPANIONS), so an installed tree can be moved; a man page made
 # from --help by help2man when it is installed; bash completion. The thresholds are compiled in.
 #
 #   cmake -S . -B build-pkg -DCMAKE_INSTALL_PREFIX=/usr -DCG_BUILD_TESTS=OFF

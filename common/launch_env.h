@@ -1,5 +1,5 @@
 /*
- * launch_env: what the launcher (src/collect.c) and the injection library agree on: the names of
+ * launch_env: what the launcher (src/measure/collect.c) and the injection library agree on: the names of
  * the environment variables the library reads, and the limits both sides check. Included by the
  * library (inject.h) and by the tool, so a limit or a name changes in one place.
  *

@@ -1,13 +1,13 @@
 /*
  * shard_format: the bytes of a shard, spelled once for the injection library that writes them
  * (inject/core.c, nvtx.c, cupti.c, aggregate.c, escape.h) and the tool that reads them
- * (src/shard.c). Plain macros only: nothing here needs linking, so both programs include it.
+ * (src/measure/shard.c). Plain macros only: nothing here needs linking, so both programs include it.
  *
  * A shard is text, one record per line, fields separated by one space; a record is its key and
  * its fields. A name (always the last field) is escaped: a backslash is doubled, control bytes
- * and DEL become "\xHH" (escape.h writes it, src/shard.c reads it back, a "\x00" as '?').
+ * and DEL become "\xHH" (escape.h writes it, src/measure/shard.c reads it back, a "\x00" as '?').
  * Numbers are decimal integers; a loss is %.9g in the C locale or CG_SHARD_NAN, CG_SHARD_INF or
- * "-" CG_SHARD_INF. What each record means and how records merge: src/shard.h.
+ * "-" CG_SHARD_INF. What each record means and how records merge: src/measure/shard.h.
  *
  * Writers build a line by pasting a key to a format (CG_SHARD_KEY_STEP " %lld ..."), so every
  * macro below is a string literal, or a character literal where marked.

@@ -1,5 +1,5 @@
 /*
- * fuzz_redact: hiding secrets in the canary's command line (src/redact.c).
+ * fuzz_redact: hiding secrets in the canary's command line (src/core/redact.c).
  *
  * Input: an environment ("NAME=value" lines), a NUL, the text to redact, and optionally a NUL and
  * a --redact pattern. Properties: a refused pattern is CG_EINPUT naming it; the output holds no

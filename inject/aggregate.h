@@ -162,7 +162,7 @@ void cg_agg_step_end(struct cg_agg *a, int64_t index, uint64_t end_ns);
 int cg_agg_trace(struct cg_agg *a, int64_t first, int64_t last, size_t max_events);
 
 /* Writes e as a shard line ("tg KIND DEVICE STREAM START END BYTES NAME" or
- * "tm DEVICE TIME BYTES", see src/shard.h) into out, which needs CG_AGG_TRACE_LINE_MAX bytes;
+ * "tm DEVICE TIME BYTES", see src/measure/shard.h) into out, which needs CG_AGG_TRACE_LINE_MAX bytes;
  * returns its length (0 when out is too small). Not NUL-terminated. */
 size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t cap);
 #define CG_AGG_TRACE_LINE_MAX (128 + 4 * 4096 + 2)

@@ -18,7 +18,7 @@
  * start (the launcher made and sized it, so this needs no space on a full disk). Nothing is
  * printed. When several processes fail, the last one's line is what the file holds.
  *
- * The shard's keys and words are spelled in shard_format.h; what they mean: src/shard.h and
+ * The shard's keys and words are spelled in shard_format.h; what they mean: src/measure/shard.h and
  * docs/collector.md. Thread-safety: one mutex
  * guards the line buffer and the file; appends happen only with it held (the fork handlers hold
  * it across fork, so a child never inherits it locked).

@@ -1,5 +1,5 @@
 /*
- * escape: how a name is written into a shard line (the last field, read back by src/shard.c):
+ * escape: how a name is written into a shard line (the last field, read back by src/measure/shard.c):
  * a backslash is doubled, newlines and other control bytes (and DEL) become \xHH, everything
  * else passes as it is (the escape characters are shard_format.h's). Names are cut at
  * CG_NAME_MAX_BYTES input bytes. Pure, thread-safe.

@@ -1,7 +1,7 @@
 /*
  * cmd_options: the option families that several commands share, parsed in one place: the
  * measurement options (the main command, 'run', 'aa' and 'ab'), the sequential looks'
- * (the main command and 'ab': gate_seq.c), and --color; and the one table of option codes.
+ * (the main command and 'ab': cmd_seq.c), and --color; and the one table of option codes.
  * Part of the command layer: a bad value is a usage error printed for the command's verb.
  */
 #ifndef CG_CMD_OPTIONS_H
@@ -129,7 +129,7 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     "(.confirm.json)\n"                                                                            \
     "  --no-confirm           report a FAIL without confirming it\n"
 
-/* Handles one option code of CG_GATE_SEQ_OPTIONS (gate_seq.h's options): 1 when it is not one of
+/* Handles one option code of CG_GATE_SEQ_OPTIONS (cmd_seq.h's options): 1 when it is not one of
  * them, 0 when taken, else the usage error's exit code (printed for verb). */
 struct cg_cmd_seq_opts;
 int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_seq_opts *o);

@@ -1,6 +1,6 @@
 /*
  * cmd_report: the report step every verdict-giving command ends with (compare, the main
- * command through gate_seq, ab): the terminal table on stdout (stderr when a document goes to
+ * command through cmd_seq, ab): the terminal table on stdout (stderr when a document goes to
  * stdout), the markdown report and the JSON verdict written after everything rendered, and the
  * exit code.
  */

@@ -1,5 +1,5 @@
 /*
- * gate_seq: the main command's sequential looks and FAIL confirmation (see gate_seq.h).
+ * cmd_seq: the main command's sequential looks and FAIL confirmation (see cmd_seq.h).
  */
 #include "cmd_seq.h"
 

@@ -1,12 +1,12 @@
 /*
- * gate_seq: sequential looks and FAIL confirmation in the main command (sequential.h holds the
- * rule; this is its command-layer side): the options, the measuring callback over the gate's
+ * cmd_seq: sequential looks and FAIL confirmation in the main command (sequential.h holds the
+ * rule; this is its command-layer side): the measuring callback over the gate's
  * open collector, saving the grown and the confirmation artifacts, and reporting the verdict.
  *
  * Prints progress on stderr and the verdict on stdout like cg_cmd_report_verdict. Single-threaded.
  */
-#ifndef CG_GATE_SEQ_H
-#define CG_GATE_SEQ_H
+#ifndef CG_CMD_SEQ_H
+#define CG_CMD_SEQ_H
 
 #include "artifact.h"
 #include "cmd.h"

@@ -5,7 +5,7 @@
  * "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part", renamed to ".shard" when the process exits
  * normally. A shard is text, one record per line, fields separated by one space, a name (always
  * the last field) escaped with "\\" and "\xHH" for control bytes. The keys and words below are
- * spelled once, for the library and this reader, in inject/shard_format.h:
+ * spelled once, for the library and this reader, in common/shard_format.h:
  *
  *   canary-gate-shard 1                   first line (format version)
  *   pid P | rank R | local_rank L         the process (rank lines only when RANK/LOCAL_RANK set)

@@ -1,7 +1,7 @@
 /*
  * trace: Chrome trace event JSON from the shards' trace lines (see trace.h for the layout).
  *
- * Events are appended to one capped buffer (src/buf.h) and written atomically. GPU tracks get
+ * Events are appended to one capped buffer (src/core/buf.h) and written atomically. GPU tracks get
  * track ids above any Linux thread id, in the order their (device, stream) first appears; the
  * steps track sorts first, GPU tracks after the threads. Kernel names are demangled through a
  * small cache (a step repeats the same few hundred kernels). Not thread-safe.

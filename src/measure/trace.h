@@ -1,6 +1,6 @@
 /*
  * trace: a Chrome trace event file (the JSON format Perfetto and chrome://tracing open) from the
- * trace lines of one run's shards (CANARY_GATE_TRACE_STEPS, see src/shard.h).
+ * trace lines of one run's shards (CANARY_GATE_TRACE_STEPS, see src/measure/shard.h).
  *
  * Layout: one process per shard (pid = the canary process's pid, named "rank R (pid P)"), in it
  * one track per thread that marked NVTX ranges ("X" events, category = NVTX domain), a "steps"
@@ -27,7 +27,7 @@
  * out of memory or over CG_TRACE_MAX_BYTES. */
 char *cg_trace_to_json(const struct cg_shard *shards, size_t n);
 
-/* Writes the trace of n shards to path atomically (src/fsutil.h). Returns 0, CG_ENOMEM, or
+/* Writes the trace of n shards to path atomically (src/core/fsutil.h). Returns 0, CG_ENOMEM, or
  * CG_EIO naming the path. */
 int cg_trace_write(const struct cg_shard *shards, size_t n, const char *path, struct cg_err *err);
 

@@ -1,5 +1,5 @@
 /*
- * fault-helper: misbehaving canaries for tests/test_faults.c. Each mode sets up a fault, then
+ * fault-helper: misbehaving canaries for tests/cli/test_faults.c. Each mode sets up a fault, then
  * execs the real canary command given after "--" (or stands in for a launcher of several), so
  * the gate sees what a badly behaved training job does:
  *

@@ -1,5 +1,5 @@
 /*
- * test_trace: Chrome trace files (src/trace.c) from shards with trace lines, checked by parsing
+ * test_trace: Chrome trace files (src/measure/trace.c) from shards with trace lines, checked by parsing
  * the JSON: (a) an annotated CPU canary (tests/canaries/nvtx-canary) run with the real
  * injection library and CANARY_GATE_TRACE_STEPS, with and without reaching the event cap;
  * (b) synthetic CUPTI records through the library's aggregation (inject/aggregate.c, compiled in
