@@ -1,5 +1,7 @@
 /*
  * cmd_seq: sequential looks and FAIL confirmation in the main command (sequential.h holds the
+ * The words (run, step, side, look, spending, floor, fast state, confirmation): the glossary
+ * atop docs/statistics.md.
  * rule; this is its command-layer side): the measuring callback over the gate's
  * open collector, saving the grown and the confirmation artifacts, and reporting the verdict.
  *

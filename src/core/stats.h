@@ -1,5 +1,7 @@
 /*
  * stats: the statistics behind the verdict. Pure functions of their inputs, thread-safe.
+ * The words (run, step, side, look, spending, floor, fast state, confirmation): the glossary
+ * atop docs/statistics.md.
  *
  * Descriptive statistics (mean and variance by Welford's method, type-7 quantiles), the
  * Mann-Whitney U test, the Hodges-Lehmann shift estimate with the interval that inverts the same

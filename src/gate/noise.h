@@ -1,5 +1,7 @@
 /*
  * noise: what A/A runs (the same canary on both sides) say about a runner, for 'canary-gate aa'.
+ * The words (run, step, side, look, spending, floor, fast state, confirmation): the glossary
+ * atop docs/statistics.md.
  *
  * Noise per metric: the within-run coefficient of variation (spread of the per-step values inside
  * one run: step times for the step-time metrics, per-step tokens/s for tokens/s; the median over

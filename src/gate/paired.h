@@ -1,5 +1,7 @@
 /*
  * paired: statistics of paired runs and the paired verdict of 'canary-gate ab'.
+ * The words (run, step, side, look, spending, floor, fast state, confirmation): the glossary
+ * atop docs/statistics.md.
  *
  * When base and head run interleaved on one machine (A B B A ...), run i of each side forms a
  * pair measured under the same conditions, and the per-pair difference of log values (the log

@@ -1,5 +1,7 @@
 /*
  * pattern: is a slowdown locked to the step phase? The discriminator between a periodic
+ * The words (run, step, side, look, spending, floor, fast state, confirmation): the glossary
+ * atop docs/statistics.md.
  * regression (every k-th step slower: periodic work added by the code) and interference on a
  * shared runner, for the floor rule (verdict.c): both leave the fastest steps alone, but only
  * code runs on a fixed step phase, in every run.

@@ -1,5 +1,7 @@
 /*
  * sequential: the gate's stopping rule and its measure-decide loop.
+ * The words (run, step, side, look, spending, floor, fast state, confirmation): the glossary
+ * atop docs/statistics.md.
  *
  * Looks. The first look compares the runs the thresholds file asks for. While a timing metric
  * is INCONCLUSIVE for a reason more current runs can fix (not significant, or too few current

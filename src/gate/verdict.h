@@ -1,5 +1,7 @@
 /*
  * verdict: compares a current artifact with a baseline under thresholds and decides.
+ * The words (run, step, side, look, spending, floor, fast state, confirmation): the glossary
+ * atop docs/statistics.md.
  *
  * The run is the unit of replication: each gated timing metric compares the per-run summaries of
  * the two sides with a one-sided Mann-Whitney test and a Hodges-Lehmann estimate of the log
