@@ -139,6 +139,8 @@ int cg_artifact_save(const char *path, const struct cg_artifact *a, struct cg_er
  * the next number) and returns it, or NULL when out of memory. The pointer is valid until the
  * next append. */
 struct cg_run *cg_artifact_add_run(struct cg_artifact *a);
+/* The same without an identity, for a reader that fills in the one it read. */
+struct cg_run *cg_artifact_add_blank_run(struct cg_artifact *a);
 
 /* Appends a step to run (its loss unknown: NAN); returns 0 or CG_ENOMEM. */
 int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t gpu_busy_ns);

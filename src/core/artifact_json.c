@@ -1,0 +1,600 @@
+/*
+ * artifact_json: the run artifact as JSON (see artifact.h and docs/artifact.md).
+ *
+ * Parsing walks the cJSON tree with small typed getters that name the field path of the first
+ * problem ("runs[2].steps[5].wall_ns: must be a positive integer"). Integers are read from JSON
+ * numbers and must be whole and within +-2^53. Not thread-safe.
+ */
+#include "artifact.h"
+
+#include "cg_version.h"
+#include "fsutil.h"
+#include "jsonutil.h"
+#include "utf8.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
+
+/* ---- parsing ----------------------------------------------------------------------------- */
+
+struct parser {
+    const char *name; /* file name for messages */
+    struct cg_err *err;
+};
+
+static int bad(struct parser *p, const char *path, const char *problem)
+{
+    return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': %s: %s", p->name, path, problem);
+}
+
+/* Looks up key in obj; path is the parent's path, used in messages. Missing → error unless
+ * optional (then *out = NULL). A JSON null counts as missing for optional fields only. */
+static int field(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                 bool optional, const cJSON **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = v;
+    if (v != NULL && !(optional && cJSON_IsNull(v)))
+        return 0;
+    *out = NULL;
+    if (optional)
+        return 0;
+    char path[256];
+    snprintf(path, sizeof(path), "%s%s%s", parent, parent[0] ? "." : "", key);
+    return bad(p, path, "missing");
+}
+
+static void join_path(char *dst, size_t n, const char *parent, const char *key)
+{
+    int w = snprintf(dst, n, "%s%s%s", parent, parent[0] ? "." : "", key);
+    if (w < 0 || (size_t)w >= n)
+        dst[n - 1] = '\0';
+}
+
+/* Finds a field for the typed getters below: *v is NULL when an optional field is absent (then
+ * the caller keeps its default); otherwise path holds the field's full path for messages. */
+static int lookup(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                  bool optional, const cJSON **v, char *path, size_t n)
+{
+    if (field(p, obj, parent, key, optional, v) != 0)
+        return CG_EINPUT;
+    if (*v != NULL)
+        join_path(path, n, parent, key);
+    return 0;
+}
+
+/* Reads an integer field >= min. Optional fields default to -1 when missing or null. */
+static int get_int(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                   bool optional, int64_t min, int64_t *out)
+{
+    const cJSON *v;
+    char path[256];
+    *out = -1;
+    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
+        return CG_EINPUT;
+    if (v == NULL)
+        return 0;
+    if (!cJSON_IsNumber(v))
+        return bad(p, path, "must be a number");
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || fabs(d) > MAX_EXACT_INT)
+        return bad(p, path, "must be a whole number");
+    if (d < (double)min) {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "must be at least %lld", (long long)min);
+        return bad(p, path, msg);
+    }
+    *out = (int64_t)d;
+    return 0;
+}
+
+/* Reads a finite number, negative or not; optional fields default to NAN. */
+static int get_real(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                    bool optional, double *out)
+{
+    const cJSON *v;
+    char path[256];
+    *out = NAN;
+    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
+        return CG_EINPUT;
+    if (v == NULL)
+        return 0;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return bad(p, path, "must be a finite number");
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* Reads a finite non-negative number; optional fields default to NAN. */
+static int get_num(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                   bool optional, double *out)
+{
+    if (get_real(p, obj, parent, key, optional, out) != 0)
+        return CG_EINPUT;
+    if (*out < 0) {
+        char path[256];
+        join_path(path, sizeof(path), parent, key);
+        return bad(p, path, "must not be negative");
+    }
+    return 0;
+}
+
+/* Reads a string (copied); optional fields default to NULL. */
+static int get_str(struct parser *p, const cJSON *obj, const char *parent, const char *key,
+                   bool optional, char **out)
+{
+    const cJSON *v;
+    char path[256];
+    *out = NULL;
+    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
+        return CG_EINPUT;
+    if (v == NULL)
+        return 0;
+    if (!cJSON_IsString(v))
+        return bad(p, path, "must be a string");
+    *out = cg_utf8_dup(v->valuestring);
+    return *out != NULL ? 0 : cg_err_set(p->err, CG_ENOMEM, "out of memory");
+}
+
+static int parse_env(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    const cJSON *env;
+    struct cg_env *e = &a->env;
+    if (field(p, root, "", "environment", false, &env) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(env))
+        return bad(p, "environment", "must be an object");
+    const char *pe = "environment";
+    if (get_str(p, env, pe, "gpu_model", true, &e->gpu_model) ||
+        get_int(p, env, pe, "gpu_count", false, 0, &e->gpu_count) ||
+        get_str(p, env, pe, "driver_version", true, &e->driver_version) ||
+        get_str(p, env, pe, "cuda_version", true, &e->cuda_version) ||
+        get_str(p, env, pe, "cupti_status", true, &e->cupti_status) ||
+        get_str(p, env, pe, "cupti_library", true, &e->cupti_library) ||
+        get_str(p, env, pe, "cpu_model", true, &e->cpu_model) ||
+        get_str(p, env, pe, "tool_version", true, &e->tool_version) ||
+        get_str(p, env, pe, "canary_hash", true, &e->canary_hash))
+        return CG_EINPUT;
+    const cJSON *cmd;
+    if (field(p, env, pe, "canary_command", true, &cmd) != 0)
+        return CG_EINPUT;
+    if (cmd == NULL)
+        return 0;
+    if (!cJSON_IsArray(cmd))
+        return bad(p, "environment.canary_command", "must be an array of strings");
+    size_t n = (size_t)cJSON_GetArraySize(cmd);
+    e->canary_command = calloc(n ? n : 1, sizeof(char *));
+    if (e->canary_command == NULL)
+        return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    const cJSON *arg;
+    cJSON_ArrayForEach(arg, cmd)
+    {
+        if (!cJSON_IsString(arg))
+            return bad(p, "environment.canary_command", "must be an array of strings");
+        e->canary_command[e->n_canary_command] = cg_utf8_dup(arg->valuestring);
+        if (e->canary_command[e->n_canary_command++] == NULL)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    const cJSON *s;
+    if (field(p, root, "", "settings", false, &s) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(s))
+        return bad(p, "settings", "must be an object");
+    struct cg_settings *st = &a->settings;
+    if (get_int(p, s, "settings", "steps", false, 1, &st->steps) ||
+        get_int(p, s, "settings", "warmup", false, 0, &st->warmup) ||
+        get_int(p, s, "settings", "runs", false, 1, &st->runs) ||
+        get_str(p, s, "settings", "step_range", true, &st->step_range) ||
+        get_str(p, s, "settings", "steps_from", true, &st->steps_from) ||
+        get_int(p, s, "settings", "tokens_per_step", true, 0, &st->tokens_per_step))
+        return CG_EINPUT;
+    if (st->steps_from != NULL && strcmp(st->steps_from, "nvtx") != 0 &&
+        strcmp(st->steps_from, "optimizer") != 0)
+        return bad(p, "settings.steps_from", "must be \"nvtx\", \"optimizer\" or null");
+    return 0;
+}
+
+static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, struct cg_run *r)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s.steps", rp);
+    if (!cJSON_IsArray(steps))
+        return bad(p, path, "must be an array");
+    if (cJSON_GetArraySize(steps) == 0)
+        return bad(p, path, "is empty: the run measured no steps");
+    size_t i = 0;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, steps)
+    {
+        snprintf(path, sizeof(path), "%s.steps[%zu]", rp, i++);
+        if (!cJSON_IsObject(st))
+            return bad(p, path, "must be an object");
+        int64_t wall, tokens, busy;
+        double loss;
+        if (get_int(p, st, path, "wall_ns", false, 1, &wall) ||
+            get_int(p, st, path, "tokens", true, 0, &tokens) ||
+            get_int(p, st, path, "gpu_busy_ns", true, 0, &busy) ||
+            get_real(p, st, path, "loss", true, &loss))
+            return CG_EINPUT;
+        if (cg_run_add_step(r, wall, tokens, busy) != 0)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+        r->steps[r->n_steps - 1].loss = loss;
+    }
+    return 0;
+}
+
+static int parse_ops(struct parser *p, const cJSON *ops, const char *rp, struct cg_run *r)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s.ops", rp);
+    if (!cJSON_IsArray(ops))
+        return bad(p, path, "must be an array");
+    size_t i = 0;
+    const cJSON *op;
+    cJSON_ArrayForEach(op, ops)
+    {
+        snprintf(path, sizeof(path), "%s.ops[%zu]", rp, i++);
+        if (!cJSON_IsObject(op))
+            return bad(p, path, "must be an object");
+        const cJSON *name, *family, *kind;
+        int64_t calls, total;
+        if (field(p, op, path, "name", false, &name) || field(p, op, path, "kind", false, &kind) ||
+            field(p, op, path, "family", true, &family) ||
+            get_int(p, op, path, "calls", false, 0, &calls) ||
+            get_int(p, op, path, "total_ns", false, 0, &total))
+            return CG_EINPUT;
+        if (!cJSON_IsString(name) || name->valuestring[0] == '\0')
+            return bad(p, path, "name must be a non-empty string");
+        if (family != NULL && !cJSON_IsString(family))
+            return bad(p, path, "family must be a string");
+        enum cg_op_kind k;
+        if (!cJSON_IsString(kind) || cg_op_kind_parse(kind->valuestring, &k) != 0)
+            return bad(p, path, "kind must be one of kernel, memcpy, memset, range");
+        if (cg_run_add_op(r, name->valuestring, family ? family->valuestring : NULL, k, calls,
+                          total) != 0)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_summary(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *s;
+    char path[128];
+    snprintf(path, sizeof(path), "%s.summary", rp);
+    if (field(p, run, rp, "summary", false, &s) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(s))
+        return bad(p, path, "must be an object");
+    struct cg_run_summary *m = &r->summary;
+    if (get_num(p, s, path, "step_time_mean_ns", false, &m->step_time_mean_ns) ||
+        get_num(p, s, path, "step_time_median_ns", false, &m->step_time_median_ns) ||
+        get_num(p, s, path, "step_time_p95_ns", false, &m->step_time_p95_ns) ||
+        get_num(p, s, path, "tokens_per_sec", true, &m->tokens_per_sec) ||
+        get_int(p, s, path, "peak_device_bytes", true, 0, &m->peak_device_bytes) ||
+        get_int(p, s, path, "peak_host_rss_bytes", true, 0, &m->peak_host_rss_bytes))
+        return CG_EINPUT;
+    /* The summary must agree with the steps it summarises: a hand-edited or corrupted summary
+     * would otherwise be compared while the steps say something else. */
+    double mean = m->step_time_mean_ns, median = m->step_time_median_ns, p95 = m->step_time_p95_ns;
+    double rate = m->tokens_per_sec;
+    cg_run_summarize(r);
+    const double tol = 1e-6;
+    if (fabs(mean - m->step_time_mean_ns) > tol * m->step_time_mean_ns + 1.0 ||
+        fabs(median - m->step_time_median_ns) > tol * m->step_time_median_ns + 1.0 ||
+        fabs(p95 - m->step_time_p95_ns) > tol * m->step_time_p95_ns + 1.0)
+        return bad(p, path, "step times do not match the run's steps");
+    /* Unknown exactly when no step has tokens; else tokens over the steps' time. */
+    if (isnan(rate) != isnan(m->tokens_per_sec) ||
+        (!isnan(rate) && fabs(rate - m->tokens_per_sec) > tol * m->tokens_per_sec + 1e-9))
+        return bad(p, path, "tokens_per_sec does not match the run's steps");
+    return 0;
+}
+
+/* The run's identity: optional (artifacts written before it have none), whole when present. */
+static int parse_id(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *id;
+    char path[96];
+    if (field(p, run, rp, "id", true, &id) != 0)
+        return CG_EINPUT;
+    if (id == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.id", rp);
+    if (!cJSON_IsObject(id))
+        return bad(p, path, "must be an object");
+    struct cg_run_id *x = &r->id;
+    if (get_str(p, id, path, "host", false, &x->host) ||
+        get_int(p, id, path, "pid", false, 0, &x->pid) ||
+        get_str(p, id, path, "started_utc", false, &x->started_utc) ||
+        get_int(p, id, path, "seq", false, 1, &x->seq))
+        return CG_EINPUT;
+    return 0;
+}
+
+/* runs[].warnings: optional, an array of strings (at most CG_ARTIFACT_MAX_WARNINGS kept). */
+static int parse_warnings(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *w, *item;
+    char path[128];
+    if (field(p, run, rp, "warnings", true, &w) != 0)
+        return CG_EINPUT;
+    if (w == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.warnings", rp);
+    if (!cJSON_IsArray(w))
+        return bad(p, path, "must be an array of strings");
+    cJSON_ArrayForEach(item, w)
+    {
+        if (!cJSON_IsString(item))
+            return bad(p, path, "must be an array of strings");
+        if (cg_run_add_warning(r, item->valuestring, CG_ARTIFACT_MAX_WARNINGS) != 0)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    const cJSON *runs;
+    if (field(p, root, "", "runs", false, &runs) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsArray(runs))
+        return bad(p, "runs", "must be an array");
+    if (cJSON_GetArraySize(runs) == 0)
+        return bad(p, "runs", "is empty: the artifact holds no measured run");
+    size_t i = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, runs)
+    {
+        char rp[64];
+        snprintf(rp, sizeof(rp), "runs[%zu]", i++);
+        if (!cJSON_IsObject(run))
+            return bad(p, rp, "must be an object");
+        struct cg_run *r = cg_artifact_add_blank_run(a);
+        if (r == NULL)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+        const cJSON *steps, *ops;
+        if (parse_id(p, run, rp, r) ||
+            field(p, run, rp, "steps", false, &steps) || parse_steps(p, steps, rp, r) ||
+            field(p, run, rp, "ops", false, &ops) || parse_ops(p, ops, rp, r) ||
+            parse_summary(p, run, rp, r) ||
+            get_int(p, run, rp, "dropped_records", true, 0, &r->dropped_records) ||
+            get_int(p, run, rp, "zero_timestamp_records", true, 0, &r->zero_timestamp_records) ||
+            get_int(p, run, rp, "outside_step_records", true, 0, &r->outside_step_records) ||
+            get_int(p, run, rp, "inside_step_records", true, 0, &r->inside_step_records) ||
+            get_int(p, run, rp, "late_memory_records", true, 0, &r->late_memory_records) ||
+            get_int(p, run, rp, "cupti_overhead_ns", true, 0, &r->cupti_overhead_ns) ||
+            get_int(p, run, rp, "stopped_after_steps", true, 1, &r->stopped_after_steps) ||
+            parse_warnings(p, run, rp, r))
+            return CG_EINPUT;
+    }
+    return 0;
+}
+
+static int parse_root(struct parser *p, const cJSON *root, struct cg_artifact *a)
+{
+    if (!cJSON_IsObject(root))
+        return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': not a run artifact (not a JSON object)",
+                          p->name);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    if (schema == NULL)
+        return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': not a run artifact (missing \"schema\")",
+                          p->name);
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, CG_ARTIFACT_SCHEMA) != 0)
+        return cg_err_set(p->err, CG_EINPUT,
+                          "cannot read '%s': not a run artifact (\"schema\" is not \"%s\")", p->name,
+                          CG_ARTIFACT_SCHEMA);
+    if (get_int(p, root, "", "schema_version", false, 1, &a->schema_version) != 0)
+        return CG_EINPUT;
+    if (a->schema_version > CG_SCHEMA_VERSION)
+        return cg_err_set(p->err, CG_EINPUT,
+                          "cannot read '%s': schema_version %lld is newer than this canary-gate "
+                          "reads (up to %d): upgrade canary-gate",
+                          p->name, (long long)a->schema_version, CG_SCHEMA_VERSION);
+    const cJSON *gpu, *avail;
+    if (field(p, root, "", "gpu", false, &gpu) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsObject(gpu))
+        return bad(p, "gpu", "must be an object");
+    if (field(p, gpu, "gpu", "available", false, &avail) != 0)
+        return CG_EINPUT;
+    if (!cJSON_IsBool(avail))
+        return bad(p, "gpu.available", "must be true or false");
+    a->gpu_available = cJSON_IsTrue(avail);
+    const cJSON *cuda;
+    if (field(p, gpu, "gpu", "cuda_initialised", true, &cuda) != 0)
+        return CG_EINPUT;
+    if (cuda != NULL && !cJSON_IsBool(cuda))
+        return bad(p, "gpu.cuda_initialised", "must be true, false or null");
+    a->cuda_initialised = cuda == NULL ? -1 : cJSON_IsTrue(cuda) ? 1 : 0;
+    if (get_str(p, gpu, "gpu", "reason", true, &a->gpu_reason) ||
+        get_str(p, root, "", "created_utc", true, &a->created_utc) || parse_env(p, root, a) ||
+        parse_settings(p, root, a) || parse_runs(p, root, a))
+        return CG_EINPUT;
+    return 0;
+}
+
+int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_artifact *a,
+                      struct cg_err *err)
+{
+    struct parser p = {name, err};
+    size_t at;
+    cg_artifact_init(a);
+    /* One document per file: `cat base.json slow.json` must not read as base.json. */
+    cJSON *root = cg_json_parse_whole(text, len, &at);
+    if (root == NULL && at < len)
+        return cg_err_set(err, CG_EINPUT,
+                          "cannot read '%s': trailing data after the JSON document (at byte %zu): "
+                          "one artifact per file",
+                          name, at);
+    if (root == NULL)
+        return cg_err_set(err, CG_EINPUT, "cannot read '%s': not valid JSON (truncated or corrupt)",
+                          name);
+    int rc = parse_root(&p, root, a);
+    cJSON_Delete(root);
+    if (rc != 0)
+        cg_artifact_release(a);
+    return rc;
+}
+
+int cg_artifact_load(const char *path, struct cg_artifact *a, struct cg_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    cg_artifact_init(a);
+    int rc = cg_file_read(path, CG_ARTIFACT_MAX_BYTES, &text, &len, err);
+    if (rc == 0)
+        rc = cg_artifact_parse(text, len, path, a, err);
+    free(text);
+    return rc;
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static cJSON *num_or_null(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *int_or_null(int64_t v)
+{
+    return v >= 0 ? cJSON_CreateNumber((double)v) : cJSON_CreateNull();
+}
+
+static cJSON *str_or_null(const char *s)
+{
+    return s != NULL ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+static cJSON *run_to_json(const struct cg_run *r)
+{
+    cJSON *run = cJSON_CreateObject();
+    if (r->id.host != NULL && r->id.started_utc != NULL) {
+        cJSON *id = cJSON_AddObjectToObject(run, "id");
+        cJSON_AddStringToObject(id, "host", r->id.host);
+        cJSON_AddNumberToObject(id, "pid", (double)r->id.pid);
+        cJSON_AddStringToObject(id, "started_utc", r->id.started_utc);
+        cJSON_AddNumberToObject(id, "seq", (double)r->id.seq);
+    }
+    cJSON *steps = cJSON_AddArrayToObject(run, "steps");
+    for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
+        const struct cg_step *s = &r->steps[i];
+        cJSON *st = cJSON_CreateObject();
+        cJSON_AddNumberToObject(st, "wall_ns", (double)s->wall_ns);
+        if (s->tokens >= 0)
+            cJSON_AddNumberToObject(st, "tokens", (double)s->tokens);
+        if (s->gpu_busy_ns >= 0)
+            cJSON_AddNumberToObject(st, "gpu_busy_ns", (double)s->gpu_busy_ns);
+        if (isfinite(s->loss))
+            cJSON_AddNumberToObject(st, "loss", s->loss);
+        cJSON_AddItemToArray(steps, st);
+    }
+    cJSON *sum = cJSON_AddObjectToObject(run, "summary");
+    const struct cg_run_summary *m = &r->summary;
+    cJSON_AddItemToObject(sum, "step_time_mean_ns", num_or_null(m->step_time_mean_ns));
+    cJSON_AddItemToObject(sum, "step_time_median_ns", num_or_null(m->step_time_median_ns));
+    cJSON_AddItemToObject(sum, "step_time_p95_ns", num_or_null(m->step_time_p95_ns));
+    cJSON_AddItemToObject(sum, "tokens_per_sec", num_or_null(m->tokens_per_sec));
+    cJSON_AddItemToObject(sum, "peak_device_bytes", int_or_null(m->peak_device_bytes));
+    cJSON_AddItemToObject(sum, "peak_host_rss_bytes", int_or_null(m->peak_host_rss_bytes));
+    cJSON *ops = cJSON_AddArrayToObject(run, "ops");
+    for (size_t i = 0; ops != NULL && i < r->n_ops; i++) {
+        const struct cg_op *o = &r->ops[i];
+        cJSON *op = cJSON_CreateObject();
+        cJSON_AddStringToObject(op, "name", o->name);
+        cJSON_AddStringToObject(op, "family", o->family);
+        cJSON_AddStringToObject(op, "kind", cg_op_kind_name(o->kind));
+        cJSON_AddNumberToObject(op, "calls", (double)o->calls);
+        cJSON_AddNumberToObject(op, "total_ns", (double)o->total_ns);
+        cJSON_AddItemToArray(ops, op);
+    }
+    cJSON_AddItemToObject(run, "dropped_records", int_or_null(r->dropped_records));
+    cJSON_AddItemToObject(run, "zero_timestamp_records", int_or_null(r->zero_timestamp_records));
+    cJSON_AddItemToObject(run, "outside_step_records", int_or_null(r->outside_step_records));
+    cJSON_AddItemToObject(run, "inside_step_records", int_or_null(r->inside_step_records));
+    cJSON_AddItemToObject(run, "late_memory_records", int_or_null(r->late_memory_records));
+    cJSON_AddItemToObject(run, "cupti_overhead_ns", int_or_null(r->cupti_overhead_ns));
+    cJSON_AddItemToObject(run, "stopped_after_steps", int_or_null(r->stopped_after_steps));
+    cJSON *warnings = cJSON_AddArrayToObject(run, "warnings");
+    for (size_t i = 0; warnings != NULL && i < r->n_warnings; i++)
+        cJSON_AddItemToArray(warnings, cJSON_CreateString(r->warnings[i]));
+    return run;
+}
+
+char *cg_artifact_to_json(const struct cg_artifact *a)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (root == NULL)
+        return NULL;
+    cJSON_AddStringToObject(root, "schema", CG_ARTIFACT_SCHEMA);
+    cJSON_AddNumberToObject(root, "schema_version", CG_SCHEMA_VERSION);
+    cJSON_AddItemToObject(root, "created_utc", str_or_null(a->created_utc));
+    cJSON *gpu = cJSON_AddObjectToObject(root, "gpu");
+    cJSON_AddBoolToObject(gpu, "available", a->gpu_available);
+    cJSON_AddItemToObject(gpu, "reason", str_or_null(a->gpu_reason));
+    cJSON_AddItemToObject(gpu, "cuda_initialised", a->cuda_initialised < 0 ? cJSON_CreateNull()
+                                                   : cJSON_CreateBool(a->cuda_initialised));
+
+    const struct cg_env *e = &a->env;
+    cJSON *env = cJSON_AddObjectToObject(root, "environment");
+    cJSON_AddItemToObject(env, "gpu_model", str_or_null(e->gpu_model));
+    cJSON_AddNumberToObject(env, "gpu_count", (double)(e->gpu_count > 0 ? e->gpu_count : 0));
+    cJSON_AddItemToObject(env, "driver_version", str_or_null(e->driver_version));
+    cJSON_AddItemToObject(env, "cuda_version", str_or_null(e->cuda_version));
+    cJSON_AddItemToObject(env, "cupti_status", str_or_null(e->cupti_status));
+    cJSON_AddItemToObject(env, "cupti_library", str_or_null(e->cupti_library));
+    cJSON_AddItemToObject(env, "cpu_model", str_or_null(e->cpu_model));
+    cJSON_AddItemToObject(env, "tool_version", str_or_null(e->tool_version ? e->tool_version
+                                                                           : CG_VERSION));
+    cJSON *cmd = cJSON_AddArrayToObject(env, "canary_command");
+    for (size_t i = 0; cmd != NULL && i < e->n_canary_command; i++)
+        cJSON_AddItemToArray(cmd, cJSON_CreateString(e->canary_command[i]));
+    cJSON_AddItemToObject(env, "canary_hash", str_or_null(e->canary_hash));
+
+    const struct cg_settings *s = &a->settings;
+    cJSON *set = cJSON_AddObjectToObject(root, "settings");
+    cJSON_AddNumberToObject(set, "steps", (double)s->steps);
+    cJSON_AddNumberToObject(set, "warmup", (double)s->warmup);
+    cJSON_AddNumberToObject(set, "runs", (double)s->runs);
+    cJSON_AddItemToObject(set, "step_range", str_or_null(s->step_range));
+    cJSON_AddItemToObject(set, "steps_from", str_or_null(s->steps_from));
+    cJSON_AddItemToObject(set, "tokens_per_step", int_or_null(s->tokens_per_step));
+
+    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
+    for (size_t i = 0; runs != NULL && i < a->n_runs; i++)
+        cJSON_AddItemToArray(runs, run_to_json(&a->runs[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    /* Strings the collector set directly (argv, the GPU's and CPU's names) may be ill-formed:
+     * repair them here too, so no artifact is ever written with invalid UTF-8. Only strings can
+     * hold bytes above 0x7F in printed JSON, so the document stays valid. */
+    if (text != NULL && cg_utf8_fix(&text) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+int cg_artifact_save(const char *path, const struct cg_artifact *a, struct cg_err *err)
+{
+    char *text = cg_artifact_to_json(a);
+    if (text == NULL)
+        return cg_err_set(err, CG_ENOMEM, "cannot write '%s': out of memory", path);
+    size_t len = strlen(text);
+    int rc = cg_file_write_atomic(path, text, len, err);
+    if (rc == 0 && strcmp(path, "-") == 0)
+        rc = cg_file_write_atomic(path, "\n", 1, err);
+    free(text);
+    return rc;
+}
