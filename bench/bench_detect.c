@@ -426,8 +426,8 @@ static void print_pools(const struct pool *pools, size_t n)
             snprintf(change, sizeof(change), "%+.2f%% (%+.2f%% to %+.2f%%)",
                      (exp(sh.estimate) - 1) * 100, (exp(sh.low) - 1) * 100,
                      (exp(sh.high) - 1) * 100);
-        double fl = cg_verdict_runs_floor_ns(p->a.runs, m),
-               fl0 = cg_verdict_runs_floor_ns(aa->a.runs, aa->a.n_runs);
+        double fl = cg_floor_side_ns(p->a.runs, m),
+               fl0 = cg_floor_side_ns(aa->a.runs, aa->a.n_runs);
         char floor_s[64];
         if (k > 0)
             snprintf(floor_s, sizeof(floor_s), "%.2f ms (%+.2f%%)", fl / 1e6, (fl / fl0 - 1) * 100);

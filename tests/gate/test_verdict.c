@@ -286,16 +286,16 @@ static void test_verdict__run_floor_and_fast_runs(void **state)
     run.steps = steps;
     run.n_steps = 7;
     /* fast: 10.0, 10.5, 10.2, 10.9 (11.5 is beyond 11.0) */
-    assert_float_equal(cg_verdict_run_floor_ns(&run), 10.35e6, 1e-3);
+    assert_float_equal(cg_floor_run_ns(&run), 10.35e6, 1e-3);
     run.n_steps = 0;
-    assert_true(isnan(cg_verdict_run_floor_ns(&run)));
+    assert_true(isnan(cg_floor_run_ns(&run)));
     double v[] = {22, 35, 23, 26.5, 26.3, 41};
-    assert_int_equal(cg_verdict_floor_fast_runs(v, 6), 3);
+    assert_int_equal(cg_floor_fast_runs(v, 6), 3);
     assert_float_equal(v[0], 22, 0);
     assert_float_equal(v[1], 23, 0);
     assert_float_equal(v[2], 26.3, 0);
     double same[] = {5, 5};
-    assert_int_equal(cg_verdict_floor_fast_runs(same, 2), 2);
+    assert_int_equal(cg_floor_fast_runs(same, 2), 2);
 }
 
 /* ---- the floor's size and power with i.i.d. runs ----------------------------------------- */

@@ -1,0 +1,279 @@
+/*
+ * floor: a run's and a side's floor, and the floor's test over runs with its null distribution
+ * from splits of the runs between the sides (see floor.h).
+ */
+#include "floor.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double cg_floor_run_ns(const struct cg_run *run)
+{
+    double *v = run->n_steps ? malloc(run->n_steps * sizeof(*v)) : NULL;
+    if (v == NULL)
+        return NAN;
+    for (size_t i = 0; i < run->n_steps; i++)
+        v[i] = (double)run->steps[i].wall_ns;
+    double f = cg_stats_floor(v, run->n_steps);
+    free(v);
+    return f;
+}
+
+size_t cg_floor_fast_runs(double *v, size_t n)
+{
+    double lowest = INFINITY;
+    for (size_t i = 0; i < n; i++)
+        lowest = fmin(lowest, v[i]);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] <= lowest * CG_FLOOR_RUN_WINDOW)
+            v[k++] = v[i];
+    }
+    return k;
+}
+
+double cg_floor_side_ns(const struct cg_run *runs, size_t n_runs)
+{
+    double *v = n_runs ? malloc(n_runs * sizeof(*v)) : NULL;
+    if (v == NULL)
+        return NAN;
+    double f = NAN;
+    for (size_t i = 0; i < n_runs; i++) {
+        v[i] = cg_floor_run_ns(&runs[i]);
+        if (!isfinite(v[i]))
+            goto done;
+    }
+    f = cg_stats_quantile(v, cg_floor_fast_runs(v, n_runs), 0.5);
+done:
+    free(v);
+    return f;
+}
+
+/* ---- the floor's test over runs (verdict.h) ------------------------------------------------ */
+
+/* The pooled run floors in increasing order, with the side each came from. */
+struct floor_pool {
+    double *v;          /* floors, increasing */
+    unsigned char *cur; /* 1: the current side's, in the same order */
+    size_t n;
+};
+
+/* Mann-Whitney over the fast runs of one split of the pool (labels in cur): the sizes and 2U
+ * (current above baseline, ties one half). Each side's fast runs are those within
+ * CG_FLOOR_RUN_WINDOW of its own fastest, as cg_floor_fast_runs selects them. */
+static void floor_split(const struct floor_pool *p, const unsigned char *cur, size_t *kb,
+                        size_t *kc, size_t *h)
+{
+    double lowest[2] = {NAN, NAN};
+    for (size_t i = 0; i < p->n && (isnan(lowest[0]) || isnan(lowest[1])); i++) {
+        if (isnan(lowest[cur[i]]))
+            lowest[cur[i]] = p->v[i];
+    }
+    size_t k[2] = {0, 0}, twice_u = 0;
+    for (size_t i = 0; i < p->n;) {
+        size_t j = i, g[2] = {0, 0};
+        for (; j < p->n && p->v[j] == p->v[i]; j++) {
+            int c = cur[j];
+            g[c] += p->v[j] <= lowest[c] * CG_FLOOR_RUN_WINDOW;
+        }
+        twice_u += g[1] * (2 * k[0] + g[0]);
+        k[0] += g[0];
+        k[1] += g[1];
+        i = j;
+    }
+    *kb = k[0];
+    *kc = k[1];
+    *h = twice_u;
+}
+
+/* Mann-Whitney's z for 2U = h with kb and kc fast runs (at least 1 each: a side's fastest run
+ * is always among its fast runs). No tie correction: it is a statistic whose distribution the
+ * splits give, whatever the sizes. */
+static double floor_z(size_t kb, size_t kc, size_t h)
+{
+    double mn = (double)kb * (double)kc;
+    return ((double)h / 2.0 - mn / 2.0) / sqrt(mn * (double)(kb + kc + 1) / 12.0);
+}
+
+double cg_floor_smallest_p(size_t nb, size_t nc)
+{
+    double c = cg_stats_choose(nb + nc, nb);
+    return c <= CG_FLOOR_PERMUTATIONS ? 1.0 / c : 1.0 / (CG_FLOOR_PERMUTATIONS + 1.0);
+}
+
+/* The z of every split (all of them, or CG_FLOOR_PERMUTATIONS seeded ones) into z, sorted;
+ * returns how many (0 when memory ran out). */
+static size_t floor_null(const struct floor_pool *p, size_t nb, double *z)
+{
+    size_t n = p->n, count = 0;
+    unsigned char *cur = malloc(n);
+    size_t *idx = malloc(n * sizeof(*idx));
+    /* Seeded from the pooled floors, which do not depend on the sides: the same runs give the
+     * same verdict, and the splits drawn are independent of which side a run is on. */
+    uint64_t rng = 0x666c6f6f72ULL;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &p->v[i], sizeof(bits));
+        rng = (rng ^ bits) * 0x100000001b3ULL;
+    }
+    struct cg_splits sp;
+    if (cur == NULL || idx == NULL ||
+        cg_stats_splits_init(&sp, idx, n, nb, CG_FLOOR_PERMUTATIONS, rng) != 0)
+        goto done;
+    size_t kb, kc, h;
+    while (cg_stats_splits_next(&sp, cur)) {
+        floor_split(p, cur, &kb, &kc, &h);
+        z[count++] = floor_z(kb, kc, h);
+    }
+    qsort(z, count, sizeof(*z), cg_stats_cmp_double);
+done:
+    free(cur);
+    free(idx);
+    return count;
+}
+
+/* The null distribution of the floor's z: the sorted z of the splits, and whether the observed
+ * split is among them (every split taken) or is added to the count (drawn splits:
+ * p = (1 + k) / (1 + B)). */
+struct floor_null {
+    const double *z;
+    size_t count;
+    bool all;
+};
+
+/* First index of the sorted z with z >= x (strict: z > x). */
+static size_t first_index(const double *z, size_t count, double x, bool strict)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strict ? z[mid] > x : z[mid] >= x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* P(z >= x) under the splits; x finite. */
+static double floor_p_greater(const struct floor_null *f, double x)
+{
+    double k = (double)(f->count - first_index(f->z, f->count, x, false));
+    return f->all ? k / (double)f->count : (k + 1.0) / ((double)f->count + 1.0);
+}
+
+/* P(z <= x) under the splits; x finite. */
+static double floor_p_less(const struct floor_null *f, double x)
+{
+    double k = (double)first_index(f->z, f->count, x, true);
+    return f->all ? k / (double)f->count : (k + 1.0) / ((double)f->count + 1.0);
+}
+
+/* The tails of 2U = h for kb and kc fast runs under the splits, through its z, as
+ * cg_stats_critical takes them. */
+struct floor_tails {
+    const struct floor_null *f;
+    size_t kb, kc;
+};
+
+static double floor_tail_upper(const void *p, size_t h)
+{
+    const struct floor_tails *t = p;
+    return floor_p_greater(t->f, floor_z(t->kb, t->kc, h));
+}
+
+static double floor_tail_lower(const void *p, size_t h)
+{
+    const struct floor_tails *t = p;
+    return floor_p_less(t->f, floor_z(t->kb, t->kc, h));
+}
+
+struct floor_item {
+    double v;
+    unsigned char cur;
+};
+
+static int cmp_floor_item(const void *a, const void *b)
+{
+    const struct floor_item *x = a, *y = b;
+    return (x->v > y->v) - (x->v < y->v);
+}
+
+/* Pools the floors in increasing order with their sides. */
+static int floor_pool_make(const double *base, size_t nb, const double *cur, size_t nc,
+                           struct floor_pool *p)
+{
+    p->n = nb + nc;
+    struct floor_item *items = malloc(p->n * sizeof(*items));
+    p->v = malloc(p->n * sizeof(*p->v));
+    p->cur = malloc(p->n);
+    if (items == NULL || p->v == NULL || p->cur == NULL) {
+        free(items);
+        return -1;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        items[i] = (struct floor_item){i < nb ? base[i] : cur[i - nb], i >= nb};
+    qsort(items, p->n, sizeof(*items), cmp_floor_item);
+    for (size_t i = 0; i < p->n; i++) {
+        p->v[i] = items[i].v;
+        p->cur[i] = items[i].cur;
+    }
+    free(items);
+    return 0;
+}
+
+/* Logs of the fast runs of one side (within CG_FLOOR_RUN_WINDOW of its lowest) into out. */
+static size_t fast_logs(const double *v, size_t n, double *out)
+{
+    if (n > 0)
+        memcpy(out, v, n * sizeof(*out));
+    size_t k = cg_floor_fast_runs(out, n); /* the one selection rule */
+    for (size_t i = 0; i < k; i++)
+        out[i] = log(out[i]);
+    return k;
+}
+
+int cg_floor_compare(const double *base, size_t nb, const double *cur, size_t nc, double alpha,
+                     struct cg_floor_test *out)
+{
+    if (nb == 0 || nc == 0)
+        return -1;
+    struct floor_pool pool = {NULL, NULL, 0};
+    double *z = NULL, *lb = malloc(nb * sizeof(*lb)), *lc = malloc(nc * sizeof(*lc));
+    int rc = -1;
+    memset(out, 0, sizeof(*out));
+    if (lb == NULL || lc == NULL || floor_pool_make(base, nb, cur, nc, &pool) != 0)
+        goto done;
+    size_t kb = fast_logs(base, nb, lb), kc = fast_logs(cur, nc, lc), h;
+    out->fast[0] = kb;
+    out->fast[1] = kc;
+    size_t splits = CG_FLOOR_PERMUTATIONS;
+    bool all = cg_stats_choose(pool.n, nb) <= CG_FLOOR_PERMUTATIONS;
+    if (all)
+        splits = (size_t)llround(cg_stats_choose(pool.n, nb));
+    if ((z = malloc(splits * sizeof(*z))) == NULL)
+        goto done;
+    struct floor_null f = {z, floor_null(&pool, nb, z), all};
+    if (f.count != splits)
+        goto done;
+    size_t kb2, kc2;
+    floor_split(&pool, pool.cur, &kb2, &kc2, &h); /* the observed split: kb2 = kb, kc2 = kc */
+    double zo = floor_z(kb, kc, h);
+    out->p_greater = floor_p_greater(&f, zo);
+    out->p_less = floor_p_less(&f, zo);
+    out->all_splits = all;
+    /* Critical values of 2U for the observed sizes, from the same p functions (both are
+     * monotone in h), so the interval and the p-values cannot disagree. */
+    struct floor_tails ft = {&f, kb, kc};
+    size_t h_up, h_down;
+    cg_stats_critical(2 * kb * kc, alpha, floor_tail_upper, floor_tail_lower, &ft, &h_up, &h_down);
+    rc = cg_stats_shift_interval(lb, kb, lc, kc, h_up, h_down, &out->shift);
+done:
+    free(pool.v);
+    free(pool.cur);
+    free(z);
+    free(lb);
+    free(lc);
+    return rc;
+}
