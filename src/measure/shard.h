@@ -211,6 +211,10 @@ int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct 
 /* Releases n shards and frees the array. */
 void cg_shard_free_all(struct cg_shard *shards, size_t n);
 
+/* a + b for durations, counts and sizes in [0, 2^53] (what an artifact holds exactly), stopping
+ * at 2^53 rather than overflowing. */
+int64_t cg_shard_add_capped(int64_t a, int64_t b);
+
 /* Sums up n shards (see struct cg_shard_status). */
 void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_status *st);
 

@@ -1,0 +1,223 @@
+/*
+ * shard_merge: a run's shards summed up (progress, "done") and merged into one run of the
+ * artifact (see shard.h for the merge rules). Not thread-safe.
+ */
+#include "shard.h"
+
+#include "opname.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t contiguous_steps(const struct cg_shard *s)
+{
+    int64_t k = 0;
+    while ((size_t)k < s->n_steps && s->steps[k].seen)
+        k++;
+    return k;
+}
+
+void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_status *st)
+{
+    int64_t best_end = -1;
+    memset(st, 0, sizeof(*st));
+    st->n_shards = n;
+    st->last_step_ns = -1;
+    st->all_complete = n > 0;
+    st->nonfinite_loss_step = -1;
+    st->nonfinite_loss = NAN;
+    st->done_steps = -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        if (!s->complete)
+            st->all_complete = false;
+        if (s->nonfinite_loss_step >= 0 &&
+            (st->nonfinite_loss_step < 0 || s->nonfinite_loss_step < st->nonfinite_loss_step)) {
+            st->nonfinite_loss_step = s->nonfinite_loss_step;
+            st->nonfinite_loss = s->nonfinite_loss;
+        }
+        int64_t k = contiguous_steps(s);
+        if (k == 0)
+            continue;
+        st->steps_seen = st->n_with_steps == 0 || k < st->steps_seen ? k : st->steps_seen;
+        st->all_done = (st->n_with_steps == 0 || st->all_done) && s->done_steps >= 0;
+        if (st->all_done && (st->done_steps < 0 || s->done_steps < st->done_steps))
+            st->done_steps = s->done_steps;
+        st->n_with_steps++;
+        if (st->steps_from == CG_STEPS_UNKNOWN)
+            st->steps_from = s->steps_from;
+        for (size_t j = 0; j < s->n_steps; j++) {
+            if (s->steps[j].seen && s->steps[j].end_ns > best_end) {
+                best_end = s->steps[j].end_ns;
+                st->last_step_ns = s->steps[j].wall_ns;
+            }
+        }
+    }
+    if (!st->all_done)
+        st->done_steps = -1;
+}
+
+struct merged_op {
+    const char *name; /* borrowed from a shard */
+    enum cg_op_kind kind;
+    int64_t calls, total_ns;
+};
+
+static int cmp_op(const void *x, const void *y)
+{
+    const struct merged_op *a = x, *b = y;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+static int add_op(struct cg_run *run, const struct merged_op *m)
+{
+    char *demangled = m->kind == CG_OP_KERNEL ? cg_opname_demangle(m->name) : NULL;
+    const char *name = demangled ? demangled : m->name;
+    if (name[0] == '\0')
+        name = "(unnamed)"; /* nvtxRangePushA(""): an artifact's op names are never empty */
+    char *family = cg_opname_family(m->kind, name);
+    int rc = family == NULL ? CG_ENOMEM
+                            : cg_run_add_op(run, name, family, m->kind, m->calls, m->total_ns);
+    free(demangled);
+    free(family);
+    return rc;
+}
+
+static int merge_ops(const struct cg_shard *shards, size_t n, struct cg_run *run)
+{
+    size_t total = 0, k = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        total += shards[i].n_ops;
+    if (total == 0)
+        return 0;
+    struct merged_op *all = malloc(total * sizeof(*all));
+    if (all == NULL)
+        return CG_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < shards[i].n_ops; j++) {
+            const struct cg_shard_op *o = &shards[i].ops[j];
+            all[k++] = (struct merged_op){o->name, o->kind, o->calls, o->total_ns};
+        }
+    qsort(all, total, sizeof(*all), cmp_op);
+    for (size_t i = 0; i < total && rc == 0;) {
+        struct merged_op m = all[i];
+        size_t j = i + 1;
+        for (; j < total && cmp_op(&all[j], &m) == 0; j++) {
+            m.calls = cg_shard_add_capped(m.calls, all[j].calls);
+            m.total_ns = cg_shard_add_capped(m.total_ns, all[j].total_ns);
+        }
+        if (m.calls > 0)
+            rc = add_op(run, &m);
+        i = j;
+    }
+    free(all);
+    return rc;
+}
+
+static int64_t merged_peak(const struct cg_shard *shards, size_t n)
+{
+    int64_t best = -1;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < shards[i].n_mem; j++) {
+            int64_t dev = shards[i].mem[j].device, sum = 0;
+            for (size_t a = 0; a < n; a++)
+                for (size_t b = 0; b < shards[a].n_mem; b++)
+                    if (shards[a].mem[b].device == dev)
+                        sum = cg_shard_add_capped(sum, shards[a].mem[b].peak_bytes);
+            if (sum > best)
+                best = sum;
+        }
+    return best;
+}
+
+/* The sum over shards of the int64_t counter at offset (capped), -1 when no shard knows it. */
+static int64_t sum_counter(const struct cg_shard *shards, size_t n, size_t offset)
+{
+    int64_t sum = -1;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v;
+        memcpy(&v, (const char *)&shards[i] + offset, sizeof(v));
+        if (v >= 0)
+            sum = cg_shard_add_capped(sum < 0 ? 0 : sum, v);
+    }
+    return sum;
+}
+
+int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
+                   struct cg_run *run, struct cg_err *err)
+{
+    struct cg_shard_status st;
+    cg_shard_status(shards, n, &st);
+    int64_t avail = st.steps_seen - o->warmup;
+    int64_t keep = avail < 0 ? 0 : (avail < o->steps ? avail : o->steps);
+    for (int64_t k = o->warmup; k < o->warmup + keep; k++) {
+        int64_t wall = 0, tokens = -1, busy = -1, n_loss = 0;
+        double loss = NAN;
+        for (size_t i = 0; i < n; i++) {
+            const struct cg_shard *s = &shards[i];
+            if (contiguous_steps(s) == 0)
+                continue;
+            const struct cg_shard_step *sp = &s->steps[k];
+            if (sp->wall_ns > wall)
+                wall = sp->wall_ns;
+            if (sp->tokens >= 0)
+                tokens = cg_shard_add_capped(tokens < 0 ? 0 : tokens, sp->tokens);
+            if (sp->gpu_busy_ns > busy)
+                busy = sp->gpu_busy_ns;
+            if (sp->n_loss > 0) { /* the mean over the ranks that reported one */
+                n_loss++;
+                loss = n_loss == 1 ? sp->loss : loss + (sp->loss - loss) / (double)n_loss;
+            }
+        }
+        if (tokens < 0)
+            tokens = o->tokens_per_step;
+        if (cg_run_add_step(run, wall, tokens, busy) != 0)
+            return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
+        run->steps[run->n_steps - 1].loss = loss;
+    }
+    if (merge_ops(shards, n, run) != 0)
+        return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
+    run->dropped_records = sum_counter(shards, n, offsetof(struct cg_shard, dropped));
+    run->zero_timestamp_records = sum_counter(shards, n, offsetof(struct cg_shard, zero_ts));
+    run->outside_step_records = sum_counter(shards, n, offsetof(struct cg_shard, outside_steps));
+    run->inside_step_records = sum_counter(shards, n, offsetof(struct cg_shard, inside_steps));
+    run->late_memory_records = sum_counter(shards, n, offsetof(struct cg_shard, late_memory));
+    run->cupti_overhead_ns = sum_counter(shards, n, offsetof(struct cg_shard, overhead_ns));
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < shards[i].n_warnings; j++)
+            if (cg_run_add_warning(run, shards[i].warnings[j], CG_SHARD_MAX_WARNINGS) != 0)
+                return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
+    cg_run_summarize(run);
+    run->summary.peak_device_bytes = merged_peak(shards, n);
+    return 0;
+}
+
+bool cg_shard_gpu_available(const struct cg_shard *shards, size_t n, char *reason, size_t cap)
+{
+    bool ran = false;
+    for (size_t i = 0; i < n; i++)
+        ran = ran || shards[i].gpu == 1;
+    if (ran) {
+        int64_t outside = sum_counter(shards, n, offsetof(struct cg_shard, outside_steps));
+        int64_t inside = sum_counter(shards, n, offsetof(struct cg_shard, inside_steps));
+        if (outside <= 0 || inside > 0)
+            return true;
+        snprintf(reason, cap, "%lld GPU activity records fell outside every step",
+                 (long long)outside);
+        return false;
+    }
+    const char *why = "the canary never initialised CUDA (no CUDA context, so no CUPTI activity)";
+    for (size_t i = 0; i < n; i++)
+        if (shards[i].gpu == 0) {
+            const char *r = shards[i].gpu_reason; /* "gpu unavailable" may end the line */
+            why = r != NULL && r[0] != '\0' ? r : "CUPTI did not start (no reason given)";
+            break;
+        }
+    snprintf(reason, cap, "%s", why);
+    return false;
+}
