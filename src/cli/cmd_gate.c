@@ -211,23 +211,7 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
     struct cg_collect_cfg *c = &o->collect;
     const struct cg_measure_opts *m = &o->m;
     bool have_base = base != NULL && base->n_runs > 0;
-    c->steps = m->steps > 0 ? m->steps : have_base ? (long)base->settings.steps : (long)t->steps;
-    c->warmup = m->warmup >= 0 ? m->warmup
-                : have_base    ? (long)base->settings.warmup
-                               : (long)t->warmup;
-    c->step_range = m->step_range ? m->step_range
-                    : have_base && base->settings.step_range ? base->settings.step_range
-                                                             : "step";
-    c->tokens_per_step = m->tokens_per_step >= 0 ? m->tokens_per_step
-                         : have_base             ? (long)base->settings.tokens_per_step
-                                                 : -1;
-    c->timeout_s = m->timeout_s;
-    c->grace_s = m->grace_s;
-    c->let_finish = m->let_finish;
-    c->steps_from = m->steps_from;
-    c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
-    c->say = cg_cmd_say();
-    o->runs = m->runs > 0 ? m->runs : (long)t->runs;
+    cg_measure_apply(m, t, base, c, &o->runs);
     if (have_base && m->steps < 0 && m->warmup < 0 &&
         (base->settings.steps != t->steps || base->settings.warmup != t->warmup))
         fprintf(stderr, "canary-gate: measuring %ld steps after %ld warm-up per run, as the "

@@ -87,10 +87,24 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     if (rc != 0)
         return rc;
     memset(c, 0, sizeof(*c));
-    c->steps = m->steps > 0 ? m->steps : (long)t->steps;
-    c->warmup = m->warmup >= 0 ? m->warmup : (long)t->warmup;
-    c->step_range = m->step_range != NULL ? m->step_range : "step";
-    c->tokens_per_step = m->tokens_per_step;
+    cg_measure_apply(m, t, NULL, c, runs);
+    return 0;
+}
+
+void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_thresholds *t,
+                      const struct cg_artifact *base, struct cg_collect_cfg *c, long *runs)
+{
+    bool have_base = base != NULL && base->n_runs > 0;
+    c->steps = m->steps > 0 ? m->steps : have_base ? (long)base->settings.steps : (long)t->steps;
+    c->warmup = m->warmup >= 0 ? m->warmup
+                : have_base    ? (long)base->settings.warmup
+                               : (long)t->warmup;
+    c->step_range = m->step_range                            ? m->step_range
+                    : have_base && base->settings.step_range ? base->settings.step_range
+                                                             : "step";
+    c->tokens_per_step = m->tokens_per_step >= 0 ? m->tokens_per_step
+                         : have_base             ? (long)base->settings.tokens_per_step
+                                                 : -1;
     c->timeout_s = m->timeout_s;
     c->grace_s = m->grace_s;
     c->let_finish = m->let_finish;
@@ -98,7 +112,6 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
     c->say = cg_cmd_say();
     *runs = m->runs > 0 ? m->runs : (long)t->runs;
-    return 0;
 }
 
 int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_seq_opts *o)

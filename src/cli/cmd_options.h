@@ -108,6 +108,12 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
 int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
                       struct cg_collect_cfg *c, long *runs, struct cg_err *err);
 
+/* Fills the measurement settings of c (the fields above and say) and *runs from the options,
+ * else from base's settings when base has runs (the main command measures as its baseline
+ * was), else from the thresholds. The other fields of c are left as they are. */
+void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_thresholds *t,
+                      const struct cg_artifact *base, struct cg_collect_cfg *c, long *runs);
+
 #define CG_GATE_SEQ_OPTIONS                                                                        \
     {"max-runs", required_argument, NULL, CG_SOPT_MAX_RUNS},                                       \
         {"budget", required_argument, NULL, CG_SOPT_BUDGET},                                       \
