@@ -72,7 +72,7 @@ static const char usage_text[] =
     "            3 the canary failed, timed out or was interrupted, or an output could not be\n"
     "            written, 4 inconclusive with --fail-on-inconclusive\n";
 
-enum { OPT_BASE = CG_OPT_COMMAND, OPT_OUT, OPT_OUT_BASE, OPT_REPORT, OPT_JSON, OPT_ID, OPT_FOI };
+enum { OPT_BASE = CG_OPT_COMMAND, OPT_OUT, OPT_OUT_BASE };
 
 static const struct option options[] = {
     CG_MEASURE_OPTIONS,
@@ -82,10 +82,7 @@ static const struct option options[] = {
     {"base", required_argument, NULL, OPT_BASE},
     {"out", required_argument, NULL, OPT_OUT},
     {"out-base", required_argument, NULL, OPT_OUT_BASE},
-    {"report", required_argument, NULL, OPT_REPORT},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"id", required_argument, NULL, OPT_ID},
-    {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
+    CG_REPORT_OPTIONS,
     {"color", required_argument, NULL, CG_OPT_COLOR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -107,6 +104,8 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
         int bad = cg_measure_option("ab", opt, optarg, &o->m);
         if (bad == 1)
             bad = cg_cmd_seq_option("ab", opt, optarg, &o->seq);
+        if (bad == 1)
+            bad = cg_report_option(opt, optarg, &o->report);
         if (bad != 1) {
             if (bad)
                 return bad;
@@ -121,18 +120,6 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
             break;
         case OPT_OUT_BASE:
             o->out_base = optarg;
-            break;
-        case OPT_REPORT:
-            o->report.report_path = optarg;
-            break;
-        case OPT_JSON:
-            o->report.json_path = optarg;
-            break;
-        case OPT_ID:
-            o->report.gate_id = optarg;
-            break;
-        case OPT_FOI:
-            o->report.fail_on_inconclusive = true;
             break;
         case CG_OPT_COLOR:
             o->color = optarg;

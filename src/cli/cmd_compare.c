@@ -36,14 +36,11 @@ static const char usage_text[] =
     "            that is an input or another output), 3 could not write an output,\n"
     "            4 inconclusive with --fail-on-inconclusive\n";
 
-enum { OPT_REPORT = CG_OPT_COMMAND, OPT_JSON, OPT_THRESHOLDS, OPT_ID, OPT_FOI };
+enum { OPT_THRESHOLDS = CG_OPT_COMMAND };
 
 static const struct option options[] = {
     {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
-    {"report", required_argument, NULL, OPT_REPORT},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"id", required_argument, NULL, OPT_ID},
-    {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
+    CG_REPORT_OPTIONS,
     {"color", required_argument, NULL, CG_OPT_COLOR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -51,9 +48,7 @@ static const struct option options[] = {
 
 /* Loads both artifacts and the thresholds and reports the verdict (cg_cmd_report_compare). */
 static int compare_and_report(const char *baseline_path, const char *current_path,
-                              const char *thresholds_spec, const char *report_path,
-                              const char *json_path, const char *gate_id, bool fail_on_inconclusive,
-                              bool color)
+                              const char *thresholds_spec, const struct cg_report_opts *o)
 {
     struct cg_err err;
     struct cg_artifact base, cur;
@@ -67,9 +62,8 @@ static int compare_and_report(const char *baseline_path, const char *current_pat
         cg_artifact_load(current_path, &cur, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
     } else {
-        cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, fail_on_inconclusive);
-        struct cg_report_opts o = {report_path, json_path, gate_id, fail_on_inconclusive, color};
-        exit_code = cg_cmd_report_compare(&base, &cur, &t, &o);
+        cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, o->fail_on_inconclusive);
+        exit_code = cg_cmd_report_compare(&base, &cur, &t, o);
     }
     cg_artifact_release(&base);
     cg_artifact_release(&cur);
@@ -78,27 +72,17 @@ static int compare_and_report(const char *baseline_path, const char *current_pat
 
 int cmd_compare(int argc, char **argv)
 {
-    const char *thresholds_spec = NULL, *report_path = NULL, *json_path = NULL, *gate_id = NULL;
+    const char *thresholds_spec = NULL;
     const char *color_when = "auto";
-    bool fail_on_inconclusive = false;
+    struct cg_report_opts ro = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        if (cg_report_option(c, optarg, &ro) == 0)
+            continue;
         switch (c) {
         case OPT_THRESHOLDS:
             thresholds_spec = optarg;
-            break;
-        case OPT_REPORT:
-            report_path = optarg;
-            break;
-        case OPT_JSON:
-            json_path = optarg;
-            break;
-        case OPT_ID:
-            gate_id = optarg;
-            break;
-        case OPT_FOI:
-            fail_on_inconclusive = true;
             break;
         case CG_OPT_COLOR:
             color_when = optarg;
@@ -112,8 +96,7 @@ int cmd_compare(int argc, char **argv)
     }
     if (argc - optind != 2)
         return cg_cmd_usage_error("compare", "expected BASELINE and CURRENT artifacts");
-    bool color = false;
-    int bad = cg_cmd_color("compare", color_when, &color);
+    int bad = cg_cmd_color("compare", color_when, &ro.color);
     if (bad != 0)
         return bad;
     struct cg_outputs paths;
@@ -121,11 +104,10 @@ int cmd_compare(int argc, char **argv)
     cg_outputs_add(&paths, CG_PATH_INPUT, "BASELINE", argv[optind]);
     cg_outputs_add(&paths, CG_PATH_INPUT, "CURRENT", argv[optind + 1]);
     cg_cmd_add_thresholds(&paths, thresholds_spec);
-    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--report", report_path);
-    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", json_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--report", ro.report_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", ro.json_path);
     int rc = cg_cmd_check_outputs(&paths);
     if (rc != 0)
         return rc;
-    return compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, report_path,
-                              json_path, gate_id, fail_on_inconclusive, color);
+    return compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, &ro);
 }

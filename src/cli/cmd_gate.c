@@ -91,8 +91,16 @@ static const char usage_notes[] =
     "            --fail-on-inconclusive\n";
 
 enum {
-    OPT_BASELINE = CG_OPT_COMMAND, OPT_RECORD, OPT_OUT, OPT_LOG, OPT_REPORT, OPT_JSON, OPT_COMMENT,
-    OPT_MODE, OPT_STATUS, OPT_ID, OPT_FOI, OPT_TRACE, OPT_TRACE_STEPS, OPT_DEADLINE
+    OPT_BASELINE = CG_OPT_COMMAND,
+    OPT_RECORD,
+    OPT_OUT,
+    OPT_LOG,
+    OPT_COMMENT,
+    OPT_MODE,
+    OPT_STATUS,
+    OPT_TRACE,
+    OPT_TRACE_STEPS,
+    OPT_DEADLINE
 };
 
 static const struct option options[] = {
@@ -101,13 +109,10 @@ static const struct option options[] = {
     CG_MEASURE_OPTIONS,
     {"out", required_argument, NULL, OPT_OUT},
     {"log", required_argument, NULL, OPT_LOG},
-    {"report", required_argument, NULL, OPT_REPORT},
-    {"json", required_argument, NULL, OPT_JSON},
+    CG_REPORT_OPTIONS,
     {"comment", no_argument, NULL, OPT_COMMENT},
     {"comment-mode", required_argument, NULL, OPT_MODE},
     {"status", no_argument, NULL, OPT_STATUS},
-    {"id", required_argument, NULL, OPT_ID},
-    {"fail-on-inconclusive", no_argument, NULL, OPT_FOI},
     {"color", required_argument, NULL, CG_OPT_COLOR},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
@@ -120,14 +125,12 @@ static const struct option options[] = {
 struct gate_opts {
     const char *baseline;
     const char *out;
-    const char *report;
-    const char *json;
     const char *comment_mode; /* NULL: always when --comment */
-    const char *id;
     const char *color;
     bool color_on; /* settled from color */
     long post_deadline_s; /* 0: the default */
-    bool record_if_missing, comment, status, fail_on_inconclusive;
+    struct cg_report_opts ro; /* --report, --json, --id, --fail-on-inconclusive; color settled */
+    bool record_if_missing, comment, status;
     struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
     long runs;                   /* settled */
     bool log_given, report_given;
@@ -141,6 +144,8 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
     optind = 1;
     while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("gate", opt, optarg, &o->m);
+        if (bad == 1)
+            bad = cg_report_option(opt, optarg, &o->ro);
         if (bad != 1) {
             if (bad)
                 return bad;
@@ -151,14 +156,15 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_BASELINE: o->baseline = optarg; break;
         case OPT_RECORD: o->record_if_missing = true; break;
         case OPT_OUT: o->out = optarg; break;
-        case OPT_LOG: o->collect.log = optarg; o->log_given = true; break;
-        case OPT_REPORT: o->report = optarg; o->report_given = true; break;
-        case OPT_JSON: o->json = optarg; break;
+        case OPT_LOG:
+            o->collect.log = optarg;
+            o->log_given = true;
+            break;
         case OPT_COMMENT: o->comment = true; break;
         case OPT_MODE: o->comment_mode = optarg; break;
-        case OPT_STATUS: o->status = true; break;
-        case OPT_ID: o->id = optarg; break;
-        case OPT_FOI: o->fail_on_inconclusive = true; break;
+        case OPT_STATUS:
+            o->status = true;
+            break;
         case CG_OPT_COLOR: o->color = optarg; break;
         case OPT_TRACE: o->collect.trace_path = optarg; break;
         case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
@@ -179,6 +185,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         if (bad)
             return bad;
     }
+    o->report_given = o->ro.report_path != NULL;
     if (o->baseline == NULL)
         return cg_cmd_usage_error("gate", "--baseline FILE is required");
     if (o->collect.trace_steps != NULL && !cg_collect_trace_steps_valid(o->collect.trace_steps))
@@ -197,7 +204,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
     if (o->comment_mode != NULL && !o->comment)
         o->comment = strcmp(o->comment_mode, "never") != 0;
     struct cg_err err;
-    if (o->id != NULL && cg_github_id_check(o->id, &err) != 0)
+    if (o->ro.gate_id != NULL && cg_github_id_check(o->ro.gate_id, &err) != 0)
         return cg_cmd_usage_error("gate", "--id: %s", err.msg);
     if (optind < argc)
         o->collect.cmd = argv + optind;
@@ -271,17 +278,20 @@ static int write_notice(const struct gate_opts *o, const char *md_verdict, const
     int rc = 0;
     cg_err_init(&err);
     cg_buf_init(&md, CG_REPORT_MAX_BYTES);
-    if (o->report != NULL && notice_markdown(o->id, md_verdict, headline, body, &md, &err) != 0) {
+    if (o->ro.report_path != NULL &&
+        notice_markdown(o->ro.gate_id, md_verdict, headline, body, &md, &err) != 0) {
         rc = cg_cmd_fail(&err);
         goto done;
     }
-    if (o->json != NULL && (json = notice_json(json_verdict, body, recorded)) == NULL) {
+    if (o->ro.json_path != NULL && (json = notice_json(json_verdict, body, recorded)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");
         rc = cg_cmd_fail(&err);
         goto done;
     }
-    if ((o->report != NULL && cg_file_write_atomic(o->report, md.data, md.len, &err) != 0) ||
-        (o->json != NULL && cg_file_write_atomic(o->json, json, strlen(json), &err) != 0))
+    if ((o->ro.report_path != NULL &&
+         cg_file_write_atomic(o->ro.report_path, md.data, md.len, &err) != 0) ||
+        (o->ro.json_path != NULL &&
+         cg_file_write_atomic(o->ro.json_path, json, strlen(json), &err) != 0))
         rc = cg_cmd_fail(&err);
 done:
     cg_buf_release(&md);
@@ -297,12 +307,12 @@ static void post(const struct gate_opts *o)
         return;
     struct cg_post_opts p;
     cg_post_opts_init(&p);
-    p.report = o->report;
+    p.report = o->ro.report_path;
     p.mode = CG_GITHUB_MODE_NEVER;
     if (o->comment && (o->comment_mode == NULL || !cg_post_mode_parse(o->comment_mode, &p.mode)))
         p.mode = CG_GITHUB_MODE_ALWAYS;
     p.status = o->status;
-    p.id = o->id;
+    p.id = o->ro.gate_id;
     if (o->post_deadline_s > 0)
         p.deadline_s = o->post_deadline_s;
     fflush(stdout);
@@ -329,9 +339,9 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     cg_collect_hint(&err, o->collect.step_range, &o->collect.say);
     cg_cmd_save_partial(o->out, cur); /* never over --out */
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
-        if (write_notice(o, "error", "error", "\xe2\x9d\x8c canary-gate: the canary failed", err.msg,
-                         NULL) == 0 &&
-            o->report != NULL)
+        if (write_notice(o, "error", "error", "\xe2\x9d\x8c canary-gate: the canary failed",
+                         err.msg, NULL) == 0 &&
+            o->ro.report_path != NULL)
             post(o);
     }
     return CG_EXIT_RUNTIME;
@@ -351,13 +361,13 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur,
              "recorded as the baseline. Nothing was compared; later runs are gated against it.",
              o->baseline, cur->n_runs,
              cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
-    fprintf(cg_cmd_table_stream(o->report, o->json), "canary-gate: PASS (baseline recorded): %s\n",
-            body);
+    fprintf(cg_cmd_table_stream(o->ro.report_path, o->ro.json_path),
+            "canary-gate: PASS (baseline recorded): %s\n", body);
     cg_cmd_warn_small_baseline(o->baseline, cur, t, true, false);
     int rc = write_notice(o, "recorded", "pass",
                           "\xe2\x9c\x85 canary-gate: baseline recorded, nothing compared", body,
                           o->baseline);
-    if (rc == 0 && o->report != NULL)
+    if (rc == 0 && o->ro.report_path != NULL)
         post(o);
     return rc != 0 ? rc : CG_EXIT_PASS;
 }
@@ -399,13 +409,13 @@ int cmd_gate(int argc, char **argv)
         if (cg_artifact_load(o.baseline, &base, &err) != 0)
             return cg_cmd_fail(&err);
         have_base = true;
-        cg_cmd_warn_small_baseline(o.baseline, &base, &t, false, o.fail_on_inconclusive);
+        cg_cmd_warn_small_baseline(o.baseline, &base, &t, false, o.ro.fail_on_inconclusive);
     }
     settle_settings(&o, have_base ? &base : NULL, &t);
     if (o.collect.log == NULL && (o.collect.log = log_owned = cg_collect_log_path(o.out)) == NULL)
         goto oom;
-    if (o.report == NULL && (o.comment || o.status) &&
-        (o.report = report_owned = cg_collect_sibling_path(o.out, ".md")) == NULL)
+    if (o.ro.report_path == NULL && (o.comment || o.status) &&
+        (o.ro.report_path = report_owned = cg_collect_sibling_path(o.out, ".md")) == NULL)
         goto oom;
     if ((partial = cg_cmd_partial_path(o.out)) == NULL ||
         (confirm = cg_collect_sibling_path(o.out, ".confirm.json")) == NULL)
@@ -417,8 +427,9 @@ int cmd_gate(int argc, char **argv)
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out", o.out);
     cg_outputs_add(&paths, CG_PATH_IN_PLACE, o.log_given ? "--log" : "the canary's log",
                    o.collect.log);
-    cg_outputs_add(&paths, CG_PATH_OUTPUT, o.report_given ? "--report" : "the report", o.report);
-    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", o.json);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, o.report_given ? "--report" : "the report",
+                   o.ro.report_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", o.ro.json_path);
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "--trace", o.collect.trace_path);
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "the partial artifact", partial);
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "the confirmation artifact", confirm);
@@ -444,18 +455,18 @@ int cmd_gate(int argc, char **argv)
         exit_code = record(&o, &cur, &t);
         goto done;
     }
-    struct cg_report_opts ro = {o.report, o.json, o.id, o.fail_on_inconclusive, o.color_on};
-    exit_code = cg_cmd_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &ro);
+    o.ro.color = o.color_on;
+    exit_code = cg_cmd_seq_decide(&base, &cur, &t, col, o.runs, first_s, o.out, &o.seq, &o.ro);
     /* A verdict's exit code means the report and the JSON verdict were written; 3 means one of
      * them (or a later run) failed, and the line below names only what was written. */
     bool reported = exit_code == CG_EXIT_PASS || exit_code == CG_EXIT_FAIL ||
                     exit_code == CG_EXIT_INCONCLUSIVE;
     if (reported)
         post(&o);
-    bool md = reported && o.report != NULL, js = reported && o.json != NULL;
+    bool md = reported && o.ro.report_path != NULL, js = reported && o.ro.json_path != NULL;
     fprintf(stderr, "canary-gate: artifact '%s'%s%s%s%s%s%s, canary output '%s'\n", o.out,
-            md ? ", report '" : "", md ? o.report : "", md ? "'" : "", js ? ", verdict '" : "",
-            js ? o.json : "", js ? "'" : "", o.collect.log);
+            md ? ", report '" : "", md ? o.ro.report_path : "", md ? "'" : "",
+            js ? ", verdict '" : "", js ? o.ro.json_path : "", js ? "'" : "", o.collect.log);
     goto done;
 oom:
     cg_err_set(&err, CG_ENOMEM, "out of memory");

@@ -144,6 +144,26 @@ int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_
     }
 }
 
+int cg_report_option(int opt, const char *arg, struct cg_report_opts *r)
+{
+    switch (opt) {
+    case CG_ROPT_REPORT:
+        r->report_path = arg;
+        return 0;
+    case CG_ROPT_JSON:
+        r->json_path = arg;
+        return 0;
+    case CG_ROPT_ID:
+        r->gate_id = arg;
+        return 0;
+    case CG_ROPT_FOI:
+        r->fail_on_inconclusive = true;
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 int cg_cmd_color(const char *verb, const char *when, bool *color)
 {
     if (strcmp(when, "auto") != 0 && strcmp(when, "always") != 0 && strcmp(when, "never") != 0)

@@ -37,6 +37,11 @@ enum {
     CG_SOPT_SPENDING,
     CG_SOPT_CONFIRM_RUNS,
     CG_SOPT_NO_CONFIRM,
+    /* the report options (CG_REPORT_OPTIONS, cg_report_option: compare, ab, the main command) */
+    CG_ROPT_REPORT,
+    CG_ROPT_JSON,
+    CG_ROPT_ID,
+    CG_ROPT_FOI,
     /* --color (compare, ab and the main command) */
     CG_OPT_COLOR,
     CG_OPT_COMMAND /* each command's own options start here */
@@ -139,6 +144,20 @@ void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_threshold
  * them, 0 when taken, else the usage error's exit code (printed for verb). */
 struct cg_cmd_seq_opts;
 int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_seq_opts *o);
+
+#define CG_REPORT_OPTIONS                                                                          \
+    {"report", required_argument, NULL, CG_ROPT_REPORT},                                           \
+        {"json", required_argument, NULL, CG_ROPT_JSON},                                           \
+        {"id", required_argument, NULL, CG_ROPT_ID},                                               \
+    {                                                                                              \
+        "fail-on-inconclusive", no_argument, NULL, CG_ROPT_FOI                                     \
+    }
+
+/* Handles one option code of CG_REPORT_OPTIONS into r (--report, --json, --id,
+ * --fail-on-inconclusive; the values are checked where they are used): 1 when it is not one of
+ * them, else 0. */
+struct cg_report_opts;
+int cg_report_option(int opt, const char *arg, struct cg_report_opts *r);
 
 /* A --color value (auto, always or never) into *color: always, or auto when stdout is a
  * terminal and NO_COLOR is not set. 0, or the usage error's exit code (printed for verb). */
