@@ -364,7 +364,6 @@ static void finish_measurement(CUcontext ctx)
 static void *worker_main(void *arg)
 {
     (void)arg;
-    bool flushed_once = false;
     pthread_mutex_lock(&g_work_lock);
     for (;;) {
         while (!g_work_flush && !g_work_done && !g_work_stop)
@@ -381,18 +380,18 @@ static void *worker_main(void *arg)
             cg_inject_atexit(gpu_at_exit);
             pthread_mutex_lock(&g_work_lock);
             g_done_written = true;
+            g_first_flushed = true; /* the window's end flushed and registered too */
             pthread_cond_broadcast(&g_done_cond);
             pthread_mutex_unlock(&g_work_lock);
         } else {
             gpu_flush(0, false);
-            if (!flushed_once) {
+            if (!g_first_flushed) { /* only this thread writes it */
                 cg_inject_atexit(gpu_at_exit);
                 pthread_mutex_lock(&g_work_lock);
                 g_first_flushed = true;
                 pthread_cond_broadcast(&g_done_cond);
                 pthread_mutex_unlock(&g_work_lock);
             }
-            flushed_once = true;
         }
         pthread_mutex_lock(&g_work_lock);
     }
@@ -516,7 +515,8 @@ void cg_gpu_step_end(int64_t index, uint64_t end_ns)
     cg_agg_step_end(&g_agg, index, end_ns);
     pthread_mutex_unlock(&g_agg_lock);
     worker_request(false, NULL);
-    if (!atomic_exchange(&g_first_step_ended, true))
+    if (!atomic_load_explicit(&g_first_step_ended, memory_order_relaxed) &&
+        !atomic_exchange(&g_first_step_ended, true))
         wait_worker(&g_first_flushed); /* exit handlers registered: see "Fork" at the top */
 }
 
