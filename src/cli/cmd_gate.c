@@ -126,6 +126,7 @@ struct gate_opts {
     const char *baseline;
     const char *out;
     const char *comment_mode; /* NULL: always when --comment */
+    enum cg_github_mode post_mode; /* settled: never without --comment, else comment_mode's */
     const char *color;
     bool color_on; /* settled from color */
     long post_deadline_s; /* 0: the default */
@@ -197,12 +198,14 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
     int bad = cg_cmd_color("gate", o->color, &o->color_on);
     if (bad != 0)
         return bad;
-    enum cg_github_mode mode;
-    if (o->comment_mode != NULL && !cg_post_mode_parse(o->comment_mode, &mode))
+    o->post_mode = CG_GITHUB_MODE_ALWAYS;
+    if (o->comment_mode != NULL && !cg_post_mode_parse(o->comment_mode, &o->post_mode))
         return cg_cmd_usage_error("gate", "--comment-mode '%s': expected always, on-regression "
                                           "or never", o->comment_mode);
     if (o->comment_mode != NULL && !o->comment)
-        o->comment = strcmp(o->comment_mode, "never") != 0;
+        o->comment = o->post_mode != CG_GITHUB_MODE_NEVER;
+    if (!o->comment)
+        o->post_mode = CG_GITHUB_MODE_NEVER;
     struct cg_err err;
     if (o->ro.gate_id != NULL && cg_github_id_check(o->ro.gate_id, &err) != 0)
         return cg_cmd_usage_error("gate", "--id: %s", err.msg);
@@ -308,9 +311,7 @@ static void post(const struct gate_opts *o)
     struct cg_post_opts p;
     cg_post_opts_init(&p);
     p.report = o->ro.report_path;
-    p.mode = CG_GITHUB_MODE_NEVER;
-    if (o->comment && (o->comment_mode == NULL || !cg_post_mode_parse(o->comment_mode, &p.mode)))
-        p.mode = CG_GITHUB_MODE_ALWAYS;
+    p.mode = o->post_mode;
     p.status = o->status;
     p.id = o->ro.gate_id;
     if (o->post_deadline_s > 0)
