@@ -46,6 +46,12 @@
 #define CG_SHARD_KEY_DRIVER "driver" /* VERSION */
 #define CG_SHARD_KEY_WARNING "w"     /* MESSAGE */
 #define CG_SHARD_KEY_DONE "done"     /* N */
+/* Exact counts per step (docs/counts.md): "n I NAME DELTA" adds DELTA to step I's count NAME
+ * (lines for the same step and name add up, as "b" lines do); "nc NAME..." (once, GPU only)
+ * names the GPU counts this process measures: a GPU count it does not name is unknown, not 0.
+ * CG_SHARD_COUNT_RANGES is measured wherever the shard exists. */
+#define CG_SHARD_KEY_COUNT "n"
+#define CG_SHARD_KEY_COUNTED "nc"
 #define CG_SHARD_KEY_END "end"       /* (no fields) */
 
 /* Trace record keys (only with CANARY_GATE_TRACE_STEPS). */
@@ -77,6 +83,26 @@
 #define CG_SHARD_KIND_MEMCPY "memcpy"
 #define CG_SHARD_KIND_MEMSET "memset"
 #define CG_SHARD_KIND_RANGE "range"
+
+/* NAME of the "n" and "nc" records: what happened in a step (a record belongs to the step its
+ * start, or its timestamp, lies in, as for ops). */
+#define CG_SHARD_COUNT_KERNELS "kernels"             /* kernel records */
+#define CG_SHARD_COUNT_GRAPH_KERNELS "graph_kernels" /* of those, launched by a CUDA graph */
+#define CG_SHARD_COUNT_SYNC_STREAM "sync_stream"     /* SYNCHRONIZATION, by type */
+#define CG_SHARD_COUNT_SYNC_EVENT "sync_event"
+#define CG_SHARD_COUNT_SYNC_CONTEXT "sync_context"
+#define CG_SHARD_COUNT_SYNC_WAIT "sync_wait_event"   /* stream waits on an event (no host wait) */
+#define CG_SHARD_COUNT_SYNC_NS "sync_ns"             /* host ns blocked in stream, event and
+                                                      * context synchronisations */
+#define CG_SHARD_COUNT_COPIES "copies"               /* MEMCPY and MEMCPY2 records */
+#define CG_SHARD_COUNT_DTOH_PAGEABLE "dtoh_pageable" /* device to pageable host copies */
+#define CG_SHARD_COUNT_DTOH_PAGEABLE_BYTES "dtoh_pageable_bytes"
+#define CG_SHARD_COUNT_ALLOCS "allocs"               /* MEMORY2 device allocations */
+#define CG_SHARD_COUNT_FREES "frees"                 /* MEMORY2 device releases */
+#define CG_SHARD_COUNT_MODULE_LOADS "module_loads"   /* CUPTI_CBID_RESOURCE_MODULE_LOADED */
+#define CG_SHARD_COUNT_JIT "jit"                     /* JIT records */
+#define CG_SHARD_COUNT_RANGES "ranges"               /* NVTX ranges begun in the step on any
+                                                      * thread, the step range itself not */
 
 /* Non-finite losses. */
 #define CG_SHARD_NAN "nan"
