@@ -15,10 +15,12 @@
 #include "buf.h"
 #include "cmd_options.h"
 #include "collect.h"
+#include "counts.h"
 #include "fmt.h"
 #include "fsutil.h"
 #include "interleave.h"
 #include "noise.h"
+#include "report.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -120,6 +122,41 @@ static void print_noise(const struct cg_noise *z, const struct cg_thresholds *t)
            100.0 * z->target, z->runs);
 }
 
+/* Whether the counts are exact on this runner: every count compared with itself over all the
+ * pooled runs; a count that varies (within a run or between runs) is listed. */
+static void print_counts(const struct cg_counts *c, const struct cg_thresholds *t)
+{
+    if (c->n == 0)
+        return;
+    printf("counts per step over these runs (docs/counts.md): %zu measured, %zu identical in "
+           "every step of every run\n",
+           c->n_compared, c->n_compared - c->n_varying);
+    for (size_t i = 0; i < c->n; i++) {
+        const struct cg_count_result *r = &c->rows[i];
+        if (!r->varies)
+            continue;
+        char lo[32], hi[32];
+        cg_report_count_value(r->base_lo, lo, sizeof(lo));
+        cg_report_count_value(r->base_hi, hi, sizeof(hi));
+        struct cg_buf name;
+        cg_buf_init(&name, 1024);
+        if (r->row < 0 && cg_term_escape(&name, r->name, 100) != 0)
+            cg_buf_reset(&name);
+        printf("  varies: %s%.*s (per-run medians %s to %s per step)\n",
+               r->row >= 0 ? cg_count_name(r->row) : "range ", (int)name.len,
+               name.data ? name.data : "", lo, hi);
+        cg_buf_release(&name);
+    }
+    if (c->n_varying > 0)
+        printf("  a count that varies means data-dependent work in the canary: it is gated with\n"
+               "  the varying tolerance (+%g%%, counts.varying) instead of exactly; make the\n"
+               "  canary's steps alike (fixed shapes, no data-dependent branches) to gate it\n"
+               "  exactly\n\n",
+               t->varying.max_increase_pct);
+    else
+        printf("  counts are exact here: any change in them is the code's\n\n");
+}
+
 /* The thresholds snippet: extends the thresholds in use, the recommended percentages. NULL when
  * out of memory. */
 static char *snippet(const struct cg_noise *z, const char *extends, struct cg_buf *b)
@@ -148,7 +185,30 @@ static cJSON *num(double v)
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
-static char *report_json(const struct cg_noise *z, const struct cg_thresholds *t, const char *snip)
+static cJSON *counts_json(const struct cg_counts *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "measured", (double)c->n_compared);
+    cJSON_AddNumberToObject(o, "identical", (double)(c->n_compared - c->n_varying));
+    cJSON *vary = cJSON_AddArrayToObject(o, "varying");
+    for (size_t i = 0; i < c->n; i++) {
+        const struct cg_count_result *r = &c->rows[i];
+        if (!r->varies)
+            continue;
+        cJSON *x = cJSON_CreateObject();
+        if (r->row >= 0)
+            cJSON_AddStringToObject(x, "count", cg_count_name(r->row));
+        else
+            cJSON_AddStringToObject(x, "range", r->name);
+        cJSON_AddItemToObject(x, "min_per_step", num(r->base_lo));
+        cJSON_AddItemToObject(x, "max_per_step", num(r->base_hi));
+        cJSON_AddItemToArray(vary, x);
+    }
+    return o;
+}
+
+static char *report_json(const struct cg_noise *z, const struct cg_counts *counts,
+                         const struct cg_thresholds *t, const char *snip)
 {
     cJSON *root = cJSON_CreateObject();
     if (root == NULL)
@@ -181,6 +241,7 @@ static char *report_json(const struct cg_noise *z, const struct cg_thresholds *t
         cJSON_AddItemToObject(o, "recommended_max_regression_pct", num(nm->recommended_pct));
         cJSON_AddItemToArray(metrics, o);
     }
+    cJSON_AddItemToObject(root, "counts", counts_json(counts));
     cJSON_AddItemToObject(root, "recommended_thresholds", cJSON_Parse(snip));
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
@@ -240,6 +301,7 @@ int cmd_aa(int argc, char **argv)
     struct cg_thresholds t;
     struct cg_artifact pool;
     struct cg_noise z;
+    struct cg_counts counts = {0};
     struct cg_err err;
     const char *out = "canary-aa.json", *log = NULL, *json_path = NULL;
     char *log_owned = NULL, *json = NULL;
@@ -304,18 +366,20 @@ int cmd_aa(int argc, char **argv)
     if ((exit_code = measure(&c, runs, &pool)) != 0)
         goto done;
     if (cg_artifact_save(out, &pool, &err) != 0 ||
-        cg_noise_analyse(&pool, (size_t)runs, &t, target, 0x6161ULL, &z, &err) != 0) {
+        cg_noise_analyse(&pool, (size_t)runs, &t, target, 0x6161ULL, &z, &err) != 0 ||
+        cg_counts_compare(&pool, &pool, &t, &counts, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
     const char *extends = mo.thresholds ? mo.thresholds : "default";
     if ((snip = snippet(&z, extends, &snip_buf)) == NULL ||
-        (json_path != NULL && (json = report_json(&z, &t, snip)) == NULL)) {
+        (json_path != NULL && (json = report_json(&z, &counts, &t, snip)) == NULL)) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
     print_noise(&z, &t);
+    print_counts(&counts, &t);
     printf("thresholds for this runner (false alarms <= %.3g%% here):\n%s", 100.0 * target, snip);
     fflush(stdout);
     if (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0) {
@@ -325,6 +389,7 @@ int cmd_aa(int argc, char **argv)
     fprintf(stderr, "canary-gate aa: artifact '%s', canary output '%s'%s%s\n", out, log,
             json_path ? ", report " : "", json_path ? json_path : "");
 done:
+    cg_counts_release(&counts);
     cg_buf_release(&snip_buf);
     free(json);
     free(log_owned);

@@ -215,6 +215,9 @@ int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t
     s->tokens = tokens;
     s->gpu_busy_ns = gpu_busy_ns;
     s->loss = NAN;
+    s->sync_ns = -1;
+    for (int c = 0; c < CG_COUNT_N; c++)
+        s->counts[c] = -1;
     return 0;
 }
 
@@ -324,7 +327,7 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
             const struct cg_step *s = &from->steps[k];
             if (cg_run_add_step(to, s->wall_ns, s->tokens, s->gpu_busy_ns) != 0)
                 return CG_ENOMEM;
-            to->steps[to->n_steps - 1].loss = s->loss;
+            to->steps[to->n_steps - 1] = *s;
         }
         for (size_t k = 0; k < from->n_ops; k++) {
             const struct cg_op *op = &from->ops[k];

@@ -12,6 +12,7 @@
 #ifndef CG_ARTIFACT_H
 #define CG_ARTIFACT_H
 
+#include "count.h"
 #include "err.h"
 
 #include <stdbool.h>
@@ -37,6 +38,8 @@ struct cg_step {
     int64_t tokens;      /* -1 when unknown */
     int64_t gpu_busy_ns; /* -1 when unknown */
     double loss;         /* NAN when the canary reported none */
+    int64_t sync_ns;     /* host time blocked in synchronisations, -1 when unknown */
+    int64_t counts[CG_COUNT_N]; /* what happened in the step (count.h), -1 when unknown */
 };
 
 struct cg_run_summary {
@@ -142,7 +145,8 @@ struct cg_run *cg_artifact_add_run(struct cg_artifact *a);
 /* The same without an identity, for a reader that fills in the one it read. */
 struct cg_run *cg_artifact_add_blank_run(struct cg_artifact *a);
 
-/* Appends a step to run (its loss unknown: NAN); returns 0 or CG_ENOMEM. */
+/* Appends a step to run (its loss NAN, its counts and sync_ns unknown: -1); returns 0 or
+ * CG_ENOMEM. */
 int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t gpu_busy_ns);
 
 /* Appends an op (name and family are copied; family NULL means same as name); 0 or CG_ENOMEM. */

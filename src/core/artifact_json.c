@@ -204,6 +204,31 @@ static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifac
     return 0;
 }
 
+/* A step's "counts": an object of count names (count.h) and whole numbers >= 0; absent when no
+ * count is known. */
+static int parse_counts(struct parser *p, const cJSON *counts, const char *sp, struct cg_step *s)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "%s.counts", sp);
+    if (counts == NULL)
+        return 0;
+    if (!cJSON_IsObject(counts))
+        return bad(p, path, "must be an object");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, counts)
+    {
+        int which;
+        if (cg_count_parse(c->string, &which) != 0 || which >= CG_COUNT_N) {
+            char where[256];
+            snprintf(where, sizeof(where), "%.120s.%.60s", path, c->string);
+            return bad(p, where, "is not a count canary-gate knows");
+        }
+        if (get_int(p, counts, path, c->string, false, 0, &s->counts[which]))
+            return CG_EINPUT;
+    }
+    return 0;
+}
+
 static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, struct cg_run *r)
 {
     char path[128];
@@ -219,16 +244,21 @@ static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, str
         snprintf(path, sizeof(path), "%s.steps[%zu]", rp, i++);
         if (!cJSON_IsObject(st))
             return bad(p, path, "must be an object");
-        int64_t wall, tokens, busy;
+        int64_t wall, tokens, busy, sync;
         double loss;
         if (get_int(p, st, path, "wall_ns", false, 1, &wall) ||
             get_int(p, st, path, "tokens", true, 0, &tokens) ||
             get_int(p, st, path, "gpu_busy_ns", true, 0, &busy) ||
-            get_real(p, st, path, "loss", true, &loss))
+            get_real(p, st, path, "loss", true, &loss) ||
+            get_int(p, st, path, "sync_ns", true, 0, &sync))
             return CG_EINPUT;
         if (cg_run_add_step(r, wall, tokens, busy) != 0)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
-        r->steps[r->n_steps - 1].loss = loss;
+        struct cg_step *added = &r->steps[r->n_steps - 1];
+        added->loss = loss;
+        added->sync_ns = sync;
+        if (parse_counts(p, cJSON_GetObjectItemCaseSensitive(st, "counts"), path, added) != 0)
+            return CG_EINPUT;
     }
     return 0;
 }
@@ -498,6 +528,16 @@ static cJSON *run_to_json(const struct cg_run *r)
             cJSON_AddNumberToObject(st, "gpu_busy_ns", (double)s->gpu_busy_ns);
         if (isfinite(s->loss))
             cJSON_AddNumberToObject(st, "loss", s->loss);
+        if (s->sync_ns >= 0)
+            cJSON_AddNumberToObject(st, "sync_ns", (double)s->sync_ns);
+        cJSON *counts = NULL;
+        for (int c = 0; c < CG_COUNT_N; c++) {
+            if (s->counts[c] < 0)
+                continue;
+            if (counts == NULL)
+                counts = cJSON_AddObjectToObject(st, "counts");
+            cJSON_AddNumberToObject(counts, cg_count_name(c), (double)s->counts[c]);
+        }
         cJSON_AddItemToArray(steps, st);
     }
     cJSON *sum = cJSON_AddObjectToObject(run, "summary");

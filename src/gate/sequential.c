@@ -222,6 +222,15 @@ bool cg_seq_more_runs_help(const struct cg_verdict *v)
     return false;
 }
 
+/* True when some timing or memory metric FAILs (counts need no confirmation). */
+static bool metric_fails(const struct cg_verdict *v)
+{
+    for (int m = 0; m < CG_M_COUNT; m++)
+        if (v->metrics[m].outcome == CG_OUT_FAIL)
+            return true;
+    return false;
+}
+
 /* Keeps a metric FAIL only when the confirmation's verdict fails it too; recomputes overall. */
 static void apply_confirmation(struct cg_seq *s)
 {
@@ -248,8 +257,12 @@ static void apply_confirmation(struct cg_seq *s)
         any_fail |= r->outcome == CG_OUT_FAIL;
         any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
     }
-    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
     s->info.confirm = any_fail ? CG_CONFIRM_CONFIRMED : CG_CONFIRM_REJECTED;
+    for (size_t i = 0; i < v->counts.n; i++) { /* counts were decided without confirmation */
+        any_fail |= v->counts.rows[i].outcome == CG_OUT_FAIL;
+        any_inconclusive |= v->counts.rows[i].outcome == CG_OUT_INCONCLUSIVE;
+    }
+    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
 }
 
 static int confirm(const struct cg_artifact *base, struct cg_artifact *conf,
@@ -334,7 +347,7 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
         info->look_alpha[m] = s->look_t.metric[m].alpha;
     }
     info->confirm = CG_CONFIRM_NOT_NEEDED;
-    if (s->verdict.overall == CG_OUT_FAIL) {
+    if (s->verdict.overall == CG_OUT_FAIL && metric_fails(&s->verdict)) {
         info->confirm = CG_CONFIRM_OFF;
         if (o->confirm && (rc = confirm(base, conf, t, o, measure, ctx, s, err)) != 0)
             goto fail;

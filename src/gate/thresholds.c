@@ -116,6 +116,84 @@ static int apply_table(struct loader *l, const cJSON *obj, const char *section,
     return 0;
 }
 
+/* One count limit: {"max_increase": N, "max_increase_pct": P} (either may be left out: 0) or
+ * null (not gated). Checks it and, when out is not NULL, stores it. */
+static int count_limit(struct loader *l, const cJSON *item, const char *key,
+                       struct cg_count_limit *out)
+{
+    static const struct fdesc keys[] = {
+        {"max_increase", F_NUM, 0, 1e15, offsetof(struct cg_count_limit, max_increase)},
+        {"max_increase_pct", F_NUM, 0, 1e6, offsetof(struct cg_count_limit, max_increase_pct)},
+    };
+    struct cg_count_limit lim = {true, !cJSON_IsNull(item), 0, 0};
+    if (lim.gated) {
+        int rc = apply_table(l, item, key, keys, N_OF(keys), (char *)&lim, false);
+        if (rc != 0)
+            return rc;
+    }
+    if (out != NULL)
+        *out = lim;
+    return 0;
+}
+
+/* "counts": a limit per row name, "range_calls", "varying" and "range_names" (an object of
+ * range names and limits). Each entry replaces the parent's entry whole. */
+static int apply_counts(struct loader *l, const cJSON *obj, struct cg_thresholds *t)
+{
+    char key[CG_RANGE_LIMIT_NAME_MAX + 64];
+    if (!cJSON_IsObject(obj))
+        return bad(l, "counts", "must be an object");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, obj)
+    {
+        const char *k = item->string;
+        int row, rc;
+        snprintf(key, sizeof(key), "counts.%.64s", k);
+        if (strcmp(k, "range_calls") == 0) {
+            rc = count_limit(l, item, key, t != NULL ? &t->range_calls : NULL);
+        } else if (strcmp(k, "varying") == 0) {
+            rc = count_limit(l, item, key, t != NULL ? &t->varying : NULL);
+            if (rc == 0 && cJSON_IsNull(item))
+                rc = bad(l, key, "must be an object (a varying count is gated with it)");
+        } else if (strcmp(k, "range_names") == 0) {
+            if (!cJSON_IsObject(item))
+                return bad(l, key, "must be an object of NVTX range names");
+            const cJSON *r;
+            cJSON_ArrayForEach(r, item)
+            {
+                snprintf(key, sizeof(key), "counts.range_names.%.*s", CG_RANGE_LIMIT_NAME_MAX,
+                         r->string);
+                if (r->string[0] == '\0' || strlen(r->string) >= CG_RANGE_LIMIT_NAME_MAX)
+                    return bad(l, key, "a range name must have 1 to 255 bytes");
+                struct cg_count_limit lim;
+                if ((rc = count_limit(l, r, key, &lim)) != 0)
+                    return rc;
+                if (t == NULL)
+                    continue;
+                size_t i = 0;
+                while (i < t->n_range_names && strcmp(t->range_names[i].name, r->string) != 0)
+                    i++;
+                if (i == CG_MAX_RANGE_LIMITS)
+                    return bad(l, key, "too many range names (at most 32 over the chain)");
+                if (i == t->n_range_names) {
+                    snprintf(t->range_names[i].name, sizeof(t->range_names[i].name), "%s",
+                             r->string);
+                    t->n_range_names++;
+                }
+                t->range_names[i].limit = lim;
+            }
+            rc = 0;
+        } else if (cg_count_parse(k, &row) == 0) {
+            rc = count_limit(l, item, key, t != NULL ? &t->counts[row] : NULL);
+        } else {
+            rc = bad(l, key, "unknown count");
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Checks (t == NULL) or applies (t != NULL) one file's settings. */
 static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds *t)
 {
@@ -156,6 +234,8 @@ static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds 
                 if (rc != 0)
                     return rc;
             }
+        } else if (strcmp(k, "counts") == 0) {
+            rc = apply_counts(l, item, t);
         } else if (strcmp(k, "environment_mismatch") == 0) {
             if (!cJSON_IsString(item) || (strcmp(item->valuestring, "inconclusive") != 0 &&
                                           strcmp(item->valuestring, "gate") != 0))
@@ -329,6 +409,10 @@ static int check_complete(const struct cg_thresholds *t, struct cg_err *err)
         missing = "ops.fdr_q";
     else if (t->bootstrap_resamples < 0)
         missing = "bootstrap_resamples";
+    else if (!t->varying.set)
+        missing = "counts.varying";
+    else if (!t->range_calls.set)
+        missing = "counts.range_calls";
     for (int i = 0; missing == NULL && i < CG_M_COUNT; i++) {
         const struct cg_metric_limits *m = &t->metric[i];
         const char *field = NULL;

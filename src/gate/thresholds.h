@@ -11,6 +11,7 @@
 #ifndef CG_THRESHOLDS_H
 #define CG_THRESHOLDS_H
 
+#include "count.h"
 #include "err.h"
 #include "metric.h"
 
@@ -26,6 +27,23 @@ struct cg_metric_limits {
                                   * INCONCLUSIVE, never FAIL (within it: PASS) */
 };
 
+/* How much a count may grow per step (docs/counts.md): by more than
+ * max(max_increase, baseline * max_increase_pct / 100) is a FAIL. */
+struct cg_count_limit {
+    bool set;                /* given by some file of the chain */
+    bool gated;              /* false: shown, never decides ("null" in the file) */
+    double max_increase;     /* per step */
+    double max_increase_pct; /* percent of the baseline's count */
+};
+
+#define CG_MAX_RANGE_LIMITS 32
+#define CG_RANGE_LIMIT_NAME_MAX 256
+
+struct cg_range_limit {
+    char name[CG_RANGE_LIMIT_NAME_MAX]; /* an NVTX range name */
+    struct cg_count_limit limit;
+};
+
 struct cg_thresholds {
     char source[1024];/* file or built-in name it came from, for reports */
     int64_t runs, steps, warmup;
@@ -37,6 +55,11 @@ struct cg_thresholds {
     bool require_floor;      /* "require_floor_regression": a FAIL of the mean, p95 or tokens/sec
                               * also needs the step time floor to FAIL (verdict.c, floor_rule) */
     int64_t bootstrap_resamples;
+    struct cg_count_limit counts[CG_COUNT_ROWS]; /* by row (count.h); unset: not gated */
+    struct cg_count_limit range_calls; /* calls per step of every NVTX range name */
+    struct cg_count_limit varying;     /* the least a count that varies may grow */
+    struct cg_range_limit range_names[CG_MAX_RANGE_LIMITS]; /* range_calls, per name */
+    size_t n_range_names;
 };
 
 struct cg_builtin_thresholds {

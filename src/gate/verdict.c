@@ -690,6 +690,16 @@ void cg_verdict_decide(struct cg_verdict *v)
         any_fail |= r->outcome == CG_OUT_FAIL;
         any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
     }
+    for (size_t i = 0; i < v->counts.n; i++) {
+        struct cg_count_result *r = &v->counts.rows[i];
+        if (r->outcome == CG_OUT_FAIL && mismatch) {
+            r->outcome = CG_OUT_INCONCLUSIVE;
+            r->other_machine = true;
+            v->downgraded = true;
+        }
+        any_fail |= r->outcome == CG_OUT_FAIL;
+        any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
+    }
     v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
 }
 
@@ -719,6 +729,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
     int rc = compute_metrics(v, err);
     if (rc == 0)
         rc = compute_ops(v, err);
+    if (rc == 0)
+        rc = cg_counts_compare(baseline, current, t, &v->counts, err);
     if (rc == 0 && t->require_floor && cg_pattern_test(baseline, current, &v->pattern) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc == 0 && cg_diagnose(baseline, current, &v->diagnosis) != 0)
@@ -748,8 +760,17 @@ bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_art
            current->cuda_initialised == 0 && current->env.driver_version != NULL;
 }
 
+bool cg_verdict_counts_fail(const struct cg_verdict *v)
+{
+    for (size_t i = 0; i < v->counts.n; i++)
+        if (v->counts.rows[i].outcome == CG_OUT_FAIL)
+            return true;
+    return false;
+}
+
 void cg_verdict_release(struct cg_verdict *v)
 {
+    cg_counts_release(&v->counts);
     free(v->ops);
     v->ops = NULL;
     v->n_ops = 0;

@@ -19,8 +19,10 @@
 #define CG_VERDICT_H
 
 #include "artifact.h"
+#include "counts.h"
 #include "diagnose.h"
 #include "floor.h"
+#include "outcome.h"
 #include "err.h"
 #include "pattern.h"
 #include "stats.h"
@@ -30,14 +32,6 @@
 
 struct cg_seq_info;
 
-enum cg_outcome {
-    CG_OUT_PASS,
-    CG_OUT_IMPROVED,     /* better beyond the threshold, significantly: shown, never failed */
-    CG_OUT_FAIL,
-    CG_OUT_INCONCLUSIVE,
-    CG_OUT_NOT_GATED,    /* measured and shown, but another metric gates this concern */
-    CG_OUT_UNAVAILABLE   /* not measured on one side or both */
-};
 
 enum cg_method {
     CG_METHOD_NONE,
@@ -141,6 +135,7 @@ struct cg_verdict {
     bool weak_baseline;       /* the baseline has fewer runs than that: no timing metric can
                                * FAIL, so none PASSes either (INCONCLUSIVE, with the reason) */
     bool gpu_lost;            /* cg_verdict_gpu_lost: FAIL (peak device memory carries it) */
+    struct cg_counts counts;  /* exact per-step counts (counts.h): a FAIL decides at once */
     struct cg_diagnosis diagnosis; /* why it is slow or hungry: never decides */
     struct cg_pattern pattern; /* a slowdown locked to the step phase: the floor rule lets a FAIL
                                 * stand when it accounts for it (pattern.h) */
@@ -166,11 +161,14 @@ int64_t cg_verdict_min_baseline_runs(const struct cg_thresholds *t);
  * CPU is a regression, not a different machine. */
 bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_artifact *current);
 
-/* Takes the overall outcome from the metric outcomes, after the floor rule
+/* Takes the overall outcome from the metric and count outcomes, after the floor rule
  * ("require_floor_regression") and the machine rule (a FAIL on another machine is INCONCLUSIVE
  * unless the thresholds gate it), and within_run from their methods. cg_verdict_compute calls
  * it; callers that replace metric results call it again. */
 void cg_verdict_decide(struct cg_verdict *v);
+
+/* True when some count FAILs (it needs no confirmation: counts do not vary with the runner). */
+bool cg_verdict_counts_fail(const struct cg_verdict *v);
 
 /* Frees what the verdict owns. */
 void cg_verdict_release(struct cg_verdict *v);

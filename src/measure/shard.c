@@ -226,6 +226,8 @@ static int ensure_step(struct parse_state *ps, int64_t idx)
         s->steps[i].tokens = s->steps[i].gpu_busy_ns = -1;
         s->steps[i].loss = NAN;
         s->steps[i].n_loss = 0;
+        memset(s->steps[i].counts, 0, sizeof(s->steps[i].counts));
+        s->steps[i].sync_ns = 0;
     }
     s->n_steps = need;
     return 0;
@@ -419,6 +421,71 @@ static int parse_counters(struct parse_state *ps, struct line *l)
     s->inside_steps = more[1];
     s->late_memory = more[2];
     s->overhead_ns = more[3];
+    return 0;
+}
+
+/* The count of a shard count word: its index in enum cg_count, CG_COUNT_N for "sync_ns", -1
+ * for a word this reader does not know. */
+static int count_of(const char *f, size_t n)
+{
+    static const struct {
+        const char *word;
+        enum cg_count count;
+    } words[] = {
+        {CG_SHARD_COUNT_KERNELS, CG_COUNT_KERNELS},
+        {CG_SHARD_COUNT_GRAPH_KERNELS, CG_COUNT_GRAPH_KERNELS},
+        {CG_SHARD_COUNT_SYNC_STREAM, CG_COUNT_SYNC_STREAM},
+        {CG_SHARD_COUNT_SYNC_EVENT, CG_COUNT_SYNC_EVENT},
+        {CG_SHARD_COUNT_SYNC_CONTEXT, CG_COUNT_SYNC_CONTEXT},
+        {CG_SHARD_COUNT_SYNC_WAIT, CG_COUNT_SYNC_WAIT},
+        {CG_SHARD_COUNT_COPIES, CG_COUNT_COPIES},
+        {CG_SHARD_COUNT_DTOH_PAGEABLE, CG_COUNT_DTOH_PAGEABLE},
+        {CG_SHARD_COUNT_DTOH_PAGEABLE_BYTES, CG_COUNT_DTOH_PAGEABLE_BYTES},
+        {CG_SHARD_COUNT_ALLOCS, CG_COUNT_ALLOCS},
+        {CG_SHARD_COUNT_FREES, CG_COUNT_FREES},
+        {CG_SHARD_COUNT_MODULE_LOADS, CG_COUNT_MODULE_LOADS},
+        {CG_SHARD_COUNT_JIT, CG_COUNT_JIT},
+        {CG_SHARD_COUNT_RANGES, CG_COUNT_RANGES},
+    };
+    if (field_is(f, n, CG_SHARD_COUNT_SYNC_NS))
+        return CG_COUNT_N;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (field_is(f, n, words[i].word))
+            return (int)words[i].count;
+    return -1;
+}
+
+static int parse_count(struct parse_state *ps, struct line *l)
+{
+    int64_t idx, delta;
+    const char *f;
+    size_t n;
+    int rc;
+    if (!next_int(l, 0, CG_SHARD_MAX_STEPS - 1, &idx) || !next_field(l, &f, &n) || n == 0 ||
+        !next_int(l, 0, MAX_VALUE, &delta) || l->p < l->end)
+        return 1;
+    int c = count_of(f, n);
+    if (c < 0)
+        return 0; /* a count of a newer library */
+    if ((rc = ensure_step(ps, idx)) != 0)
+        return rc;
+    struct cg_shard_step *st = &ps->s->steps[idx];
+    int64_t *v = c == CG_COUNT_N ? &st->sync_ns : &st->counts[c];
+    *v = cg_shard_add_capped(*v, delta);
+    return 0;
+}
+
+static int parse_counted(struct parse_state *ps, struct line *l)
+{
+    const char *f;
+    size_t n;
+    while (next_field(l, &f, &n) && n > 0) {
+        int c = count_of(f, n);
+        if (c == CG_COUNT_N)
+            ps->s->sync_counted = true;
+        else if (c >= 0)
+            ps->s->counted[c] = true;
+    }
     return 0;
 }
 
@@ -647,6 +714,8 @@ static const struct record records[] = {
     {CG_SHARD_KEY_LOSS, parse_loss},
     {CG_SHARD_KEY_OP, parse_op},
     {CG_SHARD_KEY_MEM, parse_mem},
+    {CG_SHARD_KEY_COUNT, parse_count},
+    {CG_SHARD_KEY_COUNTED, parse_counted},
     {CG_SHARD_KEY_COUNTERS, parse_counters},
     {CG_SHARD_KEY_GPU, parse_gpu},
     {CG_SHARD_KEY_DEVICE, parse_device},

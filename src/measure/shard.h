@@ -26,6 +26,11 @@
  *                                         and inside some step, memory events older than those
  *                                         already applied, summed CUPTI overhead (the 3-field
  *                                         form of older libraries leaves those unknown)
+ *   n I NAME DELTA                        count NAME of step I grew by DELTA (summed): what
+ *                                         happened in the step (docs/counts.md); NAME one of
+ *                                         the CG_SHARD_COUNT_* words (others are skipped)
+ *   nc NAME...                            the GPU counts this process measures; a GPU count not
+ *                                         named is unknown. "ranges" is always measured
  *   gpu ok | gpu unavailable REASON       whether CUPTI started
  *   cupti HOW PATH                        the libcupti file used: HOW is loaded (already mapped
  *                                         in the process), env (CANARY_GATE_CUPTI_PATH),
@@ -58,7 +63,9 @@
  * shard of more than CG_SHARD_MAX_OPS "o" lines, named as that limit. Merging: step I of a run
  * is the maximum over processes of step I's wall time, tokens are summed, the loss is the mean over the processes that reported one, peak memory is summed
  * per device over processes (then the maximum over devices), ops are summed by kind and exact
- * name; CUPTI counters and warnings are summed and gathered over processes. Not thread-safe;
+ * name; CUPTI counters and warnings are summed and gathered over processes; a step's counts are
+ * summed over processes when every process with steps measured them (unknown otherwise), its
+ * host time in synchronisations is the maximum over processes. Not thread-safe;
  * every shard owns its strings.
  */
 #ifndef CG_SHARD_H
@@ -86,6 +93,8 @@ struct cg_shard_step {
     int64_t gpu_busy_ns; /* -1 when no "b" line */
     double loss;         /* mean of the step's "l" lines, NAN when none */
     int64_t n_loss;      /* "l" lines of the step */
+    int64_t counts[CG_COUNT_N]; /* summed "n" lines, 0 when none (known: cg_shard_counted) */
+    int64_t sync_ns;     /* summed "n I sync_ns" lines */
 };
 
 struct cg_shard_op {
@@ -166,6 +175,8 @@ struct cg_shard {
     struct cg_shard_domain *domains;
     size_t n_domains;
     int64_t trace_events, trace_dropped; /* last "tx" line, -1 when none */
+    bool counted[CG_COUNT_N];      /* named in an "nc" line (GPU counts) */
+    bool sync_counted;             /* "sync_ns" named in an "nc" line */
 };
 
 /* What a set of shards says about a run so far (for progress and the final checks). */

@@ -148,6 +148,37 @@ static int64_t sum_counter(const struct cg_shard *shards, size_t n, size_t offse
     return sum;
 }
 
+/* True when shard s measured count c (CG_COUNT_N: the host time in synchronisations). */
+static bool shard_counts(const struct cg_shard *s, int c)
+{
+    if (c == CG_COUNT_RANGES)
+        return true;
+    return s->gpu == 1 && (c == CG_COUNT_N ? s->sync_counted : s->counted[c]);
+}
+
+/* Step k's counts and host time in synchronisations over the shards with steps (see shard.h). */
+static void merge_counts(const struct cg_shard *shards, size_t n, int64_t k, struct cg_step *to)
+{
+    for (int c = 0; c <= CG_COUNT_N; c++) {
+        int64_t v = -1;
+        bool known = true;
+        for (size_t i = 0; i < n && known; i++) {
+            const struct cg_shard *s = &shards[i];
+            if (contiguous_steps(s) == 0)
+                continue;
+            known = shard_counts(s, c);
+            if (c == CG_COUNT_N) {
+                if (s->steps[k].sync_ns > v)
+                    v = s->steps[k].sync_ns;
+            } else {
+                v = cg_shard_add_capped(v < 0 ? 0 : v, s->steps[k].counts[c]);
+            }
+        }
+        int64_t *dst = c == CG_COUNT_N ? &to->sync_ns : &to->counts[c];
+        *dst = known ? v : -1;
+    }
+}
+
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err)
 {
@@ -179,6 +210,7 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
         if (cg_run_add_step(run, wall, tokens, busy) != 0)
             return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
         run->steps[run->n_steps - 1].loss = loss;
+        merge_counts(shards, n, k, &run->steps[run->n_steps - 1]);
     }
     if (merge_ops(shards, n, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");

@@ -32,6 +32,20 @@ void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n);
  * canary-gate); tokens: --tokens-per-step 256"): fixed words and numbers only. */
 void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
 
+/* A count per step: "3", "2.5", "0" (bytes rows the same, in bytes). */
+void cg_report_count_value(double v, char *dst, size_t n);
+
+/* The change of a count row ("+1", "-3", "+0.5"; "" when a side lacks it). */
+void cg_report_count_change(const struct cg_count_result *r, char *dst, size_t n);
+
+/* The growth a count row allows ("+0", "+10% (+1.2)", "not gated"). */
+void cg_report_count_allowed(const struct cg_count_result *r, const struct cg_thresholds *t,
+                             char *dst, size_t n);
+
+/* The label of a count row without its name for a range row ("host synchronisations",
+ * "calls of the NVTX range"); the caller adds a range row's name, escaped. */
+const char *cg_report_count_label(const struct cg_count_result *r);
+
 /* The verdict's one-line headline, identical in every output ("FAIL: step time mean +12.3% ..."). */
 void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n);
 

@@ -61,6 +61,86 @@ void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n)
              tok);
 }
 
+void cg_report_count_value(double v, char *dst, size_t n)
+{
+    if (isnan(v))
+        snprintf(dst, n, "-");
+    else if (v == floor(v))
+        snprintf(dst, n, "%.0f", v);
+    else {
+        int len = snprintf(dst, n, "%.2f", v); /* 2.50 -> 2.5 */
+        if (len > 0 && (size_t)len < n && dst[len - 1] == '0')
+            dst[len - 1] = '\0';
+    }
+}
+
+void cg_report_count_change(const struct cg_count_result *r, char *dst, size_t n)
+{
+    char d[32];
+    double delta = r->current - r->baseline;
+    if (isnan(delta)) {
+        snprintf(dst, n, "%s", "");
+        return;
+    }
+    cg_report_count_value(fabs(delta), d, sizeof(d));
+    snprintf(dst, n, "%s%s", delta < 0 ? "-" : "+", d);
+}
+
+void cg_report_count_allowed(const struct cg_count_result *r, const struct cg_thresholds *t,
+                             char *dst, size_t n)
+{
+    char a[32];
+    if (isnan(r->allowed)) {
+        snprintf(dst, n, "%s", r->outcome == CG_OUT_UNAVAILABLE ? "-" : "not gated");
+        return;
+    }
+    const struct cg_count_limit *lim =
+        r->row >= 0 ? &t->counts[r->row] : cg_counts_range_limit(t, r->name);
+    cg_report_count_value(r->allowed, a, sizeof(a));
+    if (r->varies)
+        snprintf(dst, n, "+%s (varies)", a);
+    else if (lim->max_increase_pct > 0 && r->allowed > lim->max_increase)
+        snprintf(dst, n, "+%g%% (+%s)", lim->max_increase_pct, a);
+    else
+        snprintf(dst, n, "+%s", a);
+}
+
+const char *cg_report_count_label(const struct cg_count_result *r)
+{
+    return r->row >= 0 ? cg_count_label(r->row) : "calls of the NVTX range";
+}
+
+/* The first count row that FAILs, NULL when none does. */
+static const struct cg_count_result *failing_count(const struct cg_verdict *v, int *fails)
+{
+    const struct cg_count_result *first = NULL;
+    for (size_t i = 0; i < v->counts.n; i++)
+        if (v->counts.rows[i].outcome == CG_OUT_FAIL) {
+            (*fails)++;
+            if (first == NULL)
+                first = &v->counts.rows[i];
+        }
+    return first;
+}
+
+/* A count FAIL's headline: "FAIL: +1 host synchronisations per step (0 -> 1)". Range names
+ * are artifact strings: the headline says how many names, never which. */
+static void count_headline(const struct cg_verdict *v, const struct cg_count_result *c,
+                           int fails, char *dst, size_t n)
+{
+    int metric_fails = 0;
+    for (int m = 0; m < CG_M_COUNT; m++)
+        metric_fails += v->metrics[m].outcome == CG_OUT_FAIL;
+    char d[32], b[32], cu[32], more[48] = "";
+    cg_report_count_change(c, d, sizeof(d));
+    cg_report_count_value(c->baseline, b, sizeof(b));
+    cg_report_count_value(c->current, cu, sizeof(cu));
+    if (fails + metric_fails > 1)
+        snprintf(more, sizeof(more), " (and %d more)", fails + metric_fails - 1);
+    snprintf(dst, n, "FAIL: %s %s per step (%s -> %s)%s", d,
+             c->row >= 0 ? cg_count_label(c->row) : "calls of an NVTX range", b, cu, more);
+}
+
 /* The metric that explains the overall outcome: the first FAIL, else the first INCONCLUSIVE. */
 static const struct cg_metric_result *deciding_metric(const struct cg_verdict *v)
 {
@@ -112,6 +192,23 @@ void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
     char d[32], lo[32], hi[32];
     if (integrity_headline(v, dst, n))
         return;
+    int count_fails = 0;
+    const struct cg_count_result *c = failing_count(v, &count_fails);
+    if (v->overall == CG_OUT_FAIL && c != NULL) {
+        count_headline(v, c, count_fails, dst, n);
+        return;
+    }
+    for (size_t i = 0; r == NULL && v->overall == CG_OUT_INCONCLUSIVE && i < v->counts.n; i++) {
+        const struct cg_count_result *x = &v->counts.rows[i];
+        if (x->outcome != CG_OUT_INCONCLUSIVE)
+            continue;
+        char change[32];
+        cg_report_count_change(x, change, sizeof(change));
+        snprintf(dst, n, "INCONCLUSIVE: %s %s per step, but measured on a different machine (%s)",
+                 change, x->row >= 0 ? cg_count_label(x->row) : "calls of an NVTX range",
+                 v->machine_diff != NULL ? v->machine_diff : "environment");
+        return;
+    }
     if (v->overall == CG_OUT_PASS || r == NULL) {
         cg_fmt_pct(mean->delta_pct, d, sizeof(d));
         snprintf(dst, n, "PASS: no regression beyond the thresholds (step time mean %s)", d);

@@ -119,6 +119,37 @@ static cJSON *step_pattern(const struct cg_pattern *p)
     return o;
 }
 
+/* "counts": the per-step count comparison, every row (docs/counts.md). */
+static cJSON *counts_json(const struct cg_counts *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "compared", (double)c->n_compared);
+    cJSON_AddNumberToObject(o, "changed", (double)c->n_changed);
+    cJSON_AddNumberToObject(o, "failed", (double)c->n_fail);
+    cJSON_AddNumberToObject(o, "improved", (double)c->n_improved);
+    cJSON_AddNumberToObject(o, "varying", (double)c->n_varying);
+    cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+    for (size_t i = 0; i < c->n; i++) {
+        const struct cg_count_result *r = &c->rows[i];
+        cJSON *x = cJSON_CreateObject();
+        if (r->row >= 0)
+            cJSON_AddStringToObject(x, "count", cg_count_name(r->row));
+        else
+            cJSON_AddStringToObject(x, "range", r->name);
+        cJSON_AddItemToObject(x, "baseline", num(r->baseline));
+        cJSON_AddItemToObject(x, "current", num(r->current));
+        cJSON_AddItemToObject(x, "baseline_min", num(r->base_lo));
+        cJSON_AddItemToObject(x, "baseline_max", num(r->base_hi));
+        cJSON_AddItemToObject(x, "current_min", num(r->cur_lo));
+        cJSON_AddItemToObject(x, "current_max", num(r->cur_hi));
+        cJSON_AddItemToObject(x, "allowed_increase", num(r->allowed));
+        cJSON_AddBoolToObject(x, "varies", r->varies);
+        cJSON_AddStringToObject(x, "outcome", cg_outcome_name(r->outcome));
+        cJSON_AddItemToArray(rows, x);
+    }
+    return o;
+}
+
 char *cg_report_json(const struct cg_verdict *v)
 {
     cJSON *root = cJSON_CreateObject();
@@ -195,6 +226,7 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddNumberToObject(counts, "new", (double)v->n_ops_new);
     cJSON_AddNumberToObject(counts, "vanished", (double)v->n_ops_vanished);
     cJSON_AddNumberToObject(counts, "significant", (double)v->n_ops_significant);
+    cJSON_AddItemToObject(root, "counts", counts_json(&v->counts));
     cJSON_AddItemToObject(root, "diagnosis", diagnosis(&v->diagnosis));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

@@ -2,7 +2,7 @@
  * report_md: the markdown report, used as the PR comment and the job summary (see report.h).
  *
  * Layout: two hidden marker lines (gate id, verdict), a headline that agrees with the table,
- * banners, the metric table, runs and thresholds, the diagnosis, a mermaid chart of step times,
+ * banners, the metric table, runs and thresholds, the counts per step, the diagnosis, a mermaid chart of step times,
  * the top op changes, and folded details (environment, method). The whole report stays under
  * CG_REPORT_MAX_BYTES: the details are rendered first and kept room for; diagnosis findings are
  * added one by one while they fit; the chart is drawn with CG_CHART_MAX_POINTS points, then
@@ -218,6 +218,86 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
                              "compares run k of each side with a one-sided Wilcoxon signed-rank "
                              "test on the per-pair ratios and a Hodges-Lehmann change with "
                              "Tukey's interval.\n");
+    return rc;
+}
+
+/* Count rows shown at most (the changed ones; the rest are counted). */
+#define COUNTS_SHOWN 20
+
+static int count_row(struct cg_buf *b, const struct cg_verdict *v, const struct cg_count_result *r)
+{
+    char base[32], cur[32], d[32], allowed[64];
+    cg_report_count_value(r->baseline, base, sizeof(base));
+    cg_report_count_value(r->current, cur, sizeof(cur));
+    cg_report_count_change(r, d, sizeof(d));
+    cg_report_count_allowed(r, v->thresholds, allowed, sizeof(allowed));
+    int rc = cg_buf_printf(b, "| %s", cg_report_count_label(r));
+    if (r->row < 0) {
+        rc |= cg_buf_adds(b, " ");
+        rc |= cg_md_escape(b, r->name, NAME_MAX_BYTES);
+    }
+    if (r->outcome == CG_OUT_UNAVAILABLE)
+        return rc | cg_buf_printf(b, " | %s | %s | &mdash; | &mdash; | n/a: measured on one side "
+                                     "only |\n",
+                                  base, cur);
+    return rc | cg_buf_printf(b, " | %s | %s | %s | %s | %s%s |\n", base, cur, d[0] ? d : "0",
+                              allowed, outcome_icon(r->outcome),
+                              r->other_machine ? ": measured on a different machine" : "");
+}
+
+/* The counts section: what each step does, exactly; the rows that changed (or fail), then how
+ * many did not. Nothing when neither side measured a count. */
+static int add_counts(struct cg_buf *b, const struct cg_verdict *v)
+{
+    const struct cg_counts *c = &v->counts;
+    if (c->n == 0)
+        return 0;
+    int rc = cg_buf_printf(b, "\n### Counts per step\n\nWhat each step does, counted exactly "
+                              "(kernels, synchronisations, copies, allocations, recompilations, "
+                              "NVTX ranges). Counts do not depend on the runner: a change is the "
+                              "code's, decided on the first run with no statistics. %zu compared, "
+                              "%zu changed.\n\n",
+                           c->n_compared, c->n_changed);
+    size_t shown = 0, listed = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct cg_count_result *r = &c->rows[i];
+        bool show = r->outcome == CG_OUT_FAIL || r->outcome == CG_OUT_INCONCLUSIVE ||
+                    r->baseline != r->current || r->outcome == CG_OUT_UNAVAILABLE;
+        if (!show)
+            continue;
+        listed++;
+        if (shown == COUNTS_SHOWN)
+            continue;
+        if (shown == 0)
+            rc |= cg_buf_adds(b, "| Count | Baseline | Current | Change | Allowed | Outcome |\n"
+                                 "|---|---:|---:|---:|---:|---|\n");
+        rc |= count_row(b, v, r);
+        shown++;
+    }
+    if (listed > shown)
+        rc |= cg_buf_printf(b, "\n_%zu more changed counts not shown._\n", listed - shown);
+    if (listed == 0)
+        rc |= cg_buf_adds(b, "Every count is the same as the baseline's.\n");
+    size_t new_k = 0, gone_k = 0;
+    for (size_t i = 0; i < v->n_ops; i++)
+        if (v->ops[i].kind == CG_OP_KERNEL) {
+            new_k += v->ops[i].status == CG_OPD_NEW;
+            gone_k += v->ops[i].status == CG_OPD_VANISHED;
+        }
+    if (new_k + gone_k > 0)
+        rc |= cg_buf_printf(b, "\nKernels against the baseline: %zu new, %zu vanished (in the op "
+                               "table below).\n",
+                            new_k, gone_k);
+    if (c->n_improved > 0)
+        rc |= cg_buf_printf(b, "\n%zu count%s fell: record the baseline again to hold the "
+                               "improvement.\n",
+                            c->n_improved, c->n_improved == 1 ? "" : "s");
+    if (c->n_varying > 0)
+        rc |= cg_buf_printf(b, "\n%zu count%s vary from step to step or run to run "
+                               "(data-dependent work): gated with the varying tolerance (+%g%%) "
+                               "instead of exactly.\n",
+                            c->n_varying, c->n_varying == 1 ? "" : "s",
+                            v->thresholds->varying.max_increase_pct);
     return rc;
 }
 
@@ -463,6 +543,7 @@ int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct c
     rc |= add_banners(out, v);
     rc |= add_metric_table(out, v);
     rc |= add_runs_line(out, v);
+    rc |= add_counts(out, v);
     if (rc == 0)
         rc = add_diagnosis(out, v, tail.len + OPS_RESERVE);
     if (rc == 0)

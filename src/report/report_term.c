@@ -40,6 +40,36 @@ static int add_diagnosis(struct cg_buf *out, const struct cg_diagnosis *d, bool 
     return rc;
 }
 
+/* "counts per step:" and the rows that changed or fail; one line when none did. */
+static int add_counts(struct cg_buf *out, const struct cg_verdict *v, bool color)
+{
+    const struct cg_counts *c = &v->counts;
+    const char *reset = color ? "\x1b[0m" : "";
+    if (c->n == 0)
+        return 0;
+    int rc = cg_buf_printf(out, "\ncounts per step (exact, not runner-dependent): %zu compared, "
+                                "%zu changed, %zu varying\n",
+                           c->n_compared, c->n_changed, c->n_varying);
+    for (size_t i = 0; i < c->n && rc == 0; i++) {
+        const struct cg_count_result *r = &c->rows[i];
+        if (r->outcome != CG_OUT_FAIL && r->outcome != CG_OUT_INCONCLUSIVE &&
+            r->outcome != CG_OUT_UNAVAILABLE && r->baseline == r->current)
+            continue;
+        char base[32], cur[32], d[32], allowed[64];
+        cg_report_count_value(r->baseline, base, sizeof(base));
+        cg_report_count_value(r->current, cur, sizeof(cur));
+        cg_report_count_change(r, d, sizeof(d));
+        cg_report_count_allowed(r, v->thresholds, allowed, sizeof(allowed));
+        rc = cg_buf_printf(out, "  %8s -> %-8s %8s  allowed %-14s %s%s%s  %s", base, cur, d,
+                           allowed, color_of(r->outcome, color), cg_outcome_name(r->outcome),
+                           reset, r->row >= 0 ? cg_count_name(r->row) : "range ");
+        if (r->row < 0)
+            rc |= cg_term_escape(out, r->name, 100);
+        rc |= cg_buf_adds(out, "\n");
+    }
+    return rc;
+}
+
 int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *out,
                        struct cg_err *err)
 {
@@ -136,6 +166,7 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
                                : o->status == CG_OPD_VANISHED ? "  (vanished)\n"
                                                               : "\n");
     }
+    rc |= add_counts(out, v, color);
     rc |= add_diagnosis(out, &v->diagnosis, color);
     char line[512];
     cg_verdict_headline(v, line, sizeof(line));

@@ -89,6 +89,14 @@ static void test_artifact__bad_inputs_name_the_problem(void **state)
         {"\"kind\":\t\"range\"", "\"kind\":\t\"magic\"", "kind must be one of"},
         {"\"available\":\ttrue", "\"available\":\t\"no\"", "gpu.available: must be true or false"},
         {"\"step_time_p95_ns\":\t", "\"step_time_p95_ns\":\t1, \"y\":", "do not match the run's steps"},
+        {"\"wall_ns\":", "\"counts\": {\"kernelz\": 1}, \"wall_ns\":",
+         "runs[0].steps[0].counts.kernelz: is not a count canary-gate knows"},
+        {"\"wall_ns\":", "\"counts\": {\"kernels\": -1}, \"wall_ns\":",
+         "runs[0].steps[0].counts.kernels: must be at least 0"},
+        {"\"wall_ns\":", "\"counts\": {\"graph_kernels\": 1.5}, \"wall_ns\":",
+         "runs[0].steps[0].counts.graph_kernels: must be a whole number"},
+        {"\"wall_ns\":", "\"counts\": [], \"wall_ns\":", "runs[0].steps[0].counts: must be an object"},
+        {"\"wall_ns\":", "\"sync_ns\": -3, \"wall_ns\":", "runs[0].steps[0].sync_ns: must be at least 0"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *text = replace(good, cases[i].from, cases[i].to);
@@ -253,6 +261,45 @@ static void test_artifact__measurement_counters_round_trip(void **state)
 
 /* An artifact written before these fields existed (examples/baseline.json) loads, and they read
  * as unknown. */
+/* A step's counts and host time in synchronisations survive JSON; unknown ones stay unknown. */
+static void test_artifact__step_counts_round_trip(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    struct cg_step *st = &a.runs[1].steps[2];
+    st->counts[CG_COUNT_KERNELS] = 735;
+    st->counts[CG_COUNT_SYNC_STREAM] = 0;
+    st->counts[CG_COUNT_RANGES] = 4;
+    st->sync_ns = 12345;
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"counts\":\t{\n"));
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "c.json", &b, &err), 0);
+    const struct cg_step *got = &b.runs[1].steps[2];
+    assert_int_equal(got->counts[CG_COUNT_KERNELS], 735);
+    assert_int_equal(got->counts[CG_COUNT_SYNC_STREAM], 0);
+    assert_int_equal(got->counts[CG_COUNT_RANGES], 4);
+    assert_int_equal(got->counts[CG_COUNT_JIT], -1);
+    assert_int_equal(got->sync_ns, 12345);
+    assert_int_equal(b.runs[0].steps[0].counts[CG_COUNT_KERNELS], -1);
+    assert_int_equal(b.runs[0].steps[0].sync_ns, -1);
+    /* merged runs keep them */
+    struct cg_artifact m;
+    cg_artifact_init(&m);
+    assert_int_equal(cg_artifact_copy_header(&m, &b), 0);
+    assert_int_equal(cg_artifact_append_runs(&m, &b), 0);
+    assert_int_equal(m.runs[1].steps[2].counts[CG_COUNT_KERNELS], 735);
+    assert_int_equal(m.runs[1].steps[2].sync_ns, 12345);
+    cg_artifact_release(&m);
+    cg_artifact_release(&a);
+    cg_artifact_release(&b);
+    free(text);
+}
+
 static void test_artifact__older_artifact_without_counters_loads(void **state)
 {
     (void)state;
@@ -533,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_artifact__step_loss_is_optional_and_round_trips),
         cmocka_unit_test(test_artifact__measurement_counters_round_trip),
         cmocka_unit_test(test_artifact__older_artifact_without_counters_loads),
+        cmocka_unit_test(test_artifact__step_counts_round_trip),
         cmocka_unit_test(test_artifact__missing_and_empty_files),
         cmocka_unit_test(test_artifact__failed_save_keeps_previous_file),
         cmocka_unit_test(test_artifact__trailing_data_after_the_document_is_refused),

@@ -107,6 +107,14 @@ static void test_thresholds__errors_name_file_and_key(void **state)
         {"{\"extends\": \"nosuch\"}", "'nosuch': no such file"},
         {"[1,2]", "not a JSON object"},
         {"{\"ops\": {\"top_n\": 3}", "not a JSON object"},
+        {"{\"counts\": {\"kernelz\": {}}}", "counts.kernelz: unknown count"},
+        {"{\"counts\": {\"kernels\": {\"max_increase\": -1}}}",
+         "counts.kernels.max_increase: must be from 0"},
+        {"{\"counts\": {\"kernels\": {\"slack\": 1}}}", "counts.kernels.slack: unknown key"},
+        {"{\"counts\": {\"varying\": null}}", "counts.varying: must be an object"},
+        {"{\"counts\": {\"range_names\": []}}", "counts.range_names: must be an object"},
+        {"{\"counts\": {\"range_names\": {\"\": {}}}}", "a range name must have 1 to 255"},
+        {"{\"counts\": 3}", "counts: must be an object"},
     };
     const char *path = "/tmp/cg-thr-bad.json";
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -121,6 +129,40 @@ static void test_thresholds__errors_name_file_and_key(void **state)
             assert_non_null(strstr(err.msg, path));
     }
     unlink(path);
+}
+
+/* The counts section: defaults, an entry replaced whole by an extending file, null switching a
+ * count off, per-name range limits that add up over the chain. */
+static void test_thresholds__counts_extend_and_override(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    assert_true(t.counts[CG_COUNT_SYNCS].gated && t.counts[CG_COUNT_SYNCS].max_increase == 0);
+    assert_true(t.counts[CG_COUNT_KERNELS].max_increase_pct == 10.0);
+    assert_false(t.counts[CG_COUNT_FREES].set); /* shown, not gated */
+    assert_true(t.range_calls.gated && t.range_calls.max_increase == 0);
+    assert_true(t.varying.max_increase_pct == 10.0);
+    write_file("/tmp/cg-thr-counts-parent.json",
+               "{\"counts\": {\"kernels\": {\"max_increase\": 5}, "
+               "\"range_names\": {\"data\": {\"max_increase\": 2}}}}");
+    write_file("/tmp/cg-thr-counts.json",
+               "{\"extends\": \"cg-thr-counts-parent.json\", \"counts\": {\"synchronizations\": "
+               "null, \"range_names\": {\"all_reduce\": null}}}");
+    assert_int_equal(cg_thresholds_load("/tmp/cg-thr-counts.json", &t, &err), 0);
+    assert_true(t.counts[CG_COUNT_KERNELS].max_increase == 5);
+    assert_true(t.counts[CG_COUNT_KERNELS].max_increase_pct == 0); /* replaced whole */
+    assert_true(t.counts[CG_COUNT_SYNCS].set && !t.counts[CG_COUNT_SYNCS].gated);
+    assert_true(t.counts[CG_COUNT_DTOH_PAGEABLE].gated); /* inherited from default */
+    assert_int_equal(t.n_range_names, 2);
+    assert_string_equal(t.range_names[0].name, "data");
+    assert_true(t.range_names[0].limit.max_increase == 2);
+    assert_string_equal(t.range_names[1].name, "all_reduce");
+    assert_false(t.range_names[1].limit.gated);
+    unlink("/tmp/cg-thr-counts-parent.json");
+    unlink("/tmp/cg-thr-counts.json");
 }
 
 static void test_thresholds__cycle_is_an_error(void **state)
@@ -144,6 +186,7 @@ int main(void)
         cmocka_unit_test(test_thresholds__file_extends_file_beside_it),
         cmocka_unit_test(test_thresholds__errors_name_file_and_key),
         cmocka_unit_test(test_thresholds__cycle_is_an_error),
+        cmocka_unit_test(test_thresholds__counts_extend_and_override),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

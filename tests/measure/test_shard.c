@@ -559,6 +559,94 @@ static char *op_lines(size_t n, size_t *len)
     return text;
 }
 
+/* Count lines: deltas add up per step and name, "nc" names the GPU counts a process measures,
+ * a count word of a newer library is skipped, a malformed count line is an error. */
+static void test_shard__count_lines(void **state)
+{
+    (void)state;
+    static const char text[] = "canary-gate-shard 1\n"
+                               "gpu ok\n"
+                               "nc kernels sync_stream sync_ns future_count\n"
+                               "s 0 100 200 -1\n"
+                               "n 0 kernels 3\nn 0 ranges 2\n"
+                               "s 1 200 300 -1\n"
+                               "n 0 kernels 2\nn 1 kernels 7\nn 1 sync_stream 1\n"
+                               "n 1 sync_ns 4000\nn 1 future_count 9\n"
+                               "end\n";
+    struct cg_shard s;
+    parse(text, &s);
+    assert_int_equal(s.steps[0].counts[CG_COUNT_KERNELS], 5);
+    assert_int_equal(s.steps[0].counts[CG_COUNT_RANGES], 2);
+    assert_int_equal(s.steps[1].counts[CG_COUNT_KERNELS], 7);
+    assert_int_equal(s.steps[1].counts[CG_COUNT_SYNC_STREAM], 1);
+    assert_int_equal(s.steps[1].sync_ns, 4000);
+    assert_true(s.counted[CG_COUNT_KERNELS] && s.counted[CG_COUNT_SYNC_STREAM]);
+    assert_false(s.counted[CG_COUNT_JIT]);
+    assert_true(s.sync_counted);
+    cg_shard_release(&s);
+    static const char *const bad[] = {"n 0 kernels\n", "n x kernels 1\n", "n 0 kernels -1\n",
+                                      "n 0 kernels 1 2\n", "n 0  1\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char buf[256];
+        struct cg_err err;
+        cg_err_init(&err);
+        snprintf(buf, sizeof(buf), "canary-gate-shard 1\n%s", bad[i]);
+        if (cg_shard_parse(buf, strlen(buf), "bad.shard", &s, &err) != CG_EINPUT)
+            fail_msg("'%s' was accepted", bad[i]);
+        cg_shard_release(&s);
+    }
+}
+
+/* Merged counts: summed over processes with steps, warm-up dropped; unknown when some process
+ * did not measure the count (no "nc" for it, or no GPU); "ranges" always known. */
+static void test_shard__merge_counts(void **state)
+{
+    (void)state;
+    static const char a[] = "canary-gate-shard 1\ngpu ok\nnc kernels jit sync_ns\n"
+                            "s 0 100 200 -1\ns 1 200 300 -1\ns 2 300 400 -1\n"
+                            "n 0 kernels 50\nn 1 kernels 4\nn 2 kernels 4\nn 1 ranges 3\n"
+                            "n 1 sync_ns 700\nn 2 sync_ns 100\nend\n";
+    static const char b[] = "canary-gate-shard 1\ngpu ok\nnc kernels sync_ns\n"
+                            "s 0 100 200 -1\ns 1 200 300 -1\ns 2 300 400 -1\n"
+                            "n 1 kernels 6\nn 2 kernels 6\nn 2 ranges 1\n"
+                            "n 1 sync_ns 500\nn 2 sync_ns 900\nend\n";
+    struct cg_shard s[2];
+    parse(a, &s[0]);
+    parse(b, &s[1]);
+    struct cg_artifact art;
+    cg_artifact_init(&art);
+    struct cg_run *run = cg_artifact_add_run(&art);
+    struct cg_shard_merge_opts o = {1, 5, -1};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_int_equal(run->n_steps, 2);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_KERNELS], 10); /* 4 + 6 */
+    assert_int_equal(run->steps[1].counts[CG_COUNT_KERNELS], 10);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_RANGES], 3);
+    assert_int_equal(run->steps[1].counts[CG_COUNT_RANGES], 1);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_JIT], -1); /* b did not measure it */
+    assert_int_equal(run->steps[0].counts[CG_COUNT_SYNC_STREAM], -1);
+    assert_int_equal(run->steps[0].sync_ns, 700); /* the longest wait of any process */
+    assert_int_equal(run->steps[1].sync_ns, 900);
+    cg_artifact_release(&art);
+    cg_shard_release(&s[0]);
+    cg_shard_release(&s[1]);
+    /* without a GPU only the NVTX ranges are known */
+    static const char cpu[] = "canary-gate-shard 1\ngpu unavailable no driver\nnc kernels\n"
+                              "s 0 100 200 -1\ns 1 200 300 -1\nn 1 ranges 2\nn 1 kernels 3\n"
+                              "end\n";
+    parse(cpu, &s[0]);
+    cg_artifact_init(&art);
+    run = cg_artifact_add_run(&art);
+    assert_int_equal(cg_shard_merge(s, 1, &o, run, &err), 0);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_RANGES], 2);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_KERNELS], -1);
+    assert_int_equal(run->steps[0].sync_ns, -1);
+    cg_artifact_release(&art);
+    cg_shard_release(&s[0]);
+}
+
 static void test_shard__op_line_limit_is_named(void **state)
 {
     (void)state;
@@ -585,6 +673,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shard__parses_every_record),
+        cmocka_unit_test(test_shard__count_lines),
+        cmocka_unit_test(test_shard__merge_counts),
         cmocka_unit_test(test_shard__steps_from),
         cmocka_unit_test(test_shard__ignores_a_line_cut_short),
         cmocka_unit_test(test_shard__rejects_malformed_records),

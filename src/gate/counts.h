@@ -1,0 +1,67 @@
+/*
+ * counts: the exact per-step counts of two sides compared (docs/counts.md).
+ *
+ * For a fixed canary a count is a property of the code: kernels launched, synchronisations,
+ * pageable copies, allocations and recompilations per step, and the calls per step of every NVTX
+ * range name. So a change is decided on the first look with no statistics: a run's value is the
+ * median over its steps (a range name's: its calls over the measured steps), and a count FAILs
+ * when every current run exceeds every baseline run by more than the thresholds allow
+ * (cg_count_limit). It is IMPROVED when every current run is below every baseline run. A count
+ * that varies (from step to step within a run, or from run to run on a side) is a canary with
+ * data-dependent work: it is flagged, and allowed at least the "varying" limit. A count a side
+ * did not measure (no GPU, a refused CUPTI kind) is UNAVAILABLE and never decides.
+ *
+ * The results point into the artifacts and thresholds they were computed from. Not thread-safe.
+ */
+#ifndef CG_COUNTS_H
+#define CG_COUNTS_H
+
+#include "artifact.h"
+#include "err.h"
+#include "outcome.h"
+#include "thresholds.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cg_count_result {
+    int row;          /* a row of count.h, or -1 for the NVTX range called name */
+    const char *name; /* the range's name (points into an artifact); NULL for rows */
+    double baseline;  /* per step: the median over the side's runs of each run's value */
+    double current;
+    double base_lo, base_hi; /* the smallest and largest run value of each side */
+    double cur_lo, cur_hi;
+    double allowed;          /* growth per step allowed; NAN when not gated */
+    bool varies;             /* not the same in every step and run of some side */
+    bool other_machine;      /* a FAIL made INCONCLUSIVE because the machines differ */
+    enum cg_outcome outcome; /* PASS, IMPROVED, FAIL, INCONCLUSIVE (other machine),
+                              * NOT_GATED or UNAVAILABLE */
+};
+
+struct cg_counts {
+    struct cg_count_result *rows; /* every row measured on either side, then the range names;
+                                   * the changed ones first within each, in that order */
+    size_t n;
+    size_t n_compared; /* rows and names measured on both sides */
+    size_t n_changed;  /* of those, with different medians */
+    size_t n_fail, n_improved, n_varying;
+};
+
+/* Compares the counts of current against baseline under t (outcomes before the machine rule,
+ * which cg_verdict_decide applies). 0 or CG_ENOMEM; c owns its rows (cg_counts_release). */
+int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifact *current,
+                      const struct cg_thresholds *t, struct cg_counts *c, struct cg_err *err);
+
+/* A run's value of a row: the median over its steps, NAN when some step lacks it; *varies is
+ * set when its steps differ. */
+double cg_counts_run_value(const struct cg_run *r, int row, bool *varies);
+
+/* A run's calls per step of an NVTX range name (0 when it never ran). */
+double cg_counts_range_value(const struct cg_run *r, const char *name);
+
+/* The limit of the NVTX range name under t. */
+const struct cg_count_limit *cg_counts_range_limit(const struct cg_thresholds *t, const char *name);
+
+void cg_counts_release(struct cg_counts *c);
+
+#endif

@@ -1,0 +1,401 @@
+/* test_counts: exact per-step counts compared (src/gate/counts.c) and their place in the
+ * verdict, the sequential looks and the reports. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "counts.h"
+#include "fixtures.h"
+#include "report.h"
+#include "sequential.h"
+#include "verdict.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Two sides of 5 runs x 20 steps at the same speed, every step with the given GPU counts (the
+ * same on both sides) and 3 NVTX ranges (forward, backward, optimizer). */
+struct sides {
+    struct cg_artifact base, cur;
+    struct cg_thresholds t;
+};
+
+static void set_count(struct cg_artifact *a, int count, int64_t v)
+{
+    for (size_t r = 0; r < a->n_runs; r++)
+        for (size_t s = 0; s < a->runs[r].n_steps; s++)
+            a->runs[r].steps[s].counts[count] = v;
+}
+
+static void make_side(struct cg_artifact *a, size_t runs, uint64_t seed)
+{
+    struct cg_fixture f = {runs, 20, 1e7, 0.01, 0.02, 1024, 1000000000, 200000000, 0, seed};
+    cg_artifact_init(a);
+    assert_int_equal(cg_fixture_make(a, &f), 0);
+    static const int64_t gpu[CG_COUNT_N] = {
+        [CG_COUNT_KERNELS] = 100, [CG_COUNT_GRAPH_KERNELS] = 0,       [CG_COUNT_SYNC_STREAM] = 1,
+        [CG_COUNT_COPIES] = 4,    [CG_COUNT_DTOH_PAGEABLE_BYTES] = 0, [CG_COUNT_RANGES] = 3};
+    for (int c = 0; c < CG_COUNT_N; c++)
+        set_count(a, c, gpu[c]);
+    assert_int_equal(cg_fixture_add_op(a, "forward", NULL, CG_OP_RANGE, 1, 1000), 0);
+    assert_int_equal(cg_fixture_add_op(a, "backward", NULL, CG_OP_RANGE, 1, 1000), 0);
+    assert_int_equal(cg_fixture_add_op(a, "optimizer", NULL, CG_OP_RANGE, 1, 1000), 0);
+}
+
+static int setup(void **state)
+{
+    struct sides *s = calloc(1, sizeof(*s));
+    struct cg_err err;
+    cg_err_init(&err);
+    make_side(&s->base, 5, 1);
+    make_side(&s->cur, 5, 2);
+    assert_int_equal(cg_thresholds_load("default", &s->t, &err), 0);
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct sides *s = *state;
+    cg_artifact_release(&s->base);
+    cg_artifact_release(&s->cur);
+    free(s);
+    return 0;
+}
+
+static const struct cg_count_result *row_of(const struct cg_verdict *v, int row)
+{
+    for (size_t i = 0; i < v->counts.n; i++)
+        if (v->counts.rows[i].row == row)
+            return &v->counts.rows[i];
+    return NULL;
+}
+
+static const struct cg_count_result *range_of(const struct cg_verdict *v, const char *name)
+{
+    for (size_t i = 0; i < v->counts.n; i++)
+        if (v->counts.rows[i].row < 0 && strcmp(v->counts.rows[i].name, name) == 0)
+            return &v->counts.rows[i];
+    return NULL;
+}
+
+static void verdict(struct sides *s, struct cg_verdict *v)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_verdict_compute(&s->base, &s->cur, &s->t, v, &err), 0);
+}
+
+static void same_counts_pass(void **state)
+{
+    struct sides *s = *state;
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    assert_int_equal(v.counts.n_fail, 0);
+    assert_int_equal(v.counts.n_changed, 0);
+    assert_int_equal(v.counts.n_varying, 0);
+    /* every row measured on both sides, then the three range names */
+    assert_int_equal(v.counts.n_compared, CG_COUNT_ROWS + 3);
+    const struct cg_count_result *k = row_of(&v, CG_COUNT_KERNELS);
+    assert_non_null(k);
+    assert_true(k->baseline == 100 && k->current == 100);
+    assert_int_equal(k->outcome, CG_OUT_PASS);
+    assert_true(k->allowed == 10.0); /* +10% of 100 */
+    assert_int_equal(row_of(&v, CG_COUNT_SYNCS)->outcome, CG_OUT_PASS);
+    assert_true(row_of(&v, CG_COUNT_SYNCS)->baseline == 1);
+    assert_int_equal(row_of(&v, CG_COUNT_GRAPH_KERNELS)->outcome, CG_OUT_NOT_GATED);
+    assert_true(row_of(&v, CG_COUNT_UNGRAPHED)->current == 100);
+    cg_verdict_release(&v);
+}
+
+/* One more stream synchronisation per step: a FAIL on the first look, without statistics. */
+static void one_more_sync_fails(void **state)
+{
+    struct sides *s = *state;
+    set_count(&s->cur, CG_COUNT_SYNC_STREAM, 2);
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_PASS);
+    const struct cg_count_result *r = row_of(&v, CG_COUNT_SYNCS);
+    assert_int_equal(r->outcome, CG_OUT_FAIL);
+    assert_true(r->baseline == 1 && r->current == 2 && r->allowed == 0);
+    assert_int_equal(v.counts.rows[0].row, CG_COUNT_SYNCS); /* failures first */
+    /* the by-type row is shown, not gated */
+    assert_int_equal(row_of(&v, CG_COUNT_SYNC_STREAM)->outcome, CG_OUT_NOT_GATED);
+    char line[512];
+    cg_verdict_headline(&v, line, sizeof(line));
+    assert_string_equal(line, "FAIL: +1 host synchronisations per step (1 -> 2)");
+    cg_verdict_release(&v);
+}
+
+/* Kernels may grow by 10%: 110 passes, 111 fails. */
+static void kernels_within_ten_percent(void **state)
+{
+    struct sides *s = *state;
+    struct cg_verdict v;
+    set_count(&s->cur, CG_COUNT_KERNELS, 110);
+    verdict(s, &v);
+    assert_int_equal(row_of(&v, CG_COUNT_KERNELS)->outcome, CG_OUT_PASS);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+    set_count(&s->cur, CG_COUNT_KERNELS, 111);
+    verdict(s, &v);
+    assert_int_equal(row_of(&v, CG_COUNT_KERNELS)->outcome, CG_OUT_FAIL);
+    assert_int_equal(row_of(&v, CG_COUNT_UNGRAPHED)->outcome, CG_OUT_FAIL);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+}
+
+/* A count that fell in every run is an improvement, and passes. */
+static void fewer_copies_improve(void **state)
+{
+    struct sides *s = *state;
+    set_count(&s->cur, CG_COUNT_COPIES, 2);
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_int_equal(row_of(&v, CG_COUNT_COPIES)->outcome, CG_OUT_IMPROVED);
+    assert_int_equal(v.counts.n_improved, 1);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+}
+
+/* A FAIL needs every current run above every baseline run: one current run that kept the old
+ * count makes the change not the code's alone; the count varies and gets the varying limit. */
+static void one_run_disagreeing_does_not_fail(void **state)
+{
+    struct sides *s = *state;
+    set_count(&s->cur, CG_COUNT_DTOH_PAGEABLE, 1);
+    for (size_t k = 0; k < s->cur.runs[2].n_steps; k++)
+        s->cur.runs[2].steps[k].counts[CG_COUNT_DTOH_PAGEABLE] = 0;
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_count_result *r = row_of(&v, CG_COUNT_DTOH_PAGEABLE);
+    assert_true(r->varies);
+    assert_true(r->cur_lo == 0 && r->cur_hi == 1 && r->current == 1);
+    assert_int_equal(r->outcome, CG_OUT_PASS);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+}
+
+/* Counts that vary from step to step take the run's median and at least the varying limit. */
+static void varying_counts_get_the_varying_limit(void **state)
+{
+    struct sides *s = *state;
+    for (int side = 0; side < 2; side++) {
+        struct cg_artifact *a = side ? &s->cur : &s->base;
+        for (size_t r = 0; r < a->n_runs; r++)
+            for (size_t k = 0; k < a->runs[r].n_steps; k++) /* 2, 3, 2, 3, ... (+1 current) */
+                a->runs[r].steps[k].counts[CG_COUNT_ALLOCS] = 2 + (int64_t)(k % 2) + side;
+    }
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_count_result *r = row_of(&v, CG_COUNT_ALLOCS);
+    assert_true(r->varies);
+    assert_true(r->baseline == 2.5 && r->current == 3.5);
+    assert_true(fabs(r->allowed - 0.25) < 1e-12); /* 10% of 2.5 beats the exact limit of 0 */
+    assert_int_equal(r->outcome, CG_OUT_FAIL);
+    assert_int_equal(v.counts.n_varying, 1);
+    cg_verdict_release(&v);
+}
+
+/* A range called twice a step now FAILs; a new range name FAILs; an override allows one. */
+static void range_calls_per_name(void **state)
+{
+    struct sides *s = *state;
+    for (size_t r = 0; r < s->cur.n_runs; r++)
+        for (size_t i = 0; i < s->cur.runs[r].n_ops; i++)
+            if (strcmp(s->cur.runs[r].ops[i].name, "forward") == 0)
+                s->cur.runs[r].ops[i].calls *= 2;
+    assert_int_equal(cg_fixture_add_op(&s->cur, "all_reduce", NULL, CG_OP_RANGE, 1, 10), 0);
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_int_equal(range_of(&v, "forward")->outcome, CG_OUT_FAIL);
+    assert_true(range_of(&v, "forward")->current == 2);
+    assert_int_equal(range_of(&v, "all_reduce")->outcome, CG_OUT_FAIL);
+    assert_true(range_of(&v, "all_reduce")->baseline == 0);
+    assert_int_equal(range_of(&v, "backward")->outcome, CG_OUT_PASS);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    char line[512];
+    cg_verdict_headline(&v, line, sizeof(line));
+    /* a range name is the canary's string: the headline never carries it */
+    assert_string_equal(line, "FAIL: +1 calls of an NVTX range per step (0 -> 1) (and 1 more)");
+    cg_verdict_release(&v);
+    struct cg_err err;
+    cg_err_init(&err);
+    static const char override[] =
+        "{\"counts\": {\"range_names\": {\"forward\": {\"max_increase\": 1}, "
+        "\"all_reduce\": null}}}";
+    assert_int_equal(cg_thresholds_parse(override, strlen(override), "o.json", &s->t, &err), 0);
+    verdict(s, &v);
+    assert_int_equal(range_of(&v, "forward")->outcome, CG_OUT_PASS);
+    assert_int_equal(range_of(&v, "all_reduce")->outcome, CG_OUT_NOT_GATED);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+}
+
+/* A count one side did not measure is unavailable and never decides; the GPU counts of a side
+ * without a GPU are not listed when neither side has them. */
+static void unmeasured_counts_never_decide(void **state)
+{
+    struct sides *s = *state;
+    set_count(&s->cur, CG_COUNT_JIT, -1);
+    set_count(&s->base, CG_COUNT_SYNC_STREAM, -1);
+    set_count(&s->cur, CG_COUNT_SYNC_STREAM, -1);
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_int_equal(row_of(&v, CG_COUNT_JIT)->outcome, CG_OUT_UNAVAILABLE);
+    assert_null(row_of(&v, CG_COUNT_SYNC_STREAM));
+    assert_null(row_of(&v, CG_COUNT_SYNCS));
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+}
+
+/* Counts need no runs: one run a side, a baseline too small for timing, still FAILs. */
+static void one_run_a_side_still_fails_on_counts(void **state)
+{
+    struct sides *s = *state;
+    cg_artifact_release(&s->base);
+    cg_artifact_release(&s->cur);
+    make_side(&s->base, 1, 3);
+    make_side(&s->cur, 1, 4);
+    set_count(&s->cur, CG_COUNT_MODULE_LOADS, 1);
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_true(v.weak_baseline);
+    assert_int_equal(row_of(&v, CG_COUNT_MODULE_LOADS)->outcome, CG_OUT_FAIL);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+}
+
+/* On another machine a count FAIL is INCONCLUSIVE (kernel choice follows the GPU and
+ * libraries), unless the thresholds gate environment mismatches. */
+static void other_machine_makes_counts_inconclusive(void **state)
+{
+    struct sides *s = *state;
+    free(s->cur.env.gpu_model);
+    s->cur.env.gpu_model = strdup("another GPU");
+    s->base.gpu_available = s->cur.gpu_available = true;
+    set_count(&s->cur, CG_COUNT_SYNC_EVENT, 1);
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_non_null(v.machine_diff);
+    const struct cg_count_result *r = row_of(&v, CG_COUNT_SYNCS);
+    assert_int_equal(r->outcome, CG_OUT_INCONCLUSIVE);
+    assert_true(r->other_machine);
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    assert_true(v.downgraded);
+    char line[512];
+    cg_verdict_headline(&v, line, sizeof(line));
+    assert_non_null(strstr(line, "INCONCLUSIVE: +1 host synchronisations per step, but measured "
+                                 "on a different machine"));
+    cg_verdict_release(&v);
+    s->t.env_mismatch_gates = true;
+    verdict(s, &v);
+    assert_int_equal(row_of(&v, CG_COUNT_SYNCS)->outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+}
+
+/* The sequential loop: a count FAIL ends the looks at once and is not sent to confirmation. */
+struct measure_ctx {
+    int calls;
+};
+
+static int no_measure(void *ctx, struct cg_artifact *into, size_t n, bool confirmation,
+                      double *secs, struct cg_err *err)
+{
+    (void)into;
+    (void)n;
+    (void)confirmation;
+    (void)secs;
+    (void)err;
+    ((struct measure_ctx *)ctx)->calls++;
+    return CG_EINPUT;
+}
+
+static void counts_fail_needs_no_confirmation(void **state)
+{
+    struct sides *s = *state;
+    set_count(&s->cur, CG_COUNT_DTOH_PAGEABLE, 1);
+    struct cg_seq_opts o;
+    memset(&o, 0, sizeof(o));
+    o.spend = CG_SPEND_POCOCK;
+    o.batch = 5;
+    o.max_runs = 20;
+    o.confirm = true;
+    struct cg_artifact conf;
+    cg_artifact_init(&conf);
+    struct cg_seq seq;
+    struct measure_ctx ctx = {0};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(
+        cg_seq_decide(&s->base, &s->cur, &conf, &s->t, &o, 1.0, no_measure, &ctx, &seq, &err), 0);
+    assert_int_equal(ctx.calls, 0); /* neither more runs nor confirmation runs */
+    assert_int_equal(seq.info.looks, 1);
+    assert_int_equal(seq.info.confirm, CG_CONFIRM_NOT_NEEDED);
+    assert_int_equal(seq.verdict.overall, CG_OUT_FAIL);
+    cg_seq_release(&seq);
+    cg_artifact_release(&conf);
+}
+
+/* The reports: a markdown section with the changed rows, the JSON rows, the terminal lines. */
+static void reports_show_the_changed_counts(void **state)
+{
+    struct sides *s = *state;
+    set_count(&s->cur, CG_COUNT_SYNC_STREAM, 2);
+    set_count(&s->cur, CG_COUNT_COPIES, 3);
+    struct cg_verdict v;
+    verdict(s, &v);
+    struct cg_buf md, term;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
+    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    assert_non_null(strstr(md.data, "### Counts per step"));
+    assert_non_null(
+        strstr(md.data, "| host synchronisations | 1 | 2 | +1 | +0 | \xe2\x9d\x8c fail |"));
+    assert_non_null(
+        strstr(md.data, "| copies | 4 | 3 | -1 | +10% (+0.4) | \xf0\x9f\x9a\x80 improved |"));
+    assert_non_null(strstr(md.data, "1 count fell: record the baseline again"));
+    assert_null(strstr(md.data, "| kernel launches |")); /* unchanged rows are counted, not shown */
+    assert_int_equal(cg_report_terminal(&v, false, &term, &err), 0);
+    assert_int_equal(cg_buf_adds(&term, ""), 0);
+    assert_non_null(strstr(term.data, "fail  synchronizations"));
+    char *json = cg_report_json(&v);
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"count\":\t\"synchronizations\""));
+    assert_non_null(strstr(json, "\"failed\":\t1"));
+    free(json);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+    cg_verdict_release(&v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(same_counts_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(one_more_sync_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(kernels_within_ten_percent, setup, teardown),
+        cmocka_unit_test_setup_teardown(fewer_copies_improve, setup, teardown),
+        cmocka_unit_test_setup_teardown(one_run_disagreeing_does_not_fail, setup, teardown),
+        cmocka_unit_test_setup_teardown(varying_counts_get_the_varying_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(range_calls_per_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(unmeasured_counts_never_decide, setup, teardown),
+        cmocka_unit_test_setup_teardown(one_run_a_side_still_fails_on_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(other_machine_makes_counts_inconclusive, setup, teardown),
+        cmocka_unit_test_setup_teardown(counts_fail_needs_no_confirmation, setup, teardown),
+        cmocka_unit_test_setup_teardown(reports_show_the_changed_counts, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
