@@ -141,6 +141,15 @@ def shard(shard_dir):
         "tg kernel 0 7 1500 2500 -1 _Z3fooIiEvT_\ntg memcpy 1 13 2600 2700 4096 memcpy HtoD pageable\n"
         "tm 0 1400 1048576\ntm 0 1600 0\ns 1 2000 3000 10\nl 1 2.5\ntx 5 2\nend\n")
     put("shard", "measured-window", MEASURED_WINDOW)
+    put("shard", "counts",
+        "canary-gate-shard 1\npid 9\nrank 0\nwarmup 1\nstep_range step\ngpu ok\n"
+        "nc kernels graph_kernels sync_stream sync_event sync_context sync_wait_event sync_ns "
+        "copies dtoh_pageable dtoh_pageable_bytes allocs frees module_loads jit\n"
+        "s 0 1000 2000 -1\nn 0 kernels 735\nn 0 module_loads 2\nn 0 jit 1\nn 0 ranges 4\n"
+        "s 1 2000 3000 -1\nn 1 kernels 326\nn 1 graph_kernels 300\nn 1 sync_stream 1\n"
+        "n 1 sync_ns 41000\nn 1 dtoh_pageable 1\nn 1 dtoh_pageable_bytes 4\nn 1 copies 3\n"
+        "n 1 allocs 2\nn 1 frees 2\nn 1 sync_wait_event 5\nn 1 ranges 4\nn 0 kernels 1\n"
+        "n 1 newer_count 3\nend\n")
     if shard_dir and os.path.isdir(shard_dir):
         files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
                        glob.glob(os.path.join(shard_dir, "*.part")))
