@@ -12,7 +12,10 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
   shard-contract DIR --done N                         done / cupti / 7-field c lines
   artifact FILE [--pageable] [--trace FILE]           GPU metrics in a run artifact
   artifact-contract FILE --gate-output FILE...        new artifact fields, "stopped after N"
-  verdict FILE --rc N --expect pass|timing|memory     a gate's JSON verdict and exit code
+  verdict FILE --rc N --expect pass|timing|memory|counts|counts-same
+                                                      a gate's JSON verdict and exit code (counts:
+                                                      a synchronisation or pageable copy count
+                                                      FAILs; counts-same: no count FAILs)
   measured FILE --rc N --steps N [--gpu any|required] a run artifact: runs measured
   cupti-copies STDOUT [--shard-dir DIR]               libcupti files mapped in the canary
   overhead TSV --reps N [--max-pct X]                 medians of none / nvtx / full
@@ -353,6 +356,21 @@ def cmd_verdict(a):
         ok = a.rc == 0 and verdict in ("pass", "inconclusive")
         if not ok:
             raise Fail("A/A expected no FAIL | " + figure)
+    elif a.expect in ("counts", "counts-same"):
+        rows = (v.get("counts") or {}).get("rows") or []
+        failed = ["%s %s->%s" % (r.get("count") or "range " + str(r.get("range")), r.get("baseline"),
+                                 r.get("current")) for r in rows if r.get("outcome") == "fail"]
+        figure = "counts: %s compared, %s changed, failed: %s; %s" % (
+            (v.get("counts") or {}).get("compared"), (v.get("counts") or {}).get("changed"),
+            ", ".join(failed) or "none", figure)
+        if a.expect == "counts":
+            ok = a.rc == 1 and verdict == "fail" and any(
+                r.get("outcome") == "fail" and r.get("count") in ("synchronizations", "dtoh_pageable")
+                for r in rows)
+            if not ok:
+                raise Fail("the extra .item() was not caught by its counts from one run | " + figure)
+        elif failed or a.rc not in (0, 1) or not rows:
+            raise Fail("reordered work changed the counts or measured none | " + figure)
     elif a.expect == "timing":
         ok = a.rc == 1 and verdict == "fail" and any(outcomes.get(n) == "fail" for n in TIMING)
         if not ok:
@@ -509,7 +527,8 @@ def main(argv):
     s = sub.add_parser("verdict")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)
-    s.add_argument("--expect", choices=["pass", "timing", "memory"], required=True)
+    s.add_argument("--expect", choices=["pass", "timing", "memory", "counts", "counts-same"],
+                   required=True)
     s = sub.add_parser("measured")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)

@@ -214,6 +214,29 @@ def main():
          "PASS", "peak_device_memory +48.0%")
     case("verdict: a missed regression", ["verdict", aa, "--rc", 0, "--expect", "memory"], "FAIL",
          "memory regression not detected")
+    def with_counts(name, verdict_word, rows):
+        v = json.load(open(verdict(name, verdict_word, {"step_time_floor": (0.5, 0.4, "pass")})))
+        v["counts"] = {"compared": len(rows), "changed": sum(r["baseline"] != r["current"]
+                                                            for r in rows),
+                       "rows": rows}
+        return write(os.path.join(TMP, name + "-counts.json"), json.dumps(v))
+    sync_rows = [{"count": "synchronizations", "baseline": 1, "current": 2, "outcome": "fail"},
+                 {"count": "kernels", "baseline": 300, "current": 300, "outcome": "pass"}]
+    same_rows = [{"count": "synchronizations", "baseline": 1, "current": 1, "outcome": "pass"},
+                 {"range": "data", "baseline": 1, "current": 1, "outcome": "pass"}]
+    case("verdict: the extra sync caught by its count",
+         ["verdict", with_counts("c1", "fail", sync_rows), "--rc", 1, "--expect", "counts"],
+         "PASS", "failed: synchronizations 1->2")
+    case("verdict: a FAIL that is not a count's",
+         ["verdict", slow, "--rc", 1, "--expect", "counts"], "FAIL", "not caught by its counts")
+    case("verdict: reordered work, same counts",
+         ["verdict", with_counts("c2", "pass", same_rows), "--rc", 0, "--expect", "counts-same"],
+         "PASS", "failed: none")
+    case("verdict: reordered work that changed a count",
+         ["verdict", with_counts("c3", "fail", sync_rows), "--rc", 1, "--expect", "counts-same"],
+         "FAIL", "changed the counts")
+    case("verdict: no counts measured",
+         ["verdict", aa, "--rc", 0, "--expect", "counts-same"], "FAIL", "measured none")
     err_v = write(os.path.join(TMP, "err-verdict.json"),
                   json.dumps({"verdict": "error", "headline": "canary crashed in run 2"}))
     case("verdict: canary failure", ["verdict", err_v, "--rc", 3, "--expect", "pass"], "FAIL",

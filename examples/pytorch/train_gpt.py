@@ -18,6 +18,8 @@ Variants (options, or the environment variable named in brackets):
   --variant sync   [CANARY_VARIANT=sync]  one extra loss.item() per step, after the optimizer
                    is queued and before the next batch is drawn: the host waits for the GPU
                    first, so drawing the batch no longer overlaps the GPU's work (step time)
+  --variant reorder [CANARY_VARIANT=reorder] the next batch is drawn before the optimizer is
+                   queued instead of after: the same work in another order (the same counts)
   --variant mem    [CANARY_VARIANT=mem]   every block keeps a copy of its attention
                    probabilities and MLP activation until the next step (peak device memory)
   --exit os-exit   [CANARY_EXIT=os-exit]  end with os._exit(0) after --max-steps: no exit
@@ -73,7 +75,7 @@ def parse_args(argv):
     p.add_argument("--timing-skip", type=int, default=5,
                    help="first steps left out of the printed step-time statistics")
     p.add_argument("--variant", default=os.environ.get("CANARY_VARIANT", "none"),
-                   choices=["none", "sync", "mem"])
+                   choices=["none", "sync", "reorder", "mem"])
     p.add_argument("--exit", dest="exit_mode", default=os.environ.get("CANARY_EXIT", "normal"),
                    choices=["normal", "os-exit"])
     p.add_argument("--profiler", action="store_true",
@@ -256,6 +258,10 @@ def main(argv):
         mk.push("backward")
         loss.backward()
         mk.pop()
+        if a.variant == "reorder":  # the same work, the host's part first
+            mk.push("data")
+            next_batch = data.next()
+            mk.pop()
         mk.push("optimizer")
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -263,9 +269,12 @@ def main(argv):
         if a.variant == "sync" and not math.isfinite(loss.item()):  # the extra sync
             print("train_gpt: non-finite loss at step %d" % (step + 1), file=sys.stderr)
             return 5
-        mk.push("data")
-        host_x, host_y = data.next()  # the host draws the next batch while the GPU works
-        mk.pop()
+        if a.variant == "reorder":
+            host_x, host_y = next_batch
+        else:
+            mk.push("data")
+            host_x, host_y = data.next()  # the host draws the next batch while the GPU works
+            mk.pop()
         value = loss.item()  # synchronises: the step's GPU work ends inside the step
         mk.mark("loss=%r" % value)
         mk.pop()
