@@ -155,6 +155,42 @@ static void test_gate__slower_canary_fails(void **state)
     assert_non_null(strstr(cg_workdir_read(f, "main.json"), "\"cuda_initialised\":\tfalse"));
 }
 
+/* One more NVTX range per step is caught by its count on the first run: one run a side, a
+ * baseline too small for any timing metric to FAIL, still FAIL (exit 1), no runs added, and the
+ * comment's counts section names the range. The same canary again has identical counts. */
+static void test_gate__an_extra_range_per_step_fails_on_its_count(void **state)
+{
+    struct cg_workdir *f = *state;
+    const char *rec[] = {"run", "--out", "main.json", "--runs", "1", "--steps", "4", "--warmup",
+                         "1", "--", CANARY, "--steps", "5", "--step-ms", "2", "--nested", NULL};
+    assert_int_equal(gate(f, NULL, rec), 0);
+    const char *same[] = {"--baseline", "main.json", "--runs", "1", "--json", "same.json", "--",
+                          CANARY, "--steps", "5", "--step-ms", "2", "--nested", NULL};
+    assert_int_equal(gate(f, NULL, same), 0);
+    cJSON *root = cJSON_Parse(cg_workdir_read(f, "same.json"));
+    assert_non_null(root);
+    const cJSON *counts = cJSON_GetObjectItemCaseSensitive(root, "counts");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "changed")->valueint, 0);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "compared")->valueint, 3);
+    cJSON_Delete(root);
+    const char *more[] = {"--baseline", "main.json", "--runs", "1", "--report", "r.md", "--json",
+                          "v.json", "--", CANARY, "--steps", "5", "--step-ms", "2", "--nested",
+                          "--many-names", "1", NULL};
+    assert_int_equal(gate(f, NULL, more), 1);
+    assert_verdict_json(f, "v.json", "fail");
+    assert_non_null(strstr(proc.out, "FAIL: +1 calls of an NVTX range per step (0 -> 1)"));
+    const char *md = cg_workdir_read(f, "r.md");
+    assert_non_null(strstr(md, "### Counts per step"));
+    assert_non_null(strstr(md, "| calls of the NVTX range name-0 | 0 | 1 | +1 | +0 |"));
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_artifact_load(cg_workdir_in(f, "canary-run.json"), &a, &err), 0);
+    assert_int_equal(a.n_runs, 1); /* decided on the first look */
+    assert_int_equal(a.runs[0].steps[0].counts[CG_COUNT_RANGES], 3);
+    cg_artifact_release(&a);
+}
+
 static void test_gate__too_few_runs_cannot_fail(void **state)
 {
     struct cg_workdir *f = *state;
@@ -541,6 +577,7 @@ int main(void)
         IN_WORKDIR(test_gate__recorded_verdict_is_valid_utf8),
         IN_WORKDIR(test_gate__slower_canary_fails),
         IN_WORKDIR(test_gate__too_few_runs_cannot_fail),
+        IN_WORKDIR(test_gate__an_extra_range_per_step_fails_on_its_count),
         IN_WORKDIR(test_gate__same_canary_passes),
         IN_WORKDIR(test_gate__failing_canary_is_reported_as_such),
         IN_WORKDIR(test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason),
