@@ -38,15 +38,6 @@ double cg_counts_run_value(const struct cg_run *r, int row, bool *varies)
     return m;
 }
 
-double cg_counts_range_value(const struct cg_run *r, const char *name)
-{
-    int64_t calls = 0;
-    for (size_t i = 0; i < r->n_ops; i++)
-        if (r->ops[i].kind == CG_OP_RANGE && strcmp(r->ops[i].name, name) == 0)
-            calls += r->ops[i].calls;
-    return r->n_steps > 0 ? (double)calls / (double)r->n_steps : NAN;
-}
-
 const struct cg_count_limit *cg_counts_range_limit(const struct cg_thresholds *t, const char *name)
 {
     for (size_t i = 0; i < t->n_range_names; i++)
@@ -64,19 +55,78 @@ static double allowed(const struct cg_count_limit *lim, double base)
     return pct > lim->max_increase ? pct : lim->max_increase;
 }
 
-/* Per-run values of one side into v (n_runs of them): false when some run lacks the row. */
-static bool side_values(const struct cg_artifact *a, int row, const char *name, double *v,
-                        bool *varies)
+/* A run's NVTX range ops sorted by name (names point into the run), for lookups by name. */
+struct range_index {
+    const struct cg_op **ops;
+    size_t n;
+};
+
+static int cmp_op_name(const void *a, const void *b)
+{
+    return strcmp((*(const struct cg_op *const *)a)->name, (*(const struct cg_op *const *)b)->name);
+}
+
+static int index_ranges(const struct cg_run *r, struct range_index *ix)
+{
+    ix->n = 0;
+    ix->ops = malloc((r->n_ops + 1) * sizeof(*ix->ops));
+    if (ix->ops == NULL)
+        return -1;
+    for (size_t i = 0; i < r->n_ops; i++)
+        if (r->ops[i].kind == CG_OP_RANGE)
+            ix->ops[ix->n++] = &r->ops[i];
+    qsort(ix->ops, ix->n, sizeof(*ix->ops), cmp_op_name);
+    return 0;
+}
+
+/* Calls per step of name in an indexed run (ops of one name may repeat: summed). */
+static double indexed_range_value(const struct cg_run *r, const struct range_index *ix,
+                                  const char *name)
+{
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) { /* the first op whose name is not below name */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->ops[mid]->name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t calls = 0;
+    for (; lo < ix->n && strcmp(ix->ops[lo]->name, name) == 0; lo++)
+        calls += ix->ops[lo]->calls;
+    return r->n_steps > 0 ? (double)calls / (double)r->n_steps : NAN;
+}
+
+/* Per-run values of one side into v (n_runs of them): false when some run lacks the row. ix
+ * indexes the side's runs' ranges (for a range name). */
+static bool side_values(const struct cg_artifact *a, const struct range_index *ix, int row,
+                        const char *name, double *v, bool *varies)
 {
     for (size_t i = 0; i < a->n_runs; i++) {
         bool var = false;
-        v[i] = name != NULL ? cg_counts_range_value(&a->runs[i], name)
+        v[i] = name != NULL ? indexed_range_value(&a->runs[i], &ix[i], name)
                             : cg_counts_run_value(&a->runs[i], row, &var);
         if (isnan(v[i]))
             return false;
         *varies |= var || v[i] != v[0];
     }
     return a->n_runs > 0;
+}
+
+/* Indexes every run of a (ix has a->n_runs entries, zeroed); 0 or -1. */
+static int index_side(const struct cg_artifact *a, struct range_index *ix)
+{
+    for (size_t i = 0; i < a->n_runs; i++)
+        if (index_ranges(&a->runs[i], &ix[i]) != 0)
+            return -1;
+    return 0;
+}
+
+static void free_index(struct range_index *ix, size_t n)
+{
+    for (size_t i = 0; ix != NULL && i < n; i++)
+        free(ix[i].ops);
+    free(ix);
 }
 
 /* Fills r from both sides' per-run values (each side sorted in place). */
@@ -109,32 +159,37 @@ static void decide(struct cg_count_result *r, double *vb, size_t nb, double *vc,
 
 struct names {
     const char **v;
-    size_t n, cap;
+    size_t n;
 };
 
-/* Adds the range op names of a's runs to ns, each once. 0 or -1 (no memory). */
-static int add_range_names(struct names *ns, const struct cg_artifact *a)
+static int cmp_str(const void *a, const void *b)
 {
-    for (size_t i = 0; i < a->n_runs; i++)
-        for (size_t j = 0; j < a->runs[i].n_ops; j++) {
-            const struct cg_op *op = &a->runs[i].ops[j];
-            if (op->kind != CG_OP_RANGE)
-                continue;
-            size_t k = 0;
-            while (k < ns->n && strcmp(ns->v[k], op->name) != 0)
-                k++;
-            if (k < ns->n)
-                continue;
-            if (ns->n == ns->cap) {
-                size_t cap = ns->cap ? ns->cap * 2 : 16;
-                const char **p = realloc(ns->v, cap * sizeof(*p));
-                if (p == NULL)
-                    return -1;
-                ns->v = p;
-                ns->cap = cap;
-            }
-            ns->v[ns->n++] = op->name;
-        }
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every range name of both sides' indexed runs, each once, sorted. 0 or -1 (no memory). */
+static int range_names(const struct range_index *ib, size_t nb, const struct range_index *ic,
+                       size_t nc, struct names *ns)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < nb; i++)
+        total += ib[i].n;
+    for (size_t i = 0; i < nc; i++)
+        total += ic[i].n;
+    ns->n = 0;
+    if ((ns->v = malloc((total + 1) * sizeof(*ns->v))) == NULL)
+        return -1;
+    for (size_t i = 0; i < nb + nc; i++) {
+        const struct range_index *x = i < nb ? &ib[i] : &ic[i - nb];
+        for (size_t k = 0; k < x->n; k++)
+            ns->v[ns->n++] = x->ops[k]->name;
+    }
+    qsort(ns->v, ns->n, sizeof(*ns->v), cmp_str);
+    size_t w = 0;
+    for (size_t i = 0; i < ns->n; i++)
+        if (w == 0 || strcmp(ns->v[w - 1], ns->v[i]) != 0)
+            ns->v[w++] = ns->v[i];
+    ns->n = w;
     return 0;
 }
 
@@ -173,12 +228,17 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
 {
     memset(c, 0, sizeof(*c));
     struct names ns = {0};
-    double *vb = malloc((baseline->n_runs + 1) * sizeof(*vb));
-    double *vc = malloc((current->n_runs + 1) * sizeof(*vc));
+    const size_t nb = baseline->n_runs, nc = current->n_runs;
+    double *vb = malloc((nb + 1) * sizeof(*vb));
+    double *vc = malloc((nc + 1) * sizeof(*vc));
+    struct range_index *ib = calloc(nb + 1, sizeof(*ib)), *ic = calloc(nc + 1, sizeof(*ic));
     bool ranges = has_ranges(baseline) && has_ranges(current);
-    int rc = vb == NULL || vc == NULL ? -1 : 0;
+    int rc = vb == NULL || vc == NULL || ib == NULL || ic == NULL ? -1 : 0;
     if (rc == 0 && ranges)
-        rc = add_range_names(&ns, baseline) != 0 || add_range_names(&ns, current) != 0 ? -1 : 0;
+        rc = index_side(baseline, ib) != 0 || index_side(current, ic) != 0 ||
+                     range_names(ib, nb, ic, nc, &ns) != 0
+                 ? -1
+                 : 0;
     size_t cap = CG_COUNT_ROWS + ns.n;
     if (rc == 0 && (c->rows = calloc(cap, sizeof(*c->rows))) == NULL)
         rc = -1;
@@ -188,8 +248,8 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
         struct cg_count_result *r = &c->rows[c->n];
         *r = (struct cg_count_result){row, name, NAN, NAN,   NAN,   NAN,
                                       NAN, NAN,  NAN, false, false, CG_OUT_UNAVAILABLE};
-        bool in_b = side_values(baseline, row, name, vb, &r->varies);
-        bool in_c = side_values(current, row, name, vc, &r->varies);
+        bool in_b = side_values(baseline, ib, row, name, vb, &r->varies);
+        bool in_c = side_values(current, ic, row, name, vc, &r->varies);
         if (!in_b && !in_c)
             continue; /* measured on neither side: not listed */
         c->n++;
@@ -197,7 +257,7 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
             continue;
         const struct cg_count_limit *lim =
             row >= 0 ? &t->counts[row] : cg_counts_range_limit(t, name);
-        decide(r, vb, baseline->n_runs, vc, current->n_runs, lim, &t->varying);
+        decide(r, vb, nb, vc, nc, lim, &t->varying);
         c->n_compared++;
         c->n_changed += r->baseline != r->current;
         c->n_fail += r->outcome == CG_OUT_FAIL;
@@ -206,6 +266,8 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
     }
     free(vb);
     free(vc);
+    free_index(ib, nb);
+    free_index(ic, nc);
     free(ns.v);
     if (rc != 0) {
         cg_counts_release(c);

@@ -56,9 +56,6 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
  * set when its steps differ. */
 double cg_counts_run_value(const struct cg_run *r, int row, bool *varies);
 
-/* A run's calls per step of an NVTX range name (0 when it never ran). */
-double cg_counts_range_value(const struct cg_run *r, const char *name);
-
 /* The limit of the NVTX range name under t. */
 const struct cg_count_limit *cg_counts_range_limit(const struct cg_thresholds *t, const char *name);
 
