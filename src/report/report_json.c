@@ -3,6 +3,8 @@
  * "diagnosis" array is documented in docs/diagnosis.md).
  */
 #include "report.h"
+
+#include "anatomy.h"
 #include "utf8.h"
 
 #include "cg_version.h"
@@ -119,6 +121,26 @@ static cJSON *step_pattern(const struct cg_pattern *p)
     return o;
 }
 
+/* "anatomy": each side's shares of the step (anatomy.h); null when out of memory. */
+static cJSON *anatomy_json(const struct cg_verdict *v)
+{
+    struct cg_anatomy an;
+    if (cg_anatomy_compute(v->baseline, v->current, &an) != 0)
+        return cJSON_CreateNull();
+    static const char *const kinds[] = {"gpu_busy", "gpu_idle", "sync", "range"};
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < an.n; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "part", kinds[an.parts[i].kind]);
+        if (an.parts[i].name != NULL)
+            cJSON_AddStringToObject(x, "name", an.parts[i].name);
+        cJSON_AddItemToObject(x, "baseline_share", num(an.parts[i].baseline));
+        cJSON_AddItemToObject(x, "current_share", num(an.parts[i].current));
+        cJSON_AddItemToArray(arr, x);
+    }
+    return arr;
+}
+
 /* "counts": the per-step count comparison, every row (docs/counts.md). */
 static cJSON *counts_json(const struct cg_counts *c)
 {
@@ -227,6 +249,7 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddNumberToObject(counts, "vanished", (double)v->n_ops_vanished);
     cJSON_AddNumberToObject(counts, "significant", (double)v->n_ops_significant);
     cJSON_AddItemToObject(root, "counts", counts_json(&v->counts));
+    cJSON_AddItemToObject(root, "anatomy", anatomy_json(v));
     cJSON_AddItemToObject(root, "diagnosis", diagnosis(&v->diagnosis));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

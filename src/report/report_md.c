@@ -2,7 +2,8 @@
  * report_md: the markdown report, used as the PR comment and the job summary (see report.h).
  *
  * Layout: two hidden marker lines (gate id, verdict), a headline that agrees with the table,
- * banners, the metric table, runs and thresholds, the counts per step, the diagnosis, a mermaid chart of step times,
+ * banners, the metric table, runs and thresholds, the counts per step, the anatomy of a step,
+ * the diagnosis, a mermaid chart of step times,
  * the top op changes, and folded details (environment, method). The whole report stays under
  * CG_REPORT_MAX_BYTES: the details are rendered first and kept room for; diagnosis findings are
  * added one by one while they fit; the chart is drawn with CG_CHART_MAX_POINTS points, then
@@ -11,6 +12,7 @@
  */
 #include "report.h"
 
+#include "anatomy.h"
 #include "chart.h"
 #include "comment_marker.h"
 #include "redact.h"
@@ -301,6 +303,44 @@ static int add_counts(struct cg_buf *b, const struct cg_verdict *v)
     return rc;
 }
 
+static void share_text(double share, char *dst, size_t n)
+{
+    if (isnan(share))
+        snprintf(dst, n, "&mdash;");
+    else
+        snprintf(dst, n, "%.1f%%", 100.0 * share);
+}
+
+/* Where the step's time goes on each side (anatomy.h): shown, never gated. */
+static int add_anatomy(struct cg_buf *b, const struct cg_verdict *v)
+{
+    struct cg_anatomy an;
+    if (cg_anatomy_compute(v->baseline, v->current, &an) != 0)
+        return CG_ENOMEM;
+    if (an.n == 0)
+        return 0;
+    int rc = cg_buf_adds(b, "\n### Anatomy of a step\n\nShare of the step time (median over "
+                            "runs; shown, never gated). NVTX ranges nest and overlap across "
+                            "threads, so their shares can add up to more than 100%.\n\n"
+                            "| Part | Baseline | Current | Change |\n|---|---:|---:|---:|\n");
+    for (size_t i = 0; i < an.n && rc == 0; i++) {
+        const struct cg_anatomy_part *p = &an.parts[i];
+        char base[32], cur[32], d[32] = "&mdash;";
+        share_text(p->baseline, base, sizeof(base));
+        share_text(p->current, cur, sizeof(cur));
+        double pts = 100.0 * (p->current - p->baseline);
+        if (!isnan(pts))
+            snprintf(d, sizeof(d), "%+.1f pts", fabs(pts) < 0.05 ? 0.0 : pts);
+        rc = cg_buf_printf(b, "| %s", cg_anatomy_label(p->kind));
+        if (p->kind == CG_ANAT_RANGE) {
+            rc |= cg_buf_adds(b, " ");
+            rc |= cg_md_escape(b, p->name, NAME_MAX_BYTES);
+        }
+        rc |= cg_buf_printf(b, " | %s | %s | %s |\n", base, cur, d);
+    }
+    return rc;
+}
+
 static int finding_item(struct cg_buf *b, const struct cg_finding *f)
 {
     int rc = cg_buf_printf(b, "- %s **%s**: ",
@@ -544,6 +584,7 @@ int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct c
     rc |= add_metric_table(out, v);
     rc |= add_runs_line(out, v);
     rc |= add_counts(out, v);
+    rc |= add_anatomy(out, v);
     if (rc == 0)
         rc = add_diagnosis(out, v, tail.len + OPS_RESERVE);
     if (rc == 0)

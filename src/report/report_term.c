@@ -3,6 +3,7 @@
  */
 #include "report.h"
 
+#include "anatomy.h"
 #include "sequential.h"
 
 #include <math.h>
@@ -65,6 +66,33 @@ static int add_counts(struct cg_buf *out, const struct cg_verdict *v, bool color
                            reset, r->row >= 0 ? cg_count_name(r->row) : "range ");
         if (r->row < 0)
             rc |= cg_term_escape(out, r->name, 100);
+        rc |= cg_buf_adds(out, "\n");
+    }
+    return rc;
+}
+
+/* "step anatomy:" each part's share of the step on both sides (anatomy.h). */
+static int add_anatomy(struct cg_buf *out, const struct cg_verdict *v)
+{
+    struct cg_anatomy an;
+    if (cg_anatomy_compute(v->baseline, v->current, &an) != 0)
+        return CG_ENOMEM;
+    int rc = 0;
+    if (an.n > 0)
+        rc = cg_buf_adds(out, "\nstep anatomy (share of step time, baseline -> current; shown, "
+                              "not gated):\n");
+    for (size_t i = 0; i < an.n && rc == 0; i++) {
+        const struct cg_anatomy_part *p = &an.parts[i];
+        char base[16] = "-", cur[16] = "-";
+        if (!isnan(p->baseline))
+            snprintf(base, sizeof(base), "%.1f%%", 100.0 * p->baseline);
+        if (!isnan(p->current))
+            snprintf(cur, sizeof(cur), "%.1f%%", 100.0 * p->current);
+        rc = cg_buf_printf(out, "  %7s -> %7s  %s", base, cur, cg_anatomy_label(p->kind));
+        if (p->kind == CG_ANAT_RANGE) {
+            rc |= cg_buf_adds(out, " ");
+            rc |= cg_term_escape(out, p->name, 100);
+        }
         rc |= cg_buf_adds(out, "\n");
     }
     return rc;
@@ -167,6 +195,7 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
                                                               : "\n");
     }
     rc |= add_counts(out, v, color);
+    rc |= add_anatomy(out, v);
     rc |= add_diagnosis(out, &v->diagnosis, color);
     char line[512];
     cg_verdict_headline(v, line, sizeof(line));

@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "anatomy.h"
 #include "counts.h"
 #include "fixtures.h"
 #include "report.h"
@@ -381,6 +382,45 @@ static void reports_show_the_changed_counts(void **state)
     cg_verdict_release(&v);
 }
 
+/* The anatomy of a step: GPU busy and idle from the busy time, the host's synchronisation
+ * share, the NVTX ranges' shares, the median over runs; unknown parts left out. */
+static void anatomy_shares(void **state)
+{
+    struct sides *s = *state;
+    struct cg_anatomy an;
+    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, &an), 0);
+    assert_int_equal(an.n, 3); /* no busy time, no sync time: only the three ranges */
+    cg_fixture_set_busy(&s->base, 0.6);
+    cg_fixture_set_busy(&s->cur, 0.3);
+    for (size_t r = 0; r < s->cur.n_runs; r++)
+        for (size_t k = 0; k < s->cur.runs[r].n_steps; k++)
+            s->cur.runs[r].steps[k].sync_ns = s->cur.runs[r].steps[k].wall_ns / 4;
+    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, &an), 0);
+    assert_int_equal(an.n, 6);
+    assert_int_equal(an.parts[0].kind, CG_ANAT_GPU_BUSY);
+    assert_true(fabs(an.parts[0].baseline - 0.6) < 1e-6 && fabs(an.parts[0].current - 0.3) < 1e-6);
+    assert_int_equal(an.parts[1].kind, CG_ANAT_GPU_IDLE);
+    assert_true(fabs(an.parts[1].current - 0.7) < 1e-6);
+    assert_int_equal(an.parts[2].kind, CG_ANAT_SYNC);
+    assert_true(isnan(an.parts[2].baseline));
+    assert_true(fabs(an.parts[2].current - 0.25) < 1e-6);
+    assert_int_equal(an.parts[3].kind, CG_ANAT_RANGE);
+    /* each range: 1000 ns of a 1e7 ns step */
+    assert_true(fabs(an.parts[3].baseline - 1e-4) < 1e-6);
+    struct cg_verdict v;
+    verdict(s, &v);
+    struct cg_buf md;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
+    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    assert_non_null(strstr(md.data, "| GPU busy (kernels) | 60.0% | 30.0% | -30.0 pts |"));
+    assert_non_null(strstr(md.data, "| host blocked in synchronisation | &mdash; | 25.0% | &mdash; |"));
+    cg_buf_release(&md);
+    cg_verdict_release(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +436,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(other_machine_makes_counts_inconclusive, setup, teardown),
         cmocka_unit_test_setup_teardown(counts_fail_needs_no_confirmation, setup, teardown),
         cmocka_unit_test_setup_teardown(reports_show_the_changed_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(anatomy_shares, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
