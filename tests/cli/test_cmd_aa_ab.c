@@ -164,6 +164,13 @@ static void test_cmd_aa_ab__aa_on_the_builtin_canary(void **state)
     assert_non_null(metric_of(root, "peak_host_rss"));
     const cJSON *snip = cJSON_GetObjectItemCaseSensitive(root, "recommended_thresholds");
     assert_string_equal(json_string(snip, "extends"), "default");
+    /* The built-in canary does the same work every step: its counts (the NVTX ranges, their
+     * total and each name's calls) are identical in every step of every run. */
+    const cJSON *counts = cJSON_GetObjectItemCaseSensitive(root, "counts");
+    assert_true(json_number(counts, "measured") >= 2);
+    assert_true(json_number(counts, "identical") == json_number(counts, "measured"));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(counts, "varying")), 0);
+    assert_non_null(strstr(proc.out, "counts are exact here"));
     cJSON_Delete(root);
 }
 
