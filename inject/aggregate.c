@@ -1,13 +1,26 @@
 /*
  * aggregate: streaming reduction of CUPTI activity records (see aggregate.h for the rules).
  *
- * Hot path per kernel record (cg_agg_records): one unsigned compare puts the record in the step
- * the previous record fell in (the "window", a copy of that step's interval), one compare
- * against the ring's last interval extends it or appends after it, and one probe of the op table
- * on the name pointer adds to the op's totals, which live in the table. The loop reads the
- * buffer a few records ahead of use. Records outside the window, out of time order, with bad
- * timestamps, of other kinds or in traced steps take the general path (step search, ordered ring
- * insert), which gives the same results. Times in ns, sizes in bytes. Not thread-safe.
+ * Hot path per kernel record (cg_agg_records, window_run): one unsigned compare puts the record
+ * in the step the previous record fell in (the "window", a copy of that step's interval), one
+ * compare against the ring's last interval extends it or appends after it, and one probe of the
+ * op table on the name pointer adds to the op's totals, which live in the table. The window
+ * step's kernel counts (and the records inside steps) are kept in registers for a run of such
+ * records and added once when the run ends. The loop reads the buffer a few records ahead of
+ * use. Records outside the window, out of time order, with bad timestamps, of other kinds or in
+ * traced steps take the general path (step search, ordered ring insert), which gives the same
+ * results. Times in ns, sizes in bytes. Not thread-safe.
+ *
+ * Kernel records: DESIGN.md's rule is to read only the leading fields (start, end, deviceId,
+ * contextId, streamId, correlationId, name), whose offsets every version shares, so that a newer
+ * libcupti keeps working. graphId is read too, and only from kernel records (kinds KERNEL and
+ * CONCURRENT_KERNEL), for CG_AGG_N_GRAPH_KERNELS: it came with CUpti_ActivityKernel5 (CUDA 11.0)
+ * and sits at the same offset in every kernel record since (5 to 10, pinned below at build time),
+ * as CUPTI only appends fields to a record's next version; every kernel record a libcupti of
+ * CUDA 11 or later delivers is at least CUpti_ActivityKernel5's size, so the read stays inside
+ * the record. Beyond that the caller decides (cg_agg_graph_ids): inject/cupti.c turns it off,
+ * and leaves graph_kernels out of what it measures, unless the loaded libcupti reports the API
+ * major version these headers are (cuptiGetVersion).
  */
 #include "aggregate.h"
 
@@ -27,6 +40,17 @@
 #define SLOT_EMPTY UINT32_MAX
 
 static void window_refresh(struct cg_agg *a);
+static void record_general(struct cg_agg *a, const CUpti_Activity *rec);
+
+#define GRAPH_ID_OFFSET 156
+_Static_assert(offsetof(CUpti_ActivityKernel5, graphId) == GRAPH_ID_OFFSET &&
+                   offsetof(CUpti_ActivityKernel6, graphId) == GRAPH_ID_OFFSET &&
+                   offsetof(CUpti_ActivityKernel7, graphId) == GRAPH_ID_OFFSET &&
+                   offsetof(CUpti_ActivityKernel8, graphId) == GRAPH_ID_OFFSET &&
+                   offsetof(CUpti_ActivityKernel9, graphId) == GRAPH_ID_OFFSET &&
+                   offsetof(CUpti_ActivityKernel10, graphId) == GRAPH_ID_OFFSET &&
+                   sizeof(CUpti_ActivityKernel5) >= GRAPH_ID_OFFSET + sizeof(uint32_t),
+               "graphId has one offset in every kernel record that has it (see the top)");
 
 int cg_agg_new(struct cg_agg *a, int64_t warmup)
 {
@@ -37,6 +61,7 @@ int cg_agg_new(struct cg_agg *a, int64_t warmup)
     a->last_step = -1;
     a->win_lo = UINT64_MAX;
     a->win_next = UINT64_MAX;
+    a->graph_ids = true;
     a->trace_first = a->trace_last = -1;
     a->n_slots = 512;
     a->slots = malloc(a->n_slots * sizeof(*a->slots));
@@ -70,6 +95,32 @@ void cg_agg_now(struct cg_agg *a, uint64_t now_ns)
 {
     a->now_ns = now_ns;
     window_refresh(a);
+}
+
+void cg_agg_graph_ids(struct cg_agg *a, bool read)
+{
+    a->graph_ids = read;
+}
+
+const char *cg_agg_count_name(enum cg_agg_count c)
+{
+    static const char *const names[CG_AGG_COUNTS] = {
+        [CG_AGG_N_KERNELS] = CG_SHARD_COUNT_KERNELS,
+        [CG_AGG_N_GRAPH_KERNELS] = CG_SHARD_COUNT_GRAPH_KERNELS,
+        [CG_AGG_N_SYNC_STREAM] = CG_SHARD_COUNT_SYNC_STREAM,
+        [CG_AGG_N_SYNC_EVENT] = CG_SHARD_COUNT_SYNC_EVENT,
+        [CG_AGG_N_SYNC_CONTEXT] = CG_SHARD_COUNT_SYNC_CONTEXT,
+        [CG_AGG_N_SYNC_WAIT] = CG_SHARD_COUNT_SYNC_WAIT,
+        [CG_AGG_N_SYNC_NS] = CG_SHARD_COUNT_SYNC_NS,
+        [CG_AGG_N_COPIES] = CG_SHARD_COUNT_COPIES,
+        [CG_AGG_N_DTOH_PAGEABLE] = CG_SHARD_COUNT_DTOH_PAGEABLE,
+        [CG_AGG_N_DTOH_PAGEABLE_BYTES] = CG_SHARD_COUNT_DTOH_PAGEABLE_BYTES,
+        [CG_AGG_N_ALLOCS] = CG_SHARD_COUNT_ALLOCS,
+        [CG_AGG_N_FREES] = CG_SHARD_COUNT_FREES,
+        [CG_AGG_N_JIT] = CG_SHARD_COUNT_JIT,
+        [CG_AGG_N_MODULE_LOADS] = CG_SHARD_COUNT_MODULE_LOADS,
+    };
+    return (unsigned)c < CG_AGG_COUNTS ? names[c] : "?";
 }
 
 /* True for the steps whose ops count. */
@@ -188,7 +239,7 @@ int cg_agg_step_begin(struct cg_agg *a, int64_t index, uint64_t start_ns)
         a->cap_steps = cap;
     }
     for (size_t i = a->n_steps; i < need; i++)
-        a->steps[i] = (struct cg_agg_step){UINT64_MAX, UINT64_MAX, 0, 0};
+        a->steps[i] = (struct cg_agg_step){.start_ns = UINT64_MAX, .end_ns = UINT64_MAX};
     if (need > a->n_steps)
         a->n_steps = need;
     a->steps[index].start_ns = start_ns;
@@ -502,9 +553,28 @@ struct timed_rec {
     uint64_t start, end;
     int64_t bytes;
     uint32_t device, stream;
+    bool graph;         /* a kernel a CUDA graph launched */
+    bool dtoh_pageable; /* a copy from the device into pageable host memory */
 };
 
-/* A timed record in general: timestamps checked, its step searched, traced when asked. */
+/* Counts a timed record of step k. */
+static void timed_count(struct cg_agg *a, const struct timed_rec *r, int64_t k)
+{
+    int64_t *n = a->steps[k].count;
+    if (r->kind == CG_AGG_KERNEL) {
+        n[CG_AGG_N_KERNELS]++;
+        n[CG_AGG_N_GRAPH_KERNELS] += r->graph;
+    } else if (r->kind == CG_AGG_MEMCPY) {
+        n[CG_AGG_N_COPIES]++;
+        if (r->dtoh_pageable) {
+            n[CG_AGG_N_DTOH_PAGEABLE]++;
+            n[CG_AGG_N_DTOH_PAGEABLE_BYTES] += r->bytes;
+        }
+    }
+}
+
+/* A timed record in general: timestamps checked, its step searched, counted, traced when
+ * asked. */
 static void timed(struct cg_agg *a, const struct timed_rec *r)
 {
     if (r->start == 0 || r->end == 0 || r->end < r->start) {
@@ -519,6 +589,7 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
         return;
     }
     a->inside_steps++;
+    timed_count(a, r, k);
     if (traced_step(a, k)) {
         struct cg_agg_trace_event e = {r->start, r->end, r->name ? r->name : "?", r->bytes,
                                        r->device, r->stream, r->kind};
@@ -663,6 +734,9 @@ static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)
         e.delta = -bytes;
     else
         return;
+    int64_t k = step_at(a, e.ts, false);
+    if (k >= 0)
+        a->steps[k].count[e.delta >= 0 ? CG_AGG_N_ALLOCS : CG_AGG_N_FREES]++;
     if (e.ts > a->mem_newest)
         a->mem_newest = e.ts;
     if (a->mem_frontier != 0 && e.ts < a->mem_frontier) {
@@ -678,6 +752,70 @@ static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)
     a->pending[a->n_pending++] = e;
 }
 
+/* --- host-side records: synchronisations, JIT, module loads --------------------------------- */
+
+/* The step a host-side record (or event) of [start, end] belongs to, or -1; a zero or inverted
+ * timestamp is counted and belongs nowhere. The window is left where it is: these records come
+ * between the kernels of the steps they lie in, not in runs of their own. */
+static int64_t host_step(struct cg_agg *a, uint64_t start, uint64_t end)
+{
+    if (start == 0 || end == 0 || end < start) {
+        a->zero_ts++;
+        return -1;
+    }
+    return step_at(a, start, false);
+}
+
+/* A synchronisation of a known type that completed (a non-zero returnValue is a query that found
+ * work pending, or a failed call: no wait happened) counts by type; the host time of the stream,
+ * event and context ones is the time blocked (a stream's wait on an event does not block). */
+static void sync_record(struct cg_agg *a, const CUpti_ActivitySynchronization2 *s)
+{
+    enum cg_agg_count c;
+    switch (s->type) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+        c = CG_AGG_N_SYNC_EVENT;
+        break;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+        c = CG_AGG_N_SYNC_STREAM;
+        break;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+        c = CG_AGG_N_SYNC_CONTEXT;
+        break;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+        c = CG_AGG_N_SYNC_WAIT;
+        break;
+    default:
+        return; /* unknown: counted nowhere */
+    }
+    if (s->returnValue != 0)
+        return;
+    int64_t k = host_step(a, s->start, s->end);
+    if (k < 0)
+        return;
+    a->steps[k].count[c]++;
+    if (c != CG_AGG_N_SYNC_WAIT)
+        a->steps[k].count[CG_AGG_N_SYNC_NS] += (int64_t)(s->end - s->start);
+}
+
+static void jit_record(struct cg_agg *a, const CUpti_ActivityJit2 *j)
+{
+    int64_t k = host_step(a, j->start, j->end);
+    if (k >= 0)
+        a->steps[k].count[CG_AGG_N_JIT]++;
+}
+
+void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns)
+{
+    if (now_ns == 0)
+        return;
+    if (a->now_ns < now_ns) /* nothing can have been delivered later than now */
+        cg_agg_now(a, now_ns);
+    int64_t k = step_at(a, now_ns, false);
+    if (k >= 0)
+        a->steps[k].count[CG_AGG_N_MODULE_LOADS]++;
+}
+
 /* --- records ------------------------------------------------------------------------------ */
 
 /* Any record, in general (the records of the hot path give the same results here). */
@@ -688,32 +826,47 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
         /* only the leading fields, whose offsets every kernel record version shares */
+        /* the leading fields, and graphId (see the top) */
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
-        r = (struct timed_rec){k->name, CG_AGG_KERNEL, k->start, k->end, -1, k->deviceId,
-                               k->streamId};
+        r = (struct timed_rec){k->name, CG_AGG_KERNEL, k->start,    k->end,
+                               -1,      k->deviceId,   k->streamId, a->graph_ids && k->graphId != 0,
+                               false};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)(const void *)rec;
         r = (struct timed_rec){cg_agg_memcpy_name(m->copyKind, m->srcKind, m->dstKind),
-                               CG_AGG_MEMCPY, m->start, m->end, (int64_t)m->bytes, m->deviceId,
-                               m->streamId};
+                               CG_AGG_MEMCPY,
+                               m->start,
+                               m->end,
+                               (int64_t)m->bytes,
+                               m->deviceId,
+                               m->streamId,
+                               false,
+                               m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
+                                   m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
         const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)(const void *)rec;
-        r = (struct timed_rec){"memcpy PtoP", CG_AGG_MEMCPY, m->start, m->end,
-                               (int64_t)m->bytes, m->deviceId, m->streamId};
+        r = (struct timed_rec){"memcpy PtoP", CG_AGG_MEMCPY, m->start, m->end, (int64_t)m->bytes,
+                               m->deviceId,   m->streamId,   false,    false};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)(const void *)rec;
-        r = (struct timed_rec){"memset", CG_AGG_MEMSET, m->start, m->end, (int64_t)m->bytes,
-                               m->deviceId, m->streamId};
+        r = (struct timed_rec){"memset",    CG_AGG_MEMSET, m->start, m->end, (int64_t)m->bytes,
+                               m->deviceId, m->streamId,   false,    false};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2:
         memory(a, (const CUpti_ActivityMemory4 *)(const void *)rec);
+        return;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        sync_record(a, (const CUpti_ActivitySynchronization2 *)(const void *)rec);
+        return;
+    case CUPTI_ACTIVITY_KIND_JIT:
+        jit_record(a, (const CUpti_ActivityJit2 *)(const void *)rec);
         return;
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
         const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)(const void *)rec;
@@ -727,27 +880,114 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
     timed(a, &r);
 }
 
-void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t n)
+/* The hot path: from recs[i], the run of concurrent kernels that start in the window step (busy
+ * time, ops when the step counts, and its counts, added once at the end of the run), with the
+ * records of other kinds among them handed to the general path on the way; returns the index of
+ * the first kernel it did not take. counted and graph_ids are constants in each copy window_run
+ * makes of it. busy_add's in-order cases are done here without a branch on which one (kernels of
+ * overlapping streams alternate between them unpredictably): the ring's last interval is kept in
+ * registers and stored back whole every record. The op table is held in registers too, reloaded
+ * after anything that may have grown it. */
+HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n,
+                       const bool counted, const bool graph_ids)
 {
-    a->records += (int64_t)n;
-    for (size_t i = 0; i < n; i++) {
+    const uint64_t lo = a->win_lo, len = a->win_len;
+    const int64_t step = a->hint;
+    const size_t from = i;
+    size_t others = 0; /* records of other kinds handed on: the rest of [from, i) is taken */
+    int64_t graph = 0;
+    size_t held = a->ring_len, at = (a->ring_head + held - 1) & RING_MASK; /* the last one */
+    uint64_t tail_start = held ? a->ring[at].start : UINT64_MAX;
+    uint64_t tail_end = held ? a->ring[at].end : 0;
+    struct cg_agg_slot *slots = a->slots;
+    size_t n_slots = a->n_slots;
+    for (; i < n; i++) {
         const CUpti_Activity *rec = recs[i];
         const char *ahead = (const char *)rec + READ_AHEAD_RECORDS * sizeof(CUpti_ActivityKernel10);
         __builtin_prefetch(ahead);
         __builtin_prefetch(ahead + offsetof(CUpti_ActivityKernel10, name));
-        if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-            const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
-            uint64_t start = k->start, end = k->end;
-            if (start - a->win_lo < a->win_len && end >= start) { /* in the window step */
-                bool counted = a->win_counted; /* settling in busy_add may move the window */
-                a->inside_steps++;
-                busy_add(a, start, end);
-                if (counted)
-                    op_count(a, k->name, CG_AGG_KERNEL, end - start);
-                continue;
-            }
+        if (graph_ids)
+            __builtin_prefetch(ahead + GRAPH_ID_OFFSET);
+        if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+            /* another kind: the general path, and the run goes on (the general path may move
+             * the window to another step, but lo, len, step and counted still describe the step
+             * this run's kernels lie in, which nothing here changes) */
+            a->ring_len = held;
+            record_general(a, rec);
+            held = a->ring_len;
+            at = (a->ring_head + held - 1) & RING_MASK;
+            tail_start = held ? a->ring[at].start : UINT64_MAX;
+            tail_end = held ? a->ring[at].end : 0;
+            slots = a->slots;
+            n_slots = a->n_slots;
+            others++;
+            continue;
         }
-        record_general(a, rec);
+        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
+        uint64_t start = k->start, end = k->end;
+        if (start - lo >= len || end < start)
+            break;
+        if (graph_ids)
+            graph += k->graphId != 0;
+        bool follows = start > tail_end;
+        /* before the last interval (or none held), or following it with no room */
+        if ((start < tail_start) | (follows & (held == CG_AGG_INTERVALS))) {
+            a->ring_len = held;
+            busy_add_slow(a, start, end);
+            held = a->ring_len;
+            at = (a->ring_head + held - 1) & RING_MASK;
+            tail_start = held ? a->ring[at].start : UINT64_MAX;
+            tail_end = held ? a->ring[at].end : 0;
+        } else { /* extends the last interval, or follows it (then end > tail_end too) */
+            at = (at + follows) & RING_MASK;
+            held += follows;
+            tail_start = follows ? start : tail_start;
+            tail_end = end > tail_end ? end : tail_end;
+            a->ring[at] = (struct cg_agg_interval){tail_start, tail_end};
+        }
+        if (counted) { /* op_count, with the table in registers */
+            const char *name = k->name;
+            struct cg_agg_slot *sl = &slots[slot_of(name, CG_AGG_KERNEL, n_slots)];
+            if (sl->name != name || sl->kind != CG_AGG_KERNEL) {
+                sl = slot_get(a, name != NULL ? name : "?", CG_AGG_KERNEL);
+                slots = a->slots;
+                n_slots = a->n_slots;
+                if (sl == NULL)
+                    continue;
+            }
+            sl->calls++;
+            sl->total_ns += (int64_t)(end - start);
+        }
+    }
+    a->ring_len = held;
+    int64_t taken = (int64_t)(i - from - others);
+    if (taken > 0) {
+        int64_t *c = a->steps[step].count;
+        a->inside_steps += taken;
+        c[CG_AGG_N_KERNELS] += taken;
+        c[CG_AGG_N_GRAPH_KERNELS] += graph;
+    }
+    return i;
+}
+
+static size_t window_run(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n)
+{
+    if (a->win_len == 0)
+        return i;
+    if (a->win_counted)
+        return a->graph_ids ? window_loop(a, recs, i, n, true, true)
+                            : window_loop(a, recs, i, n, true, false);
+    return a->graph_ids ? window_loop(a, recs, i, n, false, true)
+                        : window_loop(a, recs, i, n, false, false);
+}
+
+void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t n)
+{
+    a->records += (int64_t)n;
+    for (size_t i = 0; i < n;) {
+        i = window_run(a, recs, i, n);
+        if (i < n)
+            record_general(a, recs[i++]);
     }
 }
 

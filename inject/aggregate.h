@@ -1,7 +1,7 @@
 /*
- * aggregate: CUPTI activity records in, per-step GPU busy time, per-op totals, peak device
- * memory and (on request) trace events out. Pure: no CUPTI calls, no I/O, no locks, so tests and
- * benches feed it synthetic records of the installed cupti.h types.
+ * aggregate: CUPTI activity records in, per-step GPU busy time and counts, per-op totals, peak
+ * device memory and (on request) trace events out. Pure: no CUPTI calls, no I/O, no locks, so tests
+ * and benches feed it synthetic records of the installed cupti.h types.
  *
  * Steps come from NVTX (begin/end in the same CLOCK_MONOTONIC_RAW ns as the records). A record
  * belongs to step k when its start lies in step k's CPU interval [begin, end]; while the step
@@ -21,6 +21,13 @@
  * Device memory: allocation and release events of MEMORY2 records are applied in timestamp order
  * (a pending window sorted before applying, as records arrive out of order) to a running sum per
  * device whose maximum is the peak.
+ *
+ * Counts (cg_agg_count): per step, whatever the window, how many kernels (and of those, how many a
+ * CUDA graph launched), synchronisations by type and the host time blocked in them, copies (and
+ * device-to-pageable-host copies with their bytes), device memory allocations and releases, JIT
+ * records and module loads began in it; a record counts in the step its start (or timestamp)
+ * lies in, by the rule above, and records outside every step count nowhere. Warm-up steps and
+ * steps past the window's end are counted too (the caller writes what it needs).
  *
  * Trace (cg_agg_trace): for a range of steps, every kernel, copy and set attributed to them and
  * every device memory event inside their time span (with the device's running total) is also
@@ -45,11 +52,32 @@
 
 enum cg_agg_kind { CG_AGG_KERNEL, CG_AGG_MEMCPY, CG_AGG_MEMSET, CG_AGG_MEMORY };
 
+/* The per-step counts, each named in the shard by cg_agg_count_name (CG_SHARD_COUNT_*). */
+enum cg_agg_count {
+    CG_AGG_N_KERNELS,       /* kernel records */
+    CG_AGG_N_GRAPH_KERNELS, /* of those, with a graphId (see cg_agg_graph_ids) */
+    CG_AGG_N_SYNC_STREAM,   /* SYNCHRONIZATION records by type (completed calls only) */
+    CG_AGG_N_SYNC_EVENT,
+    CG_AGG_N_SYNC_CONTEXT,
+    CG_AGG_N_SYNC_WAIT,           /* stream waits on an event: no host wait */
+    CG_AGG_N_SYNC_NS,             /* end - start of the stream, event and context ones */
+    CG_AGG_N_COPIES,              /* MEMCPY and MEMCPY2 records */
+    CG_AGG_N_DTOH_PAGEABLE,       /* MEMCPY device to host into pageable memory */
+    CG_AGG_N_DTOH_PAGEABLE_BYTES, /* their bytes */
+    CG_AGG_N_ALLOCS,              /* MEMORY2 device memory allocations (by timestamp) */
+    CG_AGG_N_FREES,               /* MEMORY2 device memory releases (by timestamp) */
+    CG_AGG_N_JIT,                 /* JIT records */
+    CG_AGG_N_MODULE_LOADS,        /* cg_agg_module_load calls */
+    CG_AGG_COUNTS
+};
+
 struct cg_agg_step {
     uint64_t start_ns;
     uint64_t end_ns; /* UINT64_MAX while the step runs */
     int64_t busy_ns;
     int64_t busy_written; /* for the caller's delta writes */
+    int64_t count[CG_AGG_COUNTS];
+    int64_t count_written[CG_AGG_COUNTS]; /* for the caller's delta writes */
 };
 
 struct cg_agg_op {
@@ -106,6 +134,7 @@ struct cg_agg {
      * (UINT64_MAX: none); win_counted: its ops count. */
     uint64_t win_lo, win_len, win_next;
     bool win_counted;
+    bool graph_ids; /* kernel records' graphId is read (cg_agg_graph_ids) */
 
     struct cg_agg_interval ring[CG_AGG_INTERVALS];
     size_t ring_head, ring_len;
@@ -166,6 +195,18 @@ int cg_agg_trace(struct cg_agg *a, int64_t first, int64_t last, size_t max_event
  * returns its length (0 when out is too small). Not NUL-terminated. */
 size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t cap);
 #define CG_AGG_TRACE_LINE_MAX (128 + 4 * 4096 + 2)
+
+/* Whether kernel records' graphId is read for CG_AGG_N_GRAPH_KERNELS (on by default): the
+ * caller turns it off when the records may not be the installed cupti_activity.h's layout
+ * (graphId is not a leading field of the kernel record; see aggregate.c). */
+void cg_agg_graph_ids(struct cg_agg *a, bool read);
+
+/* A CUDA module was loaded at now_ns, the library's clock read at the load (so a step still
+ * running holds it whatever the delivery horizon): counted in the step it lies in. */
+void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns);
+
+/* The shard's name of count c (a CG_SHARD_COUNT_* string). */
+const char *cg_agg_count_name(enum cg_agg_count c);
 
 /* Takes one activity record (any kind; unknown kinds are counted and ignored). */
 void cg_agg_record(struct cg_agg *a, const CUpti_Activity *rec);

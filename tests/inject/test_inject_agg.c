@@ -4,9 +4,12 @@
  * busy-time union with overlapping and out-of-order kernels, peak memory from out-of-order
  * allocation and release records, zero timestamps, bounded memory, copy names, the shard's
  * counters (records inside and outside every step, late memory events, CUPTI overhead), ops
- * counted only in the measured window, the running step bounded by the delivery horizon, and the
- * hot path (records in the current step, in time order) checked against a brute-force reference
- * on seeded streams, one record at a time and in batches.
+ * counted only in the measured window, the running step bounded by the delivery horizon, the
+ * per-step counts (kernels and graph kernels, synchronisations by type and their blocked time,
+ * copies and device-to-pageable copies with their bytes, allocations and releases by timestamp,
+ * JIT records, module loads: warm-up steps included, records outside every step in none), and
+ * the hot path (records in the current step, in time order) checked against a brute-force
+ * reference on seeded streams, one record at a time and in batches.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,7 +203,9 @@ static uint64_t rng_next(uint64_t *s)
 static const char *ref_names[REF_NAMES];
 
 /* A seeded stream: 4 streams of kernels with gaps, some copies, some records between steps,
- * a few zero timestamps, and records swapped with their neighbour (out of time order). */
+ * a few zero timestamps and zero-length kernels, copies stamped in the step before (as a late
+ * record of another step moves the window away and back), and records swapped with their
+ * neighbour (out of time order). */
 static size_t ref_stream(uint64_t seed, struct ref_rec *r, uint64_t *step_start,
                          uint64_t *step_end)
 {
@@ -215,6 +220,10 @@ static size_t ref_stream(uint64_t seed, struct ref_rec *r, uint64_t *step_start,
                                     (int)(rng_next(&seed) % REF_NAMES)};
             if (rng_next(&seed) % 500 == 0)
                 r[n].start = 0; /* a zero timestamp */
+            else if (rng_next(&seed) % 300 == 0)
+                r[n].end = r[n].start; /* zero length */
+            else if (k > 0 && rng_next(&seed) % 100 == 0)
+                r[n] = (struct ref_rec){true, step_start[k - 1] + 10, step_start[k - 1] + 20, 0};
             n++;
         }
         step_end[k] = t + 200;
@@ -316,7 +325,7 @@ static void test_agg__hot_path_matches_a_reference(void **state)
         size_t n = ref_stream(seed * 7919, r, step_start, step_end);
         /* reference: ops of steps >= 2 (the warm-up), busy per step */
         int64_t calls[REF_NAMES] = {0}, total[REF_NAMES] = {0}, copies = 0, outside = 0;
-        int64_t zero = 0;
+        int64_t zero = 0, step_kernels[REF_STEPS] = {0}, step_copies[REF_STEPS] = {0};
         for (size_t i = 0; i < n; i++) {
             if (r[i].start == 0) {
                 zero++;
@@ -326,6 +335,8 @@ static void test_agg__hot_path_matches_a_reference(void **state)
             for (int s = 0; s < REF_STEPS; s++)
                 if (r[i].start >= step_start[s] && r[i].start <= step_end[s])
                     k = s;
+            if (k >= 0)
+                (r[i].copy ? step_copies : step_kernels)[k]++;
             if (k < 0) {
                 outside++;
             } else if (k >= 2 && r[i].copy) {
@@ -347,8 +358,11 @@ static void test_agg__hot_path_matches_a_reference(void **state)
             assert_int_equal(a.records, (int64_t)n);
             assert_int_equal(a.zero_ts, zero);
             assert_int_equal(a.outside_steps, outside);
-            for (int s = 0; s < REF_STEPS; s++)
+            for (int s = 0; s < REF_STEPS; s++) {
                 assert_int_equal(a.steps[s].busy_ns, ref_busy(r, n, step_start[s], step_end[s]));
+                assert_int_equal(a.steps[s].count[CG_AGG_N_KERNELS], step_kernels[s]);
+                assert_int_equal(a.steps[s].count[CG_AGG_N_COPIES], step_copies[s]);
+            }
             for (int i = 0; i < REF_NAMES; i++) {
                 const struct cg_agg_op *o = op(&a, names[i]);
                 assert_int_equal(o ? o->calls : 0, calls[i]);
@@ -636,6 +650,219 @@ static void test_agg__copies_are_named_by_direction_and_host_memory(void **state
                      cg_agg_memcpy_name(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1, 5));
 }
 
+/* --- per-step counts ----------------------------------------------------------------------- */
+
+static int64_t count(const struct cg_agg *a, int64_t step, enum cg_agg_count c)
+{
+    return a->steps[step].count[c];
+}
+
+/* Three steps (warm-up 1, window end 2): kernels on both paths, graph kernels, a kernel of the
+ * serial kind, kernels between steps and with bad timestamps; every step keeps its counts. */
+static void test_agg__counts_kernels_and_graph_kernels_per_step(void **state)
+{
+    (void)state;
+    for (int graph_ids = 0; graph_ids < 2; graph_ids++) {
+        struct cg_agg a;
+        assert_int_equal(cg_agg_new(&a, 1), 0);
+        cg_agg_measure(&a, 2);
+        if (!graph_ids)
+            cg_agg_graph_ids(&a, false);
+        cg_agg_step_begin(&a, 0, 1000);
+        kernel(&a, kernel_a, 1100, 1200);
+        cg_synth_graph_kernel(&a, kernel_a, 7, 1300, 1400, 9); /* the hot path */
+        cg_agg_step_end(&a, 0, 2000);
+        kernel(&a, kernel_a, 2100, 2200);                      /* between steps */
+        cg_synth_graph_kernel(&a, kernel_b, 7, 2300, 2400, 9); /* between steps */
+        cg_agg_step_begin(&a, 1, 3000);
+        cg_synth_graph_kernel(&a, kernel_b, 7, 3100, 3200, 4);
+        cg_synth_graph_kernel(&a, kernel_b, 8, 3150, 3300, 4);
+        kernel(&a, kernel_a, 3400, 3500);
+        kernel(&a, kernel_a, 0, 3600); /* zero timestamp: in no step */
+        CUpti_ActivityKernel10 serial; /* the KERNEL kind counts too */
+        memset(&serial, 0, sizeof(serial));
+        serial.kind = CUPTI_ACTIVITY_KIND_KERNEL;
+        serial.start = 3700;
+        serial.end = 3800;
+        serial.name = kernel_a;
+        serial.graphId = 2;
+        cg_agg_record(&a, (const CUpti_Activity *)(const void *)&serial);
+        cg_agg_step_end(&a, 1, 4000);
+        cg_agg_step_begin(&a, 2, 5000); /* past the window: still counted */
+        cg_synth_graph_kernel(&a, kernel_a, 7, 5100, 5200, 3);
+        cg_agg_step_end(&a, 2, 6000);
+        cg_agg_settle(&a, true);
+        assert_int_equal(count(&a, 0, CG_AGG_N_KERNELS), 2);
+        assert_int_equal(count(&a, 1, CG_AGG_N_KERNELS), 4);
+        assert_int_equal(count(&a, 2, CG_AGG_N_KERNELS), 1);
+        assert_int_equal(count(&a, 0, CG_AGG_N_GRAPH_KERNELS), graph_ids ? 1 : 0);
+        assert_int_equal(count(&a, 1, CG_AGG_N_GRAPH_KERNELS), graph_ids ? 3 : 0);
+        assert_int_equal(count(&a, 2, CG_AGG_N_GRAPH_KERNELS), graph_ids ? 1 : 0);
+        assert_int_equal(a.outside_steps, 2);
+        assert_int_equal(a.zero_ts, 1);
+        assert_int_equal(op(&a, kernel_a)->calls, 2); /* ops: step 1 only */
+        cg_agg_release(&a);
+    }
+}
+
+static void test_agg__counts_synchronisations_by_type_and_blocked_time(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 1100, 1150, 0);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 1200, 1230, 0);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 1300, 1307, 0);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 1400, 1900, 0);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 1500, 1600, 0);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN, 1600, 1700, 0); /* ignored */
+    /* a query that found work pending (CUDA_ERROR_NOT_READY): no wait happened */
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 1700, 1701, 600);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 0, 1800, 0);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 2500, 2900, 0);
+    cg_agg_step_begin(&a, 1, 3000);
+    cg_synth_sync(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 3000, 3500, 0);
+    cg_agg_step_end(&a, 1, 4000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_SYNC_STREAM), 2);
+    assert_int_equal(count(&a, 0, CG_AGG_N_SYNC_EVENT), 1);
+    assert_int_equal(count(&a, 0, CG_AGG_N_SYNC_CONTEXT), 1);
+    assert_int_equal(count(&a, 0, CG_AGG_N_SYNC_WAIT), 1);
+    assert_int_equal(count(&a, 0, CG_AGG_N_SYNC_NS), 50 + 30 + 7 + 500); /* not the wait's */
+    assert_int_equal(count(&a, 1, CG_AGG_N_SYNC_EVENT), 1);
+    assert_int_equal(count(&a, 1, CG_AGG_N_SYNC_NS), 500);
+    assert_int_equal(count(&a, 1, CG_AGG_N_SYNC_CONTEXT), 0); /* the one between steps */
+    assert_int_equal(a.zero_ts, 1);
+    assert_int_equal(a.records, 10);
+    /* host calls: never GPU work inside or outside a step, never ops, no other count */
+    assert_int_equal(a.inside_steps + a.outside_steps, 0);
+    assert_int_equal(a.n_ops, 0);
+    for (int c = 0; c < CG_AGG_COUNTS; c++)
+        if (c < CG_AGG_N_SYNC_STREAM || c > CG_AGG_N_SYNC_NS)
+            assert_int_equal(count(&a, 0, (enum cg_agg_count)c), 0);
+    cg_agg_release(&a);
+}
+
+static void test_agg__counts_copies_and_pageable_device_to_host_bytes(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 1), 0); /* step 0 is warm-up: counted all the same */
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_synth_copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 1100, 1200, 4096);
+    cg_synth_copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 1300, 1400, 100);
+    cg_synth_copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                  CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 7, 1500, 1600, 1 << 20);
+    cg_synth_copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 7, 1700, 1800, 1 << 20);
+    cg_synth_copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_ATOH, CUPTI_ACTIVITY_MEMORY_KIND_ARRAY,
+                  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 1850, 1860, 1 << 20); /* not DtoH */
+    cg_synth_peer_copy(&a, 7, 1900, 1950, 1 << 20);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_synth_copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 2100, 2200, 8); /* between steps */
+    cg_agg_step_begin(&a, 1, 3000);
+    cg_synth_copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 3100, 3200, 333);
+    cg_agg_step_end(&a, 1, 4000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPIES), 6);
+    assert_int_equal(count(&a, 0, CG_AGG_N_DTOH_PAGEABLE), 2);
+    assert_int_equal(count(&a, 0, CG_AGG_N_DTOH_PAGEABLE_BYTES), 4096 + 100);
+    assert_int_equal(count(&a, 1, CG_AGG_N_COPIES), 1);
+    assert_int_equal(count(&a, 1, CG_AGG_N_DTOH_PAGEABLE), 1);
+    assert_int_equal(count(&a, 1, CG_AGG_N_DTOH_PAGEABLE_BYTES), 333);
+    assert_int_equal(count(&a, 0, CG_AGG_N_KERNELS), 0);
+    assert_int_equal(a.outside_steps, 1);
+    assert_int_equal(op(&a, "memcpy DtoH pageable")->calls, 1); /* ops: step 1 only */
+    cg_agg_release(&a);
+}
+
+static void test_agg__counts_allocations_and_releases_by_timestamp(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_step_begin(&a, 1, 3000);
+    cg_agg_step_end(&a, 1, 4000);
+    mem(&a, 0, true, 64, 3500);   /* out of order: step 1 */
+    mem(&a, 0, true, 64, 1500);   /* step 0 */
+    mem(&a, 1, true, 64, 1600);   /* step 0, another device */
+    mem(&a, 0, false, 64, 1700);  /* step 0 */
+    mem(&a, 0, false, 64, 2500);  /* between steps */
+    mem(&a, 0, true, 64, 999);    /* before the first */
+    mem(&a, 0, false, 64, 4000);  /* step 1's last nanosecond */
+    mem(&a, 0, true, 64, 0);      /* zero timestamp */
+    CUpti_ActivityMemory4 pinned; /* host memory: not counted */
+    memset(&pinned, 0, sizeof(pinned));
+    pinned.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    pinned.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+    pinned.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    pinned.bytes = 64;
+    pinned.timestamp = 1800;
+    cg_agg_record(&a, (const CUpti_Activity *)(const void *)&pinned);
+    cg_agg_settle(&a, true);
+    mem(&a, 0, true, 64, 3600); /* older than what was applied (late): still counted */
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_ALLOCS), 2);
+    assert_int_equal(count(&a, 0, CG_AGG_N_FREES), 1);
+    assert_int_equal(count(&a, 1, CG_AGG_N_ALLOCS), 2);
+    assert_int_equal(count(&a, 1, CG_AGG_N_FREES), 1);
+    assert_int_equal(a.late_mem, 1);
+    assert_int_equal(a.zero_ts, 1);
+    cg_agg_release(&a);
+}
+
+/* JIT records by start; module loads at the library's clock, which lies past the delivery
+ * horizon while a step runs (a record delivered then could not have started later) and still
+ * counts in the running step. */
+static void test_agg__counts_jit_records_and_module_loads(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_module_load(&a, 500); /* before any step */
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_agg_now(&a, 1200);
+    cg_synth_jit(&a, 1100, 1900);
+    cg_synth_jit(&a, 1150, 1160);
+    cg_agg_module_load(&a, 1500); /* past the horizon, in the running step */
+    cg_agg_module_load(&a, 1600);
+    cg_agg_now(&a, 1850); /* the next buffer */
+    cg_synth_jit(&a, 1700, 1800);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_module_load(&a, 2500); /* between steps */
+    cg_synth_jit(&a, 2600, 2700);
+    cg_agg_step_begin(&a, 1, 3000);
+    cg_agg_module_load(&a, 3000);
+    cg_synth_jit(&a, 0, 3100); /* zero timestamp */
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_JIT), 3);
+    assert_int_equal(count(&a, 0, CG_AGG_N_MODULE_LOADS), 2);
+    assert_int_equal(count(&a, 1, CG_AGG_N_MODULE_LOADS), 1);
+    assert_int_equal(count(&a, 1, CG_AGG_N_JIT), 0);
+    assert_int_equal(a.zero_ts, 1);
+    cg_agg_release(&a);
+}
+
+static void test_agg__count_names_are_the_shard_format(void **state)
+{
+    (void)state;
+    static const char *const want[CG_AGG_COUNTS] = {
+        "kernels",         "graph_kernels", "sync_stream", "sync_event",    "sync_context",
+        "sync_wait_event", "sync_ns",       "copies",      "dtoh_pageable", "dtoh_pageable_bytes",
+        "allocs",          "frees",         "jit",         "module_loads"};
+    for (int c = 0; c < CG_AGG_COUNTS; c++)
+        assert_string_equal(cg_agg_count_name((enum cg_agg_count)c), want[c]);
+    assert_string_equal(cg_agg_count_name(CG_AGG_COUNTS), "?");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -655,6 +882,12 @@ int main(void)
         cmocka_unit_test(test_agg__zero_length_kernels_count_as_calls_not_busy),
         cmocka_unit_test(test_agg__trace_keeps_traced_steps_memory_start_and_its_cap),
         cmocka_unit_test(test_agg__copies_are_named_by_direction_and_host_memory),
+        cmocka_unit_test(test_agg__counts_kernels_and_graph_kernels_per_step),
+        cmocka_unit_test(test_agg__counts_synchronisations_by_type_and_blocked_time),
+        cmocka_unit_test(test_agg__counts_copies_and_pageable_device_to_host_bytes),
+        cmocka_unit_test(test_agg__counts_allocations_and_releases_by_timestamp),
+        cmocka_unit_test(test_agg__counts_jit_records_and_module_loads),
+        cmocka_unit_test(test_agg__count_names_are_the_shard_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
