@@ -62,6 +62,7 @@ int cg_agg_new(struct cg_agg *a, int64_t warmup)
     a->win_lo = UINT64_MAX;
     a->win_next = UINT64_MAX;
     a->graph_ids = true;
+    a->pending_sorted = true;
     a->trace_first = a->trace_last = -1;
     a->n_slots = 512;
     a->slots = malloc(a->n_slots * sizeof(*a->slots));
@@ -347,15 +348,38 @@ static void ring_pop_front(struct cg_agg *a)
     settle_interval(a, f.start, f.end);
 }
 
+/* The total length of ring[from, to) (no wrap). */
+static int64_t ring_length(const struct cg_agg *a, size_t from, size_t to)
+{
+    uint64_t sum = 0;
+    for (size_t i = from; i < to; i++)
+        sum += a->ring[i].end - a->ring[i].start;
+    return (int64_t)sum;
+}
+
 /* A full ring settles its earlier half at once (so the full-ring check is rarely taken). The
- * intervals inside the window step are summed in one pass, as ring_pop_front would one by one. */
+ * intervals inside the window step are summed in one pass, as ring_pop_front would one by one;
+ * when the whole half lies in it (the usual case: its intervals are sorted and disjoint, so its
+ * first and last tell), without a test per interval. */
 static void ring_settle_half(struct cg_agg *a)
 {
     const uint64_t lo = a->win_lo, len = a->win_len, next = a->win_next;
     int64_t in_window = 0;
     uint64_t frontier = a->busy_frontier;
     size_t head = a->ring_head;
-    for (size_t i = 0; i < CG_AGG_INTERVALS / 2; i++) {
+    const struct cg_agg_interval *first = &a->ring[head];
+    const struct cg_agg_interval *last = &a->ring[(head + CG_AGG_INTERVALS / 2 - 1) & RING_MASK];
+    if (first->start - lo < len && last->end - lo < len && last->end <= next) {
+        size_t end = head + CG_AGG_INTERVALS / 2;
+        in_window = end <= CG_AGG_INTERVALS ? ring_length(a, head, end)
+                                            : ring_length(a, head, CG_AGG_INTERVALS) +
+                                                  ring_length(a, 0, end - CG_AGG_INTERVALS);
+        if (last->end > frontier)
+            frontier = last->end;
+        head = end & RING_MASK;
+    }
+    for (size_t i = head == a->ring_head ? 0 : CG_AGG_INTERVALS / 2; i < CG_AGG_INTERVALS / 2;
+         i++) {
         struct cg_agg_interval f = a->ring[head];
         head = (head + 1) & RING_MASK;
         if (f.start - lo < len && f.end - lo < len && f.end <= next) {
@@ -700,11 +724,19 @@ static int cmp_mem(const void *x, const void *y)
     return (p->delta > q->delta) - (p->delta < q->delta);
 }
 
+/* Puts the pending events in time order (they usually came in it: then nothing is done). */
+static void mem_sort(struct cg_agg *a)
+{
+    if (!a->pending_sorted)
+        qsort(a->pending, a->n_pending, sizeof(*a->pending), cmp_mem);
+    a->pending_sorted = true;
+}
+
 /* Applies pending events older than upto (all when upto is UINT64_MAX), in time order. */
 static void mem_settle(struct cg_agg *a, uint64_t upto)
 {
     if (a->n_pending > 0) {
-        qsort(a->pending, a->n_pending, sizeof(*a->pending), cmp_mem);
+        mem_sort(a);
         size_t k = 0;
         while (k < a->n_pending && a->pending[k].ts <= upto) {
             mem_apply(a, &a->pending[k]);
@@ -746,9 +778,11 @@ static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)
     }
     if (a->n_pending == CG_AGG_MEM_PENDING) {
         /* full: apply the older half */
-        qsort(a->pending, a->n_pending, sizeof(*a->pending), cmp_mem);
+        mem_sort(a);
         mem_settle(a, a->pending[CG_AGG_MEM_PENDING / 2].ts);
     }
+    if (a->n_pending > 0 && cmp_mem(&a->pending[a->n_pending - 1], &e) > 0)
+        a->pending_sorted = false;
     a->pending[a->n_pending++] = e;
 }
 

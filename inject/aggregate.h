@@ -147,6 +147,7 @@ struct cg_agg {
 
     struct cg_agg_mem_event *pending;
     size_t n_pending;
+    bool pending_sorted; /* pending is in time order */
     uint64_t mem_frontier, mem_newest;
     struct cg_agg_device devices[CG_AGG_MAX_DEVICES];
     size_t n_devices;
