@@ -24,6 +24,17 @@
  *   --standin-kernels  "launch" a kernel of 100 us before the first step and at the start of
  *                    every step through the stand-in libcupti's cg_standin_kernel
  *                    (tests/standin/; found by its soname, libcupti.so.13, once it is loaded)
+ * The options below call the stand-in's other exports the same way: once before the first step
+ * (outside every step) and then in every step (or in step K), right after the step begins:
+ *   --standin-graph-kernels N  N kernels of 50 us launched by a CUDA graph (graphId 5)
+ *   --standin-syncs N  N synchronisations of each type: stream (100 us), event (50 us), context
+ *                    (200 us) and a stream's wait on an event (10 us); and one of unknown type
+ *   --standin-copies N  N host-to-device copies of 1 MiB from pinned memory (20 us)
+ *   --standin-dtoh-pageable N  N device-to-host copies of 4096 bytes into pageable memory (10 us)
+ *   --standin-allocs N  N device memory allocations of 1 MiB, then N releases
+ *   --standin-jit-at K  one JIT compilation in step K
+ *   --standin-module-load-at K  one module load in step K (the stand-in calls the library's
+ *                    CUPTI callback, when it enabled it)
  *   --fork-child K   after the first step, fork a child that runs K steps and returns from
  *                    main (its exit handlers run); the parent waits for it
  *   --fork-delay-ms N  with --fork-child, wait N ms after the first step before the fork
@@ -53,10 +64,36 @@ struct opts {
     int nested, other_domain, unbalanced, no_steps, cuda_init, loss;
     long fork_child, many_names, fork_delay_ms;
     int standin_kernels, foreign_handles;
+    long standin_graph_kernels, standin_syncs, standin_copies, standin_dtoh_pageable;
+    long standin_allocs, standin_jit_at, standin_module_load_at;
 };
 
-static struct opts o = {5, 10, -1, 0, -1, -1, 0, -1, -1, "push", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct opts o = {.steps = 5,
+                        .step_ms = 10,
+                        .tokens = -1,
+                        .crash_at = -1,
+                        .hang_at = -1,
+                        .nan_loss_at = -1,
+                        .exit_at = -1,
+                        .mode = "push",
+                        .standin_jit_at = -1,
+                        .standin_module_load_at = -1};
 static void (*standin_kernel)(uint64_t ns);
+
+/* The stand-in libcupti's other exports (tests/standin/cupti_standin.c), and the values of
+ * cupti_activity.h's enums they take (CUDA 13.0), so that the canary needs no CUPTI headers. */
+static struct {
+    void (*graph_kernel)(uint64_t ns, uint32_t graph_id);
+    void (*sync)(uint32_t type, uint64_t ns);
+    void (*memcpy)(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind, uint64_t bytes,
+                   uint64_t ns);
+    void (*memory)(int alloc, uint64_t bytes);
+    void (*jit)(void);
+    void (*module_load)(void);
+} standin;
+enum { SYNC_UNKNOWN, SYNC_EVENT, SYNC_STREAM_WAIT_EVENT, SYNC_STREAM, SYNC_CONTEXT };
+enum { COPY_HTOD = 1, COPY_DTOH = 2 };
+enum { MEMORY_PAGEABLE = 1, MEMORY_PINNED = 2, MEMORY_DEVICE = 3 };
 static nvtxDomainHandle_t nccl;
 static nvtxStringHandle_t step_str;
 
@@ -174,6 +211,33 @@ static void foreign_handles(void)
     nvtxRangePop();
 }
 
+/* The stand-in records of the --standin-* options for step s (-1: before the first step). */
+static void standin_records(long s)
+{
+    for (long i = 0; i < o.standin_graph_kernels; i++)
+        standin.graph_kernel(50000, 5);
+    for (long i = 0; i < o.standin_syncs; i++) {
+        standin.sync(SYNC_STREAM, 100000);
+        standin.sync(SYNC_EVENT, 50000);
+        standin.sync(SYNC_CONTEXT, 200000);
+        standin.sync(SYNC_STREAM_WAIT_EVENT, 10000);
+    }
+    if (o.standin_syncs > 0)
+        standin.sync(SYNC_UNKNOWN, 1000);
+    for (long i = 0; i < o.standin_copies; i++)
+        standin.memcpy(COPY_HTOD, MEMORY_PINNED, MEMORY_DEVICE, 1 << 20, 20000);
+    for (long i = 0; i < o.standin_dtoh_pageable; i++)
+        standin.memcpy(COPY_DTOH, MEMORY_DEVICE, MEMORY_PAGEABLE, 4096, 10000);
+    for (long i = 0; i < o.standin_allocs; i++)
+        standin.memory(1, 1 << 20);
+    for (long i = 0; i < o.standin_allocs; i++)
+        standin.memory(0, 1 << 20);
+    if (standin.jit != NULL && (s < 0 || s == o.standin_jit_at))
+        standin.jit();
+    if (standin.module_load != NULL && (s < 0 || s == o.standin_module_load_at))
+        standin.module_load();
+}
+
 static void one_step(long s)
 {
     if (o.other_domain) {
@@ -183,6 +247,8 @@ static void one_step(long s)
     nvtxRangeId_t id = step_begin();
     if (standin_kernel != NULL)
         standin_kernel(100000);
+    if (standin.sync != NULL)
+        standin_records(s);
     if (o.foreign_handles)
         foreign_handles();
     for (long i = 0; i < o.many_names; i++) {
@@ -272,16 +338,37 @@ static void preload(const char *path)
     }
 }
 
-/* The stand-in libcupti's kernel launcher, once the library has loaded it. */
-static void find_standin(void)
+/* dlsym(h, name) into the function pointer at fn (POSIX: a data pointer converts); exits when
+ * the stand-in does not export it. */
+static void standin_symbol(void *h, const char *name, void *fn, size_t size)
 {
-    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
-    void *sym = h != NULL ? dlsym(h, "cg_standin_kernel") : NULL;
+    void *sym = h != NULL ? dlsym(h, name) : NULL;
     if (sym == NULL) {
-        fprintf(stderr, "nvtx-canary: --standin-kernels: no stand-in libcupti is loaded\n");
+        fprintf(stderr, "nvtx-canary: --standin-*: no stand-in libcupti with %s is loaded\n", name);
         exit(2);
     }
-    memcpy(&standin_kernel, &sym, sizeof(standin_kernel));
+    memcpy(fn, &sym, size);
+}
+
+/* The stand-in libcupti's exports, once the library has loaded it: the kernel launcher for
+ * --standin-kernels (kernels), the others for the other --standin-* options (others). */
+static void find_standin(int kernels, int others)
+{
+    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+#define SYMBOL(field, name) standin_symbol(h, name, &(field), sizeof(field))
+    if (kernels)
+        SYMBOL(standin_kernel, "cg_standin_kernel");
+    if (!others)
+        return;
+    SYMBOL(standin.graph_kernel, "cg_standin_graph_kernel");
+    SYMBOL(standin.sync, "cg_standin_sync");
+    SYMBOL(standin.memcpy, "cg_standin_memcpy");
+    SYMBOL(standin.memory, "cg_standin_memory");
+    if (o.standin_jit_at >= 0)
+        SYMBOL(standin.jit, "cg_standin_jit");
+    if (o.standin_module_load_at >= 0)
+        SYMBOL(standin.module_load, "cg_standin_module_load");
+#undef SYMBOL
 }
 
 /* The child of --fork-child: K steps, then back to main's return (exit handlers run). */
@@ -341,6 +428,20 @@ int main(int argc, char **argv)
             o.foreign_handles = 1;
         else if (strcmp(a, "--many-names") == 0 && ++i)
             o.many_names = num(v);
+        else if (strcmp(a, "--standin-graph-kernels") == 0 && ++i)
+            o.standin_graph_kernels = num(v);
+        else if (strcmp(a, "--standin-syncs") == 0 && ++i)
+            o.standin_syncs = num(v);
+        else if (strcmp(a, "--standin-copies") == 0 && ++i)
+            o.standin_copies = num(v);
+        else if (strcmp(a, "--standin-dtoh-pageable") == 0 && ++i)
+            o.standin_dtoh_pageable = num(v);
+        else if (strcmp(a, "--standin-allocs") == 0 && ++i)
+            o.standin_allocs = num(v);
+        else if (strcmp(a, "--standin-jit-at") == 0 && ++i)
+            o.standin_jit_at = num(v);
+        else if (strcmp(a, "--standin-module-load-at") == 0 && ++i)
+            o.standin_module_load_at = num(v);
         else {
             fprintf(stderr, "nvtx-canary: unknown option '%s'\n", a);
             return 2;
@@ -350,10 +451,15 @@ int main(int argc, char **argv)
         return spawn_workers(argv[0]);
     if (o.cuda_init)
         cuda_init();
-    if (o.standin_kernels) {
-        find_standin();
+    int others = o.standin_graph_kernels > 0 || o.standin_syncs > 0 || o.standin_copies > 0 ||
+                 o.standin_dtoh_pageable > 0 || o.standin_allocs > 0 || o.standin_jit_at >= 0 ||
+                 o.standin_module_load_at >= 0;
+    if (o.standin_kernels || others)
+        find_standin(o.standin_kernels, others);
+    if (o.standin_kernels)
         standin_kernel(100000); /* before the first step: outside every step */
-    }
+    if (others)
+        standin_records(-1);
     nccl = nvtxDomainCreateA("NCCL");
     step_str = nvtxDomainRegisterStringA(NULL, "step");
     if (o.unbalanced) {

@@ -2,9 +2,13 @@
  * cupti_standin: a stand-in for libcupti, built with libcupti's soname (libcupti.so.13), for the
  * injection library's tests on machines without a GPU, where the real libcupti refuses at the
  * subscription. It exports the cupti* functions the library resolves and plays their documented
- * contract simply: one subscriber, buffers requested through the registered callback and handed
- * back inside cuptiActivityFlushAll, records stamped with the registered timestamp callback (the
- * wall clock without one, as CUPTI's default clock is).
+ * contract simply: one subscriber, whose callback is called for the callbacks it enabled
+ * (cuptiEnableCallback), buffers requested through the registered callback and handed back
+ * inside cuptiActivityFlushAll, records of the CUDA 13.0 types (CUpti_ActivityKernel10,
+ * CUpti_ActivityMemcpy6, CUpti_ActivitySynchronization2, CUpti_ActivityMemory4,
+ * CUpti_ActivityJit2) back to back in a buffer at their own sizes, stamped with the registered
+ * timestamp callback (the wall clock without one, as CUPTI's default clock is), and the API
+ * version of the headers it was built with (cuptiGetVersion).
  *
  * Like libcupti, it registers an exit-time destructor when it is loaded, and another one lazily,
  * at its first cuptiActivityFlushAll (as a C++ library does for statics it builds on first use).
@@ -12,20 +16,37 @@
  *
  * What it proves: the order and the thread/process of the library's calls into CUPTI (the exit
  * handlers, which kinds it enables and disables, when it unsubscribes, which flushes are forced),
- * how the library handles refusals, and the library's reduction of records it is handed. What it
- * cannot prove: anything about the real libcupti: which destructors it registers and when, which
- * kinds a real driver refuses, the layout and timing of real records, the threads real callbacks
- * run on. Those need a GPU machine (ci/gpu-check).
+ * how the library handles refusals, and the library's reduction of records it is handed (of
+ * mixed kinds and sizes in one buffer). What it cannot prove: anything about the real libcupti:
+ * which destructors it registers and when, which kinds a real driver refuses, the layout, kinds
+ * and timing of real records (which synchronisations, queries and JIT steps produce records, and
+ * of what type; whether graph-launched kernels carry a graphId), when and on which thread a
+ * module load is reported, the threads real callbacks run on. Those need a GPU machine
+ * (ci/gpu-check).
  *
  * Environment:
  *   CG_STANDIN_LOG=FILE    every call is appended to FILE as a line "PID EVENT"
  *   CG_STANDIN_FAIL=LIST   comma-separated calls to refuse: "subscribe", "timestamp",
- *                          "callbacks", "attribute" (cuptiActivitySetAttribute), or an activity
- *                          kind name (MEMCPY2, MEMSET, ...)
+ *                          "callbacks" (cuptiActivityRegisterCallbacks), "attribute"
+ *                          (cuptiActivitySetAttribute), "enable-callback" (cuptiEnableCallback),
+ *                          "version" (cuptiGetVersion), or an activity kind name (MEMCPY2,
+ *                          MEMSET, SYNCHRONIZATION, JIT, ...)
+ *   CG_STANDIN_VERSION=N   the API version cuptiGetVersion reports (default: CUPTI_API_VERSION)
  *   CG_STANDIN_HANG_FLUSH_S=N  the first unforced cuptiActivityFlushAll sleeps N seconds first
  *                          (logged "flush hangs"), as a flush stuck behind the driver would
- * Extra export for test canaries: cg_standin_kernel(ns), a kernel of ns nanoseconds starting now
- * (recorded when CONCURRENT_KERNEL is enabled, delivered at the next flush).
+ * Extra exports for test canaries, each recorded only when its activity kind is enabled and
+ * delivered at the next flush, starting now:
+ *   cg_standin_kernel(ns)                   a kernel of ns nanoseconds (CONCURRENT_KERNEL)
+ *   cg_standin_graph_kernel(ns, graph_id)   one a CUDA graph launched (graphId graph_id)
+ *   cg_standin_sync(type, ns)               a synchronisation of CUpti_ActivitySynchronizationType
+ *                                           type that blocked ns (SYNCHRONIZATION)
+ *   cg_standin_memcpy(copy_kind, src_kind, dst_kind, bytes, ns)   a copy (MEMCPY)
+ *   cg_standin_memory(alloc, bytes)         a device memory allocation (alloc != 0) or release
+ *                                           (MEMORY2)
+ *   cg_standin_jit()                        a JIT compilation of 1 us (JIT)
+ *   cg_standin_module_load()                calls the subscriber's callback for
+ *                                           CUPTI_CBID_RESOURCE_MODULE_LOADED, when it enabled it
+ *                                           (logged "module load" or "module load unseen")
  */
 #include <cupti.h>
 
@@ -40,15 +61,29 @@
 
 #define API __attribute__((visibility("default")))
 #define MAX_PENDING 4096
+#define MAX_KIND 128
+
+/* A record of any kind the stand-in makes, in a slot of the largest one's size. */
+union record {
+    CUpti_Activity any;
+    CUpti_ActivityKernel10 kernel;
+    CUpti_ActivityMemcpy6 copy;
+    CUpti_ActivitySynchronization2 sync;
+    CUpti_ActivityMemory4 memory;
+    CUpti_ActivityJit2 jit;
+};
 
 static const char *g_log;
 static const char *g_fail;
 static bool g_subscribed, g_torn_down, g_lazy_registered;
-static bool g_kernels_on;
+static bool g_kind_on[MAX_KIND];
+static CUpti_CallbackFunc g_subscriber_cb;
+static void *g_subscriber_data;
+static bool g_module_cb_on;
 static CUpti_BuffersCallbackRequestFunc g_request;
 static CUpti_BuffersCallbackCompleteFunc g_complete;
 static CUpti_TimestampCallbackFunc g_clock;
-static CUpti_ActivityKernel10 g_pending[MAX_PENDING];
+static union record g_pending[MAX_PENDING];
 static size_t g_n_pending;
 static size_t g_dropped;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -98,8 +133,34 @@ static const char *kind_name(CUpti_ActivityKind k)
     case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
     case CUPTI_ACTIVITY_KIND_DEVICE: return "DEVICE";
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        return "SYNCHRONIZATION";
+    case CUPTI_ACTIVITY_KIND_JIT:
+        return "JIT";
     default: return "OTHER";
     }
+}
+
+/* The size of a record of kind in a buffer (the kinds the stand-in makes). */
+static size_t record_size(CUpti_ActivityKind k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+        return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_JIT:
+        return sizeof(CUpti_ActivityJit2);
+    default:
+        return sizeof(CUpti_ActivityKernel10);
+    }
+}
+
+static bool kind_on(CUpti_ActivityKind k)
+{
+    return (unsigned)k < MAX_KIND && g_kind_on[k];
 }
 
 static uint64_t now_ns(void)
@@ -154,8 +215,6 @@ API CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *user,
                                   CUpti_SubscriberParams *params)
 {
-    (void)cb;
-    (void)user;
     if (refused("subscribe") || g_subscribed) {
         say("subscribe", "refused");
         if (params != NULL && params->oldSubscriberName != NULL && params->oldSubscriberSize > 0)
@@ -164,6 +223,8 @@ API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *h, CUpti_CallbackFunc 
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     }
     g_subscribed = true;
+    g_subscriber_cb = cb;
+    g_subscriber_data = user;
     *h = (CUpti_SubscriberHandle)(void *)&g_subscriber_token;
     say("subscribe", NULL);
     return CUPTI_SUCCESS;
@@ -176,7 +237,37 @@ API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
         return CUPTI_ERROR_INVALID_PARAMETER;
     }
     g_subscribed = false;
+    g_module_cb_on = false; /* a subscriber's callbacks go with it */
     say("unsubscribe", NULL);
+    return CUPTI_SUCCESS;
+}
+
+/* Only the resource domain's module load callback is known; logged "callback on|off NAME". */
+API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h,
+                                    CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    if (refused("enable-callback")) {
+        say("callback", "refused");
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    }
+    if (h != (CUpti_SubscriberHandle)(void *)&g_subscriber_token || !g_subscribed ||
+        domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+        say("callback", "invalid");
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+    g_module_cb_on = enable != 0;
+    say("callback", enable ? "on MODULE_LOADED" : "off MODULE_LOADED");
+    return CUPTI_SUCCESS;
+}
+
+API CUptiResult cuptiGetVersion(uint32_t *version)
+{
+    if (refused("version")) {
+        say("version", "refused");
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    }
+    const char *v = getenv("CG_STANDIN_VERSION");
+    *version = v != NULL ? (uint32_t)strtoul(v, NULL, 10) : CUPTI_API_VERSION;
     return CUPTI_SUCCESS;
 }
 
@@ -234,16 +325,16 @@ API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
         say("enable", detail);
         return CUPTI_ERROR_NOT_COMPATIBLE;
     }
-    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-        g_kernels_on = true;
+    if ((unsigned)kind < MAX_KIND)
+        g_kind_on[kind] = true;
     say("enable", name);
     return CUPTI_SUCCESS;
 }
 
 API CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
 {
-    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-        g_kernels_on = false;
+    if ((unsigned)kind < MAX_KIND)
+        g_kind_on[kind] = false;
     say("disable", kind_name(kind));
     return CUPTI_SUCCESS;
 }
@@ -254,11 +345,11 @@ API CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
     return CUPTI_SUCCESS;
 }
 
-/* Hands the pending records to the library in buffers it provides (without the lock: the
- * library calls back into cuptiActivityGetNumDroppedRecords). */
+/* Hands the pending records to the library in buffers it provides, back to back at their own
+ * sizes (without the lock: the library calls back into cuptiActivityGetNumDroppedRecords). */
 static void deliver(void)
 {
-    static CUpti_ActivityKernel10 taken[MAX_PENDING];
+    static union record taken[MAX_PENDING];
     static pthread_mutex_t deliver_lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&deliver_lock);
     pthread_mutex_lock(&g_lock);
@@ -277,12 +368,15 @@ static void deliver(void)
             pthread_mutex_unlock(&g_lock);
             break;
         }
-        size_t n = size / sizeof(CUpti_ActivityKernel10);
-        if (n > n_taken - from)
-            n = n_taken - from;
-        memcpy(buf, &taken[from], n * sizeof(CUpti_ActivityKernel10));
-        from += n;
-        g_complete(NULL, 0, buf, size, n * sizeof(CUpti_ActivityKernel10));
+        size_t used = 0;
+        for (; from < n_taken; from++) {
+            size_t k = record_size(taken[from].any.kind);
+            if (used + k > size)
+                break;
+            memcpy(buf + used, &taken[from], k);
+            used += k;
+        }
+        g_complete(NULL, 0, buf, size, used);
     }
     pthread_mutex_unlock(&deliver_lock);
 }
@@ -312,9 +406,9 @@ API CUptiResult cuptiActivityFlushAll(uint32_t flag)
 
 API CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record)
 {
-    uint8_t *next = *record == NULL ? buffer
-                                    : (uint8_t *)*record + sizeof(CUpti_ActivityKernel10);
-    if (next + sizeof(CUpti_ActivityKernel10) > buffer + valid)
+    uint8_t *next = *record == NULL ? buffer : (uint8_t *)*record + record_size((*record)->kind);
+    if (next + sizeof(CUpti_Activity) > buffer + valid ||
+        next + record_size(((CUpti_Activity *)(void *)next)->kind) > buffer + valid)
         return CUPTI_ERROR_MAX_LIMIT_REACHED;
     *record = (CUpti_Activity *)(void *)next;
     return CUPTI_SUCCESS;
@@ -331,22 +425,112 @@ API CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream
     return CUPTI_SUCCESS;
 }
 
-/* For test canaries: a kernel of ns nanoseconds that starts now. */
+/* Queues r (its kind set) when its kind is enabled and there is room. */
+static void queue(const union record *r)
+{
+    if (!kind_on(r->any.kind))
+        return;
+    pthread_mutex_lock(&g_lock);
+    if (g_n_pending < MAX_PENDING)
+        g_pending[g_n_pending++] = *r;
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* The exports for test canaries (see the top). */
 API void cg_standin_kernel(uint64_t ns);
+API void cg_standin_graph_kernel(uint64_t ns, uint32_t graph_id);
+API void cg_standin_sync(uint32_t type, uint64_t ns);
+API void cg_standin_memcpy(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind, uint64_t bytes,
+                           uint64_t ns);
+API void cg_standin_memory(int alloc, uint64_t bytes);
+API void cg_standin_jit(void);
+API void cg_standin_module_load(void);
+
+void cg_standin_graph_kernel(uint64_t ns, uint32_t graph_id)
+{
+    union record r;
+    memset(&r, 0, sizeof(r));
+    r.kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r.kernel.start = now_ns();
+    r.kernel.end = r.kernel.start + ns;
+    r.kernel.name = kernel_name;
+    r.kernel.streamId = 7;
+    r.kernel.graphId = graph_id;
+    r.kernel.graphNodeId = graph_id != 0 ? ((uint64_t)graph_id << 32) | 1 : 0;
+    queue(&r);
+}
 
 void cg_standin_kernel(uint64_t ns)
 {
-    if (!g_kernels_on)
+    cg_standin_graph_kernel(ns, 0);
+}
+
+void cg_standin_sync(uint32_t type, uint64_t ns)
+{
+    union record r;
+    memset(&r, 0, sizeof(r));
+    r.sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    r.sync.type = (CUpti_ActivitySynchronizationType)type;
+    r.sync.start = now_ns();
+    r.sync.end = r.sync.start + ns;
+    r.sync.streamId = 7;
+    r.sync.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    queue(&r);
+}
+
+void cg_standin_memcpy(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind, uint64_t bytes,
+                       uint64_t ns)
+{
+    union record r;
+    memset(&r, 0, sizeof(r));
+    r.copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    r.copy.copyKind = copy_kind;
+    r.copy.srcKind = src_kind;
+    r.copy.dstKind = dst_kind;
+    r.copy.bytes = bytes;
+    r.copy.start = now_ns();
+    r.copy.end = r.copy.start + ns;
+    r.copy.streamId = 7;
+    queue(&r);
+}
+
+void cg_standin_memory(int alloc, uint64_t bytes)
+{
+    union record r;
+    memset(&r, 0, sizeof(r));
+    r.memory.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    r.memory.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                         : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+    r.memory.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    r.memory.bytes = bytes;
+    r.memory.timestamp = now_ns();
+    queue(&r);
+}
+
+void cg_standin_jit(void)
+{
+    union record r;
+    memset(&r, 0, sizeof(r));
+    r.jit.kind = CUPTI_ACTIVITY_KIND_JIT;
+    r.jit.jitEntryType = CUPTI_ACTIVITY_JIT_ENTRY_PTX_TO_CUBIN;
+    r.jit.jitOperationType = CUPTI_ACTIVITY_JIT_OPERATION_COMPILE;
+    r.jit.start = now_ns();
+    r.jit.end = r.jit.start + 1000;
+    queue(&r);
+}
+
+void cg_standin_module_load(void)
+{
+    static const char cubin[16] = "standin cubin";
+    CUpti_ModuleResourceData module = {1, sizeof(cubin), cubin};
+    CUpti_ResourceData data;
+    memset(&data, 0, sizeof(data));
+    data.resourceDescriptor = &module;
+    if (!g_module_cb_on || g_subscriber_cb == NULL) {
+        say("module load unseen", NULL);
         return;
-    pthread_mutex_lock(&g_lock);
-    if (g_n_pending < MAX_PENDING) {
-        CUpti_ActivityKernel10 *k = &g_pending[g_n_pending++];
-        memset(k, 0, sizeof(*k));
-        k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-        k->start = now_ns();
-        k->end = k->start + ns;
-        k->name = kernel_name;
-        k->streamId = 7;
     }
-    pthread_mutex_unlock(&g_lock);
+    say("module load", NULL);
+    g_subscriber_cb(g_subscriber_data, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED,
+                    &data);
 }
