@@ -13,10 +13,21 @@
  * is taken), turn off CUPTI 13's per-thread activity buffers (one_buffer), register the
  * CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
  * enable the required activity kinds (CONCURRENT_KERNEL, MEMCPY, MEMSET, MEMORY2), then the
- * optional ones (DEVICE, MEMCPY2, OVERHEAD). An optional kind or the timestamp callback that
- * fails is a "w" line and is skipped. Any other failure (no driver, no GPU, another profiler, a
- * required kind) disables what was enabled, unsubscribes, leaves the canary unchanged with its
- * NVTX steps still timed, and the shard says "gpu unavailable <reason>".
+ * optional ones (DEVICE, MEMCPY2, OVERHEAD, SYNCHRONIZATION, JIT), then the subscriber's one
+ * callback (the resource domain's CUPTI_CBID_RESOURCE_MODULE_LOADED, optional too). An optional
+ * kind, the callback or the timestamp callback that fails is a "w" line and is skipped. Any other
+ * failure (no driver, no GPU, another profiler, a required kind) disables what was enabled,
+ * unsubscribes, leaves the canary unchanged with its NVTX steps still timed, and the shard says
+ * "gpu unavailable <reason>".
+ *
+ * Counts ("n I NAME DELTA", aggregate.h): once started, "nc" names the GPU counts this process
+ * measures: kernels, copies (when MEMCPY2 is on as well as MEMCPY: peer copies are copies),
+ * dtoh_pageable and its bytes, allocs and frees always; graph_kernels when the loaded libcupti
+ * reports the API major version of these headers (cuptiGetVersion: graphId is read at this
+ * version's offset, see aggregate.c; otherwise a "w" line); the sync_* counts and sync_ns with
+ * SYNCHRONIZATION on; jit with JIT on; module_loads with the callback on. A count it does not name
+ * is unknown, not 0. The module load callback counts a load at the library's clock under the
+ * aggregation lock and does nothing else.
  *
  * Flushing. cuptiActivityFlushAll is called only (a) on the library's own flush thread, which
  * is never a CUDA host-function thread or a CUPTI callback thread: step ends and the end of the
@@ -90,6 +101,9 @@ struct cupti_api {
     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
     CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
     CUptiResult (*result_string)(CUptiResult, const char **);
+    CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                   CUpti_CallbackId); /* optional: module loads */
+    CUptiResult (*get_version)(uint32_t *);           /* optional: graph kernels */
 };
 
 /* From the libcuda handle already loaded (any may be NULL). */
@@ -101,22 +115,37 @@ struct cuda_api {
     CUresult (*ctx_synchronize)(void);
 };
 
+/* An activity kind and the counts (bits of 1 << enum cg_agg_count) it is needed for: a count is
+ * measured when every kind it needs is enabled. */
 struct activity_kind {
     CUpti_ActivityKind kind;
     const char *name;
     bool required;
+    uint32_t counts;
 };
 
+#define CG_COUNT(c) (1u << (c))
+#define CG_SYNC_COUNTS                                                                             \
+    (CG_COUNT(CG_AGG_N_SYNC_STREAM) | CG_COUNT(CG_AGG_N_SYNC_EVENT) |                              \
+     CG_COUNT(CG_AGG_N_SYNC_CONTEXT) | CG_COUNT(CG_AGG_N_SYNC_WAIT) | CG_COUNT(CG_AGG_N_SYNC_NS))
+
 static const struct activity_kind g_kinds[] = {
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true},
-    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true},
-    {CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", true},
-    {CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", false},
-    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", false},
-    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true,
+     CG_COUNT(CG_AGG_N_KERNELS) | CG_COUNT(CG_AGG_N_GRAPH_KERNELS)},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true,
+     CG_COUNT(CG_AGG_N_COPIES) | CG_COUNT(CG_AGG_N_DTOH_PAGEABLE) |
+         CG_COUNT(CG_AGG_N_DTOH_PAGEABLE_BYTES)},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", true, 0},
+    {CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", true,
+     CG_COUNT(CG_AGG_N_ALLOCS) | CG_COUNT(CG_AGG_N_FREES)},
+    {CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", false, 0},
+    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", false, CG_COUNT(CG_AGG_N_COPIES)},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", false, 0},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", false, CG_SYNC_COUNTS},
+    {CUPTI_ACTIVITY_KIND_JIT, "JIT", false, CG_COUNT(CG_AGG_N_JIT)},
 };
 #define CG_N_KINDS (sizeof(g_kinds) / sizeof(g_kinds[0]))
+_Static_assert(CG_AGG_COUNTS <= 32, "the measured counts are bits of a uint32_t");
 
 static struct cupti_api g_api;
 static struct cuda_api g_cuda;
@@ -128,6 +157,7 @@ static struct cg_agg g_agg;
 static _Atomic int64_t g_dropped;
 static _Atomic int64_t g_starved; /* buffer requests refused at the cap */
 static int64_t g_starved_written;  /* guarded by the aggregation lock */
+static uint32_t g_counted;         /* the counts measured (bits): aggregation lock */
 
 static pthread_mutex_t g_buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_free[CG_MAX_BUFFERS];
@@ -163,13 +193,22 @@ static uint64_t CUPTIAPI timestamp_cb(void)
     return cg_inject_now_ns();
 }
 
+/* The subscriber's one enabled callback: a module was loaded (counted at the library's clock,
+ * in the step running then). Nothing else: no flush, no CUPTI call, one short lock. */
 static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data)
 {
     (void)userdata;
-    (void)domain;
-    (void)cbid;
-    (void)data; /* no callback is enabled: the subscription only holds the slot */
+    (void)data;
+    if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED)
+        return;
+    uint64_t now = cg_inject_now_ns();
+    t_in_cupti++;
+    pthread_mutex_lock(&g_agg_lock);
+    if (g_collecting)
+        cg_agg_module_load(&g_agg, now);
+    pthread_mutex_unlock(&g_agg_lock);
+    t_in_cupti--;
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -242,6 +281,14 @@ static void write_deltas(void)
             cg_inject_append(CG_SHARD_KEY_BUSY " %zu %lld\n", i,
                              (long long)(s->busy_ns - s->busy_written));
             s->busy_written = s->busy_ns;
+        }
+        for (int c = 0; c < CG_AGG_COUNTS; c++) {
+            if (s->count[c] == s->count_written[c] || !(g_counted & CG_COUNT(c)))
+                continue;
+            cg_inject_append(CG_SHARD_KEY_COUNT " %zu %s %lld\n", i,
+                             cg_agg_count_name((enum cg_agg_count)c),
+                             (long long)(s->count[c] - s->count_written[c]));
+            s->count_written[c] = s->count[c];
         }
     }
     for (size_t i = 0; i < a->n_devices; i++) {
@@ -637,6 +684,8 @@ static const char *resolve_cupti(void *h)
     REQUIRE(g_api.dropped, "cuptiActivityGetNumDroppedRecords");
 #undef REQUIRE
     RESOLVE(h, g_api.set_attribute, "cuptiActivitySetAttribute"); /* optional: see one_buffer */
+    RESOLVE(h, g_api.enable_callback, "cuptiEnableCallback");     /* optional: module loads */
+    RESOLVE(h, g_api.get_version, "cuptiGetVersion");             /* optional: graph kernels */
     return NULL;
 }
 
@@ -700,18 +749,85 @@ static void one_buffer(void)
         warn(what, result_text(r));
 }
 
+/* Whether the loaded libcupti's kernel records have graphId where these headers put it: its API
+ * major version is theirs (see aggregate.c). When not, graph kernels are not counted (a "w"). */
+static bool graph_ids_readable(void)
+{
+    const char *why = "no cuptiGetVersion";
+    char detail[96];
+    uint32_t v = 0;
+    CUptiResult r = CUPTI_SUCCESS;
+    if (g_api.get_version != NULL && (r = g_api.get_version(&v)) == CUPTI_SUCCESS) {
+        if (v / 10000 == CUPTI_API_VERSION / 10000)
+            return true;
+        int n = snprintf(detail, sizeof(detail), "libcupti API version %u, built for %u", v,
+                         (unsigned)CUPTI_API_VERSION);
+        why = n > 0 && (size_t)n < sizeof(detail) ? detail : "another libcupti API version";
+    } else if (g_api.get_version != NULL) {
+        why = result_text(r);
+    }
+    warn("CUPTI kernel records may not carry graphId where expected (graph kernels not counted)",
+         why);
+    return false;
+}
+
+/* The subscriber's callback for module loads; false (and a "w" line) when it cannot be had. */
+static bool enable_module_loads(void)
+{
+    const char *what = "CUPTI module load callback unavailable (module loads not counted)";
+    if (g_api.enable_callback == NULL) {
+        warn(what, "no cuptiEnableCallback");
+        return false;
+    }
+    CUptiResult r = g_api.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                          CUPTI_CBID_RESOURCE_MODULE_LOADED);
+    if (r != CUPTI_SUCCESS)
+        warn(what, result_text(r));
+    return r == CUPTI_SUCCESS;
+}
+
+/* The counts measured: those whose kinds were all enabled (enabled[i] for g_kinds[i]), graph
+ * kernels when graph_ids, module loads when modules. */
+static uint32_t counts_measured(const bool *enabled, bool graph_ids, bool modules)
+{
+    uint32_t missing = 0, all = 0;
+    for (size_t i = 0; i < CG_N_KINDS; i++) {
+        all |= g_kinds[i].counts;
+        if (!enabled[i])
+            missing |= g_kinds[i].counts;
+    }
+    uint32_t counted = all & ~missing;
+    if (!graph_ids)
+        counted &= ~CG_COUNT(CG_AGG_N_GRAPH_KERNELS);
+    if (modules)
+        counted |= CG_COUNT(CG_AGG_N_MODULE_LOADS);
+    return counted;
+}
+
+/* "nc NAME...": the counts measured. Writer locked. */
+static void append_counted(void)
+{
+    cg_inject_append(CG_SHARD_KEY_COUNTED);
+    for (int c = 0; c < CG_AGG_COUNTS; c++)
+        if (g_counted & CG_COUNT(c))
+            cg_inject_append(" %s", cg_agg_count_name((enum cg_agg_count)c));
+    cg_inject_append("\n");
+}
+
 /* After the subscription: the clock, one buffer stream, the buffers, the activity kinds, the
- * flush thread. Returns false when it gave up (and said why). */
+ * module load callback, the flush thread. Returns false when it gave up (and said why). */
 static bool start_activity(void)
 {
     bool enabled[CG_N_KINDS] = {false};
     char what[128];
+    bool graph_ids = graph_ids_readable();
     one_buffer();
     CUptiResult r = g_api.register_timestamp(timestamp_cb);
     if (r != CUPTI_SUCCESS)
         warn("CUPTI timestamp callback refused (GPU records keep CUPTI's own clock)",
              result_text(r));
     pthread_mutex_lock(&g_agg_lock);
+    cg_agg_graph_ids(&g_agg, graph_ids);
     g_collecting = true;
     pthread_mutex_unlock(&g_agg_lock);
     if ((r = g_api.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
@@ -734,6 +850,10 @@ static bool start_activity(void)
         }
         warn(what, result_text(r));
     }
+    bool modules = enable_module_loads();
+    pthread_mutex_lock(&g_agg_lock);
+    g_counted = counts_measured(enabled, graph_ids, modules);
+    pthread_mutex_unlock(&g_agg_lock);
     if ((r = g_api.flush_period(1000)) != CUPTI_SUCCESS)
         warn("CUPTI flush period refused (records arrive at step ends)", result_text(r));
     if (!worker_start()) {
@@ -803,6 +923,7 @@ static void start_cupti(void)
     cg_inject_atexit(gpu_at_exit);
     cg_inject_lock();
     cg_inject_append(CG_SHARD_KEY_GPU " " CG_SHARD_GPU_OK "\n");
+    append_counted();
     cg_inject_unlock();
     record_cuda_version();
 }

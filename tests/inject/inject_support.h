@@ -140,6 +140,24 @@ static inline int64_t cg_shard_op_calls(const char *text, const char *stop, cons
     return sum;
 }
 
+/* The sum of DELTA over the lines "n STEP NAME DELTA" of text before stop (NULL: the end) for
+ * step and name (step -1: any step); fails on a malformed "n" line. */
+static inline int64_t cg_shard_count(const char *text, const char *stop, int64_t step,
+                                     const char *name)
+{
+    int64_t sum = 0;
+    for (const char *p = cg_text_line(text, "n "); p != NULL && (stop == NULL || p < stop);
+         p = cg_text_line(p + 1, "n ")) {
+        long long i = 0, delta = 0;
+        char got[64];
+        if (sscanf(p, "n %lld %63s %lld", &i, got, &delta) != 3)
+            fail_msg("bad count line: %.80s", p);
+        if ((step < 0 || i == step) && strcmp(got, name) == 0)
+            sum += delta;
+    }
+    return sum;
+}
+
 /* The last "c ..." line's 7 fields; fails when there is none or it has fewer. */
 static inline void cg_shard_counters(const char *text, long long c[7])
 {

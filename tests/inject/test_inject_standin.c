@@ -16,7 +16,10 @@
  * timestamp callback refused is a warning, a required kind or the buffer callbacks refused
  * disables what was enabled and unsubscribes; a copy of libcupti already loaded is the one used;
  * a forked child never flushes; a fork never lands inside the library's registration of an
- * exit handler (a child would hang in exit()). What the stand-ins cannot prove (the real libcupti's behaviour)
+ * exit handler (a child would hang in exit()); the per-step counts ("nc" naming what is measured,
+ * "n" lines for every step before the window's end, warm-up included, complete before "done"),
+ * and an optional kind, the module load callback or the version check refused leaving their
+ * counts out of "nc". What the stand-ins cannot prove (the real libcupti's behaviour)
  * is said in tests/standin/cupti_standin.c; ci/gpu-check covers it on a GPU machine.
  */
 #include <setjmp.h>
@@ -30,7 +33,9 @@
 
 #include "inject_support.h"
 
+#include <cupti_version.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <time.h>
 
 /* "CG_STANDIN_LOG=<workdir>/calls.log" and the canary's run with the stand-in libcupti named
@@ -274,8 +279,9 @@ static void test_inject_standin__fatal_refusal_disables_and_unsubscribes(void **
         if (event(log, "unsubscribe") == NULL || strstr(log, " flush"))
             fail_msg("%s: not unsubscribed, or flushed:\n%s", cases[i].fail, log);
         /* every kind enabled was disabled again */
-        static const char *const kinds[] = {"CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "MEMORY2",
-                                            "DEVICE", "MEMCPY2", "OVERHEAD"};
+        static const char *const kinds[] = {"CONCURRENT_KERNEL", "MEMCPY",          "MEMSET",
+                                            "MEMORY2",           "DEVICE",          "MEMCPY2",
+                                            "OVERHEAD",          "SYNCHRONIZATION", "JIT"};
         for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
             char on[64], off[64];
             snprintf(on, sizeof(on), "enable %s", kinds[k]);
@@ -380,6 +386,151 @@ static void test_inject_standin__a_fork_never_lands_inside_an_exit_handler_regis
                  log);
 }
 
+/* --- per-step counts ------------------------------------------------------------------------ */
+
+/* The canary's stand-in records per step, and once before the first step (outside every step):
+ * 3 kernels (2 by a graph), a synchronisation of each type, 4 copies (3 into pageable memory), 2
+ * allocations and 2 releases; a JIT compilation in step 1, a module load in step 2. */
+#define COUNTING_ARGS                                                                              \
+    "--cuda-init", "--standin-kernels", "--standin-graph-kernels", "2", "--standin-syncs", "1",    \
+        "--standin-copies", "1", "--standin-dtoh-pageable", "3", "--standin-allocs", "2",          \
+        "--standin-jit-at", "1", "--standin-module-load-at", "2", "--steps", "4", "--step-ms", "2"
+
+/* What those records give in every step ("jit" and "module_loads" apart). */
+static const struct {
+    const char *name;
+    int64_t per_step;
+} counting_want[] = {
+    {"kernels", 3},       {"graph_kernels", 2},
+    {"sync_stream", 1},   {"sync_event", 1},
+    {"sync_context", 1},  {"sync_wait_event", 1},
+    {"sync_ns", 350000},  {"copies", 4},
+    {"dtoh_pageable", 3}, {"dtoh_pageable_bytes", 3 * 4096},
+    {"allocs", 2},        {"frees", 2},
+};
+
+/* True when the shard's "nc" line names name. */
+static bool counted(const char *shard, const char *name)
+{
+    const char *nc = cg_text_line(shard, "nc ");
+    if (nc == NULL)
+        return false;
+    const char *eol = strchr(nc, '\n');
+    size_t n = strlen(name);
+    for (const char *p = nc + 2; p != NULL && (eol == NULL || p < eol); p = strchr(p + 1, ' '))
+        if (strncmp(p + 1, name, n) == 0 && (p[n + 1] == ' ' || p[n + 1] == '\n'))
+            return true;
+    return false;
+}
+
+static void test_inject_standin__counts_per_step_up_to_the_window_end(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", NULL};
+    const char *args[] = {COUNTING_ARGS, NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *done = cg_text_line(shard, "done 3\n");
+    if (done == NULL || cg_text_count(shard, "nc ") != 1 ||
+        cg_text_line(shard, "nc kernels graph_kernels sync_stream sync_event sync_context "
+                            "sync_wait_event sync_ns copies dtoh_pageable dtoh_pageable_bytes "
+                            "allocs frees jit module_loads\n") == NULL)
+        fail_msg("no 'done 3', or not one 'nc' naming every count:\n%s", shard);
+    /* warm-up step 0 and the window's steps 1 and 2, complete before "done"; step 3 (past the
+     * window) and the records before the first step in none */
+    for (int64_t step = 0; step <= 2; step++) {
+        for (size_t i = 0; i < sizeof(counting_want) / sizeof(counting_want[0]); i++)
+            if (cg_shard_count(shard, done, step, counting_want[i].name) !=
+                counting_want[i].per_step)
+                fail_msg("step %lld: %s %lld, expected %lld:\n%s", (long long)step,
+                         counting_want[i].name,
+                         (long long)cg_shard_count(shard, NULL, step, counting_want[i].name),
+                         (long long)counting_want[i].per_step, shard);
+        assert_int_equal(cg_shard_count(shard, done, step, "jit"), step == 1);
+        assert_int_equal(cg_shard_count(shard, done, step, "module_loads"), step == 2);
+    }
+    assert_null(cg_text_line(shard, "n 3 "));
+    for (size_t i = 0; i < sizeof(counting_want) / sizeof(counting_want[0]); i++)
+        assert_int_equal(cg_shard_count(shard, NULL, -1, counting_want[i].name),
+                         3 * counting_want[i].per_step);
+    assert_int_equal(cg_shard_count(shard, NULL, -1, "jit"), 1);
+    assert_int_equal(cg_shard_count(shard, NULL, -1, "module_loads"), 1);
+    assert_non_null(event(calls(w), "module load")); /* the one before the first step too */
+    long long c[7];
+    cg_shard_counters(shard, c);
+    assert_int_equal(c[3], 7); /* kernels and copies outside every step: the ones before it */
+    /* the stand-in kernel's ops: the window's steps only */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 6);
+}
+
+/* An optional feature refused: a warning, and the counts it feeds are left out of "nc" (unknown,
+ * not 0) and never written; the others are still counted. */
+static void test_inject_standin__refusals_leave_their_counts_out_of_the_counted(void **state)
+{
+    const struct cg_workdir *w = *state;
+    static char version_warning[256];
+    snprintf(version_warning, sizeof(version_warning),
+             "w CUPTI kernel records may not carry graphId where expected (graph kernels not "
+             "counted): libcupti API version 140000, built for %u\n",
+             (unsigned)CUPTI_API_VERSION);
+    const struct {
+        const char *env, *warning, *absent[5];
+    } cases[] = {
+        {"CG_STANDIN_FAIL=SYNCHRONIZATION",
+         "w CUPTI activity kind SYNCHRONIZATION unavailable: CUPTI_ERROR_STANDIN_REFUSED\n",
+         {"sync_stream", "sync_event", "sync_context", "sync_wait_event", "sync_ns"}},
+        {"CG_STANDIN_FAIL=JIT",
+         "w CUPTI activity kind JIT unavailable: CUPTI_ERROR_STANDIN_REFUSED\n",
+         {"jit"}},
+        {"CG_STANDIN_FAIL=enable-callback",
+         "w CUPTI module load callback unavailable (module loads not counted): "
+         "CUPTI_ERROR_STANDIN_REFUSED\n",
+         {"module_loads"}},
+        {"CG_STANDIN_FAIL=version",
+         "w CUPTI kernel records may not carry graphId where expected (graph kernels not "
+         "counted): CUPTI_ERROR_STANDIN_REFUSED\n",
+         {"graph_kernels"}},
+        {"CG_STANDIN_VERSION=140000", version_warning, {"graph_kernels"}},
+        {"CG_STANDIN_FAIL=MEMCPY2", /* peer copies would be missing from the copies */
+         "w CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_STANDIN_REFUSED\n",
+         {"copies"}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_proc p;
+        const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", cases[i].env, NULL};
+        const char *args[] = {COUNTING_ARGS, NULL};
+        assert_int_equal(run_standin(w, env, args, &p), 0);
+        const char *shard = cg_canary_shard(w);
+        if (cg_text_line(shard, "gpu ok\n") == NULL ||
+            cg_text_line(shard, cases[i].warning) == NULL)
+            fail_msg("%s: no gpu ok, or no '%s' in:\n%s", cases[i].env, cases[i].warning, shard);
+        size_t n_absent = 0;
+        for (size_t k = 0; k < 5 && cases[i].absent[k] != NULL; k++, n_absent++) {
+            char line[64];
+            if (counted(shard, cases[i].absent[k]))
+                fail_msg("%s: '%s' is counted:\n%s", cases[i].env, cases[i].absent[k], shard);
+            for (int step = 0; step < 4; step++) {
+                snprintf(line, sizeof(line), "n %d %s ", step, cases[i].absent[k]);
+                assert_null(cg_text_line(shard, line));
+            }
+        }
+        /* the rest is counted as without the refusal */
+        for (size_t k = 0; k < sizeof(counting_want) / sizeof(counting_want[0]); k++) {
+            const char *name = counting_want[k].name;
+            bool absent = false;
+            for (size_t j = 0; j < n_absent; j++)
+                absent |= strcmp(cases[i].absent[j], name) == 0;
+            if (absent)
+                continue;
+            if (!counted(shard, name) ||
+                cg_shard_count(shard, NULL, 1, name) != counting_want[k].per_step)
+                fail_msg("%s: %s not counted as without the refusal:\n%s", cases[i].env, name,
+                         shard);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +546,8 @@ int main(void)
         cmocka_unit_test(test_inject_standin__a_forked_child_never_flushes),
         cmocka_unit_test(
             test_inject_standin__a_fork_never_lands_inside_an_exit_handler_registration),
+        cmocka_unit_test(test_inject_standin__counts_per_step_up_to_the_window_end),
+        cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }
