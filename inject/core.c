@@ -245,12 +245,14 @@ static void trace_config(void)
     g_config.trace_last = g_config.warmup + b;
 }
 
-/* The last NVTX op totals, the warnings and the trace counts, then the line last, in one locked
- * append: the end of the measured window ("done N") and the exit ("end") share it. */
+/* The last NVTX op totals and range counts, the warnings and the trace counts, then the line
+ * last, in one locked append: the end of the measured window ("done N") and the exit ("end")
+ * share it. */
 static void write_totals(const char *last)
 {
     cg_inject_lock();
     cg_nvtx_write_ops();
+    cg_nvtx_write_counts(true);
     cg_nvtx_write_warnings();
     cg_inject_append_trace_counts();
     cg_inject_append_bytes(last, strlen(last));

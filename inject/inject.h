@@ -114,7 +114,12 @@ void cg_gpu_step_end(int64_t index, uint64_t end_ns);
 bool cg_gpu_measured(void);
 /* Writes the ops recorded by NVTX whose totals changed since the last call. Writer locked. */
 void cg_nvtx_write_ops(void);
-/* Writes "w op table full: ..." when range names could not be recorded. Writer locked. */
+/* Writes "w op table full: ..." when range names could not be recorded (and a warning when range
+ * counts could not be kept). Writer locked. */
 void cg_nvtx_write_warnings(void);
+/* Writes "n I ranges DELTA" for the steps whose NVTX range count changed since the last call:
+ * every step before the measured window's end when all, else the steps since the last call.
+ * Writer locked. */
+void cg_nvtx_write_counts(bool all);
 
 #endif

@@ -10,13 +10,23 @@
  * step; its integer payload is the step's token count. With a fallback name
  * (CANARY_GATE_STEP_FALLBACK: the optimizer steps canary-gate's sitecustomize marks, for
  * --steps-from auto) the first of the two names a process begins marks its steps and ranges of
- * the other are ignored; the shard says which ("steps_from nvtx|optimizer"). Every other range that begins while a
- * step of the measured window (warm-up..warm-up + CANARY_GATE_STEPS) is open, on any thread, is an
- * op of kind "range" ("<domain>:<name>" outside the default domain). Step ends are appended to
- * the shard at once, with the op totals that changed; the end of the window's last step calls
- * cg_inject_measured ("done N"). The op table holds CG_OPS_MAX / 4 * 3 names; ranges of further
- * names are not timed (once the table is full, a new name is turned away without a lock), and the
- * distinct names left out are counted for a "w op table full" line.
+ * the other are ignored; the shard says which ("steps_from nvtx|optimizer"). Every other range that
+ * begins while a step of the measured window (warm-up..warm-up + CANARY_GATE_STEPS) is open, on any
+ * thread, is an op of kind "range" ("<domain>:<name>" outside the default domain). Step ends are
+ * appended to the shard at once, with the op totals that changed; the end of the window's last step
+ * calls cg_inject_measured ("done N"). The op table holds CG_OPS_MAX / 4 * 3 names; ranges of
+ * further names are not timed (once the table is full, a new name is turned away without a lock),
+ * and the distinct names left out are counted for a "w op table full" line.
+ *
+ * Ranges per step ("n I ranges DELTA"): by the same rule, a range other than a step that begins
+ * while a step is open, on any thread, is counted in the step most recently begun, for every step
+ * before the window's end (warm-up included; past the end nothing is counted), whether or not its
+ * name found room in the op table; so over the measured steps the ranges counted are the range
+ * ops' calls, but for ranges still open (an op's call is counted when it ends) and ranges of names
+ * the op table turned away. The counts live in chunks of CG_RANGE_CHUNK steps allocated when a
+ * step of a new chunk begins (the hot path: one atomic add); they are written at every step end
+ * (the steps since the last write, the one before included for a range that raced its begin),
+ * and for every step at the window's end and at exit.
  *
  * Handles: the domain and registered-string handles this library gives out are numbers (a tag in
  * the top 16 bits, which no user-space pointer has on the 64-bit platforms CUDA runs on, and an
@@ -60,6 +70,8 @@
 #define CG_UNRECORDED_MAX 4096 /* power of two; distinct names left out, at most 3/4 counted */
 #define CG_HANDLE_CHUNK 1024
 #define CG_HANDLE_CHUNKS 256
+#define CG_RANGE_CHUNK 4096 /* steps per chunk of range counts */
+#define CG_RANGE_CHUNKS ((CG_MAX_STEP_INDEX + CG_RANGE_CHUNK - 1) / CG_RANGE_CHUNK)
 #define CG_HANDLE_TAG_MASK ((uint64_t)0xffff << 48)
 #define CG_DOMAIN_TAG ((uint64_t)0xc9d0 << 48)
 #define CG_STRING_TAG ((uint64_t)0xc950 << 48)
@@ -126,6 +138,12 @@ struct se_slot {
     bool used;
 };
 
+/* The ranges begun in one step, and what the shard has of them. */
+struct range_count {
+    _Atomic int64_t n;
+    int64_t written; /* guarded by the shard writer lock */
+};
+
 static _Thread_local struct tstack t_stack;
 
 static bool g_on;
@@ -148,6 +166,15 @@ static int64_t g_trace_first = -1, g_trace_last = -1;
 static _Atomic int g_trace_state; /* 0 before the traced steps, 1 during, 2 after */
 static _Atomic int32_t g_next_domain_id;
 static _Thread_local int32_t t_tid;
+
+/* Range counts by step: chunk[step / CG_RANGE_CHUNK][step % CG_RANGE_CHUNK], chunks made (under
+ * g_range_lock) before a step of theirs is the current one; g_ranges_from: the first step the
+ * next step end's write looks at (writer lock); g_ranges_lost: a chunk could not be made. */
+static struct range_count *_Atomic g_ranges[CG_RANGE_CHUNKS];
+static pthread_mutex_t g_range_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_ranges_from;
+static _Atomic bool g_ranges_lost;
+static bool g_ranges_lost_written; /* writer lock */
 
 static struct se_slot g_se[CG_SE_SLOTS];
 static uint32_t g_se_next;
@@ -228,6 +255,11 @@ static void note_unrecorded(uint64_t h)
 
 void cg_nvtx_write_warnings(void)
 {
+    if (atomic_load_explicit(&g_ranges_lost, memory_order_relaxed) && !g_ranges_lost_written) {
+        g_ranges_lost_written = true;
+        cg_inject_append(CG_SHARD_KEY_WARNING " out of memory: NVTX ranges not counted in some "
+                                              "steps\n");
+    }
     int32_t n = atomic_load_explicit(&g_n_unrecorded, memory_order_relaxed);
     if (n == 0 || n == atomic_load_explicit(&g_unrecorded_written, memory_order_relaxed))
         return;
@@ -342,6 +374,67 @@ static bool measured_step(int64_t step)
     return step >= g_warmup && step < g_measure_end;
 }
 
+/* True for the steps whose ranges are counted: every step before the window's end (within the
+ * step indices a shard holds). */
+static bool range_step(int64_t step)
+{
+    return step >= 0 && step < g_measure_end && step < CG_MAX_STEP_INDEX;
+}
+
+/* Makes the chunk of step's range counts (step begins: before it is the current step). */
+static void range_chunk(int64_t step)
+{
+    if (!range_step(step) ||
+        atomic_load_explicit(&g_ranges[step / CG_RANGE_CHUNK], memory_order_acquire) != NULL)
+        return;
+    pthread_mutex_lock(&g_range_lock);
+    if (atomic_load_explicit(&g_ranges[step / CG_RANGE_CHUNK], memory_order_relaxed) == NULL) {
+        struct range_count *c = calloc(CG_RANGE_CHUNK, sizeof(*c));
+        if (c != NULL)
+            atomic_store_explicit(&g_ranges[step / CG_RANGE_CHUNK], c, memory_order_release);
+        else
+            atomic_store_explicit(&g_ranges_lost, true, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&g_range_lock);
+}
+
+/* A range begun in step (the current one). */
+static void range_count(int64_t step)
+{
+    if (!range_step(step))
+        return;
+    struct range_count *c =
+        atomic_load_explicit(&g_ranges[step / CG_RANGE_CHUNK], memory_order_acquire);
+    if (c != NULL)
+        atomic_fetch_add_explicit(&c[step % CG_RANGE_CHUNK].n, 1, memory_order_relaxed);
+}
+
+void cg_nvtx_write_counts(bool all)
+{
+    int64_t last = atomic_load_explicit(&g_next_step, memory_order_relaxed) - 1;
+    if (last >= g_measure_end)
+        last = g_measure_end - 1;
+    if (last >= CG_MAX_STEP_INDEX)
+        last = CG_MAX_STEP_INDEX - 1;
+    for (int64_t k = all ? 0 : g_ranges_from; k <= last; k++) {
+        struct range_count *chunk =
+            atomic_load_explicit(&g_ranges[k / CG_RANGE_CHUNK], memory_order_acquire);
+        if (chunk == NULL) {
+            k += CG_RANGE_CHUNK - 1 - k % CG_RANGE_CHUNK; /* none of its steps began */
+            continue;
+        }
+        struct range_count *c = &chunk[k % CG_RANGE_CHUNK];
+        int64_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+        if (n == c->written)
+            continue;
+        cg_inject_append(CG_SHARD_KEY_COUNT " %lld " CG_SHARD_COUNT_RANGES " %lld\n", (long long)k,
+                         (long long)(n - c->written));
+        c->written = n;
+    }
+    if (!all && last > g_ranges_from)
+        g_ranges_from = last; /* earlier steps change no more, but for a range racing a begin */
+}
+
 /* 1 when a range of the default domain named name marks a step, -1 when it is the step name
  * that lost (ignored), else 0. Of the step name and the fallback, the first begun wins for the
  * process; the winner is written once ("steps_from optimizer" for CG_OPTIMIZER_STEP_RANGE, else
@@ -384,17 +477,21 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
         f->flags = FRAME_STEP;
         f->tokens = tokens;
         f->step = atomic_fetch_add_explicit(&g_next_step, 1, memory_order_relaxed);
-        atomic_store_explicit(&g_cur_step, f->step, memory_order_relaxed);
+        range_chunk(f->step); /* published with the step (release): range_count finds it */
+        atomic_store_explicit(&g_cur_step, f->step, memory_order_release);
         atomic_fetch_add_explicit(&g_open_steps, 1, memory_order_relaxed);
         f->start_ns = cg_inject_now_ns();
         cg_gpu_step_begin(f->step, f->start_ns);
         if (f->step == g_trace_first)
             atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
-    } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0 &&
-               measured_step(atomic_load_explicit(&g_cur_step, memory_order_relaxed))) {
-        f->op = name_lookup(&g_ops, d, name);
-        if (f->op >= 0)
-            f->start_ns = cg_inject_now_ns();
+    } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0) {
+        int64_t step = atomic_load_explicit(&g_cur_step, memory_order_acquire);
+        range_count(step);
+        if (measured_step(step)) {
+            f->op = name_lookup(&g_ops, d, name);
+            if (f->op >= 0)
+                f->start_ns = cg_inject_now_ns();
+        }
     }
     if (atomic_load_explicit(&g_trace_state, memory_order_relaxed) == 1)
         trace_begin(f, d, name);
@@ -417,6 +514,7 @@ static void end_range(const struct frame *f)
                          (unsigned long long)f->start_ns, (unsigned long long)end,
                          (long long)f->tokens);
         cg_nvtx_write_ops();
+        cg_nvtx_write_counts(false);
         cg_inject_unlock();
     }
     if (f->traced)

@@ -4,8 +4,10 @@
  * (but without canary-gate, so the library's own lines are checked), and the shard it writes is
  * read back. Pinned here: ops counted only in the measured window (CANARY_GATE_STEPS), "done N"
  * written when the window's last step ends and before the process exits, the op table's overflow
- * reported, and domain and string handles the library never gave out neither crash it nor count
- * as its own.
+ * reported, domain and string handles the library never gave out neither crash it nor count
+ * as its own, and the NVTX ranges counted per step ("n I ranges DELTA": ranges begun in the step
+ * on any thread, the step range not, every step before the window's end, complete before "done")
+ * are, over the measured steps, the range ops' calls.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,6 +196,124 @@ static void test_inject_nvtx__first_step_name_begun_marks_the_steps(void **state
     assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "backward"), 4);
 }
 
+/* The sum of the calls of every "o range ..." line of text before stop (NULL: the end). */
+static int64_t range_op_calls(const char *text, const char *stop)
+{
+    int64_t sum = 0;
+    for (const char *p = cg_text_line(text, "o range "); p != NULL && (stop == NULL || p < stop);
+         p = cg_text_line(p + 1, "o range ")) {
+        long long calls = 0;
+        if (sscanf(p, "o range %lld ", &calls) != 1)
+            fail_msg("bad op line: %.80s", p);
+        sum += calls;
+    }
+    return sum;
+}
+
+/* The sum of the "ranges" counts of steps first..last (inclusive) before stop. */
+static int64_t ranges_of_steps(const char *text, const char *stop, int64_t first, int64_t last)
+{
+    int64_t sum = 0;
+    for (int64_t k = first; k <= last; k++)
+        sum += cg_shard_count(text, stop, k, "ranges");
+    return sum;
+}
+
+static void test_inject_nvtx__ranges_are_counted_per_step_on_every_thread(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    /* per step: "forward" and "backward" on the step's thread, "worker" on 3 threads, two
+     * ranges of the NCCL domain (one of them named "step") around the step range: 5 in it */
+    const char *env[] = {"CANARY_GATE_WARMUP=2", "CANARY_GATE_STEPS=3", NULL};
+    const char *args[] = {"--steps",   "6", "--step-ms",      "1", "--nested",
+                          "--threads", "3", "--other-domain", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *done = cg_text_line(shard, "done 5\n");
+    assert_non_null(done);
+    for (int64_t k = 0; k < 5; k++) /* warm-up included, complete before "done" */
+        if (cg_shard_count(shard, done, k, "ranges") != 5)
+            fail_msg("step %lld: %lld ranges, expected 5:\n%s", (long long)k,
+                     (long long)cg_shard_count(shard, NULL, k, "ranges"), shard);
+    assert_null(cg_text_line(shard, "n 5 ")); /* past the window's end */
+    assert_int_equal(cg_shard_count(shard, NULL, -1, "ranges"), 25);
+    /* each step's count is written when it ends: after its step line, before the next one's */
+    for (int64_t k = 0; k < 5; k++) {
+        char s_line[16], next_line[16], n_line[32];
+        snprintf(s_line, sizeof(s_line), "s %lld ", (long long)k);
+        snprintf(next_line, sizeof(next_line), "s %lld ", (long long)k + 1);
+        snprintf(n_line, sizeof(n_line), "n %lld ranges ", (long long)k);
+        const char *step = cg_text_line(shard, s_line), *count = cg_text_line(shard, n_line);
+        const char *next = cg_text_line(shard, next_line);
+        if (step == NULL || count == NULL || next == NULL || !(step < count && count < next))
+            fail_msg("step %lld: its count is not written when it ends:\n%s", (long long)k, shard);
+    }
+}
+
+/* Over the measured steps the ranges counted are the range ops' calls, whatever marks the steps
+ * and the ranges (start/end, registered strings, other domains, handles the library never gave
+ * out, many names); warm-up steps add their ranges but no calls. */
+static void test_inject_nvtx__measured_ranges_are_the_range_ops_calls(void **state)
+{
+    const struct cg_workdir *w = *state;
+    static const char *const cases[][12] = {
+        {"--nested", "--threads", "2", NULL},
+        {"--mode", "start-end", "--nested", "--many-names", "7", NULL},
+        {"--mode", "registered", "--other-domain", "--foreign-handles", NULL},
+        {"--mode", "wide", "--unbalanced", "--nested", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_proc p;
+        const char *env[] = {"CANARY_GATE_WARMUP=2", "CANARY_GATE_STEPS=3", NULL};
+        const char *args[20] = {"--steps", "7", "--step-ms", "1"};
+        size_t n = 4;
+        for (size_t k = 0; cases[i][k] != NULL; k++)
+            args[n++] = cases[i][k];
+        args[n] = NULL;
+        int rc = cg_canary_run(w, env, args, &p);
+        if (rc != 0)
+            fail_msg("case %zu: the canary exited %d: %s", i, rc, p.err);
+        const char *shard = cg_canary_shard(w);
+        const char *done = cg_text_line(shard, "done 5\n");
+        assert_non_null(done);
+        int64_t measured = ranges_of_steps(shard, done, 2, 4);
+        if (measured == 0 || measured != range_op_calls(shard, done) ||
+            measured != range_op_calls(shard, NULL))
+            fail_msg("case %zu: %lld ranges in the measured steps, %lld range op calls:\n%s", i,
+                     (long long)measured, (long long)range_op_calls(shard, NULL), shard);
+        assert_int_equal(ranges_of_steps(shard, NULL, 0, 1), 2 * measured / 3); /* warm-up */
+    }
+}
+
+/* Without a window's end every step is counted, and the counts are complete at exit. */
+static void test_inject_nvtx__ranges_without_a_window_end_are_written_by_exit(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", NULL};
+    const char *args[] = {"--steps", "4", "--step-ms", "0", "--nested", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *end = cg_text_line(shard, "end\n");
+    assert_non_null(end);
+    assert_int_equal(ranges_of_steps(shard, end, 0, 3), 8);
+    assert_int_equal(ranges_of_steps(shard, end, 1, 3), range_op_calls(shard, NULL));
+}
+
+/* Names the op table turned away are not timed, but their ranges are counted all the same. */
+static void test_inject_nvtx__ranges_count_names_the_op_table_turned_away(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=1", NULL};
+    const char *args[] = {"--steps", "2", "--step-ms", "0", "--many-names", "3100", NULL};
+    assert_int_equal(cg_canary_run(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    assert_int_equal(cg_shard_count(shard, NULL, 1, "ranges"), 3100);
+    assert_int_equal(range_op_calls(shard, NULL), 3072);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +325,10 @@ int main(void)
         cmocka_unit_test(test_inject_nvtx__op_table_overflow_is_reported),
         cmocka_unit_test(test_inject_nvtx__foreign_handles_are_never_dereferenced),
         cmocka_unit_test(test_inject_nvtx__first_step_name_begun_marks_the_steps),
+        cmocka_unit_test(test_inject_nvtx__ranges_are_counted_per_step_on_every_thread),
+        cmocka_unit_test(test_inject_nvtx__measured_ranges_are_the_range_ops_calls),
+        cmocka_unit_test(test_inject_nvtx__ranges_without_a_window_end_are_written_by_exit),
+        cmocka_unit_test(test_inject_nvtx__ranges_count_names_the_op_table_turned_away),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }
