@@ -644,9 +644,20 @@ static const struct cg_domain *as_domain(nvtxDomainHandle_t h)
 
 /* --- push/pop ----------------------------------------------------------------------------- */
 
-static int push(const struct cg_domain *d, const char *name, int64_t tokens)
+/* The calling thread's stack. The address of a thread-local variable of a library loaded with
+ * dlopen costs a __tls_get_addr call, which the compiler would rather repeat than keep in a
+ * register (three calls in a pop): the empty asm makes the address a value it cannot recompute,
+ * so push and pop pay for one call each. */
+static inline struct tstack *this_stack(void)
 {
     struct tstack *s = &t_stack;
+    __asm__("" : "+r"(s));
+    return s;
+}
+
+static int push(const struct cg_domain *d, const char *name, int64_t tokens)
+{
+    struct tstack *s = this_stack();
     if (s->depth >= CG_STACK_MAX) {
         s->overflow++;
         return s->depth + s->overflow - 1;
@@ -657,7 +668,7 @@ static int push(const struct cg_domain *d, const char *name, int64_t tokens)
 
 static int pop(const struct cg_domain *d)
 {
-    struct tstack *s = &t_stack;
+    struct tstack *s = this_stack();
     if (s->overflow > 0) {
         s->overflow--;
         return s->depth + s->overflow;
