@@ -202,11 +202,11 @@ static bool has_ranges(const struct cg_artifact *a)
 
 static int rank(const struct cg_count_result *r)
 {
-    if (r->outcome == CG_OUT_FAIL)
-        return 0;
+    if (r->outcome == CG_OUT_FAIL) /* what must not happen at all before what grew too much */
+        return r->allowed == 0 ? 0 : 1;
     if (r->outcome == CG_OUT_IMPROVED)
-        return 1;
-    return r->baseline != r->current ? 2 : 3;
+        return 2;
+    return r->baseline != r->current ? 3 : 4;
 }
 
 static int cmp_result(const void *a, const void *b)

@@ -191,6 +191,40 @@ static void test_gate__an_extra_range_per_step_fails_on_its_count(void **state)
     cg_artifact_release(&a);
 }
 
+/* GPU counts end to end, with the stand-in libcupti (tests/standin/) in place of the real one:
+ * one more pageable device-to-host copy per step FAILs from a single run, and the headline
+ * names it; the same canary again changes no count. */
+static void test_gate__a_pageable_copy_per_step_fails_from_one_run(void **state)
+{
+    struct cg_workdir *f = *state;
+    const char *env[] = {"CANARY_GATE_CUPTI_PATH=" CG_BINARY_DIR
+                         "/tests/standin/libcupti-standin.so",
+                         NULL};
+#define STANDIN_CANARY                                                                                 CANARY, "--cuda-init", "--standin-kernels", "--standin-syncs", "1", "--steps", "5",                   "--step-ms", "2", "--standin-dtoh-pageable"
+    const char *rec[] = {"run", "--out", "main.json", "--runs", "1", "--steps", "4", "--warmup",
+                         "1", "--", STANDIN_CANARY, "1", NULL};
+    assert_int_equal(gate(f, env, rec), 0);
+    const char *same[] = {"--baseline", "main.json", "--runs", "1", "--json", "same.json", "--",
+                          STANDIN_CANARY, "1", NULL};
+    assert_int_equal(gate(f, env, same), 0);
+    cJSON *root = cJSON_Parse(cg_workdir_read(f, "same.json"));
+    assert_non_null(root);
+    const cJSON *counts = cJSON_GetObjectItemCaseSensitive(root, "counts");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(counts, "changed")->valueint, 0);
+    assert_true(cJSON_GetObjectItemCaseSensitive(counts, "compared")->valueint >= 16);
+    cJSON_Delete(root);
+    const char *more[] = {"--baseline", "main.json", "--runs", "1", "--report", "r.md", "--json",
+                          "v.json", "--", STANDIN_CANARY, "2", NULL};
+#undef STANDIN_CANARY
+    assert_int_equal(gate(f, env, more), 1);
+    assert_verdict_json(f, "v.json", "fail");
+    assert_non_null(
+        strstr(proc.out, "FAIL: +1 pageable device-to-host copies per step (1 -> 2) (and 1 more)"));
+    const char *md = cg_workdir_read(f, "r.md");
+    assert_non_null(strstr(md, "| pageable device-to-host copies | 1 | 2 | +1 | +0 |"));
+    assert_non_null(strstr(md, "| host blocked in synchronisation |"));
+}
+
 static void test_gate__too_few_runs_cannot_fail(void **state)
 {
     struct cg_workdir *f = *state;
@@ -578,6 +612,7 @@ int main(void)
         IN_WORKDIR(test_gate__slower_canary_fails),
         IN_WORKDIR(test_gate__too_few_runs_cannot_fail),
         IN_WORKDIR(test_gate__an_extra_range_per_step_fails_on_its_count),
+        IN_WORKDIR(test_gate__a_pageable_copy_per_step_fails_from_one_run),
         IN_WORKDIR(test_gate__same_canary_passes),
         IN_WORKDIR(test_gate__failing_canary_is_reported_as_such),
         IN_WORKDIR(test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason),
