@@ -1,7 +1,9 @@
 /*
  * fuzz_agg: CUPTI activity records into the injection library's aggregation (inject/aggregate.c,
- * compiled in): kernels, copies, sets, device memory allocations and releases and overhead
- * records, in any order relative to the NVTX step boundaries, with zero and inverted timestamps.
+ * compiled in): kernels (some launched by a CUDA graph), copies (MEMCPY and MEMCPY2), sets,
+ * device memory allocations and releases, synchronisations of every type (some that did not
+ * complete), JIT records, overhead records and module loads, in any order relative to the NVTX
+ * step boundaries, with zero and inverted timestamps.
  *
  * The input is byte code: begin or end a step, let time pass, deliver a record (its start may lie
  * in the past, as CUPTI delivers buffers late) one by one or in a batch (cg_agg_records), settle;
@@ -11,7 +13,8 @@
  * harness keeps every record and recomputes from scratch what the streaming aggregation must
  * give: per-op calls and time of the measured steps, how many timed records fell inside and
  * outside every step, each step's GPU busy time (the union of kernel intervals inside the step),
- * and each device's peak memory. Busy time never exceeds the step's length; it is exact while the
+ * every step's counts (each counted event in the step its start or timestamp lies in), and each
+ * device's peak memory. Busy time never exceeds the step's length; it is exact while the
  * interval ring never filled and nothing was settled early; memory peaks are exact when no event
  * arrived later than what was applied; trace events stay within their cap.
  */
@@ -26,6 +29,7 @@
 #define N_DEVICES 3
 #define BATCH 16
 #define MAX_TRACE 32
+#define MAX_COUNTED (3 * MAX_EVENTS)
 
 /* Record storage that stays put until a batch is handed over. */
 union record {
@@ -35,6 +39,9 @@ union record {
     CUpti_ActivityMemset4 set;
     CUpti_ActivityMemory4 memory;
     CUpti_ActivityOverhead3 overhead;
+    CUpti_ActivityMemcpyPtoP4 peer;
+    CUpti_ActivitySynchronization2 sync;
+    CUpti_ActivityJit2 jit;
 };
 
 static const char *const kernel_names[] = {"_Z4gemmv", "_Z4reluv", "triton_poi_fused_0",
@@ -52,6 +59,13 @@ struct memev {
     uint32_t device;
 };
 
+/* Something the aggregation must count in the step t lies in (if any). */
+struct counted {
+    uint64_t t;
+    enum cg_agg_count count;
+    int64_t add;
+};
+
 struct model {
     struct cg_agg agg;
     uint64_t now;
@@ -62,6 +76,9 @@ struct model {
     size_t n_recs;
     struct memev mem[MAX_EVENTS];
     size_t n_mem;
+    struct counted counted[MAX_COUNTED];
+    size_t n_counted;
+    bool graph_ids_off;
     int64_t fed;
     int64_t timed; /* kernels, copies and sets fed, bad timestamps included */
     bool horizon;  /* deliveries say when they happen (cg_agg_now) */
@@ -108,6 +125,19 @@ static void keep(struct model *m, uint64_t start, uint64_t end, const char *name
     m->recs[m->n_recs++] = (struct rec){start, end, name, kind};
 }
 
+/* The aggregation must count add in count for the step t lies in. */
+static void expect(struct model *m, uint64_t t, enum cg_agg_count count, int64_t add)
+{
+    if (m->n_counted < MAX_COUNTED)
+        m->counted[m->n_counted++] = (struct counted){t, count, add};
+}
+
+/* True for timestamps a record counts with (others are zero or inverted). */
+static bool good_times(uint64_t start, uint64_t end)
+{
+    return start != 0 && end != 0 && end >= start;
+}
+
 static void step_end(struct model *m)
 {
     flush(m);
@@ -126,7 +156,7 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
     uint64_t dur = cg_fuzz_uint(in, 3);
     union record r;
     memset(&r, 0, sizeof(r));
-    switch ((op & 0x0f) % 11) { /* the high bits are the cases' flags */
+    switch (op & 0x0f) { /* the high bits are the cases' flags */
     case 0:
         if (m->n_steps == MAX_STEPS)
             break;
@@ -151,7 +181,13 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
             start = m->now + 1000000000000000ull; /* another clock: after every step */
         r.kernel.start = (op & 0xe0) == 0xe0 ? 0 : start;
         r.kernel.end = (op & 0xe0) == 0xc0 ? start - 1 : start + dur;
+        r.kernel.graphId = (dur >> 5) & 1 ? (uint32_t)(1 + back % 7) : 0;
         keep(m, r.kernel.start, r.kernel.end, r.kernel.name ? r.kernel.name : "?", CG_AGG_KERNEL);
+        if (good_times(r.kernel.start, r.kernel.end)) {
+            expect(m, r.kernel.start, CG_AGG_N_KERNELS, 1);
+            if (r.kernel.graphId != 0 && !m->graph_ids_off)
+                expect(m, r.kernel.start, CG_AGG_N_GRAPH_KERNELS, 1);
+        }
         m->kernels++;
         m->timed++;
         feed(m, &r);
@@ -163,8 +199,15 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
         r.copy.dstKind = (uint8_t)((dur >> 8) % 9);
         r.copy.start = start;
         r.copy.end = start + dur;
+        r.copy.bytes = back;
         keep(m, r.copy.start, r.copy.end,
              cg_agg_memcpy_name(r.copy.copyKind, r.copy.srcKind, r.copy.dstKind), CG_AGG_MEMCPY);
+        expect(m, start, CG_AGG_N_COPIES, 1);
+        if (r.copy.copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
+            r.copy.dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) {
+            expect(m, start, CG_AGG_N_DTOH_PAGEABLE, 1);
+            expect(m, start, CG_AGG_N_DTOH_PAGEABLE_BYTES, (int64_t)back);
+        }
         m->timed++;
         feed(m, &r);
         break;
@@ -189,6 +232,8 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
             int64_t b = (int64_t)r.memory.bytes;
             m->mem[m->n_mem++] = (struct memev){start, (op & 0x10) ? -b : b, r.memory.deviceId};
         }
+        if (r.memory.memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+            expect(m, start, (op & 0x10) ? CG_AGG_N_FREES : CG_AGG_N_ALLOCS, 1);
         feed(m, &r);
         break;
     case 7:
@@ -205,6 +250,56 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
     case 9: /* from now on, records go in batches (or one by one again) */
         flush(m);
         m->batching = !m->batching;
+        break;
+    case 10: { /* a synchronisation of any type, some not completed, some with bad timestamps */
+        r.sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+        r.sync.type = (CUpti_ActivitySynchronizationType)(dur % 6);
+        r.sync.returnValue = (op & 0x10) ? 600 : 0;
+        r.sync.start = (op & 0xe0) == 0xe0 ? 0 : start;
+        r.sync.end = (op & 0xe0) == 0xc0 ? start - 1 : start + dur;
+        static const enum cg_agg_count by_type[5] = {CG_AGG_COUNTS, CG_AGG_N_SYNC_EVENT,
+                                                     CG_AGG_N_SYNC_WAIT, CG_AGG_N_SYNC_STREAM,
+                                                     CG_AGG_N_SYNC_CONTEXT};
+        enum cg_agg_count c = dur % 6 < 5 ? by_type[dur % 6] : CG_AGG_COUNTS;
+        if (c != CG_AGG_COUNTS && r.sync.returnValue == 0 && good_times(r.sync.start, r.sync.end)) {
+            expect(m, start, c, 1);
+            if (c != CG_AGG_N_SYNC_WAIT)
+                expect(m, start, CG_AGG_N_SYNC_NS, (int64_t)dur);
+        }
+        feed(m, &r);
+        break;
+    }
+    case 11: /* a JIT record */
+        r.jit.kind = CUPTI_ACTIVITY_KIND_JIT;
+        r.jit.jitOperationType = (CUpti_ActivityJitOperationType)(dur % 4);
+        r.jit.start = (op & 0xe0) == 0xe0 ? 0 : start;
+        r.jit.end = r.jit.start + dur;
+        if (good_times(r.jit.start, r.jit.end))
+            expect(m, start, CG_AGG_N_JIT, 1);
+        feed(m, &r);
+        break;
+    case 12: /* a peer copy (MEMCPY2) */
+        r.peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+        r.peer.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+        r.peer.start = start;
+        r.peer.end = start + dur;
+        r.peer.bytes = back;
+        keep(m, r.peer.start, r.peer.end, "memcpy PtoP", CG_AGG_MEMCPY);
+        expect(m, start, CG_AGG_N_COPIES, 1);
+        m->timed++;
+        feed(m, &r);
+        break;
+    case 13: /* a module load, counted at the time it is reported */
+        flush(m);
+        if (m->horizon)
+            cg_agg_now(&m->agg, m->now);
+        cg_agg_module_load(&m->agg, m->now);
+        expect(m, m->now, CG_AGG_N_MODULE_LOADS, 1);
+        break;
+    case 14: /* graphId is read, or not, from the next kernel on */
+        flush(m);
+        m->graph_ids_off = !m->graph_ids_off;
+        cg_agg_graph_ids(&m->agg, !m->graph_ids_off);
         break;
     default: /* a kind the aggregation does not read */
         r.kernel.kind = CUPTI_ACTIVITY_KIND_MARKER;
@@ -306,6 +401,23 @@ static int cmp_mem_ev(const void *x, const void *y)
     return (p->delta > q->delta) - (p->delta < q->delta);
 }
 
+/* Every step's counts, from scratch. */
+static void check_counts(const struct model *m)
+{
+    static int64_t want[MAX_STEPS][CG_AGG_COUNTS];
+    memset(want, 0, sizeof(want));
+    for (size_t i = 0; i < m->n_counted; i++) {
+        int k = step_of(m, m->counted[i].t);
+        if (k >= 0)
+            want[k][m->counted[i].count] += m->counted[i].add;
+    }
+    for (int k = 0; k < m->n_steps; k++)
+        for (int c = 0; c < CG_AGG_COUNTS; c++)
+            CG_FUZZ_CHECK(m->agg.steps[k].count[c] == want[k][c], "step %d: %s %lld, expected %lld",
+                          k, cg_agg_count_name((enum cg_agg_count)c),
+                          (long long)m->agg.steps[k].count[c], (long long)want[k][c]);
+}
+
 static void check_memory(struct model *m)
 {
     if (m->agg.late_mem != 0)
@@ -384,6 +496,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CG_FUZZ_CHECK(got == want, "step %d: busy %lld ns, expected %lld", k, (long long)got,
                           (long long)want);
     }
+    check_counts(&m);
     check_memory(&m);
     cg_agg_release(&m.agg);
     return 0;
