@@ -10,7 +10,11 @@
  * it back. Domain handles are the library's own, none (the default domain), or handles it never
  * gave out (a pointer to the harness's memory, a made-up number, its own tag with an index it
  * never issued), which must never be dereferenced. The measured window ends after step 3, so the
- * end of the window ("done") is written in inputs with enough steps. The library's sources are
+ * end of the window ("done") is written in inputs with enough steps. The ranges the library
+ * counts per step ("n I ranges DELTA", which the gate's parser may skip) are read back too: only
+ * steps before the window's end, positive deltas, and over the measured steps as many as the
+ * range ops' calls when every range was ended (a start whose id the harness could not keep, or
+ * the library could not give, never is). The library's sources are
  * compiled in (inject/core.c, nvtx.c, gpu_none.c) so that its per-process state can be cleared
  * between inputs.
  */
@@ -108,6 +112,7 @@ struct state {
     size_t n_strings;
     nvtxRangeId_t ids[MAX_IDS];
     size_t n_ids;
+    bool lost_ids; /* a range started that will never end */
     char name[300];
     wchar_t wide[140];
 };
@@ -169,8 +174,10 @@ static void attributes(struct state *s, nvtxEventAttributes_t *a)
 
 static void remember_id(struct state *s, nvtxRangeId_t id)
 {
-    if (s->n_ids < MAX_IDS)
+    if (s->n_ids < MAX_IDS && id != 0)
         s->ids[s->n_ids++] = id;
+    else
+        s->lost_ids = true;
 }
 
 static void one_call(struct state *s, uint8_t op)
@@ -352,7 +359,37 @@ static void clear_library(struct state *s)
     atomic_store(&g_n_unrecorded, 0);
     atomic_store(&g_unrecorded_written, 0);
     atomic_store(&g_measured, false);
+    for (size_t c = 0; c < CG_RANGE_CHUNKS; c++) {
+        free(atomic_load(&g_ranges[c]));
+        atomic_store(&g_ranges[c], NULL);
+    }
+    g_ranges_from = 0;
+    atomic_store(&g_ranges_lost, false);
+    g_ranges_lost_written = false;
     (void)s;
+}
+
+/* The "n I ranges DELTA" lines of text: each for a step before the window's end, with a positive
+ * delta; returns the sum of the deltas of the measured steps (CG_ENV_WARMUP..CG_ENV_STEPS). */
+static int64_t measured_ranges(const char *text)
+{
+    int64_t sum = 0;
+    for (const char *p = text; p != NULL && *p != '\0';) {
+        long long step = 0, delta = 0;
+        if (strncmp(p, CG_SHARD_KEY_COUNT " ", 2) == 0) {
+            CG_FUZZ_CHECK(sscanf(p, CG_SHARD_KEY_COUNT " %lld " CG_SHARD_COUNT_RANGES " %lld",
+                                 &step, &delta) == 2,
+                          "bad count line: %.80s", p);
+            CG_FUZZ_CHECK(step >= 0 && step < g_measure_end && delta > 0,
+                          "count line out of the window: %.80s", p);
+            if (step >= g_warmup)
+                sum += delta;
+        }
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return sum;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -363,6 +400,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int calls = 0; s.in.left > 0 && calls < 512; calls++)
         one_call(&s, cg_fuzz_u8(&s.in));
     close_all(&s);
+    cg_inject_lock(); /* what the exit writes: the op calls of ranges that ended after every step */
+    cg_nvtx_write_ops();
+    cg_nvtx_write_counts(true);
+    cg_inject_unlock();
 
     size_t len = 0;
     char *text = take_shard(&len);
@@ -371,9 +412,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cg_err_init(&err);
     int rc = cg_shard_parse(text, len, "fuzz.shard", &shard, &err);
     CG_FUZZ_CHECK(rc == 0, "the library wrote a shard the gate cannot read: %s\n%s", err.msg, text);
-    for (size_t i = 0; i < shard.n_ops; i++)
+    int64_t calls = 0;
+    for (size_t i = 0; i < shard.n_ops; i++) {
         CG_FUZZ_CHECK(shard.ops[i].kind == CG_OP_RANGE && shard.ops[i].calls > 0,
                       "op '%s' of kind %d", shard.ops[i].name, (int)shard.ops[i].kind);
+        calls += shard.ops[i].calls;
+    }
+    int64_t ranges = measured_ranges(text);
+    CG_FUZZ_CHECK(ranges >= calls && (s.lost_ids || ranges == calls),
+                  "%lld ranges counted in the measured steps, %lld range op calls\n%s",
+                  (long long)ranges, (long long)calls, text);
     cg_shard_release(&shard);
     free(text);
     clear_library(&s);
