@@ -861,26 +861,29 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
     switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
-        /* only the leading fields, whose offsets every kernel record version shares */
         /* the leading fields, and graphId (see the top) */
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
-        r = (struct timed_rec){k->name, CG_AGG_KERNEL, k->start,    k->end,
-                               -1,      k->deviceId,   k->streamId, a->graph_ids && k->graphId != 0,
-                               false};
+        r = (struct timed_rec){.name = k->name,
+                               .kind = CG_AGG_KERNEL,
+                               .start = k->start,
+                               .end = k->end,
+                               .bytes = -1,
+                               .device = k->deviceId,
+                               .stream = k->streamId,
+                               .graph = a->graph_ids && k->graphId != 0};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)(const void *)rec;
-        r = (struct timed_rec){cg_agg_memcpy_name(m->copyKind, m->srcKind, m->dstKind),
-                               CG_AGG_MEMCPY,
-                               m->start,
-                               m->end,
-                               (int64_t)m->bytes,
-                               m->deviceId,
-                               m->streamId,
-                               false,
-                               m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
-                                   m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE};
+        r = (struct timed_rec){.name = cg_agg_memcpy_name(m->copyKind, m->srcKind, m->dstKind),
+                               .kind = CG_AGG_MEMCPY,
+                               .start = m->start,
+                               .end = m->end,
+                               .bytes = (int64_t)m->bytes,
+                               .device = m->deviceId,
+                               .stream = m->streamId,
+                               .dtoh_pageable = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
+                                                m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
