@@ -72,7 +72,7 @@ int cg_agg_new(struct cg_agg *a, int64_t warmup)
         return -1;
     }
     for (size_t i = 0; i < a->n_slots; i++)
-        a->slots[i] = (struct cg_agg_slot){NULL, SLOT_EMPTY, 0, 0, 0};
+        a->slots[i] = (struct cg_agg_slot){.kind = SLOT_EMPTY};
     return 0;
 }
 
@@ -500,7 +500,7 @@ static int rehash(struct cg_agg *a)
     if (s == NULL)
         return -1;
     for (size_t i = 0; i < n; i++)
-        s[i] = (struct cg_agg_slot){NULL, SLOT_EMPTY, 0, 0, 0};
+        s[i] = (struct cg_agg_slot){.kind = SLOT_EMPTY};
     for (size_t i = 0; i < a->n_slots; i++) {
         const struct cg_agg_slot *old = &a->slots[i];
         if (old->name == NULL)
@@ -541,7 +541,7 @@ COLD struct cg_agg_slot *slot_get(struct cg_agg *a, const char *name, uint32_t k
         a->cap_ops = cap;
     }
     a->ops[a->n_ops] = (struct cg_agg_op){name, (enum cg_agg_kind)kind, 0, 0, 0, 0};
-    a->slots[j] = (struct cg_agg_slot){name, kind, (uint32_t)a->n_ops, 0, 0};
+    a->slots[j] = (struct cg_agg_slot){.name = name, .kind = kind, .op = (uint32_t)a->n_ops};
     a->n_ops++;
     return &a->slots[j];
 }
