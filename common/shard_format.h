@@ -46,10 +46,12 @@
 #define CG_SHARD_KEY_DRIVER "driver" /* VERSION */
 #define CG_SHARD_KEY_WARNING "w"     /* MESSAGE */
 #define CG_SHARD_KEY_DONE "done"     /* N */
-/* Exact counts per step (docs/counts.md): "n I NAME DELTA" adds DELTA to step I's count NAME
- * (lines for the same step and name add up, as "b" lines do); "nc NAME..." (once, GPU only)
- * names the GPU counts this process measures: a GPU count it does not name is unknown, not 0.
- * CG_SHARD_COUNT_RANGES is measured wherever the shard exists. */
+/* Exact counts per step (docs/counts.md, docs/collector.md): "n I NAME DELTA" adds DELTA to step
+ * I's count NAME (lines for the same step and name add up, as "b" lines do; written for every
+ * step before the measured window's end, warm-up included, and only when DELTA is not 0);
+ * "nc NAME..." (once, after "gpu ok", GPU only) names the GPU counts this process measures: a GPU
+ * count it does not name is unknown, not 0 (what feeds it was refused, or cannot be read).
+ * CG_SHARD_COUNT_RANGES is measured wherever the shard exists and never named in "nc". */
 #define CG_SHARD_KEY_COUNT "n"
 #define CG_SHARD_KEY_COUNTED "nc"
 #define CG_SHARD_KEY_END "end"       /* (no fields) */
@@ -85,7 +87,9 @@
 #define CG_SHARD_KIND_RANGE "range"
 
 /* NAME of the "n" and "nc" records: what happened in a step (a record belongs to the step its
- * start, or its timestamp, lies in, as for ops). */
+ * start, or its timestamp, lies in, as for ops; what each counts exactly, e.g. synchronisations
+ * only of calls that completed, JIT records of compilations and of cache loads and stores:
+ * docs/collector.md, "Exact counts per step"). */
 #define CG_SHARD_COUNT_KERNELS "kernels"             /* kernel records */
 #define CG_SHARD_COUNT_GRAPH_KERNELS "graph_kernels" /* of those, launched by a CUDA graph */
 #define CG_SHARD_COUNT_SYNC_STREAM "sync_stream"     /* SYNCHRONIZATION, by type */
