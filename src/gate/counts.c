@@ -69,13 +69,13 @@ static int cmp_op_name(const void *a, const void *b)
 static int index_ranges(const struct cg_run *r, struct range_index *ix)
 {
     ix->n = 0;
-    ix->ops = malloc((r->n_ops + 1) * sizeof(*ix->ops));
+    ix->ops = malloc((r->n_ops + 1) * sizeof(const struct cg_op *));
     if (ix->ops == NULL)
         return -1;
     for (size_t i = 0; i < r->n_ops; i++)
         if (r->ops[i].kind == CG_OP_RANGE)
             ix->ops[ix->n++] = &r->ops[i];
-    qsort(ix->ops, ix->n, sizeof(*ix->ops), cmp_op_name);
+    qsort(ix->ops, ix->n, sizeof(const struct cg_op *), cmp_op_name);
     return 0;
 }
 
