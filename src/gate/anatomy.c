@@ -40,7 +40,8 @@ static double run_share(const struct cg_run *r, enum cg_anatomy_kind kind, const
     if (kind == CG_ANAT_RANGE) {
         bool seen = false;
         for (size_t i = 0; i < r->n_ops; i++)
-            if (r->ops[i].kind == CG_OP_RANGE && strcmp(r->ops[i].name, name) == 0) {
+            if (r->ops[i].kind == CG_OP_RANGE && name != NULL &&
+                strcmp(r->ops[i].name, name) == 0) {
                 part += (double)r->ops[i].total_ns;
                 seen = true;
             }
