@@ -76,7 +76,7 @@ void cg_report_count_value(double v, char *dst, size_t n)
 
 void cg_report_count_change(const struct cg_count_result *r, char *dst, size_t n)
 {
-    char d[32];
+    char d[24]; /* a count's digits; the sign and d fit the callers' 32 bytes */
     double delta = r->current - r->baseline;
     if (isnan(delta)) {
         snprintf(dst, n, "%s", "");
