@@ -99,6 +99,19 @@ static void keep_range(const char **names, double *shares, size_t *n, const char
         (*n)++;
 }
 
+/* The larger of a part's two shares (a side without it counts as 0). */
+static double larger_share(const struct cg_anatomy_part *p)
+{
+    double b = isnan(p->baseline) ? 0.0 : p->baseline, c = isnan(p->current) ? 0.0 : p->current;
+    return b > c ? b : c;
+}
+
+static int cmp_part(const void *x, const void *y)
+{
+    double a = larger_share(x), b = larger_share(y);
+    return (a < b) - (a > b); /* largest first */
+}
+
 int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        struct cg_anatomy *out)
 {
@@ -134,6 +147,8 @@ int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artif
         out->parts[out->n++] = (struct cg_anatomy_part){
             CG_ANAT_RANGE, names[i], side_share(baseline, CG_ANAT_RANGE, names[i], buf),
             side_share(current, CG_ANAT_RANGE, names[i], buf)};
+    /* chosen by their largest run, shown by their medians */
+    qsort(out->parts + out->n - n_names, n_names, sizeof(*out->parts), cmp_part);
     free(buf);
     return 0;
 }

@@ -6,7 +6,8 @@
  * over the measured steps. A run's share of a part is its time over the run's summed step time;
  * a side's share is the median over its runs. The GPU's idle share (steps in which the GPU waits
  * for the host: launch-bound or host-bound work) is 1 minus its busy share. Range shares may
- * add up to more than 1: ranges nest, and ranges of several threads overlap.
+ * add up to more than 1: ranges nest, and ranges of several threads overlap. The ranges shown
+ * are those with the largest share in some run, in the order of their larger median.
  *
  * Shown, never gated. Pure; the parts point into the artifacts. Not thread-safe.
  */
@@ -34,7 +35,7 @@ struct cg_anatomy_part {
 
 struct cg_anatomy {
     struct cg_anatomy_part parts[3 + CG_ANATOMY_MAX_RANGES];
-    size_t n; /* parts known on some side, in enum order, ranges by largest share */
+    size_t n; /* parts known on some side, in enum order; ranges by their larger median */
 };
 
 /* The anatomy of both sides' steps. 0, or -1 when out of memory. */
