@@ -28,9 +28,9 @@ static double run_share(const struct cg_run *r, enum cg_anatomy_kind kind, const
     for (size_t i = 0; i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];
         wall += (double)s->wall_ns;
-        int64_t v = kind == CG_ANAT_SYNC ? s->sync_ns : s->gpu_busy_ns;
         if (kind == CG_ANAT_RANGE)
             continue;
+        int64_t v = kind == CG_ANAT_SYNC ? s->sync_ns : s->gpu_busy_ns;
         if (v < 0)
             return NAN;
         part += (double)(v < s->wall_ns ? v : s->wall_ns);

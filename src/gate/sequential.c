@@ -236,7 +236,6 @@ static void apply_confirmation(struct cg_seq *s)
 {
     struct cg_verdict *v = &s->verdict;
     const struct cg_verdict *c = &s->confirm_verdict;
-    bool any_fail = false, any_inconclusive = false;
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
         const struct cg_metric_result *cr = &c->metrics[m];
@@ -254,15 +253,9 @@ static void apply_confirmation(struct cg_seq *s)
                          c->current->n_runs, cr->delta_pct, cr->p_value,
                          cg_outcome_name(cr->outcome));
         }
-        any_fail |= r->outcome == CG_OUT_FAIL;
-        any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
     }
-    s->info.confirm = any_fail ? CG_CONFIRM_CONFIRMED : CG_CONFIRM_REJECTED;
-    for (size_t i = 0; i < v->counts.n; i++) { /* counts were decided without confirmation */
-        any_fail |= v->counts.rows[i].outcome == CG_OUT_FAIL;
-        any_inconclusive |= v->counts.rows[i].outcome == CG_OUT_INCONCLUSIVE;
-    }
-    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
+    s->info.confirm = metric_fails(v) ? CG_CONFIRM_CONFIRMED : CG_CONFIRM_REJECTED;
+    cg_verdict_overall(v); /* counts were decided without confirmation: they stand */
 }
 
 static int confirm(const struct cg_artifact *base, struct cg_artifact *conf,
@@ -347,7 +340,7 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
         info->look_alpha[m] = s->look_t.metric[m].alpha;
     }
     info->confirm = CG_CONFIRM_NOT_NEEDED;
-    if (s->verdict.overall == CG_OUT_FAIL && metric_fails(&s->verdict)) {
+    if (metric_fails(&s->verdict)) { /* a FAIL of counts alone needs no confirmation */
         info->confirm = CG_CONFIRM_OFF;
         if (o->confirm && (rc = confirm(base, conf, t, o, measure, ctx, s, err)) != 0)
             goto fail;

@@ -665,9 +665,22 @@ static void floor_rule(struct cg_verdict *v)
     }
 }
 
-void cg_verdict_decide(struct cg_verdict *v)
+void cg_verdict_overall(struct cg_verdict *v)
 {
     bool any_fail = false, any_inconclusive = false;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        any_fail |= v->metrics[m].outcome == CG_OUT_FAIL;
+        any_inconclusive |= v->metrics[m].outcome == CG_OUT_INCONCLUSIVE;
+    }
+    for (size_t i = 0; i < v->counts.n; i++) {
+        any_fail |= v->counts.rows[i].outcome == CG_OUT_FAIL;
+        any_inconclusive |= v->counts.rows[i].outcome == CG_OUT_INCONCLUSIVE;
+    }
+    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
+}
+
+void cg_verdict_decide(struct cg_verdict *v)
+{
     bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
     v->downgraded = false;
     v->within_run = false;
@@ -685,11 +698,6 @@ void cg_verdict_decide(struct cg_verdict *v)
             v->downgraded = true;
     }
     floor_rule(v);
-    for (int m = 0; m < CG_M_COUNT; m++) {
-        const struct cg_metric_result *r = &v->metrics[m];
-        any_fail |= r->outcome == CG_OUT_FAIL;
-        any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
-    }
     for (size_t i = 0; i < v->counts.n; i++) {
         struct cg_count_result *r = &v->counts.rows[i];
         if (r->outcome == CG_OUT_FAIL && mismatch) {
@@ -697,10 +705,8 @@ void cg_verdict_decide(struct cg_verdict *v)
             r->other_machine = true;
             v->downgraded = true;
         }
-        any_fail |= r->outcome == CG_OUT_FAIL;
-        any_inconclusive |= r->outcome == CG_OUT_INCONCLUSIVE;
     }
-    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
+    cg_verdict_overall(v);
 }
 
 int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
@@ -758,14 +764,6 @@ bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_art
 {
     return baseline->gpu_available && !current->gpu_available &&
            current->cuda_initialised == 0 && current->env.driver_version != NULL;
-}
-
-bool cg_verdict_counts_fail(const struct cg_verdict *v)
-{
-    for (size_t i = 0; i < v->counts.n; i++)
-        if (v->counts.rows[i].outcome == CG_OUT_FAIL)
-            return true;
-    return false;
 }
 
 void cg_verdict_release(struct cg_verdict *v)

@@ -167,8 +167,10 @@ bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_art
  * it; callers that replace metric results call it again. */
 void cg_verdict_decide(struct cg_verdict *v);
 
-/* True when some count FAILs (it needs no confirmation: counts do not vary with the runner). */
-bool cg_verdict_counts_fail(const struct cg_verdict *v);
+/* Sets the overall outcome from the metric and count outcomes as they stand: FAIL when one
+ * FAILs, else INCONCLUSIVE when one is, else PASS (cg_verdict_decide ends with it; the
+ * confirmation calls it after changing metric outcomes). */
+void cg_verdict_overall(struct cg_verdict *v);
 
 /* Frees what the verdict owns. */
 void cg_verdict_release(struct cg_verdict *v);

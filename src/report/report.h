@@ -42,6 +42,10 @@ void cg_report_count_change(const struct cg_count_result *r, char *dst, size_t n
 void cg_report_count_allowed(const struct cg_count_result *r, const struct cg_thresholds *t,
                              char *dst, size_t n);
 
+/* True for a count row the reports list: it fails, is inconclusive or unavailable, or changed
+ * (the others are counted, not listed). */
+bool cg_report_count_listed(const struct cg_count_result *r);
+
 /* The label of a count row without its name for a range row ("host synchronisations",
  * "calls of the NVTX range"); the caller adds a range row's name, escaped. */
 const char *cg_report_count_label(const struct cg_count_result *r);

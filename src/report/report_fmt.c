@@ -105,6 +105,12 @@ void cg_report_count_allowed(const struct cg_count_result *r, const struct cg_th
         snprintf(dst, n, "+%s", a);
 }
 
+bool cg_report_count_listed(const struct cg_count_result *r)
+{
+    return r->outcome == CG_OUT_FAIL || r->outcome == CG_OUT_INCONCLUSIVE ||
+           r->outcome == CG_OUT_UNAVAILABLE || r->baseline != r->current;
+}
+
 const char *cg_report_count_label(const struct cg_count_result *r)
 {
     return r->row >= 0 ? cg_count_label(r->row) : "calls of the NVTX range";

@@ -263,9 +263,7 @@ static int add_counts(struct cg_buf *b, const struct cg_verdict *v)
     size_t shown = 0, listed = 0;
     for (size_t i = 0; i < c->n; i++) {
         const struct cg_count_result *r = &c->rows[i];
-        bool show = r->outcome == CG_OUT_FAIL || r->outcome == CG_OUT_INCONCLUSIVE ||
-                    r->baseline != r->current || r->outcome == CG_OUT_UNAVAILABLE;
-        if (!show)
+        if (!cg_report_count_listed(r))
             continue;
         listed++;
         if (shown == COUNTS_SHOWN)

@@ -53,8 +53,7 @@ static int add_counts(struct cg_buf *out, const struct cg_verdict *v, bool color
                            c->n_compared, c->n_changed, c->n_varying);
     for (size_t i = 0; i < c->n && rc == 0; i++) {
         const struct cg_count_result *r = &c->rows[i];
-        if (r->outcome != CG_OUT_FAIL && r->outcome != CG_OUT_INCONCLUSIVE &&
-            r->outcome != CG_OUT_UNAVAILABLE && r->baseline == r->current)
+        if (!cg_report_count_listed(r))
             continue;
         char base[32], cur[32], d[32], allowed[64];
         cg_report_count_value(r->baseline, base, sizeof(base));
