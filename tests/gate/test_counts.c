@@ -421,6 +421,30 @@ static void anatomy_shares(void **state)
     cg_verdict_release(&v);
 }
 
+/* The ranges shown are chosen by their largest run but listed by their medians: one run in
+ * which "backward" took most of the step does not put it above "forward". */
+static void anatomy_lists_ranges_by_their_medians(void **state)
+{
+    struct sides *s = *state;
+    for (int side = 0; side < 2; side++) {
+        struct cg_artifact *a = side ? &s->cur : &s->base;
+        for (size_t r = 0; r < a->n_runs; r++)
+            for (size_t i = 0; i < a->runs[r].n_ops; i++) {
+                struct cg_op *op = &a->runs[r].ops[i];
+                double share = strcmp(op->name, "forward") == 0    ? 0.4
+                               : strcmp(op->name, "backward") == 0 ? (r == 0 ? 0.9 : 0.2)
+                                                                   : 0.1;
+                op->total_ns = (int64_t)(share * 1e7) * (int64_t)a->runs[r].n_steps;
+            }
+    }
+    struct cg_anatomy an;
+    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, &an), 0);
+    assert_int_equal(an.n, 3);
+    assert_string_equal(an.parts[0].name, "forward");
+    assert_string_equal(an.parts[1].name, "backward");
+    assert_string_equal(an.parts[2].name, "optimizer");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +461,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(counts_fail_needs_no_confirmation, setup, teardown),
         cmocka_unit_test_setup_teardown(reports_show_the_changed_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(anatomy_shares, setup, teardown),
+        cmocka_unit_test_setup_teardown(anatomy_lists_ranges_by_their_medians, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
