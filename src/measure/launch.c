@@ -9,6 +9,7 @@
 #include "launch.h"
 
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -488,6 +489,24 @@ char *cg_launch_cpu_model(void)
     return out;
 }
 
+char *cg_launch_parse_driver_version(const char *line)
+{
+    const char *p = strstr(line, "Kernel Module");
+    if (p == NULL)
+        return NULL;
+    /* the first word after it made of digits and dots, a digit at each end and a dot inside */
+    for (p += strlen("Kernel Module"); *p != '\0' && *p != '\n';) {
+        p += strspn(p, " \t");
+        size_t n = strcspn(p, " \t\n");
+        size_t digits = strspn(p, "0123456789.");
+        if (n > 2 && digits == n && isdigit((unsigned char)p[0]) &&
+            isdigit((unsigned char)p[n - 1]) && memchr(p, '.', n) != NULL)
+            return trimmed_dup(p, n);
+        p += n;
+    }
+    return NULL;
+}
+
 char *cg_launch_driver_version(void)
 {
     char line[512];
@@ -495,18 +514,8 @@ char *cg_launch_driver_version(void)
     FILE *f = fopen("/proc/driver/nvidia/version", "r");
     if (f == NULL)
         return NULL;
-    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 ..." */
-    if (fgets(line, sizeof(line), f) != NULL) {
-        const char *p = strstr(line, "Kernel Module");
-        if (p != NULL) {
-            p += strlen("Kernel Module");
-            while (*p == ' ')
-                p++;
-            size_t n = strcspn(p, " \n");
-            if (n > 0)
-                out = trimmed_dup(p, n);
-        }
-    }
+    if (fgets(line, sizeof(line), f) != NULL)
+        out = cg_launch_parse_driver_version(line);
     fclose(f);
     return out;
 }

@@ -91,6 +91,10 @@ char *cg_launch_cpu_model(void);
 /* The GPU driver version from /proc/driver/nvidia/version, malloc'ed; NULL when unknown. */
 char *cg_launch_driver_version(void);
 
+/* The driver version in that file's first line ("... Kernel Module  580.65.06  ...", or the open
+ * module's "... Kernel Module for x86_64  580.159.04  ..."), malloc'ed; NULL when it has none. */
+char *cg_launch_parse_driver_version(const char *line);
+
 /* A hex hash of the canary's identity: its argv, the given settings text, and the contents of
  * every argv element that is a regular file up to 64 MiB (the executable found in PATH for
  * argv[0]). Malloc'ed ("fnv1a64:<16 hex digits>"); NULL when out of memory. */
