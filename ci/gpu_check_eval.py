@@ -371,6 +371,17 @@ def cmd_verdict(a):
                 raise Fail("the extra .item() was not caught by its counts from one run | " + figure)
         elif failed or a.rc not in (0, 1) or not rows:
             raise Fail("reordered work changed the counts or measured none | " + figure)
+    elif a.expect == "detected":
+        rows = (v.get("counts") or {}).get("rows") or []
+        timing = [n for n in TIMING if outcomes.get(n) == "fail"]
+        counts = ["%s %s->%s" % (r.get("count") or "range " + str(r.get("range")),
+                                 r.get("baseline"), r.get("current"))
+                  for r in rows if r.get("outcome") == "fail"]
+        if a.rc != 1 or verdict != "fail" or not (timing or counts):
+            raise Fail("regression not detected by timing or counts | " + figure)
+        figure = "caught by %s; %s" % ("; ".join(
+            (["timing: " + ", ".join(timing)] if timing else []) +
+            (["counts: " + ", ".join(counts)] if counts else [])), figure)
     elif a.expect == "timing":
         ok = a.rc == 1 and verdict == "fail" and any(outcomes.get(n) == "fail" for n in TIMING)
         if not ok:
@@ -482,12 +493,14 @@ def cmd_overhead(a):
                     continue
                 if math.isfinite(v) and v > 0:
                     values[parts[0]].append(v)
-    short = [k for k, v in values.items() if len(v) < a.reps]
+    # NVTX only is optional (the PyTorch canary's check spends its runs on none and full)
+    short = [k for k, v in values.items() if (v or k != "nvtx") and len(v) < a.reps]
     med = {k: statistics.median(v) for k, v in values.items() if v}
     parts = []
     for k in ("none", "nvtx", "full"):
         if k in med:
-            s = "%s %.3f ms (n=%d)" % (k, med[k], len(values[k]))
+            s = "%s %.3f ms (n=%d" % (k, med[k], len(values[k]))
+            s += ", %.3f-%.3f)" % (min(values[k]), max(values[k])) if len(values[k]) > 1 else ")"
             if k != "none" and "none" in med:
                 s += " x%.3f" % (med[k] / med["none"])
             parts.append(s)
@@ -501,6 +514,44 @@ def cmd_overhead(a):
     if ratio > 1 + a.max_pct / 100:
         raise Fail("full instrumentation costs %+.1f%% (bound %+.0f%%) | %s" %
                    ((ratio - 1) * 100, a.max_pct, figure))
+    out(True, figure)
+
+
+def cmd_overhead_parts(a):
+    """What each part of the set-up costs: the median step of every configuration in the file,
+    as a ratio to the runs without the library and to the full set-up. A diagnosis: it fails
+    only on missing measurements."""
+    values = {}
+    order = []
+    with open(a.tsv) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 2:
+                continue
+            try:
+                v = float(parts[1])
+            except ValueError:
+                continue
+            if not (math.isfinite(v) and v > 0):
+                continue
+            if parts[0] not in values:
+                values[parts[0]] = []
+                order.append(parts[0])
+            values[parts[0]].append(v)
+    med = {k: statistics.median(v) for k, v in values.items()}
+    shown = []
+    for k in order:
+        s = "%s %.3f ms (n=%d)" % (k, med[k], len(values[k]))
+        if k != "none" and "none" in med:
+            s += " x%.3f" % (med[k] / med["none"])
+        if k not in ("none", "full") and "full" in med:
+            s += " (%+.1f%% of full)" % ((med[k] / med["full"] - 1) * 100)
+        shown.append(s)
+    figure = "; ".join(shown) or "nothing measured"
+    short = [k for k in order if len(values[k]) < a.reps]
+    if short or "none" not in med or "full" not in med:
+        raise Fail("too few measurements (%s; need %d each, none and full among them) | %s" %
+                   (", ".join(short) or "-", a.reps, figure))
     out(True, figure)
 
 
@@ -527,7 +578,8 @@ def main(argv):
     s = sub.add_parser("verdict")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)
-    s.add_argument("--expect", choices=["pass", "timing", "memory", "counts", "counts-same"],
+    s.add_argument("--expect", choices=["pass", "timing", "detected", "memory", "counts",
+                                               "counts-same"],
                    required=True)
     s = sub.add_parser("measured")
     s.add_argument("file")
@@ -542,6 +594,9 @@ def main(argv):
     s = sub.add_parser("cupti-copies")
     s.add_argument("stdout")
     s.add_argument("--shard-dir")
+    s = sub.add_parser("overhead-parts")
+    s.add_argument("tsv")
+    s.add_argument("--reps", type=int, required=True)
     s = sub.add_parser("overhead")
     s.add_argument("tsv")
     s.add_argument("--reps", type=int, required=True)
@@ -550,7 +605,8 @@ def main(argv):
     handlers = {"raw-shard": cmd_raw_shard, "shard-contract": cmd_shard_contract,
                 "artifact": cmd_artifact, "artifact-contract": cmd_artifact_contract,
                 "verdict": cmd_verdict, "measured": cmd_measured,
-                "cupti-copies": cmd_cupti_copies, "profiler": cmd_profiler, "overhead": cmd_overhead}
+                "cupti-copies": cmd_cupti_copies, "profiler": cmd_profiler, "overhead": cmd_overhead,
+                "overhead-parts": cmd_overhead_parts}
     try:
         handlers[a.cmd](a)
     except Fail as e:

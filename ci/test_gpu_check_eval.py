@@ -237,6 +237,17 @@ def main():
          "FAIL", "changed the counts")
     case("verdict: no counts measured",
          ["verdict", aa, "--rc", 0, "--expect", "counts-same"], "FAIL", "measured none")
+    case("verdict: detected by its counts alone",
+         ["verdict", with_counts("c4", "fail", sync_rows), "--rc", 1, "--expect", "detected"],
+         "PASS", "caught by counts: synchronizations 1->2")
+    case("verdict: detected by timing alone", ["verdict", slow, "--rc", 1, "--expect", "detected"],
+         "PASS", "caught by timing: step_time_mean, step_time_floor")
+    case("verdict: memory alone is not detected",
+         ["verdict", memf, "--rc", 1, "--expect", "detected"], "FAIL",
+         "not detected by timing or counts")
+    case("verdict: counts that failed but exit 0",
+         ["verdict", with_counts("c5", "fail", sync_rows), "--rc", 0, "--expect", "detected"],
+         "FAIL", "not detected")
     err_v = write(os.path.join(TMP, "err-verdict.json"),
                   json.dumps({"verdict": "error", "headline": "canary crashed in run 2"}))
     case("verdict: canary failure", ["verdict", err_v, "--rc", 3, "--expect", "pass"], "FAIL",
@@ -300,9 +311,22 @@ def main():
     # overhead
     tsv = write(os.path.join(TMP, "o.tsv"), "none 10\nnvtx 10.1\nfull 10.4\n" * 3)
     case("overhead: medians and ratios", ["overhead", tsv, "--reps", 3], "PASS",
-         "none 10.000 ms (n=3)", "full 10.400 ms (n=3) x1.040")
+         "none 10.000 ms (n=3, 10.000-10.000)", "full 10.400 ms (n=3, 10.400-10.400) x1.040")
     high = write(os.path.join(TMP, "h.tsv"), "none 10\nnvtx 10\nfull 12\n" * 3)
     case("overhead: bounded", ["overhead", high, "--reps", 3], "FAIL", "costs +20.0%")
+    nf = write(os.path.join(TMP, "nf.tsv"), "none 10\nfull 10.5\nnone 11\nfull 10.7\n")
+    case("overhead: none and full only", ["overhead", nf, "--reps", 2], "PASS",
+         "none 10.500 ms (n=2, 10.000-11.000); full 10.600 ms (n=2, 10.500-10.700) x1.010")
+    parts = write(os.path.join(TMP, "p.tsv"),
+                  "none 10\nfull 13\noff-step_flush 10.4\nbad x\n" * 2 + "none 10\nfull 13\n")
+    case("overhead parts: each configuration against none and full",
+         ["overhead-parts", parts, "--reps", 2], "PASS", "none 10.000 ms (n=3)",
+         "full 13.000 ms (n=3) x1.300", "off-step_flush 10.400 ms (n=2) x1.040 (-20.0% of full)")
+    case("overhead parts: too few", ["overhead-parts", parts, "--reps", 3], "FAIL",
+         "too few measurements (off-step_flush")
+    nofull = write(os.path.join(TMP, "p2.tsv"), "none 1\n")
+    case("overhead parts: no full", ["overhead-parts", nofull, "--reps", 1], "FAIL",
+         "none and full among them")
     case("overhead: too few", ["overhead", tsv, "--reps", 4], "FAIL", "too few measurements")
     only = write(os.path.join(TMP, "only.tsv"), "nvtx 10\n")
     case("overhead: nothing to compare", ["overhead", only, "--reps", 0], "FAIL",

@@ -176,6 +176,7 @@ static pthread_t g_worker;
 static bool g_worker_started, g_work_flush, g_work_done, g_work_stop, g_done_written;
 static bool g_first_flushed; /* the first flush and the registration after it are done */
 static _Atomic bool g_first_step_ended;
+static bool g_step_flush = true; /* a flush after every step end (set before the first step) */
 static CUcontext g_done_ctx;
 static _Atomic bool g_exit_flushed;
 static _Atomic bool g_abandoned; /* the exit gave up waiting for a stuck flush thread */
@@ -561,9 +562,11 @@ void cg_gpu_step_end(int64_t index, uint64_t end_ns)
     pthread_mutex_lock(&g_agg_lock);
     cg_agg_step_end(&g_agg, index, end_ns);
     pthread_mutex_unlock(&g_agg_lock);
-    worker_request(false, NULL);
-    if (!atomic_load_explicit(&g_first_step_ended, memory_order_relaxed) &&
-        !atomic_exchange(&g_first_step_ended, true))
+    bool first = !atomic_load_explicit(&g_first_step_ended, memory_order_relaxed) &&
+                 !atomic_exchange(&g_first_step_ended, true);
+    if (first || g_step_flush)
+        worker_request(false, NULL);
+    if (first)
         wait_worker(&g_first_flushed); /* exit handlers registered: see "Fork" at the top */
 }
 
@@ -606,6 +609,61 @@ static void warn(const char *what, const char *detail)
     cg_inject_append_name(detail != NULL ? detail : "unknown error");
     cg_inject_append("\n");
     cg_inject_unlock();
+}
+
+/* Whether CANARY_GATE_CUPTI_OFF (a comma-separated list) names PART: an optional part of the
+ * set-up the user left off, to find what costs time (docs/collector.md). Each part left off is a
+ * "w" line, and the counts it would have measured are left out of "nc". */
+static bool part_off(const char *part)
+{
+    const char *s = getenv(CG_ENV_CUPTI_OFF);
+    size_t n = strlen(part);
+    while (s != NULL && *s != '\0') {
+        size_t len = strcspn(s, ",");
+        if (len == n && strncmp(s, part, n) == 0) {
+            warn("CUPTI set-up part left off (" CG_ENV_CUPTI_OFF ")", part);
+            return true;
+        }
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    return false;
+}
+
+/* The parts CANARY_GATE_CUPTI_OFF may name besides the optional activity kinds. */
+static const char *const g_off_parts[] = {"module_loads", "one_buffer", "step_flush",
+                                          "flush_period"};
+
+static bool off_name_known(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(g_off_parts) / sizeof(g_off_parts[0]); i++)
+        if (strlen(g_off_parts[i]) == len && strncmp(g_off_parts[i], name, len) == 0)
+            return true;
+    for (size_t i = 0; i < CG_N_KINDS; i++)
+        if (!g_kinds[i].required && strlen(g_kinds[i].name) == len &&
+            strncmp(g_kinds[i].name, name, len) == 0)
+            return true;
+    return false;
+}
+
+/* A "w" line for each name in CANARY_GATE_CUPTI_OFF that is no part that can be left off. */
+static void check_off_names(void)
+{
+    char name[64];
+    const char *s = getenv(CG_ENV_CUPTI_OFF);
+    while (s != NULL && *s != '\0') {
+        size_t len = strcspn(s, ",");
+        if (len > 0 && !off_name_known(s, len)) {
+            size_t n = len < sizeof(name) - 1 ? len : sizeof(name) - 1;
+            memcpy(name, s, n);
+            name[n] = '\0';
+            warn(CG_ENV_CUPTI_OFF " names no part that can be left off (ignored)", name);
+        }
+        s += len;
+        if (*s == ',')
+            s++;
+    }
 }
 
 /* Opens libcupti (see the top); *how says which way, for the "cupti" line. */
@@ -821,7 +879,9 @@ static bool start_activity(void)
     bool enabled[CG_N_KINDS] = {false};
     char what[128];
     bool graph_ids = graph_ids_readable();
-    one_buffer();
+    check_off_names();
+    if (!part_off("one_buffer"))
+        one_buffer();
     CUptiResult r = g_api.register_timestamp(timestamp_cb);
     if (r != CUPTI_SUCCESS)
         warn("CUPTI timestamp callback refused (GPU records keep CUPTI's own clock)",
@@ -835,6 +895,8 @@ static bool start_activity(void)
         return false;
     }
     for (size_t i = 0; i < CG_N_KINDS; i++) {
+        if (!g_kinds[i].required && part_off(g_kinds[i].name))
+            continue;
         r = g_api.enable(g_kinds[i].kind);
         if (r == CUPTI_SUCCESS) {
             enabled[i] = true;
@@ -850,11 +912,12 @@ static bool start_activity(void)
         }
         warn(what, result_text(r));
     }
-    bool modules = enable_module_loads();
+    bool modules = !part_off("module_loads") && enable_module_loads();
     pthread_mutex_lock(&g_agg_lock);
     g_counted = counts_measured(enabled, graph_ids, modules);
     pthread_mutex_unlock(&g_agg_lock);
-    if ((r = g_api.flush_period(1000)) != CUPTI_SUCCESS)
+    g_step_flush = !part_off("step_flush");
+    if (!part_off("flush_period") && (r = g_api.flush_period(1000)) != CUPTI_SUCCESS)
         warn("CUPTI flush period refused (records arrive at step ends)", result_text(r));
     if (!worker_start()) {
         give_up(enabled, "cannot start the library's flush thread", NULL);

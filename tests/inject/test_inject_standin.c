@@ -531,6 +531,91 @@ static void test_inject_standin__refusals_leave_their_counts_out_of_the_counted(
     }
 }
 
+/* How many times " EVENT" ends a line of the log. */
+static int events(const char *log, const char *what)
+{
+    int n = 0;
+    for (const char *p = event(log, what); p != NULL; p = event(p + 1, what))
+        n++;
+    return n;
+}
+
+/* CANARY_GATE_CUPTI_OFF: each part named is left off with a warning (its counts unknown), a
+ * name that is no optional part is a warning and changes nothing, and the steps are complete. */
+static void test_inject_standin__parts_left_off_by_the_user(void **state)
+{
+    const struct cg_workdir *w = *state;
+    const struct {
+        const char *env, *absent_call, *absent[6], *warning[2];
+    } cases[] = {
+        {"CANARY_GATE_CUPTI_OFF=SYNCHRONIZATION,JIT",
+         "enable SYNCHRONIZATION",
+         {"sync_stream", "sync_event", "sync_context", "sync_wait_event", "sync_ns", "jit"},
+         {"w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): SYNCHRONIZATION\n",
+          "w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): JIT\n"}},
+        {"CANARY_GATE_CUPTI_OFF=module_loads",
+         "callback on MODULE_LOADED",
+         {"module_loads"},
+         {"w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): module_loads\n"}},
+        {"CANARY_GATE_CUPTI_OFF=one_buffer",
+         "attribute PER_THREAD_ACTIVITY_BUFFER 0",
+         {NULL},
+         {"w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): one_buffer\n"}},
+        {"CANARY_GATE_CUPTI_OFF=flush_period",
+         "flush period",
+         {NULL},
+         {"w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): flush_period\n"}},
+        {"CANARY_GATE_CUPTI_OFF=step_flush",
+         NULL,
+         {NULL},
+         {"w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): step_flush\n"}},
+        /* a required kind, and the library's clock (records would leave their steps) */
+        {"CANARY_GATE_CUPTI_OFF=CONCURRENT_KERNEL,timestamp",
+         NULL,
+         {NULL},
+         {"w CANARY_GATE_CUPTI_OFF names no part that can be left off (ignored): "
+          "CONCURRENT_KERNEL\n",
+          "w CANARY_GATE_CUPTI_OFF names no part that can be left off (ignored): timestamp\n"}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_proc p;
+        const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", cases[i].env, NULL};
+        const char *args[] = {COUNTING_ARGS, NULL};
+        assert_int_equal(run_standin(w, env, args, &p), 0);
+        const char *shard = cg_canary_shard(w);
+        const char *log = calls(w);
+        if (cg_text_line(shard, "gpu ok\n") == NULL || cg_text_line(shard, "done 3\n") == NULL)
+            fail_msg("%s: no gpu ok or no done 3:\n%s", cases[i].env, shard);
+        for (size_t k = 0; k < 2 && cases[i].warning[k] != NULL; k++)
+            if (cg_text_line(shard, cases[i].warning[k]) == NULL)
+                fail_msg("%s: no '%s' in:\n%s", cases[i].env, cases[i].warning[k], shard);
+        if (cases[i].absent_call != NULL && event(log, cases[i].absent_call) != NULL)
+            fail_msg("%s: '%s' was called:\n%s", cases[i].env, cases[i].absent_call, log);
+        size_t n_absent = 0;
+        for (size_t k = 0; k < 6 && cases[i].absent[k] != NULL; k++, n_absent++)
+            if (counted(shard, cases[i].absent[k]))
+                fail_msg("%s: '%s' is counted:\n%s", cases[i].env, cases[i].absent[k], shard);
+        for (size_t k = 0; k < sizeof(counting_want) / sizeof(counting_want[0]); k++) {
+            const char *name = counting_want[k].name;
+            bool absent = false;
+            for (size_t j = 0; j < n_absent; j++)
+                absent |= strcmp(cases[i].absent[j], name) == 0;
+            if (!absent && (!counted(shard, name) ||
+                            cg_shard_count(shard, NULL, 1, name) != counting_want[k].per_step))
+                fail_msg("%s: %s not counted as with every part on:\n%s", cases[i].env, name,
+                         shard);
+        }
+        /* the flush after every step end but the window's last (requests may merge): more than
+         * one with the part on, the first step's alone with it off */
+        int flushes = events(log, "flush");
+        bool step_flush_off = strstr(cases[i].env, "step_flush") != NULL;
+        if (step_flush_off ? flushes != 1 : flushes < 2)
+            fail_msg("%s: %d unforced flushes:\n%s", cases[i].env, flushes, log);
+        assert_int_equal(events(log, "flush period") == 0,
+                         strstr(cases[i].env, "flush_period") != NULL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +633,7 @@ int main(void)
             test_inject_standin__a_fork_never_lands_inside_an_exit_handler_registration),
         cmocka_unit_test(test_inject_standin__counts_per_step_up_to_the_window_end),
         cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
+        cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }
