@@ -22,6 +22,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_comment(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 
 /* The default overall deadline for posting the comment and status, in seconds. */
 #define CG_COMMENT_DEADLINE_S 120

@@ -529,6 +529,15 @@ static size_t runs_in(const char *path)
     return n;
 }
 
+/* How many times needle occurs in text. */
+static size_t occurrences(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 static void test_action__baseline_branch_keeps_the_newest_k(void **state)
 {
     struct cg_workdir *d = *state;
@@ -568,7 +577,8 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
 
     const char *p1[] = {"r1.json", "--keep", "2", "--label", "20260101T000000Z-a", NULL};
     const char *p2[] = {"r2.json", "--keep", "2", "--label", "20260102T000000Z-b", NULL};
-    const char *p3[] = {"r3.json", "--keep", "2", "--label", "20260103T000000Z-c", NULL};
+    const char *p3[] = {"r3.json",  "--keep",  "2", "--label", "20260103T000000Z-c",
+                        "--commit", "abc1234", NULL};
     assert_int_equal(script(&ws, "baseline-publish", env, p1), 0);
     assert_int_equal(script(&ws, "baseline-publish", env, p2), 0);
     const char *fetch1[] = {"bl1", NULL};
@@ -582,6 +592,31 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_true(access(cg_workdir_in(&ws, "bl2/runs/20260101T000000Z-a.json"), F_OK) != 0);
     assert_true(access(cg_workdir_in(&ws, "bl2/runs/20260103T000000Z-c.json"), F_OK) == 0);
 
+    /* The history holds one line per published run, the newest commit as given. */
+    char *hist = slurp(cg_workdir_in(&ws, "bl2/history.jsonl"));
+    assert_non_null(hist);
+    assert_int_equal(occurrences(hist, "\"type\":\"run\""), 3);
+    assert_int_equal(occurrences(hist, "\n"), 3);
+    assert_non_null(strstr(hist, "\"commit\":\"abc1234\""));
+    assert_null(strstr(hist, "\"type\":\"event\""));
+    /* A run of another canary (more steps) restarts the pool: an event in the history. */
+    const char *r4[] = {CG_TOOL_PATH, "run", "--out",    "ws/r4.json", "--runs", "1",
+                        "--steps",    "3",   "--warmup", "0",          NULL};
+    assert_int_equal(cg_proc_run(d->path, r4, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+    const char *p4[] = {"r4.json", "--keep", "2", "--label", "20260104T000000Z-d", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, p4), 0);
+    const char *fetch4[] = {"bl4", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fetch4), 0);
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "bl4/baseline.json")), 1);
+    free(hist);
+    hist = slurp(cg_workdir_in(&ws, "bl4/history.jsonl"));
+    assert_non_null(hist);
+    assert_int_equal(occurrences(hist, "\"type\":\"run\""), 4);
+    assert_int_equal(occurrences(hist, "\"event\":\"environment\""), 1); /* 3 steps, not 2 */
+    assert_int_equal(occurrences(hist, "\"event\":\"restart\""), 1);
+    free(hist);
+
     /* A broken run is refused before anything changes. */
     FILE *f = fopen(cg_workdir_in(&ws, "bad.json"), "w");
     assert_non_null(f);
@@ -591,7 +626,7 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(script(&ws, "baseline-publish", env, bad), 2);
     const char *fetch3[] = {"bl3", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch3), 0);
-    assert_int_equal(runs_in(cg_workdir_in(&ws, "bl3/baseline.json")), 4);
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "bl3/baseline.json")), 1);
 }
 
 /* The end-to-end tests run in a fresh temporary directory each. */

@@ -472,6 +472,79 @@ static void test_cli__json_to_stdout_is_not_mixed_with_the_table(void **state)
     assert_null(strstr(out_text, "\033["));
 }
 
+static void other_cuda(struct cg_artifact *a)
+{
+    free(a->env.cuda_version);
+    a->env.cuda_version = strdup("12.9");
+}
+
+/* history append: runs recorded with their values, an environment change and a restart as
+ * events before the run, unreadable lines warned about and dropped, and a bad input that leaves
+ * the file as it was. */
+static void test_cli__history_append_records_runs_and_events(void **state)
+{
+    (void)state;
+    static char text[1 << 16], before[1 << 16], h[256];
+    snprintf(h, sizeof(h), "%s", path_in("history.jsonl"));
+    fixture_file("h1.json", 5, 4096, 1 << 30, 31, NULL);
+    fixture_file("h2.json", 5, 4096, 1 << 30, 32, NULL);
+    fixture_file("h3.json", 5, 4096, 1 << 30, 33, other_cuda);
+    assert_int_equal(tool("history", "append", "--history", h, "--commit", "c1", "--date",
+                          "2026-11-20T00:00:00Z", path_in("h1.json"), NULL),
+                     0);
+    assert_non_null(strstr(err_text, "recorded c1 (5 runs)"));
+    /* a line no version can read, between the two */
+    FILE *f = fopen(h, "a");
+    assert_non_null(f);
+    fputs("{\"schema\":1,\"type\":\"run\"\n", f);
+    fclose(f);
+    assert_int_equal(
+        tool("history", "append", "--history", h, "--commit", "c2", path_in("h2.json"), NULL), 0);
+    if (strstr(err_text, "history.jsonl:2: skipped: not a JSON object") == NULL)
+        fail_msg("no warning naming line 2:\n%s", err_text);
+    assert_int_equal(tool("history", "append", "--history", h, "--commit", "c3", "--restart",
+                          "the canary changed", path_in("h3.json"), NULL),
+                     0);
+    assert_non_null(strstr(err_text, "events: environment, restart"));
+    slurp(h, text, sizeof(text));
+    /* c1, c2, then the two events and c3; the bad line gone */
+    const char *c1 = strstr(text, "\"commit\":\"c1\"");
+    const char *c2 = strstr(text, "\"commit\":\"c2\"");
+    const char *env = strstr(text, "\"event\":\"environment\"");
+    const char *restart = strstr(text, "\"reason\":\"the canary changed\"");
+    const char *c3 = strstr(text, "\"type\":\"run\",\"commit\":\"c3\"");
+    if (!c1 || !c2 || !env || !restart || !c3 ||
+        !(c1 < c2 && c2 < env && env < restart && restart < c3))
+        fail_msg("entries missing or out of order:\n%s", text);
+    assert_non_null(strstr(env, "CUDA 12.9"));
+    assert_null(strstr(text, "\"type\":\"run\"\n"));
+    assert_non_null(strstr(c1, "\"step_time_mean\":{\"median\":"));
+    /* bad inputs: one line each, the file untouched */
+    memcpy(before, text, sizeof(before));
+    assert_int_equal(
+        tool("history", "append", "--history", h, "--commit", "c4", path_in("missing.json"), NULL),
+        2);
+    assert_non_null(strstr(err_text, "missing.json"));
+    assert_int_equal(tool("history", "append", "--history", h, path_in("h2.json"), NULL), 2);
+    assert_non_null(strstr(err_text, "missing --commit SHA"));
+    assert_int_equal(tool("history", "append", "--history", h, "--commit", "c4", "--keep", "0",
+                          path_in("h2.json"), NULL),
+                     2);
+    assert_int_equal(
+        tool("history", "append", "--history", dir, "--commit", "c4", path_in("h2.json"), NULL), 2);
+    slurp(h, text, sizeof(text));
+    assert_string_equal(text, before);
+    /* --keep: the oldest fold into a summary first */
+    assert_int_equal(tool("history", "append", "--history", h, "--commit", "c4", "--keep", "2",
+                          path_in("h3.json"), NULL),
+                     0);
+    slurp(h, text, sizeof(text));
+    const char *summary = "{\"schema\":1,\"type\":\"summary\",\"commit\":\"c2\"";
+    if (strncmp(text, summary, strlen(summary)) != 0 ||
+        strstr(text, "\"first_commit\":\"c1\"") == NULL)
+        fail_msg("no summary of c1 and c2 first:\n%s", text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_cli__trace_steps_beyond_the_shard_limit_exit_2),
         cmocka_unit_test(test_cli__unknown_option_is_one_line),
         cmocka_unit_test(test_cli__json_to_stdout_is_not_mixed_with_the_table),
+        cmocka_unit_test(test_cli__history_append_records_runs_and_events),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,0 +1,131 @@
+/*
+ * trend: history entries from run artifacts (trend.h).
+ */
+#include "trend.h"
+
+#include "counts.h"
+#include "stats.h"
+#include "verdict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The largest k >= 1 such that [x_(k), x_(n-k+1)] (sorted, 1-based) covers the median with
+ * probability at least 90%: 1 - 2 P(Binomial(n, 1/2) < k) >= 0.90. 1 when none does. */
+static size_t order_rank(size_t n)
+{
+    size_t k = 1;
+    double half_n = pow(0.5, (double)n);
+    double cdf = half_n; /* P(B <= k - 1) for k = 1 */
+    for (size_t cand = 2; 2 * cand <= n + 1; cand++) {
+        cdf += cg_stats_choose(n, cand - 1) * half_n;
+        if (1.0 - 2.0 * cdf < 0.90)
+            break;
+        k = cand;
+    }
+    return k;
+}
+
+static int metric_value(const struct cg_artifact *a, enum cg_metric m, struct cg_history_value *out,
+                        double *v)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        double x = cg_verdict_run_value(&a->runs[i], m);
+        if (!isfinite(x) || x <= 0)
+            return 0; /* every run has it, or the entry has none */
+        v[k++] = x;
+    }
+    qsort(v, k, sizeof(*v), cg_stats_cmp_double);
+    size_t r = order_rank(k);
+    out->present = true;
+    out->median = cg_stats_sorted_median(v, k);
+    out->low = v[r - 1];
+    out->high = v[k - r];
+    out->runs = (int64_t)k;
+    return 0;
+}
+
+int cg_trend_entry(const struct cg_artifact *a, const char *commit, const char *date,
+                   const char *gate_id, struct cg_history_entry *out)
+{
+    cg_history_entry_init(out, CG_HIST_RUN);
+    if (a->n_runs == 0 || commit == NULL || !commit[0] || date == NULL || !date[0])
+        return CG_EINPUT;
+    double *v = malloc(a->n_runs * sizeof(*v));
+    out->commit = strdup(commit);
+    out->date = strdup(date);
+    out->gate_id = gate_id ? strdup(gate_id) : NULL;
+    out->environment = cg_trend_env_id(a);
+    if (v == NULL || !out->commit || !out->date || (gate_id && !out->gate_id) ||
+        !out->environment) {
+        free(v);
+        cg_history_entry_release(out);
+        return CG_ENOMEM;
+    }
+    for (int m = 0; m < CG_M_COUNT; m++)
+        metric_value(a, (enum cg_metric)m, &out->metric[m], v);
+    for (int row = 0; row < CG_COUNT_ROWS; row++) {
+        size_t k = 0;
+        for (size_t i = 0; i < a->n_runs; i++) {
+            bool varies = false;
+            double x = cg_counts_run_value(&a->runs[i], row, &varies);
+            if (!isfinite(x) || x < 0)
+                break;
+            v[k++] = x;
+        }
+        if (k == a->n_runs)
+            out->counts[row] = llround(cg_stats_quantile(v, k, 0.5));
+    }
+    free(v);
+    return 0;
+}
+
+static void fnv(uint64_t *h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)(s ? s : "\x01"); *p; p++) {
+        *h ^= *p;
+        *h *= 1099511628211ull;
+    }
+    *h ^= 0xff; /* field separator */
+    *h *= 1099511628211ull;
+}
+
+char *cg_trend_env_id(const struct cg_artifact *a)
+{
+    const struct cg_env *e = &a->env;
+    char num[64];
+    uint64_t h = 14695981039346656037ull;
+    fnv(&h, a->gpu_available ? e->gpu_model : NULL);
+    snprintf(num, sizeof(num), "%lld", (long long)(a->gpu_available ? e->gpu_count : 0));
+    fnv(&h, num);
+    fnv(&h, e->driver_version);
+    fnv(&h, e->cuda_version);
+    fnv(&h, e->cpu_model);
+    snprintf(num, sizeof(num), "%lld/%lld", (long long)a->settings.steps,
+             (long long)a->settings.warmup);
+    fnv(&h, num);
+    char *out = malloc(17);
+    if (out != NULL)
+        snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return out;
+}
+
+void cg_trend_env_text(const struct cg_artifact *a, char *out, size_t n)
+{
+    const struct cg_env *e = &a->env;
+    if (a->gpu_available)
+        snprintf(out, n, "%s x%lld, driver %s, CUDA %s, CPU %s, %lld steps after %lld",
+                 e->gpu_model ? e->gpu_model : "unknown GPU", (long long)e->gpu_count,
+                 e->driver_version ? e->driver_version : "unknown",
+                 e->cuda_version ? e->cuda_version : "unknown",
+                 e->cpu_model ? e->cpu_model : "unknown", (long long)a->settings.steps,
+                 (long long)a->settings.warmup);
+    else
+        snprintf(out, n, "no GPU%s%s, CPU %s, %lld steps after %lld",
+                 e->driver_version ? ", driver " : "", e->driver_version ? e->driver_version : "",
+                 e->cpu_model ? e->cpu_model : "unknown", (long long)a->settings.steps,
+                 (long long)a->settings.warmup);
+}

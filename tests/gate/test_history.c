@@ -1,0 +1,301 @@
+/*
+ * test_history: main's history file: lines read back as written, unreadable lines skipped with a
+ * warning naming the file and line, the summary that keeps it bounded, entries from artifacts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "history.h"
+#include "trend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void run_entry(struct cg_history_entry *e, const char *commit, double mean_ms)
+{
+    cg_history_entry_init(e, CG_HIST_RUN);
+    e->commit = strdup(commit);
+    e->date = strdup("2026-11-24T10:00:00Z");
+    e->environment = strdup("00112233445566ff");
+    struct cg_history_value *v = &e->metric[CG_M_STEP_TIME_MEAN];
+    *v = (struct cg_history_value){true, mean_ms * 1e6, mean_ms * 0.99e6, mean_ms * 1.01e6, 5};
+    e->counts[CG_COUNT_KERNELS] = 370;
+}
+
+static char *render(const struct cg_history *h)
+{
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 24);
+    assert_int_equal(cg_history_render(h, &b), 0);
+    return cg_buf_detach(&b);
+}
+
+static void test_history__lines_read_back_as_written(void **state)
+{
+    (void)state;
+    struct cg_history h = {0}, back = {0};
+    struct cg_history_entry e;
+    run_entry(&e, "abc123", 20.5);
+    assert_int_equal(cg_history_append(&h, &e), 0);
+    cg_history_entry_release(&e);
+    cg_history_entry_init(&e, CG_HIST_EVENT);
+    e.event = CG_HEV_ACCEPT;
+    e.commit = strdup("def456");
+    e.date = strdup("2026-11-24T11:00:00Z");
+    e.reason = strdup("the new attention kernel is worth 3% \"step time\"");
+    e.who = strdup("octocat");
+    assert_int_equal(cg_history_append(&h, &e), 0);
+    cg_history_entry_release(&e);
+    char *text = render(&h);
+    assert_int_equal(cg_history_parse(text, strlen(text), "h.jsonl", &back), 0);
+    assert_int_equal(back.n_warnings, 0);
+    assert_int_equal(back.n, 2);
+    const struct cg_history_entry *r = &back.entries[0], *a = &back.entries[1];
+    assert_int_equal(r->type, CG_HIST_RUN);
+    assert_string_equal(r->commit, "abc123");
+    assert_string_equal(r->environment, "00112233445566ff");
+    assert_true(r->metric[CG_M_STEP_TIME_MEAN].present);
+    assert_true(fabs(r->metric[CG_M_STEP_TIME_MEAN].median - 20.5e6) < 1e-3);
+    assert_int_equal(r->metric[CG_M_STEP_TIME_MEAN].runs, 5);
+    assert_false(r->metric[CG_M_STEP_TIME_P95].present);
+    assert_int_equal(r->counts[CG_COUNT_KERNELS], 370);
+    assert_int_equal(r->counts[CG_COUNT_COPIES], -1);
+    assert_int_equal(a->type, CG_HIST_EVENT);
+    assert_int_equal(a->event, CG_HEV_ACCEPT);
+    assert_string_equal(a->reason, "the new attention kernel is worth 3% \"step time\"");
+    assert_string_equal(a->who, "octocat");
+    /* and the same text again */
+    char *again = render(&back);
+    assert_string_equal(text, again);
+    free(text);
+    free(again);
+    cg_history_release(&h);
+    cg_history_release(&back);
+}
+
+/* Every line that cannot be read is skipped and named; the rest is kept; reading never fails. */
+static void test_history__unreadable_lines_are_skipped_with_their_line_number(void **state)
+{
+    (void)state;
+    const char *good = "{\"schema\":1,\"type\":\"run\",\"commit\":\"a1\",\"date\":\"d\","
+                       "\"metrics\":{\"step_time_mean\":{\"median\":2,\"low\":1,\"high\":3,"
+                       "\"runs\":5}}}";
+    const struct {
+        const char *line, *why;
+    } bad[] = {
+        {"{\"schema\":1,\"type\":\"run\",\"commit\":\"a2\"", "not a JSON object"},
+        {"[1,2]", "not a JSON object"},
+        {"{\"schema\":2,\"type\":\"run\",\"commit\":\"a\",\"date\":\"d\"}", "schema of another"},
+        {"{\"schema\":1,\"type\":\"walk\",\"commit\":\"a\",\"date\":\"d\"}", "\"type\" is not"},
+        {"{\"schema\":1,\"type\":\"run\",\"date\":\"d\"}", "no \"commit\""},
+        {"{\"schema\":1,\"type\":\"run\",\"commit\":\"a\\u0007\",\"date\":\"d\"}",
+         "control character"},
+        {"{\"schema\":1,\"type\":\"run\",\"commit\":\"a\",\"date\":\"d\",\"metrics\":{"
+         "\"step_time_mean\":{\"median\":2,\"low\":3,\"high\":4,\"runs\":5}}}",
+         "0 < low <= median <= high"},
+        {"{\"schema\":1,\"type\":\"run\",\"commit\":\"a\",\"date\":\"d\",\"counts\":"
+         "{\"kernels\":-3}}",
+         "counts.kernels is not a whole number"},
+        {"{\"schema\":1,\"type\":\"event\",\"event\":\"accept\",\"commit\":\"a\",\"date\":\"d\"}",
+         "no \"reason\""},
+        {"{\"schema\":1,\"type\":\"summary\",\"commit\":\"a\",\"date\":\"d\",\"runs\":3,"
+         "\"first_commit\":\"z\",\"first_date\":\"d\"}",
+         "a summary after the first entry"},
+    };
+    size_t n_bad = sizeof(bad) / sizeof(bad[0]);
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 20);
+    assert_int_equal(cg_buf_printf(&b, "%s\n\n", good), 0); /* a blank line is no problem */
+    for (size_t i = 0; i < n_bad; i++)
+        assert_int_equal(cg_buf_printf(&b, "%s\r\n%s\n", bad[i].line, good), 0);
+    struct cg_history h = {0};
+    assert_int_equal(cg_history_parse(b.data, b.len, "hist.jsonl", &h), 0);
+    assert_int_equal(h.n, n_bad + 1);
+    assert_int_equal(h.skipped, n_bad);
+    assert_int_equal(h.n_warnings, n_bad);
+    for (size_t i = 0; i < n_bad; i++) {
+        char where[64];
+        snprintf(where, sizeof(where), "hist.jsonl:%zu: skipped: ", 3 + 2 * i);
+        if (strncmp(h.warnings[i], where, strlen(where)) != 0 ||
+            strstr(h.warnings[i], bad[i].why) == NULL)
+            fail_msg("line %zu: warning '%s', expected '%s...%s'", 3 + 2 * i, h.warnings[i], where,
+                     bad[i].why);
+    }
+    cg_history_release(&h);
+    cg_buf_release(&b);
+}
+
+static void test_history__a_missing_file_is_an_empty_history(void **state)
+{
+    (void)state;
+    struct cg_history h = {0};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_history_load("/nonexistent/history.jsonl", &h, &err), 0);
+    assert_int_equal(h.n, 0);
+    assert_int_equal(cg_history_load("/", &h, &err), CG_EINPUT); /* a directory */
+    assert_non_null(strstr(err.msg, "'/'"));
+    cg_history_release(&h);
+}
+
+/* Past keep runs, the oldest fold into one summary first; the events among them go; the newest
+ * keep runs and the events from the oldest of them on stay, in order. */
+static void test_history__bounded_by_a_summary_of_the_oldest(void **state)
+{
+    (void)state;
+    struct cg_history h = {0};
+    struct cg_history_entry e;
+    for (int i = 0; i < 10; i++) {
+        char commit[16];
+        snprintf(commit, sizeof(commit), "c%d", i);
+        run_entry(&e, commit, 10.0 + i);
+        assert_int_equal(cg_history_append(&h, &e), 0);
+        cg_history_entry_release(&e);
+        if (i == 2 || i == 7) {
+            cg_history_entry_init(&e, CG_HIST_EVENT);
+            e.event = CG_HEV_RESTART;
+            e.commit = strdup(commit);
+            e.date = strdup("d");
+            assert_int_equal(cg_history_append(&h, &e), 0);
+            cg_history_entry_release(&e);
+        }
+    }
+    assert_int_equal(cg_history_bound(&h, 4), 0);
+    /* summary of c0..c5 (the event after c2 dropped), then c6, c7, restart, c8, c9 */
+    assert_int_equal(h.n, 6);
+    const struct cg_history_entry *s = &h.entries[0];
+    assert_int_equal(s->type, CG_HIST_SUMMARY);
+    assert_int_equal(s->summarised, 6);
+    assert_string_equal(s->first_commit, "c0");
+    assert_string_equal(s->commit, "c5");
+    assert_true(fabs(s->metric[CG_M_STEP_TIME_MEAN].median - 12.5e6) < 1e-3);
+    assert_true(fabs(s->metric[CG_M_STEP_TIME_MEAN].low - 9.9e6) < 1e-3);
+    assert_true(fabs(s->metric[CG_M_STEP_TIME_MEAN].high - 15.15e6) < 1e-3);
+    assert_int_equal(s->metric[CG_M_STEP_TIME_MEAN].runs, 30);
+    assert_string_equal(h.entries[1].commit, "c6");
+    assert_int_equal(h.entries[3].type, CG_HIST_EVENT);
+    assert_string_equal(h.entries[5].commit, "c9");
+    /* bounding again folds the old summary in: 2 runs kept, summary of 8 */
+    assert_int_equal(cg_history_bound(&h, 2), 0);
+    assert_int_equal(h.n, 3);
+    assert_int_equal(h.entries[0].summarised, 8);
+    assert_string_equal(h.entries[0].first_commit, "c0");
+    assert_string_equal(h.entries[0].commit, "c7");
+    assert_string_equal(h.entries[1].commit, "c8");
+    /* and it reads back */
+    char *text = render(&h);
+    struct cg_history back = {0};
+    assert_int_equal(cg_history_parse(text, strlen(text), "x", &back), 0);
+    assert_int_equal(back.n, 3);
+    assert_int_equal(back.n_warnings, 0);
+    assert_int_equal(back.entries[0].summarised, 8);
+    free(text);
+    cg_history_release(&back);
+    cg_history_release(&h);
+}
+
+/* A run entry from an artifact: the median of the runs, an order-statistics interval. */
+static void test_history__entry_from_an_artifact(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    struct cg_fixture f = {.runs = 9,
+                           .steps = 20,
+                           .mean_ns = 10e6,
+                           .run_noise = 0.05,
+                           .step_noise = 0.01,
+                           .tokens = 4096,
+                           .peak_device_bytes = 1 << 30,
+                           .peak_host_rss_bytes = 1 << 29,
+                           .n_ops = 2,
+                           .seed = 7};
+    assert_int_equal(cg_fixture_make(&a, &f), 0);
+    struct cg_history_entry e;
+    assert_int_equal(cg_trend_entry(&a, "abc", "2026-11-24T00:00:00Z", "h100", &e), 0);
+    double v[9];
+    for (size_t i = 0; i < 9; i++)
+        v[i] = a.runs[i].summary.step_time_mean_ns;
+    for (size_t i = 1; i < 9; i++) /* sort */
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    const struct cg_history_value *m = &e.metric[CG_M_STEP_TIME_MEAN];
+    assert_true(m->present);
+    assert_int_equal(m->runs, 9);
+    assert_true(m->median == v[4]);
+    /* n = 9: [x(2), x(8)] covers the median with 1 - 2 * 10/512 = 96%; [x(3), x(7)] only 82% */
+    assert_true(m->low == v[1]);
+    assert_true(m->high == v[7]);
+    assert_true(e.metric[CG_M_PEAK_DEVICE_MEMORY].present);
+    assert_string_equal(e.gate_id, "h100");
+    assert_int_equal(strlen(e.environment), 16);
+    /* the environment id follows the machine, not the canary */
+    char *id = cg_trend_env_id(&a);
+    free(a.env.canary_hash);
+    a.env.canary_hash = strdup("another");
+    char *same = cg_trend_env_id(&a);
+    free(a.env.cuda_version);
+    a.env.cuda_version = strdup("12.9");
+    char *other = cg_trend_env_id(&a);
+    assert_string_equal(id, same);
+    assert_string_not_equal(id, other);
+    free(id);
+    free(same);
+    free(other);
+    cg_history_entry_release(&e);
+    assert_int_equal(cg_trend_entry(&a, "", "d", NULL, &e), CG_EINPUT);
+    cg_artifact_release(&a);
+}
+
+/* Written atomically: a history that cannot be written leaves the old file whole. */
+static void test_history__saved_whole_or_not_at_all(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/cg-history-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/h.jsonl", dir);
+    struct cg_history h = {0};
+    struct cg_history_entry e;
+    run_entry(&e, "a1", 5);
+    assert_int_equal(cg_history_append(&h, &e), 0);
+    cg_history_entry_release(&e);
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_history_save(path, &h, &err), 0);
+    struct cg_history back = {0};
+    assert_int_equal(cg_history_load(path, &back, &err), 0);
+    assert_int_equal(back.n, 1);
+    cg_history_release(&back);
+    char bad[160];
+    snprintf(bad, sizeof(bad), "%s/missing/h.jsonl", dir);
+    assert_int_equal(cg_history_save(bad, &h, &err), CG_EIO);
+    assert_non_null(strstr(err.msg, bad));
+    cg_history_release(&h);
+    unlink(path);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_history__lines_read_back_as_written),
+        cmocka_unit_test(test_history__unreadable_lines_are_skipped_with_their_line_number),
+        cmocka_unit_test(test_history__a_missing_file_is_an_empty_history),
+        cmocka_unit_test(test_history__bounded_by_a_summary_of_the_oldest),
+        cmocka_unit_test(test_history__entry_from_an_artifact),
+        cmocka_unit_test(test_history__saved_whole_or_not_at_all),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
