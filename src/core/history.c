@@ -397,6 +397,8 @@ int cg_history_bound(struct cg_history *h, size_t keep)
         else if (e->type == CG_HIST_RUN)
             count++, newest = e;
     }
+    if (newest == NULL) /* n_old > 0: never */
+        return 0;
     bool failed = false;
     s.summarised = count;
     s.commit = dup_or_null(newest->commit, &failed);
