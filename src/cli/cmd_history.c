@@ -1,14 +1,17 @@
 /*
  * cmd_history: `canary-gate history append` records one published run of main in the history
  * file (docs/history.md): the run's values, and the events its environment or the baseline's
- * restart make.
+ * restart make. `canary-gate history check` finds the change points in it.
  */
 #include "cmd.h"
 
+#include "fsutil.h"
 #include "history.h"
+#include "report_history.h"
 #include "trend.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,14 +191,174 @@ done:
     return exit_code;
 }
 
+static const char check_usage[] =
+    "usage: canary-gate history check --history FILE [options]\n"
+    "\n"
+    "Finds the step changes in each metric of main's history (E-divisive means with a\n"
+    "permutation test, per environment segment: docs/statistics.md) and prints them: the\n"
+    "metric, its change with a 95% interval, the commits between which it happened, p, and\n"
+    "whether it was accepted; then each segment's level from its first stretch to its last, so\n"
+    "slow drift that no single pull request crossed shows.\n"
+    "\n"
+    "  --history FILE      the history file\n"
+    "  --gate-id ID        the gate's series (default: the runs recorded without one)\n"
+    "  --alpha A           significance of each change point (default 0.01)\n"
+    "  --min-segment N     fewest runs on either side of a change (default 4)\n"
+    "  --permutations N    per test (default 199)\n"
+    "  --markdown FILE     also write the findings as markdown (e.g. $GITHUB_STEP_SUMMARY)\n"
+    "  --json FILE         also write them as JSON\n"
+    "  --fail-on-change    exit 1 when the newest segment has a change for the worse that was\n"
+    "                      not accepted\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "exit codes: 0 checked, 1 a change for the worse with --fail-on-change, 2 usage error or\n"
+    "            a history that cannot be read, 3 an output that cannot be written\n";
+
+static const struct option check_options[] = {
+    {"history", required_argument, NULL, 'f'},
+    {"gate-id", required_argument, NULL, 'g'},
+    {"alpha", required_argument, NULL, 'a'},
+    {"min-segment", required_argument, NULL, 'm'},
+    {"permutations", required_argument, NULL, 'p'},
+    {"markdown", required_argument, NULL, 'M'},
+    {"json", required_argument, NULL, 'j'},
+    {"fail-on-change", no_argument, NULL, 'F'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int history_check(int argc, char **argv)
+{
+    const char *path = NULL, *gate_id = NULL, *md_path = NULL, *json_path = NULL;
+    bool fail_on_change = false;
+    struct cg_cp_options o;
+    cg_cp_defaults(&o);
+    long v;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", check_options, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            path = optarg;
+            break;
+        case 'g':
+            gate_id = optarg;
+            break;
+        case 'a': {
+            char *end = NULL;
+            o.alpha = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(o.alpha > 0 && o.alpha < 1))
+                return cg_cmd_usage_error(
+                    "history check", "--alpha '%s': expected a number between 0 and 1", optarg);
+            break;
+        }
+        case 'm':
+            if (!parse_long(optarg, 2, 1000, &v))
+                return cg_cmd_usage_error("history check", "--min-segment '%s': expected 2 to 1000",
+                                          optarg);
+            o.min_segment = (size_t)v;
+            break;
+        case 'p':
+            if (!parse_long(optarg, 19, 100000, &v))
+                return cg_cmd_usage_error("history check",
+                                          "--permutations '%s': expected 19 to 100000", optarg);
+            o.permutations = (int)v;
+            break;
+        case 'M':
+            md_path = optarg;
+            break;
+        case 'j':
+            json_path = optarg;
+            break;
+        case 'F':
+            fail_on_change = true;
+            break;
+        case 'h':
+            fputs(check_usage, stdout);
+            return CG_EXIT_PASS;
+        default:
+            return cg_cmd_option_error("history check", c, argv);
+        }
+    }
+    if (path == NULL)
+        return cg_cmd_usage_error("history check", "missing --history FILE");
+    if (optind != argc)
+        return cg_cmd_usage_error("history check", "unexpected argument '%s'", argv[optind]);
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    cg_outputs_add(&paths, CG_PATH_INPUT, "--history", path);
+    if (md_path)
+        cg_outputs_add(&paths, CG_PATH_OUTPUT, "--markdown", md_path);
+    if (json_path)
+        cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", json_path);
+    int exit_code = cg_cmd_check_outputs(&paths);
+    if (exit_code != 0)
+        return exit_code;
+
+    struct cg_err err;
+    struct cg_history h = {0};
+    struct cg_trend_report r = {0};
+    struct cg_buf term, md;
+    char *json = NULL;
+    cg_err_init(&err);
+    cg_buf_init(&term, 1 << 22);
+    cg_buf_init(&md, 1 << 22);
+    if (cg_history_load(path, &h, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    say_skipped(&h);
+    int rc = cg_trend_check(&h, gate_id, &o, &r);
+    if (rc == 0)
+        rc = cg_report_history_terminal(&r, path, &term);
+    if (rc == 0 && md_path)
+        rc = cg_report_history_markdown(&r, path, &md);
+    if (rc == 0 && json_path && (json = cg_report_history_json(&r)) == NULL)
+        rc = CG_ENOMEM;
+    if (rc != 0) {
+        cg_err_set(&err, CG_ENOMEM, "cannot check '%s': out of memory", path);
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    fputs(term.data ? term.data : "", stdout);
+    if ((md_path && cg_file_write_atomic(md_path, md.data ? md.data : "", md.len, &err) != 0) ||
+        (json_path && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0)) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    for (size_t i = 0; i < r.n_changes && fail_on_change; i++)
+        if (r.changes[i].segment == r.segments && r.changes[i].worse && !r.changes[i].accepted)
+            exit_code = CG_EXIT_FAIL;
+done:
+    free(json);
+    cg_buf_release(&term);
+    cg_buf_release(&md);
+    cg_trend_report_release(&r);
+    cg_history_release(&h);
+    return exit_code;
+}
+
 int cmd_history(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs("usage: canary-gate history append ... (canary-gate history append --help)\n",
+        fputs("usage: canary-gate history append|check ... (canary-gate history append --help,\n"
+              "       canary-gate history check --help)\n",
               argc < 2 ? stderr : stdout);
         return argc < 2 ? CG_EXIT_INPUT : CG_EXIT_PASS;
     }
     if (strcmp(argv[1], "append") == 0)
         return history_append(argc - 1, argv + 1);
-    return cg_cmd_usage_error("history", "unknown subcommand '%s' (append)", argv[1]);
+    if (strcmp(argv[1], "check") == 0)
+        return history_check(argc - 1, argv + 1);
+    return cg_cmd_usage_error("history", "unknown subcommand '%s' (append, check)", argv[1]);
 }

@@ -23,7 +23,7 @@ static const struct cg_command commands[] = {
     {"comment", cmd_comment, "post or update the PR comment and commit status on GitHub"},
     {"aa", cmd_aa, "run the canary as both sides: runner noise, false alarms, thresholds"},
     {"ab", cmd_ab, "run base and head turn about and compare them (pairs; floor: fast runs)"},
-    {"history", cmd_history, "main's performance over time: record published runs"},
+    {"history", cmd_history, "main's performance over time: record runs, find change points"},
 };
 
 static void usage(FILE *out)

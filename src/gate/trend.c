@@ -129,3 +129,131 @@ void cg_trend_env_text(const struct cg_artifact *a, char *out, size_t n)
                  e->cpu_model ? e->cpu_model : "unknown", (long long)a->settings.steps,
                  (long long)a->settings.warmup);
 }
+
+static bool of_gate(const struct cg_history_entry *e, const char *gate_id)
+{
+    return gate_id == NULL ? e->gate_id == NULL
+                           : e->gate_id != NULL && strcmp(e->gate_id, gate_id) == 0;
+}
+
+static int push_change(struct cg_trend_report *r, const struct cg_trend_change *c)
+{
+    struct cg_trend_change *p = realloc(r->changes, (r->n_changes + 1) * sizeof(*p));
+    if (p == NULL)
+        return CG_ENOMEM;
+    r->changes = p;
+    r->changes[r->n_changes++] = *c;
+    return 0;
+}
+
+static int push_drift(struct cg_trend_report *r, const struct cg_trend_drift *d)
+{
+    struct cg_trend_drift *p = realloc(r->drifts, (r->n_drifts + 1) * sizeof(*p));
+    if (p == NULL)
+        return CG_ENOMEM;
+    r->drifts = p;
+    r->drifts[r->n_drifts++] = *d;
+    return 0;
+}
+
+/* The accept event of the gate between entries lo and hi of h (exclusive), or NULL. */
+static const struct cg_history_entry *accept_between(const struct cg_history *h, const char *gate,
+                                                     const struct cg_history_entry *lo,
+                                                     const struct cg_history_entry *hi)
+{
+    for (const struct cg_history_entry *e = hi - 1; e > lo; e--)
+        if (e->type == CG_HIST_EVENT && e->event == CG_HEV_ACCEPT && of_gate(e, gate))
+            return e;
+    (void)h;
+    return NULL;
+}
+
+/* One segment: runs[0..n) (entries of h). */
+static int check_segment(const struct cg_history *h, const char *gate,
+                         const struct cg_history_entry **runs, size_t n, size_t segment,
+                         const struct cg_cp_options *o, struct cg_trend_report *r)
+{
+    double *x = malloc((n ? n : 1) * sizeof(*x));
+    struct cg_changepoint *cps = calloc(CG_CP_MAX_POINTS + 64, sizeof(*cps));
+    int rc = x && cps ? 0 : CG_ENOMEM;
+    for (int m = 0; m < CG_M_COUNT && rc == 0; m++) {
+        size_t present = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct cg_history_value *v = &runs[i]->metric[m];
+            x[i] = v->present ? v->median : NAN;
+            present += v->present;
+        }
+        if (present < 2)
+            continue;
+        size_t k = 0;
+        rc = cg_cp_detect(x, n, o, cps, CG_CP_MAX_POINTS + 64, &k);
+        for (size_t j = 0; j < k && rc == 0; j++) {
+            struct cg_trend_change c = {.metric = (enum cg_metric)m, .segment = segment};
+            c.cp = cps[j];
+            size_t at = cps[j].index, prev = at;
+            while (prev > 0 && !isfinite(x[prev - 1]))
+                prev--;
+            c.before = runs[prev > 0 ? prev - 1 : 0];
+            c.after = runs[at];
+            c.accepted = accept_between(h, gate, c.before, c.after);
+            c.worse = cg_metric_higher_is_worse((enum cg_metric)m) ? cps[j].shift_pct > 0
+                                                                   : cps[j].shift_pct < 0;
+            rc = push_change(r, &c);
+        }
+        if (k == 0 || rc != 0)
+            continue;
+        struct cg_trend_drift d = {.metric = (enum cg_metric)m,
+                                   .segment = segment,
+                                   .first = cps[0].before,
+                                   .last = cps[k - 1].after,
+                                   .changes = k};
+        d.shift_pct = d.first > 0 ? (d.last / d.first - 1.0) * 100.0 : NAN;
+        size_t first = 0, last = n - 1;
+        while (first < n && !isfinite(x[first]))
+            first++;
+        while (last > 0 && !isfinite(x[last]))
+            last--;
+        d.from = runs[first < n ? first : 0];
+        d.to = runs[last];
+        rc = push_drift(r, &d);
+    }
+    free(x);
+    free(cps);
+    return rc;
+}
+
+int cg_trend_check(const struct cg_history *h, const char *gate_id, const struct cg_cp_options *o,
+                   struct cg_trend_report *r)
+{
+    memset(r, 0, sizeof(*r));
+    const struct cg_history_entry **runs = calloc(h->n ? h->n : 1, sizeof(const void *));
+    if (runs == NULL)
+        return CG_ENOMEM;
+    size_t n = 0;
+    int rc = 0;
+    for (size_t i = 0; i <= h->n && rc == 0; i++) {
+        const struct cg_history_entry *e = i < h->n ? &h->entries[i] : NULL;
+        bool split = e == NULL || (e->type == CG_HIST_EVENT && of_gate(e, gate_id) &&
+                                   (e->event == CG_HEV_ENVIRONMENT || e->event == CG_HEV_RESTART));
+        if (split && n > 0) {
+            r->segments++;
+            rc = check_segment(h, gate_id, runs, n, r->segments, o, r);
+            n = 0;
+        }
+        if (e != NULL && e->type == CG_HIST_RUN && of_gate(e, gate_id)) {
+            runs[n++] = e;
+            r->runs++;
+        }
+    }
+    free(runs);
+    if (rc != 0)
+        cg_trend_report_release(r);
+    return rc;
+}
+
+void cg_trend_report_release(struct cg_trend_report *r)
+{
+    free(r->changes);
+    free(r->drifts);
+    memset(r, 0, sizeof(*r));
+}

@@ -5,6 +5,7 @@
 #define CG_TREND_H
 
 #include "artifact.h"
+#include "changepoint.h"
 #include "history.h"
 
 #include <stddef.h>
@@ -27,5 +28,43 @@ char *cg_trend_env_id(const struct cg_artifact *a);
 /* The environment in words ("NVIDIA H100 80GB HBM3 x1, driver 580.159.04, CUDA 13.0, CPU ...,
  * 20 steps after 5"), truncated to fit n bytes. */
 void cg_trend_env_text(const struct cg_artifact *a, char *out, size_t n);
+
+/* A change point in one metric of the gate's history. Pointers go into the history checked. */
+struct cg_trend_change {
+    enum cg_metric metric;
+    size_t segment;                          /* the environment segment, from 1 */
+    const struct cg_history_entry *before;   /* the last run before the change */
+    const struct cg_history_entry *after;    /* the first run after it */
+    const struct cg_history_entry *accepted; /* an accept event between them, or NULL */
+    struct cg_changepoint cp;                /* indices into the segment's runs */
+    bool worse;                              /* the metric got worse (its direction) */
+};
+
+/* A metric's level across one segment with change points: its first and last stretch. */
+struct cg_trend_drift {
+    enum cg_metric metric;
+    size_t segment;
+    double first, last; /* the medians of the first and the last stretch between changes */
+    double shift_pct;   /* (last / first - 1) * 100 */
+    size_t changes;     /* change points in the segment */
+    const struct cg_history_entry *from, *to; /* its first and last run */
+};
+
+struct cg_trend_report {
+    struct cg_trend_change *changes; /* by segment, metric, then index */
+    size_t n_changes;
+    struct cg_trend_drift *drifts; /* per metric and segment with at least one change */
+    size_t n_drifts;
+    size_t runs;     /* the gate's runs checked */
+    size_t segments; /* environment segments (environment and restart events split them) */
+};
+
+/* Change points (cg_cp_detect under o, NULL the defaults) in every metric of the runs of gate_id
+ * (NULL: the entries without one) in h, per segment; the summary entry is not a point. 0,
+ * CG_EINPUT (bad options) or CG_ENOMEM. */
+int cg_trend_check(const struct cg_history *h, const char *gate_id, const struct cg_cp_options *o,
+                   struct cg_trend_report *r);
+
+void cg_trend_report_release(struct cg_trend_report *r);
 
 #endif

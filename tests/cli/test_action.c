@@ -605,7 +605,19 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(cg_proc_run(d->path, r4, NULL, &proc), 0);
     assert_int_equal(proc.exit_code, 0);
     const char *p4[] = {"r4.json", "--keep", "2", "--label", "20260104T000000Z-d", NULL};
-    assert_int_equal(script(&ws, "baseline-publish", env, p4), 0);
+    static char summary_env[600];
+    snprintf(summary_env, sizeof(summary_env), "GITHUB_STEP_SUMMARY=%s",
+             cg_workdir_in(&ws, "summary.md"));
+    const char *env_summary[] = {env[0], env[1], env[2], env[3], env[4], summary_env, NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env_summary, p4), 0);
+    /* the job summary gets the history check (4 runs in 2 segments: nothing to find) */
+    char *summary = slurp(cg_workdir_in(&ws, "summary.md"));
+    assert_non_null(summary);
+    if (strstr(summary, "## canary-gate: main's history") == NULL ||
+        strstr(summary, "4 runs of `history.jsonl` in 2 environment segments: no change point") ==
+            NULL)
+        fail_msg("no history check in the job summary:\n%s", summary);
+    free(summary);
     const char *fetch4[] = {"bl4", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch4), 0);
     assert_int_equal(runs_in(cg_workdir_in(&ws, "bl4/baseline.json")), 1);

@@ -545,6 +545,92 @@ static void test_cli__history_append_records_runs_and_events(void **state)
         fail_msg("no summary of c1 and c2 first:\n%s", text);
 }
 
+/* A history of 40 runs of gate "g": the step time up 8% from c020 on (accepted there when
+ * accept is set), then an environment change and 10 runs at half the time. */
+static void write_history(const char *path, bool accept)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 50; i++) {
+        double v = 10e6 * (1 + 0.004 * (double)((i * 7) % 5 - 2)) * (i >= 20 ? 1.08 : 1.0);
+        if (i >= 40)
+            v *= 0.5;
+        if (i == 20 && accept)
+            fputs("{\"schema\":1,\"type\":\"event\",\"event\":\"accept\",\"commit\":\"c020\","
+                  "\"date\":\"d\",\"gate_id\":\"g\",\"reason\":\"the new "
+                  "attention\",\"who\":\"o\"}\n",
+                  f);
+        if (i == 40)
+            fputs("{\"schema\":1,\"type\":\"event\",\"event\":\"environment\",\"commit\":"
+                  "\"c040\",\"date\":\"d\",\"gate_id\":\"g\",\"reason\":\"H200\"}\n",
+                  f);
+        fprintf(f,
+                "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%03d\",\"date\":\"d\",\"gate_id\":"
+                "\"g\",\"metrics\":{\"step_time_mean\":{\"median\":%.1f,\"low\":%.1f,\"high\":"
+                "%.1f,\"runs\":5}}}\n",
+                i, v, v * 0.99, v * 1.01);
+    }
+    fclose(f);
+}
+
+/* history check: the step found between the right commits, with its interval and p, marked
+ * accepted; the environment segment apart; markdown and JSON written; --fail-on-change exits 1
+ * only for an unaccepted change for the worse in the newest segment. */
+static void test_cli__history_check_finds_the_step_between_its_commits(void **state)
+{
+    (void)state;
+    static char h[256], md[256], js[256], text[1 << 16];
+    snprintf(h, sizeof(h), "%s", path_in("hist-check.jsonl"));
+    snprintf(md, sizeof(md), "%s", path_in("hist.md"));
+    snprintf(js, sizeof(js), "%s", path_in("hist.json"));
+    write_history(h, true);
+    assert_int_equal(tool("history", "check", "--history", h, "--gate-id", "g", "--markdown", md,
+                          "--json", js, NULL),
+                     0);
+    if (strstr(out_text, "50 runs in 2 segments, 1 change point") == NULL ||
+        strstr(out_text, "step_time_mean        +8.") == NULL ||
+        strstr(out_text, "between c019 and c020 (segment 1), worse, accepted") == NULL)
+        fail_msg("unexpected findings:\n%s", out_text);
+    slurp(md, text, sizeof(text));
+    assert_non_null(strstr(text, "| Step time mean | +8."));
+    assert_non_null(strstr(text, "`c019` → `c020`"));
+    slurp(js, text, sizeof(text));
+    assert_non_null(strstr(text, "\"first_commit_after\":\"c020\""));
+    assert_non_null(strstr(text, "\"accepted\":\"the new attention\""));
+    /* the change is in segment 1, not the newest: --fail-on-change passes */
+    assert_int_equal(
+        tool("history", "check", "--history", h, "--gate-id", "g", "--fail-on-change", NULL), 0);
+    /* another gate's series is empty */
+    assert_int_equal(tool("history", "check", "--history", h, NULL), 0);
+    assert_non_null(strstr(out_text, "0 runs in 0 segments, 0 change points"));
+    /* bad options */
+    assert_int_equal(tool("history", "check", "--history", h, "--alpha", "1", NULL), 2);
+    assert_non_null(strstr(err_text, "--alpha '1'"));
+    assert_int_equal(tool("history", "check", NULL), 2);
+    assert_int_equal(tool("history", "check", "--history", dir, NULL), 2);
+}
+
+/* An unaccepted step for the worse in the newest segment fails with --fail-on-change. */
+static void test_cli__history_check_fails_on_an_unaccepted_change(void **state)
+{
+    (void)state;
+    static char h[256];
+    snprintf(h, sizeof(h), "%s", path_in("hist-fail.jsonl"));
+    write_history(h, false);
+    /* drop the environment change: one segment, its step unaccepted */
+    static char text[1 << 16];
+    slurp(h, text, sizeof(text));
+    char *env = strstr(text, "{\"schema\":1,\"type\":\"event\"");
+    assert_non_null(env);
+    char *eol = strchr(env, '\n');
+    memmove(env, eol + 1, strlen(eol + 1) + 1);
+    write_text(h, text);
+    assert_int_equal(tool("history", "check", "--history", h, "--gate-id", "g", NULL), 0);
+    assert_int_equal(
+        tool("history", "check", "--history", h, "--gate-id", "g", "--fail-on-change", NULL), 1);
+    assert_non_null(strstr(out_text, "between c019 and c020 (segment 1), worse\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +650,8 @@ int main(void)
         cmocka_unit_test(test_cli__unknown_option_is_one_line),
         cmocka_unit_test(test_cli__json_to_stdout_is_not_mixed_with_the_table),
         cmocka_unit_test(test_cli__history_append_records_runs_and_events),
+        cmocka_unit_test(test_cli__history_check_finds_the_step_between_its_commits),
+        cmocka_unit_test(test_cli__history_check_fails_on_an_unaccepted_change),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
