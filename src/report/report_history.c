@@ -21,6 +21,19 @@ static void interval(const struct cg_changepoint *cp, char *dst, size_t n)
     snprintf(dst, n, "%s..%s", lo, hi);
 }
 
+/* A change's figures as text. */
+struct texts {
+    char pct[32], ci[72], before[32], after[32];
+};
+
+static void change_texts(const struct cg_trend_change *c, struct texts *t)
+{
+    cg_fmt_pct(c->cp.shift_pct, t->pct, sizeof(t->pct));
+    interval(&c->cp, t->ci, sizeof(t->ci));
+    cg_fmt_metric(c->metric, c->cp.before, t->before, sizeof(t->before));
+    cg_fmt_metric(c->metric, c->cp.after, t->after, sizeof(t->after));
+}
+
 static int commit_text(struct cg_buf *o, const struct cg_history_entry *e, bool md)
 {
     char c[COMMIT_CHARS + 1];
@@ -37,13 +50,11 @@ int cg_report_history_terminal(const struct cg_trend_report *r, const char *path
     (void)path;
     for (size_t i = 0; i < r->n_changes && rc == 0; i++) {
         const struct cg_trend_change *c = &r->changes[i];
-        char pct[32], ci[72], b[32], a[32];
-        cg_fmt_pct(c->cp.shift_pct, pct, sizeof(pct));
-        interval(&c->cp, ci, sizeof(ci));
-        cg_fmt_metric(c->metric, c->cp.before, b, sizeof(b));
-        cg_fmt_metric(c->metric, c->cp.after, a, sizeof(a));
-        rc |= cg_buf_printf(out, "  %-18s %8s (%s) %s -> %s, p = %.3g, between ",
-                            cg_metric_name(c->metric), pct, ci, b, a, c->cp.p_value);
+        struct texts t;
+        change_texts(c, &t);
+        rc |=
+            cg_buf_printf(out, "  %-18s %8s (%s) %s -> %s, p = %.3g, between ",
+                          cg_metric_name(c->metric), t.pct, t.ci, t.before, t.after, c->cp.p_value);
         rc |= commit_text(out, c->before, false);
         rc |= cg_buf_adds(out, " and ");
         rc |= commit_text(out, c->after, false);
@@ -80,13 +91,10 @@ int cg_report_history_markdown(const struct cg_trend_report *r, const char *path
                            "commits | Segment | |\n|---|---:|---|---|---:|---|---:|---|\n");
     for (size_t i = 0; i < r->n_changes && rc == 0; i++) {
         const struct cg_trend_change *c = &r->changes[i];
-        char pct[32], ci[72], b[32], a[32];
-        cg_fmt_pct(c->cp.shift_pct, pct, sizeof(pct));
-        interval(&c->cp, ci, sizeof(ci));
-        cg_fmt_metric(c->metric, c->cp.before, b, sizeof(b));
-        cg_fmt_metric(c->metric, c->cp.after, a, sizeof(a));
+        struct texts t;
+        change_texts(c, &t);
         rc |= cg_buf_printf(out, "| %s | %s | %s | %s → %s | %.3g | `", cg_metric_label(c->metric),
-                            pct, ci, b, a, c->cp.p_value);
+                            t.pct, t.ci, t.before, t.after, c->cp.p_value);
         rc |= commit_text(out, c->before, true);
         rc |= cg_buf_adds(out, "` → `");
         rc |= commit_text(out, c->after, true);
