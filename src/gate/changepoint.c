@@ -61,6 +61,7 @@ void cg_cp_defaults(struct cg_cp_options *o)
     o->max_points = CG_CP_MAX_POINTS;
 }
 
+/* Frees the scratch; s holds nothing after (freeing it again does nothing). */
 static void scan_free(struct scan *s)
 {
     free(s->sorted);
@@ -71,11 +72,14 @@ static void scan_free(struct scan *s)
     free(s->left);
     free(s->right);
     free(s->items);
+    memset(s, 0, sizeof(*s));
 }
 
 static int scan_alloc(struct scan *s, size_t cap)
 {
     memset(s, 0, sizeof(*s));
+    if (cap == 0)
+        cap = 1;
     s->sorted = malloc(cap * sizeof(*s->sorted));
     s->rank = malloc(cap * sizeof(*s->rank));
     s->perm = malloc(cap * sizeof(*s->perm));
@@ -181,9 +185,10 @@ static uint64_t seed_for(uint64_t seed, uint64_t tag, size_t a, size_t b)
     return cg_stats_rand(&st);
 }
 
+/* A number in [0, n); 0 when n is 0. */
 static size_t rand_below(uint64_t *st, size_t n)
 {
-    return (size_t)(cg_stats_rand(st) % (uint64_t)n);
+    return n ? (size_t)(cg_stats_rand(st) % (uint64_t)n) : 0;
 }
 
 /* The best split of v[lo, hi) and its permutation test. */
@@ -192,7 +197,7 @@ static struct cand test_segment(struct scan *s, const double *v, size_t lo, size
 {
     struct cand c = {.lo = lo, .hi = hi, .p = 1.0};
     size_t n = hi - lo, m = o->min_segment, tau;
-    if (n < 2 * m)
+    if (hi < lo || m < 2 || n / 2 < m) /* n < 2m without overflow */
         return c;
     scan_prepare(s, v + lo, n);
     if (s->sorted[0] == s->sorted[n - 1])
@@ -311,7 +316,7 @@ int cg_cp_scan(const double *x, size_t n, size_t min_segment, double *q, size_t 
             return CG_EINPUT;
         q[i] = NAN;
     }
-    if (n < 2 * min_segment)
+    if (n / 2 < min_segment)
         return 0;
     struct scan s;
     if (scan_alloc(&s, n) != 0)
@@ -354,7 +359,7 @@ int cg_cp_detect(const double *x, size_t n, const struct cg_cp_options *o,
         }
     }
     rc = 0;
-    if (limit == 0 || m < 2 * o->min_segment)
+    if (limit == 0 || m / 2 < o->min_segment)
         goto done;
     rc = CG_ENOMEM;
     if (scan_alloc(&s, m) != 0)

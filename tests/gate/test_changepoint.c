@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_N 400
+#define MAX_N 512
 #define CAP 32
 
 #define assert_near(got, want, eps) assert_near_at((got), (want), (eps), __FILE__, __LINE__)
@@ -241,6 +241,11 @@ static void test_changepoint__constant_and_short_series_have_none(void **state)
     double shortx[] = {10, 10.1, 9.9, 10, 15, 15.1, 14.9};
     assert_int_equal(detect(shortx, 7, NULL, cp), 0);
     assert_int_equal(detect(NULL, 0, NULL, cp), 0);
+    /* A min_segment so large that 2 * min_segment wraps around: still none. */
+    struct cg_cp_options o;
+    cg_cp_defaults(&o);
+    o.min_segment = SIZE_MAX / 2 + 1;
+    assert_int_equal(detect(x, 100, &o, cp), 0);
     /* Two constant levels: found, with p at its smallest. */
     for (size_t i = 0; i < 100; i++)
         x[i] = i < 30 ? 42.0 : 45.0;
@@ -289,6 +294,40 @@ static void test_changepoint__max_points_and_cap_keep_the_strongest(void **state
     assert_true(subset_with(few + 3, 2, all, n_all, 200));
     o.max_points = 0;
     assert_int_equal(detect(x, 280, &o, few), 0);
+}
+
+static void test_changepoint__most_significant_split_accepted_first(void **state)
+{
+    (void)state;
+    double x[MAX_N];
+    struct cg_changepoint all[CAP], two[CAP];
+    struct cg_cp_options o;
+    cg_cp_defaults(&o);
+    o.max_points = 2;
+    /* +1% at 60, +30% at 120, +0.45% at 270 of 420, noise 1%: the first split is at 120, then
+     * each half has a candidate. Seeds chosen so the halves' candidates differ as stated (the
+     * premise is checked on the full answer first): seeds 2 and 6 have both at p = 1/200 and
+     * the larger Q on the left, then on the right; seed 204 has the left at p = 1/200 with the
+     * smaller Q, the right at p = 2/200 with the larger. */
+    size_t at[] = {60, 120, 270};
+    double pct[] = {1.0, 30.0, 0.45};
+    const struct {
+        uint64_t seed;
+        size_t kept; /* 0: the left candidate, 2: the right */
+    } cases[] = {{2, 0}, {6, 2}, {204, 0}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        make_series(x, 420, at, pct, 3, 0.01, cases[c].seed);
+        assert_int_equal(detect(x, 420, NULL, all), 3);
+        assert_int_equal(all[1].index, 120);
+        size_t k = cases[c].kept, other = 2 - k;
+        if (cases[c].seed == 204)
+            assert_true(all[k].p_value < all[other].p_value && all[k].q < all[other].q);
+        else
+            assert_true(all[k].p_value == all[other].p_value && all[k].q > all[other].q);
+        assert_int_equal(detect(x, 420, &o, two), 2);
+        assert_int_equal(two[k == 0 ? 0 : 1].index, all[k].index);
+        assert_int_equal(two[k == 0 ? 1 : 0].index, 120);
+    }
 }
 
 static void test_changepoint__interval_covers_the_true_shift(void **state)
@@ -483,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_changepoint__same_seed_same_answer),
         cmocka_unit_test(test_changepoint__constant_and_short_series_have_none),
         cmocka_unit_test(test_changepoint__max_points_and_cap_keep_the_strongest),
+        cmocka_unit_test(test_changepoint__most_significant_split_accepted_first),
         cmocka_unit_test(test_changepoint__interval_covers_the_true_shift),
         cmocka_unit_test(test_changepoint__non_finite_values_skipped_indices_kept),
         cmocka_unit_test(test_changepoint__p_counts_permutations_as_extreme_as_observed),
