@@ -344,6 +344,12 @@ TIMING = ("step_time_mean", "step_time_p95", "step_time_floor", "tokens_per_sec"
 MEMORY = ("peak_device_memory", "peak_host_rss")
 
 
+def failed_counts(rows):
+    """The count rows of a JSON verdict that FAILed, as "NAME BASE->CURRENT"."""
+    return ["%s %s->%s" % (r.get("count") or "range " + str(r.get("range")), r.get("baseline"),
+                           r.get("current")) for r in rows if r.get("outcome") == "fail"]
+
+
 def cmd_verdict(a):
     v = load_json(a.file, "JSON verdict")
     verdict = v.get("verdict")
@@ -358,8 +364,7 @@ def cmd_verdict(a):
             raise Fail("A/A expected no FAIL | " + figure)
     elif a.expect in ("counts", "counts-same"):
         rows = (v.get("counts") or {}).get("rows") or []
-        failed = ["%s %s->%s" % (r.get("count") or "range " + str(r.get("range")), r.get("baseline"),
-                                 r.get("current")) for r in rows if r.get("outcome") == "fail"]
+        failed = failed_counts(rows)
         figure = "counts: %s compared, %s changed, failed: %s; %s" % (
             (v.get("counts") or {}).get("compared"), (v.get("counts") or {}).get("changed"),
             ", ".join(failed) or "none", figure)
@@ -374,9 +379,7 @@ def cmd_verdict(a):
     elif a.expect == "detected":
         rows = (v.get("counts") or {}).get("rows") or []
         timing = [n for n in TIMING if outcomes.get(n) == "fail"]
-        counts = ["%s %s->%s" % (r.get("count") or "range " + str(r.get("range")),
-                                 r.get("baseline"), r.get("current"))
-                  for r in rows if r.get("outcome") == "fail"]
+        counts = failed_counts(rows)
         if a.rc != 1 or verdict != "fail" or not (timing or counts):
             raise Fail("regression not detected by timing or counts | " + figure)
         figure = "caught by %s; %s" % ("; ".join(

@@ -611,23 +611,32 @@ static void warn(const char *what, const char *detail)
     cg_inject_unlock();
 }
 
-/* Whether CANARY_GATE_CUPTI_OFF (a comma-separated list) names PART: an optional part of the
- * set-up the user left off, to find what costs time (docs/collector.md). Each part left off is a
- * "w" line, and the counts it would have measured are left out of "nc". */
+/* The next name of CANARY_GATE_CUPTI_OFF (a comma-separated list) from *s: its start, and its
+ * length in *len; NULL at the end. */
+static const char *next_off_name(const char **s, size_t *len)
+{
+    while (*s != NULL && **s == ',')
+        (*s)++;
+    if (*s == NULL || **s == '\0')
+        return NULL;
+    const char *name = *s;
+    *len = strcspn(name, ",");
+    *s = name + *len;
+    return name;
+}
+
+/* Whether CANARY_GATE_CUPTI_OFF names PART: an optional part of the set-up the user left off, to
+ * find what costs time (docs/collector.md). Each part left off is a "w" line, and the counts it
+ * would have measured are left out of "nc". */
 static bool part_off(const char *part)
 {
-    const char *s = getenv(CG_ENV_CUPTI_OFF);
-    size_t n = strlen(part);
-    while (s != NULL && *s != '\0') {
-        size_t len = strcspn(s, ",");
-        if (len == n && strncmp(s, part, n) == 0) {
+    const char *s = getenv(CG_ENV_CUPTI_OFF), *name;
+    size_t len, n = strlen(part);
+    while ((name = next_off_name(&s, &len)) != NULL)
+        if (len == n && strncmp(name, part, n) == 0) {
             warn("CUPTI set-up part left off (" CG_ENV_CUPTI_OFF ")", part);
             return true;
         }
-        s += len;
-        if (*s == ',')
-            s++;
-    }
     return false;
 }
 
@@ -650,20 +659,16 @@ static bool off_name_known(const char *name, size_t len)
 /* A "w" line for each name in CANARY_GATE_CUPTI_OFF that is no part that can be left off. */
 static void check_off_names(void)
 {
-    char name[64];
-    const char *s = getenv(CG_ENV_CUPTI_OFF);
-    while (s != NULL && *s != '\0') {
-        size_t len = strcspn(s, ",");
-        if (len > 0 && !off_name_known(s, len)) {
-            size_t n = len < sizeof(name) - 1 ? len : sizeof(name) - 1;
-            memcpy(name, s, n);
-            name[n] = '\0';
-            warn(CG_ENV_CUPTI_OFF " names no part that can be left off (ignored)", name);
+    char text[64];
+    const char *s = getenv(CG_ENV_CUPTI_OFF), *name;
+    size_t len;
+    while ((name = next_off_name(&s, &len)) != NULL)
+        if (!off_name_known(name, len)) {
+            size_t n = len < sizeof(text) - 1 ? len : sizeof(text) - 1;
+            memcpy(text, name, n);
+            text[n] = '\0';
+            warn(CG_ENV_CUPTI_OFF " names no part that can be left off (ignored)", text);
         }
-        s += len;
-        if (*s == ',')
-            s++;
-    }
 }
 
 /* Opens libcupti (see the top); *how says which way, for the "cupti" line. */

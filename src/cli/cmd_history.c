@@ -44,17 +44,11 @@ static const struct option options[] = {
     {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 };
 
-static bool same_gate(const struct cg_history_entry *e, const char *gate_id)
-{
-    return (e->gate_id == NULL && gate_id == NULL) ||
-           (e->gate_id != NULL && gate_id != NULL && strcmp(e->gate_id, gate_id) == 0);
-}
-
 /* The gate's newest run in h, or NULL. */
 static const struct cg_history_entry *last_run(const struct cg_history *h, const char *gate_id)
 {
     for (size_t i = h->n; i-- > 0;)
-        if (h->entries[i].type != CG_HIST_EVENT && same_gate(&h->entries[i], gate_id))
+        if (h->entries[i].type != CG_HIST_EVENT && cg_history_of_gate(&h->entries[i], gate_id))
             return &h->entries[i];
     return NULL;
 }
@@ -83,6 +77,16 @@ static void say_skipped(const struct cg_history *h)
                 h->skipped - h->n_warnings);
 }
 
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
 static int history_append(int argc, char **argv)
 {
     const char *path = NULL, *commit = NULL, *date = NULL, *gate_id = NULL, *restart = NULL;
@@ -107,14 +111,11 @@ static int history_append(int argc, char **argv)
         case 'r':
             restart = optarg;
             break;
-        case 'k': {
-            char *end = NULL;
-            keep = strtol(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || keep < 1 || keep > 1000000)
+        case 'k':
+            if (!parse_long(optarg, 1, 1000000, &keep))
                 return cg_cmd_usage_error(
                     "history append", "--keep '%s': expected a whole number 1 to 1000000", optarg);
             break;
-        }
         case 'h':
             fputs(usage_text, stdout);
             return CG_EXIT_PASS;
@@ -226,16 +227,6 @@ static const struct option check_options[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
-
-static bool parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
 
 static int history_check(int argc, char **argv)
 {

@@ -496,13 +496,8 @@ int cg_history_save(const char *path, const struct cg_history *h, struct cg_err 
     return rc;
 }
 
-const struct cg_history_entry *cg_history_last(const struct cg_history *h, size_t before,
-                                               enum cg_history_type t, int ev)
+bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id)
 {
-    for (size_t i = before < h->n ? before : h->n; i-- > 0;) {
-        const struct cg_history_entry *e = &h->entries[i];
-        if (e->type == t && (t != CG_HIST_EVENT || ev < 0 || (int)e->event == ev))
-            return e;
-    }
-    return NULL;
+    return gate_id == NULL ? e->gate_id == NULL
+                           : e->gate_id != NULL && strcmp(e->gate_id, gate_id) == 0;
 }

@@ -99,10 +99,8 @@ int cg_history_render(const struct cg_history *h, struct cg_buf *out);
 /* Renders h and writes it to path atomically. 0, CG_ENOMEM or CG_EIO (named in err). */
 int cg_history_save(const char *path, const struct cg_history *h, struct cg_err *err);
 
-/* The newest entry of type t (and, for events, of event ev when t is CG_HIST_EVENT and ev >= 0)
- * before index `before` (h->n for all), or NULL. */
-const struct cg_history_entry *cg_history_last(const struct cg_history *h, size_t before,
-                                               enum cg_history_type t, int ev);
+/* True when e belongs to gate_id's series (NULL: the entries recorded without a gate id). */
+bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id);
 
 void cg_history_release(struct cg_history *h);
 

@@ -130,12 +130,6 @@ void cg_trend_env_text(const struct cg_artifact *a, char *out, size_t n)
                  (long long)a->settings.warmup);
 }
 
-static bool of_gate(const struct cg_history_entry *e, const char *gate_id)
-{
-    return gate_id == NULL ? e->gate_id == NULL
-                           : e->gate_id != NULL && strcmp(e->gate_id, gate_id) == 0;
-}
-
 static int push_change(struct cg_trend_report *r, const struct cg_trend_change *c)
 {
     struct cg_trend_change *p = realloc(r->changes, (r->n_changes + 1) * sizeof(*p));
@@ -156,22 +150,20 @@ static int push_drift(struct cg_trend_report *r, const struct cg_trend_drift *d)
     return 0;
 }
 
-/* The accept event of the gate between entries lo and hi of h (exclusive), or NULL. */
-static const struct cg_history_entry *accept_between(const struct cg_history *h, const char *gate,
+/* The gate's accept event between entries lo and hi of one history (exclusive), or NULL. */
+static const struct cg_history_entry *accept_between(const char *gate,
                                                      const struct cg_history_entry *lo,
                                                      const struct cg_history_entry *hi)
 {
     for (const struct cg_history_entry *e = hi - 1; e > lo; e--)
-        if (e->type == CG_HIST_EVENT && e->event == CG_HEV_ACCEPT && of_gate(e, gate))
+        if (e->type == CG_HIST_EVENT && e->event == CG_HEV_ACCEPT && cg_history_of_gate(e, gate))
             return e;
-    (void)h;
     return NULL;
 }
 
-/* One segment: runs[0..n) (entries of h). */
-static int check_segment(const struct cg_history *h, const char *gate,
-                         const struct cg_history_entry **runs, size_t n, size_t segment,
-                         const struct cg_cp_options *o, struct cg_trend_report *r)
+/* One segment: runs[0..n) (entries of one history, in its order). */
+static int check_segment(const char *gate, const struct cg_history_entry **runs, size_t n,
+                         size_t segment, const struct cg_cp_options *o, struct cg_trend_report *r)
 {
     double *x = malloc((n ? n : 1) * sizeof(*x));
     struct cg_changepoint *cps = calloc(CG_CP_MAX_POINTS + 64, sizeof(*cps));
@@ -195,7 +187,7 @@ static int check_segment(const struct cg_history *h, const char *gate,
                 prev--;
             c.before = runs[prev > 0 ? prev - 1 : 0];
             c.after = runs[at];
-            c.accepted = accept_between(h, gate, c.before, c.after);
+            c.accepted = accept_between(gate, c.before, c.after);
             c.worse = cg_metric_higher_is_worse((enum cg_metric)m) ? cps[j].shift_pct > 0
                                                                    : cps[j].shift_pct < 0;
             rc = push_change(r, &c);
@@ -233,14 +225,14 @@ int cg_trend_check(const struct cg_history *h, const char *gate_id, const struct
     int rc = 0;
     for (size_t i = 0; i <= h->n && rc == 0; i++) {
         const struct cg_history_entry *e = i < h->n ? &h->entries[i] : NULL;
-        bool split = e == NULL || (e->type == CG_HIST_EVENT && of_gate(e, gate_id) &&
+        bool split = e == NULL || (e->type == CG_HIST_EVENT && cg_history_of_gate(e, gate_id) &&
                                    (e->event == CG_HEV_ENVIRONMENT || e->event == CG_HEV_RESTART));
         if (split && n > 0) {
             r->segments++;
-            rc = check_segment(h, gate_id, runs, n, r->segments, o, r);
+            rc = check_segment(gate_id, runs, n, r->segments, o, r);
             n = 0;
         }
-        if (e != NULL && e->type == CG_HIST_RUN && of_gate(e, gate_id)) {
+        if (e != NULL && e->type == CG_HIST_RUN && cg_history_of_gate(e, gate_id)) {
             runs[n++] = e;
             r->runs++;
         }
