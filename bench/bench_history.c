@@ -4,10 +4,12 @@
  * Figures go to bench/RESULTS.md ("Change points in main's history").
  *
  * A history has one value per commit, as 'canary-gate history append' records it (docs/history.md):
- * the median of K runs' own values of a metric (--metric: step_time_mean, step_time_p95 or
- * step_time_floor, cg_verdict_run_value), or one it does not record: step_time_median, the
- * runs' median step time, or side_floor, the floor of the K runs as one side, as the gate
- * compares it (the median of the fast runs' floors, floor.h). K is a recording's runs, 15 with the
+ * the median of K runs' own values of step_time_mean or step_time_p95 (--metric,
+ * cg_verdict_run_value), and for step_time_floor the floor of the K runs as one side, as the
+ * gate compares it (the median of the fast runs' floors, floor.h; side_floor is another name for
+ * it); or one it does not record: step_time_median, the runs' median step time, or
+ * floor_runs_median, the median of all K runs' floors (what the history recorded for the floor
+ * before it took the fast runs' median). K is a recording's runs, 15 with the
  * default thresholds
  * (--runs-per-commit). The runs are taken from a pool recorded by bench/detect --save (the
  * unchanged canary, pool "aa", by default), so the noise is the runner's own: its spread, its
@@ -51,17 +53,18 @@
 #define DRIFT_GAP 20
 #define DRIFT_PCT 0.8
 #define TIMING_REPEATS 20
-/* --metric step_time_median: the runs' median step time; side_floor: the floor of a commit's
- * runs as one side. */
+/* --metric step_time_median: the runs' median step time; step_time_floor (or side_floor): the
+ * floor of a commit's runs as one side; floor_runs_median: the median of the runs' floors. */
 #define METRIC_MEDIAN (-1)
 #define METRIC_SIDE_FLOOR (-2)
+#define METRIC_RUNS_FLOOR (-3)
 
 struct opts {
     const char *load, *pool;
     size_t reps, commits, k, window, check_commits;
     uint64_t seed;
     enum draw { DRAW_BLOCK, DRAW_RANDOM, DRAW_ORDERED } draw;
-    int metric; /* a step-time metric (enum cg_metric), METRIC_MEDIAN or METRIC_SIDE_FLOOR */
+    int metric; /* step_time_mean or _p95 (enum cg_metric), or a METRIC_ above */
 };
 
 /* The pool's per-run values and a history's scratch. */
@@ -289,14 +292,23 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-/* A step-time metric's name: a gated one, step_time_median or side_floor. */
+/* A step-time metric's name: a gated one, step_time_median, side_floor or floor_runs_median. */
 static int parse_metric(const char *name, int *out)
 {
-    if (strcmp(name, "step_time_median") == 0 || strcmp(name, "side_floor") == 0) {
-        *out = strcmp(name, "side_floor") == 0 ? METRIC_SIDE_FLOOR : METRIC_MEDIAN;
-        return 0;
+    static const struct {
+        const char *name;
+        int metric;
+    } other[] = {{"step_time_median", METRIC_MEDIAN},
+                 {"step_time_floor", METRIC_SIDE_FLOOR},
+                 {"side_floor", METRIC_SIDE_FLOOR},
+                 {"floor_runs_median", METRIC_RUNS_FLOOR}};
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        if (strcmp(name, other[i].name) == 0) {
+            *out = other[i].metric;
+            return 0;
+        }
     }
-    for (int m = CG_M_STEP_TIME_MEAN; m <= CG_M_STEP_TIME_FLOOR; m++) {
+    for (int m = CG_M_STEP_TIME_MEAN; m < CG_M_STEP_TIME_FLOOR; m++) {
         if (strcmp(name, cg_metric_name((enum cg_metric)m)) == 0) {
             *out = m;
             return 0;
@@ -308,7 +320,8 @@ static int parse_metric(const char *name, int *out)
 static const char *metric_name(int m)
 {
     return m == METRIC_MEDIAN       ? "step_time_median"
-           : m == METRIC_SIDE_FLOOR ? "side_floor"
+           : m == METRIC_SIDE_FLOOR ? "step_time_floor (the runs' floor as one side)"
+           : m == METRIC_RUNS_FLOOR ? "floor_runs_median"
                                     : cg_metric_name((enum cg_metric)m);
 }
 
@@ -321,7 +334,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                        .window = 10,
                        .check_commits = 1000,
                        .seed = 1,
-                       .metric = CG_M_STEP_TIME_FLOOR};
+                       .metric = METRIC_SIDE_FLOOR};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         size_t seed = 0;
@@ -362,7 +375,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         fprintf(stderr, "usage: bench_history --load DIR [--pool NAME] [--reps N] [--commits N "
                         ">= 20] [--runs-per-commit K] [--window W] [--seed S] [--draw "
                         "block|random|ordered] [--metric step_time_mean|step_time_p95|"
-                        "step_time_floor|step_time_median|side_floor]\n");
+                        "step_time_floor|step_time_median|floor_runs_median]\n");
         return -1;
     }
     return 0;
@@ -381,7 +394,7 @@ static void print_header(int argc, char **argv, const struct sim *s, double *h)
         cg_welford_add(&w, s->runs[i]);
     printf(
         "\n* pool '%s': %zu runs, %s per run: median %.2f ms, CV %.1f%%\n", s->o->pool, s->n_runs,
-        metric_name(s->o->metric == METRIC_SIDE_FLOOR ? CG_M_STEP_TIME_FLOOR : s->o->metric),
+        s->o->metric < METRIC_MEDIAN ? "step_time_floor" : metric_name(s->o->metric),
         cg_bench_median(s->runs, s->n_runs) / 1e6, 100.0 * sqrt(cg_welford_variance(&w)) / w.mean);
     /* The commit values' own spread, from one long history without change. */
     struct sim c = *s;
@@ -392,7 +405,7 @@ static void print_header(int argc, char **argv, const struct sim *s, double *h)
     printf("* a commit's value: %s of %zu runs' %s (%s), CV %.1f%% between commits\n",
            s->o->metric == METRIC_SIDE_FLOOR ? "the median over the fast runs" : "the median",
            s->o->k,
-           metric_name(s->o->metric == METRIC_SIDE_FLOOR ? CG_M_STEP_TIME_FLOOR : s->o->metric),
+           s->o->metric < METRIC_MEDIAN ? "step_time_floor" : metric_name(s->o->metric),
            s->o->draw == DRAW_RANDOM  ? "drawn with replacement"
            : s->o->draw == DRAW_BLOCK ? "consecutive from a random place, commits independent"
                                       : "consecutive, commit after commit, in the order measured",
@@ -429,7 +442,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < p.a.n_runs; i++) {
         const struct cg_run *run = &p.a.runs[i];
         s.runs[i] = o.metric == METRIC_MEDIAN ? run->summary.step_time_median_ns
-                    : o.metric == METRIC_SIDE_FLOOR
+                    : o.metric < METRIC_MEDIAN
                         ? cg_floor_run_ns(run)
                         : cg_verdict_run_value(run, (enum cg_metric)o.metric);
         if (!(s.runs[i] > 0)) {

@@ -23,6 +23,7 @@ int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_comment(int argc, char **argv);
 int cmd_history(int argc, char **argv);
+int cmd_accept(int argc, char **argv);
 
 /* The default overall deadline for posting the comment and status, in seconds. */
 #define CG_COMMENT_DEADLINE_S 120
@@ -37,7 +38,18 @@ struct cg_report_opts {
     const char *gate_id;       /* the report's hidden marker id, NULL for the default gate */
     bool fail_on_inconclusive; /* INCONCLUSIVE exits 4 */
     bool color;                /* ANSI colour in the terminal table */
+    const struct cg_history *history; /* main's history (--history), for a recent accept */
 };
+
+struct cg_history;
+
+/* Reads main's history at path for the reports' note of a recent accept (compare and the main
+ * command's --history): a missing file is an empty history; its unreadable lines are warnings
+ * (cg_cmd_say_history_skipped). 0, or the exit code (printed) of a file that cannot be read. */
+int cg_cmd_load_history(const char *path, struct cg_history *h);
+
+/* Prints the warnings of the lines skipped when h was read. */
+void cg_cmd_say_history_skipped(const struct cg_history *h);
 
 /* Computes the verdict of cur against base, prints the terminal table on stdout, writes the
  * report and JSON verdict (after everything rendered) and returns the gate's exit code

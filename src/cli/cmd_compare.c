@@ -4,10 +4,12 @@
  * 2 bad input, 3 could not write, 4 inconclusive with --fail-on-inconclusive.
  */
 #include "cmd.h"
+
 #include "cmd_options.h"
 
 #include "artifact.h"
 #include "fsutil.h"
+#include "history.h"
 #include "report.h"
 #include "thresholds.h"
 #include "verdict.h"
@@ -28,6 +30,8 @@ static const char usage_text[] =
     "  --report FILE.md       write the markdown report (the PR comment body)\n"
     "  --json FILE            write the JSON verdict\n"
     "  --id NAME              gate id for the report's hidden marker (several gates per PR)\n"
+    "  --history FILE         main's history (history.jsonl on the baseline branch): the\n"
+    "                         reports mention a regression accepted there lately\n"
     "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
     "  --color WHEN           auto (default), always or never\n"
     "  -h, --help             show this help\n"
@@ -36,10 +40,11 @@ static const char usage_text[] =
     "            that is an input or another output), 3 could not write an output,\n"
     "            4 inconclusive with --fail-on-inconclusive\n";
 
-enum { OPT_THRESHOLDS = CG_OPT_COMMAND };
+enum { OPT_THRESHOLDS = CG_OPT_COMMAND, OPT_HISTORY };
 
 static const struct option options[] = {
     {"thresholds", required_argument, NULL, OPT_THRESHOLDS},
+    {"history", required_argument, NULL, OPT_HISTORY},
     CG_REPORT_OPTIONS,
     {"color", required_argument, NULL, CG_OPT_COLOR},
     {"help", no_argument, NULL, 'h'},
@@ -72,7 +77,7 @@ static int compare_and_report(const char *baseline_path, const char *current_pat
 
 int cmd_compare(int argc, char **argv)
 {
-    const char *thresholds_spec = NULL;
+    const char *thresholds_spec = NULL, *history_path = NULL;
     const char *color_when = "auto";
     struct cg_report_opts ro = {0};
     int c;
@@ -83,6 +88,9 @@ int cmd_compare(int argc, char **argv)
         switch (c) {
         case OPT_THRESHOLDS:
             thresholds_spec = optarg;
+            break;
+        case OPT_HISTORY:
+            history_path = optarg;
             break;
         case CG_OPT_COLOR:
             color_when = optarg;
@@ -106,8 +114,15 @@ int cmd_compare(int argc, char **argv)
     cg_cmd_add_thresholds(&paths, thresholds_spec);
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "--report", ro.report_path);
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", ro.json_path);
+    cg_outputs_add(&paths, CG_PATH_INPUT, "--history", history_path);
     int rc = cg_cmd_check_outputs(&paths);
     if (rc != 0)
         return rc;
-    return compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, &ro);
+    struct cg_history h = {0};
+    if (history_path != NULL && (rc = cg_cmd_load_history(history_path, &h)) != 0)
+        return rc;
+    ro.history = history_path != NULL ? &h : NULL;
+    rc = compare_and_report(argv[optind], argv[optind + 1], thresholds_spec, &ro);
+    cg_history_release(&h);
+    return rc;
 }

@@ -20,11 +20,12 @@
 #include "buf.h"
 #include "cg_version.h"
 #include "cmd_options.h"
+#include "cmd_seq.h"
 #include "collect.h"
 #include "comment_marker.h"
 #include "fsutil.h"
-#include "cmd_seq.h"
 #include "github.h"
+#include "history.h"
 #include "launch_env.h"
 #include "report.h"
 #include "thresholds.h"
@@ -68,15 +69,17 @@ static const char usage_text[] =
     "  --comment              post the report as the pull request's comment (edited in place)\n"
     "  --comment-mode MODE    always (default with --comment), on-regression, never\n"
     "  --status               set the commit status canary-gate[/ID] on the pull request's head\n"
-    "  --id NAME              gate id, for several gates on one pull request\n"
+    "  --id NAME              gate id, for several gates on one pull request\n";
+
+/* The rest of the help, apart: one string literal would pass the length C11 guarantees. */
+static const char usage_notes[] =
+    "  --history FILE         main's history (history.jsonl on the baseline branch): the\n"
+    "                         reports mention a regression accepted there lately\n"
     "  --post-deadline SEC    give up posting the comment and status after SEC seconds in all\n"
     "                         (default 120; the gate's exit code stands)\n"
     "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
     "  --color WHEN           auto (default), always or never\n" CG_GATE_SEQ_USAGE
-    "  -h, --help             show this help\n";
-
-/* The rest of the help, apart: one string literal would pass the length C11 guarantees. */
-static const char usage_notes[] =
+    "  -h, --help             show this help\n"
     "\n"
     "--comment and --status read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
     "'canary-gate comment --help'); without --report the report goes beside --out (FILE.md).\n"
@@ -100,7 +103,8 @@ enum {
     OPT_STATUS,
     OPT_TRACE,
     OPT_TRACE_STEPS,
-    OPT_DEADLINE
+    OPT_DEADLINE,
+    OPT_HISTORY
 };
 
 static const struct option options[] = {
@@ -117,6 +121,7 @@ static const struct option options[] = {
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
     {"post-deadline", required_argument, NULL, OPT_DEADLINE},
+    {"history", required_argument, NULL, OPT_HISTORY},
     CG_GATE_SEQ_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -128,6 +133,7 @@ struct gate_opts {
     const char *comment_mode; /* NULL: always when --comment */
     enum cg_github_mode post_mode; /* settled: never without --comment, else comment_mode's */
     const char *color;
+    const char *history; /* --history, or NULL */
     bool color_on; /* settled from color */
     long post_deadline_s; /* 0: the default */
     struct cg_report_opts ro; /* --report, --json, --id, --fail-on-inconclusive; color settled */
@@ -168,6 +174,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
             break;
         case CG_OPT_COLOR: o->color = optarg; break;
         case OPT_TRACE: o->collect.trace_path = optarg; break;
+        case OPT_HISTORY: o->history = optarg; break;
         case OPT_TRACE_STEPS: o->collect.trace_steps = optarg; break;
         case OPT_DEADLINE: {
             if (cg_cmd_parse_count("gate", "--post-deadline", optarg, 1, 3600,
@@ -384,6 +391,7 @@ int cmd_gate(int argc, char **argv)
     char *log_owned = NULL, *report_owned = NULL, *partial = NULL, *confirm = NULL;
     int exit_code;
     bool have_base = false;
+    struct cg_history history = {0};
     o.out = "canary-run.json";
     o.color = "auto";
     cg_measure_opts_init(&o.m);
@@ -434,8 +442,14 @@ int cmd_gate(int argc, char **argv)
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "--trace", o.collect.trace_path);
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "the partial artifact", partial);
     cg_outputs_add(&paths, CG_PATH_OUTPUT, "the confirmation artifact", confirm);
+    cg_outputs_add(&paths, CG_PATH_INPUT, "--history", o.history);
     if ((exit_code = cg_cmd_check_outputs(&paths)) != 0)
         goto done;
+    if (o.history != NULL && have_base) {
+        if ((exit_code = cg_cmd_load_history(o.history, &history)) != 0)
+            goto done;
+        o.ro.history = &history;
+    }
     fprintf(stderr, "canary-gate: %s '%s': %ld run%s of %ld steps after %ld warm-up, thresholds "
                     "%s\n",
             have_base ? "gating against" : "recording the baseline", o.baseline, o.runs,
@@ -476,6 +490,7 @@ done:
     cg_collector_free(col);
     cg_artifact_release(&base);
     cg_artifact_release(&cur);
+    cg_history_release(&history);
     free(log_owned);
     free(report_owned);
     free(partial);

@@ -1,7 +1,9 @@
 /*
  * cmd_history: `canary-gate history append` records one published run of main in the history
  * file (docs/history.md): the run's values, and the events its environment or the baseline's
- * restart make. `canary-gate history check` finds the change points in it.
+ * restart make. `canary-gate history check` finds the change points in it, `canary-gate
+ * history site` draws it as a static site, and `canary-gate accept` records an accepted
+ * regression.
  */
 #include "cmd.h"
 
@@ -9,6 +11,7 @@
 #include "history.h"
 #include "report_history.h"
 #include "trend.h"
+#include "utf8.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -67,16 +70,6 @@ static int append_event(struct cg_history *h, enum cg_history_event ev,
     return cg_history_append(h, &e); /* copies; e's strings stay the run's */
 }
 
-/* Prints the lines skipped when the history was read. */
-static void say_skipped(const struct cg_history *h)
-{
-    for (size_t i = 0; i < h->n_warnings; i++)
-        fprintf(stderr, "canary-gate: warning: %s\n", h->warnings[i]);
-    if (h->skipped > h->n_warnings)
-        fprintf(stderr, "canary-gate: warning: %zu more unreadable lines skipped\n",
-                h->skipped - h->n_warnings);
-}
-
 static bool parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end = NULL;
@@ -85,6 +78,28 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
         return false;
     *out = v;
     return true;
+}
+
+/* NULL when s is a line of 1 to max bytes of UTF-8, else what is wrong with it. */
+static const char *text_problem(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max)
+        return "empty or too long";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return "holds a control character (a line break, a tab or an escape)";
+    return cg_utf8_valid(s, n) ? NULL : "is not valid UTF-8";
+}
+
+/* The current time, UTC, ISO 8601, into now[32]. */
+static const char *now_utc(char *now, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(now, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return now;
 }
 
 static int history_append(int argc, char **argv)
@@ -130,13 +145,8 @@ static int history_append(int argc, char **argv)
         return cg_cmd_usage_error("history append", "expected one run artifact");
     if (commit[0] == '\0' || strlen(commit) > 200 || strpbrk(commit, "\n\r\t") != NULL)
         return cg_cmd_usage_error("history append", "--commit: expected 1 to 200 characters");
-    if (date == NULL) {
-        time_t t = time(NULL);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        date = now;
-    }
+    if (date == NULL)
+        date = now_utc(now, sizeof(now));
 
     struct cg_err err;
     struct cg_artifact a;
@@ -150,7 +160,7 @@ static int history_append(int argc, char **argv)
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    say_skipped(&h);
+    cg_cmd_say_history_skipped(&h);
     rc = cg_trend_entry(&a, commit, date, gate_id, &run);
     if (rc == CG_EINPUT) {
         cg_err_set(&err, CG_EINPUT, "'%s' has no runs: nothing to record", argv[optind]);
@@ -308,7 +318,7 @@ static int history_check(int argc, char **argv)
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    say_skipped(&h);
+    cg_cmd_say_history_skipped(&h);
     int rc = cg_trend_check(&h, gate_id, &o, &r);
     if (rc == 0)
         rc = cg_report_history_terminal(&r, path, &term);
@@ -335,6 +345,114 @@ done:
     cg_buf_release(&term);
     cg_buf_release(&md);
     cg_trend_report_release(&r);
+    cg_history_release(&h);
+    return exit_code;
+}
+
+static const char accept_usage[] =
+    "usage: canary-gate accept --history FILE --reason TEXT [options]\n"
+    "\n"
+    "Records on main's history that a regression was accepted, by whom, why and at which\n"
+    "commit (an accept event, written atomically). 'history check' marks the change points it\n"
+    "covers as accepted, the history site marks it, and the reports of the next pull requests\n"
+    "(--history) mention it while fewer than 10 runs of main were recorded after it. Record it\n"
+    "before the accepted commit's run is appended (ci/baseline-publish --accept does), or after:\n"
+    "an accept of the commit of a change's first run covers that change.\n"
+    "\n"
+    "  --history FILE    the history file (created when missing)\n"
+    "  --reason TEXT     why it was accepted (1 to 2000 bytes of UTF-8, one line)\n"
+    "  --commit SHA      the commit accepted (default: $GITHUB_SHA)\n"
+    "  --who NAME        who accepted it (default: $GITHUB_ACTOR, else $USER)\n"
+    "  --date ISO        when (default: now, UTC)\n"
+    "  --gate-id ID      which gate, when several share the file (default: none)\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "exit codes: 0 recorded, 2 usage error or invalid input (FILE not a regular file), 3 FILE\n"
+    "            could not be written\n";
+
+static const struct option accept_options[] = {
+    {"history", required_argument, NULL, 'f'}, {"reason", required_argument, NULL, 'r'},
+    {"commit", required_argument, NULL, 'c'},  {"who", required_argument, NULL, 'w'},
+    {"date", required_argument, NULL, 'd'},    {"gate-id", required_argument, NULL, 'g'},
+    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+};
+
+int cmd_accept(int argc, char **argv)
+{
+    const char *path = NULL, *reason = NULL, *commit = getenv("GITHUB_SHA");
+    const char *who = getenv("GITHUB_ACTOR"), *date = NULL, *gate_id = NULL;
+    char now[32];
+    int c;
+    if (who == NULL || who[0] == '\0')
+        who = getenv("USER");
+    if (commit != NULL && commit[0] == '\0')
+        commit = NULL;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", accept_options, NULL)) != -1) {
+        switch (c) {
+        case 'f': path = optarg; break;
+        case 'r': reason = optarg; break;
+        case 'c': commit = optarg; break;
+        case 'w': who = optarg; break;
+        case 'd': date = optarg; break;
+        case 'g': gate_id = optarg; break;
+        case 'h':
+            fputs(accept_usage, stdout);
+            return CG_EXIT_PASS;
+        default:
+            return cg_cmd_option_error("accept", c, argv);
+        }
+    }
+    if (path == NULL || reason == NULL)
+        return cg_cmd_usage_error("accept", "missing %s",
+                                  path == NULL ? "--history FILE" : "--reason TEXT");
+    if (commit == NULL)
+        return cg_cmd_usage_error("accept", "missing --commit SHA (GITHUB_SHA is not set)");
+    if (optind != argc)
+        return cg_cmd_usage_error("accept", "unexpected argument '%s'", argv[optind]);
+    const struct {
+        const char *name, *value;
+        size_t max;
+    } fields[] = {{"--reason", reason, 2000}, {"--commit", commit, 200}, {"--who", who, 200},
+                  {"--date", date, 200},      {"--gate-id", gate_id, 200}};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        const char *why = fields[i].value ? text_problem(fields[i].value, fields[i].max) : NULL;
+        if (why != NULL)
+            return cg_cmd_usage_error("accept", "%s: %s (1 to %zu bytes of UTF-8, one line)",
+                                      fields[i].name, why, fields[i].max);
+    }
+    if (who != NULL && who[0] == '\0')
+        who = NULL;
+
+    struct cg_err err;
+    struct cg_history h = {0};
+    int exit_code = CG_EXIT_PASS;
+    cg_err_init(&err);
+    if (cg_history_load(path, &h, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    cg_cmd_say_history_skipped(&h);
+    struct cg_history_entry e;
+    cg_history_entry_init(&e, CG_HIST_EVENT);
+    e.event = CG_HEV_ACCEPT;
+    e.commit = (char *)commit;
+    e.date = (char *)(date != NULL ? date : now_utc(now, sizeof(now)));
+    e.gate_id = (char *)gate_id;
+    e.reason = (char *)reason;
+    e.who = (char *)who;
+    if (cg_history_append(&h, &e) != 0) { /* copies; e holds only borrowed strings */
+        cg_err_set(&err, CG_ENOMEM, "cannot record in '%s': out of memory", path);
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    if (cg_history_save(path, &h, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    fprintf(stderr, "canary-gate: history '%s': recorded the accept of %s%s%s\n", path, commit,
+            who ? " by " : "", who ? who : "");
+done:
     cg_history_release(&h);
     return exit_code;
 }

@@ -7,6 +7,7 @@
 #include "cmd.h"
 
 #include "fsutil.h"
+#include "history.h"
 #include "report.h"
 #include "verdict.h"
 
@@ -27,8 +28,34 @@ int cg_cmd_report_compare(const struct cg_artifact *base, const struct cg_artifa
     return exit_code;
 }
 
-int cg_cmd_report_verdict(const struct cg_verdict *v, const struct cg_report_opts *o)
+int cg_cmd_load_history(const char *path, struct cg_history *h)
 {
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_history_load(path, h, &err) != 0)
+        return cg_cmd_fail(&err);
+    cg_cmd_say_history_skipped(h);
+    return 0;
+}
+
+void cg_cmd_say_history_skipped(const struct cg_history *h)
+{
+    for (size_t i = 0; i < h->n_warnings; i++)
+        fprintf(stderr, "canary-gate: warning: %s\n", h->warnings[i]);
+    if (h->skipped > h->n_warnings)
+        fprintf(stderr, "canary-gate: warning: %zu more unreadable lines skipped\n",
+                h->skipped - h->n_warnings);
+}
+
+int cg_cmd_report_verdict(const struct cg_verdict *verdict, const struct cg_report_opts *o)
+{
+    /* The reports mention a regression accepted on main lately. */
+    struct cg_verdict with_accept = *verdict;
+    const struct cg_verdict *v = &with_accept;
+    if (o->history != NULL)
+        with_accept.accepted =
+            cg_history_recent_accept(o->history, o->gate_id, CG_HISTORY_ACCEPT_NOTE_RUNS,
+                                     &with_accept.accepted_runs_since);
     struct cg_err err;
     struct cg_buf text, md;
     char *json = NULL;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_ID_CHARS 200    /* commit, date, environment, gate id */
 #define MAX_TEXT_CHARS 2000 /* reason, who */
@@ -286,7 +287,11 @@ int cg_history_load(const char *path, struct cg_history *h, struct cg_err *err)
     FILE *probe = fopen(path, "rb");
     if (probe == NULL)
         return 0; /* no history yet (other problems show when it is written) */
+    struct stat st;
+    bool empty = fstat(fileno(probe), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
     fclose(probe);
+    if (empty)
+        return 0; /* an empty file holds no lines */
     char *text = NULL;
     size_t len = 0;
     int rc = cg_file_read(path, CG_HISTORY_MAX_BYTES, &text, &len, err);
@@ -500,4 +505,28 @@ bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id)
 {
     return gate_id == NULL ? e->gate_id == NULL
                            : e->gate_id != NULL && strcmp(e->gate_id, gate_id) == 0;
+}
+
+const struct cg_history_entry *cg_history_recent_accept(const struct cg_history *h,
+                                                        const char *gate_id, size_t window,
+                                                        size_t *runs_since)
+{
+    for (size_t i = h->n; i-- > 0;) {
+        const struct cg_history_entry *e = &h->entries[i];
+        if (cg_history_of_gate(e, gate_id) && e->type == CG_HIST_EVENT &&
+            e->event == CG_HEV_ACCEPT) {
+            size_t other = 0;
+            for (size_t j = i + 1; j < h->n; j++) {
+                const struct cg_history_entry *r = &h->entries[j];
+                other += r->type == CG_HIST_RUN && cg_history_of_gate(r, gate_id) &&
+                         strcmp(r->commit, e->commit) != 0;
+            }
+            if (other >= window)
+                return NULL;
+            if (runs_since != NULL)
+                *runs_since = other;
+            return e;
+        }
+    }
+    return NULL;
 }

@@ -102,6 +102,16 @@ int cg_history_save(const char *path, const struct cg_history *h, struct cg_err 
 /* True when e belongs to gate_id's series (NULL: the entries recorded without a gate id). */
 bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id);
 
+/* Runs of other commits after an accept during which a pull request's report mentions it. */
+#define CG_HISTORY_ACCEPT_NOTE_RUNS 10
+
+/* The gate's newest accept event in h while fewer than window runs of the gate, of commits
+ * other than the accepted one, were recorded after it (then *runs_since is how many were), or
+ * NULL. */
+const struct cg_history_entry *cg_history_recent_accept(const struct cg_history *h,
+                                                        const char *gate_id, size_t window,
+                                                        size_t *runs_since);
+
 void cg_history_release(struct cg_history *h);
 
 #endif

@@ -4,6 +4,7 @@
 #include "trend.h"
 
 #include "counts.h"
+#include "floor.h"
 #include "stats.h"
 #include "verdict.h"
 
@@ -38,13 +39,17 @@ static int metric_value(const struct cg_artifact *a, enum cg_metric m, struct cg
             return 0; /* every run has it, or the entry has none */
         v[k++] = x;
     }
+    out->runs = (int64_t)k;
+    /* The floor as the gate takes a side's: the median of the fast runs' floors, so runs that
+     * met a spell of load do not move it (bench/RESULTS.md: a quarter of the spread). */
+    if (m == CG_M_STEP_TIME_FLOOR)
+        k = cg_floor_fast_runs(v, k);
     qsort(v, k, sizeof(*v), cg_stats_cmp_double);
     size_t r = order_rank(k);
     out->present = true;
     out->median = cg_stats_sorted_median(v, k);
     out->low = v[r - 1];
     out->high = v[k - r];
-    out->runs = (int64_t)k;
     return 0;
 }
 
@@ -150,19 +155,29 @@ static int push_drift(struct cg_trend_report *r, const struct cg_trend_drift *d)
     return 0;
 }
 
-/* The gate's accept event between entries lo and hi of one history (exclusive), or NULL. */
-static const struct cg_history_entry *accept_between(const char *gate,
+static bool is_accept(const struct cg_history_entry *e, const char *gate)
+{
+    return e->type == CG_HIST_EVENT && e->event == CG_HEV_ACCEPT && cg_history_of_gate(e, gate);
+}
+
+/* The gate's accept event between runs lo and hi of history h (exclusive), or one recorded
+ * after hi for hi's commit (the change accepted once seen), or NULL. */
+static const struct cg_history_entry *accept_between(const struct cg_history *h, const char *gate,
                                                      const struct cg_history_entry *lo,
                                                      const struct cg_history_entry *hi)
 {
     for (const struct cg_history_entry *e = hi - 1; e > lo; e--)
-        if (e->type == CG_HIST_EVENT && e->event == CG_HEV_ACCEPT && cg_history_of_gate(e, gate))
+        if (is_accept(e, gate))
+            return e;
+    for (const struct cg_history_entry *e = hi + 1; e < h->entries + h->n; e++)
+        if (is_accept(e, gate) && strcmp(e->commit, hi->commit) == 0)
             return e;
     return NULL;
 }
 
 /* One segment: runs[0..n) (entries of one history, in its order). */
-static int check_segment(const char *gate, const struct cg_history_entry **runs, size_t n,
+static int check_segment(const struct cg_history *h, const char *gate,
+                         const struct cg_history_entry **runs, size_t n,
                          size_t segment, const struct cg_cp_options *o, struct cg_trend_report *r)
 {
     double *x = malloc((n ? n : 1) * sizeof(*x));
@@ -187,7 +202,7 @@ static int check_segment(const char *gate, const struct cg_history_entry **runs,
                 prev--;
             c.before = runs[prev > 0 ? prev - 1 : 0];
             c.after = runs[at];
-            c.accepted = accept_between(gate, c.before, c.after);
+            c.accepted = accept_between(h, gate, c.before, c.after);
             c.worse = cg_metric_higher_is_worse((enum cg_metric)m) ? cps[j].shift_pct > 0
                                                                    : cps[j].shift_pct < 0;
             rc = push_change(r, &c);
@@ -229,7 +244,7 @@ int cg_trend_check(const struct cg_history *h, const char *gate_id, const struct
                                    (e->event == CG_HEV_ENVIRONMENT || e->event == CG_HEV_RESTART));
         if (split && n > 0) {
             r->segments++;
-            rc = check_segment(gate_id, runs, n, r->segments, o, r);
+            rc = check_segment(h, gate_id, runs, n, r->segments, o, r);
             n = 0;
         }
         if (e != NULL && e->type == CG_HIST_RUN && cg_history_of_gate(e, gate_id)) {

@@ -24,6 +24,7 @@
 #include "floor.h"
 #include "outcome.h"
 #include "err.h"
+#include "history.h"
 #include "pattern.h"
 #include "stats.h"
 #include "thresholds.h"
@@ -143,6 +144,10 @@ struct cg_verdict {
     const struct cg_artifact *current;
     const struct cg_thresholds *thresholds;
     const struct cg_seq_info *seq; /* runs added and FAIL confirmation (sequential.h), or NULL */
+    /* A regression accepted on main lately (cg_history_recent_accept), which the reports
+     * mention, and the runs of main recorded since; NULL when none (or no history given). */
+    const struct cg_history_entry *accepted;
+    size_t accepted_runs_since;
 };
 
 /* Compares current against baseline. On success v owns an op list (cg_verdict_release frees it).

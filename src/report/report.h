@@ -32,6 +32,10 @@ void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n);
  * canary-gate); tokens: --tokens-per-step 256"): fixed words and numbers only. */
 void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
 
+/* A commit as the reports show it: a full 40-digit hash cut to its first 12 digits, anything
+ * else as it is (cut to n bytes); escape it for the output. */
+void cg_report_short_commit(const char *commit, char *dst, size_t n);
+
 /* A count per step: "3", "2.5", "0" (bytes rows the same, in bytes). */
 void cg_report_count_value(double v, char *dst, size_t n);
 

@@ -141,6 +141,21 @@ static cJSON *anatomy_json(const struct cg_verdict *v)
     return arr;
 }
 
+/* "baseline_accepted": the regression accepted on main lately, or null. */
+static cJSON *accepted_json(const struct cg_verdict *v)
+{
+    const struct cg_history_entry *a = v->accepted;
+    if (a == NULL)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "commit", a->commit);
+    cJSON_AddStringToObject(o, "date", a->date);
+    cJSON_AddItemToObject(o, "who", a->who ? cJSON_CreateString(a->who) : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "reason", a->reason ? a->reason : "");
+    cJSON_AddNumberToObject(o, "runs_since", (double)v->accepted_runs_since);
+    return o;
+}
+
 /* "counts": the per-step count comparison, every row (docs/counts.md). */
 static cJSON *counts_json(const struct cg_counts *c)
 {
@@ -198,6 +213,7 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddBoolToObject(root, "within_run_comparison", v->within_run);
     cJSON_AddItemToObject(root, "step_pattern", step_pattern(&v->pattern));
     cJSON_AddItemToObject(root, "sequential", sequential(v));
+    cJSON_AddItemToObject(root, "baseline_accepted", accepted_json(v));
     cJSON *metrics = cJSON_AddArrayToObject(root, "metrics");
     for (int m = 0; m < CG_M_COUNT; m++) {
         const struct cg_metric_result *r = &v->metrics[m];

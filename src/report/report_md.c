@@ -127,6 +127,26 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
                            300);
         rc |= cg_buf_adds(b, ". Step times and host memory are still measured.\n\n");
     }
+    if (v->accepted != NULL) {
+        const struct cg_history_entry *a = v->accepted;
+        char commit[64];
+        cg_report_short_commit(a->commit, commit, sizeof(commit));
+        rc |= cg_buf_adds(b, "> [!NOTE]\n> **Baseline accepted** at ");
+        rc |= cg_md_escape(b, commit, sizeof(commit));
+        if (a->who != NULL) {
+            rc |= cg_buf_adds(b, " by ");
+            rc |= cg_md_escape(b, a->who, 100);
+        }
+        char day[11];
+        snprintf(day, sizeof(day), "%s", a->date); /* the date of an ISO time */
+        rc |= cg_buf_adds(b, " (");
+        rc |= cg_md_escape(b, day, sizeof(day));
+        rc |= cg_buf_adds(b, "): ");
+        rc |= cg_md_escape(b, a->reason != NULL ? a->reason : "no reason recorded", 500);
+        rc |= cg_buf_printf(b, "\n>\n> A regression accepted on main is part of the baseline; "
+                               "%zu run%s of main recorded since.\n\n",
+                            v->accepted_runs_since, v->accepted_runs_since == 1 ? "" : "s");
+    }
     rc |= library_warnings(b, cur, "this run");
     rc |= library_warnings(b, base, "the baseline");
     if (v->within_run)

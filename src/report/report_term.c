@@ -138,6 +138,19 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     if (v->canary_diff != NULL)
         rc |= cg_buf_printf(out, "note: canary configuration changed (%s differs); still gated\n",
                             v->canary_diff);
+    if (v->accepted != NULL) {
+        char commit[64];
+        cg_report_short_commit(v->accepted->commit, commit, sizeof(commit));
+        rc |= cg_buf_adds(out, "note: baseline accepted at ");
+        rc |= cg_term_escape(out, commit, sizeof(commit));
+        if (v->accepted->who != NULL) {
+            rc |= cg_buf_adds(out, " by ");
+            rc |= cg_term_escape(out, v->accepted->who, 100);
+        }
+        rc |= cg_buf_adds(out, ": ");
+        rc |= cg_term_escape(out, v->accepted->reason ? v->accepted->reason : "", 500);
+        rc |= cg_buf_printf(out, " (%zu runs of main since)\n", v->accepted_runs_since);
+    }
     const struct cg_artifact *nogpu = !v->current->gpu_available    ? v->current
                                       : !v->baseline->gpu_available ? v->baseline
                                                                     : NULL;

@@ -631,6 +631,118 @@ static void test_cli__history_check_fails_on_an_unaccepted_change(void **state)
     assert_non_null(strstr(out_text, "between c019 and c020 (segment 1), worse\n"));
 }
 
+/* accept: an accept event with who, why and the commit, read back by history check; bad
+ * values exit 2 and leave the file byte-identical. */
+static void test_cli__accept_records_who_why_and_which_commit(void **state)
+{
+    (void)state;
+    static char h[256], text[1 << 16], before[1 << 16];
+    snprintf(h, sizeof(h), "%s", path_in("hist-accept.jsonl"));
+    write_history(h, false);
+    assert_int_equal(tool("accept", "--history", h, "--reason", "the new attention is worth 8%",
+                          "--commit", "c020", "--who", "octocat", "--gate-id", "g", "--date",
+                          "2026-11-24T12:00:00Z", NULL),
+                     0);
+    slurp(h, text, sizeof(text));
+    const char *line = "{\"schema\":1,\"type\":\"event\",\"event\":\"accept\",\"commit\":\"c020\","
+                       "\"date\":\"2026-11-24T12:00:00Z\",\"gate_id\":\"g\",\"reason\":\"the new "
+                       "attention is worth 8%\",\"who\":\"octocat\"}\n";
+    size_t len = strlen(text), n = strlen(line);
+    if (len < n || strcmp(text + len - n, line) != 0)
+        fail_msg("the accept is not the last line:\n%s", text);
+    /* recorded after the accepted commit's run: it still covers the change at c020 */
+    text[len - n] = '\0';
+    char *env = strstr(text, "{\"schema\":1,\"type\":\"event\",\"event\":\"environment\"");
+    assert_non_null(env);
+    char *eol = strchr(env, '\n');
+    memmove(env, eol + 1, strlen(eol + 1) + 1);
+    strcat(text, line);
+    write_text(h, text);
+    assert_int_equal(
+        tool("history", "check", "--history", h, "--gate-id", "g", "--fail-on-change", NULL), 0);
+    assert_non_null(strstr(out_text, "between c019 and c020 (segment 1), worse, accepted"));
+    /* bad values: one line naming the option, exit 2, nothing written */
+    slurp(h, before, sizeof(before));
+    const char *bad[][2] = {{"--reason", ""}, {"--reason", "two\nlines"}, {"--reason", "\xff\xfe"},
+                            {"--who", "a\tb"}, {"--commit", ""}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *reason = strcmp(bad[i][0], "--reason") == 0 ? bad[i][1] : "why";
+        const char *opt = strcmp(bad[i][0], "--reason") == 0 ? "--date" : bad[i][0];
+        const char *val = strcmp(bad[i][0], "--reason") == 0 ? "2026-11-24" : bad[i][1];
+        assert_int_equal(tool("accept", "--history", h, "--commit", "c1", "--reason", reason, opt,
+                              val, NULL),
+                         2);
+        if (strstr(err_text, bad[i][0]) == NULL)
+            fail_msg("case %zu does not name %s: %s", i, bad[i][0], err_text);
+        slurp(h, text, sizeof(text));
+        assert_string_equal(text, before);
+    }
+    assert_int_equal(tool("accept", "--history", h, "--commit", "c1", NULL), 2);
+    assert_non_null(strstr(err_text, "missing --reason"));
+    assert_int_equal(tool("accept", "--history", dir, "--commit", "c1", "--reason", "x", NULL), 2);
+    assert_non_null(strstr(err_text, dir));
+}
+
+/* compare --history: the reports mention an accept recorded lately, escaped, and stop once 10
+ * runs of other commits were recorded after it. */
+static void test_cli__reports_mention_a_recent_accept(void **state)
+{
+    (void)state;
+    static char h[256], md[256], js[256], text[1 << 16];
+    snprintf(h, sizeof(h), "%s", path_in("hist-note.jsonl"));
+    snprintf(md, sizeof(md), "%s", path_in("note.md"));
+    snprintf(js, sizeof(js), "%s", path_in("note.json"));
+    write_text(h, "");
+    assert_int_equal(tool("accept", "--history", h, "--commit",
+                          "0123456789abcdef0123456789abcdef01234567", "--who", "octocat",
+                          "--date", "2026-11-20T08:00:00Z", "--reason",
+                          "@team fused <b>attention</b> | worth +3%", NULL),
+                     0);
+    assert_int_equal(tool("compare", EX("baseline.json"), EX("current.json"), "--history", h,
+                          "--report", md, "--json", js, "--color", "never", NULL),
+                     1);
+    assert_non_null(strstr(out_text, "note: baseline accepted at 0123456789ab by octocat: @team "
+                                     "fused <b>attention</b> | worth +3% (0 runs of main since)"));
+    slurp(md, text, sizeof(text));
+    const char *note = strstr(text, "> **Baseline accepted** at 0123456789ab by octocat "
+                                    "(2026-11-20): ");
+    if (note == NULL)
+        fail_msg("no accept note:\n%.2000s", text);
+    /* escaped: no mention, no HTML, no cell break */
+    char line[512];
+    snprintf(line, sizeof(line), "%.*s", (int)strcspn(note, "\n"), note);
+    if (strstr(line, "<b>") != NULL || strstr(line, "@team") != NULL || strstr(line, " | ") != NULL)
+        fail_msg("the reason is not escaped: %s", line);
+    slurp(js, text, sizeof(text));
+    cJSON *j = cJSON_Parse(text);
+    assert_non_null(j);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "baseline_accepted");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(a, "reason")->valuestring,
+                        "@team fused <b>attention</b> | worth +3%");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(a, "runs_since")->valueint, 0);
+    cJSON_Delete(j);
+    /* ten runs of main after it: no longer mentioned */
+    for (int i = 0; i < 10; i++) {
+        char commit[16];
+        snprintf(commit, sizeof(commit), "c%02d", i);
+        assert_int_equal(tool("history", "append", "--history", h, "--commit", commit,
+                              EX("baseline.json"), NULL),
+                         0);
+        assert_int_equal(tool("compare", EX("baseline.json"), EX("current.json"), "--history",
+                              h, "--json", js, NULL),
+                         1);
+        slurp(js, text, sizeof(text));
+        bool mentioned = strstr(text, "\"baseline_accepted\":\tnull") == NULL;
+        if (mentioned != (i < 9))
+            fail_msg("after %d runs the accept is %smentioned", i + 1, mentioned ? "" : "not ");
+    }
+    /* a history that cannot be read is an input error before anything is compared */
+    assert_int_equal(tool("compare", EX("baseline.json"), EX("current.json"), "--history", dir,
+                          NULL),
+                     2);
+    assert_non_null(strstr(err_text, dir));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -652,6 +764,8 @@ int main(void)
         cmocka_unit_test(test_cli__history_append_records_runs_and_events),
         cmocka_unit_test(test_cli__history_check_finds_the_step_between_its_commits),
         cmocka_unit_test(test_cli__history_check_fails_on_an_unaccepted_change),
+        cmocka_unit_test(test_cli__accept_records_who_why_and_which_commit),
+        cmocka_unit_test(test_cli__reports_mention_a_recent_accept),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

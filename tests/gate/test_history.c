@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "floor.h"
 #include "history.h"
 #include "trend.h"
 
@@ -143,6 +144,14 @@ static void test_history__a_missing_file_is_an_empty_history(void **state)
     assert_int_equal(h.n, 0);
     assert_int_equal(cg_history_load("/", &h, &err), CG_EINPUT); /* a directory */
     assert_non_null(strstr(err.msg, "'/'"));
+    /* an empty file holds no lines: an empty history too */
+    char path[] = "/tmp/cg-history-empty-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(cg_history_load(path, &h, &err), 0);
+    assert_int_equal(h.n, 0);
+    unlink(path);
     cg_history_release(&h);
 }
 
@@ -258,6 +267,136 @@ static void test_history__entry_from_an_artifact(void **state)
     cg_artifact_release(&a);
 }
 
+/* The floor is recorded as the gate takes a side's floor: the median of the fast runs' floors
+ * (cg_floor_side_ns), so runs that met a spell of load do not move it; its interval comes from
+ * the fast runs. */
+static void test_history__floor_is_the_runs_floor_as_one_side(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    struct cg_fixture f = {.runs = 9, .steps = 20, .mean_ns = 10e6, .run_noise = 0.02,
+                           .step_noise = 0.01, .tokens = 4096, .seed = 11};
+    assert_int_equal(cg_fixture_make(&a, &f), 0);
+    for (size_t i = 0; i < 4; i++) { /* four runs in a spell of load: 40% slower throughout */
+        for (size_t s = 0; s < a.runs[i].n_steps; s++)
+            a.runs[i].steps[s].wall_ns = (int64_t)((double)a.runs[i].steps[s].wall_ns * 1.4);
+        cg_run_summarize(&a.runs[i]);
+    }
+    double fast[9];
+    size_t k = 0;
+    for (size_t i = 4; i < 9; i++)
+        fast[k++] = cg_floor_run_ns(&a.runs[i]);
+    for (size_t i = 1; i < k; i++) /* sort */
+        for (size_t j = i; j > 0 && fast[j - 1] > fast[j]; j--) {
+            double t = fast[j];
+            fast[j] = fast[j - 1];
+            fast[j - 1] = t;
+        }
+    struct cg_history_entry e;
+    assert_int_equal(cg_trend_entry(&a, "abc", "2026-11-24T00:00:00Z", NULL, &e), 0);
+    const struct cg_history_value *m = &e.metric[CG_M_STEP_TIME_FLOOR];
+    assert_true(m->present);
+    assert_int_equal(m->runs, 9);
+    assert_float_equal(m->median, cg_floor_side_ns(a.runs, a.n_runs), 1e-9);
+    assert_float_equal(m->median, fast[2], 1e-9);
+    /* 5 fast runs: [x(1), x(5)] of them covers their median with 94% */
+    assert_float_equal(m->low, fast[0], 1e-9);
+    assert_float_equal(m->high, fast[4], 1e-9);
+    cg_history_entry_release(&e);
+    cg_artifact_release(&a);
+}
+
+static void append_run(struct cg_history *h, const char *commit, double mean_ms, const char *gate)
+{
+    struct cg_history_entry e;
+    run_entry(&e, commit, mean_ms);
+    e.gate_id = gate ? strdup(gate) : NULL;
+    assert_int_equal(cg_history_append(h, &e), 0);
+    cg_history_entry_release(&e);
+}
+
+static void append_accept(struct cg_history *h, const char *commit, const char *reason,
+                          const char *gate)
+{
+    struct cg_history_entry e;
+    cg_history_entry_init(&e, CG_HIST_EVENT);
+    e.event = CG_HEV_ACCEPT;
+    e.commit = strdup(commit);
+    e.date = strdup("2026-11-24T12:00:00Z");
+    e.reason = strdup(reason);
+    e.who = strdup("octocat");
+    e.gate_id = gate ? strdup(gate) : NULL;
+    assert_int_equal(cg_history_append(h, &e), 0);
+    cg_history_entry_release(&e);
+}
+
+/* The accept a pull request's report mentions: the gate's newest, while fewer than window runs
+ * of other commits were recorded after it; another gate's accept is not this gate's. */
+static void test_history__a_recent_accept_is_found_for_a_while(void **state)
+{
+    (void)state;
+    struct cg_history h = {0};
+    size_t since = 99;
+    append_run(&h, "c1", 10, NULL);
+    assert_null(cg_history_recent_accept(&h, NULL, 3, &since));
+    append_accept(&h, "c2", "new attention kernel", NULL);
+    append_run(&h, "c2", 11, NULL); /* the accepted commit's own run */
+    append_accept(&h, "c2", "another gate's", "a100");
+    const struct cg_history_entry *a = cg_history_recent_accept(&h, NULL, 3, &since);
+    assert_non_null(a);
+    assert_string_equal(a->reason, "new attention kernel");
+    assert_int_equal(since, 0);
+    append_run(&h, "c3", 11, NULL);
+    append_run(&h, "c4", 11, "a100"); /* another gate's run does not count */
+    append_run(&h, "c5", 11, NULL);
+    assert_non_null(cg_history_recent_accept(&h, NULL, 3, &since));
+    assert_int_equal(since, 2);
+    append_run(&h, "c6", 11, NULL);
+    assert_null(cg_history_recent_accept(&h, NULL, 3, &since));
+    a = cg_history_recent_accept(&h, "a100", 3, &since);
+    assert_non_null(a);
+    assert_string_equal(a->reason, "another gate's");
+    assert_int_equal(since, 1);
+    cg_history_release(&h);
+}
+
+/* A change point is accepted by an accept event between its two runs, or one recorded after
+ * the first run of the change for that run's commit (canary-gate accept after publishing). */
+static void test_history__an_accept_after_the_run_of_its_commit_marks_the_change(void **state)
+{
+    (void)state;
+    for (int after = 0; after < 2; after++) {
+        struct cg_history h = {0};
+        char commit[16];
+        for (int i = 0; i < 40; i++) {
+            snprintf(commit, sizeof(commit), "c%03d", i);
+            if (i == 20 && !after)
+                append_accept(&h, commit, "worth it", NULL);
+            append_run(&h, commit, (i < 20 ? 10.0 : 11.0) * (1 + 0.002 * (i % 5)), NULL);
+            if (i == 20 && after)
+                append_accept(&h, commit, "worth it", NULL);
+            if (i == 30)
+                append_accept(&h, "c011", "an old commit's accept marks nothing", NULL);
+        }
+        struct cg_trend_report r;
+        assert_int_equal(cg_trend_check(&h, NULL, NULL, &r), 0);
+        size_t found = 0;
+        for (size_t i = 0; i < r.n_changes; i++) {
+            const struct cg_trend_change *c = &r.changes[i];
+            if (c->metric != CG_M_STEP_TIME_MEAN)
+                continue;
+            found++;
+            assert_string_equal(c->after->commit, "c020");
+            assert_non_null(c->accepted);
+            assert_string_equal(c->accepted->reason, "worth it");
+        }
+        assert_int_equal(found, 1);
+        cg_trend_report_release(&r);
+        cg_history_release(&h);
+    }
+}
+
 /* Written atomically: a history that cannot be written leaves the old file whole. */
 static void test_history__saved_whole_or_not_at_all(void **state)
 {
@@ -295,6 +434,9 @@ int main(void)
         cmocka_unit_test(test_history__a_missing_file_is_an_empty_history),
         cmocka_unit_test(test_history__bounded_by_a_summary_of_the_oldest),
         cmocka_unit_test(test_history__entry_from_an_artifact),
+        cmocka_unit_test(test_history__floor_is_the_runs_floor_as_one_side),
+        cmocka_unit_test(test_history__a_recent_accept_is_found_for_a_while),
+        cmocka_unit_test(test_history__an_accept_after_the_run_of_its_commit_marks_the_change),
         cmocka_unit_test(test_history__saved_whole_or_not_at_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
