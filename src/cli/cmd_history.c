@@ -10,14 +10,17 @@
 #include "fsutil.h"
 #include "history.h"
 #include "report_history.h"
+#include "report_site.h"
 #include "trend.h"
 #include "utf8.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static const char usage_text[] =
@@ -225,6 +228,28 @@ static const char check_usage[] =
     "exit codes: 0 checked, 1 a change for the worse with --fail-on-change, 2 usage error or\n"
     "            a history that cannot be read, 3 an output that cannot be written\n";
 
+/* --alpha (a), --min-segment (m) or --permutations (p) into o: 0, or the usage error's exit
+ * code (printed for verb). */
+static int cp_option(const char *verb, int c, const char *arg, struct cg_cp_options *o)
+{
+    long v;
+    if (c == 'a') {
+        char *end = NULL;
+        o->alpha = strtod(arg, &end);
+        if (end == arg || *end != '\0' || !(o->alpha > 0 && o->alpha < 1))
+            return cg_cmd_usage_error(verb, "--alpha '%s': expected a number between 0 and 1", arg);
+    } else if (c == 'm') {
+        if (!parse_long(arg, 2, 1000, &v))
+            return cg_cmd_usage_error(verb, "--min-segment '%s': expected 2 to 1000", arg);
+        o->min_segment = (size_t)v;
+    } else {
+        if (!parse_long(arg, 19, 100000, &v))
+            return cg_cmd_usage_error(verb, "--permutations '%s': expected 19 to 100000", arg);
+        o->permutations = (int)v;
+    }
+    return 0;
+}
+
 static const struct option check_options[] = {
     {"history", required_argument, NULL, 'f'},
     {"gate-id", required_argument, NULL, 'g'},
@@ -244,8 +269,7 @@ static int history_check(int argc, char **argv)
     bool fail_on_change = false;
     struct cg_cp_options o;
     cg_cp_defaults(&o);
-    long v;
-    int c;
+    int c, bad;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", check_options, NULL)) != -1) {
         switch (c) {
@@ -255,25 +279,11 @@ static int history_check(int argc, char **argv)
         case 'g':
             gate_id = optarg;
             break;
-        case 'a': {
-            char *end = NULL;
-            o.alpha = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(o.alpha > 0 && o.alpha < 1))
-                return cg_cmd_usage_error(
-                    "history check", "--alpha '%s': expected a number between 0 and 1", optarg);
-            break;
-        }
+        case 'a':
         case 'm':
-            if (!parse_long(optarg, 2, 1000, &v))
-                return cg_cmd_usage_error("history check", "--min-segment '%s': expected 2 to 1000",
-                                          optarg);
-            o.min_segment = (size_t)v;
-            break;
         case 'p':
-            if (!parse_long(optarg, 19, 100000, &v))
-                return cg_cmd_usage_error("history check",
-                                          "--permutations '%s': expected 19 to 100000", optarg);
-            o.permutations = (int)v;
+            if ((bad = cp_option("history check", c, optarg, &o)) != 0)
+                return bad;
             break;
         case 'M':
             md_path = optarg;
@@ -457,11 +467,146 @@ done:
     return exit_code;
 }
 
+static const char site_usage[] =
+    "usage: canary-gate history site --history FILE --out DIR [options]\n"
+    "\n"
+    "Writes main's history as a static site, DIR/index.html: per gate one chart per metric\n"
+    "(each run of main a point, the median of its runs with their interval as a band,\n"
+    "environment segments shaded, change points and accepted regressions marked, every mark\n"
+    "titled with its commit), each metric's level across its segments, and a table of the\n"
+    "latest change points with links to their commits. The charts are SVG drawn by canary-gate:\n"
+    "the page has no script and loads nothing from the network. DIR is created when missing;\n"
+    "index.html is replaced atomically.\n"
+    "\n"
+    "  --history FILE      the history file\n"
+    "  --out DIR           where to write index.html\n"
+    "  --title TEXT        the page's title (default \"canary-gate: main's history\")\n"
+    "  --commit-url URL    prefix of a commit's link, e.g.\n"
+    "                      https://github.com/OWNER/REPO/commit/ (default: none; from\n"
+    "                      GITHUB_SERVER_URL and GITHUB_REPOSITORY when both are set)\n"
+    "  --alpha A, --min-segment N, --permutations N\n"
+    "                      change point detection, as for 'history check'\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "exit codes: 0 written, 2 usage error or a history that cannot be read, 3 DIR or\n"
+    "            index.html could not be written\n";
+
+static const struct option site_options[] = {
+    {"history", required_argument, NULL, 'f'},
+    {"out", required_argument, NULL, 'o'},
+    {"title", required_argument, NULL, 't'},
+    {"commit-url", required_argument, NULL, 'u'},
+    {"alpha", required_argument, NULL, 'a'},
+    {"min-segment", required_argument, NULL, 'm'},
+    {"permutations", required_argument, NULL, 'p'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int history_site(int argc, char **argv)
+{
+    const char *path = NULL, *dir = NULL, *title = NULL, *url = NULL;
+    char env_url[600] = "";
+    struct cg_cp_options cp;
+    cg_cp_defaults(&cp);
+    int c, bad;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", site_options, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            path = optarg;
+            break;
+        case 'o':
+            dir = optarg;
+            break;
+        case 't':
+            title = optarg;
+            break;
+        case 'u':
+            url = optarg;
+            break;
+        case 'a':
+        case 'm':
+        case 'p':
+            if ((bad = cp_option("history site", c, optarg, &cp)) != 0)
+                return bad;
+            break;
+        case 'h':
+            fputs(site_usage, stdout);
+            return CG_EXIT_PASS;
+        default:
+            return cg_cmd_option_error("history site", c, argv);
+        }
+    }
+    if (path == NULL || dir == NULL)
+        return cg_cmd_usage_error("history site", "missing %s",
+                                  path == NULL ? "--history FILE" : "--out DIR");
+    if (optind != argc)
+        return cg_cmd_usage_error("history site", "unexpected argument '%s'", argv[optind]);
+    const char *server = getenv("GITHUB_SERVER_URL"), *repo = getenv("GITHUB_REPOSITORY");
+    if (url == NULL && server && repo && server[0] && repo[0]) {
+        snprintf(env_url, sizeof(env_url), "%s/%s/commit/", server, repo);
+        url = env_url;
+    }
+    if (url != NULL && !cg_site_url_ok(url))
+        return cg_cmd_usage_error("history site",
+                                  "--commit-url '%s': expected http:// or https:// and printable "
+                                  "ASCII without spaces, quotes or angle brackets",
+                                  url);
+    const char *why = title ? text_problem(title, 200) : NULL;
+    if (why != NULL)
+        return cg_cmd_usage_error("history site", "--title: %s (1 to 200 bytes of UTF-8)", why);
+
+    struct cg_err err;
+    struct cg_history h = {0};
+    struct cg_buf page;
+    char *index = NULL;
+    int exit_code = CG_EXIT_PASS;
+    cg_err_init(&err);
+    cg_buf_init(&page, (size_t)1 << 28);
+    if (cg_history_load(path, &h, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    cg_cmd_say_history_skipped(&h);
+    const char *base = strrchr(path, '/');
+    struct cg_site_opts so = {
+        .title = title, .commit_url = url, .source = base ? base + 1 : path, .cp = &cp};
+    if (cg_report_site(&h, &so, &page) != 0) {
+        cg_err_set(&err, CG_ENOMEM, "cannot draw '%s': out of memory", path);
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        cg_err_set(&err, CG_EIO, "cannot create '%s': %s", dir, strerror(errno));
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    size_t len = strlen(dir) + sizeof("/index.html");
+    if ((index = malloc(len)) == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    snprintf(index, len, "%s/index.html", dir);
+    if (cg_file_write_atomic(index, cg_buf_str(&page), page.len, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    fprintf(stderr, "canary-gate: history site '%s' (%zu bytes) from '%s'\n", index, page.len,
+            path);
+done:
+    free(index);
+    cg_buf_release(&page);
+    cg_history_release(&h);
+    return exit_code;
+}
+
 int cmd_history(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs("usage: canary-gate history append|check ... (canary-gate history append --help,\n"
-              "       canary-gate history check --help)\n",
+        fputs("usage: canary-gate history append|check|site ... (canary-gate history append\n"
+              "       --help, canary-gate history check --help, canary-gate history site --help)\n",
               argc < 2 ? stderr : stdout);
         return argc < 2 ? CG_EXIT_INPUT : CG_EXIT_PASS;
     }
@@ -469,5 +614,7 @@ int cmd_history(int argc, char **argv)
         return history_append(argc - 1, argv + 1);
     if (strcmp(argv[1], "check") == 0)
         return history_check(argc - 1, argv + 1);
-    return cg_cmd_usage_error("history", "unknown subcommand '%s' (append, check)", argv[1]);
+    if (strcmp(argv[1], "site") == 0)
+        return history_site(argc - 1, argv + 1);
+    return cg_cmd_usage_error("history", "unknown subcommand '%s' (append, check, site)", argv[1]);
 }

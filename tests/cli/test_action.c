@@ -193,7 +193,8 @@ static void test_action__is_complete_and_consistent(void **state)
     each_match(text, "inputs\\.([a-z0-9-]+)", input_is_declared, &c);
     assert_true(c.used >= 9);
 
-    /* Outputs: each has a value from the gate step, and the gate script writes it. */
+    /* Outputs: each has a value from the gate step, and the gate script writes it; or from the
+     * publish step, which writes it itself. */
     static const char *const required_outputs[] = {"verdict", "report-path", "artifact-path"};
     for (size_t i = 0; i < sizeof(required_outputs) / sizeof(required_outputs[0]); i++)
         assert_non_null(get(&doc, outputs, required_outputs[i]));
@@ -201,9 +202,16 @@ static void test_action__is_complete_and_consistent(void **state)
          p < outputs->data.mapping.pairs.top; p++) {
         const char *name = scalar(yaml_document_get_node(&doc, p->key));
         const char *value = scalar(get(&doc, yaml_document_get_node(&doc, p->value), "value"));
-        char want[128], written[128];
+        char want[128], written[128], published[128], by_publish[128];
         snprintf(want, sizeof(want), "steps.gate.outputs.%s }}", name);
         snprintf(written, sizeof(written), "\n%s=", name);
+        snprintf(published, sizeof(published), "steps.publish.outputs.%s }}", name);
+        snprintf(by_publish, sizeof(by_publish), "echo \"%s=", name);
+        if (value != NULL && strstr(value, published) != NULL) {
+            if (strstr(text, by_publish) == NULL)
+                fail_msg("output '%s' is never written by the publish step", name);
+            continue;
+        }
         if (value == NULL || strstr(value, want) == NULL)
             fail_msg("output '%s' does not come from the gate step", name);
         if (strstr(gate_script, written) == NULL)
@@ -577,8 +585,21 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
 
     const char *p1[] = {"r1.json", "--keep", "2", "--label", "20260101T000000Z-a", NULL};
     const char *p2[] = {"r2.json", "--keep", "2", "--label", "20260102T000000Z-b", NULL};
-    const char *p3[] = {"r3.json",  "--keep",  "2", "--label", "20260103T000000Z-c",
-                        "--commit", "abc1234", NULL};
+    /* the third is published by hand, accepted, with the history's site */
+    const char *p3[] = {"r3.json",
+                        "--keep",
+                        "2",
+                        "--label",
+                        "20260103T000000Z-c",
+                        "--commit",
+                        "abc1234",
+                        "--accept",
+                        "fused optimizer: +3% step time for -20% memory",
+                        "--accept-who",
+                        "octocat",
+                        "--site",
+                        "site",
+                        NULL};
     assert_int_equal(script(&ws, "baseline-publish", env, p1), 0);
     assert_int_equal(script(&ws, "baseline-publish", env, p2), 0);
     const char *fetch1[] = {"bl1", NULL};
@@ -596,9 +617,52 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     char *hist = slurp(cg_workdir_in(&ws, "bl2/history.jsonl"));
     assert_non_null(hist);
     assert_int_equal(occurrences(hist, "\"type\":\"run\""), 3);
-    assert_int_equal(occurrences(hist, "\n"), 3);
+    assert_int_equal(occurrences(hist, "\n"), 4); /* and the accept */
     assert_non_null(strstr(hist, "\"commit\":\"abc1234\""));
-    assert_null(strstr(hist, "\"type\":\"event\""));
+    /* the accept: one event, who, why and the commit, just before the accepted run */
+    assert_int_equal(occurrences(hist, "\"type\":\"event\""), 1);
+    const char *acc = strstr(hist, "{\"schema\":1,\"type\":\"event\",\"event\":\"accept\","
+                                   "\"commit\":\"abc1234\",");
+    assert_non_null(acc);
+    assert_non_null(strstr(acc, "\"reason\":\"fused optimizer: +3% step time for -20% memory\","
+                                "\"who\":\"octocat\"}\n{\"schema\":1,\"type\":\"run\","
+                                "\"commit\":\"abc1234\""));
+    /* the site: one chart per metric the runs have, one point per published run, the accept */
+    char *page = slurp(cg_workdir_in(&ws, "site/index.html"));
+    assert_non_null(page);
+    const char *mean = strstr(page, "<svg class=\"cg-chart\" data-metric=\"step_time_mean\"");
+    assert_non_null(mean);
+    size_t points = 0;
+    for (const char *q = strstr(mean, "<circle class=\"cg-point\"");
+         q && q < strstr(mean, "</svg>"); q = strstr(q + 1, "<circle class=\"cg-point\""))
+        points++;
+    assert_int_equal(points, 3);
+    assert_int_equal(occurrences(page, "<svg class=\"cg-chart\""), occurrences(page, "</svg>"));
+    assert_true(occurrences(page, "<svg class=\"cg-chart\"") >= 4); /* time, floor, p95, host */
+    assert_int_equal(occurrences(page, "<g class=\"cg-accept\">"),
+                     occurrences(page, "<svg class=\"cg-chart\""));
+    assert_non_null(strstr(page, "accepted at abc1234 by octocat"));
+    free(page);
+    /* the next pull request's gate, given the fetched history, mentions the accept */
+    static char gh_out[600];
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(&ws, "gh-out-pr"));
+    const char *pr[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR,
+                        gh_out,
+                        "INPUT_BASELINE=bl2/baseline.json",
+                        "INPUT_HISTORY=bl2/history.jsonl",
+                        "INPUT_RUNS=2",
+                        "INPUT_OUTPUT_DIR=out-pr",
+                        "GITHUB_EVENT_PATH=",
+                        "GITHUB_STEP_SUMMARY=",
+                        NULL};
+    if (script(&ws, "action-gate", pr, NULL) != 0)
+        fail_msg("action-gate failed:\n%s", proc.err);
+    char *report = slurp(cg_workdir_in(&ws, "out-pr/report.md"));
+    assert_non_null(report);
+    if (strstr(report, "> **Baseline accepted** at abc1234 by octocat (") == NULL ||
+        strstr(report, "fused optimizer&#58; +3% step time for -20% memory") == NULL)
+        fail_msg("the PR report does not mention the accept:\n%.3000s", report);
+    free(report);
     /* A run of another canary (more steps) restarts the pool: an event in the history. */
     const char *r4[] = {CG_TOOL_PATH, "run", "--out",    "ws/r4.json", "--runs", "1",
                         "--steps",    "3",   "--warmup", "0",          NULL};

@@ -656,7 +656,7 @@ static void test_cli__accept_records_who_why_and_which_commit(void **state)
     assert_non_null(env);
     char *eol = strchr(env, '\n');
     memmove(env, eol + 1, strlen(eol + 1) + 1);
-    strcat(text, line);
+    snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s", line);
     write_text(h, text);
     assert_int_equal(
         tool("history", "check", "--history", h, "--gate-id", "g", "--fail-on-change", NULL), 0);

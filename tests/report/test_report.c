@@ -686,7 +686,20 @@ static void test_report__hostile_report_renders_safely_with_cmark_gfm(void **sta
         assert_int_equal(cg_run_add_warning(&p.cur.runs[0], "ask @admin or @org/team", 16), 0);
         struct cg_err err;
         assert_int_equal(cg_verdict_compute(&p.base, &p.cur, &p.t, &p.v, &err), 0);
+        /* an accept recorded on main's history, with hostile text from its command line */
+        struct cg_history_entry accepted;
+        cg_history_entry_init(&accepted, CG_HIST_EVENT);
+        accepted.event = CG_HEV_ACCEPT;
+        accepted.commit = (char *)"abc|<b>x</b>";
+        accepted.date = (char *)"2026-11-24|@team";
+        accepted.who = (char *)"@octocat";
+        accepted.reason = (char *)HOSTILE " see https://e.vil/x";
+        p.v.accepted = &accepted;
+        p.v.accepted_runs_since = 2;
         char *html = render_checked(&p.v, k == 0 ? "FAIL report" : "PASS report");
+        assert_non_null(strstr(html, "Baseline accepted"));
+        assert_non_null(strstr(html, "evil|kernel&lt;script&gt;alert(1)&lt;/script&gt;"));
+        p.v.accepted = NULL;
         char *cell = cg_render_cell_with(html, "evil");
         assert_non_null(cell);
         assert_non_null(strstr(cell, "evil|kernel&lt;script&gt;"));
