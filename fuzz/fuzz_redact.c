@@ -85,7 +85,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         regmatch_t m;
         if (regcomp(&re, pattern, REG_EXTENDED) == 0) {
             if (regexec(&re, out, 1, &m, 0) == 0 && m.rm_eo > m.rm_so) {
-                bool has_mark = false;
+                /* a mark inside the match, or next to it: a word boundary (\b, \<, \>) looks
+                 * one character past the match, and a mark there can make a boundary the input
+                 * did not have ("ghh/" with '.\b' -> "gh***" matches 'h' before the mark) */
+                bool has_mark = out[m.rm_eo] == '*' || (m.rm_so > 0 && out[m.rm_so - 1] == '*');
                 for (regoff_t k = m.rm_so; k < m.rm_eo; k++)
                     has_mark = has_mark || out[k] == '*';
                 /* a match the marks or the joins made is fine; one of the input's is not */
