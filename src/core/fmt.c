@@ -123,6 +123,33 @@ int cg_term_escape(struct cg_buf *out, const char *s, size_t max_bytes)
     return rc;
 }
 
+int cg_html_escape(struct cg_buf *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    int rc = 0;
+    while (*p && rc == 0) {
+        size_t n = utf8_len(p);
+        if (n == 0)
+            rc = cg_buf_adds(out, "\xef\xbf\xbd"); /* U+FFFD */
+        else if (n > 1)
+            rc = cg_buf_add(out, p, n);
+        else if (*p == '&')
+            rc = cg_buf_adds(out, "&amp;");
+        else if (*p == '<')
+            rc = cg_buf_adds(out, "&lt;");
+        else if (*p == '>')
+            rc = cg_buf_adds(out, "&gt;");
+        else if (*p == '"')
+            rc = cg_buf_adds(out, "&quot;");
+        else if (*p == '\'')
+            rc = cg_buf_adds(out, "&#39;");
+        else
+            rc = cg_buf_add(out, *p < 0x20 || *p == 0x7f ? " " : (const char *)p, 1);
+        p += n ? n : 1;
+    }
+    return rc;
+}
+
 void cg_fmt_ns(double ns, char *dst, size_t n)
 {
     if (!isfinite(ns))

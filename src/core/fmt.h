@@ -19,6 +19,10 @@
  * boundary and adding an ellipsis). Returns 0 or CG_ENOMEM. */
 int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes);
 
+/* Appends s for HTML text or a quoted attribute value: & < > " ' as entities, control characters
+ * as spaces, invalid UTF-8 as U+FFFD; never cut. Returns 0 or CG_ENOMEM. */
+int cg_html_escape(struct cg_buf *out, const char *s);
+
 /* Appends s with control characters (terminal escape sequences included) shown as '?', cut to
  * max_bytes with "...". Returns 0 or CG_ENOMEM. */
 int cg_term_escape(struct cg_buf *out, const char *s, size_t max_bytes);

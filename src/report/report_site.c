@@ -12,7 +12,6 @@
 
 #include "fmt.h"
 #include "trend.h"
-#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,52 +29,12 @@
 
 /* --- escaping ------------------------------------------------------------------------------ */
 
-/* Appends s for HTML text or a quoted attribute: & < > " ' as entities, control characters as
- * spaces, ill-formed UTF-8 repaired. */
-static int html(struct cg_buf *b, const char *s)
-{
-    if (s == NULL)
-        return 0;
-    char *fixed = NULL;
-    size_t n = strlen(s);
-    if (!cg_utf8_valid(s, n)) {
-        size_t len = 0;
-        if ((fixed = cg_utf8_repair(s, n, &len)) == NULL)
-            return CG_ENOMEM;
-        s = fixed;
-    }
-    int rc = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p && rc == 0; p++) {
-        switch (*p) {
-        case '&':
-            rc = cg_buf_adds(b, "&amp;");
-            break;
-        case '<':
-            rc = cg_buf_adds(b, "&lt;");
-            break;
-        case '>':
-            rc = cg_buf_adds(b, "&gt;");
-            break;
-        case '"':
-            rc = cg_buf_adds(b, "&quot;");
-            break;
-        case '\'':
-            rc = cg_buf_adds(b, "&#39;");
-            break;
-        default:
-            rc = cg_buf_printf(b, "%c", *p < 0x20 || *p == 0x7f ? ' ' : (char)*p);
-        }
-    }
-    free(fixed);
-    return rc;
-}
-
 /* A commit cut to COMMIT_CHARS, escaped. */
 static int short_commit(struct cg_buf *b, const char *commit)
 {
     char c[COMMIT_CHARS + 1];
     snprintf(c, sizeof(c), "%s", commit);
-    return html(b, c);
+    return cg_html_escape(b, c);
 }
 
 bool cg_site_url_ok(const char *prefix)
@@ -94,11 +53,11 @@ static int commit_link(struct cg_buf *b, const struct cg_site_opts *o, const cha
     int rc = 0;
     if (o->commit_url != NULL) {
         rc |= cg_buf_adds(b, "<a href=\"");
-        rc |= html(b, o->commit_url);
+        rc |= cg_html_escape(b, o->commit_url);
         for (const unsigned char *p = (const unsigned char *)commit; *p; p++) {
             bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                          (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL;
-            rc |= plain ? cg_buf_printf(b, "%c", (char)*p) : cg_buf_printf(b, "%%%02X", *p);
+            rc |= plain ? cg_buf_add(b, p, 1) : cg_buf_printf(b, "%%%02X", *p);
         }
         rc |= cg_buf_adds(b, "\">");
     }
@@ -174,7 +133,7 @@ static int series_make(const struct cg_history *h, const char *gate, struct seri
             s->segments++;
             split = false;
         }
-        if (s->n == 0 || s->env[s->segments] == NULL)
+        if (s->n == 0 || pending != NULL) /* the first run, or the first after a split */
             s->env[s->segments] = pending;
         pending = NULL;
         s->segment[s->n] = s->segments;
@@ -244,7 +203,7 @@ static int value_text(struct cg_buf *b, enum cg_metric m, double v)
 {
     char t[64];
     cg_fmt_metric(m, v, t, sizeof(t));
-    return html(b, t);
+    return cg_html_escape(b, t);
 }
 
 static int chart_axes(struct cg_buf *b, const struct series *s, enum cg_metric m,
@@ -263,11 +222,11 @@ static int chart_axes(struct cg_buf *b, const struct series *s, enum cg_metric m
                             g % 2, x0, TOP, x1 - x0, H - TOP - BOTTOM, g + 1);
         const struct cg_history_entry *ev = s->env[g];
         if (ev != NULL) {
-            rc |= html(b, cg_history_event_name(ev->event));
+            rc |= cg_html_escape(b, cg_history_event_name(ev->event));
             rc |= cg_buf_adds(b, " at ");
-            rc |= html(b, ev->commit);
+            rc |= cg_html_escape(b, ev->commit);
             rc |= cg_buf_adds(b, ": ");
-            rc |= html(b, ev->reason ? ev->reason : "");
+            rc |= cg_html_escape(b, ev->reason ? ev->reason : "");
         } else {
             rc |= cg_buf_adds(b, "from the first run");
         }
@@ -349,12 +308,12 @@ static int change_title(struct cg_buf *b, const struct cg_trend_change *c)
     cg_fmt_pct(c->cp.ci_high_pct, hi, sizeof(hi));
     int rc = cg_buf_printf(b, "<title>%s %s (%s to %s), p = %.3g, between ",
                            cg_metric_label(c->metric), pct, lo, hi, c->cp.p_value);
-    rc |= html(b, c->before->commit);
+    rc |= cg_html_escape(b, c->before->commit);
     rc |= cg_buf_adds(b, " and ");
-    rc |= html(b, c->after->commit);
+    rc |= cg_html_escape(b, c->after->commit);
     if (c->accepted != NULL) {
         rc |= cg_buf_adds(b, "; accepted: ");
-        rc |= html(b, c->accepted->reason);
+        rc |= cg_html_escape(b, c->accepted->reason);
     }
     return rc | cg_buf_adds(b, "</title>");
 }
@@ -387,15 +346,15 @@ static int chart_marks(struct cg_buf *b, const struct series *s, enum cg_metric 
                             "<g class=\"cg-accept\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
                             "y2=\"%.1f\"/><path d=\"M%.1f %.1fl6 -5l-6 -5z\"/><title>accepted at ",
                             x, x, TOP, H - BOTTOM, x, H - BOTTOM);
-        rc |= html(b, e->commit);
+        rc |= cg_html_escape(b, e->commit);
         if (e->who != NULL) {
             rc |= cg_buf_adds(b, " by ");
-            rc |= html(b, e->who);
+            rc |= cg_html_escape(b, e->who);
         }
         rc |= cg_buf_adds(b, " (");
-        rc |= html(b, e->date);
+        rc |= cg_html_escape(b, e->date);
         rc |= cg_buf_adds(b, "): ");
-        rc |= html(b, e->reason);
+        rc |= cg_html_escape(b, e->reason);
         rc |= cg_buf_adds(b, "</title></g>\n");
     }
     return rc;
@@ -414,11 +373,11 @@ static int chart_points(struct cg_buf *b, const struct series *s, enum cg_metric
                             "<circle class=\"cg-point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
                             "data-commit=\"",
                             xpos(sc, (double)i), ypos(sc, v->median));
-        rc |= html(b, e->commit);
+        rc |= cg_html_escape(b, e->commit);
         rc |= cg_buf_adds(b, "\"><title>");
-        rc |= html(b, e->commit);
+        rc |= cg_html_escape(b, e->commit);
         rc |= cg_buf_adds(b, " (");
-        rc |= html(b, e->date);
+        rc |= cg_html_escape(b, e->date);
         rc |= cg_buf_adds(b, "): ");
         rc |= value_text(b, m, v->median);
         rc |= cg_buf_adds(b, ", interval ");
@@ -496,13 +455,13 @@ static int changes_table(struct cg_buf *b, const struct cg_trend_report *r,
         rc |= cg_buf_adds(b, " → ");
         rc |= commit_link(b, o, c->after->commit);
         rc |= cg_buf_adds(b, "</td><td>");
-        rc |= html(b, c->after->date);
+        rc |= cg_html_escape(b, c->after->date);
         rc |= cg_buf_printf(b, "</td><td>%zu</td><td>", c->segment);
         if (c->accepted != NULL) {
-            rc |= html(b, c->accepted->reason);
+            rc |= cg_html_escape(b, c->accepted->reason);
             if (c->accepted->who != NULL) {
                 rc |= cg_buf_adds(b, " (");
-                rc |= html(b, c->accepted->who);
+                rc |= cg_html_escape(b, c->accepted->who);
                 rc |= cg_buf_adds(b, ")");
             }
         } else {
@@ -618,11 +577,11 @@ static int gate_section(struct cg_buf *b, const struct cg_history *h, const char
         return rc;
     }
     rc |= cg_buf_adds(b, "<section class=\"cg-gate\" data-gate=\"");
-    rc |= html(b, gate ? gate : "");
+    rc |= cg_html_escape(b, gate ? gate : "");
     rc |= cg_buf_adds(b, "\">\n");
     if (several || gate != NULL) {
         rc |= cg_buf_adds(b, "<h2>Gate ");
-        rc |= html(b, gate ? gate : "(no gate id)");
+        rc |= cg_html_escape(b, gate ? gate : "(no gate id)");
         rc |= cg_buf_adds(b, "</h2>\n");
     }
     rc |= cg_buf_printf(b,
@@ -631,11 +590,11 @@ static int gate_section(struct cg_buf *b, const struct cg_history *h, const char
                         s.n, s.n == 1 ? "" : "s", s.segments, s.segments == 1 ? "" : "s");
     rc |= commit_link(b, o, s.runs[0]->commit);
     rc |= cg_buf_adds(b, " (");
-    rc |= html(b, s.runs[0]->date);
+    rc |= cg_html_escape(b, s.runs[0]->date);
     rc |= cg_buf_adds(b, ") to ");
     rc |= commit_link(b, o, s.runs[s.n - 1]->commit);
     rc |= cg_buf_adds(b, " (");
-    rc |= html(b, s.runs[s.n - 1]->date);
+    rc |= cg_html_escape(b, s.runs[s.n - 1]->date);
     rc |= cg_buf_printf(b,
                         "); %zu change point%s, %zu accepted regression%s. Each point is one "
                         "run of main: the median of its runs, the band their interval.</p>\n",
@@ -656,15 +615,15 @@ int cg_report_site(const struct cg_history *h, const struct cg_site_opts *o, str
     int rc = cg_buf_adds(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                               "<meta name=\"viewport\" content=\"width=device-width, "
                               "initial-scale=1\"><link rel=\"icon\" href=\"data:,\"><title>");
-    rc |= html(out, title);
+    rc |= cg_html_escape(out, title);
     rc |= cg_buf_adds(out, "</title>\n");
     rc |= cg_buf_adds(out, style);
     rc |= cg_buf_adds(out, "</head><body>\n<h1>");
-    rc |= html(out, title);
+    rc |= cg_html_escape(out, title);
     rc |= cg_buf_adds(out, "</h1>\n<p class=\"cg-meta\">Every run published on main");
     if (o->source != NULL) {
         rc |= cg_buf_adds(out, ", from <code>");
-        rc |= html(out, o->source);
+        rc |= cg_html_escape(out, o->source);
         rc |= cg_buf_adds(out, "</code>");
     }
     rc |= cg_buf_adds(out, ". Dashed lines: change points (red worse, green better); violet "
