@@ -700,6 +700,10 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     fclose(f);
     const char *bad[] = {"bad.json", NULL};
     assert_int_equal(script(&ws, "baseline-publish", env, bad), 2);
+    /* So is an accept whose reason is not one line (it would lose the run's history line). */
+    const char *two_lines[] = {"r4.json", "--accept", "two\nlines", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, two_lines), 2);
+    assert_non_null(strstr(proc.err, "--accept: expected one line"));
     const char *fetch3[] = {"bl3", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch3), 0);
     assert_int_equal(runs_in(cg_workdir_in(&ws, "bl3/baseline.json")), 1);
