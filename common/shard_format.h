@@ -107,6 +107,12 @@
 #define CG_SHARD_COUNT_JIT "jit"                     /* JIT records */
 #define CG_SHARD_COUNT_RANGES "ranges"               /* NVTX ranges begun in the step on any
                                                       * thread, the step range itself not */
+#define CG_SHARD_COUNT_COMPUTE_NS                                                                  \
+    "compute_ns" /* ns of the step's compute kernels'                                              \
+                  * union (not communication) */
+#define CG_SHARD_COUNT_COPY_NS                                                                     \
+    "copy_ns" /* ns of the step's copies' and sets'                                                \
+               * union */
 
 /* Non-finite losses. */
 #define CG_SHARD_NAN "nan"

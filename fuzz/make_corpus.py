@@ -150,6 +150,11 @@ def shard(shard_dir):
         "n 1 sync_ns 41000\nn 1 dtoh_pageable 1\nn 1 dtoh_pageable_bytes 4\nn 1 copies 3\n"
         "n 1 allocs 2\nn 1 frees 2\nn 1 sync_wait_event 5\nn 1 ranges 4\nn 0 kernels 1\n"
         "n 1 newer_count 3\nend\n")
+    put("shard", "gpu-times",
+        "canary-gate-shard 1\npid 9\nrank 0\nwarmup 0\nstep_range step\ngpu ok\n"
+        "nc kernels compute_ns copy_ns\ns 0 1000 2000 -1\nb 0 700\nn 0 compute_ns 500\n"
+        "n 0 copy_ns 90\ns 1 2000 3000 -1\nb 1 600\nn 1 compute_ns 900\nn 1 copy_ns 0\n"
+        "n 2 compute_ns 5\nend\n")
     if shard_dir and os.path.isdir(shard_dir):
         files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
                        glob.glob(os.path.join(shard_dir, "*.part")))

@@ -38,6 +38,9 @@
  * lie back to back in a CUPTI buffer; a guess that misses only costs a useless prefetch). */
 #define READ_AHEAD_RECORDS 16
 #define SLOT_EMPTY UINT32_MAX
+/* In a slot's kind: the kernel is communication (cg_agg_is_comm). The hot path's probe compares
+ * the kind whole, so such a kernel misses it and takes the cold path that tells it apart. */
+#define SLOT_COMM 0x100u
 
 static void window_refresh(struct cg_agg *a);
 static void record_general(struct cg_agg *a, const CUpti_Activity *rec);
@@ -64,6 +67,11 @@ int cg_agg_new(struct cg_agg *a, int64_t warmup)
     a->graph_ids = true;
     a->pending_sorted = true;
     a->trace_first = a->trace_last = -1;
+    a->busy.field = offsetof(struct cg_agg_step, busy_ns);
+    a->compute.field =
+        offsetof(struct cg_agg_step, count) + CG_AGG_N_COMPUTE_NS * sizeof(a->steps->count[0]);
+    a->copies.field =
+        offsetof(struct cg_agg_step, count) + CG_AGG_N_COPY_NS * sizeof(a->steps->count[0]);
     a->n_slots = 512;
     a->slots = malloc(a->n_slots * sizeof(*a->slots));
     a->pending = malloc(CG_AGG_MEM_PENDING * sizeof(*a->pending));
@@ -120,6 +128,8 @@ const char *cg_agg_count_name(enum cg_agg_count c)
         [CG_AGG_N_FREES] = CG_SHARD_COUNT_FREES,
         [CG_AGG_N_JIT] = CG_SHARD_COUNT_JIT,
         [CG_AGG_N_MODULE_LOADS] = CG_SHARD_COUNT_MODULE_LOADS,
+        [CG_AGG_N_COMPUTE_NS] = CG_SHARD_COUNT_COMPUTE_NS,
+        [CG_AGG_N_COPY_NS] = CG_SHARD_COUNT_COPY_NS,
     };
     return (unsigned)c < CG_AGG_COUNTS ? names[c] : "?";
 }
@@ -294,8 +304,23 @@ static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
     return found;
 }
 
-/* Adds the parts of [start, end) that lie in step intervals to those steps' busy time. */
-static void settle_interval(struct cg_agg *a, uint64_t start, uint64_t end)
+/* --- interval unions ---------------------------------------------------------------------- */
+
+#define FIELD_NONE SIZE_MAX
+
+/* Adds v to step k's fields of u: its own, and the one busy time shares with compute time
+ * until a communication kernel is seen. */
+static inline void union_credit(struct cg_agg *a, const struct cg_agg_union *u, int64_t k,
+                                int64_t v)
+{
+    char *s = (char *)&a->steps[k];
+    *(int64_t *)(void *)(s + u->field) += v;
+    if (u == &a->busy && !a->comm)
+        a->steps[k].count[CG_AGG_N_COMPUTE_NS] += v;
+}
+
+/* Adds the parts of [start, end) that lie in step intervals to those steps' time of u. */
+static void settle_interval(struct cg_agg *a, struct cg_agg_union *u, uint64_t start, uint64_t end)
 {
     int64_t k = step_at(a, start, false);
     if (k < 0) {
@@ -319,41 +344,39 @@ static void settle_interval(struct cg_agg *a, uint64_t start, uint64_t end)
         uint64_t lo = start > s->start_ns ? start : s->start_ns;
         uint64_t hi = end < s->end_ns ? end : s->end_ns;
         if (hi > lo)
-            a->steps[k].busy_ns += (int64_t)(hi - lo);
+            union_credit(a, u, k, (int64_t)(hi - lo));
     }
-    if (end > a->busy_frontier)
-        a->busy_frontier = end;
+    if (end > u->frontier)
+        u->frontier = end;
 }
 
-/* --- busy union ring ---------------------------------------------------------------------- */
-
-static struct cg_agg_interval *ring_at(struct cg_agg *a, size_t i)
+static struct cg_agg_interval *ring_at(struct cg_agg_union *u, size_t i)
 {
-    return &a->ring[(a->ring_head + i) & RING_MASK];
+    return &u->ring[(u->head + i) & RING_MASK];
 }
 
-static void ring_pop_front(struct cg_agg *a)
+static void ring_pop_front(struct cg_agg *a, struct cg_agg_union *u)
 {
-    struct cg_agg_interval f = *ring_at(a, 0);
-    a->ring_head = (a->ring_head + 1) & RING_MASK;
-    a->ring_len--;
+    struct cg_agg_interval f = *ring_at(u, 0);
+    u->head = (u->head + 1) & RING_MASK;
+    u->len--;
     /* inside the window and before the next step: all of it is the window step's */
     if (f.start - a->win_lo < a->win_len && f.end - a->win_lo < a->win_len &&
         f.end <= a->win_next) {
-        a->steps[a->hint].busy_ns += (int64_t)(f.end - f.start);
-        if (f.end > a->busy_frontier)
-            a->busy_frontier = f.end;
+        union_credit(a, u, a->hint, (int64_t)(f.end - f.start));
+        if (f.end > u->frontier)
+            u->frontier = f.end;
         return;
     }
-    settle_interval(a, f.start, f.end);
+    settle_interval(a, u, f.start, f.end);
 }
 
 /* The total length of ring[from, to) (no wrap). */
-static int64_t ring_length(const struct cg_agg *a, size_t from, size_t to)
+static int64_t ring_length(const struct cg_agg_union *u, size_t from, size_t to)
 {
     uint64_t sum = 0;
     for (size_t i = from; i < to; i++)
-        sum += a->ring[i].end - a->ring[i].start;
+        sum += u->ring[i].end - u->ring[i].start;
     return (int64_t)sum;
 }
 
@@ -361,60 +384,59 @@ static int64_t ring_length(const struct cg_agg *a, size_t from, size_t to)
  * intervals inside the window step are summed in one pass, as ring_pop_front would one by one;
  * when the whole half lies in it (the usual case: its intervals are sorted and disjoint, so its
  * first and last tell), without a test per interval. */
-static void ring_settle_half(struct cg_agg *a)
+static void ring_settle_half(struct cg_agg *a, struct cg_agg_union *u)
 {
     const uint64_t lo = a->win_lo, len = a->win_len, next = a->win_next;
     int64_t in_window = 0;
-    uint64_t frontier = a->busy_frontier;
-    size_t head = a->ring_head;
-    const struct cg_agg_interval *first = &a->ring[head];
-    const struct cg_agg_interval *last = &a->ring[(head + CG_AGG_INTERVALS / 2 - 1) & RING_MASK];
+    uint64_t frontier = u->frontier;
+    size_t head = u->head;
+    const struct cg_agg_interval *first = &u->ring[head];
+    const struct cg_agg_interval *last = &u->ring[(head + CG_AGG_INTERVALS / 2 - 1) & RING_MASK];
     if (first->start - lo < len && last->end - lo < len && last->end <= next) {
         size_t end = head + CG_AGG_INTERVALS / 2;
-        in_window = end <= CG_AGG_INTERVALS ? ring_length(a, head, end)
-                                            : ring_length(a, head, CG_AGG_INTERVALS) +
-                                                  ring_length(a, 0, end - CG_AGG_INTERVALS);
+        in_window = end <= CG_AGG_INTERVALS ? ring_length(u, head, end)
+                                            : ring_length(u, head, CG_AGG_INTERVALS) +
+                                                  ring_length(u, 0, end - CG_AGG_INTERVALS);
         if (last->end > frontier)
             frontier = last->end;
         head = end & RING_MASK;
     }
-    for (size_t i = head == a->ring_head ? 0 : CG_AGG_INTERVALS / 2; i < CG_AGG_INTERVALS / 2;
-         i++) {
-        struct cg_agg_interval f = a->ring[head];
+    for (size_t i = head == u->head ? 0 : CG_AGG_INTERVALS / 2; i < CG_AGG_INTERVALS / 2; i++) {
+        struct cg_agg_interval f = u->ring[head];
         head = (head + 1) & RING_MASK;
         if (f.start - lo < len && f.end - lo < len && f.end <= next) {
             in_window += (int64_t)(f.end - f.start);
             frontier = f.end > frontier ? f.end : frontier;
         } else {
-            a->busy_frontier = frontier;
-            settle_interval(a, f.start, f.end); /* leaves the hint and the window alone */
-            frontier = a->busy_frontier;
+            u->frontier = frontier;
+            settle_interval(a, u, f.start, f.end); /* leaves the hint and the window alone */
+            frontier = u->frontier;
         }
     }
-    a->ring_head = head;
-    a->ring_len -= CG_AGG_INTERVALS / 2;
-    a->busy_frontier = frontier;
+    u->head = head;
+    u->len -= CG_AGG_INTERVALS / 2;
+    u->frontier = frontier;
     if (in_window > 0)
-        a->steps[a->hint].busy_ns += in_window;
+        union_credit(a, u, a->hint, in_window);
 }
 
-static void ring_remove(struct cg_agg *a, size_t i)
+static void ring_remove(struct cg_agg_union *u, size_t i)
 {
-    for (size_t j = i; j + 1 < a->ring_len; j++)
-        *ring_at(a, j) = *ring_at(a, j + 1);
-    a->ring_len--;
+    for (size_t j = i; j + 1 < u->len; j++)
+        *ring_at(u, j) = *ring_at(u, j + 1);
+    u->len--;
 }
 
-/* The general case of busy_add: clipping at the settled frontier, records out of time order. */
-COLD void busy_add_slow(struct cg_agg *a, uint64_t start, uint64_t end)
+/* The general case of union_add: clipping at the settled frontier, records out of time order. */
+COLD void union_add_slow(struct cg_agg *a, struct cg_agg_union *u, uint64_t start, uint64_t end)
 {
-    if (start < a->busy_frontier)
-        start = a->busy_frontier;
+    if (start < u->frontier)
+        start = u->frontier;
     if (end <= start)
         return;
-    size_t n = a->ring_len;
+    size_t n = u->len;
     if (n > 0) {
-        struct cg_agg_interval *tail = ring_at(a, n - 1);
+        struct cg_agg_interval *tail = ring_at(u, n - 1);
         if (start > tail->end) {
             /* after everything held */
         } else if (start >= tail->start) {
@@ -424,51 +446,51 @@ COLD void busy_add_slow(struct cg_agg *a, uint64_t start, uint64_t end)
         } else {
             /* out of order: find the last interval starting at or before start */
             size_t i = n;
-            while (i > 0 && ring_at(a, i - 1)->start > start)
+            while (i > 0 && ring_at(u, i - 1)->start > start)
                 i--;
             size_t at;
-            if (i > 0 && ring_at(a, i - 1)->end >= start) {
+            if (i > 0 && ring_at(u, i - 1)->end >= start) {
                 at = i - 1;
-                if (end > ring_at(a, at)->end)
-                    ring_at(a, at)->end = end;
+                if (end > ring_at(u, at)->end)
+                    ring_at(u, at)->end = end;
             } else {
-                if (a->ring_len == CG_AGG_INTERVALS) {
-                    ring_settle_half(a);
+                if (u->len == CG_AGG_INTERVALS) {
+                    ring_settle_half(a, u);
                     if (i < CG_AGG_INTERVALS / 2) { /* it belonged among the settled: clip */
-                        busy_add_slow(a, start, end);
+                        union_add_slow(a, u, start, end);
                         return;
                     }
                     i -= CG_AGG_INTERVALS / 2;
                 }
-                for (size_t j = a->ring_len; j > i; j--)
-                    *ring_at(a, j) = *ring_at(a, j - 1);
-                a->ring_len++;
-                *ring_at(a, i) = (struct cg_agg_interval){start, end};
+                for (size_t j = u->len; j > i; j--)
+                    *ring_at(u, j) = *ring_at(u, j - 1);
+                u->len++;
+                *ring_at(u, i) = (struct cg_agg_interval){start, end};
                 at = i;
             }
             /* absorb the intervals the grown one now reaches */
-            struct cg_agg_interval *cur = ring_at(a, at);
-            while (at + 1 < a->ring_len && ring_at(a, at + 1)->start <= cur->end) {
-                if (ring_at(a, at + 1)->end > cur->end)
-                    cur->end = ring_at(a, at + 1)->end;
-                ring_remove(a, at + 1);
+            struct cg_agg_interval *cur = ring_at(u, at);
+            while (at + 1 < u->len && ring_at(u, at + 1)->start <= cur->end) {
+                if (ring_at(u, at + 1)->end > cur->end)
+                    cur->end = ring_at(u, at + 1)->end;
+                ring_remove(u, at + 1);
             }
             return;
         }
     }
-    if (a->ring_len == CG_AGG_INTERVALS)
-        ring_settle_half(a);
-    *ring_at(a, a->ring_len) = (struct cg_agg_interval){start, end};
-    a->ring_len++;
+    if (u->len == CG_AGG_INTERVALS)
+        ring_settle_half(a, u);
+    *ring_at(u, u->len) = (struct cg_agg_interval){start, end};
+    u->len++;
 }
 
-/* Adds kernel interval [start, end) to the busy union. In time order (at or after the last
- * interval's start, the usual case) it extends the last interval or follows it. */
-HOT void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
+/* Adds interval [start, end) to the union u. In time order (at or after the last interval's
+ * start, the usual case) it extends the last interval or follows it. */
+HOT void union_add(struct cg_agg *a, struct cg_agg_union *u, uint64_t start, uint64_t end)
 {
-    size_t n = a->ring_len;
+    size_t n = u->len;
     if (n > 0 && end > start) { /* the ring's intervals all lie after the settled frontier */
-        struct cg_agg_interval *tail = &a->ring[(a->ring_head + n - 1) & RING_MASK];
+        struct cg_agg_interval *tail = &u->ring[(u->head + n - 1) & RING_MASK];
         if (start >= tail->start) {
             if (start <= tail->end) {
                 if (end > tail->end)
@@ -476,19 +498,26 @@ HOT void busy_add(struct cg_agg *a, uint64_t start, uint64_t end)
                 return;
             }
             if (n < CG_AGG_INTERVALS) {
-                a->ring[(a->ring_head + n) & RING_MASK] = (struct cg_agg_interval){start, end};
-                a->ring_len = n + 1;
+                u->ring[(u->head + n) & RING_MASK] = (struct cg_agg_interval){start, end};
+                u->len = n + 1;
                 return;
             }
         }
     }
-    busy_add_slow(a, start, end);
+    union_add_slow(a, u, start, end);
 }
 
+/* Settles u's intervals that ended by upto (all when final). */
+static void union_settle(struct cg_agg *a, struct cg_agg_union *u, uint64_t upto, bool final)
+{
+    while (u->len > 0 && (final || ring_at(u, 0)->end <= upto))
+        ring_pop_front(a, u);
+}
 /* --- ops ---------------------------------------------------------------------------------- */
 
 static inline size_t slot_of(const char *name, uint32_t kind, size_t n_slots)
 {
+    kind &= ~SLOT_COMM;
     uint64_t h = ((uint64_t)(uintptr_t)name + (uint64_t)kind) * 0x9e3779b97f4a7c15ull;
     return (size_t)(h >> 32) & (n_slots - 1);
 }
@@ -516,17 +545,24 @@ static int rehash(struct cg_agg *a)
     return 0;
 }
 
-/* The slot of (name, kind), created when new; NULL when out of memory. */
-COLD struct cg_agg_slot *slot_get(struct cg_agg *a, const char *name, uint32_t kind)
+/* The slot of (name, kind), or the empty slot where it would go (name NULL). */
+static struct cg_agg_slot *slot_find(struct cg_agg *a, const char *name, uint32_t kind)
 {
     size_t j = slot_of(name, kind, a->n_slots);
     for (;; j = (j + 1) & (a->n_slots - 1)) {
         struct cg_agg_slot *sl = &a->slots[j];
-        if (sl->name == name && sl->kind == kind)
+        if ((sl->name == name && (sl->kind & ~SLOT_COMM) == kind) || sl->name == NULL)
             return sl;
-        if (sl->name == NULL)
-            break;
     }
+}
+
+/* The slot of (name, kind), created when new; NULL when out of memory. */
+COLD struct cg_agg_slot *slot_get(struct cg_agg *a, const char *name, uint32_t kind)
+{
+    struct cg_agg_slot *found = slot_find(a, name, kind);
+    if (found->name != NULL)
+        return found;
+    size_t j = (size_t)(found - a->slots);
     if ((a->n_ops + 1) * 2 > a->n_slots) {
         if (rehash(a) != 0)
             return NULL;
@@ -541,7 +577,8 @@ COLD struct cg_agg_slot *slot_get(struct cg_agg *a, const char *name, uint32_t k
         a->cap_ops = cap;
     }
     a->ops[a->n_ops] = (struct cg_agg_op){name, (enum cg_agg_kind)kind, 0, 0, 0, 0};
-    a->slots[j] = (struct cg_agg_slot){.name = name, .kind = kind, .op = (uint32_t)a->n_ops};
+    uint32_t comm = kind == CG_AGG_KERNEL && cg_agg_is_comm(name) ? SLOT_COMM : 0;
+    a->slots[j] = (struct cg_agg_slot){.name = name, .kind = kind | comm, .op = (uint32_t)a->n_ops};
     a->n_ops++;
     return &a->slots[j];
 }
@@ -597,6 +634,29 @@ static void timed_count(struct cg_agg *a, const struct timed_rec *r, int64_t k)
     }
 }
 
+/* The first communication kernel: from now on compute time is kept apart from busy time, its
+ * union starting as busy's unsettled part (every kernel so far was compute), and every record
+ * takes the general path. */
+COLD void comm_begin(struct cg_agg *a)
+{
+    size_t field = a->compute.field;
+    a->compute = a->busy;
+    a->compute.field = field;
+    a->comm = true;
+}
+
+/* A kernel's interval: busy time, and compute time unless it is communication. */
+static void kernel_time(struct cg_agg *a, const char *name, uint64_t start, uint64_t end)
+{
+    const struct cg_agg_slot *sl = slot_find(a, name != NULL ? name : "?", CG_AGG_KERNEL);
+    bool comm = sl->name != NULL ? (sl->kind & SLOT_COMM) != 0 : cg_agg_is_comm(name);
+    if (comm && !a->comm)
+        comm_begin(a);
+    union_add(a, &a->busy, start, end);
+    if (a->comm && !comm)
+        union_add(a, &a->compute, start, end);
+}
+
 /* A timed record in general: timestamps checked, its step searched, counted, traced when
  * asked. */
 static void timed(struct cg_agg *a, const struct timed_rec *r)
@@ -607,7 +667,9 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
     }
     int64_t k = step_at(a, r->start, true);
     if (r->kind == CG_AGG_KERNEL)
-        busy_add(a, r->start, r->end);
+        kernel_time(a, r->name, r->start, r->end);
+    else
+        union_add(a, &a->copies, r->start, r->end);
     if (k < 0) {
         a->outside_steps++;
         return;
@@ -841,6 +903,11 @@ static void jit_record(struct cg_agg *a, const CUpti_ActivityJit2 *j)
         a->steps[k].count[CG_AGG_N_JIT]++;
 }
 
+bool cg_agg_is_comm(const char *name)
+{
+    return name != NULL && strstr(name, "nccl") != NULL;
+}
+
 void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns)
 {
     if (now_ns == 0)
@@ -922,8 +989,9 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
 /* The hot path: from recs[i], the run of concurrent kernels that start in the window step (busy
  * time, ops when the step counts, and its counts, added once at the end of the run), with the
  * records of other kinds among them handed to the general path on the way; returns the index of
- * the first kernel it did not take. counted and graph_ids are constants in each copy window_run
- * makes of it. busy_add's in-order cases are done here without a branch on which one (kernels of
+ * the first kernel it did not take (a communication kernel, when the step counts: the general
+ * path tells it apart). counted and graph_ids are constants in each copy window_run makes of it.
+ * union_add's in-order cases are done here without a branch on which one (kernels of
  * overlapping streams alternate between them unpredictably): the ring's last interval is kept in
  * registers and stored back whole every record. The op table is held in registers too, reloaded
  * after anything that may have grown it. */
@@ -935,9 +1003,10 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
     const size_t from = i;
     size_t others = 0; /* records of other kinds handed on: the rest of [from, i) is taken */
     int64_t graph = 0;
-    size_t held = a->ring_len, at = (a->ring_head + held - 1) & RING_MASK; /* the last one */
-    uint64_t tail_start = held ? a->ring[at].start : UINT64_MAX;
-    uint64_t tail_end = held ? a->ring[at].end : 0;
+    struct cg_agg_union *u = &a->busy;
+    size_t held = u->len, at = (u->head + held - 1) & RING_MASK; /* the last one */
+    uint64_t tail_start = held ? u->ring[at].start : UINT64_MAX;
+    uint64_t tail_end = held ? u->ring[at].end : 0;
     struct cg_agg_slot *slots = a->slots;
     size_t n_slots = a->n_slots;
     for (; i < n; i++) {
@@ -950,55 +1019,63 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
         if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
             /* another kind: the general path, and the run goes on (the general path may move
              * the window to another step, but lo, len, step and counted still describe the step
-             * this run's kernels lie in, which nothing here changes) */
-            a->ring_len = held;
+             * this run's kernels lie in, which nothing here changes) unless it found the first
+             * communication kernel */
+            u->len = held;
             record_general(a, rec);
-            held = a->ring_len;
-            at = (a->ring_head + held - 1) & RING_MASK;
-            tail_start = held ? a->ring[at].start : UINT64_MAX;
-            tail_end = held ? a->ring[at].end : 0;
+            held = u->len;
+            at = (u->head + held - 1) & RING_MASK;
+            tail_start = held ? u->ring[at].start : UINT64_MAX;
+            tail_end = held ? u->ring[at].end : 0;
             slots = a->slots;
             n_slots = a->n_slots;
             others++;
+            if (a->comm) {
+                i++;
+                break;
+            }
             continue;
         }
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
         uint64_t start = k->start, end = k->end;
         if (start - lo >= len || end < start)
             break;
+        struct cg_agg_slot *sl = NULL;
+        if (counted) { /* op_count, with the table in registers */
+            const char *name = k->name;
+            sl = &slots[slot_of(name, CG_AGG_KERNEL, n_slots)];
+            if (sl->name != name || sl->kind != CG_AGG_KERNEL) {
+                sl = slot_get(a, name != NULL ? name : "?", CG_AGG_KERNEL);
+                slots = a->slots;
+                n_slots = a->n_slots;
+                if (sl != NULL && (sl->kind & SLOT_COMM))
+                    break;
+            }
+        }
         if (graph_ids)
             graph += k->graphId != 0;
         bool follows = start > tail_end;
         /* before the last interval (or none held), or following it with no room */
         if ((start < tail_start) | (follows & (held == CG_AGG_INTERVALS))) {
-            a->ring_len = held;
-            busy_add_slow(a, start, end);
-            held = a->ring_len;
-            at = (a->ring_head + held - 1) & RING_MASK;
-            tail_start = held ? a->ring[at].start : UINT64_MAX;
-            tail_end = held ? a->ring[at].end : 0;
+            u->len = held;
+            union_add_slow(a, u, start, end);
+            held = u->len;
+            at = (u->head + held - 1) & RING_MASK;
+            tail_start = held ? u->ring[at].start : UINT64_MAX;
+            tail_end = held ? u->ring[at].end : 0;
         } else { /* extends the last interval, or follows it (then end > tail_end too) */
             at = (at + follows) & RING_MASK;
             held += follows;
             tail_start = follows ? start : tail_start;
             tail_end = end > tail_end ? end : tail_end;
-            a->ring[at] = (struct cg_agg_interval){tail_start, tail_end};
+            u->ring[at] = (struct cg_agg_interval){tail_start, tail_end};
         }
-        if (counted) { /* op_count, with the table in registers */
-            const char *name = k->name;
-            struct cg_agg_slot *sl = &slots[slot_of(name, CG_AGG_KERNEL, n_slots)];
-            if (sl->name != name || sl->kind != CG_AGG_KERNEL) {
-                sl = slot_get(a, name != NULL ? name : "?", CG_AGG_KERNEL);
-                slots = a->slots;
-                n_slots = a->n_slots;
-                if (sl == NULL)
-                    continue;
-            }
+        if (sl != NULL) {
             sl->calls++;
             sl->total_ns += (int64_t)(end - start);
         }
     }
-    a->ring_len = held;
+    u->len = held;
     int64_t taken = (int64_t)(i - from - others);
     if (taken > 0) {
         int64_t *c = a->steps[step].count;
@@ -1011,7 +1088,7 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
 
 static size_t window_run(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n)
 {
-    if (a->win_len == 0)
+    if (a->win_len == 0 || a->comm) /* with communication, compute time takes the general path */
         return i;
     if (a->win_counted)
         return a->graph_ids ? window_loop(a, recs, i, n, true, true)
@@ -1038,16 +1115,15 @@ void cg_agg_record(struct cg_agg *a, const CUpti_Activity *rec)
 void cg_agg_settle(struct cg_agg *a, bool final)
 {
     ops_sync(a);
+    /* intervals that ended before the latest step began can no longer grow */
+    uint64_t safe = a->last_step >= 0 ? a->steps[a->last_step].start_ns : 0;
+    union_settle(a, &a->busy, safe, final);
+    union_settle(a, &a->compute, safe, final);
+    union_settle(a, &a->copies, safe, final);
     if (final) {
-        while (a->ring_len > 0)
-            ring_pop_front(a);
         mem_settle(a, UINT64_MAX);
         return;
     }
-    /* intervals that ended before the latest step began can no longer grow */
-    uint64_t safe = a->last_step >= 0 ? a->steps[a->last_step].start_ns : 0;
-    while (a->ring_len > 0 && ring_at(a, 0)->end <= safe)
-        ring_pop_front(a);
     if (a->mem_newest > CG_AGG_MEM_SLACK_NS)
         mem_settle(a, a->mem_newest - CG_AGG_MEM_SLACK_NS);
 }

@@ -18,6 +18,12 @@
  * CG_AGG_INTERVALS; when it fills, its earlier half is settled into the steps it overlaps and
  * later records are clipped at what was settled, so memory stays bounded however many records
  * come (records may arrive up to half a ring of intervals late and still count exactly).
+ * The same union is kept for copies and sets (CG_AGG_N_COPY_NS) and, once a communication kernel
+ * (cg_agg_is_comm) has been seen, for the kernels that are not communication
+ * (CG_AGG_N_COMPUTE_NS, else equal to the busy time): busy minus compute is the communication
+ * no compute overlapped (exposed). A communication kernel is told apart by its op-table entry
+ * when a measured step's kernels reach it (those of warm-up steps before it count as compute);
+ * from then on every record takes the general path.
  * Device memory: allocation and release events of MEMORY2 records are applied in timestamp order
  * (a pending window sorted before applying, as records arrive out of order) to a running sum per
  * device whose maximum is the peak.
@@ -68,6 +74,8 @@ enum cg_agg_count {
     CG_AGG_N_FREES,               /* MEMORY2 device memory releases (by timestamp) */
     CG_AGG_N_JIT,                 /* JIT records */
     CG_AGG_N_MODULE_LOADS,        /* cg_agg_module_load calls */
+    CG_AGG_N_COMPUTE_NS, /* the union of the compute kernels (not communication) in the step */
+    CG_AGG_N_COPY_NS,    /* the union of the copies and sets in the step */
     CG_AGG_COUNTS
 };
 
@@ -99,6 +107,15 @@ struct cg_agg_slot {
 
 struct cg_agg_interval {
     uint64_t start, end;
+};
+
+/* A union of intervals being measured into each step: disjoint intervals kept sorted in a ring,
+ * its earlier half settled into the steps when it fills (see the top). */
+struct cg_agg_union {
+    struct cg_agg_interval ring[CG_AGG_INTERVALS];
+    size_t head, len;
+    uint64_t frontier; /* everything before it is settled */
+    size_t field;      /* the int64_t of struct cg_agg_step it settles into (offsetof) */
 };
 
 struct cg_agg_mem_event {
@@ -138,9 +155,11 @@ struct cg_agg {
     bool win_counted;
     bool graph_ids; /* kernel records' graphId is read (cg_agg_graph_ids) */
 
-    struct cg_agg_interval ring[CG_AGG_INTERVALS];
-    size_t ring_head, ring_len;
-    uint64_t busy_frontier;    /* everything before it is settled */
+    struct cg_agg_union busy;    /* every kernel: the hot path's */
+    struct cg_agg_union compute; /* kernels but communication: once comm is set */
+    struct cg_agg_union copies;  /* copies and sets */
+    bool comm; /* a communication kernel was seen: compute is kept apart from busy (see
+                * cg_agg_is_comm); until then every kernel is compute */
 
     struct cg_agg_op *ops;
     size_t n_ops, cap_ops;
@@ -207,6 +226,9 @@ void cg_agg_graph_ids(struct cg_agg *a, bool read);
 /* A CUDA module was loaded at now_ns, the library's clock read at the load (so a step still
  * running holds it whatever the delivery horizon): counted in the step it lies in. */
 void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns);
+
+/* True for the name of a communication kernel (NCCL's: the name holds "nccl"). */
+bool cg_agg_is_comm(const char *name);
 
 /* The shard's name of count c (a CG_SHARD_COUNT_* string). */
 const char *cg_agg_count_name(enum cg_agg_count c);

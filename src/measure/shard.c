@@ -227,7 +227,7 @@ static int ensure_step(struct parse_state *ps, int64_t idx)
         s->steps[i].loss = NAN;
         s->steps[i].n_loss = 0;
         memset(s->steps[i].counts, 0, sizeof(s->steps[i].counts));
-        s->steps[i].sync_ns = 0;
+        s->steps[i].sync_ns = s->steps[i].compute_ns = s->steps[i].copy_ns = 0;
     }
     s->n_steps = need;
     return 0;
@@ -424,8 +424,8 @@ static int parse_counters(struct parse_state *ps, struct line *l)
     return 0;
 }
 
-/* The count of a shard count word: its index in enum cg_count, CG_COUNT_N for "sync_ns", -1
- * for a word this reader does not know. */
+/* The count of a shard count word: its index in enum cg_count, a CG_SHARD_T_* for a step time,
+ * -1 for a word this reader does not know. */
 static int count_of(const char *f, size_t n)
 {
     static const struct {
@@ -448,7 +448,11 @@ static int count_of(const char *f, size_t n)
         {CG_SHARD_COUNT_RANGES, CG_COUNT_RANGES},
     };
     if (field_is(f, n, CG_SHARD_COUNT_SYNC_NS))
-        return CG_COUNT_N;
+        return CG_SHARD_T_SYNC;
+    if (field_is(f, n, CG_SHARD_COUNT_COMPUTE_NS))
+        return CG_SHARD_T_COMPUTE;
+    if (field_is(f, n, CG_SHARD_COUNT_COPY_NS))
+        return CG_SHARD_T_COPY;
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (field_is(f, n, words[i].word))
             return (int)words[i].count;
@@ -470,7 +474,10 @@ static int parse_count(struct parse_state *ps, struct line *l)
     if ((rc = ensure_step(ps, idx)) != 0)
         return rc;
     struct cg_shard_step *st = &ps->s->steps[idx];
-    int64_t *v = c == CG_COUNT_N ? &st->sync_ns : &st->counts[c];
+    int64_t *v = c == CG_SHARD_T_SYNC      ? &st->sync_ns
+                 : c == CG_SHARD_T_COMPUTE ? &st->compute_ns
+                 : c == CG_SHARD_T_COPY    ? &st->copy_ns
+                                           : &st->counts[c];
     *v = cg_shard_add_capped(*v, delta);
     return 0;
 }
@@ -481,8 +488,8 @@ static int parse_counted(struct parse_state *ps, struct line *l)
     size_t n;
     while (next_field(l, &f, &n) && n > 0) {
         int c = count_of(f, n);
-        if (c == CG_COUNT_N)
-            ps->s->sync_counted = true;
+        if (c >= CG_COUNT_N)
+            ps->s->times_counted[c - CG_COUNT_N] = true;
         else if (c >= 0)
             ps->s->counted[c] = true;
     }

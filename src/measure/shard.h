@@ -95,7 +95,12 @@ struct cg_shard_step {
     int64_t n_loss;      /* "l" lines of the step */
     int64_t counts[CG_COUNT_N]; /* summed "n" lines, 0 when none (known: cg_shard_counted) */
     int64_t sync_ns;     /* summed "n I sync_ns" lines */
+    int64_t compute_ns;  /* summed "n I compute_ns" lines */
+    int64_t copy_ns;     /* summed "n I copy_ns" lines */
 };
+
+/* The step times a shard carries as counts ("n I sync_ns D"), numbered after enum cg_count. */
+enum { CG_SHARD_T_SYNC = CG_COUNT_N, CG_SHARD_T_COMPUTE, CG_SHARD_T_COPY, CG_SHARD_T_END };
 
 struct cg_shard_op {
     char *name; /* as the library saw it (kernel names mangled) */
@@ -176,7 +181,7 @@ struct cg_shard {
     size_t n_domains;
     int64_t trace_events, trace_dropped; /* last "tx" line, -1 when none */
     bool counted[CG_COUNT_N];      /* named in an "nc" line (GPU counts) */
-    bool sync_counted;             /* "sync_ns" named in an "nc" line */
+    bool times_counted[CG_SHARD_T_END - CG_COUNT_N]; /* "sync_ns", ... named in an "nc" line */
 };
 
 /* What a set of shards says about a run so far (for progress and the final checks). */

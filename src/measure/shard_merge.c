@@ -148,12 +148,36 @@ static int64_t sum_counter(const struct cg_shard *shards, size_t n, size_t offse
     return sum;
 }
 
-/* True when shard s measured count c (CG_COUNT_N: the host time in synchronisations). */
+/* True when shard s measured count c (or step time c, a CG_SHARD_T_*). */
 static bool shard_counts(const struct cg_shard *s, int c)
 {
     if (c == CG_COUNT_RANGES)
         return true;
-    return s->gpu == 1 && (c == CG_COUNT_N ? s->sync_counted : s->counted[c]);
+    return s->gpu == 1 && (c >= CG_COUNT_N ? s->times_counted[c - CG_COUNT_N] : s->counted[c]);
+}
+
+/* Step k's compute and copy time: those of the shard with the longest GPU busy time (the
+ * busiest process, as the merged busy time is its), -1 unless every shard with steps measured
+ * them. */
+static void merge_gpu_times(const struct cg_shard *shards, size_t n, int64_t k, struct cg_step *to)
+{
+    const struct cg_shard_step *busiest = NULL;
+    bool compute = true, copy = true;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        if (contiguous_steps(s) == 0)
+            continue;
+        compute = compute && shard_counts(s, CG_SHARD_T_COMPUTE);
+        copy = copy && shard_counts(s, CG_SHARD_T_COPY);
+        const struct cg_shard_step *sp = &s->steps[k];
+        if (busiest == NULL || sp->gpu_busy_ns > busiest->gpu_busy_ns)
+            busiest = sp;
+    }
+    to->compute_ns = compute && busiest != NULL && busiest->gpu_busy_ns >= 0
+                         ? (busiest->compute_ns < busiest->gpu_busy_ns ? busiest->compute_ns
+                                                                       : busiest->gpu_busy_ns)
+                         : -1;
+    to->copy_ns = copy && busiest != NULL ? busiest->copy_ns : -1;
 }
 
 /* Step k's counts and host time in synchronisations over the shards with steps (see shard.h). */
@@ -211,6 +235,7 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
             return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
         run->steps[run->n_steps - 1].loss = loss;
         merge_counts(shards, n, k, &run->steps[run->n_steps - 1]);
+        merge_gpu_times(shards, n, k, &run->steps[run->n_steps - 1]);
     }
     if (merge_ops(shards, n, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");

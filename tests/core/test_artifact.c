@@ -88,15 +88,22 @@ static void test_artifact__bad_inputs_name_the_problem(void **state)
         {"\"step_time_mean_ns\":\t", "\"step_time_mean_ns\":\t1+", "not valid JSON"},
         {"\"kind\":\t\"range\"", "\"kind\":\t\"magic\"", "kind must be one of"},
         {"\"available\":\ttrue", "\"available\":\t\"no\"", "gpu.available: must be true or false"},
-        {"\"step_time_p95_ns\":\t", "\"step_time_p95_ns\":\t1, \"y\":", "do not match the run's steps"},
+        {"\"step_time_p95_ns\":\t",
+         "\"step_time_p95_ns\":\t1, \"y\":", "do not match the run's steps"},
         {"\"wall_ns\":", "\"counts\": {\"kernelz\": 1}, \"wall_ns\":",
          "runs[0].steps[0].counts.kernelz: is not a count canary-gate knows"},
         {"\"wall_ns\":", "\"counts\": {\"kernels\": -1}, \"wall_ns\":",
          "runs[0].steps[0].counts.kernels: must be at least 0"},
         {"\"wall_ns\":", "\"counts\": {\"graph_kernels\": 1.5}, \"wall_ns\":",
          "runs[0].steps[0].counts.graph_kernels: must be a whole number"},
-        {"\"wall_ns\":", "\"counts\": [], \"wall_ns\":", "runs[0].steps[0].counts: must be an object"},
-        {"\"wall_ns\":", "\"sync_ns\": -3, \"wall_ns\":", "runs[0].steps[0].sync_ns: must be at least 0"},
+        {"\"wall_ns\":", "\"counts\": [], \"wall_ns\":",
+         "runs[0].steps[0].counts: must be an object"},
+        {"\"wall_ns\":", "\"sync_ns\": -3, \"wall_ns\":",
+         "runs[0].steps[0].sync_ns: must be at least 0"},
+        {"\"wall_ns\":", "\"copy_ns\": -1, \"wall_ns\":",
+         "runs[0].steps[0].copy_ns: must be at least 0"},
+        {"\"wall_ns\":", "\"compute_ns\": 1e15, \"wall_ns\":",
+         "runs[0].steps[0]: compute_ns needs a gpu_busy_ns at least as large"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *text = replace(good, cases[i].from, cases[i].to);
@@ -275,6 +282,9 @@ static void test_artifact__step_counts_round_trip(void **state)
     st->counts[CG_COUNT_SYNC_STREAM] = 0;
     st->counts[CG_COUNT_RANGES] = 4;
     st->sync_ns = 12345;
+    st->gpu_busy_ns = 9000;
+    st->compute_ns = 8000;
+    st->copy_ns = 77;
     char *text = cg_artifact_to_json(&a);
     assert_non_null(text);
     assert_non_null(strstr(text, "\"counts\":\t{\n"));
@@ -285,6 +295,10 @@ static void test_artifact__step_counts_round_trip(void **state)
     assert_int_equal(got->counts[CG_COUNT_RANGES], 4);
     assert_int_equal(got->counts[CG_COUNT_JIT], -1);
     assert_int_equal(got->sync_ns, 12345);
+    assert_int_equal(got->compute_ns, 8000);
+    assert_int_equal(got->copy_ns, 77);
+    assert_int_equal(b.runs[0].steps[0].compute_ns, -1);
+    assert_int_equal(b.runs[0].steps[0].copy_ns, -1);
     assert_int_equal(b.runs[0].steps[0].counts[CG_COUNT_KERNELS], -1);
     assert_int_equal(b.runs[0].steps[0].sync_ns, -1);
     /* merged runs keep them */
@@ -294,6 +308,7 @@ static void test_artifact__step_counts_round_trip(void **state)
     assert_int_equal(cg_artifact_append_runs(&m, &b), 0);
     assert_int_equal(m.runs[1].steps[2].counts[CG_COUNT_KERNELS], 735);
     assert_int_equal(m.runs[1].steps[2].sync_ns, 12345);
+    assert_int_equal(m.runs[1].steps[2].compute_ns, 8000);
     cg_artifact_release(&m);
     cg_artifact_release(&a);
     cg_artifact_release(&b);

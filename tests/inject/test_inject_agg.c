@@ -48,6 +48,8 @@ static void mem(struct cg_agg *a, uint32_t dev, bool alloc, uint64_t bytes, uint
     cg_synth_memory(a, dev, alloc, bytes, ts);
 }
 
+static int64_t count(const struct cg_agg *a, int64_t step, enum cg_agg_count c);
+
 static const struct cg_agg_op *op(const struct cg_agg *a, const char *name)
 {
     for (size_t i = 0; i < a->n_ops; i++)
@@ -107,6 +109,67 @@ static void test_agg__busy_time_is_the_union_of_overlapping_kernels(void **state
     cg_agg_release(&a);
 }
 
+/* Communication (NCCL) kernels on one stream overlapping compute kernels on another: busy time
+ * is the union of both, compute time the union of the compute ones, and the communication no
+ * compute overlapped (exposed) their difference; copies and sets have their own union. Step 0
+ * (before any communication) has compute equal to busy; the first NCCL kernel comes in a batch
+ * of compute kernels of the measured step, the records after it take the general path. */
+static void test_agg__communication_overlapped_by_compute_and_copies(void **state)
+{
+    (void)state;
+    static const char nccl[] = "_Z32ncclDevKernel_AllReduce_Sum_f32P20ncclDevKernelArgs";
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 1), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_synth_kernel(&a, kernel_a, 7, 1100, 1500);
+    cg_synth_kernel(&a, kernel_b, 8, 1400, 1600);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_step_begin(&a, 1, 10000);
+    /* compute on stream 7: [10100, 10500) [10600, 11000) [12000, 12100) */
+    CUpti_ActivityKernel10 k[7];
+    memset(k, 0, sizeof(k));
+    static const struct {
+        const char *name;
+        uint32_t stream;
+        uint64_t start, end;
+    } recs[] = {
+        {kernel_a, 7, 10100, 10500}, {kernel_b, 7, 10600, 11000},
+        {nccl, 9, 10400, 11500}, /* overlapped by [10400, 10500) and [10600, 11000) */
+        {kernel_a, 7, 12000, 12100}, {nccl, 9, 12050, 12300}, /* [12100, 12300) exposed */
+        {kernel_b, 8, 11400, 11450}, /* late, inside the first all-reduce */
+        {nccl, 9, 13000, 13100},     /* nothing overlaps it */
+    };
+    const CUpti_Activity *ptrs[7];
+    for (int i = 0; i < 7; i++) {
+        k[i].kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        k[i].name = recs[i].name;
+        k[i].streamId = recs[i].stream;
+        k[i].start = recs[i].start;
+        k[i].end = recs[i].end;
+        ptrs[i] = (const CUpti_Activity *)(const void *)&k[i];
+    }
+    cg_agg_records(&a, ptrs, 7);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 10050, 10300);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 10200, 10350); /* overlaps the first */
+    cg_synth_peer_copy(&a, 9, 14000, 14100, 64);
+    cg_agg_step_end(&a, 1, 15000);
+    cg_agg_settle(&a, true);
+    assert_true(a.comm);
+    assert_int_equal(a.steps[0].busy_ns, 500);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COMPUTE_NS), 500);
+    int64_t compute = 400 + 400 + 100 + 50;
+    int64_t busy = (11500 - 10100) + (12300 - 12000) + 100;
+    assert_int_equal(count(&a, 1, CG_AGG_N_COMPUTE_NS), compute);
+    assert_int_equal(a.steps[1].busy_ns, busy);
+    assert_int_equal(busy - compute, 100 + 400 + 50 + 200 + 100); /* exposed communication */
+    assert_int_equal(count(&a, 1, CG_AGG_N_COPY_NS), (10350 - 10050) + 100);
+    assert_int_equal(count(&a, 1, CG_AGG_N_KERNELS), 7);
+    assert_int_equal(op(&a, nccl)->calls, 3);
+    assert_int_equal(op(&a, nccl)->total_ns, 1100 + 250 + 100);
+    assert_int_equal(op(&a, kernel_a)->calls, 2);
+    cg_agg_release(&a);
+}
+
 static void test_agg__busy_union_stays_bounded_and_exact_in_order(void **state)
 {
     (void)state;
@@ -115,7 +178,7 @@ static void test_agg__busy_union_stays_bounded_and_exact_in_order(void **state)
     cg_agg_step_begin(&a, 0, 1000);
     for (uint64_t i = 0; i < 5000; i++) /* 5000 disjoint kernels, 20 ns apart */
         kernel(&a, kernel_a, 2000 + i * 100, 2000 + i * 100 + 80);
-    assert_true(a.ring_len <= CG_AGG_INTERVALS);
+    assert_true(a.busy.len <= CG_AGG_INTERVALS);
     cg_agg_step_end(&a, 0, 2000 + 5000 * 100);
     cg_agg_settle(&a, true);
     assert_int_equal(a.steps[0].busy_ns, 5000 * 80);
@@ -245,13 +308,24 @@ static int cmp_u64_pair(const void *x, const void *y)
     return (p[0] > q[0]) - (p[0] < q[0]);
 }
 
-/* Exact busy time of step [lo, hi]: the union of all kernel intervals, clipped to it. */
-static int64_t ref_busy(const struct ref_rec *r, size_t n, uint64_t lo, uint64_t hi)
+/* The reference's communication kernels (their names hold "nccl"). */
+static bool ref_comm(int name)
+{
+    return name % 8 == 7;
+}
+
+enum ref_union { REF_KERNELS, REF_COMPUTE, REF_COPIES };
+
+/* Exact time of step [lo, hi] in the union of the intervals of which records, clipped to it. */
+static int64_t ref_union(const struct ref_rec *r, size_t n, uint64_t lo, uint64_t hi,
+                         enum ref_union which)
 {
     uint64_t(*iv)[2] = malloc(n * sizeof(*iv));
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (!r[i].copy && r[i].start != 0 && r[i].end > r[i].start) {
+        if ((which == REF_COPIES ? r[i].copy
+                                 : !r[i].copy && (which == REF_KERNELS || !ref_comm(r[i].name))) &&
+            r[i].start != 0 && r[i].end > r[i].start) {
             iv[m][0] = r[i].start > lo ? r[i].start : lo;
             iv[m][1] = r[i].end < hi ? r[i].end : hi;
             if (iv[m][1] > iv[m][0])
@@ -318,7 +392,7 @@ static void test_agg__hot_path_matches_a_reference(void **state)
     static struct ref_rec r[REF_RECS + REF_STEPS];
     uint64_t step_start[REF_STEPS], step_end[REF_STEPS];
     for (int i = 0; i < REF_NAMES; i++) {
-        snprintf(names[i], sizeof(names[i]), "k%d", i);
+        snprintf(names[i], sizeof(names[i]), ref_comm(i) ? "ncclDevK%d" : "k%d", i);
         ref_names[i] = names[i];
     }
     for (uint64_t seed = 1; seed <= 3; seed++) {
@@ -359,7 +433,13 @@ static void test_agg__hot_path_matches_a_reference(void **state)
             assert_int_equal(a.zero_ts, zero);
             assert_int_equal(a.outside_steps, outside);
             for (int s = 0; s < REF_STEPS; s++) {
-                assert_int_equal(a.steps[s].busy_ns, ref_busy(r, n, step_start[s], step_end[s]));
+                uint64_t lo = step_start[s], hi = step_end[s];
+                assert_int_equal(a.steps[s].busy_ns, ref_union(r, n, lo, hi, REF_KERNELS));
+                assert_int_equal(a.steps[s].count[CG_AGG_N_COPY_NS],
+                                 ref_union(r, n, lo, hi, REF_COPIES));
+                if (s >= 2) /* warm-up kernels before the first measured communication: compute */
+                    assert_int_equal(a.steps[s].count[CG_AGG_N_COMPUTE_NS],
+                                     ref_union(r, n, lo, hi, REF_COMPUTE));
                 assert_int_equal(a.steps[s].count[CG_AGG_N_KERNELS], step_kernels[s]);
                 assert_int_equal(a.steps[s].count[CG_AGG_N_COPIES], step_copies[s]);
             }
@@ -407,8 +487,8 @@ static void test_agg__late_records_behind_the_settled_half_are_clipped(void **st
     cg_agg_step_begin(&a, 0, 1);
     for (uint64_t i = 0; i < CG_AGG_INTERVALS + 10; i++) /* one more than fits: half settles */
         kernel(&a, kernel_a, 1000 + i * 100, 1000 + i * 100 + 50);
-    assert_int_equal(a.ring_len, CG_AGG_INTERVALS / 2 + 10);
-    uint64_t frontier = a.busy_frontier;
+    assert_int_equal(a.busy.len, CG_AGG_INTERVALS / 2 + 10);
+    uint64_t frontier = a.busy.frontier;
     assert_int_equal(frontier, 1000 + (CG_AGG_INTERVALS / 2 - 1) * 100 + 50);
     /* a late kernel over the settled part: only what lies after the frontier is new */
     kernel(&a, kernel_b, 1000, frontier + 30);
@@ -856,9 +936,10 @@ static void test_agg__count_names_are_the_shard_format(void **state)
 {
     (void)state;
     static const char *const want[CG_AGG_COUNTS] = {
-        "kernels",         "graph_kernels", "sync_stream", "sync_event",    "sync_context",
-        "sync_wait_event", "sync_ns",       "copies",      "dtoh_pageable", "dtoh_pageable_bytes",
-        "allocs",          "frees",         "jit",         "module_loads"};
+        "kernels",       "graph_kernels",       "sync_stream", "sync_event",
+        "sync_context",  "sync_wait_event",     "sync_ns",     "copies",
+        "dtoh_pageable", "dtoh_pageable_bytes", "allocs",      "frees",
+        "jit",           "module_loads",        "compute_ns",  "copy_ns"};
     for (int c = 0; c < CG_AGG_COUNTS; c++)
         assert_string_equal(cg_agg_count_name((enum cg_agg_count)c), want[c]);
     assert_string_equal(cg_agg_count_name(CG_AGG_COUNTS), "?");
@@ -874,6 +955,7 @@ int main(void)
         cmocka_unit_test(test_agg__zero_timestamps_are_counted_and_skipped),
         cmocka_unit_test(test_agg__many_kernel_names_grow_the_op_table),
         cmocka_unit_test(test_agg__hot_path_matches_a_reference),
+        cmocka_unit_test(test_agg__communication_overlapped_by_compute_and_copies),
         cmocka_unit_test(test_agg__ring_settling_an_earlier_step_keeps_the_current_record),
         cmocka_unit_test(test_agg__late_records_behind_the_settled_half_are_clipped),
         cmocka_unit_test(test_agg__step_window_edges),

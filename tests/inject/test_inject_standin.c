@@ -409,6 +409,17 @@ static const struct {
     {"allocs", 2},        {"frees", 2},
 };
 
+/* The sum of the shard's "b STEP NS" lines for step. */
+static long long busy_of(const char *shard, int64_t step)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "\nb %lld ", (long long)step);
+    long long sum = 0;
+    for (const char *p = strstr(shard, key); p != NULL; p = strstr(p + 1, key))
+        sum += strtoll(p + strlen(key), NULL, 10);
+    return sum;
+}
+
 /* True when the shard's "nc" line names name. */
 static bool counted(const char *shard, const char *name)
 {
@@ -435,7 +446,7 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
     if (done == NULL || cg_text_count(shard, "nc ") != 1 ||
         cg_text_line(shard, "nc kernels graph_kernels sync_stream sync_event sync_context "
                             "sync_wait_event sync_ns copies dtoh_pageable dtoh_pageable_bytes "
-                            "allocs frees jit module_loads\n") == NULL)
+                            "allocs frees jit module_loads compute_ns copy_ns\n") == NULL)
         fail_msg("no 'done 3', or not one 'nc' naming every count:\n%s", shard);
     /* warm-up step 0 and the window's steps 1 and 2, complete before "done"; step 3 (past the
      * window) and the records before the first step in none */
@@ -447,6 +458,10 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
                          counting_want[i].name,
                          (long long)cg_shard_count(shard, NULL, step, counting_want[i].name),
                          (long long)counting_want[i].per_step, shard);
+        /* no communication kernel: compute time is the busy time; the copies' time is there */
+        assert_true(busy_of(shard, step) > 0);
+        assert_int_equal(cg_shard_count(shard, done, step, "compute_ns"), busy_of(shard, step));
+        assert_true(cg_shard_count(shard, done, step, "copy_ns") > 0);
         assert_int_equal(cg_shard_count(shard, done, step, "jit"), step == 1);
         assert_int_equal(cg_shard_count(shard, done, step, "module_loads"), step == 2);
     }

@@ -582,7 +582,7 @@ static void test_shard__count_lines(void **state)
     assert_int_equal(s.steps[1].sync_ns, 4000);
     assert_true(s.counted[CG_COUNT_KERNELS] && s.counted[CG_COUNT_SYNC_STREAM]);
     assert_false(s.counted[CG_COUNT_JIT]);
-    assert_true(s.sync_counted);
+    assert_true(s.times_counted[CG_SHARD_T_SYNC - CG_COUNT_N]);
     cg_shard_release(&s);
     static const char *const bad[] = {"n 0 kernels\n", "n x kernels 1\n", "n 0 kernels -1\n",
                                       "n 0 kernels 1 2\n", "n 0  1\n"};
@@ -647,6 +647,55 @@ static void test_shard__merge_counts(void **state)
     cg_shard_release(&s[0]);
 }
 
+/* Merged compute and copy time: the busiest process's (by GPU busy time), so that busy minus
+ * compute is one process's exposed communication; unknown when some process did not name them. */
+static void test_shard__merge_compute_and_copy_time(void **state)
+{
+    (void)state;
+    static const char a[] = "canary-gate-shard 1\ngpu ok\nnc kernels compute_ns copy_ns\n"
+                            "s 0 100 2000 -1\ns 1 2000 4000 -1\n"
+                            "b 0 900\nb 1 1500\nn 0 compute_ns 800\nn 1 compute_ns 1000\n"
+                            "n 1 compute_ns 100\nn 0 copy_ns 30\nn 1 copy_ns 40\nend\n";
+    static const char b[] = "canary-gate-shard 1\ngpu ok\nnc kernels compute_ns copy_ns\n"
+                            "s 0 100 2000 -1\ns 1 2000 4000 -1\n"
+                            "b 0 1200\nb 1 1000\nn 0 compute_ns 1200\nn 1 compute_ns 900\n"
+                            "n 0 copy_ns 70\nend\n";
+    struct cg_shard s[2];
+    parse(a, &s[0]);
+    parse(b, &s[1]);
+    assert_int_equal(s[0].steps[1].compute_ns, 1100);
+    assert_true(s[0].times_counted[CG_SHARD_T_COMPUTE - CG_COUNT_N]);
+    assert_true(s[0].times_counted[CG_SHARD_T_COPY - CG_COUNT_N]);
+    assert_false(s[0].times_counted[CG_SHARD_T_SYNC - CG_COUNT_N]);
+    struct cg_artifact art;
+    cg_artifact_init(&art);
+    struct cg_run *run = cg_artifact_add_run(&art);
+    struct cg_shard_merge_opts o = {0, 5, -1};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_int_equal(run->steps[0].gpu_busy_ns, 1200);
+    assert_int_equal(run->steps[0].compute_ns, 1200); /* b's: busiest in step 0 */
+    assert_int_equal(run->steps[0].copy_ns, 70);
+    assert_int_equal(run->steps[1].gpu_busy_ns, 1500);
+    assert_int_equal(run->steps[1].compute_ns, 1100); /* a's: busiest in step 1 */
+    assert_int_equal(run->steps[1].copy_ns, 40);
+    cg_artifact_release(&art);
+    cg_shard_release(&s[1]);
+    /* a process that did not name them: unknown */
+    static const char c[] = "canary-gate-shard 1\ngpu ok\nnc kernels\n"
+                            "s 0 100 2000 -1\ns 1 2000 4000 -1\nb 0 100\nb 1 100\nend\n";
+    parse(c, &s[1]);
+    cg_artifact_init(&art);
+    run = cg_artifact_add_run(&art);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_int_equal(run->steps[0].compute_ns, -1);
+    assert_int_equal(run->steps[0].copy_ns, -1);
+    cg_artifact_release(&art);
+    cg_shard_release(&s[0]);
+    cg_shard_release(&s[1]);
+}
+
 static void test_shard__op_line_limit_is_named(void **state)
 {
     (void)state;
@@ -675,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_shard__parses_every_record),
         cmocka_unit_test(test_shard__count_lines),
         cmocka_unit_test(test_shard__merge_counts),
+        cmocka_unit_test(test_shard__merge_compute_and_copy_time),
         cmocka_unit_test(test_shard__steps_from),
         cmocka_unit_test(test_shard__ignores_a_line_cut_short),
         cmocka_unit_test(test_shard__rejects_malformed_records),
