@@ -1,7 +1,8 @@
-/* anatomy: where a step's time goes, per side (see anatomy.h). */
+/* anatomy: where a step's time goes, per side, and its gated parts (see anatomy.h). */
 #include "anatomy.h"
 
 #include "stats.h"
+#include "verdict.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -12,12 +13,44 @@ const char *cg_anatomy_label(enum cg_anatomy_kind k)
     switch (k) {
     case CG_ANAT_GPU_BUSY:
         return "GPU busy (kernels)";
+    case CG_ANAT_COMPUTE:
+        return "GPU compute (kernels but communication)";
+    case CG_ANAT_EXPOSED_COMM:
+        return "communication not overlapped by compute";
+    case CG_ANAT_COPIES:
+        return "copies and sets (may overlap kernels)";
     case CG_ANAT_GPU_IDLE:
         return "GPU idle (waiting for the host)";
     case CG_ANAT_SYNC:
         return "host blocked in synchronisation";
     default:
         return "NVTX range";
+    }
+}
+
+const char *cg_anatomy_kind_name(enum cg_anatomy_kind k)
+{
+    static const char *const names[] = {
+        "gpu_busy", "compute", "exposed_communication", "copies", "gpu_idle", "sync", "range"};
+    return (unsigned)k <= CG_ANAT_RANGE ? names[k] : "range";
+}
+
+/* A step's time in kind, -1 when the step lacks it. */
+static int64_t step_part(const struct cg_step *s, enum cg_anatomy_kind kind)
+{
+    switch (kind) {
+    case CG_ANAT_COMPUTE:
+        return s->compute_ns;
+    case CG_ANAT_EXPOSED_COMM:
+        return s->compute_ns >= 0 && s->gpu_busy_ns >= s->compute_ns
+                   ? s->gpu_busy_ns - s->compute_ns
+                   : -1;
+    case CG_ANAT_COPIES:
+        return s->copy_ns;
+    case CG_ANAT_SYNC:
+        return s->sync_ns;
+    default: /* busy, and idle from it */
+        return s->gpu_busy_ns;
     }
 }
 
@@ -30,7 +63,7 @@ static double run_share(const struct cg_run *r, enum cg_anatomy_kind kind, const
         wall += (double)s->wall_ns;
         if (kind == CG_ANAT_RANGE)
             continue;
-        int64_t v = kind == CG_ANAT_SYNC ? s->sync_ns : s->gpu_busy_ns;
+        int64_t v = step_part(s, kind);
         if (v < 0)
             return NAN;
         part += (double)(v < s->wall_ns ? v : s->wall_ns);
@@ -58,17 +91,17 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The median over a's runs of their shares, NAN when some run lacks it or there is none. */
-static double side_share(const struct cg_artifact *a, enum cg_anatomy_kind kind, const char *name,
-                         double *buf)
+/* Every run's share of a into buf (sorted); false when some run lacks it or there is none. */
+static bool side_shares(const struct cg_artifact *a, enum cg_anatomy_kind kind, const char *name,
+                        double *buf)
 {
     for (size_t i = 0; i < a->n_runs; i++)
         if (isnan(buf[i] = run_share(&a->runs[i], kind, name)))
-            return NAN;
+            return false;
     if (a->n_runs == 0)
-        return NAN;
+        return false;
     qsort(buf, a->n_runs, sizeof(*buf), cmp_double);
-    return cg_stats_sorted_median(buf, a->n_runs);
+    return true;
 }
 
 /* Keeps name among the CG_ANATOMY_MAX_RANGES range names with the largest share (names, shares:
@@ -112,21 +145,99 @@ static int cmp_part(const void *x, const void *y)
     return (a < b) - (a > b); /* largest first */
 }
 
-int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
-                       struct cg_anatomy *out)
+/* Decides a gated part from both sides' sorted shares (anatomy.h). 0, or -1 (no memory). */
+static int gate_part(struct cg_anatomy_part *p, const double *b, size_t nb, const double *c,
+                     size_t nc, const struct cg_anatomy_limit *lim)
 {
-    size_t most = baseline->n_runs > current->n_runs ? baseline->n_runs : current->n_runs;
-    double *buf = malloc((most + 1) * sizeof(*buf));
-    if (buf == NULL)
+    struct cg_mwu u;
+    struct cg_shift s;
+    if (cg_stats_mwu_shift(b, nb, c, nc, lim->alpha, &u, &s) != 0)
         return -1;
-    out->n = 0;
-    static const enum cg_anatomy_kind fixed[] = {CG_ANAT_GPU_BUSY, CG_ANAT_GPU_IDLE, CG_ANAT_SYNC};
-    for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
-        struct cg_anatomy_part p = {fixed[k], NULL, side_share(baseline, fixed[k], NULL, buf),
-                                    side_share(current, fixed[k], NULL, buf)};
-        if (!isnan(p.baseline) || !isnan(p.current))
-            out->parts[out->n++] = p;
+    p->shift_points = s.estimate * 100.0;
+    p->p_value = u.p_greater;
+    p->threshold_points = lim->max_increase_points;
+    struct cg_evidence e = {p->shift_points, u.p_greater, u.p_less,
+                            (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs};
+    struct cg_metric_limits ml = {lim->max_increase_points, NAN, lim->alpha, lim->min_runs};
+    p->outcome = cg_rung_outcome(cg_verdict_classify(&e, &ml));
+    return 0;
+}
+
+/* The gated kinds and their limits. */
+static const struct cg_anatomy_limit *part_limit(const struct cg_thresholds *t,
+                                                 enum cg_anatomy_kind kind)
+{
+    const struct cg_anatomy_limit *lim = NULL;
+    if (t != NULL && kind == CG_ANAT_GPU_IDLE)
+        lim = &t->anatomy[CG_ANAT_GATE_GPU_IDLE];
+    else if (t != NULL && kind == CG_ANAT_EXPOSED_COMM)
+        lim = &t->anatomy[CG_ANAT_GATE_EXPOSED_COMM];
+    return lim != NULL && lim->set ? lim : NULL;
+}
+
+/* A part of a fixed kind: both sides' medians, decided when gated; keep: it is shown (some side
+ * has it; exposed communication: some run has some). */
+static int fixed_part(const struct cg_artifact *baseline, const struct cg_artifact *current,
+                      const struct cg_thresholds *t, enum cg_anatomy_kind kind, double *vb,
+                      double *vc, struct cg_anatomy_part *p, bool *keep)
+{
+    bool in_b = side_shares(baseline, kind, NULL, vb), in_c = side_shares(current, kind, NULL, vc);
+    *p = (struct cg_anatomy_part){kind,
+                                  NULL,
+                                  in_b ? cg_stats_sorted_median(vb, baseline->n_runs) : NAN,
+                                  in_c ? cg_stats_sorted_median(vc, current->n_runs) : NAN,
+                                  CG_OUT_NOT_GATED,
+                                  NAN,
+                                  NAN,
+                                  NAN,
+                                  false};
+    /* exposed communication: shown where some run of either side has any */
+    *keep = kind == CG_ANAT_EXPOSED_COMM ? (in_b && vb[baseline->n_runs - 1] > 0.0) ||
+                                               (in_c && vc[current->n_runs - 1] > 0.0)
+                                         : in_b || in_c;
+    const struct cg_anatomy_limit *lim = part_limit(t, kind);
+    if (lim == NULL)
+        return 0;
+    if (!in_b || !in_c) {
+        p->outcome = CG_OUT_UNAVAILABLE;
+        return 0;
     }
+    return gate_part(p, vb, baseline->n_runs, vc, current->n_runs, lim);
+}
+
+const struct cg_anatomy_part *cg_anatomy_part(const struct cg_anatomy *a, enum cg_anatomy_kind kind)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->parts[i].kind == kind)
+            return &a->parts[i];
+    return NULL;
+}
+
+int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
+                       const struct cg_thresholds *t, struct cg_anatomy *out)
+{
+    size_t nb = baseline->n_runs + 1, nc = current->n_runs + 1;
+    double *vb = malloc(nb * sizeof(*vb)), *vc = malloc(nc * sizeof(*vc));
+    int rc = -1;
+    if (vb == NULL || vc == NULL)
+        goto done;
+    out->n = 0;
+    /* exposed communication first: compute is shown where it is */
+    struct cg_anatomy_part fixed[CG_ANATOMY_FIXED];
+    bool keep[CG_ANATOMY_FIXED];
+    static const enum cg_anatomy_kind order[] = {CG_ANAT_EXPOSED_COMM, CG_ANAT_GPU_BUSY,
+                                                 CG_ANAT_COPIES,       CG_ANAT_GPU_IDLE,
+                                                 CG_ANAT_SYNC,         CG_ANAT_COMPUTE};
+    for (size_t k = 0; k < CG_ANATOMY_FIXED; k++) {
+        enum cg_anatomy_kind kind = order[k];
+        if (fixed_part(baseline, current, t, kind, vb, vc, &fixed[kind], &keep[kind]) != 0)
+            goto done;
+    }
+    keep[CG_ANAT_COMPUTE] = keep[CG_ANAT_EXPOSED_COMM]; /* else it is the busy time */
+    for (size_t k = 0; k < CG_ANATOMY_FIXED; k++)
+        if (keep[k] || (fixed[k].outcome != CG_OUT_NOT_GATED && fixed[k].outcome != CG_OUT_PASS &&
+                        fixed[k].outcome != CG_OUT_UNAVAILABLE))
+            out->parts[out->n++] = fixed[k];
     const char *names[CG_ANATOMY_MAX_RANGES];
     double shares[CG_ANATOMY_MAX_RANGES];
     size_t n_names = 0;
@@ -143,12 +254,25 @@ int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artif
             }
         }
     }
-    for (size_t i = 0; i < n_names; i++)
-        out->parts[out->n++] = (struct cg_anatomy_part){
-            CG_ANAT_RANGE, names[i], side_share(baseline, CG_ANAT_RANGE, names[i], buf),
-            side_share(current, CG_ANAT_RANGE, names[i], buf)};
+    for (size_t i = 0; i < n_names; i++) {
+        bool in_b = side_shares(baseline, CG_ANAT_RANGE, names[i], vb);
+        bool in_c = side_shares(current, CG_ANAT_RANGE, names[i], vc);
+        out->parts[out->n++] =
+            (struct cg_anatomy_part){CG_ANAT_RANGE,
+                                     names[i],
+                                     in_b ? cg_stats_sorted_median(vb, baseline->n_runs) : NAN,
+                                     in_c ? cg_stats_sorted_median(vc, current->n_runs) : NAN,
+                                     CG_OUT_NOT_GATED,
+                                     NAN,
+                                     NAN,
+                                     NAN,
+                                     false};
+    }
     /* chosen by their largest run, shown by their medians */
     qsort(out->parts + out->n - n_names, n_names, sizeof(*out->parts), cmp_part);
-    free(buf);
-    return 0;
+    rc = 0;
+done:
+    free(vb);
+    free(vc);
+    return rc;
 }

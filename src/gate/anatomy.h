@@ -2,47 +2,79 @@
  * anatomy: where a step's time goes, per side (docs/counts.md, "Anatomy of a step").
  *
  * From what every run already holds: the GPU busy time of each step (the union of its kernel
- * intervals), the host time blocked in synchronisations, and the time of each NVTX range name
- * over the measured steps. A run's share of a part is its time over the run's summed step time;
- * a side's share is the median over its runs. The GPU's idle share (steps in which the GPU waits
- * for the host: launch-bound or host-bound work) is 1 minus its busy share. Range shares may
- * add up to more than 1: ranges nest, and ranges of several threads overlap. The ranges shown
- * are those with the largest share in some run, in the order of their larger median.
+ * intervals) and, within it, the compute time (the union of the kernels that are not
+ * communication) and the communication no compute overlapped (busy minus compute: exposed
+ * communication); the union of the step's copies and sets (which may overlap kernels); the host
+ * time blocked in synchronisations; and the time of each NVTX range name over the measured
+ * steps. A run's share of a part is its time over the run's summed step time; a side's share is
+ * the median over its runs. The GPU's idle share (no kernel running: the GPU waits for the host,
+ * launch-bound or host-bound work) is 1 minus its busy share. Range shares may add up to more
+ * than 1: ranges nest, and ranges of several threads overlap. The ranges shown are those with
+ * the largest share in some run, in the order of their larger median.
  *
- * Shown, never gated. Pure; the parts point into the artifacts. Not thread-safe.
+ * Gated (with the thresholds' "anatomy" limits): the GPU idle share and the exposed
+ * communication share. The shift is the Hodges-Lehmann estimate of the current runs' shares
+ * minus the baseline's, in percentage points of the step, tested one-sided with Mann-Whitney
+ * over the runs' shares; the ladder is the timing metrics' (cg_verdict_classify): beyond the
+ * limit, significant and min_runs runs a side -> FAIL; beyond it otherwise -> INCONCLUSIVE;
+ * lower beyond it and significant -> IMPROVED; else PASS. The other parts are shown, never gated.
+ *
+ * Pure; the parts point into the artifacts. Not thread-safe.
  */
 #ifndef CG_ANATOMY_H
 #define CG_ANATOMY_H
 
 #include "artifact.h"
+#include "outcome.h"
+#include "thresholds.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum cg_anatomy_kind {
-    CG_ANAT_GPU_BUSY, /* kernels running (their union) */
-    CG_ANAT_GPU_IDLE, /* no kernel running */
-    CG_ANAT_SYNC,     /* the host blocked in synchronisations */
-    CG_ANAT_RANGE     /* an NVTX range name's time */
+    CG_ANAT_GPU_BUSY,     /* kernels running (their union) */
+    CG_ANAT_COMPUTE,      /* compute kernels running (not communication) */
+    CG_ANAT_EXPOSED_COMM, /* communication kernels running, no compute kernel */
+    CG_ANAT_COPIES,       /* copies and sets running (their union; may overlap kernels) */
+    CG_ANAT_GPU_IDLE,     /* no kernel running */
+    CG_ANAT_SYNC,         /* the host blocked in synchronisations */
+    CG_ANAT_RANGE         /* an NVTX range name's time */
 };
 
 #define CG_ANATOMY_MAX_RANGES 8 /* the ranges with the largest share on either side */
+#define CG_ANATOMY_FIXED 6      /* the kinds before CG_ANAT_RANGE */
 
 struct cg_anatomy_part {
     enum cg_anatomy_kind kind;
     const char *name;         /* the range name, NULL for the other kinds */
     double baseline, current; /* share of the step, 0..1 (ranges may exceed 1); NAN unknown */
+    /* the gated parts (GPU idle, exposed communication); the others: CG_OUT_NOT_GATED, NAN */
+    enum cg_outcome outcome;
+    double shift_points;     /* Hodges-Lehmann shift of current over baseline, points */
+    double p_value;          /* one-sided, H1: the current share is larger; NAN: not tested */
+    double threshold_points; /* the limit it was held to, NAN when not gated */
+    bool other_machine;      /* a FAIL made INCONCLUSIVE: the machines differ (verdict.c) */
 };
 
 struct cg_anatomy {
-    struct cg_anatomy_part parts[3 + CG_ANATOMY_MAX_RANGES];
+    struct cg_anatomy_part parts[CG_ANATOMY_FIXED + CG_ANATOMY_MAX_RANGES];
     size_t n; /* parts known on some side, in enum order; ranges by their larger median */
 };
 
-/* The anatomy of both sides' steps. 0, or -1 when out of memory. */
+/* The anatomy of both sides' steps; with t (NULL: nothing gated), its gated parts are decided.
+ * 0, or -1 when out of memory. */
 int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
-                       struct cg_anatomy *out);
+                       const struct cg_thresholds *t, struct cg_anatomy *out);
 
-/* "GPU busy (kernels)", "GPU idle", "host blocked in synchronisation", "NVTX range". */
+/* The part of kind (not CG_ANAT_RANGE) or NULL when it is not there. */
+const struct cg_anatomy_part *cg_anatomy_part(const struct cg_anatomy *a,
+                                              enum cg_anatomy_kind kind);
+
+/* "GPU busy (kernels)", "GPU compute", ..., "NVTX range". */
 const char *cg_anatomy_label(enum cg_anatomy_kind k);
+
+/* The JSON name of a kind: "gpu_busy", "compute", "exposed_communication", "copies",
+ * "gpu_idle", "sync", "range". */
+const char *cg_anatomy_kind_name(enum cg_anatomy_kind k);
 
 #endif

@@ -210,6 +210,9 @@ void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct 
         enum cg_metric m = timing_metrics[i];
         out->metric[m].alpha = cg_seq_look_alpha(p, m, k, t->metric[m].alpha);
     }
+    /* the gated shares of the anatomy: spent as the step time mean's */
+    for (int g = 0; g < CG_ANAT_GATES; g++)
+        out->anatomy[g].alpha = cg_seq_look_alpha(p, CG_M_STEP_TIME_MEAN, k, t->anatomy[g].alpha);
 }
 
 bool cg_seq_more_runs_help(const struct cg_verdict *v)
@@ -222,11 +225,15 @@ bool cg_seq_more_runs_help(const struct cg_verdict *v)
     return false;
 }
 
-/* True when some timing or memory metric FAILs (counts need no confirmation). */
+/* True when some timing or memory metric, or a gated share of the anatomy, FAILs (counts need
+ * no confirmation). */
 static bool metric_fails(const struct cg_verdict *v)
 {
     for (int m = 0; m < CG_M_COUNT; m++)
         if (v->metrics[m].outcome == CG_OUT_FAIL)
+            return true;
+    for (size_t i = 0; i < v->anatomy.n; i++)
+        if (v->anatomy.parts[i].outcome == CG_OUT_FAIL)
             return true;
     return false;
 }
@@ -253,6 +260,12 @@ static void apply_confirmation(struct cg_seq *s)
                          c->current->n_runs, cr->delta_pct, cr->p_value,
                          cg_outcome_name(cr->outcome));
         }
+    }
+    for (size_t i = 0; i < v->anatomy.n; i++) { /* a gated share: the same rule */
+        struct cg_anatomy_part *p = &v->anatomy.parts[i];
+        const struct cg_anatomy_part *cp = cg_anatomy_part(&c->anatomy, p->kind);
+        if (p->outcome == CG_OUT_FAIL && (cp == NULL || cp->outcome != CG_OUT_FAIL))
+            p->outcome = CG_OUT_INCONCLUSIVE;
     }
     s->info.confirm = metric_fails(v) ? CG_CONFIRM_CONFIRMED : CG_CONFIRM_REJECTED;
     cg_verdict_overall(v); /* counts were decided without confirmation: they stand */

@@ -194,6 +194,46 @@ static int apply_counts(struct loader *l, const cJSON *obj, struct cg_thresholds
     return 0;
 }
 
+const char *cg_anatomy_gated_name(enum cg_anatomy_gated g)
+{
+    return g == CG_ANAT_GATE_GPU_IDLE ? "gpu_idle" : "exposed_communication";
+}
+
+/* "anatomy": {"gpu_idle": {...} or null, "exposed_communication": ...}; each replaces the
+ * parent's whole. */
+static int apply_anatomy(struct loader *l, const cJSON *obj, struct cg_thresholds *t)
+{
+    static const struct fdesc keys[] = {
+        {"max_increase_points", F_NUM, 0, 100,
+         offsetof(struct cg_anatomy_limit, max_increase_points)},
+        {"alpha", F_NUM, 1e-9, 0.5, offsetof(struct cg_anatomy_limit, alpha)},
+        {"min_runs", F_INT, 2, 1000, offsetof(struct cg_anatomy_limit, min_runs)},
+    };
+    if (!cJSON_IsObject(obj))
+        return bad(l, "anatomy", "must be an object");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, obj)
+    {
+        char key[128];
+        snprintf(key, sizeof(key), "anatomy.%s", item->string);
+        int g = -1;
+        for (int i = 0; i < CG_ANAT_GATES; i++)
+            if (strcmp(item->string, cg_anatomy_gated_name((enum cg_anatomy_gated)i)) == 0)
+                g = i;
+        if (g < 0)
+            return bad(l, key, "unknown part (gpu_idle, exposed_communication)");
+        struct cg_anatomy_limit lim = {!cJSON_IsNull(item), 2.0, 0.05, 3};
+        if (lim.set) {
+            int rc = apply_table(l, item, key, keys, N_OF(keys), (char *)&lim, false);
+            if (rc != 0)
+                return rc;
+        }
+        if (t != NULL)
+            t->anatomy[g] = lim;
+    }
+    return 0;
+}
+
 /* Checks (t == NULL) or applies (t != NULL) one file's settings. */
 static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds *t)
 {
@@ -236,6 +276,8 @@ static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds 
             }
         } else if (strcmp(k, "counts") == 0) {
             rc = apply_counts(l, item, t);
+        } else if (strcmp(k, "anatomy") == 0) {
+            rc = apply_anatomy(l, item, t);
         } else if (strcmp(k, "environment_mismatch") == 0) {
             if (!cJSON_IsString(item) || (strcmp(item->valuestring, "inconclusive") != 0 &&
                                           strcmp(item->valuestring, "gate") != 0))

@@ -36,6 +36,23 @@ struct cg_count_limit {
     double max_increase_pct; /* percent of the baseline's count */
 };
 
+/* The parts of a step's anatomy that are gated (anatomy.h), in "anatomy" of the file. */
+enum cg_anatomy_gated {
+    CG_ANAT_GATE_GPU_IDLE,     /* "gpu_idle": the GPU's idle share of the step */
+    CG_ANAT_GATE_EXPOSED_COMM, /* "exposed_communication": communication no compute overlapped */
+    CG_ANAT_GATES
+};
+
+/* How much a gated share of the step may grow: by more than max_increase_points (percentage
+ * points of the step), significantly at alpha (Mann-Whitney over the runs' shares) with min_runs
+ * runs a side, is a FAIL. */
+struct cg_anatomy_limit {
+    bool set; /* given by some file of the chain; unset or null: shown, not gated */
+    double max_increase_points;
+    double alpha;
+    int64_t min_runs;
+};
+
 #define CG_MAX_RANGE_LIMITS 32
 #define CG_RANGE_LIMIT_NAME_MAX 256
 
@@ -60,7 +77,11 @@ struct cg_thresholds {
     struct cg_count_limit varying;     /* the least a count that varies may grow */
     struct cg_range_limit range_names[CG_MAX_RANGE_LIMITS]; /* range_calls, per name */
     size_t n_range_names;
+    struct cg_anatomy_limit anatomy[CG_ANAT_GATES];
 };
+
+/* "gpu_idle", "exposed_communication". */
+const char *cg_anatomy_gated_name(enum cg_anatomy_gated g);
 
 struct cg_builtin_thresholds {
     const char *name;

@@ -676,6 +676,10 @@ void cg_verdict_overall(struct cg_verdict *v)
         any_fail |= v->counts.rows[i].outcome == CG_OUT_FAIL;
         any_inconclusive |= v->counts.rows[i].outcome == CG_OUT_INCONCLUSIVE;
     }
+    for (size_t i = 0; i < v->anatomy.n; i++) {
+        any_fail |= v->anatomy.parts[i].outcome == CG_OUT_FAIL;
+        any_inconclusive |= v->anatomy.parts[i].outcome == CG_OUT_INCONCLUSIVE;
+    }
     v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
 }
 
@@ -703,6 +707,14 @@ void cg_verdict_decide(struct cg_verdict *v)
         if (r->outcome == CG_OUT_FAIL && mismatch) {
             r->outcome = CG_OUT_INCONCLUSIVE;
             r->other_machine = true;
+            v->downgraded = true;
+        }
+    }
+    for (size_t i = 0; i < v->anatomy.n; i++) {
+        struct cg_anatomy_part *p = &v->anatomy.parts[i];
+        if (p->outcome == CG_OUT_FAIL && mismatch) {
+            p->outcome = CG_OUT_INCONCLUSIVE;
+            p->other_machine = true;
             v->downgraded = true;
         }
     }
@@ -737,6 +749,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
         rc = compute_ops(v, err);
     if (rc == 0)
         rc = cg_counts_compare(baseline, current, t, &v->counts, err);
+    if (rc == 0 && cg_anatomy_compute(baseline, current, t, &v->anatomy) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc == 0 && t->require_floor && cg_pattern_test(baseline, current, &v->pattern) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc == 0 && cg_diagnose(baseline, current, &v->diagnosis) != 0)

@@ -18,6 +18,7 @@
 #ifndef CG_VERDICT_H
 #define CG_VERDICT_H
 
+#include "anatomy.h"
 #include "artifact.h"
 #include "counts.h"
 #include "diagnose.h"
@@ -137,6 +138,8 @@ struct cg_verdict {
                                * FAIL, so none PASSes either (INCONCLUSIVE, with the reason) */
     bool gpu_lost;            /* cg_verdict_gpu_lost: FAIL (peak device memory carries it) */
     struct cg_counts counts;  /* exact per-step counts (counts.h): a FAIL decides at once */
+    struct cg_anatomy anatomy;     /* where the step's time goes; GPU idle and exposed
+                                    * communication shares gated like timing metrics (anatomy.h) */
     struct cg_diagnosis diagnosis; /* why it is slow or hungry: never decides */
     struct cg_pattern pattern; /* a slowdown locked to the step phase: the floor rule lets a FAIL
                                 * stand when it accounts for it (pattern.h) */

@@ -162,6 +162,43 @@ int cg_chart_mermaid(struct cg_buf *out, const double *base, const double *cur, 
     return rc;
 }
 
+int cg_chart_anatomy(struct cg_buf *out, const double base[3], const double cur[3])
+{
+    /* running totals per side, in percent: compute, + communication, + idle (100) */
+    double tot[2][3];
+    const double *sides[2] = {base, cur};
+    for (int s = 0; s < 2; s++) {
+        double sum = 0.0;
+        for (int i = 0; i < 3; i++)
+            sum += isfinite(sides[s][i]) && sides[s][i] > 0.0 ? sides[s][i] : 0.0;
+        double run = 0.0;
+        for (int i = 0; i < 3; i++) {
+            double v = isfinite(sides[s][i]) && sides[s][i] > 0.0 ? sides[s][i] : 0.0;
+            run += sum > 0.0 ? 100.0 * v / sum : 0.0;
+            tot[s][i] = run;
+        }
+    }
+    int rc = cg_buf_adds(out, "```mermaid\n"
+                              "---\n"
+                              "config:\n"
+                              "  themeVariables:\n"
+                              "    xyChart:\n"
+                              "      plotColorPalette: \"#c7c7c7, #ff7f0e, #1f77b4\"\n"
+                              "---\n"
+                              "xychart-beta\n"
+                              "    title \"Step anatomy (% of the step)\"\n"
+                              "    x-axis [baseline, current]\n"
+                              "    y-axis \"% of step\" 0 --> 100\n");
+    for (int i = 2; i >= 0 && rc == 0; i--) { /* tallest first: later bars are drawn over it */
+        rc |= cg_buf_adds(out, "    bar [");
+        rc |= plain_number(out, tot[0][i]);
+        rc |= cg_buf_adds(out, ", ");
+        rc |= plain_number(out, tot[1][i]);
+        rc |= cg_buf_adds(out, "]\n");
+    }
+    return rc | cg_buf_adds(out, "```\n");
+}
+
 /* ---- terminal ---------------------------------------------------------------------------- */
 
 struct scale {

@@ -32,6 +32,13 @@ int cg_chart_step_medians(const struct cg_artifact *a, double **out, size_t *n);
  * [i*n/k, (i+1)*n/k). out has room for k values. Returns k. */
 size_t cg_chart_downsample(const double *v, size_t n, size_t max_points, double *out);
 
+/* Appends a fenced mermaid xychart-beta block of one stacked bar per side (baseline, current):
+ * the step's GPU compute, then exposed communication, then GPU idle, each side's three shares
+ * (0..1) scaled to add up to 100%. Mermaid's xychart draws the bars of one x value over each
+ * other, so the stack is drawn as the bars of its running totals, tallest first: idle grey,
+ * communication orange, compute blue. 0 or CG_ENOMEM. */
+int cg_chart_anatomy(struct cg_buf *out, const double base[3], const double cur[3]);
+
 /* Appends a fenced mermaid xychart-beta block with two lines, base then cur (n values each,
  * ns), downsampled to at most max_points points and plotted in ms. The first line is grey, the
  * second red. n must be at least 2 (else nothing is appended). 0 or CG_ENOMEM. */

@@ -222,6 +222,19 @@ void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
                  v->machine_diff != NULL ? v->machine_diff : "environment");
         return;
     }
+    for (size_t i = 0; r == NULL && v->overall != CG_OUT_PASS && i < v->anatomy.n; i++) {
+        const struct cg_anatomy_part *p = &v->anatomy.parts[i];
+        if (p->outcome != v->overall)
+            continue;
+        snprintf(dst, n, "%s: %s share of the step %+.1f points (%.1f%% to %.1f%%, p = %.3g)%s",
+                 v->overall == CG_OUT_FAIL ? "FAIL" : "INCONCLUSIVE", cg_anatomy_label(p->kind),
+                 p->shift_points, 100.0 * p->baseline, 100.0 * p->current, p->p_value,
+                 p->other_machine ? ", but measured on a different machine"
+                 : v->overall == CG_OUT_FAIL
+                     ? ""
+                     : ", beyond the limit: too few runs or not significant");
+        return;
+    }
     if (v->overall == CG_OUT_PASS || r == NULL) {
         cg_fmt_pct(mean->delta_pct, d, sizeof(d));
         snprintf(dst, n, "PASS: no regression beyond the thresholds (step time mean %s)", d);

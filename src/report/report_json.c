@@ -121,21 +121,23 @@ static cJSON *step_pattern(const struct cg_pattern *p)
     return o;
 }
 
-/* "anatomy": each side's shares of the step (anatomy.h); null when out of memory. */
+/* "anatomy": each side's shares of the step and the gated parts' outcomes (anatomy.h). */
 static cJSON *anatomy_json(const struct cg_verdict *v)
 {
-    struct cg_anatomy an;
-    if (cg_anatomy_compute(v->baseline, v->current, &an) != 0)
-        return cJSON_CreateNull();
-    static const char *const kinds[] = {"gpu_busy", "gpu_idle", "sync", "range"};
+    const struct cg_anatomy *an = &v->anatomy;
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < an.n; i++) {
+    for (size_t i = 0; i < an->n; i++) {
+        const struct cg_anatomy_part *p = &an->parts[i];
         cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "part", kinds[an.parts[i].kind]);
-        if (an.parts[i].name != NULL)
-            cJSON_AddStringToObject(x, "name", an.parts[i].name);
-        cJSON_AddItemToObject(x, "baseline_share", num(an.parts[i].baseline));
-        cJSON_AddItemToObject(x, "current_share", num(an.parts[i].current));
+        cJSON_AddStringToObject(x, "part", cg_anatomy_kind_name(p->kind));
+        if (p->name != NULL)
+            cJSON_AddStringToObject(x, "name", p->name);
+        cJSON_AddItemToObject(x, "baseline_share", num(p->baseline));
+        cJSON_AddItemToObject(x, "current_share", num(p->current));
+        cJSON_AddStringToObject(x, "outcome", cg_outcome_name(p->outcome));
+        cJSON_AddItemToObject(x, "shift_points", num(p->shift_points));
+        cJSON_AddItemToObject(x, "p_value", num(p->p_value));
+        cJSON_AddItemToObject(x, "threshold_points", num(p->threshold_points));
         cJSON_AddItemToArray(arr, x);
     }
     return arr;

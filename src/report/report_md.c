@@ -329,20 +329,44 @@ static void share_text(double share, char *dst, size_t n)
         snprintf(dst, n, "%.1f%%", 100.0 * share);
 }
 
-/* Where the step's time goes on each side (anatomy.h): shown, never gated. */
+/* The stacked bar of compute, exposed communication and idle per side, when the GPU's busy time
+ * is known on both (without communication, compute is the busy time). */
+static int add_anatomy_chart(struct cg_buf *b, const struct cg_anatomy *an)
+{
+    const struct cg_anatomy_part *busy = cg_anatomy_part(an, CG_ANAT_GPU_BUSY);
+    const struct cg_anatomy_part *idle = cg_anatomy_part(an, CG_ANAT_GPU_IDLE);
+    const struct cg_anatomy_part *comm = cg_anatomy_part(an, CG_ANAT_EXPOSED_COMM);
+    const struct cg_anatomy_part *compute = cg_anatomy_part(an, CG_ANAT_COMPUTE);
+    if (busy == NULL || idle == NULL || isnan(busy->baseline) || isnan(busy->current))
+        return 0;
+    bool split = comm != NULL && compute != NULL && !isnan(comm->baseline) && !isnan(comm->current);
+    double base[3] = {split ? compute->baseline : busy->baseline, split ? comm->baseline : 0.0,
+                      idle->baseline};
+    double cur[3] = {split ? compute->current : busy->current, split ? comm->current : 0.0,
+                     idle->current};
+    int rc = cg_buf_adds(b, "\n");
+    rc |= cg_chart_anatomy(b, base, cur);
+    rc |= cg_buf_adds(b, "\n_Per side, bottom to top: GPU compute (blue), communication not "
+                         "overlapped by compute (orange), GPU idle (grey)._\n");
+    return rc;
+}
+
+/* Where the step's time goes on each side, and the gated parts' outcomes (anatomy.h). */
 static int add_anatomy(struct cg_buf *b, const struct cg_verdict *v)
 {
-    struct cg_anatomy an;
-    if (cg_anatomy_compute(v->baseline, v->current, &an) != 0)
-        return CG_ENOMEM;
-    if (an.n == 0)
+    const struct cg_anatomy *an = &v->anatomy;
+    if (an->n == 0)
         return 0;
     int rc = cg_buf_adds(b, "\n### Anatomy of a step\n\nShare of the step time (median over "
-                            "runs; shown, never gated). NVTX ranges nest and overlap across "
-                            "threads, so their shares can add up to more than 100%.\n\n"
-                            "| Part | Baseline | Current | Change |\n|---|---:|---:|---:|\n");
-    for (size_t i = 0; i < an.n && rc == 0; i++) {
-        const struct cg_anatomy_part *p = &an.parts[i];
+                            "runs). The GPU's idle share and the communication no compute "
+                            "overlapped are gated: their rise in points of the step, tested over "
+                            "the runs; the other parts are shown. Copies may overlap kernels; "
+                            "NVTX ranges nest and overlap across threads, so their shares can add "
+                            "up to more than 100%.\n\n"
+                            "| Part | Baseline | Current | Change | Outcome |\n"
+                            "|---|---:|---:|---:|---|\n");
+    for (size_t i = 0; i < an->n && rc == 0; i++) {
+        const struct cg_anatomy_part *p = &an->parts[i];
         char base[32], cur[32], d[32] = "&mdash;";
         share_text(p->baseline, base, sizeof(base));
         share_text(p->current, cur, sizeof(cur));
@@ -354,9 +378,16 @@ static int add_anatomy(struct cg_buf *b, const struct cg_verdict *v)
             rc |= cg_buf_adds(b, " ");
             rc |= cg_md_escape(b, p->name, NAME_MAX_BYTES);
         }
-        rc |= cg_buf_printf(b, " | %s | %s | %s |\n", base, cur, d);
+        char outcome[160] = "shown";
+        if (p->outcome != CG_OUT_NOT_GATED && p->outcome != CG_OUT_UNAVAILABLE)
+            snprintf(outcome, sizeof(outcome), "%s (%+.1f pts, p = %.3g; limit +%.1f pts)%s",
+                     outcome_icon(p->outcome), p->shift_points, p->p_value, p->threshold_points,
+                     p->other_machine ? ", measured on a different machine" : "");
+        else if (p->outcome == CG_OUT_UNAVAILABLE)
+            snprintf(outcome, sizeof(outcome), "not on both sides");
+        rc |= cg_buf_printf(b, " | %s | %s | %s | %s |\n", base, cur, d, outcome);
     }
-    return rc;
+    return rc | add_anatomy_chart(b, an);
 }
 
 static int finding_item(struct cg_buf *b, const struct cg_finding *f)

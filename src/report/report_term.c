@@ -70,18 +70,17 @@ static int add_counts(struct cg_buf *out, const struct cg_verdict *v, bool color
     return rc;
 }
 
-/* "step anatomy:" each part's share of the step on both sides (anatomy.h). */
+/* "step anatomy:" each part's share of the step on both sides, and the gated ones' outcomes
+ * (anatomy.h). */
 static int add_anatomy(struct cg_buf *out, const struct cg_verdict *v)
 {
-    struct cg_anatomy an;
-    if (cg_anatomy_compute(v->baseline, v->current, &an) != 0)
-        return CG_ENOMEM;
+    const struct cg_anatomy *an = &v->anatomy;
     int rc = 0;
-    if (an.n > 0)
-        rc = cg_buf_adds(out, "\nstep anatomy (share of step time, baseline -> current; shown, "
-                              "not gated):\n");
-    for (size_t i = 0; i < an.n && rc == 0; i++) {
-        const struct cg_anatomy_part *p = &an.parts[i];
+    if (an->n > 0)
+        rc = cg_buf_adds(out, "\nstep anatomy (share of step time, baseline -> current; GPU idle "
+                              "and exposed communication gated in points of the step):\n");
+    for (size_t i = 0; i < an->n && rc == 0; i++) {
+        const struct cg_anatomy_part *p = &an->parts[i];
         char base[16] = "-", cur[16] = "-";
         if (!isnan(p->baseline))
             snprintf(base, sizeof(base), "%.1f%%", 100.0 * p->baseline);
@@ -92,6 +91,10 @@ static int add_anatomy(struct cg_buf *out, const struct cg_verdict *v)
             rc |= cg_buf_adds(out, " ");
             rc |= cg_term_escape(out, p->name, 100);
         }
+        if (p->outcome != CG_OUT_NOT_GATED && p->outcome != CG_OUT_UNAVAILABLE)
+            rc |= cg_buf_printf(out, "  [%s: %+.1f points, p = %.3g, limit +%.1f]",
+                                cg_outcome_name(p->outcome), p->shift_points, p->p_value,
+                                p->threshold_points);
         rc |= cg_buf_adds(out, "\n");
     }
     return rc;

@@ -388,14 +388,14 @@ static void anatomy_shares(void **state)
 {
     struct sides *s = *state;
     struct cg_anatomy an;
-    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, &an), 0);
+    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, NULL, &an), 0);
     assert_int_equal(an.n, 3); /* no busy time, no sync time: only the three ranges */
     cg_fixture_set_busy(&s->base, 0.6);
     cg_fixture_set_busy(&s->cur, 0.3);
     for (size_t r = 0; r < s->cur.n_runs; r++)
         for (size_t k = 0; k < s->cur.runs[r].n_steps; k++)
             s->cur.runs[r].steps[k].sync_ns = s->cur.runs[r].steps[k].wall_ns / 4;
-    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, &an), 0);
+    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, NULL, &an), 0);
     assert_int_equal(an.n, 6);
     assert_int_equal(an.parts[0].kind, CG_ANAT_GPU_BUSY);
     assert_true(fabs(an.parts[0].baseline - 0.6) < 1e-6 && fabs(an.parts[0].current - 0.3) < 1e-6);
@@ -415,8 +415,9 @@ static void anatomy_shares(void **state)
     cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
     assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
     assert_int_equal(cg_buf_adds(&md, ""), 0);
-    assert_non_null(strstr(md.data, "| GPU busy (kernels) | 60.0% | 30.0% | -30.0 pts |"));
-    assert_non_null(strstr(md.data, "| host blocked in synchronisation | &mdash; | 25.0% | &mdash; |"));
+    assert_non_null(strstr(md.data, "| GPU busy (kernels) | 60.0% | 30.0% | -30.0 pts | shown |"));
+    assert_non_null(
+        strstr(md.data, "| host blocked in synchronisation | &mdash; | 25.0% | &mdash; | shown |"));
     cg_buf_release(&md);
     cg_verdict_release(&v);
 }
@@ -438,17 +439,117 @@ static void anatomy_lists_ranges_by_their_medians(void **state)
             }
     }
     struct cg_anatomy an;
-    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, &an), 0);
+    assert_int_equal(cg_anatomy_compute(&s->base, &s->cur, NULL, &an), 0);
     assert_int_equal(an.n, 3);
     assert_string_equal(an.parts[0].name, "forward");
     assert_string_equal(an.parts[1].name, "backward");
     assert_string_equal(an.parts[2].name, "optimizer");
 }
 
+/* Sets every step's compute time to share of its busy time on side a (run r: share + r * jitter,
+ * so the runs differ). */
+static void set_compute(struct cg_artifact *a, double share, double jitter)
+{
+    for (size_t r = 0; r < a->n_runs; r++)
+        for (size_t k = 0; k < a->runs[r].n_steps; k++) {
+            struct cg_step *st = &a->runs[r].steps[k];
+            st->compute_ns = (int64_t)((double)st->gpu_busy_ns * (share + (double)r * jitter));
+            st->copy_ns = st->wall_ns / 20;
+        }
+}
+
+/* Communication no compute overlapped: busy minus compute, shown with compute; gated in points of
+ * the step (3 by default): +8 points over 5 runs a side FAILs and says so in the headline; +1
+ * point PASSes; with 2 runs a side, +8 points is INCONCLUSIVE (min_runs 3). */
+static void exposed_communication_is_gated(void **state)
+{
+    struct sides *s = *state;
+    cg_fixture_set_busy(&s->base, 0.8);
+    cg_fixture_set_busy(&s->cur, 0.8);
+    set_compute(&s->base, 0.9, 0.001); /* exposed: 0.8 * 0.1 = 8% of the step */
+    set_compute(&s->cur, 0.8, 0.001);  /* 16% */
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_anatomy_part *e = cg_anatomy_part(&v.anatomy, CG_ANAT_EXPOSED_COMM);
+    const struct cg_anatomy_part *c = cg_anatomy_part(&v.anatomy, CG_ANAT_COMPUTE);
+    assert_non_null(e);
+    assert_non_null(c);
+    assert_true(fabs(e->baseline - 0.08 + 0.8 * 0.002) < 1e-3); /* the median run: r = 2 */
+    assert_true(fabs(e->shift_points - 8.0) < 0.01);
+    assert_int_equal(e->outcome, CG_OUT_FAIL);
+    assert_true(e->p_value < 0.01);
+    assert_int_equal(c->outcome, CG_OUT_NOT_GATED);
+    assert_non_null(cg_anatomy_part(&v.anatomy, CG_ANAT_COPIES));
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    char line[512];
+    cg_verdict_headline(&v, line, sizeof(line));
+    assert_non_null(strstr(line, "FAIL: communication not overlapped by compute share of the step "
+                                 "+8.0 points"));
+    char *json = cg_report_json(&v);
+    assert_non_null(strstr(json, "\"part\":\t\"exposed_communication\""));
+    assert_non_null(strstr(json, "\"outcome\":\t\"fail\""));
+    free(json);
+    cg_verdict_release(&v);
+    set_compute(&s->cur, 0.89, 0.001); /* +0.8 points */
+    verdict(s, &v);
+    assert_int_equal(cg_anatomy_part(&v.anatomy, CG_ANAT_EXPOSED_COMM)->outcome, CG_OUT_PASS);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+    set_compute(&s->cur, 0.8, 0.001);
+    s->base.n_runs = s->cur.n_runs = 2; /* the fixture's later runs stay allocated */
+    verdict(s, &v);
+    assert_int_equal(cg_anatomy_part(&v.anatomy, CG_ANAT_EXPOSED_COMM)->outcome,
+                     CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    s->base.n_runs = s->cur.n_runs = 5;
+}
+
+/* The GPU's idle share is gated too (5 points by default), and a machine that differs makes its
+ * FAIL INCONCLUSIVE; without communication, compute and exposed communication are not shown. */
+static void gpu_idle_share_is_gated(void **state)
+{
+    struct sides *s = *state;
+    cg_fixture_set_busy(&s->base, 0.9);
+    cg_fixture_set_busy(&s->cur, 0.7);
+    set_compute(&s->base, 1.0, 0.0);
+    set_compute(&s->cur, 1.0, 0.0);
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_anatomy_part *idle = cg_anatomy_part(&v.anatomy, CG_ANAT_GPU_IDLE);
+    assert_non_null(idle);
+    assert_true(fabs(idle->shift_points - 20.0) < 0.01);
+    assert_int_equal(idle->outcome, CG_OUT_FAIL);
+    assert_null(cg_anatomy_part(&v.anatomy, CG_ANAT_EXPOSED_COMM));
+    assert_null(cg_anatomy_part(&v.anatomy, CG_ANAT_COMPUTE));
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    struct cg_buf md;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
+    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    assert_non_null(strstr(md.data,
+                           "| GPU idle (waiting for the host) | 10.0% | 30.0% | +20.0 pts | "
+                           "\xe2\x9d\x8c fail (+20.0 pts, p = "));
+    cg_buf_release(&md);
+    cg_verdict_release(&v);
+    free(s->cur.env.gpu_model);
+    s->cur.env.gpu_model = strdup("another GPU");
+    s->base.gpu_available = s->cur.gpu_available = true;
+    verdict(s, &v);
+    idle = cg_anatomy_part(&v.anatomy, CG_ANAT_GPU_IDLE);
+    assert_int_equal(idle->outcome, CG_OUT_INCONCLUSIVE);
+    assert_true(idle->other_machine);
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(same_counts_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(exposed_communication_is_gated, setup, teardown),
+        cmocka_unit_test_setup_teardown(gpu_idle_share_is_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(one_more_sync_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(kernels_within_ten_percent, setup, teardown),
         cmocka_unit_test_setup_teardown(fewer_copies_improve, setup, teardown),

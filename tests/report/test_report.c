@@ -20,6 +20,7 @@
 #include "report.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,8 +245,14 @@ static void test_report__diagnosis_in_every_output(void **state)
     assert_null(strstr(md.data, "<script>"));
     assert_null(strstr(md.data, "@team"));
     assert_non_null(strstr(md.data, "evil&#124;kernel&lt;script&gt;"));
-    /* the diagnosis comes before the chart, the chart before the op table */
-    const char *diag = strstr(md.data, "### Diagnosis"), *chart = strstr(md.data, "```mermaid");
+    /* the anatomy's stacked bars come first, then the diagnosis, the step-time chart and the
+     * op table */
+    const char *bars = strstr(md.data, "```mermaid\n---\nconfig:\n  themeVariables:\n    "
+                                       "xyChart:\n      plotColorPalette: \"#c7c7c7");
+    assert_non_null(bars);
+    assert_non_null(strstr(bars, "    bar [100, 100]\n    bar [90, 60]\n    bar [90, 60]\n"));
+    const char *diag = strstr(md.data, "### Diagnosis"), *chart = strstr(diag, "```mermaid");
+    assert_true(bars < diag);
     assert_non_null(chart);
     assert_true(diag < chart);
     assert_true(chart < strstr(md.data, "### Top op changes"));
@@ -396,6 +403,13 @@ static void test_report__mermaid_chart_downsamples(void **state)
     cg_buf_reset(&b);
     assert_int_equal(cg_chart_mermaid(&b, base, cur, 1, 100), 0);
     assert_int_equal(b.len, 0);
+    /* the anatomy's stacked bars: running totals, tallest first, each side scaled to 100% (the
+     * medians of the parts need not add up to 1); an unknown or negative part counts as 0 */
+    const double ab[3] = {0.5, 0.2, 0.2}, ac[3] = {0.6, NAN, -0.1};
+    assert_int_equal(cg_chart_anatomy(&b, ab, ac), 0);
+    assert_non_null(strstr(b.data, "    x-axis [baseline, current]\n    y-axis \"% of step\" 0 "
+                                   "--> 100\n    bar [100, 100]\n    bar [77.78, 100]\n    "
+                                   "bar [55.56, 100]\n```\n"));
     cg_buf_release(&b);
 }
 
