@@ -145,6 +145,26 @@ static int cmp_part(const void *x, const void *y)
     return (a < b) - (a > b); /* largest first */
 }
 
+/* A part shown, not gated: both sides' medians (NAN for a side that lacks it); vb and vc hold
+ * the sides' sorted shares after, in_b and in_c whether they have it. */
+static struct cg_anatomy_part side_part(const struct cg_artifact *baseline,
+                                        const struct cg_artifact *current,
+                                        enum cg_anatomy_kind kind, const char *name, double *vb,
+                                        double *vc, bool *in_b, bool *in_c)
+{
+    *in_b = side_shares(baseline, kind, name, vb);
+    *in_c = side_shares(current, kind, name, vc);
+    return (struct cg_anatomy_part){kind,
+                                    name,
+                                    *in_b ? cg_stats_sorted_median(vb, baseline->n_runs) : NAN,
+                                    *in_c ? cg_stats_sorted_median(vc, current->n_runs) : NAN,
+                                    CG_OUT_NOT_GATED,
+                                    NAN,
+                                    NAN,
+                                    NAN,
+                                    false};
+}
+
 /* Decides a gated part from both sides' sorted shares (anatomy.h). 0, or -1 (no memory). */
 static int gate_part(struct cg_anatomy_part *p, const double *b, size_t nb, const double *c,
                      size_t nc, const struct cg_anatomy_limit *lim)
@@ -181,16 +201,8 @@ static int fixed_part(const struct cg_artifact *baseline, const struct cg_artifa
                       const struct cg_thresholds *t, enum cg_anatomy_kind kind, double *vb,
                       double *vc, struct cg_anatomy_part *p, bool *keep)
 {
-    bool in_b = side_shares(baseline, kind, NULL, vb), in_c = side_shares(current, kind, NULL, vc);
-    *p = (struct cg_anatomy_part){kind,
-                                  NULL,
-                                  in_b ? cg_stats_sorted_median(vb, baseline->n_runs) : NAN,
-                                  in_c ? cg_stats_sorted_median(vc, current->n_runs) : NAN,
-                                  CG_OUT_NOT_GATED,
-                                  NAN,
-                                  NAN,
-                                  NAN,
-                                  false};
+    bool in_b, in_c;
+    *p = side_part(baseline, current, kind, NULL, vb, vc, &in_b, &in_c);
     /* exposed communication: shown where some run of either side has any */
     *keep = kind == CG_ANAT_EXPOSED_COMM ? (in_b && vb[baseline->n_runs - 1] > 0.0) ||
                                                (in_c && vc[current->n_runs - 1] > 0.0)
@@ -255,18 +267,9 @@ int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artif
         }
     }
     for (size_t i = 0; i < n_names; i++) {
-        bool in_b = side_shares(baseline, CG_ANAT_RANGE, names[i], vb);
-        bool in_c = side_shares(current, CG_ANAT_RANGE, names[i], vc);
+        bool in_b, in_c;
         out->parts[out->n++] =
-            (struct cg_anatomy_part){CG_ANAT_RANGE,
-                                     names[i],
-                                     in_b ? cg_stats_sorted_median(vb, baseline->n_runs) : NAN,
-                                     in_c ? cg_stats_sorted_median(vc, current->n_runs) : NAN,
-                                     CG_OUT_NOT_GATED,
-                                     NAN,
-                                     NAN,
-                                     NAN,
-                                     false};
+            side_part(baseline, current, CG_ANAT_RANGE, names[i], vb, vc, &in_b, &in_c);
     }
     /* chosen by their largest run, shown by their medians */
     qsort(out->parts + out->n - n_names, n_names, sizeof(*out->parts), cmp_part);
