@@ -13,6 +13,8 @@
  * harness keeps every record and recomputes from scratch what the streaming aggregation must
  * give: per-op calls and time of the measured steps, how many timed records fell inside and
  * outside every step, each step's GPU busy time (the union of kernel intervals inside the step),
+ * its compute time (between the compute kernels' union and the busy time) and copy time (the
+ * union of copies and sets),
  * every step's counts (each counted event in the step its start or timestamp lies in), and each
  * device's peak memory. Busy time never exceeds the step's length; it is exact while the
  * interval ring never filled and nothing was settled early; memory peaks are exact when no event
@@ -413,7 +415,8 @@ static void check_counts(const struct model *m)
     }
     for (int k = 0; k < m->n_steps; k++)
         for (int c = 0; c < CG_AGG_COUNTS; c++)
-            CG_FUZZ_CHECK(m->agg.steps[k].count[c] == want[k][c], "step %d: %s %lld, expected %lld",
+            if (c != CG_AGG_N_COMPUTE_NS && c != CG_AGG_N_COPY_NS) /* times: checked apart */
+                CG_FUZZ_CHECK(m->agg.steps[k].count[c] == want[k][c], "step %d: %s %lld, expected %lld",
                           k, cg_agg_count_name((enum cg_agg_count)c),
                           (long long)m->agg.steps[k].count[c], (long long)want[k][c]);
 }
@@ -477,12 +480,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CG_FUZZ_CHECK(m.agg.inside_steps + m.agg.outside_steps + m.agg.zero_ts >= m.timed,
                   "timed records lost");
 
-    struct rec kernels[MAX_EVENTS];
-    size_t nk = 0;
+    static struct rec kernels[MAX_EVENTS], compute[MAX_EVENTS], copies[MAX_EVENTS];
+    size_t nk = 0, ncompute = 0, ncopies = 0;
     for (size_t i = 0; i < m.n_recs; i++)
-        if (m.recs[i].kind == CG_AGG_KERNEL)
+        if (m.recs[i].kind == CG_AGG_KERNEL) {
             kernels[nk++] = m.recs[i];
+            if (!cg_agg_is_comm(m.recs[i].name))
+                compute[ncompute++] = m.recs[i];
+        } else {
+            copies[ncopies++] = m.recs[i]; /* copies and sets */
+        }
     qsort(kernels, nk, sizeof(kernels[0]), cmp_rec);
+    qsort(compute, ncompute, sizeof(compute[0]), cmp_rec);
+    qsort(copies, ncopies, sizeof(copies[0]), cmp_rec);
     bool exact = !m.settled_early && m.kernels < CG_AGG_INTERVALS;
     for (int k = 0; k < m.n_steps; k++) {
         int64_t got = m.agg.steps[k].busy_ns;
@@ -495,6 +505,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (exact)
             CG_FUZZ_CHECK(got == want, "step %d: busy %lld ns, expected %lld", k, (long long)got,
                           (long long)want);
+        /* compute: within the busy union; when exact, at least the compute kernels' union (the
+         * communication kernels before the first one told apart count as compute) */
+        int64_t comp = m.agg.steps[k].count[CG_AGG_N_COMPUTE_NS];
+        CG_FUZZ_CHECK(comp >= 0 && comp <= want, "step %d: compute %lld ns, kernels cover %lld", k,
+                      (long long)comp, (long long)want);
+        if (exact) {
+            int64_t least = busy_of(&m, compute, ncompute, k);
+            CG_FUZZ_CHECK(comp >= least, "step %d: compute %lld ns, compute kernels cover %lld", k,
+                          (long long)comp, (long long)least);
+            if (!m.agg.comm)
+                CG_FUZZ_CHECK(comp == got, "step %d: compute %lld ns, busy %lld, no communication",
+                              k, (long long)comp, (long long)got);
+        }
+        /* copies and sets: their union, exact when nothing was clipped */
+        int64_t cp = m.agg.steps[k].count[CG_AGG_N_COPY_NS];
+        int64_t cover = busy_of(&m, copies, ncopies, k);
+        CG_FUZZ_CHECK(cp >= 0 && cp <= cover, "step %d: copies %lld ns, they cover %lld", k,
+                      (long long)cp, (long long)cover);
+        if (!m.settled_early && ncopies < CG_AGG_INTERVALS)
+            CG_FUZZ_CHECK(cp == cover, "step %d: copies %lld ns, expected %lld", k, (long long)cp,
+                          (long long)cover);
     }
     check_counts(&m);
     check_memory(&m);
