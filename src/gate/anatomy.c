@@ -234,17 +234,12 @@ int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artif
     if (vb == NULL || vc == NULL)
         goto done;
     out->n = 0;
-    /* exposed communication first: compute is shown where it is */
     struct cg_anatomy_part fixed[CG_ANATOMY_FIXED];
     bool keep[CG_ANATOMY_FIXED];
-    static const enum cg_anatomy_kind order[] = {CG_ANAT_EXPOSED_COMM, CG_ANAT_GPU_BUSY,
-                                                 CG_ANAT_COPIES,       CG_ANAT_GPU_IDLE,
-                                                 CG_ANAT_SYNC,         CG_ANAT_COMPUTE};
-    for (size_t k = 0; k < CG_ANATOMY_FIXED; k++) {
-        enum cg_anatomy_kind kind = order[k];
-        if (fixed_part(baseline, current, t, kind, vb, vc, &fixed[kind], &keep[kind]) != 0)
+    for (int kind = 0; kind < CG_ANATOMY_FIXED; kind++)
+        if (fixed_part(baseline, current, t, (enum cg_anatomy_kind)kind, vb, vc, &fixed[kind],
+                       &keep[kind]) != 0)
             goto done;
-    }
     keep[CG_ANAT_COMPUTE] = keep[CG_ANAT_EXPOSED_COMM]; /* else it is the busy time */
     for (size_t k = 0; k < CG_ANATOMY_FIXED; k++)
         if (keep[k] || (fixed[k].outcome != CG_OUT_NOT_GATED && fixed[k].outcome != CG_OUT_PASS &&

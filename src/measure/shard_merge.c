@@ -156,28 +156,13 @@ static bool shard_counts(const struct cg_shard *s, int c)
     return s->gpu == 1 && (c >= CG_COUNT_N ? s->times_counted[c - CG_COUNT_N] : s->counted[c]);
 }
 
-/* Step k's compute and copy time: those of the shard with the longest GPU busy time (the
- * busiest process, as the merged busy time is its), -1 unless every shard with steps measured
- * them. */
-static void merge_gpu_times(const struct cg_shard *shards, size_t n, int64_t k, struct cg_step *to)
+/* True when every shard with steps measured step time c (a CG_SHARD_T_*). */
+static bool all_measured(const struct cg_shard *shards, size_t n, int c)
 {
-    const struct cg_shard_step *busiest = NULL;
-    bool compute = true, copy = true;
-    for (size_t i = 0; i < n; i++) {
-        const struct cg_shard *s = &shards[i];
-        if (contiguous_steps(s) == 0)
-            continue;
-        compute = compute && shard_counts(s, CG_SHARD_T_COMPUTE);
-        copy = copy && shard_counts(s, CG_SHARD_T_COPY);
-        const struct cg_shard_step *sp = &s->steps[k];
-        if (busiest == NULL || sp->gpu_busy_ns > busiest->gpu_busy_ns)
-            busiest = sp;
-    }
-    to->compute_ns = compute && busiest != NULL && busiest->gpu_busy_ns >= 0
-                         ? (busiest->compute_ns < busiest->gpu_busy_ns ? busiest->compute_ns
-                                                                       : busiest->gpu_busy_ns)
-                         : -1;
-    to->copy_ns = copy && busiest != NULL ? busiest->copy_ns : -1;
+    for (size_t i = 0; i < n; i++)
+        if (contiguous_steps(&shards[i]) > 0 && !shard_counts(&shards[i], c))
+            return false;
+    return true;
 }
 
 /* Step k's counts and host time in synchronisations over the shards with steps (see shard.h). */
@@ -210,9 +195,14 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
     cg_shard_status(shards, n, &st);
     int64_t avail = st.steps_seen - o->warmup;
     int64_t keep = avail < 0 ? 0 : (avail < o->steps ? avail : o->steps);
+    bool compute = all_measured(shards, n, CG_SHARD_T_COMPUTE);
+    bool copy = all_measured(shards, n, CG_SHARD_T_COPY);
     for (int64_t k = o->warmup; k < o->warmup + keep; k++) {
         int64_t wall = 0, tokens = -1, busy = -1, n_loss = 0;
         double loss = NAN;
+        /* compute and copy time are those of the process with the longest busy time, as the
+         * merged busy time is its */
+        const struct cg_shard_step *busiest = NULL;
         for (size_t i = 0; i < n; i++) {
             const struct cg_shard *s = &shards[i];
             if (contiguous_steps(s) == 0)
@@ -222,8 +212,10 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
                 wall = sp->wall_ns;
             if (sp->tokens >= 0)
                 tokens = cg_shard_add_capped(tokens < 0 ? 0 : tokens, sp->tokens);
-            if (sp->gpu_busy_ns > busy)
+            if (sp->gpu_busy_ns > busy) {
                 busy = sp->gpu_busy_ns;
+                busiest = sp;
+            }
             if (sp->n_loss > 0) { /* the mean over the ranks that reported one */
                 n_loss++;
                 loss = n_loss == 1 ? sp->loss : loss + (sp->loss - loss) / (double)n_loss;
@@ -233,9 +225,13 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
             tokens = o->tokens_per_step;
         if (cg_run_add_step(run, wall, tokens, busy) != 0)
             return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
-        run->steps[run->n_steps - 1].loss = loss;
-        merge_counts(shards, n, k, &run->steps[run->n_steps - 1]);
-        merge_gpu_times(shards, n, k, &run->steps[run->n_steps - 1]);
+        struct cg_step *to = &run->steps[run->n_steps - 1];
+        to->loss = loss;
+        merge_counts(shards, n, k, to);
+        if (busiest != NULL && compute)
+            to->compute_ns = busiest->compute_ns < busy ? busiest->compute_ns : busy;
+        if (busiest != NULL && copy)
+            to->copy_ns = busiest->copy_ns;
     }
     if (merge_ops(shards, n, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
