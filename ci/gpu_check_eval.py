@@ -12,7 +12,7 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
   shard-contract DIR --done N                         done / cupti / 7-field c lines
   artifact FILE [--pageable] [--trace FILE]           GPU metrics in a run artifact
   artifact-contract FILE --gate-output FILE...        new artifact fields, "stopped after N"
-  verdict FILE --rc N --expect pass|timing|memory|counts|counts-same
+  verdict FILE --rc N --expect pass|timing|memory|counts|counts-same|place
                                                       a gate's JSON verdict and exit code (counts:
                                                       a synchronisation or pageable copy count
                                                       FAILs; counts-same: no count FAILs)
@@ -376,6 +376,23 @@ def cmd_verdict(a):
                 raise Fail("the extra .item() was not caught by its counts from one run | " + figure)
         elif failed or a.rc not in (0, 1) or not rows:
             raise Fail("reordered work changed the counts or measured none | " + figure)
+    elif a.expect == "place":
+        # the extra .item() comes after the optimizer range: its synchronisation (or pageable
+        # copy) must be placed there, one more per step
+        rows = (v.get("counts") or {}).get("rows") or []
+        seen, ok = [], False
+        for r in rows:
+            if r.get("count") not in ("synchronizations", "dtoh_pageable"):
+                continue
+            for w in r.get("where") or []:
+                seen.append("%s %s %s %s->%s" % (r.get("count"), w.get("place"), w.get("range"),
+                                                 w.get("baseline"), w.get("current")))
+                ok |= (w.get("place") == "after" and w.get("range") == "optimizer" and
+                       w.get("current") is not None and w.get("baseline") is not None and
+                       w["current"] - w["baseline"] == 1)
+        figure = "places: %s; %s" % (", ".join(seen) or "none", figure)
+        if not ok:
+            raise Fail("the extra .item() was not placed after the optimizer range | " + figure)
     elif a.expect == "detected":
         rows = (v.get("counts") or {}).get("rows") or []
         timing = [n for n in TIMING if outcomes.get(n) == "fail"]
@@ -581,7 +598,7 @@ def main(argv):
     s = sub.add_parser("verdict")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)
-    s.add_argument("--expect", choices=["pass", "timing", "detected", "memory", "counts",
+    s.add_argument("--expect", choices=["pass", "timing", "detected", "memory", "counts", "place",
                                                "counts-same"],
                    required=True)
     s = sub.add_parser("measured")

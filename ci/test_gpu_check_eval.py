@@ -227,6 +227,15 @@ def main():
     case("verdict: the extra sync caught by its count",
          ["verdict", with_counts("c1", "fail", sync_rows), "--rc", 1, "--expect", "counts"],
          "PASS", "failed: synchronizations 1->2")
+    placed_rows = [dict(sync_rows[0], where=[
+        {"place": "after", "range": "optimizer", "baseline": 0, "current": 1},
+        {"place": "after", "range": "data", "baseline": 1, "current": 1}])] + sync_rows[1:]
+    case("verdict: the extra sync placed after the optimizer",
+         ["verdict", with_counts("c6", "fail", placed_rows), "--rc", 1, "--expect", "place"],
+         "PASS", "places: synchronizations after optimizer 0->1")
+    case("verdict: the extra sync not placed",
+         ["verdict", with_counts("c7", "fail", sync_rows), "--rc", 1, "--expect", "place"],
+         "FAIL", "not placed after the optimizer range | places: none")
     case("verdict: a FAIL that is not a count's",
          ["verdict", slow, "--rc", 1, "--expect", "counts"], "FAIL", "not caught by its counts")
     case("verdict: reordered work, same counts",

@@ -54,6 +54,14 @@
  * CG_SHARD_COUNT_RANGES is measured wherever the shard exists and never named in "nc". */
 #define CG_SHARD_KEY_COUNT "n"
 #define CG_SHARD_KEY_COUNTED "nc"
+/* "np COUNT WHERE DELTA NAME": over the measured window, DELTA more of count COUNT (sync_stream,
+ * sync_event, sync_context or dtoh_pageable) were made by a thread that was in the NVTX range
+ * NAME (WHERE CG_SHARD_PLACE_IN: the innermost range it had open in its step) or had last ended
+ * it (CG_SHARD_PLACE_AFTER); lines of the same COUNT, WHERE and NAME add up. Only with
+ * CG_SHARD_COUNT_PLACES in "nc" (calls of no range are in no line). */
+#define CG_SHARD_KEY_COUNT_PLACE "np"
+#define CG_SHARD_PLACE_IN "in"
+#define CG_SHARD_PLACE_AFTER "after"
 #define CG_SHARD_KEY_END "end"       /* (no fields) */
 
 /* Trace record keys (only with CANARY_GATE_TRACE_STEPS). */
@@ -105,6 +113,7 @@
 #define CG_SHARD_COUNT_FREES "frees"                 /* MEMORY2 device releases */
 #define CG_SHARD_COUNT_MODULE_LOADS "module_loads"   /* CUPTI_CBID_RESOURCE_MODULE_LOADED */
 #define CG_SHARD_COUNT_JIT "jit"                     /* JIT records */
+#define CG_SHARD_COUNT_PLACES "places"               /* in "nc" only: "np" lines are measured */
 #define CG_SHARD_COUNT_RANGES "ranges"               /* NVTX ranges begun in the step on any
                                                       * thread, the step range itself not */
 #define CG_SHARD_COUNT_COMPUTE_NS                                                                  \

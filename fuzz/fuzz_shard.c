@@ -115,6 +115,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           run->late_memory_records >= -1 && run->cupti_overhead_ns >= -1,
                       "counters");
         CG_FUZZ_CHECK(run->n_warnings <= CG_SHARD_MAX_WARNINGS, "%zu warnings", run->n_warnings);
+        for (size_t i = 0; i < run->n_places; i++) { /* places: known, placed, named */
+            const struct cg_count_place *pl = &run->places[i];
+            CG_FUZZ_CHECK(run->places_measured && cg_count_placed(pl->count) && pl->calls > 0 &&
+                              pl->range[0] != '\0',
+                          "place %zu", i);
+        }
         if (run->n_steps > 0) { /* the artifact the gate writes from it loads again */
             struct cg_artifact b;
             a.settings.steps = 50;

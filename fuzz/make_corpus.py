@@ -155,6 +155,14 @@ def shard(shard_dir):
         "nc kernels compute_ns copy_ns\ns 0 1000 2000 -1\nb 0 700\nn 0 compute_ns 500\n"
         "n 0 copy_ns 90\ns 1 2000 3000 -1\nb 1 600\nn 1 compute_ns 900\nn 1 copy_ns 0\n"
         "n 2 compute_ns 5\nend\n")
+    put("shard", "places",
+        "canary-gate-shard 1\npid 9\nrank 0\nwarmup 0\nstep_range step\ngpu ok\n"
+        "nc sync_stream sync_context dtoh_pageable places\ns 0 1000 2000 -1\ns 1 2000 3000 -1\n"
+        "np sync_stream in 2 forward\nnp sync_stream in 1 forward\nnp dtoh_pageable after 2 "
+        "back\\x09ward\nnp sync_context in 1 \nnp newer_count in 1 x\nend\n"
+        "\n--- next shard ---\n"
+        "canary-gate-shard 1\npid 10\nrank 1\ngpu ok\nnc sync_stream places\n"
+        "s 0 1000 2000 -1\ns 1 2000 3000 -1\nnp sync_stream in 3 forward\nend\n")
     if shard_dir and os.path.isdir(shard_dir):
         files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
                        glob.glob(os.path.join(shard_dir, "*.part")))

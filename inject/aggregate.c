@@ -27,6 +27,7 @@
 #include "escape.h"
 #include "shard_format.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -606,6 +607,70 @@ static void ops_sync(struct cg_agg *a)
     }
 }
 
+/* --- places: where the host was when it made a call ---------------------------------------- */
+
+void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t)
+{
+    a->corr = t;
+}
+
+void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place)
+{
+    if (corr == 0 || place == 0)
+        return;
+    _Atomic uint64_t *b = &t->e[(corr & (CG_AGG_CORR_BUCKETS - 1)) * CG_AGG_CORR_WAYS];
+    uint64_t want = (uint64_t)corr << 32 | place;
+    size_t oldest = 0;
+    uint64_t oldest_v = UINT64_MAX;
+    for (size_t i = 0; i < CG_AGG_CORR_WAYS; i++) {
+        uint64_t v = atomic_load_explicit(&b[i], memory_order_relaxed);
+        if (v == 0 && atomic_compare_exchange_strong_explicit(&b[i], &v, want, memory_order_release,
+                                                              memory_order_relaxed))
+            return;
+        if (v < oldest_v) {
+            oldest_v = v;
+            oldest = i;
+        }
+    }
+    atomic_store_explicit(&b[oldest], want, memory_order_release);
+}
+
+/* The place of correlation id corr, taken out of the table (0: none). */
+static uint32_t place_take(struct cg_agg *a, uint32_t corr)
+{
+    if (corr == 0 || a->corr == NULL)
+        return 0;
+    _Atomic uint64_t *b = &a->corr->e[(corr & (CG_AGG_CORR_BUCKETS - 1)) * CG_AGG_CORR_WAYS];
+    for (size_t i = 0; i < CG_AGG_CORR_WAYS; i++) {
+        uint64_t v = atomic_load_explicit(&b[i], memory_order_acquire);
+        if (v != 0 && (uint32_t)(v >> 32) == corr &&
+            atomic_compare_exchange_strong_explicit(&b[i], &v, 0, memory_order_relaxed,
+                                                    memory_order_relaxed))
+            return (uint32_t)v;
+    }
+    return 0;
+}
+
+/* A call of count c with correlation id corr counted in step k: counted at its place too when
+ * k is measured and the place is known. */
+static void place_count(struct cg_agg *a, enum cg_agg_count c, uint32_t corr, int64_t k)
+{
+    uint32_t place = place_take(a, corr);
+    if (place == 0 || !counted_step(a, k))
+        return;
+    for (size_t i = 0; i < a->n_places; i++) {
+        if (a->places[i].place == place && a->places[i].count == c) {
+            a->places[i].calls++;
+            return;
+        }
+    }
+    if (a->n_places == CG_AGG_PLACES) {
+        a->places_lost++;
+        return;
+    }
+    a->places[a->n_places++] = (struct cg_agg_place){.place = place, .count = c, .calls = 1};
+}
+
 /* --- timed records (kernels, copies, sets) ------------------------------------------------ */
 
 struct timed_rec {
@@ -616,6 +681,7 @@ struct timed_rec {
     uint32_t device, stream;
     bool graph;         /* a kernel a CUDA graph launched */
     bool dtoh_pageable; /* a copy from the device into pageable host memory */
+    uint32_t corr;      /* a copy's correlation id (its place, for dtoh_pageable) */
 };
 
 /* Counts a timed record of step k. */
@@ -676,6 +742,8 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
     }
     a->inside_steps++;
     timed_count(a, r, k);
+    if (r->dtoh_pageable)
+        place_count(a, CG_AGG_N_DTOH_PAGEABLE, r->corr, k);
     if (traced_step(a, k)) {
         struct cg_agg_trace_event e = {r->start, r->end, r->name ? r->name : "?", r->bytes,
                                        r->device, r->stream, r->kind};
@@ -892,8 +960,10 @@ static void sync_record(struct cg_agg *a, const CUpti_ActivitySynchronization2 *
     if (k < 0)
         return;
     a->steps[k].count[c]++;
-    if (c != CG_AGG_N_SYNC_WAIT)
+    if (c != CG_AGG_N_SYNC_WAIT) {
         a->steps[k].count[CG_AGG_N_SYNC_NS] += (int64_t)(s->end - s->start);
+        place_count(a, c, s->correlationId, k);
+    }
 }
 
 static void jit_record(struct cg_agg *a, const CUpti_ActivityJit2 *j)
@@ -950,19 +1020,20 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
                                .device = m->deviceId,
                                .stream = m->streamId,
                                .dtoh_pageable = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
-                                                m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE};
+                                                m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                               .corr = m->correlationId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
         const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)(const void *)rec;
         r = (struct timed_rec){"memcpy PtoP", CG_AGG_MEMCPY, m->start, m->end, (int64_t)m->bytes,
-                               m->deviceId,   m->streamId,   false,    false};
+                               m->deviceId,   m->streamId,   false,    false,  0};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)(const void *)rec;
         r = (struct timed_rec){"memset",    CG_AGG_MEMSET, m->start, m->end, (int64_t)m->bytes,
-                               m->deviceId, m->streamId,   false,    false};
+                               m->deviceId, m->streamId,   false,    false,  0};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2:

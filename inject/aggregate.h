@@ -55,6 +55,9 @@
 #define CG_AGG_MAX_DEVICES 64
 #define CG_AGG_MEM_PENDING 8192  /* memory events held back for ordering */
 #define CG_AGG_MEM_SLACK_NS 1000000000ull
+#define CG_AGG_CORR_BUCKETS 4096 /* power of two; CG_AGG_CORR_WAYS calls each */
+#define CG_AGG_CORR_WAYS 4
+#define CG_AGG_PLACES 256
 
 enum cg_agg_kind { CG_AGG_KERNEL, CG_AGG_MEMCPY, CG_AGG_MEMSET, CG_AGG_MEMORY };
 
@@ -118,6 +121,20 @@ struct cg_agg_union {
     size_t field;      /* the int64_t of struct cg_agg_step it settles into (offsetof) */
 };
 
+/* Where the host was when it made a synchronisation or a pageable copy: a count, a place (a
+ * non-zero value the caller gave cg_agg_place_note) and how often, over the measured window. */
+struct cg_agg_place {
+    uint32_t place;
+    enum cg_agg_count count; /* CG_AGG_N_SYNC_STREAM, _EVENT, _CONTEXT or _DTOH_PAGEABLE */
+    int64_t calls, written;
+};
+
+/* The places of API calls by correlation id (cg_agg_place_note): bucket corr %
+ * CG_AGG_CORR_BUCKETS holds CG_AGG_CORR_WAYS entries (id << 32 | place, 0 empty). */
+struct cg_agg_corr {
+    _Atomic uint64_t e[CG_AGG_CORR_BUCKETS * CG_AGG_CORR_WAYS];
+};
+
 struct cg_agg_mem_event {
     uint64_t ts;
     int64_t delta;
@@ -173,6 +190,11 @@ struct cg_agg {
     struct cg_agg_device devices[CG_AGG_MAX_DEVICES];
     size_t n_devices;
 
+    struct cg_agg_corr *corr; /* borrowed (cg_agg_places); NULL: no places */
+    struct cg_agg_place places[CG_AGG_PLACES];
+    size_t n_places;
+    int64_t places_lost; /* counted calls with a place the table had no room for */
+
     int64_t trace_first, trace_last; /* step indices traced, -1: no trace */
     struct cg_agg_trace_event *trace; /* events since the caller last drained them */
     size_t n_trace, cap_trace, max_trace;
@@ -226,6 +248,18 @@ void cg_agg_graph_ids(struct cg_agg *a, bool read);
 /* A CUDA module was loaded at now_ns, the library's clock read at the load (so a step still
  * running holds it whatever the delivery horizon): counted in the step it lies in. */
 void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns);
+
+/* The API call of correlation id corr was made at place (non-zero). Safe from any thread without
+ * the aggregation's lock (atomics only): the CUPTI callback of a call knows its place, its record
+ * comes later. A call whose record never comes holds its entry until a later call of the same
+ * bucket needs it (the oldest id gives way). */
+void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place);
+
+/* Takes places from t (borrowed, outliving the aggregation; NULL: none): a synchronisation or
+ * copy record whose correlation id t holds and that counts in a measured step (warmup <= step <
+ * the end) is counted in places[] too (the stream, event and context synchronisations, and the
+ * copies from the device to pageable host memory), and its entry is taken out of t. */
+void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t);
 
 /* True for the name of a communication kernel (NCCL's: the name holds "nccl"). */
 bool cg_agg_is_comm(const char *name);

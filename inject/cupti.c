@@ -104,6 +104,8 @@ struct cupti_api {
     CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
                                    CUpti_CallbackId); /* optional: module loads */
     CUptiResult (*get_version)(uint32_t *);           /* optional: graph kernels */
+    CUptiResult (*callback_name)(CUpti_CallbackDomain, uint32_t, const char **); /* optional:
+                                                                                  * places */
 };
 
 /* From the libcuda handle already loaded (any may be NULL). */
@@ -159,6 +161,8 @@ static _Atomic int64_t g_dropped;
 static _Atomic int64_t g_starved; /* buffer requests refused at the cap */
 static int64_t g_starved_written;  /* guarded by the aggregation lock */
 static uint32_t g_counted;         /* the counts measured (bits): aggregation lock */
+static bool g_placed;              /* the API callbacks for places are on ("nc places") */
+static struct cg_agg_corr g_corr;  /* places of API calls (never freed: callbacks may still run) */
 
 static pthread_mutex_t g_buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_free[CG_MAX_BUFFERS];
@@ -195,13 +199,21 @@ static uint64_t CUPTIAPI timestamp_cb(void)
     return cg_inject_now_ns();
 }
 
-/* The subscriber's one enabled callback: a module was loaded (counted at the library's clock,
- * in the step running then). Nothing else: no flush, no CUPTI call, one short lock. */
+/* The subscriber's callbacks. The entry of an API function that synchronises or copies
+ * (enable_places): the calling thread's place among its NVTX ranges is noted under the call's
+ * correlation id (a thread-local read and an atomic store; no lock). A module was loaded:
+ * counted at the library's clock, in the step running then. Nothing else: no flush, no CUPTI
+ * call, at most one short lock. */
 static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data)
 {
     (void)userdata;
-    (void)data;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        const CUpti_CallbackData *d = data;
+        if (d != NULL && d->callbackSite == CUPTI_API_ENTER)
+            cg_agg_place_note(&g_corr, d->correlationId, cg_nvtx_place());
+        return;
+    }
     if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED)
         return;
     uint64_t now = cg_inject_now_ns();
@@ -292,6 +304,18 @@ static void write_deltas(void)
                              (long long)(s->count[c] - s->count_written[c]));
             s->count_written[c] = s->count[c];
         }
+    }
+    for (size_t i = 0; i < a->n_places; i++) {
+        struct cg_agg_place *p = &a->places[i];
+        const char *name = cg_nvtx_place_name(p->place);
+        if (p->calls == p->written || name == NULL)
+            continue;
+        cg_inject_append(CG_SHARD_KEY_COUNT_PLACE " %s %s %lld ", cg_agg_count_name(p->count),
+                         p->place & CG_PLACE_AFTER ? CG_SHARD_PLACE_AFTER : CG_SHARD_PLACE_IN,
+                         (long long)(p->calls - p->written));
+        cg_inject_append_name(name);
+        cg_inject_append("\n");
+        p->written = p->calls;
     }
     for (size_t i = 0; i < a->n_devices; i++) {
         struct cg_agg_device *d = &a->devices[i];
@@ -642,7 +666,7 @@ static bool part_off(const char *part)
 }
 
 /* The parts CANARY_GATE_CUPTI_OFF may name besides the optional activity kinds. */
-static const char *const g_off_parts[] = {"module_loads", "one_buffer", "step_flush",
+static const char *const g_off_parts[] = {"module_loads", "places", "one_buffer", "step_flush",
                                           "flush_period"};
 
 static bool off_name_known(const char *name, size_t len)
@@ -750,6 +774,7 @@ static const char *resolve_cupti(void *h)
     RESOLVE(h, g_api.set_attribute, "cuptiActivitySetAttribute"); /* optional: see one_buffer */
     RESOLVE(h, g_api.enable_callback, "cuptiEnableCallback");     /* optional: module loads */
     RESOLVE(h, g_api.get_version, "cuptiGetVersion");             /* optional: graph kernels */
+    RESOLVE(h, g_api.callback_name, "cuptiGetCallbackName");      /* optional: places */
     return NULL;
 }
 
@@ -850,6 +875,44 @@ static bool enable_module_loads(void)
     return r == CUPTI_SUCCESS;
 }
 
+/* The API callbacks that give synchronisations and copies their place (docs/counts.md): every
+ * runtime and driver API function whose name holds "Synchronize" or "Memcpy", as these headers
+ * number them. False (and a "w" line) when none could be enabled. */
+static bool enable_places(void)
+{
+    const char *what = "CUPTI API callbacks unavailable (synchronisations and copies not placed "
+                       "in NVTX ranges)";
+    if (g_api.enable_callback == NULL || g_api.callback_name == NULL) {
+        warn(what,
+             g_api.enable_callback == NULL ? "no cuptiEnableCallback" : "no cuptiGetCallbackName");
+        return false;
+    }
+    static const struct {
+        CUpti_CallbackDomain domain;
+        uint32_t n;
+    } domains[] = {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
+                   {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
+    int on = 0;
+    CUptiResult refused = CUPTI_SUCCESS;
+    for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++) {
+        for (uint32_t cbid = 1; cbid < domains[d].n; cbid++) {
+            const char *name = NULL;
+            if (g_api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
+                name == NULL ||
+                (strstr(name, "Synchronize") == NULL && strstr(name, "Memcpy") == NULL))
+                continue;
+            CUptiResult r = g_api.enable_callback(1, g_subscriber, domains[d].domain, cbid);
+            if (r == CUPTI_SUCCESS)
+                on++;
+            else
+                refused = r;
+        }
+    }
+    if (on == 0)
+        warn(what, refused != CUPTI_SUCCESS ? result_text(refused) : "no such API function");
+    return on > 0;
+}
+
 /* The counts measured: those whose kinds were all enabled (enabled[i] for g_kinds[i]), graph
  * kernels when graph_ids, module loads when modules. */
 static uint32_t counts_measured(const bool *enabled, bool graph_ids, bool modules)
@@ -875,6 +938,8 @@ static void append_counted(void)
     for (int c = 0; c < CG_AGG_COUNTS; c++)
         if (g_counted & CG_COUNT(c))
             cg_inject_append(" %s", cg_agg_count_name((enum cg_agg_count)c));
+    if (g_placed)
+        cg_inject_append(" " CG_SHARD_COUNT_PLACES);
     cg_inject_append("\n");
 }
 
@@ -919,8 +984,12 @@ static bool start_activity(void)
         warn(what, result_text(r));
     }
     bool modules = !part_off("module_loads") && enable_module_loads();
+    bool placed = !part_off("places") && enable_places();
     pthread_mutex_lock(&g_agg_lock);
     g_counted = counts_measured(enabled, graph_ids, modules);
+    g_placed = placed;
+    if (placed)
+        cg_agg_places(&g_agg, &g_corr);
     pthread_mutex_unlock(&g_agg_lock);
     g_step_flush = !part_off("step_flush");
     if (!part_off("flush_period") && (r = g_api.flush_period(1000)) != CUPTI_SUCCESS)

@@ -122,4 +122,17 @@ void cg_nvtx_write_warnings(void);
  * Writer locked. */
 void cg_nvtx_write_counts(bool all);
 
+/* Where the calling thread is among its NVTX ranges, for the synchronisations and copies it makes
+ * (docs/counts.md, "Where"): CG_PLACE_IN and the innermost range it has open inside its step
+ * that is timed as an op (a range of the measured window whose name the op table holds); else
+ * CG_PLACE_AFTER and the last such range it ended since it last began a step; else 0 (none).
+ * Lock-free: a thread-local read. */
+#define CG_PLACE_IN 0x40000000u
+#define CG_PLACE_AFTER 0x80000000u
+#define CG_PLACE_OP 0x3fffffffu /* the op's index + 1 */
+uint32_t cg_nvtx_place(void);
+/* The range name of a place ("<domain>:<name>" outside the default domain, as in its "o range"
+ * line); NULL for 0 or an op the table does not hold. The string lives as long as the library. */
+const char *cg_nvtx_place_name(uint32_t place);
+
 #endif

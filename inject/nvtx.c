@@ -93,7 +93,9 @@ struct frame {
 
 struct tstack {
     int depth;
-    int overflow; /* pushes beyond CG_STACK_MAX: counted, not recorded */
+    int overflow;   /* pushes beyond CG_STACK_MAX: counted, not recorded */
+    uint32_t after; /* the op of the last timed range this thread ended since it last began a
+                     * step, + 1 (0: none), for cg_nvtx_place */
     struct frame f[CG_STACK_MAX];
 };
 
@@ -663,6 +665,8 @@ static int push(const struct cg_domain *d, const char *name, int64_t tokens)
         return s->depth + s->overflow - 1;
     }
     begin_range(&s->f[s->depth], d, name, tokens);
+    if (s->f[s->depth].flags & FRAME_STEP)
+        s->after = 0;
     return s->depth++;
 }
 
@@ -681,9 +685,29 @@ static int pop(const struct cg_domain *d)
             memmove(&s->f[i], &s->f[i + 1], (size_t)(s->depth - i - 1) * sizeof(s->f[0]));
         s->depth--;
         end_range(&f);
+        if (f.op >= 0)
+            s->after = (uint32_t)f.op + 1;
         return i;
     }
     return -1; /* unbalanced pop: nothing to end */
+}
+
+uint32_t cg_nvtx_place(void)
+{
+    const struct tstack *s = this_stack();
+    for (int i = s->depth - 1; i >= 0 && !(s->f[i].flags & FRAME_STEP); i--)
+        if (s->f[i].op >= 0)
+            return CG_PLACE_IN | ((uint32_t)s->f[i].op + 1);
+    return s->after != 0 ? CG_PLACE_AFTER | s->after : 0;
+}
+
+const char *cg_nvtx_place_name(uint32_t place)
+{
+    uint32_t op = (place & CG_PLACE_OP) - 1;
+    if ((place & CG_PLACE_OP) == 0 || op >= CG_OPS_MAX ||
+        atomic_load_explicit(&g_ops.slot[op].hash, memory_order_acquire) == 0)
+        return NULL;
+    return g_ops.slot[op].name;
 }
 
 static int hook_push_a(const char *m)

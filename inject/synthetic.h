@@ -39,11 +39,12 @@ static inline void cg_synth_kernel(struct cg_agg *a, const char *name, uint32_t 
 
 /* A synchronisation call of type (CUpti_ActivitySynchronizationType) from start to end that
  * returned result (a CUresult; 0 when it completed). */
-static inline void cg_synth_sync(struct cg_agg *a, CUpti_ActivitySynchronizationType type,
-                                 uint64_t start, uint64_t end, uint32_t result)
+static inline void cg_synth_sync_corr(struct cg_agg *a, CUpti_ActivitySynchronizationType type,
+                                      uint64_t start, uint64_t end, uint32_t result, uint32_t corr)
 {
     CUpti_ActivitySynchronization2 s;
     memset(&s, 0, sizeof(s));
+    s.correlationId = corr;
     s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
     s.type = type;
     s.start = start;
@@ -54,6 +55,13 @@ static inline void cg_synth_sync(struct cg_agg *a, CUpti_ActivitySynchronization
                      : 7;
     s.returnValue = result;
     cg_agg_record(a, (const CUpti_Activity *)(const void *)&s);
+}
+
+/* The same without a correlation id (0: no API call known). */
+static inline void cg_synth_sync(struct cg_agg *a, CUpti_ActivitySynchronizationType type,
+                                 uint64_t start, uint64_t end, uint32_t result)
+{
+    cg_synth_sync_corr(a, type, start, end, result, 0);
 }
 
 /* A JIT compilation (PTX to cubin) from start to end on device 0. */
@@ -88,13 +96,15 @@ static inline void cg_synth_peer_copy(struct cg_agg *a, uint32_t stream, uint64_
 }
 
 /* A copy of bytes of copy_kind (CUpti_ActivityMemcpyKind) between memory of src_kind and
- * dst_kind (CUpti_ActivityMemoryKind) on stream of device 0. */
-static inline void cg_synth_copy(struct cg_agg *a, uint8_t copy_kind, uint8_t src_kind,
-                                 uint8_t dst_kind, uint32_t stream, uint64_t start, uint64_t end,
-                                 uint64_t bytes)
+ * dst_kind (CUpti_ActivityMemoryKind) on stream of device 0, made by the API call of
+ * correlation id corr. */
+static inline void cg_synth_copy_corr(struct cg_agg *a, uint8_t copy_kind, uint8_t src_kind,
+                                      uint8_t dst_kind, uint32_t stream, uint64_t start,
+                                      uint64_t end, uint64_t bytes, uint32_t corr)
 {
     CUpti_ActivityMemcpy6 m;
     memset(&m, 0, sizeof(m));
+    m.correlationId = corr;
     m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     m.copyKind = copy_kind;
     m.srcKind = src_kind;
@@ -104,6 +114,14 @@ static inline void cg_synth_copy(struct cg_agg *a, uint8_t copy_kind, uint8_t sr
     m.bytes = bytes;
     m.streamId = stream;
     cg_agg_record(a, (const CUpti_Activity *)(const void *)&m);
+}
+
+/* The same without a correlation id. */
+static inline void cg_synth_copy(struct cg_agg *a, uint8_t copy_kind, uint8_t src_kind,
+                                 uint8_t dst_kind, uint32_t stream, uint64_t start, uint64_t end,
+                                 uint64_t bytes)
+{
+    cg_synth_copy_corr(a, copy_kind, src_kind, dst_kind, stream, start, end, bytes, 0);
 }
 
 /* A device memory allocation (or release) of bytes on device at ts. */

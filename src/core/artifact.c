@@ -56,6 +56,9 @@ static void run_release(struct cg_run *r)
     for (size_t i = 0; i < r->n_warnings; i++)
         free(r->warnings[i]);
     free(r->warnings);
+    for (size_t i = 0; i < r->n_places; i++)
+        free(r->places[i].range);
+    free(r->places);
 }
 
 static void env_release(struct cg_env *e)
@@ -243,6 +246,33 @@ int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum
     return 0;
 }
 
+bool cg_count_placed(int count)
+{
+    return count == CG_COUNT_SYNC_STREAM || count == CG_COUNT_SYNC_EVENT ||
+           count == CG_COUNT_SYNC_CONTEXT || count == CG_COUNT_DTOH_PAGEABLE;
+}
+
+int cg_run_add_place(struct cg_run *run, int count, bool after, const char *range, int64_t calls)
+{
+    for (size_t i = 0; i < run->n_places; i++) {
+        struct cg_count_place *p = &run->places[i];
+        if (p->count == count && p->after == after && strcmp(p->range, range) == 0) {
+            const int64_t cap = (int64_t)1 << 53; /* what the artifact holds exactly */
+            p->calls = p->calls > cap - calls ? cap : p->calls + calls;
+            return 0;
+        }
+    }
+    if (run->n_places >= CG_ARTIFACT_MAX_PLACES)
+        return CG_EINPUT;
+    if (grow((void **)&run->places, run->n_places, sizeof(*run->places)) != 0)
+        return CG_ENOMEM;
+    char *r = cg_utf8_dup(range); /* the canary's range names: any bytes, repaired here */
+    if (r == NULL)
+        return CG_ENOMEM;
+    run->places[run->n_places++] = (struct cg_count_place){count, after, r, calls};
+    return 0;
+}
+
 int cg_run_add_warning(struct cg_run *run, const char *warning, size_t max)
 {
     for (size_t i = 0; i < run->n_warnings; i++)
@@ -323,6 +353,12 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
         for (size_t k = 0; k < from->n_warnings; k++)
             if (cg_run_add_warning(to, from->warnings[k], CG_ARTIFACT_MAX_WARNINGS) != 0)
                 return CG_ENOMEM;
+        to->places_measured = from->places_measured;
+        for (size_t k = 0; k < from->n_places; k++) {
+            const struct cg_count_place *pl = &from->places[k];
+            if (cg_run_add_place(to, pl->count, pl->after, pl->range, pl->calls) == CG_ENOMEM)
+                return CG_ENOMEM;
+        }
         for (size_t k = 0; k < from->n_steps; k++) {
             const struct cg_step *s = &from->steps[k];
             if (cg_run_add_step(to, s->wall_ns, s->tokens, s->gpu_busy_ns) != 0)

@@ -22,6 +22,7 @@
 #define CG_ARTIFACT_SCHEMA "canary-gate/run"
 #define CG_ARTIFACT_MAX_BYTES ((size_t)512 * 1024 * 1024)
 #define CG_ARTIFACT_MAX_WARNINGS 16 /* per run */
+#define CG_ARTIFACT_MAX_PLACES 4096 /* count places per run */
 
 enum cg_op_kind { CG_OP_KERNEL, CG_OP_MEMCPY, CG_OP_MEMSET, CG_OP_RANGE, CG_OP_KIND_COUNT };
 
@@ -64,6 +65,15 @@ struct cg_run_id {
     int64_t seq;         /* 1 for that process's first run, then 2, 3, ... */
 };
 
+/* Where a run's host made some of its synchronisations or pageable copies (docs/counts.md): the
+ * NVTX range its thread was in (or had last ended), and how many over the measured steps. */
+struct cg_count_place {
+    int count;   /* CG_COUNT_SYNC_STREAM, _EVENT, _CONTEXT or CG_COUNT_DTOH_PAGEABLE */
+    bool after;  /* the thread had ended the range (was in no range of its step) */
+    char *range; /* the range's name, as its op's */
+    int64_t calls;
+};
+
 struct cg_run {
     struct cg_run_id id;
     struct cg_step *steps;
@@ -80,6 +90,9 @@ struct cg_run {
                                   * steps (warm-up included); -1: it ended by itself */
     char **warnings;             /* the injection library's warnings, distinct */
     size_t n_warnings;
+    bool places_measured;          /* every process placed its calls (count_places is whole) */
+    struct cg_count_place *places; /* distinct (count, after, range) */
+    size_t n_places;
 };
 
 struct cg_env {
@@ -155,6 +168,13 @@ int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t
 /* Appends an op (name and family are copied; family NULL means same as name); 0 or CG_ENOMEM. */
 int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum cg_op_kind kind,
                   int64_t calls, int64_t total_ns);
+
+/* True for a count whose calls are placed (struct cg_count_place). */
+bool cg_count_placed(int count);
+
+/* Adds calls to the run's place (count, after, range), appended when new (range copied);
+ * returns 0, CG_ENOMEM, or CG_EINPUT when the run holds CG_ARTIFACT_MAX_PLACES already. */
+int cg_run_add_place(struct cg_run *run, int count, bool after, const char *range, int64_t calls);
 
 /* Appends a copy of warning to run's warnings unless it is there already or the run holds max
  * of them. Returns 0 or CG_ENOMEM. */

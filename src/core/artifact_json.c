@@ -380,6 +380,53 @@ static int parse_warnings(struct parser *p, const cJSON *run, const char *rp, st
     return 0;
 }
 
+/* runs[].count_places: optional (absent or null: not measured), an array of {count, where,
+ * range, calls}. */
+static int parse_places(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *places, *pl;
+    char path[128];
+    if (field(p, run, rp, "count_places", true, &places) != 0)
+        return CG_EINPUT;
+    if (places == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.count_places", rp);
+    if (!cJSON_IsArray(places))
+        return bad(p, path, "must be an array");
+    r->places_measured = true;
+    size_t i = 0;
+    cJSON_ArrayForEach(pl, places)
+    {
+        snprintf(path, sizeof(path), "%s.count_places[%zu]", rp, i++);
+        if (!cJSON_IsObject(pl))
+            return bad(p, path, "must be an object");
+        const cJSON *count, *where, *range;
+        int64_t calls;
+        int which;
+        if (field(p, pl, path, "count", false, &count) ||
+            field(p, pl, path, "where", false, &where) ||
+            field(p, pl, path, "range", false, &range) ||
+            get_int(p, pl, path, "calls", false, 0, &calls))
+            return CG_EINPUT;
+        if (!cJSON_IsString(count) || cg_count_parse(count->valuestring, &which) != 0 ||
+            !cg_count_placed(which))
+            return bad(p, path,
+                       "count must be one of sync_stream, sync_event, sync_context, "
+                       "dtoh_pageable");
+        if (!cJSON_IsString(where) ||
+            (strcmp(where->valuestring, "in") != 0 && strcmp(where->valuestring, "after") != 0))
+            return bad(p, path, "where must be \"in\" or \"after\"");
+        if (!cJSON_IsString(range) || range->valuestring[0] == '\0')
+            return bad(p, path, "range must be a non-empty string");
+        int e = cg_run_add_place(r, which, where->valuestring[0] == 'a', range->valuestring, calls);
+        if (e == CG_EINPUT)
+            return bad(p, path, "one place too many (at most 4096 per run)");
+        if (e != 0)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a)
 {
     const cJSON *runs;
@@ -401,10 +448,9 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
         if (r == NULL)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
         const cJSON *steps, *ops;
-        if (parse_id(p, run, rp, r) ||
-            field(p, run, rp, "steps", false, &steps) || parse_steps(p, steps, rp, r) ||
-            field(p, run, rp, "ops", false, &ops) || parse_ops(p, ops, rp, r) ||
-            parse_summary(p, run, rp, r) ||
+        if (parse_id(p, run, rp, r) || field(p, run, rp, "steps", false, &steps) ||
+            parse_steps(p, steps, rp, r) || field(p, run, rp, "ops", false, &ops) ||
+            parse_ops(p, ops, rp, r) || parse_summary(p, run, rp, r) ||
             get_int(p, run, rp, "dropped_records", true, 0, &r->dropped_records) ||
             get_int(p, run, rp, "zero_timestamp_records", true, 0, &r->zero_timestamp_records) ||
             get_int(p, run, rp, "outside_step_records", true, 0, &r->outside_step_records) ||
@@ -412,7 +458,7 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
             get_int(p, run, rp, "late_memory_records", true, 0, &r->late_memory_records) ||
             get_int(p, run, rp, "cupti_overhead_ns", true, 0, &r->cupti_overhead_ns) ||
             get_int(p, run, rp, "stopped_after_steps", true, 1, &r->stopped_after_steps) ||
-            parse_warnings(p, run, rp, r))
+            parse_warnings(p, run, rp, r) || parse_places(p, run, rp, r))
             return CG_EINPUT;
     }
     return 0;
@@ -579,6 +625,18 @@ static cJSON *run_to_json(const struct cg_run *r)
     cJSON *warnings = cJSON_AddArrayToObject(run, "warnings");
     for (size_t i = 0; warnings != NULL && i < r->n_warnings; i++)
         cJSON_AddItemToArray(warnings, cJSON_CreateString(r->warnings[i]));
+    if (r->places_measured) {
+        cJSON *places = cJSON_AddArrayToObject(run, "count_places");
+        for (size_t i = 0; places != NULL && i < r->n_places; i++) {
+            const struct cg_count_place *pl = &r->places[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "count", cg_count_name(pl->count));
+            cJSON_AddStringToObject(o, "where", pl->after ? "after" : "in");
+            cJSON_AddStringToObject(o, "range", pl->range);
+            cJSON_AddNumberToObject(o, "calls", (double)pl->calls);
+            cJSON_AddItemToArray(places, o);
+        }
+    }
     return run;
 }
 

@@ -157,6 +157,118 @@ static void decide(struct cg_count_result *r, double *vb, size_t nb, double *vc,
         r->outcome = CG_OUT_PASS;
 }
 
+/* --- where placed calls changed ----------------------------------------------------------- */
+
+/* True when a place of count belongs to row (the synchronisations' sum takes its three). */
+static bool row_has(int row, int count)
+{
+    if (row == CG_COUNT_SYNCS)
+        return count == CG_COUNT_SYNC_STREAM || count == CG_COUNT_SYNC_EVENT ||
+               count == CG_COUNT_SYNC_CONTEXT;
+    return count == row;
+}
+
+static bool side_placed(const struct cg_artifact *a)
+{
+    for (size_t i = 0; i < a->n_runs; i++)
+        if (!a->runs[i].places_measured)
+            return false;
+    return a->n_runs > 0;
+}
+
+/* Calls per step of row in run r at place w (range NULL: at no place, the row's calls less all
+ * its placed ones); NAN when a step lacks the row. */
+static double place_value(const struct cg_run *r, int row, const struct cg_count_where *w)
+{
+    if (r->n_steps == 0)
+        return NAN;
+    int64_t placed = 0, total = 0;
+    for (size_t i = 0; i < r->n_places; i++) {
+        const struct cg_count_place *p = &r->places[i];
+        if (row_has(row, p->count) &&
+            (w->range == NULL || (p->after == w->after && strcmp(p->range, w->range) == 0)))
+            placed += p->calls;
+    }
+    if (w->range != NULL)
+        return (double)placed / (double)r->n_steps;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        int64_t x = cg_count_value(r->steps[i].counts, row);
+        if (x < 0)
+            return NAN;
+        total += x;
+    }
+    return (double)(total - placed) / (double)r->n_steps;
+}
+
+/* The median over a's runs of place_value (v: room for a's runs). */
+static double side_place(const struct cg_artifact *a, int row, const struct cg_count_where *w,
+                         double *v)
+{
+    for (size_t i = 0; i < a->n_runs; i++)
+        if (isnan(v[i] = place_value(&a->runs[i], row, w)))
+            return NAN;
+    qsort(v, a->n_runs, sizeof(*v), cmp_double);
+    return cg_stats_sorted_median(v, a->n_runs);
+}
+
+static int cmp_where(const void *a, const void *b)
+{
+    const struct cg_count_where *x = a, *y = b;
+    double gx = x->current - x->baseline, gy = y->current - y->baseline;
+    if (gx != gy)
+        return gx > gy ? -1 : 1;
+    if ((x->range == NULL) != (y->range == NULL))
+        return x->range == NULL ? 1 : -1;
+    if (x->range != NULL && strcmp(x->range, y->range) != 0)
+        return strcmp(x->range, y->range);
+    return (int)x->after - (int)y->after;
+}
+
+/* Every place of r's row on either side, with its per-step values, the unchanged ones dropped.
+ * 0 or -1 (no memory). */
+static int places_changed(const struct cg_artifact *b, const struct cg_artifact *c,
+                          struct cg_count_result *r, double *vb, double *vc)
+{
+    size_t cap = 1;
+    for (size_t s = 0; s < 2; s++) {
+        const struct cg_artifact *a = s == 0 ? b : c;
+        for (size_t i = 0; i < a->n_runs; i++)
+            cap += a->runs[i].n_places;
+    }
+    struct cg_count_where *w = malloc(cap * sizeof(*w));
+    if (w == NULL)
+        return -1;
+    size_t n = 0;
+    w[n++] = (struct cg_count_where){NULL, false, NAN, NAN};
+    for (size_t s = 0; s < 2; s++) {
+        const struct cg_artifact *a = s == 0 ? b : c;
+        for (size_t i = 0; i < a->n_runs; i++)
+            for (size_t k = 0; k < a->runs[i].n_places; k++) {
+                const struct cg_count_place *p = &a->runs[i].places[k];
+                if (!row_has(r->row, p->count))
+                    continue;
+                size_t j = 1;
+                while (j < n && !(w[j].after == p->after && strcmp(w[j].range, p->range) == 0))
+                    j++;
+                if (j == n)
+                    w[n++] = (struct cg_count_where){p->range, p->after, NAN, NAN};
+            }
+    }
+    size_t kept = 0;
+    for (size_t j = 0; j < n; j++) {
+        w[j].baseline = side_place(b, r->row, &w[j], vb);
+        w[j].current = side_place(c, r->row, &w[j], vc);
+        if (!isnan(w[j].baseline) && !isnan(w[j].current) &&
+            fabs(w[j].current - w[j].baseline) > 1e-9)
+            w[kept++] = w[j];
+    }
+    if (kept > 1)
+        qsort(w, kept, sizeof(*w), cmp_where);
+    r->where = w;
+    r->n_where = kept;
+    return 0;
+}
+
 struct names {
     const char **v;
     size_t n;
@@ -246,8 +358,9 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
         int row = k < CG_COUNT_ROWS ? (int)k : -1;
         const char *name = row < 0 ? ns.v[k - CG_COUNT_ROWS] : NULL;
         struct cg_count_result *r = &c->rows[c->n];
-        *r = (struct cg_count_result){row, name, NAN, NAN,   NAN,   NAN,
-                                      NAN, NAN,  NAN, false, false, CG_OUT_UNAVAILABLE};
+        *r = (struct cg_count_result){row,  name, NAN, NAN,   NAN,   NAN,
+                                      NAN,  NAN,  NAN, false, false, CG_OUT_UNAVAILABLE,
+                                      NULL, 0};
         bool in_b = side_values(baseline, ib, row, name, vb, &r->varies);
         bool in_c = side_values(current, ic, row, name, vc, &r->varies);
         if (!in_b && !in_c)
@@ -258,6 +371,10 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
         const struct cg_count_limit *lim =
             row >= 0 ? &t->counts[row] : cg_counts_range_limit(t, name);
         decide(r, vb, nb, vc, nc, lim, &t->varying);
+        if (row >= 0 && (cg_count_placed(row) || row == CG_COUNT_SYNCS) &&
+            r->baseline != r->current && side_placed(baseline) && side_placed(current) &&
+            places_changed(baseline, current, r, vb, vc) != 0)
+            rc = -1;
         c->n_compared++;
         c->n_changed += r->baseline != r->current;
         c->n_fail += r->outcome == CG_OUT_FAIL;
@@ -279,6 +396,8 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
 
 void cg_counts_release(struct cg_counts *c)
 {
+    for (size_t i = 0; c->rows != NULL && i < c->n; i++)
+        free(c->rows[i].where);
     free(c->rows);
     memset(c, 0, sizeof(*c));
 }

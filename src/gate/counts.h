@@ -24,6 +24,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Where a placed count changed (docs/counts.md): per step, the median over a side's runs of
+ * the calls made in (or after) one NVTX range. */
+struct cg_count_where {
+    const char *range; /* points into an artifact; NULL: in no range and after none */
+    bool after;        /* after the range: the thread had ended it, and was in no range */
+    double baseline, current;
+};
+
 struct cg_count_result {
     int row;          /* a row of count.h, or -1 for the NVTX range called name */
     const char *name; /* the range's name (points into an artifact); NULL for rows */
@@ -36,6 +44,11 @@ struct cg_count_result {
     bool other_machine;      /* a FAIL made INCONCLUSIVE because the machines differ */
     enum cg_outcome outcome; /* PASS, IMPROVED, FAIL, INCONCLUSIVE (other machine),
                               * NOT_GATED or UNAVAILABLE */
+    /* For a changed row of placed calls (synchronisations, pageable copies) when every run of
+     * both sides placed them: the places whose calls per step changed, the largest growth
+     * first (owned by the cg_counts). */
+    struct cg_count_where *where;
+    size_t n_where;
 };
 
 struct cg_counts {

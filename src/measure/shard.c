@@ -54,6 +54,9 @@ void cg_shard_release(struct cg_shard *s)
     for (size_t i = 0; i < s->n_ops; i++)
         free(s->ops[i].name);
     free(s->ops);
+    for (size_t i = 0; i < s->n_places; i++)
+        free(s->places[i].name);
+    free(s->places);
     free(s->steps);
     free(s->mem);
     free(s->gpu_reason);
@@ -204,7 +207,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 
 struct parse_state {
     struct cg_shard *s;
-    size_t steps_cap, ops_cap, mem_cap;
+    size_t steps_cap, ops_cap, mem_cap, places_cap;
     size_t lines; /* lines read so far */
     size_t ranges_cap, gpu_cap, mem_events_cap, domains_cap;
 };
@@ -492,7 +495,46 @@ static int parse_counted(struct parse_state *ps, struct line *l)
             ps->s->times_counted[c - CG_COUNT_N] = true;
         else if (c >= 0)
             ps->s->counted[c] = true;
+        else if (field_is(f, n, CG_SHARD_COUNT_PLACES))
+            ps->s->placed = true;
     }
+    return 0;
+}
+
+static int parse_place(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    const char *f, *w;
+    size_t n, wn;
+    int64_t calls;
+    bool bad = false;
+    if (!next_field(l, &f, &n) || n == 0 || !next_field(l, &w, &wn) ||
+        !next_int(l, 0, MAX_VALUE, &calls))
+        return 1;
+    int c = count_of(f, n);
+    if (c < 0)
+        return 0; /* a count of a newer library */
+    bool after = field_is(w, wn, CG_SHARD_PLACE_AFTER);
+    if ((!after && !field_is(w, wn, CG_SHARD_PLACE_IN)) || c >= CG_COUNT_N || !cg_count_placed(c) ||
+        l->p[-1] != ' ') /* the name's field, empty or not, is there */
+        return 1;
+    char *name = rest_name(l, &bad);
+    if (name == NULL)
+        return bad ? 1 : CG_ENOMEM;
+    for (size_t i = 0; i < s->n_places; i++) {
+        struct cg_shard_place *pl = &s->places[i];
+        if (pl->count == c && pl->after == after && strcmp(pl->name, name) == 0) {
+            pl->calls = cg_shard_add_capped(pl->calls, calls);
+            free(name);
+            return 0;
+        }
+    }
+    if (s->n_places >= CG_ARTIFACT_MAX_PLACES ||
+        grow((void **)&s->places, &ps->places_cap, s->n_places + 1, sizeof(*s->places)) != 0) {
+        free(name);
+        return s->n_places >= CG_ARTIFACT_MAX_PLACES ? 1 : CG_ENOMEM;
+    }
+    s->places[s->n_places++] = (struct cg_shard_place){name, c, after, calls};
     return 0;
 }
 
@@ -723,6 +765,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_MEM, parse_mem},
     {CG_SHARD_KEY_COUNT, parse_count},
     {CG_SHARD_KEY_COUNTED, parse_counted},
+    {CG_SHARD_KEY_COUNT_PLACE, parse_place},
     {CG_SHARD_KEY_COUNTERS, parse_counters},
     {CG_SHARD_KEY_GPU, parse_gpu},
     {CG_SHARD_KEY_DEVICE, parse_device},

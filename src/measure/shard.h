@@ -30,7 +30,12 @@
  *                                         happened in the step (docs/counts.md); NAME one of
  *                                         the CG_SHARD_COUNT_* words (others are skipped)
  *   nc NAME...                            the GPU counts this process measures; a GPU count not
- *                                         named is unknown. "ranges" is always measured
+ *                                         named is unknown. "ranges" is always measured;
+ *                                         "places": the "np" lines are
+ *   np COUNT WHERE N NAME                 N more of count COUNT (sync_stream, sync_event,
+ *                                         sync_context, dtoh_pageable) in the measured window
+ *                                         were made in (WHERE "in") or after ("after") the NVTX
+ *                                         range NAME (summed)
  *   gpu ok | gpu unavailable REASON       whether CUPTI started
  *   cupti HOW PATH                        the libcupti file used: HOW is loaded (already mapped
  *                                         in the process), env (CANARY_GATE_CUPTI_PATH),
@@ -60,13 +65,15 @@
  * Parsing is a pure function of the bytes: a last line without a newline (a write cut short by a
  * crash) is ignored, unknown record keys are skipped, anything else malformed (a step of zero or
  * negative duration, from a clock that stepped, included) is an error naming the line; so is a
- * shard of more than CG_SHARD_MAX_OPS "o" lines, named as that limit. Merging: step I of a run
- * is the maximum over processes of step I's wall time, tokens are summed, the loss is the mean over the processes that reported one, peak memory is summed
- * per device over processes (then the maximum over devices), ops are summed by kind and exact
- * name; CUPTI counters and warnings are summed and gathered over processes; a step's counts are
- * summed over processes when every process with steps measured them (unknown otherwise), its
- * host time in synchronisations is the maximum over processes. Not thread-safe;
- * every shard owns its strings.
+ * shard of more than CG_SHARD_MAX_OPS "o" lines, named as that limit, and one of more than
+ * CG_ARTIFACT_MAX_PLACES distinct places. Merging: step I of a run
+ * is the maximum over processes of step I's wall time, tokens are summed, the loss is the mean over
+ * the processes that reported one, peak memory is summed per device over processes (then the
+ * maximum over devices), ops are summed by kind and exact name; CUPTI counters and warnings are
+ * summed and gathered over processes; a step's counts are summed over processes when every process
+ * with steps measured them (unknown otherwise), its host time in synchronisations is the maximum
+ * over processes; places are summed by count, where and name, and known when every process with
+ * steps placed its calls. Not thread-safe; every shard owns its strings.
  */
 #ifndef CG_SHARD_H
 #define CG_SHARD_H
@@ -107,6 +114,14 @@ struct cg_shard_op {
     enum cg_op_kind kind;
     int64_t calls;
     int64_t total_ns;
+};
+
+/* "np" lines, summed by (count, after, name). */
+struct cg_shard_place {
+    char *name;
+    int count; /* enum cg_count */
+    bool after;
+    int64_t calls;
 };
 
 struct cg_shard_mem {
@@ -181,6 +196,9 @@ struct cg_shard {
     size_t n_domains;
     int64_t trace_events, trace_dropped; /* last "tx" line, -1 when none */
     bool counted[CG_COUNT_N];      /* named in an "nc" line (GPU counts) */
+    bool placed;                   /* "places" named in an "nc" line */
+    struct cg_shard_place *places; /* distinct, at most CG_ARTIFACT_MAX_PLACES */
+    size_t n_places;
     bool times_counted[CG_SHARD_T_END - CG_COUNT_N]; /* "sync_ns", ... named in an "nc" line */
 };
 

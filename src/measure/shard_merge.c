@@ -188,6 +188,51 @@ static void merge_counts(const struct cg_shard *shards, size_t n, int64_t k, str
     }
 }
 
+static int cmp_place(const void *x, const void *y)
+{
+    const struct cg_count_place *a = x, *b = y;
+    if (a->count != b->count)
+        return a->count < b->count ? -1 : 1;
+    if (a->after != b->after)
+        return a->after ? 1 : -1;
+    return strcmp(a->range, b->range);
+}
+
+/* The places of the shards with steps, summed, when every one of them placed its calls (with
+ * CUPTI running); a place the run has no room for is left out with a warning. */
+static int merge_places(const struct cg_shard *shards, size_t n, struct cg_run *run)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        if (contiguous_steps(&shards[i]) == 0)
+            continue;
+        if (shards[i].gpu != 1 || !shards[i].placed)
+            return 0;
+        any = true;
+    }
+    if (!any)
+        return 0;
+    run->places_measured = true;
+    bool full = false;
+    for (size_t i = 0; i < n; i++) {
+        if (contiguous_steps(&shards[i]) == 0)
+            continue;
+        for (size_t j = 0; j < shards[i].n_places; j++) {
+            const struct cg_shard_place *p = &shards[i].places[j];
+            const char *name = p->name[0] != '\0' ? p->name : "(unnamed)"; /* as its op */
+            int rc = p->calls > 0 ? cg_run_add_place(run, p->count, p->after, name, p->calls) : 0;
+            if (rc == CG_ENOMEM)
+                return rc;
+            full |= rc != 0;
+        }
+    }
+    if (run->n_places > 1)
+        qsort(run->places, run->n_places, sizeof(*run->places), cmp_place);
+    return full ? cg_run_add_warning(run, "count places beyond the artifact's limit left out",
+                                     CG_SHARD_MAX_WARNINGS)
+                : 0;
+}
+
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err)
 {
@@ -233,7 +278,7 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
         if (busiest != NULL && copy)
             to->copy_ns = busiest->copy_ns;
     }
-    if (merge_ops(shards, n, run) != 0)
+    if (merge_ops(shards, n, run) != 0 || merge_places(shards, n, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
     run->dropped_records = sum_counter(shards, n, offsetof(struct cg_shard, dropped));
     run->zero_timestamp_records = sum_counter(shards, n, offsetof(struct cg_shard, zero_ts));

@@ -50,6 +50,17 @@ void cg_report_count_allowed(const struct cg_count_result *r, const struct cg_th
  * (the others are counted, not listed). */
 bool cg_report_count_listed(const struct cg_count_result *r);
 
+/* True when the reports list the places of row r: it has some, and it is not a by-type
+ * synchronisation row (the synchronisations' sum lists them once). */
+bool cg_report_where_shown(const struct cg_count_result *r);
+
+/* A changed place of a count row in words, around the range's name (escaped by the caller and
+ * put between head and tail): head "+1 per step in " or "-1 per step after ", tail
+ * " (0 -> 1)"; for the calls at no place (w->range NULL) head holds the whole text, "+1 per
+ * step in no NVTX range (0 -> 1)", and tail is "". */
+void cg_report_where_parts(const struct cg_count_where *w, char *head, size_t hn, char *tail,
+                           size_t tn);
+
 /* The label of a count row without its name for a range row ("host synchronisations",
  * "calls of the NVTX range"); the caller adds a range row's name, escaped. */
 const char *cg_report_count_label(const struct cg_count_result *r);

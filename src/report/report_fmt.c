@@ -112,6 +112,30 @@ void cg_report_count_allowed(const struct cg_count_result *r, const struct cg_th
         snprintf(dst, n, "+%s", a);
 }
 
+bool cg_report_where_shown(const struct cg_count_result *r)
+{
+    return r->n_where > 0 && r->row != CG_COUNT_SYNC_STREAM && r->row != CG_COUNT_SYNC_EVENT &&
+           r->row != CG_COUNT_SYNC_CONTEXT;
+}
+
+void cg_report_where_parts(const struct cg_count_where *w, char *head, size_t hn, char *tail,
+                           size_t tn)
+{
+    char d[24], b[24], c[24];
+    double delta = w->current - w->baseline;
+    cg_report_count_value(fabs(delta), d, sizeof(d));
+    cg_report_count_value(w->baseline, b, sizeof(b));
+    cg_report_count_value(w->current, c, sizeof(c));
+    if (w->range == NULL) {
+        snprintf(head, hn, "%s%s per step in no NVTX range (%s -> %s)", delta < 0 ? "-" : "+", d, b,
+                 c);
+        snprintf(tail, tn, "%s", "");
+        return;
+    }
+    snprintf(head, hn, "%s%s per step %s ", delta < 0 ? "-" : "+", d, w->after ? "after" : "in");
+    snprintf(tail, tn, " (%s -> %s)", b, c);
+}
+
 bool cg_report_count_listed(const struct cg_count_result *r)
 {
     return r->outcome == CG_OUT_FAIL || r->outcome == CG_OUT_INCONCLUSIVE ||

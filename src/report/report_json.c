@@ -184,6 +184,23 @@ static cJSON *counts_json(const struct cg_counts *c)
         cJSON_AddItemToObject(x, "allowed_increase", num(r->allowed));
         cJSON_AddBoolToObject(x, "varies", r->varies);
         cJSON_AddStringToObject(x, "outcome", cg_outcome_name(r->outcome));
+        if (r->where != NULL) {
+            cJSON *where = cJSON_AddArrayToObject(x, "where");
+            for (size_t k = 0; where != NULL && k < r->n_where; k++) {
+                const struct cg_count_where *w = &r->where[k];
+                cJSON *y = cJSON_CreateObject();
+                cJSON_AddStringToObject(y, "place",
+                                        w->range == NULL ? "none"
+                                        : w->after       ? "after"
+                                                         : "in");
+                cJSON_AddItemToObject(y, "range",
+                                      w->range != NULL ? cJSON_CreateString(w->range)
+                                                       : cJSON_CreateNull());
+                cJSON_AddItemToObject(y, "baseline", num(w->baseline));
+                cJSON_AddItemToObject(y, "current", num(w->current));
+                cJSON_AddItemToArray(where, y);
+            }
+        }
         cJSON_AddItemToArray(rows, x);
     }
     return o;

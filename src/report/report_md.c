@@ -267,6 +267,42 @@ static int count_row(struct cg_buf *b, const struct cg_verdict *v, const struct 
                               r->other_machine ? ": measured on a different machine" : "");
 }
 
+/* Places listed per count row at most. */
+#define WHERE_SHOWN 5
+
+/* Where the changed synchronisations and pageable copies were made: a line per count row that
+ * knows, its places (the NVTX range the host thread was in, or had last ended). */
+static int add_where(struct cg_buf *b, const struct cg_counts *c)
+{
+    int rc = 0;
+    bool first = true;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct cg_count_result *r = &c->rows[i];
+        if (!cg_report_where_shown(r))
+            continue;
+        if (first)
+            rc |= cg_buf_adds(b, "\nWhere the host made them (the NVTX range its thread was in, "
+                                 "or had last ended):\n\n");
+        first = false;
+        rc |= cg_buf_printf(b, "- %s:", cg_count_label(r->row));
+        for (size_t k = 0; k < r->n_where && k < WHERE_SHOWN; k++) {
+            char head[96], tail[64];
+            cg_report_where_parts(&r->where[k], head, sizeof(head), tail, sizeof(tail));
+            rc |= cg_buf_printf(b, "%s %s", k > 0 ? ";" : "", head);
+            if (r->where[k].range != NULL) {
+                rc |= cg_buf_adds(b, "**");
+                rc |= cg_md_escape(b, r->where[k].range, NAME_MAX_BYTES);
+                rc |= cg_buf_adds(b, "**");
+            }
+            rc |= cg_buf_adds(b, tail);
+        }
+        if (r->n_where > WHERE_SHOWN)
+            rc |= cg_buf_printf(b, "; %zu more places", r->n_where - WHERE_SHOWN);
+        rc |= cg_buf_adds(b, "\n");
+    }
+    return rc;
+}
+
 /* The counts section: what each step does, exactly; the rows that changed (or fail), then how
  * many did not. Nothing when neither side measured a count. */
 static int add_counts(struct cg_buf *b, const struct cg_verdict *v)
@@ -298,6 +334,7 @@ static int add_counts(struct cg_buf *b, const struct cg_verdict *v)
         rc |= cg_buf_printf(b, "\n_%zu more changed counts not shown._\n", listed - shown);
     if (listed == 0)
         rc |= cg_buf_adds(b, "Every count is the same as the baseline's.\n");
+    rc |= add_where(b, c);
     size_t new_k = 0, gone_k = 0;
     for (size_t i = 0; i < v->n_ops; i++)
         if (v->ops[i].kind == CG_OP_KERNEL) {

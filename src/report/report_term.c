@@ -66,6 +66,14 @@ static int add_counts(struct cg_buf *out, const struct cg_verdict *v, bool color
         if (r->row < 0)
             rc |= cg_term_escape(out, r->name, 100);
         rc |= cg_buf_adds(out, "\n");
+        for (size_t k = 0; cg_report_where_shown(r) && k < r->n_where && rc == 0; k++) {
+            char head[96], tail[64];
+            cg_report_where_parts(&r->where[k], head, sizeof(head), tail, sizeof(tail));
+            rc = cg_buf_printf(out, "%46s%s", "", head);
+            if (r->where[k].range != NULL)
+                rc |= cg_term_escape(out, r->where[k].range, 100);
+            rc |= cg_buf_printf(out, "%s\n", tail);
+        }
     }
     return rc;
 }

@@ -35,6 +35,10 @@
  *   --standin-jit-at K  one JIT compilation in step K
  *   --standin-module-load-at K  one module load in step K (the stand-in calls the library's
  *                    CUPTI callback, when it enabled it)
+ *   --standin-placed  in every step, calls made among ranges: a stream synchronisation in a
+ *                    range "forward", a device-to-pageable copy after it (no range open), a
+ *                    context synchronisation in "inner" nested in "backward", and a copy into
+ *                    pinned memory in "backward" (not a pageable one)
  *   --fork-child K   after the first step, fork a child that runs K steps and returns from
  *                    main (its exit handlers run); the parent waits for it
  *   --fork-delay-ms N  with --fork-child, wait N ms after the first step before the fork
@@ -65,7 +69,7 @@ struct opts {
     long fork_child, many_names, fork_delay_ms;
     int standin_kernels, foreign_handles;
     long standin_graph_kernels, standin_syncs, standin_copies, standin_dtoh_pageable;
-    long standin_allocs, standin_jit_at, standin_module_load_at;
+    long standin_allocs, standin_jit_at, standin_module_load_at, standin_placed;
 };
 
 static struct opts o = {.steps = 5,
@@ -234,6 +238,18 @@ static void standin_records(long s)
         standin.memory(0, 1 << 20);
     if (standin.jit != NULL && (s < 0 || s == o.standin_jit_at))
         standin.jit();
+    if (o.standin_placed && s >= 0) {
+        nvtxRangePushA("forward");
+        standin.sync(SYNC_STREAM, 1000);
+        nvtxRangePop();
+        standin.memcpy(COPY_DTOH, MEMORY_DEVICE, MEMORY_PAGEABLE, 4, 1000);
+        nvtxRangePushA("backward");
+        nvtxRangePushA("inner");
+        standin.sync(SYNC_CONTEXT, 1000);
+        nvtxRangePop();
+        standin.memcpy(COPY_DTOH, MEMORY_DEVICE, MEMORY_PINNED, 4, 1000);
+        nvtxRangePop();
+    }
     if (standin.module_load != NULL && (s < 0 || s == o.standin_module_load_at))
         standin.module_load();
 }
@@ -442,6 +458,8 @@ int main(int argc, char **argv)
             o.standin_jit_at = num(v);
         else if (strcmp(a, "--standin-module-load-at") == 0 && ++i)
             o.standin_module_load_at = num(v);
+        else if (strcmp(a, "--standin-placed") == 0)
+            o.standin_placed = 1;
         else {
             fprintf(stderr, "nvtx-canary: unknown option '%s'\n", a);
             return 2;
@@ -453,7 +471,7 @@ int main(int argc, char **argv)
         cuda_init();
     int others = o.standin_graph_kernels > 0 || o.standin_syncs > 0 || o.standin_copies > 0 ||
                  o.standin_dtoh_pageable > 0 || o.standin_allocs > 0 || o.standin_jit_at >= 0 ||
-                 o.standin_module_load_at >= 0;
+                 o.standin_module_load_at >= 0 || o.standin_placed;
     if (o.standin_kernels || others)
         find_standin(o.standin_kernels, others);
     if (o.standin_kernels)

@@ -315,6 +315,69 @@ static void test_artifact__step_counts_round_trip(void **state)
     free(text);
 }
 
+/* runs[].count_places: written when the run placed its calls (an empty array when none was in
+ * a range), absent otherwise; read back, merged, and refused with the field named when bad. */
+static void test_artifact__count_places_round_trip(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    a.runs[1].places_measured = true;
+    assert_int_equal(cg_run_add_place(&a.runs[1], CG_COUNT_SYNC_STREAM, false, "backward", 3), 0);
+    assert_int_equal(cg_run_add_place(&a.runs[1], CG_COUNT_DTOH_PAGEABLE, true, "forward", 2), 0);
+    assert_int_equal(cg_run_add_place(&a.runs[1], CG_COUNT_SYNC_STREAM, false, "backward", 1), 0);
+    a.runs[2].places_measured = true;
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(text);
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "p.json", &b, &err), 0);
+    assert_false(b.runs[0].places_measured);
+    assert_non_null(strstr(text, "\"count_places\":\t[]")); /* runs[2]: measured, none */
+    assert_true(b.runs[2].places_measured);
+    assert_int_equal(b.runs[2].n_places, 0);
+    assert_true(b.runs[1].places_measured);
+    assert_int_equal(b.runs[1].n_places, 2);
+    assert_int_equal(b.runs[1].places[0].count, CG_COUNT_SYNC_STREAM);
+    assert_false(b.runs[1].places[0].after);
+    assert_string_equal(b.runs[1].places[0].range, "backward");
+    assert_int_equal(b.runs[1].places[0].calls, 4);
+    assert_int_equal(b.runs[1].places[1].count, CG_COUNT_DTOH_PAGEABLE);
+    assert_true(b.runs[1].places[1].after);
+    struct cg_artifact m;
+    cg_artifact_init(&m);
+    assert_int_equal(cg_artifact_copy_header(&m, &b), 0);
+    assert_int_equal(cg_artifact_append_runs(&m, &b), 0);
+    assert_true(m.runs[1].places_measured);
+    assert_int_equal(m.runs[1].n_places, 2);
+    assert_string_equal(m.runs[1].places[1].range, "forward");
+    assert_false(m.runs[0].places_measured);
+    cg_artifact_release(&m);
+    cg_artifact_release(&b);
+    static const struct bad cases[] = {
+        {"\"count\":\t\"sync_stream\"", "\"count\":\t\"kernels\"",
+         "runs[1].count_places[0]: count must be one of sync_stream"},
+        {"\"where\":\t\"in\"", "\"where\":\t\"near\"",
+         "runs[1].count_places[0]: where must be \"in\" or \"after\""},
+        {"\"range\":\t\"backward\"", "\"range\":\t\"\"",
+         "runs[1].count_places[0]: range must be a non-empty string"},
+        {"\"calls\":\t4", "\"calls\":\t-4", "runs[1].count_places[0].calls: must be at least 0"},
+        {"\"count_places\":\t[]", "\"count_places\":\t{}",
+         "runs[2].count_places: must be an array"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *bad = replace(text, cases[i].from, cases[i].to);
+        cg_err_init(&err);
+        if (cg_artifact_parse(bad, strlen(bad), "x.json", &b, &err) != CG_EINPUT ||
+            strstr(err.msg, cases[i].expect) == NULL)
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, cases[i].expect);
+        free(bad);
+    }
+    cg_artifact_release(&a);
+    free(text);
+}
+
 static void test_artifact__older_artifact_without_counters_loads(void **state)
 {
     (void)state;
@@ -594,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_artifact__bad_inputs_name_the_problem),
         cmocka_unit_test(test_artifact__step_loss_is_optional_and_round_trips),
         cmocka_unit_test(test_artifact__measurement_counters_round_trip),
+        cmocka_unit_test(test_artifact__count_places_round_trip),
         cmocka_unit_test(test_artifact__older_artifact_without_counters_loads),
         cmocka_unit_test(test_artifact__step_counts_round_trip),
         cmocka_unit_test(test_artifact__missing_and_empty_files),

@@ -382,6 +382,74 @@ static void reports_show_the_changed_counts(void **state)
     cg_verdict_release(&v);
 }
 
+/* Every run of a side placed its calls: per run, calls over its steps at (count, after, range). */
+static void place_all(struct cg_artifact *a, int count, bool after, const char *range,
+                      int64_t per_step)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        a->runs[r].places_measured = true;
+        if (per_step > 0)
+            assert_int_equal(cg_run_add_place(&a->runs[r], count, after, range,
+                                              per_step * (int64_t)a->runs[r].n_steps),
+                             0);
+    }
+}
+
+/* A synchronisation added after `backward`: the rows say where (the place that grew, none that
+ * did not); a call in no range is the rest; a side that did not place its calls says nothing.
+ * The reports carry it, the range names escaped. */
+static void changed_calls_say_where(void **state)
+{
+    struct sides *s = *state;
+    place_all(&s->base, CG_COUNT_SYNC_STREAM, false, "forward", 1);
+    set_count(&s->cur, CG_COUNT_SYNC_STREAM, 3);
+    place_all(&s->cur, CG_COUNT_SYNC_STREAM, false, "forward", 1);
+    place_all(&s->cur, CG_COUNT_SYNC_STREAM, true, "back|ward", 1); /* and one in no range */
+    struct cg_verdict v;
+    verdict(s, &v);
+    for (int row = CG_COUNT_SYNC_STREAM; row != -1;
+         row = row == CG_COUNT_SYNCS ? -1 : CG_COUNT_SYNCS) {
+        const struct cg_count_result *r = row_of(&v, row);
+        assert_int_equal(r->n_where, 2);
+        assert_string_equal(r->where[0].range, "back|ward");
+        assert_true(r->where[0].after);
+        assert_true(r->where[0].baseline == 0 && r->where[0].current == 1);
+        assert_null(r->where[1].range); /* in no range */
+        assert_true(r->where[1].baseline == 0 && r->where[1].current == 1);
+    }
+    assert_int_equal(row_of(&v, CG_COUNT_COPIES)->n_where, 0); /* copies are not placed */
+    struct cg_buf md, term;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
+    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    if (strstr(md.data, "- host synchronisations: +1 per step after **back&#124;ward** (0 -> 1); "
+                        "+1 per step in no NVTX range (0 -> 1)\n") == NULL ||
+        strstr(md.data, "- stream synchronisations:") != NULL) /* the sum's, once */
+        fail_msg("no place line in:\n%s", strstr(md.data, "### Counts"));
+    assert_int_equal(cg_report_terminal(&v, false, &term, &err), 0);
+    assert_int_equal(cg_buf_adds(&term, ""), 0);
+    assert_non_null(strstr(term.data, "+1 per step after back|ward (0 -> 1)\n"));
+    char *json = cg_report_json(&v);
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"place\":\t\"after\",\n"));
+    assert_non_null(strstr(json, "\"range\":\t\"back|ward\""));
+    assert_non_null(strstr(json, "\"place\":\t\"none\""));
+    free(json);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+    cg_verdict_release(&v);
+    /* a baseline that did not place its calls: no places */
+    for (size_t r = 0; r < s->base.n_runs; r++)
+        s->base.runs[r].places_measured = false;
+    verdict(s, &v);
+    assert_int_equal(row_of(&v, CG_COUNT_SYNCS)->n_where, 0);
+    assert_int_equal(row_of(&v, CG_COUNT_SYNCS)->outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+}
+
 /* The anatomy of a step: GPU busy and idle from the busy time, the host's synchronisation
  * share, the NVTX ranges' shares, the median over runs; unknown parts left out. */
 static void anatomy_shares(void **state)
@@ -551,6 +619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(exposed_communication_is_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(gpu_idle_share_is_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(one_more_sync_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(changed_calls_say_where, setup, teardown),
         cmocka_unit_test_setup_teardown(kernels_within_ten_percent, setup, teardown),
         cmocka_unit_test_setup_teardown(fewer_copies_improve, setup, teardown),
         cmocka_unit_test_setup_teardown(one_run_disagreeing_does_not_fail, setup, teardown),

@@ -862,6 +862,84 @@ static void test_agg__counts_copies_and_pageable_device_to_host_bytes(void **sta
     cg_agg_release(&a);
 }
 
+/* The calls made in a place (cg_agg_place_note): stream, event and context synchronisations
+ * and device-to-pageable copies whose records fall in a measured step are counted at their
+ * place; a wait on an event, a pinned copy, a warm-up step, an unknown correlation id or a
+ * call with no place are not. An id is taken once; a bucket's oldest id gives way to a newer. */
+static void test_agg__places_count_calls_of_measured_steps(void **state)
+{
+    (void)state;
+    static struct cg_agg_corr t; /* 128 KiB: not on the stack */
+    memset(&t, 0, sizeof(t));
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 1), 0);
+    cg_agg_places(&a, &t);
+    const uint32_t in_fwd = 0x40000000u | 3, after_fwd = 0x80000000u | 3, in_bwd = 0x40000000u | 4;
+    for (uint32_t id = 10; id < 40; id++)
+        cg_agg_place_note(&t, id, id < 20 ? in_fwd : id < 30 ? after_fwd : in_bwd);
+    cg_agg_place_note(&t, 50, 0);   /* no place: nothing noted */
+    cg_agg_step_begin(&a, 0, 1000); /* warm-up */
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 1100, 1150, 0,
+                       10);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_step_begin(&a, 1, 3000);
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 3100, 3150, 0,
+                       11);
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 3200, 3250, 0,
+                       11); /* taken already */
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 3300, 3350, 0,
+                       12);
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 3400, 3450, 0,
+                       13);
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 3500, 3550, 0,
+                       30);
+    cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 3600, 3650, 4, 20);
+    cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 3700, 3750, 4, 21);
+    cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 7, 3800, 3850, 4, 22);
+    cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 3900, 3950, 4, 50);
+    cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 3960, 3970, 4, 0);
+    cg_agg_step_end(&a, 1, 4000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 1, CG_AGG_N_SYNC_STREAM), 2); /* counted all the same */
+    struct {
+        uint32_t place;
+        enum cg_agg_count count;
+        int64_t calls;
+    } want[] = {{in_fwd, CG_AGG_N_SYNC_STREAM, 1},
+                {in_fwd, CG_AGG_N_SYNC_EVENT, 1},
+                {in_bwd, CG_AGG_N_SYNC_CONTEXT, 1},
+                {after_fwd, CG_AGG_N_DTOH_PAGEABLE, 2}};
+    assert_int_equal(a.n_places, 4);
+    for (size_t i = 0; i < 4; i++) {
+        size_t k = 0;
+        while (k < a.n_places &&
+               !(a.places[k].place == want[i].place && a.places[k].count == want[i].count))
+            k++;
+        assert_true(k < a.n_places);
+        assert_int_equal(a.places[k].calls, want[i].calls);
+    }
+    /* a bucket's ways full: the oldest id gives way */
+    uint32_t bucket = 7;
+    for (uint32_t w = 0; w <= CG_AGG_CORR_WAYS; w++)
+        cg_agg_place_note(&t, bucket + (w + 1000) * CG_AGG_CORR_BUCKETS, in_fwd);
+    cg_agg_step_begin(&a, 2, 5000);
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5100, 5150, 0,
+                       bucket + 1000 * CG_AGG_CORR_BUCKETS); /* gave way */
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 5200, 5250, 0,
+                       bucket + (1000 + CG_AGG_CORR_WAYS) * CG_AGG_CORR_BUCKETS);
+    cg_agg_step_end(&a, 2, 6000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(a.places[0].place, in_fwd);
+    assert_int_equal(a.places[0].count, CG_AGG_N_SYNC_STREAM);
+    assert_int_equal(a.places[0].calls, 2);
+    cg_agg_release(&a);
+}
+
 static void test_agg__counts_allocations_and_releases_by_timestamp(void **state)
 {
     (void)state;
@@ -968,6 +1046,7 @@ int main(void)
         cmocka_unit_test(test_agg__counts_kernels_and_graph_kernels_per_step),
         cmocka_unit_test(test_agg__counts_synchronisations_by_type_and_blocked_time),
         cmocka_unit_test(test_agg__counts_copies_and_pageable_device_to_host_bytes),
+        cmocka_unit_test(test_agg__places_count_calls_of_measured_steps),
         cmocka_unit_test(test_agg__counts_allocations_and_releases_by_timestamp),
         cmocka_unit_test(test_agg__counts_jit_records_and_module_loads),
         cmocka_unit_test(test_agg__count_names_are_the_shard_format),

@@ -446,7 +446,7 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
     if (done == NULL || cg_text_count(shard, "nc ") != 1 ||
         cg_text_line(shard, "nc kernels graph_kernels sync_stream sync_event sync_context "
                             "sync_wait_event sync_ns copies dtoh_pageable dtoh_pageable_bytes "
-                            "allocs frees jit module_loads compute_ns copy_ns\n") == NULL)
+                            "allocs frees jit module_loads compute_ns copy_ns places\n") == NULL)
         fail_msg("no 'done 3', or not one 'nc' naming every count:\n%s", shard);
     /* warm-up step 0 and the window's steps 1 and 2, complete before "done"; step 3 (past the
      * window) and the records before the first step in none */
@@ -477,6 +477,58 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
     assert_int_equal(c[3], 7); /* kernels and copies outside every step: the ones before it */
     /* the stand-in kernel's ops: the window's steps only */
     assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 6);
+}
+
+/* Synchronisations and pageable copies are placed among the NVTX ranges of the thread that made
+ * them: the callbacks of the API functions that synchronise or copy are on (no other), and the
+ * shard has "np" lines for the window's steps only: in the innermost range open, after the last
+ * one ended when none is open; a copy into pinned memory is not placed. */
+static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", NULL};
+    const char *args[] = {"--cuda-init", "--standin-placed", "--steps", "4", "--step-ms", "2",
+                          NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    if (!counted(shard, "places") || cg_text_line(shard, "done 3\n") == NULL)
+        fail_msg("no 'places' in 'nc', or no 'done 3':\n%s", shard);
+    static const char *const on[] = {
+        "callback on RUNTIME cudaStreamSynchronize", "callback on RUNTIME cudaEventSynchronize",
+        "callback on RUNTIME cudaDeviceSynchronize", "callback on RUNTIME cudaMemcpyAsync",
+        "callback on DRIVER cuStreamSynchronize",    "callback on DRIVER cuMemcpyDtoHAsync_v2"};
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
+        if (event(log, on[i]) == NULL)
+            fail_msg("no '%s' in:\n%s", on[i], log);
+    assert_null(strstr(log, "cudaLaunchKernel"));
+    assert_null(strstr(log, "cuLaunchKernel"));
+    assert_null(strstr(log, "cudaStreamWaitEvent"));
+    /* two measured steps (the warm-up step's ranges are no ops: nothing placed there); the
+     * lines are deltas */
+    static const struct {
+        const char *head, *name;
+    } want[] = {{"np sync_stream in ", "forward"},
+                {"np dtoh_pageable after ", "forward"},
+                {"np sync_context in ", "inner"}};
+    int lines = 0;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        long long sum = 0;
+        size_t hn = strlen(want[i].head), nn = strlen(want[i].name);
+        for (const char *l = strstr(shard, want[i].head); l != NULL;
+             l = strstr(l + 1, want[i].head)) {
+            char *end;
+            long long v = strtoll(l + hn, &end, 10);
+            if (*end == ' ' && strncmp(end + 1, want[i].name, nn) == 0 && end[1 + nn] == '\n') {
+                sum += v;
+                lines++;
+            }
+        }
+        if (sum != 2)
+            fail_msg("%s%s: %lld calls, expected 2:\n%s", want[i].head, want[i].name, sum, shard);
+    }
+    assert_int_equal(cg_text_count(shard, "np "), lines);
 }
 
 /* An optional feature refused: a warning, and the counts it feeds are left out of "nc" (unknown,
@@ -572,6 +624,10 @@ static void test_inject_standin__parts_left_off_by_the_user(void **state)
          "callback on MODULE_LOADED",
          {"module_loads"},
          {"w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): module_loads\n"}},
+        {"CANARY_GATE_CUPTI_OFF=places",
+         "callback on RUNTIME cudaStreamSynchronize",
+         {"places"},
+         {"w CUPTI set-up part left off (CANARY_GATE_CUPTI_OFF): places\n"}},
         {"CANARY_GATE_CUPTI_OFF=one_buffer",
          "attribute PER_THREAD_ACTIVITY_BUFFER 0",
          {NULL},
@@ -648,6 +704,7 @@ int main(void)
             test_inject_standin__a_fork_never_lands_inside_an_exit_handler_registration),
         cmocka_unit_test(test_inject_standin__counts_per_step_up_to_the_window_end),
         cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
+        cmocka_unit_test(test_inject_standin__calls_placed_in_their_nvtx_ranges),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);

@@ -696,6 +696,79 @@ static void test_shard__merge_compute_and_copy_time(void **state)
     cg_shard_release(&s[1]);
 }
 
+/* "np" lines: summed by count, place and name (a newer count skipped, a bad one an error);
+ * merged over processes when every process with steps placed its calls ("places" in "nc"),
+ * sorted, an empty name as its op's "(unnamed)"; unknown when one did not. */
+static void test_shard__places(void **state)
+{
+    (void)state;
+    static const char a[] = "canary-gate-shard 1\ngpu ok\nnc sync_stream places\n"
+                            "s 0 100 200 -1\ns 1 200 300 -1\n"
+                            "np sync_stream in 1 fwd pass\nnp sync_stream in 2 fwd pass\n"
+                            "np sync_stream after 1 fwd pass\nnp dtoh_pageable in 4 \n"
+                            "np future_count in 9 fwd\nend\n";
+    static const char b[] = "canary-gate-shard 1\ngpu ok\nnc sync_stream places\n"
+                            "s 0 100 200 -1\ns 1 200 300 -1\n"
+                            "np sync_stream in 5 fwd pass\nnp sync_context in 1 bwd\nend\n";
+    struct cg_shard s[2];
+    parse(a, &s[0]);
+    parse(b, &s[1]);
+    assert_true(s[0].placed);
+    assert_int_equal(s[0].n_places, 3);
+    assert_string_equal(s[0].places[0].name, "fwd pass");
+    assert_int_equal(s[0].places[0].calls, 3);
+    assert_false(s[0].places[0].after);
+    assert_true(s[0].places[1].after);
+    struct cg_artifact art;
+    cg_artifact_init(&art);
+    struct cg_run *run = cg_artifact_add_run(&art);
+    struct cg_shard_merge_opts o = {0, 5, -1};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_true(run->places_measured);
+    struct {
+        int count;
+        bool after;
+        const char *range;
+        int64_t calls;
+    } want[] = {{CG_COUNT_SYNC_STREAM, false, "fwd pass", 8},
+                {CG_COUNT_SYNC_STREAM, true, "fwd pass", 1},
+                {CG_COUNT_SYNC_CONTEXT, false, "bwd", 1},
+                {CG_COUNT_DTOH_PAGEABLE, false, "(unnamed)", 4}};
+    assert_int_equal(run->n_places, 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(run->places[i].count, want[i].count);
+        assert_int_equal(run->places[i].after, want[i].after);
+        assert_string_equal(run->places[i].range, want[i].range);
+        assert_int_equal(run->places[i].calls, want[i].calls);
+    }
+    cg_artifact_release(&art);
+    cg_shard_release(&s[1]);
+    /* a process that did not place its calls: the run's places are unknown */
+    static const char c[] = "canary-gate-shard 1\ngpu ok\nnc sync_stream\n"
+                            "s 0 100 200 -1\ns 1 200 300 -1\nend\n";
+    parse(c, &s[1]);
+    cg_artifact_init(&art);
+    run = cg_artifact_add_run(&art);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_false(run->places_measured);
+    assert_int_equal(run->n_places, 0);
+    cg_artifact_release(&art);
+    cg_shard_release(&s[0]);
+    cg_shard_release(&s[1]);
+    static const char *const bad[] = {"np sync_stream in 1\n",       "np sync_stream near 1 x\n",
+                                      "np sync_stream in -1 x\n",    "np kernels in 1 x\n",
+                                      "np sync_wait_event in 1 x\n", "np  in 1 x\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char buf[256];
+        snprintf(buf, sizeof(buf), "canary-gate-shard 1\n%s", bad[i]);
+        if (cg_shard_parse(buf, strlen(buf), "bad.shard", &s[0], &err) != CG_EINPUT)
+            fail_msg("'%s' was accepted", bad[i]);
+        cg_shard_release(&s[0]);
+    }
+}
+
 static void test_shard__op_line_limit_is_named(void **state)
 {
     (void)state;
@@ -738,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_shard__merge_sums_counters_and_gathers_warnings),
         cmocka_unit_test(test_shard__done_when_every_process_with_steps_is_done),
         cmocka_unit_test(test_shard__gpu_records_all_outside_the_steps_give_no_gpu_metrics),
+        cmocka_unit_test(test_shard__places),
         cmocka_unit_test(test_shard__op_line_limit_is_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -47,6 +47,12 @@
  *   cg_standin_module_load()                calls the subscriber's callback for
  *                                           CUPTI_CBID_RESOURCE_MODULE_LOADED, when it enabled it
  *                                           (logged "module load" or "module load unseen")
+ * A synchronisation and a copy are API calls too: each takes the next correlation id, which its
+ * record carries, and calls the subscriber's callback at the call's entry and exit, on the
+ * calling thread, when it enabled the runtime API function that makes it (cudaStreamSynchronize,
+ * cudaEventSynchronize, cudaDeviceSynchronize, cudaStreamWaitEvent, cudaMemcpyAsync). Only the
+ * runtime and driver functions of names[] below have a name (cuptiGetCallbackName) and can be
+ * enabled; enabling is logged "callback on RUNTIME|DRIVER NAME".
  */
 #include <cupti.h>
 
@@ -88,6 +94,34 @@ static size_t g_n_pending;
 static size_t g_dropped;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_subscriber_token;
+static bool g_api_on[2][1024]; /* [0] runtime, [1] driver, by callback id */
+static uint32_t g_next_corr = 1;
+
+/* The API functions the stand-in names (cuptiGetCallbackName): a few that synchronise or copy,
+ * and two that do neither. */
+static const struct {
+    CUpti_CallbackDomain domain;
+    uint32_t cbid;
+    const char *name;
+} names[] = {
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+     "cudaStreamSynchronize"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+     "cudaEventSynchronize"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+     "cudaDeviceSynchronize"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+     "cudaStreamWaitEvent"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+     "cudaMemcpyAsync"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+     "cudaLaunchKernel"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+     "cuStreamSynchronize"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+     "cuMemcpyDtoHAsync_v2"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+};
 
 static const char kernel_name[] = "_Z14standin_kernelv";
 
@@ -238,17 +272,44 @@ API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
     }
     g_subscribed = false;
     g_module_cb_on = false; /* a subscriber's callbacks go with it */
+    memset(g_api_on, 0, sizeof(g_api_on));
     say("unsubscribe", NULL);
     return CUPTI_SUCCESS;
 }
 
-/* Only the resource domain's module load callback is known; logged "callback on|off NAME". */
+static const char *api_name(CUpti_CallbackDomain domain, uint32_t cbid)
+{
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].domain == domain && names[i].cbid == cbid)
+            return names[i].name;
+    return NULL;
+}
+
+API CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **name)
+{
+    if (name == NULL)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *name = api_name(domain, cbid);
+    return *name != NULL ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+/* The resource domain's module load callback and the API functions of names[] are known;
+ * logged "callback on|off NAME". */
 API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h,
                                     CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 {
     if (refused("enable-callback")) {
         say("callback", "refused");
         return CUPTI_ERROR_NOT_SUPPORTED;
+    }
+    const char *api = api_name(domain, cbid);
+    if (api != NULL && h == (CUpti_SubscriberHandle)(void *)&g_subscriber_token && g_subscribed) {
+        char line[128];
+        snprintf(line, sizeof(line), "%s %s %s", enable ? "on" : "off",
+                 domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "RUNTIME" : "DRIVER", api);
+        g_api_on[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid] = enable != 0;
+        say("callback", line);
+        return CUPTI_SUCCESS;
     }
     if (h != (CUpti_SubscriberHandle)(void *)&g_subscriber_token || !g_subscribed ||
         domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED) {
@@ -466,10 +527,42 @@ void cg_standin_kernel(uint64_t ns)
     cg_standin_graph_kernel(ns, 0);
 }
 
+/* A runtime API call of cbid: its correlation id, with the subscriber's callback called at its
+ * entry and exit when it enabled cbid. */
+static uint32_t api_call(uint32_t cbid)
+{
+    pthread_mutex_lock(&g_lock);
+    uint32_t corr = g_next_corr++;
+    bool on = g_api_on[0][cbid] && g_subscriber_cb != NULL;
+    pthread_mutex_unlock(&g_lock);
+    if (!on)
+        return corr;
+    CUpti_CallbackData d;
+    memset(&d, 0, sizeof(d));
+    d.callbackSite = CUPTI_API_ENTER;
+    d.functionName = api_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+    d.correlationId = corr;
+    g_subscriber_cb(g_subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+    d.callbackSite = CUPTI_API_EXIT;
+    g_subscriber_cb(g_subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+    return corr;
+}
+
 void cg_standin_sync(uint32_t type, uint64_t ns)
 {
+    static const uint32_t cbid[] = {
+        [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE] =
+            CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+        [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT] =
+            CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+        [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE] =
+            CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+        [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE] =
+            CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+    };
     union record r;
     memset(&r, 0, sizeof(r));
+    r.sync.correlationId = api_call(type < sizeof(cbid) / sizeof(cbid[0]) ? cbid[type] : 0);
     r.sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
     r.sync.type = (CUpti_ActivitySynchronizationType)type;
     r.sync.start = now_ns();
@@ -484,6 +577,7 @@ void cg_standin_memcpy(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind, ui
 {
     union record r;
     memset(&r, 0, sizeof(r));
+    r.copy.correlationId = api_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
     r.copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     r.copy.copyKind = copy_kind;
     r.copy.srcKind = src_kind;
