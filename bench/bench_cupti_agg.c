@@ -106,6 +106,7 @@ static void make(union rec *r, uint64_t g, uint64_t t, char (*names)[48])
         r->k.end = t + 900 + (g % 7) * 100;
         r->k.name = names[(g * 7919) % N_NAMES];
         r->k.graphId = g % 64 == 5 ? 3 : 0;
+        r->k.graphNodeId = g % 128 == 5 ? 1 : 2; /* graph 3: a launch every other of its kernels */
     }
 }
 
@@ -116,6 +117,7 @@ static void expect(const union rec *r)
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         want[CG_AGG_N_KERNELS]++;
         want[CG_AGG_N_GRAPH_KERNELS] += r->k.graphId != 0;
+        want[CG_AGG_N_GRAPH_LAUNCHES] += r->k.graphId != 0 && r->k.graphNodeId == 1;
         break;
     case CUPTI_ACTIVITY_KIND_MEMCPY:
         want[CG_AGG_N_COPIES]++;

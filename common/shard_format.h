@@ -100,6 +100,9 @@
  * docs/collector.md, "Exact counts per step"). */
 #define CG_SHARD_COUNT_KERNELS "kernels"             /* kernel records */
 #define CG_SHARD_COUNT_GRAPH_KERNELS "graph_kernels" /* of those, launched by a CUDA graph */
+#define CG_SHARD_COUNT_GRAPH_LAUNCHES                                                              \
+    "graph_launches"                                 /* graph launches: a graph's kernel           \
+                                                      * records of its first node seen */
 #define CG_SHARD_COUNT_SYNC_STREAM "sync_stream"     /* SYNCHRONIZATION, by type */
 #define CG_SHARD_COUNT_SYNC_EVENT "sync_event"
 #define CG_SHARD_COUNT_SYNC_CONTEXT "sync_context"

@@ -184,11 +184,15 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
         r.kernel.start = (op & 0xe0) == 0xe0 ? 0 : start;
         r.kernel.end = (op & 0xe0) == 0xc0 ? start - 1 : start + dur;
         r.kernel.graphId = (dur >> 5) & 1 ? (uint32_t)(1 + back % 7) : 0;
+        r.kernel.graphNodeId = 100 * (uint64_t)r.kernel.graphId; /* one node a graph: every
+                                                                  * record is a launch */
         keep(m, r.kernel.start, r.kernel.end, r.kernel.name ? r.kernel.name : "?", CG_AGG_KERNEL);
         if (good_times(r.kernel.start, r.kernel.end)) {
             expect(m, r.kernel.start, CG_AGG_N_KERNELS, 1);
-            if (r.kernel.graphId != 0 && !m->graph_ids_off)
+            if (r.kernel.graphId != 0 && !m->graph_ids_off) {
                 expect(m, r.kernel.start, CG_AGG_N_GRAPH_KERNELS, 1);
+                expect(m, r.kernel.start, CG_AGG_N_GRAPH_LAUNCHES, 1);
+            }
         }
         m->kernels++;
         m->timed++;

@@ -13,9 +13,10 @@
  *
  * Kernel records: DESIGN.md's rule is to read only the leading fields (start, end, deviceId,
  * contextId, streamId, correlationId, name), whose offsets every version shares, so that a newer
- * libcupti keeps working. graphId is read too, and only from kernel records (kinds KERNEL and
- * CONCURRENT_KERNEL), for CG_AGG_N_GRAPH_KERNELS: it came with CUpti_ActivityKernel5 (CUDA 11.0)
- * and sits at the same offset in every kernel record since (5 to 10, pinned below at build time),
+ * libcupti keeps working. graphId and graphNodeId are read too, and only from kernel records
+ * (kinds KERNEL and CONCURRENT_KERNEL), for CG_AGG_N_GRAPH_KERNELS and _LAUNCHES: they came with
+ * CUpti_ActivityKernel5 (CUDA 11.0) and sit at the same offsets in every kernel record since (5
+ * to 10, pinned below at build time),
  * as CUPTI only appends fields to a record's next version; every kernel record a libcupti of
  * CUDA 11 or later delivers is at least CUpti_ActivityKernel5's size, so the read stays inside
  * the record. Beyond that the caller decides (cg_agg_graph_ids): inject/cupti.c turns it off,
@@ -55,6 +56,14 @@ _Static_assert(offsetof(CUpti_ActivityKernel5, graphId) == GRAPH_ID_OFFSET &&
                    offsetof(CUpti_ActivityKernel10, graphId) == GRAPH_ID_OFFSET &&
                    sizeof(CUpti_ActivityKernel5) >= GRAPH_ID_OFFSET + sizeof(uint32_t),
                "graphId has one offset in every kernel record that has it (see the top)");
+#define GRAPH_NODE_OFFSET 144
+_Static_assert(offsetof(CUpti_ActivityKernel5, graphNodeId) == GRAPH_NODE_OFFSET &&
+                   offsetof(CUpti_ActivityKernel6, graphNodeId) == GRAPH_NODE_OFFSET &&
+                   offsetof(CUpti_ActivityKernel7, graphNodeId) == GRAPH_NODE_OFFSET &&
+                   offsetof(CUpti_ActivityKernel8, graphNodeId) == GRAPH_NODE_OFFSET &&
+                   offsetof(CUpti_ActivityKernel9, graphNodeId) == GRAPH_NODE_OFFSET &&
+                   offsetof(CUpti_ActivityKernel10, graphNodeId) == GRAPH_NODE_OFFSET,
+               "graphNodeId too (see the top)");
 
 int cg_agg_new(struct cg_agg *a, int64_t warmup)
 {
@@ -117,6 +126,7 @@ const char *cg_agg_count_name(enum cg_agg_count c)
     static const char *const names[CG_AGG_COUNTS] = {
         [CG_AGG_N_KERNELS] = CG_SHARD_COUNT_KERNELS,
         [CG_AGG_N_GRAPH_KERNELS] = CG_SHARD_COUNT_GRAPH_KERNELS,
+        [CG_AGG_N_GRAPH_LAUNCHES] = CG_SHARD_COUNT_GRAPH_LAUNCHES,
         [CG_AGG_N_SYNC_STREAM] = CG_SHARD_COUNT_SYNC_STREAM,
         [CG_AGG_N_SYNC_EVENT] = CG_SHARD_COUNT_SYNC_EVENT,
         [CG_AGG_N_SYNC_CONTEXT] = CG_SHARD_COUNT_SYNC_CONTEXT,
@@ -679,10 +689,32 @@ struct timed_rec {
     uint64_t start, end;
     int64_t bytes;
     uint32_t device, stream;
-    bool graph;         /* a kernel a CUDA graph launched */
+    uint32_t graph;     /* a kernel's graphId when read: a CUDA graph launched it (0: none) */
+    uint64_t node;      /* its graphNodeId */
     bool dtoh_pageable; /* a copy from the device into pageable host memory */
     uint32_t corr;      /* a copy's correlation id (its place, for dtoh_pageable) */
 };
+
+/* 1 when a kernel of graph id ran its anchor node (one launch of the graph), else 0; the first
+ * record of a graph names its anchor. A graph that finds no slot counts no launch. */
+static int graph_launch(struct cg_agg *a, uint32_t id, uint64_t node)
+{
+    for (size_t i = id & (CG_AGG_GRAPHS - 1), n = 0; n < CG_AGG_GRAPHS;
+         i = (i + 1) & (CG_AGG_GRAPHS - 1), n++) {
+        struct cg_agg_graph *g = &a->graphs[i];
+        if (g->id == id)
+            return g->anchor == node;
+        if (g->id != 0)
+            continue;
+        if (a->n_graphs >= CG_AGG_GRAPHS / 4 * 3)
+            break;
+        *g = (struct cg_agg_graph){id, node};
+        a->n_graphs++;
+        return 1;
+    }
+    a->graphs_full = true;
+    return 0;
+}
 
 /* Counts a timed record of step k. */
 static void timed_count(struct cg_agg *a, const struct timed_rec *r, int64_t k)
@@ -690,7 +722,10 @@ static void timed_count(struct cg_agg *a, const struct timed_rec *r, int64_t k)
     int64_t *n = a->steps[k].count;
     if (r->kind == CG_AGG_KERNEL) {
         n[CG_AGG_N_KERNELS]++;
-        n[CG_AGG_N_GRAPH_KERNELS] += r->graph;
+        if (r->graph != 0) {
+            n[CG_AGG_N_GRAPH_KERNELS]++;
+            n[CG_AGG_N_GRAPH_LAUNCHES] += graph_launch(a, r->graph, r->node);
+        }
     } else if (r->kind == CG_AGG_MEMCPY) {
         n[CG_AGG_N_COPIES]++;
         if (r->dtoh_pageable) {
@@ -1007,7 +1042,8 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
                                .bytes = -1,
                                .device = k->deviceId,
                                .stream = k->streamId,
-                               .graph = a->graph_ids && k->graphId != 0};
+                               .graph = a->graph_ids ? k->graphId : 0,
+                               .node = a->graph_ids ? k->graphNodeId : 0};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -1026,14 +1062,24 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
         const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)(const void *)rec;
-        r = (struct timed_rec){"memcpy PtoP", CG_AGG_MEMCPY, m->start, m->end, (int64_t)m->bytes,
-                               m->deviceId,   m->streamId,   false,    false,  0};
+        r = (struct timed_rec){.name = "memcpy PtoP",
+                               .kind = CG_AGG_MEMCPY,
+                               .start = m->start,
+                               .end = m->end,
+                               .bytes = (int64_t)m->bytes,
+                               .device = m->deviceId,
+                               .stream = m->streamId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)(const void *)rec;
-        r = (struct timed_rec){"memset",    CG_AGG_MEMSET, m->start, m->end, (int64_t)m->bytes,
-                               m->deviceId, m->streamId,   false,    false,  0};
+        r = (struct timed_rec){.name = "memset",
+                               .kind = CG_AGG_MEMSET,
+                               .start = m->start,
+                               .end = m->end,
+                               .bytes = (int64_t)m->bytes,
+                               .device = m->deviceId,
+                               .stream = m->streamId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2:
@@ -1073,7 +1119,6 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
     const int64_t step = a->hint;
     const size_t from = i;
     size_t others = 0; /* records of other kinds handed on: the rest of [from, i) is taken */
-    int64_t graph = 0;
     struct cg_agg_union *u = &a->busy;
     size_t held = u->len, at = (u->head + held - 1) & RING_MASK; /* the last one */
     uint64_t tail_start = held ? u->ring[at].start : UINT64_MAX;
@@ -1109,8 +1154,8 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
         }
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
         uint64_t start = k->start, end = k->end;
-        if (start - lo >= len || end < start)
-            break;
+        if (start - lo >= len || end < start || (graph_ids && k->graphId != 0))
+            break; /* a graph's kernel: the general path counts its launches */
         struct cg_agg_slot *sl = NULL;
         if (counted) { /* op_count, with the table in registers */
             const char *name = k->name;
@@ -1123,8 +1168,6 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
                     break;
             }
         }
-        if (graph_ids)
-            graph += k->graphId != 0;
         bool follows = start > tail_end;
         /* before the last interval (or none held), or following it with no room */
         if ((start < tail_start) | (follows & (held == CG_AGG_INTERVALS))) {
@@ -1152,7 +1195,6 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
         int64_t *c = a->steps[step].count;
         a->inside_steps += taken;
         c[CG_AGG_N_KERNELS] += taken;
-        c[CG_AGG_N_GRAPH_KERNELS] += graph;
     }
     return i;
 }

@@ -29,7 +29,9 @@
  * device whose maximum is the peak.
  *
  * Counts (cg_agg_count): per step, whatever the window, how many kernels (and of those, how many a
- * CUDA graph launched), synchronisations by type and the host time blocked in them, copies (and
+ * CUDA graph launched, and how many graph launches they make: a graph's first kernel record seen
+ * names its anchor node, and every record of that node is one launch; kernels of graphs take the
+ * general path), synchronisations by type and the host time blocked in them, copies (and
  * device-to-pageable-host copies with their bytes), device memory allocations and releases, JIT
  * records and module loads began in it; a record counts in the step its start (or timestamp)
  * lies in, by the rule above, and records outside every step count nowhere. Warm-up steps and
@@ -58,14 +60,16 @@
 #define CG_AGG_CORR_BUCKETS 4096 /* power of two; CG_AGG_CORR_WAYS calls each */
 #define CG_AGG_CORR_WAYS 4
 #define CG_AGG_PLACES 256
+#define CG_AGG_GRAPHS 1024 /* power of two; CUDA graphs whose launches are counted */
 
 enum cg_agg_kind { CG_AGG_KERNEL, CG_AGG_MEMCPY, CG_AGG_MEMSET, CG_AGG_MEMORY };
 
 /* The per-step counts, each named in the shard by cg_agg_count_name (CG_SHARD_COUNT_*). */
 enum cg_agg_count {
-    CG_AGG_N_KERNELS,       /* kernel records */
-    CG_AGG_N_GRAPH_KERNELS, /* of those, with a graphId (see cg_agg_graph_ids) */
-    CG_AGG_N_SYNC_STREAM,   /* SYNCHRONIZATION records by type (completed calls only) */
+    CG_AGG_N_KERNELS,        /* kernel records */
+    CG_AGG_N_GRAPH_KERNELS,  /* of those, with a graphId (see cg_agg_graph_ids) */
+    CG_AGG_N_GRAPH_LAUNCHES, /* of those, of their graph's anchor node (see the top) */
+    CG_AGG_N_SYNC_STREAM,    /* SYNCHRONIZATION records by type (completed calls only) */
     CG_AGG_N_SYNC_EVENT,
     CG_AGG_N_SYNC_CONTEXT,
     CG_AGG_N_SYNC_WAIT,           /* stream waits on an event: no host wait */
@@ -127,6 +131,13 @@ struct cg_agg_place {
     uint32_t place;
     enum cg_agg_count count; /* CG_AGG_N_SYNC_STREAM, _EVENT, _CONTEXT or _DTOH_PAGEABLE */
     int64_t calls, written;
+};
+
+/* A CUDA graph's anchor: the node of the first of its kernel records seen; every record of that
+ * node is one launch of the graph. */
+struct cg_agg_graph {
+    uint32_t id; /* graphId, 0: empty slot */
+    uint64_t anchor;
 };
 
 /* The places of API calls by correlation id (cg_agg_place_note): bucket corr %
@@ -191,6 +202,9 @@ struct cg_agg {
     size_t n_devices;
 
     struct cg_agg_corr *corr; /* borrowed (cg_agg_places); NULL: no places */
+    struct cg_agg_graph graphs[CG_AGG_GRAPHS]; /* open addressing on the graph id */
+    size_t n_graphs;
+    bool graphs_full; /* a graph found no slot: its launches are not counted */
     struct cg_agg_place places[CG_AGG_PLACES];
     size_t n_places;
     int64_t places_lost; /* counted calls with a place the table had no room for */

@@ -133,7 +133,8 @@ struct activity_kind {
 
 static const struct activity_kind g_kinds[] = {
     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", true,
-     CG_COUNT(CG_AGG_N_KERNELS) | CG_COUNT(CG_AGG_N_GRAPH_KERNELS) | CG_COUNT(CG_AGG_N_COMPUTE_NS)},
+     CG_COUNT(CG_AGG_N_KERNELS) | CG_COUNT(CG_AGG_N_GRAPH_KERNELS) |
+         CG_COUNT(CG_AGG_N_GRAPH_LAUNCHES) | CG_COUNT(CG_AGG_N_COMPUTE_NS)},
     {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", true,
      CG_COUNT(CG_AGG_N_COPIES) | CG_COUNT(CG_AGG_N_DTOH_PAGEABLE) |
          CG_COUNT(CG_AGG_N_DTOH_PAGEABLE_BYTES) | CG_COUNT(CG_AGG_N_COPY_NS)},
@@ -323,6 +324,13 @@ static void write_deltas(void)
             cg_inject_append(CG_SHARD_KEY_MEM " %u %lld\n", d->id, (long long)d->peak);
             d->written_peak = d->peak;
         }
+    }
+    static bool graphs_warned;
+    if (a->graphs_full && !graphs_warned) {
+        cg_inject_append(CG_SHARD_KEY_WARNING " more than %d CUDA graphs: the launches of the "
+                                              "others are not counted\n",
+                         CG_AGG_GRAPHS / 4 * 3);
+        graphs_warned = true;
     }
     static int64_t written[7] = {-1};
     const int64_t c[7] = {a->records,       atomic_load(&g_dropped), a->zero_ts, a->outside_steps,
@@ -925,7 +933,7 @@ static uint32_t counts_measured(const bool *enabled, bool graph_ids, bool module
     }
     uint32_t counted = all & ~missing;
     if (!graph_ids)
-        counted &= ~CG_COUNT(CG_AGG_N_GRAPH_KERNELS);
+        counted &= ~(CG_COUNT(CG_AGG_N_GRAPH_KERNELS) | CG_COUNT(CG_AGG_N_GRAPH_LAUNCHES));
     if (modules)
         counted |= CG_COUNT(CG_AGG_N_MODULE_LOADS);
     return counted;

@@ -8,6 +8,7 @@ static const struct {
 } rows[CG_COUNT_ROWS] = {
     [CG_COUNT_KERNELS] = {"kernels", "kernel launches"},
     [CG_COUNT_GRAPH_KERNELS] = {"graph_kernels", "kernels launched by CUDA graphs"},
+    [CG_COUNT_GRAPH_LAUNCHES] = {"graph_launches", "CUDA graph launches"},
     [CG_COUNT_SYNC_STREAM] = {"sync_stream", "stream synchronisations"},
     [CG_COUNT_SYNC_EVENT] = {"sync_event", "event synchronisations"},
     [CG_COUNT_SYNC_CONTEXT] = {"sync_context", "device synchronisations"},

@@ -15,9 +15,10 @@
 
 /* The counts kept per step, in report order. */
 enum cg_count {
-    CG_COUNT_KERNELS,       /* kernel launches */
-    CG_COUNT_GRAPH_KERNELS, /* of those, launched by a CUDA graph */
-    CG_COUNT_SYNC_STREAM,   /* host synchronisations, by type */
+    CG_COUNT_KERNELS,        /* kernel launches */
+    CG_COUNT_GRAPH_KERNELS,  /* of those, launched by a CUDA graph */
+    CG_COUNT_GRAPH_LAUNCHES, /* CUDA graph launches that ran kernels */
+    CG_COUNT_SYNC_STREAM,    /* host synchronisations, by type */
     CG_COUNT_SYNC_EVENT,
     CG_COUNT_SYNC_CONTEXT,
     CG_COUNT_SYNC_WAIT,     /* streams waiting on an event (no host wait) */

@@ -785,6 +785,59 @@ static void test_agg__counts_kernels_and_graph_kernels_per_step(void **state)
     }
 }
 
+/* Graph launches: a graph's first kernel record in a step names its anchor node, and every record
+ * of that node is one launch, whatever order a launch's kernels arrive in; fed as one batch
+ * (the hot path hands graph kernels to the general path). Not counted without graph ids. */
+static void test_agg__counts_graph_launches_by_their_anchor_node(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t graph;
+        uint64_t node, start;
+    } recs
+        [] =
+            {
+                {0, 0, 1050},  {4, 11, 1100}, {4, 12, 1200}, {4, 13, 1300},
+                {0, 0, 1350},  {4, 11, 1400}, {4, 12, 1500}, {4, 13, 1600},
+                {5, 22, 1700}, {5, 21, 1800}, {0, 0, 1900}, /* step 1: graph 4 once more, its
+                                                               kernels in another order */
+                {4, 12, 3100}, {4, 11, 3200}, {4, 13, 3300}, {0, 0, 3400},
+            };
+    enum { N = sizeof(recs) / sizeof(recs[0]) };
+    static CUpti_ActivityKernel10 k[N];
+    const CUpti_Activity *ptr[N];
+    for (int graph_ids = 0; graph_ids < 2; graph_ids++) {
+        struct cg_agg a;
+        assert_int_equal(cg_agg_new(&a, 0), 0);
+        if (!graph_ids)
+            cg_agg_graph_ids(&a, false);
+        cg_agg_step_begin(&a, 0, 1000);
+        cg_agg_step_end(&a, 0, 2000);
+        cg_agg_step_begin(&a, 1, 3000);
+        cg_agg_step_end(&a, 1, 4000);
+        for (size_t i = 0; i < N; i++) {
+            memset(&k[i], 0, sizeof(k[i]));
+            k[i].kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+            k[i].start = recs[i].start;
+            k[i].end = recs[i].start + 50;
+            k[i].name = kernel_a;
+            k[i].graphId = recs[i].graph;
+            k[i].graphNodeId = recs[i].node;
+            ptr[i] = (const CUpti_Activity *)(const void *)&k[i];
+        }
+        cg_agg_records(&a, ptr, N);
+        cg_agg_settle(&a, true);
+        assert_int_equal(count(&a, 0, CG_AGG_N_KERNELS), 11);
+        assert_int_equal(count(&a, 1, CG_AGG_N_KERNELS), 4);
+        assert_int_equal(count(&a, 0, CG_AGG_N_GRAPH_KERNELS), graph_ids ? 8 : 0);
+        assert_int_equal(count(&a, 0, CG_AGG_N_GRAPH_LAUNCHES), graph_ids ? 3 : 0);
+        assert_int_equal(count(&a, 1, CG_AGG_N_GRAPH_LAUNCHES), graph_ids ? 1 : 0);
+        assert_int_equal(op(&a, kernel_a)->calls, 15);
+        assert_int_equal(a.steps[0].busy_ns, 11 * 50);
+        cg_agg_release(&a);
+    }
+}
+
 static void test_agg__counts_synchronisations_by_type_and_blocked_time(void **state)
 {
     (void)state;
@@ -1014,10 +1067,11 @@ static void test_agg__count_names_are_the_shard_format(void **state)
 {
     (void)state;
     static const char *const want[CG_AGG_COUNTS] = {
-        "kernels",       "graph_kernels",       "sync_stream", "sync_event",
-        "sync_context",  "sync_wait_event",     "sync_ns",     "copies",
-        "dtoh_pageable", "dtoh_pageable_bytes", "allocs",      "frees",
-        "jit",           "module_loads",        "compute_ns",  "copy_ns"};
+        "kernels",    "graph_kernels", "graph_launches",      "sync_stream",
+        "sync_event", "sync_context",  "sync_wait_event",     "sync_ns",
+        "copies",     "dtoh_pageable", "dtoh_pageable_bytes", "allocs",
+        "frees",      "jit",           "module_loads",        "compute_ns",
+        "copy_ns"};
     for (int c = 0; c < CG_AGG_COUNTS; c++)
         assert_string_equal(cg_agg_count_name((enum cg_agg_count)c), want[c]);
     assert_string_equal(cg_agg_count_name(CG_AGG_COUNTS), "?");
@@ -1047,6 +1101,7 @@ int main(void)
         cmocka_unit_test(test_agg__counts_synchronisations_by_type_and_blocked_time),
         cmocka_unit_test(test_agg__counts_copies_and_pageable_device_to_host_bytes),
         cmocka_unit_test(test_agg__places_count_calls_of_measured_steps),
+        cmocka_unit_test(test_agg__counts_graph_launches_by_their_anchor_node),
         cmocka_unit_test(test_agg__counts_allocations_and_releases_by_timestamp),
         cmocka_unit_test(test_agg__counts_jit_records_and_module_loads),
         cmocka_unit_test(test_agg__count_names_are_the_shard_format),

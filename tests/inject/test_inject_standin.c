@@ -401,12 +401,19 @@ static const struct {
     const char *name;
     int64_t per_step;
 } counting_want[] = {
-    {"kernels", 3},       {"graph_kernels", 2},
-    {"sync_stream", 1},   {"sync_event", 1},
-    {"sync_context", 1},  {"sync_wait_event", 1},
-    {"sync_ns", 350000},  {"copies", 4},
-    {"dtoh_pageable", 3}, {"dtoh_pageable_bytes", 3 * 4096},
-    {"allocs", 2},        {"frees", 2},
+    {"kernels", 3},
+    {"graph_kernels", 2},
+    {"graph_launches", 1},
+    {"sync_stream", 1},
+    {"sync_event", 1},
+    {"sync_context", 1},
+    {"sync_wait_event", 1},
+    {"sync_ns", 350000},
+    {"copies", 4},
+    {"dtoh_pageable", 3},
+    {"dtoh_pageable_bytes", 3 * 4096},
+    {"allocs", 2},
+    {"frees", 2},
 };
 
 /* The sum of the shard's "b STEP NS" lines for step. */
@@ -444,9 +451,10 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
     const char *shard = cg_canary_shard(w);
     const char *done = cg_text_line(shard, "done 3\n");
     if (done == NULL || cg_text_count(shard, "nc ") != 1 ||
-        cg_text_line(shard, "nc kernels graph_kernels sync_stream sync_event sync_context "
-                            "sync_wait_event sync_ns copies dtoh_pageable dtoh_pageable_bytes "
-                            "allocs frees jit module_loads compute_ns copy_ns places\n") == NULL)
+        cg_text_line(shard,
+                     "nc kernels graph_kernels graph_launches sync_stream sync_event sync_context "
+                     "sync_wait_event sync_ns copies dtoh_pageable dtoh_pageable_bytes "
+                     "allocs frees jit module_loads compute_ns copy_ns places\n") == NULL)
         fail_msg("no 'done 3', or not one 'nc' naming every count:\n%s", shard);
     /* warm-up step 0 and the window's steps 1 and 2, complete before "done"; step 3 (past the
      * window) and the records before the first step in none */
@@ -557,8 +565,8 @@ static void test_inject_standin__refusals_leave_their_counts_out_of_the_counted(
         {"CG_STANDIN_FAIL=version",
          "w CUPTI kernel records may not carry graphId where expected (graph kernels not "
          "counted): CUPTI_ERROR_STANDIN_REFUSED\n",
-         {"graph_kernels"}},
-        {"CG_STANDIN_VERSION=140000", version_warning, {"graph_kernels"}},
+         {"graph_kernels", "graph_launches"}},
+        {"CG_STANDIN_VERSION=140000", version_warning, {"graph_kernels", "graph_launches"}},
         {"CG_STANDIN_FAIL=MEMCPY2", /* peer copies would be missing from the copies */
          "w CUPTI activity kind MEMCPY2 unavailable: CUPTI_ERROR_STANDIN_REFUSED\n",
          {"copies"}},

@@ -37,7 +37,9 @@
  * Extra exports for test canaries, each recorded only when its activity kind is enabled and
  * delivered at the next flush, starting now:
  *   cg_standin_kernel(ns)                   a kernel of ns nanoseconds (CONCURRENT_KERNEL)
- *   cg_standin_graph_kernel(ns, graph_id)   one a CUDA graph launched (graphId graph_id)
+ *   cg_standin_graph_kernel(ns, graph_id)   one a CUDA graph launched (graphId graph_id): the
+ *                                           graph's nodes 1 and 2 in turn (graphNodeId), so
+ *                                           every two calls are one launch of a two-kernel graph
  *   cg_standin_sync(type, ns)               a synchronisation of CUpti_ActivitySynchronizationType
  *                                           type that blocked ns (SYNCHRONIZATION)
  *   cg_standin_memcpy(copy_kind, src_kind, dst_kind, bytes, ns)   a copy (MEMCPY)
@@ -518,7 +520,8 @@ void cg_standin_graph_kernel(uint64_t ns, uint32_t graph_id)
     r.kernel.name = kernel_name;
     r.kernel.streamId = 7;
     r.kernel.graphId = graph_id;
-    r.kernel.graphNodeId = graph_id != 0 ? ((uint64_t)graph_id << 32) | 1 : 0;
+    static uint64_t calls;
+    r.kernel.graphNodeId = graph_id != 0 ? ((uint64_t)graph_id << 32) | (1 + calls++ % 2) : 0;
     queue(&r);
 }
 
