@@ -325,6 +325,13 @@ static void write_deltas(void)
             d->written_peak = d->peak;
         }
     }
+    static bool places_warned;
+    if (a->places_lost > 0 && !places_warned) {
+        cg_inject_append(CG_SHARD_KEY_WARNING " more than %d places of synchronisations and "
+                                              "copies: the others are not placed\n",
+                         CG_AGG_PLACES);
+        places_warned = true;
+    }
     static bool graphs_warned;
     if (a->graphs_full && !graphs_warned) {
         cg_inject_append(CG_SHARD_KEY_WARNING " more than %d CUDA graphs: the launches of the "

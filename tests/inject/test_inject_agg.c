@@ -990,6 +990,17 @@ static void test_agg__places_count_calls_of_measured_steps(void **state)
     assert_int_equal(a.places[0].place, in_fwd);
     assert_int_equal(a.places[0].count, CG_AGG_N_SYNC_STREAM);
     assert_int_equal(a.places[0].calls, 2);
+    /* the table holds CG_AGG_PLACES places: the calls of the others are counted as lost */
+    cg_agg_step_begin(&a, 3, 7000);
+    for (uint32_t i = 0; i < 300; i++) {
+        cg_agg_place_note(&t, 100000 + i, 0x40000000u | (100 + i));
+        cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 7001 + i,
+                           7001 + i, 0, 100000 + i);
+    }
+    cg_agg_step_end(&a, 3, 8000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(a.n_places, CG_AGG_PLACES);
+    assert_int_equal(a.places_lost, 300 - (CG_AGG_PLACES - 4));
     cg_agg_release(&a);
 }
 
