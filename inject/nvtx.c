@@ -749,6 +749,8 @@ static nvtxRangeId_t start(const struct cg_domain *d, const char *name, int64_t 
 {
     struct frame f;
     begin_range(&f, d, name, tokens);
+    if (f.flags & FRAME_STEP)
+        this_stack()->after = 0; /* the thread began a step (cg_nvtx_place) */
     nvtxRangeId_t id = 0;
     pthread_mutex_lock(&g_se_lock);
     for (uint32_t n = 0; n < CG_SE_SLOTS; n++) {

@@ -537,6 +537,26 @@ static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
             fail_msg("%s%s: %lld calls, expected 2:\n%s", want[i].head, want[i].name, sum, shard);
     }
     assert_int_equal(cg_text_count(shard, "np "), lines);
+    /* steps of start/end ranges: a step's first calls, before any range, are in no place (not
+     * after the range the thread popped in the step before) */
+    const char *start_end[] = {"--cuda-init",
+                               "--standin-placed",
+                               "--standin-syncs",
+                               "1",
+                               "--mode",
+                               "start-end",
+                               "--steps",
+                               "4",
+                               "--step-ms",
+                               "2",
+                               NULL};
+    assert_int_equal(run_standin(w, env, start_end, &p), 0);
+    shard = cg_canary_shard(w);
+    if (cg_text_line(shard, "np sync_stream in ") == NULL ||
+        cg_text_line(shard, "np sync_event ") != NULL ||
+        cg_text_line(shard, "np sync_stream after ") != NULL)
+        fail_msg("start/end steps: a step's first calls placed after the step before's range:\n%s",
+                 shard);
 }
 
 /* An optional feature refused: a warning, and the counts it feeds are left out of "nc" (unknown,
