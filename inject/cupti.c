@@ -162,7 +162,6 @@ static _Atomic int64_t g_dropped;
 static _Atomic int64_t g_starved; /* buffer requests refused at the cap */
 static int64_t g_starved_written;  /* guarded by the aggregation lock */
 static uint32_t g_counted;         /* the counts measured (bits): aggregation lock */
-static bool g_placed;              /* the API callbacks for places are on ("nc places") */
 static struct cg_agg_corr g_corr;  /* places of API calls (never freed: callbacks may still run) */
 
 static pthread_mutex_t g_buf_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -953,7 +952,7 @@ static void append_counted(void)
     for (int c = 0; c < CG_AGG_COUNTS; c++)
         if (g_counted & CG_COUNT(c))
             cg_inject_append(" %s", cg_agg_count_name((enum cg_agg_count)c));
-    if (g_placed)
+    if (g_agg.corr != NULL) /* the API callbacks for places are on */
         cg_inject_append(" " CG_SHARD_COUNT_PLACES);
     cg_inject_append("\n");
 }
@@ -1002,7 +1001,6 @@ static bool start_activity(void)
     bool placed = !part_off("places") && enable_places();
     pthread_mutex_lock(&g_agg_lock);
     g_counted = counts_measured(enabled, graph_ids, modules);
-    g_placed = placed;
     if (placed)
         cg_agg_places(&g_agg, &g_corr);
     pthread_mutex_unlock(&g_agg_lock);

@@ -246,12 +246,6 @@ int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum
     return 0;
 }
 
-bool cg_count_placed(int count)
-{
-    return count == CG_COUNT_SYNC_STREAM || count == CG_COUNT_SYNC_EVENT ||
-           count == CG_COUNT_SYNC_CONTEXT || count == CG_COUNT_DTOH_PAGEABLE;
-}
-
 int cg_run_add_place(struct cg_run *run, int count, bool after, const char *range, int64_t calls)
 {
     for (size_t i = 0; i < run->n_places; i++) {

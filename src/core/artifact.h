@@ -169,9 +169,6 @@ int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t
 int cg_run_add_op(struct cg_run *run, const char *name, const char *family, enum cg_op_kind kind,
                   int64_t calls, int64_t total_ns);
 
-/* True for a count whose calls are placed (struct cg_count_place). */
-bool cg_count_placed(int count);
-
 /* Adds calls to the run's place (count, after, range), appended when new (range copied);
  * returns 0, CG_ENOMEM, or CG_EINPUT when the run holds CG_ARTIFACT_MAX_PLACES already. */
 int cg_run_add_place(struct cg_run *run, int count, bool after, const char *range, int64_t calls);

@@ -51,14 +51,33 @@ int cg_count_parse(const char *name, int *row)
     return -1;
 }
 
+bool cg_count_in_row(int row, int count)
+{
+    if (row == CG_COUNT_SYNCS)
+        return count == CG_COUNT_SYNC_STREAM || count == CG_COUNT_SYNC_EVENT ||
+               count == CG_COUNT_SYNC_CONTEXT;
+    return row == count && row >= 0 && row < CG_COUNT_N;
+}
+
+bool cg_count_placed(int count)
+{
+    return cg_count_in_row(CG_COUNT_SYNCS, count) || count == CG_COUNT_DTOH_PAGEABLE;
+}
+
 int64_t cg_count_value(const int64_t counts[CG_COUNT_N], int row)
 {
     if (row >= 0 && row < CG_COUNT_N)
         return counts[row];
     if (row == CG_COUNT_SYNCS) {
-        const int64_t s = counts[CG_COUNT_SYNC_STREAM], e = counts[CG_COUNT_SYNC_EVENT],
-                      c = counts[CG_COUNT_SYNC_CONTEXT];
-        return s < 0 || e < 0 || c < 0 ? -1 : s + e + c;
+        int64_t sum = 0;
+        for (int c = 0; c < CG_COUNT_N; c++) {
+            if (!cg_count_in_row(row, c))
+                continue;
+            if (counts[c] < 0)
+                return -1;
+            sum += counts[c];
+        }
+        return sum;
     }
     if (row == CG_COUNT_UNGRAPHED) {
         const int64_t k = counts[CG_COUNT_KERNELS], g = counts[CG_COUNT_GRAPH_KERNELS];

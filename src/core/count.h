@@ -53,6 +53,14 @@ bool cg_count_is_bytes(int row);
 /* The row of a name; 0, or -1 when no row has that name. */
 int cg_count_parse(const char *name, int *row);
 
+/* True when count adds to row: a count to its own row, the three host synchronisations to
+ * CG_COUNT_SYNCS. */
+bool cg_count_in_row(int row, int count);
+
+/* True for a count whose calls are placed among the NVTX ranges (artifact.h, struct
+ * cg_count_place): the host synchronisations and the pageable device-to-host copies. */
+bool cg_count_placed(int count);
+
 /* The row's value in a step's counts (-1 when a count it needs is unknown). */
 int64_t cg_count_value(const int64_t counts[CG_COUNT_N], int row);
 

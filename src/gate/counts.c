@@ -159,15 +159,6 @@ static void decide(struct cg_count_result *r, double *vb, size_t nb, double *vc,
 
 /* --- where placed calls changed ----------------------------------------------------------- */
 
-/* True when a place of count belongs to row (the synchronisations' sum takes its three). */
-static bool row_has(int row, int count)
-{
-    if (row == CG_COUNT_SYNCS)
-        return count == CG_COUNT_SYNC_STREAM || count == CG_COUNT_SYNC_EVENT ||
-               count == CG_COUNT_SYNC_CONTEXT;
-    return count == row;
-}
-
 static bool side_placed(const struct cg_artifact *a)
 {
     for (size_t i = 0; i < a->n_runs; i++)
@@ -185,7 +176,7 @@ static double place_value(const struct cg_run *r, int row, const struct cg_count
     int64_t placed = 0, total = 0;
     for (size_t i = 0; i < r->n_places; i++) {
         const struct cg_count_place *p = &r->places[i];
-        if (row_has(row, p->count) &&
+        if (cg_count_in_row(row, p->count) &&
             (w->range == NULL || (p->after == w->after && strcmp(p->range, w->range) == 0)))
             placed += p->calls;
     }
@@ -245,7 +236,7 @@ static int places_changed(const struct cg_artifact *b, const struct cg_artifact 
         for (size_t i = 0; i < a->n_runs; i++)
             for (size_t k = 0; k < a->runs[i].n_places; k++) {
                 const struct cg_count_place *p = &a->runs[i].places[k];
-                if (!row_has(r->row, p->count))
+                if (!cg_count_in_row(r->row, p->count))
                     continue;
                 size_t j = 1;
                 while (j < n && !(w[j].after == p->after && strcmp(w[j].range, p->range) == 0))
