@@ -125,6 +125,7 @@
 #define CG_SHARD_COUNT_COPY_NS                                                                     \
     "copy_ns" /* ns of the step's copies' and sets'                                                \
                * union */
+#define CG_SHARD_COUNT_COPY_HIDDEN_NS "copy_hidden_ns" /* of copy_ns, the ns some kernel ran */
 
 /* Non-finite losses. */
 #define CG_SHARD_NAN "nan"

@@ -419,7 +419,8 @@ static void check_counts(const struct model *m)
     }
     for (int k = 0; k < m->n_steps; k++)
         for (int c = 0; c < CG_AGG_COUNTS; c++)
-            if (c != CG_AGG_N_COMPUTE_NS && c != CG_AGG_N_COPY_NS) /* times: checked apart */
+            if (c != CG_AGG_N_COMPUTE_NS && c != CG_AGG_N_COPY_NS &&
+                c != CG_AGG_N_COPY_HIDDEN_NS) /* times: checked apart */
                 CG_FUZZ_CHECK(m->agg.steps[k].count[c] == want[k][c], "step %d: %s %lld, expected %lld",
                           k, cg_agg_count_name((enum cg_agg_count)c),
                           (long long)m->agg.steps[k].count[c], (long long)want[k][c]);
@@ -484,8 +485,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CG_FUZZ_CHECK(m.agg.inside_steps + m.agg.outside_steps + m.agg.zero_ts >= m.timed,
                   "timed records lost");
 
-    static struct rec kernels[MAX_EVENTS], compute[MAX_EVENTS], copies[MAX_EVENTS];
+    static struct rec kernels[MAX_EVENTS], compute[MAX_EVENTS], copies[MAX_EVENTS], all[MAX_EVENTS];
     size_t nk = 0, ncompute = 0, ncopies = 0;
+    for (size_t i = 0; i < m.n_recs; i++)
+        all[i] = m.recs[i];
+    qsort(all, m.n_recs, sizeof(all[0]), cmp_rec);
     for (size_t i = 0; i < m.n_recs; i++)
         if (m.recs[i].kind == CG_AGG_KERNEL) {
             kernels[nk++] = m.recs[i];
@@ -530,6 +534,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!m.settled_early && ncopies < CG_AGG_INTERVALS)
             CG_FUZZ_CHECK(cp == cover, "step %d: copies %lld ns, expected %lld", k, (long long)cp,
                           (long long)cover);
+        /* of them, the time some kernel ran: at most both unions' overlap, exact when they are */
+        int64_t hidden = m.agg.steps[k].count[CG_AGG_N_COPY_HIDDEN_NS];
+        int64_t overlap = cover + want - busy_of(&m, all, m.n_recs, k);
+        CG_FUZZ_CHECK(hidden >= 0 && hidden <= cp && hidden <= overlap,
+                      "step %d: copies' hidden %lld ns, copies %lld, overlap %lld", k,
+                      (long long)hidden, (long long)cp, (long long)overlap);
+        if (exact && !m.settled_early && ncopies < CG_AGG_INTERVALS)
+            CG_FUZZ_CHECK(hidden == overlap, "step %d: copies' hidden %lld ns, expected %lld", k,
+                          (long long)hidden, (long long)overlap);
     }
     check_counts(&m);
     check_memory(&m);

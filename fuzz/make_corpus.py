@@ -152,9 +152,9 @@ def shard(shard_dir):
         "n 1 newer_count 3\nend\n")
     put("shard", "gpu-times",
         "canary-gate-shard 1\npid 9\nrank 0\nwarmup 0\nstep_range step\ngpu ok\n"
-        "nc kernels compute_ns copy_ns\ns 0 1000 2000 -1\nb 0 700\nn 0 compute_ns 500\n"
-        "n 0 copy_ns 90\ns 1 2000 3000 -1\nb 1 600\nn 1 compute_ns 900\nn 1 copy_ns 0\n"
-        "n 2 compute_ns 5\nend\n")
+        "nc kernels compute_ns copy_ns copy_hidden_ns\ns 0 1000 2000 -1\nb 0 700\n"
+        "n 0 compute_ns 500\nn 0 copy_ns 90\nn 0 copy_hidden_ns 60\ns 1 2000 3000 -1\nb 1 600\n"
+        "n 1 compute_ns 900\nn 1 copy_ns 0\nn 1 copy_hidden_ns 7\nn 2 compute_ns 5\nend\n")
     put("shard", "places",
         "canary-gate-shard 1\npid 9\nrank 0\nwarmup 0\nstep_range step\ngpu ok\n"
         "nc sync_stream sync_context dtoh_pageable places\ns 0 1000 2000 -1\ns 1 2000 3000 -1\n"

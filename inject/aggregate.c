@@ -34,6 +34,8 @@
 #include <string.h>
 
 #define RING_MASK (CG_AGG_INTERVALS - 1)
+_Static_assert((CG_AGG_SETTLED & (CG_AGG_SETTLED - 1)) == 0 && CG_AGG_SETTLED >= CG_AGG_INTERVALS,
+               "the kept kernel intervals: a power of two, a ring's worth at least");
 #define HOT static inline __attribute__((always_inline))
 #define COLD static __attribute__((noinline, cold))
 /* Reading ahead: the lines of the record about this many kernel records further on (records
@@ -141,6 +143,7 @@ const char *cg_agg_count_name(enum cg_agg_count c)
         [CG_AGG_N_MODULE_LOADS] = CG_SHARD_COUNT_MODULE_LOADS,
         [CG_AGG_N_COMPUTE_NS] = CG_SHARD_COUNT_COMPUTE_NS,
         [CG_AGG_N_COPY_NS] = CG_SHARD_COUNT_COPY_NS,
+        [CG_AGG_N_COPY_HIDDEN_NS] = CG_SHARD_COUNT_COPY_HIDDEN_NS,
     };
     return (unsigned)c < CG_AGG_COUNTS ? names[c] : "?";
 }
@@ -330,8 +333,10 @@ static inline void union_credit(struct cg_agg *a, const struct cg_agg_union *u, 
         a->steps[k].count[CG_AGG_N_COMPUTE_NS] += v;
 }
 
-/* Adds the parts of [start, end) that lie in step intervals to those steps' time of u. */
-static void settle_interval(struct cg_agg *a, struct cg_agg_union *u, uint64_t start, uint64_t end)
+/* Adds the parts of [start, end) that lie in step intervals to those steps' time of u, or (u
+ * NULL) to their count c. */
+static void steps_credit(struct cg_agg *a, const struct cg_agg_union *u, enum cg_agg_count c,
+                         uint64_t start, uint64_t end)
 {
     int64_t k = step_at(a, start, false);
     if (k < 0) {
@@ -354,11 +359,99 @@ static void settle_interval(struct cg_agg *a, struct cg_agg_union *u, uint64_t s
             break;
         uint64_t lo = start > s->start_ns ? start : s->start_ns;
         uint64_t hi = end < s->end_ns ? end : s->end_ns;
-        if (hi > lo)
+        if (hi <= lo)
+            continue;
+        if (u != NULL)
             union_credit(a, u, k, (int64_t)(hi - lo));
+        else
+            a->steps[k].count[c] += (int64_t)(hi - lo);
     }
+}
+
+/* Settles [start, end) of u into the steps it overlaps. */
+static void settle_interval(struct cg_agg *a, struct cg_agg_union *u, uint64_t start, uint64_t end)
+{
+    steps_credit(a, u, CG_AGG_COUNTS, start, end);
     if (end > u->frontier)
         u->frontier = end;
+}
+
+static void union_settle(struct cg_agg *a, struct cg_agg_union *u, uint64_t upto, bool final);
+
+/* The part of the settled copy interval [start, end) that kernel interval k overlaps is hidden
+ * time; false when k starts after it (so do the kernels after k). */
+static bool copy_hidden(struct cg_agg *a, struct cg_agg_interval k, uint64_t start, uint64_t end)
+{
+    if (k.start >= end)
+        return false;
+    uint64_t lo = k.start > start ? k.start : start;
+    uint64_t hi = k.end < end ? k.end : end;
+    if (hi <= lo)
+        return true;
+    if (lo - a->win_lo < a->win_len && hi - a->win_lo < a->win_len && hi <= a->win_next)
+        a->steps[a->hint].count[CG_AGG_N_COPY_HIDDEN_NS] += (int64_t)(hi - lo); /* its step's */
+    else
+        steps_credit(a, NULL, CG_AGG_N_COPY_HIDDEN_NS, lo, hi);
+    return true;
+}
+
+/* A copy interval [start, end) settled: its overlap with the kernels, those settled (kept since
+ * the first copy) and those the busy union still holds. Kept kernels that ended before it can
+ * overlap no later copy (a later copy interval starts after this one) and are let go. */
+static void copy_settled(struct cg_agg *a, uint64_t start, uint64_t end)
+{
+    struct cg_agg_settled *h = &a->kernels_settled;
+    const size_t mask = CG_AGG_SETTLED - 1;
+    size_t lo = 0, hi = h->len; /* the first that ends after start: kept ones are sorted */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->iv[(h->head + mid) & mask].end <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    h->head = (h->head + lo) & mask;
+    h->len -= lo;
+    for (size_t i = 0; i < h->len; i++)
+        if (!copy_hidden(a, h->iv[(h->head + i) & mask], start, end))
+            return;
+    const struct cg_agg_union *b = &a->busy;
+    for (size_t i = 0; i < b->len; i++)
+        if (!copy_hidden(a, b->ring[(b->head + i) & RING_MASK], start, end))
+            return;
+}
+
+/* Keeps kernel intervals ring[from, from + n) (indices wrap at the busy ring's size, n at most
+ * it) for the copies settling later, the oldest kept giving way when full: block copies. */
+static void kernels_settled(struct cg_agg *a, const struct cg_agg_interval *ring, size_t from,
+                            size_t n)
+{
+    struct cg_agg_settled *h = &a->kernels_settled;
+    const size_t mask = CG_AGG_SETTLED - 1;
+    while (n > 0) {
+        size_t src = from & RING_MASK, dst = (h->head + h->len) & mask;
+        size_t run = n;
+        if (run > CG_AGG_INTERVALS - src)
+            run = CG_AGG_INTERVALS - src;
+        if (run > CG_AGG_SETTLED - dst)
+            run = CG_AGG_SETTLED - dst;
+        memcpy(&h->iv[dst], &ring[src], run * sizeof(*ring));
+        h->len += run;
+        if (h->len > CG_AGG_SETTLED) { /* the oldest were overwritten */
+            h->head = (h->head + h->len - CG_AGG_SETTLED) & mask;
+            h->len = CG_AGG_SETTLED;
+        }
+        from += run;
+        n -= run;
+    }
+}
+
+/* After the busy union settled: the copies its frontier has passed settle too. */
+static void copies_follow(struct cg_agg *a)
+{
+    const struct cg_agg_union *c = &a->copies;
+    if (c->len > 0 && c->ring[c->head].end <= a->busy.frontier)
+        union_settle(a, &a->copies, a->busy.frontier, false);
 }
 
 static struct cg_agg_interval *ring_at(struct cg_agg_union *u, size_t i)
@@ -366,9 +459,32 @@ static struct cg_agg_interval *ring_at(struct cg_agg_union *u, size_t i)
     return &u->ring[(u->head + i) & RING_MASK];
 }
 
+/* Intervals [from, from + n) of u's ring (indices wrap) have settled: a copy's hidden time is
+ * measured, kernels are kept for the copies (once one was seen) and the copies they passed
+ * settle. */
+static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t from, size_t n)
+{
+    if (u == &a->copies) {
+        for (size_t i = 0; i < n; i++) {
+            struct cg_agg_interval f = u->ring[(from + i) & RING_MASK];
+            copy_settled(a, f.start, f.end);
+        }
+    } else if (u == &a->busy && a->copies_seen) {
+        /* the copies that ended before these kernels began settle first: the kernels kept now
+         * are all they overlap, and keeping these may let the oldest go */
+        const struct cg_agg_union *c = &a->copies;
+        uint64_t first = u->ring[from & RING_MASK].start;
+        if (c->len > 0 && c->ring[c->head].end <= first)
+            union_settle(a, &a->copies, first, false);
+        kernels_settled(a, u->ring, from, n);
+        copies_follow(a);
+    }
+}
+
 static void ring_pop_front(struct cg_agg *a, struct cg_agg_union *u)
 {
-    struct cg_agg_interval f = *ring_at(u, 0);
+    size_t from = u->head;
+    struct cg_agg_interval f = u->ring[from];
     u->head = (u->head + 1) & RING_MASK;
     u->len--;
     /* inside the window and before the next step: all of it is the window step's */
@@ -377,9 +493,10 @@ static void ring_pop_front(struct cg_agg *a, struct cg_agg_union *u)
         union_credit(a, u, a->hint, (int64_t)(f.end - f.start));
         if (f.end > u->frontier)
             u->frontier = f.end;
-        return;
+    } else {
+        settle_interval(a, u, f.start, f.end);
     }
-    settle_interval(a, u, f.start, f.end);
+    ring_settled(a, u, from, 1);
 }
 
 /* The total length of ring[from, to) (no wrap). */
@@ -424,11 +541,13 @@ static void ring_settle_half(struct cg_agg *a, struct cg_agg_union *u)
             frontier = u->frontier;
         }
     }
+    size_t from = u->head;
     u->head = head;
     u->len -= CG_AGG_INTERVALS / 2;
     u->frontier = frontier;
     if (in_window > 0)
         union_credit(a, u, a->hint, in_window);
+    ring_settled(a, u, from, CG_AGG_INTERVALS / 2);
 }
 
 static void ring_remove(struct cg_agg_union *u, size_t i)
@@ -767,10 +886,12 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
         return;
     }
     int64_t k = step_at(a, r->start, true);
-    if (r->kind == CG_AGG_KERNEL)
+    if (r->kind == CG_AGG_KERNEL) {
         kernel_time(a, r->name, r->start, r->end);
-    else
+    } else {
+        a->copies_seen = true;
         union_add(a, &a->copies, r->start, r->end);
+    }
     if (k < 0) {
         a->outside_steps++;
         return;

@@ -21,7 +21,12 @@
  * The same union is kept for copies and sets (CG_AGG_N_COPY_NS) and, once a communication kernel
  * (cg_agg_is_comm) has been seen, for the kernels that are not communication
  * (CG_AGG_N_COMPUTE_NS, else equal to the busy time): busy minus compute is the communication
- * no compute overlapped (exposed). A communication kernel is told apart by its op-table entry
+ * no compute overlapped (exposed). The part of the copies' union during which some kernel ran is
+ * CG_AGG_N_COPY_HIDDEN_NS (the rest is copying while no kernel runs): it is measured when a copy
+ * interval settles, against the kernel intervals settled (kept in kernels_settled once a copy has
+ * been seen) and those still held; copies settle as soon as the kernels' frontier passes their
+ * end, so a copy record may arrive as late as a kernel record and still count exactly. A
+ * communication kernel is told apart by its op-table entry
  * when a measured step's kernels reach it (those of warm-up steps before it count as compute);
  * from then on every record takes the general path.
  * Device memory: allocation and release events of MEMORY2 records are applied in timestamp order
@@ -61,6 +66,7 @@
 #define CG_AGG_CORR_WAYS 4
 #define CG_AGG_PLACES 256
 #define CG_AGG_GRAPHS 1024 /* power of two; CUDA graphs whose launches are counted */
+#define CG_AGG_SETTLED 1024 /* power of two; settled kernel intervals kept for the copies */
 
 enum cg_agg_kind { CG_AGG_KERNEL, CG_AGG_MEMCPY, CG_AGG_MEMSET, CG_AGG_MEMORY };
 
@@ -81,8 +87,9 @@ enum cg_agg_count {
     CG_AGG_N_FREES,               /* MEMORY2 device memory releases (by timestamp) */
     CG_AGG_N_JIT,                 /* JIT records */
     CG_AGG_N_MODULE_LOADS,        /* cg_agg_module_load calls */
-    CG_AGG_N_COMPUTE_NS, /* the union of the compute kernels (not communication) in the step */
-    CG_AGG_N_COPY_NS,    /* the union of the copies and sets in the step */
+    CG_AGG_N_COMPUTE_NS,     /* the union of the compute kernels (not communication) in the step */
+    CG_AGG_N_COPY_NS,        /* the union of the copies and sets in the step */
+    CG_AGG_N_COPY_HIDDEN_NS, /* of it, the time some kernel ran too */
     CG_AGG_COUNTS
 };
 
@@ -123,6 +130,13 @@ struct cg_agg_union {
     size_t head, len;
     uint64_t frontier; /* everything before it is settled */
     size_t field;      /* the int64_t of struct cg_agg_step it settles into (offsetof) */
+};
+
+/* The kernel intervals settled since the copies' frontier (at most CG_AGG_SETTLED, the oldest
+ * giving way), in time order: a copy settling later finds the kernels it overlapped here. */
+struct cg_agg_settled {
+    struct cg_agg_interval iv[CG_AGG_SETTLED];
+    size_t head, len;
 };
 
 /* Where the host was when it made a synchronisation or a pageable copy: a count, a place (a
@@ -188,6 +202,8 @@ struct cg_agg {
     struct cg_agg_union copies;  /* copies and sets */
     bool comm; /* a communication kernel was seen: compute is kept apart from busy (see
                 * cg_agg_is_comm); until then every kernel is compute */
+    bool copies_seen; /* a copy or set was seen: settled kernel intervals are kept */
+    struct cg_agg_settled kernels_settled;
 
     struct cg_agg_op *ops;
     size_t n_ops, cap_ops;

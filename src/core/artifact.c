@@ -218,7 +218,7 @@ int cg_run_add_step(struct cg_run *run, int64_t wall_ns, int64_t tokens, int64_t
     s->tokens = tokens;
     s->gpu_busy_ns = gpu_busy_ns;
     s->loss = NAN;
-    s->sync_ns = s->compute_ns = s->copy_ns = -1;
+    s->sync_ns = s->compute_ns = s->copy_ns = s->copy_hidden_ns = -1;
     for (int c = 0; c < CG_COUNT_N; c++)
         s->counts[c] = -1;
     return 0;

@@ -43,6 +43,8 @@ struct cg_step {
     int64_t compute_ns;  /* GPU busy with compute kernels (not communication: the rest of
                           * gpu_busy_ns is communication no compute overlapped), -1 unknown */
     int64_t copy_ns;     /* the union of the step's copies and sets, -1 when unknown */
+    int64_t copy_hidden_ns;     /* of copy_ns, the time some kernel ran too (the rest: copying while
+                                 * no kernel runs), -1 when unknown */
     int64_t counts[CG_COUNT_N]; /* what happened in the step (count.h), -1 when unknown */
 };
 

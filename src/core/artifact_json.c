@@ -244,7 +244,7 @@ static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, str
         snprintf(path, sizeof(path), "%s.steps[%zu]", rp, i++);
         if (!cJSON_IsObject(st))
             return bad(p, path, "must be an object");
-        int64_t wall, tokens, busy, sync, compute, copy;
+        int64_t wall, tokens, busy, sync, compute, copy, hidden;
         double loss;
         if (get_int(p, st, path, "wall_ns", false, 1, &wall) ||
             get_int(p, st, path, "tokens", true, 0, &tokens) ||
@@ -252,10 +252,13 @@ static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, str
             get_real(p, st, path, "loss", true, &loss) ||
             get_int(p, st, path, "sync_ns", true, 0, &sync) ||
             get_int(p, st, path, "compute_ns", true, 0, &compute) ||
-            get_int(p, st, path, "copy_ns", true, 0, &copy))
+            get_int(p, st, path, "copy_ns", true, 0, &copy) ||
+            get_int(p, st, path, "copy_hidden_ns", true, 0, &hidden))
             return CG_EINPUT;
         if (compute >= 0 && (busy < 0 || compute > busy))
             return bad(p, path, "compute_ns needs a gpu_busy_ns at least as large");
+        if (hidden >= 0 && (copy < 0 || hidden > copy))
+            return bad(p, path, "copy_hidden_ns needs a copy_ns at least as large");
         if (cg_run_add_step(r, wall, tokens, busy) != 0)
             return cg_err_set(p->err, CG_ENOMEM, "out of memory");
         struct cg_step *added = &r->steps[r->n_steps - 1];
@@ -263,6 +266,7 @@ static int parse_steps(struct parser *p, const cJSON *steps, const char *rp, str
         added->sync_ns = sync;
         added->compute_ns = compute;
         added->copy_ns = copy;
+        added->copy_hidden_ns = hidden;
         if (parse_counts(p, cJSON_GetObjectItemCaseSensitive(st, "counts"), path, added) != 0)
             return CG_EINPUT;
     }
@@ -586,6 +590,8 @@ static cJSON *run_to_json(const struct cg_run *r)
             cJSON_AddNumberToObject(st, "compute_ns", (double)s->compute_ns);
         if (s->copy_ns >= 0)
             cJSON_AddNumberToObject(st, "copy_ns", (double)s->copy_ns);
+        if (s->copy_hidden_ns >= 0)
+            cJSON_AddNumberToObject(st, "copy_hidden_ns", (double)s->copy_hidden_ns);
         cJSON *counts = NULL;
         for (int c = 0; c < CG_COUNT_N; c++) {
             if (s->counts[c] < 0)

@@ -19,6 +19,8 @@ const char *cg_anatomy_label(enum cg_anatomy_kind k)
         return "communication not overlapped by compute";
     case CG_ANAT_COPIES:
         return "copies and sets (may overlap kernels)";
+    case CG_ANAT_EXPOSED_COPIES:
+        return "copies and sets while no kernel runs";
     case CG_ANAT_GPU_IDLE:
         return "GPU idle (waiting for the host)";
     case CG_ANAT_SYNC:
@@ -30,13 +32,23 @@ const char *cg_anatomy_label(enum cg_anatomy_kind k)
 
 const char *cg_anatomy_kind_name(enum cg_anatomy_kind k)
 {
-    static const char *const names[] = {
-        "gpu_busy", "compute", "exposed_communication", "copies", "gpu_idle", "sync", "range"};
+    static const char *const names[] = {"gpu_busy", "compute",        "exposed_communication",
+                                        "copies",   "exposed_copies", "gpu_idle",
+                                        "sync",     "range"};
     return (unsigned)k <= CG_ANAT_RANGE ? names[k] : "range";
 }
 
-/* A step's time in kind, -1 when the step lacks it. */
-static int64_t step_part(const struct cg_step *s, enum cg_anatomy_kind kind)
+/* The step's copies while no kernel ran, -1 when unknown. */
+static int64_t exposed_copies(const struct cg_step *s)
+{
+    return s->copy_ns >= 0 && s->copy_hidden_ns >= 0 && s->copy_hidden_ns <= s->copy_ns
+               ? s->copy_ns - s->copy_hidden_ns
+               : -1;
+}
+
+/* A step's time in kind (idle: the time the GPU was not idle, with the exposed copies when
+ * copies; its busy time alone else), -1 when the step lacks it. */
+static int64_t step_part(const struct cg_step *s, enum cg_anatomy_kind kind, bool copies)
 {
     switch (kind) {
     case CG_ANAT_COMPUTE:
@@ -47,15 +59,23 @@ static int64_t step_part(const struct cg_step *s, enum cg_anatomy_kind kind)
                    : -1;
     case CG_ANAT_COPIES:
         return s->copy_ns;
+    case CG_ANAT_EXPOSED_COPIES:
+        return exposed_copies(s);
     case CG_ANAT_SYNC:
         return s->sync_ns;
-    default: /* busy, and idle from it */
+    case CG_ANAT_GPU_IDLE:
+        if (s->gpu_busy_ns < 0 || !copies)
+            return s->gpu_busy_ns;
+        return exposed_copies(s) < 0 ? -1 : s->gpu_busy_ns + exposed_copies(s);
+    default:
         return s->gpu_busy_ns;
     }
 }
 
-/* A run's share of the step spent in kind (range: name), NAN when the run lacks it. */
-static double run_share(const struct cg_run *r, enum cg_anatomy_kind kind, const char *name)
+/* A run's share of the step spent in kind (range: name; copies: see step_part), NAN when the run
+ * lacks it. */
+static double run_share(const struct cg_run *r, enum cg_anatomy_kind kind, const char *name,
+                        bool copies)
 {
     double wall = 0.0, part = 0.0;
     for (size_t i = 0; i < r->n_steps; i++) {
@@ -63,7 +83,7 @@ static double run_share(const struct cg_run *r, enum cg_anatomy_kind kind, const
         wall += (double)s->wall_ns;
         if (kind == CG_ANAT_RANGE)
             continue;
-        int64_t v = step_part(s, kind);
+        int64_t v = step_part(s, kind, copies);
         if (v < 0)
             return NAN;
         part += (double)(v < s->wall_ns ? v : s->wall_ns);
@@ -93,10 +113,10 @@ static int cmp_double(const void *a, const void *b)
 
 /* Every run's share of a into buf (sorted); false when some run lacks it or there is none. */
 static bool side_shares(const struct cg_artifact *a, enum cg_anatomy_kind kind, const char *name,
-                        double *buf)
+                        bool copies, double *buf)
 {
     for (size_t i = 0; i < a->n_runs; i++)
-        if (isnan(buf[i] = run_share(&a->runs[i], kind, name)))
+        if (isnan(buf[i] = run_share(&a->runs[i], kind, name, copies)))
             return false;
     if (a->n_runs == 0)
         return false;
@@ -145,19 +165,25 @@ static int cmp_part(const void *x, const void *y)
     return (a < b) - (a > b); /* largest first */
 }
 
-/* A part shown, not gated: both sides' medians (NAN for a side that lacks it); vb and vc hold
- * the sides' sorted shares after, in_b and in_c whether they have it. */
-static struct cg_anatomy_part side_part(const struct cg_artifact *baseline,
-                                        const struct cg_artifact *current,
-                                        enum cg_anatomy_kind kind, const char *name, double *vb,
-                                        double *vc, bool *in_b, bool *in_c)
+/* Both sides, whether the idle share leaves out the exposed copies, and room for each side's
+ * shares (one per run). */
+struct sides {
+    const struct cg_artifact *base, *cur;
+    bool copies;
+    double *vb, *vc;
+};
+
+/* A part shown, not gated: both sides' medians (NAN for a side that lacks it); s->vb and s->vc
+ * hold the sides' sorted shares after, in_b and in_c whether they have it. */
+static struct cg_anatomy_part side_part(const struct sides *s, enum cg_anatomy_kind kind,
+                                        const char *name, bool *in_b, bool *in_c)
 {
-    *in_b = side_shares(baseline, kind, name, vb);
-    *in_c = side_shares(current, kind, name, vc);
+    *in_b = side_shares(s->base, kind, name, s->copies, s->vb);
+    *in_c = side_shares(s->cur, kind, name, s->copies, s->vc);
     return (struct cg_anatomy_part){kind,
                                     name,
-                                    *in_b ? cg_stats_sorted_median(vb, baseline->n_runs) : NAN,
-                                    *in_c ? cg_stats_sorted_median(vc, current->n_runs) : NAN,
+                                    *in_b ? cg_stats_sorted_median(s->vb, s->base->n_runs) : NAN,
+                                    *in_c ? cg_stats_sorted_median(s->vc, s->cur->n_runs) : NAN,
                                     CG_OUT_NOT_GATED,
                                     NAN,
                                     NAN,
@@ -196,17 +222,16 @@ static const struct cg_anatomy_limit *part_limit(const struct cg_thresholds *t,
 }
 
 /* A part of a fixed kind: both sides' medians, decided when gated; keep: it is shown (some side
- * has it; exposed communication: some run has some). */
-static int fixed_part(const struct cg_artifact *baseline, const struct cg_artifact *current,
-                      const struct cg_thresholds *t, enum cg_anatomy_kind kind, double *vb,
-                      double *vc, struct cg_anatomy_part *p, bool *keep)
+ * has it; exposed communication and copies: some run has some). */
+static int fixed_part(const struct sides *s, const struct cg_thresholds *t,
+                      enum cg_anatomy_kind kind, struct cg_anatomy_part *p, bool *keep)
 {
     bool in_b, in_c;
-    *p = side_part(baseline, current, kind, NULL, vb, vc, &in_b, &in_c);
-    /* exposed communication: shown where some run of either side has any */
-    *keep = kind == CG_ANAT_EXPOSED_COMM ? (in_b && vb[baseline->n_runs - 1] > 0.0) ||
-                                               (in_c && vc[current->n_runs - 1] > 0.0)
-                                         : in_b || in_c;
+    size_t nb = s->base->n_runs, nc = s->cur->n_runs;
+    *p = side_part(s, kind, NULL, &in_b, &in_c);
+    *keep = kind == CG_ANAT_EXPOSED_COMM || kind == CG_ANAT_EXPOSED_COPIES
+                ? (in_b && s->vb[nb - 1] > 0.0) || (in_c && s->vc[nc - 1] > 0.0)
+                : in_b || in_c;
     const struct cg_anatomy_limit *lim = part_limit(t, kind);
     if (lim == NULL)
         return 0;
@@ -214,7 +239,7 @@ static int fixed_part(const struct cg_artifact *baseline, const struct cg_artifa
         p->outcome = CG_OUT_UNAVAILABLE;
         return 0;
     }
-    return gate_part(p, vb, baseline->n_runs, vc, current->n_runs, lim);
+    return gate_part(p, s->vb, nb, s->vc, nc, lim);
 }
 
 const struct cg_anatomy_part *cg_anatomy_part(const struct cg_anatomy *a, enum cg_anatomy_kind kind)
@@ -225,20 +250,29 @@ const struct cg_anatomy_part *cg_anatomy_part(const struct cg_anatomy *a, enum c
     return NULL;
 }
 
+bool cg_anatomy_copies_as_idle(const struct cg_anatomy *a)
+{
+    return !a->copies_in_idle && cg_anatomy_part(a, CG_ANAT_COPIES) != NULL;
+}
+
 int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        const struct cg_thresholds *t, struct cg_anatomy *out)
 {
     size_t nb = baseline->n_runs + 1, nc = current->n_runs + 1;
-    double *vb = malloc(nb * sizeof(*vb)), *vc = malloc(nc * sizeof(*vc));
+    struct sides s = {baseline, current, false, malloc(nb * sizeof(double)),
+                      malloc(nc * sizeof(double))};
     int rc = -1;
-    if (vb == NULL || vc == NULL)
+    if (s.vb == NULL || s.vc == NULL)
         goto done;
     out->n = 0;
+    /* idle leaves out the copies no kernel overlapped where both sides measured them */
+    s.copies = side_shares(baseline, CG_ANAT_EXPOSED_COPIES, NULL, false, s.vb) &&
+               side_shares(current, CG_ANAT_EXPOSED_COPIES, NULL, false, s.vc);
+    out->copies_in_idle = s.copies;
     struct cg_anatomy_part fixed[CG_ANATOMY_FIXED];
     bool keep[CG_ANATOMY_FIXED];
     for (int kind = 0; kind < CG_ANATOMY_FIXED; kind++)
-        if (fixed_part(baseline, current, t, (enum cg_anatomy_kind)kind, vb, vc, &fixed[kind],
-                       &keep[kind]) != 0)
+        if (fixed_part(&s, t, (enum cg_anatomy_kind)kind, &fixed[kind], &keep[kind]) != 0)
             goto done;
     keep[CG_ANAT_COMPUTE] = keep[CG_ANAT_EXPOSED_COMM]; /* else it is the busy time */
     for (size_t k = 0; k < CG_ANATOMY_FIXED; k++)
@@ -263,14 +297,13 @@ int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artif
     }
     for (size_t i = 0; i < n_names; i++) {
         bool in_b, in_c;
-        out->parts[out->n++] =
-            side_part(baseline, current, CG_ANAT_RANGE, names[i], vb, vc, &in_b, &in_c);
+        out->parts[out->n++] = side_part(&s, CG_ANAT_RANGE, names[i], &in_b, &in_c);
     }
     /* chosen by their largest run, shown by their medians */
     qsort(out->parts + out->n - n_names, n_names, sizeof(*out->parts), cmp_part);
     rc = 0;
 done:
-    free(vb);
-    free(vc);
+    free(s.vb);
+    free(s.vc);
     return rc;
 }

@@ -231,6 +231,7 @@ static int ensure_step(struct parse_state *ps, int64_t idx)
         s->steps[i].n_loss = 0;
         memset(s->steps[i].counts, 0, sizeof(s->steps[i].counts));
         s->steps[i].sync_ns = s->steps[i].compute_ns = s->steps[i].copy_ns = 0;
+        s->steps[i].copy_hidden_ns = 0;
     }
     s->n_steps = need;
     return 0;
@@ -457,6 +458,8 @@ static int count_of(const char *f, size_t n)
         return CG_SHARD_T_COMPUTE;
     if (field_is(f, n, CG_SHARD_COUNT_COPY_NS))
         return CG_SHARD_T_COPY;
+    if (field_is(f, n, CG_SHARD_COUNT_COPY_HIDDEN_NS))
+        return CG_SHARD_T_COPY_HIDDEN;
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (field_is(f, n, words[i].word))
             return (int)words[i].count;
@@ -478,10 +481,11 @@ static int parse_count(struct parse_state *ps, struct line *l)
     if ((rc = ensure_step(ps, idx)) != 0)
         return rc;
     struct cg_shard_step *st = &ps->s->steps[idx];
-    int64_t *v = c == CG_SHARD_T_SYNC      ? &st->sync_ns
-                 : c == CG_SHARD_T_COMPUTE ? &st->compute_ns
-                 : c == CG_SHARD_T_COPY    ? &st->copy_ns
-                                           : &st->counts[c];
+    int64_t *v = c == CG_SHARD_T_SYNC          ? &st->sync_ns
+                 : c == CG_SHARD_T_COMPUTE     ? &st->compute_ns
+                 : c == CG_SHARD_T_COPY        ? &st->copy_ns
+                 : c == CG_SHARD_T_COPY_HIDDEN ? &st->copy_hidden_ns
+                                               : &st->counts[c];
     *v = cg_shard_add_capped(*v, delta);
     return 0;
 }

@@ -104,10 +104,17 @@ struct cg_shard_step {
     int64_t sync_ns;     /* summed "n I sync_ns" lines */
     int64_t compute_ns;  /* summed "n I compute_ns" lines */
     int64_t copy_ns;     /* summed "n I copy_ns" lines */
+    int64_t copy_hidden_ns; /* summed "n I copy_hidden_ns" lines */
 };
 
 /* The step times a shard carries as counts ("n I sync_ns D"), numbered after enum cg_count. */
-enum { CG_SHARD_T_SYNC = CG_COUNT_N, CG_SHARD_T_COMPUTE, CG_SHARD_T_COPY, CG_SHARD_T_END };
+enum {
+    CG_SHARD_T_SYNC = CG_COUNT_N,
+    CG_SHARD_T_COMPUTE,
+    CG_SHARD_T_COPY,
+    CG_SHARD_T_COPY_HIDDEN,
+    CG_SHARD_T_END
+};
 
 struct cg_shard_op {
     char *name; /* as the library saw it (kernel names mangled) */

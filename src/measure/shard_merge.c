@@ -242,6 +242,7 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
     int64_t keep = avail < 0 ? 0 : (avail < o->steps ? avail : o->steps);
     bool compute = all_measured(shards, n, CG_SHARD_T_COMPUTE);
     bool copy = all_measured(shards, n, CG_SHARD_T_COPY);
+    bool hidden = copy && all_measured(shards, n, CG_SHARD_T_COPY_HIDDEN);
     for (int64_t k = o->warmup; k < o->warmup + keep; k++) {
         int64_t wall = 0, tokens = -1, busy = -1, n_loss = 0;
         double loss = NAN;
@@ -277,6 +278,10 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
             to->compute_ns = busiest->compute_ns < busy ? busiest->compute_ns : busy;
         if (busiest != NULL && copy)
             to->copy_ns = busiest->copy_ns;
+        if (busiest != NULL && hidden)
+            to->copy_hidden_ns = busiest->copy_hidden_ns < busiest->copy_ns
+                                     ? busiest->copy_hidden_ns
+                                     : busiest->copy_ns;
     }
     if (merge_ops(shards, n, run) != 0 || merge_places(shards, n, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");

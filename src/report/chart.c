@@ -162,17 +162,19 @@ int cg_chart_mermaid(struct cg_buf *out, const double *base, const double *cur, 
     return rc;
 }
 
-int cg_chart_anatomy(struct cg_buf *out, const double base[3], const double cur[3])
+int cg_chart_anatomy(struct cg_buf *out, const double base[CG_CHART_ANATOMY_PARTS],
+                     const double cur[CG_CHART_ANATOMY_PARTS])
 {
-    /* running totals per side, in percent: compute, + communication, + idle (100) */
-    double tot[2][3];
+    /* running totals per side, in percent: compute, + communication, + copies, + idle (100) */
+    enum { N = CG_CHART_ANATOMY_PARTS };
+    double tot[2][N];
     const double *sides[2] = {base, cur};
     for (int s = 0; s < 2; s++) {
         double sum = 0.0;
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < N; i++)
             sum += isfinite(sides[s][i]) && sides[s][i] > 0.0 ? sides[s][i] : 0.0;
         double run = 0.0;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < N; i++) {
             double v = isfinite(sides[s][i]) && sides[s][i] > 0.0 ? sides[s][i] : 0.0;
             run += sum > 0.0 ? 100.0 * v / sum : 0.0;
             tot[s][i] = run;
@@ -183,13 +185,13 @@ int cg_chart_anatomy(struct cg_buf *out, const double base[3], const double cur[
                               "config:\n"
                               "  themeVariables:\n"
                               "    xyChart:\n"
-                              "      plotColorPalette: \"#c7c7c7, #ff7f0e, #1f77b4\"\n"
+                              "      plotColorPalette: \"#c7c7c7, #2ca02c, #ff7f0e, #1f77b4\"\n"
                               "---\n"
                               "xychart-beta\n"
                               "    title \"Step anatomy (% of the step)\"\n"
                               "    x-axis [baseline, current]\n"
                               "    y-axis \"% of step\" 0 --> 100\n");
-    for (int i = 2; i >= 0 && rc == 0; i--) { /* tallest first: later bars are drawn over it */
+    for (int i = N - 1; i >= 0 && rc == 0; i--) { /* tallest first: later bars drawn over it */
         rc |= cg_buf_adds(out, "    bar [");
         rc |= plain_number(out, tot[0][i]);
         rc |= cg_buf_adds(out, ", ");

@@ -32,12 +32,16 @@ int cg_chart_step_medians(const struct cg_artifact *a, double **out, size_t *n);
  * [i*n/k, (i+1)*n/k). out has room for k values. Returns k. */
 size_t cg_chart_downsample(const double *v, size_t n, size_t max_points, double *out);
 
+#define CG_CHART_ANATOMY_PARTS 4
+
 /* Appends a fenced mermaid xychart-beta block of one stacked bar per side (baseline, current):
- * the step's GPU compute, then exposed communication, then GPU idle, each side's three shares
- * (0..1) scaled to add up to 100%. Mermaid's xychart draws the bars of one x value over each
- * other, so the stack is drawn as the bars of its running totals, tallest first: idle grey,
- * communication orange, compute blue. 0 or CG_ENOMEM. */
-int cg_chart_anatomy(struct cg_buf *out, const double base[3], const double cur[3]);
+ * the step's GPU compute, then exposed communication, then copies while no kernel runs, then GPU
+ * idle, each side's shares (0..1; NAN or negative: 0) scaled to add up to 100%. Mermaid's xychart
+ * draws the bars of one x value over each other, so the stack is drawn as the bars of its running
+ * totals, tallest first: idle grey, copies green, communication orange, compute blue. 0 or
+ * CG_ENOMEM. */
+int cg_chart_anatomy(struct cg_buf *out, const double base[CG_CHART_ANATOMY_PARTS],
+                     const double cur[CG_CHART_ANATOMY_PARTS]);
 
 /* Appends a fenced mermaid xychart-beta block with two lines, base then cur (n values each,
  * ns), downsampled to at most max_points points and plotted in ms. The first line is grey, the

@@ -132,6 +132,8 @@ static cJSON *anatomy_json(const struct cg_verdict *v)
         cJSON_AddStringToObject(x, "part", cg_anatomy_kind_name(p->kind));
         if (p->name != NULL)
             cJSON_AddStringToObject(x, "name", p->name);
+        if (p->kind == CG_ANAT_GPU_IDLE) /* copies measured on a side, but counted as idle */
+            cJSON_AddBoolToObject(x, "copies_counted_as_idle", cg_anatomy_copies_as_idle(an));
         cJSON_AddItemToObject(x, "baseline_share", num(p->baseline));
         cJSON_AddItemToObject(x, "current_share", num(p->current));
         cJSON_AddStringToObject(x, "outcome", cg_outcome_name(p->outcome));

@@ -366,25 +366,32 @@ static void share_text(double share, char *dst, size_t n)
         snprintf(dst, n, "%.1f%%", 100.0 * share);
 }
 
-/* The stacked bar of compute, exposed communication and idle per side, when the GPU's busy time
- * is known on both (without communication, compute is the busy time). */
+/* The stacked bar of compute, exposed communication, exposed copies and idle per side, when the
+ * GPU's busy time is known on both (without communication, compute is the busy time; copies are
+ * drawn where the idle share leaves them out). */
 static int add_anatomy_chart(struct cg_buf *b, const struct cg_anatomy *an)
 {
     const struct cg_anatomy_part *busy = cg_anatomy_part(an, CG_ANAT_GPU_BUSY);
     const struct cg_anatomy_part *idle = cg_anatomy_part(an, CG_ANAT_GPU_IDLE);
     const struct cg_anatomy_part *comm = cg_anatomy_part(an, CG_ANAT_EXPOSED_COMM);
     const struct cg_anatomy_part *compute = cg_anatomy_part(an, CG_ANAT_COMPUTE);
+    const struct cg_anatomy_part *copies = cg_anatomy_part(an, CG_ANAT_EXPOSED_COPIES);
     if (busy == NULL || idle == NULL || isnan(busy->baseline) || isnan(busy->current))
         return 0;
     bool split = comm != NULL && compute != NULL && !isnan(comm->baseline) && !isnan(comm->current);
-    double base[3] = {split ? compute->baseline : busy->baseline, split ? comm->baseline : 0.0,
-                      idle->baseline};
-    double cur[3] = {split ? compute->current : busy->current, split ? comm->current : 0.0,
-                     idle->current};
+    bool copy = an->copies_in_idle && copies != NULL;
+    double base[CG_CHART_ANATOMY_PARTS] = {split ? compute->baseline : busy->baseline,
+                                           split ? comm->baseline : 0.0,
+                                           copy ? copies->baseline : 0.0, idle->baseline};
+    double cur[CG_CHART_ANATOMY_PARTS] = {split ? compute->current : busy->current,
+                                          split ? comm->current : 0.0, copy ? copies->current : 0.0,
+                                          idle->current};
     int rc = cg_buf_adds(b, "\n");
     rc |= cg_chart_anatomy(b, base, cur);
-    rc |= cg_buf_adds(b, "\n_Per side, bottom to top: GPU compute (blue), communication not "
-                         "overlapped by compute (orange), GPU idle (grey)._\n");
+    rc |= cg_buf_printf(b,
+                        "\n_Per side, bottom to top: GPU compute (blue), communication not "
+                        "overlapped by compute (orange), %sGPU idle (grey)._\n",
+                        copy ? "copies while no kernel runs (green), " : "");
     return rc;
 }
 
@@ -411,6 +418,9 @@ static int add_anatomy(struct cg_buf *b, const struct cg_verdict *v)
         if (!isnan(pts))
             snprintf(d, sizeof(d), "%+.1f pts", fabs(pts) < 0.05 ? 0.0 : pts);
         rc = cg_buf_printf(b, "| %s", cg_anatomy_label(p->kind));
+        if (p->kind == CG_ANAT_GPU_IDLE && cg_anatomy_copies_as_idle(an))
+            rc |= cg_buf_adds(b, ", copies counted as idle (a side did not measure their "
+                                 "overlap with kernels)");
         if (p->kind == CG_ANAT_RANGE) {
             rc |= cg_buf_adds(b, " ");
             rc |= cg_md_escape(b, p->name, NAME_MAX_BYTES);

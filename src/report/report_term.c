@@ -95,6 +95,8 @@ static int add_anatomy(struct cg_buf *out, const struct cg_verdict *v)
         if (!isnan(p->current))
             snprintf(cur, sizeof(cur), "%.1f%%", 100.0 * p->current);
         rc = cg_buf_printf(out, "  %7s -> %7s  %s", base, cur, cg_anatomy_label(p->kind));
+        if (p->kind == CG_ANAT_GPU_IDLE && cg_anatomy_copies_as_idle(an))
+            rc |= cg_buf_adds(out, ", copies counted as idle");
         if (p->kind == CG_ANAT_RANGE) {
             rc |= cg_buf_adds(out, " ");
             rc |= cg_term_escape(out, p->name, 100);

@@ -104,6 +104,12 @@ static void test_artifact__bad_inputs_name_the_problem(void **state)
          "runs[0].steps[0].copy_ns: must be at least 0"},
         {"\"wall_ns\":", "\"compute_ns\": 1e15, \"wall_ns\":",
          "runs[0].steps[0]: compute_ns needs a gpu_busy_ns at least as large"},
+        {"\"wall_ns\":", "\"copy_hidden_ns\": 5, \"wall_ns\":",
+         "runs[0].steps[0]: copy_hidden_ns needs a copy_ns at least as large"},
+        {"\"wall_ns\":", "\"copy_ns\": 4, \"copy_hidden_ns\": 5, \"wall_ns\":",
+         "runs[0].steps[0]: copy_hidden_ns needs a copy_ns at least as large"},
+        {"\"wall_ns\":", "\"copy_ns\": 4, \"copy_hidden_ns\": -5, \"wall_ns\":",
+         "runs[0].steps[0].copy_hidden_ns: must be at least 0"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *text = replace(good, cases[i].from, cases[i].to);
@@ -285,6 +291,7 @@ static void test_artifact__step_counts_round_trip(void **state)
     st->gpu_busy_ns = 9000;
     st->compute_ns = 8000;
     st->copy_ns = 77;
+    st->copy_hidden_ns = 33;
     char *text = cg_artifact_to_json(&a);
     assert_non_null(text);
     assert_non_null(strstr(text, "\"counts\":\t{\n"));
@@ -297,8 +304,10 @@ static void test_artifact__step_counts_round_trip(void **state)
     assert_int_equal(got->sync_ns, 12345);
     assert_int_equal(got->compute_ns, 8000);
     assert_int_equal(got->copy_ns, 77);
+    assert_int_equal(got->copy_hidden_ns, 33);
     assert_int_equal(b.runs[0].steps[0].compute_ns, -1);
     assert_int_equal(b.runs[0].steps[0].copy_ns, -1);
+    assert_int_equal(b.runs[0].steps[0].copy_hidden_ns, -1);
     assert_int_equal(b.runs[0].steps[0].counts[CG_COUNT_KERNELS], -1);
     assert_int_equal(b.runs[0].steps[0].sync_ns, -1);
     /* merged runs keep them */

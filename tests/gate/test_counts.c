@@ -522,7 +522,7 @@ static void set_compute(struct cg_artifact *a, double share, double jitter)
         for (size_t k = 0; k < a->runs[r].n_steps; k++) {
             struct cg_step *st = &a->runs[r].steps[k];
             st->compute_ns = (int64_t)((double)st->gpu_busy_ns * (share + (double)r * jitter));
-            st->copy_ns = st->wall_ns / 20;
+            st->copy_ns = st->copy_hidden_ns = st->wall_ns / 20; /* kernels run during them */
         }
 }
 
@@ -612,12 +612,76 @@ static void gpu_idle_share_is_gated(void **state)
     cg_verdict_release(&v);
 }
 
+/* Copies while no kernel runs are the GPU's work, not idle time: a kernel's 20% of the step
+ * moved into copies no kernel overlaps leaves the idle share as it was (PASS); they are a part of
+ * their own and the chart's green bar. When a side lacks the copies' overlap with kernels (an
+ * older artifact), both sides count copies as idle and say so: the same change FAILs then. */
+static void copies_while_no_kernel_runs_are_not_idle(void **state)
+{
+    struct sides *s = *state;
+    cg_fixture_set_busy(&s->base, 0.9);
+    cg_fixture_set_busy(&s->cur, 0.7);
+    set_compute(&s->base, 1.0, 0.0);
+    set_compute(&s->cur, 1.0, 0.0);
+    for (size_t r = 0; r < s->cur.n_runs; r++)
+        for (size_t k = 0; k < s->cur.runs[r].n_steps; k++) {
+            struct cg_step *st = &s->cur.runs[r].steps[k];
+            st->copy_ns = st->wall_ns / 5;
+            st->copy_hidden_ns = 0;
+        }
+    struct cg_verdict v;
+    verdict(s, &v);
+    assert_true(v.anatomy.copies_in_idle);
+    const struct cg_anatomy_part *idle = cg_anatomy_part(&v.anatomy, CG_ANAT_GPU_IDLE);
+    const struct cg_anatomy_part *copies = cg_anatomy_part(&v.anatomy, CG_ANAT_EXPOSED_COPIES);
+    assert_non_null(copies);
+    assert_true(fabs(copies->baseline) < 1e-9 && fabs(copies->current - 0.2) < 1e-6);
+    assert_true(fabs(idle->baseline - 0.1) < 1e-6 && fabs(idle->current - 0.1) < 1e-6);
+    assert_int_equal(idle->outcome, CG_OUT_PASS);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    struct cg_buf md;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
+    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    assert_non_null(strstr(md.data, "| copies and sets while no kernel runs | 0.0% | 20.0% | "));
+    assert_non_null(strstr(md.data, "copies while no kernel runs (green), GPU idle (grey)"));
+    /* running totals, tallest first: idle, + copies, + communication, compute */
+    assert_non_null(strstr(md.data, "    bar [100, 100]\n    bar [90, 90]\n    bar [90, 70]\n"
+                                    "    bar [90, 70]\n"));
+    char *json = cg_report_json(&v);
+    assert_non_null(strstr(json, "\"part\":\t\"exposed_copies\""));
+    assert_non_null(strstr(json, "\"copies_counted_as_idle\":\tfalse"));
+    free(json);
+    cg_buf_release(&md);
+    cg_verdict_release(&v);
+    s->base.runs[0].steps[0].copy_hidden_ns = -1; /* one step of an older artifact */
+    verdict(s, &v);
+    assert_false(v.anatomy.copies_in_idle);
+    idle = cg_anatomy_part(&v.anatomy, CG_ANAT_GPU_IDLE);
+    assert_true(fabs(idle->shift_points - 20.0) < 0.01);
+    assert_int_equal(idle->outcome, CG_OUT_FAIL);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
+    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    assert_non_null(strstr(md.data, "| GPU idle (waiting for the host), copies counted as idle (a "
+                                    "side did not measure their overlap with kernels) | 10.0% | "
+                                    "30.0% |"));
+    json = cg_report_json(&v);
+    assert_non_null(strstr(json, "\"copies_counted_as_idle\":\ttrue"));
+    free(json);
+    cg_buf_release(&md);
+    cg_verdict_release(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(same_counts_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(exposed_communication_is_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(gpu_idle_share_is_gated, setup, teardown),
+        cmocka_unit_test_setup_teardown(copies_while_no_kernel_runs_are_not_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(one_more_sync_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(changed_calls_say_where, setup, teardown),
         cmocka_unit_test_setup_teardown(kernels_within_ten_percent, setup, teardown),

@@ -163,10 +163,48 @@ static void test_agg__communication_overlapped_by_compute_and_copies(void **stat
     assert_int_equal(a.steps[1].busy_ns, busy);
     assert_int_equal(busy - compute, 100 + 400 + 50 + 200 + 100); /* exposed communication */
     assert_int_equal(count(&a, 1, CG_AGG_N_COPY_NS), (10350 - 10050) + 100);
+    assert_int_equal(count(&a, 1, CG_AGG_N_COPY_HIDDEN_NS), 10350 - 10100); /* peer: exposed */
     assert_int_equal(count(&a, 1, CG_AGG_N_KERNELS), 7);
     assert_int_equal(op(&a, nccl)->calls, 3);
     assert_int_equal(op(&a, nccl)->total_ns, 1100 + 250 + 100);
     assert_int_equal(op(&a, kernel_a)->calls, 2);
+    cg_agg_release(&a);
+}
+
+/* A long copy with many short kernels inside it, more than the busy ring holds, so kernel
+ * intervals settle long before the copy does: its hidden time is still exact, whether the copy's
+ * record came before the kernels' or (a second step) after them; a copy during the idle gap
+ * between two kernels has none. */
+static void test_agg__copy_time_some_kernel_ran_in_is_exact(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    const int n = 2 * CG_AGG_INTERVALS; /* the busy ring and the kept ones hold them all */
+    cg_agg_step_begin(&a, 0, 1000);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 2000, 2000 + 50 * (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        kernel(&a, kernel_a, 2000 + 50 * (uint64_t)i + 20, 2000 + 50 * (uint64_t)i + 30);
+    cg_agg_step_end(&a, 0, 200000);
+    cg_agg_step_begin(&a, 1, 300000);
+    for (int i = 0; i < n; i++)
+        kernel(&a, kernel_b, 301000 + 50 * (uint64_t)i, 301000 + 50 * (uint64_t)i + 10);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 301000 + 5, 301000 + 50 * (uint64_t)n);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 301000 + 20, 301000 + 40); /* in the union already */
+    cg_agg_step_end(&a, 1, 500000);
+    cg_agg_step_begin(&a, 2, 600000);
+    kernel(&a, kernel_a, 600100, 600200);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 600250, 600300);
+    kernel(&a, kernel_a, 600400, 600500);
+    cg_agg_step_end(&a, 2, 700000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPY_NS), 50 * n);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPY_HIDDEN_NS), 10 * n);
+    assert_int_equal(count(&a, 1, CG_AGG_N_COPY_NS), 50 * n - 5);
+    assert_int_equal(count(&a, 1, CG_AGG_N_COPY_HIDDEN_NS), 10 * n - 5);
+    assert_int_equal(count(&a, 2, CG_AGG_N_COPY_NS), 50);
+    assert_int_equal(count(&a, 2, CG_AGG_N_COPY_HIDDEN_NS), 0);
+    assert_true(a.kernels_settled.len <= CG_AGG_SETTLED);
     cg_agg_release(&a);
 }
 
@@ -314,7 +352,7 @@ static bool ref_comm(int name)
     return name % 8 == 7;
 }
 
-enum ref_union { REF_KERNELS, REF_COMPUTE, REF_COPIES };
+enum ref_union { REF_KERNELS, REF_COMPUTE, REF_COPIES, REF_ALL };
 
 /* Exact time of step [lo, hi] in the union of the intervals of which records, clipped to it. */
 static int64_t ref_union(const struct ref_rec *r, size_t n, uint64_t lo, uint64_t hi,
@@ -323,8 +361,10 @@ static int64_t ref_union(const struct ref_rec *r, size_t n, uint64_t lo, uint64_
     uint64_t(*iv)[2] = malloc(n * sizeof(*iv));
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if ((which == REF_COPIES ? r[i].copy
-                                 : !r[i].copy && (which == REF_KERNELS || !ref_comm(r[i].name))) &&
+        if ((which == REF_ALL ? true
+             : which == REF_COPIES
+                 ? r[i].copy
+                 : !r[i].copy && (which == REF_KERNELS || !ref_comm(r[i].name))) &&
             r[i].start != 0 && r[i].end > r[i].start) {
             iv[m][0] = r[i].start > lo ? r[i].start : lo;
             iv[m][1] = r[i].end < hi ? r[i].end : hi;
@@ -435,8 +475,12 @@ static void test_agg__hot_path_matches_a_reference(void **state)
             for (int s = 0; s < REF_STEPS; s++) {
                 uint64_t lo = step_start[s], hi = step_end[s];
                 assert_int_equal(a.steps[s].busy_ns, ref_union(r, n, lo, hi, REF_KERNELS));
-                assert_int_equal(a.steps[s].count[CG_AGG_N_COPY_NS],
-                                 ref_union(r, n, lo, hi, REF_COPIES));
+                int64_t kernels = ref_union(r, n, lo, hi, REF_KERNELS);
+                int64_t copies_ns = ref_union(r, n, lo, hi, REF_COPIES);
+                assert_int_equal(a.steps[s].count[CG_AGG_N_COPY_NS], copies_ns);
+                /* the copies' time some kernel ran in: |copies| + |kernels| - |either| */
+                assert_int_equal(a.steps[s].count[CG_AGG_N_COPY_HIDDEN_NS],
+                                 copies_ns + kernels - ref_union(r, n, lo, hi, REF_ALL));
                 if (s >= 2) /* warm-up kernels before the first measured communication: compute */
                     assert_int_equal(a.steps[s].count[CG_AGG_N_COMPUTE_NS],
                                      ref_union(r, n, lo, hi, REF_COMPUTE));
@@ -1082,7 +1126,7 @@ static void test_agg__count_names_are_the_shard_format(void **state)
         "sync_event", "sync_context",  "sync_wait_event",     "sync_ns",
         "copies",     "dtoh_pageable", "dtoh_pageable_bytes", "allocs",
         "frees",      "jit",           "module_loads",        "compute_ns",
-        "copy_ns"};
+        "copy_ns",    "copy_hidden_ns"};
     for (int c = 0; c < CG_AGG_COUNTS; c++)
         assert_string_equal(cg_agg_count_name((enum cg_agg_count)c), want[c]);
     assert_string_equal(cg_agg_count_name(CG_AGG_COUNTS), "?");
@@ -1093,6 +1137,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agg__records_are_attributed_to_steps_after_warmup),
         cmocka_unit_test(test_agg__busy_time_is_the_union_of_overlapping_kernels),
+        cmocka_unit_test(test_agg__copy_time_some_kernel_ran_in_is_exact),
         cmocka_unit_test(test_agg__busy_union_stays_bounded_and_exact_in_order),
         cmocka_unit_test(test_agg__peak_memory_from_out_of_order_records),
         cmocka_unit_test(test_agg__zero_timestamps_are_counted_and_skipped),

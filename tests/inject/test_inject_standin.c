@@ -454,7 +454,8 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
         cg_text_line(shard,
                      "nc kernels graph_kernels graph_launches sync_stream sync_event sync_context "
                      "sync_wait_event sync_ns copies dtoh_pageable dtoh_pageable_bytes "
-                     "allocs frees jit module_loads compute_ns copy_ns places\n") == NULL)
+                     "allocs frees jit module_loads compute_ns copy_ns copy_hidden_ns places\n") ==
+            NULL)
         fail_msg("no 'done 3', or not one 'nc' naming every count:\n%s", shard);
     /* warm-up step 0 and the window's steps 1 and 2, complete before "done"; step 3 (past the
      * window) and the records before the first step in none */
@@ -470,6 +471,9 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
         assert_true(busy_of(shard, step) > 0);
         assert_int_equal(cg_shard_count(shard, done, step, "compute_ns"), busy_of(shard, step));
         assert_true(cg_shard_count(shard, done, step, "copy_ns") > 0);
+        /* of it, the time a kernel ran too (the step's first kernel may still run) */
+        int64_t hidden = cg_shard_count(shard, done, step, "copy_hidden_ns");
+        assert_true(hidden >= 0 && hidden <= cg_shard_count(shard, done, step, "copy_ns"));
         assert_int_equal(cg_shard_count(shard, done, step, "jit"), step == 1);
         assert_int_equal(cg_shard_count(shard, done, step, "module_loads"), step == 2);
     }

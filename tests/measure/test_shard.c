@@ -652,14 +652,17 @@ static void test_shard__merge_counts(void **state)
 static void test_shard__merge_compute_and_copy_time(void **state)
 {
     (void)state;
-    static const char a[] = "canary-gate-shard 1\ngpu ok\nnc kernels compute_ns copy_ns\n"
+    static const char a[] = "canary-gate-shard 1\ngpu ok\n"
+                            "nc kernels compute_ns copy_ns copy_hidden_ns\n"
                             "s 0 100 2000 -1\ns 1 2000 4000 -1\n"
                             "b 0 900\nb 1 1500\nn 0 compute_ns 800\nn 1 compute_ns 1000\n"
-                            "n 1 compute_ns 100\nn 0 copy_ns 30\nn 1 copy_ns 40\nend\n";
-    static const char b[] = "canary-gate-shard 1\ngpu ok\nnc kernels compute_ns copy_ns\n"
+                            "n 1 compute_ns 100\nn 0 copy_ns 30\nn 1 copy_ns 40\n"
+                            "n 1 copy_hidden_ns 15\nn 1 copy_hidden_ns 10\nend\n";
+    static const char b[] = "canary-gate-shard 1\ngpu ok\n"
+                            "nc kernels compute_ns copy_ns copy_hidden_ns\n"
                             "s 0 100 2000 -1\ns 1 2000 4000 -1\n"
                             "b 0 1200\nb 1 1000\nn 0 compute_ns 1200\nn 1 compute_ns 900\n"
-                            "n 0 copy_ns 70\nend\n";
+                            "n 0 copy_ns 70\nn 0 copy_hidden_ns 70\nend\n";
     struct cg_shard s[2];
     parse(a, &s[0]);
     parse(b, &s[1]);
@@ -667,6 +670,8 @@ static void test_shard__merge_compute_and_copy_time(void **state)
     assert_true(s[0].times_counted[CG_SHARD_T_COMPUTE - CG_COUNT_N]);
     assert_true(s[0].times_counted[CG_SHARD_T_COPY - CG_COUNT_N]);
     assert_false(s[0].times_counted[CG_SHARD_T_SYNC - CG_COUNT_N]);
+    assert_true(s[0].times_counted[CG_SHARD_T_COPY_HIDDEN - CG_COUNT_N]);
+    assert_int_equal(s[0].steps[1].copy_hidden_ns, 25);
     struct cg_artifact art;
     cg_artifact_init(&art);
     struct cg_run *run = cg_artifact_add_run(&art);
@@ -677,9 +682,11 @@ static void test_shard__merge_compute_and_copy_time(void **state)
     assert_int_equal(run->steps[0].gpu_busy_ns, 1200);
     assert_int_equal(run->steps[0].compute_ns, 1200); /* b's: busiest in step 0 */
     assert_int_equal(run->steps[0].copy_ns, 70);
+    assert_int_equal(run->steps[0].copy_hidden_ns, 70);
     assert_int_equal(run->steps[1].gpu_busy_ns, 1500);
     assert_int_equal(run->steps[1].compute_ns, 1100); /* a's: busiest in step 1 */
     assert_int_equal(run->steps[1].copy_ns, 40);
+    assert_int_equal(run->steps[1].copy_hidden_ns, 25);
     cg_artifact_release(&art);
     cg_shard_release(&s[1]);
     /* a process that did not name them: unknown */
@@ -691,6 +698,7 @@ static void test_shard__merge_compute_and_copy_time(void **state)
     assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
     assert_int_equal(run->steps[0].compute_ns, -1);
     assert_int_equal(run->steps[0].copy_ns, -1);
+    assert_int_equal(run->steps[0].copy_hidden_ns, -1);
     cg_artifact_release(&art);
     cg_shard_release(&s[0]);
     cg_shard_release(&s[1]);

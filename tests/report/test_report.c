@@ -405,11 +405,11 @@ static void test_report__mermaid_chart_downsamples(void **state)
     assert_int_equal(b.len, 0);
     /* the anatomy's stacked bars: running totals, tallest first, each side scaled to 100% (the
      * medians of the parts need not add up to 1); an unknown or negative part counts as 0 */
-    const double ab[3] = {0.5, 0.2, 0.2}, ac[3] = {0.6, NAN, -0.1};
+    const double ab[4] = {0.5, 0.2, 0.1, 0.1}, ac[4] = {0.6, NAN, 0.0, -0.1};
     assert_int_equal(cg_chart_anatomy(&b, ab, ac), 0);
     assert_non_null(strstr(b.data, "    x-axis [baseline, current]\n    y-axis \"% of step\" 0 "
-                                   "--> 100\n    bar [100, 100]\n    bar [77.78, 100]\n    "
-                                   "bar [55.56, 100]\n```\n"));
+                                   "--> 100\n    bar [100, 100]\n    bar [88.89, 100]\n    "
+                                   "bar [77.78, 100]\n    bar [55.56, 100]\n```\n"));
     cg_buf_release(&b);
 }
 
