@@ -157,7 +157,8 @@ def shard(shard_dir):
         "n 1 compute_ns 900\nn 1 copy_ns 0\nn 1 copy_hidden_ns 7\nn 2 compute_ns 5\nend\n")
     put("shard", "places",
         "canary-gate-shard 1\npid 9\nrank 0\nwarmup 0\nstep_range step\ngpu ok\n"
-        "nc sync_stream sync_context dtoh_pageable places\ns 0 1000 2000 -1\ns 1 2000 3000 -1\n"
+        "nc sync_stream sync_context dtoh_pageable allocs frees places\ns 0 1000 2000 -1\n"
+        "s 1 2000 3000 -1\nnp allocs in 1 forward\nnp frees after 1 forward\n"
         "np sync_stream in 2 forward\nnp sync_stream in 1 forward\nnp dtoh_pageable after 2 "
         "back\\x09ward\nnp sync_context in 1 \nnp newer_count in 1 x\nend\n"
         "\n--- next shard ---\n"

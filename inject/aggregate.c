@@ -1053,10 +1053,14 @@ static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)
     else
         return;
     int64_t k = step_at(a, e.ts, false);
-    if (k >= 0) /* by the operation: a release of 0 bytes is a release */
-        a->steps[k].count[m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
-                              ? CG_AGG_N_ALLOCS
-                              : CG_AGG_N_FREES]++;
+    if (k >= 0) { /* by the operation: a release of 0 bytes is a release */
+        enum cg_agg_count c =
+            m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                ? CG_AGG_N_ALLOCS
+                : CG_AGG_N_FREES;
+        a->steps[k].count[c]++;
+        place_count(a, c, m->correlationId, k);
+    }
     if (e.ts > a->mem_newest)
         a->mem_newest = e.ts;
     if (a->mem_frontier != 0 && e.ts < a->mem_frontier) {

@@ -139,11 +139,13 @@ struct cg_agg_settled {
     size_t head, len;
 };
 
-/* Where the host was when it made a synchronisation or a pageable copy: a count, a place (a
- * non-zero value the caller gave cg_agg_place_note) and how often, over the measured window. */
+/* Where the host was when it made a synchronisation, a pageable copy, a device memory allocation
+ * or release: a count, a place (a non-zero value the caller gave cg_agg_place_note) and how
+ * often, over the measured window. */
 struct cg_agg_place {
     uint32_t place;
-    enum cg_agg_count count; /* CG_AGG_N_SYNC_STREAM, _EVENT, _CONTEXT or _DTOH_PAGEABLE */
+    enum cg_agg_count count; /* CG_AGG_N_SYNC_STREAM, _EVENT, _CONTEXT, _DTOH_PAGEABLE, _ALLOCS
+                              * or _FREES */
     int64_t calls, written;
 };
 
@@ -285,10 +287,11 @@ void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns);
  * bucket needs it (the oldest id gives way). */
 void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place);
 
-/* Takes places from t (borrowed, outliving the aggregation; NULL: none): a synchronisation or
- * copy record whose correlation id t holds and that counts in a measured step (warmup <= step <
- * the end) is counted in places[] too (the stream, event and context synchronisations, and the
- * copies from the device to pageable host memory), and its entry is taken out of t. */
+/* Takes places from t (borrowed, outliving the aggregation; NULL: none): a synchronisation, copy
+ * or device memory record whose correlation id t holds and that counts in a measured step
+ * (warmup <= step < the end) is counted in places[] too (the stream, event and context
+ * synchronisations, the copies from the device to pageable host memory, the device memory
+ * allocations and releases), and its entry is taken out of t. */
 void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t);
 
 /* True for the name of a communication kernel (NCCL's: the name holds "nccl"). */

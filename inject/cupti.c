@@ -329,8 +329,9 @@ static void write_deltas(void)
     }
     static bool places_warned;
     if (a->places_lost > 0 && !places_warned) {
-        cg_inject_append(CG_SHARD_KEY_WARNING " more than %d places of synchronisations and "
-                                              "copies: the others are not placed\n",
+        cg_inject_append(CG_SHARD_KEY_WARNING " more than %d places of synchronisations, "
+                                              "copies and allocations: the others are not "
+                                              "placed\n",
                          CG_AGG_PLACES);
         places_warned = true;
     }
@@ -892,13 +893,23 @@ static bool enable_module_loads(void)
     return r == CUPTI_SUCCESS;
 }
 
-/* The API callbacks that give synchronisations and copies their place (docs/counts.md): every
- * runtime and driver API function whose name holds "Synchronize" or "Memcpy", as these headers
- * number them. False (and a "w" line) when none could be enabled. */
+/* The API callbacks that give synchronisations, copies, allocations and releases their place
+ * (docs/counts.md): every runtime and driver API function whose name holds "Synchronize",
+ * "Memcpy", "Malloc", "MemAlloc" or "Free", as these headers number them. False (and a "w" line)
+ * when none could be enabled. */
+static bool placed_call(const char *name)
+{
+    static const char *const words[] = {"Synchronize", "Memcpy", "Malloc", "MemAlloc", "Free"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(name, words[i]) != NULL)
+            return true;
+    return false;
+}
+
 static bool enable_places(void)
 {
-    const char *what = "CUPTI API callbacks unavailable (synchronisations and copies not placed "
-                       "in NVTX ranges)";
+    const char *what = "CUPTI API callbacks unavailable (synchronisations, copies and allocations "
+                       "not placed in NVTX ranges)";
     if (g_api.enable_callback == NULL || g_api.callback_name == NULL) {
         warn(what,
              g_api.enable_callback == NULL ? "no cuptiEnableCallback" : "no cuptiGetCallbackName");
@@ -915,8 +926,7 @@ static bool enable_places(void)
         for (uint32_t cbid = 1; cbid < domains[d].n; cbid++) {
             const char *name = NULL;
             if (g_api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
-                name == NULL ||
-                (strstr(name, "Synchronize") == NULL && strstr(name, "Memcpy") == NULL))
+                name == NULL || !placed_call(name))
                 continue;
             CUptiResult r = g_api.enable_callback(1, g_subscriber, domains[d].domain, cbid);
             if (r == CUPTI_SUCCESS)

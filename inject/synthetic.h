@@ -124,9 +124,10 @@ static inline void cg_synth_copy(struct cg_agg *a, uint8_t copy_kind, uint8_t sr
     cg_synth_copy_corr(a, copy_kind, src_kind, dst_kind, stream, start, end, bytes, 0);
 }
 
-/* A device memory allocation (or release) of bytes on device at ts. */
-static inline void cg_synth_memory(struct cg_agg *a, uint32_t device, bool alloc, uint64_t bytes,
-                                   uint64_t ts)
+/* A device memory allocation (or release) of bytes on device at ts, made by the API call of
+ * correlation id corr. */
+static inline void cg_synth_memory_corr(struct cg_agg *a, uint32_t device, bool alloc,
+                                        uint64_t bytes, uint64_t ts, uint32_t corr)
 {
     CUpti_ActivityMemory4 m;
     memset(&m, 0, sizeof(m));
@@ -137,7 +138,15 @@ static inline void cg_synth_memory(struct cg_agg *a, uint32_t device, bool alloc
     m.bytes = bytes;
     m.timestamp = ts;
     m.deviceId = device;
+    m.correlationId = corr;
     cg_agg_record(a, (const CUpti_Activity *)(const void *)&m);
+}
+
+/* A device memory allocation (or release) of bytes on device at ts. */
+static inline void cg_synth_memory(struct cg_agg *a, uint32_t device, bool alloc, uint64_t bytes,
+                                   uint64_t ts)
+{
+    cg_synth_memory_corr(a, device, alloc, bytes, ts, 0);
 }
 
 #endif

@@ -61,7 +61,8 @@ bool cg_count_in_row(int row, int count)
 
 bool cg_count_placed(int count)
 {
-    return cg_count_in_row(CG_COUNT_SYNCS, count) || count == CG_COUNT_DTOH_PAGEABLE;
+    return cg_count_in_row(CG_COUNT_SYNCS, count) || count == CG_COUNT_DTOH_PAGEABLE ||
+           count == CG_COUNT_ALLOCS || count == CG_COUNT_FREES;
 }
 
 int64_t cg_count_value(const int64_t counts[CG_COUNT_N], int row)

@@ -58,7 +58,8 @@ int cg_count_parse(const char *name, int *row);
 bool cg_count_in_row(int row, int count);
 
 /* True for a count whose calls are placed among the NVTX ranges (artifact.h, struct
- * cg_count_place): the host synchronisations and the pageable device-to-host copies. */
+ * cg_count_place): the host synchronisations, the pageable device-to-host copies and the device
+ * memory allocations and releases. */
 bool cg_count_placed(int count);
 
 /* The row's value in a step's counts (-1 when a count it needs is unknown). */

@@ -270,8 +270,9 @@ static int count_row(struct cg_buf *b, const struct cg_verdict *v, const struct 
 /* Places listed per count row at most. */
 #define WHERE_SHOWN 5
 
-/* Where the changed synchronisations and pageable copies were made: a line per count row that
- * knows, its places (the NVTX range the host thread was in, or had last ended). */
+/* Where the changed synchronisations, pageable copies, allocations and releases were made: a line
+ * per count row that knows, its places (the NVTX range the host thread was in, or had last ended).
+ */
 static int add_where(struct cg_buf *b, const struct cg_counts *c)
 {
     int rc = 0;

@@ -37,8 +37,9 @@
  *                    CUPTI callback, when it enabled it)
  *   --standin-placed  in every step, calls made among ranges: a stream synchronisation in a
  *                    range "forward", a device-to-pageable copy after it (no range open), a
- *                    context synchronisation in "inner" nested in "backward", and a copy into
- *                    pinned memory in "backward" (not a pageable one)
+ *                    context synchronisation in "inner" nested in "backward", a copy into
+ *                    pinned memory (not a pageable one) and a device memory allocation in
+ *                    "backward", and its release after it
  *   --fork-child K   after the first step, fork a child that runs K steps and returns from
  *                    main (its exit handlers run); the parent waits for it
  *   --fork-delay-ms N  with --fork-child, wait N ms after the first step before the fork
@@ -248,7 +249,9 @@ static void standin_records(long s)
         standin.sync(SYNC_CONTEXT, 1000);
         nvtxRangePop();
         standin.memcpy(COPY_DTOH, MEMORY_DEVICE, MEMORY_PINNED, 4, 1000);
+        standin.memory(1, 4096);
         nvtxRangePop();
+        standin.memory(0, 4096);
     }
     if (standin.module_load != NULL && (s < 0 || s == o.standin_module_load_at))
         standin.module_load();

@@ -405,8 +405,16 @@ static void changed_calls_say_where(void **state)
     set_count(&s->cur, CG_COUNT_SYNC_STREAM, 3);
     place_all(&s->cur, CG_COUNT_SYNC_STREAM, false, "forward", 1);
     place_all(&s->cur, CG_COUNT_SYNC_STREAM, true, "back|ward", 1); /* and one in no range */
+    set_count(&s->cur, CG_COUNT_ALLOCS, 1); /* allocator churn: an allocation in `forward` */
+    place_all(&s->cur, CG_COUNT_ALLOCS, false, "forward", 1);
     struct cg_verdict v;
     verdict(s, &v);
+    const struct cg_count_result *allocs = row_of(&v, CG_COUNT_ALLOCS);
+    assert_int_equal(allocs->outcome, CG_OUT_FAIL);
+    assert_int_equal(allocs->n_where, 1);
+    assert_string_equal(allocs->where[0].range, "forward");
+    assert_false(allocs->where[0].after);
+    assert_true(allocs->where[0].baseline == 0 && allocs->where[0].current == 1);
     for (int row = CG_COUNT_SYNC_STREAM; row != -1;
          row = row == CG_COUNT_SYNCS ? -1 : CG_COUNT_SYNCS) {
         const struct cg_count_result *r = row_of(&v, row);
@@ -427,7 +435,8 @@ static void changed_calls_say_where(void **state)
     assert_int_equal(cg_buf_adds(&md, ""), 0);
     if (strstr(md.data, "- host synchronisations: +1 per step after **back&#124;ward** (0 -> 1); "
                         "+1 per step in no NVTX range (0 -> 1)\n") == NULL ||
-        strstr(md.data, "- stream synchronisations:") != NULL) /* the sum's, once */
+        strstr(md.data, "- stream synchronisations:") != NULL || /* the sum's, once */
+        strstr(md.data, "- device allocations: +1 per step in **forward** (0 -> 1)\n") == NULL)
         fail_msg("no place line in:\n%s", strstr(md.data, "### Counts"));
     assert_int_equal(cg_report_terminal(&v, false, &term, &err), 0);
     assert_int_equal(cg_buf_adds(&term, ""), 0);

@@ -959,10 +959,11 @@ static void test_agg__counts_copies_and_pageable_device_to_host_bytes(void **sta
     cg_agg_release(&a);
 }
 
-/* The calls made in a place (cg_agg_place_note): stream, event and context synchronisations
- * and device-to-pageable copies whose records fall in a measured step are counted at their
- * place; a wait on an event, a pinned copy, a warm-up step, an unknown correlation id or a
- * call with no place are not. An id is taken once; a bucket's oldest id gives way to a newer. */
+/* The calls made in a place (cg_agg_place_note): stream, event and context synchronisations,
+ * device-to-pageable copies and device memory allocations and releases whose records fall in a
+ * measured step are counted at their place; a wait on an event, a pinned copy, a warm-up step, an
+ * unknown correlation id or a call with no place are not. An id is taken once; a bucket's oldest id
+ * gives way to a newer. */
 static void test_agg__places_count_calls_of_measured_steps(void **state)
 {
     (void)state;
@@ -1000,6 +1001,9 @@ static void test_agg__places_count_calls_of_measured_steps(void **state)
                        CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 3900, 3950, 4, 50);
     cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
                        CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 7, 3960, 3970, 4, 0);
+    cg_synth_memory_corr(&a, 0, true, 1 << 20, 3975, 31);
+    cg_synth_memory_corr(&a, 0, false, 1 << 20, 3980, 32);
+    cg_synth_memory_corr(&a, 0, false, 1 << 20, 3985, 0);
     cg_agg_step_end(&a, 1, 4000);
     cg_agg_settle(&a, true);
     assert_int_equal(count(&a, 1, CG_AGG_N_SYNC_STREAM), 2); /* counted all the same */
@@ -1007,12 +1011,11 @@ static void test_agg__places_count_calls_of_measured_steps(void **state)
         uint32_t place;
         enum cg_agg_count count;
         int64_t calls;
-    } want[] = {{in_fwd, CG_AGG_N_SYNC_STREAM, 1},
-                {in_fwd, CG_AGG_N_SYNC_EVENT, 1},
-                {in_bwd, CG_AGG_N_SYNC_CONTEXT, 1},
-                {after_fwd, CG_AGG_N_DTOH_PAGEABLE, 2}};
-    assert_int_equal(a.n_places, 4);
-    for (size_t i = 0; i < 4; i++) {
+    } want[] = {{in_fwd, CG_AGG_N_SYNC_STREAM, 1},  {in_fwd, CG_AGG_N_SYNC_EVENT, 1},
+                {in_bwd, CG_AGG_N_SYNC_CONTEXT, 1}, {after_fwd, CG_AGG_N_DTOH_PAGEABLE, 2},
+                {in_bwd, CG_AGG_N_ALLOCS, 1},       {in_bwd, CG_AGG_N_FREES, 1}};
+    assert_int_equal(a.n_places, 6);
+    for (size_t i = 0; i < 6; i++) {
         size_t k = 0;
         while (k < a.n_places &&
                !(a.places[k].place == want[i].place && a.places[k].count == want[i].count))
@@ -1044,7 +1047,7 @@ static void test_agg__places_count_calls_of_measured_steps(void **state)
     cg_agg_step_end(&a, 3, 8000);
     cg_agg_settle(&a, true);
     assert_int_equal(a.n_places, CG_AGG_PLACES);
-    assert_int_equal(a.places_lost, 300 - (CG_AGG_PLACES - 4));
+    assert_int_equal(a.places_lost, 300 - (CG_AGG_PLACES - 6));
     cg_agg_release(&a);
 }
 

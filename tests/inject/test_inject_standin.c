@@ -491,10 +491,11 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
     assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 6);
 }
 
-/* Synchronisations and pageable copies are placed among the NVTX ranges of the thread that made
- * them: the callbacks of the API functions that synchronise or copy are on (no other), and the
- * shard has "np" lines for the window's steps only: in the innermost range open, after the last
- * one ended when none is open; a copy into pinned memory is not placed. */
+/* Synchronisations, pageable copies, device memory allocations and releases are placed among the
+ * NVTX ranges of the thread that made them: the callbacks of the API functions that synchronise,
+ * copy, allocate or free are on (no other), and the shard has "np" lines for the window's steps
+ * only: in the innermost range open, after the last one ended when none is open; a copy into
+ * pinned memory is not placed. */
 static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
 {
     const struct cg_workdir *w = *state;
@@ -507,10 +508,14 @@ static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
     const char *log = calls(w);
     if (!counted(shard, "places") || cg_text_line(shard, "done 3\n") == NULL)
         fail_msg("no 'places' in 'nc', or no 'done 3':\n%s", shard);
-    static const char *const on[] = {
-        "callback on RUNTIME cudaStreamSynchronize", "callback on RUNTIME cudaEventSynchronize",
-        "callback on RUNTIME cudaDeviceSynchronize", "callback on RUNTIME cudaMemcpyAsync",
-        "callback on DRIVER cuStreamSynchronize",    "callback on DRIVER cuMemcpyDtoHAsync_v2"};
+    static const char *const on[] = {"callback on RUNTIME cudaStreamSynchronize",
+                                     "callback on RUNTIME cudaEventSynchronize",
+                                     "callback on RUNTIME cudaDeviceSynchronize",
+                                     "callback on RUNTIME cudaMemcpyAsync",
+                                     "callback on DRIVER cuStreamSynchronize",
+                                     "callback on DRIVER cuMemcpyDtoHAsync_v2",
+                                     "callback on RUNTIME cudaMalloc",
+                                     "callback on RUNTIME cudaFree"};
     for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
         if (event(log, on[i]) == NULL)
             fail_msg("no '%s' in:\n%s", on[i], log);
@@ -523,7 +528,9 @@ static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
         const char *head, *name;
     } want[] = {{"np sync_stream in ", "forward"},
                 {"np dtoh_pageable after ", "forward"},
-                {"np sync_context in ", "inner"}};
+                {"np sync_context in ", "inner"},
+                {"np allocs in ", "backward"},
+                {"np frees after ", "backward"}};
     int lines = 0;
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         long long sum = 0;

@@ -49,10 +49,11 @@
  *   cg_standin_module_load()                calls the subscriber's callback for
  *                                           CUPTI_CBID_RESOURCE_MODULE_LOADED, when it enabled it
  *                                           (logged "module load" or "module load unseen")
- * A synchronisation and a copy are API calls too: each takes the next correlation id, which its
- * record carries, and calls the subscriber's callback at the call's entry and exit, on the
- * calling thread, when it enabled the runtime API function that makes it (cudaStreamSynchronize,
- * cudaEventSynchronize, cudaDeviceSynchronize, cudaStreamWaitEvent, cudaMemcpyAsync). Only the
+ * A synchronisation, a copy and a device memory allocation or release are API calls too: each
+ * takes the next correlation id, which its record carries, and calls the subscriber's callback at
+ * the call's entry and exit, on the calling thread, when it enabled the runtime API function that
+ * makes it (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
+ * cudaStreamWaitEvent, cudaMemcpyAsync, cudaMalloc, cudaFree). Only the
  * runtime and driver functions of names[] below have a name (cuptiGetCallbackName) and can be
  * enabled; enabling is logged "callback on RUNTIME|DRIVER NAME".
  */
@@ -99,8 +100,8 @@ static int g_subscriber_token;
 static bool g_api_on[2][1024]; /* [0] runtime, [1] driver, by callback id */
 static uint32_t g_next_corr = 1;
 
-/* The API functions the stand-in names (cuptiGetCallbackName): a few that synchronise or copy,
- * and two that do neither. */
+/* The API functions the stand-in names (cuptiGetCallbackName): a few that synchronise, copy,
+ * allocate or free, and some that do none of these. */
 static const struct {
     CUpti_CallbackDomain domain;
     uint32_t cbid;
@@ -118,6 +119,8 @@ static const struct {
      "cudaMemcpyAsync"},
     {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
      "cudaLaunchKernel"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree"},
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
      "cuStreamSynchronize"},
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
@@ -600,6 +603,8 @@ void cg_standin_memory(int alloc, uint64_t bytes)
     r.memory.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
                                          : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
     r.memory.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    r.memory.correlationId = api_call(alloc ? CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020
+                                            : CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020);
     r.memory.bytes = bytes;
     r.memory.timestamp = now_ns();
     queue(&r);
