@@ -393,6 +393,29 @@ def cmd_verdict(a):
         figure = "places: %s; %s" % (", ".join(seen) or "none", figure)
         if not ok:
             raise Fail("the extra .item() was not placed after the optimizer range | " + figure)
+    elif a.expect == "churn":
+        # the cache emptied at each step's end: allocations and releases FAIL from one run, and
+        # the releases are placed in the "release" range, at least one more per step
+        rows = (v.get("counts") or {}).get("rows") or []
+        failed = failed_counts(rows)
+        seen, placed = [], False
+        for r in rows:
+            if r.get("count") not in ("allocs", "frees"):
+                continue
+            for w in r.get("where") or []:
+                seen.append("%s %s %s %s->%s" % (r.get("count"), w.get("place"), w.get("range"),
+                                                 w.get("baseline"), w.get("current")))
+                placed |= (r.get("count") == "frees" and w.get("place") == "in" and
+                           w.get("range") == "release" and w.get("current") is not None and
+                           w.get("baseline") is not None and w["current"] - w["baseline"] >= 1)
+        figure = "failed: %s; places: %s; %s" % (", ".join(failed) or "none",
+                                                ", ".join(seen) or "none", figure)
+        if a.rc != 1 or verdict != "fail" or not any(
+                r.get("outcome") == "fail" and r.get("count") in ("allocs", "frees")
+                for r in rows):
+            raise Fail("allocator churn was not caught by its counts from one run | " + figure)
+        if not placed:
+            raise Fail("releases not placed in the release range | " + figure)
     elif a.expect == "detected":
         rows = (v.get("counts") or {}).get("rows") or []
         timing = [n for n in TIMING if outcomes.get(n) == "fail"]
@@ -599,7 +622,7 @@ def main(argv):
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)
     s.add_argument("--expect", choices=["pass", "timing", "detected", "memory", "counts", "place",
-                                               "counts-same"],
+                                        "churn", "counts-same"],
                    required=True)
     s = sub.add_parser("measured")
     s.add_argument("file")

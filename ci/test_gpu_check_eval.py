@@ -236,6 +236,20 @@ def main():
     case("verdict: the extra sync not placed",
          ["verdict", with_counts("c7", "fail", sync_rows), "--rc", 1, "--expect", "place"],
          "FAIL", "not placed after the optimizer range | places: none")
+    churn_rows = [{"count": "allocs", "baseline": 0, "current": 7, "outcome": "fail", "where": [
+                       {"place": "in", "range": "forward", "baseline": 0, "current": 5},
+                       {"place": "in", "range": "backward", "baseline": 0, "current": 2}]},
+                  {"count": "frees", "baseline": 0, "current": 7, "outcome": "fail", "where": [
+                       {"place": "in", "range": "release", "baseline": 0, "current": 7}]}]
+    case("verdict: allocator churn caught and its releases placed",
+         ["verdict", with_counts("c8", "fail", churn_rows), "--rc", 1, "--expect", "churn"],
+         "PASS", "frees in release 0->7")
+    case("verdict: allocator churn caught but not placed",
+         ["verdict", with_counts("c9", "fail", [dict(r, where=[]) for r in churn_rows]), "--rc", 1,
+          "--expect", "churn"], "FAIL", "releases not placed in the release range")
+    case("verdict: allocator churn not caught",
+         ["verdict", with_counts("c10", "fail", sync_rows), "--rc", 1, "--expect", "churn"],
+         "FAIL", "allocator churn was not caught by its counts")
     case("verdict: a FAIL that is not a count's",
          ["verdict", slow, "--rc", 1, "--expect", "counts"], "FAIL", "not caught by its counts")
     case("verdict: reordered work, same counts",

@@ -22,6 +22,9 @@ Variants (options, or the environment variable named in brackets):
                    queued instead of after: the same work in another order (the same counts)
   --variant mem    [CANARY_VARIANT=mem]   every block keeps a copy of its attention
                    probabilities and MLP activation until the next step (peak device memory)
+  --variant churn  [CANARY_VARIANT=churn] the step ends by emptying PyTorch's cache of device
+                   memory in a range "release" (torch.cuda.empty_cache): the blocks it frees
+                   are allocated again in the next step (device allocations and releases)
   --exit os-exit   [CANARY_EXIT=os-exit]  end with os._exit(0) after --max-steps: no exit
                    handlers run (the injection library's shard stays a .part file)
   --profiler       [CANARY_PROFILER=1]    run torch.profiler (CPU and CUDA activities) around
@@ -75,7 +78,7 @@ def parse_args(argv):
     p.add_argument("--timing-skip", type=int, default=5,
                    help="first steps left out of the printed step-time statistics")
     p.add_argument("--variant", default=os.environ.get("CANARY_VARIANT", "none"),
-                   choices=["none", "sync", "reorder", "mem"])
+                   choices=["none", "sync", "reorder", "mem", "churn"])
     p.add_argument("--exit", dest="exit_mode", default=os.environ.get("CANARY_EXIT", "normal"),
                    choices=["normal", "os-exit"])
     p.add_argument("--profiler", action="store_true",
@@ -277,6 +280,10 @@ def main(argv):
             mk.pop()
         value = loss.item()  # synchronises: the step's GPU work ends inside the step
         mk.mark("loss=%r" % value)
+        if a.variant == "churn" and dev.type == "cuda":  # allocator churn: the cache let go
+            mk.push("release")
+            torch.cuda.empty_cache()
+            mk.pop()
         mk.pop()
         if prof is not None:
             prof.step()
