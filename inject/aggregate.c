@@ -378,107 +378,123 @@ static void settle_interval(struct cg_agg *a, struct cg_agg_union *u, uint64_t s
 
 static void union_settle(struct cg_agg *a, struct cg_agg_union *u, uint64_t upto, bool final);
 
-/* The part of the settled copy interval [start, end) that kernel interval k overlaps is hidden
- * time; false when k starts after it (so do the kernels after k). */
-static bool copy_hidden(struct cg_agg *a, struct cg_agg_interval k, uint64_t start, uint64_t end)
+/* --- the copies' time some kernel ran in ---------------------------------------------------
+ * Each pair of a copy interval and a kernel interval is credited once, when the later of the two
+ * settles: a union's settled intervals are kept (struct cg_agg_settled) until the other union's
+ * later intervals can no longer reach them; one that must give way to a newer one first credits
+ * its overlap with the other union's intervals not yet settled (which will not find it). */
+
+/* Intervals [head, head + len) of iv, indices masked: sorted and disjoint. */
+struct span {
+    const struct cg_agg_interval *iv;
+    size_t head, len, mask;
+};
+
+static struct span kept_span(const struct cg_agg_settled *h)
 {
-    if (k.start >= end)
-        return false;
-    uint64_t lo = k.start > start ? k.start : start;
-    uint64_t hi = k.end < end ? k.end : end;
-    if (hi <= lo)
-        return true;
-    if (lo - a->win_lo < a->win_len && hi - a->win_lo < a->win_len && hi <= a->win_next)
-        a->steps[a->hint].count[CG_AGG_N_COPY_HIDDEN_NS] += (int64_t)(hi - lo); /* its step's */
-    else
-        steps_credit(a, NULL, CG_AGG_N_COPY_HIDDEN_NS, lo, hi);
-    return true;
+    return (struct span){h->iv, h->head, h->len, CG_AGG_SETTLED - 1};
 }
 
-/* A copy interval [start, end) settled: its overlap with the kernels, those settled (kept since
- * the first copy) and those the busy union still holds. Kept kernels that ended before it can
- * overlap no later copy (a later copy interval starts after this one) and are let go. */
-static void copy_settled(struct cg_agg *a, uint64_t start, uint64_t end)
+static struct span held_span(const struct cg_agg_union *u)
 {
-    struct cg_agg_settled *h = &a->kernels_settled;
-    const size_t mask = CG_AGG_SETTLED - 1;
-    size_t lo = 0, hi = h->len; /* the first that ends after start: kept ones are sorted */
+    return (struct span){u->ring, u->head, u->len, RING_MASK};
+}
+
+static struct cg_agg_interval span_at(struct span s, size_t i)
+{
+    return s.iv[(s.head + i) & s.mask];
+}
+
+/* The index of the first interval of s that ends after t (s.len: none). */
+static size_t span_after(struct span s, uint64_t t)
+{
+    size_t lo = 0, hi = s.len;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (h->iv[(h->head + mid) & mask].end <= start)
+        if (span_at(s, mid).end <= t)
             lo = mid + 1;
         else
             hi = mid;
     }
-    h->head = (h->head + lo) & mask;
-    h->len -= lo;
-    for (size_t i = 0; i < h->len; i++)
-        if (!copy_hidden(a, h->iv[(h->head + i) & mask], start, end))
-            return;
-    const struct cg_agg_union *b = &a->busy;
-    for (size_t i = 0; i < b->len; i++)
-        if (!copy_hidden(a, b->ring[(b->head + i) & RING_MASK], start, end))
-            return;
+    return lo;
 }
 
-/* Keeps kernel intervals ring[from, from + n) (indices wrap at the busy ring's size, n at most
- * it) for the copies settling later, the oldest kept giving way when full: block copies. */
-static void kernels_settled(struct cg_agg *a, const struct cg_agg_interval *ring, size_t from,
-                            size_t n)
+/* Credits the overlap of mine's intervals with s's to the copies' hidden time of the steps it
+ * lies in. */
+static void overlap_credit(struct cg_agg *a, struct span mine, struct span s)
 {
-    struct cg_agg_settled *h = &a->kernels_settled;
+    size_t j = 0;
+    for (size_t i = 0; i < mine.len && j < s.len; i++) {
+        struct cg_agg_interval x = span_at(mine, i);
+        while (j < s.len && span_at(s, j).end <= x.start)
+            j++;
+        for (size_t m = j; m < s.len; m++) {
+            struct cg_agg_interval y = span_at(s, m);
+            if (y.start >= x.end)
+                break;
+            uint64_t lo = x.start > y.start ? x.start : y.start;
+            uint64_t hi = x.end < y.end ? x.end : y.end;
+            if (lo - a->win_lo < a->win_len && hi - a->win_lo < a->win_len && hi <= a->win_next)
+                a->steps[a->hint].count[CG_AGG_N_COPY_HIDDEN_NS] += (int64_t)(hi - lo);
+            else
+                steps_credit(a, NULL, CG_AGG_N_COPY_HIDDEN_NS, lo, hi);
+        }
+    }
+}
+
+/* Intervals [from, from + n) of u's ring have settled (u: busy or copies): their overlap with
+ * the other union's kept intervals is credited (those that ended before them are let go: u's
+ * later intervals start later still), and they are kept in turn, the oldest kept giving way
+ * when full after crediting their overlap with the other union's held intervals. */
+static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t from, size_t n)
+{
+    bool kernels = u == &a->busy;
+    if (!kernels && u != &a->copies)
+        return;
+    struct cg_agg_settled *mine = kernels ? &a->kept_kernels : &a->kept_copies;
+    struct cg_agg_settled *theirs = kernels ? &a->kept_copies : &a->kept_kernels;
+    const struct cg_agg_union *other = kernels ? &a->copies : &a->busy;
+    struct span block = {u->ring, from, n, RING_MASK};
+    if (theirs->len > 0) {
+        size_t gone = span_after(kept_span(theirs), u->ring[from & RING_MASK].start);
+        theirs->head = (theirs->head + gone) & (CG_AGG_SETTLED - 1);
+        theirs->len -= gone;
+        overlap_credit(a, block, kept_span(theirs));
+    }
+    size_t over = mine->len + n > CG_AGG_SETTLED ? mine->len + n - CG_AGG_SETTLED : 0;
+    if (over > 0 && other->len > 0) {
+        struct span old = kept_span(mine), held = held_span(other);
+        old.len = over;
+        size_t skip = span_after(old, held.iv[held.head].start); /* they end before it */
+        old.head = (old.head + skip) & old.mask;
+        old.len -= skip;
+        overlap_credit(a, old, held);
+    }
+    mine->head = (mine->head + over) & (CG_AGG_SETTLED - 1);
+    mine->len -= over;
     const size_t mask = CG_AGG_SETTLED - 1;
-    while (n > 0) {
-        size_t src = from & RING_MASK, dst = (h->head + h->len) & mask;
+    while (n > 0) { /* block copies, both rings wrapping */
+        size_t src = from & RING_MASK, dst = (mine->head + mine->len) & mask;
         size_t run = n;
         if (run > CG_AGG_INTERVALS - src)
             run = CG_AGG_INTERVALS - src;
         if (run > CG_AGG_SETTLED - dst)
             run = CG_AGG_SETTLED - dst;
-        memcpy(&h->iv[dst], &ring[src], run * sizeof(*ring));
-        h->len += run;
-        if (h->len > CG_AGG_SETTLED) { /* the oldest were overwritten */
-            h->head = (h->head + h->len - CG_AGG_SETTLED) & mask;
-            h->len = CG_AGG_SETTLED;
-        }
+        memcpy(&mine->iv[dst], &u->ring[src], run * sizeof(*u->ring));
+        mine->len += run;
         from += run;
         n -= run;
     }
-}
-
-/* After the busy union settled: the copies its frontier has passed settle too. */
-static void copies_follow(struct cg_agg *a)
-{
+    /* the copies the kernels' frontier has passed settle now: few are held, and the kept kernels
+     * they could reach are let go sooner */
     const struct cg_agg_union *c = &a->copies;
-    if (c->len > 0 && c->ring[c->head].end <= a->busy.frontier)
+    if (kernels && c->len > 0 && c->ring[c->head].end <= a->busy.frontier)
         union_settle(a, &a->copies, a->busy.frontier, false);
 }
 
 static struct cg_agg_interval *ring_at(struct cg_agg_union *u, size_t i)
 {
     return &u->ring[(u->head + i) & RING_MASK];
-}
-
-/* Intervals [from, from + n) of u's ring (indices wrap) have settled: a copy's hidden time is
- * measured, kernels are kept for the copies (once one was seen) and the copies they passed
- * settle. */
-static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t from, size_t n)
-{
-    if (u == &a->copies) {
-        for (size_t i = 0; i < n; i++) {
-            struct cg_agg_interval f = u->ring[(from + i) & RING_MASK];
-            copy_settled(a, f.start, f.end);
-        }
-    } else if (u == &a->busy && a->copies_seen) {
-        /* the copies that ended before these kernels began settle first: the kernels kept now
-         * are all they overlap, and keeping these may let the oldest go */
-        const struct cg_agg_union *c = &a->copies;
-        uint64_t first = u->ring[from & RING_MASK].start;
-        if (c->len > 0 && c->ring[c->head].end <= first)
-            union_settle(a, &a->copies, first, false);
-        kernels_settled(a, u->ring, from, n);
-        copies_follow(a);
-    }
 }
 
 static void ring_pop_front(struct cg_agg *a, struct cg_agg_union *u)
@@ -889,7 +905,6 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
     if (r->kind == CG_AGG_KERNEL) {
         kernel_time(a, r->name, r->start, r->end);
     } else {
-        a->copies_seen = true;
         union_add(a, &a->copies, r->start, r->end);
     }
     if (k < 0) {

@@ -22,16 +22,16 @@
  * (cg_agg_is_comm) has been seen, for the kernels that are not communication
  * (CG_AGG_N_COMPUTE_NS, else equal to the busy time): busy minus compute is the communication
  * no compute overlapped (exposed). The part of the copies' union during which some kernel ran is
- * CG_AGG_N_COPY_HIDDEN_NS (the rest is copying while no kernel runs): it is measured when a copy
- * interval settles, against the kernel intervals settled (kept in kernels_settled once a copy has
- * been seen) and those still held; copies settle as soon as the kernels' frontier passes their
- * end, so a copy record may arrive as late as a kernel record and still count exactly. A
- * communication kernel is told apart by its op-table entry
- * when a measured step's kernels reach it (those of warm-up steps before it count as compute);
- * from then on every record takes the general path.
- * Device memory: allocation and release events of MEMORY2 records are applied in timestamp order
- * (a pending window sorted before applying, as records arrive out of order) to a running sum per
- * device whose maximum is the peak.
+ * CG_AGG_N_COPY_HIDDEN_NS (the rest is copying while no kernel runs): a copy interval and a
+ * kernel interval are credited their overlap when the later of the two settles, each union
+ * keeping its last CG_AGG_SETTLED settled intervals for the other's (one giving way first credits
+ * its overlap with the other's intervals not yet settled), so it is exact whatever the order the
+ * records come in, but for the time a held interval gains (from a record out of order) after an
+ * interval that gave way was credited against it. A communication kernel is told apart by its
+ * op-table entry when a measured step's kernels reach it (those of warm-up steps before it count as
+ * compute); from then on every record takes the general path. Device memory: allocation and release
+ * events of MEMORY2 records are applied in timestamp order (a pending window sorted before
+ * applying, as records arrive out of order) to a running sum per device whose maximum is the peak.
  *
  * Counts (cg_agg_count): per step, whatever the window, how many kernels (and of those, how many a
  * CUDA graph launched, and how many graph launches they make: a graph's first kernel record seen
@@ -66,7 +66,7 @@
 #define CG_AGG_CORR_WAYS 4
 #define CG_AGG_PLACES 256
 #define CG_AGG_GRAPHS 1024 /* power of two; CUDA graphs whose launches are counted */
-#define CG_AGG_SETTLED 1024 /* power of two; settled kernel intervals kept for the copies */
+#define CG_AGG_SETTLED 1024 /* power of two; settled kernel and copy intervals kept */
 
 enum cg_agg_kind { CG_AGG_KERNEL, CG_AGG_MEMCPY, CG_AGG_MEMSET, CG_AGG_MEMORY };
 
@@ -132,8 +132,8 @@ struct cg_agg_union {
     size_t field;      /* the int64_t of struct cg_agg_step it settles into (offsetof) */
 };
 
-/* The kernel intervals settled since the copies' frontier (at most CG_AGG_SETTLED, the oldest
- * giving way), in time order: a copy settling later finds the kernels it overlapped here. */
+/* A union's settled intervals, kept for the other union's intervals settling later (at most
+ * CG_AGG_SETTLED, the oldest giving way), in time order (see aggregate.c, "the copies' time"). */
 struct cg_agg_settled {
     struct cg_agg_interval iv[CG_AGG_SETTLED];
     size_t head, len;
@@ -204,8 +204,7 @@ struct cg_agg {
     struct cg_agg_union copies;  /* copies and sets */
     bool comm; /* a communication kernel was seen: compute is kept apart from busy (see
                 * cg_agg_is_comm); until then every kernel is compute */
-    bool copies_seen; /* a copy or set was seen: settled kernel intervals are kept */
-    struct cg_agg_settled kernels_settled;
+    struct cg_agg_settled kept_kernels, kept_copies; /* for the copies' hidden time */
 
     struct cg_agg_op *ops;
     size_t n_ops, cap_ops;

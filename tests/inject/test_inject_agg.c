@@ -204,7 +204,52 @@ static void test_agg__copy_time_some_kernel_ran_in_is_exact(void **state)
     assert_int_equal(count(&a, 1, CG_AGG_N_COPY_HIDDEN_NS), 10 * n - 5);
     assert_int_equal(count(&a, 2, CG_AGG_N_COPY_NS), 50);
     assert_int_equal(count(&a, 2, CG_AGG_N_COPY_HIDDEN_NS), 0);
-    assert_true(a.kernels_settled.len <= CG_AGG_SETTLED);
+    assert_true(a.kept_kernels.len <= CG_AGG_SETTLED && a.kept_copies.len <= CG_AGG_SETTLED);
+    cg_agg_release(&a);
+}
+
+/* The copies' hidden time whichever of a copy and a kernel settles last: more kernel intervals
+ * under one copy than the kept ones and the busy ring hold; more copies inside one kernel than
+ * the copies' ring holds, the kernel's record after theirs; a copy whose record comes after the
+ * kernels it overlapped settled, before any copy was seen; a kernel whose record comes after the
+ * copy it overlapped settled. */
+static void test_agg__copy_hidden_time_whichever_settles_last(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    const int n = 3000;
+    cg_agg_step_begin(&a, 0, 1000);
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 2000, 2000 + 50 * (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        kernel(&a, kernel_a, 2000 + 50 * (uint64_t)i + 20, 2000 + 50 * (uint64_t)i + 30);
+    cg_agg_step_end(&a, 0, 1000000);
+    cg_agg_step_begin(&a, 1, 2000000);
+    for (int i = 0; i < 600; i++) /* the kernel's record comes after them */
+        copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 2002000 + 20 * (uint64_t)i,
+             2002000 + 20 * (uint64_t)i + 10);
+    kernel(&a, kernel_a, 2001500, 2014000);
+    cg_agg_step_end(&a, 1, 3000000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPY_HIDDEN_NS), 10 * n);
+    assert_int_equal(count(&a, 1, CG_AGG_N_COPY_HIDDEN_NS), 6000);
+    cg_agg_release(&a);
+
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    kernel(&a, kernel_a, 1100, 1200);
+    kernel(&a, kernel_a, 1300, 1400);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_step_begin(&a, 1, 3000);
+    cg_agg_settle(&a, false);                              /* the kernels settle */
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1150, 1350); /* then the first copy */
+    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1500, 1600);
+    cg_agg_step_begin(&a, 2, 4000);
+    cg_agg_settle(&a, false);         /* the copies settle */
+    kernel(&a, kernel_a, 1550, 1580); /* then a kernel under the second */
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPY_NS), 200 + 100);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPY_HIDDEN_NS), 50 + 50 + 30);
     cg_agg_release(&a);
 }
 
@@ -1141,6 +1186,7 @@ int main(void)
         cmocka_unit_test(test_agg__records_are_attributed_to_steps_after_warmup),
         cmocka_unit_test(test_agg__busy_time_is_the_union_of_overlapping_kernels),
         cmocka_unit_test(test_agg__copy_time_some_kernel_ran_in_is_exact),
+        cmocka_unit_test(test_agg__copy_hidden_time_whichever_settles_last),
         cmocka_unit_test(test_agg__busy_union_stays_bounded_and_exact_in_order),
         cmocka_unit_test(test_agg__peak_memory_from_out_of_order_records),
         cmocka_unit_test(test_agg__zero_timestamps_are_counted_and_skipped),
