@@ -690,7 +690,9 @@ static void test_inject_standin__parts_left_off_by_the_user(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct cg_proc p;
         const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", cases[i].env, NULL};
-        const char *args[] = {COUNTING_ARGS, NULL};
+        /* steps of 25 ms rather than 2: the flush thread, slow under ASan on a loaded machine,
+         * once merged all the step ends' requests into one */
+        const char *args[] = {COUNTING_ARGS, "--step-ms", "25", NULL};
         assert_int_equal(run_standin(w, env, args, &p), 0);
         const char *shard = cg_canary_shard(w);
         const char *log = calls(w);
