@@ -350,6 +350,21 @@ def failed_counts(rows):
                            r.get("current")) for r in rows if r.get("outcome") == "fail"]
 
 
+def places_of(rows, counts, wanted):
+    """The places of the count rows named in counts, as "COUNT PLACE RANGE BASE->CURRENT", and
+    whether one satisfies wanted(row, place, growth per step; None when a side is unknown)."""
+    seen, ok = [], False
+    for r in rows:
+        if r.get("count") not in counts:
+            continue
+        for w in r.get("where") or []:
+            seen.append("%s %s %s %s->%s" % (r.get("count"), w.get("place"), w.get("range"),
+                                             w.get("baseline"), w.get("current")))
+            known = w.get("current") is not None and w.get("baseline") is not None
+            ok |= bool(wanted(r, w, w["current"] - w["baseline"] if known else None))
+    return seen, ok
+
+
 def cmd_verdict(a):
     v = load_json(a.file, "JSON verdict")
     verdict = v.get("verdict")
@@ -380,16 +395,9 @@ def cmd_verdict(a):
         # the extra .item() comes after the optimizer range: its synchronisation (or pageable
         # copy) must be placed there, one more per step
         rows = (v.get("counts") or {}).get("rows") or []
-        seen, ok = [], False
-        for r in rows:
-            if r.get("count") not in ("synchronizations", "dtoh_pageable"):
-                continue
-            for w in r.get("where") or []:
-                seen.append("%s %s %s %s->%s" % (r.get("count"), w.get("place"), w.get("range"),
-                                                 w.get("baseline"), w.get("current")))
-                ok |= (w.get("place") == "after" and w.get("range") == "optimizer" and
-                       w.get("current") is not None and w.get("baseline") is not None and
-                       w["current"] - w["baseline"] == 1)
+        seen, ok = places_of(rows, ("synchronizations", "dtoh_pageable"),
+                             lambda r, w, grew: w.get("place") == "after" and
+                             w.get("range") == "optimizer" and grew == 1)
         figure = "places: %s; %s" % (", ".join(seen) or "none", figure)
         if not ok:
             raise Fail("the extra .item() was not placed after the optimizer range | " + figure)
@@ -398,16 +406,10 @@ def cmd_verdict(a):
         # the releases are placed in the "release" range, at least one more per step
         rows = (v.get("counts") or {}).get("rows") or []
         failed = failed_counts(rows)
-        seen, placed = [], False
-        for r in rows:
-            if r.get("count") not in ("allocs", "frees"):
-                continue
-            for w in r.get("where") or []:
-                seen.append("%s %s %s %s->%s" % (r.get("count"), w.get("place"), w.get("range"),
-                                                 w.get("baseline"), w.get("current")))
-                placed |= (r.get("count") == "frees" and w.get("place") == "in" and
-                           w.get("range") == "release" and w.get("current") is not None and
-                           w.get("baseline") is not None and w["current"] - w["baseline"] >= 1)
+        seen, placed = places_of(rows, ("allocs", "frees"),
+                                 lambda r, w, grew: r.get("count") == "frees" and
+                                 w.get("place") == "in" and w.get("range") == "release" and
+                                 grew is not None and grew >= 1)
         figure = "failed: %s; places: %s; %s" % (", ".join(failed) or "none",
                                                 ", ".join(seen) or "none", figure)
         if a.rc != 1 or verdict != "fail" or not any(

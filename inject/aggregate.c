@@ -333,11 +333,26 @@ static inline void union_credit(struct cg_agg *a, const struct cg_agg_union *u, 
         a->steps[k].count[CG_AGG_N_COMPUTE_NS] += v;
 }
 
+/* Adds v to step k's time of u, or (u NULL) to its count c. */
+static inline void step_credit(struct cg_agg *a, const struct cg_agg_union *u, enum cg_agg_count c,
+                               int64_t k, int64_t v)
+{
+    if (u != NULL)
+        union_credit(a, u, k, v);
+    else
+        a->steps[k].count[c] += v;
+}
+
 /* Adds the parts of [start, end) that lie in step intervals to those steps' time of u, or (u
  * NULL) to their count c. */
 static void steps_credit(struct cg_agg *a, const struct cg_agg_union *u, enum cg_agg_count c,
                          uint64_t start, uint64_t end)
 {
+    /* inside the window and before the next step: all of it is the window step's */
+    if (start - a->win_lo < a->win_len && end - a->win_lo < a->win_len && end <= a->win_next) {
+        step_credit(a, u, c, a->hint, (int64_t)(end - start));
+        return;
+    }
     int64_t k = step_at(a, start, false);
     if (k < 0) {
         /* the interval begins between steps: the first step starting after it */
@@ -359,12 +374,8 @@ static void steps_credit(struct cg_agg *a, const struct cg_agg_union *u, enum cg
             break;
         uint64_t lo = start > s->start_ns ? start : s->start_ns;
         uint64_t hi = end < s->end_ns ? end : s->end_ns;
-        if (hi <= lo)
-            continue;
-        if (u != NULL)
-            union_credit(a, u, k, (int64_t)(hi - lo));
-        else
-            a->steps[k].count[c] += (int64_t)(hi - lo);
+        if (hi > lo)
+            step_credit(a, u, c, k, (int64_t)(hi - lo));
     }
 }
 
@@ -432,12 +443,8 @@ static void overlap_credit(struct cg_agg *a, struct span mine, struct span s)
             struct cg_agg_interval y = span_at(s, m);
             if (y.start >= x.end)
                 break;
-            uint64_t lo = x.start > y.start ? x.start : y.start;
-            uint64_t hi = x.end < y.end ? x.end : y.end;
-            if (lo - a->win_lo < a->win_len && hi - a->win_lo < a->win_len && hi <= a->win_next)
-                a->steps[a->hint].count[CG_AGG_N_COPY_HIDDEN_NS] += (int64_t)(hi - lo);
-            else
-                steps_credit(a, NULL, CG_AGG_N_COPY_HIDDEN_NS, lo, hi);
+            steps_credit(a, NULL, CG_AGG_N_COPY_HIDDEN_NS, x.start > y.start ? x.start : y.start,
+                         x.end < y.end ? x.end : y.end);
         }
     }
 }
@@ -503,15 +510,7 @@ static void ring_pop_front(struct cg_agg *a, struct cg_agg_union *u)
     struct cg_agg_interval f = u->ring[from];
     u->head = (u->head + 1) & RING_MASK;
     u->len--;
-    /* inside the window and before the next step: all of it is the window step's */
-    if (f.start - a->win_lo < a->win_len && f.end - a->win_lo < a->win_len &&
-        f.end <= a->win_next) {
-        union_credit(a, u, a->hint, (int64_t)(f.end - f.start));
-        if (f.end > u->frontier)
-            u->frontier = f.end;
-    } else {
-        settle_interval(a, u, f.start, f.end);
-    }
+    settle_interval(a, u, f.start, f.end);
     ring_settled(a, u, from, 1);
 }
 
@@ -902,11 +901,10 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
         return;
     }
     int64_t k = step_at(a, r->start, true);
-    if (r->kind == CG_AGG_KERNEL) {
+    if (r->kind == CG_AGG_KERNEL)
         kernel_time(a, r->name, r->start, r->end);
-    } else {
+    else
         union_add(a, &a->copies, r->start, r->end);
-    }
     if (k < 0) {
         a->outside_steps++;
         return;

@@ -63,10 +63,10 @@ static int64_t step_part(const struct cg_step *s, enum cg_anatomy_kind kind, boo
         return exposed_copies(s);
     case CG_ANAT_SYNC:
         return s->sync_ns;
-    case CG_ANAT_GPU_IDLE:
-        if (s->gpu_busy_ns < 0 || !copies)
-            return s->gpu_busy_ns;
-        return exposed_copies(s) < 0 ? -1 : s->gpu_busy_ns + exposed_copies(s);
+    case CG_ANAT_GPU_IDLE: {
+        int64_t exposed = copies ? exposed_copies(s) : 0;
+        return s->gpu_busy_ns < 0 || exposed < 0 ? -1 : s->gpu_busy_ns + exposed;
+    }
     default:
         return s->gpu_busy_ns;
     }
