@@ -24,7 +24,8 @@
  * records CUPTI's iterator yields, through a pointer the compiler cannot see through (the
  * library calls it from another file); its per-step counts are checked against the workload's.
  * Times are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so a busy shared machine that takes
- * the core away does not count against either loop.
+ * the core away does not count against either loop. --comm makes one kernel name in 20 a
+ * communication kernel's; --graphs launches every kernel from a CUDA graph.
  */
 #include "bench.h"
 #include <stdio.h>
@@ -58,6 +59,10 @@ union rec {
 
 /* What the workload holds per step, for checking the aggregation's counts. */
 static int64_t want[CG_AGG_COUNTS];
+
+/* --graphs: every kernel launched by a CUDA graph (as with torch.compile's CUDA graphs): those
+ * not in graph 3 are graph 7's, launched every 32 records */
+static bool all_graphs;
 
 /* Record g of the workload at time t: a copy, a synchronisation, a memory event or a kernel. */
 static void make(union rec *r, uint64_t g, uint64_t t, char (*names)[48])
@@ -107,6 +112,10 @@ static void make(union rec *r, uint64_t g, uint64_t t, char (*names)[48])
         r->k.name = names[(g * 7919) % N_NAMES];
         r->k.graphId = g % 64 == 5 ? 3 : 0;
         r->k.graphNodeId = g % 128 == 5 ? 1 : 2; /* graph 3: a launch every other of its kernels */
+        if (all_graphs && r->k.graphId == 0) {   /* graph 7: its first kernel (g 0) is node 1 */
+            r->k.graphId = 7;
+            r->k.graphNodeId = g % 32 + 1;
+        }
     }
 }
 
@@ -214,6 +223,7 @@ int main(int argc, char **argv)
      * training, so compute time is kept apart from busy time and every record takes the general
      * path */
     bool comm = argc > 1 && strcmp(argv[1], "--comm") == 0;
+    all_graphs = argc > 1 && strcmp(argv[1], "--graphs") == 0;
     const size_t per_buf = BUFFER_BYTES / sizeof(union rec);
     union rec *recs = aligned_alloc(64, per_buf * sizeof(union rec));
     if (recs == NULL)
@@ -295,7 +305,10 @@ int main(int argc, char **argv)
     printf("bench_cupti_agg: %.0f records in %d buffers of %zu MiB (%zu-byte kernel records), "
            "%d kernel names%s, median of %d, thread CPU time\n",
            n, N_BUFFERS, BUFFER_BYTES >> 20, sizeof(CUpti_ActivityKernel10), N_NAMES,
-           comm ? " (1 in 20 a communication kernel's)" : "", REPEATS);
+           comm         ? " (1 in 20 a communication kernel's)"
+           : all_graphs ? " (every kernel launched by a CUDA graph)"
+                        : "",
+           REPEATS);
     printf("  %-40s %7.1f M records/s  %6.2f ns/record\n",
            "aggregation (attribution, union, ops, counts)", n / agg / 1e6, agg / n * 1e9);
     printf("  %-40s %7.1f M records/s  %6.2f ns/record\n", "bare loop (sum of durations)",

@@ -339,7 +339,7 @@ static inline void step_credit(struct cg_agg *a, const struct cg_agg_union *u, e
 {
     if (u != NULL)
         union_credit(a, u, k, v);
-    else
+    else if (c < CG_AGG_COUNTS) /* always: callers with u NULL name a count */
         a->steps[k].count[c] += v;
 }
 
@@ -416,35 +416,49 @@ static struct cg_agg_interval span_at(struct span s, size_t i)
     return s.iv[(s.head + i) & s.mask];
 }
 
-/* The index of the first interval of s that ends after t (s.len: none). */
-static size_t span_after(struct span s, uint64_t t)
+/* The index of the first interval of s from i on that ends after t (s.len: none): strides that
+ * double from i, then a binary search in the last one, so that skipping d intervals costs about
+ * 2 log d reads. */
+static size_t span_skip(struct span s, size_t i, uint64_t t)
 {
-    size_t lo = 0, hi = s.len;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
+    size_t hi = i, stride = 1;
+    while (hi < s.len && span_at(s, hi).end <= t) { /* every interval up to hi ends by t */
+        i = hi + 1;
+        hi = i + stride;
+        stride *= 2;
+    }
+    if (hi > s.len)
+        hi = s.len;
+    while (i < hi) { /* the answer lies in [i, hi]: hi's interval, if any, ends after t */
+        size_t mid = i + (hi - i) / 2;
         if (span_at(s, mid).end <= t)
-            lo = mid + 1;
+            i = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    return i;
 }
 
 /* Credits the overlap of mine's intervals with s's to the copies' hidden time of the steps it
- * lies in. */
+ * lies in: both sorted and disjoint, so one pass, the side that ends first stepping on, and a
+ * run of one side's intervals that lie before the other's next one skipped at once (a few copies
+ * among hundreds of kernel intervals, or the other way round). */
 static void overlap_credit(struct cg_agg *a, struct span mine, struct span s)
 {
-    size_t j = 0;
-    for (size_t i = 0; i < mine.len && j < s.len; i++) {
-        struct cg_agg_interval x = span_at(mine, i);
-        while (j < s.len && span_at(s, j).end <= x.start)
-            j++;
-        for (size_t m = j; m < s.len; m++) {
-            struct cg_agg_interval y = span_at(s, m);
-            if (y.start >= x.end)
-                break;
+    size_t i = 0, j = 0;
+    while (i < mine.len && j < s.len) {
+        struct cg_agg_interval x = span_at(mine, i), y = span_at(s, j);
+        if (x.end <= y.start) {
+            i = span_skip(mine, i + 1, y.start);
+        } else if (y.end <= x.start) {
+            j = span_skip(s, j + 1, x.start);
+        } else {
             steps_credit(a, NULL, CG_AGG_N_COPY_HIDDEN_NS, x.start > y.start ? x.start : y.start,
                          x.end < y.end ? x.end : y.end);
+            if (x.end <= y.end)
+                i++;
+            else
+                j++;
         }
     }
 }
@@ -463,7 +477,7 @@ static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t 
     const struct cg_agg_union *other = kernels ? &a->copies : &a->busy;
     struct span block = {u->ring, from, n, RING_MASK};
     if (theirs->len > 0) {
-        size_t gone = span_after(kept_span(theirs), u->ring[from & RING_MASK].start);
+        size_t gone = span_skip(kept_span(theirs), 0, u->ring[from & RING_MASK].start);
         theirs->head = (theirs->head + gone) & (CG_AGG_SETTLED - 1);
         theirs->len -= gone;
         overlap_credit(a, block, kept_span(theirs));
@@ -472,7 +486,7 @@ static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t 
     if (over > 0 && other->len > 0) {
         struct span old = kept_span(mine), held = held_span(other);
         old.len = over;
-        size_t skip = span_after(old, held.iv[held.head].start); /* they end before it */
+        size_t skip = span_skip(old, 0, held.iv[held.head].start); /* they end before it */
         old.head = (old.head + skip) & old.mask;
         old.len -= skip;
         overlap_credit(a, old, held);
@@ -504,16 +518,6 @@ static struct cg_agg_interval *ring_at(struct cg_agg_union *u, size_t i)
     return &u->ring[(u->head + i) & RING_MASK];
 }
 
-static void ring_pop_front(struct cg_agg *a, struct cg_agg_union *u)
-{
-    size_t from = u->head;
-    struct cg_agg_interval f = u->ring[from];
-    u->head = (u->head + 1) & RING_MASK;
-    u->len--;
-    settle_interval(a, u, f.start, f.end);
-    ring_settled(a, u, from, 1);
-}
-
 /* The total length of ring[from, to) (no wrap). */
 static int64_t ring_length(const struct cg_agg_union *u, size_t from, size_t to)
 {
@@ -524,7 +528,7 @@ static int64_t ring_length(const struct cg_agg_union *u, size_t from, size_t to)
 }
 
 /* A full ring settles its earlier half at once (so the full-ring check is rarely taken). The
- * intervals inside the window step are summed in one pass, as ring_pop_front would one by one;
+ * intervals inside the window step are summed in one pass, as union_settle would one by one;
  * when the whole half lies in it (the usual case: its intervals are sorted and disjoint, so its
  * first and last tell), without a test per interval. */
 static void ring_settle_half(struct cg_agg *a, struct cg_agg_union *u)
@@ -655,8 +659,18 @@ HOT void union_add(struct cg_agg *a, struct cg_agg_union *u, uint64_t start, uin
 /* Settles u's intervals that ended by upto (all when final). */
 static void union_settle(struct cg_agg *a, struct cg_agg_union *u, uint64_t upto, bool final)
 {
-    while (u->len > 0 && (final || ring_at(u, 0)->end <= upto))
-        ring_pop_front(a, u);
+    size_t from = u->head, n = 0;
+    for (; n < u->len; n++) {
+        struct cg_agg_interval f = u->ring[(from + n) & RING_MASK];
+        if (!final && f.end > upto)
+            break;
+        settle_interval(a, u, f.start, f.end);
+    }
+    if (n == 0)
+        return;
+    u->head = (from + n) & RING_MASK;
+    u->len -= n;
+    ring_settled(a, u, from, n); /* as one block: the overlap's search is done once */
 }
 /* --- ops ---------------------------------------------------------------------------------- */
 
@@ -1257,6 +1271,7 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
     const int64_t step = a->hint;
     const size_t from = i;
     size_t others = 0; /* records of other kinds handed on: the rest of [from, i) is taken */
+    int64_t graph_kernels = 0, graph_launches = 0;
     struct cg_agg_union *u = &a->busy;
     size_t held = u->len, at = (u->head + held - 1) & RING_MASK; /* the last one */
     uint64_t tail_start = held ? u->ring[at].start : UINT64_MAX;
@@ -1292,8 +1307,8 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
         }
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
         uint64_t start = k->start, end = k->end;
-        if (start - lo >= len || end < start || (graph_ids && k->graphId != 0))
-            break; /* a graph's kernel: the general path counts its launches */
+        if (start - lo >= len || end < start)
+            break;
         struct cg_agg_slot *sl = NULL;
         if (counted) { /* op_count, with the table in registers */
             const char *name = k->name;
@@ -1305,6 +1320,12 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
                 if (sl != NULL && (sl->kind & SLOT_COMM))
                     break;
             }
+        }
+        /* taken: a graph's kernel, and maybe its graph's launch (not before a communication
+         * kernel has left for the general path, which counts it) */
+        if (graph_ids && k->graphId != 0) {
+            graph_kernels++;
+            graph_launches += graph_launch(a, k->graphId, k->graphNodeId);
         }
         bool follows = start > tail_end;
         /* before the last interval (or none held), or following it with no room */
@@ -1333,6 +1354,8 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
         int64_t *c = a->steps[step].count;
         a->inside_steps += taken;
         c[CG_AGG_N_KERNELS] += taken;
+        c[CG_AGG_N_GRAPH_KERNELS] += graph_kernels;
+        c[CG_AGG_N_GRAPH_LAUNCHES] += graph_launches;
     }
     return i;
 }

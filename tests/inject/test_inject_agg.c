@@ -876,7 +876,8 @@ static void test_agg__counts_kernels_and_graph_kernels_per_step(void **state)
 
 /* Graph launches: a graph's first kernel record in a step names its anchor node, and every record
  * of that node is one launch, whatever order a launch's kernels arrive in; fed as one batch
- * (the hot path hands graph kernels to the general path). Not counted without graph ids. */
+ * (the hot path counts graph kernels and their launches as the general path does). Not counted
+ * without graph ids. */
 static void test_agg__counts_graph_launches_by_their_anchor_node(void **state)
 {
     (void)state;
@@ -925,6 +926,41 @@ static void test_agg__counts_graph_launches_by_their_anchor_node(void **state)
         assert_int_equal(a.steps[0].busy_ns, 11 * 50);
         cg_agg_release(&a);
     }
+}
+
+/* A communication kernel launched by a graph, met on the hot path: the hot path leaves it to the
+ * general one (compute time is kept apart from then on), which counts it and its graph's launch;
+ * the hot path must not have counted them already (the fuzzer's find: 2 graph kernels, 1 fed). */
+static void test_agg__counts_a_graphs_communication_kernel_once(void **state)
+{
+    (void)state;
+    static const char nccl[] = "_Z32ncclDevKernel_AllReduce_Sum_f32P20ncclDevKernelArgs";
+    static CUpti_ActivityKernel10 k[3];
+    const char *names[3] = {kernel_a, nccl, kernel_b};
+    const CUpti_Activity *ptr[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&k[i], 0, sizeof(k[i]));
+        k[i].kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        k[i].start = 1100 + 100 * (uint64_t)i;
+        k[i].end = k[i].start + 50;
+        k[i].name = names[i];
+        k[i].graphId = 4;
+        k[i].graphNodeId = 11 + (uint64_t)i;
+        ptr[i] = (const CUpti_Activity *)(const void *)&k[i];
+    }
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_agg_step_end(&a, 0, 2000);
+    cg_agg_records(&a, ptr, 3);
+    cg_agg_settle(&a, true);
+    assert_int_equal(count(&a, 0, CG_AGG_N_KERNELS), 3);
+    assert_int_equal(count(&a, 0, CG_AGG_N_GRAPH_KERNELS), 3);
+    assert_int_equal(count(&a, 0, CG_AGG_N_GRAPH_LAUNCHES), 1);
+    assert_int_equal(op(&a, nccl)->calls, 1);
+    assert_int_equal(a.steps[0].busy_ns, 150);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COMPUTE_NS), 100);
+    cg_agg_release(&a);
 }
 
 static void test_agg__counts_synchronisations_by_type_and_blocked_time(void **state)
@@ -1207,6 +1243,7 @@ int main(void)
         cmocka_unit_test(test_agg__counts_copies_and_pageable_device_to_host_bytes),
         cmocka_unit_test(test_agg__places_count_calls_of_measured_steps),
         cmocka_unit_test(test_agg__counts_graph_launches_by_their_anchor_node),
+        cmocka_unit_test(test_agg__counts_a_graphs_communication_kernel_once),
         cmocka_unit_test(test_agg__counts_allocations_and_releases_by_timestamp),
         cmocka_unit_test(test_agg__counts_jit_records_and_module_loads),
         cmocka_unit_test(test_agg__count_names_are_the_shard_format),
