@@ -299,7 +299,7 @@ static void one_event(struct model *m, struct cg_fuzz_in *in)
         flush(m);
         if (m->horizon)
             cg_agg_now(&m->agg, m->now);
-        cg_agg_module_load(&m->agg, m->now);
+        cg_agg_module_load(&m->agg, m->now, 0);
         expect(m, m->now, CG_AGG_N_MODULE_LOADS, 1);
         break;
     case 14: /* graphId is read, or not, from the next kernel on */

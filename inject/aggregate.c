@@ -809,12 +809,11 @@ static uint32_t place_take(struct cg_agg *a, uint32_t corr)
     return 0;
 }
 
-/* A call of count c with correlation id corr counted in step k: counted at its place too when
- * k is measured and the place is known. */
-static void place_count(struct cg_agg *a, enum cg_agg_count c, uint32_t corr, int64_t k)
+/* Counts a call of count c made at place in step k (nothing when places are off, at no place, or
+ * in a step not measured). */
+static void place_add(struct cg_agg *a, enum cg_agg_count c, uint32_t place, int64_t k)
 {
-    uint32_t place = place_take(a, corr);
-    if (place == 0 || !counted_step(a, k))
+    if (a->corr == NULL || place == 0 || !counted_step(a, k))
         return;
     for (size_t i = 0; i < a->n_places; i++) {
         if (a->places[i].place == place && a->places[i].count == c) {
@@ -827,6 +826,13 @@ static void place_count(struct cg_agg *a, enum cg_agg_count c, uint32_t corr, in
         return;
     }
     a->places[a->n_places++] = (struct cg_agg_place){.place = place, .count = c, .calls = 1};
+}
+
+/* A call of count c with correlation id corr counted in step k: counted at its place too when
+ * k is measured and the place is known. */
+static void place_count(struct cg_agg *a, enum cg_agg_count c, uint32_t corr, int64_t k)
+{
+    place_add(a, c, place_take(a, corr), k);
 }
 
 /* --- timed records (kernels, copies, sets) ------------------------------------------------ */
@@ -1165,15 +1171,17 @@ bool cg_agg_is_comm(const char *name)
     return name != NULL && strstr(name, "nccl") != NULL;
 }
 
-void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns)
+void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns, uint32_t place)
 {
     if (now_ns == 0)
         return;
     if (a->now_ns < now_ns) /* nothing can have been delivered later than now */
         cg_agg_now(a, now_ns);
     int64_t k = step_at(a, now_ns, false);
-    if (k >= 0)
-        a->steps[k].count[CG_AGG_N_MODULE_LOADS]++;
+    if (k < 0)
+        return;
+    a->steps[k].count[CG_AGG_N_MODULE_LOADS]++;
+    place_add(a, CG_AGG_N_MODULE_LOADS, place, k);
 }
 
 /* --- records ------------------------------------------------------------------------------ */

@@ -277,8 +277,9 @@ size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t
 void cg_agg_graph_ids(struct cg_agg *a, bool read);
 
 /* A CUDA module was loaded at now_ns, the library's clock read at the load (so a step still
- * running holds it whatever the delivery horizon): counted in the step it lies in. */
-void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns);
+ * running holds it whatever the delivery horizon), by a thread at place (cg_nvtx_place; 0:
+ * none): counted in the step it lies in, and at its place when places are on. */
+void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns, uint32_t place);
 
 /* The API call of correlation id corr was made at place (non-zero). Safe from any thread without
  * the aggregation's lock (atomics only): the CUPTI callback of a call knows its place, its record

@@ -205,8 +205,8 @@ static uint64_t CUPTIAPI timestamp_cb(void)
 /* The subscriber's callbacks. The entry of an API function that synchronises or copies
  * (enable_places): the calling thread's place among its NVTX ranges is noted under the call's
  * correlation id (a thread-local read and an atomic store; no lock). A module was loaded:
- * counted at the library's clock, in the step running then. Nothing else: no flush, no CUPTI
- * call, at most one short lock. */
+ * counted at the library's clock, in the step running then, at the loading thread's place. Nothing
+ * else: no flush, no CUPTI call, at most one short lock. */
 static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data)
 {
@@ -220,10 +220,11 @@ static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
     if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED)
         return;
     uint64_t now = cg_inject_now_ns();
+    uint32_t place = cg_nvtx_place(); /* the loading thread's */
     t_in_cupti++;
     pthread_mutex_lock(&g_agg_lock);
     if (g_collecting)
-        cg_agg_module_load(&g_agg, now);
+        cg_agg_module_load(&g_agg, now, place);
     pthread_mutex_unlock(&g_agg_lock);
     t_in_cupti--;
 }

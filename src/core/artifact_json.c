@@ -416,7 +416,7 @@ static int parse_places(struct parser *p, const cJSON *run, const char *rp, stru
             !cg_count_placed(which))
             return bad(p, path,
                        "count must be one of sync_stream, sync_event, sync_context, "
-                       "dtoh_pageable");
+                       "dtoh_pageable, allocs, frees, module_loads");
         if (!cJSON_IsString(where) ||
             (strcmp(where->valuestring, "in") != 0 && strcmp(where->valuestring, "after") != 0))
             return bad(p, path, "where must be \"in\" or \"after\"");

@@ -62,7 +62,7 @@ bool cg_count_in_row(int row, int count)
 bool cg_count_placed(int count)
 {
     return cg_count_in_row(CG_COUNT_SYNCS, count) || count == CG_COUNT_DTOH_PAGEABLE ||
-           count == CG_COUNT_ALLOCS || count == CG_COUNT_FREES;
+           count == CG_COUNT_ALLOCS || count == CG_COUNT_FREES || count == CG_COUNT_MODULE_LOADS;
 }
 
 int64_t cg_count_value(const int64_t counts[CG_COUNT_N], int row)

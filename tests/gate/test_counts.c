@@ -407,8 +407,14 @@ static void changed_calls_say_where(void **state)
     place_all(&s->cur, CG_COUNT_SYNC_STREAM, true, "back|ward", 1); /* and one in no range */
     set_count(&s->cur, CG_COUNT_ALLOCS, 1); /* allocator churn: an allocation in `forward` */
     place_all(&s->cur, CG_COUNT_ALLOCS, false, "forward", 1);
+    set_count(&s->cur, CG_COUNT_MODULE_LOADS, 1); /* a recompilation after `loss` */
+    place_all(&s->cur, CG_COUNT_MODULE_LOADS, true, "loss", 1);
     struct cg_verdict v;
     verdict(s, &v);
+    const struct cg_count_result *loads = row_of(&v, CG_COUNT_MODULE_LOADS);
+    assert_int_equal(loads->n_where, 1);
+    assert_string_equal(loads->where[0].range, "loss");
+    assert_true(loads->where[0].after);
     const struct cg_count_result *allocs = row_of(&v, CG_COUNT_ALLOCS);
     assert_int_equal(allocs->outcome, CG_OUT_FAIL);
     assert_int_equal(allocs->n_where, 1);

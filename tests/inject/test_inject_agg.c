@@ -1170,6 +1170,40 @@ static void test_agg__counts_allocations_and_releases_by_timestamp(void **state)
     cg_agg_release(&a);
 }
 
+/* A module loaded in a measured step is counted at the place the loading thread was in (the
+ * resource callback runs on it), when places are on; not in the warm-up, not with no place, and
+ * not when places are off. */
+static void test_agg__places_count_module_loads(void **state)
+{
+    (void)state;
+    static struct cg_agg_corr t;
+    memset(&t, 0, sizeof(t));
+    const uint32_t in_fwd = 0x40000000u | 3, after_bwd = 0x80000000u | 4;
+    for (int on = 0; on < 2; on++) {
+        struct cg_agg a;
+        assert_int_equal(cg_agg_new(&a, 1), 0);
+        if (on)
+            cg_agg_places(&a, &t);
+        cg_agg_step_begin(&a, 0, 1000); /* warm-up */
+        cg_agg_module_load(&a, 1100, in_fwd);
+        cg_agg_step_end(&a, 0, 2000);
+        cg_agg_step_begin(&a, 1, 3000);
+        cg_agg_module_load(&a, 3100, in_fwd);
+        cg_agg_module_load(&a, 3200, after_bwd);
+        cg_agg_module_load(&a, 3300, after_bwd);
+        cg_agg_module_load(&a, 3400, 0);
+        cg_agg_step_end(&a, 1, 4000);
+        cg_agg_settle(&a, true);
+        assert_int_equal(count(&a, 1, CG_AGG_N_MODULE_LOADS), 4);
+        assert_int_equal(a.n_places, on ? 2 : 0);
+        for (size_t i = 0; i < a.n_places; i++) {
+            assert_int_equal(a.places[i].count, CG_AGG_N_MODULE_LOADS);
+            assert_int_equal(a.places[i].calls, a.places[i].place == in_fwd ? 1 : 2);
+        }
+        cg_agg_release(&a);
+    }
+}
+
 /* JIT records by start; module loads at the library's clock, which lies past the delivery
  * horizon while a step runs (a record delivered then could not have started later) and still
  * counts in the running step. */
@@ -1178,20 +1212,20 @@ static void test_agg__counts_jit_records_and_module_loads(void **state)
     (void)state;
     struct cg_agg a;
     assert_int_equal(cg_agg_new(&a, 0), 0);
-    cg_agg_module_load(&a, 500); /* before any step */
+    cg_agg_module_load(&a, 500, 0); /* before any step */
     cg_agg_step_begin(&a, 0, 1000);
     cg_agg_now(&a, 1200);
     cg_synth_jit(&a, 1100, 1900);
     cg_synth_jit(&a, 1150, 1160);
-    cg_agg_module_load(&a, 1500); /* past the horizon, in the running step */
-    cg_agg_module_load(&a, 1600);
+    cg_agg_module_load(&a, 1500, 0); /* past the horizon, in the running step */
+    cg_agg_module_load(&a, 1600, 0);
     cg_agg_now(&a, 1850); /* the next buffer */
     cg_synth_jit(&a, 1700, 1800);
     cg_agg_step_end(&a, 0, 2000);
-    cg_agg_module_load(&a, 2500); /* between steps */
+    cg_agg_module_load(&a, 2500, 0); /* between steps */
     cg_synth_jit(&a, 2600, 2700);
     cg_agg_step_begin(&a, 1, 3000);
-    cg_agg_module_load(&a, 3000);
+    cg_agg_module_load(&a, 3000, 0);
     cg_synth_jit(&a, 0, 3100); /* zero timestamp */
     cg_agg_settle(&a, true);
     assert_int_equal(count(&a, 0, CG_AGG_N_JIT), 3);
@@ -1245,6 +1279,7 @@ int main(void)
         cmocka_unit_test(test_agg__counts_graph_launches_by_their_anchor_node),
         cmocka_unit_test(test_agg__counts_a_graphs_communication_kernel_once),
         cmocka_unit_test(test_agg__counts_allocations_and_releases_by_timestamp),
+        cmocka_unit_test(test_agg__places_count_module_loads),
         cmocka_unit_test(test_agg__counts_jit_records_and_module_loads),
         cmocka_unit_test(test_agg__count_names_are_the_shard_format),
     };

@@ -491,17 +491,24 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
     assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 6);
 }
 
-/* Synchronisations, pageable copies, device memory allocations and releases are placed among the
- * NVTX ranges of the thread that made them: the callbacks of the API functions that synchronise,
- * copy, allocate or free are on (no other), and the shard has "np" lines for the window's steps
- * only: in the innermost range open, after the last one ended when none is open; a copy into
- * pinned memory is not placed. */
+/* Synchronisations, pageable copies, device memory allocations and releases, and module loads
+ * are placed among the NVTX ranges of the thread that made them: the callbacks of the API
+ * functions that synchronise, copy, allocate or free are on (no other), and the shard has "np"
+ * lines for the window's steps only: in the innermost range open, after the last one ended when
+ * none is open; a copy into pinned memory is not placed. */
 static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
 {
     const struct cg_workdir *w = *state;
     struct cg_proc p;
     const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", NULL};
-    const char *args[] = {"--cuda-init", "--standin-placed", "--steps", "4", "--step-ms", "2",
+    const char *args[] = {"--cuda-init",
+                          "--standin-placed",
+                          "--standin-module-load-at",
+                          "2",
+                          "--steps",
+                          "4",
+                          "--step-ms",
+                          "2",
                           NULL};
     assert_int_equal(run_standin(w, env, args, &p), 0);
     const char *shard = cg_canary_shard(w);
@@ -526,11 +533,10 @@ static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
      * lines are deltas */
     static const struct {
         const char *head, *name;
-    } want[] = {{"np sync_stream in ", "forward"},
-                {"np dtoh_pageable after ", "forward"},
-                {"np sync_context in ", "inner"},
-                {"np allocs in ", "backward"},
-                {"np frees after ", "backward"}};
+        long long calls;
+    } want[] = {{"np sync_stream in ", "forward", 2}, {"np dtoh_pageable after ", "forward", 2},
+                {"np sync_context in ", "inner", 2},  {"np allocs in ", "backward", 2},
+                {"np frees after ", "backward", 2},   {"np module_loads after ", "backward", 1}};
     int lines = 0;
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         long long sum = 0;
@@ -544,8 +550,9 @@ static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
                 lines++;
             }
         }
-        if (sum != 2)
-            fail_msg("%s%s: %lld calls, expected 2:\n%s", want[i].head, want[i].name, sum, shard);
+        if (sum != want[i].calls)
+            fail_msg("%s%s: %lld calls, expected %lld:\n%s", want[i].head, want[i].name, sum,
+                     want[i].calls, shard);
     }
     assert_int_equal(cg_text_count(shard, "np "), lines);
     /* steps of start/end ranges: a step's first calls, before any range, are in no place (not
