@@ -218,6 +218,11 @@ def agg():
         out += ev(2, 0, 40000) + ev(1)
     put("agg", "steps", out)
     put("agg", "settle", out[:200] + ev(8) + out[200:])
+    # bursts of ~2000 kernels in time order with copies among them (op 15): the busy ring fills
+    # and the copies' kept rings give way; then a late copy (out of order)
+    burst = ev(0) + ev(15, 300, 2000 | (20 << 11) | (40 << 17)) + ev(15, 77, 1900) + ev(1)
+    put("agg", "bursts", bytes([1]) + burst * 2)
+    put("agg", "bursts-late", bytes([1]) + burst * 2 + ev(0) + ev(4, 60000, 300) + ev(1))
 
 
 def main():
