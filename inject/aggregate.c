@@ -890,8 +890,7 @@ static void timed_count(struct cg_agg *a, const struct timed_rec *r, int64_t k)
 }
 
 /* The first communication kernel: from now on compute time is kept apart from busy time, its
- * union starting as busy's unsettled part (every kernel so far was compute), and every record
- * takes the general path. */
+ * union starting as busy's unsettled part (every kernel so far was compute). */
 COLD void comm_begin(struct cg_agg *a)
 {
     size_t field = a->compute.field;
@@ -1266,14 +1265,16 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
 /* The hot path: from recs[i], the run of concurrent kernels that start in the window step (busy
  * time, ops when the step counts, and its counts, added once at the end of the run), with the
  * records of other kinds among them handed to the general path on the way; returns the index of
- * the first kernel it did not take (a communication kernel, when the step counts: the general
- * path tells it apart). counted and graph_ids are constants in each copy window_run makes of it.
+ * the first kernel it did not take (the first communication kernel, when the step counts: the
+ * general path tells it apart). With comm (communication seen, the step counted) a kernel's slot
+ * says whether it is communication, and a compute kernel is added to compute's union as well.
+ * counted, graph_ids and comm are constants in each copy window_run makes of it.
  * union_add's in-order cases are done here without a branch on which one (kernels of
  * overlapping streams alternate between them unpredictably): the ring's last interval is kept in
  * registers and stored back whole every record. The op table is held in registers too, reloaded
  * after anything that may have grown it. */
 HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n,
-                       const bool counted, const bool graph_ids)
+                       const bool counted, const bool graph_ids, const bool comm)
 {
     const uint64_t lo = a->win_lo, len = a->win_len;
     const int64_t step = a->hint;
@@ -1307,7 +1308,7 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
             slots = a->slots;
             n_slots = a->n_slots;
             others++;
-            if (a->comm) {
+            if (!comm && a->comm) {
                 i++;
                 break;
             }
@@ -1321,12 +1322,13 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
         if (counted) { /* op_count, with the table in registers */
             const char *name = k->name;
             sl = &slots[slot_of(name, CG_AGG_KERNEL, n_slots)];
-            if (sl->name != name || sl->kind != CG_AGG_KERNEL) {
+            /* with communication seen, a communication kernel's slot is a hit too */
+            if (sl->name != name || (sl->kind & (comm ? ~SLOT_COMM : ~0u)) != CG_AGG_KERNEL) {
                 sl = slot_get(a, name != NULL ? name : "?", CG_AGG_KERNEL);
                 slots = a->slots;
                 n_slots = a->n_slots;
-                if (sl != NULL && (sl->kind & SLOT_COMM))
-                    break;
+                if (sl == NULL ? comm : !comm && (sl->kind & SLOT_COMM))
+                    break; /* the first communication kernel, or no slot to tell */
             }
         }
         /* taken: a graph's kernel, and maybe its graph's launch (not before a communication
@@ -1351,6 +1353,8 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
             tail_end = end > tail_end ? end : tail_end;
             u->ring[at] = (struct cg_agg_interval){tail_start, tail_end};
         }
+        if (comm && !(sl->kind & SLOT_COMM)) /* compute: its own union too */
+            union_add(a, &a->compute, start, end);
         if (sl != NULL) {
             sl->calls++;
             sl->total_ns += (int64_t)(end - start);
@@ -1370,13 +1374,19 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
 
 static size_t window_run(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n)
 {
-    if (a->win_len == 0 || a->comm) /* with communication, compute time takes the general path */
+    if (a->win_len == 0)
         return i;
+    if (a->comm) { /* compute time apart: kernels tell it by their op's slot */
+        if (!a->win_counted)
+            return i; /* no slot is probed in a step not counted: the general path */
+        return a->graph_ids ? window_loop(a, recs, i, n, true, true, true)
+                            : window_loop(a, recs, i, n, true, false, true);
+    }
     if (a->win_counted)
-        return a->graph_ids ? window_loop(a, recs, i, n, true, true)
-                            : window_loop(a, recs, i, n, true, false);
-    return a->graph_ids ? window_loop(a, recs, i, n, false, true)
-                        : window_loop(a, recs, i, n, false, false);
+        return a->graph_ids ? window_loop(a, recs, i, n, true, true, false)
+                            : window_loop(a, recs, i, n, true, false, false);
+    return a->graph_ids ? window_loop(a, recs, i, n, false, true, false)
+                        : window_loop(a, recs, i, n, false, false, false);
 }
 
 void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t n)

@@ -29,8 +29,9 @@
  * records come in, but for the time a held interval gains (from a record out of order) after an
  * interval that gave way was credited against it. A communication kernel is told apart by its
  * op-table entry when a measured step's kernels reach it (those of warm-up steps before it count as
- * compute); from then on every record takes the general path. Device memory: allocation and release
- * events of MEMORY2 records are applied in timestamp order (a pending window sorted before
+ * compute); from then on the hot path adds compute kernels to compute's union too, in steps
+ * whose ops count (in others every record takes the general path). Device memory: allocation and
+ * release events of MEMORY2 records are applied in timestamp order (a pending window sorted before
  * applying, as records arrive out of order) to a running sum per device whose maximum is the peak.
  *
  * Counts (cg_agg_count): per step, whatever the window, how many kernels (and of those, how many a

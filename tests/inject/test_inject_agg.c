@@ -113,7 +113,8 @@ static void test_agg__busy_time_is_the_union_of_overlapping_kernels(void **state
  * is the union of both, compute time the union of the compute ones, and the communication no
  * compute overlapped (exposed) their difference; copies and sets have their own union. Step 0
  * (before any communication) has compute equal to busy; the first NCCL kernel comes in a batch
- * of compute kernels of the measured step, the records after it take the general path. */
+ * of compute kernels of the measured step, which leaves the hot path for the general one, and the
+ * records after it take the hot path's copy that keeps compute apart. */
 static void test_agg__communication_overlapped_by_compute_and_copies(void **state)
 {
     (void)state;
