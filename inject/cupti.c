@@ -331,8 +331,8 @@ static void write_deltas(void)
     static bool places_warned;
     if (a->places_lost > 0 && !places_warned) {
         cg_inject_append(CG_SHARD_KEY_WARNING " more than %d places of synchronisations, "
-                                              "copies and allocations: the others are not "
-                                              "placed\n",
+                                              "copies, allocations and module loads: the "
+                                              "others are not placed\n",
                          CG_AGG_PLACES);
         places_warned = true;
     }

@@ -122,12 +122,12 @@ void cg_nvtx_write_warnings(void);
  * Writer locked. */
 void cg_nvtx_write_counts(bool all);
 
-/* Where the calling thread is among its NVTX ranges, for the synchronisations, copies and
- * allocations it makes (docs/counts.md, "Where"): CG_PLACE_IN and the innermost push/pop range it
- * has open inside its step that is timed as an op (a range of the measured window whose name the op
- * table holds); else CG_PLACE_AFTER and the last such range it popped since it last began a step
- * (pushed or started); else 0 (none). Start/end ranges belong to no thread and place nothing.
- * Lock-free: a thread-local read. */
+/* Where the calling thread is among its NVTX ranges, for the synchronisations, copies,
+ * allocations and module loads it makes (docs/counts.md, "Where"): CG_PLACE_IN and the innermost
+ * push/pop range it has open inside its step that is timed as an op (a range of the measured window
+ * whose name the op table holds); else CG_PLACE_AFTER and the last such range it popped since it
+ * last began a step (pushed or started); else 0 (none). Start/end ranges belong to no thread and
+ * place nothing. Lock-free: a thread-local read. */
 #define CG_PLACE_IN 0x40000000u
 #define CG_PLACE_AFTER 0x80000000u
 #define CG_PLACE_OP 0x3fffffffu /* the op's index + 1 */

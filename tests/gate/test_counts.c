@@ -93,6 +93,16 @@ static void verdict(struct sides *s, struct cg_verdict *v)
     assert_int_equal(cg_verdict_compute(&s->base, &s->cur, &s->t, v, &err), 0);
 }
 
+/* v's markdown report into md, NUL-terminated (md released by the caller). */
+static void markdown_of(const struct cg_verdict *v, struct cg_buf *md)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_buf_init(md, CG_REPORT_MAX_BYTES + 1);
+    assert_int_equal(cg_report_markdown(v, NULL, md, &err), 0);
+    assert_int_equal(cg_buf_adds(md, ""), 0);
+}
+
 static void same_counts_pass(void **state)
 {
     struct sides *s = *state;
@@ -356,12 +366,10 @@ static void reports_show_the_changed_counts(void **state)
     struct cg_verdict v;
     verdict(s, &v);
     struct cg_buf md, term;
+    markdown_of(&v, &md);
     struct cg_err err;
     cg_err_init(&err);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
     cg_buf_init(&term, 1 << 20);
-    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
-    assert_int_equal(cg_buf_adds(&md, ""), 0);
     assert_non_null(strstr(md.data, "### Counts per step"));
     assert_non_null(
         strstr(md.data, "| host synchronisations | 1 | 2 | +1 | +0 | \xe2\x9d\x8c fail |"));
@@ -433,12 +441,10 @@ static void changed_calls_say_where(void **state)
     }
     assert_int_equal(row_of(&v, CG_COUNT_COPIES)->n_where, 0); /* copies are not placed */
     struct cg_buf md, term;
+    markdown_of(&v, &md);
     struct cg_err err;
     cg_err_init(&err);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
     cg_buf_init(&term, 1 << 20);
-    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
-    assert_int_equal(cg_buf_adds(&md, ""), 0);
     if (strstr(md.data, "- host synchronisations: +1 per step after **back&#124;ward** (0 -> 1); "
                         "+1 per step in no NVTX range (0 -> 1)\n") == NULL ||
         strstr(md.data, "- stream synchronisations:") != NULL || /* the sum's, once */
@@ -493,11 +499,7 @@ static void anatomy_shares(void **state)
     struct cg_verdict v;
     verdict(s, &v);
     struct cg_buf md;
-    struct cg_err err;
-    cg_err_init(&err);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
-    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
-    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    markdown_of(&v, &md);
     assert_non_null(strstr(md.data, "| GPU busy (kernels) | 60.0% | 30.0% | -30.0 pts | shown |"));
     assert_non_null(
         strstr(md.data, "| host blocked in synchronisation | &mdash; | 25.0% | &mdash; | shown |"));
@@ -539,6 +541,15 @@ static void set_compute(struct cg_artifact *a, double share, double jitter)
             st->compute_ns = (int64_t)((double)st->gpu_busy_ns * (share + (double)r * jitter));
             st->copy_ns = st->copy_hidden_ns = st->wall_ns / 20; /* kernels run during them */
         }
+}
+
+/* The GPU busy 90% of the base side's steps and 70% of the current's, all of it compute. */
+static void busy_90_then_70(struct sides *s)
+{
+    cg_fixture_set_busy(&s->base, 0.9);
+    cg_fixture_set_busy(&s->cur, 0.7);
+    set_compute(&s->base, 1.0, 0.0);
+    set_compute(&s->cur, 1.0, 0.0);
 }
 
 /* Communication no compute overlapped: busy minus compute, shown with compute; gated in points of
@@ -592,10 +603,7 @@ static void exposed_communication_is_gated(void **state)
 static void gpu_idle_share_is_gated(void **state)
 {
     struct sides *s = *state;
-    cg_fixture_set_busy(&s->base, 0.9);
-    cg_fixture_set_busy(&s->cur, 0.7);
-    set_compute(&s->base, 1.0, 0.0);
-    set_compute(&s->cur, 1.0, 0.0);
+    busy_90_then_70(s);
     struct cg_verdict v;
     verdict(s, &v);
     const struct cg_anatomy_part *idle = cg_anatomy_part(&v.anatomy, CG_ANAT_GPU_IDLE);
@@ -606,11 +614,7 @@ static void gpu_idle_share_is_gated(void **state)
     assert_null(cg_anatomy_part(&v.anatomy, CG_ANAT_COMPUTE));
     assert_int_equal(v.overall, CG_OUT_FAIL);
     struct cg_buf md;
-    struct cg_err err;
-    cg_err_init(&err);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
-    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
-    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    markdown_of(&v, &md);
     assert_non_null(strstr(md.data,
                            "| GPU idle (waiting for the host) | 10.0% | 30.0% | +20.0 pts | "
                            "\xe2\x9d\x8c fail (+20.0 pts, p = "));
@@ -634,10 +638,7 @@ static void gpu_idle_share_is_gated(void **state)
 static void copies_while_no_kernel_runs_are_not_idle(void **state)
 {
     struct sides *s = *state;
-    cg_fixture_set_busy(&s->base, 0.9);
-    cg_fixture_set_busy(&s->cur, 0.7);
-    set_compute(&s->base, 1.0, 0.0);
-    set_compute(&s->cur, 1.0, 0.0);
+    busy_90_then_70(s);
     for (size_t r = 0; r < s->cur.n_runs; r++)
         for (size_t k = 0; k < s->cur.runs[r].n_steps; k++) {
             struct cg_step *st = &s->cur.runs[r].steps[k];
@@ -655,11 +656,7 @@ static void copies_while_no_kernel_runs_are_not_idle(void **state)
     assert_int_equal(idle->outcome, CG_OUT_PASS);
     assert_int_equal(v.overall, CG_OUT_PASS);
     struct cg_buf md;
-    struct cg_err err;
-    cg_err_init(&err);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
-    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
-    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    markdown_of(&v, &md);
     assert_non_null(strstr(md.data, "| copies and sets while no kernel runs | 0.0% | 20.0% | "));
     assert_non_null(strstr(md.data, "copies while no kernel runs (green), GPU idle (grey)"));
     /* running totals, tallest first: idle, + copies, + communication, compute */
@@ -677,9 +674,7 @@ static void copies_while_no_kernel_runs_are_not_idle(void **state)
     idle = cg_anatomy_part(&v.anatomy, CG_ANAT_GPU_IDLE);
     assert_true(fabs(idle->shift_points - 20.0) < 0.01);
     assert_int_equal(idle->outcome, CG_OUT_FAIL);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
-    assert_int_equal(cg_report_markdown(&v, NULL, &md, &err), 0);
-    assert_int_equal(cg_buf_adds(&md, ""), 0);
+    markdown_of(&v, &md);
     assert_non_null(strstr(md.data, "| GPU idle (waiting for the host), copies counted as idle (a "
                                     "side did not measure their overlap with kernels) | 10.0% | "
                                     "30.0% |"));

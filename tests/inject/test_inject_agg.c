@@ -172,6 +172,15 @@ static void test_agg__communication_overlapped_by_compute_and_copies(void **stat
     cg_agg_release(&a);
 }
 
+/* One copy over [2000, 2000 + 50 n), its record first, then n kernels of 10 ns inside it, 50 ns
+ * apart: 10 n ns of the copy hidden. */
+static void copy_over_kernels(struct cg_agg *a, int n)
+{
+    copy(a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 2000, 2000 + 50 * (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        kernel(a, kernel_a, 2000 + 50 * (uint64_t)i + 20, 2000 + 50 * (uint64_t)i + 30);
+}
+
 /* A long copy with many short kernels inside it, more than the busy ring holds, so kernel
  * intervals settle long before the copy does: its hidden time is still exact, whether the copy's
  * record came before the kernels' or (a second step) after them; a copy during the idle gap
@@ -183,9 +192,7 @@ static void test_agg__copy_time_some_kernel_ran_in_is_exact(void **state)
     assert_int_equal(cg_agg_new(&a, 0), 0);
     const int n = 2 * CG_AGG_INTERVALS; /* the busy ring and the kept ones hold them all */
     cg_agg_step_begin(&a, 0, 1000);
-    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 2000, 2000 + 50 * (uint64_t)n);
-    for (int i = 0; i < n; i++)
-        kernel(&a, kernel_a, 2000 + 50 * (uint64_t)i + 20, 2000 + 50 * (uint64_t)i + 30);
+    copy_over_kernels(&a, n);
     cg_agg_step_end(&a, 0, 200000);
     cg_agg_step_begin(&a, 1, 300000);
     for (int i = 0; i < n; i++)
@@ -221,9 +228,7 @@ static void test_agg__copy_hidden_time_whichever_settles_last(void **state)
     assert_int_equal(cg_agg_new(&a, 0), 0);
     const int n = 3000;
     cg_agg_step_begin(&a, 0, 1000);
-    copy(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 2000, 2000 + 50 * (uint64_t)n);
-    for (int i = 0; i < n; i++)
-        kernel(&a, kernel_a, 2000 + 50 * (uint64_t)i + 20, 2000 + 50 * (uint64_t)i + 30);
+    copy_over_kernels(&a, n);
     cg_agg_step_end(&a, 0, 1000000);
     cg_agg_step_begin(&a, 1, 2000000);
     for (int i = 0; i < 600; i++) /* the kernel's record comes after them */
