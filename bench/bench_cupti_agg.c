@@ -24,8 +24,11 @@
  * records CUPTI's iterator yields, through a pointer the compiler cannot see through (the
  * library calls it from another file); its per-step counts are checked against the workload's.
  * Times are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so a busy shared machine that takes
- * the core away does not count against either loop. --comm makes one kernel name in 20 a
- * communication kernel's; --graphs launches every kernel from a CUDA graph.
+ * the core away does not count against either loop. The pointer pass reads what the name loop
+ * reads through the same batches of pointers, as the aggregation receives them (CUPTI's iterator
+ * yields one record pointer at a time): the least any aggregation in the library can cost, its
+ * sum checked against the name loop's. --comm makes one kernel name in 20 a communication
+ * kernel's; --graphs launches every kernel from a CUDA graph.
  */
 #include "bench.h"
 #include <stdio.h>
@@ -200,13 +203,31 @@ __attribute__((noinline)) static int64_t bare_sum_names(const union rec *recs, s
     return sum;
 }
 
-static void (*volatile records_fn)(struct cg_agg *, const CUpti_Activity *const *,
-                                   size_t) = cg_agg_records;
-
-/* The aggregation loop: the same records, handed over in batches of pointers. */
-__attribute__((noinline)) static void aggregate(struct cg_agg *g, const union rec *recs, size_t n)
+/* The pointer pass: what the name loop reads, through the records' pointers (its sum kept in
+ * pointer_sum). */
+static int64_t pointer_sum;
+static void pointer_pass(struct cg_agg *g, const CUpti_Activity *const *recs, size_t n)
 {
-    void (*fn)(struct cg_agg *, const CUpti_Activity *const *, size_t) = records_fn;
+    (void)g;
+    int64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const union rec *r = (const union rec *)(const void *)recs[i];
+        sum += duration(r);
+        if (r->k.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            sum += (int64_t)((uintptr_t)r->k.name & 1);
+    }
+    pointer_sum += sum;
+}
+
+typedef void records_fn(struct cg_agg *, const CUpti_Activity *const *, size_t);
+static records_fn *volatile aggregation_fn = cg_agg_records, *volatile pointer_fn = pointer_pass;
+
+/* The aggregation loop, or (fn pointer_fn) the pointer pass: the same records, handed over in
+ * batches of pointers to a function the compiler cannot see. */
+__attribute__((noinline)) static void aggregate(struct cg_agg *g, const union rec *recs, size_t n,
+                                                records_fn *volatile const *which)
+{
+    records_fn *fn = *which;
     const CUpti_Activity *batch[BATCH];
     for (size_t i = 0; i < n; i += BATCH) {
         size_t m = n - i < BATCH ? n - i : BATCH;
@@ -231,12 +252,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_NAMES; i++)
         snprintf(names[i], sizeof(names[i]),
                  comm && i % 20 == 19 ? "_Z17ncclDevKernel_%03dP4Args" : "_Z13kernel_%03dPfS_i", i);
-    double agg_s[REPEATS], bare_s[REPEATS], names_s[REPEATS];
+    double agg_s[REPEATS], bare_s[REPEATS], names_s[REPEATS], pointers_s[REPEATS];
     for (int r = 0; r < REPEATS; r++) {
         struct cg_agg g;
         if (cg_agg_new(&g, 1) != 0)
             return 1;
-        bare_s[r] = agg_s[r] = names_s[r] = 0.0;
+        bare_s[r] = agg_s[r] = names_s[r] = pointers_s[r] = 0.0;
         int64_t counted = 0; /* bare sums of the steps whose ops count (after the warm-up) */
         for (uint64_t p = 0; p < N_BUFFERS; p++) {
             /* one step per buffer, as NVTX reports it before its records arrive */
@@ -262,8 +283,16 @@ int main(int argc, char **argv)
                 return 1;
 
             fill(recs, per_buf, p, names);
+            pointer_sum = 0;
             t0 = cpu_now_s();
-            aggregate(&g, recs, per_buf);
+            aggregate(NULL, recs, per_buf, &pointer_fn);
+            pointers_s[r] += cpu_now_s() - t0;
+            if (pointer_sum != with_names)
+                return 1;
+
+            fill(recs, per_buf, p, names);
+            t0 = cpu_now_s();
+            aggregate(&g, recs, per_buf, &aggregation_fn);
             cg_agg_settle(&g, p + 1 == N_BUFFERS);
             agg_s[r] += cpu_now_s() - t0;
         }
@@ -302,6 +331,7 @@ int main(int argc, char **argv)
     double n = (double)per_buf * N_BUFFERS;
     double agg = cg_bench_median(agg_s, REPEATS), bare = cg_bench_median(bare_s, REPEATS);
     double with_names = cg_bench_median(names_s, REPEATS);
+    double pointers = cg_bench_median(pointers_s, REPEATS);
     printf("bench_cupti_agg: %.0f records in %d buffers of %zu MiB (%zu-byte kernel records), "
            "%d kernel names%s, median of %d, thread CPU time\n",
            n, N_BUFFERS, BUFFER_BYTES >> 20, sizeof(CUpti_ActivityKernel10), N_NAMES,
@@ -320,6 +350,10 @@ int main(int argc, char **argv)
            with_names / agg, n / agg / 1e6);
     printf("  aggregation / bare loop speed: %.2f; name loop / bare loop speed: %.2f\n", bare / agg,
            bare / with_names);
+    printf("  %-40s %7.1f M records/s  %6.2f ns/record\n",
+           "pointer pass (name loop, via pointers)", n / pointers / 1e6, pointers / n * 1e9);
+    printf("  aggregation / pointer pass speed: %.2f; pointer pass / name loop speed: %.2f\n",
+           pointers / agg, with_names / pointers);
     free(recs);
     return 0;
 }

@@ -674,11 +674,16 @@ static void union_settle(struct cg_agg *a, struct cg_agg_union *u, uint64_t upto
 }
 /* --- ops ---------------------------------------------------------------------------------- */
 
-static inline size_t slot_of(const char *name, uint32_t kind, size_t n_slots)
+static inline size_t slot_hash(const char *name, uint32_t kind)
 {
     kind &= ~SLOT_COMM;
     uint64_t h = ((uint64_t)(uintptr_t)name + (uint64_t)kind) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 32) & (n_slots - 1);
+    return (size_t)(h >> 32);
+}
+
+static inline size_t slot_of(const char *name, uint32_t kind, size_t n_slots)
+{
+    return slot_hash(name, kind) & (n_slots - 1);
 }
 
 static int rehash(struct cg_agg *a)
@@ -1262,6 +1267,25 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
     timed(a, &r);
 }
 
+/* The ring's length and last interval, for the hot path to keep in registers, and the index (at
+ * most n) before which every record from i on finds room in the ring for a new interval. */
+struct tail {
+    size_t held, at, stop;
+    uint64_t start, end;
+};
+
+HOT struct tail tail_of(const struct cg_agg_union *u, size_t i, size_t n)
+{
+    struct tail t = {u->len, (u->head + u->len - 1) & RING_MASK, n, UINT64_MAX, 0};
+    if (t.held > 0) {
+        t.start = u->ring[t.at].start;
+        t.end = u->ring[t.at].end;
+    }
+    if (n - i > CG_AGG_INTERVALS - t.held)
+        t.stop = i + (CG_AGG_INTERVALS - t.held);
+    return t;
+}
+
 /* The hot path: from recs[i], the run of concurrent kernels that start in the window step (busy
  * time, ops when the step counts, and its counts, added once at the end of the run), with the
  * records of other kinds among them handed to the general path on the way; returns the index of
@@ -1271,8 +1295,9 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
  * counted, graph_ids and comm are constants in each copy window_run makes of it.
  * union_add's in-order cases are done here without a branch on which one (kernels of
  * overlapping streams alternate between them unpredictably): the ring's last interval is kept in
- * registers and stored back whole every record. The op table is held in registers too, reloaded
- * after anything that may have grown it. */
+ * registers and stored back whole every record, and the loop stops short of filling the ring (its
+ * earlier half settles between runs), so no record tests for a full ring. The op table is held in
+ * registers too, reloaded after anything that may have grown it. */
 HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n,
                        const bool counted, const bool graph_ids, const bool comm)
 {
@@ -1282,85 +1307,88 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
     size_t others = 0; /* records of other kinds handed on: the rest of [from, i) is taken */
     int64_t graph_kernels = 0, graph_launches = 0;
     struct cg_agg_union *u = &a->busy;
-    size_t held = u->len, at = (u->head + held - 1) & RING_MASK; /* the last one */
-    uint64_t tail_start = held ? u->ring[at].start : UINT64_MAX;
-    uint64_t tail_end = held ? u->ring[at].end : 0;
+    struct tail t = tail_of(u, i, n);
     struct cg_agg_slot *slots = a->slots;
-    size_t n_slots = a->n_slots;
-    for (; i < n; i++) {
-        const CUpti_Activity *rec = recs[i];
-        const char *ahead = (const char *)rec + READ_AHEAD_RECORDS * sizeof(CUpti_ActivityKernel10);
-        __builtin_prefetch(ahead);
-        __builtin_prefetch(ahead + offsetof(CUpti_ActivityKernel10, name));
-        if (graph_ids)
-            __builtin_prefetch(ahead + GRAPH_ID_OFFSET);
-        if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-            /* another kind: the general path, and the run goes on (the general path may move
-             * the window to another step, but lo, len, step and counted still describe the step
-             * this run's kernels lie in, which nothing here changes) unless it found the first
-             * communication kernel */
-            u->len = held;
-            record_general(a, rec);
-            held = u->len;
-            at = (u->head + held - 1) & RING_MASK;
-            tail_start = held ? u->ring[at].start : UINT64_MAX;
-            tail_end = held ? u->ring[at].end : 0;
-            slots = a->slots;
-            n_slots = a->n_slots;
-            others++;
-            if (!comm && a->comm) {
-                i++;
-                break;
-            }
-            continue;
-        }
-        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
-        uint64_t start = k->start, end = k->end;
-        if (start - lo >= len || end < start)
-            break;
-        struct cg_agg_slot *sl = NULL;
-        if (counted) { /* op_count, with the table in registers */
-            const char *name = k->name;
-            sl = &slots[slot_of(name, CG_AGG_KERNEL, n_slots)];
-            /* with communication seen, a communication kernel's slot is a hit too */
-            if (sl->name != name || (sl->kind & (comm ? ~SLOT_COMM : ~0u)) != CG_AGG_KERNEL) {
-                sl = slot_get(a, name != NULL ? name : "?", CG_AGG_KERNEL);
+    size_t mask = a->n_slots - 1;
+    for (;;) {
+        for (; i < t.stop; i++) {
+            const CUpti_Activity *rec = recs[i];
+            const char *ahead =
+                (const char *)rec + READ_AHEAD_RECORDS * sizeof(CUpti_ActivityKernel10);
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + offsetof(CUpti_ActivityKernel10, name));
+            if (graph_ids)
+                __builtin_prefetch(ahead + GRAPH_ID_OFFSET);
+            if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+                /* another kind: the general path, and the run goes on (the general path may
+                 * move the window to another step, but lo, len, step and counted still describe
+                 * the step this run's kernels lie in, which nothing here changes) unless it found
+                 * the first communication kernel */
+                u->len = t.held;
+                record_general(a, rec);
+                t = tail_of(u, i + 1, n);
                 slots = a->slots;
-                n_slots = a->n_slots;
-                if (sl == NULL ? comm : !comm && (sl->kind & SLOT_COMM))
-                    break; /* the first communication kernel, or no slot to tell */
+                mask = a->n_slots - 1;
+                others++;
+                if (!comm && a->comm) {
+                    i++;
+                    goto out;
+                }
+                continue;
+            }
+            const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
+            uint64_t start = k->start, end = k->end;
+            if (start - lo >= len || end < start)
+                goto out;
+            struct cg_agg_slot *sl = NULL;
+            if (counted) { /* op_count, with the table in registers */
+                const char *name = k->name;
+                sl = &slots[slot_hash(name, CG_AGG_KERNEL) & mask];
+                /* with communication seen, a communication kernel's slot is a hit too */
+                if (sl->name != name ||
+                    (sl->kind & (comm ? ~SLOT_COMM : ~0u)) != CG_AGG_KERNEL) {
+                    sl = slot_get(a, name != NULL ? name : "?", CG_AGG_KERNEL);
+                    slots = a->slots;
+                    mask = a->n_slots - 1;
+                    if (sl == NULL || (!comm && (sl->kind & SLOT_COMM)))
+                        goto out; /* the first communication kernel, or no slot to tell */
+                }
+            }
+            /* taken: a graph's kernel, and maybe its graph's launch (not before a communication
+             * kernel has left for the general path, which counts it) */
+            if (graph_ids && k->graphId != 0) {
+                graph_kernels++;
+                graph_launches += graph_launch(a, k->graphId, k->graphNodeId);
+            }
+            if (start < t.start) { /* before the last interval, or none held */
+                u->len = t.held;
+                union_add_slow(a, u, start, end);
+                t = tail_of(u, i + 1, n);
+            } else { /* extends the last interval, or follows it (then end > t.end too) */
+                bool follows = start > t.end;
+                t.at = (t.at + follows) & RING_MASK;
+                t.held += follows;
+                t.start = follows ? start : t.start;
+                t.end = end > t.end ? end : t.end;
+                u->ring[t.at] = (struct cg_agg_interval){t.start, t.end};
+            }
+            if (comm && !(sl->kind & SLOT_COMM)) /* compute: its own union too */
+                union_add(a, &a->compute, start, end);
+            if (counted) {
+                sl->calls++;
+                sl->total_ns += (int64_t)(end - start);
             }
         }
-        /* taken: a graph's kernel, and maybe its graph's launch (not before a communication
-         * kernel has left for the general path, which counts it) */
-        if (graph_ids && k->graphId != 0) {
-            graph_kernels++;
-            graph_launches += graph_launch(a, k->graphId, k->graphNodeId);
-        }
-        bool follows = start > tail_end;
-        /* before the last interval (or none held), or following it with no room */
-        if ((start < tail_start) | (follows & (held == CG_AGG_INTERVALS))) {
-            u->len = held;
-            union_add_slow(a, u, start, end);
-            held = u->len;
-            at = (u->head + held - 1) & RING_MASK;
-            tail_start = held ? u->ring[at].start : UINT64_MAX;
-            tail_end = held ? u->ring[at].end : 0;
-        } else { /* extends the last interval, or follows it (then end > tail_end too) */
-            at = (at + follows) & RING_MASK;
-            held += follows;
-            tail_start = follows ? start : tail_start;
-            tail_end = end > tail_end ? end : tail_end;
-            u->ring[at] = (struct cg_agg_interval){tail_start, tail_end};
-        }
-        if (comm && !(sl->kind & SLOT_COMM)) /* compute: its own union too */
-            union_add(a, &a->compute, start, end);
-        if (sl != NULL) {
-            sl->calls++;
-            sl->total_ns += (int64_t)(end - start);
-        }
+        if (i >= n)
+            break;
+        /* the ring may be full: its earlier half settles, and there is room for a run again */
+        u->len = t.held;
+        if (t.held > CG_AGG_INTERVALS / 2)
+            ring_settle_half(a, u);
+        t = tail_of(u, i, n);
     }
-    u->len = held;
+out:
+    u->len = t.held;
     int64_t taken = (int64_t)(i - from - others);
     if (taken > 0) {
         int64_t *c = a->steps[step].count;
@@ -1392,6 +1420,7 @@ static size_t window_run(struct cg_agg *a, const CUpti_Activity *const *recs, si
 void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t n)
 {
     a->records += (int64_t)n;
+
     for (size_t i = 0; i < n;) {
         i = window_run(a, recs, i, n);
         if (i < n)
