@@ -101,7 +101,8 @@ static bool g_api_on[2][1024]; /* [0] runtime, [1] driver, by callback id */
 static uint32_t g_next_corr = 1;
 
 /* The API functions the stand-in names (cuptiGetCallbackName): a few that synchronise, copy,
- * allocate or free, and some that do none of these. */
+ * allocate or free, and some that do none of these (among them some that only build a CUDA
+ * graph's nodes of those sorts). */
 static const struct {
     CUpti_CallbackDomain domain;
     uint32_t cbid;
@@ -126,6 +127,13 @@ static const struct {
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
      "cuMemcpyDtoHAsync_v2"},
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+    /* building a CUDA graph: a node that will copy, allocate or free, no copy or release now */
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000,
+     "cudaGraphAddMemcpyNode"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemFreeNode,
+     "cuGraphAddMemFreeNode"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemAllocNode,
+     "cuGraphAddMemAllocNode"},
 };
 
 static const char kernel_name[] = "_Z14standin_kernelv";
