@@ -709,6 +709,54 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(runs_in(cg_workdir_in(&ws, "bl3/baseline.json")), 1);
 }
 
+/* A first publish whose push is refused changes nothing in the checkout (no branch left behind),
+ * and publishing again once the remote takes pushes works. */
+static void test_action__a_refused_first_publish_can_be_retried(void **state)
+{
+    struct cg_workdir *d = *state;
+    if (!executable("/usr/bin/git"))
+        skip();
+    assert_int_equal(mkdir(cg_workdir_in(d, "origin.git"), 0755), 0);
+    assert_int_equal(mkdir(cg_workdir_in(d, "ws"), 0755), 0);
+    git(d, "origin.git", "init", "-q", "--bare", NULL);
+    git(d, "ws", "init", "-q", NULL, NULL);
+    git(d, "ws", "remote", "add", "origin", cg_workdir_in(d, "origin.git"));
+    git(d, "ws", "commit", "-q", "--allow-empty", "-mstart");
+    const char *hook = cg_workdir_in(d, "origin.git/hooks/pre-receive");
+    FILE *f = fopen(hook, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\necho 'refused by the test' >&2\nexit 1\n", f);
+    fclose(f);
+    assert_int_equal(chmod(hook, 0755), 0);
+    const char *r1[] = {CG_TOOL_PATH, "run", "--out",    "ws/r1.json", "--runs", "1",
+                        "--steps",    "2",   "--warmup", "0",          NULL};
+    assert_int_equal(cg_proc_run(d->path, r1, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+
+    struct cg_workdir ws;
+    snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR,    "GIT_AUTHOR_NAME=t",
+                         "GIT_AUTHOR_EMAIL=t@example.com",    "GIT_COMMITTER_NAME=t",
+                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    const char *p1[] = {"r1.json", "--label", "20260101T000000Z-a", NULL};
+    assert_int_not_equal(script(&ws, "baseline-publish", env, p1), 0);
+    if (strstr(proc.err, "refused by the test") == NULL)
+        fail_msg("the push was not refused:\n%s", proc.err);
+    git(d, "ws", "branch", "--list", NULL, NULL);
+    if (strstr(proc.out, "canary-gate") != NULL)
+        fail_msg("a branch was left in the checkout:\n%s", proc.out);
+
+    assert_int_equal(unlink(hook), 0);
+    if (script(&ws, "baseline-publish", env, p1) != 0)
+        fail_msg("publishing again failed:\n%s", proc.err);
+    const char *fetch[] = {"bl", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fetch), 0);
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "bl/baseline.json")), 1);
+    git(d, "ws", "branch", "--list", NULL, NULL);
+    if (strstr(proc.out, "canary-gate") != NULL)
+        fail_msg("a branch was left in the checkout:\n%s", proc.out);
+}
+
 /* The end-to-end tests run in a fresh temporary directory each. */
 #define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
 
@@ -722,6 +770,7 @@ int main(void)
         IN_WORKDIR(test_action__command_with_a_line_break_is_refused),
         IN_WORKDIR(test_action__gate_script_measures_the_base_beside_the_head),
         IN_WORKDIR(test_action__baseline_branch_keeps_the_newest_k),
+        IN_WORKDIR(test_action__a_refused_first_publish_can_be_retried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
