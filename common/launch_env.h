@@ -38,6 +38,8 @@
 #define CG_ENV_CUPTI "CANARY_GATE_CUPTI"             /* user: "0" keeps CUPTI off */
 #define CG_ENV_BUFFER_MB "CANARY_GATE_CUPTI_BUFFER_MB" /* user */
 #define CG_ENV_CUPTI_OFF "CANARY_GATE_CUPTI_OFF" /* user: parts of the CUPTI set-up left off */
+#define CG_ENV_COMM_KERNELS "CANARY_GATE_COMM_KERNELS" /* user: communication kernels' name parts  \
+                                                        */
 #define CG_ENV_TRACE_MAX_EVENTS "CANARY_GATE_TRACE_MAX_EVENTS" /* user */
 #define CG_TRACE_DEFAULT_MAX_EVENTS 200000
 

@@ -1170,9 +1170,55 @@ static void jit_record(struct cg_agg *a, const CUpti_ActivityJit2 *j)
         a->steps[k].count[CG_AGG_N_JIT]++;
 }
 
+_Static_assert(CG_AGG_COMM_PARTS == 8 && CG_AGG_COMM_PART_MAX == 63, "the messages below say so");
+static char g_comm_parts[CG_AGG_COMM_PARTS][CG_AGG_COMM_PART_MAX + 1];
+static size_t g_n_comm_parts;
+
+int cg_agg_comm_kernels(const char *list, char *why, size_t cap)
+{
+    g_n_comm_parts = 0;
+    size_t n = 0;
+    for (const char *p = list != NULL ? list : ""; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        const char *bad = NULL;
+        if (len == 0)
+            bad = "an empty name part";
+        else if (len > CG_AGG_COMM_PART_MAX)
+            bad = "a name part longer than 63 bytes";
+        else if (n == CG_AGG_COMM_PARTS)
+            bad = "more than 8 name parts";
+        for (size_t i = 0; bad == NULL && i < len; i++)
+            if (p[i] <= ' ' || p[i] > '~')
+                bad = "a space or a character not printable ASCII";
+        if (bad != NULL) {
+            int shown = len < 40 ? (int)len : 40;
+            snprintf(why, cap, "'%.*s%s': %s (communication kernels are NCCL's only)", shown, p,
+                     len > 40 ? "..." : "", bad);
+            return -1;
+        }
+        memcpy(g_comm_parts[n], p, len);
+        g_comm_parts[n][len] = '\0';
+        n++;
+        p += len;
+        if (*p == ',' && *++p == '\0') {
+            snprintf(why, cap, "'': an empty name part (communication kernels are NCCL's only)");
+            return -1;
+        }
+    }
+    g_n_comm_parts = n;
+    return 0;
+}
+
 bool cg_agg_is_comm(const char *name)
 {
-    return name != NULL && strstr(name, "nccl") != NULL;
+    if (name == NULL)
+        return false;
+    if (strstr(name, "nccl") != NULL)
+        return true;
+    for (size_t i = 0; i < g_n_comm_parts; i++)
+        if (strstr(name, g_comm_parts[i]) != NULL)
+            return true;
+    return false;
 }
 
 void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns, uint32_t place)

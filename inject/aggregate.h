@@ -295,8 +295,17 @@ void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place);
  * allocations and releases), and its entry is taken out of t. */
 void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t);
 
-/* True for the name of a communication kernel (NCCL's: the name holds "nccl"). */
+/* True for the name of a communication kernel: NCCL's (the name holds "nccl"), or one holding
+ * a part cg_agg_comm_kernels set. */
 bool cg_agg_is_comm(const char *name);
+
+/* Communication kernels besides NCCL's (CANARY_GATE_COMM_KERNELS): list is comma-separated name
+ * parts, each 1 to CG_AGG_COMM_PART_MAX bytes of printable ASCII but space and comma, at most
+ * CG_AGG_COMM_PARTS of them. NULL or "" leaves NCCL's only. Returns 0, or -1 with why (a line,
+ * for a "w" record) and NCCL's only. For the whole process: set it before the first record. */
+#define CG_AGG_COMM_PARTS 8
+#define CG_AGG_COMM_PART_MAX 63
+int cg_agg_comm_kernels(const char *list, char *why, size_t cap);
 
 /* The shard's name of count c (a CG_SHARD_COUNT_* string). */
 const char *cg_agg_count_name(enum cg_agg_count c);

@@ -715,6 +715,15 @@ static void check_off_names(void)
         }
 }
 
+/* Communication kernels besides NCCL's, from CANARY_GATE_COMM_KERNELS; a "w" line when it is not
+ * a list of name parts. */
+static void comm_kernels(void)
+{
+    char why[160];
+    if (cg_agg_comm_kernels(getenv(CG_ENV_COMM_KERNELS), why, sizeof(why)) != 0)
+        warn(CG_ENV_COMM_KERNELS " ignored", why);
+}
+
 /* Opens libcupti (see the top); *how says which way, for the "cupti" line. */
 static void *open_cupti(const char **how)
 {
@@ -982,6 +991,7 @@ static bool start_activity(void)
     char what[128];
     bool graph_ids = graph_ids_readable();
     check_off_names();
+    comm_kernels();
     if (!part_off("one_buffer"))
         one_buffer();
     CUptiResult r = g_api.register_timestamp(timestamp_cb);

@@ -44,7 +44,7 @@ static const char *const launcher_vars[] = {
     CG_ENV_STEP_OPTIMIZER,
 };
 static const char *const user_vars[] = {CG_ENV_CUPTI, CG_ENV_BUFFER_MB, CG_ENV_CUPTI_PATH,
-                                        CG_ENV_TRACE_MAX_EVENTS};
+                                        CG_ENV_TRACE_MAX_EVENTS, CG_ENV_COMM_KERNELS};
 
 /* Why the last run failed, for cg_collect_hint (carried as data, not read from the message). */
 enum collect_failure { FAILED_OTHER, FAILED_NO_STEP, FAILED_NOT_LOADED, FAILED_SHARD_WRITE };
@@ -165,8 +165,13 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
         n_cmd++;
     gmtime_r(&t, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(settings, sizeof(settings), "steps=%ld warmup=%ld step_range=%s tokens_per_step=%ld",
-             c->steps, c->warmup, c->step_range, c->tokens_per_step);
+    /* runs that tell communication kernels apart otherwise (the canary inherits the variable)
+     * are another canary's: never pooled */
+    const char *comm = getenv(CG_ENV_COMM_KERNELS);
+    snprintf(settings, sizeof(settings),
+             "steps=%ld warmup=%ld step_range=%s tokens_per_step=%ld%s%.200s", c->steps, c->warmup,
+             c->step_range, c->tokens_per_step, comm != NULL ? " comm_kernels=" : "",
+             comm != NULL ? comm : "");
     a->created_utc = strdup(when);
     a->env.cpu_model = cg_launch_cpu_model();
     a->env.tool_version = strdup(CG_VERSION);

@@ -172,6 +172,64 @@ static void test_agg__communication_overlapped_by_compute_and_copies(void **stat
     cg_agg_release(&a);
 }
 
+/* CANARY_GATE_COMM_KERNELS' name parts make other kernels communication too (NCCL's stay); a
+ * list that is not one says which part and why, and leaves NCCL's only. */
+static void test_agg__communication_kernels_named_by_the_user(void **state)
+{
+    (void)state;
+    static const char ub[] = "_Z25userbuffers_fp16_sum_inplace_gpu_rwPv";
+    char why[160];
+    assert_false(cg_agg_is_comm(ub));
+    assert_int_equal(cg_agg_comm_kernels("userbuffers,cross_device_reduce", why, sizeof(why)), 0);
+    assert_true(cg_agg_is_comm(ub));
+    assert_true(cg_agg_is_comm("cross_device_reduce_2stage<float>"));
+    assert_true(cg_agg_is_comm("ncclDevKernel_AllGather_RING_LL"));
+    assert_false(cg_agg_is_comm(kernel_a));
+    assert_false(cg_agg_is_comm(NULL));
+
+    /* a user's communication kernel overlapped by compute: busy [100, 700), compute [100, 300)
+     * and [600, 700), the rest communication no compute overlapped */
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 0);
+    cg_synth_kernel(&a, kernel_a, 7, 100, 300);
+    cg_synth_kernel(&a, ub, 9, 200, 650);
+    cg_synth_kernel(&a, kernel_b, 7, 600, 700);
+    cg_agg_step_end(&a, 0, 1000);
+    cg_agg_settle(&a, true);
+    assert_true(a.comm);
+    assert_int_equal(a.steps[0].busy_ns, 600);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COMPUTE_NS), 200 + 100);
+    cg_agg_release(&a);
+
+    static const struct {
+        const char *list, *why;
+    } bad[] = {
+        {"userbuffers,", "'': an empty name part"},
+        {",userbuffers", "'': an empty name part"},
+        {"a,,b", "'': an empty name part"},
+        {"user buffers", "'user buffers': a space or a character not printable ASCII"},
+        {"a,b,c,d,e,f,g,h,i", "'i': more than 8 name parts"},
+        {"0123456789012345678901234567890123456789012345678901234567890123",
+         "'0123456789012345678901234567890123456789...': a name part longer than 63 bytes"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(cg_agg_comm_kernels("userbuffers", why, sizeof(why)), 0);
+        why[0] = '\0';
+        assert_int_equal(cg_agg_comm_kernels(bad[i].list, why, sizeof(why)), -1);
+        if (strncmp(why, bad[i].why, strlen(bad[i].why)) != 0 ||
+            strstr(why, "(communication kernels are NCCL's only)") == NULL)
+            fail_msg("'%s': %s", bad[i].list, why);
+        assert_false(cg_agg_is_comm(ub)); /* NCCL's only now */
+        assert_true(cg_agg_is_comm("ncclKernel_AllReduce"));
+    }
+    assert_int_equal(cg_agg_comm_kernels("userbuffers", why, sizeof(why)), 0);
+    assert_int_equal(cg_agg_comm_kernels(NULL, why, sizeof(why)), 0); /* unset: NCCL's only */
+    assert_false(cg_agg_is_comm(ub));
+    assert_int_equal(cg_agg_comm_kernels("", why, sizeof(why)), 0);
+    assert_false(cg_agg_is_comm(ub));
+}
+
 /* One copy over [2000, 2000 + 50 n), its record first, then n kernels of 10 ns inside it, 50 ns
  * apart: 10 n ns of the copy hidden. */
 static void copy_over_kernels(struct cg_agg *a, int n)
@@ -1269,6 +1327,7 @@ int main(void)
         cmocka_unit_test(test_agg__many_kernel_names_grow_the_op_table),
         cmocka_unit_test(test_agg__hot_path_matches_a_reference),
         cmocka_unit_test(test_agg__communication_overlapped_by_compute_and_copies),
+        cmocka_unit_test(test_agg__communication_kernels_named_by_the_user),
         cmocka_unit_test(test_agg__ring_settling_an_earlier_step_keeps_the_current_record),
         cmocka_unit_test(test_agg__late_records_behind_the_settled_half_are_clipped),
         cmocka_unit_test(test_agg__step_window_edges),

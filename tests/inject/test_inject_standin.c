@@ -656,6 +656,37 @@ static int events(const char *log, const char *what)
     return n;
 }
 
+/* CANARY_GATE_COMM_KERNELS naming the stand-in's kernel makes all of its kernels communication:
+ * no compute time in any step; a value that is no list of name parts is a "w" line, and the
+ * kernels stay compute. */
+static void test_inject_standin__communication_kernels_named_by_the_user(void **state)
+{
+    const struct cg_workdir *w = *state;
+    for (int bad = 0; bad < 2; bad++) {
+        struct cg_proc p;
+        const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2",
+                             bad ? "CANARY_GATE_COMM_KERNELS=standin kernel"
+                                 : "CANARY_GATE_COMM_KERNELS=allgather,standin_kernel",
+                             NULL};
+        const char *args[] = {COUNTING_ARGS, NULL};
+        assert_int_equal(run_standin(w, env, args, &p), 0);
+        const char *shard = cg_canary_shard(w);
+        const char *done = cg_text_line(shard, "done 3\n");
+        if (done == NULL)
+            fail_msg("no 'done 3':\n%s", shard);
+        const char *warning = "w CANARY_GATE_COMM_KERNELS ignored: 'standin kernel': a space or a "
+                              "character not printable ASCII (communication kernels are NCCL's "
+                              "only)\n";
+        if ((cg_text_line(shard, warning) != NULL) != bad)
+            fail_msg("%s the warning:\n%s", bad ? "without" : "with", shard);
+        for (int64_t step = 1; step <= 2; step++) {
+            assert_true(busy_of(shard, step) > 0);
+            assert_int_equal(cg_shard_count(shard, done, step, "compute_ns"),
+                             bad ? busy_of(shard, step) : 0);
+        }
+    }
+}
+
 /* CANARY_GATE_CUPTI_OFF: each part named is left off with a warning (its counts unknown), a
  * name that is no optional part is a warning and changes nothing, and the steps are complete. */
 static void test_inject_standin__parts_left_off_by_the_user(void **state)
@@ -757,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
         cmocka_unit_test(test_inject_standin__calls_placed_in_their_nvtx_ranges),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),
+        cmocka_unit_test(test_inject_standin__communication_kernels_named_by_the_user),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }

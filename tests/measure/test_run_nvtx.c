@@ -560,6 +560,85 @@ static void test_run__inherited_library_variables_are_ignored_or_reported(void *
     unlink("nvtx-stray.log");
 }
 
+/* CANARY_GATE_COMM_KERNELS reaches the canary (named on stderr), and runs that tell
+ * communication kernels apart otherwise are another canary's (its hash), never pooled. */
+static void test_run__communication_kernels_are_part_of_the_canary(void **state)
+{
+    (void)state;
+    struct result r;
+    char env[256];
+    const char *with[] = {"CANARY_GATE_COMM_KERNELS=userbuffers", NULL};
+    const char *a1[] = {"run",
+                        "--out",
+                        "nvtx-comm1.json",
+                        "--runs",
+                        "1",
+                        "--steps",
+                        "3",
+                        "--warmup",
+                        "0",
+                        "--",
+                        HELPER,
+                        "env",
+                        "nvtx-comm.env",
+                        "CANARY_GATE_COMM_KERNELS",
+                        "--",
+                        CANARY,
+                        "--steps",
+                        "3",
+                        "--step-ms",
+                        "1",
+                        NULL};
+    run_tool_env(a1, with, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    read_text("nvtx-comm.env", env, sizeof(env));
+    assert_string_equal(env, "CANARY_GATE_COMM_KERNELS=userbuffers\n");
+    assert_non_null(strstr(r.err, "canary-gate: note: the canary gets "
+                                  "CANARY_GATE_COMM_KERNELS=userbuffers from the environment"));
+    const char *a2[] = {"run",
+                        "--out",
+                        "nvtx-comm2.json",
+                        "--runs",
+                        "1",
+                        "--steps",
+                        "3",
+                        "--warmup",
+                        "0",
+                        "--",
+                        HELPER,
+                        "env",
+                        "nvtx-comm.env",
+                        "CANARY_GATE_COMM_KERNELS",
+                        "--",
+                        CANARY,
+                        "--steps",
+                        "3",
+                        "--step-ms",
+                        "1",
+                        NULL};
+    run_tool(a2, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    struct cg_artifact x, y;
+    load("nvtx-comm1.json", &x);
+    load("nvtx-comm2.json", &y);
+    assert_string_not_equal(x.env.canary_hash, y.env.canary_hash);
+    assert_string_equal(cg_artifact_canary_diff(&x, &y), "environment.canary_hash");
+    cg_artifact_release(&x);
+    cg_artifact_release(&y);
+    const char *merge[] = {"merge",           "-o", "nvtx-comm.json", "nvtx-comm1.json",
+                           "nvtx-comm2.json", NULL};
+    run_tool(merge, &r);
+    assert_int_not_equal(r.exit_code, 0);
+    assert_true(access("nvtx-comm.json", F_OK) != 0);
+    unlink("nvtx-comm.env");
+    unlink("nvtx-comm1.json");
+    unlink("nvtx-comm2.json");
+    unlink("nvtx-comm1.log");
+    unlink("nvtx-comm2.log");
+}
+
 /* Every line the tool writes on stderr while it measures, progress included, starts with the
  * tool's name. */
 static void test_run__every_progress_line_has_the_prefix(void **state)
@@ -715,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__inherited_library_variables_are_ignored_or_reported),
+        cmocka_unit_test(test_run__communication_kernels_are_part_of_the_canary),
         cmocka_unit_test(test_run__every_progress_line_has_the_prefix),
         cmocka_unit_test(test_run__measured_canary_is_stopped_and_counted_complete),
         cmocka_unit_test(test_run__let_finish_waits_for_the_canary),
