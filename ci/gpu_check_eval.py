@@ -18,6 +18,8 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
                                                       FAILs; counts-same: no count FAILs)
   measured FILE --rc N --steps N [--gpu any|required] a run artifact: runs measured
   cupti-copies STDOUT [--shard-dir DIR]               libcupti files mapped in the canary
+  device-memory STDOUT --shard-dir DIR                the shards' peak device memory against
+                                                      the PyTorch canary's own reserved peak
   overhead TSV --reps N [--max-pct X]                 medians of none / nvtx / full
 """
 
@@ -526,6 +528,36 @@ def cmd_cupti_copies(a):
     out(True, figure)
 
 
+def cmd_device_memory(a):
+    """The library's peak device memory (the largest "m DEVICE PEAK" of the shards: CUPTI's
+    MEMORY2 records) against what PyTorch says it reserved (torch_memory reserved_peak=N): CUPTI
+    must see at least 90% of it, whatever PYTORCH_CUDA_ALLOC_CONF (expandable segments map memory
+    through the virtual memory API rather than cudaMalloc)."""
+    if not os.path.isfile(a.stdout):
+        raise Fail("no canary output %s" % a.stdout)
+    with open(a.stdout, errors="replace") as f:
+        found = re.findall(r"^torch_memory reserved_peak=(\d+) allocated_peak=(\d+) "
+                           r"alloc_conf=(\S*)$", f.read(), re.M)
+    if not found:
+        raise Fail("the canary printed no torch_memory line")
+    reserved, allocated = int(found[-1][0]), int(found[-1][1])
+    conf = found[-1][2]
+    peaks = [int(f[2]) for _, ls in read_shards(a.shard_dir) for f in ls
+             if f[0] == "m" and len(f) == 3 and f[2].isdigit()]
+    figure = "PyTorch reserved %s (allocated %s, PYTORCH_CUDA_ALLOC_CONF %s)" % (
+        fmt_bytes(reserved), fmt_bytes(allocated), conf)
+    if not peaks:
+        raise Fail("no m line in the shards: the library saw no device memory | " + figure)
+    peak = max(peaks)
+    figure = "library peak %s = %.2f of what %s" % (fmt_bytes(peak), peak / reserved, figure) \
+        if reserved > 0 else "library peak %s; %s" % (fmt_bytes(peak), figure)
+    if reserved <= 0:
+        raise Fail("PyTorch reserved no device memory | " + figure)
+    if peak < 0.9 * reserved:
+        raise Fail("the library's peak device memory leaves out memory PyTorch reserved | " + figure)
+    out(True, figure)
+
+
 def cmd_overhead(a):
     values = {"none": [], "nvtx": [], "full": []}
     with open(a.tsv) as f:
@@ -639,6 +671,9 @@ def main(argv):
     s = sub.add_parser("cupti-copies")
     s.add_argument("stdout")
     s.add_argument("--shard-dir")
+    s = sub.add_parser("device-memory")
+    s.add_argument("stdout")
+    s.add_argument("--shard-dir", required=True)
     s = sub.add_parser("overhead-parts")
     s.add_argument("tsv")
     s.add_argument("--reps", type=int, required=True)
@@ -650,7 +685,8 @@ def main(argv):
     handlers = {"raw-shard": cmd_raw_shard, "shard-contract": cmd_shard_contract,
                 "artifact": cmd_artifact, "artifact-contract": cmd_artifact_contract,
                 "verdict": cmd_verdict, "measured": cmd_measured,
-                "cupti-copies": cmd_cupti_copies, "profiler": cmd_profiler, "overhead": cmd_overhead,
+                "cupti-copies": cmd_cupti_copies, "device-memory": cmd_device_memory,
+                "profiler": cmd_profiler, "overhead": cmd_overhead,
                 "overhead-parts": cmd_overhead_parts}
     try:
         handlers[a.cmd](a)

@@ -331,6 +331,19 @@ def main():
     case("cupti: two copies", ["cupti-copies", two], "FAIL", "expected exactly 1")
     case("cupti: not printed", ["cupti-copies", err], "FAIL", "no libcupti_files line")
 
+    # device memory: the shard's peaks (m lines: 100 and 200 MiB) against PyTorch's own
+    mem = "torch_memory reserved_peak=%d allocated_peak=150000000 alloc_conf=%s\n"
+    seen = write(os.path.join(TMP, "mem1.txt"), mem % (209715200, "-"))
+    case("memory: the library sees what PyTorch reserved", ["device-memory", seen, "--shard-dir",
+         good], "PASS", "library peak 200.00 MiB = 1.00 of what PyTorch reserved 200.00 MiB")
+    left = write(os.path.join(TMP, "mem2.txt"), mem % (1 << 30, "expandable_segments:True"))
+    case("memory: expandable segments left out", ["device-memory", left, "--shard-dir", good],
+         "FAIL", "leaves out memory PyTorch reserved", "= 0.20 of", "expandable_segments:True")
+    case("memory: no m line", ["device-memory", seen, "--shard-dir",
+                               shard("nomem", memory=False)], "FAIL", "no m line")
+    case("memory: not printed", ["device-memory", err, "--shard-dir", good], "FAIL",
+         "no torch_memory line")
+
     # overhead
     tsv = write(os.path.join(TMP, "o.tsv"), "none 10\nnvtx 10.1\nfull 10.4\n" * 3)
     case("overhead: medians and ratios", ["overhead", tsv, "--reps", 3], "PASS",

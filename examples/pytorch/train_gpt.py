@@ -308,6 +308,10 @@ def main(argv):
                        (kept[len(kept) // 2 - 1] + kept[len(kept) // 2]) / 2)
     print("done steps=%d first_loss=%.6f last_loss=%.6f mean_step_ms=%.3f median_step_ms=%.3f "
           "timed_steps=%d" % (len(times), first, last, mean_ms, median_ms, len(kept)), flush=True)
+    if dev.type == "cuda":  # PyTorch's own account, beside the peak the library measures
+        print("torch_memory reserved_peak=%d allocated_peak=%d alloc_conf=%s" %
+              (torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated(),
+               os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "-"), flush=True)
     if prof is not None:
         prof.__exit__(None, None, None)
     if a.exit_mode == "os-exit":
