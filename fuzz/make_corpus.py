@@ -225,6 +225,28 @@ def agg():
     put("agg", "bursts-late", bytes([1]) + burst * 2 + ev(0) + ev(4, 60000, 300) + ev(1))
 
 
+def agg_paths():
+    # setup byte: warm-up 0, window without end, batches of 256 (index 4 << 2)
+    setup = bytes([4 << 2])
+    step = bytes([0])
+    # a burst of 2000 disjoint kernels (gap 3, length 5), copies among them, a few late ones
+    burst = bytes([7]) + struct.pack(">H", 2000) + bytes([3, 4, 0x17, 40]) + bytes([9] * 60)
+    # 300 disjoint kernels, then 424 inside the last one, then one late (in a gap)
+    fill = bytes([7]) + struct.pack(">H", 300) + bytes([5, 4, 0, 0])
+    inside = bytes([8 | 0x10]) + struct.pack(">H", 424) + bytes([0, 0, 0x08, 0])
+    late = bytes([4 | 0x80]) + struct.pack(">H", 2500) + bytes([2, 3])
+    put("agg_paths", "bursts", setup + step + burst + bytes([10]) + burst + bytes([2]))
+    put("agg_paths", "late-in-a-gap", setup + step + fill + inside + late + bytes([2]))
+    # kernels of no duration after 300 disjoint ones, one more, one late; batches of one
+    zero = b"".join(bytes([5, 0, 1, 3, 10]) for _ in range(212))
+    early = bytes([4 | 0x80]) + struct.pack(">H", 4505) + bytes([2, 3])  # among the first half
+    put("agg_paths", "no-duration",
+        bytes([0]) + step + fill + zero + bytes([5, 5, 2]) + early + bytes([2]))
+    # communication kernels (names 5 + 37k) among compute ones in counted steps, graph kernels
+    comm = bytes([12, 0, 0, 0, 64]) + bytes([7]) + struct.pack(">H", 900) + bytes([1, 8, 0x45, 0])
+    put("agg_paths", "communication", setup + step + comm + bytes([0]) + comm + bytes([2]))
+
+
 def main():
     artifact()
     thresholds()
@@ -234,6 +256,7 @@ def main():
     opname()
     nvtx()
     agg()
+    agg_paths()
 
 
 if __name__ == "__main__":

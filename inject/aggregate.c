@@ -1314,7 +1314,9 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
 }
 
 /* The ring's length and last interval, for the hot path to keep in registers, and the index (at
- * most n) before which every record from i on finds room in the ring for a new interval. */
+ * most n) before which every record from i on finds room in the ring for a new interval. A full
+ * ring sends every record to union_add_slow (its last interval's start reads as UINT64_MAX),
+ * which settles the earlier half when a new interval needs room, as the general path does. */
 struct tail {
     size_t held, at, stop;
     uint64_t start, end;
@@ -1327,7 +1329,9 @@ HOT struct tail tail_of(const struct cg_agg_union *u, size_t i, size_t n)
         t.start = u->ring[t.at].start;
         t.end = u->ring[t.at].end;
     }
-    if (n - i > CG_AGG_INTERVALS - t.held)
+    if (t.held == CG_AGG_INTERVALS)
+        t.start = UINT64_MAX;
+    else if (n - i > CG_AGG_INTERVALS - t.held)
         t.stop = i + (CG_AGG_INTERVALS - t.held);
     return t;
 }
@@ -1341,9 +1345,9 @@ HOT struct tail tail_of(const struct cg_agg_union *u, size_t i, size_t n)
  * counted, graph_ids and comm are constants in each copy window_run makes of it.
  * union_add's in-order cases are done here without a branch on which one (kernels of
  * overlapping streams alternate between them unpredictably): the ring's last interval is kept in
- * registers and stored back whole every record, and the loop stops short of filling the ring (its
- * earlier half settles between runs), so no record tests for a full ring. The op table is held in
- * registers too, reloaded after anything that may have grown it. */
+ * registers and stored back whole every record, and a run stops where the ring could fill (a full
+ * ring sends records to union_add_slow: see tail_of), so no record tests for a full ring. The op
+ * table is held in registers too, reloaded after anything that may have grown it. */
 HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n,
                        const bool counted, const bool graph_ids, const bool comm)
 {
@@ -1384,7 +1388,7 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
             }
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
             uint64_t start = k->start, end = k->end;
-            if (start - lo >= len || end < start)
+            if (start - lo >= len || end <= start) /* of no duration: no interval */
                 goto out;
             struct cg_agg_slot *sl = NULL;
             if (counted) { /* op_count, with the table in registers */
@@ -1427,11 +1431,8 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
         }
         if (i >= n)
             break;
-        /* the ring may be full: its earlier half settles, and there is room for a run again */
         u->len = t.held;
-        if (t.held > CG_AGG_INTERVALS / 2)
-            ring_settle_half(a, u);
-        t = tail_of(u, i, n);
+        t = tail_of(u, i, n); /* room for more, or the ring is full: see tail_of */
     }
 out:
     u->len = t.held;

@@ -172,6 +172,74 @@ static void test_agg__communication_overlapped_by_compute_and_copies(void **stat
     cg_agg_release(&a);
 }
 
+/* Kernel records of kernel_a in recs[from, from + n): [start + step * j, ... + len). */
+static void kernels_at(CUpti_ActivityKernel10 *recs, size_t from, size_t n, uint64_t start,
+                       uint64_t step, uint64_t len)
+{
+    for (size_t j = 0; j < n; j++) {
+        CUpti_ActivityKernel10 *k = &recs[from + j];
+        memset(k, 0, sizeof(*k));
+        k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        k->name = kernel_a;
+        k->start = start + step * j;
+        k->end = k->start + len;
+    }
+}
+
+/* The busy time of step 0 (from 1000) when recs[0, n) are handed over batch at a time. */
+static int64_t busy_in_batches(const CUpti_ActivityKernel10 *recs, size_t n, size_t batch)
+{
+    static const CUpti_Activity *ptrs[1024];
+    assert_true(n <= 1024);
+    for (size_t i = 0; i < n; i++)
+        ptrs[i] = (const CUpti_Activity *)(const void *)&recs[i];
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 1000);
+    for (size_t i = 0; i < n; i += batch)
+        cg_agg_records(&a, ptrs + i, n - i < batch ? n - i : batch);
+    cg_agg_step_end(&a, 0, 100000);
+    cg_agg_settle(&a, true);
+    int64_t busy = a.steps[0].busy_ns;
+    assert_int_equal(count(&a, 0, CG_AGG_N_COMPUTE_NS), busy);
+    cg_agg_release(&a);
+    return busy;
+}
+
+/* The busy ring's earlier half settles when the ring is full and a new interval needs room,
+ * whatever the batches: a kernel less than half a ring late, in a gap, still counts. Here 300
+ * intervals are held, 424 kernels inside the last one extend nothing, and one comes late. */
+static void test_agg__the_ring_settles_when_full_whatever_the_batches(void **state)
+{
+    (void)state;
+    static CUpti_ActivityKernel10 recs[725];
+    kernels_at(recs, 0, 300, 10000, 10, 5); /* [10000, 10005) ... [12990, 12995) */
+    kernels_at(recs, 300, 424, 12990, 0, 1);
+    kernels_at(recs, 724, 1, 11006, 0, 2); /* in the gap [11005, 11010) */
+    static const size_t batches[] = {1, 255, 256, 300, 725};
+    for (size_t b = 0; b < sizeof(batches) / sizeof(batches[0]); b++)
+        if (busy_in_batches(recs, 725, batches[b]) != 300 * 5 + 2)
+            fail_msg("batches of %zu: busy %lld, not %d", batches[b],
+                     (long long)busy_in_batches(recs, 725, batches[b]), 300 * 5 + 2);
+}
+
+/* A kernel of no duration adds no interval to the busy ring (it would fill the ring sooner and
+ * settle a kernel's gap before a late kernel could fill it). */
+static void test_agg__kernels_of_no_duration_take_no_room(void **state)
+{
+    (void)state;
+    static CUpti_ActivityKernel10 recs[514];
+    kernels_at(recs, 0, 300, 10000, 10, 5);
+    kernels_at(recs, 300, 212, 13000, 10, 0); /* no duration, each after the last interval */
+    kernels_at(recs, 512, 1, 20000, 0, 5);
+    kernels_at(recs, 513, 1, 11006, 0, 2); /* in the gap [11005, 11010) */
+    static const size_t batches[] = {1, 256, 514};
+    for (size_t b = 0; b < sizeof(batches) / sizeof(batches[0]); b++)
+        if (busy_in_batches(recs, 514, batches[b]) != 300 * 5 + 5 + 2)
+            fail_msg("batches of %zu: busy %lld, not %d", batches[b],
+                     (long long)busy_in_batches(recs, 514, batches[b]), 300 * 5 + 5 + 2);
+}
+
 /* CANARY_GATE_COMM_KERNELS' name parts make other kernels communication too (NCCL's stay); a
  * list that is not one says which part and why, and leaves NCCL's only. */
 static void test_agg__communication_kernels_named_by_the_user(void **state)
@@ -1328,6 +1396,8 @@ int main(void)
         cmocka_unit_test(test_agg__hot_path_matches_a_reference),
         cmocka_unit_test(test_agg__communication_overlapped_by_compute_and_copies),
         cmocka_unit_test(test_agg__communication_kernels_named_by_the_user),
+        cmocka_unit_test(test_agg__the_ring_settles_when_full_whatever_the_batches),
+        cmocka_unit_test(test_agg__kernels_of_no_duration_take_no_room),
         cmocka_unit_test(test_agg__ring_settling_an_earlier_step_keeps_the_current_record),
         cmocka_unit_test(test_agg__late_records_behind_the_settled_half_are_clipped),
         cmocka_unit_test(test_agg__step_window_edges),
