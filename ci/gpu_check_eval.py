@@ -537,7 +537,7 @@ def cmd_device_memory(a):
         raise Fail("no canary output %s" % a.stdout)
     with open(a.stdout, errors="replace") as f:
         found = re.findall(r"^torch_memory reserved_peak=(\d+) allocated_peak=(\d+) "
-                           r"alloc_conf=(\S*)$", f.read(), re.M)
+                           r"alloc_conf=(.*)$", f.read(), re.M)
     if not found:
         raise Fail("the canary printed no torch_memory line")
     reserved, allocated = int(found[-1][0]), int(found[-1][1])

@@ -339,6 +339,10 @@ def main():
     left = write(os.path.join(TMP, "mem2.txt"), mem % (1 << 30, "expandable_segments:True"))
     case("memory: expandable segments left out", ["device-memory", left, "--shard-dir", good],
          "FAIL", "leaves out memory PyTorch reserved", "= 0.20 of", "expandable_segments:True")
+    spaced = write(os.path.join(TMP, "mem3.txt"), mem % (209715200, "expandable_segments:True, "
+                                                                     "max_split_size_mb:128"))
+    case("memory: a configuration with a space", ["device-memory", spaced, "--shard-dir", good],
+         "PASS", "max_split_size_mb:128")
     case("memory: no m line", ["device-memory", seen, "--shard-dir",
                                shard("nomem", memory=False)], "FAIL", "no m line")
     case("memory: not printed", ["device-memory", err, "--shard-dir", good], "FAIL",

@@ -84,6 +84,7 @@ void cg_artifact_release(struct cg_artifact *a)
     env_release(&a->env);
     free(a->settings.step_range);
     free(a->settings.steps_from);
+    free(a->settings.comm_kernels);
     free(a->created_utc);
     free(a->gpu_reason);
     cg_artifact_init(a);
@@ -380,14 +381,15 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
     dst->settings.runs = src->settings.runs;
     dst->settings.tokens_per_step = src->settings.tokens_per_step;
     d->gpu_count = e->gpu_count;
-    int rc = dup_str(&dst->gpu_reason, src->gpu_reason) | dup_str(&dst->created_utc, src->created_utc) |
-             dup_str(&dst->settings.step_range, src->settings.step_range) |
-             dup_str(&dst->settings.steps_from, src->settings.steps_from) |
-             dup_str(&d->gpu_model, e->gpu_model) | dup_str(&d->driver_version, e->driver_version) |
-             dup_str(&d->cuda_version, e->cuda_version) | dup_str(&d->cupti_status, e->cupti_status) |
-             dup_str(&d->cupti_library, e->cupti_library) |
-             dup_str(&d->cpu_model, e->cpu_model) | dup_str(&d->tool_version, e->tool_version) |
-             dup_str(&d->canary_hash, e->canary_hash);
+    int rc =
+        dup_str(&dst->gpu_reason, src->gpu_reason) | dup_str(&dst->created_utc, src->created_utc) |
+        dup_str(&dst->settings.step_range, src->settings.step_range) |
+        dup_str(&dst->settings.steps_from, src->settings.steps_from) |
+        dup_str(&dst->settings.comm_kernels, src->settings.comm_kernels) |
+        dup_str(&d->gpu_model, e->gpu_model) | dup_str(&d->driver_version, e->driver_version) |
+        dup_str(&d->cuda_version, e->cuda_version) | dup_str(&d->cupti_status, e->cupti_status) |
+        dup_str(&d->cupti_library, e->cupti_library) | dup_str(&d->cpu_model, e->cpu_model) |
+        dup_str(&d->tool_version, e->tool_version) | dup_str(&d->canary_hash, e->canary_hash);
     if (rc != 0)
         return CG_ENOMEM;
     if (e->n_canary_command > 0) {

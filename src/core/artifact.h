@@ -120,6 +120,8 @@ struct cg_settings {
     char *steps_from;        /* what marked the steps: "nvtx" (the canary's own ranges) or
                               * "optimizer" (its optimizer steps, --steps-from); NULL unknown */
     int64_t tokens_per_step; /* -1 when steps carry their own tokens or none */
+    char *comm_kernels;      /* CANARY_GATE_COMM_KERNELS as the canary had it (name parts of
+                              * communication kernels besides NCCL's); NULL: unset or empty */
 };
 
 struct cg_artifact {

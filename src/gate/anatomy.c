@@ -167,9 +167,15 @@ static int cmp_part(const void *x, const void *y)
 
 /* Both sides, whether the idle share leaves out the exposed copies, and room for each side's
  * shares (one per run). */
+/* Whether two CANARY_GATE_COMM_KERNELS values are the same (NULL and "" both unset). */
+static bool same_names(const char *x, const char *y)
+{
+    return strcmp(x != NULL ? x : "", y != NULL ? y : "") == 0;
+}
+
 struct sides {
     const struct cg_artifact *base, *cur;
-    bool copies;
+    bool copies, comm_differs;
     double *vb, *vc;
 };
 
@@ -233,7 +239,7 @@ static int fixed_part(const struct sides *s, const struct cg_thresholds *t,
                 ? (in_b && s->vb[nb - 1] > 0.0) || (in_c && s->vc[nc - 1] > 0.0)
                 : in_b || in_c;
     const struct cg_anatomy_limit *lim = part_limit(t, kind);
-    if (lim == NULL)
+    if (lim == NULL || (kind == CG_ANAT_EXPOSED_COMM && s->comm_differs))
         return 0;
     if (!in_b || !in_c) {
         p->outcome = CG_OUT_UNAVAILABLE;
@@ -259,7 +265,11 @@ int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artif
                        const struct cg_thresholds *t, struct cg_anatomy *out)
 {
     size_t nb = baseline->n_runs + 1, nc = current->n_runs + 1;
-    struct sides s = {baseline, current, false, malloc(nb * sizeof(double)),
+    struct sides s = {baseline,
+                      current,
+                      false,
+                      !same_names(baseline->settings.comm_kernels, current->settings.comm_kernels),
+                      malloc(nb * sizeof(double)),
                       malloc(nc * sizeof(double))};
     int rc = -1;
     if (s.vb == NULL || s.vc == NULL)
@@ -269,6 +279,7 @@ int cg_anatomy_compute(const struct cg_artifact *baseline, const struct cg_artif
     s.copies = side_shares(baseline, CG_ANAT_EXPOSED_COPIES, NULL, false, s.vb) &&
                side_shares(current, CG_ANAT_EXPOSED_COPIES, NULL, false, s.vc);
     out->copies_in_idle = s.copies;
+    out->comm_named_differently = s.comm_differs;
     struct cg_anatomy_part fixed[CG_ANATOMY_FIXED];
     bool keep[CG_ANATOMY_FIXED];
     for (int kind = 0; kind < CG_ANATOMY_FIXED; kind++)

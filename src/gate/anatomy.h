@@ -65,6 +65,9 @@ struct cg_anatomy {
     size_t n; /* parts known on some side, in enum order; ranges by their larger median */
     bool copies_in_idle; /* the idle share leaves out the exposed copies (every run of both
                           * sides measured them); else it is 1 minus the busy share */
+    bool comm_named_differently; /* the sides' CANARY_GATE_COMM_KERNELS differ: compute and
+                                  * communication split the busy time otherwise on each side,
+                                  * and exposed communication is shown, not gated */
 };
 
 /* The anatomy of both sides' steps; with t (NULL: nothing gated), its gated parts are decided.

@@ -157,7 +157,7 @@ static void remove_dir(const char *dir)
 static int fill_header(struct cg_artifact *a, const struct cg_collector *col, struct cg_err *err)
 {
     const struct cg_collect_cfg *c = &col->cfg;
-    char when[32], settings[512];
+    char when[32];
     time_t t = time(NULL);
     struct tm tm;
     size_t n_cmd = 0;
@@ -165,13 +165,6 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
         n_cmd++;
     gmtime_r(&t, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    /* runs that tell communication kernels apart otherwise (the canary inherits the variable)
-     * are another canary's: never pooled */
-    const char *comm = getenv(CG_ENV_COMM_KERNELS);
-    snprintf(settings, sizeof(settings),
-             "steps=%ld warmup=%ld step_range=%s tokens_per_step=%ld%s%.200s", c->steps, c->warmup,
-             c->step_range, c->tokens_per_step, comm != NULL ? " comm_kernels=" : "",
-             comm != NULL ? comm : "");
     a->created_utc = strdup(when);
     a->env.cpu_model = cg_launch_cpu_model();
     a->env.tool_version = strdup(CG_VERSION);
@@ -192,7 +185,20 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
             return cg_err_set(err, CG_ENOMEM, "out of memory");
         a->env.n_canary_command++;
     }
-    a->env.canary_hash = cg_launch_canary_hash(a->env.canary_command, settings);
+    /* runs that tell communication kernels apart otherwise (the canary inherits the variable;
+     * empty is unset) are another canary's: never pooled. The settings are hashed whole. */
+    const char *comm = getenv(CG_ENV_COMM_KERNELS);
+    if (comm != NULL && *comm != '\0' && (a->settings.comm_kernels = strdup(comm)) == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    struct cg_buf settings;
+    cg_buf_init(&settings, (size_t)1 << 20);
+    int rc = cg_buf_printf(&settings, "steps=%ld warmup=%ld step_range=%s tokens_per_step=%ld",
+                           c->steps, c->warmup, c->step_range, c->tokens_per_step);
+    if (a->settings.comm_kernels != NULL)
+        rc |= cg_buf_printf(&settings, " comm_kernels=%s", a->settings.comm_kernels);
+    if (rc == 0)
+        a->env.canary_hash = cg_launch_canary_hash(a->env.canary_command, cg_buf_str(&settings));
+    cg_buf_release(&settings);
     if (a->env.canary_hash == NULL)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     return 0;

@@ -134,6 +134,8 @@ static cJSON *anatomy_json(const struct cg_verdict *v)
             cJSON_AddStringToObject(x, "name", p->name);
         if (p->kind == CG_ANAT_GPU_IDLE) /* copies measured on a side, but counted as idle */
             cJSON_AddBoolToObject(x, "copies_counted_as_idle", cg_anatomy_copies_as_idle(an));
+        if (p->kind == CG_ANAT_EXPOSED_COMM) /* the sides named communication kernels otherwise */
+            cJSON_AddBoolToObject(x, "communication_named_differently", an->comm_named_differently);
         cJSON_AddItemToObject(x, "baseline_share", num(p->baseline));
         cJSON_AddItemToObject(x, "current_share", num(p->current));
         cJSON_AddStringToObject(x, "outcome", cg_outcome_name(p->outcome));

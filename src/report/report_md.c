@@ -422,6 +422,9 @@ static int add_anatomy(struct cg_buf *b, const struct cg_verdict *v)
         if (p->kind == CG_ANAT_GPU_IDLE && cg_anatomy_copies_as_idle(an))
             rc |= cg_buf_adds(b, ", copies counted as idle (a side did not measure their "
                                  "overlap with kernels)");
+        if (p->kind == CG_ANAT_EXPOSED_COMM && an->comm_named_differently)
+            rc |= cg_buf_adds(b, ", not gated: the sides name communication kernels otherwise "
+                                 "(`CANARY_GATE_COMM_KERNELS`)");
         if (p->kind == CG_ANAT_RANGE) {
             rc |= cg_buf_adds(b, " ");
             rc |= cg_md_escape(b, p->name, NAME_MAX_BYTES);

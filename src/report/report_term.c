@@ -97,6 +97,8 @@ static int add_anatomy(struct cg_buf *out, const struct cg_verdict *v)
         rc = cg_buf_printf(out, "  %7s -> %7s  %s", base, cur, cg_anatomy_label(p->kind));
         if (p->kind == CG_ANAT_GPU_IDLE && cg_anatomy_copies_as_idle(an))
             rc |= cg_buf_adds(out, ", copies counted as idle");
+        if (p->kind == CG_ANAT_EXPOSED_COMM && an->comm_named_differently)
+            rc |= cg_buf_adds(out, ", not gated: CANARY_GATE_COMM_KERNELS differs");
         if (p->kind == CG_ANAT_RANGE) {
             rc |= cg_buf_adds(out, " ");
             rc |= cg_term_escape(out, p->name, 100);

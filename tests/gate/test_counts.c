@@ -598,6 +598,45 @@ static void exposed_communication_is_gated(void **state)
     s->base.n_runs = s->cur.n_runs = 5;
 }
 
+/* Sides that name communication kernels otherwise (CANARY_GATE_COMM_KERNELS set on one) split
+ * busy time into compute and communication otherwise: the +8 points of exposed communication are
+ * shown, not gated, and the reports say why; the same names (unset and "" alike) gate them. */
+static void exposed_communication_named_otherwise_is_not_gated(void **state)
+{
+    struct sides *s = *state;
+    cg_fixture_set_busy(&s->base, 0.8);
+    cg_fixture_set_busy(&s->cur, 0.8);
+    set_compute(&s->base, 0.9, 0.001);
+    set_compute(&s->cur, 0.8, 0.001);
+    s->cur.settings.comm_kernels = strdup("userbuffers");
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_anatomy_part *e = cg_anatomy_part(&v.anatomy, CG_ANAT_EXPOSED_COMM);
+    assert_non_null(e);
+    assert_true(v.anatomy.comm_named_differently);
+    assert_int_equal(e->outcome, CG_OUT_NOT_GATED);
+    assert_true(fabs(100.0 * (e->current - e->baseline) - 8.0) < 0.01); /* shown */
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    struct cg_buf md;
+    markdown_of(&v, &md);
+    assert_non_null(strstr(md.data, "| communication not overlapped by compute, not gated: the "
+                                    "sides name communication kernels otherwise "
+                                    "(`CANARY_GATE_COMM_KERNELS`) | "));
+    cg_buf_release(&md);
+    char *json = cg_report_json(&v);
+    assert_non_null(strstr(json, "\"communication_named_differently\":\ttrue"));
+    free(json);
+    cg_verdict_release(&v);
+    free(s->cur.settings.comm_kernels);
+    s->cur.settings.comm_kernels = strdup(""); /* as unset */
+    verdict(s, &v);
+    assert_false(v.anatomy.comm_named_differently);
+    assert_int_equal(cg_anatomy_part(&v.anatomy, CG_ANAT_EXPOSED_COMM)->outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    free(s->cur.settings.comm_kernels);
+    s->cur.settings.comm_kernels = NULL;
+}
+
 /* The GPU's idle share is gated too (5 points by default), and a machine that differs makes its
  * FAIL INCONCLUSIVE; without communication, compute and exposed communication are not shown. */
 static void gpu_idle_share_is_gated(void **state)
@@ -690,6 +729,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(same_counts_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(exposed_communication_is_gated, setup, teardown),
+        cmocka_unit_test_setup_teardown(exposed_communication_named_otherwise_is_not_gated, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(gpu_idle_share_is_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(copies_while_no_kernel_runs_are_not_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(one_more_sync_fails, setup, teardown),

@@ -625,6 +625,47 @@ static void test_run__communication_kernels_are_part_of_the_canary(void **state)
     load("nvtx-comm2.json", &y);
     assert_string_not_equal(x.env.canary_hash, y.env.canary_hash);
     assert_string_equal(cg_artifact_canary_diff(&x, &y), "environment.canary_hash");
+    assert_string_equal(x.settings.comm_kernels, "userbuffers"); /* recorded for the anatomy */
+    assert_null(y.settings.comm_kernels);
+    /* empty is unset: the same canary */
+    const char *empty[] = {"CANARY_GATE_COMM_KERNELS=", NULL};
+    const char *a3[] = {
+        "run", "--out", "nvtx-comm3.json", "--runs", "1",         "--steps", "3", "--warmup", "0",
+        "--",  CANARY,  "--steps",         "3",      "--step-ms", "1",       NULL};
+    struct cg_artifact z;
+    char unset_hash[64];
+    run_tool(a3, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    load("nvtx-comm3.json", &z);
+    snprintf(unset_hash, sizeof(unset_hash), "%s", z.env.canary_hash);
+    cg_artifact_release(&z);
+    run_tool_env(a3, empty, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    load("nvtx-comm3.json", &z);
+    assert_null(z.settings.comm_kernels);
+    assert_string_equal(z.env.canary_hash, unset_hash);
+    cg_artifact_release(&z);
+    /* the whole value is hashed: two lists of 8 parts of 63 bytes differing in the last byte */
+    static char longest[2][600];
+    char hashes[2][64];
+    for (int k = 0; k < 2; k++) {
+        char *p = longest[k] +
+                  snprintf(longest[k], sizeof(longest[k]), "%s", "CANARY_GATE_COMM_KERNELS=");
+        for (int part = 0; part < 8; part++)
+            p += snprintf(p, 65, "%s%.62s%c", part ? "," : "",
+                          "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnop",
+                          part == 7 && k ? 'y' : 'x');
+        const char *env_k[] = {longest[k], NULL};
+        run_tool_env(a3, env_k, &r);
+        if (r.exit_code != 0)
+            fail_msg("%s", r.err);
+        load("nvtx-comm3.json", &z);
+        snprintf(hashes[k], sizeof(hashes[k]), "%s", z.env.canary_hash);
+        cg_artifact_release(&z);
+    }
+    assert_string_not_equal(hashes[0], hashes[1]);
     cg_artifact_release(&x);
     cg_artifact_release(&y);
     const char *merge[] = {"merge",           "-o", "nvtx-comm.json", "nvtx-comm1.json",
@@ -635,8 +676,10 @@ static void test_run__communication_kernels_are_part_of_the_canary(void **state)
     unlink("nvtx-comm.env");
     unlink("nvtx-comm1.json");
     unlink("nvtx-comm2.json");
+    unlink("nvtx-comm3.json");
     unlink("nvtx-comm1.log");
     unlink("nvtx-comm2.log");
+    unlink("nvtx-comm3.log");
 }
 
 /* Every line the tool writes on stderr while it measures, progress included, starts with the
