@@ -225,9 +225,8 @@ static records_fn *volatile aggregation_fn = cg_agg_records, *volatile pointer_f
 /* The aggregation loop, or (fn pointer_fn) the pointer pass: the same records, handed over in
  * batches of pointers to a function the compiler cannot see. */
 __attribute__((noinline)) static void aggregate(struct cg_agg *g, const union rec *recs, size_t n,
-                                                records_fn *volatile const *which)
+                                                records_fn *fn)
 {
-    records_fn *fn = *which;
     const CUpti_Activity *batch[BATCH];
     for (size_t i = 0; i < n; i += BATCH) {
         size_t m = n - i < BATCH ? n - i : BATCH;
@@ -285,14 +284,14 @@ int main(int argc, char **argv)
             fill(recs, per_buf, p, names);
             pointer_sum = 0;
             t0 = cpu_now_s();
-            aggregate(NULL, recs, per_buf, &pointer_fn);
+            aggregate(NULL, recs, per_buf, pointer_fn);
             pointers_s[r] += cpu_now_s() - t0;
             if (pointer_sum != with_names)
                 return 1;
 
             fill(recs, per_buf, p, names);
             t0 = cpu_now_s();
-            aggregate(&g, recs, per_buf, &aggregation_fn);
+            aggregate(&g, recs, per_buf, aggregation_fn);
             cg_agg_settle(&g, p + 1 == N_BUFFERS);
             agg_s[r] += cpu_now_s() - t0;
         }

@@ -26,6 +26,7 @@
 #include "fuzz.h"
 
 #include "../inject/aggregate.c"
+#include "fuzz_records.h"
 
 #include <stdbool.h>
 
@@ -36,19 +37,6 @@
 #define BATCH 16
 #define MAX_TRACE 32
 #define MAX_COUNTED (3 * MAX_RECS)
-
-/* Record storage that stays put until a batch is handed over. */
-union record {
-    CUpti_Activity any;
-    CUpti_ActivityKernel10 kernel;
-    CUpti_ActivityMemcpy6 copy;
-    CUpti_ActivityMemset4 set;
-    CUpti_ActivityMemory4 memory;
-    CUpti_ActivityOverhead3 overhead;
-    CUpti_ActivityMemcpyPtoP4 peer;
-    CUpti_ActivitySynchronization2 sync;
-    CUpti_ActivityJit2 jit;
-};
 
 static const char *const kernel_names[] = {"_Z4gemmv", "_Z4reluv", "triton_poi_fused_0",
                                            "ncclDevKernel_AllReduce_Sum_f32_RING_LL", NULL};

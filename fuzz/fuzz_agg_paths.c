@@ -20,23 +20,12 @@
 #include "fuzz.h"
 
 #include "../inject/aggregate.c"
+#include "fuzz_records.h"
 
 #include <stdbool.h>
 
 #define MAX_RECS 20000
 #define N_NAMES 600 /* the last one stands for a kernel record without a name */
-
-union record {
-    CUpti_Activity any;
-    CUpti_ActivityKernel10 kernel;
-    CUpti_ActivityMemcpy6 copy;
-    CUpti_ActivityMemset4 set;
-    CUpti_ActivityMemory4 memory;
-    CUpti_ActivityOverhead3 overhead;
-    CUpti_ActivityMemcpyPtoP4 peer;
-    CUpti_ActivitySynchronization2 sync;
-    CUpti_ActivityJit2 jit;
-};
 
 static union record g_recs[MAX_RECS];
 static const CUpti_Activity *g_ptrs[MAX_RECS];

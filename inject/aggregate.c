@@ -1170,22 +1170,25 @@ static void jit_record(struct cg_agg *a, const CUpti_ActivityJit2 *j)
         a->steps[k].count[CG_AGG_N_JIT]++;
 }
 
+/* The name parts of communication kernels: NCCL's, then CANARY_GATE_COMM_KERNELS' */
 _Static_assert(CG_AGG_COMM_PARTS == 8 && CG_AGG_COMM_PART_MAX == 63, "the messages below say so");
-static char g_comm_parts[CG_AGG_COMM_PARTS][CG_AGG_COMM_PART_MAX + 1];
-static size_t g_n_comm_parts;
+static char g_comm_parts[1 + CG_AGG_COMM_PARTS][CG_AGG_COMM_PART_MAX + 1] = {"nccl"};
+static size_t g_n_comm_parts = 1;
 
 int cg_agg_comm_kernels(const char *list, char *why, size_t cap)
 {
-    g_n_comm_parts = 0;
-    size_t n = 0;
-    for (const char *p = list != NULL ? list : ""; *p != '\0';) {
+    g_n_comm_parts = 1;
+    if (list == NULL || *list == '\0')
+        return 0;
+    size_t n = 1;
+    for (const char *p = list;; p++) { /* each part, the one after a last comma too */
         size_t len = strcspn(p, ",");
         const char *bad = NULL;
         if (len == 0)
             bad = "an empty name part";
         else if (len > CG_AGG_COMM_PART_MAX)
             bad = "a name part longer than 63 bytes";
-        else if (n == CG_AGG_COMM_PARTS)
+        else if (n == 1 + CG_AGG_COMM_PARTS)
             bad = "more than 8 name parts";
         for (size_t i = 0; bad == NULL && i < len; i++)
             if (p[i] <= ' ' || p[i] > '~')
@@ -1197,13 +1200,10 @@ int cg_agg_comm_kernels(const char *list, char *why, size_t cap)
             return -1;
         }
         memcpy(g_comm_parts[n], p, len);
-        g_comm_parts[n][len] = '\0';
-        n++;
+        g_comm_parts[n++][len] = '\0';
         p += len;
-        if (*p == ',' && *++p == '\0') {
-            snprintf(why, cap, "'': an empty name part (communication kernels are NCCL's only)");
-            return -1;
-        }
+        if (*p == '\0')
+            break;
     }
     g_n_comm_parts = n;
     return 0;
@@ -1211,11 +1211,7 @@ int cg_agg_comm_kernels(const char *list, char *why, size_t cap)
 
 bool cg_agg_is_comm(const char *name)
 {
-    if (name == NULL)
-        return false;
-    if (strstr(name, "nccl") != NULL)
-        return true;
-    for (size_t i = 0; i < g_n_comm_parts; i++)
+    for (size_t i = 0; name != NULL && i < g_n_comm_parts; i++)
         if (strstr(name, g_comm_parts[i]) != NULL)
             return true;
     return false;

@@ -546,17 +546,31 @@ static size_t occurrences(const char *text, const char *needle)
     return n;
 }
 
-static void test_action__baseline_branch_keeps_the_newest_k(void **state)
+/* A bare repository origin.git and a checkout ws of one commit with it as its remote origin. */
+static void checkout_with_remote(const struct cg_workdir *d)
 {
-    struct cg_workdir *d = *state;
-    if (!executable("/usr/bin/git"))
-        skip();
     assert_int_equal(mkdir(cg_workdir_in(d, "origin.git"), 0755), 0);
     assert_int_equal(mkdir(cg_workdir_in(d, "ws"), 0755), 0);
     git(d, "origin.git", "init", "-q", "--bare", NULL);
     git(d, "ws", "init", "-q", NULL, NULL);
     git(d, "ws", "remote", "add", "origin", cg_workdir_in(d, "origin.git"));
     git(d, "ws", "commit", "-q", "--allow-empty", "-mstart");
+}
+
+/* Fails when the checkout ws has a branch of the gate's (the baseline's or a publish's). */
+static void no_gate_branch(const struct cg_workdir *d)
+{
+    git(d, "ws", "branch", "--list", NULL, NULL);
+    if (strstr(proc.out, "canary-gate") != NULL)
+        fail_msg("a branch was left in the checkout:\n%s", proc.out);
+}
+
+static void test_action__baseline_branch_keeps_the_newest_k(void **state)
+{
+    struct cg_workdir *d = *state;
+    if (!executable("/usr/bin/git"))
+        skip();
+    checkout_with_remote(d);
 
     /* Runs of the built-in canary, of 1, 2 and 2 runs, as three main-branch results. */
     const char *r1[] = {CG_TOOL_PATH, "run", "--out", "ws/r1.json", "--runs", "1", "--steps", "2",
@@ -716,12 +730,7 @@ static void test_action__a_refused_first_publish_can_be_retried(void **state)
     struct cg_workdir *d = *state;
     if (!executable("/usr/bin/git"))
         skip();
-    assert_int_equal(mkdir(cg_workdir_in(d, "origin.git"), 0755), 0);
-    assert_int_equal(mkdir(cg_workdir_in(d, "ws"), 0755), 0);
-    git(d, "origin.git", "init", "-q", "--bare", NULL);
-    git(d, "ws", "init", "-q", NULL, NULL);
-    git(d, "ws", "remote", "add", "origin", cg_workdir_in(d, "origin.git"));
-    git(d, "ws", "commit", "-q", "--allow-empty", "-mstart");
+    checkout_with_remote(d);
     const char *hook = cg_workdir_in(d, "origin.git/hooks/pre-receive");
     FILE *f = fopen(hook, "w");
     assert_non_null(f);
@@ -742,9 +751,7 @@ static void test_action__a_refused_first_publish_can_be_retried(void **state)
     assert_int_not_equal(script(&ws, "baseline-publish", env, p1), 0);
     if (strstr(proc.err, "refused by the test") == NULL)
         fail_msg("the push was not refused:\n%s", proc.err);
-    git(d, "ws", "branch", "--list", NULL, NULL);
-    if (strstr(proc.out, "canary-gate") != NULL)
-        fail_msg("a branch was left in the checkout:\n%s", proc.out);
+    no_gate_branch(d);
 
     assert_int_equal(unlink(hook), 0);
     if (script(&ws, "baseline-publish", env, p1) != 0)
@@ -752,9 +759,7 @@ static void test_action__a_refused_first_publish_can_be_retried(void **state)
     const char *fetch[] = {"bl", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch), 0);
     assert_int_equal(runs_in(cg_workdir_in(&ws, "bl/baseline.json")), 1);
-    git(d, "ws", "branch", "--list", NULL, NULL);
-    if (strstr(proc.out, "canary-gate") != NULL)
-        fail_msg("a branch was left in the checkout:\n%s", proc.out);
+    no_gate_branch(d);
 }
 
 /* The end-to-end tests run in a fresh temporary directory each. */

@@ -560,6 +560,29 @@ static void test_run__inherited_library_variables_are_ignored_or_reported(void *
     unlink("nvtx-stray.log");
 }
 
+/* Runs the canary once into out with CANARY_GATE_COMM_KERNELS=value (NULL: unset); the run
+ * must succeed. */
+static void comm_run(const char *out, const char *value, struct result *r)
+{
+    static char var[600];
+    const char *args[] = {"run", "--out", out,    "--runs",  "1", "--steps",   "3", "--warmup",
+                          "0",   "--",    CANARY, "--steps", "3", "--step-ms", "1", NULL};
+    snprintf(var, sizeof(var), "CANARY_GATE_COMM_KERNELS=%s", value != NULL ? value : "");
+    const char *env[] = {var, NULL};
+    run_tool_env(args, value != NULL ? env : NULL, r);
+    if (r->exit_code != 0)
+        fail_msg("%s", r->err);
+}
+
+/* The canary hash of the artifact at path, into hash. */
+static void hash_of(const char *path, char *hash, size_t cap)
+{
+    struct cg_artifact a;
+    load(path, &a);
+    snprintf(hash, cap, "%s", a.env.canary_hash);
+    cg_artifact_release(&a);
+}
+
 /* CANARY_GATE_COMM_KERNELS reaches the canary (named on stderr), and runs that tell
  * communication kernels apart otherwise are another canary's (its hash), never pooled. */
 static void test_run__communication_kernels_are_part_of_the_canary(void **state)
@@ -568,58 +591,37 @@ static void test_run__communication_kernels_are_part_of_the_canary(void **state)
     struct result r;
     char env[256];
     const char *with[] = {"CANARY_GATE_COMM_KERNELS=userbuffers", NULL};
-    const char *a1[] = {"run",
-                        "--out",
-                        "nvtx-comm1.json",
-                        "--runs",
-                        "1",
-                        "--steps",
-                        "3",
-                        "--warmup",
-                        "0",
-                        "--",
-                        HELPER,
-                        "env",
-                        "nvtx-comm.env",
-                        "CANARY_GATE_COMM_KERNELS",
-                        "--",
-                        CANARY,
-                        "--steps",
-                        "3",
-                        "--step-ms",
-                        "1",
-                        NULL};
-    run_tool_env(a1, with, &r);
+    const char *shown[] = {"run",
+                           "--out",
+                           "nvtx-comm.json",
+                           "--runs",
+                           "1",
+                           "--steps",
+                           "3",
+                           "--warmup",
+                           "0",
+                           "--",
+                           HELPER,
+                           "env",
+                           "nvtx-comm.env",
+                           "CANARY_GATE_COMM_KERNELS",
+                           "--",
+                           CANARY,
+                           "--steps",
+                           "3",
+                           "--step-ms",
+                           "1",
+                           NULL};
+    run_tool_env(shown, with, &r);
     if (r.exit_code != 0)
         fail_msg("%s", r.err);
     read_text("nvtx-comm.env", env, sizeof(env));
     assert_string_equal(env, "CANARY_GATE_COMM_KERNELS=userbuffers\n");
     assert_non_null(strstr(r.err, "canary-gate: note: the canary gets "
                                   "CANARY_GATE_COMM_KERNELS=userbuffers from the environment"));
-    const char *a2[] = {"run",
-                        "--out",
-                        "nvtx-comm2.json",
-                        "--runs",
-                        "1",
-                        "--steps",
-                        "3",
-                        "--warmup",
-                        "0",
-                        "--",
-                        HELPER,
-                        "env",
-                        "nvtx-comm.env",
-                        "CANARY_GATE_COMM_KERNELS",
-                        "--",
-                        CANARY,
-                        "--steps",
-                        "3",
-                        "--step-ms",
-                        "1",
-                        NULL};
-    run_tool(a2, &r);
-    if (r.exit_code != 0)
-        fail_msg("%s", r.err);
+    unlink("nvtx-comm.json");
+    comm_run("nvtx-comm1.json", "userbuffers", &r);
+    comm_run("nvtx-comm2.json", NULL, &r);
     struct cg_artifact x, y;
     load("nvtx-comm1.json", &x);
     load("nvtx-comm2.json", &y);
@@ -628,42 +630,22 @@ static void test_run__communication_kernels_are_part_of_the_canary(void **state)
     assert_string_equal(x.settings.comm_kernels, "userbuffers"); /* recorded for the anatomy */
     assert_null(y.settings.comm_kernels);
     /* empty is unset: the same canary */
-    const char *empty[] = {"CANARY_GATE_COMM_KERNELS=", NULL};
-    const char *a3[] = {
-        "run", "--out", "nvtx-comm3.json", "--runs", "1",         "--steps", "3", "--warmup", "0",
-        "--",  CANARY,  "--steps",         "3",      "--step-ms", "1",       NULL};
+    comm_run("nvtx-comm3.json", "", &r);
     struct cg_artifact z;
-    char unset_hash[64];
-    run_tool(a3, &r);
-    if (r.exit_code != 0)
-        fail_msg("%s", r.err);
-    load("nvtx-comm3.json", &z);
-    snprintf(unset_hash, sizeof(unset_hash), "%s", z.env.canary_hash);
-    cg_artifact_release(&z);
-    run_tool_env(a3, empty, &r);
-    if (r.exit_code != 0)
-        fail_msg("%s", r.err);
     load("nvtx-comm3.json", &z);
     assert_null(z.settings.comm_kernels);
-    assert_string_equal(z.env.canary_hash, unset_hash);
+    assert_string_equal(z.env.canary_hash, y.env.canary_hash);
     cg_artifact_release(&z);
     /* the whole value is hashed: two lists of 8 parts of 63 bytes differing in the last byte */
-    static char longest[2][600];
-    char hashes[2][64];
+    char longest[2][600], hashes[2][64];
     for (int k = 0; k < 2; k++) {
-        char *p = longest[k] +
-                  snprintf(longest[k], sizeof(longest[k]), "%s", "CANARY_GATE_COMM_KERNELS=");
+        char *p = longest[k];
         for (int part = 0; part < 8; part++)
             p += snprintf(p, 65, "%s%.62s%c", part ? "," : "",
                           "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnop",
                           part == 7 && k ? 'y' : 'x');
-        const char *env_k[] = {longest[k], NULL};
-        run_tool_env(a3, env_k, &r);
-        if (r.exit_code != 0)
-            fail_msg("%s", r.err);
-        load("nvtx-comm3.json", &z);
-        snprintf(hashes[k], sizeof(hashes[k]), "%s", z.env.canary_hash);
-        cg_artifact_release(&z);
+        comm_run("nvtx-comm3.json", longest[k], &r);
+        hash_of("nvtx-comm3.json", hashes[k], sizeof(hashes[k]));
     }
     assert_string_not_equal(hashes[0], hashes[1]);
     cg_artifact_release(&x);
@@ -677,6 +659,7 @@ static void test_run__communication_kernels_are_part_of_the_canary(void **state)
     unlink("nvtx-comm1.json");
     unlink("nvtx-comm2.json");
     unlink("nvtx-comm3.json");
+    unlink("nvtx-comm.log");
     unlink("nvtx-comm1.log");
     unlink("nvtx-comm2.log");
     unlink("nvtx-comm3.log");
