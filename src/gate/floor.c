@@ -142,13 +142,21 @@ struct floor_null {
     bool all;
 };
 
-/* First index of the sorted z with z >= x (strict: z > x). */
+/* Two z that are one number in exact arithmetic (sqrt(1.5) from fast-run counts (1, 2, 4) and
+ * from (3, 8, 36)) can differ in their last bits; distinct z of splits of a few thousand runs
+ * differ by far more than this relative tolerance, so z within it are the same z. */
+#define FLOOR_Z_TOLERANCE 1e-9
+
+/* First index of the sorted z with z >= x (strict: z > x), z within FLOOR_Z_TOLERANCE of x
+ * counting as equal to it. */
 static size_t first_index(const double *z, size_t count, double x, bool strict)
 {
+    double tol = FLOOR_Z_TOLERANCE * fmax(1.0, fabs(x));
+    double edge = strict ? x + tol : x - tol;
     size_t lo = 0, hi = count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (strict ? z[mid] > x : z[mid] >= x)
+        if (strict ? z[mid] > edge : z[mid] >= edge)
             hi = mid;
         else
             lo = mid + 1;

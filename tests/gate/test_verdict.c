@@ -410,6 +410,84 @@ static void test_verdict__floor_power_with_iid_runs(void **state)
     assert_true(floor_rejections(15, 15, 0.05, 0.30, 200, 79) >= 0.95);
 }
 
+/* ---- the floor's test: splits whose z is equal count as equal --------------------------------- */
+
+/* A side's fast runs, as the floor selects them (within 1.20 of the side's lowest), with 2U of
+ * the split (current above baseline, ties one half): the reference below recomputes it by
+ * brute force, apart from floor.c. */
+static void ref_split(const double *v, size_t n, unsigned mask, int64_t *kb, int64_t *kc,
+                      int64_t *h)
+{
+    double lowest[2] = {INFINITY, INFINITY};
+    for (size_t i = 0; i < n; i++) {
+        int c = (mask >> i) & 1u;
+        lowest[c] = fmin(lowest[c], v[i]);
+    }
+    int64_t k[2] = {0, 0}, twice_u = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ci = (mask >> i) & 1u;
+        if (!(v[i] <= lowest[ci] * 1.20))
+            continue;
+        k[ci]++;
+        if (ci == 0)
+            continue;
+        for (size_t j = 0; j < n; j++) {
+            int cj = (mask >> j) & 1u;
+            if (cj == 0 && v[j] <= lowest[0] * 1.20)
+                twice_u += v[i] > v[j] ? 2 : v[i] == v[j] ? 1 : 0;
+        }
+    }
+    *kb = k[0];
+    *kc = k[1];
+    *h = twice_u;
+}
+
+/* z1 >= z2 exactly, for z = (h - kb kc) / sqrt(kb kc (kb + kc + 1) / 3): signs first, then the
+ * squares cross-multiplied in integers (no rounding). */
+static bool ref_z_at_least(int64_t kb1, int64_t kc1, int64_t h1, int64_t kb2, int64_t kc2,
+                           int64_t h2)
+{
+    int64_t a = h1 - kb1 * kc1, b = h2 - kb2 * kc2;
+    int64_t d1 = kb1 * kc1 * (kb1 + kc1 + 1), d2 = kb2 * kc2 * (kb2 + kc2 + 1);
+    if ((a >= 0) != (b >= 0))
+        return a >= 0;
+    int64_t l = a * a * d2, r = b * b * d1; /* small runs: far from overflow */
+    return a >= 0 ? l >= r : l <= r;
+}
+
+/* An audit found splits whose z is mathematically equal to the observed one (sqrt(1.5), from
+ * fast-run counts (1, 2, 4) and (3, 8, 36)) falling on either side of "at least as extreme" by
+ * the last bit of a double: these runs gave p = 0.1136 where every one of the 1,716 splits,
+ * compared exactly, gives 0.1369. The reference enumerates the splits with integer keys. */
+static void test_verdict__floor_splits_with_equal_z_count_as_equal(void **state)
+{
+    (void)state;
+    const double base[] = {1.06, 1.31, 1.37, 1.35, 1.12, 1.29};
+    const double cur[] = {1.19, 1.21, 1.28, 1.45, 1.47, 1.19, 1.17};
+    double pool[13];
+    memcpy(pool, base, sizeof(base));
+    memcpy(pool + 6, cur, sizeof(cur));
+    unsigned observed = 0x7fu << 6;
+    int64_t kb, kc, h;
+    ref_split(pool, 13, observed, &kb, &kc, &h);
+    size_t total = 0, extreme = 0;
+    for (unsigned mask = 0; mask < (1u << 13); mask++) {
+        if (__builtin_popcount(mask) != 7)
+            continue;
+        int64_t kb2, kc2, h2;
+        ref_split(pool, 13, mask, &kb2, &kc2, &h2);
+        total++;
+        extreme += ref_z_at_least(kb2, kc2, h2, kb, kc, h);
+    }
+    assert_int_equal(total, 1716);
+    double want = (double)extreme / (double)total;
+    assert_float_equal(want, 0.1369, 5e-5);
+    struct cg_floor_test f;
+    assert_int_equal(cg_floor_compare(base, 6, cur, 7, 0.05, &f), 0);
+    assert_true(f.all_splits);
+    assert_float_equal(f.p_greater, want, 1e-12);
+}
+
 /* Default thresholds, a quiet baseline of 5 runs at 10 ms and a current side of 5 at cur_ns. */
 static void floor_pair(struct cg_thresholds *t, struct cg_artifact *b, struct cg_artifact *k,
                        double cur_ns)
@@ -878,6 +956,7 @@ int main(void)
         cmocka_unit_test(test_verdict__run_floor_and_fast_runs),
         cmocka_unit_test(test_verdict__floor_size_with_iid_runs),
         cmocka_unit_test(test_verdict__floor_power_with_iid_runs),
+        cmocka_unit_test(test_verdict__floor_splits_with_equal_z_count_as_equal),
         cmocka_unit_test(test_verdict__floor_needs_fast_runs),
         cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
         cmocka_unit_test(test_verdict__floor_rule),
