@@ -37,6 +37,7 @@ struct cg_report_opts {
     const char *json_path;     /* JSON verdict */
     const char *gate_id;       /* the report's hidden marker id, NULL for the default gate */
     bool fail_on_inconclusive; /* INCONCLUSIVE exits 4 */
+    unsigned only;             /* --only: CG_GATE_* groups that decide; 0: every group */
     bool color;                /* ANSI colour in the terminal table */
     const struct cg_history *history; /* main's history (--history), for a recent accept */
 };

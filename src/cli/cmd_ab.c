@@ -53,13 +53,16 @@ static const char usage_text[] =
     "  --budget SEC           canary time of both sides at most; pairs are added only when\n"
     "                         their estimated time fits\n"
     "  --spending NAME        alpha over the looks: pocock (default), obrien-fleming, "
-    "bonferroni\n"
+    "bonferroni\n";
+
+/* The rest of the usage (one string would pass the length C99 compilers must take). */
+static const char usage_outputs[] =
     "  --out FILE             the head's artifact (default canary-ab-head.json)\n"
     "  --out-base FILE        the base's artifact (default canary-ab-base.json)\n"
     "  --report FILE.md       write the markdown report\n"
     "  --json FILE            write the JSON verdict\n"
     "  --id NAME              gate id for the report's hidden marker\n"
-    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
+    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n" CG_ONLY_USAGE
     "  --color WHEN           auto (default), always or never\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -105,7 +108,7 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
         if (bad == 1)
             bad = cg_cmd_seq_option("ab", opt, optarg, &o->seq);
         if (bad == 1)
-            bad = cg_report_option(opt, optarg, &o->report);
+            bad = cg_report_option("ab", opt, optarg, &o->report);
         if (bad != 1) {
             if (bad)
                 return bad;
@@ -126,6 +129,7 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
             break;
         case 'h':
             fputs(usage_text, stdout);
+            fputs(usage_outputs, stdout);
             return -1;
         default:
             return cg_cmd_option_error("ab", opt, argv);
@@ -254,6 +258,7 @@ int cmd_ab(int argc, char **argv)
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
+    t.gate_only = o.report.only;
     if ((logs[0] = cg_collect_log_path(o.out_base)) == NULL ||
         (logs[1] = cg_collect_log_path(o.out)) == NULL ||
         (partials[0] = cg_cmd_partial_path(o.out_base)) == NULL ||

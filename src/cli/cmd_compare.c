@@ -32,7 +32,7 @@ static const char usage_text[] =
     "  --id NAME              gate id for the report's hidden marker (several gates per PR)\n"
     "  --history FILE         main's history (history.jsonl on the baseline branch): the\n"
     "                         reports mention a regression accepted there lately\n"
-    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
+    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n" CG_ONLY_USAGE
     "  --color WHEN           auto (default), always or never\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -67,6 +67,7 @@ static int compare_and_report(const char *baseline_path, const char *current_pat
         cg_artifact_load(current_path, &cur, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
     } else {
+        t.gate_only = o->only;
         cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, o->fail_on_inconclusive);
         exit_code = cg_cmd_report_compare(&base, &cur, &t, o);
     }
@@ -83,8 +84,11 @@ int cmd_compare(int argc, char **argv)
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        if (cg_report_option(c, optarg, &ro) == 0)
+        int bad = cg_report_option("compare", c, optarg, &ro);
+        if (bad == 0)
             continue;
+        if (bad != 1)
+            return bad;
         switch (c) {
         case OPT_THRESHOLDS:
             thresholds_spec = optarg;

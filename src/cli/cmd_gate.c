@@ -77,7 +77,7 @@ static const char usage_notes[] =
     "                         reports mention a regression accepted there lately\n"
     "  --post-deadline SEC    give up posting the comment and status after SEC seconds in all\n"
     "                         (default 120; the gate's exit code stands)\n"
-    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n"
+    "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n" CG_ONLY_USAGE
     "  --color WHEN           auto (default), always or never\n" CG_GATE_SEQ_USAGE
     "  -h, --help             show this help\n"
     "\n"
@@ -152,7 +152,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
     while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("gate", opt, optarg, &o->m);
         if (bad == 1)
-            bad = cg_report_option(opt, optarg, &o->ro);
+            bad = cg_report_option("gate", opt, optarg, &o->ro);
         if (bad != 1) {
             if (bad)
                 return bad;
@@ -405,6 +405,7 @@ int cmd_gate(int argc, char **argv)
         return rc < 0 ? CG_EXIT_PASS : rc;
     if (cg_thresholds_load(o.m.thresholds, &t, &err) != 0)
         return cg_cmd_fail(&err);
+    t.gate_only = o.ro.only;
     struct stat st;
     if (stat(o.baseline, &st) != 0 && errno == ENOENT) {
         if (!o.record_if_missing) {

@@ -144,9 +144,16 @@ int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_
     }
 }
 
-int cg_report_option(int opt, const char *arg, struct cg_report_opts *r)
+int cg_report_option(const char *verb, int opt, const char *arg, struct cg_report_opts *r)
 {
     switch (opt) {
+    case CG_ROPT_ONLY: {
+        struct cg_err err;
+        cg_err_init(&err);
+        if (cg_thresholds_parse_only(arg, &r->only, &err) != 0)
+            return cg_cmd_usage_error(verb, "%s", err.msg);
+        return 0;
+    }
     case CG_ROPT_REPORT:
         r->report_path = arg;
         return 0;

@@ -42,6 +42,7 @@ enum {
     CG_ROPT_JSON,
     CG_ROPT_ID,
     CG_ROPT_FOI,
+    CG_ROPT_ONLY,
     /* --color (compare, ab and the main command) */
     CG_OPT_COLOR,
     CG_OPT_COMMAND /* each command's own options start here */
@@ -149,15 +150,22 @@ int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_
     {"report", required_argument, NULL, CG_ROPT_REPORT},                                           \
         {"json", required_argument, NULL, CG_ROPT_JSON},                                           \
         {"id", required_argument, NULL, CG_ROPT_ID},                                               \
+        {"only", required_argument, NULL, CG_ROPT_ONLY},                                           \
     {                                                                                              \
         "fail-on-inconclusive", no_argument, NULL, CG_ROPT_FOI                                     \
     }
 
 /* Handles one option code of CG_REPORT_OPTIONS into r (--report, --json, --id,
- * --fail-on-inconclusive; the values are checked where they are used): 1 when it is not one of
- * them, else 0. */
+ * --fail-on-inconclusive, --only; the paths are checked where they are used): 1 when it is not
+ * one of them, 0 when taken, else the usage error's exit code (printed for verb). */
 struct cg_report_opts;
-int cg_report_option(int opt, const char *arg, struct cg_report_opts *r);
+int cg_report_option(const char *verb, int opt, const char *arg, struct cg_report_opts *r);
+
+/* The usage lines of --only (compare, ab and the main command). */
+#define CG_ONLY_USAGE                                                                              \
+    "  --only GROUPS          gate these alone: timing, anatomy, counts, memory (comma-\n"      \
+    "                         separated; e.g. counts,memory from one or two runs); the rest\n"   \
+    "                         is shown, not gated\n"
 
 /* A --color value (auto, always or never) into *color: always, or auto when stdout is a
  * terminal and NO_COLOR is not set. 0, or the usage error's exit code (printed for verb). */

@@ -208,6 +208,10 @@ static int gate_part(struct cg_anatomy_part *p, const double *b, size_t nb, cons
     p->shift_points = s.estimate * 100.0;
     p->p_value = u.p_greater;
     p->threshold_points = lim->max_increase_points;
+    if (nb < CG_TIMING_MIN_RUNS || nc < CG_TIMING_MIN_RUNS) {
+        p->outcome = CG_OUT_INCONCLUSIVE; /* a share of the step is timing (verdict.h) */
+        return 0;
+    }
     struct cg_evidence e = {p->shift_points, u.p_greater, u.p_less,
                             (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs};
     struct cg_metric_limits ml = {lim->max_increase_points, NAN, lim->alpha, lim->min_runs};

@@ -133,7 +133,8 @@ static bool could_fail(const struct cg_metric_result *r, const struct cg_metric_
         return false;
     if (r->method == CG_METHOD_FIXED)
         return r->current - r->baseline > lim->max_regression_bytes;
-    struct cg_evidence e = {INFINITY, r->p_value, NAN, (int64_t)side >= lim->min_runs};
+    struct cg_evidence e = {INFINITY, r->p_value, NAN,
+                            (int64_t)side >= lim->min_runs && side >= CG_TIMING_MIN_RUNS};
     return cg_verdict_classify(&e, lim) == CG_RUNG_FAIL;
 }
 

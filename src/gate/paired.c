@@ -268,6 +268,13 @@ static void decide_metric(struct cg_metric_result *r, const struct cg_metric_lim
     r->note[0] = '\0';
     r->wants_runs = false;
     r->other_machine = false;
+    if (pairs < CG_TIMING_MIN_RUNS) {
+        r->outcome = CG_OUT_INCONCLUSIVE;
+        r->wants_runs = true;
+        snprintf(r->note, sizeof(r->note), CG_TIMING_FEW_RUNS_NOTE " (%zu pair%s)", pairs,
+                 pairs == 1 ? "" : "s");
+        return;
+    }
     struct cg_evidence e = {r->regression_pct, r->p_value, p_better,
                             (int64_t)pairs >= lim->min_runs};
     enum cg_rung rung = cg_verdict_classify(&e, lim);

@@ -495,3 +495,46 @@ int cg_thresholds_parse(const char *text, size_t len, const char *name, struct c
         rc = check_complete(t, err);
     return rc;
 }
+
+/* ---- --only ------------------------------------------------------------------------------- */
+
+static const char *const gate_group_names[] = {"timing", "anatomy", "counts", "memory"};
+#define GATE_GROUPS (sizeof(gate_group_names) / sizeof(gate_group_names[0]))
+
+int cg_thresholds_parse_only(const char *list, unsigned *mask, struct cg_err *err)
+{
+    *mask = 0;
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        unsigned bit = 0;
+        for (size_t g = 0; g < GATE_GROUPS; g++)
+            if (len == strlen(gate_group_names[g]) && strncmp(p, gate_group_names[g], len) == 0)
+                bit = 1u << g;
+        if (bit == 0)
+            return cg_err_set(err, CG_EINPUT,
+                              "--only '%s': '%.*s' is not a group (timing, anatomy, counts, "
+                              "memory, comma-separated)",
+                              list, (int)(len > 64 ? 64 : len), p);
+        *mask |= bit;
+        if (p[len] == '\0')
+            return 0;
+        p += len + 1;
+    }
+}
+
+void cg_thresholds_only_names(unsigned mask, char *out, size_t size)
+{
+    size_t used = 0;
+    if (size > 0)
+        out[0] = '\0';
+    for (size_t g = 0; g < GATE_GROUPS; g++) {
+        if (!(mask & (1u << g)))
+            continue;
+        int w = snprintf(out + used, size > used ? size - used : 0, "%s%s", used ? "," : "",
+                         gate_group_names[g]);
+        if (w < 0 || (size_t)w >= size - used)
+            return;
+        used += (size_t)w;
+    }
+}

@@ -78,7 +78,24 @@ struct cg_thresholds {
     struct cg_range_limit range_names[CG_MAX_RANGE_LIMITS]; /* range_calls, per name */
     size_t n_range_names;
     struct cg_anatomy_limit anatomy[CG_ANAT_GATES];
+    unsigned gate_only; /* CG_GATE_* bits of the groups that decide (--only); 0: every group.
+                         * Not read from a file: the commands set it from their options. */
 };
+
+/* The groups of what a verdict gates, for --only: everything else is shown, not gated. */
+enum {
+    CG_GATE_TIMING = 1u << 0,  /* "timing": step time mean, p95, floor, tokens/sec */
+    CG_GATE_ANATOMY = 1u << 1, /* "anatomy": the gated shares of the step */
+    CG_GATE_COUNTS = 1u << 2,  /* "counts": exact per-step counts and NVTX range calls */
+    CG_GATE_MEMORY = 1u << 3   /* "memory": peak device memory, peak host RSS */
+};
+
+/* Parses a comma-separated list of the group names above (e.g. "counts,memory") into *mask.
+ * CG_EINPUT naming the part that is none of them, or an empty list. Pure. */
+int cg_thresholds_parse_only(const char *list, unsigned *mask, struct cg_err *err);
+
+/* The names of the groups in mask, comma-separated, into out ("" for 0). */
+void cg_thresholds_only_names(unsigned mask, char *out, size_t size);
 
 /* "gpu_idle", "exposed_communication". */
 const char *cg_anatomy_gated_name(enum cg_anatomy_gated g);

@@ -255,6 +255,14 @@ static int timing_metric(const struct cg_verdict *v, enum cg_metric m, double *v
     r->baseline = cg_stats_quantile(vb, kb, 0.5);
     r->current = cg_stats_quantile(vc, kc, 0.5);
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
+    if (nb < CG_TIMING_MIN_RUNS || nc < CG_TIMING_MIN_RUNS) {
+        /* shown, never judged: whatever the change, and whatever min_runs says */
+        r->outcome = CG_OUT_INCONCLUSIVE;
+        r->wants_runs = nb >= CG_TIMING_MIN_RUNS;
+        snprintf(r->note, sizeof(r->note), CG_TIMING_FEW_RUNS_NOTE " (%zu and %zu runs)", nb, nc);
+        weak_baseline_rule(v, false, r); /* a short baseline: record it again, says the note */
+        return 0;
+    }
     bool enough = (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs;
     if (floor && (kb < CG_FLOOR_MIN_FAST_RUNS || kc < CG_FLOOR_MIN_FAST_RUNS)) {
         /* Too few fast runs to say anything, either way: a PASS would be as weak as a FAIL. */
@@ -683,11 +691,44 @@ void cg_verdict_overall(struct cg_verdict *v)
     v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
 }
 
+/* The group of --only a metric belongs to. */
+static unsigned metric_group(enum cg_metric m)
+{
+    return m == CG_M_PEAK_DEVICE_MEMORY || m == CG_M_PEAK_HOST_RSS ? CG_GATE_MEMORY
+                                                                   : CG_GATE_TIMING;
+}
+
+/* --only: what is outside the groups given is shown, not gated (the note says so). */
+static void only_rule(struct cg_verdict *v)
+{
+    unsigned only = v->thresholds->gate_only;
+    if (only == 0)
+        return;
+    char names[64];
+    cg_thresholds_only_names(only, names, sizeof(names));
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        if ((only & metric_group((enum cg_metric)m)) || r->outcome == CG_OUT_UNAVAILABLE ||
+            (v->gpu_lost && m == CG_M_PEAK_DEVICE_MEMORY)) /* a lost GPU always FAILs */
+            continue;
+        r->outcome = CG_OUT_NOT_GATED;
+        r->wants_runs = false;
+        snprintf(r->note, sizeof(r->note), "shown, not gated (--only %s)", names);
+    }
+    for (size_t i = 0; i < v->counts.n && !(only & CG_GATE_COUNTS); i++)
+        if (v->counts.rows[i].outcome != CG_OUT_UNAVAILABLE)
+            v->counts.rows[i].outcome = CG_OUT_NOT_GATED;
+    for (size_t i = 0; i < v->anatomy.n && !(only & CG_GATE_ANATOMY); i++)
+        if (v->anatomy.parts[i].outcome != CG_OUT_UNAVAILABLE)
+            v->anatomy.parts[i].outcome = CG_OUT_NOT_GATED;
+}
+
 void cg_verdict_decide(struct cg_verdict *v)
 {
     bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
     v->downgraded = false;
     v->within_run = false;
+    only_rule(v);
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
         v->within_run |= r->method == CG_METHOD_BOOTSTRAP;
@@ -771,7 +812,7 @@ int64_t cg_verdict_min_baseline_runs(const struct cg_thresholds *t)
     for (size_t i = 1; i < sizeof(timing) / sizeof(timing[0]); i++)
         if (t->metric[timing[i]].min_runs < fewest)
             fewest = t->metric[timing[i]].min_runs;
-    return fewest;
+    return fewest > CG_TIMING_MIN_RUNS ? fewest : CG_TIMING_MIN_RUNS;
 }
 
 bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_artifact *current)

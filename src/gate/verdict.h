@@ -70,6 +70,19 @@ struct cg_metric_result {
                          * (cg_verdict_decide): the note says so; cleared when it is rewritten */
 };
 
+/* Runs a side needs before a timing metric (step time mean, p95, floor, tokens/sec) or a gated
+ * share of the step's anatomy can be judged, whatever the thresholds' min_runs: on a GPU runner
+ * each process runs at a speed of its own for its whole life (a library's algorithm choice,
+ * memory placement, clocks), so with fewer processes a side nothing shows how much processes
+ * differ, and a comparison within one run mistakes a process's state for a change. With fewer,
+ * timing is INCONCLUSIVE with that reason (shown, never PASS or FAIL); exact counts and memory
+ * still decide from one run. docs/statistics.md. */
+#define CG_TIMING_MIN_RUNS 3
+
+/* The note of a timing metric with fewer than CG_TIMING_MIN_RUNS runs on a side. */
+#define CG_TIMING_FEW_RUNS_NOTE                                                                    \
+    "timing needs 3 runs a side: one process cannot show how much processes differ"
+
 /* The rungs of the decision ladder of a timing metric (cg_verdict_classify), each with its
  * outcome (cg_rung_outcome). */
 enum cg_rung {
@@ -159,8 +172,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
                        const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
 
 /* The fewest baseline runs with which some timing metric can FAIL under t: the smallest
- * min_runs of the step time mean, p95, floor and tokens/sec. A baseline with fewer cannot
- * detect a slowdown. */
+ * min_runs of the step time mean, p95, floor and tokens/sec, and at least CG_TIMING_MIN_RUNS.
+ * A baseline with fewer cannot detect a slowdown. */
 int64_t cg_verdict_min_baseline_runs(const struct cg_thresholds *t);
 
 /* True when the GPU was lost: the baseline has GPU metrics, and the current run has none because

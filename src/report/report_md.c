@@ -150,10 +150,11 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
     rc |= library_warnings(b, cur, "this run");
     rc |= library_warnings(b, base, "the baseline");
     if (v->within_run)
-        rc |= cg_buf_adds(b, "> [!NOTE]\n> A side has too few runs (one, or fewer than 3 for the "
-                             "step time floor), so timing was compared within the runs (block "
-                             "bootstrap over steps). This understates run-to-run noise; use "
-                             "more runs for a firm verdict.\n\n");
+        rc |= cg_buf_adds(b, "> [!NOTE]\n> A side has fewer than 3 runs, so timing is shown, "
+                             "compared within the runs (block bootstrap over steps), and not "
+                             "judged: each process runs at a speed of its own, and one process "
+                             "cannot show how much processes differ. Counts and memory still "
+                             "decide; use 3 runs a side or more for timing.\n\n");
     return rc;
 }
 

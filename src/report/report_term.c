@@ -191,9 +191,9 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     else
         rc |= cg_buf_printf(out, "note: this run: %s; baseline: %s\n", src_cur, src_base);
     if (v->within_run)
-        rc |= cg_buf_adds(out, "note: a side has too few runs (one, or under 3 for the floor): "
-                               "timing compared within the runs (block bootstrap), which "
-                               "understates run-to-run noise\n");
+        rc |= cg_buf_adds(out, "note: a side has fewer than 3 runs: timing is shown, compared "
+                               "within the runs (block bootstrap), and not judged (one process "
+                               "cannot show how much processes differ)\n");
     char looks[512] = "", confirm[512] = "";
     if (v->seq != NULL) {
         cg_seq_describe_looks(v->seq, looks, sizeof(looks));

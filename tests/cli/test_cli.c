@@ -339,6 +339,14 @@ static void test_cli__concatenated_artifacts_are_refused(void **state)
 }
 
 /* Saves a fixture artifact: runs runs, tokens per step (-1 none), device peak (-1 none). */
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    return n;
+}
+
 static void fixture_file(const char *name, size_t runs, int64_t tokens, int64_t device, uint64_t seed,
                          void (*edit)(struct cg_artifact *))
 {
@@ -372,6 +380,47 @@ static void test_cli__small_baseline_is_named_and_fails_inconclusive(void **stat
     assert_non_null(strstr(out_text, "INCONCLUSIVE: the baseline has 2 runs"));
 }
 
+static void slow_by_half(struct cg_artifact *a)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        for (size_t s = 0; s < a->runs[r].n_steps; s++)
+            a->runs[r].steps[s].wall_ns = a->runs[r].steps[s].wall_ns * 3 / 2;
+        cg_run_summarize(&a->runs[r]);
+    }
+}
+
+static void more_memory(struct cg_artifact *a)
+{
+    for (size_t r = 0; r < a->n_runs; r++)
+        a->runs[r].summary.peak_device_bytes += 200000000;
+}
+
+/* --only counts,memory: one run a side gates counts and memory and shows timing without judging
+ * it (a 50% slowdown is "shown, not gated"); memory growth still FAILs; a group that is none of
+ * the four is one line and exit 2, before anything is read. */
+static void test_cli__only_gates_the_groups_named(void **state)
+{
+    (void)state;
+    char base[256], slow[256], hungry[256];
+    snprintf(base, sizeof(base), "%s", path_in("only-base.json"));
+    snprintf(slow, sizeof(slow), "%s", path_in("only-slow.json"));
+    snprintf(hungry, sizeof(hungry), "%s", path_in("only-hungry.json"));
+    fixture_file("only-base.json", 1, 64, 1000000000, 1, NULL);
+    fixture_file("only-slow.json", 1, 64, 1000000000, 2, slow_by_half);
+    fixture_file("only-hungry.json", 1, 64, 1000000000, 3, more_memory);
+    assert_int_equal(tool("compare", base, slow, NULL), 0);
+    assert_non_null(strstr(out_text, "the baseline has 1 run, fewer than the 3 a regression needs"));
+    assert_int_equal(tool("compare", "--fail-on-inconclusive", base, slow, NULL), 4);
+    assert_int_equal(tool("compare", "--fail-on-inconclusive", "--only", "counts,memory", base,
+                          slow, NULL), 0);
+    assert_non_null(strstr(out_text, "shown, not gated (--only counts,memory)"));
+    assert_non_null(strstr(out_text, "PASS"));
+    assert_int_equal(tool("compare", "--only", "memory", base, hungry, NULL), 1);
+    assert_int_equal(tool("compare", "--only", "counts,speed", base, slow, NULL), 2);
+    assert_int_equal(count_lines(err_text), 1);
+    assert_non_null(strstr(err_text, "--only 'counts,speed': 'speed' is not a group"));
+}
+
 static void drop_gpu(struct cg_artifact *a)
 {
     a->gpu_available = false;
@@ -400,13 +449,6 @@ static void test_cli__lost_gpu_fails_and_vanished_tokens_are_named(void **state)
     assert_non_null(strstr(out_text, "INCONCLUSIVE: tokens/sec vanished"));
 }
 
-static int count_lines(const char *text)
-{
-    int n = 0;
-    for (const char *p = text; *p; p++)
-        n += *p == '\n';
-    return n;
-}
 
 /* A trace window beyond the step indices the shards can hold is refused at the option, with the
  * limit the injection library and the shard reader share, before any canary runs. */
@@ -748,6 +790,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cli__version_and_help),
         cmocka_unit_test(test_cli__compare_exit_codes),
+        cmocka_unit_test(test_cli__only_gates_the_groups_named),
         cmocka_unit_test(test_cli__inconclusive_exits_4_when_asked),
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),

@@ -668,6 +668,20 @@ static void gpu_idle_share_is_gated(void **state)
     assert_true(idle->other_machine);
     assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
     cg_verdict_release(&v);
+    /* a share of the step is timing: from 2 current runs it is shown, never judged, whatever
+     * min_runs the thresholds give */
+    s->t.anatomy[CG_ANAT_GATE_GPU_IDLE].min_runs = 1;
+    free(s->cur.env.gpu_model);
+    s->cur.env.gpu_model = strdup(s->base.env.gpu_model);
+    size_t runs = s->cur.n_runs;
+    s->cur.n_runs = 2;
+    verdict(s, &v);
+    idle = cg_anatomy_part(&v.anatomy, CG_ANAT_GPU_IDLE);
+    assert_true(fabs(idle->shift_points - 20.0) < 0.01);
+    assert_int_equal(idle->outcome, CG_OUT_INCONCLUSIVE);
+    assert_false(idle->other_machine);
+    cg_verdict_release(&v);
+    s->cur.n_runs = runs;
 }
 
 /* Copies while no kernel runs are the GPU's work, not idle time: a kernel's 20% of the step

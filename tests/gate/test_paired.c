@@ -473,6 +473,36 @@ static void test_paired__one_pair_keeps_unpaired_verdict(void **state)
     cg_artifact_release(&base);
 }
 
+/* Two pairs, head 30% slower in both: four processes cannot show how much processes differ,
+ * so the paired timing metrics are INCONCLUSIVE with that reason and want more pairs, whatever
+ * min_runs the thresholds give. */
+static void test_paired__two_pairs_never_judge_timing(void **state)
+{
+    (void)state;
+    struct cg_fixture f = {2, 30, 1e7, 0.01, 0.01, 1024, -1, 200000000, 3, 5};
+    struct cg_artifact base, head;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_verdict v;
+    cg_artifact_init(&base);
+    assert_int_equal(cg_fixture_make(&base, &f), 0);
+    scaled_copy(&base, 1.3, &head);
+    assert_int_equal(cg_thresholds_load("smoke", &t, &err), 0);
+    t.metric[CG_M_STEP_TIME_MEAN].min_runs = 1;
+    assert_int_equal(cg_paired_verdict(&base, &head, &t, &v, &err), 0);
+    const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_MEAN];
+    assert_int_equal(r->method, CG_METHOD_PAIRED);
+    assert_near(r->delta_pct, 30.0, 0.01);
+    assert_int_equal(r->outcome, CG_OUT_INCONCLUSIVE);
+    assert_true(r->wants_runs);
+    assert_non_null(strstr(r->note, "timing needs 3 runs a side: one process cannot show how "
+                                    "much processes differ (2 pairs)"));
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    cg_artifact_release(&head);
+    cg_artifact_release(&base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -488,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_paired__hl_matches_enumeration),
         cmocka_unit_test(test_paired__verdict_sees_through_run_noise),
         cmocka_unit_test(test_paired__floor_short_of_base_fast_runs_wants_pairs),
+        cmocka_unit_test(test_paired__two_pairs_never_judge_timing),
         cmocka_unit_test(test_paired__one_pair_keeps_unpaired_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

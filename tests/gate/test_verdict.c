@@ -69,12 +69,20 @@ static const struct vcase cases[] = {
     {"other machine still fails when thresholds gate it", "default",
      FX(5, 30, 1e7, 0.01, 0.02, -1, 1), FX(5, 30, 1.2e7, 0.01, 0.02, -1, 2), MUT_OTHER_CPU, true,
      CG_OUT_FAIL, CG_M_STEP_TIME_MEAN, CG_OUT_FAIL, false},
-    {"one run a side: within-run fail under smoke", "smoke", FX(1, 40, 1e7, 0.0, 0.02, -1, 1),
-     FX(1, 40, 1.3e7, 0.0, 0.02, -1, 2), MUT_NONE, false, CG_OUT_FAIL, CG_M_STEP_TIME_MEAN,
-     CG_OUT_FAIL, true},
-    {"two runs a side (smoke's default): the floor over the steps fails", "smoke",
+    /* timing never FAILs from fewer than 3 processes a side (CG_TIMING_MIN_RUNS), whatever the
+     * thresholds say: shown, within the runs, and INCONCLUSIVE; memory still decides */
+    {"one run a side under smoke: timing shown, inconclusive", "smoke",
+     FX(1, 40, 1e7, 0.0, 0.02, -1, 1), FX(1, 40, 1.3e7, 0.0, 0.02, -1, 2), MUT_NONE, false,
+     CG_OUT_INCONCLUSIVE, CG_M_STEP_TIME_MEAN, CG_OUT_INCONCLUSIVE, true},
+    {"two runs a side (smoke's default): the floor over the steps, inconclusive", "smoke",
      FX(2, 20, 1e7, 0.01, 0.02, -1, 1), FX(2, 20, 1.3e7, 0.01, 0.02, -1, 2), MUT_NONE, false,
-     CG_OUT_FAIL, CG_M_STEP_TIME_FLOOR, CG_OUT_FAIL, true},
+     CG_OUT_INCONCLUSIVE, CG_M_STEP_TIME_FLOOR, CG_OUT_INCONCLUSIVE, true},
+    {"two runs a side, same speed: still inconclusive, never a PASS", "smoke",
+     FX(2, 20, 1e7, 0.01, 0.02, -1, 1), FX(2, 20, 1e7, 0.01, 0.02, -1, 2), MUT_NONE, false,
+     CG_OUT_INCONCLUSIVE, CG_M_STEP_TIME_MEAN, CG_OUT_INCONCLUSIVE, true},
+    {"one run a side: memory growth fails", "smoke", FX(1, 40, 1e7, 0.0, 0.02, 1000000000, 1),
+     FX(1, 40, 1e7, 0.0, 0.02, 1200000000, 2), MUT_NONE, false, CG_OUT_FAIL,
+     CG_M_PEAK_DEVICE_MEMORY, CG_OUT_FAIL, true},
     {"one run a side under default: inconclusive", "default", FX(1, 40, 1e7, 0.0, 0.02, -1, 1),
      FX(1, 40, 1.3e7, 0.0, 0.02, -1, 2), MUT_NONE, false, CG_OUT_INCONCLUSIVE,
      CG_M_STEP_TIME_MEAN, CG_OUT_INCONCLUSIVE, true},
@@ -802,11 +810,21 @@ static void test_verdict__baseline_too_small_to_detect_anything_says_so(void **s
     assert_false(v.weak_baseline);
     assert_int_equal(v.overall, CG_OUT_PASS);
     cg_verdict_release(&v);
-    /* smoke's min_runs is 1: a 2-run baseline can FAIL there */
+    /* whatever the thresholds say (smoke's min_runs was once 1): timing needs 3 runs a side */
     assert_int_equal(cg_thresholds_load("smoke", &t, &err), 0);
+    t.metric[CG_M_STEP_TIME_MEAN].min_runs = 1;
+    assert_int_equal(cg_verdict_min_baseline_runs(&t), 3);
     assert_int_equal(cg_verdict_compute(&b, &same, &t, &v, &err), 0);
+    assert_true(v.weak_baseline);
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    assert_int_equal(cg_verdict_compute(&same, &b, &t, &v, &err), 0);
     assert_false(v.weak_baseline);
-    assert_int_equal(v.overall, CG_OUT_PASS);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    assert_true(v.metrics[CG_M_STEP_TIME_MEAN].wants_runs);
+    assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_MEAN].note,
+                           "timing needs 3 runs a side: one process cannot show how much "
+                           "processes differ (15 and 2 runs)"));
     cg_verdict_release(&v);
     cg_artifact_release(&b);
     cg_artifact_release(&same);
