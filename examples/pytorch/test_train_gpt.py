@@ -9,7 +9,9 @@ PyTorch and the real gate:
   * the loss falls over a longer run (the synthetic tokens are learnable);
   * an os._exit ending: the shard stays a .part file and the gate still reads its steps;
   * the variants and the profiler option run, and the canary prints its libcupti_files line;
-  * bad sizes are refused with exit 2 and one line naming the option.
+  * --slow-ms: a range "slow" of at least that many ms per call in every measured step;
+  * bad sizes, a bad --slow-ms and --variant graphs on the CPU (CUDA graphs have no CPU form)
+    are refused with exit 2 and one line naming the option.
 Usage: test_train_gpt.py CANARY_GATE SHIM_LIBRARY. Exits 0 when all pass, 1 otherwise.
 """
 
@@ -98,6 +100,25 @@ def main(gate, shim):
         rc, art, _ = gate_run(gate, tmp, "v" + extra[-1], 2, 1,
                               canary(shim, "--max-steps", "4", *extra))
         check(rc == 0 and art is not None, "%s runs under the gate" % " ".join(extra))
+
+    rc, art, log = gate_run(gate, tmp, "slow", 3, 1, canary(shim, "--max-steps", "5",
+                                                            "--slow-ms", "20"))
+    slow = [op for op in art["runs"][0]["ops"] if op["kind"] == "range" and op["name"] == "slow"] \
+        if art else []
+    check(rc == 0 and len(slow) == 1 and slow[0]["calls"] == 3 and
+          slow[0]["total_ns"] >= 3 * 20e6,
+          "--slow-ms 20: a range 'slow' of at least 20 ms in each of 3 measured steps (%s)" %
+          (slow[0] if slow else "none"))
+    check("slow_ms=20" in log, "the header line names the slowdown")
+
+    p = subprocess.run(canary(shim, "--variant", "graphs", "--max-steps", "2"),
+                       capture_output=True, text=True)
+    check(p.returncode == 2 and "--variant graphs needs --device cuda" in p.stderr,
+          "--variant graphs on the CPU is refused with exit 2, saying why")
+    p = subprocess.run(canary(shim, "--slow-ms", "-1", "--max-steps", "2"), capture_output=True,
+                       text=True)
+    check(p.returncode == 2 and "--slow-ms must be" in p.stderr,
+          "a negative --slow-ms is refused with exit 2")
 
     p = subprocess.run(canary(shim, "--width", "33", "--max-steps", "2"), capture_output=True,
                        text=True)

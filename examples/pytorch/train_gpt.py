@@ -25,6 +25,13 @@ Variants (options, or the environment variable named in brackets):
   --variant churn  [CANARY_VARIANT=churn] the step ends by emptying PyTorch's cache of device
                    memory in a range "release" (torch.cuda.empty_cache): the blocks it frees
                    are allocated again in the next step (device allocations and releases)
+  --variant graphs [CANARY_VARIANT=graphs] forward and backward captured once in a CUDA graph
+                   (torch.cuda.graph, after 3 eager warm-up steps on a side stream) and replayed
+                   in a range "graph" every step; the batch is copied into the graph's static
+                   input, the optimizer stays eager (CUDA only: --device cpu is refused, exit 2)
+  --slow-ms X      [CANARY_SLOW_MS]       a known slowdown: X ms of host busy-waiting per step
+                   in a range "slow", after loss.item() (the GPU is idle then, so the step is
+                   X ms longer whatever the GPU does; the detection plan of ci/gpu-check)
   --exit os-exit   [CANARY_EXIT=os-exit]  end with os._exit(0) after --max-steps: no exit
                    handlers run (the injection library's shard stays a .part file)
   --profiler       [CANARY_PROFILER=1]    run torch.profiler (CPU and CUDA activities) around
@@ -78,7 +85,9 @@ def parse_args(argv):
     p.add_argument("--timing-skip", type=int, default=5,
                    help="first steps left out of the printed step-time statistics")
     p.add_argument("--variant", default=os.environ.get("CANARY_VARIANT", "none"),
-                   choices=["none", "sync", "reorder", "mem", "churn"])
+                   choices=["none", "sync", "reorder", "mem", "churn", "graphs"])
+    p.add_argument("--slow-ms", type=float, default=float(os.environ.get("CANARY_SLOW_MS") or 0),
+                   help="host busy-waiting per step (ms), in a range 'slow'")
     p.add_argument("--exit", dest="exit_mode", default=os.environ.get("CANARY_EXIT", "normal"),
                    choices=["normal", "os-exit"])
     p.add_argument("--profiler", action="store_true",
@@ -93,6 +102,10 @@ def parse_args(argv):
         p.error("--width must be a multiple of --heads")
     if a.timing_skip < 0:
         p.error("--timing-skip must not be negative")
+    if not (a.slow_ms >= 0 and math.isfinite(a.slow_ms)):
+        p.error("--slow-ms must be a finite number of ms, 0 or more")
+    if a.variant == "graphs" and a.device != "cuda":
+        p.error("--variant graphs needs --device cuda (CUDA graphs have no CPU form)")
     return a
 
 
@@ -201,6 +214,40 @@ class Tokens:
         return seq[:, :-1], seq[:, 1:]
 
 
+class GraphStep:
+    """Forward and backward captured once in a CUDA graph (the variant graphs): replay() runs
+    them on the batch copied into the static inputs and leaves the loss in self.loss and the
+    gradients in the parameters' .grad (the same tensors at every replay)."""
+
+    def __init__(self, model, opt, x, y):
+        self.x, self.y = x.clone(), y.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # eager warm-up, as torch.cuda.graphs asks
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                model(self.x, self.y).backward()
+        torch.cuda.current_stream().wait_stream(side)
+        opt.zero_grad(set_to_none=True)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.loss = model(self.x, self.y)
+            self.loss.backward()
+
+    def replay(self, x, y):
+        self.x.copy_(x)
+        self.y.copy_(y)
+        self.graph.replay()
+        return self.loss
+
+
+def busy_wait(ms):
+    """The host busy for ms milliseconds (a known slowdown, exact to the clock's resolution)."""
+    end = time.perf_counter() + ms / 1e3
+    while time.perf_counter() < end:
+        pass
+
+
 def libcupti_files():
     """The distinct libcupti files mapped into this process."""
     paths = set()
@@ -241,12 +288,16 @@ def main(argv):
     data = Tokens(a)
     params = sum(p.numel() for p in model.parameters())
     print("canary-torch device=%s torch=%s cuda=%s layers=%d width=%d heads=%d seq=%d batch=%d "
-          "vocab=%d params=%d tokens_per_step=%d variant=%s exit=%s profiler=%d markers=%s" %
+          "vocab=%d params=%d tokens_per_step=%d variant=%s exit=%s profiler=%d markers=%s "
+          "slow_ms=%g" %
           (a.device, torch.__version__, torch.version.cuda, a.layers, a.width, a.heads, a.seq,
            a.batch, a.vocab, params, a.batch * a.seq, a.variant, a.exit_mode, int(prof is not None),
-           mk.how), flush=True)
+           mk.how, a.slow_ms), flush=True)
 
     host_x, host_y = data.next()
+    graphed = None
+    if a.variant == "graphs":  # captured before the first step: its set-up is no step's work
+        graphed = GraphStep(model, opt, host_x.to(dev), host_y.to(dev))
     times = []
     first = last = None
     for step in range(a.max_steps):
@@ -255,19 +306,25 @@ def main(argv):
         mk.push("copy")
         x, y = host_x.to(dev), host_y.to(dev)  # from pageable host memory
         mk.pop()
-        mk.push("forward")
-        loss = model(x, y)
-        mk.pop()
-        mk.push("backward")
-        loss.backward()
-        mk.pop()
+        if graphed is not None:
+            mk.push("graph")
+            loss = graphed.replay(x, y)
+            mk.pop()
+        else:
+            mk.push("forward")
+            loss = model(x, y)
+            mk.pop()
+            mk.push("backward")
+            loss.backward()
+            mk.pop()
         if a.variant == "reorder":  # the same work, the host's part first
             mk.push("data")
             next_batch = data.next()
             mk.pop()
         mk.push("optimizer")
         opt.step()
-        opt.zero_grad(set_to_none=True)
+        if graphed is None:  # a replay writes the same .grad tensors again
+            opt.zero_grad(set_to_none=True)
         mk.pop()
         if a.variant == "sync" and not math.isfinite(loss.item()):  # the extra sync
             print("train_gpt: non-finite loss at step %d" % (step + 1), file=sys.stderr)
@@ -280,6 +337,10 @@ def main(argv):
             mk.pop()
         value = loss.item()  # synchronises: the step's GPU work ends inside the step
         mk.mark("loss=%r" % value)
+        if a.slow_ms > 0:
+            mk.push("slow")
+            busy_wait(a.slow_ms)
+            mk.pop()
         if a.variant == "churn" and dev.type == "cuda":  # allocator churn: the cache let go
             mk.push("release")
             torch.cuda.empty_cache()
