@@ -21,6 +21,29 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
   device-memory STDOUT --shard-dir DIR                the shards' peak device memory against
                                                       the PyTorch canary's own reserved peak
   overhead TSV --reps N [--max-pct X]                 medians of none / nvtx / full
+  overhead-parts TSV --reps N [--shards DIR]          medians of each configuration; with DIR,
+                                                      each off-PART run's shard names PART as
+                                                      left off (off-places: no np line)
+  overhead-bound TSV --kernels-small K1 --kernels-large K2 [--max-pct X]
+                                                      A B B A pairs of two sizes of the C canary:
+                                                      per-kernel and per-step cost of the library
+                                                      and the 95% upper confidence bound of its
+                                                      cost (Student t; Welch for the split)
+  anatomy-trace DIR [--comm PARTS] [--tolerance-ns N] a raw shard with a trace window: each
+                                                      traced step's busy, compute, copy and
+                                                      hidden-copy time against the unions rebuilt
+                                                      from its tg lines; kernels per step against
+                                                      the tg lines, and the op table's calls
+                                                      against the measured steps' counts
+  places DIR [--want COUNT:WHERE:RANGE:MIN]... [--all-placed COUNT,...]
+                                                      np lines of a raw shard: calls per measured
+                                                      step at each place, and the calls in none
+  graphs DIR [--eager DIR]                            graph launches and graph kernels per step,
+                                                      constant and not counted again as eager
+  two-procs DIR --artifact FILE [--single DIR]        two processes' shards and the merged peak
+  diagnosis FILE --rc N [--warnings none|any|RULE,...] the anatomy's shares and which rules fire
+  detection --aa FILE --aa-rc N --aa-s S --slow FILE --slow-rc N --slow-s S
+                                                      false alarm, detection, seconds a decision
 """
 
 import argparse
@@ -375,6 +398,14 @@ def cmd_verdict(a):
     figure = "%s (%s): %s; %s" % (verdict, describe_rc(a.rc), metric_summary(v, TIMING),
                                   metric_summary(v, MEMORY))
     outcomes = {m.get("name"): m.get("outcome") for m in v.get("metrics") or []}
+    if a.only:
+        groups = set(a.only.split(","))
+        shown = [n for n in TIMING + MEMORY if n in outcomes and
+                 ("timing" if n in TIMING else "memory") not in groups and
+                 outcomes[n] not in ("not_gated", "unavailable")]
+        if shown:
+            raise Fail("--only %s not honoured: %s gated | %s" % (
+                a.only, ", ".join("%s %s" % (n, outcomes[n]) for n in shown), figure))
     if a.expect == "pass":
         ok = a.rc == 0 and verdict in ("pass", "inconclusive")
         if not ok:
@@ -391,8 +422,9 @@ def cmd_verdict(a):
                 for r in rows)
             if not ok:
                 raise Fail("the extra .item() was not caught by its counts from one run | " + figure)
-        elif failed or a.rc not in (0, 1) or not rows:
-            raise Fail("reordered work changed the counts or measured none | " + figure)
+        elif failed or a.rc != 0 or verdict == "fail" or not rows:
+            raise Fail("reordered work changed the counts or measured none, or the gate FAILed "
+                       "(gated with --only counts,memory it must exit 0) | " + figure)
     elif a.expect == "place":
         # the extra .item() comes after the optimizer range: its synchronisation (or pageable
         # copy) must be placed there, one more per step
@@ -531,8 +563,9 @@ def cmd_cupti_copies(a):
 def cmd_device_memory(a):
     """The library's peak device memory (the largest "m DEVICE PEAK" of the shards: CUPTI's
     MEMORY2 records) against what PyTorch says it reserved (torch_memory reserved_peak=N): CUPTI
-    must see at least 90% of it, whatever PYTORCH_CUDA_ALLOC_CONF (expandable segments map memory
-    through the virtual memory API rather than cudaMalloc)."""
+    must agree within --tolerance-pct (default 5) both ways, whatever PYTORCH_CUDA_ALLOC_CONF
+    (expandable segments map memory through the virtual memory API rather than cudaMalloc): less
+    leaves memory out, more counts memory PyTorch never reserved (or counts some twice)."""
     if not os.path.isfile(a.stdout):
         raise Fail("no canary output %s" % a.stdout)
     with open(a.stdout, errors="replace") as f:
@@ -553,8 +586,13 @@ def cmd_device_memory(a):
         if reserved > 0 else "library peak %s; %s" % (fmt_bytes(peak), figure)
     if reserved <= 0:
         raise Fail("PyTorch reserved no device memory | " + figure)
-    if peak < 0.9 * reserved:
-        raise Fail("the library's peak device memory leaves out memory PyTorch reserved | " + figure)
+    tol = a.tolerance_pct / 100.0
+    if peak < (1 - tol) * reserved:
+        raise Fail("the library's peak device memory leaves out memory PyTorch reserved (more "
+                   "than %g%% below) | %s" % (a.tolerance_pct, figure))
+    if peak > (1 + tol) * reserved:
+        raise Fail("the library's peak device memory is more than %g%% above what PyTorch "
+                   "reserved | %s" % (a.tolerance_pct, figure))
     out(True, figure)
 
 
@@ -626,9 +664,534 @@ def cmd_overhead_parts(a):
         shown.append(s)
     figure = "; ".join(shown) or "nothing measured"
     short = [k for k in order if len(values[k]) < a.reps]
+    problems = []
+    if a.shards:
+        for k in order:
+            if not k.startswith("off-") or k == "off-all":
+                continue
+            for part in k[4:].split("+"):
+                dirs = sorted(d for d in os.listdir(a.shards) if d.startswith("shards-%s-" % k))
+                for d in dirs:
+                    try:
+                        ls = [f for _, l in read_shards(os.path.join(a.shards, d)) for f in l]
+                    except Fail:
+                        continue
+                    ws = [" ".join(f[1:]) for f in ls if f[0] == "w"]
+                    if not any("part left off" in w and w.split()[-1] == part for w in ws):
+                        problems.append("%s: no warning that %s was left off" % (d, part))
+                    if part == "places" and any(f[0] == "np" for f in ls):
+                        problems.append("%s: np lines with places left off" % d)
+    if problems:
+        raise Fail("; ".join(sorted(set(problems))[:4]) + " | " + figure)
     if short or "none" not in med or "full" not in med:
         raise Fail("too few measurements (%s; need %d each, none and full among them) | %s" %
                    (", ".join(short) or "-", a.reps, figure))
+    out(True, figure)
+
+
+# ----- the anatomy against the trace ---------------------------------------------------------
+
+def union(intervals):
+    """Sorted, disjoint [start, end) intervals covering the given ones."""
+    out = []
+    for lo, hi in sorted(iv for iv in intervals if iv[1] > iv[0]):
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    return out
+
+
+def clipped(u, lo, hi):
+    """The ns of union u that lie in [lo, hi)."""
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in u)
+
+
+def intersect(u, v):
+    """The intersection of two unions (sorted, disjoint)."""
+    out, i, j = [], 0, 0
+    while i < len(u) and j < len(v):
+        lo, hi = max(u[i][0], v[j][0]), min(u[i][1], v[j][1])
+        if hi > lo:
+            out.append([lo, hi])
+        if u[i][1] < v[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def step_counts(lines, name):
+    """{step index: summed n-line deltas of count NAME}."""
+    got = {}
+    for f in lines:
+        if f[0] == "n" and len(f) >= 4 and f[2] == name:
+            got[int(f[1])] = got.get(int(f[1]), 0) + int(f[3])
+    return got
+
+
+def window(lines):
+    """(warm-up W, first step after the window (done N), {index: (start, end)})."""
+    warm = [int(f[1]) for f in lines if f[0] == "warmup" and len(f) > 1]
+    done = [int(f[1]) for f in lines if f[0] == "done" and len(f) > 1]
+    steps = {int(f[1]): (int(f[2]), int(f[3])) for f in lines if f[0] == "s" and len(f) >= 4}
+    return (warm[-1] if warm else 0), (done[-1] if done else None), steps
+
+
+def cmd_anatomy_trace(a):
+    """Each traced step's busy (b), compute, copy and hidden-copy time (n lines) against the
+    unions rebuilt from the shard's traced GPU work (tg lines: the records the Chrome trace is
+    written from, to the ns), clipped to the step's interval as the library credits them; kernels
+    per traced step against the tg kernels starting in it; and over the measured steps (most of
+    them on the aggregation's hot path: traced steps take the general one) the op table's kernel
+    calls against the per-step kernel counts."""
+    shards = stepped(read_shards(a.dir))
+    if not shards:
+        raise Fail("no shard with steps in %s" % a.dir)
+    name, lines = shards[0]
+    parts = [p for p in (a.comm or "").split(",") if p]
+    problems, shown = [], []
+    warns = sorted({" ".join(f[1:]) for f in lines if f[0] == "w"})
+    if any("COMM_KERNELS" in w for w in warns):
+        problems.append("warning: " + " / ".join(w for w in warns if "COMM_KERNELS" in w))
+    tw = [f for f in lines if f[0] == "tw" and len(f) >= 3]
+    if not tw:
+        raise Fail("no trace window (tw line) in %s: CANARY_GATE_TRACE_STEPS not seen" % name)
+    first, last = int(tw[-1][1]), int(tw[-1][2])
+    warm, done, steps = window(lines)
+    kern, comp, copy, named = [], [], [], 0
+    for f in lines:
+        if f[0] != "tg" or len(f) < 8:
+            continue
+        iv = (int(f[4]), int(f[5]))
+        if f[1] == "kernel":
+            kern.append(iv)
+            nm = " ".join(f[7:])
+            if any(p in nm for p in parts):
+                named += 1
+            else:
+                comp.append(iv)
+        elif f[1] in ("memcpy", "memset"):
+            copy.append(iv)
+    if not kern:
+        raise Fail("no traced kernel (tg kernel line) in %s" % name)
+    uk, uc, ucp = union(kern), union(comp), union(copy)
+    uh = intersect(ucp, uk)
+    busy = {}
+    for f in lines:
+        if f[0] == "b" and len(f) >= 3:
+            busy[int(f[1]) ] = busy.get(int(f[1]), 0) + int(f[2])
+    have = {"busy": busy, "compute": step_counts(lines, "compute_ns"),
+            "copy": step_counts(lines, "copy_ns"), "hidden": step_counts(lines, "copy_hidden_ns"),
+            "kernels": step_counts(lines, "kernels")}
+    worst = {k: 0 for k in have}
+    traced = [i for i in range(first, last + 1) if i in steps]
+    if not traced:
+        raise Fail("the trace window %d..%d holds no step" % (first, last))
+    for i in traced:
+        lo, hi = steps[i]
+        want = {"busy": clipped(uk, lo, hi), "compute": clipped(uc, lo, hi),
+                "copy": clipped(ucp, lo, hi), "hidden": clipped(uh, lo, hi),
+                "kernels": sum(1 for s, _ in kern if lo <= s < hi)}
+        for k, w in want.items():
+            got = have[k].get(i)
+            if got is None:
+                problems.append("step %d: no %s figure in the shard" % (i, k))
+                continue
+            d = abs(got - w)
+            worst[k] = max(worst[k], d)
+            if d > (0 if k == "kernels" else a.tolerance_ns):
+                problems.append("step %d %s: shard %d, trace %d" % (i, k, got, w))
+        shown.append("step %d busy %.3f compute %.3f copy %.3f hidden %.3f ms, %d kernels" % (
+            i, want["busy"] / 1e6, want["compute"] / 1e6, want["copy"] / 1e6,
+            want["hidden"] / 1e6, want["kernels"]))
+    figure = "%s: traced steps %d..%d, %d kernels, %d copies/sets traced; largest difference " \
+             "busy %d ns, compute %d, copy %d, hidden %d, kernels %d; %s" % (
+                 name, first, last, len(kern), len(copy), worst["busy"], worst["compute"],
+                 worst["copy"], worst["hidden"], worst["kernels"], "; ".join(shown[:3]))
+    if parts:
+        figure += "; kernels named communication (%s): %d traced" % (",".join(parts), named)
+        if named == 0:
+            problems.append("no traced kernel holds %s" % ",".join(parts))
+        exposed = sum(have["busy"].get(i, 0) - have["compute"].get(i, 0) for i in traced)
+        figure += ", exposed communication %.3f ms over the traced steps" % (exposed / 1e6)
+        if exposed <= 0:
+            problems.append("no exposed communication although %s is named" % ",".join(parts))
+    if done is not None:
+        calls = sum(int(f[2]) for f in lines if f[0] == "o" and len(f) >= 5 and f[1] == "kernel")
+        counted = sum(v for i, v in have["kernels"].items() if warm <= i < done)
+        figure += "; op table %d kernel calls, steps %d..%d counted %d" % (
+            calls, warm, done - 1, counted)
+        if calls != counted:
+            problems.append("op table's kernel calls %d != the measured steps' kernel counts %d"
+                            % (calls, counted))
+    else:
+        problems.append("no 'done' line: the measured window did not end")
+    if problems:
+        raise Fail("; ".join(problems[:6]) + " | " + figure)
+    out(True, figure)
+
+
+# ----- places, graphs, two processes ---------------------------------------------------------
+
+SYNCS = ("sync_stream", "sync_event", "sync_context")
+
+
+def cmd_places(a):
+    """The np lines of a raw shard (calls placed in or after an NVTX range, totals over the
+    measured steps) per measured step, and each placed count's calls in no range (its n lines
+    over the same steps minus its places). --want COUNT:WHERE:RANGE:MIN asks for at least MIN
+    calls per step there (COUNT "sync" for the three synchronisation types); --all-placed
+    COUNT,... for no call in no range."""
+    shards = stepped(read_shards(a.dir))
+    if not shards:
+        raise Fail("no shard with steps in %s" % a.dir)
+    name, lines = shards[0]
+    nc = [f for f in lines if f[0] == "nc"]
+    warm, done, _ = window(lines)
+    if done is None:
+        raise Fail("%s: no 'done' line (the measured window did not end)" % name)
+    if not nc or "places" not in nc[-1][1:]:
+        raise Fail("%s: places not measured ('nc' %s)" % (
+            name, " ".join(nc[-1][1:]) if nc else "absent"))
+    measured = max(1, done - warm)
+    placed = {}
+    for f in lines:
+        if f[0] == "np" and len(f) >= 5:
+            count = "sync" if f[1] in SYNCS else f[1]
+            key = (count, f[2], " ".join(f[4:]))
+            placed[key] = placed.get(key, 0) + int(f[3])
+    totals = {}
+    for c in SYNCS + ("dtoh_pageable", "allocs", "frees", "module_loads"):
+        n = sum(v for i, v in step_counts(lines, c).items() if warm <= i < done)
+        k = "sync" if c in SYNCS else c
+        totals[k] = totals.get(k, 0) + n
+    shown, problems = [], []
+    for k in ("sync", "dtoh_pageable", "allocs", "frees", "module_loads"):
+        ps = sorted(((v, key) for key, v in placed.items() if key[0] == k),
+                    key=lambda vk: (-vk[0], vk[1]))
+        none = totals[k] - sum(v for v, _ in ps)
+        if not ps and not totals[k]:
+            continue
+        shown.append("%s %.2f/step: %s%s" % (k, totals[k] / measured, ", ".join(
+            "%s %s %.2f" % (key[1], key[2], v / measured) for v, key in ps),
+            "%sno range %.2f" % (", " if ps else "", none / measured) if none else ""))
+        if a.all_placed and k in a.all_placed.split(","):
+            if none:
+                problems.append("%s: %d calls in no range" % (k, none))
+            if not totals[k]:
+                problems.append("%s: none counted" % k)
+    for want in a.want or []:
+        try:
+            k, where, rng, least = want.split(":")
+            least = float(least)
+        except ValueError:
+            raise Fail("bad --want %s (COUNT:WHERE:RANGE:MIN)" % want)
+        got = placed.get((k, where, rng), 0) / measured
+        if got < least:
+            problems.append("%s %s %s: %.2f per step, expected at least %g" % (
+                k, where, rng, got, least))
+    figure = "%s, %d measured steps; %s" % (name, measured, "; ".join(shown) or "nothing placed")
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
+    out(True, figure)
+
+
+def per_step(lines, name, warm, done):
+    got = step_counts(lines, name)
+    return [got.get(i, 0) for i in range(warm, done)]
+
+
+def cmd_graphs(a):
+    """The PyTorch canary's --variant graphs: every measured step launches the same number of
+    graphs (at least 1) and graph kernels (more than 0, at most its kernels); with --eager (the
+    plain canary's raw shard) the step's kernels are within 10% of the eager step's: a graph's
+    kernels counted again as eager launches would nearly double them."""
+    name, lines = (stepped(read_shards(a.dir)) or [(None, None)])[0]
+    if name is None:
+        raise Fail("no shard with steps in %s" % a.dir)
+    warm, done, _ = window(lines)
+    if done is None:
+        raise Fail("%s: no 'done' line" % name)
+    nc = [f for f in lines if f[0] == "nc"]
+    if not nc or "graph_launches" not in nc[-1][1:]:
+        raise Fail("%s: graph launches not measured ('nc' %s)" % (
+            name, " ".join(nc[-1][1:]) if nc else "absent"))
+    launches = per_step(lines, "graph_launches", warm, done)
+    gk = per_step(lines, "graph_kernels", warm, done)
+    kernels = per_step(lines, "kernels", warm, done)
+    problems = []
+    figure = "%s, steps %d..%d: graph launches %s, graph kernels %s, kernels %s per step" % (
+        name, warm, done - 1, sorted(set(launches)), sorted(set(gk)), sorted(set(kernels)))
+    if len(set(launches)) != 1 or launches[0] < 1:
+        problems.append("graph launches not one constant of 1 or more a step")
+    if len(set(gk)) != 1 or gk[0] < 1:
+        problems.append("graph kernels not one constant above 0 a step")
+    if len(set(kernels)) != 1:
+        problems.append("kernels vary between steps")
+    if any(g > k for g, k in zip(gk, kernels)):
+        problems.append("more graph kernels than kernels")
+    if a.eager:
+        ename, elines = (stepped(read_shards(a.eager)) or [(None, None)])[0]
+        ew, ed, _ = window(elines or [])
+        eager = per_step(elines, "kernels", ew, ed) if ename and ed is not None else []
+        if not eager:
+            problems.append("no eager shard with a done line in %s" % a.eager)
+        else:
+            e = statistics.median(eager)
+            g = statistics.median(kernels)
+            figure += "; eager canary %g kernels a step (graphs: %g, of them %g eager)" % (
+                e, g, g - statistics.median(gk))
+            if e <= 0 or abs(g - e) > 0.1 * e:
+                problems.append("kernels a step %g against %g eager: not within 10%%" % (g, e))
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
+    out(True, figure)
+
+
+def peak_of(lines):
+    """{device: largest m line} of one shard."""
+    got = {}
+    for f in lines:
+        if f[0] == "m" and len(f) >= 3 and f[2].isdigit():
+            got[f[1]] = max(got.get(f[1], 0), int(f[2]))
+    return got
+
+
+def cmd_two_procs(a):
+    """Two processes of the C canary on one GPU: a shard each with steps and distinct ranks,
+    each process's peak within 5% of one process alone (--single, its raw shard), and the merged
+    artifact's peak the sum of the two (peaks add per device over processes: neither left out
+    nor counted twice)."""
+    shards = stepped(read_shards(a.dir))
+    ranks = sorted({f[1] for _, ls in shards for f in ls if f[0] == "rank" and len(f) > 1})
+    peaks = [peak_of(ls) for _, ls in shards]
+    figure = "%d shards with steps, ranks %s, peaks %s" % (
+        len(shards), ",".join(ranks) or "-",
+        " + ".join(fmt_bytes(sum(p.values())) for p in peaks))
+    problems = []
+    if len(shards) != 2:
+        problems.append("expected 2 shards with steps")
+    if len(ranks) != 2:
+        problems.append("expected 2 distinct ranks")
+    if any(len(p) != 1 for p in peaks):
+        problems.append("each process should see one device (%s)" % peaks)
+    total = sum(sum(p.values()) for p in peaks)
+    if a.single:
+        one = [sum(peak_of(ls).values()) for _, ls in stepped(read_shards(a.single))]
+        if one and one[0] > 0:
+            figure += "; one process alone %s" % fmt_bytes(one[0])
+            for p in peaks:
+                v = sum(p.values())
+                if abs(v - one[0]) > 0.05 * one[0]:
+                    problems.append("a process's peak %s is not within 5%% of one alone" %
+                                    fmt_bytes(v))
+        else:
+            problems.append("no single-process peak in %s" % a.single)
+    art = load_json(a.artifact, "artifact")
+    runs = runs_of(art)
+    merged = (runs[0].get("summary") or {}).get("peak_device_bytes")
+    figure += "; merged %s (sum of the shards %s)" % (fmt_bytes(merged), fmt_bytes(total))
+    if not merged or total <= 0:
+        problems.append("no merged or no per-process peak")
+    elif abs(merged - total) > 0.05 * total:
+        problems.append("merged peak %.2fx the sum of the two processes'" % (merged / total))
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
+    out(True, figure)
+
+
+# ----- diagnosis and detection ---------------------------------------------------------------
+
+def cmd_diagnosis(a):
+    """The anatomy's shares (each part, both sides, its outcome) and the diagnosis rules that
+    fire, by severity. --warnings none: no warning may fire (an A/A); RULE,...: each must fire
+    as a warning; any: the figure only (both lists must be present)."""
+    v = load_json(a.file, "JSON verdict")
+    if v.get("verdict") == "error":
+        raise Fail("%s: canary failed: %s" % (describe_rc(a.rc), v.get("headline")))
+    anatomy, diag = v.get("anatomy"), v.get("diagnosis")
+    problems = []
+    if not isinstance(anatomy, list):
+        problems.append("no anatomy list")
+        anatomy = []
+    if not isinstance(diag, list):
+        problems.append("no diagnosis list")
+        diag = []
+
+    def pct(x):
+        return "-" if x is None else "%.1f%%" % (100 * x)
+    parts = ["%s%s %s->%s %s" % (p.get("part"), " " + p["name"] if p.get("name") else "",
+                                 pct(p.get("baseline_share")), pct(p.get("current_share")),
+                                 p.get("outcome")) for p in anatomy]
+    warns = [d.get("rule") for d in diag if d.get("severity") == "warning"]
+    notes = [d.get("rule") for d in diag if d.get("severity") != "warning"]
+    figure = "%s (%s); warnings: %s; notes: %s; anatomy: %s" % (
+        v.get("verdict"), describe_rc(a.rc), ", ".join(warns) or "none",
+        ", ".join(notes) or "none", "; ".join(parts) or "none")
+    if a.warnings == "none" and warns:
+        problems.append("a rule fired on an A/A: %s" % ", ".join(warns))
+    elif a.warnings not in ("none", "any"):
+        missing = [r for r in a.warnings.split(",") if r not in warns]
+        if missing:
+            problems.append("expected warning(s) not fired: %s" % ", ".join(missing))
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
+    out(True, figure)
+
+
+def cmd_detection(a):
+    """One A/A decision and one at a known slowdown with the main command: a FAIL on the A/A is
+    a false alarm, anything but a FAIL on the slowdown a miss; the seconds each took."""
+    def one(path, rc):
+        v = load_json(path, "JSON verdict")
+        return v.get("verdict"), rc, metric_summary(v, TIMING), v.get("sequential") or {}
+    aa, slow = one(a.aa, a.aa_rc), one(a.slow, a.slow_rc)
+
+    def seq(s):
+        return "" if not s else ", %s runs" % s.get("runs", s.get("current_runs", "?"))
+    figure = "A/A %s (%s%s, %.0f s): %s | slowdown %s (%s%s, %.0f s): %s" % (
+        aa[0], describe_rc(aa[1]), seq(aa[3]), a.aa_s, aa[2], slow[0], describe_rc(slow[1]),
+        seq(slow[3]), a.slow_s, slow[2])
+    problems = []
+    if aa[0] == "fail" or aa[1] == 1:
+        problems.append("false alarm on the A/A")
+    elif aa[1] != 0:
+        problems.append("A/A gate %s" % describe_rc(aa[1]))
+    if slow[0] != "fail" or slow[1] != 1:
+        problems.append("the known slowdown was not detected")
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
+    out(True, figure)
+
+
+# ----- the library's cost: a confidence bound ------------------------------------------------
+
+def betacf(x, p, q):
+    """The continued fraction of the regularised incomplete beta function (Lentz)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (p + q) * x / (p + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for num in (m * (q - m) * x / ((p + m2 - 1) * (p + m2)),
+                    -(p + m) * (p + q + m) * x / ((p + m2) * (p + m2 + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(x, p, q):
+    """The regularised incomplete beta function I_x(p, q)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    lb = math.lgamma(p + q) - math.lgamma(p) - math.lgamma(q) + p * math.log(x) + \
+        q * math.log(1 - x)
+    if x < (p + 1) / (p + q + 2):
+        return math.exp(lb) * betacf(x, p, q) / p
+    return 1.0 - math.exp(lb) * betacf(1 - x, q, p) / q
+
+
+def t_cdf(t, df):
+    """Student's t distribution function with df (> 0, not necessarily whole) degrees."""
+    tail = 0.5 * betainc(df / (df + t * t), df / 2.0, 0.5)
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(prob, df):
+    """The prob quantile of Student's t with df degrees (bisection on t_cdf, to 1e-10)."""
+    lo, hi = -1e3, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, df) < prob:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10:
+            break
+    return (lo + hi) / 2
+
+
+def mean_var(xs):
+    """Mean and sample variance (Welford)."""
+    mean = m2 = 0.0
+    for n, x in enumerate(xs, 1):
+        d = x - mean
+        mean += d / n
+        m2 += d * (x - mean)
+    return mean, (m2 / (len(xs) - 1) if len(xs) > 1 else float("nan"))
+
+
+def upper_bound(terms, level=0.95):
+    """The one-sided upper confidence bound of sum(c * mean(xs)) over terms [(c, xs)]: Student
+    t with Welch-Satterthwaite degrees of freedom (one term: n - 1). Returns (estimate, bound,
+    df)."""
+    est, var, den = 0.0, 0.0, 0.0
+    for c, xs in terms:
+        m, v = mean_var(xs)
+        est += c * m
+        part = c * c * v / len(xs)
+        var += part
+        den += part * part / (len(xs) - 1)
+    df = var * var / den if den > 0 else float(sum(len(xs) - 1 for _, xs in terms))
+    return est, est + t_quantile(level, df) * math.sqrt(var), df
+
+
+def cmd_overhead_bound(a):
+    """Short processes of two sizes of the C canary run A B B A (none, full): each full run paired
+    with the none run beside it gives the library's cost per step d = full - none (ms). With K1
+    and K2 kernels a step, d = per-kernel cost x K + per-step cost: both estimated from the two
+    sizes' mean d, and the 95% upper confidence bound of the cost at each size (Student t on the
+    pairs) is the figure that must stay under --max-pct of the step."""
+    pairs = {"small": [], "large": []}
+    base = {"small": [], "large": []}
+    with open(a.tsv) as f:
+        for line in f:
+            p = line.split()
+            if len(p) != 4 or p[0] not in pairs:
+                continue
+            try:
+                none, full = float(p[2]), float(p[3])
+            except ValueError:
+                continue
+            if math.isfinite(none) and math.isfinite(full) and none > 0 and full > 0:
+                pairs[p[0]].append(full - none)
+                base[p[0]].append(none)
+    short = [k for k, v in pairs.items() if len(v) < 3]
+    shown = []
+    for k, k_kernels in (("small", a.kernels_small), ("large", a.kernels_large)):
+        if len(pairs[k]) >= 2:
+            est, ub, df = upper_bound([(1.0, pairs[k])])
+            none = statistics.mean(base[k])
+            shown.append("%s (%g kernels/step): %d pairs, none %.3f ms, cost %+.3f ms (%+.2f%%), "
+                         "95%% bound %+.3f ms (%+.2f%%)" % (
+                             k, k_kernels, len(pairs[k]), none, est, 100 * est / none, ub,
+                             100 * ub / none))
+    figure = "; ".join(shown) or "nothing measured"
+    if short:
+        raise Fail("fewer than 3 pairs for %s | %s" % (", ".join(short), figure))
+    dk = a.kernels_large - a.kernels_small
+    if dk <= 0:
+        raise Fail("the large size must launch more kernels a step (%g, %g) | %s" % (
+            a.kernels_small, a.kernels_large, figure))
+    per_kernel = upper_bound([(1.0 / dk, pairs["large"]), (-1.0 / dk, pairs["small"])])
+    per_step = upper_bound([(a.kernels_large / dk, pairs["small"]),
+                            (-a.kernels_small / dk, pairs["large"])])
+    figure += "; per kernel %.3f us (bound %.3f), per step %.3f us (bound %.3f)" % (
+        tuple(round(1e3 * x, 3) + 0.0 for x in (per_kernel[0], per_kernel[1], per_step[0],
+                                                per_step[1])))
+    worst = max(upper_bound([(1.0, pairs[k])])[1] / statistics.mean(base[k]) for k in pairs)
+    if worst * 100 > a.max_pct:
+        raise Fail("the library's cost may reach %+.2f%% of a step (95%% upper bound; limit "
+                   "%g%%) | %s" % (100 * worst, a.max_pct, figure))
     out(True, figure)
 
 
@@ -658,6 +1221,8 @@ def main(argv):
     s.add_argument("--expect", choices=["pass", "timing", "detected", "memory", "counts", "place",
                                         "churn", "counts-same"],
                    required=True)
+    s.add_argument("--only", help="the groups the gate was given with --only: the others' "
+                   "metrics must be shown, not gated")
     s = sub.add_parser("measured")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)
@@ -674,9 +1239,42 @@ def main(argv):
     s = sub.add_parser("device-memory")
     s.add_argument("stdout")
     s.add_argument("--shard-dir", required=True)
+    s.add_argument("--tolerance-pct", type=float, default=5.0)
     s = sub.add_parser("overhead-parts")
     s.add_argument("tsv")
     s.add_argument("--reps", type=int, required=True)
+    s.add_argument("--shards", help="the folder of the runs' shard folders (shards-CFG-I)")
+    s = sub.add_parser("overhead-bound")
+    s.add_argument("tsv")
+    s.add_argument("--kernels-small", type=float, required=True)
+    s.add_argument("--kernels-large", type=float, required=True)
+    s.add_argument("--max-pct", type=float, default=5.0)
+    s = sub.add_parser("anatomy-trace")
+    s.add_argument("dir")
+    s.add_argument("--comm")
+    s.add_argument("--tolerance-ns", type=int, default=1000)
+    s = sub.add_parser("places")
+    s.add_argument("dir")
+    s.add_argument("--want", action="append")
+    s.add_argument("--all-placed")
+    s = sub.add_parser("graphs")
+    s.add_argument("dir")
+    s.add_argument("--eager")
+    s = sub.add_parser("two-procs")
+    s.add_argument("dir")
+    s.add_argument("--artifact", required=True)
+    s.add_argument("--single")
+    s = sub.add_parser("diagnosis")
+    s.add_argument("file")
+    s.add_argument("--rc", type=int, required=True)
+    s.add_argument("--warnings", default="any")
+    s = sub.add_parser("detection")
+    s.add_argument("--aa", required=True)
+    s.add_argument("--aa-rc", type=int, required=True)
+    s.add_argument("--aa-s", type=float, required=True)
+    s.add_argument("--slow", required=True)
+    s.add_argument("--slow-rc", type=int, required=True)
+    s.add_argument("--slow-s", type=float, required=True)
     s = sub.add_parser("overhead")
     s.add_argument("tsv")
     s.add_argument("--reps", type=int, required=True)
@@ -687,7 +1285,10 @@ def main(argv):
                 "verdict": cmd_verdict, "measured": cmd_measured,
                 "cupti-copies": cmd_cupti_copies, "device-memory": cmd_device_memory,
                 "profiler": cmd_profiler, "overhead": cmd_overhead,
-                "overhead-parts": cmd_overhead_parts}
+                "overhead-parts": cmd_overhead_parts, "overhead-bound": cmd_overhead_bound,
+                "anatomy-trace": cmd_anatomy_trace, "places": cmd_places, "graphs": cmd_graphs,
+                "two-procs": cmd_two_procs, "diagnosis": cmd_diagnosis,
+                "detection": cmd_detection}
     try:
         handlers[a.cmd](a)
     except Fail as e:

@@ -372,6 +372,232 @@ def main():
     case("overhead: nothing to compare", ["overhead", only, "--reps", 0], "FAIL",
          "no run without the library")
 
+    # the anatomy against the trace: two traced steps, hand-computed unions (docs/gpu.md).
+    # Step 2 [1000, 2000): kernels [1100,1300] [1200,1400] (adamw) [1900,2100] (clipped at 2000),
+    # a copy [1350,1500]: busy 400, compute 300 with adamw named (400 without), copy 150, hidden
+    # 50, 3 kernels. Step 3 [3000, 4000): a kernel [3100,3200], a set [3150,3300]: busy 100,
+    # copy 150, hidden 50, 1 kernel. The op table: 4 calls = the measured steps' 3 + 1.
+    def traced(name, compute2=400, copy2=150, kernels2=3, calls=(3, 1), tw="tw 2 3"):
+        lines = ["canary-gate-shard 1", "rank x", "warmup 2", "gpu ok", tw,
+                 "s 0 0 500 -1", "s 1 500 900 -1", "s 2 1000 2000 -1", "s 3 3000 4000 -1",
+                 "n 0 kernels 5", "n 1 kernels 5",
+                 "tg kernel 0 7 1100 1300 -1 _Z1ak", "tg kernel 0 8 1200 1400 -1 _Z5adamwv",
+                 "tg memcpy 0 7 1350 1500 64 memcpy HtoD pageable",
+                 "tg kernel 0 7 1900 2100 -1 _Z1ak", "tg kernel 0 7 3100 3200 -1 _Z1bk",
+                 "tg memset 0 7 3150 3300 64 memset",
+                 "b 2 400", "b 3 100", "n 2 compute_ns %d" % compute2, "n 3 compute_ns 100",
+                 "n 2 copy_ns %d" % copy2, "n 3 copy_ns 150", "n 2 copy_hidden_ns 50",
+                 "n 3 copy_hidden_ns 50", "n 2 kernels %d" % kernels2, "n 3 kernels 1",
+                 "o kernel %d 500 _Z1ak" % calls[0], "o kernel %d 100 _Z1bk" % calls[1],
+                 "done 4", "end"]
+        d = os.path.join(TMP, name)
+        write(os.path.join(d, "shard-rx-lx-p1.shard"), "\n".join(lines) + "\n")
+        return d
+    case("anatomy: the shard's unions are the trace's",
+         ["anatomy-trace", traced("tr1"), "--tolerance-ns", 0], "PASS",
+         "largest difference busy 0 ns, compute 0, copy 0, hidden 0, kernels 0",
+         "step 2 busy 0.000 compute 0.000", "op table 4 kernel calls, steps 2..3 counted 4")
+    case("anatomy: a copy union 2 us off",
+         ["anatomy-trace", traced("tr2", copy2=2150)], "FAIL", "step 2 copy: shard 2150, trace 150")
+    case("anatomy: within the tolerance",
+         ["anatomy-trace", traced("tr2b", copy2=1150)], "PASS", "copy 1000")
+    case("anatomy: a kernel count off by one",
+         ["anatomy-trace", traced("tr3", kernels2=4)], "FAIL", "step 2 kernels: shard 4, trace 3")
+    case("anatomy: the op table against the counts",
+         ["anatomy-trace", traced("tr4", calls=(4, 1))], "FAIL",
+         "op table's kernel calls 5 != the measured steps' kernel counts 4")
+    case("anatomy: no trace window", ["anatomy-trace", traced("tr5", tw="")], "FAIL",
+         "no trace window")
+    case("anatomy: a communication kernel out of compute",
+         ["anatomy-trace", traced("tr6", compute2=300), "--comm", "adamw"], "PASS",
+         "named communication (adamw): 1 traced", "exposed communication 0.000 ms")
+    case("anatomy: communication named but counted as compute",
+         ["anatomy-trace", traced("tr7"), "--comm", "adamw", "--tolerance-ns", 0], "FAIL",
+         "step 2 compute: shard 400, trace 300")
+    case("anatomy: communication named that no kernel holds",
+         ["anatomy-trace", traced("tr8"), "--comm", "ncclKernel"], "FAIL",
+         "no traced kernel holds ncclKernel")
+
+    # places: 2 measured steps (2, 3); synchronisations 3 a step, 2 of them placed; allocations
+    # 5 a step, all placed (3 in forward, 2 in backward); releases 3 a step, in release
+    def placed(name, nc="nc kernels sync_stream allocs frees places"):
+        lines = ["canary-gate-shard 1", "rank x", "warmup 2", "gpu ok", nc]
+        for i in range(4):
+            lines += ["s %d %d %d -1" % (i, 1000 * i, 1000 * i + 900),
+                      "n %d sync_stream 3" % i, "n %d allocs 5" % i, "n %d frees 3" % i]
+        lines += ["np sync_stream after 2 data", "np sync_event in 2 optimizer",
+                  "np allocs in 6 forward", "np allocs in 4 backward", "np frees in 6 release",
+                  "done 4", "end"]
+        d = os.path.join(TMP, name)
+        write(os.path.join(d, "shard-rx-lx-p1.shard"), "\n".join(lines) + "\n")
+        return d
+    pl = placed("pl1")
+    case("places: backward's allocations and the releases placed",
+         ["places", pl, "--want", "allocs:in:backward:1", "--want", "frees:in:release:1",
+          "--all-placed", "allocs,frees"], "PASS",
+         "allocs 5.00/step: in forward 3.00, in backward 2.00", "frees 3.00/step: in release 3.00",
+         "sync 3.00/step: after data 1.00, in optimizer 1.00, no range 1.00")
+    case("places: the figure states what a defect would show",
+         ["places", pl, "--all-placed", "allocs"], "PASS", "frees 3.00/step")
+    case("places: synchronisations in no range",
+         ["places", pl, "--all-placed", "sync"], "FAIL", "sync: 2 calls in no range")
+    case("places: fewer than wanted",
+         ["places", pl, "--want", "allocs:in:backward:3"], "FAIL",
+         "allocs in backward: 2.00 per step, expected at least 3")
+    case("places: not measured", ["places", placed("pl2", nc="nc kernels allocs")], "FAIL",
+         "places not measured")
+
+    # graphs: launches, graph kernels and kernels per measured step
+    def graphed(name, launches=(1, 1), gk=(100, 100), kernels=(120, 120)):
+        lines = ["canary-gate-shard 1", "rank x", "warmup 1", "gpu ok",
+                 "nc kernels graph_kernels graph_launches"]
+        for i in range(3):
+            j = max(0, i - 1)
+            lines += ["s %d %d %d -1" % (i, 1000 * i, 1000 * i + 900),
+                      "n %d graph_launches %d" % (i, launches[j]),
+                      "n %d graph_kernels %d" % (i, gk[j]), "n %d kernels %d" % (i, kernels[j])]
+        lines += ["done 3", "end"]
+        d = os.path.join(TMP, name)
+        write(os.path.join(d, "shard-rx-lx-p1.shard"), "\n".join(lines) + "\n")
+        return d
+    eager = graphed("ge", launches=(0, 0), gk=(0, 0), kernels=(118, 118))
+    case("graphs: constant per step, not counted again as eager",
+         ["graphs", graphed("g1"), "--eager", eager], "PASS", "graph launches [1]",
+         "eager canary 118 kernels a step (graphs: 120, of them 20 eager)")
+    case("graphs: graph kernels counted twice",
+         ["graphs", graphed("g2", kernels=(220, 220)), "--eager", eager], "FAIL",
+         "kernels a step 220 against 118 eager")
+    case("graphs: launches vary", ["graphs", graphed("g3", launches=(1, 2))], "FAIL",
+         "graph launches not one constant")
+    case("graphs: no graph kernels", ["graphs", graphed("g4", gk=(0, 0))], "FAIL",
+         "graph kernels not one constant above 0")
+
+    # two processes on one GPU: 1 GB each, the merged peak their sum
+    two = os.path.join(TMP, "two")
+    for r in (0, 1):
+        write(os.path.join(two, "shard-r%d-l%d-p%d.shard" % (r, r, r + 10)),
+              "canary-gate-shard 1\nrank %d\ns 0 0 10 -1\nm 0 1000000000\nend\n" % r)
+    single = os.path.join(TMP, "single")
+    write(os.path.join(single, "shard-rx-lx-p9.shard"),
+          "canary-gate-shard 1\nrank x\ns 0 0 10 -1\nm 0 990000000\nend\n")
+    for peak, state, words in ((2000000000, "PASS", ["merged 1.86 GiB"]),
+                               (4000000000, "FAIL", ["merged peak 2.00x the sum"]),
+                               (1000000000, "FAIL", ["merged peak 0.50x the sum"])):
+        art = json.load(open(artifact("two%d" % peak, runs=1)))
+        art["runs"][0]["summary"]["peak_device_bytes"] = peak
+        path = write(os.path.join(TMP, "two%d.json" % peak), json.dumps(art))
+        case("two processes: merged peak %d" % peak,
+             ["two-procs", two, "--artifact", path, "--single", single], state, *words)
+    case("two processes: one shard only",
+         ["two-procs", single, "--artifact", artifact("two1", runs=1)], "FAIL",
+         "expected 2 shards with steps")
+
+    # device memory both ways
+    over = write(os.path.join(TMP, "mem4.txt"), mem % (100 << 20, "-"))
+    case("memory: an over-count fails", ["device-memory", over, "--shard-dir", good], "FAIL",
+         "more than 5% above", "= 2.00 of")
+    near = write(os.path.join(TMP, "mem5.txt"), mem % (int(209715200 / 0.96), "-"))
+    case("memory: 4% below passes", ["device-memory", near, "--shard-dir", good], "PASS",
+         "= 0.96 of")
+
+    # diagnosis: the anatomy's shares and the rules that fire
+    def diagnosed(name, diag, anatomy=True):
+        v = {"verdict": "pass", "headline": "h", "metrics": []}
+        if anatomy:
+            v["anatomy"] = [{"part": "gpu_idle", "baseline_share": 0.12, "current_share": 0.125,
+                             "outcome": "pass"},
+                            {"part": "range", "name": "data", "baseline_share": 0.3,
+                             "current_share": 0.31, "outcome": "not_gated"}]
+        if diag is not None:
+            v["diagnosis"] = [{"rule": r, "severity": s} for r, s in diag]
+        return write(os.path.join(TMP, name + "-diag.json"), json.dumps(v))
+    case("diagnosis: nothing fires on an A/A",
+         ["diagnosis", diagnosed("d1", [("launch_bound", "note")]), "--rc", 0, "--warnings",
+          "none"], "PASS", "warnings: none; notes: launch_bound",
+         "gpu_idle 12.0%->12.5% pass", "range data 30.0%->31.0% not_gated")
+    case("diagnosis: a warning on an A/A",
+         ["diagnosis", diagnosed("d2", [("host_bound", "warning")]), "--rc", 0, "--warnings",
+          "none"], "FAIL", "a rule fired on an A/A: host_bound")
+    case("diagnosis: the expected rule fires",
+         ["diagnosis", diagnosed("d3", [("memory_growth", "warning")]), "--rc", 1, "--warnings",
+          "memory_growth"], "PASS", "warnings: memory_growth")
+    case("diagnosis: the expected rule does not fire",
+         ["diagnosis", diagnosed("d4", []), "--rc", 1, "--warnings", "memory_growth"], "FAIL",
+         "not fired: memory_growth")
+    case("diagnosis: no diagnosis in the verdict",
+         ["diagnosis", diagnosed("d5", None), "--rc", 0], "FAIL", "no diagnosis list")
+    case("diagnosis: no anatomy in the verdict",
+         ["diagnosis", diagnosed("d6", [], anatomy=False), "--rc", 0], "FAIL", "no anatomy list")
+
+    # --only: the groups left out must be shown, not gated
+    gated = with_counts("o1", "fail", sync_rows)
+    case("verdict: --only counts,memory not honoured",
+         ["verdict", gated, "--rc", 1, "--expect", "counts", "--only", "counts,memory"], "FAIL",
+         "not honoured: step_time_floor pass")
+    ng = json.load(open(gated))
+    ng["metrics"][0]["outcome"] = "not_gated"
+    ng = write(os.path.join(TMP, "o2.json"), json.dumps(ng))
+    case("verdict: --only counts,memory honoured",
+         ["verdict", ng, "--rc", 1, "--expect", "counts", "--only", "counts,memory"], "PASS",
+         "failed: synchronizations 1->2")
+    case("verdict: reordered work must exit 0 under --only",
+         ["verdict", with_counts("c11", "inconclusive", same_rows), "--rc", 1, "--expect",
+          "counts-same"], "FAIL", "must exit 0")
+
+    # detection: an A/A and a known slowdown
+    slowv = verdict("det-slow", "fail", {"step_time_mean": (10.2, 0.001, "fail")})
+    case("detection: no false alarm, detected",
+         ["detection", "--aa", aa, "--aa-rc", 0, "--aa-s", 80, "--slow", slowv, "--slow-rc", 1,
+          "--slow-s", 85], "PASS", "A/A inconclusive (exit 0, 80 s)",
+         "slowdown fail (exit 1, 85 s): step_time_mean +10.2%")
+    case("detection: a false alarm",
+         ["detection", "--aa", slowv, "--aa-rc", 1, "--aa-s", 80, "--slow", slowv, "--slow-rc", 1,
+          "--slow-s", 85], "FAIL", "false alarm on the A/A")
+    case("detection: a miss",
+         ["detection", "--aa", aa, "--aa-rc", 0, "--aa-s", 80, "--slow", aa, "--slow-rc", 0,
+          "--slow-s", 85], "FAIL", "not detected")
+
+    # the library's cost bound. Reference by hand: small pairs d = .10 .12 .08 .11 .09 ms (none
+    # 10 ms): mean .10, s^2 = .001/4 = .00025, se = sqrt(.00025/5) = .0070711, t(.95, 4) =
+    # 2.131847 (Student t table) -> bound .115075 ms = +1.15%. Large pairs (none 20 ms) .20 ms
+    # more each, same spread -> bound .315075 ms = +1.58%. Kernels a step 100 and 300: per kernel
+    # (.30 - .10)/200 = 1.000 us, se = sqrt(2 x .00025/5)/200 ms = 0.05 us, Welch df =
+    # (2v)^2/(2 v^2/4) = 8, t(.95, 8) = 1.859548 -> bound 1.000 + 0.093 = 1.093 us; per step
+    # (300 x .10 - 100 x .30)/200 = 0.
+    rows = []
+    for i, d in enumerate((0.10, 0.12, 0.08, 0.11, 0.09)):
+        rows.append("small %d 10 %.2f" % (i, 10 + d))
+        rows.append("large %d 20 %.2f" % (i, 20.2 + d))
+    bound = write(os.path.join(TMP, "bound.tsv"), "\n".join(rows) + "\nbad line\n")
+    case("overhead bound: per size, per kernel and per step, against the hand computation",
+         ["overhead-bound", bound, "--kernels-small", 100, "--kernels-large", 300], "PASS",
+         "small (100 kernels/step): 5 pairs, none 10.000 ms, cost +0.100 ms (+1.00%), "
+         "95% bound +0.115 ms (+1.15%)", "95% bound +0.315 ms (+1.58%)",
+         "per kernel 1.000 us (bound 1.093), per step 0.000 us")
+    case("overhead bound: the bound, not the estimate, is limited",
+         ["overhead-bound", bound, "--kernels-small", 100, "--kernels-large", 300, "--max-pct",
+          1.5], "FAIL", "may reach +1.58% of a step")
+    case("overhead bound: too few pairs",
+         ["overhead-bound", write(os.path.join(TMP, "b2.tsv"), "small 0 10 10.1\n"),
+          "--kernels-small", 100, "--kernels-large", 300], "FAIL", "fewer than 3 pairs")
+    # Student t quantiles of the bound against a table (one-sided 95%, and 97.5% at 10 df)
+    sys.path.insert(0, os.path.dirname(EVAL))
+    import gpu_check_eval as ev
+    for df, q, ref in ((1, 0.95, 6.313752), (2, 0.95, 2.919986), (4, 0.95, 2.131847),
+                       (9, 0.95, 1.833113), (29, 0.95, 1.699127), (10, 0.975, 2.228139)):
+        got = ev.t_quantile(q, df)
+        ok = abs(got - ref) < 2e-6
+        print("%s: t quantile %.3f at %d df = %.6f (table %.6f)" % (
+            "ok" if ok else "FAILED", q, df, got, ref))
+        if not ok:
+            failures.append("t quantile %g %d" % (q, df))
+    m, v = ev.mean_var([1e9 + 4, 1e9 + 7, 1e9 + 13, 1e9 + 16])
+    ok = abs(m - (1e9 + 10)) < 1e-6 and abs(v - 30.0) < 1e-6
+    print("%s: Welford mean and variance of large values (%r, %r)" % ("ok" if ok else "FAILED",
+                                                                       m, v))
+    if not ok:
+        failures.append("mean_var")
+
     if failures:
         print("%d case(s) failed; files in %s" % (len(failures), TMP))
         return 1
