@@ -42,6 +42,10 @@
 #define CG_SHARD_KEY_GPU "gpu"       /* CG_SHARD_GPU_OK | CG_SHARD_GPU_UNAVAILABLE REASON */
 #define CG_SHARD_KEY_CUPTI "cupti"   /* HOW PATH (HOW: a CG_SHARD_CUPTI_* word) */
 #define CG_SHARD_KEY_DEVICE "device" /* ID NAME */
+/* ID UUID: the device CUPTI numbers ID is the GPU of UUID ("GPU-" and 32 hex digits in 8-4-4-4-12
+ * groups, as nvidia-smi writes it); peak memory merges by it (src/measure/shard.h) */
+#define CG_SHARD_KEY_DEVICE_UUID "uuid"
+#define CG_SHARD_UUID_MAX 64 /* bytes of a UUID field, its NUL included */
 #define CG_SHARD_KEY_CUDA "cuda"     /* VERSION */
 #define CG_SHARD_KEY_DRIVER "driver" /* VERSION */
 #define CG_SHARD_KEY_WARNING "w"     /* MESSAGE */

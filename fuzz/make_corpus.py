@@ -122,6 +122,21 @@ MEASURED_WINDOW = (
     "done 3\nend\n")
 
 
+# Peak memory by GPU: two ranks given one GPU each (both see it as device 0), a third on the
+# first's GPU, a fourth from a library that names no UUID.
+UUIDS = (
+    "canary-gate-shard 1\npid 300\nrank 0\ngpu ok\ndevice 0 NVIDIA H100 80GB HBM3\n"
+    "uuid 0 GPU-6a1e2f30-0b1c-4d2e-8f30-415263748596\ns 0 1000 2000 -1\nm 0 5000\nend\n"
+    "\n--- next shard ---\n"
+    "canary-gate-shard 1\npid 301\nrank 1\ngpu ok\nuuid 0 GPU-00010203-0405-0607-0809-0a0b0c0d0e0f\n"
+    "uuid 0 GPU-ffffffff-0405-0607-0809-0a0b0c0d0e0f\ns 0 1000 2100 -1\nm 0 7000\nend\n"
+    "\n--- next shard ---\n"
+    "canary-gate-shard 1\npid 302\nrank 2\ngpu ok\nuuid 0 GPU-6a1e2f30-0b1c-4d2e-8f30-415263748596\n"
+    "uuid 1 MIG-1\ns 0 1000 2000 -1\nm 0 1000\nm 1 9\nend\n"
+    "\n--- next shard ---\n"
+    "canary-gate-shard 1\npid 303\nrank 3\ngpu ok\ns 0 1000 2000 -1\nm 0 3000\nend\n")
+
+
 def shard(shard_dir):
     put("shard", "two-ranks",
         "canary-gate-shard 1\npid 100\nrank 0\nlocal_rank 0\nwarmup 1\nstep_range step\n"
@@ -164,6 +179,7 @@ def shard(shard_dir):
         "\n--- next shard ---\n"
         "canary-gate-shard 1\npid 10\nrank 1\ngpu ok\nnc sync_stream places\n"
         "s 0 1000 2000 -1\ns 1 2000 3000 -1\nnp sync_stream in 3 forward\nend\n")
+    put("shard", "uuids", UUIDS)
     if shard_dir and os.path.isdir(shard_dir):
         files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
                        glob.glob(os.path.join(shard_dir, "*.part")))

@@ -356,13 +356,25 @@ static void write_deltas(void)
     write_trace();
 }
 
+/* "device ID NAME", and "uuid ID GPU-..." when the record names the GPU (the UUID lies just
+ * before the name, where it has been since the device record's second version): peak memory is
+ * merged by it, as the CUDA id is 0 in every process given one GPU. */
 static void device_record(const CUpti_Activity *rec)
 {
     const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)(const void *)rec;
+    const unsigned char *u = (const unsigned char *)d->uuid.bytes;
+    bool named = false;
+    for (size_t i = 0; i < sizeof(d->uuid.bytes); i++)
+        named |= u[i] != 0;
     cg_inject_lock();
     cg_inject_append(CG_SHARD_KEY_DEVICE " %u ", d->id);
     cg_inject_append_name(d->name ? d->name : "unknown GPU");
     cg_inject_append("\n");
+    if (named)
+        cg_inject_append(CG_SHARD_KEY_DEVICE_UUID " %u GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-"
+                                                  "%02x%02x-%02x%02x%02x%02x%02x%02x\n",
+                         d->id, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+                         u[11], u[12], u[13], u[14], u[15]);
     cg_inject_unlock();
 }
 

@@ -10,6 +10,7 @@
 #include "fsutil.h"
 #include "opname.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -59,6 +60,7 @@ void cg_shard_release(struct cg_shard *s)
     free(s->places);
     free(s->steps);
     free(s->mem);
+    free(s->uuids);
     free(s->gpu_reason);
     free(s->gpu_model);
     free(s->cuda_version);
@@ -207,7 +209,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 
 struct parse_state {
     struct cg_shard *s;
-    size_t steps_cap, ops_cap, mem_cap, places_cap;
+    size_t steps_cap, ops_cap, mem_cap, uuids_cap, places_cap;
     size_t lines; /* lines read so far */
     size_t ranges_cap, gpu_cap, mem_events_cap, domains_cap;
 };
@@ -571,6 +573,29 @@ static int parse_device(struct parse_state *ps, struct line *l)
     return rest_str(l, &s->gpu_model);
 }
 
+/* "uuid ID UUID": UUID one field of letters, digits and '-' (the library writes "GPU-..."). */
+static int parse_uuid(struct parse_state *ps, struct line *l)
+{
+    struct cg_shard *s = ps->s;
+    int64_t a;
+    char uuid[CG_SHARD_UUID_MAX];
+    if (!next_int(l, 0, MAX_DEVICES - 1, &a) || !next_text(l, uuid, sizeof(uuid)) ||
+        l->p < l->end)
+        return 1;
+    for (const char *c = uuid; *c != '\0'; c++)
+        if (!isalnum((unsigned char)*c) && *c != '-')
+            return 1;
+    for (size_t i = 0; i < s->n_uuids; i++)
+        if (s->uuids[i].device == a)
+            return 0; /* the first line counts */
+    if (grow((void **)&s->uuids, &ps->uuids_cap, s->n_uuids + 1, sizeof(*s->uuids)) != 0)
+        return CG_ENOMEM;
+    struct cg_shard_uuid *u = &s->uuids[s->n_uuids++];
+    u->device = a;
+    memcpy(u->uuid, uuid, sizeof(uuid));
+    return 0;
+}
+
 static int parse_cuda(struct parse_state *ps, struct line *l)
 {
     return rest_str(l, &ps->s->cuda_version);
@@ -774,6 +799,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_COUNTERS, parse_counters},
     {CG_SHARD_KEY_GPU, parse_gpu},
     {CG_SHARD_KEY_DEVICE, parse_device},
+    {CG_SHARD_KEY_DEVICE_UUID, parse_uuid},
     {CG_SHARD_KEY_CUDA, parse_cuda},
     {CG_SHARD_KEY_DRIVER, parse_driver},
     {CG_SHARD_KEY_WARNING, parse_warning},

@@ -41,6 +41,8 @@
  *                                         in the process), env (CANARY_GATE_CUPTI_PATH),
  *                                         configured (the build-time path) or soname
  *   device ID NAME | cuda VERSION | driver VERSION
+ *   uuid ID UUID                          the device CUPTI numbers ID (in "m" lines) is the GPU
+ *                                         of UUID (from CUPTI's DEVICE record)
  *   w MESSAGE                             a warning from the library (several may appear; the
  *                                         first CG_SHARD_MAX_WARNINGS distinct ones are kept)
  *   done N                                the measured window (CANARY_GATE_WARMUP +
@@ -69,7 +71,8 @@
  * CG_ARTIFACT_MAX_PLACES distinct places. Merging: step I of a run
  * is the maximum over processes of step I's wall time, tokens are summed, the loss is the mean over
  * the processes that reported one, peak memory is summed per device over processes (then the
- * maximum over devices), ops are summed by kind and exact name; CUPTI counters and warnings are
+ * maximum over devices; a device is its UUID where the shard names one, else its CUDA id, which
+ * is 0 in every process given one GPU: docs/collector.md), ops are summed by kind and exact name; CUPTI counters and warnings are
  * summed and gathered over processes; a step's counts are summed over processes when every process
  * with steps measured them (unknown otherwise), its host time in synchronisations is the maximum
  * over processes; places are summed by count, where and name, and known when every process with
@@ -136,6 +139,12 @@ struct cg_shard_mem {
     int64_t peak_bytes;
 };
 
+/* "uuid" lines: the GPU behind a device id of this shard. */
+struct cg_shard_uuid {
+    int64_t device;
+    char uuid[CG_SHARD_UUID_MAX];
+};
+
 /* Trace events ("tr", "tg", "tm", "td" lines). */
 struct cg_shard_range {
     int64_t tid, start_ns, end_ns;
@@ -177,6 +186,8 @@ struct cg_shard {
     size_t n_ops;
     struct cg_shard_mem *mem;
     size_t n_mem;
+    struct cg_shard_uuid *uuids;   /* one per device id (the first line counts) */
+    size_t n_uuids;
     int gpu;                       /* -1 no "gpu" line, 0 unavailable, 1 ok */
     char *gpu_reason;
     char *gpu_model;               /* first "device" line */

@@ -119,15 +119,38 @@ static int merge_ops(const struct cg_shard *shards, size_t n, struct cg_run *run
     return rc;
 }
 
+/* The UUID of device id dev in shard s, NULL when the shard names none. */
+static const char *device_uuid(const struct cg_shard *s, int64_t dev)
+{
+    for (size_t i = 0; i < s->n_uuids; i++)
+        if (s->uuids[i].device == dev)
+            return s->uuids[i].uuid;
+    return NULL;
+}
+
+/* Whether memory line b of shard sb is on the same device as line a of shard sa: the same UUID,
+ * or, where either shard names none, the same CUDA id (the rule before shards named UUIDs). */
+static bool same_device(const struct cg_shard *sa, const struct cg_shard_mem *a,
+                        const struct cg_shard *sb, const struct cg_shard_mem *b)
+{
+    const char *ua = device_uuid(sa, a->device), *ub = device_uuid(sb, b->device);
+    if (ua != NULL && ub != NULL)
+        return strcmp(ua, ub) == 0;
+    return ua == NULL && ub == NULL && a->device == b->device;
+}
+
+/* The largest over devices of the peaks summed over the processes on that device (-1: none):
+ * each process's own peak, so two processes sharing a GPU give an upper bound of what they held
+ * at once, the same from run to run (docs/collector.md says why not the exact sum). */
 static int64_t merged_peak(const struct cg_shard *shards, size_t n)
 {
     int64_t best = -1;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < shards[i].n_mem; j++) {
-            int64_t dev = shards[i].mem[j].device, sum = 0;
+            int64_t sum = 0;
             for (size_t a = 0; a < n; a++)
                 for (size_t b = 0; b < shards[a].n_mem; b++)
-                    if (shards[a].mem[b].device == dev)
+                    if (same_device(&shards[i], &shards[i].mem[j], &shards[a], &shards[a].mem[b]))
                         sum = cg_shard_add_capped(sum, shards[a].mem[b].peak_bytes);
             if (sum > best)
                 best = sum;

@@ -386,6 +386,31 @@ static void test_inject_standin__a_fork_never_lands_inside_an_exit_handler_regis
                  log);
 }
 
+/* The device's UUID from CUPTI's DEVICE record is in the shard ("uuid ID GPU-..."), beside its
+ * name: peak memory is merged by it, the CUDA id being 0 in every rank given one GPU. */
+static void test_inject_standin__the_device_is_named_by_its_uuid(void **state)
+{
+    const struct cg_workdir *w = *state;
+    static const struct {
+        const char *env, *line;
+    } cases[] = {
+        {NULL, "uuid 0 GPU-10111213-1415-1617-1819-1a1b1c1d1e1f\n"},
+        {"CG_STANDIN_DEVICE_UUID=6a1e2f300b1c4d2e8f30415263748596",
+         "uuid 0 GPU-6a1e2f30-0b1c-4d2e-8f30-415263748596\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_proc p;
+        const char *env[] = {cases[i].env, NULL};
+        const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "2", "--step-ms", "1",
+                              NULL};
+        assert_int_equal(run_standin(w, env, args, &p), 0);
+        const char *shard = cg_canary_shard(w);
+        if (cg_text_line(shard, "device 0 Standin GPU\n") == NULL ||
+            cg_text_line(shard, cases[i].line) == NULL || cg_text_count(shard, "uuid ") != 1)
+            fail_msg("no device line, or not one '%s':\n%s", cases[i].line, shard);
+    }
+}
+
 /* --- per-step counts ------------------------------------------------------------------------ */
 
 /* The canary's stand-in records per step, and once before the first step (outside every step):
@@ -778,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__one_activity_buffer_for_all_threads),
         cmocka_unit_test(test_inject_standin__exit_never_waits_forever_for_the_flush_thread),
         cmocka_unit_test(test_inject_standin__driver_version_from_the_loaded_libcuda),
+        cmocka_unit_test(test_inject_standin__the_device_is_named_by_its_uuid),
         cmocka_unit_test(test_inject_standin__optional_kinds_and_clock_refused_are_warnings),
         cmocka_unit_test(test_inject_standin__fatal_refusal_disables_and_unsubscribes),
         cmocka_unit_test(test_inject_standin__an_already_loaded_libcupti_is_used),

@@ -799,6 +799,74 @@ static void test_shard__op_line_limit_is_named(void **state)
     free(text);
 }
 
+/* Peak device memory is per device, the device named by its UUID ("uuid ID UUID"), not by the CUDA
+ * id a process sees: with CUDA_VISIBLE_DEVICES set per rank every rank's device is 0. Processes on
+ * one device add up (an upper bound of what they held together: docs/collector.md); a shard
+ * without "uuid" lines (an older library, or no DEVICE record) keeps the CUDA id. */
+static void test_shard__peak_per_device_by_uuid(void **state)
+{
+    (void)state;
+#define SHARD_HEAD "canary-gate-shard 1\npid 1\ngpu ok\ns 0 1000 2000 -1\n"
+#define UUID_A "GPU-6a1e2f30-0b1c-4d2e-8f30-415263748596"
+#define UUID_B "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    static const struct {
+        const char *what, *shard[2];
+        int64_t peak;
+    } cases[] = {
+        {"one GPU per rank, each its device 0",
+         {SHARD_HEAD "uuid 0 " UUID_A "\nm 0 5000\nend\n",
+          SHARD_HEAD "m 0 7000\nuuid 0 " UUID_B "\nend\n"},
+         7000},
+        {"two ranks on one GPU",
+         {SHARD_HEAD "uuid 0 " UUID_A "\nm 0 5000\nend\n",
+          SHARD_HEAD "uuid 0 " UUID_A "\nm 0 7000\nend\n"},
+         12000},
+        {"the same GPU under other ids",
+         {SHARD_HEAD "uuid 0 " UUID_A "\nuuid 1 " UUID_B "\nm 0 5000\nm 1 3000\nend\n",
+          SHARD_HEAD "uuid 0 " UUID_B "\nm 0 4000\nend\n"},
+         7000},
+        {"shards without uuid lines: by CUDA id",
+         {SHARD_HEAD "m 0 5000\nend\n", SHARD_HEAD "m 0 7000\nend\n"},
+         12000},
+        {"no memory line: unknown", {SHARD_HEAD "uuid 0 " UUID_A "\nend\n", SHARD_HEAD "end\n"},
+         -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_shard s[2];
+        struct cg_artifact a;
+        struct cg_err err;
+        parse(cases[i].shard[0], &s[0]);
+        parse(cases[i].shard[1], &s[1]);
+        cg_artifact_init(&a);
+        struct cg_run *run = cg_artifact_add_run(&a);
+        struct cg_shard_merge_opts o = {0, 5, -1};
+        cg_err_init(&err);
+        assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+        if (run->summary.peak_device_bytes != cases[i].peak)
+            fail_msg("%s: peak %lld, expected %lld", cases[i].what,
+                     (long long)run->summary.peak_device_bytes, (long long)cases[i].peak);
+        cg_artifact_release(&a);
+        cg_shard_release(&s[0]);
+        cg_shard_release(&s[1]);
+    }
+    static const char *const bad[] = {
+        "canary-gate-shard 1\nuuid 0\n",
+        "canary-gate-shard 1\nuuid x " UUID_A "\n",
+        "canary-gate-shard 1\nuuid 0 GPU-a b\n",
+        "canary-gate-shard 1\nuuid 0 GPU-\\x09\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct cg_shard s;
+        struct cg_err err;
+        cg_err_init(&err);
+        if (cg_shard_parse(bad[i], strlen(bad[i]), "bad.shard", &s, &err) != CG_EINPUT)
+            fail_msg("accepted '%s'", bad[i]);
+    }
+#undef SHARD_HEAD
+#undef UUID_A
+#undef UUID_B
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -810,6 +878,7 @@ int main(void)
         cmocka_unit_test(test_shard__ignores_a_line_cut_short),
         cmocka_unit_test(test_shard__rejects_malformed_records),
         cmocka_unit_test(test_shard__merges_ranks),
+        cmocka_unit_test(test_shard__peak_per_device_by_uuid),
         cmocka_unit_test(test_shard__loss_is_averaged_per_step_and_over_ranks),
         cmocka_unit_test(test_shard__nonfinite_loss_names_the_first_step),
         cmocka_unit_test(test_shard__parses_trace_lines),

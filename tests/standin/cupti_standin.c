@@ -6,9 +6,9 @@
  * (cuptiEnableCallback), buffers requested through the registered callback and handed back
  * inside cuptiActivityFlushAll, records of the CUDA 13.0 types (CUpti_ActivityKernel10,
  * CUpti_ActivityMemcpy6, CUpti_ActivitySynchronization2, CUpti_ActivityMemory4,
- * CUpti_ActivityJit2) back to back in a buffer at their own sizes, stamped with the registered
- * timestamp callback (the wall clock without one, as CUPTI's default clock is), and the API
- * version of the headers it was built with (cuptiGetVersion).
+ * CUpti_ActivityJit2, CUpti_ActivityDevice5) back to back in a buffer at their own sizes,
+ * stamped with the registered timestamp callback (the wall clock without one, as CUPTI's default
+ * clock is), and the API version of the headers it was built with (cuptiGetVersion).
  *
  * Like libcupti, it registers an exit-time destructor when it is loaded, and another one lazily,
  * at its first cuptiActivityFlushAll (as a C++ library does for statics it builds on first use).
@@ -32,6 +32,8 @@
  *                          "version" (cuptiGetVersion), or an activity kind name (MEMCPY2,
  *                          MEMSET, SYNCHRONIZATION, JIT, ...)
  *   CG_STANDIN_VERSION=N   the API version cuptiGetVersion reports (default: CUPTI_API_VERSION)
+ *   CG_STANDIN_DEVICE_UUID=HEX  the UUID of the device record (32 hex digits), which is made
+ *                          when the DEVICE kind is enabled, for the stand-in's one GPU (id 0)
  *   CG_STANDIN_HANG_FLUSH_S=N  the first unforced cuptiActivityFlushAll sleeps N seconds first
  *                          (logged "flush hangs"), as a flush stuck behind the driver would
  * Extra exports for test canaries, each recorded only when its activity kind is enabled and
@@ -80,6 +82,7 @@ union record {
     CUpti_ActivitySynchronization2 sync;
     CUpti_ActivityMemory4 memory;
     CUpti_ActivityJit2 jit;
+    CUpti_ActivityDevice5 device;
 };
 
 static const char *g_log;
@@ -200,6 +203,8 @@ static size_t record_size(CUpti_ActivityKind k)
         return sizeof(CUpti_ActivityMemory4);
     case CUPTI_ACTIVITY_KIND_JIT:
         return sizeof(CUpti_ActivityJit2);
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+        return sizeof(CUpti_ActivityDevice5);
     default:
         return sizeof(CUpti_ActivityKernel10);
     }
@@ -390,6 +395,9 @@ API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFu
     return CUPTI_SUCCESS;
 }
 
+static void queue(const union record *r);
+static void device_record(void);
+
 API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 {
     const char *name = kind_name(kind);
@@ -402,6 +410,8 @@ API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
     if ((unsigned)kind < MAX_KIND)
         g_kind_on[kind] = true;
     say("enable", name);
+    if (kind == CUPTI_ACTIVITY_KIND_DEVICE)
+        device_record();
     return CUPTI_SUCCESS;
 }
 
@@ -615,6 +625,26 @@ void cg_standin_memory(int alloc, uint64_t bytes)
                                             : CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020);
     r.memory.bytes = bytes;
     r.memory.timestamp = now_ns();
+    queue(&r);
+}
+
+/* The device record of the stand-in's one GPU, id 0 (as a real CUPTI gives one per device): its
+ * UUID the 32 hex digits of CG_STANDIN_DEVICE_UUID, else bytes 0x10 to 0x1f. */
+static void device_record(void)
+{
+    static const char gpu_name[] = "Standin GPU";
+    union record r;
+    memset(&r, 0, sizeof(r));
+    r.device.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    r.device.id = 0;
+    r.device.name = gpu_name;
+    const char *hex = getenv("CG_STANDIN_DEVICE_UUID");
+    for (size_t i = 0; i < sizeof(r.device.uuid.bytes); i++) {
+        unsigned v = 0x10 + (unsigned)i;
+        if (hex != NULL && strlen(hex) == 2 * sizeof(r.device.uuid.bytes))
+            sscanf(hex + 2 * i, "%2x", &v);
+        r.device.uuid.bytes[i] = (char)v;
+    }
     queue(&r);
 }
 
