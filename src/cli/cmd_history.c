@@ -9,6 +9,7 @@
 
 #include "fsutil.h"
 #include "history.h"
+#include "outputs.h"
 #include "report_history.h"
 #include "report_site.h"
 #include "trend.h"
@@ -29,8 +30,10 @@ static const char usage_text[] =
     "Appends one published run of main to the history (JSON Lines, written atomically):\n"
     "per metric the median of its runs with an interval, and its counts per step. When the\n"
     "run's environment (GPU, driver, CUDA, CPU, steps) differs from the gate's last run in the\n"
-    "history, an environment event comes first: a new segment. Unreadable lines of FILE are\n"
-    "skipped with a warning and dropped when it is written; a missing FILE is a new history.\n"
+    "history, an environment event comes first: a new segment. Lines of FILE that cannot be read\n"
+    "(damaged, or of a newer version) are warned about and kept as they are, in their places; a\n"
+    "FILE of which no line can be read is not a history and is left alone. A missing FILE is a\n"
+    "new history. Appends to one FILE wait for each other (a lock on FILE.lock).\n"
     "\n"
     "  --history FILE    the history file (created when missing)\n"
     "  --commit SHA      the commit measured\n"
@@ -40,8 +43,9 @@ static const char usage_text[] =
     "  --keep N          runs kept; older ones are folded into one summary (default 1000)\n"
     "  -h, --help        show this help\n"
     "\n"
-    "exit codes: 0 appended, 2 usage error or invalid input (RUN.json not an artifact,\n"
-    "            FILE not a regular file), 3 FILE could not be written\n";
+    "exit codes: 0 appended, 2 usage error or invalid input (RUN.json not an artifact; FILE\n"
+    "            unreadable, not a regular file, not a history, or RUN.json itself), 3 FILE\n"
+    "            could not be written\n";
 
 static const struct option options[] = {
     {"history", required_argument, NULL, 'f'}, {"commit", required_argument, NULL, 'c'},
@@ -83,16 +87,55 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
     return true;
 }
 
-/* NULL when s is a line of 1 to max bytes of UTF-8, else what is wrong with it. */
 static const char *text_problem(const char *s, size_t max)
 {
-    size_t n = strlen(s);
-    if (n == 0 || n > max)
-        return "empty or too long";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            return "holds a control character (a line break, a tab or an escape)";
-    return cg_utf8_valid(s, n) ? NULL : "is not valid UTF-8";
+    return cg_history_text_problem(s, max);
+}
+
+/* The usage error of a value given for verb's option opt (printed), or 0 when it is one line
+ * of 1 to max bytes of UTF-8 (and, for a date, ISO 8601). */
+static int value_error(const char *verb, const char *opt, const char *value, size_t max,
+                       bool date)
+{
+    const char *why = text_problem(value, max);
+    if (why == NULL && date && !cg_history_date_ok(value))
+        why = "is not an ISO 8601 date and time (e.g. 2026-11-20T14:03:00Z)";
+    if (why == NULL)
+        return 0;
+    if (cg_history_text_problem(value, (size_t)-1) != NULL) /* not printable as it is */
+        return cg_cmd_usage_error(verb, "%s: %s (one line of 1 to %zu bytes of UTF-8)", opt, why,
+                                  max);
+    return cg_cmd_usage_error(verb, "%s '%.60s%s': %s (one line of 1 to %zu bytes of UTF-8)", opt,
+                              value, strlen(value) > 60 ? "..." : "", why, max);
+}
+
+/* The history at path, to be rewritten, must be a regular file when it exists (a FIFO is
+ * refused at once, never opened): 0, or the exit code (printed). */
+static int rewritable(const char *path)
+{
+    struct stat st;
+    struct cg_err err;
+    cg_err_init(&err);
+    int r = stat(path, &st);
+    if (r != 0 && errno != ENOENT)
+        cg_err_set(&err, CG_EINPUT, "cannot read history '%s': %s", path, strerror(errno));
+    else if (r == 0 && !S_ISREG(st.st_mode))
+        cg_err_set(&err, CG_EINPUT, "cannot read history '%s': %s, not a regular file", path,
+                   cg_file_type_name(st.st_mode));
+    return err.code != 0 ? cg_cmd_fail(&err) : 0;
+}
+
+/* Reads the history at path to be rewritten, under the lock *lock takes: 0, or the exit code
+ * (printed). */
+static int load_for_rewrite(const char *path, struct cg_history *h, int *lock)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if ((*lock = cg_history_lock(path, &err)) < 0 || cg_history_load(path, h, &err) != 0 ||
+        cg_history_check_rewrite(h, path, &err) != 0)
+        return cg_cmd_fail(&err);
+    cg_cmd_say_history_skipped(h);
+    return 0;
 }
 
 /* The current time, UTC, ISO 8601, into now[32]. */
@@ -146,24 +189,41 @@ static int history_append(int argc, char **argv)
                                   path == NULL ? "--history FILE" : "--commit SHA");
     if (optind + 1 != argc)
         return cg_cmd_usage_error("history append", "expected one run artifact");
-    if (commit[0] == '\0' || strlen(commit) > 200 || strpbrk(commit, "\n\r\t") != NULL)
-        return cg_cmd_usage_error("history append", "--commit: expected 1 to 200 characters");
+    int bad;
+    if ((bad = value_error("history append", "--commit", commit, CG_HISTORY_MAX_ID_CHARS,
+                           false)) != 0 ||
+        (gate_id != NULL && (bad = value_error("history append", "--gate-id", gate_id,
+                                               CG_HISTORY_MAX_ID_CHARS, false)) != 0) ||
+        (restart != NULL && (bad = value_error("history append", "--restart", restart,
+                                               CG_HISTORY_MAX_TEXT_CHARS, false)) != 0) ||
+        (date != NULL && (bad = value_error("history append", "--date", date,
+                                            CG_HISTORY_MAX_ID_CHARS, true)) != 0))
+        return bad;
     if (date == NULL)
         date = now_utc(now, sizeof(now));
+    if ((bad = rewritable(path)) != 0)
+        return bad;
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    cg_outputs_add(&paths, CG_PATH_INPUT, "RUN.json", argv[optind]);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--history", path);
+    if ((bad = cg_cmd_check_outputs(&paths)) != 0)
+        return bad;
 
     struct cg_err err;
     struct cg_artifact a;
     struct cg_history h = {0};
     struct cg_history_entry run;
-    int exit_code = CG_EXIT_PASS, rc;
+    int exit_code = CG_EXIT_PASS, rc, lock = -1;
     cg_err_init(&err);
     cg_artifact_init(&a);
     cg_history_entry_init(&run, CG_HIST_RUN);
-    if (cg_artifact_load(argv[optind], &a, &err) != 0 || cg_history_load(path, &h, &err) != 0) {
+    if (cg_artifact_load(argv[optind], &a, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    cg_cmd_say_history_skipped(&h);
+    if ((exit_code = load_for_rewrite(path, &h, &lock)) != 0)
+        goto done;
     rc = cg_trend_entry(&a, commit, date, gate_id, &run);
     if (rc == CG_EINPUT) {
         cg_err_set(&err, CG_EINPUT, "'%s' has no runs: nothing to record", argv[optind]);
@@ -199,6 +259,7 @@ static int history_append(int argc, char **argv)
     fprintf(stderr, "canary-gate: history '%s': recorded %s (%zu runs)%s\n", path, commit, a.n_runs,
             said);
 done:
+    cg_history_unlock(lock);
     cg_history_entry_release(&run);
     cg_history_release(&h);
     cg_artifact_release(&a);
@@ -219,6 +280,8 @@ static const char check_usage[] =
     "  --alpha A           significance of each change point (default 0.01)\n"
     "  --min-segment N     fewest runs on either side of a change (default 4)\n"
     "  --permutations N    per test (default 199)\n"
+    "  --keep N            the newest N runs are checked (default 1000, as 'history append'\n"
+    "                      keeps); the file is read a line at a time, in bounded memory\n"
     "  --markdown FILE     also write the findings as markdown (e.g. $GITHUB_STEP_SUMMARY)\n"
     "  --json FILE         also write them as JSON\n"
     "  --fail-on-change    exit 1 when the newest segment has a change for the worse that was\n"
@@ -256,6 +319,7 @@ static const struct option check_options[] = {
     {"alpha", required_argument, NULL, 'a'},
     {"min-segment", required_argument, NULL, 'm'},
     {"permutations", required_argument, NULL, 'p'},
+    {"keep", required_argument, NULL, 'k'},
     {"markdown", required_argument, NULL, 'M'},
     {"json", required_argument, NULL, 'j'},
     {"fail-on-change", no_argument, NULL, 'F'},
@@ -263,9 +327,27 @@ static const struct option check_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* Reads the newest keep runs of the history at path for verb: 0, or the exit code (printed). */
+static int load_newest(const char *path, long keep, struct cg_history *h)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_history_load_newest(path, (size_t)keep, h, &err) != 0 ||
+        cg_history_check_rewrite(h, path, &err) != 0)
+        return cg_cmd_fail(&err);
+    cg_cmd_say_history_skipped(h);
+    if (h->left_out > 0)
+        fprintf(stderr,
+                "canary-gate: note: history '%s': the newest %ld runs are read; %zu older runs "
+                "were left out (--keep)\n",
+                path, keep, h->left_out);
+    return 0;
+}
+
 static int history_check(int argc, char **argv)
 {
     const char *path = NULL, *gate_id = NULL, *md_path = NULL, *json_path = NULL;
+    long keep = CG_HISTORY_DEFAULT_KEEP;
     bool fail_on_change = false;
     struct cg_cp_options o;
     cg_cp_defaults(&o);
@@ -284,6 +366,11 @@ static int history_check(int argc, char **argv)
         case 'p':
             if ((bad = cp_option("history check", c, optarg, &o)) != 0)
                 return bad;
+            break;
+        case 'k':
+            if (!parse_long(optarg, 1, 1000000, &keep))
+                return cg_cmd_usage_error(
+                    "history check", "--keep '%s': expected a whole number 1 to 1000000", optarg);
             break;
         case 'M':
             md_path = optarg;
@@ -324,11 +411,8 @@ static int history_check(int argc, char **argv)
     cg_err_init(&err);
     cg_buf_init(&term, 1 << 22);
     cg_buf_init(&md, 1 << 22);
-    if (cg_history_load(path, &h, &err) != 0) {
-        exit_code = cg_cmd_fail(&err);
+    if ((exit_code = load_newest(path, keep, &h)) != 0)
         goto done;
-    }
-    cg_cmd_say_history_skipped(&h);
     int rc = cg_trend_check(&h, gate_id, &o, &r);
     if (rc == 0)
         rc = cg_report_history_terminal(&r, path, &term);
@@ -391,10 +475,11 @@ int cmd_accept(int argc, char **argv)
 {
     const char *path = NULL, *reason = NULL, *commit = getenv("GITHUB_SHA");
     const char *who = getenv("GITHUB_ACTOR"), *date = NULL, *gate_id = NULL;
+    const char *who_from = "GITHUB_ACTOR", *commit_from = "GITHUB_SHA"; /* for messages */
     char now[32];
     int c;
     if (who == NULL || who[0] == '\0')
-        who = getenv("USER");
+        who = getenv("USER"), who_from = "USER";
     if (commit != NULL && commit[0] == '\0')
         commit = NULL;
     optind = 1;
@@ -402,8 +487,8 @@ int cmd_accept(int argc, char **argv)
         switch (c) {
         case 'f': path = optarg; break;
         case 'r': reason = optarg; break;
-        case 'c': commit = optarg; break;
-        case 'w': who = optarg; break;
+        case 'c': commit = optarg, commit_from = "--commit"; break;
+        case 'w': who = optarg, who_from = "--who"; break;
         case 'd': date = optarg; break;
         case 'g': gate_id = optarg; break;
         case 'h':
@@ -423,26 +508,34 @@ int cmd_accept(int argc, char **argv)
     const struct {
         const char *name, *value;
         size_t max;
-    } fields[] = {{"--reason", reason, 2000}, {"--commit", commit, 200}, {"--who", who, 200},
-                  {"--date", date, 200},      {"--gate-id", gate_id, 200}};
-    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        const char *why = fields[i].value ? text_problem(fields[i].value, fields[i].max) : NULL;
-        if (why != NULL)
-            return cg_cmd_usage_error("accept", "%s: %s (1 to %zu bytes of UTF-8, one line)",
-                                      fields[i].name, why, fields[i].max);
-    }
+        bool date;
+    } fields[] = {{"--reason", reason, CG_HISTORY_MAX_TEXT_CHARS, false},
+                  {commit_from, commit, CG_HISTORY_MAX_ID_CHARS, false},
+                  {who_from, who && who[0] ? who : NULL, CG_HISTORY_MAX_ID_CHARS, false},
+                  {"--date", date, CG_HISTORY_MAX_ID_CHARS, true},
+                  {"--gate-id", gate_id, CG_HISTORY_MAX_ID_CHARS, false}};
+    int bad;
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (fields[i].value != NULL && (bad = value_error("accept", fields[i].name,
+                                                          fields[i].value, fields[i].max,
+                                                          fields[i].date)) != 0)
+            return bad;
     if (who != NULL && who[0] == '\0')
         who = NULL;
+    if ((bad = rewritable(path)) != 0)
+        return bad;
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--history", path);
+    if ((bad = cg_cmd_check_outputs(&paths)) != 0)
+        return bad;
 
     struct cg_err err;
     struct cg_history h = {0};
-    int exit_code = CG_EXIT_PASS;
+    int exit_code = CG_EXIT_PASS, lock = -1;
     cg_err_init(&err);
-    if (cg_history_load(path, &h, &err) != 0) {
-        exit_code = cg_cmd_fail(&err);
+    if ((exit_code = load_for_rewrite(path, &h, &lock)) != 0)
         goto done;
-    }
-    cg_cmd_say_history_skipped(&h);
     struct cg_history_entry e;
     cg_history_entry_init(&e, CG_HIST_EVENT);
     e.event = CG_HEV_ACCEPT;
@@ -463,6 +556,7 @@ int cmd_accept(int argc, char **argv)
     fprintf(stderr, "canary-gate: history '%s': recorded the accept of %s%s%s\n", path, commit,
             who ? " by " : "", who ? who : "");
 done:
+    cg_history_unlock(lock);
     cg_history_release(&h);
     return exit_code;
 }
@@ -484,8 +578,8 @@ static const char site_usage[] =
     "  --commit-url URL    prefix of a commit's link, e.g.\n"
     "                      https://github.com/OWNER/REPO/commit/ (default: none; from\n"
     "                      GITHUB_SERVER_URL and GITHUB_REPOSITORY when both are set)\n"
-    "  --alpha A, --min-segment N, --permutations N\n"
-    "                      change point detection, as for 'history check'\n"
+    "  --alpha A, --min-segment N, --permutations N, --keep N\n"
+    "                      change point detection and the runs drawn, as for 'history check'\n"
     "  -h, --help          show this help\n"
     "\n"
     "exit codes: 0 written, 2 usage error or a history that cannot be read, 3 DIR or\n"
@@ -499,6 +593,7 @@ static const struct option site_options[] = {
     {"alpha", required_argument, NULL, 'a'},
     {"min-segment", required_argument, NULL, 'm'},
     {"permutations", required_argument, NULL, 'p'},
+    {"keep", required_argument, NULL, 'k'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -506,6 +601,7 @@ static const struct option site_options[] = {
 static int history_site(int argc, char **argv)
 {
     const char *path = NULL, *dir = NULL, *title = NULL, *url = NULL;
+    long keep = CG_HISTORY_DEFAULT_KEEP;
     char env_url[600] = "";
     struct cg_cp_options cp;
     cg_cp_defaults(&cp);
@@ -530,6 +626,11 @@ static int history_site(int argc, char **argv)
         case 'p':
             if ((bad = cp_option("history site", c, optarg, &cp)) != 0)
                 return bad;
+            break;
+        case 'k':
+            if (!parse_long(optarg, 1, 1000000, &keep))
+                return cg_cmd_usage_error(
+                    "history site", "--keep '%s': expected a whole number 1 to 1000000", optarg);
             break;
         case 'h':
             fputs(site_usage, stdout);
@@ -560,15 +661,26 @@ static int history_site(int argc, char **argv)
     struct cg_err err;
     struct cg_history h = {0};
     struct cg_buf page;
-    char *index = NULL;
     int exit_code = CG_EXIT_PASS;
+    size_t len = strlen(dir) + sizeof("/index.html");
+    char *index = malloc(len);
     cg_err_init(&err);
     cg_buf_init(&page, (size_t)1 << 28);
-    if (cg_history_load(path, &h, &err) != 0) {
+    if (index == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    cg_cmd_say_history_skipped(&h);
+    snprintf(index, len, "%s/index.html", dir);
+    struct stat st;
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    cg_outputs_add(&paths, CG_PATH_INPUT, "--history", path);
+    if (stat(dir, &st) == 0) /* a DIR still to be made holds no history */
+        cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out's index.html", index);
+    if ((exit_code = cg_cmd_check_outputs(&paths)) != 0 ||
+        (exit_code = load_newest(path, keep, &h)) != 0)
+        goto done;
     const char *base = strrchr(path, '/');
     struct cg_site_opts so = {
         .title = title, .commit_url = url, .source = base ? base + 1 : path, .cp = &cp};
@@ -582,13 +694,6 @@ static int history_site(int argc, char **argv)
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    size_t len = strlen(dir) + sizeof("/index.html");
-    if ((index = malloc(len)) == NULL) {
-        cg_err_set(&err, CG_ENOMEM, "out of memory");
-        exit_code = cg_cmd_fail(&err);
-        goto done;
-    }
-    snprintf(index, len, "%s/index.html", dir);
     if (cg_file_write_atomic(index, cg_buf_str(&page), page.len, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         goto done;

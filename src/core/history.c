@@ -6,16 +6,21 @@
 #include "fsutil.h"
 #include "jsonutil.h"
 #include "stats.h"
+#include "utf8.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#define MAX_ID_CHARS 200    /* commit, date, environment, gate id */
-#define MAX_TEXT_CHARS 2000 /* reason, who */
+#define MAX_ID_CHARS CG_HISTORY_MAX_ID_CHARS
+#define MAX_TEXT_CHARS CG_HISTORY_MAX_TEXT_CHARS
 
 static const char *const event_names[] = {"environment", "accept", "restart"};
 static const char *const type_names[] = {"run", "event", "summary"};
@@ -53,6 +58,7 @@ void cg_history_entry_release(struct cg_history_entry *e)
     free(e->who);
     free(e->first_commit);
     free(e->first_date);
+    free(e->line);
     cg_history_entry_init(e, e->type);
 }
 
@@ -61,9 +67,68 @@ void cg_history_release(struct cg_history *h)
     for (size_t i = 0; i < h->n; i++)
         cg_history_entry_release(&h->entries[i]);
     free(h->entries);
+    for (size_t i = 0; i < h->n_raw; i++)
+        free(h->raw[i].text);
+    free(h->raw);
     for (size_t i = 0; i < h->n_warnings; i++)
         free(h->warnings[i]);
     memset(h, 0, sizeof(*h));
+}
+
+const char *cg_history_text_problem(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return "is empty";
+    if (n > max)
+        return "is too long";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return "holds a control character (a line break, a tab or an escape)";
+    return cg_utf8_valid(s, n) ? NULL : "is not valid UTF-8";
+}
+
+/* n digits at s into *v, within [lo, hi]. */
+static bool digits(const char *s, int n, int lo, int hi, int *v)
+{
+    *v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        *v = *v * 10 + (s[i] - '0');
+    }
+    return *v >= lo && *v <= hi;
+}
+
+bool cg_history_date_ok(const char *s)
+{
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y, mo, d, hh, mi, ss;
+    if (strlen(s) > MAX_ID_CHARS || !digits(s, 4, 1970, 9999, &y) || s[4] != '-' ||
+        !digits(s + 5, 2, 1, 12, &mo) || s[7] != '-' || !digits(s + 8, 2, 1, mdays[mo - 1], &d) ||
+        (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, 0, 23, &hh) || s[13] != ':' ||
+        !digits(s + 14, 2, 0, 59, &mi))
+        return false;
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (mo == 2 && d == 29 && !leap)
+        return false;
+    const char *p = s + 16;
+    if (*p == ':') {
+        if (!digits(p + 1, 2, 0, 60, &ss))
+            return false;
+        p += 3;
+        if (*p == '.' || *p == ',') {
+            const char *f = ++p;
+            while (*p >= '0' && *p <= '9')
+                p++;
+            if (p == f || p - f > 9)
+                return false;
+        }
+    }
+    if ((*p == 'Z' || *p == 'z') && p[1] == '\0')
+        return true;
+    return (*p == '+' || *p == '-') && digits(p + 1, 2, 0, 23, &hh) && p[3] == ':' &&
+           digits(p + 4, 2, 0, 59, &mi) && p[6] == '\0';
 }
 
 /* --- reading ------------------------------------------------------------------------------ */
@@ -89,6 +154,10 @@ static bool get_text(const cJSON *o, const char *key, bool required, size_t max,
             snprintf(why, why_n, "\"%s\" holds a control character", key);
             return false;
         }
+    if (!cg_utf8_valid(v->valuestring, strlen(v->valuestring))) {
+        snprintf(why, why_n, "\"%s\" is not valid UTF-8", key);
+        return false;
+    }
     *out = strdup(v->valuestring);
     if (*out == NULL)
         snprintf(why, why_n, "out of memory");
@@ -226,13 +295,17 @@ done:
     return ok;
 }
 
-static void warn_line(struct cg_history *h, const char *name, size_t line, const char *why)
+static void warn_line(struct cg_history *h, const char *name, size_t line, const char *why,
+                      const char *fate)
 {
-    h->skipped++;
+    if (h->skipped++ == 0) {
+        h->first_unread_line = line;
+        snprintf(h->first_unread_why, sizeof(h->first_unread_why), "%s", why);
+    }
     if (h->n_warnings == CG_HISTORY_MAX_WARNINGS)
         return;
     char text[CG_ERR_MSG_MAX];
-    snprintf(text, sizeof(text), "%s:%zu: skipped: %s", name, line, why);
+    snprintf(text, sizeof(text), "%s:%zu: %s: %s", name, line, fate, why);
     h->warnings[h->n_warnings] = strdup(text);
     if (h->warnings[h->n_warnings] != NULL)
         h->n_warnings++;
@@ -252,53 +325,347 @@ static int push(struct cg_history *h, const struct cg_history_entry *e)
     return 0;
 }
 
+/* Keeps line[0..len) verbatim before the next entry. */
+static int push_raw(struct cg_history *h, const char *line, size_t len)
+{
+    if (h->n_raw == h->cap_raw) {
+        size_t cap = h->cap_raw ? h->cap_raw * 2 : 8;
+        struct cg_history_raw *p = realloc(h->raw, cap * sizeof(*p));
+        if (p == NULL)
+            return CG_ENOMEM;
+        h->raw = p;
+        h->cap_raw = cap;
+    }
+    char *text = malloc(len + 1);
+    if (text == NULL)
+        return CG_ENOMEM;
+    memcpy(text, line, len);
+    text[len] = '\0';
+    h->raw[h->n_raw++] = (struct cg_history_raw){h->n, text, len};
+    return 0;
+}
+
+/* One line of the file into h: an entry, or (unreadable) a warning and, with keep, the line
+ * itself. Blank lines are nothing. 0 or CG_ENOMEM. */
+static int take_line(struct cg_history *h, const char *text, size_t len, size_t line,
+                     const char *name, bool keep)
+{
+    size_t k = 0;
+    while (k < len && (text[k] == ' ' || text[k] == '\t' || text[k] == '\r'))
+        k++;
+    if (k == len)
+        return 0;
+    struct cg_history_entry e;
+    char why[160] = "";
+    if (memchr(text, '\0', len) != NULL)
+        snprintf(why, sizeof(why), "holds a NUL byte");
+    else if (parse_line(text, len, &e, why, sizeof(why))) {
+        if (e.type != CG_HIST_SUMMARY || h->n == 0) {
+            if ((keep && (e.line = strndup(text, len)) == NULL) || push(h, &e) != 0) {
+                cg_history_entry_release(&e);
+                return CG_ENOMEM;
+            }
+            h->read++;
+            return 0;
+        }
+        snprintf(why, sizeof(why), "a summary after the first entry");
+        cg_history_entry_release(&e);
+    }
+    warn_line(h, name, line, why, keep ? "not read, kept as it is" : "not read");
+    return keep ? push_raw(h, text, len) : 0;
+}
+
 int cg_history_parse(const char *text, size_t len, const char *name, struct cg_history *h)
 {
     size_t line = 0;
     for (size_t at = 0; at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len;
-        line++;
-        size_t k = at;
-        while (k < end && (text[k] == ' ' || text[k] == '\t' || text[k] == '\r'))
-            k++;
-        if (k < end) {
-            struct cg_history_entry e;
-            char why[160] = "";
-            if (memchr(text + at, '\0', end - at) != NULL)
-                warn_line(h, name, line, "holds a NUL byte");
-            else if (!parse_line(text + at, end - at, &e, why, sizeof(why)))
-                warn_line(h, name, line, why);
-            else if (e.type == CG_HIST_SUMMARY && h->n > 0) {
-                warn_line(h, name, line, "a summary after the first entry");
-                cg_history_entry_release(&e);
-            } else if (push(h, &e) != 0) {
-                cg_history_entry_release(&e);
-                return CG_ENOMEM;
-            }
-        }
+        if (take_line(h, text + at, end - at, ++line, name, true) != 0)
+            return CG_ENOMEM;
         at = end + 1;
     }
     return 0;
 }
 
+/* Opens the history at path for reading without ever waiting (a FIFO is refused, not opened
+ * for a writer). 1 when there is no such file, 0 with *fd and *st, or CG_EINPUT / CG_EIO. */
+static int open_history(const char *path, int *fd, struct stat *st, struct cg_err *err)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (*fd < 0 && errno == ENOENT)
+        return 1;
+    if (*fd < 0)
+        return cg_err_set(err, CG_EINPUT, "cannot read history '%s': %s", path, strerror(errno));
+    int flags;
+    if (fstat(*fd, st) != 0 || (flags = fcntl(*fd, F_GETFL)) < 0 ||
+        fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        cg_err_set(err, CG_EIO, "cannot read history '%s': %s", path, strerror(errno));
+    } else if (!S_ISREG(st->st_mode)) {
+        cg_err_set(err, CG_EINPUT, "cannot read history '%s': %s, not a regular file", path,
+                   cg_file_type_name(st->st_mode));
+    } else {
+        return 0;
+    }
+    close(*fd);
+    *fd = -1;
+    return err->code;
+}
+
 int cg_history_load(const char *path, struct cg_history *h, struct cg_err *err)
 {
-    FILE *probe = fopen(path, "rb");
-    if (probe == NULL)
-        return 0; /* no history yet (other problems show when it is written) */
+    int fd;
     struct stat st;
-    bool empty = fstat(fileno(probe), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
-    fclose(probe);
-    if (empty)
-        return 0; /* an empty file holds no lines */
+    int rc = open_history(path, &fd, &st, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc; /* no such file: no history yet */
     char *text = NULL;
     size_t len = 0;
-    int rc = cg_file_read(path, CG_HISTORY_MAX_BYTES, &text, &len, err);
-    if (rc == 0 && (rc = cg_history_parse(text, len, path, h)) != 0)
-        cg_err_set(err, rc, "cannot read '%s': out of memory", path);
+    if ((uint64_t)st.st_size > CG_HISTORY_MAX_BYTES) {
+        rc = cg_err_set(err, CG_EINPUT, "cannot read history '%s': larger than %zu bytes", path,
+                        CG_HISTORY_MAX_BYTES);
+        goto done;
+    }
+    size_t cap = (size_t)st.st_size + 1; /* one more: a file that grew shows */
+    if ((text = malloc(cap + 1)) == NULL) {
+        rc = cg_err_set(err, CG_ENOMEM, "cannot read history '%s': out of memory", path);
+        goto done;
+    }
+    for (;;) {
+        ssize_t n = read(fd, text + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = cg_err_set(err, CG_EIO, "cannot read history '%s': %s", path, strerror(errno));
+            goto done;
+        }
+        if (n == 0)
+            break;
+        if ((len += (size_t)n) == cap) {
+            rc = cg_err_set(err, CG_EIO, "cannot read history '%s': it grew while read", path);
+            goto done;
+        }
+    }
+    if (cg_history_parse(text, len, path, h) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "cannot read history '%s': out of memory", path);
+done:
     free(text);
+    close(fd);
     return rc;
+}
+
+/* --- reading the newest runs in bounded memory --------------------------------------------- */
+
+struct line_reader {
+    FILE *f;
+    char *buf;
+    size_t cap, start, end;
+    bool eof;
+};
+
+/* The next line, without its line break, in *line and *len; *too_long (no text given) when it
+ * is longer than the buffer. 1 a line, 0 the end, -1 a read error. */
+static int next_line(struct line_reader *r, const char **line, size_t *len, bool *too_long)
+{
+    bool skipping = false;
+    for (;;) {
+        char *nl = memchr(r->buf + r->start, '\n', r->end - r->start);
+        if (nl != NULL || (r->eof && (r->end > r->start || skipping))) {
+            size_t stop = nl ? (size_t)(nl - r->buf) : r->end;
+            *line = r->buf + r->start;
+            *len = stop - r->start;
+            *too_long = skipping;
+            r->start = nl ? stop + 1 : stop;
+            return 1;
+        }
+        if (r->eof)
+            return 0;
+        if (r->start > 0) {
+            memmove(r->buf, r->buf + r->start, r->end - r->start);
+            r->end -= r->start;
+            r->start = 0;
+        }
+        if (r->end == r->cap) { /* a line longer than the buffer: drop what came of it */
+            skipping = true;
+            r->end = 0;
+        }
+        size_t n = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
+        if (n == 0 && ferror(r->f))
+            return -1;
+        r->eof = n == 0;
+        r->end += n;
+    }
+}
+
+/* What was left out of a history read newest first: the runs, the oldest and the newest. */
+struct left_out {
+    int64_t runs;
+    char *first_commit, *first_date, *commit, *date;
+};
+
+static int replace(char **dst, const char *src)
+{
+    char *d = strdup(src);
+    if (d == NULL)
+        return CG_ENOMEM;
+    free(*dst);
+    *dst = d;
+    return 0;
+}
+
+/* Drops the entries of h up to the newest run older than its newest keep runs (the events after
+ * it stay), and more of the oldest while more than max entries are left (a flood of events),
+ * counting the runs dropped in lo. */
+static int trim(struct cg_history *h, size_t keep, size_t max, struct left_out *lo)
+{
+    size_t runs = 0, cut = 0;
+    for (size_t i = h->n; i-- > 0;)
+        if (h->entries[i].type == CG_HIST_RUN && ++runs > keep) {
+            cut = i + 1;
+            break;
+        }
+    if (h->n - cut > max)
+        cut = h->n - max;
+    int rc = 0;
+    for (size_t i = 0; i < cut; i++) {
+        struct cg_history_entry *e = &h->entries[i];
+        bool first = lo->runs == 0;
+        if (e->type == CG_HIST_SUMMARY) {
+            lo->runs += e->summarised;
+            if (first && rc == 0)
+                rc = replace(&lo->first_commit, e->first_commit) |
+                     replace(&lo->first_date, e->first_date);
+        } else if (e->type == CG_HIST_RUN) {
+            lo->runs++;
+            if (first && rc == 0)
+                rc = replace(&lo->first_commit, e->commit) | replace(&lo->first_date, e->date);
+            if (rc == 0)
+                rc = replace(&lo->commit, e->commit) | replace(&lo->date, e->date);
+        }
+        cg_history_entry_release(e);
+    }
+    memmove(h->entries, h->entries + cut, (h->n - cut) * sizeof(h->entries[0]));
+    h->n -= cut;
+    return rc ? CG_ENOMEM : 0;
+}
+
+/* Puts lo's summary first in h. */
+static int put_summary(struct cg_history *h, struct left_out *lo)
+{
+    struct cg_history_entry s;
+    cg_history_entry_init(&s, CG_HIST_SUMMARY);
+    s.summarised = lo->runs;
+    s.commit = lo->commit;
+    s.date = lo->date;
+    s.first_commit = lo->first_commit;
+    s.first_date = lo->first_date;
+    memset(lo, 0, sizeof(*lo));
+    if (push(h, &s) != 0) {
+        cg_history_entry_release(&s);
+        return CG_ENOMEM;
+    }
+    memmove(h->entries + 1, h->entries, (h->n - 1) * sizeof(h->entries[0]));
+    h->entries[0] = s;
+    return 0;
+}
+
+int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, struct cg_err *err)
+{
+    int fd;
+    struct stat st;
+    h->streamed = true;
+    int rc = open_history(path, &fd, &st, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    struct left_out lo = {0};
+    struct line_reader r = {.f = fdopen(fd, "rb"), .cap = CG_HISTORY_MAX_LINE_BYTES};
+    if (r.f == NULL || (r.buf = malloc(r.cap)) == NULL) {
+        rc = cg_err_set(err, CG_ENOMEM, "cannot read history '%s': out of memory", path);
+        goto done;
+    }
+    keep = keep < 1 ? 1 : keep;
+    size_t max_entries = 4 * keep + 1024; /* runs and the events among them */
+    const char *line;
+    size_t len, lineno = 0, runs = 0;
+    bool too_long;
+    int got;
+    while ((got = next_line(&r, &line, &len, &too_long)) > 0) {
+        size_t before = h->n;
+        lineno++;
+        if (too_long)
+            warn_line(h, path, lineno, "longer than 1 MiB", "not read");
+        else if ((rc = take_line(h, line, len, lineno, path, false)) != 0)
+            break;
+        runs += h->n > before && h->entries[h->n - 1].type == CG_HIST_RUN;
+        if (runs >= 2 * keep || h->n >= 2 * max_entries) {
+            if ((rc = trim(h, keep, max_entries, &lo)) != 0)
+                break;
+            runs = 0;
+            for (size_t i = 0; i < h->n; i++)
+                runs += h->entries[i].type == CG_HIST_RUN;
+        }
+    }
+    if (rc == 0 && got < 0)
+        rc = cg_err_set(err, CG_EIO, "cannot read history '%s': %s", path, strerror(errno));
+    if (rc == 0 && (rc = trim(h, keep, max_entries, &lo)) == 0 && lo.runs > 0) {
+        h->left_out = (size_t)lo.runs;
+        rc = put_summary(h, &lo);
+    }
+    if (rc == CG_ENOMEM)
+        cg_err_set(err, rc, "cannot read history '%s': out of memory", path);
+done:
+    free(lo.first_commit);
+    free(lo.first_date);
+    free(lo.commit);
+    free(lo.date);
+    free(r.buf);
+    if (r.f != NULL)
+        fclose(r.f);
+    else
+        close(fd);
+    return rc;
+}
+
+int cg_history_check_rewrite(const struct cg_history *h, const char *path, struct cg_err *err)
+{
+    if (h->read > 0 || h->skipped == 0)
+        return 0;
+    return cg_err_set(err, CG_EINPUT,
+                      "'%s' is not a history: none of its %zu lines can be read (line %zu: %s); "
+                      "nothing was written",
+                      path, h->skipped, h->first_unread_line, h->first_unread_why);
+}
+
+int cg_history_lock(const char *path, struct cg_err *err)
+{
+    size_t n = strlen(path) + sizeof(".lock");
+    char *lock = malloc(n);
+    if (lock == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    snprintf(lock, n, "%s.lock", path);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0644);
+    int rc = fd;
+    if (fd < 0)
+        rc = cg_err_set(err, CG_EIO, "cannot lock history: cannot open '%s': %s", lock,
+                        strerror(errno));
+    else {
+        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        if (rc != 0) {
+            rc = cg_err_set(err, CG_EIO, "cannot lock history '%s': %s", lock, strerror(errno));
+            close(fd);
+        } else {
+            rc = fd;
+        }
+    }
+    free(lock);
+    return rc;
+}
+
+void cg_history_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* releases the flock */
 }
 
 /* --- writing ------------------------------------------------------------------------------ */
@@ -324,6 +691,7 @@ static int copy_entry(struct cg_history_entry *d, const struct cg_history_entry 
     d->who = dup_or_null(s->who, &failed);
     d->first_commit = dup_or_null(s->first_commit, &failed);
     d->first_date = dup_or_null(s->first_date, &failed);
+    d->line = dup_or_null(s->line, &failed);
     if (failed) {
         cg_history_entry_release(d);
         return CG_ENOMEM;
@@ -420,6 +788,11 @@ int cg_history_bound(struct cg_history *h, size_t keep)
     }
     for (size_t i = 0; i < first_kept; i++)
         cg_history_entry_release(&h->entries[i]);
+    /* Unreadable lines among the folded entries stay, in their order, after the summary. */
+    for (size_t i = 0; i < h->n_raw; i++) {
+        size_t *b = &h->raw[i].before;
+        *b = *b == 0 ? 0 : *b <= first_kept ? 1 : *b - first_kept + 1;
+    }
     h->entries[0] = s;
     memmove(&h->entries[1], &h->entries[first_kept], (h->n - first_kept) * sizeof(h->entries[0]));
     h->n = h->n - first_kept + 1;
@@ -476,7 +849,18 @@ static cJSON *entry_json(const struct cg_history_entry *e)
 
 int cg_history_render(const struct cg_history *h, struct cg_buf *out)
 {
-    for (size_t i = 0; i < h->n; i++) {
+    size_t r = 0;
+    for (size_t i = 0; i <= h->n; i++) {
+        for (; r < h->n_raw && h->raw[r].before <= i; r++)
+            if (cg_buf_add(out, h->raw[r].text, h->raw[r].len) != 0 || cg_buf_adds(out, "\n") != 0)
+                return CG_ENOMEM;
+        if (i == h->n)
+            break;
+        if (h->entries[i].line != NULL) {
+            if (cg_buf_adds(out, h->entries[i].line) != 0 || cg_buf_adds(out, "\n") != 0)
+                return CG_ENOMEM;
+            continue;
+        }
         cJSON *o = entry_json(&h->entries[i]);
         char *line = o ? cJSON_PrintUnformatted(o) : NULL;
         cJSON_Delete(o);
@@ -490,6 +874,9 @@ int cg_history_render(const struct cg_history *h, struct cg_buf *out)
 
 int cg_history_save(const char *path, const struct cg_history *h, struct cg_err *err)
 {
+    if (h->streamed)
+        return cg_err_set(err, CG_EINTERNAL,
+                          "cannot write '%s': the history was read in part (a bug)", path);
     struct cg_buf b;
     cg_buf_init(&b, CG_HISTORY_MAX_BYTES);
     int rc = cg_history_render(h, &b);

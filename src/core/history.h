@@ -5,8 +5,11 @@
  * measurement of main: per metric the median over its runs and an interval, and the counts),
  * events (the environment changed, a regression was accepted, the baseline restarted) and at
  * most one summary, first, standing for the runs dropped to keep the file bounded. A line that
- * cannot be read is skipped with a warning naming the file and line; reading never fails on one.
- * Pure but for cg_history_load and cg_history_save; not thread-safe.
+ * cannot be read (damaged, or of a newer version) is warned about, naming the file and line, and
+ * kept verbatim in its place: writing the history back never drops it. Reading never fails on
+ * one line, but a file of which no line can be read is not a history and is never rewritten.
+ * Pure but for cg_history_load, cg_history_load_newest, cg_history_lock and cg_history_save;
+ * not thread-safe.
  */
 #ifndef CG_HISTORY_H
 #define CG_HISTORY_H
@@ -23,7 +26,11 @@
 #define CG_HISTORY_SCHEMA 1
 #define CG_HISTORY_DEFAULT_KEEP 1000
 #define CG_HISTORY_MAX_BYTES ((size_t)256 * 1024 * 1024)
-#define CG_HISTORY_MAX_WARNINGS 20 /* warnings kept; the rest are counted */
+#define CG_HISTORY_MAX_WARNINGS 20                  /* warnings kept; the rest are counted */
+#define CG_HISTORY_MAX_LINE_BYTES ((size_t)1 << 20) /* a longer line is unreadable when streamed   \
+                                                     */
+#define CG_HISTORY_MAX_ID_CHARS 200                 /* commit, date, environment, gate id */
+#define CG_HISTORY_MAX_TEXT_CHARS 2000              /* reason, who */
 
 enum cg_history_type { CG_HIST_RUN, CG_HIST_EVENT, CG_HIST_SUMMARY };
 
@@ -58,14 +65,31 @@ struct cg_history_entry {
     int64_t summarised; /* runs it stands for */
     char *first_commit; /* the oldest summarised */
     char *first_date;
+    /* the line it was read from (cg_history_parse, cg_history_load), written back as it was:
+     * fields and counts of a newer version are kept; NULL for an entry made here */
+    char *line;
+};
+
+/* A line that could not be read, kept to be written back as it was. */
+struct cg_history_raw {
+    size_t before; /* it stands before entries[before] (n: after the last entry) */
+    char *text;    /* the line, without its line break (it may hold NUL bytes) */
+    size_t len;
 };
 
 struct cg_history {
     struct cg_history_entry *entries;
     size_t n, cap;
-    char *warnings[CG_HISTORY_MAX_WARNINGS]; /* lines skipped when read, "FILE:LINE: why" */
+    struct cg_history_raw *raw; /* unreadable lines, in file order (cg_history_parse, _load) */
+    size_t n_raw, cap_raw;
+    char *warnings[CG_HISTORY_MAX_WARNINGS]; /* lines not read, "FILE:LINE: why" */
     size_t n_warnings;
-    size_t skipped; /* lines skipped in all */
+    size_t skipped;           /* lines not read in all */
+    size_t read;              /* lines read into entries */
+    size_t first_unread_line; /* the first line not read (1-based), 0 none */
+    char first_unread_why[160];
+    size_t left_out; /* runs older than the newest kept (cg_history_load_newest) */
+    bool streamed;   /* read by cg_history_load_newest: cg_history_save refuses it */
 };
 
 /* Sets e to an empty entry of type t (no value present, every count unknown). */
@@ -79,24 +103,55 @@ const char *cg_history_event_name(enum cg_history_event ev);
 int cg_history_event_parse(const char *s, enum cg_history_event *out);
 
 /* Reads the JSON Lines at text (len bytes) into h (empty before), naming the file name in its
- * warnings; blank lines are ignored, unreadable ones skipped with a warning. 0 or CG_ENOMEM. */
+ * warnings; blank lines are ignored, unreadable ones kept verbatim (h->raw) with a warning.
+ * 0 or CG_ENOMEM. */
 int cg_history_parse(const char *text, size_t len, const char *name, struct cg_history *h);
 
-/* Reads path into h: a missing file is an empty history. 0, or CG_EINPUT / CG_EIO / CG_ENOMEM
- * (a file that cannot be read at all: a directory, too large, unreadable). */
+/* Reads path into h, whole: only a file that does not exist is an empty history. 0, or
+ * CG_EINPUT naming the path and why (no permission, a directory, a FIFO or other file that is
+ * not a regular one: refused at once, never waited on; over CG_HISTORY_MAX_BYTES), CG_EIO (a
+ * read failed) or CG_ENOMEM. */
 int cg_history_load(const char *path, struct cg_history *h, struct cg_err *err);
+
+/* Reads path as cg_history_load does, a line at a time in bounded memory, keeping the newest
+ * keep runs (>= 1) and the entries from the oldest of them on; the older runs are counted in
+ * h->left_out and stand as one summary first (its runs and commits, no values). Unreadable
+ * lines are warned about, not kept: h is for reading, never to be saved. */
+int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, struct cg_err *err);
+
+/* 0 when h is a history that may be read and written back over path: CG_EINPUT naming it when
+ * it held lines and none of them could be read (not a history: another file named by mistake). */
+int cg_history_check_rewrite(const struct cg_history *h, const char *path, struct cg_err *err);
+
+/* Takes an exclusive lock for a read-modify-write of the history at path (flock on PATH.lock
+ * beside it, created when missing and left in place: the history itself is replaced by rename,
+ * so it cannot carry the lock), waiting for another holder. Returns the lock's descriptor
+ * (cg_history_unlock releases it) or CG_EIO naming the lock file. */
+int cg_history_lock(const char *path, struct cg_err *err);
+void cg_history_unlock(int fd);
+
+/* NULL when s is one line of 1 to max bytes of valid UTF-8 without control characters, else
+ * what is wrong with it (static text). */
+const char *cg_history_text_problem(const char *s, size_t max);
+
+/* True when s is a UTC or offset ISO 8601 date and time: YYYY-MM-DDTHH:MM[:SS[.fff]] then Z or
+ * +HH:MM / -HH:MM, each field in its range. */
+bool cg_history_date_ok(const char *s);
 
 /* Appends a deep copy of e. 0, CG_EINPUT (no commit or date) or CG_ENOMEM. */
 int cg_history_append(struct cg_history *h, const struct cg_history_entry *e);
 
 /* Keeps the newest keep runs (>= 1) and the events from the oldest of them on; the runs before
- * are folded into the summary (first), with the events among them dropped. 0 or CG_ENOMEM. */
+ * are folded into the summary (first), with the events among them dropped; unreadable lines
+ * among them stay, after the summary. 0 or CG_ENOMEM. */
 int cg_history_bound(struct cg_history *h, size_t keep);
 
-/* One JSON object per line, in order. 0 or CG_ENOMEM. */
+/* One JSON object per line, in order, the unreadable lines kept in their places. 0 or
+ * CG_ENOMEM. */
 int cg_history_render(const struct cg_history *h, struct cg_buf *out);
 
-/* Renders h and writes it to path atomically. 0, CG_ENOMEM or CG_EIO (named in err). */
+/* Renders h and writes it to path atomically. 0, CG_ENOMEM, CG_EIO (named in err) or
+ * CG_EINTERNAL (h was read by cg_history_load_newest). */
 int cg_history_save(const char *path, const struct cg_history *h, struct cg_err *err);
 
 /* True when e belongs to gate_id's series (NULL: the entries recorded without a gate id). */

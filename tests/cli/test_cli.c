@@ -521,8 +521,8 @@ static void other_cuda(struct cg_artifact *a)
 }
 
 /* history append: runs recorded with their values, an environment change and a restart as
- * events before the run, unreadable lines warned about and dropped, and a bad input that leaves
- * the file as it was. */
+ * events before the run, unreadable lines warned about and kept in place, and a bad input that
+ * leaves the file as it was. */
 static void test_cli__history_append_records_runs_and_events(void **state)
 {
     (void)state;
@@ -542,14 +542,14 @@ static void test_cli__history_append_records_runs_and_events(void **state)
     fclose(f);
     assert_int_equal(
         tool("history", "append", "--history", h, "--commit", "c2", path_in("h2.json"), NULL), 0);
-    if (strstr(err_text, "history.jsonl:2: skipped: not a JSON object") == NULL)
+    if (strstr(err_text, "history.jsonl:2: not read, kept as it is: not a JSON object") == NULL)
         fail_msg("no warning naming line 2:\n%s", err_text);
     assert_int_equal(tool("history", "append", "--history", h, "--commit", "c3", "--restart",
                           "the canary changed", path_in("h3.json"), NULL),
                      0);
     assert_non_null(strstr(err_text, "events: environment, restart"));
     slurp(h, text, sizeof(text));
-    /* c1, c2, then the two events and c3; the bad line gone */
+    /* c1, the bad line, c2, then the two events and c3 */
     const char *c1 = strstr(text, "\"commit\":\"c1\"");
     const char *c2 = strstr(text, "\"commit\":\"c2\"");
     const char *env = strstr(text, "\"event\":\"environment\"");
@@ -559,7 +559,9 @@ static void test_cli__history_append_records_runs_and_events(void **state)
         !(c1 < c2 && c2 < env && env < restart && restart < c3))
         fail_msg("entries missing or out of order:\n%s", text);
     assert_non_null(strstr(env, "CUDA 12.9"));
-    assert_null(strstr(text, "\"type\":\"run\"\n"));
+    const char *kept = strstr(text, "{\"schema\":1,\"type\":\"run\"\n");
+    if (kept == NULL || !(c1 < kept && kept < c2))
+        fail_msg("the unreadable line not kept between c1 and c2:\n%s", text);
     assert_non_null(strstr(c1, "\"step_time_mean\":{\"median\":"));
     /* bad inputs: one line each, the file untouched */
     memcpy(before, text, sizeof(before));
@@ -785,6 +787,188 @@ static void test_cli__reports_mention_a_recent_accept(void **state)
     assert_non_null(strstr(err_text, dir));
 }
 
+/* history append, accept and site never take an input or output for the history, nor rewrite
+ * a file of which no line is a history: exit 2 naming it, the file as it was. */
+static void test_cli__history_is_never_an_input_output_or_another_file(void **state)
+{
+    (void)state;
+    static char before[1 << 16], after[1 << 16];
+    static char same[256];
+    fixture_file("same.json", 3, 4096, 1 << 30, 41, NULL);
+    snprintf(same, sizeof(same), "%s", path_in("same.json"));
+    slurp(same, before, sizeof(before));
+    assert_int_equal(tool("history", "append", "--history", same, "--commit", "x", same, NULL), 2);
+    assert_non_null(strstr(err_text, "are the same file"));
+    fixture_file("other.json", 3, 4096, 1 << 30, 42, NULL);
+    assert_int_equal(tool("history", "append", "--history", same, "--commit", "x",
+                          path_in("other.json"), NULL),
+                     2);
+    assert_non_null(strstr(err_text, "is not a history: none of its"));
+    assert_int_equal(tool("accept", "--history", same, "--commit", "x", "--reason", "r", NULL), 2);
+    assert_non_null(strstr(err_text, "is not a history"));
+    slurp(same, after, sizeof(after));
+    assert_string_equal(after, before);
+    /* the site's page named as the history */
+    char site[256];
+    snprintf(site, sizeof(site), "%s", path_in("site"));
+    assert_int_equal(mkdir(site, 0755), 0);
+    write_text(path_in("site/index.html"), "<html>page</html>\n");
+    assert_int_equal(tool("history", "site", "--history", path_in("site/index.html"), "--out",
+                          site, NULL),
+                     2);
+    assert_non_null(strstr(err_text, "are the same file"));
+    slurp(path_in("site/index.html"), after, sizeof(after));
+    assert_string_equal(after, "<html>page</html>\n");
+    assert_int_equal(tool("history", "check", "--history", path_in("site/index.html"), NULL), 2);
+    assert_non_null(strstr(err_text, "is not a history"));
+}
+
+/* Only a missing history is empty: one that cannot be read (here below a file, or a symlink
+ * loop; any permission problem alike) or is a FIFO exits 2 naming it, at once, in every
+ * command that reads --history. */
+static void test_cli__a_history_that_cannot_be_read_exits_2(void **state)
+{
+    (void)state;
+    write_text(path_in("plain"), "x\n");
+    static char fifo[256];
+    snprintf(fifo, sizeof(fifo), "%s", path_in("hfifo"));
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(symlink("hloop", path_in("hloop")), 0);
+    fixture_file("r1.json", 3, 4096, 1 << 30, 43, NULL);
+    static char bad[3][256];
+    snprintf(bad[0], sizeof(bad[0]), "%s", path_in("plain/h.jsonl"));
+    snprintf(bad[1], sizeof(bad[1]), "%s", path_in("hloop"));
+    snprintf(bad[2], sizeof(bad[2]), "%s", fifo);
+    for (size_t i = 0; i < 3; i++) {
+        const char *h = bad[i];
+        int codes[6] = {
+            tool("history", "check", "--history", h, NULL),
+            tool("history", "site", "--history", h, "--out", path_in("s2"), NULL),
+            tool("history", "append", "--history", h, "--commit", "c", path_in("r1.json"), NULL),
+            tool("accept", "--history", h, "--commit", "c", "--reason", "r", NULL),
+            tool("compare", EX("baseline.json"), EX("current.json"), "--history", h, NULL),
+            tool("--baseline", EX("baseline.json"), "--history", h, "--runs", "1", "--steps", "1",
+                 "--out", path_in("run.json"), NULL)};
+        for (int k = 0; k < 6; k++)
+            if (codes[k] != 2)
+                fail_msg("'%s', command %d: exit %d", h, k, codes[k]);
+        assert_non_null(strstr(err_text, h));
+    }
+    assert_int_equal(access(path_in("run.json"), F_OK), -1); /* nothing was run */
+    unlink(fifo);
+}
+
+/* history append and accept write only what their reader takes: one line, exit 2, the file as it
+ * was, for a control character, invalid UTF-8, an empty value or a date that is no ISO 8601
+ * time. */
+static void test_cli__history_append_validates_what_it_writes(void **state)
+{
+    (void)state;
+    static char before[1 << 16], after[1 << 16];
+    static char h[256];
+    snprintf(h, sizeof(h), "%s", path_in("valid.jsonl"));
+    fixture_file("v1.json", 3, 4096, 1 << 30, 44, NULL);
+    assert_int_equal(tool("history", "append", "--history", h, "--commit", "c0",
+                          path_in("v1.json"), NULL),
+                     0);
+    slurp(h, before, sizeof(before));
+    const struct {
+        const char *opt, *value, *says;
+    } bad[] = {
+        {"--commit", "a\x01b", "--commit: holds a control character"},
+        {"--commit", "", "--commit: is empty"},
+        {"--commit", "c\xff", "--commit: is not valid UTF-8"},
+        {"--gate-id", "g\nh", "--gate-id: holds a control character"},
+        {"--gate-id", "\xc3", "--gate-id: is not valid UTF-8"},
+        {"--restart", "", "--restart: is empty"},
+        {"--restart", "why\tnot", "--restart: holds a control character"},
+        {"--date", "", "--date: is empty"},
+        {"--date", "yesterday", "--date 'yesterday': is not an ISO 8601 date"},
+        {"--date", "2026-02-30T00:00:00Z", "is not an ISO 8601"},
+        {"--date", "2026\xff", "--date: is not valid UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int code = strcmp(bad[i].opt, "--commit") == 0
+                       ? tool("history", "append", "--history", h, "--commit", bad[i].value,
+                              path_in("v1.json"), NULL)
+                       : tool("history", "append", "--history", h, "--commit", "c1", bad[i].opt,
+                              bad[i].value, path_in("v1.json"), NULL);
+        if (code != 2 || strstr(err_text, bad[i].says) == NULL || strchr(err_text, '\n') !=
+                                                                     err_text + strlen(err_text) - 1)
+            fail_msg("%s (case %zu): exit %d, said:\n%s", bad[i].opt, i, code, err_text);
+    }
+    assert_int_equal(tool("accept", "--history", h, "--commit", "c1", "--reason", "r", "--date",
+                          "last week", NULL),
+                     2);
+    assert_non_null(strstr(err_text, "--date 'last week': is not an ISO 8601"));
+    slurp(h, after, sizeof(after));
+    assert_string_equal(after, before);
+}
+
+/* 20 appends at once to one history: every run recorded (a lock around read-modify-write). */
+static void test_cli__concurrent_appends_keep_every_run(void **state)
+{
+    (void)state;
+    static char text[1 << 20];
+    static char h[256], run[256];
+    snprintf(h, sizeof(h), "%s", path_in("together.jsonl"));
+    fixture_file("t1.json", 3, 4096, 1 << 30, 45, NULL);
+    snprintf(run, sizeof(run), "%s", path_in("t1.json"));
+    pid_t pids[20];
+    for (int i = 0; i < 20; i++) {
+        char commit[16];
+        snprintf(commit, sizeof(commit), "k%02d", i);
+        if ((pids[i] = fork()) == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 1);
+            dup2(null, 2);
+            alarm(TOOL_ALARM_S);
+            execl(CG_TOOL_PATH, CG_TOOL_PATH, "history", "append", "--history", h, "--commit",
+                  commit, run, (char *)NULL);
+            _exit(127);
+        }
+        assert_true(pids[i] > 0);
+    }
+    for (int i = 0; i < 20; i++) {
+        int st;
+        assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    slurp(h, text, sizeof(text));
+    for (int i = 0; i < 20; i++) {
+        char commit[32];
+        snprintf(commit, sizeof(commit), "\"commit\":\"k%02d\"", i);
+        if (strstr(text, commit) == NULL)
+            fail_msg("run k%02d lost:\n%s", i, text);
+    }
+}
+
+/* A history of many runs: check and site read the newest --keep runs and say how many older
+ * ones were left out. */
+static void test_cli__check_and_site_read_the_newest_runs(void **state)
+{
+    (void)state;
+    static char h[256];
+    snprintf(h, sizeof(h), "%s", path_in("long.jsonl"));
+    FILE *f = fopen(h, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 3000; i++)
+        fprintf(f,
+                "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%04d\",\"date\":\"d\","
+                "\"metrics\":{\"step_time_mean\":{\"median\":%d,\"low\":1,\"high\":200,"
+                "\"runs\":5}}}\n",
+                i, 100 + i % 7);
+    fclose(f);
+    assert_int_equal(tool("history", "check", "--history", h, "--keep", "50", NULL), 0);
+    assert_non_null(strstr(out_text, "50 runs"));
+    assert_non_null(strstr(err_text, "2950 older runs were left out"));
+    assert_int_equal(tool("history", "site", "--history", h, "--keep", "50", "--out",
+                          path_in("longsite"), NULL),
+                     0);
+    assert_non_null(strstr(err_text, "2950 older runs were left out"));
+    assert_int_equal(tool("history", "check", "--history", h, "--keep", "0", NULL), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -809,6 +993,11 @@ int main(void)
         cmocka_unit_test(test_cli__history_check_fails_on_an_unaccepted_change),
         cmocka_unit_test(test_cli__accept_records_who_why_and_which_commit),
         cmocka_unit_test(test_cli__reports_mention_a_recent_accept),
+        cmocka_unit_test(test_cli__history_is_never_an_input_output_or_another_file),
+        cmocka_unit_test(test_cli__a_history_that_cannot_be_read_exits_2),
+        cmocka_unit_test(test_cli__history_append_validates_what_it_writes),
+        cmocka_unit_test(test_cli__concurrent_appends_keep_every_run),
+        cmocka_unit_test(test_cli__check_and_site_read_the_newest_runs),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,6 +1,7 @@
 /*
- * test_history: main's history file: lines read back as written, unreadable lines skipped with a
- * warning naming the file and line, the summary that keeps it bounded, entries from artifacts.
+ * test_history: main's history file: lines read back as written, unreadable lines kept verbatim
+ * with a warning naming the file and line, files that cannot be read refused, the newest runs
+ * read in bounded memory, the summary that keeps it bounded, entries from artifacts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void run_entry(struct cg_history_entry *e, const char *commit, double mean_ms)
@@ -124,7 +126,7 @@ static void test_history__unreadable_lines_are_skipped_with_their_line_number(vo
     assert_int_equal(h.n_warnings, n_bad);
     for (size_t i = 0; i < n_bad; i++) {
         char where[64];
-        snprintf(where, sizeof(where), "hist.jsonl:%zu: skipped: ", 3 + 2 * i);
+        snprintf(where, sizeof(where), "hist.jsonl:%zu: not read, kept as it is: ", 3 + 2 * i);
         if (strncmp(h.warnings[i], where, strlen(where)) != 0 ||
             strstr(h.warnings[i], bad[i].why) == NULL)
             fail_msg("line %zu: warning '%s', expected '%s...%s'", 3 + 2 * i, h.warnings[i], where,
@@ -426,6 +428,185 @@ static void test_history__saved_whole_or_not_at_all(void **state)
     rmdir(dir);
 }
 
+/* Lines that cannot be read (damaged, of a newer version) and fields this version does not know
+ * are written back as they were, in their places, through an append and a bound. */
+static void test_history__unreadable_lines_are_kept_in_place_when_written(void **state)
+{
+    (void)state;
+    const char *newer = "{\"schema\":2,\"type\":\"run\",\"commit\":\"n1\",\"date\":\"d\"}";
+    const char *damaged = "{\"schema\":1,\"type\":\"run\"\n"; /* with its line break */
+    const char *unknown = "{\"schema\":1,\"type\":\"run\",\"commit\":\"u1\",\"date\":\"d\","
+                          "\"metrics\":{\"step_time_mean\":{\"median\":2,\"low\":1,\"high\":3,"
+                          "\"runs\":5}},\"counts\":{\"kernels\":3,\"warp_stalls\":7},"
+                          "\"notes\":\"kept\"}";
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 20);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(cg_buf_printf(&b,
+                                       "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%d\","
+                                       "\"date\":\"d\"}\n",
+                                       i),
+                         0);
+    assert_int_equal(cg_buf_printf(&b, "%s\n%s%s\n", newer, damaged, unknown), 0);
+    struct cg_history h = {0};
+    assert_int_equal(cg_history_parse(b.data, b.len, "h.jsonl", &h), 0);
+    assert_int_equal(h.read, 5);
+    assert_int_equal(h.skipped, 2);
+    struct cg_history_entry e;
+    run_entry(&e, "c9", 20);
+    assert_int_equal(cg_history_append(&h, &e), 0);
+    cg_history_entry_release(&e);
+    char *text = render(&h);
+    const char *pn = strstr(text, newer), *pd = strstr(text, damaged), *pu = strstr(text, unknown);
+    const char *p3 = strstr(text, "\"commit\":\"c3\""), *p9 = strstr(text, "\"commit\":\"c9\"");
+    if (!pn || !pd || !pu || !p3 || !p9 || !(p3 < pn && pn < pd && pd < pu && pu < p9))
+        fail_msg("lines lost or moved:\n%s", text);
+    free(text);
+    /* folded: the summary first, then the unreadable lines, then the runs kept */
+    assert_int_equal(cg_history_bound(&h, 2), 0);
+    text = render(&h);
+    pn = strstr(text, newer), pd = strstr(text, damaged), pu = strstr(text, unknown);
+    if (strncmp(text, "{\"schema\":1,\"type\":\"summary\"", 28) != 0 || !pn || !pd || !pu ||
+        !(pn < pd && pd < pu) || strstr(text, "\"type\":\"run\",\"commit\":\"c3\"") != NULL)
+        fail_msg("after the bound:\n%s", text);
+    free(text);
+    cg_history_release(&h);
+    /* nothing in it is a history: refused for a rewrite, naming the file and the first line */
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_history_parse(damaged, strlen(damaged), "same.json", &h), 0);
+    assert_int_equal(cg_history_check_rewrite(&h, "same.json", &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "'same.json' is not a history"));
+    assert_non_null(strstr(err.msg, "line 1: not a JSON object"));
+    cg_history_release(&h);
+    cg_buf_release(&b);
+}
+
+/* Only a file that does not exist is an empty history: one that cannot be read is refused with
+ * the reason, and a FIFO at once (never waited on). */
+static void test_history__a_file_that_cannot_be_read_is_refused(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/cg-hist-XXXXXX", path[128], loop[128], fifo[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/h.jsonl/x", dir); /* below a file */
+    snprintf(loop, sizeof(loop), "%s/loop", dir);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    char file[128];
+    snprintf(file, sizeof(file), "%s/h.jsonl", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("{\"schema\":1,\"type\":\"run\",\"commit\":\"c\",\"date\":\"d\"}\n", f);
+    fclose(f);
+    assert_int_equal(symlink("loop", loop), 0);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *bad[] = {path, loop, fifo, dir};
+    const char *why[] = {"Not a directory", "symbolic links", "a FIFO, not a regular file",
+                         "a directory, not a regular file"};
+    for (size_t i = 0; i < 4; i++) {
+        struct cg_history h = {0};
+        struct cg_err err;
+        cg_err_init(&err);
+        alarm(10); /* a FIFO waited on ends the test */
+        assert_int_equal(cg_history_load(bad[i], &h, &err), CG_EINPUT);
+        if (strstr(err.msg, bad[i]) == NULL || strstr(err.msg, why[i]) == NULL)
+            fail_msg("'%s': %s", bad[i], err.msg);
+        cg_err_init(&err);
+        assert_int_equal(cg_history_load_newest(bad[i], 10, &h, &err), CG_EINPUT);
+        assert_non_null(strstr(err.msg, why[i]));
+        alarm(0);
+        cg_history_release(&h);
+    }
+    if (geteuid() != 0) { /* root reads whatever the mode */
+        struct cg_history h = {0};
+        struct cg_err err;
+        cg_err_init(&err);
+        assert_int_equal(chmod(file, 0200), 0);
+        assert_int_equal(cg_history_load(file, &h, &err), CG_EINPUT);
+        assert_non_null(strstr(err.msg, "Permission denied"));
+        cg_history_release(&h);
+    }
+    unlink(file);
+    unlink(loop);
+    unlink(fifo);
+    rmdir(dir);
+}
+
+/* A long history read newest first in bounded memory: the newest runs and the events after the
+ * newest run left out, the rest one summary that counts them. */
+static void test_history__newest_runs_are_read_in_bounded_memory(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/cg-hist-newest-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 5000; i++) {
+        fprintf(f, "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%d\",\"date\":\"d%d\"}\n", i, i);
+        if (i == 4899)
+            fputs("{\"schema\":1,\"type\":\"event\",\"event\":\"restart\",\"commit\":\"c4900\","
+                  "\"date\":\"d\",\"reason\":\"r\"}\n",
+                  f);
+        if (i % 1000 == 7)
+            fputs("not json\n", f);
+    }
+    fclose(f);
+    struct cg_history h = {0};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_history_load_newest(path, 100, &h, &err), 0);
+    assert_int_equal(h.n, 102); /* summary, the restart, 100 runs */
+    assert_int_equal(h.left_out, 4900);
+    assert_int_equal(h.skipped, 5);
+    assert_true(h.cap <= 4 * 100 + 2048); /* never the whole file */
+    assert_int_equal(h.entries[0].type, CG_HIST_SUMMARY);
+    assert_int_equal(h.entries[0].summarised, 4900);
+    assert_string_equal(h.entries[0].first_commit, "c0");
+    assert_string_equal(h.entries[0].commit, "c4899");
+    assert_int_equal(h.entries[1].type, CG_HIST_EVENT);
+    assert_string_equal(h.entries[2].commit, "c4900");
+    assert_string_equal(h.entries[101].commit, "c4999");
+    assert_int_equal(cg_history_save(path, &h, &err), CG_EINTERNAL); /* never written back */
+    cg_history_release(&h);
+    /* fewer runs than kept: everything, no summary */
+    cg_err_init(&err);
+    assert_int_equal(cg_history_load_newest(path, 6000, &h, &err), 0);
+    assert_int_equal(h.n, 5001);
+    assert_int_equal(h.left_out, 0);
+    cg_history_release(&h);
+    unlink(path);
+}
+
+/* Dates written by 'history append' and 'accept' are ISO 8601 times. */
+static void test_history__dates_are_iso_8601(void **state)
+{
+    (void)state;
+    const char *good[] = {"2026-11-20T14:03:00Z", "2026-11-20T14:03Z", "2024-02-29T00:00:00Z",
+                          "2026-11-20T14:03:00.123456+05:30", "2026-11-20T23:59:60-08:00"};
+    const char *bad[] = {"",
+                         "yesterday",
+                         "2026-11-20",
+                         "2026-11-20 14:03:00Z",
+                         "2026-13-01T00:00:00Z",
+                         "2025-02-29T00:00:00Z",
+                         "2026-11-20T24:00:00Z",
+                         "2026-11-20T14:03:00",
+                         "2026-11-20T14:03:00Zjunk",
+                         "2026-11-20T14:03:00.Z",
+                         "2026-11-20T14:03:00+5:30"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        if (!cg_history_date_ok(good[i]))
+            fail_msg("'%s' refused", good[i]);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (cg_history_date_ok(bad[i]))
+            fail_msg("'%s' taken", bad[i]);
+    assert_non_null(cg_history_text_problem("a\xff", 200));
+    assert_non_null(cg_history_text_problem("a\tb", 200));
+    assert_non_null(cg_history_text_problem("", 200));
+    assert_null(cg_history_text_problem("caf\xc3\xa9", 200));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +619,10 @@ int main(void)
         cmocka_unit_test(test_history__a_recent_accept_is_found_for_a_while),
         cmocka_unit_test(test_history__an_accept_after_the_run_of_its_commit_marks_the_change),
         cmocka_unit_test(test_history__saved_whole_or_not_at_all),
+        cmocka_unit_test(test_history__unreadable_lines_are_kept_in_place_when_written),
+        cmocka_unit_test(test_history__a_file_that_cannot_be_read_is_refused),
+        cmocka_unit_test(test_history__newest_runs_are_read_in_bounded_memory),
+        cmocka_unit_test(test_history__dates_are_iso_8601),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
