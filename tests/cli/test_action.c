@@ -762,6 +762,108 @@ static void test_action__a_refused_first_publish_can_be_retried(void **state)
     no_gate_branch(d);
 }
 
+/* Only 'git ls-remote --exit-code' saying the branch does not exist means no baseline yet: a
+ * remote that does not exist or cannot be reached fails fetch and publish (exit 3) with git's
+ * reason; before, fetch said "no baseline" and the gate recorded a new one (a PASS). */
+static void test_action__a_remote_that_cannot_be_reached_fails_the_fetch(void **state)
+{
+    struct cg_workdir *d = *state;
+    if (!executable("/usr/bin/git"))
+        skip();
+    checkout_with_remote(d);
+    git(d, "ws", "remote", "add", "gone", cg_workdir_in(d, "no-such-repo.git"));
+    struct cg_workdir ws;
+    snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, NULL};
+    const char *missing_branch[] = {"bl0", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, missing_branch), 0);
+    assert_non_null(strstr(proc.err, "no branch 'canary-gate-baseline' on 'origin' yet"));
+    const char *no_remote[] = {"bl1", "canary-gate-baseline", "nowhere", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, no_remote), 3);
+    if (strstr(proc.err, "cannot look for branch 'canary-gate-baseline' on 'nowhere'") == NULL ||
+        strstr(proc.err, "no baseline") != NULL)
+        fail_msg("said:\n%s", proc.err);
+    const char *unreachable[] = {"bl2", "canary-gate-baseline", "gone", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, unreachable), 3);
+    assert_non_null(strstr(proc.err, "no-such-repo.git"));
+    assert_true(access(cg_workdir_in(&ws, "bl2/baseline.json"), F_OK) != 0);
+    const char *r1[] = {CG_TOOL_PATH, "run", "--out",    "ws/r1.json", "--runs", "1",
+                        "--steps",    "2",   "--warmup", "0",          NULL};
+    assert_int_equal(cg_proc_run(d->path, r1, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+    const char *publish[] = {"r1.json", "--remote", "gone", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, publish), 3);
+    assert_non_null(strstr(proc.err, "nothing published"));
+    no_gate_branch(d);
+}
+
+/* Pushes the tree of the checkout "evil" to origin's baseline branch (replacing it). */
+static void push_evil_branch(const struct cg_workdir *d, const char *message)
+{
+    git(d, "evil", "add", "-A", ".", NULL);
+    git(d, "evil", "commit", "-q", "--allow-empty", message);
+    git(d, "evil", "push", "-q", "-f", NULL);
+}
+
+/* A hostile baseline branch: a symbolic link in it is refused naming it (nothing written through
+ * it), a directory among runs/ is skipped, and a run already published is recognised rather than
+ * restarting the pool. */
+static void test_action__a_hostile_baseline_branch_is_refused(void **state)
+{
+    struct cg_workdir *d = *state;
+    if (!executable("/usr/bin/git"))
+        skip();
+    checkout_with_remote(d);
+    assert_int_equal(mkdir(cg_workdir_in(d, "evil"), 0755), 0);
+    assert_int_equal(mkdir(cg_workdir_in(d, "outside"), 0755), 0);
+    git(d, "evil", "init", "-q", NULL, NULL);
+    git(d, "evil", "remote", "add", "origin", cg_workdir_in(d, "origin.git"));
+    git(d, "evil", "checkout", "-q", "-b", "canary-gate-baseline");
+    git(d, "evil", "config", "push.default", "current", NULL);
+    assert_int_equal(symlink(cg_workdir_in(d, "outside"), cg_workdir_in(d, "evil/runs")), 0);
+    push_evil_branch(d, "-mruns is a link");
+
+    const char *r1[] = {CG_TOOL_PATH, "run", "--out",    "ws/r1.json", "--runs", "1",
+                        "--steps",    "2",   "--warmup", "0",          NULL};
+    assert_int_equal(cg_proc_run(d->path, r1, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+    struct cg_workdir ws;
+    snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR,    "GIT_AUTHOR_NAME=t",
+                         "GIT_AUTHOR_EMAIL=t@example.com",    "GIT_COMMITTER_NAME=t",
+                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    const char *p1[] = {"r1.json", "--label", "20260101T000000Z-a", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, p1), 2);
+    if (strstr(proc.err, "symbolic link 'runs'") == NULL)
+        fail_msg("said:\n%s", proc.err);
+    assert_int_equal(rmdir(cg_workdir_in(d, "outside")), 0); /* still empty */
+
+    /* runs/zz.json a directory: skipped */
+    assert_int_equal(unlink(cg_workdir_in(d, "evil/runs")), 0);
+    assert_int_equal(mkdir(cg_workdir_in(d, "evil/runs"), 0755), 0);
+    assert_int_equal(mkdir(cg_workdir_in(d, "evil/runs/zz.json"), 0755), 0);
+    FILE *f = fopen(cg_workdir_in(d, "evil/runs/zz.json/x"), "w");
+    assert_non_null(f);
+    fputs("x\n", f);
+    fclose(f);
+    push_evil_branch(d, "-ma directory among the runs");
+    if (script(&ws, "baseline-publish", env, p1) != 0)
+        fail_msg("a directory among the runs failed the publish:\n%s", proc.err);
+
+    /* the same run again, under another label: recognised, the pool not restarted */
+    const char *again[] = {"r1.json", "--label", "20260102T000000Z-b", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, again), 0);
+    assert_non_null(strstr(proc.err, "is already published as 'runs/20260101T000000Z-a.json'"));
+    const char *fetch[] = {"bl", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fetch), 0);
+    char *history = slurp(cg_workdir_in(&ws, "bl/history.jsonl"));
+    assert_non_null(history);
+    assert_null(strstr(history, "restart"));
+    assert_int_equal(occurrences(history, "\"type\":\"run\""), 1);
+    free(history);
+    no_gate_branch(d);
+}
+
 /* The end-to-end tests run in a fresh temporary directory each. */
 #define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
 
@@ -776,6 +878,8 @@ int main(void)
         IN_WORKDIR(test_action__gate_script_measures_the_base_beside_the_head),
         IN_WORKDIR(test_action__baseline_branch_keeps_the_newest_k),
         IN_WORKDIR(test_action__a_refused_first_publish_can_be_retried),
+        IN_WORKDIR(test_action__a_remote_that_cannot_be_reached_fails_the_fetch),
+        IN_WORKDIR(test_action__a_hostile_baseline_branch_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
