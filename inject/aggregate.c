@@ -798,12 +798,17 @@ void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place)
     atomic_store_explicit(&b[oldest], want, memory_order_release);
 }
 
-/* The place of correlation id corr, taken out of the table (0: none). */
-static uint32_t place_take(struct cg_agg *a, uint32_t corr)
+void cg_agg_queries(struct cg_agg *a, struct cg_agg_corr *t)
 {
-    if (corr == 0 || a->corr == NULL)
+    a->queries = t;
+}
+
+/* The value noted for correlation id corr in t, taken out of the table (0: none). */
+static uint32_t corr_take(struct cg_agg_corr *t, uint32_t corr)
+{
+    if (corr == 0 || t == NULL)
         return 0;
-    _Atomic uint64_t *b = &a->corr->e[(corr & (CG_AGG_CORR_BUCKETS - 1)) * CG_AGG_CORR_WAYS];
+    _Atomic uint64_t *b = &t->e[(corr & (CG_AGG_CORR_BUCKETS - 1)) * CG_AGG_CORR_WAYS];
     for (size_t i = 0; i < CG_AGG_CORR_WAYS; i++) {
         uint64_t v = atomic_load_explicit(&b[i], memory_order_acquire);
         if (v != 0 && (uint32_t)(v >> 32) == corr &&
@@ -837,7 +842,7 @@ static void place_add(struct cg_agg *a, enum cg_agg_count c, uint32_t place, int
  * k is measured and the place is known. */
 static void place_count(struct cg_agg *a, enum cg_agg_count c, uint32_t corr, int64_t k)
 {
-    place_add(a, c, place_take(a, corr), k);
+    place_add(a, c, corr_take(a->corr, corr), k);
 }
 
 /* --- timed records (kernels, copies, sets) ------------------------------------------------ */
@@ -1131,9 +1136,13 @@ static int64_t host_step(struct cg_agg *a, uint64_t start, uint64_t end)
 
 /* A synchronisation of a known type that completed (a non-zero returnValue is a query that found
  * work pending, or a failed call: no wait happened) counts by type; the host time of the stream,
- * event and context ones is the time blocked (a stream's wait on an event does not block). */
+ * event and context ones is the time blocked (a stream's wait on an event does not block). A
+ * record of a query (cudaStreamQuery, cudaEventQuery: its correlation id noted in the queries'
+ * table) never counts, whatever its type and return value: polling does not block. */
 static void sync_record(struct cg_agg *a, const CUpti_ActivitySynchronization2 *s)
 {
+    if (a->queries != NULL && corr_take(a->queries, s->correlationId) != 0)
+        return;
     enum cg_agg_count c;
     switch (s->type) {
     case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:

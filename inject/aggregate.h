@@ -76,7 +76,8 @@ enum cg_agg_count {
     CG_AGG_N_KERNELS,        /* kernel records */
     CG_AGG_N_GRAPH_KERNELS,  /* of those, with a graphId (see cg_agg_graph_ids) */
     CG_AGG_N_GRAPH_LAUNCHES, /* of those, of their graph's anchor node (see the top) */
-    CG_AGG_N_SYNC_STREAM,    /* SYNCHRONIZATION records by type (completed calls only) */
+    CG_AGG_N_SYNC_STREAM,    /* SYNCHRONIZATION records by type (completed calls only, queries
+                              * left out: cg_agg_queries) */
     CG_AGG_N_SYNC_EVENT,
     CG_AGG_N_SYNC_CONTEXT,
     CG_AGG_N_SYNC_WAIT,           /* stream waits on an event: no host wait */
@@ -220,6 +221,7 @@ struct cg_agg {
     size_t n_devices;
 
     struct cg_agg_corr *corr; /* borrowed (cg_agg_places); NULL: no places */
+    struct cg_agg_corr *queries; /* borrowed (cg_agg_queries); NULL: queries not told apart */
     struct cg_agg_graph graphs[CG_AGG_GRAPHS]; /* open addressing on the graph id */
     size_t n_graphs;
     bool graphs_full; /* a graph found no slot: its launches are not counted */
@@ -294,6 +296,11 @@ void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place);
  * synchronisations, the copies from the device to pageable host memory, the device memory
  * allocations and releases), and its entry is taken out of t. */
 void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t);
+
+/* Takes the correlation ids of queries from t (borrowed, outliving the aggregation; NULL: none),
+ * noted with cg_agg_place_note (any non-zero place): a SYNCHRONIZATION record of one of them is
+ * polling (cudaStreamQuery, cudaEventQuery), counted nowhere, and its entry is taken out of t. */
+void cg_agg_queries(struct cg_agg *a, struct cg_agg_corr *t);
 
 /* True for the name of a communication kernel: NCCL's (the name holds "nccl"), or one holding
  * a part cg_agg_comm_kernels set. */

@@ -13,8 +13,10 @@
  * is taken), turn off CUPTI 13's per-thread activity buffers (one_buffer), register the
  * CLOCK_MONOTONIC_RAW timestamp callback, register the buffer callbacks,
  * enable the required activity kinds (CONCURRENT_KERNEL, MEMCPY, MEMSET, MEMORY2), then the
- * optional ones (DEVICE, MEMCPY2, OVERHEAD, SYNCHRONIZATION, JIT), then the subscriber's one
- * callback (the resource domain's CUPTI_CBID_RESOURCE_MODULE_LOADED, optional too). An optional
+ * optional ones (DEVICE, MEMCPY2, OVERHEAD, SYNCHRONIZATION, JIT), then the subscriber's
+ * callbacks (the resource domain's CUPTI_CBID_RESOURCE_MODULE_LOADED, the API functions that give
+ * calls a place, and with SYNCHRONIZATION the queries', which tell polls from synchronisations;
+ * optional too). An optional
  * kind, the callback or the timestamp callback that fails is a "w" line and is skipped. Any other
  * failure (no driver, no GPU, another profiler, a required kind) disables what was enabled,
  * unsubscribes, leaves the canary unchanged with its NVTX steps still timed, and the shard says
@@ -166,6 +168,14 @@ static _Atomic int64_t g_starved; /* buffer requests refused at the cap */
 static int64_t g_starved_written;  /* guarded by the aggregation lock */
 static uint32_t g_counted;         /* the counts measured (bits): aggregation lock */
 static struct cg_agg_corr g_corr;  /* places of API calls (never freed: callbacks may still run) */
+static struct cg_agg_corr g_queries; /* correlation ids of queries (cudaStreamQuery, ...) */
+/* The API callbacks on for queries, one bit per callback id, [0] runtime, [1] driver: set before
+ * each is enabled, read by the subscriber's callback. */
+#define CG_CBID_BITS 1024
+_Static_assert(CUPTI_RUNTIME_TRACE_CBID_SIZE <= CG_CBID_BITS &&
+                   CUPTI_DRIVER_TRACE_CBID_SIZE <= CG_CBID_BITS,
+               "the query bitmaps hold every callback id of these headers");
+static _Atomic uint8_t g_query_cbid[2][CG_CBID_BITS / 8];
 
 static pthread_mutex_t g_buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_free[CG_MAX_BUFFERS];
@@ -202,9 +212,20 @@ static uint64_t CUPTIAPI timestamp_cb(void)
     return cg_inject_now_ns();
 }
 
+/* Whether the API callback cbid of domain (runtime or driver) is a query's (enable_queries). */
+static bool query_cbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    return cbid < CG_CBID_BITS &&
+           (atomic_load_explicit(&g_query_cbid[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid / 8],
+                                 memory_order_relaxed) >>
+            (cbid % 8)) &
+               1u;
+}
+
 /* The subscriber's callbacks. The entry of an API function that synchronises or copies
  * (enable_places): the calling thread's place among its NVTX ranges is noted under the call's
- * correlation id (a thread-local read and an atomic store; no lock). A module was loaded:
+ * correlation id (a thread-local read and an atomic store; no lock); the entry of a query
+ * (enable_queries): its correlation id is noted among the queries'. A module was loaded:
  * counted at the library's clock, in the step running then, at the loading thread's place. Nothing
  * else: no flush, no CUPTI call, at most one short lock. */
 static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
@@ -213,7 +234,11 @@ static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
     (void)userdata;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         const CUpti_CallbackData *d = data;
-        if (d != NULL && d->callbackSite == CUPTI_API_ENTER)
+        if (d == NULL || d->callbackSite != CUPTI_API_ENTER)
+            return;
+        if (query_cbid(domain, cbid))
+            cg_agg_place_note(&g_queries, d->correlationId, 1);
+        else
             cg_agg_place_note(&g_corr, d->correlationId, cg_nvtx_place());
         return;
     }
@@ -931,10 +956,18 @@ static bool placed_call(const char *name)
     return false;
 }
 
-static bool enable_places(void)
+/* The API functions that poll a stream or an event: cudaStreamQuery, cudaEventQuery and the
+ * driver's cuStreamQuery, cuEventQuery (with their per-thread-stream forms). */
+static bool query_call(const char *name)
 {
-    const char *what = "CUPTI API callbacks unavailable (synchronisations, copies and allocations "
-                       "not placed in NVTX ranges)";
+    return strstr(name, "StreamQuery") != NULL || strstr(name, "EventQuery") != NULL;
+}
+
+/* Turns on the subscriber's callback of every runtime and driver API function whose name want
+ * accepts, marking each in g_query_cbid first when queries. Returns how many are on; a "w" line
+ * what: DETAIL when none is. */
+static bool enable_api_callbacks(bool (*want)(const char *), bool queries, const char *what)
+{
     if (g_api.enable_callback == NULL || g_api.callback_name == NULL) {
         warn(what,
              g_api.enable_callback == NULL ? "no cuptiEnableCallback" : "no cuptiGetCallbackName");
@@ -951,8 +984,10 @@ static bool enable_places(void)
         for (uint32_t cbid = 1; cbid < domains[d].n; cbid++) {
             const char *name = NULL;
             if (g_api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
-                name == NULL || !placed_call(name))
+                name == NULL || !want(name))
                 continue;
+            if (queries)
+                atomic_fetch_or(&g_query_cbid[d][cbid / 8], (uint8_t)(1u << (cbid % 8)));
             CUptiResult r = g_api.enable_callback(1, g_subscriber, domains[d].domain, cbid);
             if (r == CUPTI_SUCCESS)
                 on++;
@@ -963,6 +998,23 @@ static bool enable_places(void)
     if (on == 0)
         warn(what, refused != CUPTI_SUCCESS ? result_text(refused) : "no such API function");
     return on > 0;
+}
+
+static bool enable_places(void)
+{
+    return enable_api_callbacks(placed_call, false,
+                                "CUPTI API callbacks unavailable (synchronisations, copies and "
+                                "allocations not placed in NVTX ranges)");
+}
+
+/* The queries' callbacks, with SYNCHRONIZATION on: CUPTI gives polls (cudaStreamQuery,
+ * cudaEventQuery) SYNCHRONIZATION records too, whose type does not tell them from a blocking
+ * synchronisation; their correlation ids do (cg_agg_queries). */
+static bool enable_queries(void)
+{
+    return enable_api_callbacks(query_call, true,
+                                "CUPTI API callbacks for queries unavailable (polling with "
+                                "cudaStreamQuery or cudaEventQuery may count as synchronisations)");
 }
 
 /* The counts measured: those whose kinds were all enabled (enabled[i] for g_kinds[i]), graph
@@ -1038,10 +1090,16 @@ static bool start_activity(void)
     }
     bool modules = !part_off("module_loads") && enable_module_loads();
     bool placed = !part_off("places") && enable_places();
+    bool syncs = false;
+    for (size_t i = 0; i < CG_N_KINDS; i++)
+        syncs |= enabled[i] && g_kinds[i].kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    bool queries = syncs && enable_queries();
     pthread_mutex_lock(&g_agg_lock);
     g_counted = counts_measured(enabled, graph_ids, modules);
     if (placed)
         cg_agg_places(&g_agg, &g_corr);
+    if (queries)
+        cg_agg_queries(&g_agg, &g_queries);
     pthread_mutex_unlock(&g_agg_lock);
     g_step_flush = !part_off("step_flush");
     if (!part_off("flush_period") && (r = g_api.flush_period(1000)) != CUPTI_SUCCESS)

@@ -516,6 +516,37 @@ static void test_inject_standin__counts_per_step_up_to_the_window_end(void **sta
     assert_int_equal(cg_shard_op_calls(shard, NULL, "kernel", "_Z14standin_kernelv"), 6);
 }
 
+/* A data loader that polls its stream or event (cudaStreamQuery, cudaEventQuery) before it
+ * synchronises: CUPTI gives the queries SYNCHRONIZATION records too, the last one of each loop
+ * with returnValue 0, and of a type the record alone cannot tell from a synchronisation. Only
+ * blocking synchronisations count, in the counts, their host time and their places. */
+static void test_inject_standin__polling_queries_are_not_synchronisations(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", "CG_STANDIN_POLLS=3",
+                         NULL};
+    const char *args[] = {COUNTING_ARGS, NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    const char *done = cg_text_line(shard, "done 3\n");
+    if (done == NULL || !counted(shard, "sync_stream"))
+        fail_msg("no 'done 3', or synchronisations not counted:\n%s", shard);
+    for (int64_t step = 0; step <= 2; step++)
+        for (size_t i = 0; i < sizeof(counting_want) / sizeof(counting_want[0]); i++)
+            if (cg_shard_count(shard, done, step, counting_want[i].name) !=
+                counting_want[i].per_step)
+                fail_msg("step %lld: %s %lld, expected %lld (polls counted?):\n%s",
+                         (long long)step, counting_want[i].name,
+                         (long long)cg_shard_count(shard, NULL, step, counting_want[i].name),
+                         (long long)counting_want[i].per_step, shard);
+    if (event(log, "callback on RUNTIME cudaStreamQuery") == NULL ||
+        event(log, "callback on DRIVER cuEventQuery") == NULL)
+        fail_msg("the queries' callbacks are not on:\n%s", log);
+    assert_null(cg_text_line(shard, "w CUPTI API callbacks for queries unavailable"));
+}
+
 /* Synchronisations, pageable copies, device memory allocations and releases, and module loads
  * are placed among the NVTX ranges of the thread that made them: the callbacks of the API
  * functions that synchronise, copy, allocate or free are on (no other), and the shard has "np"
@@ -811,6 +842,7 @@ int main(void)
         cmocka_unit_test(
             test_inject_standin__a_fork_never_lands_inside_an_exit_handler_registration),
         cmocka_unit_test(test_inject_standin__counts_per_step_up_to_the_window_end),
+        cmocka_unit_test(test_inject_standin__polling_queries_are_not_synchronisations),
         cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
         cmocka_unit_test(test_inject_standin__calls_placed_in_their_nvtx_ranges),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),

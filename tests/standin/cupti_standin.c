@@ -34,6 +34,10 @@
  *   CG_STANDIN_VERSION=N   the API version cuptiGetVersion reports (default: CUPTI_API_VERSION)
  *   CG_STANDIN_DEVICE_UUID=HEX  the UUID of the device record (32 hex digits), which is made
  *                          when the DEVICE kind is enabled, for the stand-in's one GPU (id 0)
+ *   CG_STANDIN_POLLS=N     every stream or event synchronisation is preceded by N polls of its
+ *                          stream or event (cudaStreamQuery, cudaEventQuery), each with a
+ *                          SYNCHRONIZATION record of the synchronisation's type, the last one
+ *                          finding the work done, as a data loader that polls would make
  *   CG_STANDIN_HANG_FLUSH_S=N  the first unforced cuptiActivityFlushAll sleeps N seconds first
  *                          (logged "flush hangs"), as a flush stuck behind the driver would
  * Extra exports for test canaries, each recorded only when its activity kind is enabled and
@@ -130,6 +134,12 @@ static const struct {
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
      "cuMemcpyDtoHAsync_v2"},
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+    /* polling: a query returns at once, whether the work is done or not */
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
+     "cudaStreamQuery"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, "cudaEventQuery"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamQuery, "cuStreamQuery"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuEventQuery, "cuEventQuery"},
     /* building a CUDA graph: a node that will copy, allocate or free, no copy or release now */
     {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode_v10000,
      "cudaGraphAddMemcpyNode"},
@@ -572,8 +582,37 @@ static uint32_t api_call(uint32_t cbid)
     return corr;
 }
 
+/* CG_STANDIN_POLLS polls of the stream or event of a synchronisation of type (before it): each a
+ * query's record of the synchronisation's own type (which type a real CUPTI gives a query's record
+ * is not documented: this is the case where the type cannot tell them apart), the last one finding
+ * the work done (returnValue 0), the others not (CUDA_ERROR_NOT_READY). */
+static void polls(uint32_t type)
+{
+    const char *env = getenv("CG_STANDIN_POLLS");
+    long n = env != NULL ? strtol(env, NULL, 10) : 0;
+    uint32_t cbid = type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE
+                        ? CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020
+                    : type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE
+                        ? CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020
+                        : 0;
+    for (long i = 0; cbid != 0 && i < n; i++) {
+        union record r;
+        memset(&r, 0, sizeof(r));
+        r.sync.correlationId = api_call(cbid);
+        r.sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+        r.sync.type = (CUpti_ActivitySynchronizationType)type;
+        r.sync.start = now_ns();
+        r.sync.end = r.sync.start + 1000;
+        r.sync.streamId = 7;
+        r.sync.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+        r.sync.returnValue = i + 1 < n ? 600 /* CUDA_ERROR_NOT_READY */ : 0;
+        queue(&r);
+    }
+}
+
 void cg_standin_sync(uint32_t type, uint64_t ns)
 {
+    polls(type);
     static const uint32_t cbid[] = {
         [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE] =
             CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
