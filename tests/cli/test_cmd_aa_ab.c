@@ -350,6 +350,32 @@ static void test_cmd_aa_ab__ab_input_errors(void **state)
     assert_false(cg_workdir_exists(f, "canary-ab-base.json"));
 }
 
+/* A canary that fails under ab: the "error" report and JSON verdict are written with the reason,
+ * as the main command writes them (before, neither file: the Action posted nothing). */
+static void test_cmd_aa_ab__ab_reports_a_failed_canary(void **state)
+{
+    struct cg_workdir *f = *state;
+    const char *args[] = {"ab",    "--base", CANARY " --steps 5 --step-ms 1", "--runs",
+                          "2",     "--steps", "4",  "--warmup",   "1", "--json", "v.json",
+                          "--report", "r.md",  "--", CANARY, "--steps", "5", "--step-ms", "1",
+                          "--crash-at", "2", NULL};
+    assert_int_equal(tool(f, args), 3);
+    assert_true(cg_workdir_exists(f, "r.md"));
+    assert_true(cg_workdir_exists(f, "v.json"));
+    char *md = strdup(cg_workdir_read(f, "r.md"));
+    char *js = strdup(cg_workdir_read(f, "v.json"));
+    if (strstr(md, "canary-gate-verdict: error") == NULL || strstr(md, "the canary failed") == NULL)
+        fail_msg("report:\n%s", md);
+    cJSON *root = cJSON_Parse(js);
+    assert_non_null(root);
+    assert_string_equal(cJSON_GetObjectItem(root, "verdict")->valuestring, "error");
+    assert_non_null(strstr(cJSON_GetObjectItem(root, "headline")->valuestring, "canary"));
+    cJSON_Delete(root);
+    free(md);
+    free(js);
+    assert_false(cg_workdir_exists(f, "canary-ab-head.json")); /* no artifact replaced */
+}
+
 /* ---- the main command's looks and confirmation ------------------------------------------ */
 
 static void record_baseline(const struct cg_workdir *f, const char *step_ms)
@@ -468,6 +494,7 @@ int main(void)
         IN_WORKDIR(test_cmd_aa_ab__ab_adds_pairs_while_inconclusive),
         IN_WORKDIR(test_cmd_aa_ab__ab_default_pairs),
         IN_WORKDIR(test_cmd_aa_ab__ab_input_errors),
+        IN_WORKDIR(test_cmd_aa_ab__ab_reports_a_failed_canary),
         IN_WORKDIR(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail),
         IN_WORKDIR(test_cmd_aa_ab__gate_defaults_twice_the_runs),
         IN_WORKDIR(test_cmd_aa_ab__gate_no_confirm_and_no_added_runs),
