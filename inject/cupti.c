@@ -942,13 +942,18 @@ static bool enable_module_loads(void)
 
 /* The API callbacks that give synchronisations, copies, allocations and releases their place
  * (docs/counts.md): every runtime and driver API function whose name holds "Synchronize",
- * "Memcpy", "Malloc", "MemAlloc" or "Free", as these headers number them, but not "Graph" (those
- * only build or read a CUDA graph's node that will copy, allocate or free when the graph runs:
- * no record has their correlation id). False (and a "w" line) when none could be enabled. */
+ * "Memcpy", "Malloc", "MemAlloc" or "Free", or one of the virtual memory API's that allocate,
+ * map, unmap and release device memory ("MemCreate", "MemMap", "MemUnmap", "MemRelease": PyTorch's
+ * expandable segments), as these headers number them; but not "Graph" (those only build or read a
+ * CUDA graph's node that will copy, allocate or free when the graph runs: no record has their
+ * correlation id) nor "MemMapArray" (cuMemMapArrayAsync maps a sparse array's pages onto memory
+ * already allocated). False (and a "w" line) when none could be enabled. */
 static bool placed_call(const char *name)
 {
-    static const char *const words[] = {"Synchronize", "Memcpy", "Malloc", "MemAlloc", "Free"};
-    if (strstr(name, "Graph") != NULL)
+    static const char *const words[] = {"Synchronize", "Memcpy",   "Malloc",   "MemAlloc",
+                                        "Free",        "MemCreate", "MemMap", "MemUnmap",
+                                        "MemRelease"};
+    if (strstr(name, "Graph") != NULL || strstr(name, "MemMapArray") != NULL)
         return false;
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strstr(name, words[i]) != NULL)

@@ -552,11 +552,10 @@ static void test_inject_standin__polling_queries_are_not_synchronisations(void *
  * functions that synchronise, copy, allocate or free are on (no other), and the shard has "np"
  * lines for the window's steps only: in the innermost range open, after the last one ended when
  * none is open; a copy into pinned memory is not placed. */
-static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
+static void calls_placed(const struct cg_workdir *w, const char *extra_env)
 {
-    const struct cg_workdir *w = *state;
     struct cg_proc p;
-    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", NULL};
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", extra_env, NULL};
     const char *args[] = {"--cuda-init",
                           "--standin-placed",
                           "--standin-module-load-at",
@@ -634,6 +633,33 @@ static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
         cg_text_line(shard, "np sync_stream after ") != NULL)
         fail_msg("start/end steps: a step's first calls placed after the step before's range:\n%s",
                  shard);
+}
+
+static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
+{
+    calls_placed(*state, NULL);
+}
+
+/* Device memory of the virtual memory API (PyTorch's expandable segments: cuMemCreate and
+ * cuMemMap, cuMemUnmap and cuMemRelease) is placed as cudaMalloc's and cudaFree's is; mapping a
+ * sparse array's pages (cuMemMapArrayAsync) allocates nothing. */
+static void test_inject_standin__virtual_memory_calls_placed(void **state)
+{
+    const struct cg_workdir *w = *state;
+    calls_placed(w, "CG_STANDIN_VMM=1");
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", "CG_STANDIN_VMM=1", NULL};
+    const char *args[] = {"--cuda-init", "--standin-placed", "--steps", "4", "--step-ms", "2",
+                          NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *log = calls(w);
+    static const char *const on[] = {
+        "callback on DRIVER cuMemCreate", "callback on DRIVER cuMemMap",
+        "callback on DRIVER cuMemUnmap", "callback on DRIVER cuMemRelease"};
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
+        if (event(log, on[i]) == NULL)
+            fail_msg("no '%s' in:\n%s", on[i], log);
+    assert_null(strstr(log, "cuMemMapArrayAsync"));
 }
 
 /* An optional feature refused: a warning, and the counts it feeds are left out of "nc" (unknown,
@@ -845,6 +871,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__polling_queries_are_not_synchronisations),
         cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
         cmocka_unit_test(test_inject_standin__calls_placed_in_their_nvtx_ranges),
+        cmocka_unit_test(test_inject_standin__virtual_memory_calls_placed),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),
         cmocka_unit_test(test_inject_standin__communication_kernels_named_by_the_user),
     };

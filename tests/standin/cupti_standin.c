@@ -34,6 +34,11 @@
  *   CG_STANDIN_VERSION=N   the API version cuptiGetVersion reports (default: CUPTI_API_VERSION)
  *   CG_STANDIN_DEVICE_UUID=HEX  the UUID of the device record (32 hex digits), which is made
  *                          when the DEVICE kind is enabled, for the stand-in's one GPU (id 0)
+ *   CG_STANDIN_VMM=1       device memory is allocated with the virtual memory API (as PyTorch's
+ *                          expandable segments are): an allocation's record carries the
+ *                          correlation id of cuMemCreate, which cuMemMap follows; a release's
+ *                          that of cuMemRelease, after cuMemUnmap (which of them a real CUPTI's
+ *                          MEMORY2 record carries, if any, only a GPU can show)
  *   CG_STANDIN_POLLS=N     every stream or event synchronisation is preceded by N polls of its
  *                          stream or event (cudaStreamQuery, cudaEventQuery), each with a
  *                          SYNCHRONIZATION record of the synchronisation's type, the last one
@@ -59,7 +64,8 @@
  * takes the next correlation id, which its record carries, and calls the subscriber's callback at
  * the call's entry and exit, on the calling thread, when it enabled the runtime API function that
  * makes it (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
- * cudaStreamWaitEvent, cudaMemcpyAsync, cudaMalloc, cudaFree). Only the
+ * cudaStreamWaitEvent, cudaMemcpyAsync, cudaMalloc, cudaFree; with CG_STANDIN_VMM the driver's
+ * cuMemCreate, cuMemMap, cuMemUnmap, cuMemRelease). Only the
  * runtime and driver functions of names[] below have a name (cuptiGetCallbackName) and can be
  * enabled; enabling is logged "callback on RUNTIME|DRIVER NAME".
  */
@@ -134,6 +140,13 @@ static const struct {
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
      "cuMemcpyDtoHAsync_v2"},
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+    /* the virtual memory API (PyTorch's expandable segments) */
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMapArrayAsync,
+     "cuMemMapArrayAsync"},
     /* polling: a query returns at once, whether the work is done or not */
     {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
      "cudaStreamQuery"},
@@ -561,25 +574,32 @@ void cg_standin_kernel(uint64_t ns)
     cg_standin_graph_kernel(ns, 0);
 }
 
-/* A runtime API call of cbid: its correlation id, with the subscriber's callback called at its
- * entry and exit when it enabled cbid. */
-static uint32_t api_call(uint32_t cbid)
+/* An API call of cbid in domain (runtime or driver): its correlation id, with the subscriber's
+ * callback called at its entry and exit when it enabled cbid. */
+static uint32_t api_call_in(CUpti_CallbackDomain domain, uint32_t cbid)
 {
+    bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
     pthread_mutex_lock(&g_lock);
     uint32_t corr = g_next_corr++;
-    bool on = g_api_on[0][cbid] && g_subscriber_cb != NULL;
+    bool on = g_api_on[driver][cbid] && g_subscriber_cb != NULL;
     pthread_mutex_unlock(&g_lock);
     if (!on)
         return corr;
     CUpti_CallbackData d;
     memset(&d, 0, sizeof(d));
     d.callbackSite = CUPTI_API_ENTER;
-    d.functionName = api_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+    d.functionName = api_name(domain, cbid);
     d.correlationId = corr;
-    g_subscriber_cb(g_subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+    g_subscriber_cb(g_subscriber_data, domain, cbid, &d);
     d.callbackSite = CUPTI_API_EXIT;
-    g_subscriber_cb(g_subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &d);
+    g_subscriber_cb(g_subscriber_data, domain, cbid, &d);
     return corr;
+}
+
+/* A runtime API call of cbid (see api_call_in). */
+static uint32_t api_call(uint32_t cbid)
+{
+    return api_call_in(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
 }
 
 /* CG_STANDIN_POLLS polls of the stream or event of a synchronisation of type (before it): each a
@@ -660,8 +680,22 @@ void cg_standin_memory(int alloc, uint64_t bytes)
     r.memory.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
                                          : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
     r.memory.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    r.memory.correlationId = api_call(alloc ? CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020
-                                            : CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020);
+    const char *vmm = getenv("CG_STANDIN_VMM");
+    if (vmm != NULL && strcmp(vmm, "1") == 0) {
+        /* the virtual memory API: physical memory created and mapped, unmapped and released */
+        if (alloc) {
+            r.memory.correlationId = api_call_in(CUPTI_CB_DOMAIN_DRIVER_API,
+                                                 CUPTI_DRIVER_TRACE_CBID_cuMemCreate);
+            api_call_in(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap);
+        } else {
+            api_call_in(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap);
+            r.memory.correlationId = api_call_in(CUPTI_CB_DOMAIN_DRIVER_API,
+                                                 CUPTI_DRIVER_TRACE_CBID_cuMemRelease);
+        }
+    } else {
+        r.memory.correlationId = api_call(alloc ? CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020
+                                                : CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020);
+    }
     r.memory.bytes = bytes;
     r.memory.timestamp = now_ns();
     queue(&r);
