@@ -127,7 +127,10 @@ void cg_nvtx_write_counts(bool all);
  * push/pop range it has open inside its step that is timed as an op (a range of the measured window
  * whose name the op table holds); else CG_PLACE_AFTER and the last such range it popped since it
  * last began a step (pushed or started); else 0 (none). Start/end ranges belong to no thread and
- * place nothing. Lock-free: a thread-local read. */
+ * place nothing. A thread with no place of its own (PyTorch's autograd thread, which runs backward
+ * and opens no range) takes the place of the thread that began the latest step, as that thread
+ * last published it (at its every push and pop). Lock-free: a thread-local read, at most one
+ * atomic load. */
 #define CG_PLACE_IN 0x40000000u
 #define CG_PLACE_AFTER 0x80000000u
 #define CG_PLACE_OP 0x3fffffffu /* the op's index + 1 */

@@ -147,6 +147,10 @@ struct range_count {
 };
 
 static _Thread_local struct tstack t_stack;
+/* The stack of the thread that began the latest step (compared, never read through), and that
+ * thread's place, published by it at every push and pop (cg_nvtx_place's fallback). */
+static struct tstack *_Atomic g_step_stack;
+static _Atomic uint32_t g_step_place;
 
 static bool g_on;
 static const char *g_step_name;
@@ -657,6 +661,29 @@ static inline struct tstack *this_stack(void)
     return s;
 }
 
+/* The place of the thread whose stack is s (see cg_nvtx_place). */
+static uint32_t stack_place(const struct tstack *s)
+{
+    for (int i = s->depth - 1; i >= 0 && !(s->f[i].flags & FRAME_STEP); i--)
+        if (s->f[i].op >= 0)
+            return CG_PLACE_IN | ((uint32_t)s->f[i].op + 1);
+    return s->after != 0 ? CG_PLACE_AFTER | s->after : 0;
+}
+
+/* After s changed: its place published when it is the thread that began the latest step. */
+static inline void publish_place(const struct tstack *s)
+{
+    if (atomic_load_explicit(&g_step_stack, memory_order_relaxed) == s)
+        atomic_store_explicit(&g_step_place, stack_place(s), memory_order_relaxed);
+}
+
+/* The thread of stack s began a step: from now on its place is the fallback. */
+static void step_thread(struct tstack *s)
+{
+    s->after = 0;
+    atomic_store_explicit(&g_step_stack, s, memory_order_relaxed);
+}
+
 static int push(const struct cg_domain *d, const char *name, int64_t tokens)
 {
     struct tstack *s = this_stack();
@@ -666,8 +693,10 @@ static int push(const struct cg_domain *d, const char *name, int64_t tokens)
     }
     begin_range(&s->f[s->depth], d, name, tokens);
     if (s->f[s->depth].flags & FRAME_STEP)
-        s->after = 0;
-    return s->depth++;
+        step_thread(s);
+    int depth = s->depth++;
+    publish_place(s);
+    return depth;
 }
 
 static int pop(const struct cg_domain *d)
@@ -687,6 +716,7 @@ static int pop(const struct cg_domain *d)
         end_range(&f);
         if (f.op >= 0)
             s->after = (uint32_t)f.op + 1;
+        publish_place(s);
         return i;
     }
     return -1; /* unbalanced pop: nothing to end */
@@ -695,10 +725,10 @@ static int pop(const struct cg_domain *d)
 uint32_t cg_nvtx_place(void)
 {
     const struct tstack *s = this_stack();
-    for (int i = s->depth - 1; i >= 0 && !(s->f[i].flags & FRAME_STEP); i--)
-        if (s->f[i].op >= 0)
-            return CG_PLACE_IN | ((uint32_t)s->f[i].op + 1);
-    return s->after != 0 ? CG_PLACE_AFTER | s->after : 0;
+    uint32_t place = stack_place(s);
+    if (place != 0 || atomic_load_explicit(&g_step_stack, memory_order_relaxed) == s)
+        return place;
+    return atomic_load_explicit(&g_step_place, memory_order_relaxed);
 }
 
 const char *cg_nvtx_place_name(uint32_t place)
@@ -749,8 +779,11 @@ static nvtxRangeId_t start(const struct cg_domain *d, const char *name, int64_t 
 {
     struct frame f;
     begin_range(&f, d, name, tokens);
-    if (f.flags & FRAME_STEP)
-        this_stack()->after = 0; /* the thread began a step (cg_nvtx_place) */
+    if (f.flags & FRAME_STEP) { /* the thread began a step (cg_nvtx_place) */
+        struct tstack *s = this_stack();
+        step_thread(s);
+        publish_place(s);
+    }
     nvtxRangeId_t id = 0;
     pthread_mutex_lock(&g_se_lock);
     for (uint32_t n = 0; n < CG_SE_SLOTS; n++) {

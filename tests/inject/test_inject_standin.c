@@ -640,6 +640,15 @@ static void test_inject_standin__calls_placed_in_their_nvtx_ranges(void **state)
     calls_placed(*state, NULL);
 }
 
+/* PyTorch runs backward on its autograd thread, which opens no NVTX range: a call made on a thread
+ * with no place of its own is placed where the thread that began the current step is (its
+ * innermost range, or after its last), so the places are those of calls made on that thread. */
+static void test_inject_standin__calls_of_a_thread_without_ranges_placed_at_the_step_thread(
+    void **state)
+{
+    calls_placed(*state, "CG_STANDIN_CALL_THREAD=other");
+}
+
 /* Device memory of the virtual memory API (PyTorch's expandable segments: cuMemCreate and
  * cuMemMap, cuMemUnmap and cuMemRelease) is placed as cudaMalloc's and cudaFree's is; mapping a
  * sparse array's pages (cuMemMapArrayAsync) allocates nothing. */
@@ -872,6 +881,8 @@ int main(void)
         cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
         cmocka_unit_test(test_inject_standin__calls_placed_in_their_nvtx_ranges),
         cmocka_unit_test(test_inject_standin__virtual_memory_calls_placed),
+        cmocka_unit_test(
+            test_inject_standin__calls_of_a_thread_without_ranges_placed_at_the_step_thread),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),
         cmocka_unit_test(test_inject_standin__communication_kernels_named_by_the_user),
     };

@@ -39,6 +39,8 @@
  *                          correlation id of cuMemCreate, which cuMemMap follows; a release's
  *                          that of cuMemRelease, after cuMemUnmap (which of them a real CUPTI's
  *                          MEMORY2 record carries, if any, only a GPU can show)
+ *   CG_STANDIN_CALL_THREAD=other  the API calls' callbacks run on a thread of the stand-in's
+ *                          own, started for each (a thread with no NVTX range of its own)
  *   CG_STANDIN_POLLS=N     every stream or event synchronisation is preceded by N polls of its
  *                          stream or event (cudaStreamQuery, cudaEventQuery), each with a
  *                          SYNCHRONIZATION record of the synchronisation's type, the last one
@@ -574,6 +576,36 @@ void cg_standin_kernel(uint64_t ns)
     cg_standin_graph_kernel(ns, 0);
 }
 
+/* An API callback's call, for a thread of the stand-in's own. */
+struct callback_call {
+    CUpti_CallbackDomain domain;
+    uint32_t cbid;
+    const CUpti_CallbackData *data;
+};
+
+static void *callback_thread(void *arg)
+{
+    const struct callback_call *c = arg;
+    g_subscriber_cb(g_subscriber_data, c->domain, c->cbid, c->data);
+    return NULL;
+}
+
+/* The subscriber's callback for cbid of domain: on the calling thread, or with
+ * CG_STANDIN_CALL_THREAD=other on a thread started for it (joined before this returns), as the API
+ * calls a program's other threads make (PyTorch's autograd thread runs backward's). */
+static void callback(CUpti_CallbackDomain domain, uint32_t cbid, const CUpti_CallbackData *d)
+{
+    const char *where = getenv("CG_STANDIN_CALL_THREAD");
+    pthread_t t;
+    struct callback_call c = {domain, cbid, d};
+    if (where != NULL && strcmp(where, "other") == 0 &&
+        pthread_create(&t, NULL, callback_thread, &c) == 0) {
+        pthread_join(t, NULL);
+        return;
+    }
+    g_subscriber_cb(g_subscriber_data, domain, cbid, d);
+}
+
 /* An API call of cbid in domain (runtime or driver): its correlation id, with the subscriber's
  * callback called at its entry and exit when it enabled cbid. */
 static uint32_t api_call_in(CUpti_CallbackDomain domain, uint32_t cbid)
@@ -590,9 +622,9 @@ static uint32_t api_call_in(CUpti_CallbackDomain domain, uint32_t cbid)
     d.callbackSite = CUPTI_API_ENTER;
     d.functionName = api_name(domain, cbid);
     d.correlationId = corr;
-    g_subscriber_cb(g_subscriber_data, domain, cbid, &d);
+    callback(domain, cbid, &d);
     d.callbackSite = CUPTI_API_EXIT;
-    g_subscriber_cb(g_subscriber_data, domain, cbid, &d);
+    callback(domain, cbid, &d);
     return corr;
 }
 
