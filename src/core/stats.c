@@ -470,6 +470,27 @@ double cg_stats_choose(size_t n, size_t k)
     return c;
 }
 
+/* log C(n, k) */
+static double log_choose(size_t n, size_t k)
+{
+    return lgamma((double)n + 1.0) - lgamma((double)k + 1.0) - lgamma((double)(n - k) + 1.0);
+}
+
+double cg_stats_fisher_greater(size_t a, size_t m, size_t b, size_t n)
+{
+    if (a > m || b > n)
+        return NAN;
+    size_t marked = a + b, hi = marked < n ? marked : n;
+    double denom = log_choose(m + n, marked), p = 0.0;
+    /* the current side holds x of the marked items, x >= b; the baseline side marked - x <= m */
+    for (size_t x = b; x <= hi; x++) {
+        if (marked - x > m)
+            continue;
+        p += exp(log_choose(n, x) + log_choose(m, marked - x) - denom);
+    }
+    return p > 1.0 ? 1.0 : p;
+}
+
 int cg_stats_splits_init(struct cg_splits *s, size_t *idx, size_t n, size_t nb, size_t limit,
                          uint64_t seed)
 {

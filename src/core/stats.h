@@ -184,6 +184,11 @@ int cg_stats_cmp_double(const void *a, const void *b);
 /* C(n, k) as a double. */
 double cg_stats_choose(size_t n, size_t k);
 
+/* Fisher's exact test, one-sided: with a of m baseline items and b of n current items marked,
+ * the probability under the hypergeometric distribution (the marked total a + b fixed) that the
+ * current side holds b or more of them. 1 when nothing is marked; NAN for a > m or b > n. */
+double cg_stats_fisher_greater(size_t a, size_t m, size_t b, size_t n);
+
 /* Splits a permutation test draws when there are more in all; with at most this many, every
  * split is taken. */
 #define CG_STATS_SPLITS 2000

@@ -234,6 +234,26 @@ static int apply_anatomy(struct loader *l, const cJSON *obj, struct cg_threshold
     return 0;
 }
 
+/* "slow_state": null (reported, not gated) or {"max_increase_points": N, "alpha": A}, which
+ * replaces the parent's whole. */
+static int apply_slow_state(struct loader *l, const cJSON *item, struct cg_thresholds *t)
+{
+    static const struct fdesc keys[] = {
+        {"max_increase_points", F_NUM, 0, 100,
+         offsetof(struct cg_state_limit, max_increase_points)},
+        {"alpha", F_NUM, 1e-9, 0.5, offsetof(struct cg_state_limit, alpha)},
+    };
+    struct cg_state_limit lim = {!cJSON_IsNull(item), 20.0, 0.05};
+    if (lim.gated) {
+        int rc = apply_table(l, item, "slow_state", keys, N_OF(keys), (char *)&lim, false);
+        if (rc != 0)
+            return rc;
+    }
+    if (t != NULL)
+        t->slow_state = lim;
+    return 0;
+}
+
 /* Checks (t == NULL) or applies (t != NULL) one file's settings. */
 static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds *t)
 {
@@ -278,6 +298,8 @@ static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds 
             rc = apply_counts(l, item, t);
         } else if (strcmp(k, "anatomy") == 0) {
             rc = apply_anatomy(l, item, t);
+        } else if (strcmp(k, "slow_state") == 0) {
+            rc = apply_slow_state(l, item, t);
         } else if (strcmp(k, "environment_mismatch") == 0) {
             if (!cJSON_IsString(item) || (strcmp(item->valuestring, "inconclusive") != 0 &&
                                           strcmp(item->valuestring, "gate") != 0))

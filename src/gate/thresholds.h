@@ -53,6 +53,16 @@ struct cg_anatomy_limit {
     int64_t min_runs;
 };
 
+/* How much the share of runs in the slow process states (outside the pooled fast state, floor.h)
+ * may rise: by more than max_increase_points (percentage points of the runs), significantly at
+ * alpha (Fisher's exact test, one-sided), is a FAIL. Not gated ("slow_state": null, the default):
+ * a significant rise is reported at the floor's alpha and never decides. */
+struct cg_state_limit {
+    bool gated;
+    double max_increase_points;
+    double alpha;
+};
+
 #define CG_MAX_RANGE_LIMITS 32
 #define CG_RANGE_LIMIT_NAME_MAX 256
 
@@ -78,6 +88,7 @@ struct cg_thresholds {
     struct cg_range_limit range_names[CG_MAX_RANGE_LIMITS]; /* range_calls, per name */
     size_t n_range_names;
     struct cg_anatomy_limit anatomy[CG_ANAT_GATES];
+    struct cg_state_limit slow_state; /* "slow_state" (floor.h's process states) */
     unsigned gate_only; /* CG_GATE_* bits of the groups that decide (--only); 0: every group.
                          * Not read from a file: the commands set it from their options. */
 };

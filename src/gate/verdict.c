@@ -99,14 +99,24 @@ done:
     return rc;
 }
 
-/* The floor over runs: the fast runs of each side, tested with the null distribution of the
- * whole select-then-compare procedure (cg_floor_compare). vb and vc are left as they are. */
+/* The floor over runs: the runs of the pooled fast state, tested with the null distribution of
+ * the whole classify-then-compare procedure (cg_floor_compare); the share of slow runs goes to
+ * states. vb and vc are left as they are. */
 static int compare_floors(const double *vb, size_t nb, const double *vc, size_t nc, double alpha,
-                          struct cg_metric_result *r, double *p_better)
+                          struct cg_metric_result *r, double *p_better, struct cg_states *states)
 {
     struct cg_floor_test f;
     if (cg_floor_compare(vb, nb, vc, nc, alpha, &f) != 0)
         return -1;
+    r->baseline = f.side_floor[0];
+    r->current = f.side_floor[1];
+    r->own_states = f.own_states;
+    states->tested = true;
+    states->slow[0] = f.slow[0];
+    states->slow[1] = f.slow[1];
+    states->runs[0] = nb;
+    states->runs[1] = nc;
+    states->p_value = f.share_p;
     r->delta_pct = (exp(f.shift.estimate) - 1.0) * 100.0;
     r->ci_low_pct = isfinite(f.shift.low) ? (exp(f.shift.low) - 1.0) * 100.0 : -INFINITY;
     r->ci_high_pct = isfinite(f.shift.high) ? (exp(f.shift.high) - 1.0) * 100.0 : INFINITY;
@@ -231,7 +241,7 @@ static void weak_baseline_rule(const struct cg_verdict *v, bool enough,
              (long long)v->baseline_runs_needed);
 }
 
-static int timing_metric(const struct cg_verdict *v, enum cg_metric m, double *vb, double *vc,
+static int timing_metric(struct cg_verdict *v, enum cg_metric m, double *vb, double *vc,
                          struct cg_metric_result *r)
 {
     const struct cg_artifact *base = v->baseline, *cur = v->current;
@@ -245,15 +255,16 @@ static int timing_metric(const struct cg_verdict *v, enum cg_metric m, double *v
     bool floor = m == CG_M_STEP_TIME_FLOOR && nb >= CG_FLOOR_MIN_FAST_RUNS &&
                  nc >= CG_FLOOR_MIN_FAST_RUNS;
     bool runs = floor || (m != CG_M_STEP_TIME_FLOOR && nb >= 2 && nc >= 2);
-    int rc = floor ? compare_floors(vb, nb, vc, nc, lim->alpha, r, &p_better)
+    int rc = floor ? compare_floors(vb, nb, vc, nc, lim->alpha, r, &p_better, &v->states)
              : runs  ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
                      : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
     if (rc != 0)
         return CG_ENOMEM;
-    size_t kb = floor ? cg_floor_fast_runs(vb, nb) : nb,
-           kc = floor ? cg_floor_fast_runs(vc, nc) : nc;
-    r->baseline = cg_stats_quantile(vb, kb, 0.5);
-    r->current = cg_stats_quantile(vc, kc, 0.5);
+    size_t kb = floor ? r->fast_runs[0] : nb, kc = floor ? r->fast_runs[1] : nc;
+    if (!floor && (runs || m != CG_M_STEP_TIME_FLOOR)) {
+        r->baseline = cg_stats_quantile(vb, nb, 0.5);
+        r->current = cg_stats_quantile(vc, nc, 0.5);
+    }
     r->regression_pct = worse_up ? r->delta_pct : -r->delta_pct;
     if (nb < CG_TIMING_MIN_RUNS || nc < CG_TIMING_MIN_RUNS) {
         /* shown, never judged: whatever the change, and whatever min_runs says */
@@ -264,7 +275,7 @@ static int timing_metric(const struct cg_verdict *v, enum cg_metric m, double *v
         return 0;
     }
     bool enough = (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs;
-    if (floor && (kb < CG_FLOOR_MIN_FAST_RUNS || kc < CG_FLOOR_MIN_FAST_RUNS)) {
+    if (floor &&  (kb < CG_FLOOR_MIN_FAST_RUNS || kc < CG_FLOOR_MIN_FAST_RUNS)) {
         /* Too few fast runs to say anything, either way: a PASS would be as weak as a FAIL. */
         r->outcome = CG_OUT_INCONCLUSIVE;
         r->wants_runs = kb >= CG_FLOOR_MIN_FAST_RUNS;
@@ -376,6 +387,29 @@ static void vanished_result(const struct cg_verdict *v, const double *vb,
              missing, c->n_runs);
 }
 
+/* The slow states' share (cg_states) once the floor was compared over runs: its rise, the
+ * finding at the gate's alpha (else the floor's), and the outcome when gated. */
+static void states_decide(struct cg_verdict *v)
+{
+    struct cg_states *s = &v->states;
+    const struct cg_state_limit *lim = &v->thresholds->slow_state;
+    s->outcome = CG_OUT_UNAVAILABLE;
+    if (!s->tested)
+        return;
+    s->own_states = v->metrics[CG_M_STEP_TIME_FLOOR].own_states;
+    s->rise_points = 100.0 * ((double)s->slow[1] / (double)s->runs[1] -
+                              (double)s->slow[0] / (double)s->runs[0]);
+    s->alpha = lim->gated ? lim->alpha : v->thresholds->metric[CG_M_STEP_TIME_FLOOR].alpha;
+    s->finding = !s->own_states && s->rise_points > 0.0 && s->p_value <= s->alpha;
+    if (!lim->gated || s->own_states) {
+        s->outcome = CG_OUT_NOT_GATED;
+        return;
+    }
+    struct cg_evidence e = {s->rise_points, s->p_value, NAN, true};
+    struct cg_metric_limits ml = {lim->max_increase_points, NAN, lim->alpha, 0};
+    s->outcome = cg_rung_outcome(cg_verdict_classify(&e, &ml));
+}
+
 static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
 {
     const struct cg_artifact *b = v->baseline, *c = v->current;
@@ -423,6 +457,7 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
             goto done;
         }
     }
+    states_decide(v);
 done:
     free(vb);
     free(vc);
@@ -688,6 +723,8 @@ void cg_verdict_overall(struct cg_verdict *v)
         any_fail |= v->anatomy.parts[i].outcome == CG_OUT_FAIL;
         any_inconclusive |= v->anatomy.parts[i].outcome == CG_OUT_INCONCLUSIVE;
     }
+    any_fail |= v->states.outcome == CG_OUT_FAIL;
+    any_inconclusive |= v->states.outcome == CG_OUT_INCONCLUSIVE;
     v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
 }
 
@@ -718,6 +755,8 @@ static void only_rule(struct cg_verdict *v)
     for (size_t i = 0; i < v->counts.n && !(only & CG_GATE_COUNTS); i++)
         if (v->counts.rows[i].outcome != CG_OUT_UNAVAILABLE)
             v->counts.rows[i].outcome = CG_OUT_NOT_GATED;
+    if (!(only & CG_GATE_TIMING) && v->states.outcome != CG_OUT_UNAVAILABLE)
+        v->states.outcome = CG_OUT_NOT_GATED;
     for (size_t i = 0; i < v->anatomy.n && !(only & CG_GATE_ANATOMY); i++)
         if (v->anatomy.parts[i].outcome != CG_OUT_UNAVAILABLE)
             v->anatomy.parts[i].outcome = CG_OUT_NOT_GATED;
@@ -758,6 +797,11 @@ void cg_verdict_decide(struct cg_verdict *v)
             p->other_machine = true;
             v->downgraded = true;
         }
+    }
+    if (v->states.outcome == CG_OUT_FAIL && mismatch) {
+        v->states.outcome = CG_OUT_INCONCLUSIVE;
+        v->states.other_machine = true;
+        v->downgraded = true;
     }
     cg_verdict_overall(v);
 }

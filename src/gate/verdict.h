@@ -60,7 +60,9 @@ struct cg_metric_result {
     enum cg_method method;
     char note[160];     /* why an outcome is what it is, "" when plain */
     size_t fast_runs[2]; /* the floor compared over runs: the baseline's and current side's runs
-                          * in the runner's fast state; 0 and 0 otherwise */
+                          * in the pooled fast state (floor.h); 0 and 0 otherwise */
+    bool own_states;     /* the floor compared over runs: a side had no run in the pooled fast
+                          * state, so each side's own fast state was compared */
     bool wants_runs;    /* INCONCLUSIVE for a reason more current runs can settle: not
                          * significant, too few current runs or fast runs (the baseline has
                          * enough) */
@@ -82,6 +84,25 @@ struct cg_metric_result {
 /* The note of a timing metric with fewer than CG_TIMING_MIN_RUNS runs on a side. */
 #define CG_TIMING_FEW_RUNS_NOTE                                                                    \
     "timing needs 3 runs a side: one process cannot show how much processes differ"
+
+/* Process states (floor.h): the share of each side's runs outside the pooled fast state, the
+ * current side's against the baseline's, one-sided (Fisher's exact test). A change that makes a
+ * slow state likelier (a bad algorithm choice in some processes) leaves the fast state's floor
+ * where it was; this is where it shows. Gated only when the thresholds give "slow_state". */
+struct cg_states {
+    bool tested;             /* the floor was compared over runs (3 or more a side) */
+    bool own_states;         /* a side had too few runs in the pooled fast state (every run of
+                              * it slower, say): the floor compared each side's own fast state,
+                              * and the shares are not read as states */
+    size_t slow[2], runs[2]; /* the baseline's and the current side's runs in slow states, of */
+    double rise_points;      /* the current share minus the baseline's, percentage points */
+    double p_value;          /* H1: the current side's share is higher */
+    double alpha;            /* the gate's ("slow_state"), else the floor's */
+    bool finding;            /* rise_points > 0 and p_value <= alpha: reported, gated or not */
+    enum cg_outcome outcome; /* NOT_GATED, or PASS / FAIL / INCONCLUSIVE when gated; UNAVAILABLE
+                              * when not tested */
+    bool other_machine;      /* a FAIL made INCONCLUSIVE because the machines differ */
+};
 
 /* The rungs of the decision ladder of a timing metric (cg_verdict_classify), each with its
  * outcome (cg_rung_outcome). */
@@ -154,6 +175,7 @@ struct cg_verdict {
     struct cg_anatomy anatomy;     /* where the step's time goes; GPU idle and exposed
                                     * communication shares gated like timing metrics (anatomy.h) */
     struct cg_diagnosis diagnosis; /* why it is slow or hungry: never decides */
+    struct cg_states states;   /* the slow process states' share, both sides */
     struct cg_pattern pattern; /* a slowdown locked to the step phase: the floor rule lets a FAIL
                                 * stand when it accounts for it (pattern.h) */
     const struct cg_artifact *baseline;

@@ -32,6 +32,13 @@ void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n);
  * canary-gate); tokens: --tokens-per-step 256"): fixed words and numbers only. */
 void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
 
+/* The process states' line of every report (numbers and fixed words: no escaping needed), ""
+ * when the floor was not compared over runs: the runs of each side in slow states, the share
+ * test's p, and what it means ("a change that makes slow processes likelier" when it is a
+ * finding), or why the shares are not read as states; "" too when every run is in the pooled
+ * fast state and the share is not gated. */
+void cg_report_states_text(const struct cg_verdict *v, char *dst, size_t n);
+
 /* A commit as the reports show it: a full 40-digit hash cut to its first 12 digits, anything
  * else as it is (cut to n bytes); escape it for the output. */
 void cg_report_short_commit(const char *commit, char *dst, size_t n);

@@ -284,3 +284,41 @@ void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
                  cg_metric_label(r->metric), d, r->note[0] ? r->note : "not confirmed", more);
     }
 }
+
+void cg_report_states_text(const struct cg_verdict *v, char *dst, size_t n)
+{
+    const struct cg_states *s = &v->states;
+    const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
+    if (n > 0)
+        dst[0] = '\0';
+    if (!s->tested ||
+        (!s->own_states && s->slow[0] == 0 && s->slow[1] == 0 && s->outcome == CG_OUT_NOT_GATED))
+        return; /* nothing to say: every run in the fast state, not gated */
+    if (s->own_states) {
+        bool cur_short = f->fast_runs[1] < f->fast_runs[0] ||
+                         s->runs[1] - s->slow[1] < CG_FLOOR_MIN_FAST_RUNS;
+        snprintf(dst, n,
+                 "process states: %zu of %zu %s runs in the pooled fast state (need %d), so the "
+                 "floor compared each side's own fastest runs; %zu of %zu current and %zu of %zu "
+                 "baseline runs slower than it",
+                 cur_short ? s->runs[1] - s->slow[1] : s->runs[0] - s->slow[0],
+                 cur_short ? s->runs[1] : s->runs[0], cur_short ? "current" : "baseline",
+                 CG_FLOOR_MIN_FAST_RUNS, s->slow[1], s->runs[1], s->slow[0], s->runs[0]);
+        return;
+    }
+    const char *gate = s->outcome == CG_OUT_NOT_GATED ? "reported, not gated"
+                       : s->outcome == CG_OUT_FAIL    ? "FAIL"
+                       : s->outcome == CG_OUT_INCONCLUSIVE ? "inconclusive"
+                                                           : "pass";
+    if (s->finding)
+        snprintf(dst, n,
+                 "process states: %zu of %zu current runs in a slow state against %zu of %zu "
+                 "baseline runs (%+.0f points, p = %.2g): a change that makes slow processes "
+                 "likelier, which the floor of the fast state does not show (%s)",
+                 s->slow[1], s->runs[1], s->slow[0], s->runs[0], s->rise_points, s->p_value, gate);
+    else
+        snprintf(dst, n,
+                 "process states: %zu of %zu current and %zu of %zu baseline runs in a slow state "
+                 "(p = %.2g; %s)",
+                 s->slow[1], s->runs[1], s->slow[0], s->runs[0], s->p_value, gate);
+}

@@ -106,6 +106,29 @@ static cJSON *diagnosis(const struct cg_diagnosis *d)
     return arr;
 }
 
+/* The slow process states' share (verdict.h, cg_states); null when the floor was not compared
+ * over runs. */
+static cJSON *process_states(const struct cg_verdict *v)
+{
+    const struct cg_states *s = &v->states;
+    if (!s->tested)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON *slow = cJSON_AddObjectToObject(o, "slow_runs");
+    cJSON_AddNumberToObject(slow, "baseline", (double)s->slow[0]);
+    cJSON_AddNumberToObject(slow, "current", (double)s->slow[1]);
+    cJSON *runs = cJSON_AddObjectToObject(o, "runs");
+    cJSON_AddNumberToObject(runs, "baseline", (double)s->runs[0]);
+    cJSON_AddNumberToObject(runs, "current", (double)s->runs[1]);
+    cJSON_AddItemToObject(o, "rise_points", num(s->rise_points));
+    cJSON_AddItemToObject(o, "p_value", num(s->p_value));
+    cJSON_AddItemToObject(o, "alpha", num(s->alpha));
+    cJSON_AddBoolToObject(o, "finding", s->finding);
+    cJSON_AddBoolToObject(o, "own_states", s->own_states);
+    cJSON_AddStringToObject(o, "outcome", cg_outcome_name(s->outcome));
+    return o;
+}
+
 /* The phase-locked slowdown test (pattern.h); null when it was not made. */
 static cJSON *step_pattern(const struct cg_pattern *p)
 {
@@ -260,6 +283,7 @@ char *cg_report_json(const struct cg_verdict *v)
         }
         cJSON_AddItemToArray(metrics, o);
     }
+    cJSON_AddItemToObject(root, "process_states", process_states(v));
     cJSON *ops = cJSON_AddArrayToObject(root, "ops");
     for (size_t i = 0; i < v->n_ops; i++) {
         const struct cg_op_delta *d = &v->ops[i];

@@ -233,9 +233,14 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
         rc |= cg_buf_printf(b, "**Confirmation:** %s.\n", confirm);
     const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
     if (f->method == CG_METHOD_FAST_RUNS)
-        rc |= cg_buf_printf(b, "**Step time floor** over the runs in the runner's fast state: "
+        rc |= cg_buf_printf(b, "**Step time floor** over the runs in the %s fast state: "
                                "%zu of %zu baseline runs, %zu of %zu current runs.\n",
-                            f->fast_runs[0], base->n_runs, f->fast_runs[1], cur->n_runs);
+                            f->own_states ? "sides' own" : "pooled", f->fast_runs[0],
+                            base->n_runs, f->fast_runs[1], cur->n_runs);
+    char states[400];
+    cg_report_states_text(v, states, sizeof(states));
+    if (states[0]) /* numbers and fixed words */
+        rc |= cg_buf_printf(b, "**Process states:** %s.\n", states + strlen("process states: "));
     if (v->metrics[CG_M_STEP_TIME_MEAN].method == CG_METHOD_PAIRED)
         rc |= cg_buf_adds(b, "**Paired:** base and head ran turn about (A B B A ...); timing "
                              "compares run k of each side with a one-sided Wilcoxon signed-rank "

@@ -143,10 +143,14 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     }
     const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
     if (f->method == CG_METHOD_FAST_RUNS)
-        rc |= cg_buf_printf(out, "note: step_time_floor over the runs in the runner's fast state: "
+        rc |= cg_buf_printf(out, "note: step_time_floor over the runs in the %s fast state: "
                                  "%zu of %zu baseline, %zu of %zu current\n",
-                            f->fast_runs[0], v->baseline->n_runs, f->fast_runs[1],
-                            v->current->n_runs);
+                            f->own_states ? "sides' own" : "pooled", f->fast_runs[0],
+                            v->baseline->n_runs, f->fast_runs[1], v->current->n_runs);
+    char states[400];
+    cg_report_states_text(v, states, sizeof(states));
+    if (states[0])
+        rc |= cg_buf_printf(out, "note: %s\n", states);
     if (v->machine_diff != NULL)
         rc |= cg_buf_printf(out, "warning: different machine (%s differs)%s\n", v->machine_diff,
                             v->downgraded ? ": a regression is reported as inconclusive" : "");

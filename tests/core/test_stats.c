@@ -620,6 +620,29 @@ static void test_stats__splits_every_or_drawn(void **state)
     assert_int_equal(cg_stats_splits_init(&s, idx, 3, 4, 100, 7), -1); /* nb > n */
 }
 
+/* Fisher's exact test, one-sided (the current side's share higher), against the hypergeometric
+ * tail summed in exact rationals (Python's fractions.Fraction and math.comb: for x from b up,
+ * C(n, x) C(m, a + b - x) / C(m + n, a + b)). */
+static void test_stats__fisher_exact_greater(void **state)
+{
+    (void)state;
+    const struct {
+        size_t a, m, b, n;
+        double p;
+    } cases[] = {
+        {2, 15, 9, 15, 0.01046976511744128},  {0, 15, 15, 15, 6.44672503789385e-09},
+        {3, 15, 3, 15, 0.6743295019157088},   {5, 75, 8, 15, 7.140996840081122e-05},
+        {7, 7, 0, 3, 1.0},                    {0, 3, 3, 3, 0.05},
+        {10, 30, 20, 30, 0.009691594130894984},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        double p = cg_stats_fisher_greater(cases[i].a, cases[i].m, cases[i].b, cases[i].n);
+        if (fabs(p - cases[i].p) > 1e-9 * fmax(cases[i].p, 1e-300) + 1e-15)
+            fail_msg("case %zu: %.17g, want %.17g", i, p, cases[i].p);
+    }
+    assert_true(isnan(cg_stats_fisher_greater(4, 3, 0, 3)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -641,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_stats__block_bootstrap_detects_scaled_series),
         cmocka_unit_test(test_stats__block_bootstrap_rate_uses_weights),
         cmocka_unit_test(test_stats__splits_every_or_drawn),
+        cmocka_unit_test(test_stats__fisher_exact_greater),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

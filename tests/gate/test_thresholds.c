@@ -115,6 +115,10 @@ static void test_thresholds__errors_name_file_and_key(void **state)
         {"{\"counts\": {\"range_names\": []}}", "counts.range_names: must be an object"},
         {"{\"counts\": {\"range_names\": {\"\": {}}}}", "a range name must have 1 to 255"},
         {"{\"counts\": 3}", "counts: must be an object"},
+        {"{\"slow_state\": {\"max_increase_points\": 101}}",
+         "slow_state.max_increase_points: must be from 0"},
+        {"{\"slow_state\": {\"alpha\": 0.05, \"gate\": true}}", "slow_state.gate: unknown key"},
+        {"{\"slow_state\": 20}", "slow_state: must be an object"},
     };
     const char *path = "/tmp/cg-thr-bad.json";
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -165,6 +169,26 @@ static void test_thresholds__counts_extend_and_override(void **state)
     unlink("/tmp/cg-thr-counts.json");
 }
 
+/* "slow_state": not gated by default; an object gates it, null turns it off again. */
+static void test_thresholds__slow_state_is_reported_unless_gated(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    assert_false(t.slow_state.gated);
+    const char *path = "/tmp/cg-thr-slow.json";
+    write_file(path, "{\"slow_state\": {\"max_increase_points\": 25, \"alpha\": 0.01}}");
+    assert_int_equal(cg_thresholds_load(path, &t, &err), 0);
+    assert_true(t.slow_state.gated);
+    assert_float_equal(t.slow_state.max_increase_points, 25.0, 0);
+    assert_float_equal(t.slow_state.alpha, 0.01, 0);
+    write_file(path, "{\"slow_state\": null}");
+    assert_int_equal(cg_thresholds_load(path, &t, &err), 0);
+    assert_false(t.slow_state.gated);
+    unlink(path);
+}
+
 static void test_thresholds__cycle_is_an_error(void **state)
 {
     (void)state;
@@ -186,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_thresholds__file_extends_file_beside_it),
         cmocka_unit_test(test_thresholds__errors_name_file_and_key),
         cmocka_unit_test(test_thresholds__cycle_is_an_error),
+        cmocka_unit_test(test_thresholds__slow_state_is_reported_unless_gated),
         cmocka_unit_test(test_thresholds__counts_extend_and_override),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
