@@ -1046,14 +1046,14 @@ def cmd_detection(a):
     a false alarm, anything but a FAIL on the slowdown a miss; the seconds each took."""
     def one(path, rc):
         v = load_json(path, "JSON verdict")
-        return v.get("verdict"), rc, metric_summary(v, TIMING), v.get("sequential") or {}
+        seq = v.get("sequential") or {}
+        runs = (v.get("current") or {}).get("runs")
+        return (v.get("verdict"), rc, metric_summary(v, TIMING),
+                ", %s runs, %s look(s)" % ("?" if runs is None else runs, seq.get("looks", "?")))
     aa, slow = one(a.aa, a.aa_rc), one(a.slow, a.slow_rc)
-
-    def seq(s):
-        return "" if not s else ", %s runs" % s.get("runs", s.get("current_runs", "?"))
     figure = "A/A %s (%s%s, %.0f s): %s | slowdown %s (%s%s, %.0f s): %s" % (
-        aa[0], describe_rc(aa[1]), seq(aa[3]), a.aa_s, aa[2], slow[0], describe_rc(slow[1]),
-        seq(slow[3]), a.slow_s, slow[2])
+        aa[0], describe_rc(aa[1]), aa[3], a.aa_s, aa[2], slow[0], describe_rc(slow[1]),
+        slow[3], a.slow_s, slow[2])
     problems = []
     if aa[0] == "fail" or aa[1] == 1:
         problems.append("false alarm on the A/A")

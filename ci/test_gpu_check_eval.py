@@ -548,8 +548,8 @@ def main():
     slowv = verdict("det-slow", "fail", {"step_time_mean": (10.2, 0.001, "fail")})
     case("detection: no false alarm, detected",
          ["detection", "--aa", aa, "--aa-rc", 0, "--aa-s", 80, "--slow", slowv, "--slow-rc", 1,
-          "--slow-s", 85], "PASS", "A/A inconclusive (exit 0, 80 s)",
-         "slowdown fail (exit 1, 85 s): step_time_mean +10.2%")
+          "--slow-s", 85], "PASS", "A/A inconclusive (exit 0, ? runs, ? look(s), 80 s)",
+         "slowdown fail (exit 1, ? runs, ? look(s), 85 s): step_time_mean +10.2%")
     case("detection: a false alarm",
          ["detection", "--aa", slowv, "--aa-rc", 1, "--aa-s", 80, "--slow", slowv, "--slow-rc", 1,
           "--slow-s", 85], "FAIL", "false alarm on the A/A")
