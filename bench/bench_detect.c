@@ -30,6 +30,7 @@
  * runs both sides, so its canary time counts both.
  */
 #include "bench.h"
+#include "detect_model.h"
 #include "detect_pool.h"
 
 #include "artifact.h"
@@ -67,6 +68,7 @@ struct opts {
     double levels[MAX_POOLS]; /* the regressions the --extra-work values stand for, percent */
     size_t max_rounds;
     bool quick;
+    const char *model; /* --model SHARE:LO:HI: pools drawn from detect_model.h, not measured */
 };
 
 struct rule {
@@ -525,6 +527,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->save = argv[++i];
         } else if (v != NULL && strcmp(a, "--load") == 0) {
             o->load = argv[++i];
+        } else if (v != NULL && strcmp(a, "--model") == 0) {
+            o->model = argv[++i];
         } else if (v != NULL && strcmp(a, "--aa") == 0) {
             o->aa = strtoul(argv[++i], NULL, 10);
         } else if (v != NULL && strcmp(a, "--skip-rounds") == 0) {
@@ -554,7 +558,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                     "                    [--levels PCT,...] [--thresholds SPEC] [--save DIR]\n"
                     "                    [--load DIR] [--max-rounds N] [--baseline-runs N]\n"
                     "                    [--confirm-runs N] [--skip-rounds N] [--baseline-age "
-                    "ROUNDS]\n");
+                    "ROUNDS]\n"
+                    "                    [--model SHARE:LO:HI]\n");
             return -1;
         }
     }
@@ -590,9 +595,17 @@ static void print_header(int argc, char **argv, const struct cg_thresholds *t, c
         printf(" %s", argv[i]);
     printf("\n* machine: %s, %ld online CPUs; load average (1 min) at start %.2f\n", cpu,
            sysconf(_SC_NPROCESSORS_ONLN), load0);
-    printf("* canary: %s --preset tiny --steps %lld (%lld measured after %lld warm-up), one "
-           "'canary-gate run --runs 1' per run\n",
-           TRAIN, (long long)(t->steps + t->warmup), (long long)t->steps, (long long)t->warmup);
+    if (o->model != NULL)
+        printf("* runs drawn from a model, not measured (--model %s): %lld steps a run, each at "
+               "20 ms x (1 + the level) x its process's level (lognormal, CV 1.5%%) x its state "
+               "(slow for the whole process with that share, LO to HI%% slower) x a step's noise "
+               "(lognormal, CV 2%%); the figures are the decision procedure's under the model\n",
+               o->model, (long long)t->steps);
+    else
+        printf("* canary: %s --preset tiny --steps %lld (%lld measured after %lld warm-up), one "
+               "'canary-gate run --runs 1' per run\n",
+               TRAIN, (long long)(t->steps + t->warmup), (long long)t->steps,
+               (long long)t->warmup);
     printf("* thresholds: %s (runs %lld, step_time_mean +%.1f%%, step_time_floor +%.1f%%, alpha "
            "%.3g)%s\n",
            t->source, (long long)t->runs, t->metric[CG_M_STEP_TIME_MEAN].max_regression_pct,
@@ -727,7 +740,22 @@ int main(int argc, char **argv)
             cg_detect_skip_runs(&pools[k], k == 0 ? 3 : 1, o.skip_rounds) != 0)
             goto done;
     }
-    if (o.load == NULL && collect(&t, pools, n, &o, tl) != 0)
+    struct cg_detect_model model;
+    if (o.model != NULL) {
+        if (cg_detect_model_parse(o.model, &model) != 0)
+            goto done;
+        /* enough runs for every decision: A/A decision i starts past its baseline and the earlier
+         * decisions' first looks, a level's decision i at its run i x runs with the aa runs of
+         * its rounds as baseline; added runs and confirmation take up to 4 x runs more */
+        size_t runs = (size_t)t.runs, spare = 8 * runs + o.base_runs;
+        size_t rounds = o.aa * runs / 3 + o.per_level * runs + spare;
+        for (size_t k = 0; k < n; k++) {
+            pools[k].work_pct = k ? o.levels[k - 1] : 0.0;
+            if (cg_detect_model_pool(&pools[k], &model, &t, k == 0 ? 3 * rounds : rounds) != 0)
+                goto done;
+        }
+    }
+    if (o.load == NULL && o.model == NULL && collect(&t, pools, n, &o, tl) != 0)
         fprintf(stderr, "bench_detect: collection stopped early; figures below use what was "
                         "measured\n");
     printf("* load average (1 min) at the end: %.2f\n\n### Pools\n\n", load_avg());
@@ -748,6 +776,8 @@ int main(int argc, char **argv)
             else if (o.every[k - 1] > 1)
                 snprintf(set, sizeof(set), "+%g%% periodic (--extra-work %g every %ld steps)",
                          o.levels[k - 1], o.work[k - 1], o.every[k - 1]);
+            else if (o.model != NULL)
+                snprintf(set, sizeof(set), "+%g%% (every process)", o.levels[k - 1]);
             else
                 snprintf(set, sizeof(set), "+%g%% (--extra-work %g)", o.levels[k - 1],
                          o.work[k - 1]);
