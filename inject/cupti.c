@@ -60,9 +60,23 @@
  *
  * Buffers: CG_BUF_BYTES each, 8-byte aligned, from a free list, at most the configured cap in
  * total; when the cap is reached CUPTI gets no buffer and drops records, which are counted.
- * Records are reduced by aggregate.c under one mutex, in batches of record pointers; results
- * reach the shard as deltas after every completed buffer, after every flush and at exit.
- * Lock order: aggregation, then the shard writer. Nothing here prints or exits.
+ * Records are reduced by aggregate.c under one mutex (the aggregation lock), in batches of record
+ * pointers; results reach the shard as deltas after every completed buffer, after every flush and
+ * at exit.
+ *
+ * Step boundaries and module loads never take the aggregation lock: a canary thread would wait
+ * there, inside its timed step, for a whole buffer's reduction. They are stamped and queued under
+ * a lock of their own (g_step_lock: a clock read and a store), and applied to the aggregation in
+ * the order queued by whoever next holds the aggregation lock: before each buffer is reduced,
+ * before each settle (every flush, every completed buffer) and at exit (apply_queued). A step
+ * boundary's time is read under that lock, and so is the delivery horizon of a buffer, taken as
+ * the queue is emptied: every boundary stamped before a buffer's horizon is applied before the
+ * buffer's records, and none stamped after it can matter to them (no record of the buffer started
+ * later), so records are assigned to steps as if each boundary had been applied at once. A full
+ * queue (CG_QUEUE events without a buffer or a flush) is emptied by the thread that found it
+ * full, under the aggregation lock: the old wait, only then.
+ * Lock order: aggregation, then the step queue, then the shard writer. Nothing here prints or
+ * exits.
  */
 #define _GNU_SOURCE /* dlinfo, struct link_map */
 
@@ -85,6 +99,7 @@
 #define CG_MAX_BUFFERS 512
 #define CG_RECORD_BATCH 256 /* record pointers handed to the aggregation at once */
 #define CG_WAIT_S 10        /* longest wait for the flush thread (window end, exit) */
+#define CG_QUEUE 1024       /* step boundaries and module loads queued between two applies */
 #define CG_STR2(x) #x
 #define CG_STR(x) CG_STR2(x)
 
@@ -177,6 +192,22 @@ _Static_assert(CUPTI_RUNTIME_TRACE_CBID_SIZE <= CG_CBID_BITS &&
                "the query bitmaps hold every callback id of these headers");
 static _Atomic uint8_t g_query_cbid[2][CG_CBID_BITS / 8];
 
+/* Step boundaries and module loads waiting for the aggregation (see the top): two arrays, the
+ * canary's threads appending to g_queue[g_queue_cur] under g_step_lock, apply_queued swapping
+ * them there and applying the other one under the aggregation lock (so it is never written while
+ * being read: the next swap is under the aggregation lock too). */
+enum queued_kind { QUEUED_BEGIN, QUEUED_END, QUEUED_MODULE_LOAD };
+struct queued {
+    uint64_t ns;   /* the library's clock, read under g_step_lock */
+    int64_t index; /* the step (QUEUED_BEGIN, QUEUED_END) */
+    uint32_t place; /* the loading thread's place (QUEUED_MODULE_LOAD) */
+    enum queued_kind kind;
+};
+static pthread_mutex_t g_step_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct queued g_queue[2][CG_QUEUE];
+static size_t g_queue_len; /* g_step_lock */
+static int g_queue_cur;    /* g_step_lock */
+
 static pthread_mutex_t g_buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_free[CG_MAX_BUFFERS];
 static size_t g_n_free, g_n_allocated, g_max_buffers;
@@ -222,12 +253,60 @@ static bool query_cbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
                1u;
 }
 
+/* Applies the queued step boundaries and module loads to the aggregation, in the order queued
+ * (dropped once records are no longer collected). Returns the library's clock read as the queue
+ * was taken: every event stamped before it is applied, so it is a delivery horizon for the
+ * records of a buffer completed before it (cg_agg_now). Called with the aggregation locked. */
+static uint64_t apply_queued(void)
+{
+    pthread_mutex_lock(&g_step_lock);
+    const struct queued *q = g_queue[g_queue_cur];
+    size_t n = g_queue_len;
+    g_queue_cur ^= 1;
+    g_queue_len = 0;
+    uint64_t now = cg_inject_now_ns();
+    pthread_mutex_unlock(&g_step_lock);
+    for (size_t i = 0; g_collecting && i < n; i++) {
+        switch (q[i].kind) {
+        case QUEUED_BEGIN:
+            cg_agg_step_begin(&g_agg, q[i].index, q[i].ns);
+            break;
+        case QUEUED_END:
+            cg_agg_step_end(&g_agg, q[i].index, q[i].ns);
+            break;
+        case QUEUED_MODULE_LOAD:
+            cg_agg_module_load(&g_agg, q[i].ns, q[i].place);
+            break;
+        }
+    }
+    return now;
+}
+
+/* Queues an event stamped with the library's clock, which it returns. A full queue is applied
+ * here first, under the aggregation lock (see the top). */
+static uint64_t queue_event(enum queued_kind kind, int64_t index, uint32_t place)
+{
+    for (;;) {
+        pthread_mutex_lock(&g_step_lock);
+        if (g_queue_len < CG_QUEUE) {
+            uint64_t ns = cg_inject_now_ns();
+            g_queue[g_queue_cur][g_queue_len++] = (struct queued){ns, index, place, kind};
+            pthread_mutex_unlock(&g_step_lock);
+            return ns;
+        }
+        pthread_mutex_unlock(&g_step_lock);
+        pthread_mutex_lock(&g_agg_lock);
+        apply_queued();
+        pthread_mutex_unlock(&g_agg_lock);
+    }
+}
+
 /* The subscriber's callbacks. The entry of an API function that synchronises or copies
  * (enable_places): the calling thread's place among its NVTX ranges is noted under the call's
  * correlation id (a thread-local read and an atomic store; no lock); the entry of a query
- * (enable_queries): its correlation id is noted among the queries'. A module was loaded:
- * counted at the library's clock, in the step running then, at the loading thread's place. Nothing
- * else: no flush, no CUPTI call, at most one short lock. */
+ * (enable_queries): its correlation id is noted among the queries'. A module was loaded: queued
+ * at the library's clock with the loading thread's place, counted in the step running then when
+ * applied. Nothing else: no flush, no CUPTI call, no wait for a reduction. */
 static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data)
 {
@@ -244,13 +323,9 @@ static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
     }
     if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED)
         return;
-    uint64_t now = cg_inject_now_ns();
     uint32_t place = cg_nvtx_place(); /* the loading thread's */
     t_in_cupti++;
-    pthread_mutex_lock(&g_agg_lock);
-    if (g_collecting)
-        cg_agg_module_load(&g_agg, now, place);
-    pthread_mutex_unlock(&g_agg_lock);
+    queue_event(QUEUED_MODULE_LOAD, 0, place);
     t_in_cupti--;
 }
 
@@ -413,8 +488,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     t_in_cupti++;
     pthread_mutex_lock(&g_agg_lock);
     bool collecting = g_collecting; /* false once CUPTI was given up: the buffer is only kept */
+    uint64_t horizon = apply_queued(); /* the boundaries before the records (see the top) */
     if (collecting)
-        cg_agg_now(&g_agg, cg_inject_now_ns());
+        cg_agg_now(&g_agg, horizon);
     while (collecting && valid > 0 && g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
         if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
             device_record(rec);
@@ -439,6 +515,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     pthread_mutex_unlock(&g_buf_lock);
     pthread_mutex_lock(&g_agg_lock);
     if (g_collecting) {
+        apply_queued();
         cg_agg_settle(&g_agg, false);
         write_deltas();
     }
@@ -457,6 +534,7 @@ static void gpu_flush(uint32_t flag, bool final)
         pthread_mutex_unlock(&g_agg_lock);
         return;
     }
+    apply_queued();
     cg_agg_settle(&g_agg, final);
     write_deltas();
     int64_t starved = atomic_load(&g_starved);
@@ -627,28 +705,25 @@ static void wait_done(void)
 
 /* --- what nvtx.c and core.c call ----------------------------------------------------------- */
 
-void cg_gpu_step_begin(int64_t index, uint64_t start_ns)
+uint64_t cg_gpu_step_begin(int64_t index)
 {
     if (!atomic_load_explicit(&g_running, memory_order_relaxed) || !cg_inject_owner())
-        return;
-    pthread_mutex_lock(&g_agg_lock);
-    cg_agg_step_begin(&g_agg, index, start_ns);
-    pthread_mutex_unlock(&g_agg_lock);
+        return cg_inject_now_ns();
+    return queue_event(QUEUED_BEGIN, index, 0);
 }
 
-void cg_gpu_step_end(int64_t index, uint64_t end_ns)
+uint64_t cg_gpu_step_end(int64_t index)
 {
     if (!atomic_load_explicit(&g_running, memory_order_relaxed) || !cg_inject_owner())
-        return;
-    pthread_mutex_lock(&g_agg_lock);
-    cg_agg_step_end(&g_agg, index, end_ns);
-    pthread_mutex_unlock(&g_agg_lock);
+        return cg_inject_now_ns();
+    uint64_t end_ns = queue_event(QUEUED_END, index, 0);
     bool first = !atomic_load_explicit(&g_first_step_ended, memory_order_relaxed) &&
                  !atomic_exchange(&g_first_step_ended, true);
     if (first || g_step_flush)
         worker_request(false, NULL);
     if (first)
         wait_worker(&g_first_flushed); /* exit handlers registered: see "Fork" at the top */
+    return end_ns;
 }
 
 bool cg_gpu_measured(void)

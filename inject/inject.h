@@ -104,10 +104,12 @@ void cg_inject_measured(void);
  * steps). Takes the writer lock itself. */
 void cg_inject_write_done(void);
 
-/* NVTX step events, for the GPU side (cupti.c; no-ops when CUPTI is not running). Never flush
- * CUPTI on the calling thread. */
-void cg_gpu_step_begin(int64_t index, uint64_t start_ns);
-void cg_gpu_step_end(int64_t index, uint64_t end_ns);
+/* NVTX step events, for the GPU side (cupti.c): step index begins or ends now; returns the time
+ * stamped (the library's clock, read where the GPU side orders the event against its records;
+ * only read when CUPTI is not running). Never flush CUPTI on the calling thread, and never wait
+ * for a reduction of records (docs/collector.md, "Step boundaries"). */
+uint64_t cg_gpu_step_begin(int64_t index);
+uint64_t cg_gpu_step_end(int64_t index);
 /* The measured window is complete. Returns true when the GPU side runs and will call
  * cg_inject_write_done itself once its last records are written (device synchronised and CUPTI
  * flushed on the library's own thread); false when the caller writes "done" now. */

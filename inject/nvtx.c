@@ -486,8 +486,7 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
         range_chunk(f->step); /* published with the step (release): range_count finds it */
         atomic_store_explicit(&g_cur_step, f->step, memory_order_release);
         atomic_fetch_add_explicit(&g_open_steps, 1, memory_order_relaxed);
-        f->start_ns = cg_inject_now_ns();
-        cg_gpu_step_begin(f->step, f->start_ns);
+        f->start_ns = cg_gpu_step_begin(f->step);
         if (f->step == g_trace_first)
             atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
     } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0) {
@@ -512,9 +511,8 @@ static void end_range(const struct frame *f)
         atomic_fetch_add_explicit(&g_ops.slot[f->op].calls, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&g_ops.slot[f->op].total_ns, dt, memory_order_relaxed);
     } else if (f->flags & FRAME_STEP) {
-        end = cg_inject_now_ns();
         atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
-        cg_gpu_step_end(f->step, end);
+        end = cg_gpu_step_end(f->step);
         cg_inject_lock();
         cg_inject_append(CG_SHARD_KEY_STEP " %lld %llu %llu %lld\n", (long long)f->step,
                          (unsigned long long)f->start_ns, (unsigned long long)end,

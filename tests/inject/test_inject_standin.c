@@ -778,6 +778,75 @@ static void test_inject_standin__communication_kernels_named_by_the_user(void **
     }
 }
 
+/* Step "n STEP kernels" and "b STEP" lines of steps first..last: one stand-in kernel of 100 us
+ * each, the whole of it the step's busy time (it starts as the step begins and the step lasts
+ * longer). Fails with the shard when one is not. */
+static void one_kernel_per_step(const char *shard, int64_t first, int64_t last)
+{
+    for (int64_t step = first; step <= last; step++)
+        if (cg_shard_count(shard, NULL, step, "kernels") != 1 || busy_of(shard, step) != 100000)
+            fail_msg("step %lld: %lld kernels, busy %lld ns, expected 1 and 100000:\n%s",
+                     (long long)step, (long long)cg_shard_count(shard, NULL, step, "kernels"),
+                     busy_of(shard, step), shard);
+}
+
+/* A step boundary never waits for a buffer's reduction: the stand-in holds the reduction of the
+ * buffer that holds step 1's kernel (inside cuptiActivityGetNextRecord, which the library calls
+ * as it reduces) until 3 more kernels are launched, one at the start of each step, so the canary
+ * must begin 3 steps while a reduction runs (a deadline in steps, not in time; the stand-in gives
+ * up after 20 s). The boundaries made meanwhile are applied before the next buffer, whose records
+ * straddle them: every step keeps its one kernel and its busy time. */
+static void test_inject_standin__a_step_boundary_never_waits_for_a_reduction(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=0", "CG_STANDIN_HOLD=3,3", NULL};
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "12", "--step-ms", "5",
+                          NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    if (event(log, "hold") == NULL || event(log, "hold released") == NULL ||
+        event(log, "hold timed out") != NULL)
+        fail_msg("the canary could not begin 3 steps while a reduction was held:\n%s", log);
+    /* step 0 also holds the end of the kernel launched just before it */
+    assert_int_equal(cg_shard_count(shard, NULL, 0, "kernels"), 1);
+    one_kernel_per_step(shard, 1, 11);
+    long long c[7];
+    cg_shard_counters(shard, c);
+    assert_int_equal(c[0], 13); /* records */
+    assert_int_equal(c[3], 1);  /* outside every step: the kernel before the first */
+    assert_int_equal(c[4], 12);
+}
+
+/* Step boundaries queued with no buffer or flush to apply them (the flush after each step end
+ * and the periodic flush left off): more than the queue holds (1024 events, 2 a step), so the
+ * boundary that finds it full applies it; the records of every step come at exit in one buffer,
+ * straddling all of those boundaries, and each is still counted in its own step. */
+static void test_inject_standin__boundaries_queued_without_a_buffer_apply_in_order(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=0", "CANARY_GATE_CUPTI_OFF=step_flush,flush_period",
+                         NULL};
+    const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "700", "--step-ms", "0",
+                          NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    /* steps of no sleep: the next step begins within the 100 us kernel, which is then in two
+     * steps; the first and last 350 steps' kernels are counted where they began */
+    for (int64_t step = 0; step < 700; step++)
+        if (cg_shard_count(shard, NULL, step, "kernels") != 1)
+            fail_msg("step %lld: %lld kernels, expected 1:\n%s", (long long)step,
+                     (long long)cg_shard_count(shard, NULL, step, "kernels"), shard);
+    long long c[7];
+    cg_shard_counters(shard, c);
+    assert_int_equal(c[0], 701);
+    assert_int_equal(c[3], 1);
+    assert_int_equal(c[4], 700);
+    assert_int_equal(events(calls(w), "flush"), 1); /* the first step end's only */
+}
+
 /* CANARY_GATE_CUPTI_OFF: each part named is left off with a warning (its counts unknown), a
  * name that is no optional part is a warning and changes nothing, and the steps are complete. */
 static void test_inject_standin__parts_left_off_by_the_user(void **state)
@@ -885,6 +954,8 @@ int main(void)
             test_inject_standin__calls_of_a_thread_without_ranges_placed_at_the_step_thread),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),
         cmocka_unit_test(test_inject_standin__communication_kernels_named_by_the_user),
+        cmocka_unit_test(test_inject_standin__a_step_boundary_never_waits_for_a_reduction),
+        cmocka_unit_test(test_inject_standin__boundaries_queued_without_a_buffer_apply_in_order),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }

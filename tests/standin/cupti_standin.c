@@ -47,6 +47,16 @@
  *                          finding the work done, as a data loader that polls would make
  *   CG_STANDIN_HANG_FLUSH_S=N  the first unforced cuptiActivityFlushAll sleeps N seconds first
  *                          (logged "flush hangs"), as a flush stuck behind the driver would
+ *   CG_STANDIN_HOLD=M,N    the reduction of the first buffer handed over once M kernels were
+ *                          launched (cg_standin_kernel, cg_standin_graph_kernel) is held: its
+ *                          first cuptiActivityGetNextRecord, which the library calls while it
+ *                          reduces the buffer, waits until N more kernels were launched (logged
+ *                          "hold", then "hold released"), at most 20 s ("hold timed out"); the
+ *                          canary launches one per step, so whether it gets through N steps
+ *                          while a reduction is held does not depend on timing
+ *   CG_STANDIN_FLOOD=F     every cuptiActivityFlushAll also hands over F kernel records of 1 us
+ *                          (8 names, 4 streams), their starts spread evenly over the time since
+ *                          the previous flush, after the records queued (for bench_step_lock)
  * Extra exports for test canaries, each recorded only when its activity kind is enabled and
  * delivered at the next flush, starting now:
  *   cg_standin_kernel(ns)                   a kernel of ns nanoseconds (CONCURRENT_KERNEL)
@@ -114,6 +124,11 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_subscriber_token;
 static bool g_api_on[2][1024]; /* [0] runtime, [1] driver, by callback id */
 static uint32_t g_next_corr = 1;
+/* CG_STANDIN_HOLD: the kernels launched so far, and whether a reduction was held (g_hold_lock) */
+static pthread_mutex_t g_hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_hold_cond = PTHREAD_COND_INITIALIZER;
+static long g_kernels_launched;
+static bool g_held;
 
 /* The API functions the stand-in names (cuptiGetCallbackName): a few that synchronise, copy,
  * allocate or free, and some that do none of these (among them some that only build a CUDA
@@ -455,8 +470,52 @@ API CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
     return CUPTI_SUCCESS;
 }
 
+/* CG_STANDIN_FLOOD=F (see the top): F kernel records in as many buffers as they need. Called
+ * with deliver()'s lock held. */
+static void deliver_flood(void)
+{
+    static const char *const flood_names[8] = {"_Z5flood0v", "_Z5flood1v", "_Z5flood2v",
+                                         "_Z5flood3v", "_Z5flood4v", "_Z5flood5v",
+                                         "_Z5flood6v", "_Z5flood7v"};
+    static uint64_t since;
+    const char *env = getenv("CG_STANDIN_FLOOD");
+    long f = env != NULL ? strtol(env, NULL, 10) : 0;
+    if (f <= 0 || !kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+        return;
+    uint64_t now = now_ns();
+    if (since == 0 || since >= now)
+        since = now - 1000000; /* the first flush: the last millisecond */
+    uint64_t span = now - since;
+    long made = 0;
+    while (made < f && g_request != NULL && g_complete != NULL) {
+        uint8_t *buf = NULL;
+        size_t size = 0, max_records = 0, used = 0;
+        g_request(&buf, &size, &max_records);
+        if (buf == NULL) {
+            pthread_mutex_lock(&g_lock);
+            g_dropped += (size_t)(f - made);
+            pthread_mutex_unlock(&g_lock);
+            break;
+        }
+        for (; made < f && used + sizeof(CUpti_ActivityKernel10) <= size; made++) {
+            CUpti_ActivityKernel10 k;
+            memset(&k, 0, sizeof(k));
+            k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+            k.start = since + span * (uint64_t)made / (uint64_t)f;
+            k.end = k.start + 1000;
+            k.name = flood_names[made % 8];
+            k.streamId = 10 + (uint32_t)(made % 4);
+            memcpy(buf + used, &k, sizeof(k));
+            used += sizeof(k);
+        }
+        g_complete(NULL, 0, buf, size, used);
+    }
+    since = now;
+}
+
 /* Hands the pending records to the library in buffers it provides, back to back at their own
- * sizes (without the lock: the library calls back into cuptiActivityGetNumDroppedRecords). */
+ * sizes (without the lock: the library calls back into cuptiActivityGetNumDroppedRecords), then
+ * the flood's (CG_STANDIN_FLOOD). */
 static void deliver(void)
 {
     static union record taken[MAX_PENDING];
@@ -488,6 +547,7 @@ static void deliver(void)
         }
         g_complete(NULL, 0, buf, size, used);
     }
+    deliver_flood();
     pthread_mutex_unlock(&deliver_lock);
 }
 
@@ -514,8 +574,38 @@ API CUptiResult cuptiActivityFlushAll(uint32_t flag)
     return CUPTI_SUCCESS;
 }
 
+/* CG_STANDIN_HOLD=M,N (see the top): called as a buffer's reduction begins. */
+static void hold_reduction(void)
+{
+    const char *env = getenv("CG_STANDIN_HOLD");
+    char *comma = NULL;
+    long m = env != NULL ? strtol(env, &comma, 10) : -1;
+    long n = comma != NULL && *comma == ',' ? strtol(comma + 1, NULL, 10) : -1;
+    if (m < 0 || n < 0)
+        return;
+    pthread_mutex_lock(&g_hold_lock);
+    if (g_held || g_kernels_launched < m) {
+        pthread_mutex_unlock(&g_hold_lock);
+        return;
+    }
+    g_held = true;
+    long until = g_kernels_launched + n;
+    say("hold", NULL);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline); /* the condition variable's clock */
+    deadline.tv_sec += 20;
+    while (g_kernels_launched < until &&
+           pthread_cond_timedwait(&g_hold_cond, &g_hold_lock, &deadline) == 0)
+        ;
+    bool released = g_kernels_launched >= until;
+    pthread_mutex_unlock(&g_hold_lock);
+    say(released ? "hold released" : "hold timed out", NULL);
+}
+
 API CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record)
 {
+    if (*record == NULL)
+        hold_reduction();
     uint8_t *next = *record == NULL ? buffer : (uint8_t *)*record + record_size((*record)->kind);
     if (next + sizeof(CUpti_Activity) > buffer + valid ||
         next + record_size(((CUpti_Activity *)(void *)next)->kind) > buffer + valid)
@@ -569,6 +659,10 @@ void cg_standin_graph_kernel(uint64_t ns, uint32_t graph_id)
     static uint64_t calls;
     r.kernel.graphNodeId = graph_id != 0 ? ((uint64_t)graph_id << 32) | (1 + calls++ % 2) : 0;
     queue(&r);
+    pthread_mutex_lock(&g_hold_lock);
+    g_kernels_launched++;
+    pthread_cond_broadcast(&g_hold_cond);
+    pthread_mutex_unlock(&g_hold_lock);
 }
 
 void cg_standin_kernel(uint64_t ns)
