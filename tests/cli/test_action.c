@@ -148,6 +148,16 @@ static void script_exists(const char *name, void *ctx)
         fail_msg("'%s' is referenced but is not an executable file", path);
 }
 
+/* An INPUT_<NAME> variable ci/action-gate reads is set by the action's gate step. */
+static void gate_variable_is_set(const char *name, void *vctx)
+{
+    const char *action = vctx;
+    char set[160];
+    snprintf(set, sizeof(set), "        INPUT_%s: ${{ ", name);
+    if (strstr(action, set) == NULL)
+        fail_msg("ci/action-gate reads INPUT_%s, which action.yml never sets", name);
+}
+
 static void test_action__is_complete_and_consistent(void **state)
 {
     (void)state;
@@ -171,7 +181,8 @@ static void test_action__is_complete_and_consistent(void **state)
     /* Declared inputs: described, and each used as inputs.<name>. */
     static const char *const required_inputs[] = {
         "baseline", "thresholds", "command", "runs", "steps", "comment-mode", "token",
-        "fail-on-inconclusive", "gate-id"};
+        "fail-on-inconclusive", "gate-id", "tokens-per-step", "steps-from", "step-optimizer",
+        "let-finish", "max-runs", "budget", "args"};
     for (size_t i = 0; i < sizeof(required_inputs) / sizeof(required_inputs[0]); i++)
         assert_non_null(get(&doc, inputs, required_inputs[i]));
     for (yaml_node_pair_t *p = inputs->data.mapping.pairs.start; p < inputs->data.mapping.pairs.top;
@@ -192,6 +203,8 @@ static void test_action__is_complete_and_consistent(void **state)
     struct action_ctx c = {&doc, inputs, text, 0};
     each_match(text, "inputs\\.([a-z0-9-]+)", input_is_declared, &c);
     assert_true(c.used >= 9);
+    /* What the gate script reads, the gate step sets. */
+    each_match(gate_script, "INPUT_([A-Z_]+)", gate_variable_is_set, text);
 
     /* Outputs: each has a value from the gate step, and the gate script writes it; or from the
      * publish step, which writes it itself. */
@@ -417,6 +430,118 @@ static void test_action__command_with_a_line_break_is_refused(void **state)
     assert_non_null(art);
     assert_non_null(strstr(art, "\"--step-ms\""));
     free(art);
+}
+
+/* A stand-in canary-gate in d/fake-bin that writes its arguments, one a line, to d/argv.txt. */
+static char *fake_gate(const struct cg_workdir *d, char *env, size_t n)
+{
+    assert_int_equal(mkdir(cg_workdir_in(d, "fake-bin"), 0755), 0);
+    FILE *f = fopen(cg_workdir_in(d, "fake-bin/canary-gate"), "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\nprintf '%%s\\n' \"$@\" >'%s'\n", cg_workdir_in(d, "argv.txt"));
+    fclose(f);
+    assert_int_equal(chmod(cg_workdir_in(d, "fake-bin/canary-gate"), 0755), 0);
+    snprintf(env, n, "CANARY_GATE_BIN=%s", cg_workdir_in(d, "fake-bin"));
+    return env;
+}
+
+/* The options a PyTorch team sets (tokens-per-step, steps-from, step-optimizer, let-finish,
+ * max-runs, budget, args) reach the main command and canary-gate ab as options, before the
+ * canary's command; args is split as command is (whitespace, no quotes, no shell); bad values,
+ * a line break in args and a '--' word in it are refused before anything runs. Then for real: a
+ * canary without tokens measured with tokens-per-step and let-finish. */
+static void test_action__gate_script_takes_a_pytorch_teams_options(void **state)
+{
+    struct cg_workdir *d = *state;
+    char bin[600];
+    fake_gate(d, bin, sizeof(bin));
+    const char *team[] = {bin, "INPUT_BASELINE=main.json", "INPUT_OUTPUT_DIR=out",
+                          "INPUT_TOKENS_PER_STEP=8192", "INPUT_STEPS_FROM=optimizer",
+                          "INPUT_STEP_OPTIMIZER=2", "INPUT_LET_FINISH=true",
+                          "INPUT_MAX_RUNS=30", "INPUT_BUDGET=600",
+                          "INPUT_ARGS=--only timing,counts  --redact \"x y\"\n",
+                          "INPUT_COMMAND=python3 train.py --lr 0.1", "GITHUB_EVENT_PATH=",
+                          "GITHUB_STEP_SUMMARY=", NULL};
+    assert_int_equal(script(d, "action-gate", team, NULL), 0);
+    char *argv = slurp(cg_workdir_in(d, "argv.txt"));
+    assert_non_null(argv);
+    static const char *const want[] = {
+        "\n--tokens-per-step\n8192\n", "\n--steps-from\noptimizer\n", "\n--step-optimizer\n2\n",
+        "\n--let-finish\n", "\n--max-runs\n30\n", "\n--budget\n600\n",
+        /* args, split on blanks (quotes are words' characters), then the canary's command */
+        "\n--only\ntiming,counts\n--redact\n\"x\ny\"\n--\npython3\ntrain.py\n--lr\n0.1\n"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (strstr(argv, want[i]) == NULL)
+            fail_msg("'%s' not among the gate's arguments:\n%s", want[i], argv);
+    assert_true(strncmp(argv, "--thresholds\n", strlen("--thresholds\n")) == 0); /* main command */
+    free(argv);
+
+    /* with base-command: the same options go to canary-gate ab */
+    const char *ab[] = {bin, "INPUT_BASE_COMMAND=python3 base/train.py", "INPUT_OUTPUT_DIR=out",
+                        "INPUT_TOKENS_PER_STEP=4096", "INPUT_MAX_RUNS=12", "INPUT_LET_FINISH=1",
+                        "INPUT_ARGS=--only timing", "INPUT_COMMAND=python3 train.py",
+                        "GITHUB_EVENT_PATH=", "GITHUB_STEP_SUMMARY=", NULL};
+    assert_int_equal(script(d, "action-gate", ab, NULL), 0);
+    argv = slurp(cg_workdir_in(d, "argv.txt"));
+    assert_non_null(argv);
+    const char *ab_head = "ab\n--base\npython3 base/train.py\n";
+    assert_true(strncmp(argv, ab_head, strlen(ab_head)) == 0);
+    assert_non_null(strstr(argv, "\n--tokens-per-step\n4096\n"));
+    assert_non_null(strstr(argv, "\n--max-runs\n12\n"));
+    assert_non_null(strstr(argv, "\n--let-finish\n"));
+    assert_non_null(strstr(argv, "\n--only\ntiming\n--\npython3\ntrain.py\n"));
+    assert_null(strstr(argv, "--steps-from")); /* empty inputs add nothing */
+    assert_null(strstr(argv, "--budget"));
+    free(argv);
+
+    /* refused before anything runs */
+    static const char *const bad[][2] = {
+        {"INPUT_TOKENS_PER_STEP=8k", "input tokens-per-step '8k': expected a whole number"},
+        {"INPUT_STEP_OPTIMIZER=-1", "input step-optimizer '-1': expected a whole number"},
+        {"INPUT_MAX_RUNS=lots", "input max-runs 'lots'"},
+        {"INPUT_BUDGET=10m", "input budget '10m'"},
+        {"INPUT_STEPS_FROM=optimiser", "input steps-from 'optimiser': expected auto, nvtx or"},
+        {"INPUT_ARGS=--only timing\n--no-confirm", "input args holds a line break"},
+        {"INPUT_ARGS=--only timing -- python3 other.py", "input args holds '--'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(unlink(cg_workdir_in(d, "argv.txt")), 0);
+        const char *env[] = {bin, "INPUT_BASELINE=main.json", "INPUT_OUTPUT_DIR=out", bad[i][0],
+                             NULL};
+        assert_int_equal(script(d, "action-gate", env, NULL), 2);
+        if (strstr(proc.err, bad[i][1]) == NULL)
+            fail_msg("%s: expected '%s' in:\n%s", bad[i][0], bad[i][1], proc.err);
+        assert_false(access(cg_workdir_in(d, "argv.txt"), F_OK) == 0); /* the gate never ran */
+        /* the next case needs a file to remove */
+        FILE *f = fopen(cg_workdir_in(d, "argv.txt"), "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+
+    /* for real: a canary whose steps carry no tokens, 3 steps after 1, left to finish its 6 */
+    char gh_out[600];
+    snprintf(gh_out, sizeof(gh_out), "GITHUB_OUTPUT=%s", cg_workdir_in(d, "out1"));
+    const char *real[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, gh_out, "INPUT_BASELINE=main.json",
+                          "INPUT_RECORD_IF_MISSING=true", "INPUT_OUTPUT_DIR=out", "INPUT_RUNS=1",
+                          "INPUT_STEPS=3", "INPUT_WARMUP=1", "INPUT_TOKENS_PER_STEP=8192",
+                          "INPUT_LET_FINISH=true", "INPUT_STEPS_FROM=nvtx",
+                          "INPUT_COMMAND=" CG_BINARY_DIR "/tests/canaries/nvtx-canary --steps 6 "
+                          "--step-ms 1",
+                          "GITHUB_EVENT_PATH=", "GITHUB_STEP_SUMMARY=", NULL};
+    assert_int_equal(script(d, "action-gate", real, NULL), 0);
+    assert_string_equal(output(d, "out1", "exit-code"), "0");
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    cg_err_init(&err);
+    assert_int_equal(cg_artifact_load(cg_workdir_in(d, "main.json"), &a, &err), 0);
+    assert_int_equal(a.settings.tokens_per_step, 8192);
+    assert_string_equal(a.settings.steps_from, "nvtx");
+    assert_int_equal(a.n_runs, 1);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    assert_int_equal(a.runs[0].steps[0].tokens, 8192);
+    assert_true(a.runs[0].stopped_after_steps < 0); /* it finished by itself */
+    cg_artifact_release(&a);
 }
 
 /* A fake GitHub for pull request 12 of o/r and its event file in d; *event and *api get the
@@ -872,6 +997,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_action__is_complete_and_consistent),
         cmocka_unit_test(test_action__example_workflows_are_valid),
+        IN_WORKDIR(test_action__gate_script_takes_a_pytorch_teams_options),
         IN_WORKDIR(test_action__gate_script_records_then_gates_the_builtin_canary),
         IN_WORKDIR(test_action__gate_script_comments_on_a_pull_request),
         IN_WORKDIR(test_action__command_with_a_line_break_is_refused),
