@@ -4,7 +4,8 @@
 # library, the NVTX library, python/ with the sitecustomize that marks optimizer steps, the
 # built-in canary canary-train and its CUDA module), found by the tool relative to itself
 # (src/measure/launch.h, CG_INSTALLED_COMPANIONS), so an installed tree can be moved; a man page made
-# from --help by help2man when it is installed; bash completion. The thresholds are compiled in.
+# from --help by help2man when it is installed (ci/deps --package); bash completion; the Debian
+# copyright file (share/doc/canary-gate/copyright). The thresholds are compiled in.
 #
 #   cmake -S . -B build-pkg -DCMAKE_INSTALL_PREFIX=/usr -DCG_BUILD_TESTS=OFF
 #   cmake --build build-pkg && (cd build-pkg && cpack)      -> canary-gate_<version>_<arch>.deb
@@ -18,7 +19,9 @@ if(TARGET canary-gate)
       OUTPUT ${man}.gz
       COMMAND ${PROJECT_SOURCE_DIR}/cmake/man_commands.sh $<TARGET_FILE:canary-gate>
               ${man}.commands
-      COMMAND ${CG_HELP2MAN} --no-info --section=1
+      # --version-string: the footer names "canary-gate VERSION" (the --version line also names
+      # the artifact schema, which help2man would run into the date)
+      COMMAND ${CG_HELP2MAN} --no-info --section=1 --version-string=${PROJECT_VERSION}
               "--name=CI performance-regression gate for ML training"
               --include=${man}.commands --output=${man} $<TARGET_FILE:canary-gate>
       COMMAND gzip -9nf ${man}
@@ -33,6 +36,11 @@ if(TARGET canary-gate)
           DESTINATION share/bash-completion/completions)
 endif()
 
+# The Debian copyright file (machine-readable format 1.0): canary-gate's licence, CG_LICENSE_SPDX
+# (CMakeLists.txt), and that of the NVTX headers compiled into the libraries.
+configure_file(${PROJECT_SOURCE_DIR}/cmake/debian/copyright.in ${PROJECT_BINARY_DIR}/copyright @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/copyright DESTINATION share/doc/canary-gate)
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME canary-gate)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -43,6 +51,8 @@ set(CPACK_PACKAGE_DESCRIPTION
     "Runs a short training canary under CUDA instrumentation (CUPTI, NVTX), compares step time, \
 tokens/sec and peak memory with a stored baseline and says PASS, FAIL or INCONCLUSIVE, with a \
 markdown PR comment. The CUDA toolkit's libcupti is loaded at run time when present.")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+set(CPACK_PACKAGE_LICENSE ${CG_LICENSE_SPDX}) # SPDX identifier (the Debian copyright file says it too)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # What the binaries link (readelf -d: libcjson, libcurl, libc, libm); the CUDA libraries are

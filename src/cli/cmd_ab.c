@@ -43,7 +43,7 @@ static const char usage_text[] =
     "usage: canary-gate ab --base \"CMD ARGS...\" [options] [-- HEAD CMD ARGS...]\n"
     "\n"
     "Runs the base and the head canary turn about on this machine (A B B A ...), N runs each\n"
-    "(default: the thresholds' runs, 15 pairs with the default thresholds), so drift falls\n"
+    "(default: the thresholds' measurement.runs, pairs here), so drift falls\n"
     "on both alike, and compares run k of each side as a pair for the step time mean, p95 and\n"
     "tokens/sec: Wilcoxon signed-rank test on the per-pair ratios, Hodges-Lehmann change with its\n"
     "interval. The step time floor compares the two sides' fast runs (Mann-Whitney). While a\n"

@@ -23,22 +23,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage_text[] =
+/* The usage, in three parts around the lines whose defaults are the built-in ones: the default
+ * thresholds' measurement section and cg_measure_opts_init's timeout and grace (usage()). */
+static const char usage_head[] =
     "usage: canary-gate run [options] [-- CMD ARGS...]\n"
     "\n"
     "Runs the canary under NVTX/CUPTI instrumentation and writes a run artifact. Without CMD\n"
     "the built-in canary runs (canary-train beside canary-gate). The canary marks each\n"
-    "training step with an NVTX range (PyTorch: torch.cuda.nvtx.range_push(\"step\") and\n"
-    "torch.cuda.nvtx.range_pop()); an int64 payload on the range is its token count.\n"
+    "training step with an NVTX range named step (Python: 'with canary_gate.step(tokens=N):',\n"
+    "the canary_gate module canary-gate puts on the canary's path, on any PyTorch build); an\n"
+    "int64 payload on the range is its token count. A PyTorch script that marks none gets its\n"
+    "steps from its optimizer (--steps-from).\n"
     "\n"
     "  --out FILE            the artifact (default canary-run.json)\n"
-    "  --thresholds FILE     where the defaults of --runs, --steps and --warmup come from\n"
-    "                        (its measurement section; default: the built-in default, 5/30/5)\n"
+    "  --thresholds FILE     where the defaults of --runs, --steps and --warmup come from\n";
+
+static const char usage_middle[] =
     "  --runs N              canary processes, one after another\n"
     "  --steps N             measured steps expected per run after the warm-up\n"
-    "  --warmup N            steps dropped at the start of each run\n"
-    "  --timeout SEC         stop a run after SEC seconds: SIGTERM, then SIGKILL (default 1800)\n"
-    "  --kill-grace SEC      seconds between SIGTERM and SIGKILL (default 5)\n"
+    "  --warmup N            steps dropped at the start of each run\n";
+
+static const char usage_tail[] =
     "  --tokens-per-step N   tokens of a step whose range has no payload\n"
     "  --step-range NAME     NVTX range name that marks a step (default step)\n"
     CG_MEASURE_LET_FINISH_USAGE
@@ -54,6 +59,28 @@ static const char usage_text[] =
     "exit codes: 0 every run measured, 2 usage error (an output that is an input or another\n"
     "            output), 3 the canary failed, timed out, marked too few steps, or the run was\n"
     "            interrupted, or an output cannot be written\n";
+
+/* Prints the usage with the built-in defaults (the thresholds compiled in, the option defaults). */
+static void usage(void)
+{
+    struct cg_thresholds t;
+    struct cg_measure_opts m;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_measure_opts_init(&m);
+    fputs(usage_head, stdout);
+    if (cg_thresholds_load(NULL, &t, &err) == 0)
+        printf("                        (its measurement section; default: the built-in default,\n"
+               "                        %lld runs of %lld steps after %lld warm-up steps)\n",
+               (long long)t.runs, (long long)t.steps, (long long)t.warmup);
+    else
+        printf("                        (its measurement section; default: the built-in default)\n");
+    fputs(usage_middle, stdout);
+    printf("  --timeout SEC         stop a run after SEC seconds: SIGTERM, then SIGKILL (default %ld)\n"
+           "  --kill-grace SEC      seconds between SIGTERM and SIGKILL (default %ld)\n",
+           m.timeout_s, m.grace_s);
+    fputs(usage_tail, stdout);
+}
 
 enum { OPT_OUT = CG_OPT_COMMAND, OPT_LOG, OPT_TRACE, OPT_TRACE_STEPS };
 
@@ -97,7 +124,7 @@ int cmd_run(int argc, char **argv)
         case OPT_LOG: log = optarg; break;
         case OPT_TRACE: trace = optarg; break;
         case OPT_TRACE_STEPS: trace_steps = optarg; break;
-        case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;
+        case 'h': usage(); return CG_EXIT_PASS;
         default: return cg_cmd_option_error("run", opt, argv);
         }
     }

@@ -29,9 +29,10 @@ static const struct cg_command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: canary-gate --baseline FILE [options] [-- CMD ARGS...]\n"
-                 "       canary-gate <command> [options]\n"
-                 "       canary-gate --version\n\n"
+    /* "Usage:" and "  or:" lines: help2man makes them the man page's SYNOPSIS, a line each */
+    fprintf(out, "Usage: canary-gate --baseline FILE [options] [-- CMD ARGS...]\n"
+                 "  or:  canary-gate <command> [options]\n"
+                 "  or:  canary-gate --version\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
