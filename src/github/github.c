@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -843,11 +844,33 @@ done:
 
 int cg_github_summary_append(const char *path, const char *text, size_t len, struct cg_err *err)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    /* O_NONBLOCK so a FIFO is refused at once (ENXIO with no reader) rather than waited on;
+     * cleared again once the file is known to be a regular one. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
     int rc = 0;
+    struct stat st;
+    if (fd < 0 && errno == ENXIO)
+        return cg_err_set(err, CG_EINPUT, "cannot use the job summary '%s': not a regular file",
+                          path);
     if (fd < 0)
         return cg_err_set(err, CG_EIO, "cannot open the job summary '%s': %s", path,
                           strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        rc = cg_err_set(err, CG_EIO, "cannot open the job summary '%s': %s", path,
+                        strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = cg_err_set(err, CG_EINPUT, "cannot use the job summary '%s': not a regular file",
+                        path);
+        goto done;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        rc = cg_err_set(err, CG_EIO, "cannot open the job summary '%s': %s", path,
+                        strerror(errno));
+        goto done;
+    }
     const char *p = text;
     size_t left = len;
     int newline = len == 0 || text[len - 1] != '\n';

@@ -160,7 +160,8 @@ int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
                          struct cg_err *err);
 
 /* Appends text (len bytes, plus a newline when it lacks one) to the job summary file at path,
- * creating it. Returns 0 or CG_EIO naming the path. */
+ * creating it. A file that is not a regular one (a FIFO, a device) is refused without waiting
+ * and without writing. Returns 0, CG_EINPUT (not a regular file) or CG_EIO naming the path. */
 int cg_github_summary_append(const char *path, const char *text, size_t len, struct cg_err *err);
 
 #endif

@@ -115,6 +115,11 @@ static int teardown(void **state)
     while (d != NULL && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
+        struct stat st;
+        if (lstat(in_dir(f, e->d_name), &st) == 0 && !S_ISREG(st.st_mode)) {
+            unlink(in_dir(f, e->d_name)); /* a FIFO a test made: reading it would wait */
+            continue;
+        }
         char *text = read_back(f, e->d_name);
         if (text != NULL && strstr(text, TOKEN) != NULL) {
             fprintf(stderr, "token found in %s\n", e->d_name);
@@ -560,6 +565,36 @@ static void test_cmd_comment__summary_failure_still_posts(void **state)
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
 }
 
+/* A job summary that is a FIFO (nobody reading, or a reader that never drains it) is refused at
+ * once with a warning naming it, never opened for a writer that would wait; the comment is posted. */
+static void test_cmd_comment__a_summary_that_is_not_a_regular_file_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    char fifo[600], env_summary[640];
+    snprintf(fifo, sizeof(fifo), "%s/summary.fifo", f->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(env_summary, sizeof(env_summary), "GITHUB_STEP_SUMMARY=%s", fifo);
+
+    /* no reader: a blocking open would wait for one forever */
+    run_tool(f, ENV(env_summary), ARGS("--report", in_dir(f, "fail.md"), "--dry-run"));
+    assert_int_equal(f->code, 0);
+    assert_non_null(strstr(f->err, "canary-gate: warning: "));
+    assert_non_null(strstr(f->err, "summary.fifo"));
+    assert_non_null(strstr(f->err, "not a regular file"));
+    assert_non_null(strstr(f->out, "GET http://127.0.0.1:"));
+
+    /* a reader holds it open: still refused, nothing written into it */
+    int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+    assert_true(rd >= 0);
+    run_tool(f, ENV(env_summary), ARGS("--report", in_dir(f, "fail.md")));
+    assert_int_equal(f->code, 0);
+    assert_non_null(strstr(f->err, "not a regular file"));
+    assert_int_equal(cg_httpd_comment_count(f->srv), 1);
+    char byte;
+    assert_true(read(rd, &byte, 1) <= 0);
+    close(rd);
+}
+
 static void test_cmd_comment__dry_run_prints_requests_without_the_token(void **state)
 {
     struct fixture *f = *state;
@@ -596,6 +631,7 @@ int main(void)
         T(test_cmd_comment__no_token_or_repository),
         T(test_cmd_comment__summary_failure_still_posts),
         T(test_cmd_comment__dry_run_prints_requests_without_the_token),
+        T(test_cmd_comment__a_summary_that_is_not_a_regular_file_is_refused),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
