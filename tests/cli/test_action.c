@@ -260,7 +260,7 @@ static void test_action__example_workflows_are_valid(void **state)
     DIR *d = opendir(EXAMPLES);
     assert_non_null(d);
     struct dirent *e;
-    size_t n_files = 0, n_uses = 0;
+    size_t n_files = 0, n_uses = 0, n_pinned = 0;
     bool have[4] = {false, false, false, false};
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
@@ -307,6 +307,12 @@ static void test_action__example_workflows_are_valid(void **state)
                              path);
                 if (strncmp(uses, "./", 2) == 0 || strstr(uses, "/github-action@") == NULL)
                     fail_msg("%s: '%s' is not the action used from its repository", path, uses);
+                /* a ref that exists: the major tag v1 (docs/action.md), or a commit SHA */
+                const char *ref = strstr(uses, "/github-action@") + strlen("/github-action@");
+                if (strlen(ref) == 40 && strspn(ref, "0123456789abcdef") == 40)
+                    n_pinned++;
+                else if (strcmp(ref, "v1") != 0)
+                    fail_msg("%s: '%s' is neither @v1 nor pinned by a commit SHA", path, uses);
                 for (yaml_node_pair_t *w = with->data.mapping.pairs.start;
                      w < with->data.mapping.pairs.top; w++) {
                     const char *k = scalar(yaml_document_get_node(&doc, w->key));
@@ -325,6 +331,7 @@ static void test_action__example_workflows_are_valid(void **state)
     yaml_document_delete(&action);
     assert_true(n_files >= 4);
     assert_true(n_uses >= 3);
+    assert_true(n_pinned >= 1); /* an example shows pinning by commit SHA */
     for (int i = 0; i < 4; i++)
         if (!have[i])
             fail_msg("no example workflow covers case %d (main, pull request, fork comment, "
