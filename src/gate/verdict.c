@@ -410,6 +410,27 @@ static void states_decide(struct cg_verdict *v)
     s->outcome = cg_rung_outcome(cg_verdict_classify(&e, &ml));
 }
 
+/* The note of peak device memory when one side's GPU metrics are missing on the same machine
+ * (gpu_metrics_missing): unavailable there, with the side's reason, cut at a UTF-8 boundary. */
+static void gpu_metrics_missing_note(const struct cg_verdict *v, struct cg_metric_result *r)
+{
+    const struct cg_artifact *a = v->gpu_metrics_missing;
+    int n = snprintf(r->note, sizeof(r->note), "GPU metrics unavailable in the %s runs: %s",
+                     a == v->current ? "current" : "baseline",
+                     a->gpu_reason != NULL ? a->gpu_reason : "no reason recorded");
+    if (n < 0 || (size_t)n < sizeof(r->note))
+        return;
+    size_t end = sizeof(r->note) - 1, lead = end;
+    while (lead > 0 && ((unsigned char)r->note[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead > 0 && ((unsigned char)r->note[lead - 1] & 0x80) != 0) {
+        unsigned char c = (unsigned char)r->note[lead - 1];
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (end - (lead - 1) < len)
+            r->note[lead - 1] = '\0';
+    }
+}
+
 static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
 {
     const struct cg_artifact *b = v->baseline, *c = v->current;
@@ -433,6 +454,10 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
         }
         if (m == CG_M_TOKENS_PER_SEC && in_base && !in_cur) {
             vanished_result(v, vb, r);
+            continue;
+        }
+        if (m == CG_M_PEAK_DEVICE_MEMORY && v->gpu_metrics_missing != NULL) {
+            gpu_metrics_missing_note(v, r);
             continue;
         }
         if (!in_base || !in_cur) {
@@ -806,6 +831,24 @@ void cg_verdict_decide(struct cg_verdict *v)
     cg_verdict_overall(v);
 }
 
+/* Whether sides that differ in gpu.available ran on the same machine, off being the side without
+ * GPU metrics: its canary initialised CUDA (so the GPU was used and only tracing was missing:
+ * CUPTI held by another subscriber), both know the same NVIDIA driver and CPU, and the GPU model,
+ * count and CUDA version agree where off read them. */
+static bool same_machine_without_gpu_metrics(const struct cg_artifact *b,
+                                             const struct cg_artifact *c,
+                                             const struct cg_artifact *off)
+{
+    const struct cg_env *x = &b->env, *y = &c->env;
+    if (off->cuda_initialised != 1 || x->driver_version == NULL || y->driver_version == NULL ||
+        strcmp(x->driver_version, y->driver_version) != 0 ||
+        cg_env_machine_diff(x, y, false) != NULL)
+        return false;
+    if (off->env.gpu_model == NULL)
+        return true;
+    return cg_env_machine_diff(x, y, true) == NULL;
+}
+
 int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err)
 {
@@ -824,7 +867,11 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
             strcmp(baseline->env.driver_version, current->env.driver_version) != 0)
             v->machine_diff = "environment.driver_version";
     } else if (baseline->gpu_available != current->gpu_available) {
-        v->machine_diff = "gpu.available";
+        const struct cg_artifact *off = baseline->gpu_available ? current : baseline;
+        if (same_machine_without_gpu_metrics(baseline, current, off))
+            v->gpu_metrics_missing = off;
+        else
+            v->machine_diff = "gpu.available";
     } else {
         v->machine_diff = cg_env_machine_diff(&baseline->env, &current->env, gpu);
     }

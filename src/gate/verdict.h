@@ -171,6 +171,11 @@ struct cg_verdict {
     bool weak_baseline;       /* the baseline has fewer runs than that: no timing metric can
                                * FAIL, so none PASSes either (INCONCLUSIVE, with the reason) */
     bool gpu_lost;            /* cg_verdict_gpu_lost: FAIL (peak device memory carries it) */
+    const struct cg_artifact *gpu_metrics_missing; /* the side (baseline or current) without
+                              * GPU metrics on the same machine: its canary initialised CUDA but
+                              * could not be traced (CUPTI held by another subscriber). Not a
+                              * machine difference: timing still decides, device memory is
+                              * unavailable with the side's reason. NULL otherwise */
     struct cg_counts counts;  /* exact per-step counts (counts.h): a FAIL decides at once */
     struct cg_anatomy anatomy;     /* where the step's time goes; GPU idle and exposed
                                     * communication shares gated like timing metrics (anatomy.h) */

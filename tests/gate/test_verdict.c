@@ -1175,6 +1175,100 @@ static void test_verdict__gpu_lost_is_a_fail(void **state)
     cg_artifact_release(&b);
 }
 
+/* A side measured with CUPTI held by another subscriber (a PR that adds torch.profiler): CUDA
+ * initialised, the same driver and CPU, no GPU metrics (no GPU model or CUDA version read, no
+ * device memory), with its reason. */
+static void hold_cupti(struct cg_artifact *a, const struct cg_artifact *like, bool keep_model)
+{
+    a->gpu_available = false;
+    a->cuda_initialised = 1;
+    free(a->gpu_reason);
+    a->gpu_reason = strdup("another profiler holds the CUPTI subscriber slot: torch.profiler");
+    if (!keep_model) {
+        free(a->env.gpu_model);
+        a->env.gpu_model = NULL;
+        a->env.gpu_count = 0;
+        free(a->env.cuda_version);
+        a->env.cuda_version = NULL;
+    }
+    free(a->env.driver_version);
+    a->env.driver_version = strdup(like->env.driver_version);
+    for (size_t r = 0; r < a->n_runs; r++)
+        a->runs[r].summary.peak_device_bytes = -1;
+}
+
+/* GPU metrics missing on the same machine are not a different machine: the step times measured
+ * on both sides decide (+30%: FAIL), device memory is unavailable on that side with the reason,
+ * and the headline speaks of the step time. A different driver or CPU is still another machine;
+ * so is a side without GPU metrics whose canary never said it initialised CUDA. */
+static void test_verdict__missing_gpu_metrics_on_the_same_machine_still_gate_step_time(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(15, 30, 1e7, 0.005, 0.01, 1000000000, 1);
+    struct cg_fixture fk = FX(15, 30, 1.3e7, 0.005, 0.01, 1000000000, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    make(&b, &fb);
+    b.cuda_initialised = 1;
+    for (int keep_model = 0; keep_model < 2; keep_model++) {
+        make(&k, &fk);
+        hold_cupti(&k, &b, keep_model);
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        assert_false(v.gpu_lost);
+        if (v.machine_diff != NULL)
+            fail_msg("read as another machine: %s", v.machine_diff);
+        assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+        assert_int_equal(v.overall, CG_OUT_FAIL);
+        const struct cg_metric_result *dev = &v.metrics[CG_M_PEAK_DEVICE_MEMORY];
+        assert_int_equal(dev->outcome, CG_OUT_UNAVAILABLE);
+        if (strstr(dev->note, "GPU metrics unavailable in the current runs: another profiler "
+                              "holds the CUPTI subscriber slot: torch.profiler") == NULL)
+            fail_msg("device memory note: %s", dev->note);
+        cg_verdict_headline(&v, line, sizeof(line));
+        if (strncmp(line, "FAIL: Step time mean regressed", 30) != 0)
+            fail_msg("headline: %s", line);
+        cg_verdict_release(&v);
+        /* the other way round: the baseline's GPU metrics are the missing ones */
+        assert_int_equal(cg_verdict_compute(&k, &b, &t, &v, &err), 0);
+        assert_null(v.machine_diff);
+        assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_IMPROVED);
+        assert_non_null(strstr(v.metrics[CG_M_PEAK_DEVICE_MEMORY].note,
+                               "GPU metrics unavailable in the baseline runs: another profiler"));
+        cg_verdict_release(&v);
+        cg_artifact_release(&k);
+    }
+    /* another driver, another CPU, a GPU model that differs, CUDA not known to be initialised:
+     * another machine, as before */
+    for (int i = 0; i < 4; i++) {
+        make(&k, &fk);
+        hold_cupti(&k, &b, i == 2);
+        if (i == 0) {
+            free(k.env.driver_version);
+            k.env.driver_version = strdup("590.10");
+        } else if (i == 1) {
+            free(k.env.cpu_model);
+            k.env.cpu_model = strdup("Other CPU");
+        } else if (i == 2) {
+            free(k.env.gpu_model);
+            k.env.gpu_model = strdup("Other GPU 40GB");
+        } else {
+            k.cuda_initialised = -1;
+        }
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        assert_non_null(v.machine_diff);
+        assert_string_equal(v.machine_diff, "gpu.available");
+        assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+        assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+        cg_verdict_release(&v);
+        cg_artifact_release(&k);
+    }
+    cg_artifact_release(&b);
+}
+
 /* tokens/sec measured on the baseline and missing, zero or partly missing on this run is a change
  * of the canary, not a PASS: INCONCLUSIVE with the reason (more runs cannot help). */
 static void test_verdict__tokens_per_sec_that_vanish_are_a_change(void **state)
@@ -1247,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_verdict__json_verdict_is_valid_utf8),
         cmocka_unit_test(test_verdict__baseline_too_small_to_detect_anything_says_so),
         cmocka_unit_test(test_verdict__gpu_lost_is_a_fail),
+        cmocka_unit_test(test_verdict__missing_gpu_metrics_on_the_same_machine_still_gate_step_time),
         cmocka_unit_test(test_verdict__tokens_per_sec_that_vanish_are_a_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
