@@ -271,11 +271,12 @@ static void test_usage__completion_knows_history_and_the_options_values(void **s
 static void test_usage__ci_scripts_answer_help(void **state)
 {
     const struct cg_workdir *w = *state;
-    /* ci/test, lint, fuzz, valgrind, mermaid and history-site have owners of their own and do
-     * not take --help yet; ci/gpu-check has its own usage. */
-    const char *scripts[] = {"action-build",     "action-gate", "action-validate",
-                             "baseline-fetch",   "baseline-publish", "pre-merge",
-                             "deps",             "package"};
+    /* ci/gpu-check has its own usage */
+    const char *scripts[] = {"action-build",   "action-gate",      "action-validate",
+                             "baseline-fetch", "baseline-publish", "pre-merge",
+                             "deps",           "package",          "test",
+                             "lint",           "fuzz",             "valgrind",
+                             "mermaid",        "history-site"};
     for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
         char path[512], first[256];
         snprintf(path, sizeof(path), "%s/ci/%s", CG_SOURCE_DIR, scripts[i]);
