@@ -65,7 +65,16 @@ struct cg_run_id {
     int64_t pid;         /* the canary-gate process that measured the run */
     char *started_utc;   /* when that process created its first run, ISO 8601 with ns */
     int64_t seq;         /* 1 for that process's first run, then 2, 3, ... */
+    char *digest;        /* as read: CG_RUN_DIGEST_SCHEME and 16 hex digits sealing the fields
+                          * above and the steps (cg_run_digest), checked on load; NULL when the
+                          * run was made here (it is computed when written) or read without one */
+    bool unsealed;       /* read without a digest this tool checks (written before digests, or
+                          * by a newer scheme): its identity may have been edited, so the steps
+                          * tell its copies (cg_run_same) */
 };
+
+#define CG_RUN_DIGEST_SCHEME "fnv1a64:"
+#define CG_RUN_DIGEST_LEN 25 /* the scheme, 16 hex digits and the NUL */
 
 /* Where a run's host made some of its synchronisations or pageable copies (docs/counts.md): the
  * NVTX range its thread was in (or had last ended), and how many over the measured steps. */
@@ -184,9 +193,21 @@ int cg_run_add_warning(struct cg_run *run, const char *warning, size_t max);
 /* Computes the run's step-time summary and tokens/sec from its steps. Peaks are left alone. */
 void cg_run_summarize(struct cg_run *run);
 
-/* True when a and b are the same run: their identities match, or, when either has none, their
- * steps do (every step's time and tokens: no two real runs time every step alike to the ns). */
+/* True when a and b are the same run: their identities (or digests) match, or, when either has
+ * no identity or was read unsealed, their steps do (every step's time and tokens: no two real
+ * runs time every step alike to the ns). */
 bool cg_run_same(const struct cg_run *a, const struct cg_run *b);
+
+/* Writes the run's digest ("fnv1a64:" and 16 hex digits) into dst (CG_RUN_DIGEST_LEN bytes):
+ * FNV-1a 64 over its identity (host, pid, started_utc, seq) and every step's wall_ns and tokens,
+ * so a copy of a run has its digest and an edit of its identity or steps breaks it
+ * (docs/artifact.md). Empty for a run without an identity. */
+void cg_run_digest(const struct cg_run *r, char *dst);
+
+/* Checks the runs of an artifact read from name: each digest read matches its run (else "runs[i]
+ * was edited"), and no run is a copy of another (cg_run_same: "runs[k] is a copy of runs[i]").
+ * Returns 0 or CG_EINPUT with one line naming name and the runs. */
+int cg_artifact_check_runs(const struct cg_artifact *a, const char *name, struct cg_err *err);
 
 /* Finds the first run that is the same run as an earlier one (cg_run_same): true with their
  * indices in *earlier < *later, false when every run is a different one. */

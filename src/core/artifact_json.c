@@ -358,8 +358,12 @@ static int parse_id(struct parser *p, const cJSON *run, const char *rp, struct c
     if (get_str(p, id, path, "host", false, &x->host) ||
         get_int(p, id, path, "pid", false, 0, &x->pid) ||
         get_str(p, id, path, "started_utc", false, &x->started_utc) ||
-        get_int(p, id, path, "seq", false, 1, &x->seq))
+        get_int(p, id, path, "seq", false, 1, &x->seq) ||
+        get_str(p, id, path, "digest", true, &x->digest))
         return CG_EINPUT;
+    /* none, or another scheme (a newer tool's): nothing this tool can check */
+    x->unsealed = x->digest == NULL || strncmp(x->digest, CG_RUN_DIGEST_SCHEME,
+                                               strlen(CG_RUN_DIGEST_SCHEME)) != 0;
     return 0;
 }
 
@@ -530,6 +534,8 @@ int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_
                           name);
     int rc = parse_root(&p, root, a);
     cJSON_Delete(root);
+    if (rc == 0)
+        rc = cg_artifact_check_runs(a, name, err);
     if (rc != 0)
         cg_artifact_release(a);
     return rc;
@@ -573,6 +579,9 @@ static cJSON *run_to_json(const struct cg_run *r)
         cJSON_AddNumberToObject(id, "pid", (double)r->id.pid);
         cJSON_AddStringToObject(id, "started_utc", r->id.started_utc);
         cJSON_AddNumberToObject(id, "seq", (double)r->id.seq);
+        char digest[CG_RUN_DIGEST_LEN];
+        cg_run_digest(r, digest);
+        cJSON_AddStringToObject(id, "digest", digest);
     }
     cJSON *steps = cJSON_AddArrayToObject(run, "steps");
     for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {

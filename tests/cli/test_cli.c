@@ -248,6 +248,83 @@ static void test_cli__merge_refuses_the_same_run_twice(void **state)
     assert_int_equal(access(out, F_OK), -1);
 }
 
+/* a.json's text with its first run copied `copies` times, each copy's seq set to 100 + k when
+ * edit_seq (its digest left as it was); the caller frees the result. */
+static char *with_copies(const char *path, int copies, bool edit_seq)
+{
+    char *text = NULL;
+    struct cg_err err;
+    assert_int_equal(cg_file_read(path, 1 << 24, &text, NULL, &err), 0);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    for (int k = 0; k < copies; k++) {
+        cJSON *copy = cJSON_Duplicate(cJSON_GetArrayItem(runs, 0), 1);
+        if (edit_seq)
+            cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "id"),
+                                                   "seq", cJSON_CreateNumber(100 + k));
+        cJSON_AddItemToArray(runs, copy);
+    }
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    return out;
+}
+
+/* One run copied six times inside one artifact is not a 6-run baseline, and a copy whose seq was
+ * edited is not another run: every command that loads the artifact refuses it, exit 2, with one
+ * line naming the file and the runs, before anything is compared or written. */
+static void test_cli__copied_runs_are_refused_by_every_command(void **state)
+{
+    (void)state;
+    two_artifacts();
+    char *one_x6 = with_copies(path_in("a.json"), 5, false);
+    write_text(path_in("one_x6.json"), one_x6);
+    free(one_x6);
+    const char *const cmds[][4] = {
+        {"compare", "X", "b.json", NULL},
+        {"compare", "b.json", "X", NULL},
+        {"show", "X", NULL, NULL},
+        {"merge", "-o", "m.json", "X"},
+    };
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        char args[4][256];
+        const char *argv[5] = {NULL};
+        for (int k = 0; k < 4 && cmds[i][k] != NULL; k++) {
+            const char *w = cmds[i][k];
+            snprintf(args[k], sizeof(args[k]), "%s",
+                     strcmp(w, "X") == 0 ? path_in("one_x6.json")
+                     : strstr(w, ".json") != NULL ? path_in(w)
+                                                  : w);
+            argv[k] = args[k];
+        }
+        assert_int_equal(tool(argv[0], argv[1], argv[2], argv[3], NULL), 2);
+        if (strstr(err_text, "one_x6.json': runs[5] is a copy of runs[0]") == NULL)
+            fail_msg("%s: %s", argv[0], err_text);
+        const char *nl = strchr(err_text, '\n');
+        assert_true(nl != NULL && nl[1] == '\0'); /* one line */
+        assert_null(strstr(out_text, "FAIL"));
+    }
+    assert_int_equal(access(path_in("m.json"), F_OK), -1);
+
+    /* a copy in another file with its seq edited: refused at load, naming it */
+    char *edited = with_copies(path_in("a.json"), 1, true);
+    cJSON *root = cJSON_Parse(edited);
+    free(edited);
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    while (cJSON_GetArraySize(runs) > 1)
+        cJSON_DeleteItemFromArray(runs, 0);
+    edited = cJSON_Print(root);
+    cJSON_Delete(root);
+    write_text(path_in("seq.json"), edited);
+    free(edited);
+    assert_int_equal(tool("merge", "-o", path_in("m.json"), path_in("a.json"), path_in("seq.json"),
+                          NULL),
+                     2);
+    assert_non_null(strstr(err_text, "seq.json': runs[0] was edited"));
+    assert_int_equal(access(path_in("m.json"), F_OK), -1);
+}
+
 static void test_cli__show_summarises(void **state)
 {
     (void)state;
@@ -979,6 +1056,7 @@ int main(void)
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),
         cmocka_unit_test(test_cli__merge_refuses_the_same_run_twice),
+        cmocka_unit_test(test_cli__copied_runs_are_refused_by_every_command),
         cmocka_unit_test(test_cli__show_summarises),
         cmocka_unit_test(test_cli__show_says_how_the_runs_were_measured),
         cmocka_unit_test(test_cli__fifo_inputs_are_refused_at_once),

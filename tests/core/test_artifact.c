@@ -8,7 +8,10 @@
 
 #include "artifact.h"
 #include "fixtures.h"
+#include "fsutil.h"
 #include "utf8check.h"
+
+#include <cjson/cJSON.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -626,6 +629,130 @@ static void test_artifact__runs_carry_an_identity_through_json_and_merges(void *
     cg_artifact_release(&b);
 }
 
+/* text with runs[from] copied `copies` times at the end of its runs, each copy edited by edit
+ * (NULL: an exact copy); the caller frees the result. */
+static char *copy_run(const char *text, int from, int copies, void (*edit)(cJSON *run, int k))
+{
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    cJSON *run = cJSON_GetArrayItem(runs, from);
+    assert_non_null(run);
+    for (int k = 0; k < copies; k++) {
+        cJSON *copy = cJSON_Duplicate(run, 1);
+        assert_non_null(copy);
+        if (edit != NULL)
+            edit(copy, k);
+        cJSON_AddItemToArray(runs, copy);
+    }
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_non_null(out);
+    return out;
+}
+
+static void edit_seq(cJSON *run, int k)
+{
+    cJSON *id = cJSON_GetObjectItemCaseSensitive(run, "id");
+    assert_non_null(id);
+    cJSON_ReplaceItemInObjectCaseSensitive(id, "seq", cJSON_CreateNumber(100 + k));
+}
+
+static void drop_digest(cJSON *run, int k)
+{
+    (void)k;
+    cJSON *id = cJSON_GetObjectItemCaseSensitive(run, "id");
+    assert_non_null(id);
+    cJSON_DeleteItemFromObjectCaseSensitive(id, "digest");
+}
+
+static void edit_seq_drop_digest(cJSON *run, int k)
+{
+    edit_seq(run, k);
+    drop_digest(run, k);
+}
+
+static void strange_digest(cJSON *run, int k)
+{
+    (void)k;
+    cJSON *id = cJSON_GetObjectItemCaseSensitive(run, "id");
+    assert_non_null(id);
+    cJSON_ReplaceItemInObjectCaseSensitive(id, "digest", cJSON_CreateString("sha3:0123"));
+}
+
+/* Every loaded artifact's runs, each whole: one run copied within an artifact (six copies make a
+ * six-run baseline from one run), or copied with its seq edited, is refused on load with one line
+ * naming the file and the runs. Every run written carries a digest of its identity and steps
+ * (runs[].id.digest) that an edit of either breaks; a run without one (older artifacts) is a copy
+ * of another when every step's time and tokens are the same. */
+static void test_artifact__copied_runs_are_refused_on_load(void **state)
+{
+    (void)state;
+    struct cg_artifact a, c;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    char *text = cg_artifact_to_json(&a);
+    cg_artifact_release(&a);
+    assert_non_null(strstr(text, "\"digest\":\t\"fnv1a64:"));
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "one.json", &c, &err), 0);
+    assert_non_null(c.runs[0].id.digest);
+    cg_artifact_release(&c);
+
+    const struct {
+        void (*edit)(cJSON *run, int k);
+        const char *expect;
+    } cases[] = {
+        {NULL, "cannot read 'one_x6.json': runs[3] is a copy of runs[0]"},
+        {drop_digest, "cannot read 'one_x6.json': runs[3] is a copy of runs[0]"},
+        {edit_seq, "cannot read 'one_x6.json': runs[3] was edited: its identity or steps do "
+                   "not match its digest (runs[3].id.digest)"},
+        {edit_seq_drop_digest, "cannot read 'one_x6.json': runs[3] is a copy of runs[0]"},
+        {strange_digest, "cannot read 'one_x6.json': runs[3] is a copy of runs[0]"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *x6 = copy_run(text, 0, 5, cases[i].edit);
+        assert_int_equal(cg_artifact_parse(x6, strlen(x6), "one_x6.json", &c, &err), CG_EINPUT);
+        if (strstr(err.msg, cases[i].expect) == NULL)
+            fail_msg("case %zu: %s", i, err.msg);
+        assert_null(strchr(err.msg, '\n'));
+        assert_int_equal(c.n_runs, 0);
+        free(x6);
+    }
+    /* steps edited (two swapped: the summary still agrees): the digest says so */
+    cJSON *root = cJSON_Parse(text);
+    cJSON *steps = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "runs"), 1), "steps");
+    cJSON *s0 = cJSON_GetArrayItem(steps, 0), *s1 = cJSON_GetArrayItem(steps, 1);
+    double w0 = cJSON_GetObjectItemCaseSensitive(s0, "wall_ns")->valuedouble;
+    double w1 = cJSON_GetObjectItemCaseSensitive(s1, "wall_ns")->valuedouble;
+    assert_true(w0 != w1);
+    cJSON_ReplaceItemInObjectCaseSensitive(s0, "wall_ns", cJSON_CreateNumber(w1));
+    cJSON_ReplaceItemInObjectCaseSensitive(s1, "wall_ns", cJSON_CreateNumber(w0));
+    char *edited = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_int_equal(cg_artifact_parse(edited, strlen(edited), "e.json", &c, &err), CG_EINPUT);
+    if (strstr(err.msg, "cannot read 'e.json': runs[1] was edited") == NULL)
+        fail_msg("%s", err.msg);
+    free(edited);
+    /* an artifact written before runs had digests (or identities) still loads; its copies do not */
+    char *old = NULL;
+    size_t len = 0;
+    assert_int_equal(cg_file_read(CG_SOURCE_DIR "/examples/baseline.json", 1 << 24, &old, &len,
+                                  &err),
+                     0);
+    assert_int_equal(cg_artifact_parse(old, len, "baseline.json", &c, &err), 0);
+    assert_null(c.runs[0].id.digest);
+    cg_artifact_release(&c);
+    char *old_x6 = copy_run(old, 2, 5, NULL);
+    assert_int_equal(cg_artifact_parse(old_x6, strlen(old_x6), "old_x6.json", &c, &err),
+                     CG_EINPUT);
+    assert_non_null(strstr(err.msg, "cannot read 'old_x6.json': runs[5] is a copy of runs[2]"));
+    free(old_x6);
+    free(old);
+    free(text);
+}
+
 /* The same run twice in one pool (a file merged twice, a copy of it, a merge of merges) makes
  * a baseline look more certain than it is. cg_artifact_find_same_runs finds it: by identity, or
  * for runs without one by their steps (no two real runs time every step alike to the ns). */
@@ -676,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_artifact__invalid_utf8_becomes_replacement_characters),
         cmocka_unit_test(test_artifact__runs_carry_an_identity_through_json_and_merges),
         cmocka_unit_test(test_artifact__the_same_run_twice_is_found),
+        cmocka_unit_test(test_artifact__copied_runs_are_refused_on_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
