@@ -9,8 +9,10 @@
  * kinds among them; copies, sets, peer copies, allocations and releases, synchronisations, JIT and
  * overhead records), the steps, the batches, early settles, module loads and delivery horizons,
  * everything the two give must be equal: every step's busy time and counts (compute, copy and
- * hidden copy time among them), every op's calls and time, the records inside and outside steps
- * and with a zero timestamp, the graphs, the devices' peaks.
+ * hidden copy time among them) and the device they are of, every device's own times per step
+ * (kernels and copies of up to 3 devices, interleaved, when the input asks), every op's calls and
+ * time, the records inside and outside steps and with a zero timestamp, the graphs, the devices'
+ * peaks.
  *
  * One difference is by design (aggregate.h): in a step whose ops do not count (the warm-up, or
  * after the measured window) the hot path does not probe the op table, so the first
@@ -34,6 +36,7 @@ static char g_names[N_NAMES][24];
 static struct cg_agg g_hot, g_general;
 static size_t g_batch;
 static bool g_horizon, g_comm_names;
+static unsigned g_devices; /* kernels, copies and sets are of devices 0 .. g_devices - 1 */
 static uint64_t g_now;
 
 static const size_t batches[8] = {1, 5, 16, 255, 256, 300, 600, 100000};
@@ -83,6 +86,7 @@ static void kernel(uint64_t start, uint64_t end, unsigned name, bool concurrent,
     r->kernel.start = start;
     r->kernel.end = end;
     r->kernel.graphId = graph;
+    r->kernel.deviceId = name % g_devices;
     r->kernel.graphNodeId = graph != 0 ? 1 + (name & 1) : 0;
 }
 
@@ -100,11 +104,13 @@ static void other(unsigned what, uint64_t start, uint64_t len)
         r->copy.start = start;
         r->copy.end = start + len;
         r->copy.bytes = len;
+        r->copy.deviceId = (what / 7) % g_devices;
         break;
     case 1:
         r->set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
         r->set.start = start;
         r->set.end = start + len;
+        r->set.deviceId = (what / 7) % g_devices;
         break;
     case 2:
         r->memory.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
@@ -135,6 +141,7 @@ static void other(unsigned what, uint64_t start, uint64_t len)
         r->peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
         r->peer.start = start;
         r->peer.end = start + len;
+        r->peer.deviceId = (what / 7) % g_devices;
         break;
     }
 }
@@ -179,9 +186,29 @@ static void check_equal(void)
 {
     const struct cg_agg *x = &g_hot, *y = &g_general;
     CG_FUZZ_CHECK(x->n_steps == y->n_steps, "%zu steps, %zu", x->n_steps, y->n_steps);
+    CG_FUZZ_CHECK(x->n_lanes == y->n_lanes && x->lanes_shared == y->lanes_shared,
+                  "%zu lanes, %zu; %lld shared, %lld", x->n_lanes, y->n_lanes,
+                  (long long)x->lanes_shared, (long long)y->lanes_shared);
+    for (size_t d = 0; d < x->n_lanes; d++) {
+        const struct cg_agg_lane *p = x->lanes[d], *q = y->lanes[d];
+        CG_FUZZ_CHECK(p->device == q->device && p->comm == q->comm,
+                      "lane %zu: device %u, %u; comm %d, %d", d, p->device, q->device, p->comm,
+                      q->comm);
+        for (size_t k = 0; k < x->n_steps; k++)
+            CG_FUZZ_CHECK(memcmp(&p->times[k], &q->times[k], sizeof(p->times[k])) == 0,
+                          "lane %zu step %zu: busy %lld, %lld; compute %lld, %lld; copies %lld, "
+                          "%lld; hidden %lld, %lld",
+                          d, k, (long long)p->times[k].busy_ns, (long long)q->times[k].busy_ns,
+                          (long long)p->times[k].compute_ns, (long long)q->times[k].compute_ns,
+                          (long long)p->times[k].copy_ns, (long long)q->times[k].copy_ns,
+                          (long long)p->times[k].copy_hidden_ns,
+                          (long long)q->times[k].copy_hidden_ns);
+    }
     for (size_t k = 0; k < x->n_steps; k++) {
         CG_FUZZ_CHECK(x->steps[k].busy_ns == y->steps[k].busy_ns, "step %zu busy %lld, %lld", k,
                       (long long)x->steps[k].busy_ns, (long long)y->steps[k].busy_ns);
+        CG_FUZZ_CHECK(x->steps[k].lane == y->steps[k].lane, "step %zu lane %d, %d", k,
+                      x->steps[k].lane, y->steps[k].lane);
         for (int c = 0; c < CG_AGG_COUNTS; c++)
             CG_FUZZ_CHECK(x->steps[k].count[c] == y->steps[k].count[c], "step %zu %s %lld, %lld", k,
                           cg_agg_count_name((enum cg_agg_count)c), (long long)x->steps[k].count[c],
@@ -202,10 +229,10 @@ static void check_equal(void)
                   (long long)x->records, (long long)y->records, (long long)x->inside_steps,
                   (long long)y->inside_steps, (long long)x->outside_steps,
                   (long long)y->outside_steps, (long long)x->zero_ts, (long long)y->zero_ts);
-    CG_FUZZ_CHECK(x->overhead_ns == y->overhead_ns && x->comm == y->comm &&
-                      x->n_graphs == y->n_graphs && x->graphs_full == y->graphs_full,
-                  "overhead %lld/%lld, comm %d/%d, graphs %zu/%zu", (long long)x->overhead_ns,
-                  (long long)y->overhead_ns, x->comm, y->comm, x->n_graphs, y->n_graphs);
+    CG_FUZZ_CHECK(x->overhead_ns == y->overhead_ns && x->n_graphs == y->n_graphs &&
+                      x->graphs_full == y->graphs_full,
+                  "overhead %lld/%lld, graphs %zu/%zu", (long long)x->overhead_ns,
+                  (long long)y->overhead_ns, x->n_graphs, y->n_graphs);
     CG_FUZZ_CHECK(x->n_devices == y->n_devices, "%zu devices, %zu", x->n_devices, y->n_devices);
     for (size_t d = 0; d < x->n_devices; d++)
         CG_FUZZ_CHECK(x->devices[d].peak == y->devices[d].peak, "device %zu peak %lld, %lld", d,
@@ -236,6 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_batch = batches[(setup >> 2) & 7];
     g_n = g_handed = 0;
     g_now = 1000;
+    g_devices = 1;
     int64_t steps = 0;
     bool open = false;
     unsigned base = 0, span = 8;
@@ -293,9 +321,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             deliver();
             g_batch = batches[(op >> 4) & 7];
             break;
-        case 12:
+        case 12: /* the names of the kernels to come, and how many devices they are of */
             base = (unsigned)cg_fuzz_uint(&in, 2) % N_NAMES;
             span = 1 + (unsigned)cg_fuzz_uint(&in, 2) % N_NAMES;
+            g_devices = 1 + (op >> 4) % 3;
             break;
         case 13:
             deliver();

@@ -3,7 +3,9 @@
  *
  * Hot path per kernel record (cg_agg_records, window_run): one unsigned compare puts the record
  * in the step the previous record fell in (the "window", a copy of that step's interval), one
- * compare against the ring's last interval extends it or appends after it, and one probe of the
+ * compare keeps it on the run's device (a run is one device's lane: a record of another device
+ * ends it, and the next run takes that device's lane), one compare against the lane's busy ring's
+ * last interval extends it or appends after it, and one probe of the
  * op table on the name pointer adds to the op's totals, which live in the table. The window
  * step's kernel counts (and the records inside steps) are kept in registers for a run of such
  * records and added once when the run ends. The loop reads the buffer a few records ahead of
@@ -79,11 +81,6 @@ int cg_agg_new(struct cg_agg *a, int64_t warmup)
     a->graph_ids = true;
     a->pending_sorted = true;
     a->trace_first = a->trace_last = -1;
-    a->busy.field = offsetof(struct cg_agg_step, busy_ns);
-    a->compute.field =
-        offsetof(struct cg_agg_step, count) + CG_AGG_N_COMPUTE_NS * sizeof(a->steps->count[0]);
-    a->copies.field =
-        offsetof(struct cg_agg_step, count) + CG_AGG_N_COPY_NS * sizeof(a->steps->count[0]);
     a->n_slots = 512;
     a->slots = malloc(a->n_slots * sizeof(*a->slots));
     a->pending = malloc(CG_AGG_MEM_PENDING * sizeof(*a->pending));
@@ -98,6 +95,10 @@ int cg_agg_new(struct cg_agg *a, int64_t warmup)
 
 void cg_agg_release(struct cg_agg *a)
 {
+    for (size_t d = 0; d < a->n_lanes; d++) {
+        free(a->lanes[d]->times);
+        free(a->lanes[d]);
+    }
     free(a->steps);
     free(a->ops);
     free(a->slots);
@@ -214,6 +215,90 @@ size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t
     return k;
 }
 
+/* --- lanes: each device's GPU time ------------------------------------------------------- */
+
+/* Grows l's times from have to cap steps, the new ones 0; 0 or -1 (no memory, l unchanged). */
+static int lane_reserve(struct cg_agg_lane *l, size_t have, size_t cap)
+{
+    if (cap <= have)
+        return 0;
+    struct cg_agg_times *t = realloc(l->times, cap * sizeof(*t));
+    if (t == NULL)
+        return -1;
+    memset(t + have, 0, (cap - have) * sizeof(*t));
+    l->times = t;
+    return 0;
+}
+
+/* The lane of device dev, or NULL. */
+static struct cg_agg_lane *lane_find(const struct cg_agg *a, uint32_t dev)
+{
+    for (size_t d = 0; d < a->n_lanes; d++)
+        if (a->lanes[d]->device == dev)
+            return a->lanes[d];
+    return NULL;
+}
+
+/* The lane of device dev, made at its first record; past CG_AGG_LANES devices (or out of memory)
+ * the last lane made, NULL when there is none. */
+COLD struct cg_agg_lane *lane_make(struct cg_agg *a, uint32_t dev)
+{
+    struct cg_agg_lane *l = a->n_lanes < CG_AGG_LANES ? malloc(sizeof(*l)) : NULL;
+    if (l != NULL) {
+        memset(l, 0, sizeof(*l));
+        if (lane_reserve(l, 0, a->cap_steps ? a->cap_steps : 1) != 0) {
+            free(l);
+            l = NULL;
+        }
+    }
+    if (l == NULL)
+        return a->n_lanes > 0 ? a->lanes[a->n_lanes - 1] : NULL;
+    l->device = dev;
+    l->busy.lane = l->compute.lane = l->copies.lane = l;
+    l->busy.field = offsetof(struct cg_agg_times, busy_ns);
+    l->compute.field = offsetof(struct cg_agg_times, compute_ns);
+    l->copies.field = offsetof(struct cg_agg_times, copy_ns);
+    a->lanes[a->n_lanes++] = l;
+    return l;
+}
+
+static inline struct cg_agg_lane *lane_of(struct cg_agg *a, uint32_t dev)
+{
+    struct cg_agg_lane *l = lane_find(a, dev);
+    return l != NULL ? l : lane_make(a, dev);
+}
+
+/* Chooses the lane of every step that closed (aggregate.h, "The step's figures": the one with the
+ * most busy time, then the most copy time, then the first made) and copies its times into the
+ * step's. */
+static void steps_publish(struct cg_agg *a, bool final)
+{
+    uint64_t safe = a->last_step >= 0 ? a->steps[a->last_step].start_ns : 0;
+    for (size_t k = 0; k < a->n_steps && a->n_lanes > 0; k++) {
+        struct cg_agg_step *s = &a->steps[k];
+        if (s->lane < 0) {
+            if (s->start_ns == UINT64_MAX ||
+                (!final && ((int64_t)k + 2 > a->last_step || s->end_ns > safe)))
+                continue; /* it may still change */
+            const struct cg_agg_times *best = &a->lanes[0]->times[k];
+            s->lane = 0;
+            for (size_t d = 1; d < a->n_lanes; d++) {
+                const struct cg_agg_times *t = &a->lanes[d]->times[k];
+                if (t->busy_ns > best->busy_ns ||
+                    (t->busy_ns == best->busy_ns && t->copy_ns > best->copy_ns)) {
+                    best = t;
+                    s->lane = (int32_t)d;
+                }
+            }
+        }
+        const struct cg_agg_times *t = &a->lanes[s->lane]->times[k];
+        s->busy_ns = t->busy_ns;
+        s->count[CG_AGG_N_COMPUTE_NS] = t->compute_ns;
+        s->count[CG_AGG_N_COPY_NS] = t->copy_ns;
+        s->count[CG_AGG_N_COPY_HIDDEN_NS] = t->copy_hidden_ns;
+    }
+}
+
 /* --- steps -------------------------------------------------------------------------------- */
 
 /* The end of step s as records see it: a step still running ends at the delivery horizon. */
@@ -257,6 +342,9 @@ int cg_agg_step_begin(struct cg_agg *a, int64_t index, uint64_t start_ns)
         size_t cap = a->cap_steps ? a->cap_steps : 64;
         while (cap < need)
             cap *= 2;
+        for (size_t d = 0; d < a->n_lanes; d++)
+            if (lane_reserve(a->lanes[d], a->cap_steps, cap) != 0)
+                return -1;
         struct cg_agg_step *p = realloc(a->steps, cap * sizeof(*p));
         if (p == NULL)
             return -1;
@@ -264,7 +352,7 @@ int cg_agg_step_begin(struct cg_agg *a, int64_t index, uint64_t start_ns)
         a->cap_steps = cap;
     }
     for (size_t i = a->n_steps; i < need; i++)
-        a->steps[i] = (struct cg_agg_step){.start_ns = UINT64_MAX, .end_ns = UINT64_MAX};
+        a->steps[i] = (struct cg_agg_step){.start_ns = UINT64_MAX, .end_ns = UINT64_MAX, .lane = -1};
     if (need > a->n_steps)
         a->n_steps = need;
     a->steps[index].start_ns = start_ns;
@@ -322,35 +410,37 @@ static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
 
 #define FIELD_NONE SIZE_MAX
 
-/* Adds v to step k's fields of u: its own, and the one busy time shares with compute time
- * until a communication kernel is seen. */
+/* Adds v to its lane's time of u in step k: its own, and the one busy time shares with compute
+ * time until a communication kernel is seen on the lane. */
 static inline void union_credit(struct cg_agg *a, const struct cg_agg_union *u, int64_t k,
                                 int64_t v)
 {
-    char *s = (char *)&a->steps[k];
-    *(int64_t *)(void *)(s + u->field) += v;
-    if (u == &a->busy && !a->comm)
-        a->steps[k].count[CG_AGG_N_COMPUTE_NS] += v;
+    (void)a;
+    struct cg_agg_lane *l = u->lane;
+    char *t = (char *)&l->times[k];
+    *(int64_t *)(void *)(t + u->field) += v;
+    if (u == &l->busy && !l->comm)
+        l->times[k].compute_ns += v;
 }
 
-/* Adds v to step k's time of u, or (u NULL) to its count c. */
-static inline void step_credit(struct cg_agg *a, const struct cg_agg_union *u, enum cg_agg_count c,
-                               int64_t k, int64_t v)
+/* Adds v to step k's time of u, or (u NULL) to the copies' hidden time of lane hidden. */
+static inline void step_credit(struct cg_agg *a, const struct cg_agg_union *u,
+                               struct cg_agg_lane *hidden, int64_t k, int64_t v)
 {
     if (u != NULL)
         union_credit(a, u, k, v);
-    else if (c < CG_AGG_COUNTS) /* always: callers with u NULL name a count */
-        a->steps[k].count[c] += v;
+    else
+        hidden->times[k].copy_hidden_ns += v;
 }
 
 /* Adds the parts of [start, end) that lie in step intervals to those steps' time of u, or (u
- * NULL) to their count c. */
-static void steps_credit(struct cg_agg *a, const struct cg_agg_union *u, enum cg_agg_count c,
-                         uint64_t start, uint64_t end)
+ * NULL) to the copies' hidden time of lane hidden. */
+static void steps_credit(struct cg_agg *a, const struct cg_agg_union *u,
+                         struct cg_agg_lane *hidden, uint64_t start, uint64_t end)
 {
     /* inside the window and before the next step: all of it is the window step's */
     if (start - a->win_lo < a->win_len && end - a->win_lo < a->win_len && end <= a->win_next) {
-        step_credit(a, u, c, a->hint, (int64_t)(end - start));
+        step_credit(a, u, hidden, a->hint, (int64_t)(end - start));
         return;
     }
     int64_t k = step_at(a, start, false);
@@ -375,14 +465,14 @@ static void steps_credit(struct cg_agg *a, const struct cg_agg_union *u, enum cg
         uint64_t lo = start > s->start_ns ? start : s->start_ns;
         uint64_t hi = end < s->end_ns ? end : s->end_ns;
         if (hi > lo)
-            step_credit(a, u, c, k, (int64_t)(hi - lo));
+            step_credit(a, u, hidden, k, (int64_t)(hi - lo));
     }
 }
 
 /* Settles [start, end) of u into the steps it overlaps. */
 static void settle_interval(struct cg_agg *a, struct cg_agg_union *u, uint64_t start, uint64_t end)
 {
-    steps_credit(a, u, CG_AGG_COUNTS, start, end);
+    steps_credit(a, u, NULL, start, end);
     if (end > u->frontier)
         u->frontier = end;
 }
@@ -439,11 +529,12 @@ static size_t span_skip(struct span s, size_t i, uint64_t t)
     return i;
 }
 
-/* Credits the overlap of mine's intervals with s's to the copies' hidden time of the steps it
- * lies in: both sorted and disjoint, so one pass, the side that ends first stepping on, and a
+/* Credits the overlap of mine's intervals with s's to lane l's copies' hidden time of the steps
+ * it lies in: both sorted and disjoint, so one pass, the side that ends first stepping on, and a
  * run of one side's intervals that lie before the other's next one skipped at once (a few copies
  * among hundreds of kernel intervals, or the other way round). */
-static void overlap_credit(struct cg_agg *a, struct span mine, struct span s)
+static void overlap_credit(struct cg_agg *a, struct cg_agg_lane *l, struct span mine,
+                           struct span s)
 {
     size_t i = 0, j = 0;
     while (i < mine.len && j < s.len) {
@@ -453,7 +544,7 @@ static void overlap_credit(struct cg_agg *a, struct span mine, struct span s)
         } else if (y.end <= x.start) {
             j = span_skip(s, j + 1, x.start);
         } else {
-            steps_credit(a, NULL, CG_AGG_N_COPY_HIDDEN_NS, x.start > y.start ? x.start : y.start,
+            steps_credit(a, NULL, l, x.start > y.start ? x.start : y.start,
                          x.end < y.end ? x.end : y.end);
             if (x.end <= y.end)
                 i++;
@@ -469,18 +560,19 @@ static void overlap_credit(struct cg_agg *a, struct span mine, struct span s)
  * when full after crediting their overlap with the other union's held intervals. */
 static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t from, size_t n)
 {
-    bool kernels = u == &a->busy;
-    if (!kernels && u != &a->copies)
+    struct cg_agg_lane *l = u->lane;
+    bool kernels = u == &l->busy;
+    if (!kernels && u != &l->copies)
         return;
-    struct cg_agg_settled *mine = kernels ? &a->kept_kernels : &a->kept_copies;
-    struct cg_agg_settled *theirs = kernels ? &a->kept_copies : &a->kept_kernels;
-    const struct cg_agg_union *other = kernels ? &a->copies : &a->busy;
+    struct cg_agg_settled *mine = kernels ? &l->kept_kernels : &l->kept_copies;
+    struct cg_agg_settled *theirs = kernels ? &l->kept_copies : &l->kept_kernels;
+    const struct cg_agg_union *other = kernels ? &l->copies : &l->busy;
     struct span block = {u->ring, from, n, RING_MASK};
     if (theirs->len > 0) {
         size_t gone = span_skip(kept_span(theirs), 0, u->ring[from & RING_MASK].start);
         theirs->head = (theirs->head + gone) & (CG_AGG_SETTLED - 1);
         theirs->len -= gone;
-        overlap_credit(a, block, kept_span(theirs));
+        overlap_credit(a, l, block, kept_span(theirs));
     }
     size_t over = mine->len + n > CG_AGG_SETTLED ? mine->len + n - CG_AGG_SETTLED : 0;
     if (over > 0 && other->len > 0) {
@@ -489,7 +581,7 @@ static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t 
         size_t skip = span_skip(old, 0, held.iv[held.head].start); /* they end before it */
         old.head = (old.head + skip) & old.mask;
         old.len -= skip;
-        overlap_credit(a, old, held);
+        overlap_credit(a, l, old, held);
     }
     mine->head = (mine->head + over) & (CG_AGG_SETTLED - 1);
     mine->len -= over;
@@ -508,9 +600,9 @@ static void ring_settled(struct cg_agg *a, const struct cg_agg_union *u, size_t 
     }
     /* the copies the kernels' frontier has passed settle now: few are held, and the kept kernels
      * they could reach are let go sooner */
-    const struct cg_agg_union *c = &a->copies;
-    if (kernels && c->len > 0 && c->ring[c->head].end <= a->busy.frontier)
-        union_settle(a, &a->copies, a->busy.frontier, false);
+    const struct cg_agg_union *c = &l->copies;
+    if (kernels && c->len > 0 && c->ring[c->head].end <= l->busy.frontier)
+        union_settle(a, &l->copies, l->busy.frontier, false);
 }
 
 static struct cg_agg_interval *ring_at(struct cg_agg_union *u, size_t i)
@@ -899,26 +991,27 @@ static void timed_count(struct cg_agg *a, const struct timed_rec *r, int64_t k)
     }
 }
 
-/* The first communication kernel: from now on compute time is kept apart from busy time, its
- * union starting as busy's unsettled part (every kernel so far was compute). */
-COLD void comm_begin(struct cg_agg *a)
+/* The lane's first communication kernel: from now on its compute time is kept apart from its
+ * busy time, the union starting as busy's unsettled part (every kernel so far was compute). */
+COLD void comm_begin(struct cg_agg_lane *l)
 {
-    size_t field = a->compute.field;
-    a->compute = a->busy;
-    a->compute.field = field;
-    a->comm = true;
+    size_t field = l->compute.field;
+    l->compute = l->busy;
+    l->compute.field = field;
+    l->comm = true;
 }
 
-/* A kernel's interval: busy time, and compute time unless it is communication. */
-static void kernel_time(struct cg_agg *a, const char *name, uint64_t start, uint64_t end)
+/* A kernel's interval on lane l: busy time, and compute time unless it is communication. */
+static void kernel_time(struct cg_agg *a, struct cg_agg_lane *l, const char *name, uint64_t start,
+                        uint64_t end)
 {
     const struct cg_agg_slot *sl = slot_find(a, name != NULL ? name : "?", CG_AGG_KERNEL);
     bool comm = sl->name != NULL ? (sl->kind & SLOT_COMM) != 0 : cg_agg_is_comm(name);
-    if (comm && !a->comm)
-        comm_begin(a);
-    union_add(a, &a->busy, start, end);
-    if (a->comm && !comm)
-        union_add(a, &a->compute, start, end);
+    if (comm && !l->comm)
+        comm_begin(l);
+    union_add(a, &l->busy, start, end);
+    if (l->comm && !comm)
+        union_add(a, &l->compute, start, end);
 }
 
 /* A timed record in general: timestamps checked, its step searched, counted, traced when
@@ -930,10 +1023,13 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
         return;
     }
     int64_t k = step_at(a, r->start, true);
-    if (r->kind == CG_AGG_KERNEL)
-        kernel_time(a, r->name, r->start, r->end);
-    else
-        union_add(a, &a->copies, r->start, r->end);
+    struct cg_agg_lane *l = lane_of(a, r->device);
+    if (l == NULL || l->device != r->device)
+        a->lanes_shared++;
+    if (l != NULL && r->kind == CG_AGG_KERNEL)
+        kernel_time(a, l, r->name, r->start, r->end);
+    else if (l != NULL)
+        union_add(a, &l->copies, r->start, r->end);
     if (k < 0) {
         a->outside_steps++;
         return;
@@ -1353,15 +1449,17 @@ HOT struct tail tail_of(const struct cg_agg_union *u, size_t i, size_t n)
  * registers and stored back whole every record, and a run stops where the ring could fill (a full
  * ring sends records to union_add_slow: see tail_of), so no record tests for a full ring. The op
  * table is held in registers too, reloaded after anything that may have grown it. */
-HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n,
-                       const bool counted, const bool graph_ids, const bool comm)
+HOT size_t window_loop(struct cg_agg *a, struct cg_agg_lane *lane, const CUpti_Activity *const *recs,
+                       size_t i, size_t n, const bool counted, const bool graph_ids,
+                       const bool comm)
 {
     const uint64_t lo = a->win_lo, len = a->win_len;
+    const uint32_t device = lane->device;
     const int64_t step = a->hint;
     const size_t from = i;
     size_t others = 0; /* records of other kinds handed on: the rest of [from, i) is taken */
     int64_t graph_kernels = 0, graph_launches = 0;
-    struct cg_agg_union *u = &a->busy;
+    struct cg_agg_union *u = &lane->busy;
     struct tail t = tail_of(u, i, n);
     struct cg_agg_slot *slots = a->slots;
     size_t mask = a->n_slots - 1;
@@ -1385,7 +1483,7 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
                 slots = a->slots;
                 mask = a->n_slots - 1;
                 others++;
-                if (!comm && a->comm) {
+                if (!comm && lane->comm) {
                     i++;
                     goto out;
                 }
@@ -1393,7 +1491,8 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
             }
             const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
             uint64_t start = k->start, end = k->end;
-            if (start - lo >= len || end <= start) /* of no duration: no interval */
+            /* of no duration: no interval; of another device: its lane */
+            if (start - lo >= len || end <= start || k->deviceId != device)
                 goto out;
             struct cg_agg_slot *sl = NULL;
             if (counted) { /* op_count, with the table in registers */
@@ -1428,7 +1527,7 @@ HOT size_t window_loop(struct cg_agg *a, const CUpti_Activity *const *recs, size
                 u->ring[t.at] = (struct cg_agg_interval){t.start, t.end};
             }
             if (comm && !(sl->kind & SLOT_COMM)) /* compute: its own union too */
-                union_add(a, &a->compute, start, end);
+                union_add(a, &lane->compute, start, end);
             if (counted) {
                 sl->calls++;
                 sl->total_ns += (int64_t)(end - start);
@@ -1452,21 +1551,32 @@ out:
     return i;
 }
 
+/* The hot path from recs[i], in the lane of its device when it is a kernel (else the last one
+ * the hot path took); a device with no lane of its own yet, or sharing the last one, takes the
+ * general path. */
 static size_t window_run(struct cg_agg *a, const CUpti_Activity *const *recs, size_t i, size_t n)
 {
     if (a->win_len == 0)
         return i;
-    if (a->comm) { /* compute time apart: kernels tell it by their op's slot */
+    struct cg_agg_lane *l = a->lane;
+    if (recs[i]->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        uint32_t dev = ((const CUpti_ActivityKernel10 *)(const void *)recs[i])->deviceId;
+        if (l == NULL || l->device != dev)
+            l = a->lane = lane_find(a, dev);
+    }
+    if (l == NULL)
+        return i;
+    if (l->comm) { /* compute time apart: kernels tell it by their op's slot */
         if (!a->win_counted)
             return i; /* no slot is probed in a step not counted: the general path */
-        return a->graph_ids ? window_loop(a, recs, i, n, true, true, true)
-                            : window_loop(a, recs, i, n, true, false, true);
+        return a->graph_ids ? window_loop(a, l, recs, i, n, true, true, true)
+                            : window_loop(a, l, recs, i, n, true, false, true);
     }
     if (a->win_counted)
-        return a->graph_ids ? window_loop(a, recs, i, n, true, true, false)
-                            : window_loop(a, recs, i, n, true, false, false);
-    return a->graph_ids ? window_loop(a, recs, i, n, false, true, false)
-                        : window_loop(a, recs, i, n, false, false, false);
+        return a->graph_ids ? window_loop(a, l, recs, i, n, true, true, false)
+                            : window_loop(a, l, recs, i, n, true, false, false);
+    return a->graph_ids ? window_loop(a, l, recs, i, n, false, true, false)
+                        : window_loop(a, l, recs, i, n, false, false, false);
 }
 
 void cg_agg_records(struct cg_agg *a, const CUpti_Activity *const *recs, size_t n)
@@ -1490,9 +1600,13 @@ void cg_agg_settle(struct cg_agg *a, bool final)
     ops_sync(a);
     /* intervals that ended before the latest step began can no longer grow */
     uint64_t safe = a->last_step >= 0 ? a->steps[a->last_step].start_ns : 0;
-    union_settle(a, &a->busy, safe, final);
-    union_settle(a, &a->compute, safe, final);
-    union_settle(a, &a->copies, safe, final);
+    for (size_t d = 0; d < a->n_lanes; d++) {
+        struct cg_agg_lane *l = a->lanes[d];
+        union_settle(a, &l->busy, safe, final);
+        union_settle(a, &l->compute, safe, final);
+        union_settle(a, &l->copies, safe, final);
+    }
+    steps_publish(a, final);
     if (final) {
         mem_settle(a, UINT64_MAX);
         return;

@@ -13,8 +13,11 @@
  * default). Records inside and outside every step, memory events that came later than what was
  * applied, and CUPTI's own overhead are counted for the shard's "c" line.
  *
- * GPU busy time is the measure of the union of kernel intervals within each step's interval,
- * computed as records stream in: disjoint intervals are kept sorted in a ring of
+ * GPU time is kept per device (a "lane" each, for the first CG_AGG_LANES devices a record names;
+ * every later device shares the last lane, counted in lanes_shared), and a step's figures are
+ * those of its slowest device (see "The step's figures" below).
+ * GPU busy time is the measure of the union of a device's kernel intervals within each step's
+ * interval, computed as records stream in: disjoint intervals are kept sorted in a ring of
  * CG_AGG_INTERVALS; when it fills, its earlier half is settled into the steps it overlaps and
  * later records are clipped at what was settled, so memory stays bounded however many records
  * come (records may arrive up to half a ring of intervals late and still count exactly).
@@ -33,6 +36,16 @@
  * whose ops count (in others every record takes the general path). Device memory: allocation and
  * release events of MEMORY2 records are applied in timestamp order (a pending window sorted before
  * applying, as records arrive out of order) to a running sum per device whose maximum is the peak.
+ *
+ * The step's figures. Each device's busy, compute, copy and hidden copy time per step is kept in
+ * its lane; a step's busy_ns and its CG_AGG_N_COMPUTE_NS, _COPY_NS and _COPY_HIDDEN_NS counts are
+ * those of one device, its slowest: the device with the most busy time in the step (ties: the most
+ * copy time, then the lane first made), so that busy minus compute (exposed communication) and
+ * copy minus hidden (exposed copies) are one device's. The device is chosen when the step closes
+ * (two later steps have begun, the later before the last settle, so that a device's records
+ * delivered a step late still count; or the settle is final), and kept: the step's figures stay 0
+ * until then, and only grow after (records that come later still add to the chosen device's), so
+ * the caller may write them as deltas.
  *
  * Counts (cg_agg_count): per step, whatever the window, how many kernels (and of those, how many a
  * CUDA graph launched, and how many graph launches they make: a graph's first kernel record seen
@@ -60,6 +73,7 @@
 #include <stdint.h>
 
 #define CG_AGG_INTERVALS 512     /* power of two */
+#define CG_AGG_LANES 8           /* devices whose GPU time is kept apart */
 #define CG_AGG_MAX_DEVICES 64
 #define CG_AGG_MEM_PENDING 8192  /* memory events held back for ordering */
 #define CG_AGG_MEM_SLACK_NS 1000000000ull
@@ -98,6 +112,7 @@ enum cg_agg_count {
 struct cg_agg_step {
     uint64_t start_ns;
     uint64_t end_ns; /* UINT64_MAX while the step runs */
+    int32_t lane;    /* the lane whose times are the step's (-1: not chosen yet; see the top) */
     int64_t busy_ns;
     int64_t busy_written; /* for the caller's delta writes */
     int64_t count[CG_AGG_COUNTS];
@@ -125,13 +140,21 @@ struct cg_agg_interval {
     uint64_t start, end;
 };
 
+struct cg_agg_lane;
+
 /* A union of intervals being measured into each step: disjoint intervals kept sorted in a ring,
  * its earlier half settled into the steps when it fills (see the top). */
 struct cg_agg_union {
     struct cg_agg_interval ring[CG_AGG_INTERVALS];
     size_t head, len;
-    uint64_t frontier; /* everything before it is settled */
-    size_t field;      /* the int64_t of struct cg_agg_step it settles into (offsetof) */
+    uint64_t frontier;        /* everything before it is settled */
+    struct cg_agg_lane *lane; /* the device's lane it belongs to */
+    size_t field;             /* the int64_t of struct cg_agg_times it settles into (offsetof) */
+};
+
+/* One device's GPU time in one step. */
+struct cg_agg_times {
+    int64_t busy_ns, compute_ns, copy_ns, copy_hidden_ns;
 };
 
 /* A union's settled intervals, kept for the other union's intervals settling later (at most
@@ -162,6 +185,19 @@ struct cg_agg_graph {
  * CG_AGG_CORR_BUCKETS holds CG_AGG_CORR_WAYS entries (id << 32 | place, 0 empty). */
 struct cg_agg_corr {
     _Atomic uint64_t e[CG_AGG_CORR_BUCKETS * CG_AGG_CORR_WAYS];
+};
+
+/* A device's GPU time (see the top): its unions, and its times per step. */
+struct cg_agg_lane {
+    uint32_t device;             /* the first device of the lane (the last lane takes others) */
+    bool comm;                   /* a communication kernel was seen on it: compute is kept apart
+                                  * from busy (see cg_agg_is_comm); until then every kernel is
+                                  * compute */
+    struct cg_agg_union busy;    /* every kernel: the hot path's */
+    struct cg_agg_union compute; /* kernels but communication: once comm is set */
+    struct cg_agg_union copies;  /* copies and sets */
+    struct cg_agg_settled kept_kernels, kept_copies; /* for the copies' hidden time */
+    struct cg_agg_times *times;  /* by step index, as many as the aggregation's cap_steps */
 };
 
 struct cg_agg_mem_event {
@@ -201,12 +237,11 @@ struct cg_agg {
     bool win_counted;
     bool graph_ids; /* kernel records' graphId is read (cg_agg_graph_ids) */
 
-    struct cg_agg_union busy;    /* every kernel: the hot path's */
-    struct cg_agg_union compute; /* kernels but communication: once comm is set */
-    struct cg_agg_union copies;  /* copies and sets */
-    bool comm; /* a communication kernel was seen: compute is kept apart from busy (see
-                * cg_agg_is_comm); until then every kernel is compute */
-    struct cg_agg_settled kept_kernels, kept_copies; /* for the copies' hidden time */
+    struct cg_agg_lane *lanes[CG_AGG_LANES]; /* made at a device's first record */
+    size_t n_lanes;
+    struct cg_agg_lane *lane; /* the lane of the last kernel the hot path took (NULL: none) */
+    int64_t lanes_shared;     /* timed records of devices past the CG_AGG_LANES-th (in the last
+                               * lane), or of no lane (out of memory: their time is lost) */
 
     struct cg_agg_op *ops;
     size_t n_ops, cap_ops;

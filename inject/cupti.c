@@ -436,6 +436,13 @@ static void write_deltas(void)
                          CG_AGG_PLACES);
         places_warned = true;
     }
+    static bool lanes_warned;
+    if (a->lanes_shared > 0 && !lanes_warned) {
+        cg_inject_append(CG_SHARD_KEY_WARNING " more than %d GPUs (or no memory for one): the "
+                                              "GPU time of the others is kept with the %dth's\n",
+                         CG_AGG_LANES, CG_AGG_LANES);
+        lanes_warned = true;
+    }
     static bool graphs_warned;
     if (a->graphs_full && !graphs_warned) {
         cg_inject_append(CG_SHARD_KEY_WARNING " more than %d CUDA graphs: the launches of the "

@@ -155,7 +155,7 @@ static void test_agg__communication_overlapped_by_compute_and_copies(void **stat
     cg_synth_peer_copy(&a, 9, 14000, 14100, 64);
     cg_agg_step_end(&a, 1, 15000);
     cg_agg_settle(&a, true);
-    assert_true(a.comm);
+    assert_true(a.lanes[0]->comm);
     assert_int_equal(a.steps[0].busy_ns, 500);
     assert_int_equal(count(&a, 0, CG_AGG_N_COMPUTE_NS), 500);
     int64_t compute = 400 + 400 + 100 + 50;
@@ -265,7 +265,7 @@ static void test_agg__communication_kernels_named_by_the_user(void **state)
     cg_synth_kernel(&a, kernel_b, 7, 600, 700);
     cg_agg_step_end(&a, 0, 1000);
     cg_agg_settle(&a, true);
-    assert_true(a.comm);
+    assert_true(a.lanes[0]->comm);
     assert_int_equal(a.steps[0].busy_ns, 600);
     assert_int_equal(count(&a, 0, CG_AGG_N_COMPUTE_NS), 200 + 100);
     cg_agg_release(&a);
@@ -338,7 +338,8 @@ static void test_agg__copy_time_some_kernel_ran_in_is_exact(void **state)
     assert_int_equal(count(&a, 1, CG_AGG_N_COPY_HIDDEN_NS), 10 * n - 5);
     assert_int_equal(count(&a, 2, CG_AGG_N_COPY_NS), 50);
     assert_int_equal(count(&a, 2, CG_AGG_N_COPY_HIDDEN_NS), 0);
-    assert_true(a.kept_kernels.len <= CG_AGG_SETTLED && a.kept_copies.len <= CG_AGG_SETTLED);
+    assert_true(a.lanes[0]->kept_kernels.len <= CG_AGG_SETTLED &&
+                a.lanes[0]->kept_copies.len <= CG_AGG_SETTLED);
     cg_agg_release(&a);
 }
 
@@ -393,7 +394,7 @@ static void test_agg__busy_union_stays_bounded_and_exact_in_order(void **state)
     cg_agg_step_begin(&a, 0, 1000);
     for (uint64_t i = 0; i < 5000; i++) /* 5000 disjoint kernels, 20 ns apart */
         kernel(&a, kernel_a, 2000 + i * 100, 2000 + i * 100 + 80);
-    assert_true(a.busy.len <= CG_AGG_INTERVALS);
+    assert_true(a.lanes[0]->busy.len <= CG_AGG_INTERVALS);
     cg_agg_step_end(&a, 0, 2000 + 5000 * 100);
     cg_agg_settle(&a, true);
     assert_int_equal(a.steps[0].busy_ns, 5000 * 80);
@@ -708,8 +709,8 @@ static void test_agg__late_records_behind_the_settled_half_are_clipped(void **st
     cg_agg_step_begin(&a, 0, 1);
     for (uint64_t i = 0; i < CG_AGG_INTERVALS + 10; i++) /* one more than fits: half settles */
         kernel(&a, kernel_a, 1000 + i * 100, 1000 + i * 100 + 50);
-    assert_int_equal(a.busy.len, CG_AGG_INTERVALS / 2 + 10);
-    uint64_t frontier = a.busy.frontier;
+    assert_int_equal(a.lanes[0]->busy.len, CG_AGG_INTERVALS / 2 + 10);
+    uint64_t frontier = a.lanes[0]->busy.frontier;
     assert_int_equal(frontier, 1000 + (CG_AGG_INTERVALS / 2 - 1) * 100 + 50);
     /* a late kernel over the settled part: only what lies after the frontier is new */
     kernel(&a, kernel_b, 1000, frontier + 30);
@@ -1382,6 +1383,170 @@ static void test_agg__count_names_are_the_shard_format(void **state)
     assert_string_equal(cg_agg_count_name(CG_AGG_COUNTS), "?");
 }
 
+/* --- GPU time per device ------------------------------------------------------------------ */
+
+/* A kernel record of device dev, for cg_agg_records batches. */
+static CUpti_ActivityKernel10 dev_kernel(const char *name, uint32_t dev, uint64_t start,
+                                         uint64_t end)
+{
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof(k));
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = start;
+    k.end = end;
+    k.name = name;
+    k.deviceId = dev;
+    k.streamId = 7;
+    return k;
+}
+
+/* A host-to-device copy from pinned memory on device dev. */
+static void dev_copy(struct cg_agg *a, uint32_t dev, uint64_t start, uint64_t end)
+{
+    CUpti_ActivityMemcpy6 m;
+    memset(&m, 0, sizeof(m));
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.start = start;
+    m.end = end;
+    m.deviceId = dev;
+    m.bytes = 64;
+    cg_agg_record(a, (const CUpti_Activity *)(const void *)&m);
+}
+
+/* Hands the n kernels of k over in one batch (the hot path, device changes among them). */
+static void batch(struct cg_agg *a, const CUpti_ActivityKernel10 *k, size_t n)
+{
+    const CUpti_Activity *p[16];
+    assert_true(n <= 16);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (const CUpti_Activity *)(const void *)&k[i];
+    cg_agg_records(a, p, n);
+}
+
+/* One process driving two GPUs: each device's busy, compute, copy and hidden copy time is its
+ * own, and a step's are its slowest device's (the most busy time; ties: the most copy time). */
+static void test_agg__gpu_time_per_device_the_slowest_decides(void **state)
+{
+    (void)state;
+    static const char nccl[] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    /* step 0: GPU 0 computes [100, 300), GPU 1 then computes [300, 450): 350 ns of some GPU busy,
+     * but no GPU was busy more than 200 */
+    cg_agg_step_begin(&a, 0, 0);
+    const CUpti_ActivityKernel10 s0[] = {
+        dev_kernel(kernel_a, 0, 100, 200), dev_kernel(kernel_a, 1, 300, 400),
+        dev_kernel(kernel_b, 0, 200, 300), dev_kernel(kernel_b, 1, 400, 450)};
+    batch(&a, s0, 4);
+    dev_copy(&a, 0, 250, 350); /* 50 of it beside GPU 0's kernel: none beside GPU 1's counts */
+    cg_agg_step_end(&a, 0, 1000);
+    /* step 1: GPU 0 computes [1100, 1200) while GPU 1 all-reduces [1100, 1400): GPU 1 is the
+     * slowest and computes nothing, its communication all exposed */
+    cg_agg_step_begin(&a, 1, 1000);
+    const CUpti_ActivityKernel10 s1[] = {dev_kernel(kernel_a, 0, 1100, 1200),
+                                         dev_kernel(nccl, 1, 1100, 1400)};
+    batch(&a, s1, 2);
+    dev_copy(&a, 1, 1500, 1600);
+    cg_agg_step_end(&a, 1, 2000);
+    /* step 2: no kernel, copies on both GPUs: the one with more copy time */
+    cg_agg_step_begin(&a, 2, 2000);
+    dev_copy(&a, 0, 2100, 2150);
+    dev_copy(&a, 1, 2100, 2180);
+    cg_agg_step_end(&a, 2, 3000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(a.n_lanes, 2);
+    assert_int_equal(a.lanes_shared, 0);
+    assert_int_equal(a.steps[0].lane, 0); /* GPU 0: 200 ns, GPU 1: 150 */
+    assert_int_equal(a.steps[0].busy_ns, 200);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COMPUTE_NS), 200);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPY_NS), 100);
+    assert_int_equal(count(&a, 0, CG_AGG_N_COPY_HIDDEN_NS), 50);
+    assert_int_equal(a.lanes[1]->times[0].busy_ns, 150);
+    assert_int_equal(a.lanes[1]->times[0].copy_hidden_ns, 0);
+    assert_int_equal(a.steps[1].lane, 1);
+    assert_int_equal(a.steps[1].busy_ns, 300);
+    assert_int_equal(count(&a, 1, CG_AGG_N_COMPUTE_NS), 0);
+    assert_int_equal(count(&a, 1, CG_AGG_N_COPY_NS), 100);
+    assert_true(a.lanes[1]->comm && !a.lanes[0]->comm);
+    assert_int_equal(a.lanes[0]->times[1].compute_ns, 100);
+    assert_int_equal(a.steps[2].lane, 1);
+    assert_int_equal(a.steps[2].busy_ns, 0);
+    assert_int_equal(count(&a, 2, CG_AGG_N_COPY_NS), 80);
+    /* kernels count whatever their device */
+    assert_int_equal(count(&a, 0, CG_AGG_N_KERNELS), 4);
+    assert_int_equal(count(&a, 1, CG_AGG_N_KERNELS), 2);
+    assert_int_equal(op(&a, kernel_a)->calls, 3);
+    cg_agg_release(&a);
+}
+
+/* A step's figures are chosen when it closes (two later steps began, the later before a settle,
+ * or the settle is final), never before, and only grow after: a late record of the chosen device
+ * adds to them, one of another device does not move them to it. */
+static void test_agg__a_steps_device_is_chosen_when_it_closes(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 0);
+    const CUpti_ActivityKernel10 k[] = {dev_kernel(kernel_a, 0, 100, 300),
+                                        dev_kernel(kernel_a, 1, 100, 200)};
+    batch(&a, k, 2);
+    cg_agg_step_end(&a, 0, 1000);
+    cg_agg_settle(&a, false);
+    assert_int_equal(a.steps[0].lane, -1); /* the latest step: not closed */
+    assert_int_equal(a.steps[0].busy_ns, 0);
+    cg_agg_step_begin(&a, 1, 1000);
+    cg_agg_settle(&a, false);
+    assert_int_equal(a.steps[0].lane, -1); /* one step later: GPU 1's records may still come */
+    const CUpti_ActivityKernel10 one_late[] = {dev_kernel(kernel_b, 1, 200, 400)};
+    batch(&a, one_late, 1);
+    cg_agg_step_end(&a, 1, 2000);
+    cg_agg_step_begin(&a, 2, 2000);
+    cg_agg_settle(&a, false);
+    assert_int_equal(a.steps[0].lane, 1); /* GPU 1: 300 ns, GPU 0: 200 */
+    assert_int_equal(a.steps[0].busy_ns, 300);
+    assert_int_equal(a.steps[1].lane, -1);
+    const CUpti_ActivityKernel10 late[] = {dev_kernel(kernel_b, 0, 400, 700),
+                                           dev_kernel(kernel_b, 1, 500, 550)};
+    batch(&a, late, 2);
+    cg_agg_step_end(&a, 2, 3000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(a.steps[0].lane, 1);
+    assert_int_equal(a.steps[0].busy_ns, 350); /* GPU 0 now has 500: not chosen any more */
+    assert_int_equal(a.lanes[0]->times[0].busy_ns, 500);
+    cg_agg_release(&a);
+}
+
+/* The first CG_AGG_LANES devices have a lane each; every later one shares the last (its kernels
+ * in one union with that lane's, as all devices were before), and lanes_shared counts their
+ * records. */
+static void test_agg__devices_past_the_eighth_share_the_last_lane(void **state)
+{
+    (void)state;
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_step_begin(&a, 0, 0);
+    /* device d runs 100 (d + 1) ns from 1000 (d + 1), apart from the others: device 9's 1000 ns
+     * is the most of one device, but it shares lane 7 with devices 7 and 8: 800 + 900 + 1000 */
+    for (uint32_t d = 0; d < 10; d++) {
+        uint64_t start = 1000 * (uint64_t)(d + 1);
+        CUpti_ActivityKernel10 k = dev_kernel(kernel_a, d, start, start + 100 * (d + 1));
+        batch(&a, &k, 1);
+    }
+    cg_agg_step_end(&a, 0, 20000);
+    cg_agg_settle(&a, true);
+    assert_int_equal(a.n_lanes, CG_AGG_LANES);
+    assert_int_equal(a.lanes[CG_AGG_LANES - 1]->device, 7);
+    assert_int_equal(a.lanes_shared, 2);
+    assert_int_equal(a.steps[0].lane, CG_AGG_LANES - 1);
+    assert_int_equal(a.steps[0].busy_ns, 800 + 900 + 1000);
+    assert_int_equal(count(&a, 0, CG_AGG_N_KERNELS), 10);
+    cg_agg_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1417,6 +1582,9 @@ int main(void)
         cmocka_unit_test(test_agg__places_count_module_loads),
         cmocka_unit_test(test_agg__counts_jit_records_and_module_loads),
         cmocka_unit_test(test_agg__count_names_are_the_shard_format),
+        cmocka_unit_test(test_agg__gpu_time_per_device_the_slowest_decides),
+        cmocka_unit_test(test_agg__a_steps_device_is_chosen_when_it_closes),
+        cmocka_unit_test(test_agg__devices_past_the_eighth_share_the_last_lane),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -847,6 +847,54 @@ static void test_inject_standin__boundaries_queued_without_a_buffer_apply_in_ord
     assert_int_equal(events(calls(w), "flush"), 1); /* the first step end's only */
 }
 
+/* One process driving two GPUs: every stand-in kernel of 100 us on GPU 0 comes with a kernel of
+ * 150 us on GPU 1 (CG_STANDIN_DEVICE1). GPU time is kept per device and a step's figures are its
+ * slowest device's (the one with the most busy time): 150 us, not the 250 us during which some GPU
+ * was busy when GPU 1's kernel follows GPU 0's; and when GPU 1's is a communication kernel running
+ * beside GPU 0's compute, GPU 1 computes nothing (exposed communication 150 us), where GPU 0's
+ * compute kernel on another device used to hide 100 us of it. */
+static void test_inject_standin__each_device_of_a_process_has_its_own_gpu_time(void **state)
+{
+    const struct cg_workdir *w = *state;
+    static const struct {
+        const char *device1;
+        int64_t busy, compute;
+    } cases[] = {
+        {"CG_STANDIN_DEVICE1=_Z14standin_kernelv,100000,150000", 150000, 150000},
+        {"CG_STANDIN_DEVICE1=ncclDevKernel_AllReduce_Sum_f32_RING_LL,0,150000", 150000, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cg_proc p;
+        const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2", cases[i].device1, NULL};
+        const char *args[] = {"--cuda-init", "--standin-kernels", "--steps", "4", "--step-ms", "2",
+                              NULL};
+        assert_int_equal(run_standin(w, env, args, &p), 0);
+        const char *shard = cg_canary_shard(w);
+        const char *done = cg_text_line(shard, "done 3\n");
+        if (done == NULL || cg_text_line(shard, "uuid 1 GPU-20212223-") == NULL)
+            fail_msg("%s: no 'done 3' or no second GPU:\n%s", cases[i].device1, shard);
+        for (int64_t step = 1; step <= 2; step++) {
+            int64_t busy = 0;
+            for (const char *b = cg_text_line(shard, "b "); b != NULL && b < done;
+                 b = cg_text_line(b + 1, "b ")) {
+                long long k = 0, v = 0;
+                if (sscanf(b, "b %lld %lld", &k, &v) == 2 && k == step)
+                    busy += v;
+            }
+            if (busy != cases[i].busy ||
+                cg_shard_count(shard, done, step, "compute_ns") != cases[i].compute ||
+                cg_shard_count(shard, done, step, "kernels") != 2)
+                fail_msg("%s: step %lld: busy %lld, compute %lld, kernels %lld; expected %lld, "
+                         "%lld, 2:\n%s",
+                         cases[i].device1, (long long)step, (long long)busy,
+                         (long long)cg_shard_count(shard, done, step, "compute_ns"),
+                         (long long)cg_shard_count(shard, done, step, "kernels"),
+                         (long long)cases[i].busy, (long long)cases[i].compute, shard);
+        }
+        assert_null(cg_text_line(shard, "w more than 8 GPUs"));
+    }
+}
+
 /* CANARY_GATE_CUPTI_OFF: each part named is left off with a warning (its counts unknown), a
  * name that is no optional part is a warning and changes nothing, and the steps are complete. */
 static void test_inject_standin__parts_left_off_by_the_user(void **state)
@@ -956,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__communication_kernels_named_by_the_user),
         cmocka_unit_test(test_inject_standin__a_step_boundary_never_waits_for_a_reduction),
         cmocka_unit_test(test_inject_standin__boundaries_queued_without_a_buffer_apply_in_order),
+        cmocka_unit_test(test_inject_standin__each_device_of_a_process_has_its_own_gpu_time),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }

@@ -54,6 +54,11 @@
  *                          "hold", then "hold released"), at most 20 s ("hold timed out"); the
  *                          canary launches one per step, so whether it gets through N steps
  *                          while a reduction is held does not depend on timing
+ *   CG_STANDIN_DEVICE1=NAME,AFTER_NS,NS  a second GPU (id 1, with its own DEVICE record): every
+ *                          kernel of cg_standin_kernel also launches a kernel NAME on it, starting
+ *                          at least AFTER_NS after that kernel's start (the call waits that long,
+ *                          so that no record starts later than it is made, as none can on a GPU)
+ *                          and lasting NS (one process driving two GPUs)
  *   CG_STANDIN_FLOOD=F     every cuptiActivityFlushAll also hands over F kernel records of 1 us
  *                          (8 names, 4 streams), their starts spread evenly over the time since
  *                          the previous flush, after the records queued (for bench_step_lock)
@@ -84,6 +89,7 @@
 #include <cupti.h>
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -665,9 +671,41 @@ void cg_standin_graph_kernel(uint64_t ns, uint32_t graph_id)
     pthread_mutex_unlock(&g_hold_lock);
 }
 
+/* CG_STANDIN_DEVICE1 (see the top): its kernel's name (kept for the process: records borrow it),
+ * start offset and length; false when it is not set. */
+static bool second_device(const char **name, uint64_t *after, uint64_t *ns)
+{
+    static char kept[128];
+    const char *env = getenv("CG_STANDIN_DEVICE1");
+    const char *comma = env != NULL ? strchr(env, ',') : NULL;
+    if (comma == NULL || (size_t)(comma - env) >= sizeof(kept) ||
+        sscanf(comma + 1, "%" SCNu64 ",%" SCNu64, after, ns) != 2)
+        return false;
+    if (kept[0] == '\0')
+        memcpy(kept, env, (size_t)(comma - env));
+    *name = kept;
+    return true;
+}
+
 void cg_standin_kernel(uint64_t ns)
 {
+    uint64_t start = now_ns();
     cg_standin_graph_kernel(ns, 0);
+    const char *name;
+    uint64_t after, length;
+    if (!second_device(&name, &after, &length))
+        return;
+    while (now_ns() < start + after) {
+    }
+    union record r;
+    memset(&r, 0, sizeof(r));
+    r.kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r.kernel.start = now_ns();
+    r.kernel.end = r.kernel.start + length;
+    r.kernel.name = name;
+    r.kernel.deviceId = 1;
+    r.kernel.streamId = 7;
+    queue(&r);
 }
 
 /* An API callback's call, for a thread of the stand-in's own. */
@@ -827,10 +865,24 @@ void cg_standin_memory(int alloc, uint64_t bytes)
     queue(&r);
 }
 
-/* The device record of the stand-in's one GPU, id 0 (as a real CUPTI gives one per device): its
- * UUID the 32 hex digits of CG_STANDIN_DEVICE_UUID, else bytes 0x10 to 0x1f. */
+/* The device record of the stand-in's GPU, id 0 (as a real CUPTI gives one per device): its
+ * UUID the 32 hex digits of CG_STANDIN_DEVICE_UUID, else bytes 0x10 to 0x1f; and with
+ * CG_STANDIN_DEVICE1, GPU 1's, its UUID bytes 0x20 to 0x2f. */
 static void device_record(void)
 {
+    const char *name;
+    uint64_t after, ns;
+    if (second_device(&name, &after, &ns)) {
+        static const char second_name[] = "Standin GPU 1";
+        union record r;
+        memset(&r, 0, sizeof(r));
+        r.device.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+        r.device.id = 1;
+        r.device.name = second_name;
+        for (size_t i = 0; i < sizeof(r.device.uuid.bytes); i++)
+            r.device.uuid.bytes[i] = (char)(0x20 + i);
+        queue(&r);
+    }
     static const char gpu_name[] = "Standin GPU";
     union record r;
     memset(&r, 0, sizeof(r));
