@@ -101,6 +101,45 @@ static int render_measurement_notes(const struct cg_artifact *a, struct cg_buf *
     return rc;
 }
 
+/* What each run measured and where it ran, when recorded (docs/artifact.md: runs[].code and
+ * runs[].placement): one line a run. */
+static int render_run_facts(const struct cg_artifact *a, struct cg_buf *o)
+{
+    int rc = 0;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        const struct cg_run *r = &a->runs[i];
+        const struct cg_run_placement *pl = &r->placement;
+        bool placed = pl->cpus != NULL || pl->cpu >= 0;
+        if (!placed && r->code.git_commit == NULL && r->code.n_files == 0)
+            continue;
+        rc |= cg_buf_printf(o, "run %zu:", i);
+        if (placed) {
+            rc |= cg_buf_adds(o, " cpus ");
+            rc |= cg_term_escape(o, pl->cpus != NULL ? pl->cpus : "unknown", 200);
+            if (pl->cpu >= 0)
+                rc |= cg_buf_printf(o, ", on cpu %lld", (long long)pl->cpu);
+            if (pl->numa_node >= 0)
+                rc |= cg_buf_printf(o, ", NUMA node %lld", (long long)pl->numa_node);
+            rc |= cg_buf_adds(o, ";");
+        }
+        if (r->code.git_commit != NULL) {
+            char commit[64];
+            cg_report_short_commit(r->code.git_commit, commit, sizeof(commit));
+            rc |= cg_buf_adds(o, " commit ");
+            rc |= cg_term_escape(o, commit, sizeof(commit));
+            rc |= cg_buf_adds(o, ";");
+        }
+        for (size_t k = 0; k < r->code.n_files; k++) {
+            rc |= cg_buf_adds(o, " ");
+            rc |= cg_term_escape(o, r->code.files[k].path, 200);
+            rc |= cg_buf_adds(o, " ");
+            rc |= cg_term_escape(o, r->code.files[k].hash, 64);
+        }
+        rc |= cg_buf_adds(o, "\n");
+    }
+    return rc;
+}
+
 static int render(const struct cg_artifact *a, long top, int chart, struct cg_buf *o)
 {
     const struct cg_env *e = &a->env;
@@ -148,6 +187,7 @@ static int render(const struct cg_artifact *a, long top, int chart, struct cg_bu
         rc |= cg_buf_printf(o, "%4zu %6zu %12s %12s %12s %14s %12s %12s\n", i, a->runs[i].n_steps,
                             mean, med, p95, tps, dev, rss);
     }
+    rc |= render_run_facts(a, o);
     rc |= render_measurement_notes(a, o);
     if (chart != CHART_NONE) {
         rc |= cg_buf_adds(o, "\n");

@@ -45,8 +45,21 @@ void cg_artifact_init(struct cg_artifact *a)
     a->settings.tokens_per_step = -1;
 }
 
+void cg_run_code_release(struct cg_run_code *c)
+{
+    free(c->git_commit);
+    for (size_t i = 0; i < c->n_files; i++) {
+        free(c->files[i].path);
+        free(c->files[i].hash);
+    }
+    free(c->files);
+    memset(c, 0, sizeof(*c));
+}
+
 static void run_release(struct cg_run *r)
 {
+    cg_run_code_release(&r->code);
+    free(r->placement.cpus);
     free(r->id.host);
     free(r->id.started_utc);
     free(r->id.digest);
@@ -76,6 +89,7 @@ static void env_release(struct cg_env *e)
     for (size_t i = 0; i < e->n_canary_command; i++)
         free(e->canary_command[i]);
     free(e->canary_command);
+    free(e->canary_id);
     free(e->canary_hash);
 }
 
@@ -109,6 +123,7 @@ static void run_init(struct cg_run *r)
     r->outside_step_records = r->inside_step_records = -1;
     r->late_memory_records = r->cupti_overhead_ns = -1;
     r->stopped_after_steps = -1;
+    r->placement.cpu = r->placement.numa_node = -1;
 }
 
 struct cg_run *cg_artifact_add_blank_run(struct cg_artifact *a)
@@ -417,6 +432,31 @@ static int dup_str(char **dst, const char *src)
     return *dst != NULL ? 0 : CG_ENOMEM;
 }
 
+int cg_run_code_add_file(struct cg_run_code *code, const char *path, const char *hash)
+{
+    struct cg_code_file *p = realloc(code->files, (code->n_files + 1) * sizeof(*p));
+    if (p == NULL)
+        return CG_ENOMEM;
+    code->files = p;
+    struct cg_code_file *f = &p[code->n_files];
+    if (dup_str(&f->path, path) != 0 || dup_str(&f->hash, hash) != 0) {
+        free(f->path);
+        return CG_ENOMEM;
+    }
+    code->n_files++;
+    return 0;
+}
+
+int cg_run_code_copy(struct cg_run_code *dst, const struct cg_run_code *src)
+{
+    if (dup_str(&dst->git_commit, src->git_commit) != 0)
+        return CG_ENOMEM;
+    for (size_t i = 0; i < src->n_files; i++)
+        if (cg_run_code_add_file(dst, src->files[i].path, src->files[i].hash) != 0)
+            return CG_ENOMEM;
+    return 0;
+}
+
 int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *src)
 {
     for (size_t i = 0; i < src->n_runs; i++) {
@@ -430,8 +470,12 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
             return CG_ENOMEM;
         to->id.seq = from->id.seq;
         if (dup_str(&to->id.host, from->id.host) != 0 ||
-            dup_str(&to->id.started_utc, from->id.started_utc) != 0)
+            dup_str(&to->id.started_utc, from->id.started_utc) != 0 ||
+            cg_run_code_copy(&to->code, &from->code) != 0 ||
+            dup_str(&to->placement.cpus, from->placement.cpus) != 0)
             return CG_ENOMEM;
+        to->placement.cpu = from->placement.cpu;
+        to->placement.numa_node = from->placement.numa_node;
         to->summary = from->summary;
         to->dropped_records = from->dropped_records;
         to->zero_timestamp_records = from->zero_timestamp_records;
@@ -484,7 +528,8 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
         dup_str(&d->gpu_model, e->gpu_model) | dup_str(&d->driver_version, e->driver_version) |
         dup_str(&d->cuda_version, e->cuda_version) | dup_str(&d->cupti_status, e->cupti_status) |
         dup_str(&d->cupti_library, e->cupti_library) | dup_str(&d->cpu_model, e->cpu_model) |
-        dup_str(&d->tool_version, e->tool_version) | dup_str(&d->canary_hash, e->canary_hash);
+        dup_str(&d->tool_version, e->tool_version) | dup_str(&d->canary_id, e->canary_id) |
+        dup_str(&d->canary_hash, e->canary_hash);
     if (rc != 0)
         return CG_ENOMEM;
     if (e->n_canary_command > 0) {
@@ -536,8 +581,6 @@ const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg
         if (!str_eq(x->canary_command[i], y->canary_command[i]))
             return "environment.canary_command";
     }
-    if (!str_eq(x->canary_hash, y->canary_hash))
-        return "environment.canary_hash";
     if (a->settings.steps != b->settings.steps)
         return "settings.steps";
     if (a->settings.warmup != b->settings.warmup)
@@ -549,5 +592,12 @@ const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg
         return "settings.steps_from";
     if (a->settings.tokens_per_step != b->settings.tokens_per_step)
         return "settings.tokens_per_step";
+    if (!str_eq(a->settings.comm_kernels, b->settings.comm_kernels))
+        return "settings.comm_kernels";
+    /* what else the identity holds; an artifact without one (older) is unknown: the command
+     * and settings above decide. canary_hash is never compared: an older one hashed the
+     * contents of the files the command names, the code under test */
+    if (x->canary_id != NULL && y->canary_id != NULL && strcmp(x->canary_id, y->canary_id) != 0)
+        return "environment.canary_id";
     return NULL;
 }

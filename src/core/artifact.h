@@ -85,8 +85,34 @@ struct cg_count_place {
     int64_t calls;
 };
 
+/* A file named on the run's command line (the executable found for argv[0] included), hashed when
+ * the run began: for information, never part of the canary's identity (docs/artifact.md). */
+struct cg_code_file {
+    char *path; /* the argument as written (secrets hidden, as in canary_command) */
+    char *hash; /* "fnv1a64:<16 hex digits>" of its contents */
+};
+
+/* What code a run measured, for information: the files its command line names and the commit
+ * of the git repository it ran in. The canary's identity is the command and the settings
+ * (cg_artifact_canary_diff), never these: editing the training script leaves the baseline. */
+struct cg_run_code {
+    char *git_commit; /* HEAD of the working directory's repository, NULL when none */
+    struct cg_code_file *files;
+    size_t n_files;
+};
+
+/* Where the canary's first process ran at the start of the measured window, as the launcher
+ * saw it in /proc (docs/artifact.md). Unknown: cpus NULL, cpu and numa_node -1. */
+struct cg_run_placement {
+    char *cpus;        /* its CPU affinity, a list as Linux writes it ("0-7,16-23") */
+    int64_t cpu;       /* the CPU it last ran on */
+    int64_t numa_node; /* that CPU's NUMA node */
+};
+
 struct cg_run {
     struct cg_run_id id;
+    struct cg_run_code code;
+    struct cg_run_placement placement;
     struct cg_step *steps;
     size_t n_steps;
     struct cg_run_summary summary;
@@ -118,7 +144,11 @@ struct cg_env {
     char *tool_version;
     char **canary_command;  /* argv of the canary */
     size_t n_canary_command;
-    char *canary_hash;      /* hash of the canary's identity and settings */
+    char *canary_id;   /* hash of the canary's identity: its command and the settings
+                        * (never the contents of its files); NULL in artifacts written
+                        * before it: their identity is unknown (cg_artifact_canary_diff) */
+    char *canary_hash; /* as read: equal to canary_id when that is set; older artifacts'
+                        * hashed the files' contents too, and is never compared */
 };
 
 struct cg_settings {
@@ -224,9 +254,21 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
  * count, driver, CUDA, and CPU model when neither has a GPU), or NULL when they match. */
 const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, bool gpu);
 
-/* Names the first canary identity field that differs (command, hash, steps, warm-up, step range,
- * tokens per step), or NULL when the canaries match. */
+/* Names the first canary identity field that differs (command, steps, warm-up, step range,
+ * steps_from, tokens per step, comm_kernels, then canary_id when both have one), or NULL when the
+ * canaries match. What the canary is: what the user chose to run and how it is measured, never
+ * the contents of the code measured (runs[].code): runs of an edited script pool. An artifact
+ * without canary_id (written before it) is compared by its command and settings alone. */
 const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b);
+
+/* Frees what code holds; it is empty afterwards. */
+void cg_run_code_release(struct cg_run_code *code);
+
+/* Copies src's code facts into dst (empty). Returns 0 or CG_ENOMEM. */
+int cg_run_code_copy(struct cg_run_code *dst, const struct cg_run_code *src);
+
+/* Appends a file and its hash to code (both copied). Returns 0 or CG_ENOMEM. */
+int cg_run_code_add_file(struct cg_run_code *code, const char *path, const char *hash);
 
 /* "kernel", "memcpy", "memset", "range". */
 const char *cg_op_kind_name(enum cg_op_kind kind);

@@ -158,6 +158,7 @@ static int parse_env(struct parser *p, const cJSON *root, struct cg_artifact *a)
         get_str(p, env, pe, "cupti_library", true, &e->cupti_library) ||
         get_str(p, env, pe, "cpu_model", true, &e->cpu_model) ||
         get_str(p, env, pe, "tool_version", true, &e->tool_version) ||
+        get_str(p, env, pe, "canary_id", true, &e->canary_id) ||
         get_str(p, env, pe, "canary_hash", true, &e->canary_hash))
         return CG_EINPUT;
     const cJSON *cmd;
@@ -367,6 +368,66 @@ static int parse_id(struct parser *p, const cJSON *run, const char *rp, struct c
     return 0;
 }
 
+/* runs[].code: optional (absent or null: not recorded), {"git_commit", "files": [{"path",
+ * "hash"}]}. */
+static int parse_code(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *code, *files, *f;
+    char path[128];
+    if (field(p, run, rp, "code", true, &code) != 0)
+        return CG_EINPUT;
+    if (code == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.code", rp);
+    if (!cJSON_IsObject(code))
+        return bad(p, path, "must be an object");
+    if (get_str(p, code, path, "git_commit", true, &r->code.git_commit) ||
+        field(p, code, path, "files", true, &files) != 0)
+        return CG_EINPUT;
+    if (files == NULL)
+        return 0;
+    if (!cJSON_IsArray(files))
+        return bad(p, path, "files must be an array");
+    size_t i = 0;
+    cJSON_ArrayForEach(f, files)
+    {
+        char fp[160];
+        char *name = NULL, *hash = NULL;
+        snprintf(fp, sizeof(fp), "%s.files[%zu]", path, i++);
+        if (!cJSON_IsObject(f))
+            return bad(p, fp, "must be an object");
+        int rc = get_str(p, f, fp, "path", false, &name);
+        if (rc == 0)
+            rc = get_str(p, f, fp, "hash", false, &hash);
+        if (rc == 0 && cg_run_code_add_file(&r->code, name, hash) != 0)
+            rc = cg_err_set(p->err, CG_ENOMEM, "out of memory");
+        free(name);
+        free(hash);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* runs[].placement: optional (absent or null: not recorded), {"cpus", "cpu", "numa_node"}. */
+static int parse_placement(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *pl;
+    char path[128];
+    if (field(p, run, rp, "placement", true, &pl) != 0)
+        return CG_EINPUT;
+    if (pl == NULL)
+        return 0;
+    snprintf(path, sizeof(path), "%s.placement", rp);
+    if (!cJSON_IsObject(pl))
+        return bad(p, path, "must be an object");
+    if (get_str(p, pl, path, "cpus", true, &r->placement.cpus) ||
+        get_int(p, pl, path, "cpu", true, 0, &r->placement.cpu) ||
+        get_int(p, pl, path, "numa_node", true, 0, &r->placement.numa_node))
+        return CG_EINPUT;
+    return 0;
+}
+
 /* runs[].warnings: optional, an array of strings (at most CG_ARTIFACT_MAX_WARNINGS kept). */
 static int parse_warnings(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
 {
@@ -467,7 +528,8 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
             get_int(p, run, rp, "late_memory_records", true, 0, &r->late_memory_records) ||
             get_int(p, run, rp, "cupti_overhead_ns", true, 0, &r->cupti_overhead_ns) ||
             get_int(p, run, rp, "stopped_after_steps", true, 1, &r->stopped_after_steps) ||
-            parse_warnings(p, run, rp, r) || parse_places(p, run, rp, r))
+            parse_warnings(p, run, rp, r) || parse_places(p, run, rp, r) ||
+            parse_code(p, run, rp, r) || parse_placement(p, run, rp, r))
             return CG_EINPUT;
     }
     return 0;
@@ -583,6 +645,24 @@ static cJSON *run_to_json(const struct cg_run *r)
         cg_run_digest(r, digest);
         cJSON_AddStringToObject(id, "digest", digest);
     }
+    if (r->code.git_commit != NULL || r->code.n_files > 0) {
+        cJSON *code = cJSON_AddObjectToObject(run, "code");
+        cJSON_AddItemToObject(code, "git_commit", str_or_null(r->code.git_commit));
+        cJSON *files = cJSON_AddArrayToObject(code, "files");
+        for (size_t i = 0; files != NULL && i < r->code.n_files; i++) {
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddStringToObject(f, "path", r->code.files[i].path);
+            cJSON_AddStringToObject(f, "hash", r->code.files[i].hash);
+            cJSON_AddItemToArray(files, f);
+        }
+    }
+    const struct cg_run_placement *where = &r->placement;
+    if (where->cpus != NULL || where->cpu >= 0 || where->numa_node >= 0) {
+        cJSON *o = cJSON_AddObjectToObject(run, "placement");
+        cJSON_AddItemToObject(o, "cpus", str_or_null(where->cpus));
+        cJSON_AddItemToObject(o, "cpu", int_or_null(where->cpu));
+        cJSON_AddItemToObject(o, "numa_node", int_or_null(where->numa_node));
+    }
     cJSON *steps = cJSON_AddArrayToObject(run, "steps");
     for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];
@@ -684,6 +764,8 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     cJSON *cmd = cJSON_AddArrayToObject(env, "canary_command");
     for (size_t i = 0; cmd != NULL && i < e->n_canary_command; i++)
         cJSON_AddItemToArray(cmd, cJSON_CreateString(e->canary_command[i]));
+    if (e->canary_id != NULL)
+        cJSON_AddStringToObject(env, "canary_id", e->canary_id);
     cJSON_AddItemToObject(env, "canary_hash", str_or_null(e->canary_hash));
 
     const struct cg_settings *s = &a->settings;

@@ -14,6 +14,7 @@
 #include "launch.h"
 #include "launch_env.h"
 #include "redact.h"
+#include "runinfo.h"
 #include "shard.h"
 #include "trace.h"
 
@@ -79,6 +80,11 @@ struct progress {
     int64_t last_seen;
     double last_print_s;
     int64_t done_steps; /* the shards' "done" N when a stop was asked for, else -1 */
+    long warmup;
+    long pid; /* the canary's first process (cg_launch_opts.pid_out), 0 before */
+    struct cg_run_placement placement; /* sampled at each poll until the measured window began */
+    bool placed;                       /* the sample was taken once the measured window had begun */
+    bool oom;
 };
 
 static int fmt_path(char *buf, size_t cap, struct cg_err *err, const char *fmt, ...)
@@ -114,6 +120,10 @@ static bool on_progress(void *ctx, double elapsed_s)
         return false;
     cg_shard_status(sh, n, &st);
     cg_shard_free_all(sh, n);
+    if (!p->placed && p->pid > 0) {
+        p->oom |= cg_runinfo_placement(p->pid, &p->placement) != 0;
+        p->placed = st.steps_seen >= p->warmup;
+    }
     if (!p->let_finish && st.all_done) {
         p->done_steps = st.done_steps;
         return true;
@@ -177,8 +187,8 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
     if (a->created_utc == NULL || a->env.tool_version == NULL ||
         a->env.canary_command == NULL || a->settings.step_range == NULL)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
-    /* the command as written everywhere: secrets hidden (redact.h); the hash too, so that a
-     * token that changes between runs does not read as a changed canary */
+    /* the command as written everywhere: secrets hidden (redact.h); the identity too, so that
+     * a token that changes between runs does not read as a changed canary */
     for (size_t i = 0; i < n_cmd; i++) {
         a->env.canary_command[i] = cg_redact_apply(cg_redact_default(), col->cmd[i]);
         if (a->env.canary_command[i] == NULL)
@@ -196,10 +206,12 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
                            c->steps, c->warmup, c->step_range, c->tokens_per_step);
     if (a->settings.comm_kernels != NULL)
         rc |= cg_buf_printf(&settings, " comm_kernels=%s", a->settings.comm_kernels);
+    /* the identity is what the user chose to run and how it is measured, never the contents of
+     * the files it names (runs[].code); canary_hash repeats it for older readers */
     if (rc == 0)
-        a->env.canary_hash = cg_launch_canary_hash(a->env.canary_command, cg_buf_str(&settings));
+        a->env.canary_id = cg_launch_canary_id(a->env.canary_command, cg_buf_str(&settings));
     cg_buf_release(&settings);
-    if (a->env.canary_hash == NULL)
+    if (a->env.canary_id == NULL || (a->env.canary_hash = strdup(a->env.canary_id)) == NULL)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     return 0;
 }
@@ -774,7 +786,16 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                          .let_finish = c->let_finish,
                          .last_seen = -1,
                          .last_print_s = -10.0,
-                         .done_steps = -1};
+                         .done_steps = -1,
+                         .warmup = c->warmup,
+                         .placement = {NULL, -1, -1}};
+    struct cg_run_code code = {NULL, NULL, 0};
+    /* the code measured, as the run begins (for information: a.env.canary_command's words) */
+    if (cg_runinfo_code(col->cmd, a->env.canary_command, &code) != 0) {
+        free(env.pythonpath);
+        cg_run_code_release(&code);
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    }
     struct cg_launch_opts o = {.argv = col->cmd,
                                .env_add = env.add,
                                .n_env_add = env.n_add,
@@ -785,7 +806,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                                .kill_grace_s = (double)c->grace_s,
                                .progress = on_progress,
                                .progress_ctx = &p,
-                               .poll_s = CG_COLLECT_POLL_S};
+                               .poll_s = CG_COLLECT_POLL_S,
+                               .pid_out = &p.pid};
     log_banner(c->log, c->label, i, total, col->cmd);
     if (!c->say.live)
         cg_say(&c->say, CG_SAY_INFO, "%s%srun %ld of %ld", c->label ? c->label : "",
@@ -832,8 +854,16 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                                                      : "nvtx")) == NULL)
                 rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
+            run->code = code;
+            run->placement = p.placement;
+            code = (struct cg_run_code){NULL, NULL, 0};
+            p.placement.cpus = NULL;
         }
     }
+    if (rc == 0 && p.oom)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+    cg_run_code_release(&code);
+    free(p.placement.cpus);
     if (rc == 0) {
         warn_unfinished(c, i, total, sh, n, r.end == CG_LAUNCH_STOPPED);
         warn_library(col, i, total, &a->runs[a->n_runs - 1]);

@@ -375,6 +375,8 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
         child_exec(o->argv, env, log_fd, pipefd[1]);
     setpgid(pid, pid); /* also done by the child; whichever runs first wins */
     ls.canary = pid;
+    if (o->pid_out != NULL)
+        *o->pid_out = (long)pid;
     close(pipefd[1]);
     pipefd[1] = -1;
     int child_errno = 0;
@@ -529,55 +531,13 @@ static void fnv_bytes(uint64_t *h, const void *p, size_t n)
     }
 }
 
-static void fnv_file(uint64_t *h, const char *path)
-{
-    struct stat st;
-    unsigned char buf[65536];
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
-        return;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0)
-        fnv_bytes(h, buf, (size_t)n);
-    close(fd);
-}
-
-/* argv[0] as execvp would find it; writes into out (PATH_MAX). */
-static bool resolve_exe(const char *name, char *out, size_t cap)
-{
-    if (strchr(name, '/') != NULL) {
-        int n = snprintf(out, cap, "%s", name);
-        return n > 0 && (size_t)n < cap;
-    }
-    const char *path = getenv("PATH");
-    if (path == NULL)
-        return false;
-    for (const char *p = path; *p;) {
-        size_t len = strcspn(p, ":");
-        int n = snprintf(out, cap, "%.*s/%s", (int)len, p, name);
-        if (n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
-            return true;
-        p += len;
-        if (*p == ':')
-            p++;
-    }
-    return false;
-}
-
-char *cg_launch_canary_hash(char *const *argv, const char *settings)
+char *cg_launch_canary_id(char *const *argv, const char *settings)
 {
     uint64_t h = 1469598103934665603ull;
-    char exe[PATH_MAX];
     for (size_t i = 0; argv[i] != NULL; i++)
         fnv_bytes(&h, argv[i], strlen(argv[i]) + 1);
     if (settings != NULL)
         fnv_bytes(&h, settings, strlen(settings) + 1);
-    if (argv[0] != NULL && resolve_exe(argv[0], exe, sizeof(exe)))
-        fnv_file(&h, exe);
-    for (size_t i = 1; argv[0] != NULL && argv[i] != NULL; i++)
-        fnv_file(&h, argv[i]);
     char *out = malloc(8 + 16 + 1);
     if (out != NULL)
         snprintf(out, 8 + 16 + 1, "fnv1a64:%016llx", (unsigned long long)h);

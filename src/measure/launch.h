@@ -63,6 +63,8 @@ struct cg_launch_opts {
     bool (*progress)(void *ctx, double elapsed_s);
     void *progress_ctx;
     double poll_s;
+    long *pid_out; /* when not NULL, set to the canary's process id once it is started (before
+                    * the first progress call) */
 };
 
 struct cg_launch_result {
@@ -95,9 +97,10 @@ char *cg_launch_driver_version(void);
  * module's "... Kernel Module for x86_64  580.159.04  ..."), malloc'ed; NULL when it has none. */
 char *cg_launch_parse_driver_version(const char *line);
 
-/* A hex hash of the canary's identity: its argv, the given settings text, and the contents of
- * every argv element that is a regular file up to 64 MiB (the executable found in PATH for
- * argv[0]). Malloc'ed ("fnv1a64:<16 hex digits>"); NULL when out of memory. */
-char *cg_launch_canary_hash(char *const *argv, const char *settings);
+/* A hex hash of the canary's identity: its argv and the given settings text, never the contents
+ * of the files argv names (the code under test: an edited training script is the same canary;
+ * runinfo.h records the files' hashes for information). Malloc'ed ("fnv1a64:<16 hex digits>");
+ * NULL when out of memory. */
+char *cg_launch_canary_id(char *const *argv, const char *settings);
 
 #endif

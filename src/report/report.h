@@ -39,6 +39,20 @@ void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
  * fast state and the share is not gated. */
 void cg_report_states_text(const struct cg_verdict *v, char *dst, size_t n);
 
+/* The line that the script changed since the baseline (signature.h: a file the current runs'
+ * command line names, with contents no baseline run had), a plain fact and not a changed canary;
+ * nothing when none changed or the baseline recorded no file. markdown: "**Script:** ..." with
+ * the names in <code>, else "note: ..." for the terminal. 0 or CG_ENOMEM. */
+int cg_report_code_change(const struct cg_verdict *v, bool markdown, struct cg_buf *out);
+
+/* The line naming the kernel choices among the runs of both sides when their kernel sets differ
+ * ("2 kernel choices among the runs: sm90_xmma_gemm_... in 7 runs (baseline 2, current 5; 1 in
+ * the fast state, 6 slow), ..."): each choice by the first of its kernels that some other choice
+ * lacks (or "without" the first it lacks), shortened; the process states when the floor compared
+ * the pooled fast state. Nothing when every run ran the same kernels or none, or when the choices
+ * are the sides' (signature.h: by_side). 0 or CG_ENOMEM. */
+int cg_report_kernel_choices(const struct cg_verdict *v, bool markdown, struct cg_buf *out);
+
 /* A commit as the reports show it: a full 40-digit hash cut to its first 12 digits, anything
  * else as it is (cut to n bytes); escape it for the output. */
 void cg_report_short_commit(const char *commit, char *dst, size_t n);

@@ -3,6 +3,7 @@
  * verdict's headline (see report.h).
  */
 #include "report.h"
+#include "signature.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -321,4 +322,86 @@ void cg_report_states_text(const struct cg_verdict *v, char *dst, size_t n)
                  "process states: %zu of %zu current and %zu of %zu baseline runs in a slow state "
                  "(p = %.2g; %s)",
                  s->slow[1], s->runs[1], s->slow[0], s->runs[0], s->p_value, gate);
+}
+
+/* ---- what the runs ran: the code and the kernel choices (signature.h) -------------------- */
+
+/* A kernel name as the reports show it: without a leading "void ", cut to NAME_SHORT_BYTES,
+ * escaped for markdown (in <code>) or the terminal. */
+#define NAME_SHORT_BYTES 40
+/* Kernel choices named at most; the rest are counted. */
+#define REPORT_CHOICES_SHOWN 4
+
+static int short_name(struct cg_buf *out, const char *name, bool markdown)
+{
+    if (strncmp(name, "void ", 5) == 0)
+        name += 5;
+    if (!markdown)
+        return cg_term_escape(out, name, NAME_SHORT_BYTES);
+    return cg_buf_adds(out, "<code>") | cg_md_escape(out, name, NAME_SHORT_BYTES) |
+           cg_buf_adds(out, "</code>");
+}
+
+int cg_report_code_change(const struct cg_verdict *v, bool markdown, struct cg_buf *out)
+{
+    struct cg_code_change c;
+    cg_signature_code_change(v->baseline, v->current, &c);
+    if (c.n_changed == 0)
+        return 0;
+    int rc = cg_buf_adds(out, markdown ? "**Script:** the script changed since the baseline ("
+                                       : "note: the script changed since the baseline (");
+    for (size_t i = 0; i < c.n_files; i++) {
+        rc |= cg_buf_adds(out, i ? ", " : "");
+        rc |= markdown ? cg_buf_adds(out, "<code>") | cg_md_escape(out, c.files[i], 200) |
+                             cg_buf_adds(out, "</code>")
+                       : cg_term_escape(out, c.files[i], 200);
+    }
+    if (c.n_changed > c.n_files)
+        rc |= cg_buf_printf(out, " and %zu more", c.n_changed - c.n_files);
+    return rc | cg_buf_adds(out, markdown ? "); the canary is the same: its command and "
+                                            "settings.\n"
+                                          : "); the canary is the same\n");
+}
+
+int cg_report_kernel_choices(const struct cg_verdict *v, bool markdown, struct cg_buf *out)
+{
+    struct cg_kernel_choices kc;
+    bool states = v->states.tested && !v->states.own_states;
+    if (cg_signature_kernels(v->baseline, v->current, states, &kc) != 0)
+        return CG_ENOMEM;
+    int rc = 0;
+    if (kc.n < 2 || kc.by_side)
+        goto done; /* one choice, or the sides' difference: the op table shows it */
+    rc |= cg_buf_printf(out,
+                        markdown ? "**%zu kernel choices among the runs:** "
+                                 : "note: %zu kernel choices among the runs: ",
+                        kc.n);
+    size_t shown = kc.n < REPORT_CHOICES_SHOWN ? kc.n : REPORT_CHOICES_SHOWN;
+    for (size_t i = 0; i < shown; i++) {
+        const struct cg_kernel_choice *ch = &kc.items[i];
+        size_t runs = ch->runs[0] + ch->runs[1];
+        rc |= cg_buf_adds(out, i ? ", " : "");
+        if (ch->n_only > 0) {
+            rc |= short_name(out, ch->only[0], markdown);
+            if (ch->n_only > 1)
+                rc |= cg_buf_printf(out, " (+%zu more)", ch->n_only - 1);
+        } else {
+            rc |= cg_buf_adds(out, "without ");
+            rc |= short_name(out, ch->without[0], markdown);
+            if (ch->n_without > 1)
+                rc |= cg_buf_printf(out, " (+%zu more)", ch->n_without - 1);
+        }
+        rc |= cg_buf_printf(out, " in %zu run%s (baseline %zu, current %zu", runs,
+                            runs == 1 ? "" : "s", ch->runs[0], ch->runs[1]);
+        if (kc.states_known)
+            rc |= cg_buf_printf(out, "; %zu in the fast state, %zu slow", ch->fast[0] + ch->fast[1],
+                                runs - ch->fast[0] - ch->fast[1]);
+        rc |= cg_buf_adds(out, ")");
+    }
+    if (kc.n > shown)
+        rc |= cg_buf_printf(out, " and %zu more choices", kc.n - shown);
+    rc |= cg_buf_adds(out, markdown ? ".\n" : "\n");
+done:
+    cg_kernel_choices_release(&kc);
+    return rc;
 }

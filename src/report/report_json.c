@@ -5,6 +5,7 @@
 #include "report.h"
 
 #include "anatomy.h"
+#include "signature.h"
 #include "utf8.h"
 
 #include "cg_version.h"
@@ -108,6 +109,44 @@ static cJSON *diagnosis(const struct cg_diagnosis *d)
 
 /* The slow process states' share (verdict.h, cg_states); null when the floor was not compared
  * over runs. */
+static cJSON *name_list(const char *const *names, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a != NULL && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(names[i]));
+    return a;
+}
+
+/* "kernel_choices": the runs' kernel sets when they differ (signature.h), [] when every run ran
+ * the same kernels or none; null when memory ran out. */
+static cJSON *kernel_choices(const struct cg_verdict *v)
+{
+    struct cg_kernel_choices kc;
+    if (cg_signature_kernels(v->baseline, v->current, v->states.tested && !v->states.own_states,
+                             &kc) != 0)
+        return cJSON_CreateNull();
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a != NULL && kc.n > 1 && i < kc.n; i++) {
+        const struct cg_kernel_choice *ch = &kc.items[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "kernels", name_list(ch->only, ch->n_only));
+        cJSON_AddItemToObject(o, "without", name_list(ch->without, ch->n_without));
+        cJSON *runs = cJSON_AddObjectToObject(o, "runs");
+        cJSON_AddNumberToObject(runs, "baseline", (double)ch->runs[0]);
+        cJSON_AddNumberToObject(runs, "current", (double)ch->runs[1]);
+        if (kc.states_known) {
+            cJSON *fast = cJSON_AddObjectToObject(o, "fast_state_runs");
+            cJSON_AddNumberToObject(fast, "baseline", (double)ch->fast[0]);
+            cJSON_AddNumberToObject(fast, "current", (double)ch->fast[1]);
+        } else {
+            cJSON_AddNullToObject(o, "fast_state_runs");
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    cg_kernel_choices_release(&kc);
+    return a;
+}
+
 static cJSON *process_states(const struct cg_verdict *v)
 {
     const struct cg_states *s = &v->states;
@@ -252,6 +291,9 @@ char *cg_report_json(const struct cg_verdict *v)
                           v->machine_diff ? cJSON_CreateString(v->machine_diff) : cJSON_CreateNull());
     cJSON_AddItemToObject(root, "canary_differs",
                           v->canary_diff ? cJSON_CreateString(v->canary_diff) : cJSON_CreateNull());
+    struct cg_code_change code;
+    cg_signature_code_change(v->baseline, v->current, &code);
+    cJSON_AddItemToObject(root, "script_changed", name_list(code.files, code.n_files));
     cJSON_AddBoolToObject(root, "downgraded_for_machine", v->downgraded);
     cJSON_AddBoolToObject(root, "gpu_lost", v->gpu_lost);
     cJSON_AddBoolToObject(root, "weak_baseline", v->weak_baseline);
@@ -284,6 +326,7 @@ char *cg_report_json(const struct cg_verdict *v)
         cJSON_AddItemToArray(metrics, o);
     }
     cJSON_AddItemToObject(root, "process_states", process_states(v));
+    cJSON_AddItemToObject(root, "kernel_choices", kernel_choices(v));
     cJSON *ops = cJSON_AddArrayToObject(root, "ops");
     for (size_t i = 0; i < v->n_ops; i++) {
         const struct cg_op_delta *d = &v->ops[i];

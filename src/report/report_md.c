@@ -241,6 +241,8 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
     cg_report_states_text(v, states, sizeof(states));
     if (states[0]) /* numbers and fixed words */
         rc |= cg_buf_printf(b, "**Process states:** %s.\n", states + strlen("process states: "));
+    rc |= cg_report_kernel_choices(v, true, b);
+    rc |= cg_report_code_change(v, true, b);
     if (v->metrics[CG_M_STEP_TIME_MEAN].method == CG_METHOD_PAIRED)
         rc |= cg_buf_adds(b, "**Paired:** base and head ran turn about (A B B A ...); timing "
                              "compares run k of each side with a one-sided Wilcoxon signed-rank "

@@ -151,6 +151,8 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     cg_report_states_text(v, states, sizeof(states));
     if (states[0])
         rc |= cg_buf_printf(out, "note: %s\n", states);
+    rc |= cg_report_kernel_choices(v, false, out);
+    rc |= cg_report_code_change(v, false, out);
     if (v->machine_diff != NULL)
         rc |= cg_buf_printf(out, "warning: different machine (%s differs)%s\n", v->machine_diff,
                             v->downgraded ? ": a regression is reported as inconclusive" : "");

@@ -786,9 +786,136 @@ static void test_artifact__the_same_run_twice_is_found(void **state)
     cg_artifact_release(&oldpool);
 }
 
+struct identity_case {
+    const char *what;
+    void (*edit)(struct cg_artifact *a);
+    const char *expect; /* cg_artifact_canary_diff against the unedited artifact */
+};
+
+static void edit_files(struct cg_artifact *a)
+{
+    assert_int_equal(cg_run_code_add_file(&a->runs[0].code, "train.py", "fnv1a64:0000000000000002"),
+                     0);
+    free(a->env.canary_hash); /* an older artifact's hash held the files' contents */
+    a->env.canary_hash = strdup("fnv1a64:00000000000000ff");
+}
+static void edit_id(struct cg_artifact *a)
+{
+    free(a->env.canary_id);
+    a->env.canary_id = strdup("fnv1a64:0000000000000009");
+}
+static void drop_id(struct cg_artifact *a)
+{
+    free(a->env.canary_id);
+    a->env.canary_id = NULL;
+    edit_files(a);
+}
+static void edit_command(struct cg_artifact *a)
+{
+    free(a->env.canary_command[2]);
+    a->env.canary_command[2] = strdup("small");
+}
+static void edit_steps(struct cg_artifact *a)
+{
+    a->settings.steps++;
+}
+static void edit_comm(struct cg_artifact *a)
+{
+    a->settings.comm_kernels = strdup("userbuffers");
+}
+
+/* The canary is what the user chose to run and how it is measured: the code's contents (runs'
+ * file hashes, an older canary_hash that held them) never make another canary; an artifact
+ * without canary_id is compared by its command and settings. */
+static void test_artifact__the_canary_is_its_command_and_settings(void **state)
+{
+    (void)state;
+    static const struct identity_case cases[] = {
+        {"the script's contents", edit_files, NULL},
+        {"no identity (an older artifact)", drop_id, NULL},
+        {"another identity", edit_id, "environment.canary_id"},
+        {"another command", edit_command, "environment.canary_command"},
+        {"another step count", edit_steps, "settings.steps"},
+        {"other communication kernels", edit_comm, "settings.comm_kernels"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct cg_artifact a, b;
+        cg_artifact_init(&a);
+        cg_artifact_init(&b);
+        assert_int_equal(cg_fixture_make(&a, &fx), 0);
+        assert_int_equal(cg_fixture_make(&b, &fx), 0);
+        a.env.canary_id = strdup("fnv1a64:0000000000000001");
+        b.env.canary_id = strdup("fnv1a64:0000000000000001");
+        assert_int_equal(
+            cg_run_code_add_file(&a.runs[0].code, "train.py", "fnv1a64:0000000000000001"), 0);
+        cases[k].edit(&b);
+        const char *got = cg_artifact_canary_diff(&a, &b);
+        if ((got == NULL) != (cases[k].expect == NULL) ||
+            (got != NULL && strcmp(got, cases[k].expect) != 0))
+            fail_msg("%s: %s differs, expected %s", cases[k].what, got ? got : "nothing",
+                     cases[k].expect ? cases[k].expect : "nothing");
+        cg_artifact_release(&a);
+        cg_artifact_release(&b);
+    }
+}
+
+/* The code facts and the placement of each run, and the canary's identity, are kept through
+ * JSON and merges; artifacts without them still read (unknown). */
+static void test_artifact__code_and_placement_round_trip(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b, m;
+    struct cg_err err;
+    const char *path = "/tmp/cg-art-code.json";
+    cg_artifact_init(&a);
+    cg_artifact_init(&m);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    a.env.canary_id = strdup("fnv1a64:0123456789abcdef");
+    a.runs[1].code.git_commit = strdup("0123456789abcdef0123456789abcdef01234567");
+    assert_int_equal(cg_run_code_add_file(&a.runs[1].code, "train.py", "fnv1a64:00000000000000aa"),
+                     0);
+    a.runs[1].placement.cpus = strdup("0-3,8");
+    a.runs[1].placement.cpu = 2;
+    a.runs[1].placement.numa_node = 0;
+    assert_int_equal(cg_artifact_save(path, &a, &err), 0);
+    assert_int_equal(cg_artifact_load(path, &b, &err), 0);
+    assert_string_equal(b.env.canary_id, "fnv1a64:0123456789abcdef");
+    assert_string_equal(b.runs[1].code.git_commit, a.runs[1].code.git_commit);
+    assert_int_equal(b.runs[1].code.n_files, 1);
+    assert_string_equal(b.runs[1].code.files[0].path, "train.py");
+    assert_string_equal(b.runs[1].code.files[0].hash, "fnv1a64:00000000000000aa");
+    assert_string_equal(b.runs[1].placement.cpus, "0-3,8");
+    assert_int_equal(b.runs[1].placement.cpu, 2);
+    assert_int_equal(b.runs[1].placement.numa_node, 0);
+    assert_null(b.runs[0].code.git_commit); /* not recorded: unknown */
+    assert_int_equal(b.runs[0].code.n_files, 0);
+    assert_null(b.runs[0].placement.cpus);
+    assert_int_equal(b.runs[0].placement.numa_node, -1);
+    assert_int_equal(cg_artifact_copy_header(&m, &b), 0);
+    assert_int_equal(cg_artifact_append_runs(&m, &b), 0);
+    assert_string_equal(m.env.canary_id, "fnv1a64:0123456789abcdef");
+    assert_string_equal(m.runs[1].code.files[0].hash, "fnv1a64:00000000000000aa");
+    assert_string_equal(m.runs[1].placement.cpus, "0-3,8");
+    /* a file entry without its hash is one line naming it */
+    char *text = cg_artifact_to_json(&a);
+    char *bad_text = replace(text, "\"hash\":\t\"fnv1a64:00000000000000aa\"", "\"hash\": 7");
+    struct cg_artifact c;
+    assert_int_equal(cg_artifact_parse(bad_text, strlen(bad_text), "x.json", &c, &err), CG_EINPUT);
+    assert_string_equal(err.msg,
+                        "cannot read 'x.json': runs[1].code.files[0].hash: must be a string");
+    free(text);
+    free(bad_text);
+    cg_artifact_release(&a);
+    cg_artifact_release(&b);
+    cg_artifact_release(&m);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_artifact__the_canary_is_its_command_and_settings),
+        cmocka_unit_test(test_artifact__code_and_placement_round_trip),
         cmocka_unit_test(test_artifact__round_trip_keeps_every_field),
         cmocka_unit_test(test_artifact__bad_inputs_name_the_problem),
         cmocka_unit_test(test_artifact__step_loss_is_optional_and_round_trips),

@@ -5,6 +5,9 @@
  * clear line). Some tests run a canary with the injection library directly (the launcher's
  * environment set by hand) to look at the shards it leaves.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity */
+#endif
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +20,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <sched.h>
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -626,7 +630,7 @@ static void test_run__communication_kernels_are_part_of_the_canary(void **state)
     load("nvtx-comm1.json", &x);
     load("nvtx-comm2.json", &y);
     assert_string_not_equal(x.env.canary_hash, y.env.canary_hash);
-    assert_string_equal(cg_artifact_canary_diff(&x, &y), "environment.canary_hash");
+    assert_string_equal(cg_artifact_canary_diff(&x, &y), "settings.comm_kernels");
     assert_string_equal(x.settings.comm_kernels, "userbuffers"); /* recorded for the anatomy */
     assert_null(y.settings.comm_kernels);
     /* empty is unset: the same canary */
@@ -663,6 +667,136 @@ static void test_run__communication_kernels_are_part_of_the_canary(void **state)
     unlink("nvtx-comm1.log");
     unlink("nvtx-comm2.log");
     unlink("nvtx-comm3.log");
+}
+
+/* Writes a shell script at path that runs the canary for `steps` steps of step_ms, with a
+ * comment line (an edit of the script changes nothing the canary does). */
+static void write_script(const char *path, const char *comment, int steps, int step_ms)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "# %s\nexec %s --steps %d --step-ms %d\n", comment, CANARY, steps, step_ms);
+    fclose(f);
+}
+
+/* Measures `sh script` into out: 1 run of `steps` steps after warmup; must succeed. */
+static void script_run(const char *out, const char *script, const char *steps, const char *warmup,
+                       struct result *r)
+{
+    const char *args[] = {"run",      "--out", out,  "--runs",  "1",    "--steps", steps,
+                          "--warmup", warmup,  "--", "/bin/sh", script, NULL};
+    run_tool(args, r);
+    if (r->exit_code != 0)
+        fail_msg("%s", r->err);
+}
+
+/* The training script is the code under test, not the canary: runs of a script edited between
+ * them pool, main's history keeps one segment, the report says the script changed as a fact and
+ * shows no configuration change; a changed step count or command is still refused. Each run
+ * records the script's hash. */
+static void test_run__an_edited_script_is_the_same_canary(void **state)
+{
+    (void)state;
+    struct result r;
+    write_script("nvtx-edit.sh", "first version", 3, 1);
+    script_run("nvtx-edit1.json", "nvtx-edit.sh", "3", "0", &r);
+    write_script("nvtx-edit.sh", "second version", 3, 1);
+    script_run("nvtx-edit2.json", "nvtx-edit.sh", "3", "0", &r);
+    struct cg_artifact x, y;
+    load("nvtx-edit1.json", &x);
+    load("nvtx-edit2.json", &y);
+    assert_string_equal(x.env.canary_id, y.env.canary_id);
+    assert_int_equal(x.runs[0].code.n_files, 2); /* /bin/sh and the script */
+    assert_string_equal(x.runs[0].code.files[1].path, "nvtx-edit.sh");
+    assert_string_not_equal(x.runs[0].code.files[1].hash, y.runs[0].code.files[1].hash);
+    assert_string_equal(x.runs[0].code.files[0].hash, y.runs[0].code.files[0].hash);
+    assert_null(cg_artifact_canary_diff(&x, &y));
+    cg_artifact_release(&x);
+    cg_artifact_release(&y);
+    const char *merge[] = {"merge",           "-o", "nvtx-edit.json", "nvtx-edit1.json",
+                           "nvtx-edit2.json", NULL};
+    run_tool(merge, &r);
+    if (r.exit_code != 0)
+        fail_msg("the runs of an edited script did not pool: %s", r.err);
+    /* one history segment: no environment event between the two */
+    unlink("nvtx-edit.jsonl");
+    const char *h1[] = {"history",  "append", "--history",       "nvtx-edit.jsonl",
+                        "--commit", "c1",     "nvtx-edit1.json", NULL};
+    const char *h2[] = {"history",  "append", "--history",       "nvtx-edit.jsonl",
+                        "--commit", "c2",     "nvtx-edit2.json", NULL};
+    run_tool(h1, &r);
+    assert_int_equal(r.exit_code, 0);
+    run_tool(h2, &r);
+    assert_int_equal(r.exit_code, 0);
+    assert_null(strstr(r.err, "events:"));
+    /* the report: a plain fact, no configuration banner */
+    const char *cmp[] = {"compare",  "nvtx-edit1.json", "nvtx-edit2.json",
+                         "--report", "nvtx-edit.md",    NULL};
+    run_tool(cmp, &r);
+    char md[16384];
+    read_text("nvtx-edit.md", md, sizeof(md));
+    assert_null(strstr(md, "Canary configuration changed"));
+    assert_non_null(strstr(md, "**Script:** the script changed since the baseline (<code>"
+                               "nvtx-edit.sh</code>)"));
+    /* another step count, another command: still refused, naming what differs */
+    script_run("nvtx-edit3.json", "nvtx-edit.sh", "2", "0", &r);
+    const char *steps[] = {"merge",           "-o", "nvtx-edit.json", "nvtx-edit1.json",
+                           "nvtx-edit3.json", NULL};
+    run_tool(steps, &r);
+    assert_int_equal(r.exit_code, 2);
+    assert_non_null(strstr(r.err, "settings.steps differs"));
+    write_script("nvtx-other.sh", "first version", 3, 1);
+    script_run("nvtx-edit3.json", "nvtx-other.sh", "3", "0", &r);
+    run_tool(steps, &r);
+    assert_int_equal(r.exit_code, 2);
+    assert_non_null(strstr(r.err, "environment.canary_command differs"));
+    const char *files[] = {"nvtx-edit.sh",
+                           "nvtx-other.sh",
+                           "nvtx-edit.json",
+                           "nvtx-edit1.json",
+                           "nvtx-edit2.json",
+                           "nvtx-edit3.json",
+                           "nvtx-edit.jsonl",
+                           "nvtx-edit.jsonl.lock",
+                           "nvtx-edit.md",
+                           "nvtx-edit1.log",
+                           "nvtx-edit2.log",
+                           "nvtx-edit3.log",
+                           NULL};
+    for (size_t i = 0; files[i] != NULL; i++)
+        unlink(files[i]);
+}
+
+/* Each run records where its canary ran as the measured window began: the affinity it
+ * inherited (here CPU 0 alone), that CPU and its NUMA node. */
+static void test_run__the_canary_placement_is_recorded(void **state)
+{
+    (void)state;
+    struct result r;
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+    if (!CPU_ISSET(0, &all))
+        skip();
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    write_script("nvtx-place.sh", "placed", 5, 300);
+    script_run("nvtx-place.json", "nvtx-place.sh", "4", "1", &r);
+    assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+    struct cg_artifact a;
+    load("nvtx-place.json", &a);
+    assert_non_null(a.runs[0].placement.cpus);
+    assert_string_equal(a.runs[0].placement.cpus, "0");
+    assert_int_equal(a.runs[0].placement.cpu, 0);
+    DIR *d = opendir("/sys/devices/system/cpu/cpu0/node0");
+    if (d != NULL) {
+        closedir(d);
+        assert_int_equal(a.runs[0].placement.numa_node, 0);
+    }
+    cg_artifact_release(&a);
+    unlink("nvtx-place.sh");
+    unlink("nvtx-place.json");
+    unlink("nvtx-place.log");
 }
 
 /* Every line the tool writes on stderr while it measures, progress included, starts with the
@@ -821,6 +955,8 @@ int main(void)
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__inherited_library_variables_are_ignored_or_reported),
         cmocka_unit_test(test_run__communication_kernels_are_part_of_the_canary),
+        cmocka_unit_test(test_run__an_edited_script_is_the_same_canary),
+        cmocka_unit_test(test_run__the_canary_placement_is_recorded),
         cmocka_unit_test(test_run__every_progress_line_has_the_prefix),
         cmocka_unit_test(test_run__measured_canary_is_stopped_and_counted_complete),
         cmocka_unit_test(test_run__let_finish_waits_for_the_canary),

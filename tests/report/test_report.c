@@ -793,6 +793,107 @@ static void test_report__slow_steps_chart_has_no_exponent(void **state)
     cg_buf_release(&b);
 }
 
+#define SM90 "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1"
+#define CUTLASS "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8"
+
+/* Five runs a side; SM90 in baseline runs 0-2 and current runs 0-3, CUTLASS (30% slower) in the
+ * others; train.py edited since the baseline when edited. */
+static void make_choices_pair(struct pair *p, bool kernels, bool edited)
+{
+    struct cg_err err;
+    struct cg_fixture b = {5, 30, 1e7, 0.01, 0.02, 1024, 123456789, 200000000, 4, 1};
+    struct cg_fixture c = b;
+    c.seed = 2;
+    cg_artifact_init(&p->base);
+    cg_artifact_init(&p->cur);
+    assert_int_equal(cg_fixture_make(&p->base, &b), 0);
+    assert_int_equal(cg_fixture_make(&p->cur, &c), 0);
+    for (size_t i = 0; i < 10; i++) {
+        struct cg_artifact *a = i < 5 ? &p->base : &p->cur;
+        struct cg_run *run = &a->runs[i % 5];
+        bool sm90 = i < 3 || (i >= 5 && i < 9);
+        if (kernels)
+            assert_int_equal(
+                cg_run_add_op(run, sm90 ? SM90 : CUTLASS, NULL, CG_OP_KERNEL, 30, 3000000), 0);
+        if (kernels && !sm90) {
+            for (size_t k = 0; k < run->n_steps; k++)
+                run->steps[k].wall_ns = (int64_t)((double)run->steps[k].wall_ns * 1.3);
+            cg_run_summarize(run);
+        }
+        assert_int_equal(cg_run_code_add_file(&run->code, "train.py",
+                                              i >= 5 && edited ? "fnv1a64:bbbb" : "fnv1a64:aaaa"),
+                         0);
+    }
+    assert_int_equal(cg_thresholds_load("default", &p->t, &err), 0);
+    assert_int_equal(cg_verdict_compute(&p->base, &p->cur, &p->t, &p->v, &err), 0);
+}
+
+/* Kernel choices that differ among the runs, and an edited script, are plain facts in every
+ * output: named (shortened), counted per side and state; not a changed canary. */
+static void test_report__kernel_choices_and_an_edited_script_are_plain_facts(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_buf md, term;
+    struct cg_err err;
+    make_choices_pair(&p, true, true);
+    assert_null(p.v.canary_diff);
+    cg_buf_init(&md, 1 << 20);
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    const char *m = cg_buf_str(&md), *t = cg_buf_str(&term);
+    /* names cut to 40 bytes, '_' as an entity (no emphasis), in <code> */
+    assert_non_null(strstr(m, "**2 kernel choices among the runs:** <code>sm90&#95;xmma&#95;gemm"
+                              "&#95;bf16bf16&#95;bf16f32&#95;f32&#95;tn&#95;n…</code> in 7 runs "
+                              "(baseline 3, current 4; 7 in the fast state, 0 slow), <code>"
+                              "cutlass&#95;80&#95;tensorop&#95;bf16&#95;s16816gemm&#95;relu…"
+                              "</code> in 3 runs (baseline 2, current 1; 0 in the fast state, 3 "
+                              "slow).\n"));
+    assert_non_null(strstr(m, "**Script:** the script changed since the baseline (<code>train.py"
+                              "</code>); the canary is the same: its command and settings.\n"));
+    assert_null(strstr(m, "Canary configuration changed"));
+    char *html = cg_render_gfm(m, strlen(m));
+    cg_render_check_gfm(html, "kernel choices report");
+    free(html);
+    assert_non_null(strstr(t, "note: 2 kernel choices among the runs: sm90_xmma_gemm_bf16bf16_"
+                              "bf16f32_f32_tn_n..."));
+    assert_non_null(strstr(t, "note: the script changed since the baseline (train.py); the "
+                              "canary is the same\n"));
+    assert_null(strstr(t, "canary configuration changed"));
+    char *json = cg_report_json(&p.v);
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *kc = cJSON_GetObjectItem(root, "kernel_choices");
+    assert_int_equal(cJSON_GetArraySize(kc), 2);
+    const cJSON *first = cJSON_GetArrayItem(kc, 0);
+    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(first, "kernels"), 0)->valuestring,
+                        SM90);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(first, "fast_state_runs"), "current")->valueint, 4);
+    assert_string_equal(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(root, "script_changed"), 0)->valuestring,
+        "train.py");
+    cJSON_Delete(root);
+    free(json);
+    free_pair(&p);
+    /* the same kernels everywhere (or none: a CPU canary) and the same script: nothing said */
+    make_choices_pair(&p, false, false);
+    cg_buf_release(&md);
+    cg_buf_init(&md, 1 << 20);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_null(strstr(cg_buf_str(&md), "kernel choices"));
+    assert_null(strstr(cg_buf_str(&md), "script changed"));
+    json = cg_report_json(&p.v);
+    root = cJSON_Parse(json);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "kernel_choices")), 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "script_changed")), 0);
+    cJSON_Delete(root);
+    free(json);
+    free_pair(&p);
+    cg_buf_release(&md);
+    cg_buf_release(&term);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -813,6 +914,7 @@ int main(void)
         cmocka_unit_test(test_report__show_draws_by_locale_and_options),
         cmocka_unit_test(test_report__stopped_canary_in_every_output),
         cmocka_unit_test(test_report__no_gpu_metrics_on_one_side_lists_no_gpu_ops),
+        cmocka_unit_test(test_report__kernel_choices_and_an_edited_script_are_plain_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
