@@ -118,6 +118,9 @@ struct cg_post_opts {
     long deadline_s;    /* for everything posted */
     enum cg_github_mode mode;
     enum cg_github_verdict verdict; /* CG_GITHUB_VERDICT_NONE: the report's */
+    const char *untrusted; /* the JSON verdict of a report from an untrusted run (a fork's
+                            * artifact): the verdict must agree with it and the body is
+                            * sanitised again (untrusted.h); NULL: the report is trusted */
 };
 
 /* Sets the defaults: mode always, deadline CG_COMMENT_DEADLINE_S, nothing else. */

@@ -15,6 +15,7 @@
 #include "github.h"
 #include "http.h"
 #include "redact.h"
+#include "untrusted.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -44,6 +45,13 @@ static const char usage_text[] =
     "                          report's, else none)\n"
     "  --verdict V             pass, fail, inconclusive, error (the canary failed) or recorded\n"
     "                          (a baseline was recorded) (default: the report's verdict line)\n"
+    "  --untrusted VERDICT.json\n"
+    "                          the report comes from a run this workflow does not trust (a\n"
+    "                          fork's uploaded artifact): its verdict line must agree with\n"
+    "                          VERDICT.json (the gate's --json), which gives the verdict (no\n"
+    "                          --verdict), and its body is sanitised again before posting\n"
+    "                          (mentions, links, images, HTML); take --pr and --sha from the\n"
+    "                          trusted event, never from the artifact\n"
     "  --dry-run               print each request, token redacted, instead of sending it\n"
     "  --require-comment       exit 3 when the comment or status cannot be posted\n"
     "  --deadline SEC          give up posting after SEC seconds in all, retries and every page\n"
@@ -125,6 +133,7 @@ static int parse_args(int argc, char **argv, struct cg_post_opts *o)
         {"comment-mode", required_argument, NULL, 'm'},
         {"id", required_argument, NULL, 'i'},
         {"verdict", required_argument, NULL, 'v'},
+        {"untrusted", required_argument, NULL, 'u'},
         {"dry-run", no_argument, NULL, 'n'},
         {"require-comment", no_argument, NULL, 'q'},
         {"deadline", required_argument, NULL, 'd'},
@@ -177,6 +186,9 @@ static int parse_args(int argc, char **argv, struct cg_post_opts *o)
                                           "error or recorded",
                                           optarg);
             break;
+        case 'u':
+            o->untrusted = optarg;
+            break;
         case 'n':
             o->dry_run = true;
             break;
@@ -198,6 +210,9 @@ static int parse_args(int argc, char **argv, struct cg_post_opts *o)
         return cg_cmd_usage_error("comment", "unexpected argument '%s'", argv[optind]);
     if (o->report == NULL)
         return cg_cmd_usage_error("comment", "--report FILE.md is required");
+    if (o->untrusted != NULL && o->verdict != CG_GITHUB_VERDICT_NONE)
+        return cg_cmd_usage_error("comment", "--verdict and --untrusted: an untrusted report's "
+                                             "verdict is its JSON verdict's");
     return 0;
 }
 
@@ -229,6 +244,33 @@ static int read_event(struct comment_opts *o)
         cg_github_sha_check(env("GITHUB_SHA"), NULL) == 0)
         o->sha = env("GITHUB_SHA"); /* push events: the pushed commit (never a merge commit) */
 done:
+    free(json);
+    return rc;
+}
+
+/* An untrusted report (--untrusted JSON): its verdict checked against the JSON verdict (into
+ * *verdict) and *report (len bytes, replaced) sanitised again. 0, or an error naming the files
+ * (nothing is posted then). */
+static int untrusted_report(const char *json_path, const char *report_path,
+                            const struct cg_github_report *rep, char **report, size_t *len,
+                            enum cg_github_verdict *verdict, struct cg_err *err)
+{
+    char *json = NULL;
+    size_t json_len = 0;
+    struct cg_buf body;
+    cg_buf_init(&body, REPORT_MAX_BYTES * 2);
+    int rc = cg_file_read(json_path, REPORT_MAX_BYTES * 4, &json, &json_len, err);
+    if (rc == 0)
+        rc = cg_github_untrusted_verdict(json, json_len, json_path, rep, report_path, verdict,
+                                         err);
+    if (rc == 0 && cg_github_untrusted_body(*report, *len, rep, *verdict, &body) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "'%s': out of memory", report_path);
+    if (rc == 0) {
+        free(*report);
+        *len = body.len;
+        *report = cg_buf_detach(&body);
+    }
+    cg_buf_release(&body);
     free(json);
     return rc;
 }
@@ -363,6 +405,11 @@ int cg_cmd_post(const struct cg_post_opts *p)
         goto done;
     }
     cg_github_report_parse(report, len, &rep);
+    if (p->untrusted != NULL && untrusted_report(p->untrusted, o.report, &rep, &report, &len,
+                                                 &o.verdict, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
     if (o.id == NULL && rep.id[0] != '\0')
         o.id = rep.id;
     if (o.verdict == CG_GITHUB_VERDICT_NONE)

@@ -565,6 +565,47 @@ static void test_cmd_comment__summary_failure_still_posts(void **state)
     assert_int_equal(cg_httpd_comment_count(f->srv), 1);
 }
 
+/* The fork-comment flow: a report from an untrusted artifact is posted only when its verdict
+ * line agrees with the JSON verdict (which gives the verdict), and its body is sanitised again;
+ * --verdict cannot override it. A forged "pass" over a failing JSON verdict posts nothing. */
+static void test_cmd_comment__an_untrusted_report_must_agree_with_its_json_verdict(void **state)
+{
+    struct fixture *f = *state;
+    put(f, "forged.md", MARKER "\n<!-- canary-gate-verdict: pass -->\n# PASS @admin\n"
+                        "[login](https://e.vil/x) ![p](https://e.vil/p.png) <img src=x>\n");
+    put(f, "fail.json", "{\"schema\": \"canary-gate/verdict\", \"verdict\": \"fail\"}");
+    put(f, "pass.json", "{\"schema\": \"canary-gate/verdict\", \"verdict\": \"pass\"}");
+    char forged[600], fail_json[600], pass_json[600];
+    snprintf(forged, sizeof(forged), "%s", in_dir(f, "forged.md"));
+    snprintf(fail_json, sizeof(fail_json), "%s", in_dir(f, "fail.json"));
+    snprintf(pass_json, sizeof(pass_json), "%s", in_dir(f, "pass.json"));
+    run_tool(f, NULL, ARGS("--report", forged, "--untrusted", fail_json,
+                           "--pr", "12", "--sha", SHA, "--status"));
+    assert_int_equal(f->code, 2);
+    assert_non_null(strstr(f->err, "forged.md' says pass but '"));
+    assert_non_null(strstr(f->err, "fail.json' says fail"));
+    assert_int_equal(cg_httpd_count(f->srv), 0);
+    run_tool(f, NULL, ARGS("--report", forged, "--untrusted", pass_json,
+                           "--verdict", "pass", "--pr", "12", "--sha", SHA));
+    assert_int_equal(f->code, 2);
+    assert_int_equal(cg_httpd_count(f->srv), 0);
+
+    run_tool(f, NULL, ARGS("--report", forged, "--untrusted", pass_json,
+                           "--pr", "7", "--sha", SHA, "--status"));
+    assert_int_equal(f->code, 0);
+    char *c = cg_httpd_comment(f->srv, 0, NULL);
+    assert_non_null(c);
+    assert_non_null(strstr(c, "<!-- canary-gate-verdict: pass -->\n# PASS @&#8205;admin\n"));
+    assert_null(strstr(c, "](https"));
+    assert_null(strstr(c, "![p]"));
+    assert_null(strstr(c, "<img"));
+    free(c);
+    char *st = cg_httpd_status(f->srv, 0);
+    assert_non_null(st);
+    assert_non_null(strstr(st, "\"state\":\"success\""));
+    free(st);
+}
+
 /* A job summary that is a FIFO (nobody reading, or a reader that never drains it) is refused at
  * once with a warning naming it, never opened for a writer that would wait; the comment is posted. */
 static void test_cmd_comment__a_summary_that_is_not_a_regular_file_is_refused(void **state)
@@ -632,6 +673,7 @@ int main(void)
         T(test_cmd_comment__summary_failure_still_posts),
         T(test_cmd_comment__dry_run_prints_requests_without_the_token),
         T(test_cmd_comment__a_summary_that_is_not_a_regular_file_is_refused),
+        T(test_cmd_comment__an_untrusted_report_must_agree_with_its_json_verdict),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
