@@ -36,11 +36,15 @@
  * measured window hand it a request and return; and (b) in the exit handler, unless the exiting
  * thread is inside one of our CUPTI buffer callbacks (the thread-local t_in_cupti, set for the
  * length of each). A forked child never flushes (cg_inject_owner).
- * At the end of the measured window the flush thread synchronises the context that was current
- * on the thread that ended the last measured step (cuCtxGetCurrent there, the one CUDA call made
- * on a canary thread; cuCtxSetCurrent + cuCtxSynchronize on the flush thread, from the driver's
- * handle), forces a flush, writes the totals and "done N"; the thread that ended the step waits
- * for that (at most CG_WAIT_S seconds), so "done" is in the shard when the step end returns.
+ * At the end of the measured window the flush thread synchronises every context the process
+ * created (the resource domain's CONTEXT_CREATED and CONTEXT_DESTROY_STARTING callbacks keep the
+ * list, at most CG_CONTEXTS) and the one that was current on the thread that ended the last
+ * measured step (cuCtxGetCurrent there, the one CUDA call made on a canary thread): each with
+ * cuCtxSetCurrent + cuCtxSynchronize on the flush thread, from the driver's handle, for
+ * cuptiActivityFlushAll does not wait for work still running, and another GPU's last kernels
+ * would miss the window. Then it forces a flush, writes the totals and "done N"; the thread that
+ * ended the step waits for that (at most CG_WAIT_S seconds), so "done" is in the shard when the
+ * step end returns.
  *
  * Exit order. Exit handlers run in reverse order of registration, and libcupti registers its
  * own exit-time destructors when it is loaded (and C++ statics that it builds lazily, when it
@@ -100,6 +104,7 @@
 #define CG_RECORD_BATCH 256 /* record pointers handed to the aggregation at once */
 #define CG_WAIT_S 10        /* longest wait for the flush thread (window end, exit) */
 #define CG_QUEUE 1024       /* step boundaries and module loads queued between two applies */
+#define CG_CONTEXTS 64      /* contexts synchronised at the end of the measured window */
 #define CG_STR2(x) #x
 #define CG_STR(x) CG_STR2(x)
 
@@ -208,6 +213,13 @@ static struct queued g_queue[2][CG_QUEUE];
 static size_t g_queue_len; /* g_step_lock */
 static int g_queue_cur;    /* g_step_lock */
 
+/* The contexts the process created and has not begun to destroy (the resource callbacks), for
+ * the end of the measured window; past CG_CONTEXTS, later ones are left out (g_contexts_full). */
+static pthread_mutex_t g_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext g_contexts[CG_CONTEXTS];
+static size_t g_n_contexts;  /* g_ctx_lock */
+static bool g_contexts_full; /* g_ctx_lock */
+
 static pthread_mutex_t g_buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_free[CG_MAX_BUFFERS];
 static size_t g_n_free, g_n_allocated, g_max_buffers;
@@ -301,12 +313,32 @@ static uint64_t queue_event(enum queued_kind kind, int64_t index, uint32_t place
     }
 }
 
+/* A context was created (created) or begins to be destroyed: kept in, or taken out of, the
+ * contexts synchronised at the end of the measured window. */
+static void context_note(CUcontext ctx, bool created)
+{
+    pthread_mutex_lock(&g_ctx_lock);
+    size_t i = 0;
+    while (i < g_n_contexts && g_contexts[i] != ctx)
+        i++;
+    if (created && i == g_n_contexts) {
+        if (g_n_contexts < CG_CONTEXTS)
+            g_contexts[g_n_contexts++] = ctx;
+        else
+            g_contexts_full = true;
+    } else if (!created && i < g_n_contexts) {
+        g_contexts[i] = g_contexts[--g_n_contexts];
+    }
+    pthread_mutex_unlock(&g_ctx_lock);
+}
+
 /* The subscriber's callbacks. The entry of an API function that synchronises or copies
  * (enable_places): the calling thread's place among its NVTX ranges is noted under the call's
  * correlation id (a thread-local read and an atomic store; no lock); the entry of a query
  * (enable_queries): its correlation id is noted among the queries'. A module was loaded: queued
  * at the library's clock with the loading thread's place, counted in the step running then when
- * applied. Nothing else: no flush, no CUPTI call, no wait for a reduction. */
+ * applied. A context was created or begins to be destroyed: noted (context_note). Nothing else:
+ * no flush, no CUPTI call, no wait for a reduction. */
 static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void *data)
 {
@@ -319,6 +351,13 @@ static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
             cg_agg_place_note(&g_queries, d->correlationId, 1);
         else
             cg_agg_place_note(&g_corr, d->correlationId, cg_nvtx_place());
+        return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE && (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED ||
+                                               cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)) {
+        const CUpti_ResourceData *r = data;
+        if (r != NULL && r->context != NULL)
+            context_note(r->context, cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
         return;
     }
     if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED)
@@ -562,13 +601,28 @@ static void gpu_flush(uint32_t flag, bool final)
 static void gpu_at_exit(void);
 static void warn(const char *what, const char *detail);
 
-/* The end of the measured window: the device synchronised (when the ending thread had a
- * context), a forced flush, everything settled and written, then "done". */
+/* The end of the measured window: every context the process created and the ending thread's
+ * (ctx, NULL when it had none) synchronised, a forced flush, everything settled and written, then
+ * "done". A context destroyed meanwhile is refused by cuCtxSetCurrent and skipped. */
 static void finish_measurement(CUcontext ctx)
 {
-    if (ctx != NULL && g_cuda.ctx_set_current != NULL && g_cuda.ctx_synchronize != NULL &&
-        g_cuda.ctx_set_current(ctx) == CUDA_SUCCESS) {
-        g_cuda.ctx_synchronize();
+    CUcontext all[CG_CONTEXTS + 1];
+    size_t n = 0;
+    if (ctx != NULL)
+        all[n++] = ctx;
+    pthread_mutex_lock(&g_ctx_lock);
+    for (size_t i = 0; i < g_n_contexts; i++)
+        if (g_contexts[i] != ctx)
+            all[n++] = g_contexts[i];
+    bool full = g_contexts_full;
+    pthread_mutex_unlock(&g_ctx_lock);
+    if (full)
+        warn("more than " CG_STR(CG_CONTEXTS) " CUDA contexts", "the end of the measured window "
+             "synchronised the first " CG_STR(CG_CONTEXTS) " (records of the others may miss it)");
+    if (g_cuda.ctx_set_current != NULL && g_cuda.ctx_synchronize != NULL && n > 0) {
+        for (size_t i = 0; i < n; i++)
+            if (g_cuda.ctx_set_current(all[i]) == CUDA_SUCCESS)
+                g_cuda.ctx_synchronize();
         g_cuda.ctx_set_current(NULL);
     }
     gpu_flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED, true);
@@ -1022,6 +1076,25 @@ static bool enable_module_loads(void)
     return r == CUPTI_SUCCESS;
 }
 
+/* The resource callbacks that keep the contexts synchronised at the end of the measured window;
+ * a "w" line when they cannot be had (only the ending thread's context is synchronised then). */
+static void enable_contexts(void)
+{
+    const char *what = "CUPTI context callbacks unavailable (the end of the measured window "
+                       "synchronises the ending thread's context only)";
+    if (g_api.enable_callback == NULL) {
+        warn(what, "no cuptiEnableCallback");
+        return;
+    }
+    CUptiResult r = g_api.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                          CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    if (r == CUPTI_SUCCESS)
+        r = g_api.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                  CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    if (r != CUPTI_SUCCESS)
+        warn(what, result_text(r));
+}
+
 /* The API callbacks that give synchronisations, copies, allocations and releases their place
  * (docs/counts.md): every runtime and driver API function whose name holds "Synchronize",
  * "Memcpy", "Malloc", "MemAlloc" or "Free", or one of the virtual memory API's that allocate,
@@ -1176,6 +1249,7 @@ static bool start_activity(void)
         warn(what, result_text(r));
     }
     bool modules = !part_off("module_loads") && enable_module_loads();
+    enable_contexts();
     bool placed = !part_off("places") && enable_places();
     bool syncs = false;
     for (size_t i = 0; i < CG_N_KINDS; i++)

@@ -895,6 +895,49 @@ static void test_inject_standin__each_device_of_a_process_has_its_own_gpu_time(v
     }
 }
 
+/* The end of the measured window synchronises every context the process created, not only the
+ * ending thread's: GPU 1's kernels complete only when the next one is launched or its context is
+ * synchronised (CG_STANDIN_DEVICE1_ASYNC), so the last measured step's kernel on GPU 1 reaches
+ * the window's figures (before "done") only if the window's end synchronised GPU 1 (its context
+ * known from the CONTEXT_CREATED callback). */
+static void test_inject_standin__the_window_end_synchronises_every_context(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=2",
+                         "CG_STANDIN_DEVICE1=_Z14standin_kernelv,0,150000",
+                         "CG_STANDIN_DEVICE1_ASYNC=1", NULL};
+    const char *args[] = {"--preload", CG_TEST_CUDA_STANDIN, "--cuda-init", "--standin-kernels",
+                          "--steps", "4", "--step-ms", "2", NULL};
+    assert_int_equal(run_standin(w, env, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    const char *log = calls(w);
+    const char *done = cg_text_line(shard, "done 3\n");
+    if (done == NULL)
+        fail_msg("no 'done 3':\n%s", shard);
+    const char *sync0 = event(log, "sync ctx"), *sync1 = event(log, "sync ctx 1");
+    const char *forced = event(log, "flush forced");
+    if (event(log, "context created 1") == NULL || sync0 == NULL || sync1 == NULL ||
+        forced == NULL || sync0 > forced || sync1 > forced || event(log, "sync no-ctx") != NULL)
+        fail_msg("both GPUs' contexts not synchronised before the forced flush:\n%s", log);
+    assert_int_equal(cg_shard_count(shard, done, 2, "kernels"), 2);
+    assert_int_equal(cg_shard_count(shard, done, 1, "kernels"), 2);
+    /* GPU 1's 150 us, the slower, is the step's busy time */
+    for (int64_t step = 1; step <= 2; step++) {
+        int64_t busy = 0;
+        for (const char *b = cg_text_line(shard, "b "); b != NULL && b < done;
+             b = cg_text_line(b + 1, "b ")) {
+            long long k = 0, v = 0;
+            if (sscanf(b, "b %lld %lld", &k, &v) == 2 && k == step)
+                busy += v;
+        }
+        if (busy != 150000)
+            fail_msg("step %lld: busy %lld before done, expected 150000:\n%s", (long long)step,
+                     (long long)busy, shard);
+    }
+    assert_null(cg_text_line(shard, "w CUPTI context callbacks unavailable"));
+}
+
 /* CANARY_GATE_CUPTI_OFF: each part named is left off with a warning (its counts unknown), a
  * name that is no optional part is a warning and changes nothing, and the steps are complete. */
 static void test_inject_standin__parts_left_off_by_the_user(void **state)
@@ -1005,6 +1048,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__a_step_boundary_never_waits_for_a_reduction),
         cmocka_unit_test(test_inject_standin__boundaries_queued_without_a_buffer_apply_in_order),
         cmocka_unit_test(test_inject_standin__each_device_of_a_process_has_its_own_gpu_time),
+        cmocka_unit_test(test_inject_standin__the_window_end_synchronises_every_context),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }

@@ -6,22 +6,27 @@
  * only through the handle of the libcuda already loaded.
  *
  * It exports the four driver calls the library makes: cuDriverGetVersion (13.0),
- * cuCtxGetCurrent (a made-up context is current on the thread that loaded it, none elsewhere),
- * cuCtxSetCurrent and cuCtxSynchronize. Context calls are logged to CG_STANDIN_LOG as "PID EVENT"
- * lines ("sync ctx" when the made-up context was current on the synchronising thread, else
- * "sync no-ctx"). It proves which calls the library makes and where; nothing about a real
- * driver.
+ * cuCtxGetCurrent (a made-up context, device 0's, is current on the thread that loaded it, none
+ * elsewhere), cuCtxSetCurrent and cuCtxSynchronize. Context calls are logged to CG_STANDIN_LOG as
+ * "PID EVENT" lines ("sync ctx" when device 0's context was current on the synchronising thread,
+ * "sync ctx 1" when device 1's was, else "sync no-ctx"). A synchronisation is also told to the
+ * stand-in libcupti when it is loaded (its cg_standin_context_synchronized: device 1's kernels
+ * complete then). For the stand-in libcupti, cg_standin_cuda_context(D) gives device D's context
+ * (0 or 1), which it reports as created. It proves which calls the library makes and where;
+ * nothing about a real driver.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define API __attribute__((visibility("default")))
 
-static int g_context_token;
+static int g_context_token, g_context_token1; /* device 0's and device 1's contexts */
 static pthread_t g_loader;
 static _Thread_local void *t_current;
 static _Thread_local bool t_set;
@@ -59,6 +64,7 @@ API int cuDriverGetVersion(int *version);
 API int cuCtxGetCurrent(void **ctx);
 API int cuCtxSetCurrent(void *ctx);
 API int cuCtxSynchronize(void);
+API void *cg_standin_cuda_context(int device);
 
 int cuDriverGetVersion(int *version)
 {
@@ -81,6 +87,22 @@ int cuCtxSetCurrent(void *ctx)
 
 int cuCtxSynchronize(void)
 {
-    say(current() == &g_context_token ? "sync ctx" : "sync no-ctx");
-    return current() != NULL ? 0 : 201; /* CUDA_ERROR_INVALID_CONTEXT */
+    void *ctx = current();
+    say(ctx == &g_context_token    ? "sync ctx"
+        : ctx == &g_context_token1 ? "sync ctx 1"
+                                   : "sync no-ctx");
+    if (ctx == NULL)
+        return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+    void *cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = cupti != NULL ? dlsym(cupti, "cg_standin_context_synchronized") : NULL;
+    void (*synchronized)(void *) = NULL;
+    memcpy(&synchronized, &sym, sizeof(synchronized)); /* POSIX: a data pointer converts */
+    if (synchronized != NULL)
+        synchronized(ctx);
+    return 0;
+}
+
+void *cg_standin_cuda_context(int device)
+{
+    return device == 0 ? (void *)&g_context_token : device == 1 ? (void *)&g_context_token1 : NULL;
 }

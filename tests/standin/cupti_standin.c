@@ -59,6 +59,14 @@
  *                          at least AFTER_NS after that kernel's start (the call waits that long,
  *                          so that no record starts later than it is made, as none can on a GPU)
  *                          and lasting NS (one process driving two GPUs)
+ *   CG_STANDIN_DEVICE1_ASYNC=1  GPU 1's kernels complete (their records can be handed over) only
+ *                          when the next one is launched or GPU 1's context is synchronised
+ *                          (cuCtxSynchronize of the stand-in libcuda, which tells this library:
+ *                          "held released"), as work on a GPU the step never waits for
+ * The first kernel of each GPU creates its context: the subscriber's CONTEXT_CREATED callback,
+ * when it enabled it, with the stand-in libcuda's context of that device when it is loaded
+ * (cg_standin_cuda_context), else a made-up one (logged "context created D" or "context unseen
+ * D").
  *   CG_STANDIN_FLOOD=F     every cuptiActivityFlushAll also hands over F kernel records of 1 us
  *                          (8 names, 4 streams), their starts spread evenly over the time since
  *                          the previous flush, after the records queued (for bench_step_lock)
@@ -87,6 +95,8 @@
  * enabled; enabling is logged "callback on RUNTIME|DRIVER NAME".
  */
 #include <cupti.h>
+
+#include <dlfcn.h>
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -120,6 +130,7 @@ static bool g_kind_on[MAX_KIND];
 static CUpti_CallbackFunc g_subscriber_cb;
 static void *g_subscriber_data;
 static bool g_module_cb_on;
+static bool g_context_cb_on[2]; /* CONTEXT_CREATED, CONTEXT_DESTROY_STARTING */
 static CUpti_BuffersCallbackRequestFunc g_request;
 static CUpti_BuffersCallbackCompleteFunc g_complete;
 static CUpti_TimestampCallbackFunc g_clock;
@@ -336,6 +347,7 @@ API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h)
     }
     g_subscribed = false;
     g_module_cb_on = false; /* a subscriber's callbacks go with it */
+    g_context_cb_on[0] = g_context_cb_on[1] = false;
     memset(g_api_on, 0, sizeof(g_api_on));
     say("unsubscribe", NULL);
     return CUPTI_SUCCESS;
@@ -372,6 +384,18 @@ API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h,
         snprintf(line, sizeof(line), "%s %s %s", enable ? "on" : "off",
                  domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "RUNTIME" : "DRIVER", api);
         g_api_on[domain == CUPTI_CB_DOMAIN_DRIVER_API][cbid] = enable != 0;
+        say("callback", line);
+        return CUPTI_SUCCESS;
+    }
+    if (h == (CUpti_SubscriberHandle)(void *)&g_subscriber_token && g_subscribed &&
+        domain == CUPTI_CB_DOMAIN_RESOURCE &&
+        (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED ||
+         cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)) {
+        bool created = cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED;
+        g_context_cb_on[!created] = enable != 0;
+        char line[64];
+        snprintf(line, sizeof(line), "%s %s", enable ? "on" : "off",
+                 created ? "CONTEXT_CREATED" : "CONTEXT_DESTROY_STARTING");
         say("callback", line);
         return CUPTI_SUCCESS;
     }
@@ -687,14 +711,67 @@ static bool second_device(const char **name, uint64_t *after, uint64_t *ns)
     return true;
 }
 
+/* Device d's context (0 or 1): the stand-in libcuda's when it is loaded, else a made-up one. */
+static void *context_of(int d)
+{
+    static int made_up[2];
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = cuda != NULL ? dlsym(cuda, "cg_standin_cuda_context") : NULL;
+    void *(*get)(int) = NULL;
+    memcpy(&get, &sym, sizeof(get)); /* POSIX: a data pointer converts */
+    return get != NULL ? get(d) : &made_up[d];
+}
+
+/* Device d's context is created (once, at its first kernel): see the top. */
+static void context_created(int d)
+{
+    static bool created[2];
+    if (created[d])
+        return;
+    created[d] = true;
+    const char *which = d == 0 ? "0" : "1";
+    if (!g_context_cb_on[0] || g_subscriber_cb == NULL) {
+        say("context unseen", which);
+        return;
+    }
+    CUpti_ResourceData data;
+    memset(&data, 0, sizeof(data));
+    data.context = (CUcontext)context_of(d);
+    say("context created", which);
+    g_subscriber_cb(g_subscriber_data, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+                    &data);
+}
+
+/* CG_STANDIN_DEVICE1_ASYNC: GPU 1's kernel still running (g_running1_lock). */
+static pthread_mutex_t g_running1_lock = PTHREAD_MUTEX_INITIALIZER;
+static union record g_running1;
+static bool g_has_running1;
+
+API void cg_standin_context_synchronized(void *ctx);
+
+void cg_standin_context_synchronized(void *ctx)
+{
+    if (ctx != context_of(1))
+        return;
+    pthread_mutex_lock(&g_running1_lock);
+    if (g_has_running1) {
+        queue(&g_running1);
+        g_has_running1 = false;
+        say("held released", NULL);
+    }
+    pthread_mutex_unlock(&g_running1_lock);
+}
+
 void cg_standin_kernel(uint64_t ns)
 {
     uint64_t start = now_ns();
+    context_created(0);
     cg_standin_graph_kernel(ns, 0);
     const char *name;
     uint64_t after, length;
     if (!second_device(&name, &after, &length))
         return;
+    context_created(1);
     while (now_ns() < start + after) {
     }
     union record r;
@@ -705,7 +782,17 @@ void cg_standin_kernel(uint64_t ns)
     r.kernel.name = name;
     r.kernel.deviceId = 1;
     r.kernel.streamId = 7;
-    queue(&r);
+    const char *async = getenv("CG_STANDIN_DEVICE1_ASYNC");
+    if (async == NULL || strcmp(async, "1") != 0) {
+        queue(&r);
+        return;
+    }
+    pthread_mutex_lock(&g_running1_lock); /* the one before completes as this one is launched */
+    if (g_has_running1)
+        queue(&g_running1);
+    g_running1 = r;
+    g_has_running1 = true;
+    pthread_mutex_unlock(&g_running1_lock);
 }
 
 /* An API callback's call, for a thread of the stand-in's own. */
