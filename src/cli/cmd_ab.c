@@ -17,16 +17,11 @@
 
 #include "argsplit.h"
 #include "artifact.h"
-#include "cg_version.h"
 #include "cmd_options.h"
 #include "collect.h"
-#include "comment_marker.h"
 #include "fsutil.h"
-#include "github.h"
 #include "report.h"
-#include "utf8.h"
 
-#include <cjson/cJSON.h>
 #include "cmd_seq.h"
 #include "interleave.h"
 #include "paired.h"
@@ -171,42 +166,19 @@ static int write_error(const struct ab_opts *o, const char *reason)
 {
     static const char headline[] = "\xe2\x9d\x8c canary-gate: the canary failed";
     const char *report = o->report.report_path, *json_path = o->report.json_path;
-    char marker[CG_GITHUB_ID_MAX + 32];
     struct cg_err err;
     struct cg_buf md;
     char *json = NULL;
-    cJSON *root = NULL;
     int rc = 0;
     cg_err_init(&err);
     cg_buf_init(&md, CG_REPORT_MAX_BYTES);
-    if (report != NULL) {
-        if (cg_github_marker(o->report.gate_id, marker, sizeof(marker)) != 0) {
-            cg_err_set(&err, CG_EINPUT, "--id '%s': not a valid gate id",
-                       o->report.gate_id ? o->report.gate_id : "");
-            goto failed;
-        }
-        int r = cg_buf_printf(&md, "%s\n", marker);
-        r |= cg_comment_marker_add_verdict(&md, "error");
-        r |= cg_comment_marker_add_reason(&md, reason, CG_GITHUB_REASON_MAX);
-        r |= cg_buf_printf(&md, "## %s\n\n", headline);
-        r |= cg_md_escape(&md, reason, 4096);
-        r |= cg_buf_printf(&md, "\n\n<sub>canary-gate %s (ab)</sub>\n", CG_VERSION);
-        if (r != 0) {
-            cg_err_set(&err, CG_ENOMEM, "out of memory");
-            goto failed;
-        }
-    }
-    if (json_path != NULL) {
-        if ((root = cJSON_CreateObject()) == NULL ||
-            !cJSON_AddStringToObject(root, "schema", "canary-gate/verdict") ||
-            !cJSON_AddNumberToObject(root, "schema_version", 1) ||
-            !cJSON_AddStringToObject(root, "tool_version", CG_VERSION) ||
-            !cJSON_AddStringToObject(root, "verdict", "error") ||
-            !cJSON_AddStringToObject(root, "headline", reason) ||
-            (json = cJSON_Print(root)) == NULL || cg_utf8_fix(&json) != 0) {
-            cg_err_set(&err, CG_ENOMEM, "out of memory");
-            goto failed;
-        }
+    if (report != NULL &&
+        cg_report_notice_markdown(o->report.gate_id, "error", headline, reason, "ab", &md, &err) !=
+            0)
+        goto failed;
+    if (json_path != NULL && (json = cg_report_notice_json("error", reason, NULL)) == NULL) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        goto failed;
     }
     if ((report != NULL && cg_file_write_atomic(report, md.data, md.len, &err) != 0) ||
         (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0))
@@ -215,7 +187,6 @@ static int write_error(const struct ab_opts *o, const char *reason)
 failed:
     rc = cg_cmd_fail(&err);
 done:
-    cJSON_Delete(root);
     free(json);
     cg_buf_release(&md);
     return rc;

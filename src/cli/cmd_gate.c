@@ -22,16 +22,13 @@
 #include "cmd_options.h"
 #include "cmd_seq.h"
 #include "collect.h"
-#include "comment_marker.h"
 #include "fsutil.h"
 #include "github.h"
 #include "history.h"
 #include "launch_env.h"
 #include "report.h"
 #include "thresholds.h"
-#include "utf8.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -236,48 +233,6 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
                 c->steps, c->warmup, o->baseline, (long long)t->steps, (long long)t->warmup);
 }
 
-/* The report of a gate that produced no verdict (a canary failure, a recorded baseline): the
- * hidden markers, a headline and a body paragraph (escaped). verdict goes on the marker line;
- * an "error" report says why on a reason line (the commit status carries it: github.h). */
-static int notice_markdown(const char *id, const char *verdict, const char *headline,
-                           const char *body, struct cg_buf *md, struct cg_err *err)
-{
-    char marker[CG_GITHUB_ID_MAX + 32];
-    if (cg_github_marker(id, marker, sizeof(marker)) != 0)
-        return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", id ? id : "");
-    int rc = cg_buf_printf(md, "%s\n", marker);
-    rc |= cg_comment_marker_add_verdict(md, verdict);
-    if (strcmp(verdict, "error") == 0)
-        rc |= cg_comment_marker_add_reason(md, body, CG_GITHUB_REASON_MAX);
-    rc |= cg_buf_printf(md, "## %s\n\n", headline);
-    rc |= cg_md_escape(md, body, 4096);
-    rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s</sub>\n", CG_VERSION);
-    return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory") : 0;
-}
-
-/* The JSON verdict of a gate that produced no comparison. */
-static char *notice_json(const char *verdict, const char *reason, const char *artifact)
-{
-    cJSON *root = cJSON_CreateObject();
-    if (root == NULL)
-        return NULL;
-    cJSON_AddStringToObject(root, "schema", "canary-gate/verdict");
-    cJSON_AddNumberToObject(root, "schema_version", 1);
-    cJSON_AddStringToObject(root, "tool_version", CG_VERSION);
-    cJSON_AddStringToObject(root, "verdict", verdict);
-    cJSON_AddStringToObject(root, "headline", reason);
-    if (artifact != NULL)
-        cJSON_AddStringToObject(root, "recorded_baseline", artifact);
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    /* paths from the command line and the canary's failure may hold any bytes */
-    if (s != NULL && cg_utf8_fix(&s) != 0) {
-        free(s);
-        return NULL;
-    }
-    return s;
-}
-
 /* Writes the no-comparison report and JSON verdict where asked; 0 or the exit code. */
 static int write_notice(const struct gate_opts *o, const char *md_verdict, const char *json_verdict,
                         const char *headline, const char *body, const char *recorded)
@@ -289,11 +244,11 @@ static int write_notice(const struct gate_opts *o, const char *md_verdict, const
     cg_err_init(&err);
     cg_buf_init(&md, CG_REPORT_MAX_BYTES);
     if (o->ro.report_path != NULL &&
-        notice_markdown(o->ro.gate_id, md_verdict, headline, body, &md, &err) != 0) {
+        cg_report_notice_markdown(o->ro.gate_id, md_verdict, headline, body, NULL, &md, &err) != 0) {
         rc = cg_cmd_fail(&err);
         goto done;
     }
-    if (o->ro.json_path != NULL && (json = notice_json(json_verdict, body, recorded)) == NULL) {
+    if (o->ro.json_path != NULL && (json = cg_report_notice_json(json_verdict, body, recorded)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");
         rc = cg_cmd_fail(&err);
         goto done;

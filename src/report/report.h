@@ -101,4 +101,19 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
  * frees) or NULL when out of memory. */
 char *cg_report_json(const struct cg_verdict *v);
 
+/* The markdown report of a gate that produced no comparison (the canary failed: verdict "error";
+ * a baseline recorded: "recorded"): id's marker, the verdict line (and for "error" the reason line
+ * from body), the headline as a heading, body escaped, and a footer naming the version, and the
+ * command when by is not NULL ("ab"). Appends to md; 0, CG_EINPUT naming the gate id, or
+ * CG_ENOMEM. */
+int cg_report_notice_markdown(const char *id, const char *verdict, const char *headline,
+                              const char *body, const char *by, struct cg_buf *md,
+                              struct cg_err *err);
+
+/* The JSON verdict of a gate that produced no comparison: verdict, headline and, when not NULL,
+ * the recorded baseline's path. Returns a malloc'ed string (caller frees) or NULL when out of
+ * memory. */
+char *cg_report_notice_json(const char *verdict, const char *headline,
+                            const char *recorded_baseline);
+
 #endif

@@ -367,3 +367,26 @@ char *cg_report_json(const struct cg_verdict *v)
     }
     return text;
 }
+
+char *cg_report_notice_json(const char *verdict, const char *headline,
+                            const char *recorded_baseline)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (root == NULL)
+        return NULL;
+    cJSON_AddStringToObject(root, "schema", "canary-gate/verdict");
+    cJSON_AddNumberToObject(root, "schema_version", 1);
+    cJSON_AddStringToObject(root, "tool_version", CG_VERSION);
+    cJSON_AddStringToObject(root, "verdict", verdict);
+    cJSON_AddStringToObject(root, "headline", headline);
+    if (recorded_baseline != NULL)
+        cJSON_AddStringToObject(root, "recorded_baseline", recorded_baseline);
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    /* paths from the command line and the canary's failure may hold any bytes */
+    if (s != NULL && cg_utf8_fix(&s) != 0) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}

@@ -14,7 +14,9 @@
 
 #include "anatomy.h"
 #include "chart.h"
+#include "cg_version.h"
 #include "comment_marker.h"
+#include "github.h"
 #include "redact.h"
 
 #include "sequential.h"
@@ -705,4 +707,24 @@ int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct c
     if (rc != 0)
         return cg_err_set(err, CG_ENOMEM, "cannot render the markdown report: out of memory");
     return 0;
+}
+
+int cg_report_notice_markdown(const char *id, const char *verdict, const char *headline,
+                              const char *body, const char *by, struct cg_buf *md,
+                              struct cg_err *err)
+{
+    char marker[CG_GITHUB_ID_MAX + 32];
+    if (cg_comment_marker_format(id, marker, sizeof(marker)) != 0)
+        return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", id ? id : "");
+    int rc = cg_buf_printf(md, "%s\n", marker);
+    rc |= cg_comment_marker_add_verdict(md, verdict);
+    if (strcmp(verdict, "error") == 0)
+        rc |= cg_comment_marker_add_reason(md, body, CG_GITHUB_REASON_MAX);
+    rc |= cg_buf_printf(md, "## %s\n\n", headline);
+    rc |= cg_md_escape(md, body, 4096);
+    if (by != NULL)
+        rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s (%s)</sub>\n", CG_VERSION, by);
+    else
+        rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s</sub>\n", CG_VERSION);
+    return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory") : 0;
 }
