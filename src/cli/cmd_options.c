@@ -65,6 +65,11 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
         return 0;
     case CG_MOPT_STEP_OPTIMIZER:
         return cg_cmd_parse_count(verb, "--step-optimizer", arg, 1, 1000, &m->step_optimizer);
+    case CG_MOPT_SHARD_DIR:
+        if (arg[0] == '\0')
+            return cg_cmd_usage_error(verb, "--shard-dir: expected a directory");
+        m->shard_dir = arg;
+        return 0;
     case CG_MOPT_REDACT: {
         struct cg_err err;
         cg_err_init(&err);
@@ -110,6 +115,7 @@ void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_threshold
     c->let_finish = m->let_finish;
     c->steps_from = m->steps_from;
     c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
+    c->shard_dir = m->shard_dir;
     c->say = cg_cmd_say();
     *runs = m->runs > 0 ? m->runs : (long)t->runs;
 }

@@ -31,6 +31,7 @@ enum {
     CG_MOPT_REDACT,
     CG_MOPT_STEPS_FROM,
     CG_MOPT_STEP_OPTIMIZER,
+    CG_MOPT_SHARD_DIR,
     /* sequential looks and confirmation (CG_GATE_SEQ_OPTIONS, cg_cmd_seq_option) */
     CG_SOPT_MAX_RUNS,
     CG_SOPT_BUDGET,
@@ -60,6 +61,7 @@ enum {
         {"redact", required_argument, NULL, CG_MOPT_REDACT},                                       \
         {"steps-from", required_argument, NULL, CG_MOPT_STEPS_FROM},                               \
         {"step-optimizer", required_argument, NULL, CG_MOPT_STEP_OPTIMIZER},                       \
+        {"shard-dir", required_argument, NULL, CG_MOPT_SHARD_DIR},                                 \
     {                                                                                              \
         "let-finish", no_argument, NULL, CG_MOPT_LET_FINISH                                        \
     }
@@ -89,7 +91,11 @@ enum {
     "                         else a PyTorch canary's optimizer.step() calls; nvtx: its own\n"     \
     "                         ranges only; optimizer: optimizer steps only\n"                      \
     "  --step-optimizer N     with steps from the optimizer, the N-th optimizer to step counts\n"  \
-    "                         (default 1: with several per step, the first)\n"
+    "                         (default 1: with several per step, the first)\n"                 \
+    "  --shard-dir DIR        write the shards into a fresh directory under DIR, removed after\n"  \
+    "                         each run: a directory every node sees, for canaries launched on\n"  \
+    "                         several nodes (srun, sbatch, mpirun, torchrun --nnodes; default:\n" \
+    "                         a private directory under TMPDIR)\n"
 
 struct cg_measure_opts {
     const char *thresholds;
@@ -99,6 +105,7 @@ struct cg_measure_opts {
     bool let_finish;
     enum cg_steps_from steps_from; /* default auto */
     long step_optimizer;           /* -1: not given (1) */
+    const char *shard_dir;         /* --shard-dir, NULL: not given */
 };
 
 /* Sets the defaults (nothing given, timeout 1800 s, grace 5 s, range not given). */

@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "launch.h"
 #include "launch_env.h"
+#include "multinode.h"
 #include "redact.h"
 #include "runinfo.h"
 #include "shard.h"
@@ -52,6 +53,7 @@ enum collect_failure { FAILED_OTHER, FAILED_NO_STEP, FAILED_NOT_LOADED, FAILED_S
 static enum collect_failure g_failure;
 /* How the last run looked for steps, for the hint when it found none. */
 static enum cg_steps_from g_steps_from;
+static const char *g_shard_dir; /* the last run's --shard-dir, NULL: TMPDIR (for the hint) */
 static bool g_steps_python; /* the sitecustomize was put on PYTHONPATH */
 static bool g_env_said; /* the inherited variables were named (once per tool process) */
 
@@ -63,6 +65,7 @@ struct cg_collector {
     char nvtx_lib[PATH_MAX];
     char tmp[PATH_MAX];
     bool have_tmp;
+    char shard_root[PATH_MAX]; /* where tmp is made: --shard-dir (absolute) or TMPDIR */
     char **builtin;      /* the built-in canary's argv when no command was given */
     char *const *cmd;    /* cfg.cmd or builtin */
     int next_dir;        /* runs started, for shard directory names */
@@ -448,6 +451,33 @@ static int find_python(struct cg_collector *col, const char *self, struct cg_err
     return fmt_path(col->python, sizeof(col->python), err, "%s/%s", self, CG_PYTHON_DIR);
 }
 
+/* The directory the collector's shard directory goes under, into root: cfg->shard_dir made
+ * absolute (the library needs an absolute path on every node), else TMPDIR or /tmp. Refuses a
+ * command naming a multi-node launcher without shard_dir, before anything runs. CG_EINPUT. */
+static int check_shard_dir(const struct cg_collect_cfg *cfg, char *root, size_t cap,
+                           struct cg_err *err)
+{
+    char launcher[64];
+    if (cfg->shard_dir == NULL) {
+        if (cg_multinode_launcher(cfg->cmd, launcher, sizeof(launcher)))
+            return cg_err_set(err, CG_EINPUT,
+                              "the canary's command runs '%s', whose ranks on other nodes write "
+                              "shards this host cannot collect from its temporary directory: "
+                              "give --shard-dir DIR, a directory every node sees at the same path "
+                              "(a shared filesystem)",
+                              launcher);
+        const char *tmpdir = getenv("TMPDIR");
+        return fmt_path(root, cap, err, "%s", tmpdir != NULL && *tmpdir != '\0' ? tmpdir : "/tmp");
+    }
+    struct stat st;
+    char resolved[PATH_MAX];
+    if (stat(cfg->shard_dir, &st) != 0 || realpath(cfg->shard_dir, resolved) == NULL)
+        return cg_err_set(err, CG_EINPUT, "--shard-dir '%s': %s", cfg->shard_dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return cg_err_set(err, CG_EINPUT, "--shard-dir '%s': not a directory", cfg->shard_dir);
+    return fmt_path(root, cap, err, "%s", resolved);
+}
+
 int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out,
                      struct cg_err *err)
 {
@@ -469,6 +499,8 @@ int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out
         rc = cg_err_set(err, CG_EINPUT, "no log file for the canary's output");
         goto out;
     }
+    if ((rc = check_shard_dir(&col->cfg, col->shard_root, sizeof(col->shard_root), err)) != 0)
+        goto out;
     if (col->cfg.trace_path != NULL && col->cfg.trace_steps != NULL) {
         const char *colon = strchr(col->cfg.trace_steps, ':');
         long long last = colon != NULL ? strtoll(colon + 1, NULL, 10) : 0;
@@ -510,9 +542,7 @@ int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out
         goto out;
     }
     fclose(lf);
-    const char *tmpdir = getenv("TMPDIR");
-    if (tmpdir == NULL || *tmpdir == '\0')
-        tmpdir = "/tmp";
+    const char *tmpdir = col->shard_root;
     if ((rc = fmt_path(col->tmp, sizeof(col->tmp), err, "%s/canary-gate.XXXXXX", tmpdir)) != 0)
         goto out;
     if (mkdtemp(col->tmp) == NULL) {
@@ -768,6 +798,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         return err->code;
     say_inherited_env(&c->say);
     g_steps_from = c->steps_from;
+    g_shard_dir = c->shard_dir;
     g_steps_python = col->python[0] != '\0';
     if (make_fail_file(fail_path, err) != 0) {
         free(env.pythonpath);
@@ -926,7 +957,14 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
         return;
     }
     if (g_failure == FAILED_SHARD_WRITE) {
-        const char *tmp = getenv("TMPDIR");
+        const char *tmp = g_shard_dir != NULL ? g_shard_dir : getenv("TMPDIR");
+        if (g_shard_dir != NULL) {
+            cg_say(say, CG_SAY_INFO,
+                   "shards are written under --shard-dir ('%s'): free space there, and check "
+                   "that every node can write to it at that path",
+                   tmp);
+            return;
+        }
         cg_say(say, CG_SAY_INFO,
                "shards are written under TMPDIR ('%s'): free space there "
                "or point TMPDIR at a writable directory with room",

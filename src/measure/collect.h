@@ -4,7 +4,8 @@
  *
  * A collector owns what the runs need: the injection library's absolute path (beside the
  * canary-gate executable), the canary's argv (the built-in canary-train beside the tool when no
- * command is given), a private shard directory under $TMPDIR, and the canary's log file, which it
+ * command is given), a private shard directory under $TMPDIR (or under shard_dir, which every
+ * node of a multi-node canary sees), and the canary's log file, which it
  * truncates when it opens. Each run is one canary process (launch.c); its processes' shards are
  * merged into one run of the artifact (shard.c). The artifact's header (environment, settings,
  * GPU status) is filled at the first run added to an empty artifact.
@@ -58,6 +59,9 @@ struct cg_collect_cfg {
     bool let_finish;        /* wait for the canary to exit by itself, never stop it once measured */
     enum cg_steps_from steps_from;
     long step_optimizer;    /* with steps from the optimizer: the N-th to step counts (0: 1) */
+    /* where each collector makes its fresh shard directory (every node must see it when ranks run
+     * on several); NULL: TMPDIR. A command naming a multi-node launcher (multinode.h) needs it. */
+    const char *shard_dir;
     struct cg_say say;      /* progress, per-run lines and warnings (nothing said: fn NULL) */
 };
 
@@ -65,7 +69,8 @@ struct cg_collector;
 
 /* Checks the configuration, finds the injection library and the canary, creates the shard
  * directory and truncates the log. CG_EINPUT (no command and no built-in canary, a bad step
- * range), CG_EIO, CG_ENOMEM. */
+ * range, a shard_dir that is not a directory, a command naming a multi-node launcher without
+ * shard_dir), CG_EIO, CG_ENOMEM. */
 int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out,
                      struct cg_err *err);
 
