@@ -869,25 +869,40 @@ void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t)
     a->corr = t;
 }
 
+/* A test's hook between choosing the entry a note replaces and replacing it (none here). */
+#ifndef CG_AGG_CORR_HOOK
+#define CG_AGG_CORR_HOOK(entry) ((void)0)
+#endif
+
 void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place)
 {
     if (corr == 0 || place == 0)
         return;
     _Atomic uint64_t *b = &t->e[(corr & (CG_AGG_CORR_BUCKETS - 1)) * CG_AGG_CORR_WAYS];
     uint64_t want = (uint64_t)corr << 32 | place;
-    size_t oldest = 0;
-    uint64_t oldest_v = UINT64_MAX;
-    for (size_t i = 0; i < CG_AGG_CORR_WAYS; i++) {
-        uint64_t v = atomic_load_explicit(&b[i], memory_order_relaxed);
-        if (v == 0 && atomic_compare_exchange_strong_explicit(&b[i], &v, want, memory_order_release,
-                                                              memory_order_relaxed))
-            return;
-        if (v < oldest_v) {
-            oldest_v = v;
-            oldest = i;
+    /* an empty entry, else the oldest call's (the lowest id), replaced only if it is still the
+     * one chosen: another thread's note or take in between makes it look again, so a racing note
+     * never overwrites a live place; a bucket that keeps changing leaves this call unplaced */
+    for (int pass = 0; pass < 2 * CG_AGG_CORR_WAYS; pass++) {
+        size_t oldest = 0;
+        uint64_t oldest_v = UINT64_MAX;
+        for (size_t i = 0; i < CG_AGG_CORR_WAYS; i++) {
+            uint64_t v = atomic_load_explicit(&b[i], memory_order_relaxed);
+            if (v == 0 && atomic_compare_exchange_strong_explicit(
+                              &b[i], &v, want, memory_order_release, memory_order_relaxed))
+                return;
+            if (v != 0 && v < oldest_v) {
+                oldest_v = v;
+                oldest = i;
+            }
         }
+        if (oldest_v == UINT64_MAX)
+            continue; /* every entry changed under us */
+        CG_AGG_CORR_HOOK(&b[oldest]);
+        if (atomic_compare_exchange_strong_explicit(&b[oldest], &oldest_v, want,
+                                                    memory_order_release, memory_order_relaxed))
+            return;
     }
-    atomic_store_explicit(&b[oldest], want, memory_order_release);
 }
 
 void cg_agg_queries(struct cg_agg *a, struct cg_agg_corr *t)
@@ -930,12 +945,6 @@ static void place_add(struct cg_agg *a, enum cg_agg_count c, uint32_t place, int
     a->places[a->n_places++] = (struct cg_agg_place){.place = place, .count = c, .calls = 1};
 }
 
-/* A call of count c with correlation id corr counted in step k: counted at its place too when
- * k is measured and the place is known. */
-static void place_count(struct cg_agg *a, enum cg_agg_count c, uint32_t corr, int64_t k)
-{
-    place_add(a, c, corr_take(a->corr, corr), k);
-}
 
 /* --- timed records (kernels, copies, sets) ------------------------------------------------ */
 
@@ -1018,6 +1027,8 @@ static void kernel_time(struct cg_agg *a, struct cg_agg_lane *l, const char *nam
  * asked. */
 static void timed(struct cg_agg *a, const struct timed_rec *r)
 {
+    /* a copy's place is taken out whether it counts or not: no entry outlives its record */
+    uint32_t place = r->corr != 0 ? corr_take(a->corr, r->corr) : 0;
     if (r->start == 0 || r->end == 0 || r->end < r->start) {
         a->zero_ts++;
         return;
@@ -1037,7 +1048,7 @@ static void timed(struct cg_agg *a, const struct timed_rec *r)
     a->inside_steps++;
     timed_count(a, r, k);
     if (r->dtoh_pageable)
-        place_count(a, CG_AGG_N_DTOH_PAGEABLE, r->corr, k);
+        place_add(a, CG_AGG_N_DTOH_PAGEABLE, place, k);
     if (traced_step(a, k)) {
         struct cg_agg_trace_event e = {r->start, r->end, r->name ? r->name : "?", r->bytes,
                                        r->device, r->stream, r->kind};
@@ -1177,6 +1188,7 @@ static void mem_settle(struct cg_agg *a, uint64_t upto)
 
 static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)
 {
+    uint32_t place = corr_take(a->corr, m->correlationId); /* whether it counts or not */
     if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || m->timestamp == 0) {
         if (m->timestamp == 0)
             a->zero_ts++;
@@ -1197,7 +1209,7 @@ static void memory(struct cg_agg *a, const CUpti_ActivityMemory4 *m)
                 ? CG_AGG_N_ALLOCS
                 : CG_AGG_N_FREES;
         a->steps[k].count[c]++;
-        place_count(a, c, m->correlationId, k);
+        place_add(a, c, place, k);
     }
     if (e.ts > a->mem_newest)
         a->mem_newest = e.ts;
@@ -1239,6 +1251,7 @@ static void sync_record(struct cg_agg *a, const CUpti_ActivitySynchronization2 *
 {
     if (a->queries != NULL && corr_take(a->queries, s->correlationId) != 0)
         return;
+    uint32_t place = corr_take(a->corr, s->correlationId); /* whether it counts or not */
     enum cg_agg_count c;
     switch (s->type) {
     case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
@@ -1264,7 +1277,7 @@ static void sync_record(struct cg_agg *a, const CUpti_ActivitySynchronization2 *
     a->steps[k].count[c]++;
     if (c != CG_AGG_N_SYNC_WAIT) {
         a->steps[k].count[CG_AGG_N_SYNC_NS] += (int64_t)(s->end - s->start);
-        place_count(a, c, s->correlationId, k);
+        place_add(a, c, place, k);
     }
 }
 
@@ -1379,7 +1392,8 @@ static void record_general(struct cg_agg *a, const CUpti_Activity *rec)
                                .end = m->end,
                                .bytes = (int64_t)m->bytes,
                                .device = m->deviceId,
-                               .stream = m->streamId};
+                               .stream = m->streamId,
+                               .corr = m->correlationId};
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {

@@ -322,14 +322,16 @@ void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns, uint32_t place);
 /* The API call of correlation id corr was made at place (non-zero). Safe from any thread without
  * the aggregation's lock (atomics only): the CUPTI callback of a call knows its place, its record
  * comes later. A call whose record never comes holds its entry until a later call of the same
- * bucket needs it (the oldest id gives way). */
+ * bucket needs it (the oldest id gives way, replaced by compare-and-swap: two notes racing for
+ * one entry both stay, or the loser looks again). */
 void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place);
 
 /* Takes places from t (borrowed, outliving the aggregation; NULL: none): a synchronisation, copy
  * or device memory record whose correlation id t holds and that counts in a measured step
  * (warmup <= step < the end) is counted in places[] too (the stream, event and context
  * synchronisations, the copies from the device to pageable host memory, the device memory
- * allocations and releases), and its entry is taken out of t. */
+ * allocations and releases). Every synchronisation, copy (peer copies too) and memory record takes
+ * its entry out of t, whether it counts or not, so entries never outlive their records. */
 void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t);
 
 /* Takes the correlation ids of queries from t (borrowed, outliving the aggregation; NULL: none),

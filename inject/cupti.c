@@ -191,7 +191,8 @@ static struct cg_agg_corr g_corr;  /* places of API calls (never freed: callback
 static struct cg_agg_corr g_queries; /* correlation ids of queries (cudaStreamQuery, ...) */
 /* The API callbacks on for queries, one bit per callback id, [0] runtime, [1] driver: set before
  * each is enabled, read by the subscriber's callback. */
-#define CG_CBID_BITS 1024
+#define CG_CBID_BITS 4096
+#define CG_CBID_GAP 64 /* ids without a name, past these headers' last, that end a domain's ids */
 _Static_assert(CUPTI_RUNTIME_TRACE_CBID_SIZE <= CG_CBID_BITS &&
                    CUPTI_DRIVER_TRACE_CBID_SIZE <= CG_CBID_BITS,
                "the query bitmaps hold every callback id of these headers");
@@ -1124,8 +1125,10 @@ static bool query_call(const char *name)
 }
 
 /* Turns on the subscriber's callback of every runtime and driver API function whose name want
- * accepts, marking each in g_query_cbid first when queries. Returns how many are on; a "w" line
- * what: DETAIL when none is. */
+ * accepts, marking each in g_query_cbid first when queries. The ids are the loaded libcupti's, not
+ * only these headers': a newer one numbers new functions past these headers' last id, so ids are
+ * asked for their names (cuptiGetCallbackName) until CG_CBID_GAP in a row past that last one have
+ * none (or CG_CBID_BITS). Returns whether any is on; a "w" line what: DETAIL when none is. */
 static bool enable_api_callbacks(bool (*want)(const char *), bool queries, const char *what)
 {
     if (g_api.enable_callback == NULL || g_api.callback_name == NULL) {
@@ -1141,10 +1144,17 @@ static bool enable_api_callbacks(bool (*want)(const char *), bool queries, const
     int on = 0;
     CUptiResult refused = CUPTI_SUCCESS;
     for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++) {
-        for (uint32_t cbid = 1; cbid < domains[d].n; cbid++) {
+        uint32_t unnamed = 0;
+        for (uint32_t cbid = 1; cbid < CG_CBID_BITS; cbid++) {
             const char *name = NULL;
             if (g_api.callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
-                name == NULL || !want(name))
+                name == NULL) {
+                if (cbid >= domains[d].n && ++unnamed == CG_CBID_GAP)
+                    break;
+                continue;
+            }
+            unnamed = 0;
+            if (!want(name))
                 continue;
             if (queries)
                 atomic_fetch_or(&g_query_cbid[d][cbid / 8], (uint8_t)(1u << (cbid % 8)));

@@ -20,6 +20,11 @@
 
 #if CG_HAVE_CUPTI
 
+/* Between a place note's choice of the entry it replaces and the replacement: when armed, another
+ * call's note lands there first, as a thread racing it would (race_hook, below). */
+static void race_hook(void);
+#define CG_AGG_CORR_HOOK(entry) ((void)(entry), race_hook())
+
 #include "../inject/aggregate.c"
 #include "../inject/synthetic.h"
 
@@ -1547,6 +1552,98 @@ static void test_agg__devices_past_the_eighth_share_the_last_lane(void **state)
     cg_agg_release(&a);
 }
 
+/* --- places: the correlation table --------------------------------------------------------- */
+
+static struct cg_agg_corr *g_race_table; /* armed: the table the racing note goes to */
+static uint32_t g_race_corr;
+
+static void race_hook(void)
+{
+    struct cg_agg_corr *t = g_race_table;
+    g_race_table = NULL; /* once */
+    if (t != NULL)
+        cg_agg_place_note(t, g_race_corr, 9);
+}
+
+/* Whether t holds corr noted at place. */
+static bool noted(struct cg_agg_corr *t, uint32_t corr, uint32_t place)
+{
+    _Atomic uint64_t *b = &t->e[(corr & (CG_AGG_CORR_BUCKETS - 1)) * CG_AGG_CORR_WAYS];
+    for (size_t i = 0; i < CG_AGG_CORR_WAYS; i++)
+        if (atomic_load(&b[i]) == ((uint64_t)corr << 32 | place))
+            return true;
+    return false;
+}
+
+/* A full bucket: a note replaces its oldest call's entry; another call noted into that same entry
+ * in between (a racing thread) is kept, and the note takes the next oldest. */
+static void test_agg__a_racing_note_never_drops_a_live_place(void **state)
+{
+    (void)state;
+    static struct cg_agg_corr t;
+    memset(&t, 0, sizeof(t));
+    const uint32_t id = 5, apart = CG_AGG_CORR_BUCKETS; /* one bucket */
+    for (uint32_t w = 0; w < CG_AGG_CORR_WAYS; w++)
+        cg_agg_place_note(&t, id + w * apart, 1);
+    g_race_table = &t;
+    g_race_corr = id + 5 * apart;
+    cg_agg_place_note(&t, id + 4 * apart, 2);
+    assert_null(g_race_table); /* the race happened */
+    assert_true(noted(&t, id + 5 * apart, 9));
+    assert_true(noted(&t, id + 4 * apart, 2));
+    assert_false(noted(&t, id, 1)); /* the two oldest gave way */
+    assert_false(noted(&t, id + apart, 1));
+    assert_true(noted(&t, id + 2 * apart, 1) && noted(&t, id + 3 * apart, 1));
+}
+
+/* Every synchronisation, copy and memory record takes its call's entry out of the table, whether
+ * it counts or not: a copy that is no pageable one, a synchronisation that did not complete, a
+ * copy and an allocation outside every step, pinned host memory, a peer copy. None is left to
+ * crowd out live places. */
+static void test_agg__places_are_taken_out_whatever_their_records_count(void **state)
+{
+    (void)state;
+    static struct cg_agg_corr t;
+    memset(&t, 0, sizeof(t));
+    struct cg_agg a;
+    assert_int_equal(cg_agg_new(&a, 0), 0);
+    cg_agg_places(&a, &t);
+    for (uint32_t corr = 1; corr <= 6; corr++)
+        cg_agg_place_note(&t, corr, 3);
+    cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 7, 500, 600, 64, 3); /* before */
+    cg_synth_memory_corr(&a, 0, true, 64, 700, 4);                               /* before */
+    cg_agg_step_begin(&a, 0, 1000);
+    cg_synth_copy_corr(&a, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 7, 1100, 1200, 64, 1);
+    cg_synth_sync_corr(&a, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 1300, 1400,
+                       600 /* not ready */, 2);
+    CUpti_ActivityMemory4 m;
+    memset(&m, 0, sizeof(m));
+    m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+    m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    m.bytes = 64;
+    m.timestamp = 1500;
+    m.correlationId = 5;
+    cg_agg_record(&a, (const CUpti_Activity *)(const void *)&m);
+    CUpti_ActivityMemcpyPtoP4 peer;
+    memset(&peer, 0, sizeof(peer));
+    peer.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    peer.start = 1600;
+    peer.end = 1700;
+    peer.bytes = 64;
+    peer.correlationId = 6;
+    cg_agg_record(&a, (const CUpti_Activity *)(const void *)&peer);
+    cg_agg_step_end(&a, 0, 5000);
+    cg_agg_settle(&a, true);
+    for (size_t i = 0; i < CG_AGG_CORR_BUCKETS * CG_AGG_CORR_WAYS; i++)
+        if (atomic_load(&t.e[i]) != 0)
+            fail_msg("call %u's entry is left", (unsigned)(atomic_load(&t.e[i]) >> 32));
+    assert_int_equal(a.n_places, 0); /* none of them counts at a place */
+    cg_agg_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1585,6 +1682,8 @@ int main(void)
         cmocka_unit_test(test_agg__gpu_time_per_device_the_slowest_decides),
         cmocka_unit_test(test_agg__a_steps_device_is_chosen_when_it_closes),
         cmocka_unit_test(test_agg__devices_past_the_eighth_share_the_last_lane),
+        cmocka_unit_test(test_agg__a_racing_note_never_drops_a_live_place),
+        cmocka_unit_test(test_agg__places_are_taken_out_whatever_their_records_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

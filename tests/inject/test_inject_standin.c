@@ -649,6 +649,17 @@ static void test_inject_standin__calls_of_a_thread_without_ranges_placed_at_the_
     calls_placed(*state, "CG_STANDIN_CALL_THREAD=other");
 }
 
+/* A newer libcupti numbers new API functions past the 13.0 headers' last callback id: the library
+ * asks the loaded libcupti for the names of ids past it, and a copy made through such a function
+ * ("cuMemcpyDtoHAsync_v3", the stand-in's, CUPTI_DRIVER_TRACE_CBID_SIZE + 5) is placed. */
+static void test_inject_standin__calls_of_a_newer_libcuptis_functions_placed(void **state)
+{
+    const struct cg_workdir *w = *state;
+    calls_placed(w, "CG_STANDIN_NEWER_API=1");
+    if (event(calls(w), "callback on DRIVER cuMemcpyDtoHAsync_v3") == NULL)
+        fail_msg("the newer function's callback is not on:\n%s", calls(w));
+}
+
 /* Device memory of the virtual memory API (PyTorch's expandable segments: cuMemCreate and
  * cuMemMap, cuMemUnmap and cuMemRelease) is placed as cudaMalloc's and cudaFree's is; mapping a
  * sparse array's pages (cuMemMapArrayAsync) allocates nothing. */
@@ -1041,6 +1052,7 @@ int main(void)
         cmocka_unit_test(test_inject_standin__refusals_leave_their_counts_out_of_the_counted),
         cmocka_unit_test(test_inject_standin__calls_placed_in_their_nvtx_ranges),
         cmocka_unit_test(test_inject_standin__virtual_memory_calls_placed),
+        cmocka_unit_test(test_inject_standin__calls_of_a_newer_libcuptis_functions_placed),
         cmocka_unit_test(
             test_inject_standin__calls_of_a_thread_without_ranges_placed_at_the_step_thread),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),

@@ -41,6 +41,9 @@
  *                          MEMORY2 record carries, if any, only a GPU can show)
  *   CG_STANDIN_CALL_THREAD=other  the API calls' callbacks run on a thread of the stand-in's
  *                          own, started for each (a thread with no NVTX range of its own)
+ *   CG_STANDIN_NEWER_API=1  every copy is made through a driver function of a newer libcupti,
+ *                          "cuMemcpyDtoHAsync_v3", numbered past the 13.0 headers' last callback
+ *                          id (CUPTI_DRIVER_TRACE_CBID_SIZE + 5)
  *   CG_STANDIN_POLLS=N     every stream or event synchronisation is preceded by N polls of its
  *                          stream or event (cudaStreamQuery, cudaEventQuery), each with a
  *                          SYNCHRONIZATION record of the synchronisation's type, the last one
@@ -181,6 +184,8 @@ static const struct {
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease"},
     {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMapArrayAsync,
      "cuMemMapArrayAsync"},
+    /* a newer libcupti's function, past these headers' last id (CG_STANDIN_NEWER_API) */
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE + 5, "cuMemcpyDtoHAsync_v3"},
     /* polling: a query returns at once, whether the work is done or not */
     {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
      "cudaStreamQuery"},
@@ -911,7 +916,11 @@ void cg_standin_memcpy(uint8_t copy_kind, uint8_t src_kind, uint8_t dst_kind, ui
 {
     union record r;
     memset(&r, 0, sizeof(r));
-    r.copy.correlationId = api_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
+    const char *newer = getenv("CG_STANDIN_NEWER_API");
+    r.copy.correlationId =
+        newer != NULL && strcmp(newer, "1") == 0
+            ? api_call_in(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE + 5)
+            : api_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
     r.copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     r.copy.copyKind = copy_kind;
     r.copy.srcKind = src_kind;
