@@ -43,6 +43,9 @@ void cg_artifact_init(struct cg_artifact *a)
     a->cuda_initialised = -1;
     a->env.gpu_count = 0;
     a->settings.tokens_per_step = -1;
+    a->settings.flops_per_token = -1;
+    a->settings.peak_flop_per_clock = NAN;
+    cg_gpu_env_init(&a->env.gpu_env);
 }
 
 void cg_run_code_release(struct cg_run_code *c)
@@ -75,6 +78,7 @@ static void run_release(struct cg_run *r)
     for (size_t i = 0; i < r->n_places; i++)
         free(r->places[i].range);
     free(r->places);
+    cg_gpu_state_release(&r->gpu);
 }
 
 static void env_release(struct cg_env *e)
@@ -91,6 +95,7 @@ static void env_release(struct cg_env *e)
     free(e->canary_command);
     free(e->canary_id);
     free(e->canary_hash);
+    cg_gpu_env_release(&e->gpu_env);
 }
 
 void cg_artifact_release(struct cg_artifact *a)
@@ -102,6 +107,7 @@ void cg_artifact_release(struct cg_artifact *a)
     free(a->settings.step_range);
     free(a->settings.steps_from);
     free(a->settings.comm_kernels);
+    free(a->settings.precision);
     free(a->created_utc);
     free(a->gpu_reason);
     cg_artifact_init(a);
@@ -124,6 +130,7 @@ static void run_init(struct cg_run *r)
     r->late_memory_records = r->cupti_overhead_ns = -1;
     r->stopped_after_steps = -1;
     r->placement.cpu = r->placement.numa_node = -1;
+    cg_gpu_state_init(&r->gpu);
 }
 
 struct cg_run *cg_artifact_add_blank_run(struct cg_artifact *a)
@@ -423,6 +430,23 @@ void cg_run_summarize(struct cg_run *run)
     free(v);
 }
 
+int64_t cg_run_tokens(const struct cg_run *run)
+{
+    int64_t tokens = -1;
+    for (size_t i = 0; i < run->n_steps; i++)
+        if (run->steps[i].tokens >= 0)
+            tokens = (tokens < 0 ? 0 : tokens) + run->steps[i].tokens;
+    return tokens;
+}
+
+double cg_run_energy_per_token(const struct cg_run *run)
+{
+    int64_t tokens = cg_run_tokens(run);
+    if (!(run->gpu.energy_j >= 0) || tokens <= 0)
+        return NAN;
+    return run->gpu.energy_j / (double)tokens;
+}
+
 static int dup_str(char **dst, const char *src)
 {
     *dst = NULL;
@@ -476,6 +500,8 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
             return CG_ENOMEM;
         to->placement.cpu = from->placement.cpu;
         to->placement.numa_node = from->placement.numa_node;
+        if (cg_gpu_state_copy(&to->gpu, &from->gpu) != 0)
+            return CG_ENOMEM;
         to->summary = from->summary;
         to->dropped_records = from->dropped_records;
         to->zero_timestamp_records = from->zero_timestamp_records;
@@ -519,6 +545,11 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
     dst->settings.warmup = src->settings.warmup;
     dst->settings.runs = src->settings.runs;
     dst->settings.tokens_per_step = src->settings.tokens_per_step;
+    dst->settings.flops_per_token = src->settings.flops_per_token;
+    dst->settings.peak_flop_per_clock = src->settings.peak_flop_per_clock;
+    if (cg_gpu_env_copy(&dst->env.gpu_env, &src->env.gpu_env) != 0 ||
+        dup_str(&dst->settings.precision, src->settings.precision) != 0)
+        return CG_ENOMEM;
     d->gpu_count = e->gpu_count;
     int rc =
         dup_str(&dst->gpu_reason, src->gpu_reason) | dup_str(&dst->created_utc, src->created_utc) |

@@ -12,6 +12,7 @@
 #ifndef CG_ARTIFACT_H
 #define CG_ARTIFACT_H
 
+#include "artifact_gpu.h"
 #include "count.h"
 #include "err.h"
 
@@ -130,6 +131,7 @@ struct cg_run {
     bool places_measured;          /* every process placed its calls (count_places is whole) */
     struct cg_count_place *places; /* distinct (count, after, range) */
     size_t n_places;
+    struct cg_gpu_state gpu;       /* the GPU's own state over the measured window (NVML) */
 };
 
 struct cg_env {
@@ -149,6 +151,7 @@ struct cg_env {
                         * before it: their identity is unknown (cg_artifact_canary_diff) */
     char *canary_hash; /* as read: equal to canary_id when that is set; older artifacts'
                         * hashed the files' contents too, and is never compared */
+    struct cg_gpu_env gpu_env; /* power limit, persistence mode, application clocks (NVML) */
 };
 
 struct cg_settings {
@@ -161,6 +164,11 @@ struct cg_settings {
     int64_t tokens_per_step; /* -1 when steps carry their own tokens or none */
     char *comm_kernels;      /* CANARY_GATE_COMM_KERNELS as the canary had it (name parts of
                               * communication kernels besides NCCL's); NULL: unset or empty */
+    int64_t flops_per_token; /* model FLOPs per token (forward and backward), -1 unknown:
+                              * --flops-per-token, or the canary's own line */
+    char *precision;         /* the precision MFU's peak is for ("bf16", ...), NULL unknown */
+    double peak_flop_per_clock; /* --peak-flop-per-clock: the GPU's peak FLOPs per SM clock
+                              * cycle, overriding the built-in table; NAN: the table */
 };
 
 struct cg_artifact {
@@ -219,6 +227,13 @@ int cg_run_add_place(struct cg_run *run, int count, bool after, const char *rang
 /* Appends a copy of warning to run's warnings unless it is there already or the run holds max
  * of them. Returns 0 or CG_ENOMEM. */
 int cg_run_add_warning(struct cg_run *run, const char *warning, size_t max);
+
+/* Tokens over the run's measured steps; -1 when no step has tokens. */
+int64_t cg_run_tokens(const struct cg_run *run);
+
+/* Joules per token over the measured window (gpu.energy_j over cg_run_tokens); NAN when
+ * either is unknown. */
+double cg_run_energy_per_token(const struct cg_run *run);
 
 /* Computes the run's step-time summary and tokens/sec from its steps. Peaks are left alone. */
 void cg_run_summarize(struct cg_run *run);

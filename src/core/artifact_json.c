@@ -161,6 +161,16 @@ static int parse_env(struct parser *p, const cJSON *root, struct cg_artifact *a)
         get_str(p, env, pe, "canary_id", true, &e->canary_id) ||
         get_str(p, env, pe, "canary_hash", true, &e->canary_hash))
         return CG_EINPUT;
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(env, "gpu_state");
+    if (gs != NULL && !cJSON_IsNull(gs)) {
+        char problem[256];
+        int rc = cg_gpu_env_parse(gs, "environment.gpu_state", &e->gpu_env, problem,
+                                  sizeof(problem));
+        if (rc == CG_ENOMEM)
+            return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+        if (rc != 0)
+            return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': %s", p->name, problem);
+    }
     const cJSON *cmd;
     if (field(p, env, pe, "canary_command", true, &cmd) != 0)
         return CG_EINPUT;
@@ -198,8 +208,13 @@ static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifac
         get_str(p, s, "settings", "step_range", true, &st->step_range) ||
         get_str(p, s, "settings", "steps_from", true, &st->steps_from) ||
         get_str(p, s, "settings", "comm_kernels", true, &st->comm_kernels) ||
-        get_int(p, s, "settings", "tokens_per_step", true, 0, &st->tokens_per_step))
+        get_int(p, s, "settings", "tokens_per_step", true, 0, &st->tokens_per_step) ||
+        get_int(p, s, "settings", "flops_per_token", true, 1, &st->flops_per_token) ||
+        get_str(p, s, "settings", "precision", true, &st->precision) ||
+        get_real(p, s, "settings", "peak_flop_per_clock", true, &st->peak_flop_per_clock))
         return CG_EINPUT;
+    if (st->precision != NULL && !cg_gpu_precision_valid(st->precision))
+        return bad(p, "settings.precision", "must be fp32, tf32, bf16, fp16, fp8 or null");
     if (st->steps_from != NULL && strcmp(st->steps_from, "nvtx") != 0 &&
         strcmp(st->steps_from, "optimizer") != 0)
         return bad(p, "settings.steps_from", "must be \"nvtx\", \"optimizer\" or null");
@@ -497,6 +512,22 @@ static int parse_places(struct parser *p, const cJSON *run, const char *rp, stru
     return 0;
 }
 
+/* runs[].gpu_state: optional (absent: not recorded, every field unknown); artifact_gpu.h. */
+static int parse_gpu_state(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(run, "gpu_state");
+    if (g == NULL || cJSON_IsNull(g))
+        return 0;
+    char path[96], problem[256];
+    snprintf(path, sizeof(path), "%s.gpu_state", rp);
+    int rc = cg_gpu_state_parse(g, path, &r->gpu, problem, sizeof(problem));
+    if (rc == CG_ENOMEM)
+        return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    if (rc != 0)
+        return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': %s", p->name, problem);
+    return 0;
+}
+
 static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a)
 {
     const cJSON *runs;
@@ -529,7 +560,8 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
             get_int(p, run, rp, "cupti_overhead_ns", true, 0, &r->cupti_overhead_ns) ||
             get_int(p, run, rp, "stopped_after_steps", true, 1, &r->stopped_after_steps) ||
             parse_warnings(p, run, rp, r) || parse_places(p, run, rp, r) ||
-            parse_code(p, run, rp, r) || parse_placement(p, run, rp, r))
+            parse_code(p, run, rp, r) || parse_placement(p, run, rp, r) ||
+            parse_gpu_state(p, run, rp, r))
             return CG_EINPUT;
     }
     return 0;
@@ -663,6 +695,8 @@ static cJSON *run_to_json(const struct cg_run *r)
         cJSON_AddItemToObject(o, "cpu", int_or_null(where->cpu));
         cJSON_AddItemToObject(o, "numa_node", int_or_null(where->numa_node));
     }
+    if (r->gpu.recorded)
+        cJSON_AddItemToObject(run, "gpu_state", cg_gpu_state_json(&r->gpu));
     cJSON *steps = cJSON_AddArrayToObject(run, "steps");
     for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];
@@ -767,6 +801,8 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     if (e->canary_id != NULL)
         cJSON_AddStringToObject(env, "canary_id", e->canary_id);
     cJSON_AddItemToObject(env, "canary_hash", str_or_null(e->canary_hash));
+    if (e->gpu_env.recorded)
+        cJSON_AddItemToObject(env, "gpu_state", cg_gpu_env_json(&e->gpu_env));
 
     const struct cg_settings *s = &a->settings;
     cJSON *set = cJSON_AddObjectToObject(root, "settings");
@@ -778,6 +814,13 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     if (s->comm_kernels != NULL) /* absent: unset, as in artifacts from before it was recorded */
         cJSON_AddStringToObject(set, "comm_kernels", s->comm_kernels);
     cJSON_AddItemToObject(set, "tokens_per_step", int_or_null(s->tokens_per_step));
+    /* absent when unset, as in artifacts from before they were recorded */
+    if (s->flops_per_token >= 0)
+        cJSON_AddNumberToObject(set, "flops_per_token", (double)s->flops_per_token);
+    if (s->precision != NULL)
+        cJSON_AddStringToObject(set, "precision", s->precision);
+    if (isfinite(s->peak_flop_per_clock))
+        cJSON_AddNumberToObject(set, "peak_flop_per_clock", s->peak_flop_per_clock);
 
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (size_t i = 0; runs != NULL && i < a->n_runs; i++)

@@ -1,0 +1,579 @@
+/* nvml: loading NVML at run time, sampling the GPUs from a thread of the launcher, and the
+ * GPU state of a run's measured window (see nvml.h). */
+#define _GNU_SOURCE
+#include "nvml.h"
+
+#include "shard.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the entry points, declared from NVIDIA's NVML reference --------------------------- */
+
+typedef int nvml_ret;           /* nvmlReturn_t: 0 is NVML_SUCCESS */
+typedef struct nvml_dev *nvml_dev; /* nvmlDevice_t, an opaque handle */
+
+enum {
+    NVML_OK = 0,
+    NVML_ERR_INSUFFICIENT_SIZE = 7,
+    NVML_CLOCK_SM = 1,
+    NVML_CLOCK_MEM = 2,
+    NVML_TEMPERATURE_GPU = 0,
+    NVML_UUID_BYTES = 96
+};
+
+/* nvmlProcessInfo_t as _v3 fills it: pid, used memory, GPU and compute instance ids. */
+struct nvml_proc {
+    unsigned int pid;
+    unsigned long long used_memory;
+    unsigned int gpu_instance;
+    unsigned int compute_instance;
+};
+
+#define NVML_MAX_DEVICES 64
+#define NVML_MAX_PROCS 64
+
+struct cg_nvml {
+    void *lib;
+    nvml_ret (*init)(void);
+    nvml_ret (*shutdown)(void);
+    const char *(*error_string)(nvml_ret);
+    nvml_ret (*count)(unsigned int *);
+    nvml_ret (*by_index)(unsigned int, nvml_dev *);
+    nvml_ret (*by_uuid)(const char *, nvml_dev *);
+    nvml_ret (*uuid)(nvml_dev, char *, unsigned int);
+    nvml_ret (*clock)(nvml_dev, int, unsigned int *);
+    nvml_ret (*reasons)(nvml_dev, unsigned long long *);
+    nvml_ret (*temperature)(nvml_dev, int, unsigned int *);
+    nvml_ret (*power)(nvml_dev, unsigned int *);
+    nvml_ret (*energy)(nvml_dev, unsigned long long *);
+    nvml_ret (*procs)(nvml_dev, unsigned int *, struct nvml_proc *);
+    nvml_ret (*power_limit)(nvml_dev, unsigned int *);
+    nvml_ret (*persistence)(nvml_dev, int *);
+    nvml_ret (*app_clock)(nvml_dev, int, unsigned int *);
+    nvml_ret (*default_app_clock)(nvml_dev, int, unsigned int *);
+};
+
+static void *sym(void *lib, const char *name)
+{
+    return dlsym(lib, name);
+}
+
+int cg_nvml_open(struct cg_nvml **out, char *reason, size_t cap)
+{
+    *out = NULL;
+    const char *path = getenv(CG_NVML_ENV_LIB);
+    if (path == NULL || *path == '\0')
+        path = CG_NVML_SONAME;
+    struct cg_nvml *n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        snprintf(reason, cap, "out of memory");
+        return CG_ENOMEM;
+    }
+    n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (n->lib == NULL) {
+        const char *why = dlerror();
+        snprintf(reason, cap, "NVML unavailable: cannot open %s: %s", path,
+                 why != NULL ? why : "unknown error");
+        free(n);
+        return CG_EINPUT;
+    }
+    /* casts through void * to function pointers: what dlsym is for (POSIX) */
+#define LOAD(field, name) *(void **)(&n->field) = sym(n->lib, name)
+    LOAD(init, "nvmlInit_v2");
+    LOAD(shutdown, "nvmlShutdown");
+    LOAD(error_string, "nvmlErrorString");
+    LOAD(count, "nvmlDeviceGetCount_v2");
+    LOAD(by_index, "nvmlDeviceGetHandleByIndex_v2");
+    LOAD(by_uuid, "nvmlDeviceGetHandleByUUID");
+    LOAD(uuid, "nvmlDeviceGetUUID");
+    LOAD(clock, "nvmlDeviceGetClockInfo");
+    LOAD(reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (n->reasons == NULL) /* drivers before the rename: the same call */
+        LOAD(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    LOAD(temperature, "nvmlDeviceGetTemperature");
+    LOAD(power, "nvmlDeviceGetPowerUsage");
+    LOAD(energy, "nvmlDeviceGetTotalEnergyConsumption");
+    LOAD(procs, "nvmlDeviceGetComputeRunningProcesses_v3");
+    LOAD(power_limit, "nvmlDeviceGetPowerManagementLimit");
+    LOAD(persistence, "nvmlDeviceGetPersistenceMode");
+    LOAD(app_clock, "nvmlDeviceGetApplicationsClock");
+    LOAD(default_app_clock, "nvmlDeviceGetDefaultApplicationsClock");
+#undef LOAD
+    if (n->init == NULL || n->shutdown == NULL || n->count == NULL || n->by_index == NULL ||
+        n->uuid == NULL) {
+        snprintf(reason, cap, "NVML unavailable: %s lacks nvmlInit_v2, nvmlDeviceGetCount_v2, "
+                              "nvmlDeviceGetHandleByIndex_v2 or nvmlDeviceGetUUID",
+                 path);
+        dlclose(n->lib);
+        free(n);
+        return CG_EINPUT;
+    }
+    nvml_ret rc = n->init();
+    if (rc != NVML_OK) {
+        const char *s = n->error_string != NULL ? n->error_string(rc) : NULL;
+        snprintf(reason, cap, "NVML unavailable: nvmlInit_v2: %s (%d)", s != NULL ? s : "error",
+                 rc);
+        dlclose(n->lib);
+        free(n);
+        return CG_EINPUT;
+    }
+    *out = n;
+    return 0;
+}
+
+void cg_nvml_close(struct cg_nvml *n)
+{
+    if (n == NULL)
+        return;
+    n->shutdown();
+    dlclose(n->lib);
+    free(n);
+}
+
+static bool device_of(struct cg_nvml *n, const char *uuid, nvml_dev *d)
+{
+    if (uuid != NULL && n->by_uuid != NULL && n->by_uuid(uuid, d) == NVML_OK)
+        return true;
+    return n->by_index(0, d) == NVML_OK;
+}
+
+void cg_nvml_env(struct cg_nvml *n, const char *uuid, struct cg_gpu_env *e)
+{
+    cg_gpu_env_init(e);
+    e->recorded = true;
+    nvml_dev d;
+    if (!device_of(n, uuid, &d)) {
+        e->reason = strdup("NVML found no device");
+        return;
+    }
+    unsigned int v, w;
+    int mode;
+    if (n->power_limit != NULL && n->power_limit(d, &v) == NVML_OK)
+        e->power_limit_w = v / 1000.0;
+    if (n->persistence != NULL && n->persistence(d, &mode) == NVML_OK)
+        e->persistence_mode = mode != 0;
+    if (n->app_clock != NULL && n->app_clock(d, NVML_CLOCK_SM, &v) == NVML_OK)
+        e->app_sm_mhz = v;
+    if (n->app_clock != NULL && n->app_clock(d, NVML_CLOCK_MEM, &w) == NVML_OK)
+        e->app_mem_mhz = w;
+    if (n->default_app_clock != NULL && n->default_app_clock(d, NVML_CLOCK_SM, &v) == NVML_OK)
+        e->default_app_sm_mhz = v;
+    if (n->default_app_clock != NULL && n->default_app_clock(d, NVML_CLOCK_MEM, &w) == NVML_OK)
+        e->default_app_mem_mhz = w;
+    if (e->app_sm_mhz >= 0 && e->default_app_sm_mhz >= 0)
+        e->clocks_locked = e->app_sm_mhz != e->default_app_sm_mhz ||
+                           (e->app_mem_mhz >= 0 && e->default_app_mem_mhz >= 0 &&
+                            e->app_mem_mhz != e->default_app_mem_mhz);
+}
+
+/* ---- the sampler ------------------------------------------------------------------------ */
+
+struct series {
+    char uuid[NVML_UUID_BYTES];
+    nvml_dev dev;
+    struct cg_nvml_sample *s;
+    size_t n, cap;
+};
+
+struct cg_nvml_sampler {
+    struct cg_nvml *nvml;
+    long interval_ms;
+    struct series dev[NVML_MAX_DEVICES];
+    size_t n_dev;
+    pthread_t thread;
+    bool running;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stop;
+    bool oom;
+};
+
+static int64_t now_raw_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* True when pid is this tool or one of its descendants (the canary's processes: the tool is
+ * their subreaper, launch.h), by the parent links in /proc. A process this namespace cannot
+ * see is another's. */
+static bool own_process(pid_t pid)
+{
+    pid_t self = getpid();
+    for (int depth = 0; depth < 64 && pid > 1; depth++) {
+        if (pid == self)
+            return true;
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            return false;
+        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        const char *close = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+        int ppid;
+        char state;
+        if (close == NULL || sscanf(close + 1, " %c %d", &state, &ppid) != 2)
+            return false;
+        pid = ppid;
+    }
+    return false;
+}
+
+static void take_one(const struct cg_nvml *n, struct series *d, struct cg_nvml_sample *x)
+{
+    memset(x, 0, sizeof(*x));
+    unsigned int v;
+    unsigned long long u;
+    x->t_ns = now_raw_ns();
+    x->sm_mhz = n->clock != NULL && n->clock(d->dev, NVML_CLOCK_SM, &v) == NVML_OK ? (int32_t)v
+                                                                                   : -1;
+    x->mem_mhz = n->clock != NULL && n->clock(d->dev, NVML_CLOCK_MEM, &v) == NVML_OK ? (int32_t)v
+                                                                                     : -1;
+    x->temp_c = n->temperature != NULL &&
+                        n->temperature(d->dev, NVML_TEMPERATURE_GPU, &v) == NVML_OK
+                    ? (int32_t)v
+                    : -1;
+    x->power_mw = n->power != NULL && n->power(d->dev, &v) == NVML_OK ? (int64_t)v : -1;
+    x->reasons_ok = n->reasons != NULL && n->reasons(d->dev, &u) == NVML_OK;
+    x->reasons = x->reasons_ok ? u : 0;
+    x->energy_ok = n->energy != NULL && n->energy(d->dev, &u) == NVML_OK;
+    x->energy_mj = x->energy_ok ? u : 0;
+    x->n_other = -1;
+    struct nvml_proc procs[NVML_MAX_PROCS];
+    unsigned int count = NVML_MAX_PROCS;
+    nvml_ret rc = n->procs != NULL ? n->procs(d->dev, &count, procs) : -1;
+    if (rc == NVML_ERR_INSUFFICIENT_SIZE)
+        count = 0; /* more than NVML_MAX_PROCS: some are surely others' */
+    if (rc != NVML_OK && rc != NVML_ERR_INSUFFICIENT_SIZE)
+        return;
+    x->n_other = rc == NVML_ERR_INSUFFICIENT_SIZE ? NVML_MAX_PROCS : 0;
+    for (unsigned int i = 0; i < count && i < NVML_MAX_PROCS; i++) {
+        if (own_process((pid_t)procs[i].pid)) {
+            x->canary_seen = true;
+            continue;
+        }
+        if (x->n_other < CG_NVML_SAMPLE_OTHERS)
+            x->other[x->n_other] = procs[i].pid;
+        x->n_other++;
+    }
+}
+
+static void sample_all(struct cg_nvml_sampler *s)
+{
+    for (size_t i = 0; i < s->n_dev; i++) {
+        struct series *d = &s->dev[i];
+        struct cg_nvml_sample x;
+        take_one(s->nvml, d, &x);
+        pthread_mutex_lock(&s->lock);
+        if (d->n == d->cap && d->cap < CG_NVML_MAX_SAMPLES) {
+            size_t cap = d->cap ? d->cap * 2 : 256;
+            void *p = realloc(d->s, cap * sizeof(*d->s));
+            if (p == NULL)
+                s->oom = true;
+            else {
+                d->s = p;
+                d->cap = cap;
+            }
+        }
+        if (d->n < d->cap)
+            d->s[d->n++] = x;
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+static void *sampler_main(void *arg)
+{
+    struct cg_nvml_sampler *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stop) {
+        pthread_mutex_unlock(&s->lock);
+        sample_all(s);
+        pthread_mutex_lock(&s->lock);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (s->interval_ms % 1000) * 1000000L;
+        until.tv_sec += s->interval_ms / 1000 + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        while (!s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+int cg_nvml_sampler_start(struct cg_nvml *n, long interval_ms, struct cg_nvml_sampler **out,
+                          struct cg_err *err)
+{
+    struct cg_nvml_sampler *s = calloc(1, sizeof(*s));
+    *out = NULL;
+    if (s == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    s->nvml = n;
+    s->interval_ms = interval_ms > 0 ? interval_ms : CG_NVML_INTERVAL_MS;
+    unsigned int count = 0;
+    if (n->count(&count) != NVML_OK)
+        count = 0;
+    for (unsigned int i = 0; i < count && s->n_dev < NVML_MAX_DEVICES; i++) {
+        struct series *d = &s->dev[s->n_dev];
+        if (n->by_index(i, &d->dev) != NVML_OK ||
+            n->uuid(d->dev, d->uuid, sizeof(d->uuid)) != NVML_OK)
+            continue;
+        d->uuid[sizeof(d->uuid) - 1] = '\0';
+        s->n_dev++;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    if (pthread_create(&s->thread, NULL, sampler_main, s) != 0) {
+        cg_nvml_sampler_free(s);
+        return cg_err_set(err, CG_EIO, "cannot start the NVML sampling thread");
+    }
+    s->running = true;
+    *out = s;
+    return 0;
+}
+
+void cg_nvml_sampler_stop(struct cg_nvml_sampler *s)
+{
+    if (s == NULL || !s->running)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    s->running = false;
+    sample_all(s); /* the last: after the canary ended, so the window is covered */
+}
+
+void cg_nvml_sampler_free(struct cg_nvml_sampler *s)
+{
+    if (s == NULL)
+        return;
+    cg_nvml_sampler_stop(s);
+    for (size_t i = 0; i < s->n_dev; i++)
+        free(s->dev[i].s);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->wake);
+    free(s);
+}
+
+/* ---- a window's figures ----------------------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A counter step above this many mJ between two samples is no wrap of a 64-bit counter but a
+ * reset (the driver reloaded): 10 MJ, 50 MW over a 200 ms interval. */
+#define ENERGY_MAX_STEP_MJ 10000000000ULL
+
+/* The unwrapped counter at t (mJ from the first sample), interpolated; false when t lies
+ * outside the samples. e[] holds the unwrapped values. */
+static bool energy_at(const struct cg_nvml_sample *s, const double *e, size_t n, int64_t t,
+                      double *out)
+{
+    for (size_t i = 1; i < n; i++) {
+        if (s[i - 1].t_ns <= t && t <= s[i].t_ns) {
+            double span = (double)(s[i].t_ns - s[i - 1].t_ns);
+            double f = span > 0 ? (double)(t - s[i - 1].t_ns) / span : 0.0;
+            *out = e[i - 1] + f * (e[i] - e[i - 1]);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void window_energy(const struct cg_nvml_sample *s, size_t n, int64_t t0, int64_t t1,
+                          struct cg_gpu_device *d, double *e)
+{
+    d->energy_j = NAN;
+    const char *why = NULL;
+    for (size_t i = 0; i < n && why == NULL; i++)
+        if (!s[i].energy_ok)
+            why = "no energy counter (NVML does not give one for this GPU)";
+    for (size_t i = 1; i < n && why == NULL; i++) {
+        uint64_t step = s[i].energy_mj - s[i - 1].energy_mj; /* modulo 2^64: a wrap is fine */
+        if (step > ENERGY_MAX_STEP_MJ)
+            why = "the energy counter went back during the run (the driver reloaded?)";
+        else
+            e[i] = e[i - 1] + (double)step;
+    }
+    double a, b;
+    if (why == NULL && (n < 2 || !energy_at(s, e, n, t0, &a) || !energy_at(s, e, n, t1, &b)))
+        why = "the energy samples do not cover the measured window";
+    if (why != NULL) {
+        d->energy_reason = strdup(why);
+        return;
+    }
+    d->energy_j = (b - a) / 1000.0;
+}
+
+int cg_nvml_summarize(const struct cg_nvml_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
+                      struct cg_gpu_device *d)
+{
+    size_t first = n, last = 0; /* the samples used: [first, last] */
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].t_ns >= t0_ns && s[i].t_ns <= t1_ns) {
+            first = first < i ? first : i;
+            last = i;
+        }
+    }
+    if (first == n && n > 0) { /* a window shorter than the interval: its neighbours */
+        first = 0;
+        last = n - 1;
+        for (size_t i = 0; i < n; i++)
+            if (s[i].t_ns < t0_ns)
+                first = i;
+        for (size_t i = n; i-- > 0;)
+            if (s[i].t_ns > t1_ns)
+                last = i;
+    }
+    int64_t *clk = malloc((n ? n : 1) * sizeof(*clk));
+    double *e = calloc(n ? n : 1, sizeof(*e));
+    if (clk == NULL || e == NULL) {
+        free(clk);
+        free(e);
+        return CG_ENOMEM;
+    }
+    size_t k = 0, km = 0, nt = 0, np = 0;
+    bool reasons_ok = n > 0;
+    d->samples = n > 0 ? (int64_t)(last - first + 1) : 0;
+    for (int r = 0; r < CG_GPU_R_N; r++)
+        d->reasons[r] = 0;
+    d->other_samples = 0;
+    d->power_min_w = d->power_max_w = NAN;
+    d->temp_min_c = d->temp_max_c = -1;
+    int64_t *mem = malloc((n ? n : 1) * sizeof(*mem));
+    if (mem == NULL) {
+        free(clk);
+        free(e);
+        return CG_ENOMEM;
+    }
+    bool procs_known = false;
+    for (size_t i = first; n > 0 && i <= last; i++) {
+        const struct cg_nvml_sample *x = &s[i];
+        if (x->sm_mhz >= 0)
+            clk[k++] = x->sm_mhz;
+        if (x->mem_mhz >= 0)
+            mem[km++] = x->mem_mhz;
+        reasons_ok &= x->reasons_ok;
+        for (int r = 0; r < CG_GPU_R_N; r++)
+            d->reasons[r] += (x->reasons >> r) & 1u;
+        if (x->temp_c >= 0) {
+            d->temp_min_c = nt++ == 0 || x->temp_c < d->temp_min_c ? x->temp_c : d->temp_min_c;
+            d->temp_max_c = x->temp_c > d->temp_max_c ? x->temp_c : d->temp_max_c;
+        }
+        if (x->power_mw >= 0) {
+            double w = (double)x->power_mw / 1000.0;
+            d->power_min_w = np == 0 || w < d->power_min_w ? w : d->power_min_w;
+            d->power_max_w = np++ == 0 || w > d->power_max_w ? w : d->power_max_w;
+        }
+        if (x->n_other >= 0)
+            procs_known = true;
+        if (x->n_other > 0) {
+            d->other_samples++;
+            for (int32_t j = 0; j < x->n_other && j < CG_NVML_SAMPLE_OTHERS; j++) {
+                bool known = false;
+                for (size_t q = 0; q < d->n_other_pids; q++)
+                    known |= d->other_pids[q] == (int64_t)x->other[j];
+                if (!known && d->n_other_pids < CG_GPU_MAX_OTHERS)
+                    d->other_pids[d->n_other_pids++] = x->other[j];
+            }
+        }
+    }
+    if (!procs_known)
+        d->other_samples = -1;
+    if (!reasons_ok)
+        for (int r = 0; r < CG_GPU_R_N; r++)
+            d->reasons[r] = -1;
+    d->sm_min_mhz = d->sm_median_mhz = d->sm_max_mhz = d->mem_median_mhz = -1;
+    if (k > 0) {
+        qsort(clk, k, sizeof(*clk), cmp_i64);
+        d->sm_min_mhz = clk[0];
+        d->sm_max_mhz = clk[k - 1];
+        d->sm_median_mhz = clk[(k - 1) / 2];
+    }
+    if (km > 0) {
+        qsort(mem, km, sizeof(*mem), cmp_i64);
+        d->mem_median_mhz = mem[(km - 1) / 2];
+    }
+    window_energy(s, n, t0_ns, t1_ns, d, e);
+    free(clk);
+    free(mem);
+    free(e);
+    return 0;
+}
+
+int cg_nvml_sampler_state(const struct cg_nvml_sampler *s, const char *const *uuids,
+                          size_t n_uuids, int64_t t0_ns, int64_t t1_ns, struct cg_gpu_state *g)
+{
+    cg_gpu_state_init(g);
+    g->recorded = true;
+    bool by_uuid = false;
+    for (size_t i = 0; i < s->n_dev; i++)
+        for (size_t k = 0; k < n_uuids; k++)
+            by_uuid |= strcmp(s->dev[i].uuid, uuids[k]) == 0;
+    for (size_t i = 0; i < s->n_dev && g->n_dev < CG_GPU_MAX_DEVICES; i++) {
+        const struct series *d = &s->dev[i];
+        bool used = false;
+        for (size_t k = 0; by_uuid && k < n_uuids; k++)
+            used |= strcmp(d->uuid, uuids[k]) == 0;
+        for (size_t k = 0; !by_uuid && k < d->n; k++)
+            used |= d->s[k].canary_seen;
+        if (!used)
+            continue;
+        struct cg_gpu_device *out = &g->dev[g->n_dev++];
+        memset(out, 0, sizeof(*out));
+        out->index = (int64_t)i;
+        out->uuid = strdup(d->uuid);
+        if (out->uuid == NULL || cg_nvml_summarize(d->s, d->n, t0_ns, t1_ns, out) != 0)
+            return CG_ENOMEM;
+    }
+    double sum = 0.0;
+    const char *why = g->n_dev == 0 ? "the canary used no GPU that NVML sees" : NULL;
+    for (size_t i = 0; i < g->n_dev; i++) {
+        if (!isfinite(g->dev[i].energy_j) && why == NULL)
+            why = g->dev[i].energy_reason;
+        sum += g->dev[i].energy_j;
+    }
+    if (why != NULL) {
+        g->energy_reason = strdup(why);
+        return g->energy_reason == NULL ? CG_ENOMEM : 0;
+    }
+    g->energy_j = sum;
+    return 0;
+}
+
+bool cg_nvml_window(const struct cg_shard *shards, size_t n, int64_t warmup, int64_t steps,
+                    int64_t *t0_ns, int64_t *t1_ns)
+{
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *sh = &shards[i];
+        size_t first = warmup > 0 ? (size_t)warmup : 0;
+        if (first >= sh->n_steps || !sh->steps[first].seen)
+            continue;
+        size_t last = steps > 0 && first + (size_t)steps - 1 < sh->n_steps
+                          ? first + (size_t)steps - 1
+                          : sh->n_steps - 1;
+        while (last > first && !sh->steps[last].seen)
+            last--;
+        int64_t a = sh->steps[first].end_ns - sh->steps[first].wall_ns, b = sh->steps[last].end_ns;
+        *t0_ns = !found || a < *t0_ns ? a : *t0_ns;
+        *t1_ns = !found || b > *t1_ns ? b : *t1_ns;
+        found = true;
+    }
+    return found;
+}

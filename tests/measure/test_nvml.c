@@ -1,0 +1,295 @@
+/*
+ * test_nvml: the launcher's GPU-state sampling (src/measure/nvml.c). The window's figures from
+ * synthetic samples (energy interpolated over the measured window, the counter wrapping or
+ * stepping back, a GPU without an energy counter, throttling mid-run), and the loader and
+ * sampler against the stand-in NVML (tests/standin/nvml: scripted clocks, reasons, processes and
+ * energy; NVML missing, failing to initialise, or lacking functions).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "nvml.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STANDIN CG_BINARY_DIR "/tests/standin/nvml/libnvml-standin.so"
+#define STANDIN_MISSING CG_BINARY_DIR "/tests/standin/nvml/libnvml-standin-missing.so"
+#define MS 1000000LL
+
+/* n samples every 200 ms from t = 0 at watts, the counter starting at start (mJ); reasons mask
+ * and 1200 MHz from sample `from` on (n: never). */
+static void make(struct cg_nvml_sample *s, size_t n, double watts, uint64_t start,
+                 uint64_t mask, size_t from)
+{
+    for (size_t i = 0; i < n; i++) {
+        memset(&s[i], 0, sizeof(s[i]));
+        s[i].t_ns = (int64_t)i * 200 * MS;
+        s[i].energy_mj = start + (uint64_t)(watts * 200.0 * (double)i);
+        s[i].energy_ok = true;
+        s[i].reasons_ok = true;
+        s[i].reasons = i >= from ? mask : 0;
+        s[i].sm_mhz = i >= from ? 1200 : 1980;
+        s[i].mem_mhz = 2619;
+        s[i].temp_c = 60 + (int32_t)i;
+        s[i].power_mw = (int64_t)(watts * 1000.0);
+        s[i].n_other = 0;
+    }
+}
+
+static void release(struct cg_gpu_device *d)
+{
+    free(d->uuid);
+    free(d->energy_reason);
+    memset(d, 0, sizeof(*d));
+}
+
+/* 300 W from 250 ms to 1450 ms: 360 J, the counter interpolated inside two intervals; the
+ * samples outside the window (0, 200, 1600 ms) count for nothing. */
+static void test_nvml__energy_over_the_measured_window_only(void **state)
+{
+    (void)state;
+    struct cg_nvml_sample s[9];
+    struct cg_gpu_device d = {0};
+    make(s, 9, 300.0, 1000000, 0, 9);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_true(fabs(d.energy_j - 360.0) < 1e-9);
+    assert_null(d.energy_reason);
+    assert_int_equal(d.samples, 6); /* 400 .. 1400 ms */
+    assert_int_equal(d.sm_median_mhz, 1980);
+    assert_int_equal(d.temp_min_c, 62);
+    assert_int_equal(d.temp_max_c, 67);
+    assert_true(fabs(d.power_max_w - 300.0) < 1e-9);
+    release(&d);
+}
+
+/* The 64-bit counter wraps in the window: the same 360 J. */
+static void test_nvml__energy_across_a_counter_wrap(void **state)
+{
+    (void)state;
+    struct cg_nvml_sample s[9];
+    struct cg_gpu_device d = {0};
+    make(s, 9, 300.0, UINT64_MAX - 150000, 0, 9); /* wraps between 400 and 600 ms */
+    assert_true(s[3].energy_mj < s[2].energy_mj);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_true(fabs(d.energy_j - 360.0) < 1e-6);
+    release(&d);
+}
+
+/* A counter that goes back by more than a wrap could (a driver reload), one that is not
+ * supported, and samples that end before the window: no energy, each with its reason. */
+static void test_nvml__energy_unavailable_with_the_reason(void **state)
+{
+    (void)state;
+    struct cg_nvml_sample s[9];
+    struct cg_gpu_device d = {0};
+    make(s, 9, 300.0, 50000000000ULL, 0, 9);
+    s[5].energy_mj = s[6].energy_mj = s[7].energy_mj = s[8].energy_mj = 10;
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_true(isnan(d.energy_j));
+    assert_non_null(strstr(d.energy_reason, "went back"));
+    release(&d);
+
+    make(s, 9, 300.0, 0, 0, 9);
+    for (int i = 0; i < 9; i++)
+        s[i].energy_ok = false;
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_true(isnan(d.energy_j));
+    assert_non_null(strstr(d.energy_reason, "no energy counter"));
+    assert_int_equal(d.sm_median_mhz, 1980); /* the rest is still read */
+    release(&d);
+
+    make(s, 9, 300.0, 0, 0, 9);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 2000 * MS, &d), 0);
+    assert_true(isnan(d.energy_j));
+    assert_non_null(strstr(d.energy_reason, "do not cover"));
+    release(&d);
+}
+
+/* HW slowdown from the 5th sample on: counted in the window's samples, the SM clock's minimum
+ * and median follow. */
+static void test_nvml__throttling_mid_run_is_counted(void **state)
+{
+    (void)state;
+    struct cg_nvml_sample s[10];
+    struct cg_gpu_device d = {0};
+    make(s, 10, 300.0, 0, 0x8 | 0x4, 6);
+    assert_int_equal(cg_nvml_summarize(s, 10, 0, 1800 * MS, &d), 0);
+    assert_int_equal(d.samples, 10);
+    assert_int_equal(d.reasons[CG_GPU_R_HW_SLOWDOWN], 4);
+    assert_int_equal(d.reasons[CG_GPU_R_SW_POWER_CAP], 4);
+    assert_int_equal(d.reasons[CG_GPU_R_HW_THERMAL], 0);
+    assert_int_equal(d.sm_min_mhz, 1200);
+    assert_int_equal(d.sm_max_mhz, 1980);
+    assert_int_equal(d.sm_median_mhz, 1980);
+    release(&d);
+    /* a window between two samples reads its neighbours */
+    assert_int_equal(cg_nvml_summarize(s, 10, 1010 * MS, 1050 * MS, &d), 0);
+    assert_int_equal(d.samples, 2);
+    assert_int_equal(d.reasons[CG_GPU_R_HW_SLOWDOWN], 1);
+    assert_true(fabs(d.energy_j - 12.0) < 1e-9);
+    release(&d);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void clear_env(void)
+{
+    const char *vars[] = {"CG_STANDIN_NVML_INIT_ERROR", "CG_STANDIN_NVML_DEVICES",
+                          "CG_STANDIN_NVML_POWER_W",    "CG_STANDIN_NVML_ENERGY_START",
+                          "CG_STANDIN_NVML_NO_ENERGY",  "CG_STANDIN_NVML_EVENT",
+                          "CG_STANDIN_NVML_OTHER"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+}
+
+/* Samples the stand-in for 400 ms every 20 ms; the state of [100 ms, 300 ms] into g. */
+static void sample(const char *lib, const char *const *uuids, size_t n_uuids,
+                   struct cg_gpu_state *g, struct cg_gpu_env *e)
+{
+    char reason[256];
+    struct cg_nvml *n = NULL;
+    struct cg_nvml_sampler *s = NULL;
+    struct cg_err err;
+    cg_err_init(&err);
+    setenv(CG_NVML_ENV_LIB, lib, 1);
+    assert_int_equal(cg_nvml_open(&n, reason, sizeof(reason)), 0);
+    int64_t t0 = now_ns();
+    assert_int_equal(cg_nvml_sampler_start(n, 20, &s, &err), 0);
+    usleep(400000);
+    cg_nvml_sampler_stop(s);
+    assert_int_equal(cg_nvml_sampler_state(s, uuids, n_uuids, t0 + 100 * MS, t0 + 300 * MS, g),
+                     0);
+    if (e != NULL)
+        cg_nvml_env(n, n_uuids > 0 ? uuids[0] : NULL, e);
+    cg_nvml_sampler_free(s);
+    cg_nvml_close(n);
+}
+
+/* Through the loader: 250 W for 200 ms is 50 J on the device the tool's own process uses;
+ * another process appears at 150 ms; HW thermal slowdown from 200 ms. */
+static void test_nvml__standin_energy_throttling_and_a_neighbour(void **state)
+{
+    (void)state;
+    clear_env();
+    setenv("CG_STANDIN_NVML_DEVICES", "2", 1);
+    setenv("CG_STANDIN_NVML_POWER_W", "250", 1);
+    setenv("CG_STANDIN_NVML_OTHER", "1@150", 1);
+    setenv("CG_STANDIN_NVML_EVENT", "0x40@200", 1);
+    struct cg_gpu_state g;
+    struct cg_gpu_env e;
+    sample(STANDIN, NULL, 0, &g, &e);
+    assert_null(g.reason);
+    assert_int_equal(g.n_dev, 1); /* device 1 runs none of the tool's processes */
+    assert_int_equal(g.dev[0].index, 0);
+    assert_string_equal(g.dev[0].uuid, "GPU-00000000-0000-0000-0000-000000000000");
+    assert_true(fabs(g.energy_j - 50.0) < 1.0);
+    assert_true(g.dev[0].samples >= 5);
+    assert_true(g.dev[0].reasons[CG_GPU_R_HW_THERMAL] > 0);
+    assert_true(g.dev[0].reasons[CG_GPU_R_HW_THERMAL] < g.dev[0].samples);
+    assert_int_equal(g.dev[0].sm_min_mhz, 1200);
+    assert_int_equal(g.dev[0].sm_max_mhz, 1980);
+    assert_true(g.dev[0].other_samples > 0);
+    assert_int_equal(g.dev[0].n_other_pids, 1);
+    assert_int_equal(g.dev[0].other_pids[0], 1);
+    assert_true(fabs(e.power_limit_w - 700.0) < 1e-9);
+    assert_int_equal(e.persistence_mode, 1);
+    assert_int_equal(e.clocks_locked, 0);
+    cg_gpu_state_release(&g);
+    cg_gpu_env_release(&e);
+
+    /* named by UUID (the shards' "uuid" lines): device 1 then, whatever runs where */
+    const char *uuid1 = "GPU-00000000-0000-0000-0000-000000000001";
+    sample(STANDIN, &uuid1, 1, &g, NULL);
+    assert_int_equal(g.n_dev, 1);
+    assert_int_equal(g.dev[0].index, 1);
+    assert_int_equal(g.dev[0].other_samples, 0);
+    cg_gpu_state_release(&g);
+    clear_env();
+}
+
+/* The counter near 2^64 wraps while sampled: the same energy. A GPU without the counter: none,
+ * with the reason; everything else still read. */
+static void test_nvml__standin_wrap_and_no_energy_support(void **state)
+{
+    (void)state;
+    clear_env();
+    setenv("CG_STANDIN_NVML_ENERGY_START", "18446744073709501615", 1); /* 2^64 - 50001 */
+    struct cg_gpu_state g;
+    sample(STANDIN, NULL, 0, &g, NULL);
+    assert_true(fabs(g.energy_j - 60.0) < 1.2); /* 300 W x 0.2 s */
+    cg_gpu_state_release(&g);
+    clear_env();
+    setenv("CG_STANDIN_NVML_NO_ENERGY", "1", 1);
+    sample(STANDIN, NULL, 0, &g, NULL);
+    assert_null(g.reason);
+    assert_true(isnan(g.energy_j));
+    assert_non_null(strstr(g.energy_reason, "no energy counter"));
+    assert_int_equal(g.dev[0].sm_median_mhz, 1980);
+    cg_gpu_state_release(&g);
+    clear_env();
+}
+
+/* A library without the energy and process functions: the device named by UUID is still read,
+ * its energy and neighbours unknown. */
+static void test_nvml__a_missing_function_leaves_its_figure_unknown(void **state)
+{
+    (void)state;
+    clear_env();
+    const char *uuid0 = "GPU-00000000-0000-0000-0000-000000000000";
+    struct cg_gpu_state g;
+    sample(STANDIN_MISSING, &uuid0, 1, &g, NULL);
+    assert_int_equal(g.n_dev, 1);
+    assert_true(isnan(g.energy_j));
+    assert_non_null(strstr(g.energy_reason, "no energy counter"));
+    assert_int_equal(g.dev[0].other_samples, -1);
+    assert_int_equal(g.dev[0].sm_median_mhz, 1980);
+    cg_gpu_state_release(&g);
+}
+
+/* No library, or one whose init fails: unavailable, with the reason. */
+static void test_nvml__nvml_missing_or_failing_is_a_reason(void **state)
+{
+    (void)state;
+    clear_env();
+    char reason[256];
+    struct cg_nvml *n = NULL;
+    setenv(CG_NVML_ENV_LIB, "/nonexistent/libnvidia-ml.so.1", 1);
+    assert_int_equal(cg_nvml_open(&n, reason, sizeof(reason)), CG_EINPUT);
+    assert_null(n);
+    assert_non_null(strstr(reason, "NVML unavailable: cannot open /nonexistent/libnvidia-ml.so.1"));
+    setenv(CG_NVML_ENV_LIB, STANDIN, 1);
+    setenv("CG_STANDIN_NVML_INIT_ERROR", "9", 1);
+    assert_int_equal(cg_nvml_open(&n, reason, sizeof(reason)), CG_EINPUT);
+    assert_string_equal(reason, "NVML unavailable: nvmlInit_v2: Driver Not Loaded (9)");
+    clear_env();
+    unsetenv(CG_NVML_ENV_LIB);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nvml__energy_over_the_measured_window_only),
+        cmocka_unit_test(test_nvml__energy_across_a_counter_wrap),
+        cmocka_unit_test(test_nvml__energy_unavailable_with_the_reason),
+        cmocka_unit_test(test_nvml__throttling_mid_run_is_counted),
+        cmocka_unit_test(test_nvml__standin_energy_throttling_and_a_neighbour),
+        cmocka_unit_test(test_nvml__standin_wrap_and_no_energy_support),
+        cmocka_unit_test(test_nvml__a_missing_function_leaves_its_figure_unknown),
+        cmocka_unit_test(test_nvml__nvml_missing_or_failing_is_a_reason),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
