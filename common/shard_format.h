@@ -18,8 +18,9 @@
 /* The first line (without its newline): the format and its version. */
 #define CG_SHARD_MAGIC "canary-gate-shard 1"
 
-/* Files: "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part" while the process runs (RANK or
- * LOCAL_RANK "x" when unset), renamed to ".shard" when it exits normally. */
+/* Files: "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>-h<HOST>.part" while the process runs (RANK or
+ * LOCAL_RANK "x" when unset; HOST the host name, so that processes of the same pid on two nodes
+ * sharing the directory never collide), renamed to ".shard" when it exits normally. */
 #define CG_SHARD_FILE_PREFIX "shard-"
 #define CG_SHARD_RANK_UNSET "x"
 #define CG_SHARD_SUFFIX_PART ".part"
@@ -29,6 +30,16 @@
 #define CG_SHARD_KEY_PID "pid"               /* P */
 #define CG_SHARD_KEY_RANK "rank"             /* R (only when RANK is set) */
 #define CG_SHARD_KEY_LOCAL_RANK "local_rank" /* L (only when LOCAL_RANK is set) */
+/* Where the process ran, in a world of ranks (each line only when its variable is set; the
+ * numbers only when they are decimal, 9 digits at most): */
+#define CG_SHARD_KEY_HOST "host"                 /* NAME: gethostname() */
+#define CG_SHARD_KEY_WORLD_SIZE "world_size"     /* N: WORLD_SIZE */
+#define CG_SHARD_KEY_GROUP_RANK "group_rank"     /* N: GROUP_RANK (torchrun's node rank) */
+#define CG_SHARD_KEY_SLURM_PROCID "slurm_procid" /* N: SLURM_PROCID */
+#define CG_SHARD_KEY_SLURM_NODEID "slurm_nodeid" /* N: SLURM_NODEID */
+#define CG_SHARD_KEY_SLURM_NTASKS "slurm_ntasks" /* N: SLURM_NTASKS */
+#define CG_SHARD_KEY_SLURM_NODE "slurm_node"     /* NAME: SLURMD_NODENAME */
+#define CG_SHARD_KEY_SLURM_JOB "slurm_job"       /* NAME: SLURM_JOB_ID */
 #define CG_SHARD_KEY_WARMUP "warmup"         /* W */
 #define CG_SHARD_KEY_STEP_RANGE "step_range" /* NAME */
 #define CG_SHARD_KEY_STEPS_FROM "steps_from" /* CG_SHARD_STEPS_NVTX | CG_SHARD_STEPS_OPTIMIZER */

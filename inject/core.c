@@ -2,8 +2,8 @@
  * core: the injection library's per-process lifecycle and its shard writer.
  *
  * The first entry point to run (NVTX or CUDA) starts the library: it reads the launcher's
- * environment, creates this process's shard "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>.part" and
- * registers an atexit handler and fork handlers. Lines are appended to the .part file as the
+ * environment, creates this process's shard "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>-h<HOST>.part"
+ * and registers an atexit handler and fork handlers. Lines are appended to the .part file as the
  * canary runs (so a canary that dies keeps what it measured). When the last step of the measured
  * window ends, "done N" follows the last totals (cg_inject_measured). The atexit handler writes
  * the last NVTX op totals and an "end" line, and renames the file to ".shard"; it never calls into
@@ -312,6 +312,36 @@ static void at_fork_child(void)
     pthread_mutex_unlock(&g_wlock);
 }
 
+/* The header lines saying where the process ran (shard_format.h): the host, then the launcher's
+ * variables that are set. Called with the writer lock held. */
+static void append_placement(const char *host)
+{
+    static const char *const numbers[][2] = {
+        {CG_SHARD_KEY_WORLD_SIZE, "WORLD_SIZE"},     {CG_SHARD_KEY_GROUP_RANK, "GROUP_RANK"},
+        {CG_SHARD_KEY_SLURM_PROCID, "SLURM_PROCID"}, {CG_SHARD_KEY_SLURM_NODEID, "SLURM_NODEID"},
+        {CG_SHARD_KEY_SLURM_NTASKS, "SLURM_NTASKS"}};
+    static const char *const names[][2] = {{CG_SHARD_KEY_SLURM_NODE, "SLURMD_NODENAME"},
+                                           {CG_SHARD_KEY_SLURM_JOB, "SLURM_JOB_ID"}};
+    if (host[0] != '\0') {
+        cg_inject_append(CG_SHARD_KEY_HOST " ");
+        cg_inject_append_name(host);
+        cg_inject_append("\n");
+    }
+    for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+        const char *v = env_rank(numbers[i][1]);
+        if (v != NULL)
+            cg_inject_append("%s %s\n", numbers[i][0], v);
+    }
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = getenv(names[i][1]);
+        if (v != NULL && v[0] != '\0') {
+            cg_inject_append("%s ", names[i][0]);
+            cg_inject_append_name(v);
+            cg_inject_append("\n");
+        }
+    }
+}
+
 static void start_once(void)
 {
     const char *dir = getenv(CG_ENV_SHARD_DIR);
@@ -346,16 +376,21 @@ static void start_once(void)
 
     const char *rank = env_rank("RANK");
     const char *local = env_rank("LOCAL_RANK");
+    char host[256] = "";
+    if (gethostname(host, sizeof(host) - 1) != 0 || strcspn(host, "/ \\") != strlen(host))
+        host[0] = '\0';
     g_pid = getpid();
     long pid = (long)g_pid;
     const char *r = rank ? rank : CG_SHARD_RANK_UNSET;
     const char *l = local ? local : CG_SHARD_RANK_UNSET;
     n = snprintf(g_part_path, sizeof(g_part_path),
-                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld" CG_SHARD_SUFFIX_PART, dir, r, l, pid);
+                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld-h%s" CG_SHARD_SUFFIX_PART, dir, r, l,
+                 pid, host);
     if (n < 0 || (size_t)n >= sizeof(g_part_path))
         return;
     n = snprintf(g_final_path, sizeof(g_final_path),
-                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld" CG_SHARD_SUFFIX_FINAL, dir, r, l, pid);
+                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld-h%s" CG_SHARD_SUFFIX_FINAL, dir, r, l,
+                 pid, host);
     if (n < 0 || (size_t)n >= sizeof(g_final_path))
         return;
     g_fd = open(g_part_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
@@ -371,6 +406,7 @@ static void start_once(void)
         cg_inject_append(CG_SHARD_KEY_RANK " %s\n", rank);
     if (local)
         cg_inject_append(CG_SHARD_KEY_LOCAL_RANK " %s\n", local);
+    append_placement(host);
     cg_inject_append(CG_SHARD_KEY_WARMUP " %lld\n" CG_SHARD_KEY_STEP_RANGE " ",
                      (long long)g_config.warmup);
     cg_inject_append_name(g_config.step_range);

@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "launch.h"
 #include "launch_env.h"
+#include "nvml.h"
 #include "multinode.h"
 #include "redact.h"
 #include "runinfo.h"
@@ -777,6 +778,25 @@ static int run_env_make(const struct cg_collector *col, const char *shard_dir,
     return 0;
 }
 
+/* Every rank of the world the shards report wrote steps, once (cg_shard_check_world), the
+ * message prefixed with the run. */
+static int check_world(const struct cg_collector *col, long i, long total,
+                       const struct cg_shard *sh, size_t n, struct cg_err *err)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", col->inject);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    struct cg_err e;
+    cg_err_init(&e);
+    int rc = cg_shard_check_world(sh, n, dir, &e);
+    if (rc == 0)
+        return 0;
+    g_failure = FAILED_OTHER;
+    return cg_err_set(err, rc, "run %ld of %ld: %s", i, total, e.msg);
+}
+
 /* One canary process into one run of a. */
 static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long total,
                    struct cg_err *err)
@@ -840,6 +860,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                                .poll_s = CG_COLLECT_POLL_S,
                                .pid_out = &p.pid};
     log_banner(c->log, c->label, i, total, col->cmd);
+    struct cg_nvml_run gpu_state; /* the GPU's own state, sampled from here (nvml.h) */
+    cg_nvml_run_begin(&gpu_state);
     if (!c->say.live)
         cg_say(&c->say, CG_SAY_INFO, "%s%srun %ld of %ld", c->label ? c->label : "",
                label_sep(&p), i, total);
@@ -864,6 +886,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         cg_shard_status(sh, n, &st);
         rc = check_run(c, i, total, &r, &st, failed_write ? &fail : NULL, err);
     }
+    if (rc == 0)
+        rc = check_world(col, i, total, sh, n, err);
     if (rc == 0 && trace) {
         rc = cg_trace_write(sh, n, c->trace_path, err);
         if (rc == 0)
@@ -885,6 +909,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                                                      : "nvtx")) == NULL)
                 rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
+            if (rc == 0 && cg_nvml_run_end(&gpu_state, sh, n, c->warmup, c->steps, run, a) != 0)
+                rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             run->code = code;
             run->placement = p.placement;
             code = (struct cg_run_code){NULL, NULL, 0};
@@ -899,6 +925,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         warn_unfinished(c, i, total, sh, n, r.end == CG_LAUNCH_STOPPED);
         warn_library(col, i, total, &a->runs[a->n_runs - 1]);
     }
+    cg_nvml_sampler_free(gpu_state.sampler); /* a failed run's: nothing recorded */
+    cg_nvml_close(gpu_state.nvml);
     cg_shard_free_all(sh, n);
     remove_dir(shard_dir);
     return rc;

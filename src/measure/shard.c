@@ -39,6 +39,7 @@ void cg_shard_init(struct cg_shard *s)
 {
     memset(s, 0, sizeof(*s));
     s->pid = s->rank = s->local_rank = -1;
+    s->world_size = s->group_rank = s->slurm_procid = s->slurm_nodeid = s->slurm_ntasks = -1;
     s->gpu = -1;
     s->records = s->dropped = s->zero_ts = -1;
     s->outside_steps = s->inside_steps = s->late_memory = s->overhead_ns = -1;
@@ -63,6 +64,9 @@ void cg_shard_release(struct cg_shard *s)
     free(s->uuids);
     free(s->gpu_reason);
     free(s->gpu_model);
+    free(s->host);
+    free(s->slurm_node);
+    free(s->slurm_job);
     free(s->cuda_version);
     free(s->driver_version);
     free(s->cupti_library);
@@ -666,6 +670,46 @@ static int parse_local_rank(struct parse_state *ps, struct line *l)
     return next_int(l, 0, INT32_MAX, &ps->s->local_rank) ? 0 : 1;
 }
 
+static int parse_host(struct parse_state *ps, struct line *l)
+{
+    return rest_str(l, &ps->s->host);
+}
+
+static int parse_slurm_node(struct parse_state *ps, struct line *l)
+{
+    return rest_str(l, &ps->s->slurm_node);
+}
+
+static int parse_slurm_job(struct parse_state *ps, struct line *l)
+{
+    return rest_str(l, &ps->s->slurm_job);
+}
+
+static int parse_world_size(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 1, INT32_MAX, &ps->s->world_size) ? 0 : 1;
+}
+
+static int parse_group_rank(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->group_rank) ? 0 : 1;
+}
+
+static int parse_slurm_procid(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->slurm_procid) ? 0 : 1;
+}
+
+static int parse_slurm_nodeid(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->slurm_nodeid) ? 0 : 1;
+}
+
+static int parse_slurm_ntasks(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 1, INT32_MAX, &ps->s->slurm_ntasks) ? 0 : 1;
+}
+
 static int parse_end(struct parse_state *ps, struct line *l)
 {
     (void)l;
@@ -808,6 +852,14 @@ static const struct record records[] = {
     {CG_SHARD_KEY_PID, parse_pid},
     {CG_SHARD_KEY_RANK, parse_rank},
     {CG_SHARD_KEY_LOCAL_RANK, parse_local_rank},
+    {CG_SHARD_KEY_HOST, parse_host},
+    {CG_SHARD_KEY_WORLD_SIZE, parse_world_size},
+    {CG_SHARD_KEY_GROUP_RANK, parse_group_rank},
+    {CG_SHARD_KEY_SLURM_PROCID, parse_slurm_procid},
+    {CG_SHARD_KEY_SLURM_NODEID, parse_slurm_nodeid},
+    {CG_SHARD_KEY_SLURM_NTASKS, parse_slurm_ntasks},
+    {CG_SHARD_KEY_SLURM_NODE, parse_slurm_node},
+    {CG_SHARD_KEY_SLURM_JOB, parse_slurm_job},
     {CG_SHARD_KEY_END, parse_end},
     {CG_SHARD_KEY_STEPS_FROM, parse_steps_from},
     {CG_SHARD_KEY_WARMUP, parse_warmup},

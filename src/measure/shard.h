@@ -9,6 +9,10 @@
  *
  *   canary-gate-shard 1                   first line (format version)
  *   pid P | rank R | local_rank L         the process (rank lines only when RANK/LOCAL_RANK set)
+ *   host NAME | world_size N | group_rank N | slurm_procid N | slurm_nodeid N | slurm_ntasks N
+ *   | slurm_node NAME | slurm_job ID        where it ran: the host name, WORLD_SIZE, GROUP_RANK,
+ *                                         SLURM_PROCID, SLURM_NODEID, SLURM_NTASKS,
+ *                                         SLURMD_NODENAME, SLURM_JOB_ID (each when set)
  *   warmup W | step_range NAME            the settings the library ran with
  *   steps_from nvtx|optimizer             where the process's steps came from (the first step
  *                                         range it began: the canary's own, or the optimizer
@@ -177,6 +181,9 @@ enum cg_steps_source {
 
 struct cg_shard {
     int64_t pid, rank, local_rank; /* -1 when not recorded */
+    /* where it ran ("host", "world_size", ... lines): NULL or -1 when not recorded */
+    char *host, *slurm_node, *slurm_job;
+    int64_t world_size, group_rank, slurm_procid, slurm_nodeid, slurm_ntasks;
     enum cg_steps_source steps_from;
     int64_t warmup;                /* -1 when not recorded */
     bool complete;                 /* "end" seen */
@@ -276,6 +283,25 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
  * The caller sets peak_host_rss_bytes and stopped_after_steps. Returns 0 or CG_ENOMEM. */
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err);
+
+/* The most ranks a run's world may have. */
+#define CG_SHARD_MAX_RANKS 65536
+
+/* The rank and world size of shard s: RANK and WORLD_SIZE where RANK was set, else SLURM_PROCID
+ * and SLURM_NTASKS (*world -1 when unknown). False when it has no rank. */
+bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
+
+/* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed). */
+const char *cg_shard_node(const struct cg_shard *s);
+
+/* Checks that the shards with steps and a rank hold every rank of the world they report
+ * (cg_shard_rank), once each, and agree on its size; shards without a rank or steps take no part,
+ * and a run none of whose shards reports a world passes. CG_ECANARY naming the ranks and, where
+ * block placement tells it, their node: "ranks 8-15 (node n2) of a world of 16 wrote nothing: is
+ * canary-gate installed at LIBRARY_DIR on n2, and does the launcher pass ... on?"; a rank
+ * reported twice, outside the world, or two world sizes; CG_ENOMEM. */
+int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
+                         struct cg_err *err);
 
 /* Why a process could not write its shard, as the injection library records it in the
  * launcher's failure file (CG_ENV_FAIL_FILE): "OP ERRNO PID PATH" up to the first NUL. */

@@ -14,6 +14,10 @@
  *   --exit-at K      _exit(0) right after K steps (no exit handlers, as Python's os._exit)
  *   --hang-at K      sleep forever after K steps
  *   --no-steps       mark ranges named "compute" only
+ * A rank (RANK, else Slurm's SLURM_PROCID; none: -1) can be singled out, as in a multi-node job:
+ *   --only-rank R    --crash-at, --exit-at and --hang-at apply to rank R alone
+ *   --slow-rank R    rank R sleeps --slow-ms MS (default 5) more in every step: a straggler
+ *   --skip-rank R    rank R exits 0 at once, before any NVTX call: a rank that wrote nothing
  *   --workers W      spawn W copies of itself (fork + exec, RANK=i) and wait for them
  *   --cuda-init      call the injection library's InitializeInjection as the CUDA driver would
  *   --loss           report a loss of 8/(s+1) in step s: a "loss" mark with a double payload in
@@ -71,12 +75,17 @@ struct opts {
     int standin_kernels, foreign_handles;
     long standin_graph_kernels, standin_syncs, standin_copies, standin_dtoh_pageable;
     long standin_allocs, standin_jit_at, standin_module_load_at, standin_placed;
+    long only_rank, slow_rank, slow_ms, skip_rank, rank;
 };
 
 static struct opts o = {.steps = 5,
                         .step_ms = 10,
                         .tokens = -1,
                         .crash_at = -1,
+                        .only_rank = -1,
+                        .slow_rank = -1,
+                        .slow_ms = 5,
+                        .skip_rank = -1,
                         .hang_at = -1,
                         .nan_loss_at = -1,
                         .exit_at = -1,
@@ -286,6 +295,8 @@ static void one_step(long s)
     } else {
         sleep_ms(o.step_ms);
     }
+    if (o.slow_rank >= 0 && o.slow_rank == o.rank)
+        sleep_ms(o.slow_ms);
     if (o.threads > 0) {
         pthread_t t[64];
         long n = o.threads > 64 ? 64 : o.threads;
@@ -463,11 +474,27 @@ int main(int argc, char **argv)
             o.standin_module_load_at = num(v);
         else if (strcmp(a, "--standin-placed") == 0)
             o.standin_placed = 1;
+        else if (strcmp(a, "--only-rank") == 0 && ++i)
+            o.only_rank = num(v);
+        else if (strcmp(a, "--slow-rank") == 0 && ++i)
+            o.slow_rank = num(v);
+        else if (strcmp(a, "--slow-ms") == 0 && ++i)
+            o.slow_ms = num(v);
+        else if (strcmp(a, "--skip-rank") == 0 && ++i)
+            o.skip_rank = num(v);
         else {
             fprintf(stderr, "nvtx-canary: unknown option '%s'\n", a);
             return 2;
         }
     }
+    const char *rank = getenv("RANK") != NULL ? getenv("RANK") : getenv("SLURM_PROCID");
+    o.rank = rank != NULL && *rank != '\0' ? num(rank) : -1;
+    if (o.skip_rank >= 0 && o.skip_rank == o.rank) {
+        printf("rank %ld skipped\n", o.rank);
+        return 0;
+    }
+    if (o.only_rank >= 0 && o.only_rank != o.rank)
+        o.crash_at = o.exit_at = o.hang_at = -1;
     if (o.workers > 0)
         return spawn_workers(argv[0]);
     if (o.cuda_init)

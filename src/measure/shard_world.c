@@ -1,0 +1,170 @@
+/*
+ * shard_world: whether a run's shards hold every rank of the world they report, once each
+ * (see shard.h, cg_shard_check_world). A shard's rank is RANK where the process had one (torchrun,
+ * or a launcher that sets it), else SLURM_PROCID; its world WORLD_SIZE, else SLURM_NTASKS; its node
+ * SLURMD_NODENAME, else the host name. Only shards with steps count: a process that marked none (a
+ * launcher's agent, a helper) is no rank of the training. Pure; not thread-safe.
+ */
+#include "shard.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world)
+{
+    if (s->rank >= 0) {
+        *rank = s->rank;
+        *world = s->world_size;
+    } else {
+        *rank = s->slurm_procid;
+        *world = s->slurm_ntasks;
+    }
+    return *rank >= 0;
+}
+
+const char *cg_shard_node(const struct cg_shard *s)
+{
+    return s->slurm_node != NULL ? s->slurm_node : s->host != NULL ? s->host : "?";
+}
+
+/* Whether s is a rank of the training: it has a rank and marked steps. */
+static bool takes_part(const struct cg_shard *s, int64_t *rank, int64_t *world)
+{
+    return s->n_steps > 0 && s->steps[0].seen && cg_shard_rank(s, rank, world);
+}
+
+/* The node index of s (SLURM_NODEID, else GROUP_RANK), -1 when neither is known. */
+static int64_t node_index(const struct cg_shard *s)
+{
+    return s->slurm_nodeid >= 0 ? s->slurm_nodeid : s->group_rank;
+}
+
+/* The node a missing rank was placed on, into buf: where the ranks ran in blocks of k consecutive
+ * ranks per node (Slurm's and torchrun's block placement; k the most ranks any node reported),
+ * rank r ran on node index r / k, named by a shard of that index when one reported; "" when that
+ * cannot be told. */
+static void missing_node(const struct cg_shard *shards, size_t n, const int64_t *owner,
+                         int64_t world, int64_t r, char *buf, size_t cap)
+{
+    int64_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int64_t idx = node_index(&shards[i]), per = 0;
+        if (idx < 0)
+            continue;
+        for (int64_t q = 0; q < world; q++)
+            per += owner[q] >= 0 && node_index(&shards[owner[q]]) == idx;
+        k = per > k ? per : k;
+    }
+    if (k <= 0)
+        return;
+    for (int64_t q = 0; q < world; q++)
+        if (owner[q] >= 0 && (node_index(&shards[owner[q]]) < 0 ||
+                              q / k != node_index(&shards[owner[q]])))
+            return; /* not block placement */
+    for (size_t i = 0; i < n; i++)
+        if (node_index(&shards[i]) == r / k) {
+            snprintf(buf, cap, "node %s", cg_shard_node(&shards[i]));
+            return;
+        }
+    snprintf(buf, cap, "node index %lld", (long long)(r / k));
+}
+
+int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
+                         struct cg_err *err)
+{
+    int64_t world = -1;
+    int64_t *owner = NULL; /* shard index of each rank, -1 none */
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t r, w;
+        if (!takes_part(&shards[i], &r, &w) || w < 0)
+            continue;
+        if (world >= 0 && w != world)
+            return cg_err_set(err, CG_ECANARY,
+                              "the ranks disagree on the world's size (%lld and %lld): two "
+                              "launches wrote into one run",
+                              (long long)world, (long long)w);
+        world = w;
+    }
+    if (world < 0)
+        return 0;
+    if (world > CG_SHARD_MAX_RANKS)
+        return cg_err_set(err, CG_ECANARY, "a world of %lld ranks: canary-gate merges %d at most",
+                          (long long)world, CG_SHARD_MAX_RANKS);
+    owner = malloc((size_t)world * sizeof(*owner));
+    if (owner == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    for (int64_t q = 0; q < world; q++)
+        owner[q] = -1;
+    /* only the shards that take part: those with steps and a rank */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int64_t r, w;
+        const struct cg_shard *s = &shards[i];
+        if (!takes_part(s, &r, &w))
+            continue;
+        if (r >= world) {
+            rc = cg_err_set(err, CG_ECANARY, "rank %lld on %s is outside a world of %lld ranks",
+                            (long long)r, cg_shard_node(s), (long long)world);
+        } else if (owner[r] >= 0) {
+            const struct cg_shard *o = &shards[owner[r]];
+            rc = cg_err_set(err, CG_ECANARY,
+                            "rank %lld reported twice (pid %lld on %s, pid %lld on %s): two "
+                            "launches wrote into one run, or a rank was restarted",
+                            (long long)r, (long long)o->pid, cg_shard_node(o), (long long)s->pid,
+                            cg_shard_node(s));
+        } else {
+            owner[r] = (int64_t)i;
+        }
+    }
+    char missing[CG_ERR_MSG_MAX] = "", node[96] = "", first_node[96] = "";
+    size_t len = 0;
+    int groups = 0;
+    for (int64_t q = 0; q < world && rc == 0;) {
+        if (owner[q] >= 0) {
+            q++;
+            continue;
+        }
+        /* one group: consecutive missing ranks on one node */
+        missing_node(shards, n, owner, world, q, node, sizeof(node));
+        int64_t last = q;
+        char next[96];
+        while (last + 1 < world && owner[last + 1] < 0) {
+            missing_node(shards, n, owner, world, last + 1, next, sizeof(next));
+            if (strcmp(next, node) != 0)
+                break;
+            last++;
+        }
+        if (groups == 0)
+            snprintf(first_node, sizeof(first_node), "%s", node);
+        if (groups < 4 && len < sizeof(missing)) {
+            int k;
+            if (last == q)
+                k = snprintf(missing + len, sizeof(missing) - len, "%srank %lld%s%s%s",
+                             groups ? ", " : "", (long long)q, node[0] ? " (" : "", node,
+                             node[0] ? ")" : "");
+            else
+                k = snprintf(missing + len, sizeof(missing) - len,
+                             "%sranks %lld\xe2\x80\x93%lld%s%s%s", groups ? ", " : "",
+                             (long long)q, (long long)last, node[0] ? " (" : "", node,
+                             node[0] ? ")" : "");
+            len = k > 0 ? len + (size_t)k : len;
+        }
+        groups++;
+        q = last + 1;
+    }
+    if (rc == 0 && groups > 0) {
+        bool named = strncmp(first_node, "node ", 5) == 0 &&
+                     strncmp(first_node, "node index", 10) != 0;
+        const char *where = named ? first_node + 5 : "every node";
+        rc = cg_err_set(err, CG_ECANARY,
+                        "%s%s of a world of %lld wrote nothing: is canary-gate installed at %s "
+                        "on %s, and does the launcher pass " CG_ENV_SHARD_DIR
+                        " and the other CANARY_GATE_* variables on?",
+                        missing, groups > 4 ? " and more" : "", (long long)world, library_dir,
+                        where);
+    }
+    free(owner);
+    return rc;
+}

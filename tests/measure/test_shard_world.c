@@ -1,0 +1,155 @@
+/*
+ * test_shard_world: the "where it ran" lines of a shard and the check that a run's shards hold
+ * every rank of their world once (cg_shard_check_world), from shard text: torchrun's RANK and
+ * WORLD_SIZE, Slurm's SLURM_PROCID and SLURM_NTASKS, missing ranks named with their node where
+ * block placement tells it, a duplicated rank, disagreeing world sizes, and shards that take no
+ * part (no rank, no steps).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "shard.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A Slurm task's shard: rank r of world w on node index node (named n<node+1>), two steps. */
+static void slurm_shard(struct cg_shard *s, int r, int w, int node)
+{
+    char text[512];
+    snprintf(text, sizeof(text),
+             "canary-gate-shard 1\npid %d\nhost vm\nslurm_procid %d\nslurm_nodeid %d\n"
+             "slurm_ntasks %d\nslurm_node n%d\nslurm_job 42\nwarmup 0\n"
+             "s 0 100 200 -1\ns 1 200 300 -1\n",
+             1000 + r, r, node, w, node + 1);
+    struct cg_err err;
+    assert_int_equal(cg_shard_parse(text, strlen(text), "t", s, &err), 0);
+}
+
+static void test_shard_world__placement_lines_are_read(void **state)
+{
+    (void)state;
+    const char *text = "canary-gate-shard 1\npid 7\nrank 5\nlocal_rank 1\nhost node-a\n"
+                       "world_size 8\ngroup_rank 2\nslurm_procid 3\nslurm_nodeid 1\n"
+                       "slurm_ntasks 4\nslurm_node n2\nslurm_job 1234\n";
+    struct cg_shard s;
+    struct cg_err err;
+    assert_int_equal(cg_shard_parse(text, strlen(text), "t", &s, &err), 0);
+    assert_string_equal(s.host, "node-a");
+    assert_int_equal(s.world_size, 8);
+    assert_int_equal(s.group_rank, 2);
+    assert_int_equal(s.slurm_procid, 3);
+    assert_int_equal(s.slurm_nodeid, 1);
+    assert_int_equal(s.slurm_ntasks, 4);
+    assert_string_equal(s.slurm_node, "n2");
+    assert_string_equal(s.slurm_job, "1234");
+    int64_t r, w;
+    assert_true(cg_shard_rank(&s, &r, &w)); /* RANK wins over SLURM_PROCID */
+    assert_int_equal(r, 5);
+    assert_int_equal(w, 8);
+    assert_string_equal(cg_shard_node(&s), "n2");
+    cg_shard_release(&s);
+    const char *bad = "canary-gate-shard 1\nworld_size x\n";
+    assert_int_equal(cg_shard_parse(bad, strlen(bad), "t", &s, &err), CG_EINPUT);
+}
+
+static void test_shard_world__a_complete_world_passes(void **state)
+{
+    (void)state;
+    struct cg_shard sh[4];
+    for (int i = 0; i < 4; i++)
+        slurm_shard(&sh[i], i, 4, i / 2);
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_check_world(sh, 4, "/usr/lib/canary-gate", &err), 0);
+    for (int i = 0; i < 4; i++)
+        cg_shard_release(&sh[i]);
+}
+
+static void test_shard_world__missing_ranks_are_named_with_their_node(void **state)
+{
+    (void)state;
+    /* 16 ranks, 8 per node: node n2 (ranks 8-15) wrote nothing */
+    struct cg_shard sh[8];
+    for (int i = 0; i < 8; i++)
+        slurm_shard(&sh[i], i, 16, 0);
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_check_world(sh, 8, "/usr/lib/canary-gate", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "ranks 8\xe2\x80\x93" "15 (node index 1) of a world of 16 "
+                                    "wrote nothing"));
+    assert_non_null(strstr(err.msg, "installed at /usr/lib/canary-gate"));
+    assert_non_null(strstr(err.msg, "CANARY_GATE_"));
+    for (int i = 0; i < 8; i++)
+        cg_shard_release(&sh[i]);
+    /* 4 ranks, 2 per node: rank 2 on n2 missing, its node named by rank 3's shard */
+    struct cg_shard three[3];
+    slurm_shard(&three[0], 0, 4, 0);
+    slurm_shard(&three[1], 1, 4, 0);
+    slurm_shard(&three[2], 3, 4, 1);
+    assert_int_equal(cg_shard_check_world(three, 3, "/opt/cg", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 2 (node n2) of a world of 4 wrote nothing: is "
+                                    "canary-gate installed at /opt/cg on n2"));
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&three[i]);
+}
+
+static void test_shard_world__duplicates_and_disagreements_fail(void **state)
+{
+    (void)state;
+    struct cg_shard sh[3];
+    struct cg_err err;
+    cg_err_init(&err);
+    slurm_shard(&sh[0], 0, 2, 0);
+    slurm_shard(&sh[1], 1, 2, 1);
+    slurm_shard(&sh[2], 1, 2, 1);
+    sh[2].pid = 99;
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 1 reported twice (pid 1001 on n2, pid 99 on n2)"));
+    sh[2].slurm_ntasks = 3;
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "disagree on the world's size (2 and 3)"));
+    sh[2].slurm_ntasks = 2;
+    sh[2].slurm_procid = 5;
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 5 on n2 is outside a world of 2 ranks"));
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
+}
+
+static void test_shard_world__shards_without_rank_or_steps_take_no_part(void **state)
+{
+    (void)state;
+    struct cg_shard sh[4];
+    struct cg_err err;
+    cg_err_init(&err);
+    slurm_shard(&sh[0], 0, 2, 0);
+    slurm_shard(&sh[1], 1, 2, 1);
+    /* a launcher's agent with Slurm's rank 0 but no step, and a process with no rank */
+    const char *agent = "canary-gate-shard 1\npid 5\nslurm_procid 0\nslurm_ntasks 2\n";
+    const char *plain = "canary-gate-shard 1\npid 6\ns 0 1 2 -1\n";
+    assert_int_equal(cg_shard_parse(agent, strlen(agent), "a", &sh[2], &err), 0);
+    assert_int_equal(cg_shard_parse(plain, strlen(plain), "p", &sh[3], &err), 0);
+    assert_int_equal(cg_shard_check_world(sh, 4, "/x", &err), 0);
+    /* no shard reports a world: nothing to check */
+    assert_int_equal(cg_shard_check_world(&sh[3], 1, "/x", &err), 0);
+    for (int i = 0; i < 4; i++)
+        cg_shard_release(&sh[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shard_world__placement_lines_are_read),
+        cmocka_unit_test(test_shard_world__a_complete_world_passes),
+        cmocka_unit_test(test_shard_world__missing_ranks_are_named_with_their_node),
+        cmocka_unit_test(test_shard_world__duplicates_and_disagreements_fail),
+        cmocka_unit_test(test_shard_world__shards_without_rank_or_steps_take_no_part),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
