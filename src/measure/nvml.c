@@ -577,3 +577,99 @@ bool cg_nvml_window(const struct cg_shard *shards, size_t n, int64_t warmup, int
     }
     return found;
 }
+
+/* ---- one run ---------------------------------------------------------------------------- */
+
+void cg_nvml_run_begin(struct cg_nvml_run *nr)
+{
+    memset(nr, 0, sizeof(*nr));
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_nvml_open(&nr->nvml, nr->reason, sizeof(nr->reason)) != 0)
+        return;
+    if (cg_nvml_sampler_start(nr->nvml, CG_NVML_INTERVAL_MS, &nr->sampler, &err) != 0) {
+        snprintf(nr->reason, sizeof(nr->reason), "NVML unavailable: %.200s", err.msg);
+        cg_nvml_close(nr->nvml);
+        nr->nvml = NULL;
+    }
+}
+
+static int set_reason(char **dst, const char *why)
+{
+    free(*dst);
+    *dst = strdup(why);
+    return *dst == NULL ? CG_ENOMEM : 0;
+}
+
+int cg_nvml_run_mfu(struct cg_run *run, const struct cg_artifact *a)
+{
+    struct cg_gpu_state *g = &run->gpu;
+    const struct cg_settings *st = &a->settings;
+    g->mfu = g->peak_flops = NAN;
+    if (st->flops_per_token <= 0)
+        return set_reason(&g->mfu_reason, "not available: give --flops-per-token");
+    if (g->reason != NULL || g->n_dev == 0)
+        return set_reason(&g->mfu_reason, "not available: no SM clock (NVML did not see the "
+                                          "canary's GPU)");
+    const char *precision = st->precision != NULL ? st->precision : "bf16";
+    double per_clock = isfinite(st->peak_flop_per_clock)
+                           ? st->peak_flop_per_clock
+                           : cg_gpu_peak_flop_per_clock(a->env.gpu_model, precision);
+    if (!isfinite(per_clock))
+        return set_reason(&g->mfu_reason, "not available: no peak for this GPU and precision "
+                                          "(give --peak-flop-per-clock)");
+    double mhz = 0.0;
+    for (size_t i = 0; i < g->n_dev; i++) {
+        if (g->dev[i].sm_median_mhz <= 0)
+            return set_reason(&g->mfu_reason, "not available: no SM clock");
+        mhz += (double)g->dev[i].sm_median_mhz / (double)g->n_dev;
+    }
+    g->peak_flops = per_clock * mhz * 1e6 * (double)g->n_dev;
+    g->mfu = cg_gpu_mfu((double)st->flops_per_token, run->summary.tokens_per_sec, per_clock, mhz,
+                        g->n_dev);
+    free(g->mfu_reason);
+    g->mfu_reason = NULL;
+    if (!isfinite(g->mfu))
+        return set_reason(&g->mfu_reason, "not available: the steps carry no tokens");
+    return 0;
+}
+
+int cg_nvml_run_end(struct cg_nvml_run *nr, const struct cg_shard *shards, size_t n,
+                    int64_t warmup, int64_t steps, struct cg_run *run, struct cg_artifact *a)
+{
+    int rc = 0;
+    const char *uuids[CG_GPU_MAX_DEVICES * 4];
+    size_t n_uuids = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < shards[i].n_uuids && n_uuids < sizeof(uuids) / sizeof(*uuids); k++)
+            uuids[n_uuids++] = shards[i].uuids[k].uuid;
+    cg_gpu_state_release(&run->gpu);
+    run->gpu.recorded = true;
+    if (nr->sampler == NULL) {
+        rc = set_reason(&run->gpu.reason, nr->reason[0] ? nr->reason : "NVML unavailable") |
+             set_reason(&run->gpu.energy_reason, nr->reason[0] ? nr->reason : "NVML unavailable");
+        if (rc == 0 && !a->env.gpu_env.recorded) {
+            a->env.gpu_env.recorded = true;
+            rc = set_reason(&a->env.gpu_env.reason, run->gpu.reason);
+        }
+    } else {
+        cg_nvml_sampler_stop(nr->sampler);
+        int64_t t0 = 0, t1 = 0;
+        if (!cg_nvml_window(shards, n, warmup, steps, &t0, &t1)) {
+            run->gpu.recorded = true;
+            rc = set_reason(&run->gpu.reason, "no measured step to line the samples up with");
+        } else {
+            rc = cg_nvml_sampler_state(nr->sampler, uuids, n_uuids, t0, t1, &run->gpu);
+        }
+        if (rc == 0 && !a->env.gpu_env.recorded)
+            cg_nvml_env(nr->nvml, run->gpu.n_dev > 0 ? run->gpu.dev[0].uuid : NULL,
+                        &a->env.gpu_env);
+    }
+    if (rc == 0)
+        rc = cg_nvml_run_mfu(run, a);
+    cg_nvml_sampler_free(nr->sampler);
+    cg_nvml_close(nr->nvml);
+    nr->sampler = NULL;
+    nr->nvml = NULL;
+    return rc != 0 ? CG_ENOMEM : 0;
+}

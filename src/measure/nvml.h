@@ -48,6 +48,7 @@ struct cg_nvml_sample {
 
 struct cg_nvml;
 struct cg_nvml_sampler;
+struct cg_shard; /* shard.h */
 
 /* Opens and initialises NVML. 0 with *out set; or CG_EINPUT with why NVML is unavailable in
  * reason (cap bytes): "cannot open libnvidia-ml.so.1: ...", "nvmlInit_v2: <NVML's string>". */
@@ -87,10 +88,32 @@ void cg_nvml_sampler_free(struct cg_nvml_sampler *s);
 int cg_nvml_summarize(const struct cg_nvml_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
                       struct cg_gpu_device *d);
 
+/* One run's sampling, for the collector: begun before the canary starts, ended once its shards
+ * are merged. Without NVML it carries the reason. */
+struct cg_nvml_run {
+    struct cg_nvml *nvml;
+    struct cg_nvml_sampler *sampler;
+    char reason[256]; /* why nothing is sampled, "" when sampling */
+};
+
+/* Opens NVML and starts sampling (or records why not). Never fails the run. */
+void cg_nvml_run_begin(struct cg_nvml_run *nr);
+
+/* Stops sampling and fills run->gpu over the run's measured window (from the shards: their
+ * steps and "uuid" lines), its MFU from a's settings (flops_per_token, precision, the peak
+ * table or peak_flop_per_clock) and the GPU model, and a->env.gpu_env once. Every field says why
+ * it is unavailable: NVML missing, no energy counter, "not available: give --flops-per-token".
+ * Closes NVML. 0 or CG_ENOMEM. */
+int cg_nvml_run_end(struct cg_nvml_run *nr, const struct cg_shard *shards, size_t n,
+                    int64_t warmup, int64_t steps, struct cg_run *run, struct cg_artifact *a);
+
+/* The MFU of a run from its SM clock and tokens/sec (cg_gpu_mfu) and a's settings, into
+ * run->gpu.mfu, peak_flops and mfu_reason. 0 or CG_ENOMEM. */
+int cg_nvml_run_mfu(struct cg_run *run, const struct cg_artifact *a);
+
 /* The measured window of a run from its processes' step lines: the earliest start of the
  * first measured step (index warmup) and the latest end of the last (warmup + steps - 1, or the
  * last step seen), CLOCK_MONOTONIC_RAW. False when no process has a measured step. */
-struct cg_shard;
 bool cg_nvml_window(const struct cg_shard *shards, size_t n, int64_t warmup, int64_t steps,
                     int64_t *t0_ns, int64_t *t1_ns);
 

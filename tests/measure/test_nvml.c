@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define STANDIN CG_BINARY_DIR "/tests/standin/nvml/libnvml-standin.so"
@@ -279,6 +280,66 @@ static void test_nvml__nvml_missing_or_failing_is_a_reason(void **state)
     unsetenv(CG_NVML_ENV_LIB);
 }
 
+#define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+
+/* canary-gate run of the NVTX canary (10 measured steps of 30 ms, 64 tokens each) with the
+ * NVML library lib into out; loads it into a. */
+static void run_gate(const char *lib, const char *out, struct cg_artifact *a)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv(CG_NVML_ENV_LIB, lib, 1);
+        execl(CG_TOOL_PATH, CG_TOOL_PATH, "run", "--out", out, "--runs", "1", "--steps", "10",
+              "--warmup", "1", "--let-finish", "--", CANARY, "--steps", "11", "--step-ms", "30",
+              "--tokens", "64", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_artifact_load(out, a, &err), 0);
+}
+
+/* Through the tool: the run's energy is the stand-in's 300 W over the measured window (its
+ * steps back to back: their summed time, within 2%), per token over its 640 tokens; the
+ * environment's settings read; without NVML every field unavailable with the reason, in the
+ * artifact as written and read back. */
+static void test_nvml__a_run_records_the_gpu_state(void **state)
+{
+    (void)state;
+    clear_env();
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    run_gate(STANDIN, "nvml-run.json", &a);
+    const struct cg_run *r = &a.runs[0];
+    double wall_s = 0.0;
+    for (size_t i = 0; i < r->n_steps; i++)
+        wall_s += (double)r->steps[i].wall_ns / 1e9;
+    assert_true(r->gpu.recorded);
+    assert_null(r->gpu.reason);
+    assert_int_equal(r->gpu.n_dev, 1);
+    assert_true(fabs(r->gpu.energy_j - 300.0 * wall_s) < 0.02 * 300.0 * wall_s);
+    assert_int_equal(cg_run_tokens(r), 640);
+    assert_true(fabs(cg_run_energy_per_token(r) - r->gpu.energy_j / 640.0) < 1e-12);
+    assert_string_equal(r->gpu.mfu_reason, "not available: give --flops-per-token");
+    assert_true(a.env.gpu_env.recorded);
+    assert_true(fabs(a.env.gpu_env.power_limit_w - 700.0) < 1e-9);
+    cg_artifact_release(&a);
+
+    run_gate("/nonexistent/libnvidia-ml.so.1", "nvml-none.json", &a);
+    r = &a.runs[0];
+    assert_true(r->gpu.recorded);
+    assert_non_null(strstr(r->gpu.reason, "NVML unavailable: cannot open"));
+    assert_non_null(strstr(r->gpu.energy_reason, "NVML unavailable"));
+    assert_true(isnan(r->gpu.energy_j));
+    assert_true(isnan(cg_run_energy_per_token(r)));
+    assert_non_null(strstr(a.env.gpu_env.reason, "NVML unavailable"));
+    cg_artifact_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_nvml__standin_wrap_and_no_energy_support),
         cmocka_unit_test(test_nvml__a_missing_function_leaves_its_figure_unknown),
         cmocka_unit_test(test_nvml__nvml_missing_or_failing_is_a_reason),
+        cmocka_unit_test(test_nvml__a_run_records_the_gpu_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
