@@ -81,6 +81,7 @@ int cg_agg_new(struct cg_agg *a, int64_t warmup)
     a->graph_ids = true;
     a->pending_sorted = true;
     a->trace_first = a->trace_last = -1;
+    a->touched_from = SIZE_MAX;
     a->n_slots = 512;
     a->slots = malloc(a->n_slots * sizeof(*a->slots));
     a->pending = malloc(CG_AGG_MEM_PENDING * sizeof(*a->pending));
@@ -270,16 +271,22 @@ static inline struct cg_agg_lane *lane_of(struct cg_agg *a, uint32_t dev)
 
 /* Chooses the lane of every step that closed (aggregate.h, "The step's figures": the one with the
  * most busy time, then the most copy time, then the first made) and copies its times into the
- * step's. */
+ * step's: from the first step without a lane, or the first a lane's time was credited to since,
+ * so that a long run does not go over all its steps at every settle. */
 static void steps_publish(struct cg_agg *a, bool final)
 {
     uint64_t safe = a->last_step >= 0 ? a->steps[a->last_step].start_ns : 0;
-    for (size_t k = 0; k < a->n_steps && a->n_lanes > 0; k++) {
+    size_t k = a->touched_from < a->publish_from ? a->touched_from : a->publish_from;
+    size_t unchosen = SIZE_MAX;
+    for (; k < a->n_steps && a->n_lanes > 0; k++) {
         struct cg_agg_step *s = &a->steps[k];
         if (s->lane < 0) {
             if (s->start_ns == UINT64_MAX ||
-                (!final && ((int64_t)k + 2 > a->last_step || s->end_ns > safe)))
+                (!final && ((int64_t)k + 2 > a->last_step || s->end_ns > safe))) {
+                if (s->start_ns != UINT64_MAX && unchosen == SIZE_MAX)
+                    unchosen = k;
                 continue; /* it may still change */
+            }
             const struct cg_agg_times *best = &a->lanes[0]->times[k];
             s->lane = 0;
             for (size_t d = 1; d < a->n_lanes; d++) {
@@ -296,6 +303,10 @@ static void steps_publish(struct cg_agg *a, bool final)
         s->count[CG_AGG_N_COMPUTE_NS] = t->compute_ns;
         s->count[CG_AGG_N_COPY_NS] = t->copy_ns;
         s->count[CG_AGG_N_COPY_HIDDEN_NS] = t->copy_hidden_ns;
+    }
+    if (a->n_lanes > 0) {
+        a->publish_from = unchosen != SIZE_MAX ? unchosen : a->n_steps;
+        a->touched_from = SIZE_MAX;
     }
 }
 
@@ -415,7 +426,8 @@ static int64_t step_at(struct cg_agg *a, uint64_t t, bool move_hint)
 static inline void union_credit(struct cg_agg *a, const struct cg_agg_union *u, int64_t k,
                                 int64_t v)
 {
-    (void)a;
+    if ((size_t)k < a->touched_from)
+        a->touched_from = (size_t)k;
     struct cg_agg_lane *l = u->lane;
     char *t = (char *)&l->times[k];
     *(int64_t *)(void *)(t + u->field) += v;
@@ -427,10 +439,13 @@ static inline void union_credit(struct cg_agg *a, const struct cg_agg_union *u, 
 static inline void step_credit(struct cg_agg *a, const struct cg_agg_union *u,
                                struct cg_agg_lane *hidden, int64_t k, int64_t v)
 {
-    if (u != NULL)
+    if (u != NULL) {
         union_credit(a, u, k, v);
-    else
+    } else {
         hidden->times[k].copy_hidden_ns += v;
+        if ((size_t)k < a->touched_from)
+            a->touched_from = (size_t)k;
+    }
 }
 
 /* Adds the parts of [start, end) that lie in step intervals to those steps' time of u, or (u

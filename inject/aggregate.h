@@ -242,6 +242,9 @@ struct cg_agg {
     struct cg_agg_lane *lane; /* the lane of the last kernel the hot path took (NULL: none) */
     int64_t lanes_shared;     /* timed records of devices past the CG_AGG_LANES-th (in the last
                                * lane), or of no lane (out of memory: their time is lost) */
+    size_t publish_from;      /* steps before it have their lane (see "The step's figures") */
+    size_t touched_from;      /* the first step a lane's time was credited to since the last
+                               * settle (SIZE_MAX: none) */
 
     struct cg_agg_op *ops;
     size_t n_ops, cap_ops;
