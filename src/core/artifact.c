@@ -62,6 +62,7 @@ void cg_run_code_release(struct cg_run_code *c)
 static void run_release(struct cg_run *r)
 {
     cg_run_code_release(&r->code);
+    cg_ranks_free(r->ranks, r->n_ranks);
     free(r->placement.cpus);
     free(r->id.host);
     free(r->id.started_utc);
@@ -500,6 +501,9 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
             return CG_ENOMEM;
         to->placement.cpu = from->placement.cpu;
         to->placement.numa_node = from->placement.numa_node;
+        if (cg_ranks_copy(&to->ranks, from->ranks, from->n_ranks) != 0)
+            return CG_ENOMEM;
+        to->n_ranks = from->n_ranks;
         if (cg_gpu_state_copy(&to->gpu, &from->gpu) != 0)
             return CG_ENOMEM;
         to->summary = from->summary;

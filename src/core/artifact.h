@@ -13,6 +13,7 @@
 #define CG_ARTIFACT_H
 
 #include "artifact_gpu.h"
+#include "artifact_ranks.h"
 #include "count.h"
 #include "err.h"
 
@@ -132,6 +133,8 @@ struct cg_run {
     struct cg_count_place *places; /* distinct (count, after, range) */
     size_t n_places;
     struct cg_gpu_state gpu;       /* the GPU's own state over the measured window (NVML) */
+    struct cg_rank *ranks; /* per rank, when the processes reported a world (artifact_ranks.h) */
+    size_t n_ranks;
 };
 
 struct cg_env {

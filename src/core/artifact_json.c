@@ -528,6 +528,18 @@ static int parse_gpu_state(struct parser *p, const cJSON *run, const char *rp, s
     return 0;
 }
 
+/* runs[].ranks: optional (absent or null: one process, or no world reported). */
+static int parse_ranks(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
+{
+    char problem[256];
+    int rc = cg_ranks_parse(run, rp, r->n_steps, &r->ranks, &r->n_ranks, problem, sizeof(problem));
+    if (rc == CG_ENOMEM)
+        return cg_err_set(p->err, CG_ENOMEM, "out of memory");
+    if (rc != 0)
+        return cg_err_set(p->err, CG_EINPUT, "cannot read '%s': %s", p->name, problem);
+    return 0;
+}
+
 static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a)
 {
     const cJSON *runs;
@@ -561,7 +573,7 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
             get_int(p, run, rp, "stopped_after_steps", true, 1, &r->stopped_after_steps) ||
             parse_warnings(p, run, rp, r) || parse_places(p, run, rp, r) ||
             parse_code(p, run, rp, r) || parse_placement(p, run, rp, r) ||
-            parse_gpu_state(p, run, rp, r))
+            parse_gpu_state(p, run, rp, r) || parse_ranks(p, run, rp, r))
             return CG_EINPUT;
     }
     return 0;
@@ -697,6 +709,7 @@ static cJSON *run_to_json(const struct cg_run *r)
     }
     if (r->gpu.recorded)
         cJSON_AddItemToObject(run, "gpu_state", cg_gpu_state_json(&r->gpu));
+    cg_ranks_json(run, r->ranks, r->n_ranks);
     cJSON *steps = cJSON_AddArrayToObject(run, "steps");
     for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];

@@ -9,6 +9,8 @@
  */
 #include "diagnose.h"
 
+#include "straggler.h"
+
 #include "fmt.h"
 #include "stats.h"
 
@@ -22,12 +24,13 @@
 static const char *const rule_names[CG_DIAG_RULE_COUNT] = {
     "host_bound",    "copy_share",    "pageable_copies",   "launch_bound",
     "kernel_choice", "memory_growth", "host_range_growth", "loss_divergence",
+    "straggler",
 };
 
 static const char *const rule_titles[CG_DIAG_RULE_COUNT] = {
     "Host-bound",          "Copies' share of GPU time", "Copies from pageable memory",
     "Launch-bound",        "Changed kernel choice",     "Peak memory growth",
-    "Host-side time grew", "Loss divergence",
+    "Host-side time grew", "Loss divergence",           "Straggler rank",
 };
 
 static const char ACT_HOST_BOUND[] =
@@ -57,6 +60,9 @@ static const char ACT_LOSS[] =
     "Training learns worse or diverges: check the change for numerics (dtype, loss scaling, "
     "learning rate and optimizer settings), initialisation and data order; a faster step that "
     "trains worse is no improvement.";
+static const char ACT_STRAGGLER[] =
+    "One rank holds every step back: look at its node (clocks, thermals, another job, a slower "
+    "link or GPU), its data shard, and work only it does (logging, checkpointing on rank 0).";
 static const char ACT_HOST_RANGE[] =
     "The host side slowed: profile this range on the CPU (py-spy, perf) for new "
     "synchronisation, Python work or data loading.";
@@ -733,6 +739,30 @@ static int rule_loss(struct ctx *x)
     return 0;
 }
 
+/* A rank consistently the slowest of the current runs: a warning unless the baseline had the
+ * same straggler. */
+static int rule_straggler(struct ctx *x, const struct cg_artifact *baseline,
+                          const struct cg_artifact *current)
+{
+    struct cg_straggler s, b;
+    int rc = cg_straggler_find(current, &s);
+    if (rc <= 0)
+        return rc;
+    int rb = baseline != NULL ? cg_straggler_find(baseline, &b) : 0;
+    if (rb < 0)
+        return rb;
+    bool same = rb == 1 && b.rank == s.rank;
+    struct cg_finding *f =
+        add(x, CG_DIAG_STRAGGLER, baseline != NULL && !same ? CG_DIAG_WARNING : CG_DIAG_NOTE,
+            s.over_median_pct, same ? b.over_median_pct : NAN, "pct", ACT_STRAGGLER);
+    if (f != NULL)
+        snprintf(f->subject, sizeof(f->subject), "%.*s", CG_DIAG_SUBJECT_MAX, s.node);
+    say(f, "rank %lld on %s was the slowest in %lld of %lld steps, %+.0f%% over the median rank",
+        (long long)s.rank, s.node, (long long)s.slowest_steps, (long long)s.steps,
+        s.over_median_pct);
+    return 0;
+}
+
 /* Warnings first; the rule order (the order findings were added) within a severity. */
 static void order_findings(struct cg_diagnosis *d)
 {
@@ -770,6 +800,8 @@ int cg_diagnose(const struct cg_artifact *baseline, const struct cg_artifact *cu
         rc = rule_host_range(&x);
     if (rc == 0)
         rc = rule_loss(&x);
+    if (rc == 0)
+        rc = rule_straggler(&x, baseline, current);
     if (rc != 0) {
         d->n = d->n_dropped = 0;
         return rc;

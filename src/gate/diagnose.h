@@ -75,6 +75,7 @@ enum cg_diag_rule {
     CG_DIAG_MEMORY_GROWTH,
     CG_DIAG_HOST_RANGE_GROWTH,
     CG_DIAG_LOSS_DIVERGENCE,
+    CG_DIAG_STRAGGLER, /* one rank consistently the slowest (straggler.h's thresholds) */
     CG_DIAG_RULE_COUNT
 };
 

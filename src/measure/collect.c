@@ -778,6 +778,34 @@ static int run_env_make(const struct cg_collector *col, const char *shard_dir,
     return 0;
 }
 
+/* The gate ended sbatch --wait (timeout, Ctrl-C, or stopped once measured): its job still runs,
+ * so it is cancelled by the ids its shards (or sbatch's line in the log) name. */
+static void cancel_batch_job(const struct cg_collect_cfg *c, const char *shard_dir, long i,
+                             long total)
+{
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    struct cg_err e;
+    char ids[256], why[160];
+    if (cg_shard_load_dir(shard_dir, &sh, &n, &e) != 0)
+        n = 0;
+    size_t k = cg_multinode_job_ids(sh, n, c->log, ids, sizeof(ids));
+    cg_shard_free_all(sh, n);
+    if (k == 0) {
+        cg_say(&c->say, CG_SAY_WARNING,
+               "run %ld of %ld: sbatch was ended but no Slurm job id is known (no shard named one, "
+               "and the log has no 'Submitted batch job' line): cancel the job yourself",
+               i, total);
+        return;
+    }
+    if (cg_multinode_scancel(ids, 30.0, why, sizeof(why)) == 0)
+        cg_say(&c->say, CG_SAY_INFO, "run %ld of %ld: cancelled Slurm job %s (scancel)", i, total,
+               ids);
+    else
+        cg_say(&c->say, CG_SAY_WARNING, "run %ld of %ld: could not cancel Slurm job %s: %s", i,
+               total, ids, why);
+}
+
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world), the
  * message prefixed with the run. */
 static int check_world(const struct cg_collector *col, long i, long total,
@@ -874,6 +902,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                "daemon) and still ran when the canary ended; the gate ended %s",
                c->label ? c->label : "", label_sep(&p), i, total, r.escaped,
                r.escaped == 1 ? "" : "es", r.escaped == 1 ? "it" : "them");
+    if (rc == 0 && r.end != CG_LAUNCH_EXITED && cg_multinode_is_sbatch(col->cmd))
+        cancel_batch_job(c, shard_dir, i, total);
     bool failed_write = rc == 0 && read_fail_file(fail_path, &fail);
     unlink(fail_path);
     if (rc == 0)

@@ -1,8 +1,16 @@
 /*
- * multinode: launchers that place ranks on other nodes, read from the canary's words (see
- * multinode.h). Pure.
+ * multinode: launchers that place ranks on other nodes, read from the canary's words, and the
+ * cancelling of a batch job (see multinode.h). Single-threaded.
  */
 #include "multinode.h"
+
+#include "shard.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -68,4 +76,95 @@ bool cg_multinode_is_sbatch(char *const *argv)
         if (strcmp(base_name(argv[i]), "sbatch") == 0)
             return true;
     return false;
+}
+
+/* Appends id to ids (space-separated) unless it is there or does not fit; true when appended. */
+static bool add_id(char *ids, size_t cap, const char *id, size_t len)
+{
+    size_t have = strlen(ids);
+    if (len == 0 || len > 32 || strspn(id, "0123456789_") < len)
+        return false;
+    for (const char *p = ids; *p != '\0';) {
+        size_t w = strcspn(p, " ");
+        if (w == len && memcmp(p, id, len) == 0)
+            return false;
+        p += w + (p[w] == ' ');
+    }
+    if (have + len + 2 > cap)
+        return false;
+    if (have > 0)
+        ids[have++] = ' ';
+    memcpy(ids + have, id, len);
+    ids[have + len] = '\0';
+    return true;
+}
+
+size_t cg_multinode_job_ids(const struct cg_shard *shards, size_t n, const char *log, char *ids,
+                            size_t cap)
+{
+    size_t k = 0;
+    ids[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if (shards[i].slurm_job != NULL)
+            k += add_id(ids, cap, shards[i].slurm_job, strlen(shards[i].slurm_job));
+    if (k > 0 || log == NULL)
+        return k;
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    static char buf[65537];
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t from = end > 65536 ? end - 65536 : 0;
+    ssize_t got = pread(fd, buf, 65536, from);
+    close(fd);
+    if (got <= 0)
+        return 0;
+    buf[got] = '\0';
+    const char *key = "Submitted batch job ", *last = NULL;
+    for (const char *p = buf; (p = strstr(p, key)) != NULL; p += strlen(key))
+        last = p + strlen(key);
+    return last != NULL ? add_id(ids, cap, last, strspn(last, "0123456789")) : 0;
+}
+
+int cg_multinode_scancel(const char *ids, double timeout_s, char *why, size_t cap)
+{
+    char copy[512];
+    char *argv[34] = {"scancel"};
+    size_t n = 1;
+    snprintf(copy, sizeof(copy), "%s", ids);
+    for (char *save = NULL, *t = strtok_r(copy, " ", &save); t != NULL && n < 33;
+         t = strtok_r(NULL, " ", &save))
+        argv[n++] = t;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, cap, "cannot start scancel: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+        }
+        execvp("scancel", argv);
+        _exit(127);
+    }
+    int st = 0;
+    struct timespec tick = {0, 50 * 1000 * 1000};
+    for (double waited = 0; waitpid(pid, &st, WNOHANG) == 0; waited += 0.05) {
+        if (waited >= timeout_s) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            snprintf(why, cap, "scancel did not answer within %.0f s", timeout_s);
+            return -1;
+        }
+        nanosleep(&tick, NULL);
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    snprintf(why, cap, "scancel %s", WIFEXITED(st) && WEXITSTATUS(st) == 127
+                                         ? "is not installed here"
+                                         : "failed (its message went to the tool's stderr)");
+    return -1;
 }

@@ -2,7 +2,9 @@
  * multinode: what a canary's command line says about where its ranks run. A command that names a
  * launcher placing ranks on other nodes (srun, sbatch, mpirun, mpiexec, or torchrun with
  * --nnodes above 1) writes shards on those nodes, which only a directory every node sees
- * (--shard-dir) brings back. Pure functions of the words; no I/O.
+ * (--shard-dir) brings back. A batch job outlives the sbatch --wait that submitted it: when the
+ * gate ends sbatch, it cancels the job with scancel. The launcher words are pure functions;
+ * cg_multinode_scancel runs scancel.
  */
 #ifndef CG_MULTINODE_H
 #define CG_MULTINODE_H
@@ -20,5 +22,16 @@ bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap);
 /* True when argv names "sbatch" (a batch job: ending the command does not end the job, which
  * is cancelled by its id). */
 bool cg_multinode_is_sbatch(char *const *argv);
+
+/* The Slurm job ids of a run into ids (cap bytes, space-separated, cut at a whole id): the
+ * slurm_job of every shard (distinct), else the last "Submitted batch job N" in the last 64 KiB
+ * of log (sbatch prints it before any task starts). Returns how many. */
+struct cg_shard;
+size_t cg_multinode_job_ids(const struct cg_shard *shards, size_t n, const char *log, char *ids,
+                            size_t cap);
+
+/* Runs "scancel ID..." for the space-separated ids (SLURM_CONF and the rest of the environment as
+ * the tool has it), waiting at most timeout_s; 0 when it exited 0, else -1 with why (cap bytes). */
+int cg_multinode_scancel(const char *ids, double timeout_s, char *why, size_t cap);
 
 #endif

@@ -256,6 +256,85 @@ static int merge_places(const struct cg_shard *shards, size_t n, struct cg_run *
                 : 0;
 }
 
+/* The figures of shard s over measured steps [first, first + keep) into r (see artifact_ranks.h). */
+static int rank_figures(const struct cg_shard *s, int64_t rank, int64_t first, int64_t keep,
+                        struct cg_rank *r)
+{
+    bool compute = shard_counts(s, CG_SHARD_T_COMPUTE), copy = shard_counts(s, CG_SHARD_T_COPY);
+    bool hidden = copy && shard_counts(s, CG_SHARD_T_COPY_HIDDEN);
+    *r = (struct cg_rank){.rank = rank, .local_rank = s->local_rank, .busy_ns = -1,
+                          .compute_ns = -1, .comm_exposed_ns = -1, .peak_device_bytes = -1};
+    if ((r->node = strdup(cg_shard_node(s))) == NULL ||
+        (keep > 0 && (r->step_ns = malloc((size_t)keep * sizeof(int64_t))) == NULL))
+        return CG_ENOMEM;
+    for (int64_t k = first; k < first + keep; k++) {
+        const struct cg_shard_step *sp = &s->steps[k];
+        r->step_ns[r->n_steps++] = sp->wall_ns;
+        if (sp->gpu_busy_ns < 0)
+            continue;
+        r->busy_ns = cg_shard_add_capped(r->busy_ns < 0 ? 0 : r->busy_ns, sp->gpu_busy_ns);
+        if (!compute)
+            continue;
+        int64_t c = sp->compute_ns < sp->gpu_busy_ns ? sp->compute_ns : sp->gpu_busy_ns;
+        r->compute_ns = cg_shard_add_capped(r->compute_ns < 0 ? 0 : r->compute_ns, c);
+        if (!copy)
+            continue;
+        /* what the GPU was busy with besides compute and copies no kernel hid: communication
+         * kernels running alone, the part of communication that the step waits for */
+        int64_t exposed_copy = sp->copy_ns - (hidden ? sp->copy_hidden_ns : 0);
+        int64_t comm = sp->gpu_busy_ns - c - (exposed_copy > 0 ? exposed_copy : 0);
+        r->comm_exposed_ns =
+            cg_shard_add_capped(r->comm_exposed_ns < 0 ? 0 : r->comm_exposed_ns, comm > 0 ? comm : 0);
+    }
+    for (size_t j = 0; j < s->n_mem; j++)
+        if (s->mem[j].peak_bytes > r->peak_device_bytes) {
+            r->peak_device_bytes = s->mem[j].peak_bytes;
+            free(r->device_uuid);
+            const char *u = device_uuid(s, s->mem[j].device);
+            r->device_uuid = u != NULL ? strdup(u) : NULL;
+            if (u != NULL && r->device_uuid == NULL)
+                return CG_ENOMEM;
+        }
+    return 0;
+}
+
+static int cmp_rank(const void *x, const void *y)
+{
+    const struct cg_rank *a = x, *b = y;
+    return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+/* The run's ranks: one per shard with steps and a rank (cg_shard_rank), in rank order; none
+ * when no shard has a rank. */
+static int merge_ranks(const struct cg_shard *shards, size_t n, int64_t first, int64_t keep,
+                       struct cg_run *run)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t r, w;
+        k += contiguous_steps(&shards[i]) > 0 && cg_shard_rank(&shards[i], &r, &w);
+    }
+    if (k == 0 || k > CG_ARTIFACT_MAX_RANKS)
+        return 0;
+    struct cg_rank *ranks = calloc(k, sizeof(*ranks));
+    if (ranks == NULL)
+        return CG_ENOMEM;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t r, w;
+        if (contiguous_steps(&shards[i]) == 0 || !cg_shard_rank(&shards[i], &r, &w))
+            continue;
+        if (rank_figures(&shards[i], r, first, keep, &ranks[j++]) != 0) {
+            cg_ranks_free(ranks, j);
+            return CG_ENOMEM;
+        }
+    }
+    qsort(ranks, k, sizeof(*ranks), cmp_rank);
+    run->ranks = ranks;
+    run->n_ranks = k;
+    return 0;
+}
+
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err)
 {
@@ -306,7 +385,8 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
                                      ? busiest->copy_hidden_ns
                                      : busiest->copy_ns;
     }
-    if (merge_ops(shards, n, run) != 0 || merge_places(shards, n, run) != 0)
+    if (merge_ops(shards, n, run) != 0 || merge_places(shards, n, run) != 0 ||
+        merge_ranks(shards, n, o->warmup, keep, run) != 0)
         return cg_err_set(err, CG_ENOMEM, "out of memory merging shards");
     run->dropped_records = sum_counter(shards, n, offsetof(struct cg_shard, dropped));
     run->zero_timestamp_records = sum_counter(shards, n, offsetof(struct cg_shard, zero_ts));

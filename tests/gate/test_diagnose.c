@@ -552,7 +552,8 @@ static void test_diagnose__names_and_quiet_artifact(void **state)
     (void)state;
     const char *names[CG_DIAG_RULE_COUNT] = {
         "host_bound",    "copy_share",    "pageable_copies",   "launch_bound",
-        "kernel_choice", "memory_growth", "host_range_growth", "loss_divergence"};
+        "kernel_choice", "memory_growth", "host_range_growth", "loss_divergence",
+        "straggler"};
     for (int r = 0; r < CG_DIAG_RULE_COUNT; r++) {
         assert_string_equal(cg_diag_rule_name((enum cg_diag_rule)r), names[r]);
         assert_true(strlen(cg_diag_rule_title((enum cg_diag_rule)r)) > 0);

@@ -1,0 +1,166 @@
+/*
+ * test_straggler: the straggler rule from per-rank step times (straggler.c, diagnose.c's
+ * "straggler"), the per-node figures derived from ranks, and runs[].ranks read back from JSON.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "artifact.h"
+#include "diagnose.h"
+#include "straggler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One run of 4 ranks (2 per node, n1 and n2) of 30 steps of 10 ms; rank slow (if >= 0) takes
+ * extra_pct more in every step but those in fast_steps. */
+static void add_run(struct cg_artifact *a, int slow, double extra_pct, int fast_steps)
+{
+    struct cg_run *run = cg_artifact_add_run(a);
+    assert_non_null(run);
+    run->n_ranks = 4;
+    run->ranks = calloc(4, sizeof(*run->ranks));
+    for (int r = 0; r < 4; r++) {
+        struct cg_rank *k = &run->ranks[r];
+        k->rank = r;
+        k->local_rank = r % 2;
+        k->node = strdup(r < 2 ? "n1" : "n2");
+        k->busy_ns = k->compute_ns = k->comm_exposed_ns = k->peak_device_bytes = -1;
+        k->step_ns = malloc(30 * sizeof(int64_t));
+        k->n_steps = 30;
+        for (int s = 0; s < 30; s++) {
+            int64_t base = 10000000 + r * 1000 + s; /* ties broken, no rank always slowest */
+            if (s % 4 == r % 4)
+                base += 50000;
+            k->step_ns[s] = r == slow && s >= fast_steps
+                                ? (int64_t)(10000000.0 * (1.0 + extra_pct / 100.0))
+                                : base;
+        }
+    }
+    for (int s = 0; s < 30; s++) {
+        int64_t m = 0;
+        for (int r = 0; r < 4; r++)
+            m = run->ranks[r].step_ns[s] > m ? run->ranks[r].step_ns[s] : m;
+        assert_int_equal(cg_run_add_step(run, m, -1, -1), 0);
+    }
+}
+
+static void test_straggler__consistent_laggard_is_named_with_figures(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    add_run(&a, 3, 9.0, 2); /* rank 3 slowest in 28 of 30 steps, +9% */
+    struct cg_straggler s;
+    assert_int_equal(cg_straggler_find(&a, &s), 1);
+    assert_int_equal(s.rank, 3);
+    assert_string_equal(s.node, "n2");
+    assert_int_equal(s.slowest_steps, 28);
+    assert_int_equal(s.steps, 30);
+    assert_true(fabs(s.over_median_pct - 9.0) < 0.5);
+    struct cg_diagnosis d;
+    assert_int_equal(cg_diagnose(NULL, &a, &d), 0);
+    size_t i = 0;
+    while (i < d.n && d.items[i].rule != CG_DIAG_STRAGGLER)
+        i++;
+    assert_true(i < d.n);
+    assert_string_equal(d.items[i].finding,
+                        "rank 3 on n2 was the slowest in 28 of 30 steps, +9% over the median rank");
+    assert_string_equal(cg_diag_rule_name(CG_DIAG_STRAGGLER), "straggler");
+    /* against a baseline without the straggler it is a warning */
+    struct cg_artifact b;
+    cg_artifact_init(&b);
+    add_run(&b, -1, 0, 0);
+    assert_int_equal(cg_straggler_find(&b, &s), 0);
+    assert_int_equal(cg_diagnose(&b, &a, &d), 0);
+    assert_int_equal(d.items[0].rule, CG_DIAG_STRAGGLER);
+    assert_int_equal(d.items[0].severity, CG_DIAG_WARNING);
+    cg_artifact_release(&a);
+    cg_artifact_release(&b);
+}
+
+static void test_straggler__none_when_slowness_moves_or_is_small(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    add_run(&a, -1, 0, 0); /* the slowest rank rotates */
+    struct cg_straggler s;
+    assert_int_equal(cg_straggler_find(&a, &s), 0);
+    cg_artifact_release(&a);
+    cg_artifact_init(&a);
+    add_run(&a, 2, 1.0, 0); /* always slowest, but +1% only */
+    assert_int_equal(cg_straggler_find(&a, &s), 0);
+    cg_artifact_release(&a);
+    cg_artifact_init(&a);
+    add_run(&a, 2, 9.0, 20); /* slowest in 10 of 30 steps */
+    assert_int_equal(cg_straggler_find(&a, &s), 0);
+    cg_artifact_release(&a);
+}
+
+static void test_straggler__nodes_and_json_round_trip(void **state)
+{
+    (void)state;
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    add_run(&a, 3, 9.0, 0);
+    /* two ranks of n2 on one GPU, one of n1 on each of two GPUs */
+    struct cg_rank *k = a.runs[0].ranks;
+    const char *uuid[] = {"GPU-a", "GPU-b", "GPU-c", "GPU-c"};
+    for (int r = 0; r < 4; r++) {
+        k[r].peak_device_bytes = 1000 * (r + 1);
+        k[r].device_uuid = strdup(uuid[r]);
+        k[r].busy_ns = 5000 + r;
+    }
+    struct cg_node_figures nodes[4];
+    assert_int_equal(cg_ranks_nodes(k, 4, nodes), 2);
+    assert_string_equal(nodes[0].node, "n1");
+    assert_int_equal(nodes[0].peak_device_bytes, 2000); /* two GPUs: the larger, never summed */
+    assert_int_equal(nodes[1].peak_device_bytes, 7000); /* one GPU shared: summed */
+    assert_int_equal(nodes[1].busy_ns, 5003);
+    assert_true(nodes[1].step_median_ns > nodes[0].step_median_ns);
+    cJSON *run = cJSON_CreateObject();
+    assert_int_equal(cg_ranks_json(run, k, 4), 0);
+    char *text = cJSON_PrintUnformatted(run);
+    cJSON_Delete(run);
+    cJSON *again = cJSON_Parse(text);
+    free(text);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(again, "nodes")), 2);
+    struct cg_rank *back = NULL;
+    size_t n = 0;
+    char problem[256];
+    assert_int_equal(cg_ranks_parse(again, "runs[0]", 30, &back, &n, problem, sizeof(problem)), 0);
+    assert_int_equal(n, 4);
+    assert_string_equal(back[3].node, "n2");
+    assert_string_equal(back[3].device_uuid, "GPU-c");
+    assert_int_equal(back[3].n_steps, 30);
+    assert_int_equal(back[2].step_ns[5], k[2].step_ns[5]);
+    assert_int_equal(back[1].compute_ns, -1);
+    cg_ranks_free(back, n);
+    /* more steps than the run has, a rank without a node: refused with the field */
+    assert_int_equal(cg_ranks_parse(again, "runs[0]", 29, &back, &n, problem, sizeof(problem)),
+                     CG_EINPUT);
+    assert_non_null(strstr(problem, "runs[0].ranks[0]: step_ns"));
+    cJSON_DeleteItemFromObject(cJSON_GetArrayItem(cJSON_GetObjectItem(again, "ranks"), 1), "node");
+    assert_int_equal(cg_ranks_parse(again, "runs[0]", 30, &back, &n, problem, sizeof(problem)),
+                     CG_EINPUT);
+    assert_non_null(strstr(problem, "runs[0].ranks[1]: node"));
+    cJSON_Delete(again);
+    cg_artifact_release(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_straggler__consistent_laggard_is_named_with_figures),
+        cmocka_unit_test(test_straggler__none_when_slowness_moves_or_is_small),
+        cmocka_unit_test(test_straggler__nodes_and_json_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""test_slurm.py: canaries launched by a real Slurm across two nodes, under the real gate.
+
+Starts Debian's Slurm itself (cluster.py: munge, slurmctld, two slurmd named n1 and n2 on this
+host) and runs the NVTX test canary through `srun -N 2 --ntasks-per-node 2` and `sbatch --wait`
+with --shard-dir: the merged step time is the slowest rank's per step; the artifact keeps every
+rank with its node and the nodes' figures; a straggler made slow on purpose is named by the
+diagnosis; a rank that never starts fails the run naming it and its node; a rank that crashes
+under --kill-on-bad-exit is a canary failure (exit 3); a timeout leaves no task, no job and no
+shard directory behind; through sbatch the same, and a timed-out batch job is cancelled.
+Exits 0 when all pass, 1 on a failure, 77 (skipped, with one line saying why) when Slurm cannot
+start here.
+Usage: test_slurm.py CANARY_GATE NVTX_CANARY
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    if cond:
+        print("ok   " + what)
+    else:
+        print("FAIL " + what)
+        failures.append(what)
+
+
+def canary_alive(root):
+    """Processes whose environment gives them a shard directory under root (this test's): the
+    canary's tasks, wherever Slurm started them."""
+    alive = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(e.startswith(b"CANARY_GATE_SHARD_DIR=" + root.encode()) for e in env):
+            alive.append(pid + " " + cmd)
+    return alive
+
+
+def main():
+    gate, canary = sys.argv[1], sys.argv[2]
+    try:
+        c = cluster.start()
+    except cluster.Unavailable as e:
+        print("SKIP: a real Slurm could not start here: %s" % e)
+        return 77
+    try:
+        return run_cases(c, gate, canary)
+    finally:
+        c.stop()
+        if not failures:
+            c.remove()
+        else:
+            print("daemon logs kept in " + c.root)
+
+
+def gate_run(c, gate, out, args, timeout=120):
+    sd = os.path.join(c.root, "shared")
+    os.makedirs(sd, exist_ok=True)
+    argv = [gate, "run", "--out", os.path.join(c.root, out), "--shard-dir", sd] + args
+    r = c.run(argv, timeout=timeout)
+    return r, sd
+
+
+def run_cases(c, gate, canary):
+    srun = ["srun", "-N", "2", "--ntasks-per-node", "2"]
+    # 1. a straggler: rank 3 (on n2) 4 ms slower in every step
+    r, sd = gate_run(c, gate, "a.json", ["--runs", "2", "--steps", "12", "--warmup", "1", "--"]
+                     + srun + [canary, "--steps", "13", "--step-ms", "10", "--slow-rank", "3",
+                               "--slow-ms", "4"])
+    check(r.returncode == 0, "srun -N 2: measured (exit %d: %s)" % (r.returncode,
+                                                                  r.stderr.strip()[-300:]))
+    check(os.listdir(sd) == [], "srun -N 2: the shard directory is left empty")
+    if r.returncode == 0:
+        a = json.load(open(os.path.join(c.root, "a.json")))
+        run = a["runs"][0]
+        ranks = run.get("ranks", [])
+        check([x["rank"] for x in ranks] == [0, 1, 2, 3], "four ranks in the artifact")
+        check([x["node"] for x in ranks] == ["n1", "n1", "n2", "n2"],
+              "ranks 0-1 on n1, 2-3 on n2 (SLURMD_NODENAME)")
+        steps = [s["wall_ns"] for s in run["steps"]]
+        slowest = [max(x["step_ns"][k] for x in ranks) for k in range(len(steps))]
+        check(len(steps) == 12 and steps == slowest,
+              "each merged step is the slowest rank's duration")
+        check(all(x["step_ns"][k] >= 14e6 for x in ranks if x["rank"] == 3
+                  for k in range(len(steps))), "rank 3's steps are its own (>= 14 ms)")
+        nodes = {n["node"]: n for n in run.get("nodes", [])}
+        check(set(nodes) == {"n1", "n2"} and nodes["n1"]["ranks"] == 2,
+              "per-node figures for n1 and n2")
+        check(nodes["n2"]["step_median_ns"] > nodes["n1"]["step_median_ns"] + 3e6,
+              "n2's median step shows the straggler (%s vs %s)"
+              % (nodes["n2"]["step_median_ns"], nodes["n1"]["step_median_ns"]))
+        s = c.run([gate, "show", os.path.join(c.root, "a.json")])
+        check("rank 3 on n2 was the slowest in" in s.stdout and "over the median rank" in s.stdout,
+              "the diagnosis names the straggler: "
+              + next((l.strip() for l in s.stdout.splitlines() if "slowest in" in l), "(none)"))
+
+    # 2. a rank that never starts
+    r, sd = gate_run(c, gate, "b.json", ["--runs", "1", "--steps", "4", "--warmup", "0", "--"]
+                     + srun + [canary, "--steps", "5", "--skip-rank", "2"])
+    check(r.returncode == 3 and "rank 2 (node n2) of a world of 4 wrote nothing" in r.stderr
+          and "installed at" in r.stderr and "CANARY_GATE_" in r.stderr,
+          "a rank that never starts fails the run naming it and its node (exit %d)"
+          % r.returncode)
+
+    # 3. a crashing rank with --kill-on-bad-exit
+    r, sd = gate_run(c, gate, "c.json", ["--runs", "1", "--steps", "20", "--warmup", "0",
+                                         "--timeout", "60", "--"]
+                     + srun + ["--kill-on-bad-exit=1", canary, "--steps", "200", "--step-ms",
+                               "20", "--only-rank", "1", "--crash-at", "3"])
+    check(r.returncode == 3 and "canary" in r.stderr,
+          "a crashing rank under --kill-on-bad-exit is a canary failure (exit %d)" % r.returncode)
+    check(os.listdir(sd) == [], "after the crash the shard directory is empty")
+
+    # 4. a timeout: a hung rank; nothing left behind
+    r, sd = gate_run(c, gate, "d.json", ["--runs", "1", "--steps", "5", "--warmup", "0",
+                                         "--timeout", "4", "--kill-grace", "3", "--"]
+                     + srun + [canary, "--steps", "9", "--only-rank", "0", "--hang-at", "2"])
+    check(r.returncode == 3 and "timed out" in r.stderr,
+          "a hung rank times out (exit %d)" % r.returncode)
+    left = canary_alive(c.root)
+    check(left == [], "no canary task is left after the timeout: %s" % left)
+    q = c.run(["squeue", "-h"])
+    check(q.stdout.strip() == "", "no job is left in the queue: %r" % q.stdout.strip())
+    check(os.listdir(sd) == [], "after the timeout the shard directory is empty")
+
+    # 5. sbatch --wait: measured, ranks complete
+    script = os.path.join(c.root, "job.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/bash\nsrun %s \"$@\"\n" % canary)
+    os.chmod(script, 0o755)
+    sbatch = ["sbatch", "--wait", "-N", "2", "--ntasks-per-node", "2", "-o",
+              os.path.join(c.root, "job-%j.out"), script]
+    r, sd = gate_run(c, gate, "e.json", ["--runs", "1", "--steps", "6", "--warmup", "1",
+                                         "--let-finish", "--"]
+                     + sbatch + ["--steps", "7", "--step-ms", "5"])
+    check(r.returncode == 0, "sbatch --wait: measured (exit %d: %s)"
+          % (r.returncode, r.stderr.strip()[-300:]))
+    if r.returncode == 0:
+        run = json.load(open(os.path.join(c.root, "e.json")))["runs"][0]
+        check(len(run.get("ranks", [])) == 4 and len(run["steps"]) == 6,
+              "sbatch --wait: four ranks, six merged steps")
+
+    # 6. sbatch --wait timing out: the job is cancelled
+    r, sd = gate_run(c, gate, "f.json", ["--runs", "1", "--steps", "5", "--warmup", "0",
+                                         "--timeout", "5", "--kill-grace", "2", "--"]
+                     + sbatch + ["--steps", "9", "--hang-at", "2"])
+    check(r.returncode == 3 and "cancelled Slurm job" in r.stderr,
+          "a timed-out batch job is cancelled with scancel (exit %d)" % r.returncode)
+    for _ in range(30):
+        if c.run(["squeue", "-h"]).stdout.strip() == "" and canary_alive(c.root) == []:
+            break
+        time.sleep(0.5)
+    check(c.run(["squeue", "-h"]).stdout.strip() == "", "no batch job is left in the queue")
+    left = canary_alive(c.root)
+    check(left == [], "no canary task of the batch job is left: %s" % left)
+    check(os.listdir(sd) == [], "after the batch timeout the shard directory is empty")
+
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
