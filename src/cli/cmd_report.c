@@ -23,6 +23,8 @@ int cg_cmd_report_compare(const struct cg_artifact *base, const struct cg_artifa
     cg_err_init(&err);
     if (cg_verdict_compute(base, cur, t, &v, &err) != 0)
         return cg_cmd_fail(&err);
+    cg_verdict_explain_runs(&v, "more runs would settle it (compare takes one look; the main "
+                                "command adds runs)");
     int exit_code = cg_cmd_report_verdict(&v, o);
     cg_verdict_release(&v);
     return exit_code;

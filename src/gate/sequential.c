@@ -314,6 +314,7 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
     info->planned_looks = plan.n_looks;
     info->max_runs = plan.runs_at[plan.n_looks - 1];
     info->canary_s = first_s;
+    const char *stopped = NULL; /* why no more runs were added while some would help */
     for (size_t k = 0;; k++) {
         if (s->have_verdict) {
             cg_verdict_release(&s->verdict);
@@ -326,13 +327,21 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
             goto fail;
         s->have_verdict = true;
         info->looks = k + 1;
-        if (s->verdict.overall == CG_OUT_FAIL || k + 1 == plan.n_looks ||
-            !cg_seq_more_runs_help(&s->verdict) || !later_look_can_reject(&plan, k, t))
+        if (s->verdict.overall == CG_OUT_FAIL || !cg_seq_more_runs_help(&s->verdict))
             break;
+        if (k + 1 == plan.n_looks) {
+            stopped = "the most the looks allow (--max-runs)";
+            break;
+        }
+        if (!later_look_can_reject(&plan, k, t)) {
+            stopped = "no later look within --max-runs could reach significance";
+            break;
+        }
         size_t add = plan.runs_at[k + 1] - cur->n_runs;
         double per_run = info->canary_s / (double)cur->n_runs;
         if (o->budget_s > 0 && info->canary_s + per_run * (double)add > o->budget_s) {
             info->budget_stopped = true;
+            stopped = "the budget (--budget) had no time for more";
             break;
         }
         double secs = 0.0;
@@ -348,6 +357,12 @@ int cg_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur, struc
     }
     info->current_runs = cur->n_runs;
     info->baseline_runs = base->n_runs;
+    if (stopped != NULL) {
+        char why[160];
+        snprintf(why, sizeof(why), "%zu %s measured, %s", cur->n_runs,
+                 o->paired ? "pairs" : "current runs", stopped);
+        cg_verdict_explain_runs(&s->verdict, why);
+    }
     for (int m = 0; m < CG_M_COUNT; m++) {
         info->alpha[m] = t->metric[m].alpha;
         info->look_alpha[m] = s->look_t.metric[m].alpha;

@@ -722,9 +722,8 @@ static void floor_rule(struct cg_verdict *v)
             continue;
         r->outcome = CG_OUT_INCONCLUSIVE;
         if (f->outcome == CG_OUT_INCONCLUSIVE)
-            snprintf(r->note, sizeof(r->note),
-                     "regressed, but the floor is inconclusive (floor %+.1f%%): add runs",
-                     f->delta_pct);
+            snprintf(r->note, sizeof(r->note), "the floor is inconclusive (floor %+.1f%%): %s",
+                     f->delta_pct, f->wants_runs ? "add runs" : "see its own reason");
         else
             snprintf(r->note, sizeof(r->note),
                      "the fastest steps did not slow down (floor %+.1f%%): interference on the "
@@ -801,7 +800,7 @@ void cg_verdict_decide(struct cg_verdict *v)
             r->outcome = CG_OUT_INCONCLUSIVE;
             r->other_machine = true;
             snprintf(r->note, sizeof(r->note),
-                     "regressed, but measured on a different machine (%s)", v->machine_diff);
+                     "measured on a different machine (%s differs)", v->machine_diff);
         }
         if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch && r->other_machine)
             v->downgraded = true;
@@ -910,6 +909,24 @@ bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_art
 {
     return baseline->gpu_available && !current->gpu_available &&
            current->cuda_initialised == 0 && current->env.driver_version != NULL;
+}
+
+void cg_verdict_explain_runs(struct cg_verdict *v, const char *why)
+{
+    static const char ask[] = "add runs";
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        size_t len = strlen(r->note), k = sizeof(ask) - 1;
+        if (r->outcome != CG_OUT_INCONCLUSIVE)
+            continue;
+        bool asks = len >= k && strcmp(r->note + len - k, ask) == 0;
+        if (!asks && !r->wants_runs)
+            continue;
+        char joined[2 * sizeof(r->note) + 256];
+        snprintf(joined, sizeof(joined), "%.*s%s%.255s", (int)(asks ? len - k : len), r->note,
+                 asks ? "" : "; ", why);
+        snprintf(r->note, sizeof(r->note), "%.*s", (int)(sizeof(r->note) - 1), joined);
+    }
 }
 
 void cg_verdict_release(struct cg_verdict *v)

@@ -58,7 +58,7 @@ struct cg_metric_result {
     double threshold_bytes; /* memory only, else NAN */
     enum cg_outcome outcome;
     enum cg_method method;
-    char note[160];     /* why an outcome is what it is, "" when plain */
+    char note[256];     /* why an outcome is what it is, "" when plain */
     size_t fast_runs[2]; /* the floor compared over runs: the baseline's and current side's runs
                           * in the pooled fast state (floor.h); 0 and 0 otherwise */
     bool own_states;     /* the floor compared over runs: a side had no run in the pooled fast
@@ -219,6 +219,13 @@ void cg_verdict_decide(struct cg_verdict *v);
  * FAILs, else INCONCLUSIVE when one is, else PASS (cg_verdict_decide ends with it; the
  * confirmation calls it after changing metric outcomes). */
 void cg_verdict_overall(struct cg_verdict *v);
+
+/* The reason no more runs were added, given to the notes that ask for them: each INCONCLUSIVE
+ * metric whose note ends "add runs" gets why in its place, and one that more runs would settle
+ * (wants_runs) gets it after its reason ("compare takes one look: the main command adds runs",
+ * "30 current runs measured, the most the looks allow"), so a report never asks for runs that
+ * were not added without saying why. */
+void cg_verdict_explain_runs(struct cg_verdict *v, const char *why);
 
 /* Frees what the verdict owns. */
 void cg_verdict_release(struct cg_verdict *v);

@@ -148,43 +148,131 @@ const char *cg_report_count_label(const struct cg_count_result *r)
     return r->row >= 0 ? cg_count_label(r->row) : "calls of the NVTX range";
 }
 
-/* The first count row that FAILs, NULL when none does. */
-static const struct cg_count_result *failing_count(const struct cg_verdict *v, int *fails)
+/* How far beyond its limit a FAIL is, to rank the FAILs for the headline: a metric's regression
+ * over its threshold, a share's rise over its limit, a count's growth over its allowed growth
+ * (a count allowed no growth at all, e.g. any new synchronisation, ranks above every ratio, by
+ * its growth); -1 for what does not FAIL. */
+static double metric_excess(const struct cg_metric_result *r)
 {
-    const struct cg_count_result *first = NULL;
-    for (size_t i = 0; i < v->counts.n; i++)
-        if (v->counts.rows[i].outcome == CG_OUT_FAIL) {
-            (*fails)++;
-            if (first == NULL)
-                first = &v->counts.rows[i];
-        }
-    return first;
+    if (r->outcome != CG_OUT_FAIL)
+        return -1.0;
+    return r->threshold_pct > 0 ? r->regression_pct / r->threshold_pct : 1.0;
 }
 
-/* A count FAIL's headline: "FAIL: +1 host synchronisations per step (0 -> 1)". Range names
- * are artifact strings: the headline says how many names, never which. */
-static void count_headline(const struct cg_verdict *v, const struct cg_count_result *c,
-                           int fails, char *dst, size_t n)
+static double count_excess(const struct cg_count_result *c)
 {
-    int metric_fails = 0;
-    for (int m = 0; m < CG_M_COUNT; m++)
-        metric_fails += v->metrics[m].outcome == CG_OUT_FAIL;
-    char d[32], b[32], cu[32], more[48] = "";
+    if (c->outcome != CG_OUT_FAIL)
+        return -1.0;
+    double growth = c->current - c->baseline;
+    return c->allowed > 0 ? growth / c->allowed : 1e6 + growth;
+}
+
+static double part_excess(const struct cg_anatomy_part *p)
+{
+    if (p->outcome != CG_OUT_FAIL)
+        return -1.0;
+    return p->threshold_points > 0 ? p->shift_points / p->threshold_points : 1.0;
+}
+
+/* The worst FAIL of v by how far beyond its limit it is (metric_excess and kin): the kind
+ * (0 metric, 1 count, 2 share of the step, 3 slow states; -1 none) and its index, and how many
+ * FAIL in all. */
+static int worst_fail(const struct cg_verdict *v, size_t *at, int *fails)
+{
+    int kind = -1;
+    double best = -1.0;
+    *fails = 0;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        double x = metric_excess(&v->metrics[m]);
+        *fails += x >= 0;
+        if (x > best) {
+            best = x;
+            kind = 0;
+            *at = (size_t)m;
+        }
+    }
+    for (size_t i = 0; i < v->counts.n; i++) {
+        double x = count_excess(&v->counts.rows[i]);
+        *fails += x >= 0;
+        if (x > best) {
+            best = x;
+            kind = 1;
+            *at = i;
+        }
+    }
+    for (size_t i = 0; i < v->anatomy.n; i++) {
+        double x = part_excess(&v->anatomy.parts[i]);
+        *fails += x >= 0;
+        if (x > best) {
+            best = x;
+            kind = 2;
+            *at = i;
+        }
+    }
+    if (v->states.outcome == CG_OUT_FAIL) {
+        ++*fails;
+        double x = v->states.rise_points / v->thresholds->slow_state.max_increase_points;
+        if (x > best) {
+            kind = 3;
+            *at = 0;
+        }
+    }
+    return kind;
+}
+
+/* A count's change in a headline: "+1 host synchronisations per step (0 -> 1)". Range names are
+ * artifact strings: the headline says how many names, never which. */
+static void count_phrase(const struct cg_count_result *c, char *dst, size_t n)
+{
+    char d[32], b[32], cu[32];
     cg_report_count_change(c, d, sizeof(d));
     cg_report_count_value(c->baseline, b, sizeof(b));
     cg_report_count_value(c->current, cu, sizeof(cu));
-    if (fails + metric_fails > 1)
-        snprintf(more, sizeof(more), " (and %d more)", fails + metric_fails - 1);
-    snprintf(dst, n, "FAIL: %s %s per step (%s -> %s)%s", d,
-             c->row >= 0 ? cg_count_label(c->row) : "calls of an NVTX range", b, cu, more);
+    snprintf(dst, n, "%s %s per step (%s -> %s)", d,
+             c->row >= 0 ? cg_count_label(c->row) : "calls of an NVTX range", b, cu);
 }
 
-/* The metric that explains the overall outcome: the first FAIL, else the first INCONCLUSIVE. */
-static const struct cg_metric_result *deciding_metric(const struct cg_verdict *v)
+/* The FAIL headline: the worst FAIL by how far beyond its limit it is, and how many more. */
+static void fail_headline(const struct cg_verdict *v, char *dst, size_t n)
 {
-    enum cg_outcome want = v->overall == CG_OUT_FAIL ? CG_OUT_FAIL : CG_OUT_INCONCLUSIVE;
+    size_t at = 0;
+    int fails = 0, kind = worst_fail(v, &at, &fails);
+    char more[48] = "", what[200] = "";
+    if (fails > 1)
+        snprintf(more, sizeof(more), " (and %d more)", fails - 1);
+    if (kind == 1) {
+        count_phrase(&v->counts.rows[at], what, sizeof(what));
+    } else if (kind == 2) {
+        const struct cg_anatomy_part *p = &v->anatomy.parts[at];
+        snprintf(what, sizeof(what), "%s share of the step %+.1f points (%.1f%% to %.1f%%, p = %.3g)",
+                 cg_anatomy_label(p->kind), p->shift_points, 100.0 * p->baseline,
+                 100.0 * p->current, p->p_value);
+    } else if (kind == 3) {
+        const struct cg_states *s = &v->states;
+        snprintf(what, sizeof(what),
+                 "%zu of %zu current runs in a slow state against %zu of %zu baseline runs "
+                 "(%+.0f points, p = %.2g)",
+                 s->slow[1], s->runs[1], s->slow[0], s->runs[0], s->rise_points, s->p_value);
+    } else if (kind == 0) {
+        const struct cg_metric_result *r = &v->metrics[at];
+        char d[32], lo[32], hi[32];
+        cg_fmt_pct(r->delta_pct, d, sizeof(d));
+        cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
+        cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
+        if (r->method == CG_METHOD_FIXED)
+            snprintf(what, sizeof(what), "%s regressed %s", cg_metric_label(r->metric), d);
+        else
+            snprintf(what, sizeof(what), "%s regressed %s (interval %s to %s, p = %.3g)",
+                     cg_metric_label(r->metric), d, lo, hi, r->p_value);
+    }
+    snprintf(dst, n, "FAIL: %s%s", what, more);
+}
+
+/* The metric that explains an INCONCLUSIVE: the first INCONCLUSIVE one. */
+static const struct cg_metric_result *inconclusive_metric(const struct cg_verdict *v)
+{
     for (int m = 0; m < CG_M_COUNT; m++) {
-        if (v->metrics[m].outcome == want)
+        if (v->metrics[m].outcome == CG_OUT_INCONCLUSIVE)
             return &v->metrics[m];
     }
     return NULL;
@@ -225,65 +313,68 @@ static bool integrity_headline(const struct cg_verdict *v, char *dst, size_t n)
 
 void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
 {
-    const struct cg_metric_result *r = deciding_metric(v);
     const struct cg_metric_result *mean = &v->metrics[CG_M_STEP_TIME_MEAN];
-    char d[32], lo[32], hi[32];
+    char d[32];
     if (integrity_headline(v, dst, n))
         return;
-    int count_fails = 0;
-    const struct cg_count_result *c = failing_count(v, &count_fails);
-    if (v->overall == CG_OUT_FAIL && c != NULL) {
-        count_headline(v, c, count_fails, dst, n);
+    if (v->overall == CG_OUT_FAIL) {
+        fail_headline(v, dst, n);
         return;
     }
-    for (size_t i = 0; r == NULL && v->overall == CG_OUT_INCONCLUSIVE && i < v->counts.n; i++) {
-        const struct cg_count_result *x = &v->counts.rows[i];
-        if (x->outcome != CG_OUT_INCONCLUSIVE)
-            continue;
-        char change[32];
-        cg_report_count_change(x, change, sizeof(change));
-        snprintf(dst, n, "INCONCLUSIVE: %s %s per step, but measured on a different machine (%s)",
-                 change, x->row >= 0 ? cg_count_label(x->row) : "calls of an NVTX range",
-                 v->machine_diff != NULL ? v->machine_diff : "environment");
-        return;
-    }
-    for (size_t i = 0; r == NULL && v->overall != CG_OUT_PASS && i < v->anatomy.n; i++) {
-        const struct cg_anatomy_part *p = &v->anatomy.parts[i];
-        if (p->outcome != v->overall)
-            continue;
-        snprintf(dst, n, "%s: %s share of the step %+.1f points (%.1f%% to %.1f%%, p = %.3g)%s",
-                 v->overall == CG_OUT_FAIL ? "FAIL" : "INCONCLUSIVE", cg_anatomy_label(p->kind),
-                 p->shift_points, 100.0 * p->baseline, 100.0 * p->current, p->p_value,
-                 p->other_machine ? ", but measured on a different machine"
-                 : v->overall == CG_OUT_FAIL
-                     ? ""
-                     : ", beyond the limit: too few runs or not significant");
-        return;
-    }
-    if (v->overall == CG_OUT_PASS || r == NULL) {
+    if (v->overall == CG_OUT_PASS) {
         cg_fmt_pct(mean->delta_pct, d, sizeof(d));
         snprintf(dst, n, "PASS: no regression beyond the thresholds (step time mean %s)", d);
         return;
     }
-    int fails = 0;
+    /* INCONCLUSIVE: one sentence, the change and then its reason */
+    const struct cg_metric_result *r = inconclusive_metric(v);
+    int count = 0;
     for (int m = 0; m < CG_M_COUNT; m++)
-        fails += v->metrics[m].outcome == r->outcome;
-    cg_fmt_pct(r->delta_pct, d, sizeof(d));
-    cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
-    cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
-    char more[32] = "";
-    if (fails > 1)
-        snprintf(more, sizeof(more), " (and %d more)", fails - 1);
-    if (v->overall == CG_OUT_FAIL) {
-        if (r->method == CG_METHOD_FIXED)
-            snprintf(dst, n, "FAIL: %s regressed %s%s", cg_metric_label(r->metric), d, more);
-        else
-            snprintf(dst, n, "FAIL: %s regressed %s (interval %s to %s, p = %.3g)%s",
-                     cg_metric_label(r->metric), d, lo, hi, r->p_value, more);
-    } else {
-        snprintf(dst, n, "INCONCLUSIVE: %s changed %s, beyond the threshold but %s%s",
-                 cg_metric_label(r->metric), d, r->note[0] ? r->note : "not confirmed", more);
+        count += v->metrics[m].outcome == CG_OUT_INCONCLUSIVE;
+    char more[48] = "";
+    if (count > 1)
+        snprintf(more, sizeof(more), " (and %d more)", count - 1);
+    if (r != NULL) {
+        char th[32] = "";
+        cg_fmt_pct(r->delta_pct, d, sizeof(d));
+        if (r->regression_pct > r->threshold_pct)
+            snprintf(th, sizeof(th), " beyond its %s%.1f%% threshold",
+                     cg_metric_higher_is_worse(r->metric) ? "+" : "-", r->threshold_pct);
+        snprintf(dst, n, "INCONCLUSIVE: %s %s%s: %s%s", cg_metric_label(r->metric), d, th,
+                 r->note[0] ? r->note : "not confirmed", more);
+        return;
     }
+    for (size_t i = 0; i < v->counts.n; i++) {
+        const struct cg_count_result *x = &v->counts.rows[i];
+        if (x->outcome != CG_OUT_INCONCLUSIVE)
+            continue;
+        char what[160];
+        count_phrase(x, what, sizeof(what));
+        snprintf(dst, n, "INCONCLUSIVE: %s: measured on a different machine (%s differs)", what,
+                 v->machine_diff != NULL ? v->machine_diff : "environment");
+        return;
+    }
+    for (size_t i = 0; i < v->anatomy.n; i++) {
+        const struct cg_anatomy_part *p = &v->anatomy.parts[i];
+        if (p->outcome != CG_OUT_INCONCLUSIVE)
+            continue;
+        snprintf(dst, n, "INCONCLUSIVE: %s share of the step %+.1f points (%.1f%% to %.1f%%, "
+                         "p = %.3g): %s",
+                 cg_anatomy_label(p->kind), p->shift_points, 100.0 * p->baseline,
+                 100.0 * p->current, p->p_value,
+                 p->other_machine ? "measured on a different machine"
+                                  : "beyond its limit without enough runs or significance");
+        return;
+    }
+    if (v->states.outcome == CG_OUT_INCONCLUSIVE) {
+        snprintf(dst, n, "INCONCLUSIVE: %zu of %zu current runs in a slow state against %zu of "
+                         "%zu baseline runs: %s",
+                 v->states.slow[1], v->states.runs[1], v->states.slow[0], v->states.runs[0],
+                 v->states.other_machine ? "measured on a different machine"
+                                         : "beyond its limit, not significant");
+        return;
+    }
+    snprintf(dst, n, "INCONCLUSIVE");
 }
 
 void cg_report_states_text(const struct cg_verdict *v, char *dst, size_t n)

@@ -450,6 +450,10 @@ static void test_sequential__budget_stops_before_a_batch_that_does_not_fit(void 
     assert_int_equal(fk.calls, 0);
     assert_true(l.s.info.budget_stopped);
     assert_int_equal(l.s.verdict.overall, CG_OUT_INCONCLUSIVE);
+    /* the report says why no runs were added */
+    const char *note = l.s.verdict.metrics[CG_M_STEP_TIME_MEAN].note;
+    if (strstr(note, "2 current runs measured, the budget (--budget) had no time for more") == NULL)
+        fail_msg("note: %s", note);
     cg_seq_release(&l.s);
     /* With 20 s the batch fits. */
     o.budget_s = 20.0;

@@ -626,6 +626,55 @@ static void test_verdict__a_side_that_landed_slow_is_named(void **state)
     cg_artifact_release(&c8);
 }
 
+/* The headline names the worst FAIL by how far beyond its threshold it is: peak device memory
+ * +20% against its 2% before step time +30% against 5% (a memory leak headlined by step time
+ * was the finding of a user trial); an INCONCLUSIVE is one sentence, its change then its reason;
+ * a note that asks for runs says why none were added. */
+static void test_verdict__headline_names_the_worst_fail(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, c;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(15, 30, 1e7, 0.01, 0.02, 1000000000, 1),
+                      fc = FX(15, 30, 1.3e7, 0.01, 0.02, 1200000000, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    make(&b, &fb);
+    make(&c, &fc);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_headline(&v, line, sizeof(line));
+    if (strncmp(line, "FAIL: Peak device memory regressed +20.0% (and ", 47) != 0)
+        fail_msg("headline: %s", line);
+    cg_verdict_release(&v);
+    /* not significant at 3 v 3 (p >= 0.05 cannot reach the first look's share): one sentence,
+     * and compare's reason for adding no runs */
+    struct cg_fixture f3b = FX(3, 30, 1e7, 0.05, 0.02, -1, 3), f3c = FX(3, 30, 1.08e7, 0.05, 0.02, -1, 4);
+    struct cg_artifact b3, c3;
+    make(&b3, &f3b);
+    make(&c3, &f3c);
+    t.metric[CG_M_STEP_TIME_MEAN].alpha = 0.01;
+    assert_int_equal(cg_verdict_compute(&b3, &c3, &t, &v, &err), 0);
+    const struct cg_metric_result *m = &v.metrics[CG_M_STEP_TIME_MEAN];
+    assert_int_equal(m->outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(m->note, "): add runs"));
+    cg_verdict_explain_runs(&v, "compare takes one look");
+    assert_non_null(strstr(m->note, "): compare takes one look"));
+    assert_null(strstr(m->note, "add runs"));
+    cg_verdict_headline(&v, line, sizeof(line));
+    if (strstr(line, "INCONCLUSIVE: Step time mean +") != line ||
+        strstr(line, " beyond its +5.0% threshold: not significant (p = ") == NULL ||
+        strstr(line, "but") != NULL)
+        fail_msg("headline: %s", line);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    cg_artifact_release(&b3);
+    cg_artifact_release(&c3);
+}
+
 /* ---- the floor's test against a brute-force reference --------------------------------------- */
 
 /* The pooled fast state of sorted v[n], by floor.h's rule, written again apart from floor.c:
@@ -1229,7 +1278,8 @@ static void test_verdict__missing_gpu_metrics_on_the_same_machine_still_gate_ste
                               "holds the CUPTI subscriber slot: torch.profiler") == NULL)
             fail_msg("device memory note: %s", dev->note);
         cg_verdict_headline(&v, line, sizeof(line));
-        if (strncmp(line, "FAIL: Step time mean regressed", 30) != 0)
+        /* the worst FAIL by how far beyond its threshold: the floor's +30% against 3% */
+        if (strncmp(line, "FAIL: Step time floor regressed", 31) != 0)
             fail_msg("headline: %s", line);
         cg_verdict_release(&v);
         /* the other way round: the baseline's GPU metrics are the missing ones */
@@ -1332,6 +1382,7 @@ int main(void)
         cmocka_unit_test(test_verdict__states_size_under_no_change),
         cmocka_unit_test(test_verdict__states_power),
         cmocka_unit_test(test_verdict__a_side_that_landed_slow_is_named),
+        cmocka_unit_test(test_verdict__headline_names_the_worst_fail),
         cmocka_unit_test(test_verdict__floor_p_equals_every_split_enumerated),
         cmocka_unit_test(test_verdict__floor_needs_fast_runs),
         cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
