@@ -32,6 +32,13 @@ void cg_report_stopped_text(const struct cg_artifact *a, char *dst, size_t n);
  * canary-gate); tokens: --tokens-per-step 256"): fixed words and numbers only. */
 void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
 
+/* A metric's Change cell (terminal and markdown alike, numbers and fixed words only): the
+ * shift the test decides on with its interval, "+2.1% (-0.5% to +4.9%)", an end the test cannot
+ * bound written "no bound" (both: "no interval with these runs"); and when the shown medians
+ * change differently (by a point or more, or the other way), that change too, "; medians
+ * -7.3%", so the cell never disagrees with the Baseline and Current beside it unexplained. */
+void cg_report_change_text(const struct cg_metric_result *r, char *dst, size_t n);
+
 /* The process states' line of every report (numbers and fixed words: no escaping needed), ""
  * when the floor was not compared over runs: the runs of each side in slow states, the share
  * test's p, and what it means ("a change that makes slow processes likelier" when it is a

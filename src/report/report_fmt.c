@@ -496,3 +496,27 @@ done:
     cg_kernel_choices_release(&kc);
     return rc;
 }
+
+void cg_report_change_text(const struct cg_metric_result *r, char *dst, size_t n)
+{
+    char d[32], lo[32], hi[32], interval[96], medians[48] = "";
+    cg_fmt_pct(r->delta_pct, d, sizeof(d));
+    bool low = isfinite(r->ci_low_pct), high = isfinite(r->ci_high_pct);
+    cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
+    cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
+    if (!low && !high)
+        snprintf(interval, sizeof(interval), "no interval with these runs");
+    else
+        snprintf(interval, sizeof(interval), "%s to %s", low ? lo : "no bound",
+                 high ? hi : "no bound");
+    if (r->method != CG_METHOD_FIXED && r->baseline > 0 && isfinite(r->current)) {
+        double m = (r->current / r->baseline - 1.0) * 100.0;
+        if (isfinite(m) && isfinite(r->delta_pct) &&
+            (fabs(m - r->delta_pct) >= 1.0 || (m > 0) != (r->delta_pct > 0))) {
+            char md[32];
+            cg_fmt_pct(m, md, sizeof(md));
+            snprintf(medians, sizeof(medians), "; medians %s", md);
+        }
+    }
+    snprintf(dst, n, "%s (%s)%s", d, interval, medians);
+}

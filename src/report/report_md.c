@@ -163,17 +163,14 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
 static int add_metric_table(struct cg_buf *b, const struct cg_verdict *v)
 {
     double alpha = v->thresholds->metric[CG_M_STEP_TIME_MEAN].alpha;
-    int rc = cg_buf_printf(b, "| Metric | Baseline | Current | Change (%.0f%% interval) | p | "
+    int rc = cg_buf_printf(b, "| Metric | Baseline | Current | Change (its %.0f%% interval) | p | "
                               "Threshold | Outcome |\n|---|---:|---:|---:|---:|---:|---|\n",
                            (1.0 - 2.0 * alpha) * 100.0);
     for (int m = 0; m < CG_M_COUNT && rc == 0; m++) {
         const struct cg_metric_result *r = &v->metrics[m];
-        char base[48], cur[48], d[32], lo[32], hi[32], p[32], th[64];
+        char base[48], cur[48], p[32], th[64];
         cg_fmt_metric(r->metric, r->baseline, base, sizeof(base));
         cg_fmt_metric(r->metric, r->current, cur, sizeof(cur));
-        cg_fmt_pct(r->delta_pct, d, sizeof(d));
-        cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
-        cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
         if (isnan(r->p_value))
             snprintf(p, sizeof(p), "&mdash;");
         else
@@ -191,10 +188,21 @@ static int add_metric_table(struct cg_buf *b, const struct cg_verdict *v)
                                cg_metric_label(r->metric), base, cur, th, r->note);
             continue;
         }
-        rc = cg_buf_printf(b, "| %s | %s | %s | %s (%s to %s) | %s | %s | %s%s%s |\n",
-                           cg_metric_label(r->metric), base, cur, d, lo, hi, p, th,
+        char change[160];
+        cg_report_change_text(r, change, sizeof(change));
+        rc = cg_buf_printf(b, "| %s | %s | %s | %s | %s | %s | %s%s%s |\n",
+                           cg_metric_label(r->metric), base, cur, change, p, th,
                            outcome_icon(r->outcome), r->note[0] ? ": " : "", r->note);
     }
+    if (rc == 0)
+        rc = cg_buf_printf(
+            b, "\nBaseline and Current are the medians of the runs. Change is the shift the test "
+               "decides on (Hodges-Lehmann: the median of the ratios between every baseline run "
+               "and every current run; memory: the medians' change) with its interval at %.0f%% "
+               "(the one-sided test at alpha %.2g, from each end); where the medians' own change "
+               "differs by a point or more it is shown beside it (the words: the glossary of "
+               "canary-gate's docs/statistics.md).\n",
+            (1.0 - 2.0 * alpha) * 100.0, alpha);
     return rc;
 }
 

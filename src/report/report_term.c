@@ -120,16 +120,13 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
                            "current", "change (interval)", "p", "threshold", "outcome");
     for (int m = 0; m < CG_M_COUNT && rc == 0; m++) {
         const struct cg_metric_result *r = &v->metrics[m];
-        char base[48], cur[48], d[32], lo[32], hi[32], ci[128], p[32], th[32];
+        char base[48], cur[48], ci[160], p[32], th[32];
         cg_fmt_metric(r->metric, r->baseline, base, sizeof(base));
         cg_fmt_metric(r->metric, r->current, cur, sizeof(cur));
-        cg_fmt_pct(r->delta_pct, d, sizeof(d));
-        cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
-        cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
         if (r->outcome == CG_OUT_UNAVAILABLE)
             snprintf(ci, sizeof(ci), "-");
         else
-            snprintf(ci, sizeof(ci), "%s (%s..%s)", d, lo, hi);
+            cg_report_change_text(r, ci, sizeof(ci));
         if (isnan(r->p_value))
             snprintf(p, sizeof(p), "-");
         else
