@@ -113,6 +113,7 @@ struct cg_post_opts {
     const char *id;     /* the gate id; NULL: the report's */
     long pr;            /* the pull request; 0: the event's */
     bool status;        /* set a commit status too */
+    bool check_run;     /* publish the verdict as a check run too (checkrun.h) */
     bool dry_run;       /* print the requests instead of sending them */
     bool require;       /* a posting failure is exit 3 */
     long deadline_s;    /* for everything posted */

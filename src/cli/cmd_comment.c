@@ -1,7 +1,7 @@
 /*
  * cmd_comment: 'canary-gate comment' posts the markdown report as the PR comment (one per PR and
- * gate id, edited in place), optionally sets a commit status on the PR head, and appends the
- * report to the Actions job summary.
+ * gate id, edited in place), optionally sets a commit status and publishes a check run on the PR
+ * head, and appends the report to the Actions job summary.
  *
  * Defaults come from the Actions environment (GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL,
  * GITHUB_EVENT_PATH, GITHUB_STEP_SUMMARY). Posting problems are warnings: the command exits 0
@@ -9,6 +9,7 @@
  * to the http client; it is never printed. Single-threaded.
  */
 #include "cg_version.h"
+#include "checkrun.h"
 #include "cmd.h"
 #include "comment_marker.h"
 #include "fsutil.h"
@@ -30,14 +31,19 @@ static const char usage_text[] =
     "usage: canary-gate comment --report FILE.md [options]\n"
     "\n"
     "Posts the report as the pull request's canary-gate comment (edited in place on later runs),\n"
-    "optionally sets a commit status, and appends the report to $GITHUB_STEP_SUMMARY.\n"
+    "optionally sets a commit status and a check run, and appends the report to\n"
+    "$GITHUB_STEP_SUMMARY.\n"
     "\n"
     "options:\n"
     "  --report FILE.md        the markdown report written by 'canary-gate compare' (required)\n"
     "  --repo OWNER/NAME       repository (default: $GITHUB_REPOSITORY)\n"
     "  --pr N                  pull request number (default: from $GITHUB_EVENT_PATH)\n"
-    "  --sha SHA               commit for --status (default: the pull request's head commit)\n"
+    "  --sha SHA               commit for --status and --check-run (default: the pull\n"
+    "                          request's head commit)\n"
     "  --status                also set the commit status 'canary-gate[/ID]'\n"
+    "  --check-run             also publish the check run 'canary-gate[/ID]' (updated in place\n"
+    "                          on re-runs): success, failure, or neutral for inconclusive and a\n"
+    "                          recorded baseline; the report is its summary (checks: write)\n"
     "  --comment-mode MODE     always (default), on-regression (create only for fail,\n"
     "                          inconclusive or error, but keep an existing comment current),\n"
     "                          never\n"
@@ -53,7 +59,7 @@ static const char usage_text[] =
     "                          (mentions, links, images, HTML); take --pr and --sha from the\n"
     "                          trusted event, never from the artifact\n"
     "  --dry-run               print each request, token redacted, instead of sending it\n"
-    "  --require-comment       exit 3 when the comment or status cannot be posted\n"
+    "  --require-comment       exit 3 when the comment, status or check run cannot be posted\n"
     "  --deadline SEC          give up posting after SEC seconds in all, retries and every page\n"
     "                          of comments included (default 120)\n"
     "  -h, --help              show this help\n"
@@ -70,6 +76,7 @@ struct comment_opts {
     char sha_buf[65]; /* the head SHA read from the event file */
     long pr;
     int status;
+    int check_run;
     int dry_run;
     int require;
     long deadline_s;
@@ -130,6 +137,7 @@ static int parse_args(int argc, char **argv, struct cg_post_opts *o)
         {"pr", required_argument, NULL, 'p'},
         {"sha", required_argument, NULL, 's'},
         {"status", no_argument, NULL, 'S'},
+        {"check-run", no_argument, NULL, 'C'},
         {"comment-mode", required_argument, NULL, 'm'},
         {"id", required_argument, NULL, 'i'},
         {"verdict", required_argument, NULL, 'v'},
@@ -166,6 +174,9 @@ static int parse_args(int argc, char **argv, struct cg_post_opts *o)
             break;
         case 'S':
             o->status = true;
+            break;
+        case 'C':
+            o->check_run = true;
             break;
         case 'm':
             if (!cg_post_mode_parse(optarg, &o->mode))
@@ -227,7 +238,7 @@ static int read_event(struct comment_opts *o)
     struct cg_err err;
     int rc = 0;
     cg_err_init(&err);
-    if (path == NULL || (o->pr != 0 && (o->sha != NULL || !o->status)))
+    if (path == NULL || (o->pr != 0 && (o->sha != NULL || (!o->status && !o->check_run))))
         return 0;
     if ((rc = cg_file_read(path, EVENT_MAX_BYTES, &json, &len, &err)) != 0 ||
         (rc = cg_github_event_parse(json, len, path, &ev, &err)) != 0) {
@@ -343,6 +354,15 @@ done:
     return failed;
 }
 
+/* The Actions run's page into target, when the environment names it; 1 then, else 0. */
+static int run_url(struct cg_buf *target)
+{
+    const char *server = env("GITHUB_SERVER_URL"), *run = env("GITHUB_RUN_ID");
+    const char *run_repo = env("GITHUB_REPOSITORY");
+    return server != NULL && run != NULL && run_repo != NULL &&
+           cg_buf_printf(target, "%s/%s/actions/runs/%s", server, run_repo, run) == 0;
+}
+
 /* Sets the commit status; returns 0 when done, 1 when it could not be set. */
 static int post_status(struct comment_opts *o, struct cg_github *gh, const char *token)
 {
@@ -355,10 +375,7 @@ static int post_status(struct comment_opts *o, struct cg_github *gh, const char 
         failed = 1;
         goto done;
     }
-    const char *server = env("GITHUB_SERVER_URL"), *run = env("GITHUB_RUN_ID");
-    const char *run_repo = env("GITHUB_REPOSITORY");
-    int has_target = server != NULL && run != NULL && run_repo != NULL &&
-                     cg_buf_printf(&target, "%s/%s/actions/runs/%s", server, run_repo, run) == 0;
+    int has_target = run_url(&target);
     if (cg_github_status_set_reason(gh, o->sha, o->id, o->verdict, o->reason,
                                     has_target ? cg_buf_str(&target) : NULL, &err) != 0) {
         warn("%s", err.msg);
@@ -368,6 +385,39 @@ static int post_status(struct comment_opts *o, struct cg_github *gh, const char 
     if (!o->dry_run)
         fprintf(stderr, "canary-gate: status: %s on %s@%.12s\n", cg_github_verdict_name(o->verdict),
                 o->repo, o->sha);
+done:
+    cg_buf_release(&target);
+    return failed;
+}
+
+/* Publishes the check run; returns 0 when done, 1 when it could not be. */
+static int post_check_run(struct comment_opts *o, struct cg_github *gh, const char *report,
+                          size_t len, const char *token)
+{
+    struct cg_buf target;
+    struct cg_github_check_result res;
+    struct cg_err err;
+    int failed = 0;
+    cg_err_init(&err);
+    cg_buf_init(&target, 4096);
+    if (!have_context(o, token, 0, 1, "check run")) {
+        failed = 1;
+        goto done;
+    }
+    int has_target = run_url(&target);
+    if (cg_github_check_run_publish(gh, o->sha, o->id, o->verdict, o->reason, report, len,
+                                    has_target ? cg_buf_str(&target) : NULL, &res, &err) != 0) {
+        warn("%s", err.msg);
+        failed = 1;
+        goto done;
+    }
+    if (o->dry_run)
+        fprintf(stderr, "canary-gate: check run: dry run; the lookup was not sent, so a create "
+                        "is shown (an existing check run would be updated with PATCH)\n");
+    else
+        fprintf(stderr, "canary-gate: check run: %s, %s on %s@%.12s%s%s\n",
+                action_name(res.action), cg_github_check_conclusion(o->verdict), o->repo, o->sha,
+                res.html_url[0] ? ": " : "", res.html_url);
 done:
     cg_buf_release(&target);
     return failed;
@@ -395,6 +445,7 @@ int cg_cmd_post(const struct cg_post_opts *p)
     o.id = p->id;
     o.pr = p->pr;
     o.status = p->status;
+    o.check_run = p->check_run;
     o.dry_run = p->dry_run;
     o.require = p->require;
     o.deadline_s = p->deadline_s;
@@ -416,7 +467,8 @@ int cg_cmd_post(const struct cg_post_opts *p)
         o.verdict = rep.verdict;
     if (rep.reason[0] != '\0')
         o.reason = rep.reason;
-    if (o.verdict == CG_GITHUB_VERDICT_NONE && (o.status || o.mode == CG_GITHUB_MODE_ON_REGRESSION)) {
+    if (o.verdict == CG_GITHUB_VERDICT_NONE &&
+        (o.status || o.check_run || o.mode == CG_GITHUB_MODE_ON_REGRESSION)) {
         exit_code = cg_cmd_usage_error("comment",
                                        "'%s' has no '" CG_COMMENT_MARKER_VERDICT_HEAD
                                        " ... -->' line: pass "
@@ -451,7 +503,7 @@ int cg_cmd_post(const struct cg_post_opts *p)
         failed = 1;
         goto finish;
     }
-    if (read_event(&o) != 0 && (o.mode != CG_GITHUB_MODE_NEVER || o.status)) {
+    if (read_event(&o) != 0 && (o.mode != CG_GITHUB_MODE_NEVER || o.status || o.check_run)) {
         failed = 1;
         goto finish;
     }
@@ -471,6 +523,8 @@ int cg_cmd_post(const struct cg_post_opts *p)
         failed |= post_comment(&o, &gh, report, len, token);
     if (o.status)
         failed |= post_status(&o, &gh, token);
+    if (o.check_run)
+        failed |= post_check_run(&o, &gh, report, len, token);
 finish:
     if (failed && o.require) {
         fprintf(stderr, "canary-gate: posting failed and --require-comment is set\n");

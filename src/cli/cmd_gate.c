@@ -2,8 +2,8 @@
  * cmd_gate: the main command, `canary-gate --baseline FILE [options] [-- CMD ARGS...]` (also
  * `canary-gate gate ...`). Runs the canary under instrumentation (the built-in canary when no
  * command is given), writes this run's artifact, compares it with the baseline, prints the table
- * and verdict, writes the markdown report and JSON verdict, optionally posts the PR comment and
- * commit status, and exits with the gate's code.
+ * and verdict, writes the markdown report and JSON verdict, optionally posts the PR comment,
+ * commit status and check run, and exits with the gate's code.
  *
  * The baseline is loaded and checked before any canary time is spent. Measurement settings come
  * from the command line, else from the baseline (so both sides run the same canary), else from
@@ -44,7 +44,7 @@ static const char usage_text[] =
     "\n"
     "Runs the canary (the built-in one when no CMD is given) under instrumentation, writes this\n"
     "run's artifact, compares it with the baseline, prints the table and the verdict, writes the\n"
-    "report and JSON verdict, and optionally posts the PR comment and commit status.\n"
+    "report and JSON verdict, and optionally posts the PR comment, commit status and check run.\n"
     "\n"
     "  --baseline FILE        the baseline artifact (record one with 'canary-gate run --out FILE')\n"
     "  --record-if-missing    when FILE does not exist, record this run as the baseline and pass\n"
@@ -66,19 +66,21 @@ static const char usage_text[] =
     "  --comment              post the report as the pull request's comment (edited in place)\n"
     "  --comment-mode MODE    always (default with --comment), on-regression, never\n"
     "  --status               set the commit status canary-gate[/ID] on the pull request's head\n"
+    "  --check-run            publish the check run canary-gate[/ID] there too (neutral when\n"
+    "                         inconclusive; the report is its summary; needs checks: write)\n"
     "  --id NAME              gate id, for several gates on one pull request\n";
 
 /* The rest of the help, apart: one string literal would pass the length C11 guarantees. */
 static const char usage_notes[] =
     "  --history FILE         main's history (history.jsonl on the baseline branch): the\n"
     "                         reports mention a regression accepted there lately\n"
-    "  --post-deadline SEC    give up posting the comment and status after SEC seconds in all\n"
-    "                         (default 120; the gate's exit code stands)\n"
+    "  --post-deadline SEC    give up posting the comment, status and check run after SEC\n"
+    "                         seconds in all (default 120; the gate's exit code stands)\n"
     "  --fail-on-inconclusive exit 4 when the verdict is inconclusive\n" CG_ONLY_USAGE
     "  --color WHEN           auto (default), always or never\n" CG_GATE_SEQ_USAGE
     "  -h, --help             show this help\n"
     "\n"
-    "--comment and --status read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
+    "--comment, --status and --check-run read GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (see\n"
     "'canary-gate comment --help'); without --report the report goes beside --out (FILE.md).\n"
     "\n"
     "Every output is checked before the canary runs: none may be the baseline, the thresholds\n"
@@ -98,6 +100,7 @@ enum {
     OPT_COMMENT,
     OPT_MODE,
     OPT_STATUS,
+    OPT_CHECK_RUN,
     OPT_TRACE,
     OPT_TRACE_STEPS,
     OPT_DEADLINE,
@@ -114,6 +117,7 @@ static const struct option options[] = {
     {"comment", no_argument, NULL, OPT_COMMENT},
     {"comment-mode", required_argument, NULL, OPT_MODE},
     {"status", no_argument, NULL, OPT_STATUS},
+    {"check-run", no_argument, NULL, OPT_CHECK_RUN},
     {"color", required_argument, NULL, CG_OPT_COLOR},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-steps", required_argument, NULL, OPT_TRACE_STEPS},
@@ -134,7 +138,7 @@ struct gate_opts {
     bool color_on; /* settled from color */
     long post_deadline_s; /* 0: the default */
     struct cg_report_opts ro; /* --report, --json, --id, --fail-on-inconclusive; color settled */
-    bool record_if_missing, comment, status;
+    bool record_if_missing, comment, status, check_run;
     struct cg_measure_opts m;    /* the measurement options (nothing given: -1, NULL) */
     long runs;                   /* settled */
     bool log_given, report_given;
@@ -169,6 +173,7 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         case OPT_STATUS:
             o->status = true;
             break;
+        case OPT_CHECK_RUN: o->check_run = true; break;
         case CG_OPT_COLOR: o->color = optarg; break;
         case OPT_TRACE: o->collect.trace_path = optarg; break;
         case OPT_HISTORY: o->history = optarg; break;
@@ -264,17 +269,18 @@ done:
     return rc;
 }
 
-/* Posts the report (comment and/or status) as 'canary-gate comment' does. Posting problems are
- * warnings there; they never change the gate's exit code. */
+/* Posts the report (comment, status, check run) as 'canary-gate comment' does. Posting problems
+ * are warnings there; they never change the gate's exit code. */
 static void post(const struct gate_opts *o)
 {
-    if (!o->comment && !o->status)
+    if (!o->comment && !o->status && !o->check_run)
         return;
     struct cg_post_opts p;
     cg_post_opts_init(&p);
     p.report = o->ro.report_path;
     p.mode = o->post_mode;
     p.status = o->status;
+    p.check_run = o->check_run;
     p.id = o->ro.gate_id;
     if (o->post_deadline_s > 0)
         p.deadline_s = o->post_deadline_s;
@@ -379,7 +385,7 @@ int cmd_gate(int argc, char **argv)
     settle_settings(&o, have_base ? &base : NULL, &t);
     if (o.collect.log == NULL && (o.collect.log = log_owned = cg_collect_log_path(o.out)) == NULL)
         goto oom;
-    if (o.ro.report_path == NULL && (o.comment || o.status) &&
+    if (o.ro.report_path == NULL && (o.comment || o.status || o.check_run) &&
         (o.ro.report_path = report_owned = cg_collect_sibling_path(o.out, ".md")) == NULL)
         goto oom;
     if ((partial = cg_cmd_partial_path(o.out)) == NULL ||

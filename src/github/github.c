@@ -10,6 +10,8 @@
 #include "github.h"
 
 #include "comment_marker.h"
+#include "checkrun.h"
+#include "github_api.h"
 
 #include <cjson/cJSON.h>
 
@@ -27,6 +29,9 @@
 
 #define GH_MAX_PAGES 500
 #define GH_TRUNCATED_NOTE "\n_The report was cut to fit GitHub's comment limit; the job summary has all of it._\n"
+#define GH_CHECK_TRUNCATED_NOTE                                                                    \
+    "\n_The report was cut to fit GitHub's limit on a check run's summary; the job summary has "    \
+    "all of it._\n"
 
 /* ---- small checks and names ---------------------------------------------------------------- */
 
@@ -197,57 +202,77 @@ static const char *open_blocks(const char *p, size_t n, int *details)
     return fence;
 }
 
+/* Length of n bytes in the units of a limit: bytes, or UTF-8 characters. */
+static size_t units(const char *p, size_t n, int bytes)
+{
+    return bytes ? n : utf8_chars(p, n);
+}
+
+/* Appends head (a line, or "") and then as much of rest (rest_len bytes) as fits in limit units
+ * (bytes when bytes, else characters) with the note, cut at a line, closing what the cut leaves
+ * open (so the note shows, outside every block). Returns 0 or nonzero (no memory). */
+static int fit_text(const char *head, const char *rest, size_t rest_len, size_t limit, int bytes,
+                    const char *note, struct cg_buf *out)
+{
+    size_t budget = limit - units(head, strlen(head), bytes);
+    int rc = cg_buf_adds(out, head);
+    if (rc != 0 || units(rest, rest_len, bytes) <= budget)
+        return rc != 0 ? rc : cg_buf_add(out, rest, rest_len);
+    size_t keep = budget - units(note, strlen(note), bytes);
+    size_t i = 0, counted = 0, cut = 0;
+    for (; i < rest_len; i++) {
+        if ((bytes || ((unsigned char)rest[i] & 0xC0) != 0x80) && ++counted > keep)
+            break;
+        if (rest[i] == '\n')
+            cut = i + 1;
+    }
+    int details = 0;
+    const char *fence = NULL;
+    for (;;) {
+        fence = open_blocks(rest, cut, &details);
+        if (details > GH_CLOSE_MAX_DETAILS)
+            details = GH_CLOSE_MAX_DETAILS;
+        size_t closing = (fence != NULL ? 4 : 0) + 12 * (size_t)details;
+        if (cut == 0 || units(rest, cut, bytes) + closing <= keep)
+            break;
+        size_t prev = cut - 1; /* back to the line before */
+        while (prev > 0 && rest[prev - 1] != '\n')
+            prev--;
+        cut = prev;
+    }
+    rc = cg_buf_add(out, rest, cut);
+    if (rc == 0 && fence != NULL)
+        rc = cg_buf_printf(out, "%s\n", fence);
+    for (int k = 0; rc == 0 && k < details; k++)
+        rc = cg_buf_adds(out, "\n</details>\n");
+    return rc != 0 ? rc : cg_buf_adds(out, note);
+}
+
 int cg_github_comment_body(const char *report, size_t len, const char *id, struct cg_buf *out,
                            struct cg_err *err)
 {
     char marker[CG_GITHUB_ID_MAX + 32];
     char old_id[CG_GITHUB_ID_MAX + 1];
     const char *end = report + len, *rest = report;
-    if (cg_github_marker(id, marker, sizeof(marker)) != 0)
+    if (cg_github_marker(id, marker, sizeof(marker)) != 0 ||
+        strlen(marker) + 1 >= sizeof(marker))
         return cg_err_set(err, CG_EINPUT, "gate id '%s' is too long", id);
     size_t n = line_len(report, end, &rest);
     if (!cg_comment_marker_id(report, n, old_id, sizeof(old_id)))
         rest = report;
-    size_t rest_len = (size_t)(end - rest);
-    size_t budget = CG_GITHUB_COMMENT_MAX_CHARS - strlen(marker) - 1;
-    int rc = cg_buf_printf(out, "%s\n", marker);
-    if (rc == 0 && utf8_chars(rest, rest_len) <= budget) {
-        rc = cg_buf_add(out, rest, rest_len);
-    } else if (rc == 0) {
-        /* cut at the last line that fits with the note and the lines that close what the
-         * cut leaves open (so the note shows, outside every block) */
-        size_t keep_chars = budget - utf8_chars(GH_TRUNCATED_NOTE, strlen(GH_TRUNCATED_NOTE));
-        size_t i = 0, chars = 0, cut = 0;
-        for (; i < rest_len; i++) {
-            if (((unsigned char)rest[i] & 0xC0) != 0x80 && ++chars > keep_chars)
-                break;
-            if (rest[i] == '\n')
-                cut = i + 1;
-        }
-        int details = 0;
-        const char *fence = NULL;
-        for (;;) {
-            fence = open_blocks(rest, cut, &details);
-            if (details > GH_CLOSE_MAX_DETAILS)
-                details = GH_CLOSE_MAX_DETAILS;
-            size_t closing = (fence != NULL ? 4 : 0) + 12 * (size_t)details;
-            if (cut == 0 || utf8_chars(rest, cut) + closing <= keep_chars)
-                break;
-            size_t prev = cut - 1; /* back to the line before */
-            while (prev > 0 && rest[prev - 1] != '\n')
-                prev--;
-            cut = prev;
-        }
-        rc = cg_buf_add(out, rest, cut);
-        if (rc == 0 && fence != NULL)
-            rc = cg_buf_printf(out, "%s\n", fence);
-        for (int k = 0; rc == 0 && k < details; k++)
-            rc = cg_buf_adds(out, "\n</details>\n");
-        if (rc == 0)
-            rc = cg_buf_adds(out, GH_TRUNCATED_NOTE);
-    }
-    if (rc != 0)
+    memcpy(marker + strlen(marker), "\n", 2);
+    if (fit_text(marker, rest, (size_t)(end - rest), CG_GITHUB_COMMENT_MAX_CHARS, 0,
+                 GH_TRUNCATED_NOTE, out) != 0)
         return cg_err_set(err, CG_ENOMEM, "the comment body does not fit in memory");
+    return 0;
+}
+
+int cg_github_check_summary(const char *report, size_t len, struct cg_buf *out,
+                            struct cg_err *err)
+{
+    if (fit_text("", report, len, CG_GITHUB_CHECK_SUMMARY_MAX_BYTES, 1, GH_CHECK_TRUNCATED_NOTE,
+                 out) != 0)
+        return cg_err_set(err, CG_ENOMEM, "the check run's summary does not fit in memory");
     return 0;
 }
 
@@ -469,7 +494,7 @@ static int status_error(const struct cg_github *gh, const struct cg_http_respons
 
 /* Is v a JSON number GitHub would use as an id: a whole number from 1 to 2^53 (so that converting
  * it to long long is defined)? */
-static int is_id(const cJSON *v)
+int cg_github_json_id(const cJSON *v)
 {
     return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 9007199254740992.0 &&
            v->valuedouble == floor(v->valuedouble);
@@ -497,15 +522,15 @@ static void redact(char *msg, size_t size, const char *token)
     snprintf(msg, size, "%s", out);
 }
 
-static int is_dry(const struct cg_github *gh)
+int cg_github_is_dry(const struct cg_github *gh)
 {
     return gh->http->opt.dry_run;
 }
 
 /* Sends one request; returns 0 for a 2xx answer (or a dry run), else a message. */
-static int call(struct cg_github *gh, const char *method, const char *url, const char *body,
-                int once, struct cg_http_response *resp, const char *what, const char *missing,
-                struct cg_err *err)
+int cg_github_call(struct cg_github *gh, const char *method, const char *url, const char *body,
+                   int once, struct cg_http_response *resp, const char *what,
+                   const char *missing, struct cg_err *err)
 {
     struct cg_http_request req = {method, url, gh->token, body, once};
     char sub[CG_ERR_MSG_MAX];
@@ -515,7 +540,7 @@ static int call(struct cg_github *gh, const char *method, const char *url, const
     if (rc != 0) {
         snprintf(sub, sizeof(sub), "%s", e.msg);
         rc = cg_err_set(err, rc, "%s: %s", what, sub);
-    } else if (is_dry(gh) || (resp->status >= 200 && resp->status < 300)) {
+    } else if (cg_github_is_dry(gh) || (resp->status >= 200 && resp->status < 300)) {
         return 0;
     } else {
         rc = status_error(gh, resp, what, missing, err);
@@ -526,7 +551,7 @@ static int call(struct cg_github *gh, const char *method, const char *url, const
 }
 
 /* Is url on the API's own origin (scheme, host and port)? */
-static int same_origin(const char *api, const char *url)
+int cg_github_same_origin(const char *api, const char *url)
 {
     const char *h = strstr(api, "://");
     if (h == NULL)
@@ -535,7 +560,7 @@ static int same_origin(const char *api, const char *url)
     return strncmp(api, url, n) == 0 && (url[n] == '/' || url[n] == '\0');
 }
 
-static int api_base(const struct cg_github *gh, struct cg_buf *url)
+int cg_github_api_base(const struct cg_github *gh, struct cg_buf *url)
 {
     size_t n = strlen(gh->api_url);
     while (n > 0 && gh->api_url[n - 1] == '/')
@@ -558,7 +583,7 @@ int cg_github_comments_scan(const char *body, size_t len, const char *marker,
     cJSON_ArrayForEach(c, root) {
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(c, "body");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-        if (!cJSON_IsString(text) || !is_id(id))
+        if (!cJSON_IsString(text) || !cg_github_json_id(id))
             continue;
         const char *b = text->valuestring;
         if (strncmp(b, marker, ml) == 0 && (b[ml] == '\0' || b[ml] == '\n' || b[ml] == '\r')) {
@@ -595,15 +620,15 @@ int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,
     cg_buf_init(&url, 8192);
     snprintf(what, sizeof(what), "cannot list the comments of '%s#%ld'", gh->repo, pr);
     snprintf(missing, sizeof(missing), "pull request #%ld", pr);
-    if (api_base(gh, &url) != 0 ||
+    if (cg_github_api_base(gh, &url) != 0 ||
         cg_buf_printf(&url, "/repos/%s/issues/%ld/comments?per_page=100", gh->repo, pr) != 0) {
         rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
         goto done;
     }
     for (int page = 1;; page++) {
-        if ((rc = call(gh, "GET", cg_buf_str(&url), NULL, 0, &resp, what, missing, err)) != 0)
+        if ((rc = cg_github_call(gh, "GET", cg_buf_str(&url), NULL, 0, &resp, what, missing, err)) != 0)
             goto done;
-        if (is_dry(gh))
+        if (cg_github_is_dry(gh))
             goto done; /* nothing was sent: no comment is known */
         if ((rc = scan_page(&resp, marker, comment_id, what, err)) != 0 || *comment_id != 0)
             goto done;
@@ -616,7 +641,7 @@ int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,
         }
         if (has == 0)
             goto done;
-        if (!same_origin(gh->api_url, next)) {
+        if (!cg_github_same_origin(gh->api_url, next)) {
             rc = cg_err_set(err, CG_ENET, "%s: the next page is on another host; not following it",
                             what);
             goto done;
@@ -644,7 +669,7 @@ static void read_comment(const struct cg_http_response *r, struct cg_github_comm
     cJSON *root = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(root, "html_url");
-    if (is_id(id))
+    if (cg_github_json_id(id))
         res->comment_id = (long long)id->valuedouble;
     if (cJSON_IsString(url) && strlen(url->valuestring) < sizeof(res->html_url))
         memcpy(res->html_url, url->valuestring, strlen(url->valuestring) + 1);
@@ -662,11 +687,11 @@ static int update_comment(struct cg_github *gh, long pr, long long id, const cha
     cg_buf_init(&url, 8192);
     snprintf(what, sizeof(what), "cannot update comment %lld on '%s#%ld'", id, gh->repo, pr);
     snprintf(missing, sizeof(missing), "comment %lld", id);
-    if (api_base(gh, &url) != 0 ||
+    if (cg_github_api_base(gh, &url) != 0 ||
         cg_buf_printf(&url, "/repos/%s/issues/comments/%lld", gh->repo, id) != 0)
         rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
     else
-        rc = call(gh, "PATCH", cg_buf_str(&url), text, 0, resp, what, missing, err);
+        rc = cg_github_call(gh, "PATCH", cg_buf_str(&url), text, 0, resp, what, missing, err);
     cg_buf_release(&url);
     return rc;
 }
@@ -684,13 +709,13 @@ static int create_comment(struct cg_github *gh, long pr, const char *marker, con
     *created = 0;
     snprintf(what, sizeof(what), "cannot create the comment on '%s#%ld'", gh->repo, pr);
     snprintf(missing, sizeof(missing), "pull request #%ld", pr);
-    if (api_base(gh, &url) != 0 ||
+    if (cg_github_api_base(gh, &url) != 0 ||
         cg_buf_printf(&url, "/repos/%s/issues/%ld/comments", gh->repo, pr) != 0) {
         rc = cg_err_set(err, CG_ENOMEM, "%s: URL too long", what);
         goto done;
     }
     for (int attempt = 1;; attempt++) {
-        rc = call(gh, "POST", cg_buf_str(&url), text, 1, resp, what, missing, err);
+        rc = cg_github_call(gh, "POST", cg_buf_str(&url), text, 1, resp, what, missing, err);
         if (rc == 0)
             goto done;
         int unsure = rc == CG_ENET && (resp->status == 0 || resp->status >= 500);
@@ -753,7 +778,7 @@ int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, con
             goto done;
         res->action = CG_GITHUB_CREATED;
     }
-    if (!is_dry(gh))
+    if (!cg_github_is_dry(gh))
         read_comment(&resp, res);
 done:
     cJSON_free(text);
@@ -785,6 +810,14 @@ const char *cg_github_status_of(enum cg_github_verdict verdict, const char *reas
             break;
     desc[i] = '\0';
     return state[v];
+}
+
+void cg_github_context(const char *id, char *out, size_t size)
+{
+    if (id != NULL && *id != '\0')
+        snprintf(out, size, "%s/%.*s", CG_GITHUB_STATUS_CONTEXT, CG_GITHUB_ID_MAX, id);
+    else
+        snprintf(out, size, "%s", CG_GITHUB_STATUS_CONTEXT);
 }
 
 int cg_github_status_set(struct cg_github *gh, const char *sha, const char *id,
@@ -819,21 +852,18 @@ int cg_github_status_set_reason(struct cg_github *gh, const char *sha, const cha
         goto done;
     }
     const char *state = cg_github_status_of(verdict, reason, desc, sizeof(desc));
-    if (id != NULL && *id != '\0')
-        snprintf(context, sizeof(context), "%s/%s", CG_GITHUB_STATUS_CONTEXT, id);
-    else
-        snprintf(context, sizeof(context), "%s", CG_GITHUB_STATUS_CONTEXT);
+    cg_github_context(id, context, sizeof(context));
     json = cJSON_CreateObject();
     if (json == NULL || cJSON_AddStringToObject(json, "state", state) == NULL ||
         cJSON_AddStringToObject(json, "context", context) == NULL ||
         cJSON_AddStringToObject(json, "description", desc) == NULL ||
         (target_url != NULL && cJSON_AddStringToObject(json, "target_url", target_url) == NULL) ||
-        (text = cJSON_PrintUnformatted(json)) == NULL || api_base(gh, &url) != 0 ||
+        (text = cJSON_PrintUnformatted(json)) == NULL || cg_github_api_base(gh, &url) != 0 ||
         cg_buf_printf(&url, "/repos/%s/statuses/%s", gh->repo, sha) != 0) {
         rc = cg_err_set(err, CG_ENOMEM, "%s: out of memory", what);
         goto done;
     }
-    rc = call(gh, "POST", cg_buf_str(&url), text, 0, &resp, what, missing, err);
+    rc = cg_github_call(gh, "POST", cg_buf_str(&url), text, 0, &resp, what, missing, err);
 done:
     cJSON_free(text);
     cJSON_Delete(json);

@@ -147,6 +147,10 @@ int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, con
 const char *cg_github_status_of(enum cg_github_verdict verdict, const char *reason, char *desc,
                                 size_t size);
 
+/* Writes the commit status context, also the check run's name: "canary-gate", or
+ * "canary-gate/<id>" when id is neither NULL nor "". Pure. */
+void cg_github_context(const char *id, char *out, size_t size);
+
 /* Sets the commit status on sha: context "canary-gate" or "canary-gate/<id>", the state and
  * description of cg_github_status_of (reason: why the canary failed, for error; may be NULL).
  * target_url may be NULL. Returns 0 or CG_ENET/CG_ENOMEM/CG_EINPUT. */

@@ -583,9 +583,17 @@ static void test_action__gate_script_comments_on_a_pull_request(void **state)
                          "INPUT_BASELINE=main.json", "INPUT_RECORD_IF_MISSING=true",
                          "INPUT_RUNS=1", "INPUT_STEPS=2", "INPUT_WARMUP=0",
                          "INPUT_COMMENT_MODE=always", "INPUT_STATUS=true", "INPUT_GATE_ID=cpu",
-                         NULL};
+                         "INPUT_CHECK_RUN=true", NULL};
     assert_int_equal(script(d, "action-gate", env, NULL), 0);
     assert_string_equal(output(d, "out", "verdict"), "pass");
+    /* the check run on the head: a recorded baseline compared nothing, so neutral */
+    assert_int_equal(cg_httpd_check_run_count(srv), 1);
+    char *check = cg_httpd_check_run(srv, 0, NULL);
+    assert_non_null(check);
+    assert_non_null(strstr(check, "\"name\":\"canary-gate/cpu\""));
+    assert_non_null(strstr(check, "\"head_sha\":\"89abcdef0123456789abcdef0123456789abcdef\""));
+    assert_non_null(strstr(check, "\"conclusion\":\"neutral\""));
+    free(check);
     assert_int_equal(cg_httpd_comment_count(srv), 1);
     char *body = cg_httpd_comment(srv, 0, NULL);
     assert_non_null(body);
@@ -612,8 +620,9 @@ static void test_action__gate_script_measures_the_base_beside_the_head(void **st
                          "INPUT_BASE_COMMAND=" CG_BINARY_DIR "/canary-train --preset tiny --steps 3",
                          "INPUT_RUNS=2", "INPUT_STEPS=2", "INPUT_WARMUP=1", "INPUT_OUTPUT_DIR=ab",
                          "INPUT_COMMENT_MODE=always", "INPUT_STATUS=true", "INPUT_GATE_ID=cpu",
-                         NULL};
+                         "INPUT_CHECK_RUN=false", NULL};
     assert_int_equal(script(d, "action-gate", env, NULL), 0);
+    assert_int_equal(cg_httpd_check_run_count(srv), 0); /* check-run 'false' */
     /* two pairs are too few for a FAIL: pass or inconclusive, both exit 0 */
     const char *verdict = output(d, "out", "verdict");
     if (strcmp(verdict, "pass") != 0 && strcmp(verdict, "inconclusive") != 0)

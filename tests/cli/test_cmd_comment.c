@@ -606,6 +606,77 @@ static void test_cmd_comment__an_untrusted_report_must_agree_with_its_json_verdi
     free(st);
 }
 
+/* --check-run: INCONCLUSIVE is a neutral check run on the event's head commit, updated in place
+ * by the next run; a token without checks: write is a warning and exit 0 (3 under
+ * --require-comment), the commit status still set. */
+static void test_cmd_comment__check_run_is_neutral_for_inconclusive(void **state)
+{
+    struct fixture *f = *state;
+    put(f, "inc.md", MARKER "\n<!-- canary-gate-verdict: inconclusive -->\n# INCONCLUSIVE\n");
+    run_tool(f, NULL, ARGS("--report", in_dir(f, "inc.md"), "--comment-mode", "never",
+                           "--check-run", "--status"));
+    assert_int_equal(f->code, 0);
+    assert_int_equal(cg_httpd_check_run_count(f->srv), 1);
+    char *c = cg_httpd_check_run(f->srv, 0, NULL);
+    assert_non_null(c);
+    assert_non_null(strstr(c, "\"conclusion\":\"neutral\""));
+    assert_non_null(strstr(c, "\"head_sha\":\"" SHA "\""));
+    assert_non_null(strstr(c, "\"summary\":\"" MARKER "\\n<!-- canary-gate-verdict: inconclusive "
+                              "-->\\n# INCONCLUSIVE\\n\""));
+    free(c);
+    assert_non_null(strstr(f->err, "canary-gate: check run: created, neutral on o/r@0123456789ab"));
+    assert_int_equal(cg_httpd_status_count(f->srv), 1);
+
+    run_tool(f, NULL, ARGS("--report", in_dir(f, "fail.md"), "--comment-mode", "never",
+                           "--check-run"));
+    assert_int_equal(f->code, 0);
+    assert_int_equal(cg_httpd_check_run_count(f->srv), 1);
+    c = cg_httpd_check_run(f->srv, 0, NULL);
+    assert_non_null(strstr(c, "\"conclusion\":\"failure\""));
+    free(c);
+    assert_non_null(strstr(f->err, "canary-gate: check run: updated, failure"));
+
+    cg_httpd_push(f->srv, 403, NULL, "{\"message\":\"Resource not accessible by integration\"}");
+    run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md"), "--comment-mode", "never",
+                           "--check-run"));
+    assert_int_equal(f->code, 0);
+    assert_non_null(strstr(f->err, "canary-gate: warning: cannot list the check runs of "
+                                   "'o/r@0123456789ab': the token cannot use check runs in 'o/r' "
+                                   "(403 Resource not accessible by integration): give the job "
+                                   "'permissions: checks: write'"));
+
+    cg_httpd_push(f->srv, 200, NULL, "{\"total_count\":0,\"check_runs\":[]}");
+    cg_httpd_push(f->srv, 403, NULL, "{\"message\":\"Resource not accessible by integration\"}");
+    run_tool(f, NULL, ARGS("--report", in_dir(f, "pass.md"), "--comment-mode", "never",
+                           "--check-run", "--require-comment"));
+    assert_int_equal(f->code, 3);
+    assert_non_null(strstr(f->err, "give the job 'permissions: checks: write'"));
+}
+
+/* An untrusted report's check run: the commit is --sha (the trusted event's), the conclusion
+ * the JSON verdict's, the summary the sanitised body. */
+static void test_cmd_comment__untrusted_check_run_takes_the_trusted_commit(void **state)
+{
+    struct fixture *f = *state;
+    static const char other[] = "fedcba9876543210fedcba9876543210fedcba98";
+    put(f, "fork.md", MARKER "\n<!-- canary-gate-verdict: inconclusive -->\n# hi @admin "
+                      "![p](https://e.vil/p.png)\n");
+    put(f, "inc.json", "{\"schema\": \"canary-gate/verdict\", \"verdict\": \"inconclusive\"}");
+    char md[600], json[600];
+    snprintf(md, sizeof(md), "%s", in_dir(f, "fork.md"));
+    snprintf(json, sizeof(json), "%s", in_dir(f, "inc.json"));
+    run_tool(f, NULL, ARGS("--report", md, "--untrusted", json, "--pr", "7", "--sha", other,
+                           "--comment-mode", "never", "--check-run"));
+    assert_int_equal(f->code, 0);
+    char *c = cg_httpd_check_run(f->srv, 0, NULL);
+    assert_non_null(c);
+    assert_non_null(strstr(c, "\"head_sha\":\"fedcba9876543210fedcba9876543210fedcba98\""));
+    assert_non_null(strstr(c, "\"conclusion\":\"neutral\""));
+    assert_null(strstr(c, "![p]"));
+    assert_null(strstr(c, "@admin"));
+    free(c);
+}
+
 /* A job summary that is a FIFO (nobody reading, or a reader that never drains it) is refused at
  * once with a warning naming it, never opened for a writer that would wait; the comment is posted. */
 static void test_cmd_comment__a_summary_that_is_not_a_regular_file_is_refused(void **state)
@@ -674,6 +745,8 @@ int main(void)
         T(test_cmd_comment__dry_run_prints_requests_without_the_token),
         T(test_cmd_comment__a_summary_that_is_not_a_regular_file_is_refused),
         T(test_cmd_comment__an_untrusted_report_must_agree_with_its_json_verdict),
+        T(test_cmd_comment__check_run_is_neutral_for_inconclusive),
+        T(test_cmd_comment__untrusted_check_run_takes_the_trusted_commit),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,12 @@ struct comment {
     char *body;
 };
 
+struct check_run {
+    long long id;
+    char *sha, *name, *external_id; /* as created (external_id "" when none) */
+    char *body;                     /* the last create or update request's body */
+};
+
 struct cg_httpd {
     int listen_fd;
     int wake[2];
@@ -61,6 +67,8 @@ struct cg_httpd {
     long long next_id;
     char **statuses;
     size_t n_statuses;
+    struct check_run *check_runs;
+    size_t n_check_runs;
 };
 
 static void *xmalloc(size_t n)
@@ -284,6 +292,128 @@ static long query_long(const char *target, const char *key, long dflt)
     return dflt;
 }
 
+/* Copies query parameter key of target, percent-decoded, into out; returns out or NULL. */
+static const char *query_string(const char *target, const char *key, char *out, size_t size)
+{
+    const char *q = strchr(target, '?');
+    size_t kl = strlen(key);
+    while (q != NULL) {
+        q++;
+        if (strncmp(q, key, kl) == 0 && q[kl] == '=') {
+            size_t k = 0;
+            for (const char *v = q + kl + 1; *v != '\0' && *v != '&' && k + 1 < size; v++) {
+                unsigned hex = 0;
+                if (*v == '%' && sscanf(v + 1, "%2x", &hex) == 1) {
+                    out[k++] = (char)hex;
+                    v += 2;
+                } else {
+                    out[k++] = *v;
+                }
+            }
+            out[k] = '\0';
+            return out;
+        }
+        q = strchr(q, '&');
+    }
+    return NULL;
+}
+
+static char *check_run_json(const struct cg_httpd *s, const struct check_run *c)
+{
+    cJSON *o = cJSON_Parse(c->body);
+    char html[512];
+    if (o == NULL)
+        o = cJSON_CreateObject();
+    snprintf(html, sizeof(html), "https://github.com/%s/runs/%lld", s->repo, c->id);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "head_sha");
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "name");
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "external_id");
+    cJSON_AddNumberToObject(o, "id", (double)c->id);
+    cJSON_AddStringToObject(o, "head_sha", c->sha);
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddStringToObject(o, "external_id", c->external_id);
+    cJSON_AddStringToObject(o, "html_url", html);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (text == NULL)
+        abort();
+    return text;
+}
+
+/* The Checks API: list a commit's check runs by name (paged as comments are), create, update.
+ * Returns 1 when it served the request. */
+static int check_runs(struct cg_httpd *s, const struct cg_httpd_request *r, const char *path,
+                      const char *rest, int *status, char **headers, char **body)
+{
+    char name[256];
+    size_t rl = strlen(rest);
+    if (strncmp(rest, "commits/", 8) == 0 && rl > 19 &&
+        strcmp(rest + rl - 11, "/check-runs") == 0 && strcmp(r->method, "GET") == 0) {
+        char sha[128];
+        snprintf(sha, sizeof(sha), "%.*s", (int)(rl - 19), rest + 8);
+        const char *want = query_string(r->target, "check_name", name, sizeof(name));
+        long per = query_long(r->target, "per_page", 30), page = query_long(r->target, "page", 1);
+        if (per > s->max_per_page)
+            per = s->max_per_page;
+        cJSON *out = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(out, "check_runs");
+        long total = 0;
+        for (size_t i = 0; i < s->n_check_runs; i++) {
+            const struct check_run *c = &s->check_runs[i];
+            if (strcmp(c->sha, sha) != 0 || (want != NULL && strcmp(c->name, want) != 0))
+                continue;
+            if (total >= (page - 1) * per && total < page * per) {
+                char *one = check_run_json(s, c);
+                cJSON_AddItemToArray(arr, cJSON_Parse(one));
+                free(one);
+            }
+            total++;
+        }
+        cJSON_AddNumberToObject(out, "total_count", (double)total);
+        *body = cJSON_PrintUnformatted(out);
+        cJSON_Delete(out);
+        *headers = xmalloc(4096);
+        (*headers)[0] = '\0';
+        if (page * per < total)
+            snprintf(*headers, 4096, "Link: <%s%s?check_name=%s&per_page=%ld&page=%ld>; "
+                                     "rel=\"next\"\r\n",
+                     s->url, path, want != NULL ? want : "", per, page + 1);
+        *status = 200;
+        return 1;
+    }
+    int create = strcmp(rest, "check-runs") == 0 && strcmp(r->method, "POST") == 0;
+    int update = strncmp(rest, "check-runs/", 11) == 0 && strcmp(r->method, "PATCH") == 0;
+    if (!create && !update)
+        return 0;
+    cJSON *in = cJSON_Parse(r->body);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(in, "name");
+    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(in, "head_sha");
+    const cJSON *ext = cJSON_GetObjectItemCaseSensitive(in, "external_id");
+    struct check_run *c = NULL;
+    if (create && cJSON_IsString(n) && cJSON_IsString(sha)) {
+        s->check_runs = xrealloc(s->check_runs, (s->n_check_runs + 1) * sizeof(*s->check_runs));
+        c = &s->check_runs[s->n_check_runs++];
+        c->id = s->next_id++;
+        c->sha = xstrdup(sha->valuestring);
+        c->name = xstrdup(n->valuestring);
+        c->external_id = xstrdup(cJSON_IsString(ext) ? ext->valuestring : "");
+        c->body = NULL;
+    }
+    for (size_t i = 0; update && i < s->n_check_runs; i++)
+        if (s->check_runs[i].id == strtoll(rest + 11, NULL, 10))
+            c = &s->check_runs[i];
+    cJSON_Delete(in);
+    if (c == NULL) {
+        *status = update ? 404 : 422;
+        *body = json_error(update ? "Not Found" : "Validation Failed");
+        return 1;
+    }
+    free(c->body);
+    c->body = xstrdup(r->body);
+    *status = create ? 201 : 200;
+    *body = check_run_json(s, c);
+    return 1;
+}
+
 /* Serves a GitHub API request from the emulated repository; fills status/headers/body. */
 static void github(struct cg_httpd *s, const struct cg_httpd_request *r, int *status,
                    char **headers, char **body)
@@ -386,6 +516,8 @@ static void github(struct cg_httpd *s, const struct cg_httpd_request *r, int *st
             return;
         }
     }
+    if (check_runs(s, r, path, rest, status, headers, body))
+        return;
     if (strncmp(rest, "statuses/", 9) == 0 && strcmp(r->method, "POST") == 0) {
         size_t n = strlen(rest + 9) + r->body_len + 2;
         char *rec = xmalloc(n);
@@ -521,6 +653,13 @@ void cg_httpd_stop(struct cg_httpd *s)
     for (size_t i = 0; i < s->n_statuses; i++)
         free(s->statuses[i]);
     free(s->statuses);
+    for (size_t i = 0; i < s->n_check_runs; i++) {
+        free(s->check_runs[i].sha);
+        free(s->check_runs[i].name);
+        free(s->check_runs[i].external_id);
+        free(s->check_runs[i].body);
+    }
+    free(s->check_runs);
     free(s->token);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -622,6 +761,43 @@ char *cg_httpd_status(struct cg_httpd *s, size_t i)
 {
     pthread_mutex_lock(&s->mu);
     char *r = i < s->n_statuses ? xstrdup(s->statuses[i]) : NULL;
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+long long cg_httpd_add_check_run(struct cg_httpd *s, const char *sha, const char *name,
+                                 const char *external_id)
+{
+    pthread_mutex_lock(&s->mu);
+    s->check_runs = xrealloc(s->check_runs, (s->n_check_runs + 1) * sizeof(*s->check_runs));
+    struct check_run *c = &s->check_runs[s->n_check_runs++];
+    c->id = s->next_id++;
+    c->sha = xstrdup(sha);
+    c->name = xstrdup(name);
+    c->external_id = xstrdup(external_id != NULL ? external_id : "");
+    c->body = xstrdup("{\"status\":\"completed\",\"conclusion\":\"success\"}");
+    long long id = c->id;
+    pthread_mutex_unlock(&s->mu);
+    return id;
+}
+
+size_t cg_httpd_check_run_count(struct cg_httpd *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->n_check_runs;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+char *cg_httpd_check_run(struct cg_httpd *s, size_t i, long long *id)
+{
+    pthread_mutex_lock(&s->mu);
+    char *r = NULL;
+    if (i < s->n_check_runs) {
+        r = check_run_json(s, &s->check_runs[i]);
+        if (id != NULL)
+            *id = s->check_runs[i].id;
+    }
     pthread_mutex_unlock(&s->mu);
     return r;
 }

@@ -7,7 +7,9 @@
  *   1. a queue of canned responses (status, header lines, body, optional delay) that tests push;
  *   2. a small emulation of the GitHub REST API for one repository and pull request: listing
  *      issue comments with per_page/page and Link headers pointing back at this server, creating
- *      and updating comments, and commit statuses; requests without the configured token get 401.
+ *      and updating comments, commit statuses, and check runs (listed by commit and check_name,
+ *      paged as comments are, created and updated); requests without the configured token get
+ *      401.
  * Every request is logged (method, target, header block, body) for tests to assert on.
  * All functions are thread-safe with respect to the server thread. Tests only: aborts on
  * allocation failure.
@@ -72,5 +74,16 @@ char *cg_httpd_comment(struct cg_httpd *s, size_t i, long long *id);
  * "<sha> <request body>" (caller frees), or NULL. */
 size_t cg_httpd_status_count(struct cg_httpd *s);
 char *cg_httpd_status(struct cg_httpd *s, size_t i);
+
+/* Adds a check run (completed, success) on sha, as another app or an earlier run would have;
+ * external_id may be NULL. Returns its id. */
+long long cg_httpd_add_check_run(struct cg_httpd *s, const char *sha, const char *name,
+                                 const char *external_id);
+
+/* Number of check runs, and check run i (in creation order) as the JSON GitHub would show: the
+ * last request's fields with id, head_sha, name, external_id and html_url (malloc'ed, caller
+ * frees; *id its id when id is not NULL), or NULL. */
+size_t cg_httpd_check_run_count(struct cg_httpd *s);
+char *cg_httpd_check_run(struct cg_httpd *s, size_t i, long long *id);
 
 #endif
