@@ -894,6 +894,35 @@ static void test_report__kernel_choices_and_an_edited_script_are_plain_facts(voi
     cg_buf_release(&term);
 }
 
+/* The Change cell agrees with the columns beside it: the shift with its interval, and the
+ * medians' change when it differs (55.18 -> 51.15 ms shown beside a +2.1% shift, a user trial's
+ * confusion); an end the test cannot bound says so instead of "inf". */
+static void test_report__change_cell_agrees_with_its_columns(void **state)
+{
+    (void)state;
+    struct cg_metric_result r;
+    memset(&r, 0, sizeof(r));
+    r.metric = CG_M_STEP_TIME_MEAN;
+    r.method = CG_METHOD_RUNS;
+    r.baseline = 55.18e6;
+    r.current = 51.15e6;
+    r.delta_pct = 2.1;
+    r.ci_low_pct = -0.5;
+    r.ci_high_pct = 4.9;
+    char cell[160];
+    cg_report_change_text(&r, cell, sizeof(cell));
+    assert_string_equal(cell, "+2.1% (-0.5% to +4.9%); medians -7.3%");
+    r.current = 56.34e6; /* +2.1%: the medians agree, said once */
+    cg_report_change_text(&r, cell, sizeof(cell));
+    assert_string_equal(cell, "+2.1% (-0.5% to +4.9%)");
+    r.ci_low_pct = -INFINITY;
+    cg_report_change_text(&r, cell, sizeof(cell));
+    assert_string_equal(cell, "+2.1% (no bound to +4.9%)");
+    r.ci_high_pct = INFINITY;
+    cg_report_change_text(&r, cell, sizeof(cell));
+    assert_string_equal(cell, "+2.1% (no interval with these runs)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -902,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_report__library_warnings_are_shown),
         cmocka_unit_test(test_report__slow_steps_chart_has_no_exponent),
         cmocka_unit_test(test_report__fail_matches_golden),
+        cmocka_unit_test(test_report__change_cell_agrees_with_its_columns),
         cmocka_unit_test(test_report__pass_matches_golden_with_gate_id),
         cmocka_unit_test(test_report__hostile_names_are_escaped),
         cmocka_unit_test(test_report__size_cap_with_many_ops),
