@@ -806,6 +806,25 @@ static void cancel_batch_job(const struct cg_collect_cfg *c, const char *shard_d
                total, ids, why);
 }
 
+/* A failed run whose log (its last 64 KiB) names a known infrastructure failure says so: a
+ * canary failure with that reason, never a regression. */
+static void name_infra_failure(const char *log, struct cg_err *err)
+{
+    static char tail[65537];
+    char why[256];
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    off_t end = lseek(fd, 0, SEEK_END);
+    ssize_t got = pread(fd, tail, 65536, end > 65536 ? end - 65536 : 0);
+    close(fd);
+    if (got <= 0 || !cg_multinode_infra_failure(tail, (size_t)got, why, sizeof(why)))
+        return;
+    char msg[CG_ERR_MSG_MAX];
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    cg_err_set(err, CG_ECANARY, "infrastructure failure, not a regression: %s; %s", why, msg);
+}
+
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world), the
  * message prefixed with the run. */
 static int check_world(const struct cg_collector *col, long i, long total,
@@ -918,6 +937,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     }
     if (rc == 0)
         rc = check_world(col, i, total, sh, n, err);
+    if (rc == CG_ECANARY && !cg_launch_interrupted())
+        name_infra_failure(c->log, err);
     if (rc == 0 && trace) {
         rc = cg_trace_write(sh, n, c->trace_path, err);
         if (rc == 0)

@@ -78,6 +78,47 @@ bool cg_multinode_is_sbatch(char *const *argv)
     return false;
 }
 
+static const struct {
+    const char *needle, *reason;
+} infra[] = {
+    {"Watchdog caught collective operation timeout", "an NCCL collective timed out"},
+    {"NCCL timeout", "an NCCL collective timed out"},
+    {"RendezvousConnectionError", "the rendezvous could not be reached"},
+    {"RendezvousTimeoutError", "the rendezvous timed out waiting for the other nodes"},
+    {"RendezvousClosedError", "the rendezvous was closed"},
+    {"Connection reset by peer", "a connection between ranks was reset (Connection reset by peer)"},
+    {"Connection refused", "a connection was refused (a rendezvous or a peer rank)"},
+    {"Node failure on", "Slurm reported a node failure"},
+    {"DUE TO NODE FAILURE", "Slurm reported a node failure"},
+    {"NODE_FAIL", "Slurm reported a node failure"},
+};
+
+bool cg_multinode_infra_failure(const char *text, size_t len, char *why, size_t cap)
+{
+    const char *best = NULL, *reason = NULL;
+    for (size_t k = 0; k < sizeof(infra) / sizeof(infra[0]); k++) {
+        size_t nl = strlen(infra[k].needle);
+        for (size_t i = 0; i + nl <= len; i++)
+            if (memcmp(text + i, infra[k].needle, nl) == 0 && (best == NULL || text + i > best)) {
+                best = text + i;
+                reason = infra[k].reason;
+            }
+    }
+    if (best == NULL)
+        return false;
+    const char *start = best, *end = best;
+    while (start > text && start[-1] != '\n')
+        start--;
+    while (end < text + len && *end != '\n' && *end != '\0')
+        end++;
+    int line = (int)(end - start > 160 ? 160 : end - start);
+    snprintf(why, cap, "%s ('%.*s')", reason, line, start);
+    for (char *p = why; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = ' ';
+    return true;
+}
+
 /* Appends id to ids (space-separated) unless it is there or does not fit; true when appended. */
 static bool add_id(char *ids, size_t cap, const char *id, size_t len)
 {

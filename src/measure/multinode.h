@@ -23,6 +23,12 @@ bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap);
  * is cancelled by its id). */
 bool cg_multinode_is_sbatch(char *const *argv);
 
+/* A known infrastructure failure named in text (len bytes, a canary's log): an NCCL timeout, a
+ * refused or failed rendezvous, "Connection reset by peer", a node failure reported by Slurm.
+ * Writes its reason and the line it was found on into why (cap bytes, cut to fit) and returns
+ * true; false when the text names none (the last match counts). Pure. */
+bool cg_multinode_infra_failure(const char *text, size_t len, char *why, size_t cap);
+
 /* The Slurm job ids of a run into ids (cap bytes, space-separated, cut at a whole id): the
  * slurm_job of every shard (distinct), else the last "Submitted batch job N" in the last 64 KiB
  * of log (sbatch prints it before any task starts). Returns how many. */

@@ -228,10 +228,53 @@ static void test_multinode__launcher_words(void **state)
     assert_false(cg_multinode_is_sbatch((char *const *)cases[0].argv));
 }
 
+static void test_multinode__infrastructure_failures_are_named(void **state)
+{
+    (void)state;
+    char why[256];
+    static const struct {
+        const char *log, *want; /* want NULL: none */
+    } cases[] = {
+        {"step 3\n[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation "
+         "timeout: WorkNCCL(SeqNum=5)\n",
+         "an NCCL collective timed out ('[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught"},
+        {"torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
+         "the C10d store has failed\n",
+         "the rendezvous could not be reached"},
+        {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed "
+         "by peer [127.0.0.1]:1234\nConnection reset by peer\n",
+         "Connection reset by peer"},
+        {"srun: error: Node failure on n2\n", "Slurm reported a node failure ('srun: error: Node"},
+        {"Traceback (most recent call last):\nZeroDivisionError: division by zero\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        bool got = cg_multinode_infra_failure(cases[i].log, strlen(cases[i].log), why,
+                                              sizeof(why));
+        assert_int_equal(got, cases[i].want != NULL);
+        if (got)
+            assert_non_null(strstr(why, cases[i].want));
+    }
+}
+
+static void test_shard_dir__infrastructure_failure_is_a_canary_failure(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *args[] = {"run", "--out", "x.json", "--runs", "1", "--steps", "2", "--warmup",
+                          "0", "--", "/bin/sh", "-c",
+                          "echo 'srun: error: Node failure on n2' >&2; exit 1", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p), 3);
+    assert_non_null(strstr(p.err, "infrastructure failure, not a regression: Slurm reported a "
+                                  "node failure"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multinode__launcher_words),
+        cmocka_unit_test(test_multinode__infrastructure_failures_are_named),
+        cmocka_unit_test_setup_teardown(test_shard_dir__infrastructure_failure_is_a_canary_failure,
+                                        cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_shard_dir__shards_go_under_it_and_it_is_left_empty,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_shard_dir__left_empty_after_timeout_crash_and_ctrl_c,
