@@ -182,7 +182,7 @@ static void test_action__is_complete_and_consistent(void **state)
     static const char *const required_inputs[] = {
         "baseline", "thresholds", "command", "runs", "steps", "comment-mode", "token",
         "fail-on-inconclusive", "gate-id", "tokens-per-step", "steps-from", "step-optimizer",
-        "let-finish", "max-runs", "budget", "args"};
+        "let-finish", "max-runs", "budget", "args", "shard-dir"};
     for (size_t i = 0; i < sizeof(required_inputs) / sizeof(required_inputs[0]); i++)
         assert_non_null(get(&doc, inputs, required_inputs[i]));
     for (yaml_node_pair_t *p = inputs->data.mapping.pairs.start; p < inputs->data.mapping.pairs.top;
@@ -465,6 +465,7 @@ static void test_action__gate_script_takes_a_pytorch_teams_options(void **state)
     const char *team[] = {bin, "INPUT_BASELINE=main.json", "INPUT_OUTPUT_DIR=out",
                           "INPUT_TOKENS_PER_STEP=8192", "INPUT_STEPS_FROM=optimizer",
                           "INPUT_STEP_OPTIMIZER=2", "INPUT_LET_FINISH=true",
+                          "INPUT_SHARD_DIR=/shared/scratch/cg",
                           "INPUT_MAX_RUNS=30", "INPUT_BUDGET=600",
                           "INPUT_ARGS=--only timing,counts  --redact \"x y\"\n",
                           "INPUT_COMMAND=python3 train.py --lr 0.1", "GITHUB_EVENT_PATH=",
@@ -474,6 +475,7 @@ static void test_action__gate_script_takes_a_pytorch_teams_options(void **state)
     assert_non_null(argv);
     static const char *const want[] = {
         "\n--tokens-per-step\n8192\n", "\n--steps-from\noptimizer\n", "\n--step-optimizer\n2\n",
+        "\n--shard-dir\n/shared/scratch/cg\n",
         "\n--let-finish\n", "\n--max-runs\n30\n", "\n--budget\n600\n",
         /* args, split on blanks (quotes are words' characters), then the canary's command */
         "\n--only\ntiming,counts\n--redact\n\"x\ny\"\n--\npython3\ntrain.py\n--lr\n0.1\n"};
