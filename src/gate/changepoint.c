@@ -192,8 +192,8 @@ static size_t rand_below(uint64_t *st, size_t n)
 }
 
 /* The best split of v[lo, hi) and its permutation test. */
-static struct cand test_segment(struct scan *s, const double *v, size_t lo, size_t hi,
-                                const struct cg_cp_options *o)
+static struct cand test_segment_full(struct scan *s, const double *v, size_t lo, size_t hi,
+                                     const struct cg_cp_options *o, bool full)
 {
     struct cand c = {.lo = lo, .hi = hi, .p = 1.0};
     size_t n = hi - lo, m = o->min_segment, tau;
@@ -208,7 +208,7 @@ static struct cand test_segment(struct scan *s, const double *v, size_t lo, size
     /* Largest 1 + hits that is still significant; once past it, further permutations only
      * confirm that this split is not a change. */
     size_t allowed = (size_t)floor(o->alpha * (double)(perms + 1) + 1e-9);
-    if (allowed == 0)
+    if (allowed == 0 && !full)
         return c;
     double bar = c.q - CP_TIE_REL * fabs(c.q);
     uint64_t rng = seed_for(o->seed, 1, lo, hi);
@@ -225,12 +225,20 @@ static struct cand test_segment(struct scan *s, const double *v, size_t lo, size
         if (scan_best(s, s->perm, n, m, NULL, &at) < bar)
             continue;
         hits++;
-        if (1 + hits > allowed)
+        if (1 + hits > allowed && !full)
             return c; /* p above alpha */
     }
     c.p = (double)(1 + hits) / (double)(perms + 1);
-    c.significant = true;
+    c.significant = 1 + hits <= allowed;
     return c;
+}
+
+/* The best split of v[lo, hi) tested as binary segmentation does: permutations stop once the
+ * split can no longer reach alpha. */
+static struct cand test_segment(struct scan *s, const double *v, size_t lo, size_t hi,
+                                const struct cg_cp_options *o)
+{
+    return test_segment_full(s, v, lo, hi, o, false);
 }
 
 /* Index of the candidate to accept next (smallest p, then largest Q, then earliest); n when
@@ -403,6 +411,83 @@ done:
     free(orig);
     free(segs);
     free(found);
+    free(buf);
+    free(counts);
+    free(shifts);
+    return rc;
+}
+
+/* C(n, k) as a double (exact up to 2^53). */
+static double choose(size_t n, size_t k)
+{
+    double c = 1.0;
+    for (size_t i = 1; i <= k; i++)
+        c = c * (double)(n - k + i) / (double)i;
+    return c;
+}
+
+int cg_cp_candidate(const double *x, size_t n, const struct cg_cp_options *o,
+                    struct cg_cp_candidate *out)
+{
+    struct cg_cp_options defaults;
+    struct scan s = {0};
+    double *v = NULL, *buf = NULL, *shifts = NULL;
+    size_t *orig = NULL, *counts = NULL;
+    int rc = CG_ENOMEM;
+    memset(out, 0, sizeof(*out));
+    out->best_p = NAN;
+    if (o == NULL) {
+        cg_cp_defaults(&defaults);
+        o = &defaults;
+    }
+    if (!options_valid(o))
+        return CG_EINPUT;
+    v = malloc((n ? n : 1) * sizeof(*v));
+    orig = malloc((n ? n : 1) * sizeof(*orig));
+    if (!v || !orig)
+        goto done;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(x[i])) {
+            v[m] = x[i];
+            orig[m++] = i;
+        }
+    }
+    out->values = m;
+    rc = 0;
+    if (m / 2 < o->min_segment)
+        goto done;
+    double perms = (double)o->permutations;
+    for (size_t t = o->min_segment; t + o->min_segment <= m; t++) {
+        double k = 2 * t == m ? 2.0 : 1.0;
+        double p = (1.0 + perms * fmin(1.0, k / choose(m, t))) / (1.0 + perms);
+        out->best_p = isnan(out->best_p) || p < out->best_p ? p : out->best_p;
+    }
+    rc = CG_ENOMEM;
+    if (scan_alloc(&s, m) != 0)
+        goto done;
+    struct cand c = test_segment_full(&s, v, 0, m, o, true);
+    rc = 0;
+    if (c.tau == 0)
+        goto done; /* constant */
+    rc = CG_ENOMEM;
+    buf = malloc(m * sizeof(*buf));
+    counts = malloc(m * sizeof(*counts));
+    shifts = malloc(CG_CP_BOOTSTRAP * sizeof(*shifts));
+    if (!buf || !counts || !shifts)
+        goto done;
+    describe(v, 0, c.tau, m, o->seed, buf, counts, shifts, &out->cp);
+    out->cp.index = orig[c.tau];
+    out->cp.q = c.q;
+    out->cp.p_value = c.p;
+    out->cp.segment_start = orig[0];
+    out->cp.segment_end = n;
+    out->found = true;
+    rc = 0;
+done:
+    scan_free(&s);
+    free(v);
+    free(orig);
     free(buf);
     free(counts);
     free(shifts);

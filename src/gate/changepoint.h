@@ -27,6 +27,7 @@
 #ifndef CG_CHANGEPOINT_H
 #define CG_CHANGEPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,24 @@ struct cg_changepoint {
  * 1 / (1 + permutations) cannot occur, so alpha below it finds none. */
 int cg_cp_detect(const double *x, size_t n, const struct cg_cp_options *o,
                  struct cg_changepoint *out, size_t cap, size_t *n_out);
+
+/* The strongest split of a series in which nothing was called, so a reader can see what was
+ * tested and why it fell short. */
+struct cg_cp_candidate {
+    bool found;               /* false: fewer than 2 * min_segment finite values, or constant */
+    struct cg_changepoint cp; /* its split: p_value from every permutation (none stopped early),
+                               * medians, shift and interval over the whole series */
+    size_t values;            /* the finite values tested */
+    double best_p;            /* the p a clean split of this many values can expect at best:
+                               * (1 + permutations * k / C(n, t)) / (1 + permutations) minimised
+                               * over the splits t allowed (k = 2 where t = n - t: both ways) */
+};
+
+/* The best split of x[0..n) (finite values only) and its full permutation test, with the p a
+ * clean split can expect (see struct cg_cp_candidate). For a series in which cg_cp_detect found
+ * nothing. 0, CG_EINPUT (bad options) or CG_ENOMEM; out->found false when there is no split. */
+int cg_cp_candidate(const double *x, size_t n, const struct cg_cp_options *o,
+                    struct cg_cp_candidate *out);
 
 /* The energy statistic of every split of x[0..n) (all finite): q[tau] for tau in
  * [min_segment, n - min_segment], NAN elsewhere (q has n entries); *best the first tau with the

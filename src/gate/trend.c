@@ -155,6 +155,53 @@ static int push_drift(struct cg_trend_report *r, const struct cg_trend_drift *d)
     return 0;
 }
 
+static int push_candidate(struct cg_trend_report *r, const struct cg_trend_candidate *c)
+{
+    struct cg_trend_candidate *p =
+        realloc(r->candidates, (r->n_candidates + 1) * sizeof(*p));
+    if (p == NULL)
+        return CG_ENOMEM;
+    r->candidates = p;
+    r->candidates[r->n_candidates++] = *c;
+    return 0;
+}
+
+/* The strongest split of the metric in x[0..n) (runs of one segment) where nothing was called. */
+static int add_candidate(const double *x, const struct cg_history_entry **runs, size_t n,
+                         enum cg_metric m, size_t segment, const struct cg_cp_options *o,
+                         struct cg_trend_report *r)
+{
+    struct cg_trend_candidate c = {.metric = m, .segment = segment,
+                                   .alpha = o != NULL ? o->alpha : CG_CP_ALPHA};
+    int rc = cg_cp_candidate(x, n, o, &c.cand);
+    if (rc != 0 || !c.cand.found)
+        return rc;
+    size_t at = c.cand.cp.index, prev = at;
+    while (prev > 0 && !isfinite(x[prev - 1]))
+        prev--;
+    c.before_run = prev > 0 ? prev : 1;
+    c.after_run = at + 1;
+    c.before = runs[prev > 0 ? prev - 1 : 0];
+    c.after = runs[at];
+    return push_candidate(r, &c);
+}
+
+const struct cg_trend_candidate *cg_trend_strongest_candidate(const struct cg_trend_report *r,
+                                                              size_t segment)
+{
+    const struct cg_trend_candidate *best = NULL;
+    for (size_t i = 0; i < r->n_candidates; i++) {
+        const struct cg_trend_candidate *c = &r->candidates[i];
+        if (segment != 0 && c->segment != segment)
+            continue;
+        double p = c->cand.cp.p_value, shift = fabs(c->cand.cp.shift_pct);
+        if (best == NULL || p < best->cand.cp.p_value ||
+            (p == best->cand.cp.p_value && shift > fabs(best->cand.cp.shift_pct)))
+            best = c;
+    }
+    return best;
+}
+
 static bool is_accept(const struct cg_history_entry *e, const char *gate)
 {
     return e->type == CG_HIST_EVENT && e->event == CG_HEV_ACCEPT && cg_history_of_gate(e, gate);
@@ -207,6 +254,8 @@ static int check_segment(const struct cg_history *h, const char *gate,
                                                                    : cps[j].shift_pct < 0;
             rc = push_change(r, &c);
         }
+        if (k == 0 && rc == 0)
+            rc = add_candidate(x, runs, n, (enum cg_metric)m, segment, o, r);
         if (k == 0 || rc != 0)
             continue;
         struct cg_trend_drift d = {.metric = (enum cg_metric)m,
@@ -262,5 +311,6 @@ void cg_trend_report_release(struct cg_trend_report *r)
 {
     free(r->changes);
     free(r->drifts);
+    free(r->candidates);
     memset(r, 0, sizeof(*r));
 }

@@ -50,21 +50,40 @@ struct cg_trend_drift {
     const struct cg_history_entry *from, *to; /* its first and last run */
 };
 
+/* The strongest split of a metric in a segment where nothing was called (cg_cp_candidate): what
+ * was tested and why it fell short. */
+struct cg_trend_candidate {
+    enum cg_metric metric;
+    size_t segment;
+    struct cg_cp_candidate cand;           /* cand.cp.index: into the segment's runs */
+    double alpha;                          /* the level it was tested at */
+    size_t before_run, after_run;          /* the runs either side of it, from 1 in the segment */
+    const struct cg_history_entry *before; /* the last run before it */
+    const struct cg_history_entry *after;  /* the first run from it on */
+};
+
 struct cg_trend_report {
     struct cg_trend_change *changes; /* by segment, metric, then index */
     size_t n_changes;
     struct cg_trend_drift *drifts; /* per metric and segment with at least one change */
     size_t n_drifts;
+    struct cg_trend_candidate *candidates; /* per metric and segment without a change */
+    size_t n_candidates;
     size_t runs;     /* the gate's runs checked */
     size_t segments; /* environment segments (environment and restart events split them) */
 };
 
 /* Change points (cg_cp_detect under o, NULL the defaults) in every metric of the runs of gate_id
- * (NULL: the entries without one) in h, per segment; the summary entry is not a point. 0,
+ * (NULL: the entries without one) in h, per segment, and where a metric has none in a segment its
+ * strongest candidate (cg_cp_candidate); the summary entry is not a point. 0,
  * CG_EINPUT (bad options) or CG_ENOMEM. */
 int cg_trend_check(const struct cg_history *h, const char *gate_id, const struct cg_cp_options *o,
                    struct cg_trend_report *r);
 
 void cg_trend_report_release(struct cg_trend_report *r);
+
+/* The candidate of r with the smallest p (then the largest shift) in segment (0: any), or NULL. */
+const struct cg_trend_candidate *cg_trend_strongest_candidate(const struct cg_trend_report *r,
+                                                              size_t segment);
 
 #endif

@@ -41,6 +41,29 @@ static int commit_text(struct cg_buf *o, const struct cg_history_entry *e, bool 
     return md ? cg_md_escape(o, c, sizeof(c)) : cg_term_escape(o, c, sizeof(c));
 }
 
+void cg_report_history_candidate_text(const struct cg_trend_candidate *c, char *dst, size_t n)
+{
+    char pct[32], before[32], after[32];
+    if (n == 0)
+        return;
+    dst[0] = '\0';
+    if (c == NULL || !c->cand.found)
+        return;
+    const struct cg_changepoint *cp = &c->cand.cp;
+    cg_fmt_pct(cp->shift_pct, pct, sizeof(pct));
+    cg_fmt_metric(c->metric, cp->before, before, sizeof(before));
+    cg_fmt_metric(c->metric, cp->after, after, sizeof(after));
+    bool reachable = c->cand.best_p <= c->alpha;
+    snprintf(dst, n,
+             "%zu runs tested: the smallest p a clean split of them can expect is %.2g%s; the "
+             "strongest candidate, %s %s (%s -> %s) between runs %zu and %zu, has p = %.2g %s "
+             "alpha %.2g",
+             c->cand.values, c->cand.best_p,
+             reachable ? "" : ", above alpha: more runs are needed before any change can be called",
+             cg_metric_label(c->metric), pct, before, after, c->before_run, c->after_run,
+             cp->p_value, cp->p_value > c->alpha ? ">" : "<=", c->alpha);
+}
+
 int cg_report_history_terminal(const struct cg_trend_report *r, const char *path,
                                struct cg_buf *out)
 {
@@ -48,6 +71,12 @@ int cg_report_history_terminal(const struct cg_trend_report *r, const char *path
                            r->runs, r->segments, r->segments == 1 ? "" : "s", r->n_changes,
                            r->n_changes == 1 ? "" : "s");
     (void)path;
+    for (size_t g = 1; r->n_changes == 0 && g <= r->segments && rc == 0; g++) {
+        char why[512];
+        cg_report_history_candidate_text(cg_trend_strongest_candidate(r, g), why, sizeof(why));
+        if (why[0])
+            rc |= cg_buf_printf(out, "  nothing called in segment %zu: %s\n", g, why);
+    }
     for (size_t i = 0; i < r->n_changes && rc == 0; i++) {
         const struct cg_trend_change *c = &r->changes[i];
         struct texts t;
@@ -84,8 +113,16 @@ int cg_report_history_markdown(const struct cg_trend_report *r, const char *path
     rc |= cg_md_escape(out, path, 300);
     rc |= cg_buf_printf(out, "` in %zu environment segment%s: ", r->segments,
                         r->segments == 1 ? "" : "s");
-    if (r->n_changes == 0)
-        return rc | cg_buf_adds(out, "no change point.\n");
+    if (r->n_changes == 0) {
+        rc |= cg_buf_adds(out, "no change point.\n");
+        for (size_t g = 1; g <= r->segments && rc == 0; g++) {
+            char why[512]; /* numbers and fixed words */
+            cg_report_history_candidate_text(cg_trend_strongest_candidate(r, g), why, sizeof(why));
+            if (why[0])
+                rc |= cg_buf_printf(out, "\n* Segment %zu: %s.\n", g, why);
+        }
+        return rc;
+    }
     rc |= cg_buf_printf(out, "%zu change point%s.\n\n", r->n_changes, r->n_changes == 1 ? "" : "s");
     rc |= cg_buf_adds(out, "| Metric | Change | Interval (95%) | Before → after | p | Between "
                            "commits | Segment | |\n|---|---:|---|---|---:|---|---:|---|\n");

@@ -11,6 +11,7 @@
 #include "report_site.h"
 
 #include "fmt.h"
+#include "report_history.h"
 #include "trend.h"
 
 #include <math.h>
@@ -333,19 +334,39 @@ static int chart_marks(struct cg_buf *b, const struct series *s, enum cg_metric 
         rc |= cg_buf_printf(b,
                             "<g class=\"cg-change-mark%s\"><line class=\"cg-change\" x1=\"%.1f\" "
                             "x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text class=\"cg-change-label\" "
-                            "x=\"%.1f\" y=\"%.1f\">%s</text>",
+                            "x=\"%.1f\" y=\"%.1f\">%s%s</text>",
                             c->worse ? " cg-worse" : " cg-better", x, x, TOP, H - BOTTOM, x + 3,
-                            TOP + 11, pct);
+                            TOP + 11, pct, c->accepted != NULL ? " accepted" : "");
         rc |= change_title(b, c);
         rc |= cg_buf_adds(b, "</g>\n");
+    }
+    for (size_t i = 0; r->n_changes == 0 && i < r->n_candidates; i++) {
+        const struct cg_trend_candidate *c = &r->candidates[i];
+        if (c->metric != m)
+            continue;
+        size_t before = run_index(s, c->before), after = run_index(s, c->after);
+        double x = xpos(sc, ((double)before + (double)after) / 2.0);
+        char pct[32], why[512];
+        cg_fmt_pct(c->cand.cp.shift_pct, pct, sizeof(pct));
+        cg_report_history_candidate_text(c, why, sizeof(why));
+        rc |= cg_buf_printf(b,
+                            "<g class=\"cg-candidate\"><line class=\"cg-candidate-line\" "
+                            "x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text "
+                            "class=\"cg-change-label\" x=\"%.1f\" y=\"%.1f\">%s, p = %.2g: "
+                            "not called</text><title>",
+                            x, x, TOP, H - BOTTOM, x + 3, TOP + 11, pct, c->cand.cp.p_value);
+        rc |= cg_html_escape(b, why);
+        rc |= cg_buf_adds(b, "</title></g>\n");
     }
     for (size_t a = 0; a < s->n_accepts; a++) {
         const struct cg_history_entry *e = s->accepts[a];
         double x = xpos(sc, s->accept_at[a]);
         rc |= cg_buf_printf(b,
                             "<g class=\"cg-accept\"><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
-                            "y2=\"%.1f\"/><path d=\"M%.1f %.1fl6 -5l-6 -5z\"/><title>accepted at ",
-                            x, x, TOP, H - BOTTOM, x, H - BOTTOM);
+                            "y2=\"%.1f\"/><path d=\"M%.1f %.1fl6 -5l-6 -5z\"/><text "
+                            "class=\"cg-accept-label\" x=\"%.1f\" y=\"%.1f\">accepted</text>"
+                            "<title>accepted at ",
+                            x, x, TOP, H - BOTTOM, x, H - BOTTOM, x + 3, H - BOTTOM - 12);
         rc |= cg_html_escape(b, e->commit);
         if (e->who != NULL) {
             rc |= cg_buf_adds(b, " by ");
@@ -427,9 +448,19 @@ static int changes_table(struct cg_buf *b, const struct cg_trend_report *r,
                          const struct cg_site_opts *o)
 {
     int rc = cg_buf_adds(b, "<h3>Latest change points</h3>\n");
-    if (r->n_changes == 0)
-        rc |= cg_buf_adds(b, "<p class=\"cg-none\">No change point: every metric held its "
-                             "level across each environment segment.</p>\n");
+    if (r->n_changes == 0) {
+        rc |= cg_buf_adds(b, "<p class=\"cg-none\">No change point was called.");
+        for (size_t g = 1; g <= r->segments; g++) {
+            char why[512]; /* numbers and fixed words; the labels' arrow escaped below */
+            cg_report_history_candidate_text(cg_trend_strongest_candidate(r, g), why, sizeof(why));
+            if (why[0] == '\0')
+                continue;
+            rc |= cg_buf_printf(b, " Segment %zu: ", g);
+            rc |= cg_html_escape(b, why);
+            rc |= cg_buf_adds(b, " (the dotted line on its chart).");
+        }
+        rc |= cg_buf_adds(b, "</p>\n");
+    }
     rc |= cg_buf_adds(b, "<table class=\"cg-changes\"><thead><tr><th>Metric</th><th>Change "
                          "(95% interval)</th><th>Before → after</th><th>p</th><th>Between "
                          "commits</th><th>Date</th><th>Segment</th><th>Accepted</th></tr>"
@@ -530,7 +561,9 @@ static const char style[] =
     ".cg-change-label{font-size:11px;font-weight:600}"
     ".cg-worse .cg-change-label{fill:var(--worse)}.cg-better .cg-change-label{fill:var(--better)}\n"
     ".cg-accept line{stroke:var(--accept);stroke-width:1.5;stroke-dasharray:2 2}"
-    ".cg-accept path{fill:var(--accept)}\n"
+    ".cg-accept path{fill:var(--accept)}.cg-accept-label{font-size:11px;fill:var(--accept)}\n"
+    ".cg-candidate-line{stroke:#888;stroke-width:1.5;stroke-dasharray:1 3}"
+    ".cg-candidate .cg-change-label{fill:#666;font-weight:400}\n"
     "table{border-collapse:collapse;width:100%;font-size:13px}"
     "th,td{border:1px solid var(--grid);padding:3px 6px;text-align:left;vertical-align:top}\n"
     "th{background:var(--panel)}tr.cg-worse td:first-child{border-left:3px solid var(--worse)}"

@@ -731,6 +731,45 @@ static void test_cli__history_check_finds_the_step_between_its_commits(void **st
     assert_int_equal(tool("history", "check", "--history", dir, NULL), 2);
 }
 
+/* history check on 10 runs whose floor steps cleanly from 27.4 to 37.7 ms (5 and 5): what was
+ * tested and why nothing was called (before: "no change point" alone, and the site's "every
+ * metric held its level" under a chart that plainly jumps), the candidate drawn on the chart. */
+static void test_cli__history_check_says_why_nothing_was_called(void **state)
+{
+    (void)state;
+    static char h[256], md[256], site[256], text[1 << 18];
+    snprintf(h, sizeof(h), "%s", path_in("hist-few.jsonl"));
+    snprintf(md, sizeof(md), "%s", path_in("hist-few.md"));
+    snprintf(site, sizeof(site), "%s", path_in("hist-few-site"));
+    FILE *f = fopen(h, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 10; i++) {
+        double v = (i < 5 ? 27.4e6 : 37.7e6) * (1 + 0.001 * (double)(i % 3 - 1));
+        fprintf(f,
+                "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%03d\",\"date\":\"d\","
+                "\"metrics\":{\"step_time_floor\":{\"median\":%.1f,\"low\":%.1f,\"high\":"
+                "%.1f,\"runs\":5}}}\n",
+                i, v, v * 0.99, v * 1.01);
+    }
+    fclose(f);
+    assert_int_equal(tool("history", "check", "--history", h, "--markdown", md, NULL), 0);
+    const char *why = "10 runs tested: the smallest p a clean split of them can expect is 0.0097; "
+                      "the strongest candidate, Step time floor +37.";
+    if (strstr(out_text, "0 change points") == NULL ||
+        strstr(out_text, "nothing called in segment 1: ") == NULL || strstr(out_text, why) == NULL ||
+        strstr(out_text, "between runs 5 and 6, has p = ") == NULL ||
+        strstr(out_text, " > alpha 0.01") == NULL)
+        fail_msg("unexpected findings:\n%s", out_text);
+    slurp(md, text, sizeof(text));
+    if (strstr(text, "no change point.") == NULL || strstr(text, why) == NULL)
+        fail_msg("markdown:\n%s", text);
+    assert_int_equal(tool("history", "site", "--history", h, "--out", site, NULL), 0);
+    slurp(path_in("hist-few-site/index.html"), text, sizeof(text));
+    if (strstr(text, "held its level") != NULL || strstr(text, why) == NULL ||
+        strstr(text, "class=\"cg-candidate-line\"") == NULL || strstr(text, "not called") == NULL)
+        fail_msg("site:\n%s", text);
+}
+
 /* An unaccepted step for the worse in the newest segment fails with --fail-on-change. */
 static void test_cli__history_check_fails_on_an_unaccepted_change(void **state)
 {
@@ -1068,6 +1107,7 @@ int main(void)
         cmocka_unit_test(test_cli__json_to_stdout_is_not_mixed_with_the_table),
         cmocka_unit_test(test_cli__history_append_records_runs_and_events),
         cmocka_unit_test(test_cli__history_check_finds_the_step_between_its_commits),
+        cmocka_unit_test(test_cli__history_check_says_why_nothing_was_called),
         cmocka_unit_test(test_cli__history_check_fails_on_an_unaccepted_change),
         cmocka_unit_test(test_cli__accept_records_who_why_and_which_commit),
         cmocka_unit_test(test_cli__reports_mention_a_recent_accept),

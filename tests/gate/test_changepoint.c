@@ -511,9 +511,42 @@ static void test_changepoint__linear_ramp_becomes_a_staircase(void **state)
     }
 }
 
+/* Where nothing is called, the strongest split and its full p, and the best p a clean split of n
+ * values can expect with 199 permutations: (1 + 199 * k / C(n, t)) / 200 at its best t (10
+ * values, t = 4 or 6 of min 4: (1 + 199 / 210) / 200 = 0.009738; 8 values, t = 4 both ways:
+ * (1 + 199 * 2 / 70) / 200 = 0.033929, above alpha: no split of 8 can be called). */
+static void test_changepoint__a_candidate_says_why_it_was_not_called(void **state)
+{
+    (void)state;
+    double x[10];
+    for (int i = 0; i < 10; i++)
+        x[i] = (i < 5 ? 27.4 : 37.7) * (1 + 0.001 * (double)(i % 3 - 1));
+    struct cg_changepoint cps[4];
+    size_t k = 9;
+    assert_int_equal(cg_cp_detect(x, 10, NULL, cps, 4, &k), 0);
+    assert_int_equal(k, 0);
+    struct cg_cp_candidate c;
+    assert_int_equal(cg_cp_candidate(x, 10, NULL, &c), 0);
+    assert_true(c.found);
+    assert_int_equal(c.values, 10);
+    assert_int_equal(c.cp.index, 5);
+    assert_true(fabs(c.best_p - (1 + 199.0 / 210.0) / 200.0) < 1e-12);
+    assert_true(c.cp.p_value > 0.01 && c.cp.p_value < 0.05);
+    assert_true(fabs(c.cp.shift_pct - (37.7 / 27.4 - 1) * 100) < 0.5);
+    assert_int_equal(cg_cp_candidate(x + 1, 8, NULL, &c), 0);
+    assert_true(fabs(c.best_p - (1 + 199.0 * 2 / 70.0) / 200.0) < 1e-12);
+    /* too few values, or all equal: no candidate */
+    assert_int_equal(cg_cp_candidate(x, 7, NULL, &c), 0);
+    assert_false(c.found);
+    double flat[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    assert_int_equal(cg_cp_candidate(flat, 10, NULL, &c), 0);
+    assert_false(c.found);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_changepoint__a_candidate_says_why_it_was_not_called),
         cmocka_unit_test(test_changepoint__split_worked_by_hand),
         cmocka_unit_test(test_changepoint__single_step_found_at_its_index),
         cmocka_unit_test(test_changepoint__two_steps_found),
