@@ -310,6 +310,21 @@ static void test_usage__ci_scripts_answer_help(void **state)
     closedir(d);
 }
 
+/* ci/pre-merge --baseline with no value: a usage error, exit 2 and one line (it exited 1, the
+ * FAIL code, with the shell's own message), before anything is built or run. */
+static void test_usage__pre_merge_baseline_needs_a_value(void **state)
+{
+    const struct cg_workdir *w = *state;
+    const char *env[] = {"CANARY_GATE_BIN=/nonexistent", NULL};
+    const char *cases[][3] = {{"--baseline", NULL, NULL}, {"--baseline", "", NULL}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *argv[] = {CG_SOURCE_DIR "/ci/pre-merge", cases[i][0], cases[i][1], NULL};
+        assert_int_equal(cg_proc_run(w->path, argv, env, &proc), 0);
+        if (proc.exit_code != 2 || strcmp(proc.err, "ci/pre-merge: --baseline needs a file\n") != 0)
+            fail_msg("exit %d\n%s", proc.exit_code, proc.err);
+    }
+}
+
 /* ---- the licence ------------------------------------------------------------------------- */
 
 static void test_usage__the_licence_is_stated_alike_everywhere(void **state)
@@ -353,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_usage__man_page_has_a_synopsis_every_command_and_its_version),
         IN_WORKDIR(test_usage__completion_knows_history_and_the_options_values),
         IN_WORKDIR(test_usage__ci_scripts_answer_help),
+        IN_WORKDIR(test_usage__pre_merge_baseline_needs_a_value),
         cmocka_unit_test(test_usage__the_licence_is_stated_alike_everywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
