@@ -290,6 +290,9 @@ static void print_header(const struct canary_trainer *tr)
            d->seq, d->batch, tr->micro_batch, d->vocab, tr->layout.total, (long)d->batch * d->seq,
            tr->step_flops, c->extra_work_pct, c->extra_work_every, tr->extra_flops, tr->ops->activation_bytes(tr->be),
            (unsigned long long)c->seed, c->steps, c->lr, tr->ops->describe(tr->be));
+    /* the model FLOPs of one token, forward and backward: canary-gate reads this line for MFU */
+    printf("canary-gate flops_per_token: %.0f\n",
+           tr->step_flops / ((double)d->batch * (double)d->seq));
     fflush(stdout);
 }
 

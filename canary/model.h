@@ -71,7 +71,9 @@ void canary_model_init_params(float *params, const struct canary_layout *lay,
                               const struct canary_dims *dims, uint64_t seed);
 
 /* Model FLOPs of one optimizer step over dims.batch rows: matmuls and causal attention,
- * forward (1x) and backward (2x). */
+ * forward (1x) and backward (2x). Per token that is 6N + 6 L C (T + 1), N = 12 L C^2 + C V the
+ * matmul weights (embeddings, biases and layernorms do no matmul): the "tiny" preset 664,320,
+ * "small" 121,128,960 (tests/canary/test_canary_train.c computes them by hand). */
 double canary_model_step_flops(const struct canary_dims *dims);
 
 /* FLOPs of one extra-work unit: a [rows][C] x [C][4C] matmul. */

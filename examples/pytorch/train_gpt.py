@@ -67,6 +67,16 @@ except ImportError as e:  # the gate reports the canary's stderr
     sys.exit(4)
 
 
+def flops_per_token(a):
+    """Model FLOPs of one token, forward and backward: 6N for the matmul weights N = 12 L C^2 + C V
+    (qkv 3C^2, proj C^2, fc 4C^2, fc_out 4C^2 a block, and the head; embeddings, biases and
+    layernorms do no matmul), and 12 L C T for attention, which multiplies q.k and att.v over all
+    T positions (the mask is applied after): 2 x 2 T C a token and layer forward, 3x with backward.
+    canary-gate reads the printed line for MFU (its --flops-per-token)."""
+    n = 12 * a.layers * a.width * a.width + a.width * a.vocab
+    return 6 * n + 12 * a.layers * a.width * a.seq
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description="small GPT canary on synthetic tokens")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
@@ -293,6 +303,7 @@ def main(argv):
           (a.device, torch.__version__, torch.version.cuda, a.layers, a.width, a.heads, a.seq,
            a.batch, a.vocab, params, a.batch * a.seq, a.variant, a.exit_mode, int(prof is not None),
            mk.how, a.slow_ms), flush=True)
+    print("canary-gate flops_per_token: %d" % flops_per_token(a), flush=True)
 
     host_x, host_y = data.next()
     graphed = None

@@ -346,6 +346,35 @@ static void test_canary__extra_work_is_calibrated_to_model_flops(void **state)
     assert_true(fabs(ratio - 2.0) < 0.01);
 }
 
+/* The FLOPs per token the canary prints for canary-gate's MFU, against a hand computation:
+ * every matmul of a token costs 2 FLOPs per weight forward and 4 backward, so 6N with N the
+ * matmul weights, N = L (3C^2 + C^2 + 4C^2 + 4C^2) + C V = 12 L C^2 + C V (qkv, proj, fc, fcproj
+ * and the head; embeddings, biases and layernorms do no matmul); causal attention adds, per layer
+ * and token, q.k and a.v products of C each over (T + 1) / 2 keys on average: 2 x 2 C (T + 1) / 2
+ * forward, times 3 with backward: 6 L C (T + 1).
+ * tiny (L 2, C 64, V 64, T 64): N = 12 x 2 x 4096 + 4096 = 102,400; 6N = 614,400; attention
+ * 6 x 2 x 64 x 65 = 49,920; 664,320 in all.
+ * small (L 6, C 512, V 1024, T 256): N = 12 x 6 x 262,144 + 524,288 = 19,398,656; 6N =
+ * 116,391,936; attention 6 x 6 x 512 x 257 = 4,737,024; 121,128,960 in all. */
+static void test_canary__prints_its_flops_per_token(void **state)
+{
+    (void)state;
+    static struct run r;
+    const char *tiny[] = {"--device", "cpu", "--steps", "1", "--preset", "tiny", NULL};
+    run_canary(&r, tiny);
+    assert_int_equal(r.exit_code, 0);
+    const char *line = line_starting(r.out, "canary-gate flops_per_token: ");
+    assert_non_null(line);
+    assert_true(number_after(line, "flops_per_token: ") == 664320.0);
+    static struct run s;
+    const char *small[] = {"--device", "cpu", "--steps", "1", "--preset", "small", NULL};
+    run_canary(&s, small);
+    assert_int_equal(s.exit_code, 0);
+    line = line_starting(s.out, "canary-gate flops_per_token: ");
+    assert_non_null(line);
+    assert_true(number_after(line, "flops_per_token: ") == 121128960.0);
+}
+
 /* Counts lines of text that equal line exactly. */
 static int count_lines(const char *text, const char *line)
 {
@@ -449,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_canary__variants_change_work_not_numbers),
         cmocka_unit_test(test_canary__mem_bloat_raises_peak_rss),
         cmocka_unit_test(test_canary__extra_work_is_calibrated_to_model_flops),
+        cmocka_unit_test(test_canary__prints_its_flops_per_token),
         cmocka_unit_test(test_canary__nvtx_steps_carry_tokens_and_nest_phases),
         cmocka_unit_test(test_canary__extra_work_every_nth_step),
     };
