@@ -24,6 +24,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* The characters of a commit name printed into a bisect command line as it is. */
+#define CG_HISTORY_BISECT_CHARS "0123456789abcdefABCDEF"
+
 static const char usage_text[] =
     "usage: canary-gate history append --history FILE --commit SHA [options] RUN.json\n"
     "\n"
@@ -426,6 +429,15 @@ static int history_check(int argc, char **argv)
         goto done;
     }
     fputs(term.data ? term.data : "", stdout);
+    for (size_t i = 0; i < r.n_changes; i++) /* the range each change came in, to bisect */
+        if (r.changes[i].before != NULL && r.changes[i].after != NULL &&
+            strspn(r.changes[i].before->commit, CG_HISTORY_BISECT_CHARS) ==
+                strlen(r.changes[i].before->commit) &&
+            strspn(r.changes[i].after->commit, CG_HISTORY_BISECT_CHARS) ==
+                strlen(r.changes[i].after->commit))
+            printf("bisect %s: canary-gate bisect --good %s --bad %s --metric %s -- CANARY CMD...\n",
+                   cg_metric_name(r.changes[i].metric), r.changes[i].before->commit,
+                   r.changes[i].after->commit, cg_metric_name(r.changes[i].metric));
     if ((md_path && cg_file_write_atomic(md_path, md.data ? md.data : "", md.len, &err) != 0) ||
         (json_path && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0)) {
         exit_code = cg_cmd_fail(&err);

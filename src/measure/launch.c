@@ -4,7 +4,8 @@
  * launch.h). The child's error before exec travels back over a close-on-exec pipe, so "cannot
  * execute" is told apart from a canary that ran and failed. Polls every 10 ms. Descendants that
  * left the canary's process group are found in /proc by their parent chain (the tool is their
- * subreaper). Never prints.
+ * subreaper), and the orphans it inherits are reaped as they end, while the canary runs. Never
+ * prints.
  */
 #include "launch.h"
 
@@ -106,7 +107,7 @@ static char **build_env(char *const *add, size_t n_add, char *const *remove, siz
 }
 
 /* In the child between fork and exec: only async-signal-safe calls. */
-static void child_exec(char *const *argv, char **env, int log_fd, int err_fd)
+static void child_exec(char *const *argv, char **env, int log_fd, int err_fd, const char *cwd)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -122,7 +123,8 @@ static void child_exec(char *const *argv, char **env, int log_fd, int err_fd)
     dup2(log_fd, 1);
     dup2(log_fd, 2);
     environ = env;
-    execvp(argv[0], argv);
+    if (cwd == NULL || chdir(cwd) == 0)
+        execvp(argv[0], argv);
     int e = errno;
     ssize_t w = write(err_fd, &e, sizeof(e));
     (void)w;
@@ -318,6 +320,36 @@ static long end_descendants(const struct launch_state *ls)
     return count;
 }
 
+/* Reaps the orphans the tool has become the parent of (as subreaper) that have ended, as they
+ * come: never the canary's first process (its status is read by the caller) nor a child the tool
+ * had before the canary started (its owner waits for it). A zombie is looked at without reaping
+ * (WNOWAIT) and reaped by its pid only when it is an orphan; when the first zombie is one of those
+ * two, the others are found in /proc. At most a bounded number a call. */
+static void reap_orphans(const struct launch_state *ls)
+{
+#ifdef __linux__
+    for (int k = 0; k < 4096; k++) {
+        siginfo_t info;
+        memset(&info, 0, sizeof(info));
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
+            return; /* no child has ended */
+        pid_t pid = info.si_pid;
+        if (pid == ls->canary || in_list(ls->before, ls->n_before, pid))
+            break;
+        waitpid(pid, NULL, WNOHANG);
+    }
+    size_t n = 0;
+    struct proc_entry *t = proc_table(&n);
+    for (size_t i = 0; t != NULL && i < n; i++)
+        if (t[i].zombie && t[i].ppid == ls->self && t[i].pid != ls->canary &&
+            !in_list(ls->before, ls->n_before, t[i].pid))
+            waitpid(t[i].pid, NULL, WNOHANG);
+    free(t);
+#else
+    (void)ls;
+#endif
+}
+
 /* The tool's children now (before the canary starts); becomes the subreaper of what the canary
  * starts. */
 static void launch_state_init(struct launch_state *ls)
@@ -372,7 +404,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
         goto done;
     }
     if (pid == 0)
-        child_exec(o->argv, env, log_fd, pipefd[1]);
+        child_exec(o->argv, env, log_fd, pipefd[1], o->cwd);
     setpgid(pid, pid); /* also done by the child; whichever runs first wins */
     ls.canary = pid;
     if (o->pid_out != NULL)
@@ -413,6 +445,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
             stop_all(&ls, SIGKILL);
             killed = true;
         }
+        reap_orphans(&ls); /* a canary making orphans all run long never piles them up */
         if (term_at < 0 && o->progress != NULL && o->poll_s > 0 && t >= next_poll) {
             if (o->progress(o->progress_ctx, t - t0)) {
                 r->end = CG_LAUNCH_STOPPED;

@@ -65,6 +65,8 @@ struct cg_launch_opts {
     double poll_s;
     long *pid_out; /* when not NULL, set to the canary's process id once it is started (before
                     * the first progress call) */
+    const char *cwd; /* the canary's working directory (argv[0] with a '/' is found from it);
+                      * NULL: the tool's */
 };
 
 struct cg_launch_result {

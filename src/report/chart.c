@@ -340,3 +340,64 @@ int cg_chart_terminal(struct cg_buf *out, const struct cg_artifact *a, size_t wi
     free(cols);
     return rc;
 }
+
+/* Appends a category label for mermaid: its hex digits, letters and digits only (a label holds
+ * no artifact text: a commit's short hash), quoted. */
+static int category(struct cg_buf *out, const char *label)
+{
+    int rc = cg_buf_adds(out, "\"");
+    for (size_t i = 0; label[i] != '\0' && i < 16 && rc == 0; i++) {
+        char c = label[i];
+        bool plain = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        rc = cg_buf_add(out, plain ? &c : "_", 1);
+    }
+    return rc | cg_buf_adds(out, "\"");
+}
+
+int cg_chart_mermaid_series(struct cg_buf *out, const char *title, const char *unit,
+                            const char *const *labels, const double *v, size_t n)
+{
+    if (n < 2)
+        return 0;
+    double lo = INFINITY, hi = -INFINITY;
+    range_of(v, n, &lo, &hi);
+    double pad = hi > lo ? (hi - lo) * 0.1 : fmax(fabs(hi) * 0.05, 0.001);
+    lo -= pad;
+    hi += pad;
+    int rc = cg_buf_printf(out,
+                           "```mermaid\n"
+                           "xychart-beta\n"
+                           "    title \"%s\"\n"
+                           "    x-axis [",
+                           title);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = cg_buf_adds(out, i ? ", " : "") | category(out, labels[i]);
+    rc |= cg_buf_printf(out, "]\n    y-axis \"%s\" ", unit);
+    rc |= plain_number(out, lo);
+    rc |= cg_buf_adds(out, " --> ");
+    rc |= plain_number(out, hi);
+    rc |= cg_buf_adds(out, "\n    line [");
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = cg_buf_adds(out, i ? ", " : "") | plain_number(out, v[i]);
+    return rc | cg_buf_adds(out, "]\n```\n");
+}
+
+int cg_chart_terminal_series(struct cg_buf *out, const char *const *labels, const char *const *values,
+                             const double *v, size_t n, bool ascii)
+{
+    struct scale s = {INFINITY, -INFINITY};
+    range_of(v, n, &s.lo, &s.hi);
+    int w = 0, vw = 0;
+    for (size_t i = 0; i < n; i++) {
+        w = (int)strlen(labels[i]) > w ? (int)strlen(labels[i]) : w;
+        vw = (int)strlen(values[i]) > vw ? (int)strlen(values[i]) : vw;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int cells = units_of(&s, v[i], CG_CHART_TERM_WIDTH / 2);
+        rc = cg_buf_printf(out, "  %-*s %*s ", w, labels[i], vw, values[i]);
+        rc |= add_repeat(out, ascii ? "#" : blocks[8], (size_t)cells);
+        rc |= cg_buf_adds(out, "\n");
+    }
+    return rc;
+}

@@ -56,4 +56,15 @@ int cg_chart_mermaid(struct cg_buf *out, const double *base, const double *cur, 
  * Unicode blocks. Appends nothing when a has no steps. 0 or CG_ENOMEM. */
 int cg_chart_terminal(struct cg_buf *out, const struct cg_artifact *a, size_t width, bool ascii);
 
+/* Appends a fenced mermaid xychart-beta block of one line over categories: v[i] at labels[i]
+ * (letters and digits kept, anything else '_', 16 at most: a commit's short hash), the y axis
+ * named unit, under title (fixed words). n must be at least 2 (else nothing). 0 or CG_ENOMEM. */
+int cg_chart_mermaid_series(struct cg_buf *out, const char *title, const char *unit,
+                            const char *const *labels, const double *v, size_t n);
+
+/* Appends one line per value for the terminal: its label, its text values[i] and a bar from one
+ * cell (the smallest v) to CG_CHART_TERM_WIDTH / 2 cells (the largest). 0 or CG_ENOMEM. */
+int cg_chart_terminal_series(struct cg_buf *out, const char *const *labels,
+                             const char *const *values, const double *v, size_t n, bool ascii);
+
 #endif
