@@ -336,12 +336,14 @@ static int push_raw(struct cg_history *h, const char *line, size_t len)
         h->raw = p;
         h->cap_raw = cap;
     }
-    char *text = malloc(len + 1);
-    if (text == NULL)
+    struct cg_history_raw *raw = &h->raw[h->n_raw];
+    if ((raw->text = malloc(len + 1)) == NULL)
         return CG_ENOMEM;
-    memcpy(text, line, len);
-    text[len] = '\0';
-    h->raw[h->n_raw++] = (struct cg_history_raw){h->n, text, len};
+    memcpy(raw->text, line, len);
+    raw->text[len] = '\0';
+    raw->before = h->n;
+    raw->len = len;
+    h->n_raw++;
     return 0;
 }
 
@@ -579,7 +581,7 @@ int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, 
         return rc > 0 ? 0 : rc;
     struct left_out lo = {0};
     struct line_reader r = {.f = fdopen(fd, "rb"), .cap = CG_HISTORY_MAX_LINE_BYTES};
-    if (r.f == NULL || (r.buf = malloc(r.cap)) == NULL) {
+    if (r.f == NULL || (r.buf = calloc(1, r.cap)) == NULL) {
         rc = cg_err_set(err, CG_ENOMEM, "cannot read history '%s': out of memory", path);
         goto done;
     }
