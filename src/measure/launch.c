@@ -212,6 +212,7 @@ struct launch_state {
     pid_t self, canary;
     pid_t *before;
     size_t n_before;
+    double next_scan; /* reap_orphans: when /proc may be read again */
 };
 
 static bool in_list(const pid_t *list, size_t n, pid_t pid)
@@ -324,8 +325,8 @@ static long end_descendants(const struct launch_state *ls)
  * come: never the canary's first process (its status is read by the caller) nor a child the tool
  * had before the canary started (its owner waits for it). A zombie is looked at without reaping
  * (WNOWAIT) and reaped by its pid only when it is an orphan; when the first zombie is one of those
- * two, the others are found in /proc. At most a bounded number a call. */
-static void reap_orphans(const struct launch_state *ls)
+ * two, the others are found in /proc (every 100 ms at most). At most a bounded number a call. */
+static void reap_orphans(struct launch_state *ls)
 {
 #ifdef __linux__
     for (int k = 0; k < 4096; k++) {
@@ -338,6 +339,9 @@ static void reap_orphans(const struct launch_state *ls)
             break;
         waitpid(pid, NULL, WNOHANG);
     }
+    if (now_s() < ls->next_scan)
+        return;
+    ls->next_scan = now_s() + 0.1;
     size_t n = 0;
     struct proc_entry *t = proc_table(&n);
     for (size_t i = 0; t != NULL && i < n; i++)

@@ -563,6 +563,36 @@ static void test_faults__escaped_processes_are_ended_and_counted(void **state)
     remove_tree(sc.dir);
 }
 
+/* Issue 37, item 14: orphans of the canary (double-forked, so the gate is their subreaper) are
+ * reaped as they come, not when the run ends: 130 every 20 ms (and the time a round takes) for the
+ * run's 80 steps of 20 ms left thousands of zombies under the gate before. The canary's own status is still read (exit 0, its
+ * steps measured). */
+static void test_faults__orphans_are_reaped_during_the_run(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], counts[PATH_MAX];
+    scene_open(&sc, false);
+    join(counts, sizeof(counts), sc.dir, "zombies.txt");
+    struct result r;
+    const char *cmd[] = {HELPER, "orphans", "130", "20", counts, "--", CANARY, "--steps", "80",
+                         "--step-ms", "20", NULL};
+    run_once(&sc, "orphans", "80", cmd, art, &r);
+    expect_exit(&r, 0);
+    long made = 0, most = 0;
+    FILE *f = fopen(counts, "r");
+    assert_non_null(f);
+    int got = fscanf(f, "made %ld most %ld", &made, &most);
+    fclose(f);
+    assert_int_equal(got, 2);
+    if (made < 1040) /* 8 rounds at least: what would have piled up */
+        fail_msg("the zombie maker made only %ld orphans", made);
+    if (most > 2 * 130)
+        fail_msg("%ld zombies under the gate at once (of %ld orphans made)", most, made);
+    remove_tree(sc.dir);
+}
+
 /* The canary ran without the injection library (a wrapper cleared the environment): no shard at
  * all is told apart from a canary that marked no step, with how to pass the environment on. */
 static void test_faults__library_not_loaded_is_named_with_how_to_pass_the_environment(void **state)
@@ -1087,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_faults__full_disk_run_keeps_previous_artifact),
         cmocka_unit_test(test_faults__flooding_canary_keeps_memory_bounded),
         cmocka_unit_test(test_faults__escaped_processes_are_ended_and_counted),
+        cmocka_unit_test(test_faults__orphans_are_reaped_during_the_run),
         cmocka_unit_test(test_faults__library_not_loaded_is_named_with_how_to_pass_the_environment),
         cmocka_unit_test(test_faults__shard_write_failure_names_the_path_and_errno),
         cmocka_unit_test(test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs),

@@ -42,9 +42,16 @@
  *   fault-helper fsize BYTES -- CMD...
  *       ignores SIGXFSZ and limits the files CMD writes to BYTES (RLIMIT_FSIZE), so its shard
  *       stops growing mid-run with EFBIG, as on a full disk; then runs CMD
+ *   fault-helper orphans N EVERY_MS FILE -- CMD...
+ *       a zombie maker beside CMD (in its process group): every EVERY_MS ms it double-forks N
+ *       short-lived children (each child forks one that exits at once, then exits; the
+ *       grandchildren become orphans of the gate, their subreaper), and counts the zombies whose
+ *       parent is the gate (/proc); FILE holds "made M most Z" (orphans made, the most zombies
+ *       seen at once), rewritten at every round; it stops when CMD has ended; then runs CMD
  *
  * Exits 2 on bad usage, 127 when CMD cannot be executed. No dependencies.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -484,8 +491,82 @@ static int fsize(int argc, char **argv)
     return 127;
 }
 
+/* Zombies whose parent is pid, from /proc. */
+static long zombies_of(pid_t pid)
+{
+    long n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        ssize_t got = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (got <= 0)
+            continue;
+        buf[got] = '\0';
+        const char *p = strrchr(buf, ')');
+        long ppid = 0;
+        char state = 0;
+        if (p != NULL && sscanf(p + 1, " %c %ld", &state, &ppid) == 2 && state == 'Z' &&
+            ppid == (long)pid)
+            n++;
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+static int orphans(int argc, char **argv)
+{
+    char *cmd[MAX_ARGS];
+    if (argc < 5)
+        return 2;
+    long per_round = number(argv[2]), every_ms = number(argv[3]);
+    const char *file = argv[4];
+    command(argv, argc, 5, NULL, cmd);
+    pid_t gate = getppid(), canary = getpid();
+    pid_t maker = fork();
+    if (maker < 0)
+        return 1;
+    if (maker > 0)
+        run(cmd);
+    long made = 0, most = 0;
+    while (getppid() == canary) { /* until CMD (this process, exec'd) has ended */
+        for (long i = 0; i < per_round; i++) {
+            pid_t child = fork();
+            if (child == 0) {
+                if (fork() == 0)
+                    _exit(0); /* the orphan: exits at once, its parent already gone */
+                _exit(0);
+            }
+            if (child > 0) {
+                waitpid(child, NULL, 0);
+                made++;
+            }
+        }
+        long z = zombies_of(gate);
+        most = z > most ? z : most;
+        FILE *f = fopen(file, "w");
+        if (f != NULL) {
+            fprintf(f, "made %ld most %ld\n", made, most);
+            fclose(f);
+        }
+        struct timespec ts = {every_ms / 1000, (every_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "orphans") == 0)
+        return orphans(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "daemon") == 0)
         return daemon_mode(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "shard-dir-file") == 0)
@@ -505,6 +586,6 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "measured") == 0)
         return measured(argc, argv);
     fprintf(stderr, "usage: fault-helper flood|group|shard|ranks|env|measured|daemon|"
-                    "shard-dir-file|fsize ...\n");
+                    "shard-dir-file|fsize|orphans ...\n");
     return 2;
 }
