@@ -68,7 +68,8 @@ static double median_of(int64_t *v, size_t n)
     if (n == 0)
         return NAN;
     qsort(v, n, sizeof(*v), cmp_i64);
-    return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
+    size_t mid = n / 2;
+    return n % 2 ? (double)v[mid] : ((double)v[mid - 1] + (double)v[mid]) / 2.0;
 }
 
 double cg_rank_step_median_ns(const struct cg_rank *r)
@@ -217,22 +218,26 @@ static int parse_one(const cJSON *o, size_t max_steps, struct cg_rank *r, const 
     if (!cJSON_IsString(node) || node->valuestring[0] == '\0' || strlen(node->valuestring) > 255)
         return *what = "node: expected a name", CG_EINPUT;
     if (uuid != NULL && !cJSON_IsNull(uuid) &&
-        (!cJSON_IsString(uuid) || strlen(uuid->valuestring) > 63))
+        (!cJSON_IsString(uuid) || uuid->valuestring == NULL || strlen(uuid->valuestring) > 63))
         return *what = "device_uuid: expected a UUID or null", CG_EINPUT;
     if (!cJSON_IsArray(steps) || (size_t)cJSON_GetArraySize(steps) > max_steps)
         return *what = "step_ns: expected at most the run's steps", CG_EINPUT;
+    const char *uuid_text = uuid != NULL && cJSON_IsString(uuid) ? uuid->valuestring : NULL;
     if ((r->node = strdup(node->valuestring)) == NULL ||
-        (cJSON_IsString(uuid) && (r->device_uuid = strdup(uuid->valuestring)) == NULL))
+        (uuid_text != NULL && (r->device_uuid = strdup(uuid_text)) == NULL))
         return CG_ENOMEM;
     size_t ns = (size_t)cJSON_GetArraySize(steps);
-    if (ns > 0 && (r->step_ns = malloc(ns * sizeof(int64_t))) == NULL)
+    if (ns == 0)
+        return 0;
+    if ((r->step_ns = malloc(ns * sizeof(int64_t))) == NULL)
         return CG_ENOMEM;
     const cJSON *s;
     cJSON_ArrayForEach(s, steps)
     {
         if (!cJSON_IsNumber(s) || s->valuedouble <= 0 || s->valuedouble > 9007199254740992.0)
             return *what = "step_ns: expected positive durations", CG_EINPUT;
-        r->step_ns[r->n_steps++] = (int64_t)s->valuedouble;
+        if (r->n_steps < ns)
+            r->step_ns[r->n_steps++] = (int64_t)s->valuedouble;
     }
     return 0;
 }

@@ -416,8 +416,9 @@ static int open_history(const char *path, int *fd, struct stat *st, struct cg_er
 
 int cg_history_load(const char *path, struct cg_history *h, struct cg_err *err)
 {
-    int fd;
+    int fd = -1;
     struct stat st;
+    memset(&st, 0, sizeof(st));
     int rc = open_history(path, &fd, &st, err);
     if (rc != 0)
         return rc > 0 ? 0 : rc; /* no such file: no history yet */
@@ -573,8 +574,9 @@ static int put_summary(struct cg_history *h, struct left_out *lo)
 
 int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, struct cg_err *err)
 {
-    int fd;
+    int fd = -1;
     struct stat st;
+    memset(&st, 0, sizeof(st));
     h->streamed = true;
     int rc = open_history(path, &fd, &st, err);
     if (rc != 0)
@@ -646,7 +648,7 @@ int cg_history_lock(const char *path, struct cg_err *err)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     snprintf(lock, n, "%s.lock", path);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0644);
-    int rc = fd;
+    int rc;
     if (fd < 0)
         rc = cg_err_set(err, CG_EIO, "cannot lock history: cannot open '%s': %s", lock,
                         strerror(errno));

@@ -124,8 +124,8 @@ static struct floor_pick floor_pick_of(const struct floor_pool *p, const unsigne
 {
     struct floor_pick pick = {p->fast, {INFINITY, INFINITY}};
     size_t k[2] = {0, 0};
-    for (size_t i = 0; i < p->fast; i++)
-        k[cur[i]]++;
+    for (size_t i = 0; i < p->fast; i++) /* cur holds p->n >= p->fast labels */
+        k[cur[i] != 0]++; /* NOLINT(clang-analyzer-core.UndefinedBinaryOperatorResult) */
     *own = k[0] < CG_FLOOR_MIN_FAST_RUNS || k[1] < CG_FLOOR_MIN_FAST_RUNS;
     if (*own)
         pick = (struct floor_pick){p->n, {own_state_cut(p, cur, 0), own_state_cut(p, cur, 1)}};
@@ -160,9 +160,12 @@ double cg_floor_smallest_p(size_t nb, size_t nc)
  * sorted; returns how many (0 when memory ran out). */
 static size_t floor_null(const struct floor_pool *p, double *z)
 {
+    if (p->n == 0)
+        return 0;
     size_t n = p->n, count = 0;
-    unsigned char *cur = malloc(n);
-    size_t *idx = malloc(n * sizeof(*idx));
+    /* NOLINTNEXTLINE(clang-analyzer-optin.portability.UnixAPI): n >= 2, checked by the caller */
+    unsigned char *cur = calloc(n, 1);
+    size_t *idx = calloc(n, sizeof(*idx));
     /* Seeded from the pooled floors, which do not depend on the sides: the same runs give the
      * same verdict, and the splits drawn are independent of which side a run is on. */
     uint64_t rng = 0x666c6f6f72ULL;
@@ -289,8 +292,9 @@ static int floor_pool_make(const double *base, size_t nb, const double *cur, siz
 static size_t side_logs(const struct floor_pool *p, int s, const struct floor_pick *pick,
                         double *out)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < pick->lim; i++)
+    size_t k = 0, lim = pick->lim < p->n ? pick->lim : p->n;
+    for (size_t i = 0; i < lim; i++)
+        /* NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult): cur holds p->n */
         if (p->cur[i] == s && p->v[i] <= pick->cut[s])
             out[k++] = log(p->v[i]);
     return k;

@@ -47,7 +47,8 @@ static double rank_median(const struct cg_artifact *a, int64_t id)
                     v[k++] = r->step_ns[s];
         }
     qsort(v, k, sizeof(*v), cmp_i64);
-    double m = k % 2 ? (double)v[k / 2] : ((double)v[k / 2 - 1] + (double)v[k / 2]) / 2.0;
+    size_t mid = k / 2;
+    double m = k % 2 ? (double)v[mid] : ((double)v[mid - 1] + (double)v[mid]) / 2.0;
     free(v);
     return m;
 }

@@ -121,8 +121,8 @@ static int sanitise_rest(const char *p, const char *end, struct cg_buf *out)
     int rc = 0, details = 0;
     bool line_start = true;
     while (p < end && rc == 0) {
-        if (line_start && click_line(p, end))
-            rc = cg_buf_adds(out, "%% ");
+        if (line_start && click_line(p, end) && (rc = cg_buf_adds(out, "%% ")) != 0)
+            break;
         line_start = false;
         size_t ent = at_entity(p, end);
         if (ent > 0) {

@@ -193,8 +193,8 @@ int cg_multinode_scancel(const char *ids, double timeout_s, char *why, size_t ca
     }
     int st = 0;
     struct timespec tick = {0, 50 * 1000 * 1000};
-    for (double waited = 0; waitpid(pid, &st, WNOHANG) == 0; waited += 0.05) {
-        if (waited >= timeout_s) {
+    for (long ticks = 0; waitpid(pid, &st, WNOHANG) == 0; ticks++) {
+        if ((double)ticks * 0.05 >= timeout_s) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             snprintf(why, cap, "scancel did not answer within %.0f s", timeout_s);

@@ -346,7 +346,7 @@ int cg_chart_terminal(struct cg_buf *out, const struct cg_artifact *a, size_t wi
 static int category(struct cg_buf *out, const char *label)
 {
     int rc = cg_buf_adds(out, "\"");
-    for (size_t i = 0; label[i] != '\0' && i < 16 && rc == 0; i++) {
+    for (size_t i = 0; i < 16 && label[i] != '\0' && rc == 0; i++) {
         char c = label[i];
         bool plain = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
         rc = cg_buf_add(out, plain ? &c : "_", 1);

@@ -95,7 +95,7 @@ EXPORT int nvmlInit_v2(void)
 {
     const char *v;
     if ((v = env("CG_STANDIN_NVML_INIT_ERROR")) != NULL)
-        return atoi(v);
+        return (int)strtol(v, NULL, 10);
     g_t0 = now_ns();
     if ((v = env("CG_STANDIN_NVML_DEVICES")) != NULL)
         g_devices = (unsigned)strtoul(v, NULL, 10);
