@@ -565,7 +565,8 @@ static void test_faults__escaped_processes_are_ended_and_counted(void **state)
 
 /* Issue 37, item 14: orphans of the canary (double-forked, so the gate is their subreaper) are
  * reaped as they come, not when the run ends: 130 every 20 ms (and the time a round takes) for the
- * run's 80 steps of 20 ms left thousands of zombies under the gate before. The canary's own status is still read (exit 0, its
+ * run's 200 steps of 20 ms (long enough for 8 rounds under the sanitizers) left thousands of
+ * zombies under the gate before. The canary's own status is still read (exit 0, its
  * steps measured). */
 static void test_faults__orphans_are_reaped_during_the_run(void **state)
 {
@@ -576,9 +577,9 @@ static void test_faults__orphans_are_reaped_during_the_run(void **state)
     scene_open(&sc, false);
     join(counts, sizeof(counts), sc.dir, "zombies.txt");
     struct result r;
-    const char *cmd[] = {HELPER, "orphans", "130", "20", counts, "--", CANARY, "--steps", "80",
+    const char *cmd[] = {HELPER, "orphans", "130", "20", counts, "--", CANARY, "--steps", "200",
                          "--step-ms", "20", NULL};
-    run_once(&sc, "orphans", "80", cmd, art, &r);
+    run_once(&sc, "orphans", "200", cmd, art, &r);
     expect_exit(&r, 0);
     long made = 0, most = 0;
     FILE *f = fopen(counts, "r");
