@@ -14,7 +14,7 @@ section() { # heading, then the command's words (its --help is printed)
 }
 {
     printf '[COMMANDS]\n'
-    for c in gate run compare merge show comment aa ab; do
+    for c in gate run compare merge show comment aa ab bisect; do
         section "$c" "$c"
     done
     for c in append check site; do

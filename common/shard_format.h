@@ -61,6 +61,9 @@
 #define CG_SHARD_KEY_DRIVER "driver" /* VERSION */
 #define CG_SHARD_KEY_WARNING "w"     /* MESSAGE */
 #define CG_SHARD_KEY_DONE "done"     /* N */
+/* "ss NESTED OTHER_THREADS": ranges named as a step that were no step (nested in an open step,
+ * or begun by a thread other than the first step's), totals so far (the last line counts) */
+#define CG_SHARD_KEY_STRAY_STEPS "ss"
 /* Exact counts per step (docs/counts.md, docs/collector.md): "n I NAME DELTA" adds DELTA to step
  * I's count NAME (lines for the same step and name add up, as "b" lines do; written for every
  * step before the measured window's end, warm-up included, and only when DELTA is not 0);

@@ -346,6 +346,10 @@ static void clear_library(struct state *s)
     atomic_store(&g_next_step, 0);
     atomic_store(&g_cur_step, -1);
     atomic_store(&g_open_steps, 0);
+    atomic_store(&g_steps_thread, NULL);
+    atomic_store(&g_stray_nested, 0);
+    atomic_store(&g_stray_other, 0);
+    g_stray_written[0] = g_stray_written[1] = 0;
     memset(&t_stack, 0, sizeof(t_stack));
     while (g_domains != NULL) {
         struct cg_domain *next = g_domains->next;

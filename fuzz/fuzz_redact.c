@@ -4,8 +4,10 @@
  * Input: an environment ("NAME=value" lines), a NUL, the text to redact, and optionally a NUL and
  * a --redact pattern. Properties: a refused pattern is CG_EINPUT naming it; the output holds no
  * secret value of the environment (values without '*', which the mark itself could complete);
- * a pattern's match (one that holds no '*') is gone; every URL's authority in the output holds
- * its userinfo only as the mark.
+ * a pattern's match (one that holds no '*') is gone; no well-known token shape
+ * (CG_REDACT_TOKEN_SHAPES: GitHub, Slack, AWS, Hugging Face) is left, since the mark, which no
+ * shape holds, can never join two pieces into one; every URL's authority in the output holds its
+ * userinfo only as the mark.
  */
 #include "fuzz.h"
 
@@ -31,6 +33,23 @@ static void check_userinfo(const char *out)
             CG_FUZZ_CHECK(*c == '*' || *c == '@' || *c == ':' || *c == '/',
                           "userinfo left in '%.80s'", auth);
     }
+}
+
+/* No token shape is left in out. */
+static void check_token_shapes(const char *out)
+{
+    static regex_t shapes[CG_REDACT_N_TOKEN_SHAPES];
+    static bool made;
+    static const char *const text[] = CG_REDACT_TOKEN_SHAPES;
+    if (!made) {
+        for (size_t i = 0; i < CG_REDACT_N_TOKEN_SHAPES; i++)
+            CG_FUZZ_CHECK(regcomp(&shapes[i], text[i], REG_EXTENDED) == 0, "shape %s", text[i]);
+        made = true;
+    }
+    regmatch_t m;
+    for (size_t i = 0; i < CG_REDACT_N_TOKEN_SHAPES; i++)
+        CG_FUZZ_CHECK(regexec(&shapes[i], out, 1, &m, 0) != 0, "token shape %s left in '%.80s'",
+                      text[i], out + (regexec(&shapes[i], out, 1, &m, 0) == 0 ? m.rm_so : 0));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -99,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     check_userinfo(out);
+    check_token_shapes(out);
     free(out);
     cg_redact_free(r);
     free(buf);

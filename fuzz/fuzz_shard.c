@@ -8,7 +8,9 @@
  * summaries that agree with the steps, known or unknown (-1) counters and at most 16 warnings;
  * the status is "done" only with steps and a window of at least one step; GPU metrics missing
  * always come with a reason; saved as an artifact, the merged run loads again; the
- * Chrome trace rendered from the shards' trace lines is valid JSON (every name escaped). The
+ * Chrome trace rendered from the shards' trace lines is valid JSON (every name escaped); once the
+ * shards are redacted (cg_shard_redact, HF_TOKEN set) no op, place, trace or warning text holds
+ * the secret, whatever the canary named its ranges. The
  * same bytes read as the launcher's failure file (CANARY_GATE_FAIL_FILE, written by the library
  * when a shard cannot be written) give a record or none: an operation of lowercase letters, an
  * errno the tool can name, a path of bytes before the first NUL.
@@ -74,6 +76,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sep == NULL)
             break;
         p = sep + strlen(SEP);
+    }
+
+    static struct cg_redact *redactor;
+    if (redactor == NULL) {
+        char *env[] = {"HF_TOKEN=hf_SECRETvalue123", NULL};
+        CG_FUZZ_CHECK(cg_redact_new(env, &redactor, NULL) == 0, "out of memory");
+    }
+    struct cg_err rerr;
+    cg_err_init(&rerr);
+    CG_FUZZ_CHECK(cg_shard_redact(shards, n, redactor, &rerr) == 0, "%s", rerr.msg);
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        for (size_t k = 0; k < s->n_ops; k++)
+            CG_FUZZ_CHECK(strstr(s->ops[k].name, "hf_SECRETvalue123") == NULL, "op %s",
+                          s->ops[k].name);
+        for (size_t k = 0; k < s->n_warnings; k++)
+            CG_FUZZ_CHECK(strstr(s->warnings[k], "hf_SECRETvalue123") == NULL, "w %s",
+                          s->warnings[k]);
+        for (size_t k = 0; k < s->n_ranges; k++)
+            CG_FUZZ_CHECK(strstr(s->ranges[k].name, "hf_SECRETvalue123") == NULL, "tr %s",
+                          s->ranges[k].name);
     }
 
     char *trace = cg_trace_to_json(shards, n);

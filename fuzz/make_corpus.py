@@ -180,6 +180,17 @@ def shard(shard_dir):
         "canary-gate-shard 1\npid 10\nrank 1\ngpu ok\nnc sync_stream places\n"
         "s 0 1000 2000 -1\ns 1 2000 3000 -1\nnp sync_stream in 3 forward\nend\n")
     put("shard", "uuids", UUIDS)
+    put("shard", "secret-names",
+        "canary-gate-shard 1\npid 9\nwarmup 0\nstep_range step\ntw 0 0\n"
+        "s 0 1000 9000 -1\ntr 77 1100 1200 0 load hf_SECRETvalue123\n"
+        "o range 1 100 load hf_SECRETvalue123\no range 1 90 fetch https://user:pw12345678@host/shard\n"
+        "o kernel 1 50 push_ghp_0123456789abcdefABCDEF0123456789\n"
+        "w CANARY_GATE_CUPTI_PATH hf_SECRETvalue123 is not a file\nend\n")
+    put("shard", "stray-steps",
+        "canary-gate-shard 1\npid 9\nwarmup 0\nstep_range step\nsteps_from nvtx\n"
+        "s 0 1000 9000 -1\nw 'step' ranges nested in a step: counted, never measured as steps\n"
+        "ss 2 0\ns 1 9000 17000 -1\nw 'step' ranges on threads other than the first step's: "
+        "counted, never measured as steps\nss 4 7\nend\n")
     if shard_dir and os.path.isdir(shard_dir):
         files = sorted(glob.glob(os.path.join(shard_dir, "*.shard")) +
                        glob.glob(os.path.join(shard_dir, "*.part")))

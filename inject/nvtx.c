@@ -18,6 +18,13 @@
  * further names are not timed (once the table is full, a new name is turned away without a lock),
  * and the distinct names left out are counted for a "w op table full" line.
  *
+ * Steps come from one thread: the thread that begins the process's first step (the training loop,
+ * in every canary seen). A range named as a step that another thread begins, or that begins while
+ * a step is open (nested in it, or a start/end step begun before the last one ended), is no step:
+ * it is counted, neither timed nor an op, and the shard says so once per kind ("w 'step' ranges
+ * ...") and with the totals so far ("ss NESTED OTHER_THREADS", at step ends and at exit), so that
+ * a side thread's short "step" ranges never stand for the training loop's.
+ *
  * Ranges per step ("n I ranges DELTA"): by the same rule, a range other than a step that begins
  * while a step is open, on any thread, is counted in the step most recently begun, for every step
  * before the window's end (warm-up included; past the end nothing is counted), whether or not its
@@ -164,6 +171,11 @@ static _Atomic int32_t g_unrecorded_written;
 static _Atomic int64_t g_next_step;
 static _Atomic int64_t g_cur_step = -1;
 static _Atomic int g_open_steps;
+/* The thread whose steps are measured (its stack; NULL until the first step), and the step
+ * ranges that were no steps: nested in an open step, or begun by another thread. */
+static struct tstack *_Atomic g_steps_thread;
+static _Atomic int64_t g_stray_nested, g_stray_other;
+static int64_t g_stray_written[2]; /* writer lock */
 
 static struct name_table g_ops = {.lock = PTHREAD_MUTEX_INITIALIZER, .count_unrecorded = true};
 static struct name_table g_trace_names = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -259,8 +271,33 @@ static void note_unrecorded(uint64_t h)
     }
 }
 
+/* "w" once per kind of step range that was no step, and "ss NESTED OTHER" when the totals
+ * changed. Writer locked. */
+static void write_stray(void)
+{
+    int64_t n[2] = {atomic_load_explicit(&g_stray_nested, memory_order_relaxed),
+                    atomic_load_explicit(&g_stray_other, memory_order_relaxed)};
+    if (n[0] == g_stray_written[0] && n[1] == g_stray_written[1])
+        return;
+    if (n[0] > 0 && g_stray_written[0] == 0) {
+        cg_inject_append(CG_SHARD_KEY_WARNING " '");
+        cg_inject_append_name(g_step_name);
+        cg_inject_append("' ranges nested in a step: counted, never measured as steps\n");
+    }
+    if (n[1] > 0 && g_stray_written[1] == 0) {
+        cg_inject_append(CG_SHARD_KEY_WARNING " '");
+        cg_inject_append_name(g_step_name);
+        cg_inject_append("' ranges on threads other than the first step's: counted, never "
+                         "measured as steps\n");
+    }
+    cg_inject_append(CG_SHARD_KEY_STRAY_STEPS " %lld %lld\n", (long long)n[0], (long long)n[1]);
+    g_stray_written[0] = n[0];
+    g_stray_written[1] = n[1];
+}
+
 void cg_nvtx_write_warnings(void)
 {
+    write_stray();
     if (atomic_load_explicit(&g_ranges_lost, memory_order_relaxed) && !g_ranges_lost_written) {
         g_ranges_lost_written = true;
         cg_inject_append(CG_SHARD_KEY_WARNING " out of memory: NVTX ranges not counted in some "
@@ -467,6 +504,29 @@ static int step_kind(const char *name)
     return was == want ? 1 : -1;
 }
 
+static inline struct tstack *this_stack(void);
+
+/* A range named as a step begins on the calling thread: true when it is a step (the thread of
+ * the first step, with no step open), else false, counted as nested or of another thread. */
+static bool steps_thread(void)
+{
+    struct tstack *s = this_stack();
+    struct tstack *owner = atomic_load_explicit(&g_steps_thread, memory_order_relaxed);
+    if (owner == NULL && atomic_compare_exchange_strong_explicit(&g_steps_thread, &owner, s,
+                                                                 memory_order_relaxed,
+                                                                 memory_order_relaxed))
+        owner = s; /* else owner is the thread whose first step won */
+    if (owner != s) {
+        atomic_fetch_add_explicit(&g_stray_other, 1, memory_order_relaxed);
+        return false;
+    }
+    if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0) {
+        atomic_fetch_add_explicit(&g_stray_nested, 1, memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
 static void begin_range(struct frame *f, const struct cg_domain *d, const char *name,
                         int64_t tokens)
 {
@@ -479,6 +539,8 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
     int kind = d == NULL ? step_kind(name) : 0;
     if (kind < 0)
         return; /* the step name that lost: neither a step nor an op */
+    if (kind > 0 && !steps_thread())
+        return; /* no step: counted (steps_thread), neither timed nor an op */
     if (kind > 0) {
         f->flags = FRAME_STEP;
         f->tokens = tokens;
@@ -519,6 +581,7 @@ static void end_range(const struct frame *f)
                          (long long)f->tokens);
         cg_nvtx_write_ops();
         cg_nvtx_write_counts(false);
+        write_stray();
         cg_inject_unlock();
     }
     if (f->traced)

@@ -10,6 +10,7 @@
 #include "artifact.h"
 #include "err.h"
 #include "github.h"
+#include "logtail.h"
 #include "outputs.h"
 #include "say.h"
 #include "thresholds.h"
@@ -30,6 +31,7 @@ int cmd_accept(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_aa(int argc, char **argv);
 int cmd_ab(int argc, char **argv);
+int cmd_bisect(int argc, char **argv);
 
 /* Where and how the gate's verdict is reported. NULL paths are not written. */
 struct cg_report_opts {
@@ -88,6 +90,11 @@ char *cg_cmd_partial_path(const char *out);
  * cg_cmd_partial_path(out), never to out, and says so in one line. 0, or the exit code when the
  * partial artifact could not be written (the problem is printed). */
 int cg_cmd_save_partial(const char *out, const struct cg_artifact *a);
+
+/* After a canary failed: reads the end of its log (cg_log_tail_read, the last
+ * CG_LOG_TAIL_LINES lines, redacted) into t for the error report and prints it on stderr; a log
+ * that cannot be read is said in one line and leaves t without lines (path NULL). */
+void cg_cmd_show_log_tail(const char *log, struct cg_log_tail *t);
 
 /* Warns on stderr when the baseline at path has fewer runs than any timing regression needs to
  * FAIL under t (cg_verdict_min_baseline_runs): such a gate cannot detect a slowdown. recorded:

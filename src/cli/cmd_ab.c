@@ -162,7 +162,8 @@ static void save_partial(const struct ab_opts *o, const struct cg_artifact *base
 /* A canary failed: the "error" report (its markers, the reason line the commit status carries)
  * and JSON verdict where asked, as the main command writes them, so the Action's base-command
  * mode posts why. 0, or the exit code (printed) of an output that cannot be written. */
-static int write_error(const struct ab_opts *o, const char *reason)
+static int write_error(const struct ab_opts *o, const char *reason,
+                       const struct cg_log_tail *tail)
 {
     static const char headline[] = "\xe2\x9d\x8c canary-gate: the canary failed";
     const char *report = o->report.report_path, *json_path = o->report.json_path;
@@ -173,8 +174,8 @@ static int write_error(const struct ab_opts *o, const char *reason)
     cg_err_init(&err);
     cg_buf_init(&md, CG_REPORT_MAX_BYTES);
     if (report != NULL &&
-        cg_report_notice_markdown(o->report.gate_id, "error", headline, reason, "ab", &md, &err) !=
-            0)
+        cg_report_notice_markdown(o->report.gate_id, "error", headline, reason, tail, "ab", &md,
+                                  &err) != 0)
         goto failed;
     if (json_path != NULL && (json = cg_report_notice_json("error", reason, NULL)) == NULL) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");
@@ -256,8 +257,12 @@ failed:
     exit_code = cg_cmd_fail(&err);
     cg_collect_hint(&err, c->step_range, &c->say);
     save_partial(o, base, head);
-    if (err.code == CG_ECANARY && !cg_collect_interrupted())
-        write_error(o, err.msg);
+    if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
+        struct cg_log_tail tail;
+        cg_cmd_show_log_tail(logs[cg_interleave_failed_a(base, head) ? 0 : 1], &tail);
+        write_error(o, err.msg, &tail);
+        cg_log_tail_release(&tail);
+    }
 done:
     cg_collector_free(cb);
     cg_collector_free(ch);

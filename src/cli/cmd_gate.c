@@ -240,7 +240,8 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
 
 /* Writes the no-comparison report and JSON verdict where asked; 0 or the exit code. */
 static int write_notice(const struct gate_opts *o, const char *md_verdict, const char *json_verdict,
-                        const char *headline, const char *body, const char *recorded)
+                        const char *headline, const char *body, const struct cg_log_tail *tail,
+                        const char *recorded)
 {
     struct cg_err err;
     struct cg_buf md;
@@ -249,7 +250,8 @@ static int write_notice(const struct gate_opts *o, const char *md_verdict, const
     cg_err_init(&err);
     cg_buf_init(&md, CG_REPORT_MAX_BYTES);
     if (o->ro.report_path != NULL &&
-        cg_report_notice_markdown(o->ro.gate_id, md_verdict, headline, body, NULL, &md, &err) != 0) {
+        cg_report_notice_markdown(o->ro.gate_id, md_verdict, headline, body, tail, NULL, &md,
+                                  &err) != 0) {
         rc = cg_cmd_fail(&err);
         goto done;
     }
@@ -308,10 +310,13 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     cg_collect_hint(&err, o->collect.step_range, &o->collect.say);
     cg_cmd_save_partial(o->out, cur); /* never over --out */
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
+        struct cg_log_tail tail;
+        cg_cmd_show_log_tail(o->collect.log, &tail);
         if (write_notice(o, "error", "error", "\xe2\x9d\x8c canary-gate: the canary failed",
-                         err.msg, NULL) == 0 &&
+                         err.msg, &tail, NULL) == 0 &&
             o->ro.report_path != NULL)
             post(o);
+        cg_log_tail_release(&tail);
     }
     return CG_EXIT_RUNTIME;
 }
@@ -335,7 +340,7 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur,
     cg_cmd_warn_small_baseline(o->baseline, cur, t, true, false);
     int rc = write_notice(o, "recorded", "pass",
                           "\xe2\x9c\x85 canary-gate: baseline recorded, nothing compared", body,
-                          o->baseline);
+                          NULL, o->baseline);
     if (rc == 0 && o->ro.report_path != NULL)
         post(o);
     return rc != 0 ? rc : CG_EXIT_PASS;

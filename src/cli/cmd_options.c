@@ -8,6 +8,8 @@
 #include "redact.h"
 #include "sequential.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,8 @@ void cg_measure_opts_init(struct cg_measure_opts *m)
     m->let_finish = false;
     m->steps_from = CG_STEPS_FROM_AUTO;
     m->step_optimizer = -1;
+    m->flops_per_token = -1;
+    m->peak_flop_per_clock = NAN;
 }
 
 int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_measure_opts *m)
@@ -70,6 +74,26 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
             return cg_cmd_usage_error(verb, "--shard-dir: expected a directory");
         m->shard_dir = arg;
         return 0;
+    case CG_MOPT_FLOPS:
+        return cg_cmd_parse_count(verb, "--flops-per-token", arg, 1, LONG_MAX / 2,
+                                  &m->flops_per_token);
+    case CG_MOPT_PRECISION:
+        if (!cg_gpu_precision_valid(arg))
+            return cg_cmd_usage_error(verb, "--precision '%s': expected fp32, tf32, bf16, fp16 "
+                                            "or fp8",
+                                      arg);
+        m->precision = arg;
+        return 0;
+    case CG_MOPT_PEAK: {
+        char *end = NULL;
+        double x = strtod(arg, &end);
+        if (end == arg || *end != '\0' || !(x > 0) || !isfinite(x))
+            return cg_cmd_usage_error(verb, "--peak-flop-per-clock '%s': expected a number "
+                                            "above 0",
+                                      arg);
+        m->peak_flop_per_clock = x;
+        return 0;
+    }
     case CG_MOPT_REDACT: {
         struct cg_err err;
         cg_err_init(&err);
@@ -116,6 +140,16 @@ void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_threshold
     c->steps_from = m->steps_from;
     c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
     c->shard_dir = m->shard_dir;
+    /* MFU's inputs: given, else the baseline's, so both sides divide by the same */
+    c->flops_per_token = m->flops_per_token > 0 ? m->flops_per_token
+                         : have_base            ? (long)base->settings.flops_per_token
+                                                : -1;
+    c->precision = m->precision                              ? m->precision
+                   : have_base && base->settings.precision ? base->settings.precision
+                                                           : NULL;
+    c->peak_flop_per_clock = isfinite(m->peak_flop_per_clock) ? m->peak_flop_per_clock
+                             : have_base ? base->settings.peak_flop_per_clock
+                                         : NAN;
     c->say = cg_cmd_say();
     *runs = m->runs > 0 ? m->runs : (long)t->runs;
 }

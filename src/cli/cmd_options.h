@@ -32,6 +32,9 @@ enum {
     CG_MOPT_STEPS_FROM,
     CG_MOPT_STEP_OPTIMIZER,
     CG_MOPT_SHARD_DIR,
+    CG_MOPT_FLOPS,
+    CG_MOPT_PRECISION,
+    CG_MOPT_PEAK,
     /* sequential looks and confirmation (CG_GATE_SEQ_OPTIONS, cg_cmd_seq_option) */
     CG_SOPT_MAX_RUNS,
     CG_SOPT_BUDGET,
@@ -62,6 +65,9 @@ enum {
         {"steps-from", required_argument, NULL, CG_MOPT_STEPS_FROM},                               \
         {"step-optimizer", required_argument, NULL, CG_MOPT_STEP_OPTIMIZER},                       \
         {"shard-dir", required_argument, NULL, CG_MOPT_SHARD_DIR},                                 \
+        {"flops-per-token", required_argument, NULL, CG_MOPT_FLOPS},                               \
+        {"precision", required_argument, NULL, CG_MOPT_PRECISION},                                 \
+        {"peak-flop-per-clock", required_argument, NULL, CG_MOPT_PEAK},                            \
     {                                                                                              \
         "let-finish", no_argument, NULL, CG_MOPT_LET_FINISH                                        \
     }
@@ -95,7 +101,14 @@ enum {
     "  --shard-dir DIR        write the shards into a fresh directory under DIR, removed after\n"  \
     "                         each run: a directory every node sees, for canaries launched on\n"  \
     "                         several nodes (srun, sbatch, mpirun, torchrun --nnodes; default:\n" \
-    "                         a private directory under TMPDIR)\n"
+    "                         a private directory under TMPDIR)\n"                                \
+    "  --flops-per-token N    the model FLOPs of one token, forward and backward, for MFU\n"      \
+    "                         (default: the canary's 'canary-gate flops_per_token: N' line;\n"   \
+    "                         the built-in canary and examples/pytorch print one)\n"             \
+    "  --precision P          the precision MFU's peak is for: fp32, tf32, bf16 (default),\n"    \
+    "                         fp16, fp8\n"                                                       \
+    "  --peak-flop-per-clock X  the GPU's dense peak FLOPs per SM clock cycle, for a GPU the\n"  \
+    "                         built-in table lacks\n"
 
 struct cg_measure_opts {
     const char *thresholds;
@@ -106,6 +119,9 @@ struct cg_measure_opts {
     enum cg_steps_from steps_from; /* default auto */
     long step_optimizer;           /* -1: not given (1) */
     const char *shard_dir;         /* --shard-dir, NULL: not given */
+    long flops_per_token;          /* --flops-per-token, -1: not given */
+    const char *precision;         /* --precision, NULL: not given */
+    double peak_flop_per_clock;    /* --peak-flop-per-clock, NAN: not given */
 };
 
 /* Sets the defaults (nothing given, timeout 1800 s, grace 5 s, range not given). */
@@ -121,9 +137,9 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
 int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
                       struct cg_collect_cfg *c, long *runs, struct cg_err *err);
 
-/* Fills the measurement settings of c (the fields above and say) and *runs from the options,
- * else from base's settings when base has runs (the main command measures as its baseline
- * was), else from the thresholds. The other fields of c are left as they are. */
+/* Fills the measurement settings of c (the fields above, MFU's FLOPs per token, precision and
+ * peak, and say) and *runs from the options, else from base's settings when base has runs (the
+ * main command measures as its baseline was), else from the thresholds. The other fields of c are left as they are. */
 void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_thresholds *t,
                       const struct cg_artifact *base, struct cg_collect_cfg *c, long *runs);
 

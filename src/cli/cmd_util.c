@@ -3,6 +3,8 @@
 #include "cmd.h"
 
 #include "collect.h"
+#include "redact.h"
+#include "report.h"
 #include "verdict.h"
 
 #include <errno.h>
@@ -127,6 +129,22 @@ int cg_cmd_save_partial(const char *out, const struct cg_artifact *a)
     }
     free(partial);
     return rc;
+}
+
+void cg_cmd_show_log_tail(const char *log, struct cg_log_tail *t)
+{
+    struct cg_err err;
+    struct cg_buf out;
+    cg_err_init(&err);
+    cg_buf_init(&out, SIZE_MAX);
+    if (cg_log_tail_read(log, CG_LOG_TAIL_LINES, cg_redact_default(), t, &err) != 0) {
+        fprintf(stderr, "canary-gate: warning: the report cannot show the end of the canary's "
+                        "output: %s\n", err.msg);
+        cg_log_tail_release(t);
+    } else if (cg_report_log_tail_terminal(t, &out) == 0) {
+        fputs(cg_buf_str(&out), stderr);
+    }
+    cg_buf_release(&out);
 }
 
 void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base,

@@ -24,6 +24,7 @@ static const struct cg_command commands[] = {
     {"aa", cmd_aa, "run the canary as both sides: runner noise, false alarms, thresholds"},
     {"ab", cmd_ab, "run base and head turn about and compare them (pairs; floor: fast runs)"},
     {"history", cmd_history, "main's performance over time: record runs, find change points"},
+    {"bisect", cmd_bisect, "find the first commit of a range that made the canary slower"},
     {"accept", cmd_accept, "record on main's history that a regression was accepted, and why"},
 };
 

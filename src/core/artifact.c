@@ -130,6 +130,7 @@ static void run_init(struct cg_run *r)
     r->outside_step_records = r->inside_step_records = -1;
     r->late_memory_records = r->cupti_overhead_ns = -1;
     r->stopped_after_steps = -1;
+    r->stray_steps_nested = r->stray_steps_other_threads = -1;
     r->placement.cpu = r->placement.numa_node = -1;
     cg_gpu_state_init(&r->gpu);
 }
@@ -514,6 +515,8 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
         to->late_memory_records = from->late_memory_records;
         to->cupti_overhead_ns = from->cupti_overhead_ns;
         to->stopped_after_steps = from->stopped_after_steps;
+        to->stray_steps_nested = from->stray_steps_nested;
+        to->stray_steps_other_threads = from->stray_steps_other_threads;
         for (size_t k = 0; k < from->n_warnings; k++)
             if (cg_run_add_warning(to, from->warnings[k], CG_ARTIFACT_MAX_WARNINGS) != 0)
                 return CG_ENOMEM;

@@ -127,6 +127,10 @@ struct cg_run {
     int64_t outside_step_records, inside_step_records, late_memory_records, cupti_overhead_ns;
     int64_t stopped_after_steps; /* the tool stopped the canary once measured after this many
                                   * steps (warm-up included); -1: it ended by itself */
+    /* Ranges named as a step that were no step, summed over processes (docs/artifact.md): begun
+     * while a step was open, or by a thread other than the one whose steps were measured; -1
+     * unknown (runs written before they were counted) */
+    int64_t stray_steps_nested, stray_steps_other_threads;
     char **warnings;             /* the injection library's warnings, distinct */
     size_t n_warnings;
     bool places_measured;          /* every process placed its calls (count_places is whole) */

@@ -571,6 +571,9 @@ static int parse_runs(struct parser *p, const cJSON *root, struct cg_artifact *a
             get_int(p, run, rp, "late_memory_records", true, 0, &r->late_memory_records) ||
             get_int(p, run, rp, "cupti_overhead_ns", true, 0, &r->cupti_overhead_ns) ||
             get_int(p, run, rp, "stopped_after_steps", true, 1, &r->stopped_after_steps) ||
+            get_int(p, run, rp, "stray_steps_nested", true, 0, &r->stray_steps_nested) ||
+            get_int(p, run, rp, "stray_steps_other_threads", true, 0,
+                    &r->stray_steps_other_threads) ||
             parse_warnings(p, run, rp, r) || parse_places(p, run, rp, r) ||
             parse_code(p, run, rp, r) || parse_placement(p, run, rp, r) ||
             parse_gpu_state(p, run, rp, r) || parse_ranks(p, run, rp, r))
@@ -765,6 +768,9 @@ static cJSON *run_to_json(const struct cg_run *r)
     cJSON_AddItemToObject(run, "late_memory_records", int_or_null(r->late_memory_records));
     cJSON_AddItemToObject(run, "cupti_overhead_ns", int_or_null(r->cupti_overhead_ns));
     cJSON_AddItemToObject(run, "stopped_after_steps", int_or_null(r->stopped_after_steps));
+    cJSON_AddItemToObject(run, "stray_steps_nested", int_or_null(r->stray_steps_nested));
+    cJSON_AddItemToObject(run, "stray_steps_other_threads",
+                          int_or_null(r->stray_steps_other_threads));
     cJSON *warnings = cJSON_AddArrayToObject(run, "warnings");
     for (size_t i = 0; warnings != NULL && i < r->n_warnings; i++)
         cJSON_AddItemToArray(warnings, cJSON_CreateString(r->warnings[i]));

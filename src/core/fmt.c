@@ -190,6 +190,18 @@ void cg_fmt_metric(enum cg_metric m, double value, char *dst, size_t n)
         else
             snprintf(dst, n, "n/a");
         break;
+    case CG_M_ENERGY_PER_TOKEN:
+        if (isfinite(value))
+            snprintf(dst, n, "%.3g J/tok", value);
+        else
+            snprintf(dst, n, "n/a");
+        break;
+    case CG_M_MFU:
+        if (isfinite(value))
+            snprintf(dst, n, "%.2f%% MFU", value * 100.0);
+        else
+            snprintf(dst, n, "n/a");
+        break;
     default:
         fmt_bytes(value, dst, n);
         break;

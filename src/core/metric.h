@@ -15,6 +15,8 @@ enum cg_metric {
     CG_M_TOKENS_PER_SEC,
     CG_M_PEAK_DEVICE_MEMORY,
     CG_M_PEAK_HOST_RSS,
+    CG_M_ENERGY_PER_TOKEN, /* joules per token over the measured window (runs[].gpu_state, NVML) */
+    CG_M_MFU,              /* model FLOPs utilisation at the SM clock run (artifact_gpu.h) */
     CG_M_COUNT
 };
 
@@ -24,7 +26,11 @@ const char *cg_metric_name(enum cg_metric m);
 /* The metric's label in the markdown report ("Step time mean"). */
 const char *cg_metric_label(enum cg_metric m);
 
-/* True when a larger value is worse (every metric but tokens/sec). */
+/* True when a larger value is worse (every metric but tokens/sec and MFU). */
 bool cg_metric_higher_is_worse(enum cg_metric m);
+
+/* True for the metrics read from the GPU's own state (energy per token, MFU): gated over runs
+ * like the timing metrics, unavailable with the runs' reason where NVML gave nothing. */
+bool cg_metric_from_gpu_state(enum cg_metric m);
 
 #endif

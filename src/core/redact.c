@@ -1,6 +1,7 @@
 /*
  * redact: hiding secrets in the canary's command line and credentials in URLs (see redact.h).
- * Literal secrets are matched longest first, then the patterns, then URL userinfo.
+ * Literal secrets are matched longest first, then the token shapes, then the --redact patterns,
+ * then URL userinfo.
  */
 #include "redact.h"
 
@@ -16,6 +17,8 @@ extern char **environ;
 struct cg_redact {
     char **values; /* secret values, longest first */
     size_t n_values;
+    regex_t shapes[CG_REDACT_N_TOKEN_SHAPES]; /* CG_REDACT_TOKEN_SHAPES */
+    size_t n_shapes;
     regex_t patterns[CG_REDACT_MAX_PATTERNS];
     size_t n_patterns;
 };
@@ -83,6 +86,12 @@ int cg_redact_new(char *const *env, struct cg_redact **out, struct cg_err *err)
         r->n_values++;
     }
     qsort(r->values, r->n_values, sizeof(char *), by_length_desc);
+    static const char *const shapes[] = CG_REDACT_TOKEN_SHAPES;
+    for (; r->n_shapes < CG_REDACT_N_TOKEN_SHAPES; r->n_shapes++)
+        if (regcomp(&r->shapes[r->n_shapes], shapes[r->n_shapes], REG_EXTENDED) != 0) {
+            cg_redact_free(r); /* only memory can fail: the shapes are fixed */
+            return cg_err_set(err, CG_ENOMEM, "out of memory");
+        }
     *out = r;
     return 0;
 }
@@ -233,9 +242,11 @@ char *cg_redact_apply(const struct cg_redact *r, const char *s)
     cg_buf_init(&a, cap);
     cg_buf_init(&b, cap);
     int rc = redact_values(r, s, &a);
-    for (size_t k = 0; rc == 0 && r != NULL && k < r->n_patterns; k++) {
+    size_t n_shapes = r != NULL ? r->n_shapes : 0;
+    for (size_t k = 0; rc == 0 && r != NULL && k < n_shapes + r->n_patterns; k++) {
         cg_buf_reset(&b);
-        rc = redact_pattern(&r->patterns[k], cg_buf_str(&a), &b);
+        rc = redact_pattern(k < n_shapes ? &r->shapes[k] : &r->patterns[k - n_shapes],
+                            cg_buf_str(&a), &b);
         struct cg_buf t = a;
         a = b;
         b = t;
@@ -256,6 +267,8 @@ void cg_redact_free(struct cg_redact *r)
     for (size_t i = 0; r->values != NULL && i < r->n_values; i++)
         free(r->values[i]);
     free(r->values);
+    for (size_t i = 0; i < r->n_shapes; i++)
+        regfree(&r->shapes[i]);
     for (size_t i = 0; i < r->n_patterns; i++)
         regfree(&r->patterns[i]);
     free(r);

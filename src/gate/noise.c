@@ -58,13 +58,16 @@ static int describe(const struct cg_artifact *pool, enum cg_metric m, struct cg_
         v[i] = cg_verdict_run_value(&pool->runs[i], m);
         nm->measured &= isfinite(v[i]) && v[i] > 0;
         cg_welford_add(&w, v[i]);
-        within[i] = is_memory(m) ? NAN : within_cv(&pool->runs[i], m, &predict[i]);
+        /* memory and the GPU state's metrics have one value a run, no steps */
+        within[i] = is_memory(m) || cg_metric_from_gpu_state(m)
+                        ? NAN
+                        : within_cv(&pool->runs[i], m, &predict[i]);
     }
     if (!nm->measured)
         goto done;
     nm->median = cg_stats_quantile(v, n, 0.5);
     nm->between_cv_pct = cv_pct(&w);
-    if (!is_memory(m)) {
+    if (!is_memory(m) && !cg_metric_from_gpu_state(m)) {
         nm->within_cv_pct = cg_stats_quantile(within, n, 0.5);
         if (m != CG_M_STEP_TIME_P95 && m != CG_M_STEP_TIME_FLOOR)
             nm->steps_predict_cv_pct = cg_stats_quantile(predict, n, 0.5);

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* the metrics tested over runs at every look: timing and the GPU state's (energy, MFU) */
 static const enum cg_metric timing_metrics[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95,
-                                                CG_M_STEP_TIME_FLOOR, CG_M_TOKENS_PER_SEC};
+                                                CG_M_STEP_TIME_FLOOR, CG_M_TOKENS_PER_SEC,
+                                                CG_M_ENERGY_PER_TOKEN, CG_M_MFU};
 #define N_TIMING (sizeof(timing_metrics) / sizeof(timing_metrics[0]))
 
 static const char *const spend_names[] = {"pocock", "obrien-fleming", "bonferroni"};

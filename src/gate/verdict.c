@@ -54,6 +54,10 @@ double cg_verdict_run_value(const struct cg_run *r, enum cg_metric m)
         return r->summary.peak_device_bytes >= 0 ? (double)r->summary.peak_device_bytes : NAN;
     case CG_M_PEAK_HOST_RSS:
         return r->summary.peak_host_rss_bytes >= 0 ? (double)r->summary.peak_host_rss_bytes : NAN;
+    case CG_M_ENERGY_PER_TOKEN:
+        return cg_run_energy_per_token(r);
+    case CG_M_MFU:
+        return r->gpu.mfu;
     default:
         return NAN;
     }
@@ -241,6 +245,16 @@ static void weak_baseline_rule(const struct cg_verdict *v, bool enough,
              (long long)v->baseline_runs_needed);
 }
 
+/* A metric of the GPU's state with a single run on a side: one value per run and no steps to
+ * bootstrap, so only the medians' change is shown (judged by nobody: CG_TIMING_MIN_RUNS). */
+static void compare_medians(const double *vb, size_t nb, const double *vc, size_t nc,
+                            struct cg_metric_result *r)
+{
+    r->delta_pct = (cg_stats_quantile(vc, nc, 0.5) / cg_stats_quantile(vb, nb, 0.5) - 1.0) * 100.0;
+    r->ci_low_pct = -INFINITY;
+    r->ci_high_pct = INFINITY;
+}
+
 static int timing_metric(struct cg_verdict *v, enum cg_metric m, double *vb, double *vc,
                          struct cg_metric_result *r)
 {
@@ -255,9 +269,15 @@ static int timing_metric(struct cg_verdict *v, enum cg_metric m, double *vb, dou
     bool floor = m == CG_M_STEP_TIME_FLOOR && nb >= CG_FLOOR_MIN_FAST_RUNS &&
                  nc >= CG_FLOOR_MIN_FAST_RUNS;
     bool runs = floor || (m != CG_M_STEP_TIME_FLOOR && nb >= 2 && nc >= 2);
-    int rc = floor ? compare_floors(vb, nb, vc, nc, lim->alpha, r, &p_better, &v->states)
-             : runs  ? compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better)
-                     : compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
+    int rc = 0;
+    if (floor)
+        rc = compare_floors(vb, nb, vc, nc, lim->alpha, r, &p_better, &v->states);
+    else if (runs)
+        rc = compare_runs(vb, nb, vc, nc, worse_up, lim->alpha, r, &p_better);
+    else if (cg_metric_from_gpu_state(m))
+        compare_medians(vb, nb, vc, nc, r);
+    else
+        rc = compare_steps(base, cur, m, t, lim->alpha, r, &p_better);
     if (rc != 0)
         return CG_ENOMEM;
     size_t kb = floor ? r->fast_runs[0] : nb, kc = floor ? r->fast_runs[1] : nc;
@@ -431,6 +451,44 @@ static void gpu_metrics_missing_note(const struct cg_verdict *v, struct cg_metri
     }
 }
 
+/* Why a run lacks a metric of the GPU's state, without a leading "not available: ". */
+static const char *gpu_state_why(const struct cg_run *run, enum cg_metric m)
+{
+    const struct cg_gpu_state *g = &run->gpu;
+    const char *why = NULL;
+    if (!g->recorded)
+        return "not recorded (an artifact from before the GPU state was)";
+    if (m == CG_M_MFU)
+        why = g->mfu_reason;
+    else if (!(g->energy_j >= 0))
+        why = g->energy_reason != NULL ? g->energy_reason : g->reason;
+    else if (cg_run_tokens(run) <= 0)
+        why = "the steps carry no tokens";
+    if (why == NULL)
+        return "no reason recorded";
+    static const char lead[] = "not available: ";
+    return strncmp(why, lead, sizeof(lead) - 1) == 0 ? why + sizeof(lead) - 1 : why;
+}
+
+/* Energy per token or MFU missing on a side: unavailable with the first such run's reason
+ * ("not available: give --flops-per-token", "... no energy counter ..."), naming the side when
+ * the other has it. */
+static void gpu_state_unavailable(const struct cg_verdict *v, enum cg_metric m, bool in_base,
+                                  bool in_cur, struct cg_metric_result *r)
+{
+    const struct cg_artifact *side = in_cur ? v->baseline : v->current;
+    const char *why = "no runs";
+    for (size_t i = 0; i < side->n_runs; i++) {
+        double x = cg_verdict_run_value(&side->runs[i], m);
+        if (!isfinite(x) || x <= 0) {
+            why = gpu_state_why(&side->runs[i], m);
+            break;
+        }
+    }
+    snprintf(r->note, sizeof(r->note), "not available%s: %.200s",
+             !in_base && !in_cur ? "" : in_cur ? " on the baseline" : " on this run", why);
+}
+
 static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
 {
     const struct cg_artifact *b = v->baseline, *c = v->current;
@@ -460,6 +518,18 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
             gpu_metrics_missing_note(v, r);
             continue;
         }
+        if (cg_metric_from_gpu_state((enum cg_metric)m) && (!in_base || !in_cur)) {
+            gpu_state_unavailable(v, (enum cg_metric)m, in_base, in_cur, r);
+            continue;
+        }
+        if (m == CG_M_MFU && b->settings.flops_per_token != c->settings.flops_per_token) {
+            snprintf(r->note, sizeof(r->note),
+                     "not comparable: the sides count %lld and %lld FLOPs per token "
+                     "(--flops-per-token)",
+                     (long long)b->settings.flops_per_token,
+                     (long long)c->settings.flops_per_token);
+            continue;
+        }
         if (!in_base || !in_cur) {
             snprintf(r->note, sizeof(r->note), "not measured on %s",
                      !in_base && !in_cur ? "either side"
@@ -480,6 +550,11 @@ static int compute_metrics(struct cg_verdict *v, struct cg_err *err)
         if (timing_metric(v, (enum cg_metric)m, vb, vc, r) != 0) {
             rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             goto done;
+        }
+        if (isnan(r->threshold_pct)) { /* a thresholds file that leaves it out */
+            r->outcome = CG_OUT_NOT_GATED;
+            r->wants_runs = false;
+            snprintf(r->note, sizeof(r->note), "shown, not gated: the thresholds give no limit");
         }
     }
     states_decide(v);
@@ -712,7 +787,9 @@ static void floor_rule(struct cg_verdict *v)
     if (!v->thresholds->require_floor || f->outcome == CG_OUT_UNAVAILABLE ||
         f->outcome == CG_OUT_FAIL || (few_runs && f->regression_pct > fl->max_regression_pct))
         return;
-    const enum cg_metric gated[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC};
+    /* MFU is tokens/sec over the clock's peak: interference moves it as it moves tokens/sec */
+    const enum cg_metric gated[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC,
+                                    CG_M_MFU};
     for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++) {
         struct cg_metric_result *r = &v->metrics[gated[i]];
         if (r->outcome != CG_OUT_FAIL ||
@@ -786,6 +863,72 @@ static void only_rule(struct cg_verdict *v)
             v->anatomy.parts[i].outcome = CG_OUT_NOT_GATED;
 }
 
+/* The ranges named as a step that were no step in a's runs: summed (nested and of other
+ * threads), and which kinds some run has (bit 0 nested, bit 1 other threads); false when some
+ * run did not count them. */
+static bool stray_steps(const struct cg_artifact *a, int64_t n[2], unsigned *kinds)
+{
+    n[0] = n[1] = 0;
+    *kinds = 0;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        const struct cg_run *r = &a->runs[i];
+        if (r->stray_steps_nested < 0 || r->stray_steps_other_threads < 0)
+            return false;
+        n[0] += r->stray_steps_nested;
+        n[1] += r->stray_steps_other_threads;
+        *kinds |= (r->stray_steps_nested > 0 ? 1u : 0u) | (r->stray_steps_other_threads > 0 ? 2u : 0u);
+    }
+    return true;
+}
+
+/* v->steps_differ (see verdict.h). */
+static void steps_differ(struct cg_verdict *v)
+{
+    int64_t nb[2], nc[2];
+    unsigned kb, kc;
+    bool known_b = stray_steps(v->baseline, nb, &kb), known_c = stray_steps(v->current, nc, &kc);
+    const char *name = v->current->settings.step_range != NULL ? v->current->settings.step_range
+                                                               : "step";
+    v->steps_differ[0] = '\0';
+    if (known_b && known_c && kb == kc)
+        return;
+    if (!known_b && !known_c)
+        return;
+    if ((!known_b && kc == 0) || (!known_c && kb == 0))
+        return; /* no such range where they are counted: the runs that did not count had none */
+    char side[2][64];
+    const int64_t *n[2] = {nb, nc};
+    bool known[2] = {known_b, known_c};
+    for (int i = 0; i < 2; i++)
+        if (known[i])
+            snprintf(side[i], sizeof(side[i]), "%lld nested, %lld on other threads",
+                     (long long)n[i][0], (long long)n[i][1]);
+        else
+            snprintf(side[i], sizeof(side[i]), "not counted (runs of an older canary-gate)");
+    snprintf(v->steps_differ, sizeof(v->steps_differ),
+             "the sides mark steps differently: '%.24s' ranges that were no steps: baseline %.60s; "
+             "current %.60s",
+             name, side[0], side[1]);
+}
+
+/* Timing from steps marked differently on the two sides (v->steps_differ): what would PASS,
+ * FAIL or improve is INCONCLUSIVE with that reason. */
+static void steps_differ_rule(struct cg_verdict *v)
+{
+    if (v->steps_differ[0] == '\0')
+        return;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        if (metric_group((enum cg_metric)m) != CG_GATE_TIMING ||
+            !(r->outcome == CG_OUT_PASS || r->outcome == CG_OUT_FAIL ||
+              r->outcome == CG_OUT_IMPROVED))
+            continue;
+        r->outcome = CG_OUT_INCONCLUSIVE;
+        r->wants_runs = false;
+        snprintf(r->note, sizeof(r->note), "%s", v->steps_differ);
+    }
+}
+
 void cg_verdict_decide(struct cg_verdict *v)
 {
     bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
@@ -806,6 +949,8 @@ void cg_verdict_decide(struct cg_verdict *v)
             v->downgraded = true;
     }
     floor_rule(v);
+    (void)cg_gpu_rule_apply(v); /* out of memory: the outcomes stay as they are */
+    steps_differ_rule(v);
     for (size_t i = 0; i < v->counts.n; i++) {
         struct cg_count_result *r = &v->counts.rows[i];
         if (r->outcome == CG_OUT_FAIL && mismatch) {
@@ -875,6 +1020,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
         v->machine_diff = cg_env_machine_diff(&baseline->env, &current->env, gpu);
     }
     v->canary_diff = cg_artifact_canary_diff(baseline, current);
+    steps_differ(v);
+    cg_gpu_check_assess(baseline, current, &v->gpu);
     int rc = compute_metrics(v, err);
     if (rc == 0)
         rc = compute_ops(v, err);

@@ -23,6 +23,7 @@
 #include "counts.h"
 #include "diagnose.h"
 #include "floor.h"
+#include "gpu_rule.h"
 #include "outcome.h"
 #include "err.h"
 #include "history.h"
@@ -164,6 +165,11 @@ struct cg_verdict {
     size_t n_ops_new, n_ops_vanished, n_ops_significant;
     const char *machine_diff; /* first differing machine field, NULL when same */
     const char *canary_diff;  /* first differing canary field, NULL when same */
+    /* Why the sides' steps are not alike, "" when they are: ranges named as a step that were no
+     * step (nested in a step, or of a thread other than the steps') on one side and not the
+     * other, or on one side and not counted on the other (runs written before they were). The
+     * timing metrics that would PASS, FAIL or improve are INCONCLUSIVE with it as their note. */
+    char steps_differ[256];
     bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs (some
                                * metric's other_machine) */
     bool within_run;          /* some metric fell back to the within-run bootstrap */
@@ -183,6 +189,8 @@ struct cg_verdict {
     struct cg_states states;   /* the slow process states' share, both sides */
     struct cg_pattern pattern; /* a slowdown locked to the step phase: the floor rule lets a FAIL
                                 * stand when it accounts for it (pattern.h) */
+    struct cg_gpu_check gpu;   /* runs the GPU held back, clocks that moved: a FAIL they decide
+                                * is INCONCLUSIVE (gpu_rule.h) */
     const struct cg_artifact *baseline;
     const struct cg_artifact *current;
     const struct cg_thresholds *thresholds;
@@ -210,8 +218,9 @@ int64_t cg_verdict_min_baseline_runs(const struct cg_thresholds *t);
 bool cg_verdict_gpu_lost(const struct cg_artifact *baseline, const struct cg_artifact *current);
 
 /* Takes the overall outcome from the metric and count outcomes, after the floor rule
- * ("require_floor_regression") and the machine rule (a FAIL on another machine is INCONCLUSIVE
- * unless the thresholds gate it), and within_run from their methods. cg_verdict_compute calls
+ * ("require_floor_regression"), the machine rule (a FAIL on another machine is INCONCLUSIVE
+ * unless the thresholds gate it) and the GPU rule (a FAIL that runs the GPU held back decide is
+ * INCONCLUSIVE: gpu_rule.h), and within_run from their methods. cg_verdict_compute calls
  * it; callers that replace metric results call it again. */
 void cg_verdict_decide(struct cg_verdict *v);
 

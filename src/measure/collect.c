@@ -188,6 +188,10 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
     a->settings.runs = 0;
     a->settings.step_range = strdup(c->step_range);
     a->settings.tokens_per_step = c->tokens_per_step;
+    a->settings.flops_per_token = c->flops_per_token > 0 ? c->flops_per_token : -1;
+    a->settings.peak_flop_per_clock = c->peak_flop_per_clock > 0 ? c->peak_flop_per_clock : NAN;
+    if (c->precision != NULL && (a->settings.precision = strdup(c->precision)) == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
     if (a->created_utc == NULL || a->env.tool_version == NULL ||
         a->env.canary_command == NULL || a->settings.step_range == NULL)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
@@ -905,7 +909,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                                .progress = on_progress,
                                .progress_ctx = &p,
                                .poll_s = CG_COLLECT_POLL_S,
-                               .pid_out = &p.pid};
+                               .pid_out = &p.pid,
+                               .cwd = c->cwd};
     log_banner(c->log, c->label, i, total, col->cmd);
     struct cg_nvml_run gpu_state; /* the GPU's own state, sampled from here (nvml.h) */
     cg_nvml_run_begin(&gpu_state);
@@ -931,6 +936,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         rc = 0; /* what the library recorded says more than an unreadable directory */
         n = 0;
     }
+    if (rc == 0) /* the one place the canary's strings enter the artifact and the trace */
+        rc = cg_shard_redact(sh, n, cg_redact_default(), err);
     if (rc == 0) {
         cg_shard_status(sh, n, &st);
         rc = check_run(c, i, total, &r, &st, failed_write ? &fail : NULL, err);
@@ -960,6 +967,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                                                      : "nvtx")) == NULL)
                 rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
+            if (a->settings.flops_per_token <= 0) /* the canary's own line, once printed */
+                a->settings.flops_per_token = cg_nvml_flops_from_log(c->log);
             if (rc == 0 && cg_nvml_run_end(&gpu_state, sh, n, c->warmup, c->steps, run, a) != 0)
                 rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             run->code = code;

@@ -62,6 +62,13 @@ struct cg_collect_cfg {
     /* where each collector makes its fresh shard directory (every node must see it when ranks run
      * on several); NULL: TMPDIR. A command naming a multi-node launcher (multinode.h) needs it. */
     const char *shard_dir;
+    const char *cwd;        /* the canary's working directory; NULL: the tool's */
+    /* MFU's inputs, recorded in the settings: FLOPs per token (-1: the canary's own
+     * CG_NVML_FLOPS_LINE, else unknown), precision (NULL: bf16) and peak per SM clock cycle
+     * (NAN or 0: the built-in table) */
+    long flops_per_token;
+    const char *precision;
+    double peak_flop_per_clock;
     struct cg_say say;      /* progress, per-run lines and warnings (nothing said: fn NULL) */
 };
 

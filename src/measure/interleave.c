@@ -21,6 +21,13 @@ int cg_interleave_run(struct cg_collector *ca, struct cg_artifact *a, struct cg_
     return 0;
 }
 
+bool cg_interleave_failed_a(const struct cg_artifact *a, const struct cg_artifact *b)
+{
+    if (a->n_runs != b->n_runs)
+        return a->n_runs < b->n_runs; /* the pair's second side failed: the one behind */
+    return a->n_runs % 2 == 0;        /* the pair's first side failed */
+}
+
 /* Appends run i of src to dst. */
 static int append_one(struct cg_artifact *dst, const struct cg_artifact *src, size_t i)
 {

@@ -21,6 +21,11 @@
 int cg_interleave_run(struct cg_collector *ca, struct cg_artifact *a, struct cg_collector *cb,
                       struct cg_artifact *b, long n, struct cg_err *err);
 
+/* After cg_interleave_run failed on a and b, which held as many runs when it began: true when
+ * the run that failed was side a's (the failed run is in neither; pair k's first side is a when
+ * a's runs before it are even in number, as cg_interleave_run orders them). */
+bool cg_interleave_failed_a(const struct cg_artifact *a, const struct cg_artifact *b);
+
 /* Appends the runs of a and b to pool in the order they were measured (a0 b0 b1 a1 a2 b2 ...),
  * copying a's header when pool is empty. 0 or CG_ENOMEM. */
 int cg_interleave_pool(const struct cg_artifact *a, const struct cg_artifact *b,

@@ -220,11 +220,14 @@ static bool own_process(pid_t pid)
         fclose(f);
         buf[len] = '\0';
         const char *close = strrchr(buf, ')'); /* the name may hold spaces and ')' */
-        int ppid;
-        char state;
-        if (close == NULL || sscanf(close + 1, " %c %d", &state, &ppid) != 2)
+        /* after the name: " STATE PPID ..." */
+        if (close == NULL || close[1] != ' ' || close[2] == '\0' || close[3] != ' ')
             return false;
-        pid = ppid;
+        char *end;
+        long ppid = strtol(close + 4, &end, 10);
+        if (end == close + 4 || ppid < 0)
+            return false;
+        pid = (pid_t)ppid;
     }
     return false;
 }
@@ -672,4 +675,34 @@ int cg_nvml_run_end(struct cg_nvml_run *nr, const struct cg_shard *shards, size_
     nr->sampler = NULL;
     nr->nvml = NULL;
     return rc != 0 ? CG_ENOMEM : 0;
+}
+
+int64_t cg_nvml_flops_from_log(const char *path)
+{
+    enum { CAP = 16 << 20 };
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    char line[512];
+    size_t read = 0, k = sizeof(CG_NVML_FLOPS_LINE) - 1;
+    int64_t found = -1;
+    bool at_start = true;
+    while (found < 0 && read < CAP && fgets(line, sizeof(line), f) != NULL) {
+        size_t len = strlen(line);
+        read += len;
+        bool starts = at_start;
+        at_start = len > 0 && line[len - 1] == '\n'; /* a long line continues in the next read */
+        if (!starts || strncmp(line, CG_NVML_FLOPS_LINE, k) != 0)
+            continue;
+        char *end = NULL;
+        const char *num = line + k;
+        if (*num < '0' || *num > '9')
+            continue;
+        double v = strtod(num, &end);
+        if (end != num && (*end == '\n' || *end == '\0' || *end == ' ') && v >= 1 && v <= 1e18 &&
+            v == floor(v))
+            found = (int64_t)v;
+    }
+    fclose(f);
+    return found;
 }

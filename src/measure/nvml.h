@@ -111,6 +111,15 @@ int cg_nvml_run_end(struct cg_nvml_run *nr, const struct cg_shard *shards, size_
  * run->gpu.mfu, peak_flops and mfu_reason. 0 or CG_ENOMEM. */
 int cg_nvml_run_mfu(struct cg_run *run, const struct cg_artifact *a);
 
+/* The line a canary prints to say its model FLOPs per token, forward and backward (the
+ * built-in canary and examples/pytorch/train_gpt.py do): "canary-gate flops_per_token: N". */
+#define CG_NVML_FLOPS_LINE "canary-gate flops_per_token: "
+
+/* N of the first CG_NVML_FLOPS_LINE line (at a line's start, a whole number 1 .. 1e18) in the
+ * first 16 MiB of the file at path (the canary's log); -1 when there is none or the file cannot
+ * be read. */
+int64_t cg_nvml_flops_from_log(const char *path);
+
 /* The measured window of a run from its processes' step lines: the earliest start of the
  * first measured step (index warmup) and the latest end of the last (warmup + steps - 1, or the
  * last step seen), CLOCK_MONOTONIC_RAW. False when no process has a measured step. */

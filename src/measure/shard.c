@@ -655,6 +655,17 @@ static int parse_done(struct parse_state *ps, struct line *l)
     return 0;
 }
 
+static int parse_stray_steps(struct parse_state *ps, struct line *l)
+{
+    int64_t nested, other;
+    if (!next_int(l, 0, (int64_t)1 << 53, &nested) || !next_int(l, 0, (int64_t)1 << 53, &other) ||
+        l->p < l->end)
+        return 1;
+    ps->s->stray_steps[0] = nested; /* totals so far: the last line counts */
+    ps->s->stray_steps[1] = other;
+    return 0;
+}
+
 static int parse_pid(struct parse_state *ps, struct line *l)
 {
     return next_int(l, 0, INT32_MAX, &ps->s->pid) ? 0 : 1;
@@ -849,6 +860,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_WARNING, parse_warning},
     {CG_SHARD_KEY_CUPTI, parse_cupti},
     {CG_SHARD_KEY_DONE, parse_done},
+    {CG_SHARD_KEY_STRAY_STEPS, parse_stray_steps},
     {CG_SHARD_KEY_PID, parse_pid},
     {CG_SHARD_KEY_RANK, parse_rank},
     {CG_SHARD_KEY_LOCAL_RANK, parse_local_rank},
@@ -937,6 +949,46 @@ void cg_shard_free_all(struct cg_shard *shards, size_t n)
     for (size_t i = 0; i < n; i++)
         cg_shard_release(&shards[i]);
     free(shards);
+}
+
+/* *s redacted in place (NULL stays NULL); 0 or CG_ENOMEM. */
+static int redact_str(char **s, const struct cg_redact *r)
+{
+    if (*s == NULL)
+        return 0;
+    char *t = cg_redact_apply(r, *s);
+    if (t == NULL)
+        return CG_ENOMEM;
+    free(*s);
+    *s = t;
+    return 0;
+}
+
+int cg_shard_redact(struct cg_shard *shards, size_t n, const struct cg_redact *r,
+                    struct cg_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct cg_shard *s = &shards[i];
+        char **one[] = {&s->host,       &s->slurm_node,     &s->slurm_job,    &s->gpu_reason,
+                        &s->gpu_model,  &s->cuda_version,   &s->driver_version,
+                        &s->cupti_library};
+        for (size_t k = 0; k < sizeof(one) / sizeof(one[0]); k++)
+            rc |= redact_str(one[k], r);
+        for (size_t k = 0; k < s->n_ops; k++)
+            rc |= redact_str(&s->ops[k].name, r);
+        for (size_t k = 0; k < s->n_places; k++)
+            rc |= redact_str(&s->places[k].name, r);
+        for (size_t k = 0; k < s->n_warnings; k++)
+            rc |= redact_str(&s->warnings[k], r);
+        for (size_t k = 0; k < s->n_ranges; k++)
+            rc |= redact_str(&s->ranges[k].name, r);
+        for (size_t k = 0; k < s->n_gpu_events; k++)
+            rc |= redact_str(&s->gpu_events[k].name, r);
+        for (size_t k = 0; k < s->n_domains; k++)
+            rc |= redact_str(&s->domains[k].name, r);
+    }
+    return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory redacting shards") : 0;
 }
 
 int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct cg_err *err)

@@ -49,6 +49,10 @@
  *                                         of UUID (from CUPTI's DEVICE record)
  *   w MESSAGE                             a warning from the library (several may appear; the
  *                                         first CG_SHARD_MAX_WARNINGS distinct ones are kept)
+ *   ss NESTED OTHER_THREADS               ranges named as a step that were no step, so far
+ *                                         (the last line counts): begun while a step was open,
+ *                                         or by a thread other than the one that began the
+ *                                         process's first step (whose steps are the steps)
  *   done N                                the measured window (CANARY_GATE_WARMUP +
  *                                         CANARY_GATE_STEPS steps) is complete after N steps:
  *                                         everything this process contributes is in the shard
@@ -88,6 +92,7 @@
 #include "artifact.h"
 #include "err.h"
 #include "launch_env.h"
+#include "redact.h"
 #include "shard_format.h"
 
 #include <stdbool.h>
@@ -208,6 +213,8 @@ struct cg_shard {
     char *warnings[CG_SHARD_MAX_WARNINGS]; /* distinct "w" lines, in order */
     size_t n_warnings;
     int64_t done_steps;            /* N of the "done" line, -1 when none */
+    int64_t stray_steps[2];        /* the last "ss" line: step ranges nested in a step, and
+                                    * of other threads, never steps; 0 and 0 when none */
     int64_t nonfinite_loss_step;   /* first step index with a non-finite loss, -1 none */
     double nonfinite_loss;         /* its first non-finite value (NAN, INFINITY or -INFINITY) */
     int64_t trace_first, trace_last; /* "tw": traced step indices, -1 when not traced */
@@ -266,6 +273,14 @@ int cg_shard_parse(const char *data, size_t len, const char *name, struct cg_sha
 /* Reads every "*.shard" and "*.part" file of dir. *out is a malloc'ed array of *n shards (free
  * with cg_shard_free_all); an empty directory gives n = 0. CG_EIO, CG_EINPUT or CG_ENOMEM. */
 int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct cg_err *err);
+
+/* Hides the secrets r finds (redact.h: secret values, token shapes, --redact patterns, URL
+ * userinfo) in every string of n shards that came from the canary: op, place, trace range, GPU
+ * event and domain names, warnings, host and Slurm names, GPU and CUPTI texts. Applied once, where
+ * a run's shards are read to be merged into the artifact (and its trace), so nothing the canary
+ * named reaches an artifact, report, comment, verdict or terminal unredacted. 0 or CG_ENOMEM. */
+int cg_shard_redact(struct cg_shard *shards, size_t n, const struct cg_redact *r,
+                    struct cg_err *err);
 
 /* Releases n shards and frees the array. */
 void cg_shard_free_all(struct cg_shard *shards, size_t n);

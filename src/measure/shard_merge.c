@@ -394,6 +394,13 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
     run->inside_step_records = sum_counter(shards, n, offsetof(struct cg_shard, inside_steps));
     run->late_memory_records = sum_counter(shards, n, offsetof(struct cg_shard, late_memory));
     run->cupti_overhead_ns = sum_counter(shards, n, offsetof(struct cg_shard, overhead_ns));
+    run->stray_steps_nested = run->stray_steps_other_threads = 0;
+    for (size_t i = 0; i < n; i++) {
+        run->stray_steps_nested =
+            cg_shard_add_capped(run->stray_steps_nested, shards[i].stray_steps[0]);
+        run->stray_steps_other_threads =
+            cg_shard_add_capped(run->stray_steps_other_threads, shards[i].stray_steps[1]);
+    }
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < shards[i].n_warnings; j++)
             if (cg_run_add_warning(run, shards[i].warnings[j], CG_SHARD_MAX_WARNINGS) != 0)

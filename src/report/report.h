@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "err.h"
 #include "fmt.h"
+#include "logtail.h"
 #include "verdict.h"
 
 #include <stdbool.h>
@@ -38,6 +39,11 @@ void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n);
  * change differently (by a point or more, or the other way), that change too, "; medians
  * -7.3%", so the cell never disagrees with the Baseline and Current beside it unexplained. */
 void cg_report_change_text(const struct cg_metric_result *r, char *dst, size_t n);
+
+/* Whether the terminal and markdown tables show metric m: every metric, but energy per token and
+ * MFU only when some run of either side recorded the GPU's state (runs[].gpu_state; artifacts
+ * from before it say nothing of it). The JSON verdict lists every metric. */
+bool cg_report_metric_shown(const struct cg_verdict *v, enum cg_metric m);
 
 /* The process states' line of every report (numbers and fixed words: no escaping needed), ""
  * when the floor was not compared over runs: the runs of each side in slow states, the share
@@ -110,12 +116,22 @@ char *cg_report_json(const struct cg_verdict *v);
 
 /* The markdown report of a gate that produced no comparison (the canary failed: verdict "error";
  * a baseline recorded: "recorded"): id's marker, the verdict line (and for "error" the reason line
- * from body), the headline as a heading, body escaped, and a footer naming the version, and the
- * command when by is not NULL ("ab"). Appends to md; 0, CG_EINPUT naming the gate id, or
- * CG_ENOMEM. */
+ * from body), the headline as a heading, body escaped, the end of the canary's output when tail
+ * is not NULL (cg_report_log_tail_markdown), and a footer naming the version, and the command
+ * when by is not NULL ("ab"). Appends to md; 0, CG_EINPUT naming the gate id, or CG_ENOMEM. */
 int cg_report_notice_markdown(const char *id, const char *verdict, const char *headline,
-                              const char *body, const char *by, struct cg_buf *md,
-                              struct cg_err *err);
+                              const char *body, const struct cg_log_tail *tail, const char *by,
+                              struct cg_buf *md, struct cg_err *err);
+
+/* Appends the end of a failed canary's output (read by cg_log_tail_read) as a paragraph saying
+ * how much is shown, how much was left out and where the whole is, then the lines in a fenced
+ * code block, control characters shown as '?', each line cut to 400 bytes. Nothing for NULL.
+ * 0 or CG_ENOMEM. */
+int cg_report_log_tail_markdown(const struct cg_log_tail *t, struct cg_buf *md);
+
+/* The same for the terminal: a 'canary-gate: the end of the canary's output (...)' line, then
+ * each line after "  | ", escaped the same way. 0 or CG_ENOMEM. */
+int cg_report_log_tail_terminal(const struct cg_log_tail *t, struct cg_buf *out);
 
 /* The JSON verdict of a gate that produced no comparison: verdict, headline and, when not NULL,
  * the recorded baseline's path. Returns a malloc'ed string (caller frees) or NULL when out of

@@ -497,6 +497,18 @@ done:
     return rc;
 }
 
+bool cg_report_metric_shown(const struct cg_verdict *v, enum cg_metric m)
+{
+    if (!cg_metric_from_gpu_state(m))
+        return true;
+    const struct cg_artifact *sides[2] = {v->baseline, v->current};
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; sides[s] != NULL && i < sides[s]->n_runs; i++)
+            if (sides[s]->runs[i].gpu.recorded)
+                return true;
+    return false;
+}
+
 void cg_report_change_text(const struct cg_metric_result *r, char *dst, size_t n)
 {
     char d[32], lo[32], hi[32], interval[96], medians[48] = "";

@@ -272,6 +272,26 @@ static cJSON *counts_json(const struct cg_counts *c)
     return o;
 }
 
+/* The GPU rule's findings (gpu_rule.h): runs held back per side and why, clocks that moved,
+ * settings that differ, and whether it made a FAIL inconclusive. */
+static cJSON *gpu_check(const struct cg_gpu_check *g)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "held_baseline_runs", (double)g->held[0]);
+    cJSON_AddNumberToObject(o, "held_current_runs", (double)g->held[1]);
+    cJSON_AddItemToObject(o, "held_reason",
+                          g->reason[0] ? cJSON_CreateString(g->reason) : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "clocks_moved", g->clocks_moved);
+    cJSON_AddItemToObject(o, "clocks_reason", g->clocks_moved
+                                                  ? cJSON_CreateString(g->clock_reason)
+                                                  : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "settings_differ", g->settings_diff[0]
+                                                    ? cJSON_CreateString(g->settings_diff)
+                                                    : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "made_inconclusive", g->decided);
+    return o;
+}
+
 char *cg_report_json(const struct cg_verdict *v)
 {
     cJSON *root = cJSON_CreateObject();
@@ -326,6 +346,7 @@ char *cg_report_json(const struct cg_verdict *v)
         cJSON_AddItemToArray(metrics, o);
     }
     cJSON_AddItemToObject(root, "process_states", process_states(v));
+    cJSON_AddItemToObject(root, "gpu_state", gpu_check(&v->gpu));
     cJSON_AddItemToObject(root, "kernel_choices", kernel_choices(v));
     cJSON *ops = cJSON_AddArrayToObject(root, "ops");
     for (size_t i = 0; i < v->n_ops; i++) {

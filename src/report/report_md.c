@@ -116,6 +116,18 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
                             v->downgraded ? "A regression was found but is reported as "
                                             "inconclusive: re-record the baseline on this runner."
                                           : "Numbers may not be comparable.");
+    const struct cg_gpu_check *g = &v->gpu; /* numbers and fixed words only */
+    if (g->reason[0] || g->clocks_moved)
+        rc |= cg_buf_printf(b, "> [!WARNING]\n> **The GPU's own state:** %s%s%s.%s\n\n",
+                            g->reason, g->reason[0] && g->clocks_moved ? "; " : "",
+                            g->clock_reason,
+                            g->decided ? " A regression they decide is reported as inconclusive."
+                                       : "");
+    if (g->settings_diff[0])
+        rc |= cg_buf_printf(b, "> [!NOTE]\n> **GPU settings differ:** %s. Not a different "
+                               "machine by itself; lock the clocks and set the same power limit "
+                               "for comparable runs.\n\n",
+                            g->settings_diff);
     if (v->canary_diff != NULL)
         rc |= cg_buf_printf(b, "> [!NOTE]\n> **Canary configuration changed** (`%s` differs). "
                                "It is still gated: a changed configuration is a common cause of "
@@ -169,13 +181,17 @@ static int add_metric_table(struct cg_buf *b, const struct cg_verdict *v)
     for (int m = 0; m < CG_M_COUNT && rc == 0; m++) {
         const struct cg_metric_result *r = &v->metrics[m];
         char base[48], cur[48], p[32], th[64];
+        if (!cg_report_metric_shown(v, (enum cg_metric)m))
+            continue;
         cg_fmt_metric(r->metric, r->baseline, base, sizeof(base));
         cg_fmt_metric(r->metric, r->current, cur, sizeof(cur));
         if (isnan(r->p_value))
             snprintf(p, sizeof(p), "&mdash;");
         else
             snprintf(p, sizeof(p), "%.3g", r->p_value);
-        if (isnan(r->threshold_bytes)) {
+        if (isnan(r->threshold_pct)) { /* a thresholds file without this metric */
+            snprintf(th, sizeof(th), "none");
+        } else if (isnan(r->threshold_bytes)) {
             snprintf(th, sizeof(th), "%s%.1f%%", cg_metric_higher_is_worse(r->metric) ? "+" : "-",
                      r->threshold_pct);
         } else {
@@ -206,15 +222,39 @@ static int add_metric_table(struct cg_buf *b, const struct cg_verdict *v)
     return rc;
 }
 
+/* An item of the run summary from a helper that writes "**Label:** text.\n" (or nothing). */
+static int add_item_from(struct cg_buf *b, int (*fn)(const struct cg_verdict *, bool,
+                                                     struct cg_buf *),
+                         const struct cg_verdict *v)
+{
+    struct cg_buf item;
+    cg_buf_init(&item, SIZE_MAX);
+    int rc = fn(v, true, &item);
+    if (rc == 0 && item.len >= 2 && memcmp(item.data + item.len - 2, ".\n", 2) == 0)
+    { /* items end without a full stop */
+        item.len--;
+        item.data[item.len - 1] = '\n';
+        item.data[item.len] = '\0';
+    }
+    if (rc == 0 && item.len > 0)
+        rc = cg_buf_adds(b, "- ") | cg_buf_adds(b, cg_buf_str(&item));
+    cg_buf_release(&item);
+    return rc;
+}
+
+/* The run summary: one list item per fact (runs, thresholds, steps and tokens, runs added,
+ * confirmation, floor, process states, kernel choices, script, pairing), then a pointer to the
+ * glossary for the statistical words it used. */
 static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
 {
     const struct cg_artifact *base = v->baseline, *cur = v->current;
     size_t bs = base->n_runs ? base->runs[0].n_steps : 0, cs = cur->n_runs ? cur->runs[0].n_steps : 0;
-    int rc = cg_buf_printf(b, "\n**Runs:** baseline %zu × %zu steps, this run %zu × %zu steps "
-                              "(warm-up %lld dropped). **Thresholds:** ",
+    bool floor_word = false, fast_word = false, state_word = false, spend_word = false;
+    int rc = cg_buf_printf(b, "\n**Run summary**\n\n- **Runs:** baseline %zu × %zu steps, this "
+                              "run %zu × %zu steps (warm-up %lld dropped)\n- **Thresholds:** ",
                            base->n_runs, bs, cur->n_runs, cs, (long long)cur->settings.warmup);
     rc |= cg_md_escape(b, v->thresholds->source, 200);
-    rc |= cg_buf_adds(b, ".\n");
+    rc |= cg_buf_adds(b, "\n");
     char stopped_cur[160], stopped_base[160];
     cg_report_stopped_text(cur, stopped_cur, sizeof(stopped_cur));
     cg_report_stopped_text(base, stopped_base, sizeof(stopped_base));
@@ -222,12 +262,12 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
     cg_report_sources_text(cur, src_cur, sizeof(src_cur));
     cg_report_sources_text(base, src_base, sizeof(src_base));
     if (strcmp(src_cur, src_base) == 0)
-        rc |= cg_buf_printf(b, "**Steps and tokens:** %s.\n", src_cur);
+        rc |= cg_buf_printf(b, "- **Steps and tokens:** %s\n", src_cur);
     else
-        rc |= cg_buf_printf(b, "**Steps and tokens:** this run: %s; baseline: %s.\n", src_cur,
+        rc |= cg_buf_printf(b, "- **Steps and tokens:** this run: %s; baseline: %s\n", src_cur,
                             src_base);
     if (stopped_cur[0] || stopped_base[0]) /* numbers and fixed words only */
-        rc |= cg_buf_printf(b, "**Canary stopped once measured:** %s%s%s%s%s.\n",
+        rc |= cg_buf_printf(b, "- **Canary stopped once measured:** %s%s%s%s%s\n",
                             stopped_cur[0] ? "this run: " : "", stopped_cur,
                             stopped_cur[0] && stopped_base[0] ? "; " : "",
                             stopped_base[0] ? "baseline: " : "", stopped_base);
@@ -237,27 +277,49 @@ static int add_runs_line(struct cg_buf *b, const struct cg_verdict *v)
         cg_seq_describe_confirmation(v->seq, v, confirm, sizeof(confirm));
     }
     /* Numbers and fixed words only: no escaping needed. */
-    if (looks[0])
-        rc |= cg_buf_printf(b, "**Runs added:** %s.\n", looks);
+    if (looks[0]) {
+        rc |= cg_buf_printf(b, "- **Runs added:** %s\n", looks);
+        spend_word = true; /* the looks name their spending */
+    }
     if (confirm[0])
-        rc |= cg_buf_printf(b, "**Confirmation:** %s.\n", confirm);
+        rc |= cg_buf_printf(b, "- **Confirmation:** %s\n", confirm);
     const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
-    if (f->method == CG_METHOD_FAST_RUNS)
-        rc |= cg_buf_printf(b, "**Step time floor** over the runs in the %s fast state: "
-                               "%zu of %zu baseline runs, %zu of %zu current runs.\n",
+    if (f->method == CG_METHOD_FAST_RUNS) {
+        rc |= cg_buf_printf(b, "- **Step time floor** over the runs in the %s fast state: "
+                               "%zu of %zu baseline runs, %zu of %zu current runs\n",
                             f->own_states ? "sides' own" : "pooled", f->fast_runs[0],
                             base->n_runs, f->fast_runs[1], cur->n_runs);
+        floor_word = fast_word = true;
+    }
     char states[400];
     cg_report_states_text(v, states, sizeof(states));
-    if (states[0]) /* numbers and fixed words */
-        rc |= cg_buf_printf(b, "**Process states:** %s.\n", states + strlen("process states: "));
-    rc |= cg_report_kernel_choices(v, true, b);
-    rc |= cg_report_code_change(v, true, b);
+    if (states[0]) { /* numbers and fixed words */
+        rc |= cg_buf_printf(b, "- **Process states:** %s\n", states + strlen("process states: "));
+        state_word = fast_word = true; /* states are told by the pooled fast state */
+    }
+    rc |= add_item_from(b, cg_report_kernel_choices, v);
+    rc |= add_item_from(b, cg_report_code_change, v);
     if (v->metrics[CG_M_STEP_TIME_MEAN].method == CG_METHOD_PAIRED)
-        rc |= cg_buf_adds(b, "**Paired:** base and head ran turn about (A B B A ...); timing "
+        rc |= cg_buf_adds(b, "- **Paired:** base and head ran turn about (A B B A ...); timing "
                              "compares run k of each side with a one-sided Wilcoxon signed-rank "
                              "test on the per-pair ratios and a Hodges-Lehmann change with "
-                             "Tukey's interval.\n");
+                             "Tukey's interval\n");
+    if (floor_word || fast_word || state_word || spend_word) {
+        const char *words[4] = {floor_word ? "floor" : NULL, fast_word ? "fast state" : NULL,
+                                state_word ? "process state" : NULL,
+                                spend_word ? "spending" : NULL};
+        size_t shown = 0, total = floor_word + fast_word + state_word + spend_word;
+        rc |= cg_buf_adds(b, "\nThe words ");
+        for (size_t k = 0; k < 4; k++) {
+            if (words[k] == NULL)
+                continue;
+            rc |= cg_buf_printf(b, "%s_%s_", shown == 0 ? "" : shown + 1 == total ? " and " : ", ",
+                                words[k]);
+            shown++;
+        }
+        rc |= cg_buf_adds(b, " are explained in the glossary at the top of docs/statistics.md in "
+                             "canary-gate's repository.\n");
+    }
     return rc;
 }
 
@@ -665,6 +727,12 @@ static int add_details(struct cg_buf *b, const struct cg_verdict *v)
     rc |= env_row(b, "GPU", x->gpu_model, 0, y->gpu_model, 0);
     rc |= env_row(b, "GPU count", gx, 0, gy, 0);
     rc |= env_row(b, "Driver", x->driver_version, 0, y->driver_version, 0);
+    if (v->baseline->env.gpu_env.recorded || v->current->env.gpu_env.recorded) {
+        char sx[200], sy[200];
+        cg_gpu_env_text(&v->baseline->env.gpu_env, sx, sizeof(sx));
+        cg_gpu_env_text(&v->current->env.gpu_env, sy, sizeof(sy));
+        rc |= env_row(b, "GPU settings", sx, 0, sy, 0);
+    }
     rc |= env_row(b, "CUDA", x->cuda_version, 0, y->cuda_version, 0);
     rc |= env_row(b, "CUPTI", x->cupti_status, 0, y->cupti_status, 0);
     rc |= env_row(b, "CPU", x->cpu_model, 0, y->cpu_model, 0);
@@ -718,8 +786,8 @@ int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct c
 }
 
 int cg_report_notice_markdown(const char *id, const char *verdict, const char *headline,
-                              const char *body, const char *by, struct cg_buf *md,
-                              struct cg_err *err)
+                              const char *body, const struct cg_log_tail *tail, const char *by,
+                              struct cg_buf *md, struct cg_err *err)
 {
     char marker[CG_GITHUB_ID_MAX + 32];
     if (cg_comment_marker_format(id, marker, sizeof(marker)) != 0)
@@ -730,6 +798,7 @@ int cg_report_notice_markdown(const char *id, const char *verdict, const char *h
         rc |= cg_comment_marker_add_reason(md, body, CG_GITHUB_REASON_MAX);
     rc |= cg_buf_printf(md, "## %s\n\n", headline);
     rc |= cg_md_escape(md, body, 4096);
+    rc |= cg_report_log_tail_markdown(tail, md);
     if (by != NULL)
         rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s (%s)</sub>\n", CG_VERSION, by);
     else

@@ -112,6 +112,25 @@ static int add_anatomy(struct cg_buf *out, const struct cg_verdict *v)
     return rc;
 }
 
+/* The GPU's own state (gpu_rule.h): settings that differ, runs it held back, clocks that moved
+ * (numbers and fixed words only). */
+static int gpu_lines(const struct cg_verdict *v, struct cg_buf *out)
+{
+    const struct cg_gpu_check *g = &v->gpu;
+    int rc = 0;
+    if (g->settings_diff[0])
+        rc |= cg_buf_printf(out, "note: GPU settings differ (%s): not a different machine by "
+                                 "itself\n",
+                            g->settings_diff);
+    if (g->reason[0])
+        rc |= cg_buf_printf(out, "note: the GPU held runs back: %s%s\n", g->reason,
+                            g->decided ? " (a regression they decide is inconclusive)" : "");
+    if (g->clocks_moved)
+        rc |= cg_buf_printf(out, "note: %s%s\n", g->clock_reason,
+                            g->decided ? " (a regression is inconclusive)" : "");
+    return rc;
+}
+
 int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *out,
                        struct cg_err *err)
 {
@@ -121,6 +140,8 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     for (int m = 0; m < CG_M_COUNT && rc == 0; m++) {
         const struct cg_metric_result *r = &v->metrics[m];
         char base[48], cur[48], ci[160], p[32], th[32];
+        if (!cg_report_metric_shown(v, (enum cg_metric)m))
+            continue;
         cg_fmt_metric(r->metric, r->baseline, base, sizeof(base));
         cg_fmt_metric(r->metric, r->current, cur, sizeof(cur));
         if (r->outcome == CG_OUT_UNAVAILABLE)
@@ -131,8 +152,11 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
             snprintf(p, sizeof(p), "-");
         else
             snprintf(p, sizeof(p), "%.3g", r->p_value);
-        snprintf(th, sizeof(th), "%s%.1f%%", cg_metric_higher_is_worse(r->metric) ? "+" : "-",
-                 r->threshold_pct);
+        if (isnan(r->threshold_pct)) /* a thresholds file without this metric */
+            snprintf(th, sizeof(th), "none");
+        else
+            snprintf(th, sizeof(th), "%s%.1f%%",
+                     cg_metric_higher_is_worse(r->metric) ? "+" : "-", r->threshold_pct);
         rc = cg_buf_printf(out, "%-20s %14s %14s %26s %8s %14s  %s%s%s%s%s\n",
                            cg_metric_name(r->metric), base, cur, ci, p, th,
                            color_of(r->outcome, color), cg_outcome_name(r->outcome), reset,
@@ -156,6 +180,7 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     if (v->canary_diff != NULL)
         rc |= cg_buf_printf(out, "note: canary configuration changed (%s differs); still gated\n",
                             v->canary_diff);
+    rc |= gpu_lines(v, out);
     if (v->accepted != NULL) {
         char commit[64];
         cg_report_short_commit(v->accepted->commit, commit, sizeof(commit));

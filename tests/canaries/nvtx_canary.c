@@ -50,6 +50,15 @@
  *   --foreign-handles  in every step, NVTX calls with domain and string handles the tool never
  *                    gave out (made-up values and a pointer to the canary's own memory)
  *   --many-names K   in every step, K ranges of distinct names "name-<i>"
+ *   --step-us US     a step of US microseconds instead of --step-ms (plain steps)
+ *   --noise-pct P    each plain step's time times 1 + P% of a standard normal draw
+ *   --drift-pct P    every plain step of this process times 1 + P% of one draw per process
+ *                    (a process's state for its whole life); the draws seeded by pid and clock
+ *   --range-name NAME  in every step, a range named NAME (up to 4 names; a secret in a name, as
+ *                    a data loader naming its shard's URL, is the test)
+ *   --stray-steps nested  two ranges of 1 ms named "step" nested in every step (no steps)
+ *   --stray-steps thread  from inside the first step on, a side thread marks ranges of 0.2 ms
+ *                    named "step" (0.2 ms apart) until the last step ends (no steps)
  * Writes one line to stdout at the end ("done N steps"). Single file, no dependencies but NVTX.
  */
 #include <nvtx3/nvToolsExt.h>
@@ -60,6 +69,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,13 +79,15 @@
 
 struct opts {
     long steps, step_ms, tokens, threads, crash_at, hang_at, workers, nan_loss_at, exit_at;
-    const char *mode;
+    const char *mode, *stray_steps;
     int nested, other_domain, unbalanced, no_steps, cuda_init, loss;
     long fork_child, many_names, fork_delay_ms;
     int standin_kernels, foreign_handles;
     long standin_graph_kernels, standin_syncs, standin_copies, standin_dtoh_pageable;
     long standin_allocs, standin_jit_at, standin_module_load_at, standin_placed;
     long only_rank, slow_rank, slow_ms, skip_rank, rank;
+    long step_us;
+    double noise_pct, drift_pct;
 };
 
 static struct opts o = {.steps = 5,
@@ -90,9 +102,12 @@ static struct opts o = {.steps = 5,
                         .nan_loss_at = -1,
                         .exit_at = -1,
                         .mode = "push",
+                        .stray_steps = "",
                         .standin_jit_at = -1,
                         .standin_module_load_at = -1};
 static void (*standin_kernel)(uint64_t ns);
+static const char *range_names[4];
+static int n_range_names;
 
 /* The stand-in libcupti's other exports (tests/standin/cupti_standin.c), and the values of
  * cupti_activity.h's enums they take (CUDA 13.0), so that the canary needs no CUPTI headers. */
@@ -127,6 +142,39 @@ static long num(const char *s)
         exit(2);
     }
     return v;
+}
+
+static atomic_int side_stop;
+static pthread_t side;
+static int side_started;
+
+/* --stray-steps thread: "step" ranges of 0.2 ms on a thread of their own. */
+static void *side_steps(void *arg)
+{
+    (void)arg;
+    do { /* one at least */
+        struct timespec ts = {0, 200000};
+        nvtxRangePushA("step");
+        nanosleep(&ts, NULL);
+        nvtxRangePop();
+        nanosleep(&ts, NULL);
+    } while (!atomic_load(&side_stop));
+    return NULL;
+}
+
+/* The --stray-steps ranges inside step s. */
+static void stray_steps(long s)
+{
+    if (strcmp(o.stray_steps, "nested") == 0) {
+        for (int i = 0; i < 2; i++) {
+            nvtxRangePushA("step");
+            sleep_ms(1);
+            nvtxRangePop();
+        }
+    } else if (strcmp(o.stray_steps, "thread") == 0 && s == 0 && !side_started) {
+        side_started = pthread_create(&side, NULL, side_steps, NULL) == 0;
+        sleep_ms(1); /* its first range begins while this step is open */
+    }
 }
 
 static void *worker(void *arg)
@@ -266,6 +314,44 @@ static void standin_records(long s)
         standin.module_load();
 }
 
+/* A near-normal draw of mean 0 and variance 1: the sum of 12 uniforms less 6 (no libm), from a
+ * per-process xorshift generator. */
+static double normal_draw(void)
+{
+    static uint64_t x;
+    if (x == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ 0x9e3779b97f4a7c15ull;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < 12; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        sum += (double)(x >> 11) / 9007199254740992.0;
+    }
+    return sum - 6.0;
+}
+
+/* A plain step's sleep: --step-us or --step-ms, with --drift-pct and --noise-pct. */
+static void plain_step_sleep(void)
+{
+    static double drift = 0.0; /* 0: not drawn yet */
+    if (o.step_us <= 0 && o.noise_pct == 0 && o.drift_pct == 0) {
+        sleep_ms(o.step_ms);
+        return;
+    }
+    if (drift == 0.0)
+        drift = 1.0 + o.drift_pct / 100.0 * normal_draw();
+    double us = (double)(o.step_us > 0 ? o.step_us : o.step_ms * 1000) * drift *
+                (1.0 + o.noise_pct / 100.0 * normal_draw());
+    long ns = us > 0 ? (long)(us * 1000.0) : 0;
+    struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 static void one_step(long s)
 {
     if (o.other_domain) {
@@ -279,6 +365,11 @@ static void one_step(long s)
         standin_records(s);
     if (o.foreign_handles)
         foreign_handles();
+    stray_steps(s);
+    for (int i = 0; i < n_range_names; i++) {
+        nvtxRangePushA(range_names[i]);
+        nvtxRangePop();
+    }
     for (long i = 0; i < o.many_names; i++) {
         char name[32];
         snprintf(name, sizeof(name), "name-%ld", i);
@@ -293,7 +384,7 @@ static void one_step(long s)
         sleep_ms(o.step_ms - o.step_ms / 2);
         nvtxRangePop();
     } else {
-        sleep_ms(o.step_ms);
+        plain_step_sleep();
     }
     if (o.slow_rank >= 0 && o.slow_rank == o.rank)
         sleep_ms(o.slow_ms);
@@ -418,6 +509,12 @@ int main(int argc, char **argv)
             o.steps = num(v);
         else if (strcmp(a, "--step-ms") == 0 && ++i)
             o.step_ms = num(v);
+        else if (strcmp(a, "--step-us") == 0 && ++i)
+            o.step_us = num(v);
+        else if (strcmp(a, "--noise-pct") == 0 && ++i)
+            o.noise_pct = (double)num(v);
+        else if (strcmp(a, "--drift-pct") == 0 && ++i)
+            o.drift_pct = (double)num(v);
         else if (strcmp(a, "--tokens") == 0 && ++i)
             o.tokens = num(v);
         else if (strcmp(a, "--threads") == 0 && ++i)
@@ -458,6 +555,10 @@ int main(int argc, char **argv)
             o.foreign_handles = 1;
         else if (strcmp(a, "--many-names") == 0 && ++i)
             o.many_names = num(v);
+        else if (strcmp(a, "--stray-steps") == 0 && ++i)
+            o.stray_steps = v;
+        else if (strcmp(a, "--range-name") == 0 && ++i && n_range_names < 4)
+            range_names[n_range_names++] = v;
         else if (strcmp(a, "--standin-graph-kernels") == 0 && ++i)
             o.standin_graph_kernels = num(v);
         else if (strcmp(a, "--standin-syncs") == 0 && ++i)
@@ -540,6 +641,10 @@ int main(int argc, char **argv)
             int st = 0;
             waitpid(child, &st, 0);
         }
+    }
+    if (side_started) {
+        atomic_store(&side_stop, 1);
+        pthread_join(side, NULL);
     }
     if (o.unbalanced) {
         nvtxRangePop();

@@ -376,6 +376,33 @@ static void test_cmd_aa_ab__ab_reports_a_failed_canary(void **state)
     assert_false(cg_workdir_exists(f, "canary-ab-head.json")); /* no artifact replaced */
 }
 
+/* Under ab the error report shows the end of the output of the side that failed: the head's in
+ * the first pair (base, then head), the base's in the second (head, then base: A B B A). */
+static void test_cmd_aa_ab__ab_shows_the_failed_sides_output(void **state)
+{
+    struct cg_workdir *f = *state;
+    const char *head_fails[] = {"ab", "--base", "sh -c 'echo base-says-hello; exec \"$0\" --steps 5 "
+                                "--step-ms 1' " CANARY, "--runs", "2", "--steps", "4", "--warmup",
+                                "1", "--report", "r.md", "--", "sh", "-c",
+                                "echo head-says-goodbye; exit 7", NULL};
+    assert_int_equal(tool(f, head_fails), 3);
+    const char *md = cg_workdir_read(f, "r.md");
+    if (strstr(md, "head-says-goodbye") == NULL || strstr(md, "base-says-hello") != NULL ||
+        strstr(md, "the whole output is in 'canary-ab-head.log'") == NULL)
+        fail_msg("report:\n%s", md);
+    /* the base fails in its second run, which comes after the head's */
+    const char *base_fails[] = {"ab", "--base", "sh -c 'if [ -e once ]; then echo base-fails-now; "
+                                "exit 9; fi; touch once; exec \"$0\" --steps 5 --step-ms 1' "
+                                CANARY, "--runs", "2", "--steps", "4", "--warmup", "1",
+                                "--report", "r.md", "--", "sh", "-c",
+                                "echo head-runs; exec \"$0\" --steps 5 --step-ms 1", CANARY, NULL};
+    assert_int_equal(tool(f, base_fails), 3);
+    md = cg_workdir_read(f, "r.md");
+    if (strstr(md, "base-fails-now") == NULL || strstr(md, "head-runs") != NULL ||
+        strstr(md, "the whole output is in 'canary-ab-base.log'") == NULL)
+        fail_msg("report:\n%s", md);
+}
+
 /* ---- the main command's looks and confirmation ------------------------------------------ */
 
 static void record_baseline(const struct cg_workdir *f, const char *step_ms)
@@ -495,6 +522,7 @@ int main(void)
         IN_WORKDIR(test_cmd_aa_ab__ab_default_pairs),
         IN_WORKDIR(test_cmd_aa_ab__ab_input_errors),
         IN_WORKDIR(test_cmd_aa_ab__ab_reports_a_failed_canary),
+        IN_WORKDIR(test_cmd_aa_ab__ab_shows_the_failed_sides_output),
         IN_WORKDIR(test_cmd_aa_ab__gate_adds_runs_then_confirms_the_fail),
         IN_WORKDIR(test_cmd_aa_ab__gate_defaults_twice_the_runs),
         IN_WORKDIR(test_cmd_aa_ab__gate_no_confirm_and_no_added_runs),

@@ -14,6 +14,7 @@
 #include "artifact.h"
 #include "httpd.h"
 #include "proc.h"
+#include "render.h"
 #include "workdir.h"
 
 #include <cjson/cJSON.h>
@@ -270,6 +271,61 @@ static void test_gate__failing_canary_is_reported_as_such(void **state)
     assert_non_null(strstr(md, "died of signal"));
     assert_verdict_json(f, "v.json", "error");
     assert_false(cg_workdir_exists(f, "canary-run.json")); /* nothing measured, nothing written */
+}
+
+/* A canary that prints, then fails: the report shows the end of its output (a reviewer on GitHub
+ * cannot open the log), its last 20 lines, redacted as the command line is, escaped for GitHub
+ * (checked with cmark-gfm: no line ends the code block, opens HTML or mentions anyone) and for
+ * the terminal, with a note of how much was left out; before, only "its output is in '...'". */
+static void test_gate__failed_canary_report_shows_the_end_of_its_output(void **state)
+{
+    struct cg_workdir *f = *state;
+    record_baseline(f, "2");
+    const char *env[] = {"WANDB_API_KEY=wandb_secret_value_0123", NULL};
+    /* the log: the run's banner, 30 numbered lines, 5 hostile ones, then the canary crashes */
+    const char *script = "i=1; while [ $i -le 30 ]; do echo \"line $i of the canary\"; "
+                         "i=$((i+1)); done; echo \"key $WANDB_API_KEY\"; "
+                         "printf 'red \\033[31mALERT\\033[0m\\n'; echo '```'; "
+                         "echo '</code></pre><script>alert(1)</script> @admin'; "
+                         "head -c 1000 /dev/zero | tr '\\0' x; echo; "
+                         "exec \"$0\" --steps 7 --step-ms 2 --crash-at 3";
+    const char *args[] = {"--baseline", "main.json", "--runs", "3", "--report", "r.md", "--",
+                          "sh", "-c", script, CANARY, NULL};
+    assert_int_equal(gate(f, env, args), 3);
+    char *md = strdup(cg_workdir_read(f, "r.md"));
+    assert_non_null(md);
+    if (strstr(md, "**The end of the canary's output** (its last 20 lines of 36; the 16 before "
+                   "them left out; lines cut at 400 bytes; secrets hidden as ***; the whole "
+                   "output is in 'canary-run.log')") == NULL ||
+        strstr(md, "line 16 of the canary") == NULL || strstr(md, "line 30 of the canary") == NULL ||
+        strstr(md, "line 15 of the canary") != NULL || strstr(md, "key ***") == NULL)
+        fail_msg("report:\n%s", md);
+    const char *never[] = {"wandb_secret_value_0123", "\x1b", NULL};
+    for (size_t i = 0; never[i] != NULL; i++)
+        if (strstr(md, never[i]) != NULL || strstr(proc.err, never[i]) != NULL)
+            fail_msg("the report or the terminal holds '%s'", never[i]);
+    char xs[402];
+    memset(xs, 'x', 401);
+    xs[401] = '\0';
+    assert_null(strstr(md, xs));
+    /* as GitHub shows it: one code block holding the lines, the footer after it */
+    char *html = cg_render_gfm(md, strlen(md));
+    cg_render_check_gfm(html, "r.md");
+    const char *code = strstr(html, "<pre><code class=\"language-text\">");
+    const char *end = code != NULL ? strstr(code, "</code></pre>") : NULL;
+    if (code == NULL || end == NULL || strstr(code, "line 30 of the canary") > end ||
+        strstr(code, "&lt;/code&gt;&lt;/pre&gt;&lt;script&gt;alert(1)") > end ||
+        strstr(code, "\n```\n") > end || strstr(html, "<script>") != NULL ||
+        strstr(html, "@admin</a>") != NULL || strstr(end, "<sub>canary-gate") == NULL)
+        fail_msg("rendered:\n%s", html);
+    free(html);
+    free(md);
+    /* the terminal: the same lines after "  | ", the colour codes shown as '?' */
+    if (strstr(proc.err, "canary-gate: the end of the canary's output (its last 20 lines of 36") ==
+            NULL ||
+        strstr(proc.err, "\n  | line 30 of the canary\n") == NULL ||
+        strstr(proc.err, "\n  | red ?[31mALERT?[0m\n") == NULL)
+        fail_msg("stderr:\n%s", proc.err);
 }
 
 static void test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason(void **state)
@@ -615,6 +671,7 @@ int main(void)
         IN_WORKDIR(test_gate__a_pageable_copy_per_step_fails_from_one_run),
         IN_WORKDIR(test_gate__same_canary_passes),
         IN_WORKDIR(test_gate__failing_canary_is_reported_as_such),
+        IN_WORKDIR(test_gate__failed_canary_report_shows_the_end_of_its_output),
         IN_WORKDIR(test_gate__nonfinite_loss_is_a_canary_failure_with_its_reason),
         IN_WORKDIR(test_gate__comment_and_status_are_posted),
         IN_WORKDIR(test_gate__canary_failure_sets_status_error_with_its_reason),

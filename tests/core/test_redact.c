@@ -98,6 +98,46 @@ static void test_redact__url_userinfo(void **state)
     expect_redacted(NULL, "no url @here ://", "no url @here ://");
 }
 
+/* Issue 37, item 12: the well-known token shapes are hidden whatever holds them (GH_PAT is no
+ * secret-looking name), and ordinary words of the same beginnings stay. */
+static void test_redact__token_shapes_are_hidden_by_default(void **state)
+{
+    (void)state;
+    char *env[] = {"GH_PAT=ghp_0123456789abcdefABCDEF0123456789", "PATH=/bin", NULL};
+    struct cg_redact *r = NULL;
+    struct cg_err err;
+    assert_int_equal(cg_redact_new(env, &r, &err), 0);
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"--pat ghp_0123456789abcdefABCDEF0123456789 x", "--pat *** x"},
+        {"gho_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345", "***"},
+        {"ghs_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345:x", "***:x"},
+        {"github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789", "***"},
+        {"slack=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "slack=***"},
+        {"xoxp-1234567890-abc", "***"},
+        {"https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX now",
+         "https://*** now"},
+        {"key AKIAIOSFODNN7EXAMPLE end", "key *** end"},
+        {"ASIAY34FZKBOKMUTVV7A", "***"},
+        {"load hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567 done", "load *** done"},
+        /* near misses: ordinary text */
+        {"ghp_short gh_0123456789abcdefABCDEF hf_model_loader hf_transformers",
+         "ghp_short gh_0123456789abcdefABCDEF hf_model_loader hf_transformers"},
+        {"xoxb-abc AKIA0123 https://hooks.slack.com/ akia1234567890123456",
+         "xoxb-abc AKIA0123 https://hooks.slack.com/ akia1234567890123456"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        expect_redacted(r, cases[i].in, cases[i].want);
+    cg_redact_free(r);
+    /* the process-wide redactor has them too */
+    char *got = cg_redact_apply(cg_redact_default(), "AKIAIOSFODNN7EXAMPLE");
+    assert_non_null(got);
+    assert_string_equal(got, "***");
+    free(got);
+    cg_redact_default_release();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -105,6 +145,7 @@ int main(void)
         cmocka_unit_test(test_redact__environment_values_longest_first),
         cmocka_unit_test(test_redact__patterns),
         cmocka_unit_test(test_redact__url_userinfo),
+        cmocka_unit_test(test_redact__token_shapes_are_hidden_by_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

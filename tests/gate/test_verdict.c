@@ -748,7 +748,7 @@ static int cmp_dbl(const void *a, const void *b)
 static double ref_floor_p(const double *base, size_t nb, const double *cur, size_t nc)
 {
     size_t n = nb + nc;
-    double v[32];
+    double v[32] = {0};
     for (size_t i = 0; i < n; i++)
         v[i] = i < nb ? base[i] : cur[i - nb];
     qsort(v, n, sizeof(double), cmp_dbl);
@@ -1368,6 +1368,77 @@ static void test_verdict__tokens_per_sec_that_vanish_are_a_change(void **state)
     cg_artifact_release(&b);
 }
 
+/* Sets every run's counts of ranges named as a step that were no step. */
+static void set_stray_steps(struct cg_artifact *a, int64_t nested, int64_t other)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        a->runs[r].stray_steps_nested = nested;
+        a->runs[r].stray_steps_other_threads = other;
+    }
+}
+
+/* Issue 37, item 9: a canary whose steps are marked differently on the two sides (ranges named
+ * as a step nested in its steps, or on a side thread, on one side only) is INCONCLUSIVE with the
+ * reason, whatever the timing says; alike on both sides, timing decides. */
+static void test_verdict__steps_marked_differently_between_sides_are_inconclusive(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(15, 30, 1e7, 0.005, 0.01, -1, 1);
+    struct cg_fixture same = FX(15, 30, 1e7, 0.005, 0.01, -1, 2);
+    struct cg_fixture slow = FX(15, 30, 2e7, 0.005, 0.01, -1, 3);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    const struct {
+        const struct cg_fixture *cur;
+        int64_t base[2], cur_n[2]; /* nested, other threads; -1 unknown */
+        enum cg_outcome overall;
+        const char *note; /* in the step time mean's note and the headline, or NULL */
+    } rows[] = {
+        {&same, {0, 0}, {30, 0}, CG_OUT_INCONCLUSIVE,
+         "the sides mark steps differently: 'step' ranges that were no steps: baseline 0 "
+         "nested, 0 on other threads; current 450 nested, 0 on other threads"},
+        {&slow, {0, 0}, {0, 80}, CG_OUT_INCONCLUSIVE,
+         "baseline 0 nested, 0 on other threads; current 0 nested, 1200 on other threads"},
+        {&same, {0, 5}, {7, 0}, CG_OUT_INCONCLUSIVE, "the sides mark steps differently"},
+        {&same, {-1, -1}, {3, 0}, CG_OUT_INCONCLUSIVE,
+         "baseline not counted (runs of an older canary-gate)"},
+        {&same, {2, 0}, {30, 0}, CG_OUT_PASS, NULL},
+        {&slow, {0, 3}, {0, 9}, CG_OUT_FAIL, NULL},
+        {&same, {0, 0}, {0, 0}, CG_OUT_PASS, NULL},
+        {&same, {-1, -1}, {0, 0}, CG_OUT_PASS, NULL},
+        {&slow, {-1, -1}, {-1, -1}, CG_OUT_FAIL, NULL},
+    };
+    make(&b, &fb);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        make(&k, rows[i].cur);
+        set_stray_steps(&b, rows[i].base[0], rows[i].base[1]);
+        set_stray_steps(&k, rows[i].cur_n[0], rows[i].cur_n[1]);
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_MEAN];
+        cg_verdict_headline(&v, line, sizeof(line));
+        if (v.overall != rows[i].overall)
+            fail_msg("row %zu: %s, expected %s: %s", i, cg_outcome_name(v.overall),
+                     cg_outcome_name(rows[i].overall), line);
+        if (rows[i].note != NULL) {
+            if (r->outcome != CG_OUT_INCONCLUSIVE || r->wants_runs ||
+                strstr(r->note, rows[i].note) == NULL || strstr(line, rows[i].note) == NULL)
+                fail_msg("row %zu: %s, note '%s', headline '%s'", i, cg_outcome_name(r->outcome),
+                         r->note, line);
+            /* memory is no step's: it still decides */
+            assert_int_not_equal(v.metrics[CG_M_PEAK_HOST_RSS].outcome, CG_OUT_INCONCLUSIVE);
+        } else {
+            assert_string_equal(v.steps_differ, "");
+        }
+        cg_verdict_release(&v);
+        cg_artifact_release(&k);
+    }
+    cg_artifact_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1394,6 +1465,7 @@ int main(void)
         cmocka_unit_test(test_verdict__gpu_lost_is_a_fail),
         cmocka_unit_test(test_verdict__missing_gpu_metrics_on_the_same_machine_still_gate_step_time),
         cmocka_unit_test(test_verdict__tokens_per_sec_that_vanish_are_a_change),
+        cmocka_unit_test(test_verdict__steps_marked_differently_between_sides_are_inconclusive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,6 +314,74 @@ static void test_inject_nvtx__ranges_count_names_the_op_table_turned_away(void *
     assert_int_equal(range_op_calls(shard, NULL), 3072);
 }
 
+/* The wall times of the shard's steps ("s I START END TOKENS"), in order of their lines; returns
+ * how many (at most cap). */
+static size_t shard_step_walls(const char *shard, long long *wall, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = cg_text_line(shard, "s "); p != NULL && n < cap;
+         p = cg_text_line(p + 1, "s ")) {
+        long long i = 0, start = 0, end = 0;
+        if (sscanf(p, "s %lld %lld %lld", &i, &start, &end) != 3)
+            fail_msg("bad step line: %.80s", p);
+        wall[n++] = end - start;
+    }
+    return n;
+}
+
+/* The last "ss NESTED OTHER" line's totals; false when there is none. */
+static bool shard_stray(const char *shard, long long *nested, long long *other)
+{
+    const char *last = NULL;
+    for (const char *p = cg_text_line(shard, "ss "); p != NULL; p = cg_text_line(p + 1, "ss "))
+        last = p;
+    if (last == NULL)
+        return false;
+    if (sscanf(last, "ss %lld %lld", nested, other) != 2)
+        fail_msg("bad stray step line: %.80s", last);
+    return true;
+}
+
+/* Issue 37, item 9: "step" ranges nested in a step, or of a side thread, were measured as steps
+ * (a side thread's 0.2 ms ranges made a canary twice as slow "-98%"). Steps come from the thread
+ * that began the first step; the others are counted and named, never steps. */
+static void test_inject_nvtx__steps_come_from_one_thread_never_nested(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    long long wall[64], nested = 0, other = 0;
+    const char *nest[] = {"--steps", "6", "--step-ms", "4", "--stray-steps", "nested", NULL};
+    assert_int_equal(cg_canary_run(w, NULL, nest, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    assert_int_equal(shard_step_walls(shard, wall, 64), 6);
+    for (int i = 0; i < 6; i++)
+        assert_true(wall[i] >= 6000000); /* 4 ms and the two nested ranges of 1 ms */
+    assert_true(shard_stray(shard, &nested, &other));
+    assert_int_equal(nested, 12);
+    assert_int_equal(other, 0);
+    assert_non_null(cg_text_line(shard, "w 'step' ranges nested in a step: counted, never "
+                                        "measured as steps\n"));
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "step"), 0); /* nor an op */
+
+    const char *side[] = {"--steps", "6", "--step-ms", "5", "--stray-steps", "thread", NULL};
+    assert_int_equal(cg_canary_run(w, NULL, side, &p), 0);
+    shard = cg_canary_shard(w);
+    assert_int_equal(shard_step_walls(shard, wall, 64), 6);
+    for (int i = 0; i < 6; i++)
+        assert_true(wall[i] >= 5000000);
+    assert_true(shard_stray(shard, &nested, &other));
+    assert_int_equal(nested, 0);
+    assert_true(other >= 1);
+    assert_non_null(cg_text_line(shard, "w 'step' ranges on threads other than the first "
+                                        "step's: counted, never measured as steps\n"));
+
+    const char *plain[] = {"--steps", "3", "--step-ms", "1", NULL};
+    assert_int_equal(cg_canary_run(w, NULL, plain, &p), 0);
+    shard = cg_canary_shard(w);
+    assert_false(shard_stray(shard, &nested, &other));
+    assert_null(cg_text_line(shard, "w "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_inject_nvtx__measured_ranges_are_the_range_ops_calls),
         cmocka_unit_test(test_inject_nvtx__ranges_without_a_window_end_are_written_by_exit),
         cmocka_unit_test(test_inject_nvtx__ranges_count_names_the_op_table_turned_away),
+        cmocka_unit_test(test_inject_nvtx__steps_come_from_one_thread_never_nested),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }

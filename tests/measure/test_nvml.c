@@ -340,6 +340,85 @@ static void test_nvml__a_run_records_the_gpu_state(void **state)
     cg_artifact_release(&a);
 }
 
+/* The canary's "canary-gate flops_per_token: N" line: at a line's start only, a whole number. */
+static void test_nvml__the_flops_line_is_read_from_the_log(void **state)
+{
+    (void)state;
+    const char *path = "nvml-flops.log";
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "say canary-gate flops_per_token: 5\ncanary-gate flops_per_token: x\n"
+               "canary-gate flops_per_token: 2.5\ncanary-gate flops_per_token: 664320\n"
+               "canary-gate flops_per_token: 7\n");
+    fclose(f);
+    assert_int_equal(cg_nvml_flops_from_log(path), 664320);
+    f = fopen(path, "w");
+    fprintf(f, "nothing here\n");
+    fclose(f);
+    assert_int_equal(cg_nvml_flops_from_log(path), -1);
+    assert_int_equal(cg_nvml_flops_from_log("/nonexistent/log"), -1);
+}
+
+#define TRAIN CG_BINARY_DIR "/canary-train"
+
+/* Runs the tool with the stand-in NVML and args (NULL-terminated, after "run --out out"). */
+static void run_args(const char *out, const char *const *args, struct cg_artifact *a)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const char *argv[32] = {CG_TOOL_PATH, "run", "--out", out};
+        size_t n = 4;
+        for (size_t i = 0; args[i] != NULL && n < 31; i++)
+            argv[n++] = args[i];
+        argv[n] = NULL;
+        setenv(CG_NVML_ENV_LIB, STANDIN, 1);
+        execv(CG_TOOL_PATH, (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_artifact_load(out, a, &err), 0);
+}
+
+/* MFU without flags for the built-in canary (its printed 664,320 FLOPs per token, recorded in
+ * the settings), --flops-per-token over it, and the peak given: MFU = FLOPs per token x tokens/s
+ * over the peak per clock x the median SM clock (the stand-in's) x 1e6 x 1 GPU. */
+static void test_nvml__mfu_from_the_canarys_flops_line(void **state)
+{
+    (void)state;
+    clear_env();
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    const char *own[] = {"--runs", "1", "--steps", "2", "--warmup", "1", "--let-finish",
+                         "--peak-flop-per-clock", "4096", "--precision", "fp16", "--",
+                         TRAIN, "--device", "cpu", "--preset", "tiny", "--steps", "3", NULL};
+    run_args("nvml-mfu.json", own, &a);
+    assert_int_equal(a.settings.flops_per_token, 664320);
+    assert_string_equal(a.settings.precision, "fp16");
+    assert_true(a.settings.peak_flop_per_clock == 4096.0);
+    const struct cg_run *r = &a.runs[0];
+    if (r->gpu.n_dev > 0) { /* the stand-in saw the canary's device */
+        double mhz = (double)r->gpu.dev[0].sm_median_mhz;
+        double want = 664320.0 * r->summary.tokens_per_sec / (4096.0 * mhz * 1e6);
+        assert_true(fabs(r->gpu.mfu - want) <= 1e-9 * want);
+        assert_null(r->gpu.mfu_reason);
+    } else {
+        assert_non_null(strstr(r->gpu.mfu_reason, "no SM clock"));
+    }
+    cg_artifact_release(&a);
+    const char *given[] = {"--runs", "1", "--steps", "2", "--warmup", "1", "--let-finish",
+                           "--flops-per-token", "5000", "--", TRAIN, "--device", "cpu",
+                           "--preset", "tiny", "--steps", "3", NULL};
+    run_args("nvml-mfu2.json", given, &a);
+    assert_int_equal(a.settings.flops_per_token, 5000);
+    assert_null(a.settings.precision);
+    cg_artifact_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +431,8 @@ int main(void)
         cmocka_unit_test(test_nvml__a_missing_function_leaves_its_figure_unknown),
         cmocka_unit_test(test_nvml__nvml_missing_or_failing_is_a_reason),
         cmocka_unit_test(test_nvml__a_run_records_the_gpu_state),
+        cmocka_unit_test(test_nvml__the_flops_line_is_read_from_the_log),
+        cmocka_unit_test(test_nvml__mfu_from_the_canarys_flops_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -232,6 +232,49 @@ static void test_run__ranges_from_threads_are_ops(void **state)
     unlink("nvtx-threads.log");
 }
 
+/* Issue 37, item 9: "step" ranges nested in a step, or of a side thread, are no steps: the run
+ * measures the first step's thread's steps, counts the others and says so. */
+static void test_run__stray_step_ranges_are_counted_never_steps(void **state)
+{
+    (void)state;
+    const char *modes[] = {"nested", "thread"};
+    for (int m = 0; m < 2; m++) {
+        struct result r;
+        struct cg_artifact a;
+        const char *args[] = {"run", "--out", "nvtx-stray.json", "--runs", "1", "--steps", "4",
+                              "--warmup", "1", "--", CANARY, "--steps", "5", "--step-ms", "5",
+                              "--stray-steps", modes[m], NULL};
+        run_tool(args, &r);
+        if (r.exit_code != 0)
+            fail_msg("%s: exit %d: %s", modes[m], r.exit_code, r.err);
+        load("nvtx-stray.json", &a);
+        const struct cg_run *run = &a.runs[0];
+        assert_int_equal(run->n_steps, 4);
+        for (size_t k = 0; k < run->n_steps; k++)
+            assert_true(run->steps[k].wall_ns >= (m == 0 ? 6900000 : 4900000));
+        const char *said = m == 0 ? "'step' ranges nested in a step: counted, never measured as "
+                                    "steps"
+                                  : "'step' ranges on threads other than the first step's: "
+                                    "counted, never measured as steps";
+        if (m == 0) {
+            assert_true(run->stray_steps_nested >= 8); /* 2 a step, the stopped step's maybe */
+            assert_int_equal(run->stray_steps_other_threads, 0);
+        } else {
+            assert_int_equal(run->stray_steps_nested, 0);
+            assert_true(run->stray_steps_other_threads >= 1);
+        }
+        bool warned = false;
+        for (size_t k = 0; k < run->n_warnings; k++)
+            warned |= strcmp(run->warnings[k], said) == 0;
+        assert_true(warned);
+        if (strstr(r.err, said) == NULL)
+            fail_msg("%s: the terminal does not say it: %s", modes[m], r.err);
+        cg_artifact_release(&a);
+        unlink("nvtx-stray.json");
+        unlink("nvtx-stray.log");
+    }
+}
+
 static void test_run__other_domains_never_mark_steps(void **state)
 {
     (void)state;
@@ -939,6 +982,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run__step_times_tokens_and_nested_ranges),
         cmocka_unit_test(test_run__ranges_from_threads_are_ops),
+        cmocka_unit_test(test_run__stray_step_ranges_are_counted_never_steps),
         cmocka_unit_test(test_run__other_domains_never_mark_steps),
         cmocka_unit_test(test_run__wide_registered_and_start_end_steps),
         cmocka_unit_test(test_run__unbalanced_ranges_are_harmless),

@@ -470,6 +470,53 @@ static void test_shard__merge_sums_counters_and_gathers_warnings(void **state)
         cg_shard_release(&s[i]);
 }
 
+/* Issue 37, item 9: "ss NESTED OTHER" (the last line counts) is read and summed over the
+ * processes into the run; a malformed one is refused naming the line. */
+static void test_shard__stray_steps_are_read_and_summed(void **state)
+{
+    (void)state;
+    static const char one[] = "canary-gate-shard 1\npid 9\nwarmup 0\n"
+                              "s 0 1000 9000 -1\nss 2 0\ns 1 9000 17000 -1\nss 4 7\nend\n";
+    static const char two[] = "canary-gate-shard 1\npid 10\nwarmup 0\n"
+                              "s 0 1000 9000 -1\ns 1 9000 17000 -1\nss 0 3\nend\n";
+    static const char none[] = "canary-gate-shard 1\npid 11\nwarmup 0\n"
+                               "s 0 1000 9000 -1\ns 1 9000 17000 -1\nend\n";
+    struct cg_shard s[3];
+    parse(one, &s[0]);
+    parse(two, &s[1]);
+    parse(none, &s[2]);
+    assert_int_equal(s[0].stray_steps[0], 4);
+    assert_int_equal(s[0].stray_steps[1], 7);
+    assert_int_equal(s[2].stray_steps[0], 0);
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    cg_err_init(&err);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    assert_int_equal(run->stray_steps_nested, -1); /* unknown until merged */
+    struct cg_shard_merge_opts o = {0, 2, -1};
+    assert_int_equal(cg_shard_merge(s, 3, &o, run, &err), 0);
+    assert_int_equal(run->stray_steps_nested, 4);
+    assert_int_equal(run->stray_steps_other_threads, 10);
+    cg_artifact_release(&a);
+    cg_artifact_init(&a);
+    run = cg_artifact_add_run(&a);
+    assert_int_equal(cg_shard_merge(&s[2], 1, &o, run, &err), 0);
+    assert_int_equal(run->stray_steps_nested, 0); /* counted: none */
+    assert_int_equal(run->stray_steps_other_threads, 0);
+    cg_artifact_release(&a);
+    for (size_t i = 0; i < 3; i++)
+        cg_shard_release(&s[i]);
+    const char *bad[] = {"ss 4\n", "ss 4 -1\n", "ss 4 7 1\n", "ss x 1\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "canary-gate-shard 1\npid 9\n%s", bad[i]);
+        struct cg_shard t;
+        assert_int_equal(cg_shard_parse(text, strlen(text), "t", &t, &err), CG_EINPUT);
+        assert_non_null(strstr(err.msg, "line 3"));
+    }
+}
+
 static void test_shard__done_when_every_process_with_steps_is_done(void **state)
 {
     (void)state;
@@ -886,6 +933,7 @@ int main(void)
         cmocka_unit_test(test_shard__parses_the_measured_window_lines),
         cmocka_unit_test(test_shard__keeps_at_most_16_distinct_warnings),
         cmocka_unit_test(test_shard__merge_sums_counters_and_gathers_warnings),
+        cmocka_unit_test(test_shard__stray_steps_are_read_and_summed),
         cmocka_unit_test(test_shard__done_when_every_process_with_steps_is_done),
         cmocka_unit_test(test_shard__gpu_records_all_outside_the_steps_give_no_gpu_metrics),
         cmocka_unit_test(test_shard__places),

@@ -180,7 +180,8 @@ static void test_report__json_has_contract_fields(void **state)
     cJSON *metrics = cJSON_GetObjectItem(root, "metrics");
     assert_int_equal(cJSON_GetArraySize(metrics), CG_M_COUNT);
     const char *names[] = {"step_time_mean", "step_time_p95",      "step_time_floor",
-                           "tokens_per_sec", "peak_device_memory", "peak_host_rss"};
+                           "tokens_per_sec", "peak_device_memory", "peak_host_rss",
+                           "energy_per_token", "mfu"};
     const char *keys[] = {"name",       "baseline",    "current", "delta_pct",
                           "ci_low_pct", "ci_high_pct", "p_value", "outcome"};
     for (int i = 0; i < CG_M_COUNT; i++) {
@@ -576,9 +577,9 @@ static void test_report__stopped_canary_in_every_output(void **state)
     cg_buf_init(&term, 1 << 20);
     assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
     assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
-    if (strstr(md.data, "**Canary stopped once measured:** this run: stopped after 33 steps "
+    if (strstr(md.data, "- **Canary stopped once measured:** this run: stopped after 33 steps "
                         "(warm-up + measured) in 3 of 5 runs; baseline: stopped after 33 steps "
-                        "(warm-up + measured) in 5 of 5 runs.\n") == NULL)
+                        "(warm-up + measured) in 5 of 5 runs\n") == NULL)
         fail_msg("markdown:\n%s", md.data);
     if (strstr(term.data, "note: canary stopped once measured: this run: stopped after 33 steps "
                           "(warm-up + measured) in 3 of 5 runs; baseline: ") == NULL)
@@ -844,17 +845,29 @@ static void test_report__kernel_choices_and_an_edited_script_are_plain_facts(voi
     assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
     const char *m = cg_buf_str(&md), *t = cg_buf_str(&term);
     /* names cut to 40 bytes, '_' as an entity (no emphasis), in <code> */
-    assert_non_null(strstr(m, "**2 kernel choices among the runs:** <code>sm90&#95;xmma&#95;gemm"
+    assert_non_null(strstr(m, "- **2 kernel choices among the runs:** <code>sm90&#95;xmma&#95;gemm"
                               "&#95;bf16bf16&#95;bf16f32&#95;f32&#95;tn&#95;n…</code> in 7 runs "
                               "(baseline 3, current 4; 7 in the fast state, 0 slow), <code>"
                               "cutlass&#95;80&#95;tensorop&#95;bf16&#95;s16816gemm&#95;relu…"
                               "</code> in 3 runs (baseline 2, current 1; 0 in the fast state, 3 "
-                              "slow).\n"));
-    assert_non_null(strstr(m, "**Script:** the script changed since the baseline (<code>train.py"
-                              "</code>); the canary is the same: its command and settings.\n"));
+                              "slow)\n"));
+    assert_non_null(strstr(m, "- **Script:** the script changed since the baseline (<code>train.py"
+                              "</code>); the canary is the same: its command and settings\n"));
     assert_null(strstr(m, "Canary configuration changed"));
     char *html = cg_render_gfm(m, strlen(m));
     cg_render_check_gfm(html, "kernel choices report");
+    /* the run summary is a list, one fact an item, its statistical words sent to the glossary
+     * (before: one paragraph of bold labels) */
+    const char *items[] = {"<li><strong>Runs:</strong> baseline", "<li><strong>Thresholds:</strong>",
+                           "<li><strong>Steps and tokens:</strong>",
+                           "<li><strong>2 kernel choices among the runs:</strong>",
+                           "<li><strong>Script:</strong>", NULL};
+    for (size_t i = 0; items[i] != NULL; i++)
+        if (strstr(html, items[i]) == NULL)
+            fail_msg("no '%s' in:\n%s", items[i], html);
+    if (strstr(html, "explained in the glossary at the top of docs/statistics.md") == NULL ||
+        strstr(html, "<em>process state</em>") == NULL)
+        fail_msg("no pointer to the glossary:\n%s", html);
     free(html);
     assert_non_null(strstr(t, "note: 2 kernel choices among the runs: sm90_xmma_gemm_bf16bf16_"
                               "bf16f32_f32_tn_n..."));

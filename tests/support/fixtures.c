@@ -123,3 +123,57 @@ void cg_fixture_every(struct cg_artifact *a, size_t every, size_t phase, double 
         cg_run_summarize(run);
     }
 }
+
+int cg_fixture_set_gpu(struct cg_artifact *a, double joules_per_token, double mfu, int64_t sm_mhz)
+{
+    struct cg_gpu_env *e = &a->env.gpu_env;
+    cg_gpu_env_release(e);
+    e->recorded = true;
+    e->power_limit_w = 700.0;
+    e->persistence_mode = 1;
+    e->clocks_locked = 0;
+    e->app_sm_mhz = e->default_app_sm_mhz = 1755;
+    e->app_mem_mhz = e->default_app_mem_mhz = 2619;
+    a->settings.flops_per_token = isnan(mfu) ? -1 : 1000;
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_run *run = &a->runs[r];
+        struct cg_gpu_state *g = &run->gpu;
+        cg_gpu_state_release(g);
+        g->recorded = true;
+        g->n_dev = 1;
+        struct cg_gpu_device *d = &g->dev[0];
+        memset(d, 0, sizeof(*d));
+        d->index = 0;
+        d->uuid = strdup("GPU-00000000-fixture");
+        d->samples = 50;
+        d->sm_min_mhz = d->sm_median_mhz = d->sm_max_mhz = sm_mhz;
+        d->mem_median_mhz = 2619;
+        d->temp_min_c = 40;
+        d->temp_max_c = 60;
+        d->power_min_w = 300.0;
+        d->power_max_w = 500.0;
+        d->energy_j = joules_per_token * (double)cg_run_tokens(run);
+        g->energy_j = d->energy_j;
+        g->mfu = mfu;
+        g->peak_flops = 1e15;
+        if (d->uuid == NULL)
+            return CG_ENOMEM;
+        if (isnan(mfu) && (g->mfu_reason = strdup("not available: give --flops-per-token")) == NULL)
+            return CG_ENOMEM;
+    }
+    return 0;
+}
+
+void cg_fixture_hold(struct cg_artifact *a, size_t first, size_t n, int reason, int64_t samples)
+{
+    for (size_t r = first; r < first + n && r < a->n_runs; r++) {
+        struct cg_gpu_device *d = &a->runs[r].gpu.dev[0];
+        if (reason < 0) {
+            d->other_samples = samples;
+            d->other_pids[0] = 4242;
+            d->n_other_pids = 1;
+        } else {
+            d->reasons[reason] = samples;
+        }
+    }
+}

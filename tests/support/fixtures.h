@@ -49,4 +49,16 @@ void cg_fixture_contend(struct cg_artifact *a, uint64_t seed);
  * long, in every run. */
 void cg_fixture_every(struct cg_artifact *a, size_t every, size_t phase, double pct);
 
+/* The GPU's own state as NVML would have recorded it (artifact_gpu.h), in every run of a: one
+ * device (NVML index 0) sampled 50 times at sm_mhz with no clock event reason and no other
+ * process, energy joules_per_token times the run's tokens, MFU mfu (NAN: none, with the
+ * reason "not available: give --flops-per-token"; else settings.flops_per_token 1000). The
+ * environment's GPU settings: clocks not locked, power limit 700 W, persistence mode on.
+ * Returns 0 or CG_ENOMEM. */
+int cg_fixture_set_gpu(struct cg_artifact *a, double joules_per_token, double mfu, int64_t sm_mhz);
+
+/* Runs [first, first + n) of a were held back on their device: samples of 50 with NVML's clock
+ * event reason (enum cg_gpu_reason), or with another process (pid 4242) when reason is -1. */
+void cg_fixture_hold(struct cg_artifact *a, size_t first, size_t n, int reason, int64_t samples);
+
 #endif

@@ -1,0 +1,695 @@
+/*
+ * cmd_bisect: `canary-gate bisect --good A --bad B [options] -- CANARY CMD...` finds the first
+ * commit of A..B (along B's first parents) that made the canary slower, or changed an exact
+ * count, with the gate's statistics (docs/bisect.md). The search is bisect.c's; each probed
+ * commit is checked out in a detached worktree of its own under a private temporary directory
+ * (worktree.c: the user's working tree is never touched), built there with --build, and its
+ * canary run with that worktree as its working directory. A timing metric is measured in pairs
+ * against the good end, turn about (A B B A ..., interleave.c), with sequential looks
+ * (sequential.h: the paired plan and each look's alpha); an exact count takes one run per
+ * commit. The ends come first: when bad is not significantly worse than good, nothing is
+ * searched. Every worktree and the temporary directory are removed at the end whatever
+ * happened, Ctrl-C included (interrupts are caught, the canary or build in progress stopped).
+ * Exit: 0 found, or nothing to find; 2 usage or input; 3 could not decide (every commit between
+ * skipped or unresolved, the budget spent), interrupted, or a run-time failure.
+ */
+#include "cmd.h"
+
+#include "bisect.h"
+#include "cmd_options.h"
+#include "cmd_seq.h"
+#include "collect.h"
+#include "count.h"
+#include "fsutil.h"
+#include "interleave.h"
+#include "launch.h"
+#include "paired.h"
+#include "report.h"
+#include "report_bisect.h"
+#include "sequential.h"
+#include "verdict.h"
+#include "worktree.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: canary-gate bisect --good A --bad B [options] -- CANARY CMD ARGS...\n"
+    "\n"
+    "Finds the first commit between A and B (along B's first parents) that made the canary\n"
+    "slower, or changed an exact count. Each probed commit is checked out in a worktree of its\n"
+    "own (never your working tree), built with --build there, and its canary run with that\n"
+    "worktree as its working directory, measured against A turn about (A B B A ...). The ends\n"
+    "are measured first: when B is not significantly worse than A, there is nothing to find.\n"
+    "A commit is like bad when its change against A is significant and at least half of B's,\n"
+    "like good when it is clearly below that, between when it is apart from both (the\n"
+    "regression came in steps: each step is searched), else unresolved (a neighbour is probed).\n"
+    "A commit that does not build or whose canary fails is skipped.\n"
+    "\n"
+    "  --good A               the last commit known to be fast (any name git knows)\n"
+    "  --bad B                the commit known to be slow\n"
+    "  --build \"CMD\"          run by /bin/sh in each probed commit's worktree before its canary\n"
+    "  --metric NAME          step_time_floor (default: the fast steps, which a busy\n"
+    "                         machine's stalls do not move), step_time_mean, step_time_p95,\n"
+    "                         tokens_per_sec, or a count (kernels, synchronizations, ranges,\n"
+    "                         allocations, ...: one run per commit decides)\n"
+    "  --repo DIR             the repository (default: the one holding the current directory)\n"
+    "  --runs N               pairs per look (default 6; a count: 1 run)\n"
+    "  --max-runs N           pairs per commit at most while it is unresolved (default 2 x\n"
+    "                         --runs)\n"
+    "  --budget SEC           time of the whole bisection at most (builds and canaries); a look\n"
+    "                         or a commit is only begun when its estimated time fits\n"
+    "  --spending NAME        alpha over a commit's looks: pocock (default), obrien-fleming,\n"
+    "                         bonferroni\n";
+
+static const char usage_more[] =
+    "  --thresholds FILE      alpha and the measurement defaults (default: default)\n"
+    "  --steps N, --warmup N, --timeout SEC, --kill-grace SEC, --step-range NAME,\n"
+    "  --steps-from WHERE, --let-finish: as for 'canary-gate run'\n"
+    "  --report FILE.md       write the markdown report (for an issue or a PR comment)\n"
+    "  --json FILE            write the JSON result\n"
+    "  --id NAME              the report's hidden marker id (default bisect)\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "exit codes: 0 the first bad commit found (or nothing to find), 2 usage error or invalid\n"
+    "            input, 3 could not decide (commits skipped or unresolved, the budget spent),\n"
+    "            interrupted, or the tool failed at run time\n";
+
+#define BISECT_DEFAULT_PAIRS 6
+
+enum { OPT_GOOD = CG_OPT_COMMAND, OPT_BAD, OPT_BUILD, OPT_METRIC, OPT_REPO };
+
+static const struct option options[] = {
+    CG_MEASURE_OPTIONS,
+    {"max-runs", required_argument, NULL, CG_SOPT_MAX_RUNS},
+    {"budget", required_argument, NULL, CG_SOPT_BUDGET},
+    {"spending", required_argument, NULL, CG_SOPT_SPENDING},
+    {"report", required_argument, NULL, CG_ROPT_REPORT},
+    {"json", required_argument, NULL, CG_ROPT_JSON},
+    {"id", required_argument, NULL, CG_ROPT_ID},
+    {"good", required_argument, NULL, OPT_GOOD},
+    {"bad", required_argument, NULL, OPT_BAD},
+    {"build", required_argument, NULL, OPT_BUILD},
+    {"metric", required_argument, NULL, OPT_METRIC},
+    {"repo", required_argument, NULL, OPT_REPO},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct bisect_opts {
+    struct cg_measure_opts m;
+    struct cg_cmd_seq_opts seq;
+    struct cg_report_opts report;
+    const char *good, *bad, *build, *metric, *repo;
+    char *const *canary;
+    enum cg_metric timing; /* when count_row < 0 */
+    int count_row;
+};
+
+/* --metric: a timing metric or a count row. */
+static int parse_metric(const char *name, struct bisect_opts *o)
+{
+    static const enum cg_metric timing[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95,
+                                            CG_M_STEP_TIME_FLOOR, CG_M_TOKENS_PER_SEC};
+    for (size_t i = 0; i < sizeof(timing) / sizeof(timing[0]); i++) {
+        if (strcmp(name, cg_metric_name(timing[i])) == 0) {
+            o->timing = timing[i];
+            o->count_row = -1;
+            return 0;
+        }
+    }
+    if (cg_count_parse(name, &o->count_row) == 0 && !cg_count_is_bytes(o->count_row))
+        return 0;
+    o->count_row = -1;
+    return cg_cmd_usage_error("bisect",
+                              "--metric '%s': expected step_time_mean, step_time_p95, "
+                              "step_time_floor, tokens_per_sec or a count (kernels, ranges, ...)",
+                              name);
+}
+
+static int parse_args(int argc, char **argv, struct bisect_opts *o)
+{
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+        int bad = cg_measure_option("bisect", opt, optarg, &o->m);
+        if (bad == 1)
+            bad = cg_cmd_seq_option("bisect", opt, optarg, &o->seq);
+        if (bad == 1)
+            bad = cg_report_option("bisect", opt, optarg, &o->report);
+        if (bad != 1) {
+            if (bad)
+                return bad;
+            continue;
+        }
+        switch (opt) {
+        case OPT_GOOD:
+            o->good = optarg;
+            break;
+        case OPT_BAD:
+            o->bad = optarg;
+            break;
+        case OPT_BUILD:
+            o->build = optarg;
+            break;
+        case OPT_METRIC:
+            o->metric = optarg;
+            break;
+        case OPT_REPO:
+            o->repo = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            fputs(usage_more, stdout);
+            return -1;
+        default:
+            return cg_cmd_option_error("bisect", opt, argv);
+        }
+    }
+    if (o->good == NULL || o->bad == NULL)
+        return cg_cmd_usage_error("bisect", "--good A and --bad B are required");
+    if (optind >= argc)
+        return cg_cmd_usage_error("bisect", "the canary's command is required after '--'");
+    if (o->build != NULL && o->build[0] == '\0')
+        return cg_cmd_usage_error("bisect", "--build: expected a command");
+    o->canary = argv + optind;
+    return o->metric != NULL ? parse_metric(o->metric, o) : 0;
+}
+
+/* Where commit i's collector runs and logs: they must outlive it (it keeps the pointers). */
+struct place {
+    char wt[4200], log[4300];
+};
+
+/* Everything one bisection holds; released by session_end whatever happened. */
+struct session {
+    struct bisect_opts *o;
+    struct cg_thresholds t;
+    struct cg_collect_cfg c;
+    long pairs, max_pairs;
+    char *repo;                    /* the repository's top */
+    char tmp[4096];                /* the private directory of worktrees and logs, "" if none */
+    struct cg_git_commit *commits; /* the range, good first */
+    size_t n;
+    struct cg_bisect_commit_info *info;
+    struct cg_bisect search;
+    struct cg_bisect_probe *probes;
+    size_t n_probes;
+    struct cg_collector *good_col; /* the good end's canary, in its worktree */
+    struct place good_place;
+    struct cg_artifact good_count; /* a count: the good end's one run */
+    double good_value;
+    double t0, budget_s;
+    bool budget_spent;
+};
+
+static bool exact(const struct session *s)
+{
+    return s->o->count_row >= 0;
+}
+
+static double elapsed(const struct session *s)
+{
+    return cg_cmd_seq_now_s() - s->t0;
+}
+
+/* The worktree path of commit i into dst. */
+static void worktree_path(const struct session *s, size_t i, char *dst, size_t n)
+{
+    snprintf(dst, n, "%s/%.12s", s->tmp, s->commits[i].sha);
+}
+
+static void log_path(const struct session *s, size_t i, const char *what, char *dst, size_t n)
+{
+    snprintf(dst, n, "%s/%.12s.%s.log", s->tmp, s->commits[i].sha, what);
+}
+
+/* The last non-empty line of a log (at most n - 1 bytes of its last 4 KiB) into dst. */
+static void last_line(const char *path, char *dst, size_t n)
+{
+    char buf[4096];
+    dst[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        fseek(f, size > (long)sizeof(buf) - 1 ? size - (long)sizeof(buf) + 1 : 0, SEEK_SET);
+    }
+    size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r' || buf[got - 1] == ' '))
+        got--;
+    buf[got] = '\0';
+    char *start = strrchr(buf, '\n');
+    start = start != NULL ? start + 1 : buf;
+    size_t k = strlen(start) < n - 1 ? strlen(start) : n - 1;
+    memcpy(dst, start, k);
+    dst[k] = '\0';
+}
+
+/* Checks out commit i and builds it: 0, 1 when it is to be skipped (reason filled), or a
+ * CG_E* code (interrupted: CG_ECANARY). */
+static int prepare(struct session *s, size_t i, char *reason, size_t rn, struct cg_err *err)
+{
+    char wt[4200], log[4300];
+    worktree_path(s, i, wt, sizeof(wt));
+    if (access(wt, F_OK) == 0)
+        return 0; /* already there (the good end) */
+    int rc = cg_worktree_add(s->repo, s->commits[i].sha, wt, err);
+    if (rc != 0)
+        return rc;
+    if (s->o->build == NULL)
+        return 0;
+    log_path(s, i, "build", log, sizeof(log));
+    char *argv[] = {"/bin/sh", "-c", (char *)s->o->build, NULL};
+    struct cg_launch_opts lo = {.argv = argv,
+                                .log_path = log,
+                                .timeout_s = (double)s->c.timeout_s,
+                                .kill_grace_s = (double)s->c.grace_s,
+                                .poll_s = 0.5,
+                                .cwd = wt};
+    struct cg_launch_result r;
+    fprintf(stderr, "canary-gate bisect: building %.12s\n", s->commits[i].sha);
+    if ((rc = cg_launch_run(&lo, &r, err)) != 0)
+        return rc;
+    if (r.end == CG_LAUNCH_INTERRUPTED || cg_launch_interrupted())
+        return cg_err_set(err, CG_ECANARY, "interrupted while building %.12s", s->commits[i].sha);
+    if (r.end == CG_LAUNCH_EXITED && r.exit_code == 0)
+        return 0;
+    char tail[160];
+    last_line(log, tail, sizeof(tail));
+    if (r.end == CG_LAUNCH_TIMEOUT)
+        snprintf(reason, rn, "the build ran past %ld s", s->c.timeout_s);
+    else if (r.end == CG_LAUNCH_EXITED)
+        snprintf(reason, rn, "the build failed (exit %d)%s%s", r.exit_code, tail[0] ? ": " : "",
+                 tail);
+    else
+        snprintf(reason, rn, "the build was killed by signal %d", r.signal);
+    return 1;
+}
+
+/* A collector for commit i's canary in its worktree. */
+static int open_collector(struct session *s, size_t i, struct place *p, struct cg_collector **col,
+                          struct cg_err *err)
+{
+    worktree_path(s, i, p->wt, sizeof(p->wt));
+    log_path(s, i, "canary", p->log, sizeof(p->log));
+    struct cg_collect_cfg c = s->c;
+    c.cmd = s->o->canary;
+    c.cwd = p->wt;
+    c.log = p->log;
+    c.label = i == 0 ? "good" : NULL;
+    return cg_collector_new(&c, col, err);
+}
+
+/* A commit's level from a paired verdict's metric, worse positive. */
+static void level_of(const struct cg_metric_result *r, enum cg_metric m,
+                     struct cg_bisect_level *lv)
+{
+    if (cg_metric_higher_is_worse(m)) {
+        lv->change = r->delta_pct;
+        lv->low = r->ci_low_pct;
+        lv->high = r->ci_high_pct;
+    } else {
+        lv->change = -r->delta_pct;
+        lv->low = -r->ci_high_pct;
+        lv->high = -r->ci_low_pct;
+    }
+}
+
+/* A probe's outcome: what it measured and whether the search may go on. */
+struct measured {
+    struct cg_bisect_level level;
+    double value, good_value; /* medians of the commit's runs and of good's paired with them */
+    size_t runs;
+    enum cg_bisect_answer answer;
+};
+
+/* Measures commit i (its collector col) in pairs against good, look after look, until its
+ * answer is settled (the ends: until bad is significantly worse, or the last look). */
+static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
+                          struct measured *out, struct cg_err *err)
+{
+    struct cg_artifact base, head;
+    struct cg_seq_plan plan;
+    enum cg_spend spend = CG_SPEND_POCOCK;
+    cg_spend_parse(s->o->seq.spending, &spend);
+    cg_artifact_init(&base);
+    cg_artifact_init(&head);
+    int rc = cg_seq_plan_make_paired(spend, (size_t)s->pairs, (size_t)s->pairs,
+                                     (size_t)s->max_pairs, &plan, err);
+    bool is_bad = i + 1 == s->n;
+    out->answer = CG_BISECT_UNRESOLVED;
+    for (size_t k = 0; rc == 0 && k < plan.n_looks; k++) {
+        size_t want = plan.runs_at[k] - head.n_runs;
+        double t_look = cg_cmd_seq_now_s();
+        if ((rc = cg_interleave_run(s->good_col, &base, col, &head, (long)want, err)) != 0)
+            break;
+        struct cg_thresholds tk;
+        struct cg_verdict v;
+        cg_seq_look_thresholds(&plan, k, &s->t, &tk);
+        if ((rc = cg_paired_verdict(&base, &head, &tk, &v, err)) != 0)
+            break;
+        level_of(&v.metrics[s->o->timing], s->o->timing, &out->level);
+        out->value = v.metrics[s->o->timing].current;
+        out->good_value = v.metrics[s->o->timing].baseline;
+        cg_verdict_release(&v);
+        out->runs = head.n_runs;
+        bool final = k + 1 == plan.n_looks;
+        if (is_bad) {
+            out->answer = CG_BISECT_LIKE_BAD;
+            if (cg_bisect_ends_differ(&out->level))
+                break;
+        } else {
+            out->answer = cg_bisect_classify(&s->search, i, &out->level, final);
+            if (out->answer != CG_BISECT_UNRESOLVED)
+                break;
+        }
+        /* the next look only when its time fits the budget */
+        double look_s = cg_cmd_seq_now_s() - t_look;
+        double next_s = k + 1 < plan.n_looks ? look_s * (double)(plan.runs_at[k + 1] - head.n_runs) /
+                                                   (double)(want > 0 ? want : 1)
+                                             : 0;
+        if (s->budget_s > 0 && elapsed(s) + next_s > s->budget_s && !final) {
+            s->budget_spent = true;
+            break;
+        }
+        if (!final)
+            fprintf(stderr, "canary-gate bisect: %.12s unresolved after %zu pairs; adding %zu\n",
+                    s->commits[i].sha, head.n_runs, plan.runs_at[k + 1] - head.n_runs);
+    }
+    cg_artifact_release(&base);
+    cg_artifact_release(&head);
+    return rc;
+}
+
+/* The count of one run of commit i (its collector col): NAN when the run did not measure it. */
+static int measure_count(struct session *s, struct cg_collector *col, struct cg_artifact *a,
+                         double *value, struct cg_err *err)
+{
+    int rc = cg_collector_run(col, a, 1, 1, err);
+    bool varies = false;
+    *value = rc == 0 && a->n_runs > 0 ? cg_counts_run_value(&a->runs[0], s->o->count_row, &varies)
+                                      : NAN;
+    return rc;
+}
+
+/* Probes commit i (an end or not): builds it, measures it and records its answer. */
+static int probe(struct session *s, size_t i, struct measured *m, char *reason, size_t rn,
+                 struct cg_err *err)
+{
+    struct cg_collector *col = NULL;
+    struct cg_artifact a;
+    struct place *place = malloc(sizeof(*place));
+    if (place == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    cg_artifact_init(&a);
+    reason[0] = '\0';
+    m->value = m->good_value = NAN;
+    m->runs = 0;
+    m->level = (struct cg_bisect_level){NAN, NAN, NAN};
+    m->answer = CG_BISECT_SKIPPED;
+    if (cg_git_describe(s->repo, &s->commits[i], err) != 0) {
+        free(place);
+        return err->code;
+    }
+    fprintf(stderr, "canary-gate bisect: probing %.12s (#%zu of %zu)\n", s->commits[i].sha, i,
+            s->n - 1);
+    int rc = prepare(s, i, reason, rn, err);
+    if (rc == 0)
+        rc = open_collector(s, i, place, &col, err);
+    if (rc == 0 && exact(s)) {
+        rc = measure_count(s, col, &a, &m->value, err);
+        if (rc == 0 && isnan(m->value)) {
+            snprintf(reason, rn, "its canary measured no '%s'", s->o->metric);
+            rc = 1;
+        } else if (rc == 0) {
+            double d = m->value - s->good_value;
+            m->level = (struct cg_bisect_level){d, d, d};
+            m->runs = 1;
+            m->answer = i + 1 == s->n ? CG_BISECT_LIKE_BAD
+                                      : cg_bisect_classify(&s->search, i, &m->level, true);
+        }
+    } else if (rc == 0) {
+        rc = measure_timing(s, i, col, m, err);
+    }
+    if (rc == CG_ECANARY && !cg_launch_interrupted() && !cg_collect_interrupted()) {
+        int w = snprintf(reason, rn, "its canary failed: %s", err->msg);
+        if (w < 0 || (size_t)w >= rn)
+            memcpy(reason + rn - 4, "...", 4); /* cut */
+        cg_err_init(err);
+        rc = 1;
+    }
+    cg_collector_free(col);
+    free(place);
+    cg_artifact_release(&a);
+    char wt[4200];
+    worktree_path(s, i, wt, sizeof(wt));
+    struct cg_err rm;
+    cg_err_init(&rm);
+    if (cg_worktree_remove(s->repo, wt, &rm) != 0)
+        fprintf(stderr, "canary-gate: %s\n", rm.msg);
+    if (rc == 1) {
+        m->answer = CG_BISECT_SKIPPED;
+        fprintf(stderr, "canary-gate bisect: %.12s skipped: %s\n", s->commits[i].sha, reason);
+        return 0;
+    }
+    return rc;
+}
+
+static int add_probe(struct session *s, size_t i, const struct measured *m, const char *reason)
+{
+    struct cg_bisect_probe *p = &s->probes[s->n_probes++];
+    p->index = i;
+    p->runs = m->runs;
+    p->value = m->value;
+    p->level = m->level;
+    p->answer = m->answer;
+    snprintf(p->reason, sizeof(p->reason), "%s", reason);
+    if (m->answer != CG_BISECT_SKIPPED) {
+        char ch[32];
+        cg_fmt_pct(m->level.change, ch, sizeof(ch));
+        fprintf(stderr, "canary-gate bisect: %.12s %s (%s%s against good, %zu run%s)\n",
+                s->commits[i].sha, i + 1 == s->n ? "measured" : cg_bisect_answer_text(m->answer),
+                exact(s) ? "" : ch, exact(s) ? "count" : "", m->runs, m->runs == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+/* The good end: its worktree and build stay for the whole bisection. */
+static int open_good(struct session *s, struct cg_err *err)
+{
+    char reason[256];
+    if (cg_git_describe(s->repo, &s->commits[0], err) != 0)
+        return err->code;
+    int rc = prepare(s, 0, reason, sizeof(reason), err);
+    if (rc == 1)
+        return cg_err_set(err, CG_EINPUT, "the good end %.12s cannot be measured: %s",
+                          s->commits[0].sha, reason);
+    if (rc == 0)
+        rc = open_collector(s, 0, &s->good_place, &s->good_col, err);
+    if (rc == 0 && exact(s)) {
+        rc = measure_count(s, s->good_col, &s->good_count, &s->good_value, err);
+        if (rc == 0 && isnan(s->good_value))
+            rc = cg_err_set(err, CG_EINPUT, "the good end's canary measured no '%s'",
+                            s->o->metric);
+    }
+    return rc;
+}
+
+/* The search after the ends: probe by probe until it is over, interrupted or out of budget. */
+static int search(struct session *s, struct cg_err *err)
+{
+    size_t i;
+    while (cg_bisect_next(&s->search, &i)) {
+        if (s->budget_s > 0 && s->n_probes > 1) {
+            double per = elapsed(s) / (double)s->n_probes;
+            if (elapsed(s) + per > s->budget_s) {
+                s->budget_spent = true;
+                break;
+            }
+        }
+        struct measured m;
+        char reason[256];
+        int rc = probe(s, i, &m, reason, sizeof(reason), err);
+        if (rc != 0)
+            return rc;
+        cg_bisect_record(&s->search, i, m.answer, m.answer == CG_BISECT_SKIPPED ? NULL : &m.level);
+        add_probe(s, i, &m, reason);
+        if (s->budget_spent)
+            break;
+    }
+    return 0;
+}
+
+/* Writes the documents and prints the summary; returns the exit code. */
+static int report(struct session *s, enum cg_bisect_outcome outcome)
+{
+    struct cg_bisect_report r = {.outcome = outcome,
+                                 .metric_name = s->o->metric,
+                                 .metric = s->o->timing,
+                                 .count_row = s->o->count_row,
+                                 .commits = s->info,
+                                 .n_commits = s->n,
+                                 .search = &s->search,
+                                 .probes = s->probes,
+                                 .n_probes = s->n_probes,
+                                 .budget_spent = s->budget_spent,
+                                 .seconds = elapsed(s),
+                                 .id = s->o->report.gate_id};
+    for (size_t i = 0; i < s->n; i++)
+        s->info[i] = (struct cg_bisect_commit_info){s->commits[i].sha, s->commits[i].subject,
+                                                    s->commits[i].author, s->commits[i].date};
+    struct cg_buf term, md;
+    struct cg_err err;
+    char *json = NULL;
+    int exit_code = outcome == CG_BISECT_UNDECIDED ? CG_EXIT_RUNTIME : CG_EXIT_PASS;
+    cg_err_init(&err);
+    cg_buf_init(&term, 1 << 20);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
+    const char *md_path = s->o->report.report_path, *json_path = s->o->report.json_path;
+    if (cg_bisect_terminal(&r, false, &term) != 0 ||
+        (md_path != NULL && cg_bisect_markdown(&r, &md) != 0) ||
+        (json_path != NULL && (json = cg_bisect_json(&r)) == NULL)) {
+        cg_err_set(&err, CG_ENOMEM, "out of memory");
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
+    FILE *to = cg_cmd_table_stream(md_path, json_path);
+    fwrite(term.data, 1, term.len, to);
+    if ((md_path != NULL && cg_file_write_atomic(md_path, md.data, md.len, &err) != 0) ||
+        (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0))
+        exit_code = cg_cmd_fail(&err);
+done:
+    free(json);
+    cg_buf_release(&term);
+    cg_buf_release(&md);
+    return exit_code;
+}
+
+/* Opens the range and the good end, measures the bad end, searches and reports. */
+static int run_bisect(struct session *s)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    char *top = NULL;
+    int rc = cg_git_toplevel(s->o->repo != NULL ? s->o->repo : ".", &top, &err);
+    if (rc == 0) {
+        s->repo = top;
+        rc = cg_git_range(s->repo, s->o->good, s->o->bad, &s->commits, &s->n, &err);
+    }
+    if (rc == CG_EINPUT)
+        return cg_cmd_usage_error("bisect", "%s", err.msg);
+    if (rc != 0)
+        return cg_cmd_fail(&err);
+    s->info = calloc(s->n, sizeof(*s->info));
+    s->probes = calloc(s->n, sizeof(*s->probes));
+    const char *tmpdir = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+    int len = snprintf(s->tmp, sizeof(s->tmp), "%s/canary-gate-bisect.XXXXXX", tmpdir);
+    if (s->info == NULL || s->probes == NULL || len < 0 || (size_t)len >= sizeof(s->tmp) ||
+        mkdtemp(s->tmp) == NULL) {
+        s->tmp[0] = '\0';
+        cg_err_set(&err, CG_EIO, "cannot create a directory for worktrees in '%s'", tmpdir);
+        return cg_cmd_fail(&err);
+    }
+    fprintf(stderr, "canary-gate bisect: %zu commits from %.12s (good) to %.12s (bad), %s, %s\n",
+            s->n, s->commits[0].sha, s->commits[s->n - 1].sha, s->o->metric,
+            exact(s) ? "one run per commit" : "pairs against good, turn about");
+    struct measured m;
+    char reason[256];
+    if ((rc = open_good(s, &err)) == 0)
+        rc = probe(s, s->n - 1, &m, reason, sizeof(reason), &err);
+    if (rc == 0 && m.answer == CG_BISECT_SKIPPED)
+        rc = cg_err_set(&err, CG_EINPUT, "the bad end %.12s cannot be measured: %s",
+                        s->commits[s->n - 1].sha, reason);
+    if (rc == 0) {
+        struct measured g = {{0, 0, 0}, s->good_value, s->good_value, 0, CG_BISECT_LIKE_GOOD};
+        g.runs = exact(s) ? 1 : m.runs;
+        g.value = exact(s) ? s->good_value : m.good_value;
+        add_probe(s, 0, &g, "");
+        add_probe(s, s->n - 1, &m, "");
+        rc = cg_bisect_init(&s->search, s->n, &m.level, &err);
+    }
+    if (rc == 0 && !cg_bisect_ends_differ(&m.level))
+        return report(s, CG_BISECT_NOTHING);
+    if (rc == 0)
+        rc = search(s, &err);
+    if (rc != 0) {
+        if (cg_launch_interrupted() || cg_collect_interrupted())
+            cg_err_set(&err, CG_ECANARY, "interrupted: the worktrees are removed, nothing is "
+                                         "reported");
+        return err.code == CG_EINPUT ? cg_cmd_usage_error("bisect", "%s", err.msg)
+                                     : cg_cmd_fail(&err);
+    }
+    struct cg_bisect_step steps[CG_BISECT_MAX_STEPS];
+    size_t k = cg_bisect_steps(&s->search, steps);
+    bool all = true;
+    for (size_t j = 0; j < k; j++)
+        all = all && steps[j].found;
+    return report(s, all ? CG_BISECT_FOUND : CG_BISECT_UNDECIDED);
+}
+
+static void session_end(struct session *s)
+{
+    cg_collector_free(s->good_col);
+    cg_artifact_release(&s->good_count);
+    if (s->tmp[0] != '\0' && s->repo != NULL) {
+        struct cg_err err;
+        cg_err_init(&err);
+        char wt[4200];
+        worktree_path(s, 0, wt, sizeof(wt));
+        if (cg_worktree_remove(s->repo, wt, &err) != 0 ||
+            cg_worktree_remove(s->repo, s->tmp, &err) != 0)
+            fprintf(stderr, "canary-gate: %s\n", err.msg);
+    }
+    cg_bisect_release(&s->search);
+    cg_git_commits_free(s->commits, s->n);
+    free(s->info);
+    free(s->probes);
+    free(s->repo);
+}
+
+int cmd_bisect(int argc, char **argv)
+{
+    struct bisect_opts o;
+    struct session s;
+    struct cg_err err;
+    memset(&o, 0, sizeof(o));
+    memset(&s, 0, sizeof(s));
+    cg_measure_opts_init(&o.m);
+    cg_cmd_seq_opts_init(&o.seq);
+    o.metric = "step_time_floor";
+    o.timing = CG_M_STEP_TIME_FLOOR;
+    o.count_row = -1;
+    cg_err_init(&err);
+    cg_artifact_init(&s.good_count);
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? CG_EXIT_PASS : rc;
+    s.o = &o;
+    long runs = 0;
+    if (cg_measure_settle(&o.m, &s.t, &s.c, &runs, &err) != 0)
+        return cg_cmd_fail(&err);
+    s.pairs = o.m.runs > 0 ? o.m.runs : BISECT_DEFAULT_PAIRS;
+    s.max_pairs = o.seq.max_runs > 0 ? o.seq.max_runs : 2 * s.pairs;
+    if (s.max_pairs < s.pairs)
+        s.max_pairs = s.pairs;
+    s.budget_s = o.seq.budget_s;
+    struct cg_outputs paths;
+    cg_outputs_init(&paths);
+    cg_cmd_add_thresholds(&paths, o.m.thresholds);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--report", o.report.report_path);
+    cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", o.report.json_path);
+    if ((rc = cg_cmd_check_outputs(&paths)) != 0)
+        return rc;
+    cg_launch_catch_interrupts();
+    s.t0 = cg_cmd_seq_now_s();
+    int exit_code = run_bisect(&s);
+    session_end(&s);
+    return exit_code;
+}

@@ -1,0 +1,346 @@
+/* gpu_rule: held-back runs, clocks that moved between the sides, and the rule that a FAIL they
+ * decide is INCONCLUSIVE (see gpu_rule.h). */
+#include "gpu_rule.h"
+
+#include "stats.h"
+#include "verdict.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAUSE_OTHER CG_GPU_R_N /* another process on the GPU, after NVML's reasons */
+
+/* Calls fn for each (device, cause) that held run r back, once each. */
+static void each_cause(const struct cg_run *r, void (*fn)(void *, long long, int), void *ctx)
+{
+    const struct cg_gpu_state *g = &r->gpu;
+    for (size_t i = 0; g->reason == NULL && i < g->n_dev; i++) {
+        const struct cg_gpu_device *d = &g->dev[i];
+        for (int k = 0; k < CG_GPU_R_N; k++)
+            if (cg_gpu_reason_external(k) && d->reasons[k] > 0)
+                fn(ctx, (long long)d->index, k);
+        if (d->other_samples > 0)
+            fn(ctx, (long long)d->index, CAUSE_OTHER);
+    }
+}
+
+static const char *cause_label(int cause)
+{
+    return cause == CAUSE_OTHER ? "another process" : cg_gpu_reason_label(cause);
+}
+
+struct first {
+    bool found;
+    long long device;
+    int cause;
+};
+
+static void take_first(void *ctx, long long device, int cause)
+{
+    struct first *f = ctx;
+    if (!f->found)
+        *f = (struct first){true, device, cause};
+}
+
+bool cg_gpu_run_held(const struct cg_run *r, const char **why, long long *device)
+{
+    struct first f = {false, -1, 0};
+    each_cause(r, take_first, &f);
+    if (f.found) {
+        *why = cause_label(f.cause);
+        *device = f.device;
+    }
+    return f.found;
+}
+
+/* Runs per (device, cause) over one side. */
+#define MAX_TALLY (CG_GPU_MAX_DEVICES * (CG_GPU_R_N + 1))
+struct tally {
+    struct {
+        long long device;
+        int cause;
+        size_t runs;
+    } e[MAX_TALLY];
+    size_t n;
+};
+
+static void count_cause(void *ctx, long long device, int cause)
+{
+    struct tally *t = ctx;
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->e[i].device == device && t->e[i].cause == cause) {
+            t->e[i].runs++;
+            return;
+        }
+    }
+    if (t->n < MAX_TALLY) {
+        t->e[t->n].device = device;
+        t->e[t->n].cause = cause;
+        t->e[t->n++].runs = 1;
+    }
+}
+
+/* The side's held runs and its commonest cause, appended to dst as one clause. */
+static size_t side_clause(const struct cg_artifact *a, const char *side, char *dst, size_t n)
+{
+    struct tally t = {.n = 0};
+    size_t held = 0;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        const char *why;
+        long long dev;
+        if (!cg_gpu_run_held(&a->runs[i], &why, &dev))
+            continue;
+        held++;
+        each_cause(&a->runs[i], count_cause, &t);
+    }
+    if (held == 0 || t.n == 0)
+        return held;
+    size_t best = 0;
+    for (size_t i = 1; i < t.n; i++)
+        if (t.e[i].runs > t.e[best].runs)
+            best = i;
+    size_t len = strlen(dst);
+    const char *sep = len > 0 ? "; " : "";
+    if (t.e[best].cause == CAUSE_OTHER)
+        snprintf(dst + len, n - len, "%sanother process on GPU %lld during %zu of %zu %s runs",
+                 sep, t.e[best].device, t.e[best].runs, a->n_runs, side);
+    else
+        snprintf(dst + len, n - len, "%sGPU %lld throttled (%s) during %zu of %zu %s runs", sep,
+                 t.e[best].device, cg_gpu_reason_label(t.e[best].cause), t.e[best].runs,
+                 a->n_runs, side);
+    return held;
+}
+
+/* A run's SM clock: the mean over its devices of their medians; NAN when unknown. */
+static double run_sm_mhz(const struct cg_run *r)
+{
+    const struct cg_gpu_state *g = &r->gpu;
+    double sum = 0.0;
+    if (g->reason != NULL || g->n_dev == 0)
+        return NAN;
+    for (size_t i = 0; i < g->n_dev; i++) {
+        if (g->dev[i].sm_median_mhz <= 0)
+            return NAN;
+        sum += (double)g->dev[i].sm_median_mhz;
+    }
+    return sum / (double)g->n_dev;
+}
+
+/* The median over a side's runs of their SM clock (NAN when a run lacks it), and the share of
+ * its samples under the SW power cap (the workload's own draw) into *capped. */
+static double side_sm_mhz(const struct cg_artifact *a, double *capped)
+{
+    double *v = malloc((a->n_runs + 1) * sizeof(*v)), med = NAN;
+    double cap = 0.0, samples = 0.0;
+    *capped = 0.0;
+    if (v == NULL || a->n_runs == 0)
+        goto done;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        if (!isfinite(v[i] = run_sm_mhz(&a->runs[i])))
+            goto done;
+        for (size_t k = 0; k < a->runs[i].gpu.n_dev; k++) {
+            const struct cg_gpu_device *d = &a->runs[i].gpu.dev[k];
+            if (d->samples > 0 && d->reasons[CG_GPU_R_SW_POWER_CAP] >= 0) {
+                cap += (double)d->reasons[CG_GPU_R_SW_POWER_CAP];
+                samples += (double)d->samples;
+            }
+        }
+    }
+    med = cg_stats_quantile(v, a->n_runs, 0.5);
+    *capped = samples > 0 ? cap / samples : 0.0;
+done:
+    free(v);
+    return med;
+}
+
+static void clocks_assess(const struct cg_artifact *base, const struct cg_artifact *cur,
+                          struct cg_gpu_check *g)
+{
+    const struct cg_gpu_env *eb = &base->env.gpu_env, *ec = &cur->env.gpu_env;
+    if (eb->app_sm_mhz > 0 && ec->app_sm_mhz > 0 &&
+        (eb->app_sm_mhz != ec->app_sm_mhz || eb->app_mem_mhz != ec->app_mem_mhz)) {
+        g->clocks_moved = true;
+        snprintf(g->clock_reason, sizeof(g->clock_reason),
+                 "the application clocks differ (SM %lld MHz on the baseline, %lld MHz here)",
+                 (long long)eb->app_sm_mhz, (long long)ec->app_sm_mhz);
+        return;
+    }
+    double cap_b, cap_c;
+    double mb = side_sm_mhz(base, &cap_b), mc = side_sm_mhz(cur, &cap_c);
+    if (!(mb > 0) || !(mc > 0))
+        return;
+    double moved = (mc / mb - 1.0) * 100.0;
+    if (fabs(moved) <= CG_GPU_CLOCK_MOVED_PCT)
+        return;
+    /* the slower side held by its own power draw: the workload's doing, not the GPU's */
+    if ((moved < 0 ? cap_c : cap_b) >= 0.5)
+        return;
+    g->clocks_moved = true;
+    snprintf(g->clock_reason, sizeof(g->clock_reason),
+             "the SM clock's median moved from %.0f to %.0f MHz between the sides (%+.1f%%)", mb,
+             mc, moved);
+}
+
+void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifact *cur,
+                         struct cg_gpu_check *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->held[1] = side_clause(cur, "current", g->reason, sizeof(g->reason));
+    g->held[0] = side_clause(base, "baseline", g->reason, sizeof(g->reason));
+    clocks_assess(base, cur, g);
+    cg_gpu_settings_diff(&base->env.gpu_env, &cur->env.gpu_env, g->settings_diff,
+                         sizeof(g->settings_diff));
+}
+
+/* Appends one clause to dst, "; " between clauses. */
+static void clause(char *dst, size_t n, const char *fmt, ...)
+{
+    size_t len = strlen(dst);
+    if (len + 2 >= n)
+        return;
+    if (len > 0) {
+        memcpy(dst + len, "; ", 3);
+        len += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + len, n - len, fmt, ap);
+    va_end(ap);
+}
+
+static const char *on_off(int v, const char *on, const char *off)
+{
+    return v == 1 ? on : off;
+}
+
+void cg_gpu_settings_diff(const struct cg_gpu_env *b, const struct cg_gpu_env *c, char *dst,
+                          size_t n)
+{
+    dst[0] = '\0';
+    if (!b->recorded || !c->recorded || b->reason != NULL || c->reason != NULL)
+        return;
+    if (b->clocks_locked >= 0 && c->clocks_locked >= 0 && b->clocks_locked != c->clocks_locked)
+        clause(dst, n, "clocks %s on the baseline, %s here",
+               on_off(b->clocks_locked, "locked", "not locked"),
+               on_off(c->clocks_locked, "locked", "not locked"));
+    if (isfinite(b->power_limit_w) && isfinite(c->power_limit_w) &&
+        fabs(b->power_limit_w - c->power_limit_w) >= 0.5)
+        clause(dst, n, "power limit %.0f W on the baseline, %.0f W here", b->power_limit_w,
+               c->power_limit_w);
+    if (b->persistence_mode >= 0 && c->persistence_mode >= 0 &&
+        b->persistence_mode != c->persistence_mode)
+        clause(dst, n, "persistence mode %s on the baseline, %s here",
+               on_off(b->persistence_mode, "on", "off"), on_off(c->persistence_mode, "on", "off"));
+}
+
+void cg_gpu_env_text(const struct cg_gpu_env *e, char *dst, size_t n)
+{
+    if (!e->recorded) {
+        snprintf(dst, n, "not recorded");
+        return;
+    }
+    if (e->reason != NULL) {
+        snprintf(dst, n, "%s", e->reason);
+        return;
+    }
+    char clocks[96], power[48];
+    if (e->clocks_locked == 1)
+        snprintf(clocks, sizeof(clocks), "clocks locked at %lld MHz SM, %lld MHz memory",
+                 (long long)e->app_sm_mhz, (long long)e->app_mem_mhz);
+    else
+        snprintf(clocks, sizeof(clocks), "clocks %s",
+                 e->clocks_locked == 0 ? "not locked" : "locked: unknown");
+    if (isfinite(e->power_limit_w))
+        snprintf(power, sizeof(power), "power limit %.0f W", e->power_limit_w);
+    else
+        snprintf(power, sizeof(power), "power limit unknown");
+    snprintf(dst, n, "%s, %s, persistence mode %s", clocks, power,
+             e->persistence_mode == 1   ? "on"
+             : e->persistence_mode == 0 ? "off"
+                                        : "unknown");
+}
+
+/* Whether metric m would FAIL on the runs not held back: false too when a side has fewer than
+ * CG_TIMING_MIN_RUNS of them. *delta_pct and *p get what the clean runs gave (NAN: untested). */
+static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool *fails,
+                           double *delta_pct, double *p)
+{
+    const struct cg_artifact *sides[2] = {v->baseline, v->current};
+    double *val[2] = {NULL, NULL};
+    size_t k[2] = {0, 0};
+    int rc = 0;
+    *fails = false;
+    *delta_pct = *p = NAN;
+    for (int s = 0; s < 2; s++) {
+        val[s] = malloc((sides[s]->n_runs + 1) * sizeof(double));
+        if (val[s] == NULL) {
+            rc = CG_ENOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < sides[s]->n_runs; i++) {
+            const char *why;
+            long long dev;
+            double x = cg_verdict_run_value(&sides[s]->runs[i], m);
+            if (!cg_gpu_run_held(&sides[s]->runs[i], &why, &dev) && isfinite(x) && x > 0)
+                val[s][k[s]++] = log(x);
+        }
+    }
+    if (k[0] < CG_TIMING_MIN_RUNS || k[1] < CG_TIMING_MIN_RUNS)
+        goto done;
+    const struct cg_metric_limits *lim = &v->thresholds->metric[m];
+    struct cg_mwu u;
+    struct cg_shift sh;
+    if (cg_stats_mwu_shift(val[0], k[0], val[1], k[1], lim->alpha, &u, &sh) != 0) {
+        rc = CG_ENOMEM;
+        goto done;
+    }
+    bool up = cg_metric_higher_is_worse(m);
+    *delta_pct = (exp(sh.estimate) - 1.0) * 100.0;
+    *p = up ? u.p_greater : u.p_less;
+    struct cg_evidence e = {up ? *delta_pct : -*delta_pct, *p, up ? u.p_less : u.p_greater,
+                            (int64_t)k[0] >= lim->min_runs && (int64_t)k[1] >= lim->min_runs};
+    *fails = cg_verdict_classify(&e, lim) == CG_RUNG_FAIL;
+done:
+    free(val[0]);
+    free(val[1]);
+    return rc;
+}
+
+int cg_gpu_rule_apply(struct cg_verdict *v)
+{
+    static const enum cg_metric judged[] = {CG_M_STEP_TIME_MEAN,   CG_M_STEP_TIME_P95,
+                                            CG_M_STEP_TIME_FLOOR,  CG_M_TOKENS_PER_SEC,
+                                            CG_M_ENERGY_PER_TOKEN, CG_M_MFU};
+    struct cg_gpu_check *g = &v->gpu;
+    for (size_t i = 0; i < sizeof(judged) / sizeof(judged[0]); i++) {
+        struct cg_metric_result *r = &v->metrics[judged[i]];
+        if (r->outcome != CG_OUT_FAIL || (!g->clocks_moved && g->held[0] + g->held[1] == 0))
+            continue;
+        if (g->clocks_moved) {
+            snprintf(r->note, sizeof(r->note), "%s: the GPU's clocks, not the change, may "
+                                               "explain it",
+                     g->clock_reason);
+        } else {
+            bool fails;
+            double d, p;
+            if (clean_runs_fail(v, judged[i], &fails, &d, &p) != 0)
+                return CG_ENOMEM;
+            if (fails)
+                continue; /* the runs the GPU did not hold back FAIL it too */
+            if (isnan(p))
+                snprintf(r->note, sizeof(r->note),
+                         "%.180s; too few runs without them to judge", g->reason);
+            else
+                snprintf(r->note, sizeof(r->note),
+                         "%.180s; without those runs it would not FAIL (%+.1f%%, p = %.3g)",
+                         g->reason, d, p);
+        }
+        r->outcome = CG_OUT_INCONCLUSIVE;
+        r->wants_runs = false;
+        g->decided = true;
+    }
+    return 0;
+}

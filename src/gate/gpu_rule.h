@@ -1,0 +1,66 @@
+/*
+ * gpu_rule: runs measured while the GPU was held back by something that is not the workload's
+ * own (docs/statistics.md, "The GPU's own state"), and what the verdict does about them.
+ *
+ * A run is held back when some device it used (runs[].gpu_state) spent samples of its measured
+ * window under a clock event reason that is not the workload's own (HW slowdown, SW and HW
+ * thermal slowdown, HW power brake: cg_gpu_reason_external), or with another process on the GPU.
+ * The sides as a whole are not comparable when the SM clock's median over the runs moved by more
+ * than CG_GPU_CLOCK_MOVED_PCT between them (unless the slower side was held by its own power
+ * draw: the SW power cap in half its samples or more), or when their application clocks differ.
+ *
+ * The rule (cg_gpu_rule_apply, run by cg_verdict_decide): a timing metric (step time mean, p95,
+ * floor, tokens/sec) or a metric of the GPU's state (energy per token, MFU) that FAILs is
+ * INCONCLUSIVE with the reason when the clocks moved, or when held-back runs decide it: without
+ * them (Mann-Whitney and Hodges-Lehmann on the logs of the other runs' values, at least
+ * CG_TIMING_MIN_RUNS a side) it would not FAIL. Never FAIL for the GPU's condition; a FAIL the
+ * clean runs show too stands. Pure; not thread-safe.
+ */
+#ifndef CG_GPU_RULE_H
+#define CG_GPU_RULE_H
+
+#include "artifact.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Beyond this change of the SM clock's median between the sides, the clocks moved. */
+#define CG_GPU_CLOCK_MOVED_PCT 3.0
+
+struct cg_gpu_check {
+    size_t held[2];         /* the baseline's and the current side's runs held back */
+    char reason[256];       /* "GPU 0 throttled (HW slowdown) during 6 of 15 current runs", the
+                             * commonest cause a side with held runs had; "" when none */
+    bool clocks_moved;      /* the SM clock's median moved, or the application clocks differ */
+    char clock_reason[160]; /* "the SM clock's median moved from 1980 to 1755 MHz between the
+                             * sides (-11.4%)", "" when not */
+    char settings_diff[200];/* the GPU settings that differ between the sides (clocks locked,
+                             * power limit, persistence mode), for the banner; "" when none or
+                             * unknown. Not a different machine by itself */
+    bool decided;           /* some FAIL was made INCONCLUSIVE by this rule */
+};
+
+/* True when run r was measured while some device it used was held back (see above); *why gets
+ * the first cause ("HW slowdown", "another process"), *device its NVML index. */
+bool cg_gpu_run_held(const struct cg_run *r, const char **why, long long *device);
+
+/* Fills g from the two sides (pure). */
+void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifact *cur,
+                         struct cg_gpu_check *g);
+
+/* The settings that differ between two environments' GPU settings into dst ("" when none or
+ * either is unknown): "clocks locked on the baseline, not here; power limit 700 W and 500 W". */
+void cg_gpu_settings_diff(const struct cg_gpu_env *b, const struct cg_gpu_env *c, char *dst,
+                          size_t n);
+
+/* The settings of one environment, for the report's environment table: "clocks locked at
+ * 1410 MHz SM, 1593 MHz memory, power limit 700 W, persistence mode on"; "not recorded" or the reason when unknown. */
+void cg_gpu_env_text(const struct cg_gpu_env *e, char *dst, size_t n);
+
+struct cg_verdict;
+
+/* Applies the rule to v's metric outcomes (v->gpu must be assessed); sets v->gpu.decided. 0 or
+ * CG_ENOMEM (the outcomes are then left as they were). */
+int cg_gpu_rule_apply(struct cg_verdict *v);
+
+#endif

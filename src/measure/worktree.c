@@ -1,0 +1,340 @@
+/*
+ * worktree: the commits of a range and a worktree per probed commit (see worktree.h).
+ */
+#define _XOPEN_SOURCE 700
+#include "worktree.h"
+
+#include "buf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Copies the first line of text (at most n - 1 bytes) into dst. */
+static void first_line(const char *text, size_t len, char *dst, size_t n)
+{
+    size_t k = 0;
+    while (k < len && k + 1 < n && text[k] != '\n' && text[k] != '\0')
+        k++;
+    memcpy(dst, text, k);
+    dst[k] = '\0';
+}
+
+/* Reads what is ready on fd into b; false at its end (or an error). */
+static bool drain(int fd, struct cg_buf *b, bool *over)
+{
+    char chunk[4096];
+    ssize_t got = read(fd, chunk, sizeof(chunk));
+    if (got < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    if (got <= 0)
+        return false;
+    if (cg_buf_add(b, chunk, (size_t)got) != 0)
+        *over = true;
+    return true;
+}
+
+/* Runs git -C repo args... with stdout into out and stderr into errbuf; *status its exit status
+ * (-1 when it did not exit by itself). 0, or CG_EIO when git could not run or ran too long. */
+static int git(const char *repo, const char *const *args, struct cg_buf *out, struct cg_buf *errbuf,
+               int *status, struct cg_err *err)
+{
+    const char *argv[16];
+    size_t k = 0;
+    argv[k++] = "git";
+    argv[k++] = "-C";
+    argv[k++] = repo;
+    for (size_t i = 0; args[i] != NULL && k + 1 < sizeof(argv) / sizeof(argv[0]); i++)
+        argv[k++] = args[i];
+    argv[k] = NULL;
+    int po[2], pe[2];
+    if (pipe(po) != 0)
+        return cg_err_set(err, CG_EIO, "cannot run git: %s", strerror(errno));
+    if (pipe(pe) != 0) {
+        close(po[0]);
+        close(po[1]);
+        return cg_err_set(err, CG_EIO, "cannot run git: %s", strerror(errno));
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
+        return cg_err_set(err, CG_EIO, "cannot run git: %s", strerror(e));
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        int null_fd = open("/dev/null", O_RDONLY);
+        if (null_fd >= 0)
+            dup2(null_fd, 0);
+        dup2(po[1], 1);
+        dup2(pe[1], 2);
+        close(po[0]), close(pe[0]);
+        execvp("git", (char *const *)argv);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    close(po[1]);
+    close(pe[1]);
+    bool open_o = true, open_e = true, over = false;
+    double deadline = now_s() + CG_GIT_TIMEOUT_S;
+    while ((open_o || open_e) && now_s() < deadline) {
+        struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+        if (poll(fds, 2, 200) < 0 && errno != EINTR)
+            break;
+        if (open_o && (fds[0].revents & (POLLIN | POLLHUP)))
+            open_o = drain(po[0], out, &over);
+        if (open_e && (fds[1].revents & (POLLIN | POLLHUP)))
+            open_e = drain(pe[0], errbuf, &over);
+    }
+    bool late = open_o || open_e;
+    if (late)
+        kill(-pid, SIGKILL);
+    close(po[0]);
+    close(pe[0]);
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    if (late)
+        return cg_err_set(err, CG_EIO, "git %s took more than %d s", args[0], CG_GIT_TIMEOUT_S);
+    if (over)
+        return cg_err_set(err, CG_EIO, "git %s wrote more than %u bytes", args[0],
+                          CG_GIT_MAX_OUTPUT);
+    if (*status == 127)
+        return cg_err_set(err, CG_EIO, "cannot run git: is it installed and on PATH?");
+    return 0;
+}
+
+/* Runs git and fails with its first line of errors (prefixed by what) when it exits non-zero:
+ * code is the error's code then. The output is in out, NUL-terminated. */
+static int git_ok(const char *repo, const char *const *args, struct cg_buf *out, int code,
+                  const char *what, struct cg_err *err)
+{
+    struct cg_buf eb;
+    int status = 0;
+    cg_buf_init(&eb, 64 * 1024);
+    int rc = git(repo, args, out, &eb, &status, err);
+    if (rc == 0 && status != 0) {
+        char line[256];
+        first_line(eb.data ? eb.data : "", eb.len, line, sizeof(line));
+        rc = cg_err_set(err, code, "%s: %s", what, line[0] ? line : "git failed");
+    }
+    if (rc == 0 && cg_buf_add(out, "", 1) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+    cg_buf_release(&eb);
+    return rc;
+}
+
+/* The full name of the commit rev names, into sha[41]. */
+static int resolve(const char *repo, const char *rev, char sha[41], struct cg_err *err)
+{
+    struct cg_buf out;
+    char spec[512], what[600];
+    cg_buf_init(&out, 4096);
+    int n = snprintf(spec, sizeof(spec), "%s^{commit}", rev);
+    snprintf(what, sizeof(what), "'%s' is not a commit of '%s'", rev, repo);
+    if (n < 0 || (size_t)n >= sizeof(spec) || rev[0] == '-')
+        return cg_err_set(err, CG_EINPUT, "%s", what);
+    const char *args[] = {"rev-parse", "--verify", "--quiet", spec, NULL};
+    int rc = git_ok(repo, args, &out, CG_EINPUT, what, err);
+    if (rc == 0 && (out.len < 41 || strspn(out.data, "0123456789abcdef") != 40))
+        rc = cg_err_set(err, CG_EINPUT, "%s", what);
+    if (rc == 0) {
+        memcpy(sha, out.data, 40);
+        sha[40] = '\0';
+    }
+    cg_buf_release(&out);
+    return rc;
+}
+
+void cg_git_commits_free(struct cg_git_commit *c, size_t n)
+{
+    for (size_t i = 0; c != NULL && i < n; i++) {
+        free(c[i].subject);
+        free(c[i].author);
+        free(c[i].date);
+    }
+    free(c);
+}
+
+int cg_git_range(const char *repo, const char *good, const char *bad, struct cg_git_commit **out,
+                 size_t *n, struct cg_err *err)
+{
+    char g[41], b[41], range[100];
+    struct cg_buf list;
+    struct cg_git_commit *c = NULL;
+    size_t lines = 0;
+    *out = NULL;
+    *n = 0;
+    int rc = resolve(repo, good, g, err);
+    if (rc == 0)
+        rc = resolve(repo, bad, b, err);
+    if (rc != 0)
+        return rc;
+    if (strcmp(g, b) == 0)
+        return cg_err_set(err, CG_EINPUT, "--good and --bad name the same commit (%.12s)", g);
+    cg_buf_init(&list, CG_GIT_MAX_OUTPUT);
+    snprintf(range, sizeof(range), "%s..%s", g, b);
+    const char *args[] = {"rev-list", "--reverse", "--first-parent", range, NULL};
+    if ((rc = git_ok(repo, args, &list, CG_EIO, "git rev-list failed", err)) != 0)
+        goto done;
+    for (size_t i = 0; i < list.len; i++)
+        lines += list.data[i] == '\n';
+    if (lines > CG_GIT_MAX_COMMITS) {
+        rc = cg_err_set(err, CG_EINPUT, "the range holds %zu commits, more than %d", lines,
+                        CG_GIT_MAX_COMMITS);
+        goto done;
+    }
+    if ((c = calloc(lines + 1, sizeof(*c))) == NULL) {
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        goto done;
+    }
+    memcpy(c[0].sha, g, 41);
+    size_t k = 1;
+    for (char *line = list.data; k <= lines && *line != '\0'; k++) {
+        char *nl = strchr(line, '\n');
+        if (nl == NULL || nl - line != 40)
+            break;
+        memcpy(c[k].sha, line, 40);
+        c[k].sha[40] = '\0';
+        line = nl + 1;
+    }
+    /* good must be on bad's first-parent line: the first commit after it has it as parent */
+    char parent[41] = "", first[50];
+    if (k >= 2) {
+        snprintf(first, sizeof(first), "%s^", c[1].sha);
+        if (resolve(repo, first, parent, err) != 0)
+            parent[0] = '\0';
+    }
+    if (k < 2 || strcmp(c[k - 1].sha, b) != 0 || strcmp(parent, g) != 0) {
+        rc = cg_err_set(err, CG_EINPUT,
+                        "--good '%s' is not an ancestor of --bad '%s' on its first-parent line",
+                        good, bad);
+        goto done;
+    }
+    *out = c;
+    *n = k;
+    c = NULL;
+done:
+    cg_git_commits_free(c, lines + 1);
+    cg_buf_release(&list);
+    return rc;
+}
+
+static char *dup_field(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d != NULL)
+        memcpy(d, s, n + 1);
+    return d;
+}
+
+int cg_git_describe(const char *repo, struct cg_git_commit *c, struct cg_err *err)
+{
+    struct cg_buf out;
+    cg_buf_init(&out, 64 * 1024);
+    const char *args[] = {"log", "-1", "--no-show-signature", "--format=%s%x00%an%x00%aI",
+                          c->sha, NULL};
+    int rc = git_ok(repo, args, &out, CG_EIO, "git log failed", err);
+    if (rc == 0) {
+        const char *subject = out.data, *author = subject + strlen(subject) + 1;
+        const char *end = out.data + out.len;
+        const char *date = author < end ? author + strlen(author) + 1 : end;
+        if (author >= end || date >= end) {
+            rc = cg_err_set(err, CG_EIO, "git log gave no author for %.12s", c->sha);
+        } else {
+            char *nl = strchr((char *)date, '\n');
+            if (nl != NULL)
+                *nl = '\0';
+            free(c->subject), free(c->author), free(c->date);
+            c->subject = dup_field(subject);
+            c->author = dup_field(author);
+            c->date = dup_field(date);
+            if (c->subject == NULL || c->author == NULL || c->date == NULL)
+                rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        }
+    }
+    cg_buf_release(&out);
+    return rc;
+}
+
+int cg_git_toplevel(const char *dir, char **top, struct cg_err *err)
+{
+    struct cg_buf out;
+    char what[600];
+    *top = NULL;
+    cg_buf_init(&out, 64 * 1024);
+    snprintf(what, sizeof(what), "'%s' is not in a git repository", dir);
+    const char *args[] = {"rev-parse", "--show-toplevel", NULL};
+    int rc = git_ok(dir, args, &out, CG_EINPUT, what, err);
+    if (rc == 0) {
+        char *nl = strchr(out.data, '\n');
+        if (nl != NULL)
+            *nl = '\0';
+        if (out.data[0] == '\0')
+            rc = cg_err_set(err, CG_EINPUT, "%s (a bare repository)", what);
+        else if ((*top = dup_field(out.data)) == NULL)
+            rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+    }
+    cg_buf_release(&out);
+    return rc;
+}
+
+int cg_worktree_add(const char *repo, const char *sha, const char *path, struct cg_err *err)
+{
+    struct cg_buf out;
+    char what[600];
+    cg_buf_init(&out, 1 << 20);
+    snprintf(what, sizeof(what), "cannot check out %.12s in '%s'", sha, path);
+    const char *args[] = {"worktree", "add", "--detach", "--quiet", path, sha, NULL};
+    int rc = git_ok(repo, args, &out, CG_EIO, what, err);
+    cg_buf_release(&out);
+    return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        return rmdir(path) != 0 && errno != ENOENT;
+    return unlink(path) != 0 && errno != ENOENT;
+}
+
+int cg_worktree_remove(const char *repo, const char *path, struct cg_err *err)
+{
+    struct cg_buf out;
+    cg_buf_init(&out, 1 << 20);
+    const char *args[] = {"worktree", "remove", "--force", "--force", path, NULL};
+    struct cg_err ignored;
+    cg_err_init(&ignored);
+    git_ok(repo, args, &out, CG_EIO, "git worktree remove failed", &ignored);
+    struct stat st;
+    int rc = 0;
+    if (lstat(path, &st) == 0 && nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        rc = cg_err_set(err, CG_EIO, "cannot remove the worktree '%s': %s", path,
+                        strerror(errno));
+    cg_buf_reset(&out);
+    const char *prune[] = {"worktree", "prune", NULL};
+    git_ok(repo, prune, &out, CG_EIO, "git worktree prune failed", &ignored);
+    cg_buf_release(&out);
+    return rc;
+}

@@ -1,0 +1,50 @@
+/*
+ * worktree: the git side of 'canary-gate bisect': the commits of a range, a commit's subject,
+ * author and date, and a detached worktree of its own for each probed commit, so the user's
+ * working tree is never touched.
+ *
+ * Every git call runs as 'git -C REPO ...' in a process group of its own (a Ctrl-C at the
+ * terminal reaches the tool, which cleans up, not a git that is half way through), with its
+ * standard input from /dev/null, at most CG_GIT_TIMEOUT_S seconds and CG_GIT_MAX_OUTPUT bytes of
+ * output. Nothing here prints. Single-threaded.
+ */
+#ifndef CG_WORKTREE_H
+#define CG_WORKTREE_H
+
+#include "err.h"
+
+#include <stddef.h>
+
+#define CG_GIT_TIMEOUT_S 120
+#define CG_GIT_MAX_OUTPUT (16u << 20)
+/* Commits in a bisected range at most. */
+#define CG_GIT_MAX_COMMITS 100000
+
+struct cg_git_commit {
+    char sha[41];
+    char *subject, *author, *date; /* malloc'ed; date in ISO 8601 (the author's) */
+};
+
+/* The commits from good to bad along bad's first parents, good first and bad last, into *out
+ * (malloc'ed array of *n; cg_git_commits_free). CG_EINPUT: a name that is no commit, good not an
+ * ancestor of bad on its first-parent line, or the same commit; CG_EIO: git failed. */
+int cg_git_range(const char *repo, const char *good, const char *bad, struct cg_git_commit **out,
+                 size_t *n, struct cg_err *err);
+
+/* Fills subject, author and date of c (its sha set). CG_EIO, CG_ENOMEM. */
+int cg_git_describe(const char *repo, struct cg_git_commit *c, struct cg_err *err);
+
+void cg_git_commits_free(struct cg_git_commit *c, size_t n);
+
+/* The top of the working tree that holds dir (malloc'ed, caller frees). CG_EINPUT when dir is in
+ * no git repository. */
+int cg_git_toplevel(const char *dir, char **top, struct cg_err *err);
+
+/* Checks out sha detached in a new worktree at path (which must not exist). CG_EIO. */
+int cg_worktree_add(const char *repo, const char *sha, const char *path, struct cg_err *err);
+
+/* Removes the worktree at path, whatever it holds, and prunes git's record of it; the directory
+ * is gone afterwards even when git could not remove it. 0 or CG_EIO. */
+int cg_worktree_remove(const char *repo, const char *path, struct cg_err *err);
+
+#endif

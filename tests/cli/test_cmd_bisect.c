@@ -1,0 +1,275 @@
+/*
+ * test_cmd_bisect: 'canary-gate bisect' end to end on a git repository the test makes: 16 commits of
+ * a small NVTX canary (tests/canaries/nvtx-canary driven by the arguments in the commit's
+ * 'params' file, with noise in its steps and a per-process drift), where commit 11 brings the
+ * regression. Each case's canary runs take a few seconds in all.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "workdir.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+
+static struct cg_proc proc;
+
+/* Makes repo/ with commits 0..15: params of commit i from the shell words PARAMS_i (a case
+ * statement on $i), build.sh from BUILD_i. */
+static void make_repo(const struct cg_workdir *w, const char *params_case, const char *build_case)
+{
+    char script[4096];
+    snprintf(script, sizeof(script),
+             "set -e; mkdir repo; cd repo; git init -q; git config user.email t@example.com;"
+             " git config user.name 'T Tester'; git config commit.gpgsign false;"
+             " printf '#!/bin/sh\\nexec \"$NVTX_CANARY\" $(cat params)\\n' > canary.sh;"
+             " chmod +x canary.sh;"
+             " for i in $(seq 0 15); do p=''; b='exit 0'; %s; %s;"
+             " echo \"--steps 12 $p\" > params; echo \"$b\" > build.sh; echo $i > n;"
+             " git add -A; git commit -qm \"commit $i\"; done;"
+             " git log --format=%%H --reverse > ../shas",
+             params_case, build_case);
+    const char *args[] = {"-c", script, NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, args, &proc), 0);
+}
+
+/* The full name of commit i. */
+static const char *sha(const struct cg_workdir *w, int i)
+{
+    static char out[41];
+    const char *all = cg_workdir_read(w, "shas");
+    assert_true(strlen(all) >= (size_t)(i + 1) * 41);
+    memcpy(out, all + i * 41, 40);
+    out[40] = '\0';
+    return out;
+}
+
+/* Runs bisect from the repository over the whole range with the extra args. */
+static int bisect(const struct cg_workdir *w, const char *const *extra)
+{
+    const char *args[32];
+    size_t k = 0;
+    char good[64], bad[64], json[300];
+    snprintf(good, sizeof(good), "%s", sha(w, 0));
+    snprintf(bad, sizeof(bad), "%s", sha(w, 15));
+    snprintf(json, sizeof(json), "%s", cg_workdir_in(w, "out.json"));
+    const char *fixed[] = {"bisect", "--repo", "repo", "--good", good, "--bad", bad, "--steps",
+                           "10", "--warmup", "2", "--json", json, "--report", "out.md"};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        args[k++] = fixed[i];
+    for (size_t i = 0; extra[i] != NULL; i++)
+        args[k++] = extra[i];
+    args[k++] = "--";
+    args[k++] = "./canary.sh";
+    args[k] = NULL;
+    const char *env[] = {"NVTX_CANARY=" CANARY, NULL};
+    return cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+}
+
+/* The result's first step's commit index, -1 when none; *probes and *max_runs from it. */
+static int first_bad(const struct cg_workdir *w, size_t *probes, int *max_runs, int *second)
+{
+    cJSON *root = cJSON_Parse(cg_workdir_read(w, "out.json"));
+    assert_non_null(root);
+    cJSON *steps = cJSON_GetObjectItem(root, "steps"), *p = cJSON_GetObjectItem(root, "probes");
+    int found = -1;
+    *second = -1;
+    *probes = (size_t)cJSON_GetArraySize(p);
+    *max_runs = 0;
+    for (int i = 0; i < cJSON_GetArraySize(p); i++) {
+        int r = (int)cJSON_GetObjectItem(cJSON_GetArrayItem(p, i), "runs")->valuedouble;
+        *max_runs = r > *max_runs ? r : *max_runs;
+    }
+    for (int s = 0; s < cJSON_GetArraySize(steps) && s < 2; s++) {
+        cJSON *fb = cJSON_GetObjectItem(cJSON_GetArrayItem(steps, s), "first_bad");
+        int idx = fb ? (int)cJSON_GetObjectItem(fb, "index")->valuedouble : -1;
+        if (s == 0)
+            found = idx;
+        else
+            *second = idx;
+    }
+    cJSON_Delete(root);
+    return found;
+}
+
+static void expect_no_worktrees(const struct cg_workdir *w)
+{
+    const char *args[] = {"-c", "git -C repo worktree list --porcelain", NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, args, &proc), 0);
+    const char *second = strstr(proc.out, "worktree ");
+    if (second != NULL && strstr(second + 1, "worktree ") != NULL)
+        fail_msg("a worktree is left:\n%s", proc.out);
+}
+
+static void test_bisect__names_commit_11_of_a_ten_percent_slowdown(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "us=2000; [ $i -ge 11 ] && us=2200; p=\"--step-us $us --noise-pct 3 --drift-pct 1\"",
+              ":");
+    const char *extra[] = {"--build", "sh build.sh", NULL};
+    int rc = bisect(w, extra);
+    size_t probes;
+    int runs, second;
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, proc.err);
+    int idx = first_bad(w, &probes, &runs, &second);
+    if (idx != 11 || probes > 6)
+        fail_msg("first bad %d in %zu probes (ends included):\n%s", idx, probes, proc.out);
+    assert_non_null(strstr(cg_workdir_read(w, "out.md"), "commit 11"));
+    assert_non_null(strstr(cg_workdir_read(w, "out.md"), "xychart-beta"));
+    assert_non_null(strstr(proc.out, "T Tester"));
+    expect_no_worktrees(w);
+}
+
+static void test_bisect__a_count_decides_with_one_run_per_commit(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
+    const char *extra[] = {"--metric", "ranges", NULL};
+    assert_int_equal(bisect(w, extra), 0);
+    size_t probes;
+    int runs, second;
+    int idx = first_bad(w, &probes, &runs, &second);
+    if (idx != 11 || runs != 1)
+        fail_msg("first bad %d, %d runs at most per commit:\n%s", idx, runs, proc.out);
+}
+
+static void test_bisect__a_commit_that_does_not_build_is_skipped(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'",
+              "[ $i -eq 7 ] && b='echo broken build; exit 1'");
+    const char *extra[] = {"--metric", "ranges", "--build", "sh build.sh", NULL};
+    assert_int_equal(bisect(w, extra), 0);
+    size_t probes;
+    int runs, second;
+    assert_int_equal(first_bad(w, &probes, &runs, &second), 11);
+    assert_non_null(strstr(cg_workdir_read(w, "out.json"), "the build failed (exit 1): broken build"));
+    expect_no_worktrees(w);
+}
+
+static void test_bisect__nothing_regressed_stops_after_the_ends(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'", ":");
+    const char *extra[] = {"--metric", "ranges", NULL};
+    assert_int_equal(bisect(w, extra), 0);
+    size_t probes;
+    int runs, second;
+    assert_int_equal(first_bad(w, &probes, &runs, &second), -1);
+    assert_int_equal(probes, 2);
+    assert_non_null(strstr(proc.out, "nothing to find"));
+}
+
+static void test_bisect__two_steps_are_both_named(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w,
+              "us=2000; [ $i -ge 5 ] && us=2120; [ $i -ge 12 ] && us=2240;"
+              " p=\"--step-us $us --noise-pct 3 --drift-pct 1\"",
+              ":");
+    const char *extra[] = {"--budget", "120", NULL};
+    int rc = bisect(w, extra);
+    size_t probes;
+    int runs, second;
+    if (rc != 0)
+        fail_msg("exit %d:\n%s\n%s", rc, proc.out, proc.err);
+    int idx = first_bad(w, &probes, &runs, &second);
+    if (idx != 5 || second != 12)
+        fail_msg("steps at %d and %d:\n%s", idx, second, proc.out);
+}
+
+static void test_bisect__ctrl_c_leaves_no_worktree(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 200000'", ":"); /* 12 steps of 0.2 s: a run of 2.4 s */
+    char tmp[300], good[64], bad[64], repo[300];
+    snprintf(tmp, sizeof(tmp), "%s", cg_workdir_in(w, "tmp"));
+    snprintf(repo, sizeof(repo), "%s", cg_workdir_in(w, "repo"));
+    snprintf(good, sizeof(good), "%s", sha(w, 0));
+    snprintf(bad, sizeof(bad), "%s", sha(w, 15));
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("TMPDIR", tmp, 1);
+        setenv("NVTX_CANARY", CANARY, 1);
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(CG_TOOL_PATH, CG_TOOL_PATH, "bisect", "--repo", repo, "--good", good, "--bad", bad,
+              "--steps", "10", "--warmup", "2", "--build", "sleep 0.2", "--", "./canary.sh",
+              (char *)NULL);
+        _exit(127);
+    }
+    usleep(1500 * 1000);
+    kill(pid, SIGINT);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 3);
+    expect_no_worktrees(w);
+    DIR *d = opendir(tmp);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            fail_msg("'%s' is left in TMPDIR", e->d_name);
+    }
+    closedir(d);
+}
+
+static void test_bisect__bad_input_is_one_line(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'", ":");
+    const char *no_cmd[] = {"bisect", "--good", "HEAD~1", "--bad", "HEAD", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, no_cmd, &proc), 2);
+    assert_non_null(strstr(proc.err, "the canary's command is required"));
+    const char *metric[] = {"bisect", "--good", "a", "--bad", "b", "--metric", "speed", "--",
+                            "x", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, metric, &proc), 2);
+    assert_non_null(strstr(proc.err, "--metric 'speed'"));
+    const char *nocommit[] = {"bisect", "--repo", "repo", "--good", "nosuch", "--bad", "HEAD",
+                              "--", "x", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, nocommit, &proc), 2);
+    assert_non_null(strstr(proc.err, "'nosuch' is not a commit"));
+    const char *reversed[] = {"bisect", "--repo", "repo", "--good", "HEAD", "--bad", "HEAD~3",
+                              "--", "x", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, reversed, &proc), 2);
+    assert_non_null(strstr(proc.err, "is not an ancestor"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_bisect__names_commit_11_of_a_ten_percent_slowdown,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_count_decides_with_one_run_per_commit,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_does_not_build_is_skipped,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__nothing_regressed_stops_after_the_ends,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__two_steps_are_both_named, cg_workdir_setup,
+                                        cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__ctrl_c_leaves_no_worktree, cg_workdir_setup,
+                                        cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__bad_input_is_one_line, cg_workdir_setup,
+                                        cg_workdir_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,197 @@
+/*
+ * test_bisect: the search engine on its own, driven by scripted levels per commit: where it
+ * probes, what a measurement answers, the first bad commit of one step and of two, skipped and
+ * unresolved commits, and the ends that differ or not. Table-driven.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "bisect.h"
+
+#include <math.h>
+#include <string.h>
+
+#define N 16
+
+/* A commit's scripted level: change, half-width of its interval; skip: it does not build. */
+struct script {
+    const char *name;
+    double change[N];
+    double half[N];
+    bool skip[N];
+    size_t max_probes;
+    size_t first_bad[2]; /* expected steps (0: none) */
+    size_t n_steps;
+    bool all_found;
+};
+
+/* Runs the search to its end on a script; returns the probes made. */
+static size_t run_script(const struct script *sc, struct cg_bisect *b)
+{
+    struct cg_bisect_level bad = {sc->change[N - 1], sc->change[N - 1] - sc->half[N - 1],
+                                  sc->change[N - 1] + sc->half[N - 1]};
+    struct cg_err err;
+    assert_int_equal(cg_bisect_init(b, N, &bad, &err), 0);
+    size_t i, probes = 0;
+    while (cg_bisect_next(b, &i) && probes < 40) {
+        probes++;
+        if (sc->skip[i]) {
+            cg_bisect_record(b, i, CG_BISECT_SKIPPED, NULL);
+            continue;
+        }
+        struct cg_bisect_level lv = {sc->change[i], sc->change[i] - sc->half[i],
+                                     sc->change[i] + sc->half[i]};
+        cg_bisect_record(b, i, cg_bisect_classify(b, i, &lv, true), &lv);
+    }
+    return probes;
+}
+
+static void fill(double *v, size_t from, size_t to, double x)
+{
+    for (size_t i = from; i < to; i++)
+        v[i] = x;
+}
+
+static void test_bisect__scripted_searches(void **state)
+{
+    (void)state;
+    static struct script cases[6];
+    memset(cases, 0, sizeof(cases));
+    /* one step of +10% at commit 11, intervals of +-2 */
+    cases[0].name = "one step at 11";
+    fill(cases[0].change, 11, N, 10);
+    fill(cases[0].half, 0, N, 2);
+    cases[0].max_probes = 4;
+    cases[0].first_bad[0] = 11;
+    cases[0].n_steps = 1;
+    cases[0].all_found = true;
+    /* the same, exact (a count: +1 per step) */
+    cases[1] = cases[0];
+    cases[1].name = "one exact step at 11";
+    fill(cases[1].change, 11, N, 1);
+    fill(cases[1].half, 0, N, 0);
+    /* commit 7 (the first probe) does not build: its neighbour is probed */
+    cases[2] = cases[0];
+    cases[2].name = "the first probe skipped";
+    cases[2].skip[7] = true;
+    cases[2].max_probes = 5;
+    /* two steps of +6% at 5 and 12 */
+    cases[3].name = "two steps";
+    fill(cases[3].change, 5, 12, 6);
+    fill(cases[3].change, 12, N, 12);
+    fill(cases[3].half, 0, N, 1.5);
+    cases[3].max_probes = 9;
+    cases[3].first_bad[0] = 5;
+    cases[3].first_bad[1] = 12;
+    cases[3].n_steps = 2;
+    cases[3].all_found = true;
+    /* commits 10 and 11 skipped: the step is among 10, 11 (and 12 like bad) */
+    cases[4] = cases[0];
+    cases[4].name = "skipped around the step";
+    cases[4].skip[10] = cases[4].skip[11] = true;
+    cases[4].max_probes = 6;
+    cases[4].first_bad[0] = 12;
+    cases[4].all_found = false;
+    /* wide intervals at 7..9: unresolved, the search goes around them */
+    cases[5] = cases[0];
+    cases[5].name = "unresolved commits";
+    fill(cases[5].half, 6, 10, 12);
+    cases[5].max_probes = 8;
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct cg_bisect b;
+        size_t probes = run_script(&cases[k], &b);
+        struct cg_bisect_step steps[CG_BISECT_MAX_STEPS];
+        size_t n = cg_bisect_steps(&b, steps);
+        if (probes > cases[k].max_probes)
+            fail_msg("%s: %zu probes, at most %zu expected", cases[k].name, probes,
+                     cases[k].max_probes);
+        if (n != cases[k].n_steps && cases[k].all_found)
+            fail_msg("%s: %zu steps, %zu expected", cases[k].name, n, cases[k].n_steps);
+        for (size_t s = 0; s < n && cases[k].all_found; s++) {
+            if (!steps[s].found || steps[s].first_high != cases[k].first_bad[s])
+                fail_msg("%s: step %zu at %zu (found %d), expected %zu", cases[k].name, s,
+                         steps[s].first_high, steps[s].found, cases[k].first_bad[s]);
+        }
+        if (!cases[k].all_found) {
+            assert_int_equal(n, 1);
+            assert_false(steps[0].found);
+            assert_false(steps[0].open);
+            assert_int_equal(steps[0].first_high, cases[k].first_bad[0]);
+            assert_int_equal(steps[0].last_low, 9);
+        }
+        cg_bisect_release(&b);
+    }
+}
+
+static void test_bisect__answers_against_the_segment(void **state)
+{
+    (void)state;
+    struct cg_bisect b;
+    struct cg_err err;
+    struct cg_bisect_level bad = {12, 10, 14};
+    assert_int_equal(cg_bisect_init(&b, N, &bad, &err), 0);
+    static const struct {
+        struct cg_bisect_level lv;
+        bool final;
+        enum cg_bisect_answer want;
+    } rows[] = {
+        {{0, -2, 2}, true, CG_BISECT_LIKE_GOOD},
+        {{12, 10, 14}, true, CG_BISECT_LIKE_BAD},
+        {{7, 0.5, 13}, true, CG_BISECT_LIKE_BAD},    /* half of bad's and significant */
+        {{7, -0.5, 13}, true, CG_BISECT_UNRESOLVED}, /* not significant */
+        {{5, -1, 12.5}, true, CG_BISECT_UNRESOLVED}, /* below half, not clearly below bad */
+        {{6, 4, 8}, true, CG_BISECT_BETWEEN},        /* apart from both: a step of its own */
+        {{6, 4, 8}, false, CG_BISECT_UNRESOLVED},    /* ... only on its last look */
+        {{1.5, 0.5, 2.5}, true, CG_BISECT_LIKE_GOOD}, /* apart, but too small a step */
+    };
+    for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+        enum cg_bisect_answer a = cg_bisect_classify(&b, 7, &rows[k].lv, rows[k].final);
+        if (a != rows[k].want)
+            fail_msg("row %zu: %s, expected %s", k, cg_bisect_answer_text(a),
+                     cg_bisect_answer_text(rows[k].want));
+    }
+    cg_bisect_release(&b);
+}
+
+static void test_bisect__ends_that_do_not_differ_have_nothing_to_find(void **state)
+{
+    (void)state;
+    struct cg_bisect_level same = {0.4, -1.2, 2.0}, worse = {3.0, 0.2, 5.8}, exact = {1, 1, 1};
+    assert_false(cg_bisect_ends_differ(&same));
+    assert_true(cg_bisect_ends_differ(&worse));
+    assert_true(cg_bisect_ends_differ(&exact));
+    struct cg_bisect b;
+    struct cg_err err;
+    assert_int_equal(cg_bisect_init(&b, 1, &worse, &err), CG_EINPUT);
+}
+
+static void test_bisect__the_first_probe_is_the_middle_then_its_neighbour(void **state)
+{
+    (void)state;
+    struct cg_bisect b;
+    struct cg_err err;
+    struct cg_bisect_level bad = {10, 8, 12};
+    size_t i;
+    assert_int_equal(cg_bisect_init(&b, N, &bad, &err), 0);
+    assert_true(cg_bisect_next(&b, &i));
+    assert_int_equal(i, 7);
+    cg_bisect_record(&b, 7, CG_BISECT_SKIPPED, NULL);
+    assert_true(cg_bisect_next(&b, &i));
+    assert_int_equal(i, 6); /* the nearer of the neighbours, the earlier of two */
+    cg_bisect_release(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bisect__scripted_searches),
+        cmocka_unit_test(test_bisect__answers_against_the_segment),
+        cmocka_unit_test(test_bisect__ends_that_do_not_differ_have_nothing_to_find),
+        cmocka_unit_test(test_bisect__the_first_probe_is_the_middle_then_its_neighbour),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
