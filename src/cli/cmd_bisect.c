@@ -514,7 +514,7 @@ static int search(struct session *s, struct cg_err *err)
                 break;
             }
         }
-        struct measured m;
+        struct measured m = {.answer = CG_BISECT_SKIPPED};
         char reason[256];
         int rc = probe(s, i, &m, reason, sizeof(reason), err);
         if (rc != 0)
@@ -587,9 +587,13 @@ static int run_bisect(struct session *s)
         return cg_cmd_usage_error("bisect", "%s", err.msg);
     if (rc != 0)
         return cg_cmd_fail(&err);
+    if (s->commits == NULL || s->n < 2)
+        return cg_cmd_usage_error("bisect", "%s..%s holds no commit to bisect", s->o->good,
+                                  s->o->bad);
     s->info = calloc(s->n, sizeof(*s->info));
     s->probes = calloc(s->n, sizeof(*s->probes));
-    const char *tmpdir = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+    const char *env_tmp = getenv("TMPDIR");
+    const char *tmpdir = env_tmp != NULL && env_tmp[0] != '\0' ? env_tmp : "/tmp";
     int len = snprintf(s->tmp, sizeof(s->tmp), "%s/canary-gate-bisect.XXXXXX", tmpdir);
     if (s->info == NULL || s->probes == NULL || len < 0 || (size_t)len >= sizeof(s->tmp) ||
         mkdtemp(s->tmp) == NULL) {
@@ -600,7 +604,7 @@ static int run_bisect(struct session *s)
     fprintf(stderr, "canary-gate bisect: %zu commits from %.12s (good) to %.12s (bad), %s, %s\n",
             s->n, s->commits[0].sha, s->commits[s->n - 1].sha, s->o->metric,
             exact(s) ? "one run per commit" : "pairs against good, turn about");
-    struct measured m;
+    struct measured m = {.answer = CG_BISECT_SKIPPED};
     char reason[256];
     if ((rc = open_good(s, &err)) == 0)
         rc = probe(s, s->n - 1, &m, reason, sizeof(reason), &err);
