@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #endif
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -38,14 +39,20 @@ static void on_interrupt(int sig)
     g_interrupted = 1;
 }
 
+/* The signals that end the tool as an interrupt does: Ctrl-C, a CI cancel (TERM), a closed
+ * terminal or session (HUP), and USR1 and ALRM, whose default would end the tool on the spot
+ * and leave the canary running in its own process group. */
+static const int interrupt_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGALRM};
+#define N_INTERRUPT_SIGNALS (sizeof(interrupt_signals) / sizeof(interrupt_signals[0]))
+
 void cg_launch_catch_interrupts(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    for (size_t i = 0; i < N_INTERRUPT_SIGNALS; i++)
+        sigaction(interrupt_signals[i], &sa, NULL);
 }
 
 bool cg_launch_interrupted(void)
@@ -112,8 +119,8 @@ static void child_exec(char *const *argv, char **env, int log_fd, int err_fd, co
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_DFL;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    for (size_t i = 0; i < N_INTERRUPT_SIGNALS; i++)
+        sigaction(interrupt_signals[i], &sa, NULL);
     setpgid(0, 0);
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) {
@@ -372,6 +379,67 @@ static void launch_state_init(struct launch_state *ls)
     free(t);
 }
 
+/* The watchdog: a process of the tool's own, in a process group of its own, that ends the
+ * canary's group (SIGTERM, then SIGKILL two seconds later) when the tool dies without ending it
+ * (SIGKILL, which no handler sees; a crash). It waits on a socket whose other end only the tool
+ * holds: a byte means the run ended and it leaves; the end of the stream without one means the
+ * tool is gone. (A socket, not a pipe: the tool's byte is sent with MSG_NOSIGNAL, so a watchdog
+ * ended early, by the stop of the canary's descendants, raises no SIGPIPE; and the end of the
+ * stream, not the watchdog's parent, tells a dead tool, since the stream ends before the kernel
+ * gives the watchdog its new parent.) Returns its pid and the tool's end in *fd, or -1 (the run
+ * goes on without one). */
+static pid_t watchdog_start(pid_t canary_group, int *fd)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return -1;
+    pid_t w = fork();
+    if (w < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    if (w == 0) {
+        /* holds nothing of the tool's but its end of the socket: a pipe end it kept open would
+         * keep the tool waiting on it */
+        for (int other = 3; other < 1024; other++)
+            if (other != sv[0])
+                close(other);
+        setpgid(0, 0); /* a signal to the tool's group does not reach it */
+        char c;
+        ssize_t n;
+        while ((n = read(sv[0], &c, 1)) < 0 && errno == EINTR) {
+        }
+        if (n == 0) {
+            kill(-canary_group, SIGTERM);
+            struct timespec grace = {2, 0};
+            nanosleep(&grace, NULL);
+            kill(-canary_group, SIGKILL);
+        }
+        _exit(0);
+    }
+    close(sv[0]);
+    fcntl(sv[1], F_SETFD, FD_CLOEXEC);
+    *fd = sv[1];
+    return w;
+}
+
+/* Tells the watchdog the run ended and waits for it. */
+static void watchdog_stop(pid_t *w, int *fd)
+{
+    if (*fd >= 0) {
+        while (send(*fd, "x", 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+        }
+        close(*fd);
+        *fd = -1;
+    }
+    if (*w > 0) {
+        while (waitpid(*w, NULL, 0) < 0 && errno == EINTR) {
+        }
+        *w = -1;
+    }
+}
+
 static int cloexec_pipe(int fd[2])
 {
     if (pipe(fd) != 0)
@@ -384,7 +452,8 @@ static int cloexec_pipe(int fd[2])
 int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, struct cg_err *err)
 {
     char **env = NULL;
-    int log_fd = -1, pipefd[2] = {-1, -1};
+    int log_fd = -1, pipefd[2] = {-1, -1}, watch_fd = -1;
+    pid_t watchdog = -1;
     int rc = 0;
     struct launch_state ls;
     memset(r, 0, sizeof(*r));
@@ -415,6 +484,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
         *o->pid_out = (long)pid;
     close(pipefd[1]);
     pipefd[1] = -1;
+    watchdog = watchdog_start(pid, &watch_fd);
     int child_errno = 0;
     ssize_t got;
     while ((got = read(pipefd[0], &child_errno, sizeof(child_errno))) < 0 && errno == EINTR) {
@@ -433,6 +503,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
             rc = cg_err_set(err, CG_EIO, "cannot wait for the canary: %s", strerror(errno));
             stop_all(&ls, SIGKILL);
             waitpid(pid, &status, 0);
+            watchdog_stop(&watchdog, &watch_fd);
             r->escaped = end_descendants(&ls);
             goto done;
         }
@@ -461,6 +532,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
         sleep_s(0.01);
     }
     r->wall_s = now_s() - t0;
+    watchdog_stop(&watchdog, &watch_fd); /* before the scan: it is no escaped process */
     r->escaped = end_descendants(&ls); /* what the canary left behind, in its group or not */
     if (got == (ssize_t)sizeof(child_errno)) {
         rc = cg_err_set(err, CG_ECANARY, "cannot execute '%s': %s", o->argv[0],
@@ -481,6 +553,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
             r->end = CG_LAUNCH_STOPPED;
     }
 done:
+    watchdog_stop(&watchdog, &watch_fd);
     if (pipefd[0] >= 0)
         close(pipefd[0]);
     if (pipefd[1] >= 0)

@@ -79,7 +79,8 @@ struct cg_launch_result {
                    * killed with it */
 };
 
-/* Installs SIGINT and SIGTERM handlers that mark the tool interrupted (see cg_launch_run). */
+/* Installs SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGALRM handlers that mark the tool interrupted
+ * (see cg_launch_run; the canary gets the default dispositions back). */
 void cg_launch_catch_interrupts(void);
 
 /* True once SIGINT or SIGTERM reached the tool after cg_launch_catch_interrupts. */

@@ -772,6 +772,56 @@ static void test_faults__sigint_in_the_first_run_writes_nothing(void **state)
     remove_tree(sc.dir);
 }
 
+/* SIGHUP (a closed terminal or session), SIGUSR1 and SIGALRM end the tool as SIGTERM does:
+ * the canary's group is stopped, whole runs go beside the artifact, the previous one stays (they
+ * ended the tool on the spot before, leaving the canary running in its own group, rc 129). */
+static void test_faults__hup_usr1_and_alrm_stop_the_run_as_term_does(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    const int sigs[] = {SIGHUP, SIGUSR1, SIGALRM};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        struct scene sc;
+        char art[PATH_MAX];
+        interrupt_run(sigs[i], i == 0 ? 2 : 1, false, &sc, art);
+        remove_tree(sc.dir);
+    }
+}
+
+/* SIGKILL reaches no handler: the watchdog the tool starts beside each run ends the canary's
+ * group when the tool is gone (it was left running under pid 1 before). */
+static void test_faults__a_killed_gate_takes_its_canary_with_it(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], pids_path[PATH_MAX], log[PATH_MAX];
+    struct result r;
+    scene_open(&sc, false);
+    join(art, PATH_MAX, sc.out, "run.json");
+    join(pids_path, sizeof(pids_path), sc.dir, "pids");
+    join(log, sizeof(log), sc.dir, "run.log");
+    struct spawn_opts o = {false, 0, sc.tmp};
+    const char *args[] = {"run", "--runs", "2", "--steps", "2", "--warmup", "0", "--out", art,
+                          "--log", log, "--", HELPER, "group", pids_path, "--hang-from-run",
+                          "1", "--ignore", "--", CANARY, "--steps", "2", "--step-ms", "1", NULL};
+    struct child c;
+    spawn(CG_TOOL_PATH, args, &o, &c);
+    wait_for_lines(pids_path, 1);
+    sleep_ms(200);
+    assert_int_equal(kill(c.pid, SIGKILL), 0);
+    reap(&c, &r);
+    long pids[2][2];
+    assert_int_equal(read_pids(pids_path, pids, 2), 1);
+    int tries = 0;
+    while ((pid_alive(pids[0][0]) || pid_alive(pids[0][1]) || group_alive(pids[0][0])) &&
+           tries++ < 1500)
+        sleep_ms(10);
+    if (pid_alive(pids[0][0]) || group_alive(pids[0][0]))
+        fail_msg("the canary %ld (ignoring SIGTERM) outlived its killed gate", pids[0][0]);
+    remove_tree(sc.dir);
+}
+
 /* The main command interrupted in its second run, as a CI cancel does (SIGTERM): --out keeps the
  * good artifact it held (a 5-run file here), the completed run goes beside it, and the tool
  * says where in one line. */
@@ -1123,6 +1173,8 @@ int main(void)
         cmocka_unit_test(test_faults__shard_write_failure_names_the_path_and_errno),
         cmocka_unit_test(test_faults__sigterm_mid_run_stops_the_group_and_keeps_whole_runs),
         cmocka_unit_test(test_faults__sigint_in_the_first_run_writes_nothing),
+        cmocka_unit_test(test_faults__hup_usr1_and_alrm_stop_the_run_as_term_does),
+        cmocka_unit_test(test_faults__a_killed_gate_takes_its_canary_with_it),
         cmocka_unit_test(test_faults__interrupted_gate_keeps_the_previous_artifact),
         cmocka_unit_test(test_faults__cut_shard_of_a_killed_rank_still_counts),
         cmocka_unit_test(test_faults__killed_rank_is_reported_and_other_ranks_count),
