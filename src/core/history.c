@@ -547,7 +547,8 @@ static int trim(struct cg_history *h, size_t keep, size_t max, struct left_out *
         }
         cg_history_entry_release(e);
     }
-    memmove(h->entries, h->entries + cut, (h->n - cut) * sizeof(h->entries[0]));
+    if (cut > 0 && h->n > cut) /* (no entries: h->entries may be NULL) */
+        memmove(h->entries, h->entries + cut, (h->n - cut) * sizeof(h->entries[0]));
     h->n -= cut;
     return rc ? CG_ENOMEM : 0;
 }
