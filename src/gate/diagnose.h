@@ -48,11 +48,15 @@
 #define CG_DIAG_DEVICE_GROWTH_BYTES (16.0 * 1024 * 1024)
 #define CG_DIAG_RSS_GROWTH_PCT 10.0
 #define CG_DIAG_RSS_GROWTH_BYTES (64.0 * 1024 * 1024)
-/* Host range growth: by at least this share of the baseline's step time and this share of the
- * range's own time, while GPU time per step changed by less than CG_DIAG_GPU_FLAT_PCT. */
+/* Host range growth: every current run's time per step in the range above every baseline
+ * run's by at least this share of the baseline's step time and this share of the range's own
+ * (pooled) time, while GPU time per step changed by less than CG_DIAG_GPU_FLAT_PCT; only with
+ * CG_DIAG_RANGE_MIN_RUNS runs a side (as timing is judged: processes run at speeds of their own,
+ * and a range's host time follows the process). */
 #define CG_DIAG_RANGE_GROWTH_STEP_PCT 2.0
 #define CG_DIAG_RANGE_GROWTH_PCT 10.0
 #define CG_DIAG_GPU_FLAT_PCT 5.0
+#define CG_DIAG_RANGE_MIN_RUNS 3
 /* Loss divergence, from runs with at least CG_DIAG_LOSS_MIN_STEPS steps that carry a loss:
  * the mean loss of a run's last quarter of those steps against its first quarter (rise) and
  * against the baseline's last quarter (final), medians over runs, in percent. Rising by

@@ -12,6 +12,7 @@
 
 #include "diagnose.h"
 #include "fixtures.h"
+#include "stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -389,7 +390,8 @@ static void test_diagnose__host_range_grew_while_gpu_flat(void **state)
     assert_float_equal(f->current, 3 * MS, 1.0);
     assert_float_equal(f->baseline, 1 * MS, 1.0);
     assert_string_equal(f->finding, "host range 'step/data_load' grew +2.00 ms per step (+200.0%, "
-                                    "to 3.00 ms) while GPU busy time per step changed +0.0%");
+                                    "to 3.00 ms; every run, by +2.00 ms at least) while GPU busy "
+                                    "time per step changed +0.0%");
     free_pair(&p);
 }
 
@@ -404,7 +406,8 @@ static void test_diagnose__host_range_without_gpu_metrics(void **state)
     const struct cg_finding *f = find(&p.d, CG_DIAG_HOST_RANGE_GROWTH);
     assert_non_null(f);
     assert_string_equal(f->finding, "host range 'attention' grew +2.00 ms per step (+50.0%, to "
-                                    "6.00 ms) while GPU time was not measured on either side");
+                                    "6.00 ms; every run, by +2.00 ms at least) while GPU time was "
+                                    "not measured on either side");
     free_pair(&p);
 }
 
@@ -436,6 +439,90 @@ static void test_diagnose__host_range_quiet_when_gpu_grew_too(void **state)
     diagnose(&p);
     assert_null(find(&p.d, CG_DIAG_HOST_RANGE_GROWTH));
     free_pair(&p);
+}
+
+/* Process states as the H100 showed them (19.5 ms in some processes, 25 ms in others, fixed
+ * for a process's life): each of n runs of 20 steps is slow with probability 1/2 (every host
+ * time x1.28) and has its own +-3% on top; GPU busy 10 ms a step in every run. The ranges
+ * forward 6, backward 8, data 1 + data_ms and optimizer 2 ms a step follow the process. */
+static void draw_process_states(struct cg_artifact *a, size_t n, double data_ms, uint64_t *rng)
+{
+    struct cg_fixture f = {n, 20, 20 * MS, 0.0, 0.0, 1024, GIB, 200 * MIB, 0, 1};
+    cg_artifact_init(a);
+    assert_int_equal(cg_fixture_make(a, &f), 0);
+    static const char *const names[] = {"forward", "backward", "data", "optimizer"};
+    for (size_t r = 0; r < n; r++) {
+        struct cg_run *run = &a->runs[r];
+        double u = (double)(cg_stats_rand(rng) >> 11) / 9007199254740992.0;
+        double k = (cg_stats_rand(rng) & 1 ? 1.28 : 1.0) * (0.97 + 0.06 * u);
+        double ms[] = {6, 8, 1 + data_ms, 2};
+        for (size_t s = 0; s < run->n_steps; s++) {
+            run->steps[s].wall_ns = (int64_t)llround((17 * k + data_ms) * MS);
+            run->steps[s].gpu_busy_ns = (int64_t)(10 * MS);
+        }
+        for (size_t i = 0; i < 4; i++) {
+            double per = i == 2 ? (1 * k + data_ms) * MS : ms[i] * k * MS;
+            assert_int_equal(cg_run_add_op(run, names[i], NULL, CG_OP_RANGE, 20,
+                                           (int64_t)llround(per * 20)),
+                             0);
+        }
+    }
+}
+
+/* How often host_range_growth fires (and names "data") over reps pairs of nb and nc runs. */
+static void range_rates(size_t nb, size_t nc, double data_ms, int reps, double *fired,
+                        double *named)
+{
+    uint64_t rng = 0x5eed0 + nb * 131 + nc * 7 + (uint64_t)(data_ms * 10);
+    int f = 0, d = 0;
+    for (int i = 0; i < reps; i++) {
+        struct pair p;
+        draw_process_states(&p.b, nb, 0.0, &rng);
+        draw_process_states(&p.c, nc, data_ms, &rng);
+        diagnose(&p);
+        const struct cg_finding *x = find(&p.d, CG_DIAG_HOST_RANGE_GROWTH);
+        f += x != NULL;
+        d += x != NULL && strcmp(x->subject, "data") == 0;
+        free_pair(&p);
+    }
+    *fired = (double)f / reps;
+    *named = (double)d / reps;
+}
+
+/* The size of host_range_growth under the null of process states, and its power. The rule
+ * fired on A/A runs of both canaries on the H100 (2026-11-27): pooled range means of a few
+ * processes differ by the processes' states alone. Needing every current run above every
+ * baseline run, by both limits, it fires under this null only when every current process is
+ * slow and every baseline one fast (1/64 with 3 a side, 1/1024 with 5); it needs
+ * CG_DIAG_RANGE_MIN_RUNS (3) runs a side and is silent below. */
+static void test_diagnose__host_range_size_and_power_under_process_states(void **state)
+{
+    (void)state;
+    double fired, named;
+    range_rates(3, 3, 0.0, 2000, &fired, &named);
+    print_message("host_range_growth A/A, 3 v 3 runs: fired %.2f%%\n", 100 * fired);
+    assert_true(fired <= 0.025);
+    range_rates(5, 5, 0.0, 2000, &fired, &named);
+    print_message("host_range_growth A/A, 5 v 5 runs: fired %.2f%%\n", 100 * fired);
+    assert_true(fired <= 0.005);
+    range_rates(10, 10, 0.0, 500, &fired, &named);
+    print_message("host_range_growth A/A, 10 v 10 runs: fired %.2f%%\n", 100 * fired);
+    assert_true(fired <= 0.005);
+    /* fewer than 3 runs a side: silent, whatever the ranges did */
+    range_rates(2, 2, 2.0, 200, &fired, &named);
+    assert_true(fired == 0.0);
+    range_rates(1, 3, 2.0, 200, &fired, &named);
+    assert_true(fired == 0.0);
+    /* power: the data range +2 ms and +1 ms a step in every current process (10% and 5% of
+     * the step), named */
+    range_rates(3, 3, 2.0, 1000, &fired, &named);
+    print_message("host_range_growth data +2 ms, 3 v 3: fired %.1f%%, named data %.1f%%\n",
+                  100 * fired, 100 * named);
+    assert_true(named >= 0.95);
+    range_rates(5, 5, 1.0, 1000, &fired, &named);
+    print_message("host_range_growth data +1 ms, 5 v 5: fired %.1f%%, named data %.1f%%\n",
+                  100 * fired, 100 * named);
+    assert_true(named >= 0.95);
 }
 
 /* Mean of a 20-step straight loss line over the steps [lo, lo + 5): a quarter of the run. */
@@ -593,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_diagnose__host_range_grew_while_gpu_flat),
         cmocka_unit_test(test_diagnose__host_range_without_gpu_metrics),
         cmocka_unit_test(test_diagnose__host_range_quiet_when_gpu_grew_too),
+        cmocka_unit_test(test_diagnose__host_range_size_and_power_under_process_states),
         cmocka_unit_test(test_diagnose__loss_rising_against_baseline),
         cmocka_unit_test(test_diagnose__loss_final_above_baseline),
         cmocka_unit_test(test_diagnose__loss_quiet_when_close_or_missing),
