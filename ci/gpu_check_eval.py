@@ -590,10 +590,66 @@ def cmd_device_memory(a):
     if peak < (1 - tol) * reserved:
         raise Fail("the library's peak device memory leaves out memory PyTorch reserved (more "
                    "than %g%% below) | %s" % (a.tolerance_pct, figure))
+    start = level_at_trace_start(a.stdout, a.shard_dir)
+    if start is not None:
+        # The library counts every device allocation of the process, PyTorch's allocator only
+        # its own: what lies outside it (libraries' workspaces, made before the loop) shows as
+        # the same excess when a traced step begins and at the peak. An excess that changes is
+        # counted twice or a release missed; a level above what the device has in use is
+        # counted but not there.
+        k, level, res_k, used_k = start
+        before, at_peak = level - res_k, peak - reserved
+        slack = max(4 << 20, 0.01 * reserved)
+        figure += "; step %d began at library %s, PyTorch %s, device in use %s: outside " \
+                  "PyTorch's allocator %s then, %s at the peak" % (
+                      k, fmt_bytes(level), fmt_bytes(res_k), fmt_bytes(used_k),
+                      fmt_signed_bytes(before), fmt_signed_bytes(at_peak))
+        if level < res_k:
+            raise Fail("the library's level when step %d began is below PyTorch's reserved | %s"
+                       % (k, figure))
+        if level > used_k:
+            raise Fail("the library's level when step %d began is above what the device had in "
+                       "use | %s" % (k, figure))
+        if abs(at_peak - before) > slack:
+            raise Fail("memory outside PyTorch's allocator changed from %s (step %d) to %s (the "
+                       "peak), more than %s: counted twice or a release missed | %s" % (
+                           fmt_signed_bytes(before), k, fmt_signed_bytes(at_peak),
+                           fmt_bytes(slack), figure))
+        out(True, figure)
+        return
     if peak > (1 + tol) * reserved:
         raise Fail("the library's peak device memory is more than %g%% above what PyTorch "
                    "reserved | %s" % (a.tolerance_pct, figure))
     out(True, figure)
+
+
+def fmt_signed_bytes(n):
+    return ("-" if n < 0 else "+") + fmt_bytes(abs(n))
+
+
+def level_at_trace_start(stdout, shard_dir):
+    """(K, the library's device memory level when traced step K began (its "tm" lines at the
+    trace window's start, summed over devices), PyTorch's reserved then, the device's memory in
+    use then) from the canary's --print-reserved lines; None when either side is missing."""
+    with open(stdout, errors="replace") as f:
+        printed = {int(m[0]): (int(m[1]), int(m[2])) for m in re.findall(
+            r"^torch_reserved step=(\d+) reserved=(\d+) allocated=\d+ device_used=(\d+)$",
+            f.read(), re.M)}
+    for _, lines in stepped(read_shards(shard_dir)):
+        tw = [f for f in lines if f[0] == "tw" and len(f) >= 3]
+        _, _, steps = window(lines)
+        if not tw or int(tw[-1][1]) not in steps:
+            continue
+        k = int(tw[-1][1])
+        tm = [(int(f[1]), int(f[2]), int(f[3])) for f in lines
+              if f[0] == "tm" and len(f) == 4 and all(x.lstrip("-").isdigit() for x in f[1:])]
+        first = {}
+        for dev, ts, level in tm:
+            if dev not in first or ts < first[dev][0]:
+                first[dev] = (ts, level)
+        if first and k in printed and all(ts == steps[k][0] for ts, _ in first.values()):
+            return k, sum(level for _, level in first.values()), printed[k][0], printed[k][1]
+    return None
 
 
 def cmd_overhead(a):

@@ -343,6 +343,33 @@ def main():
                                                                      "max_split_size_mb:128"))
     case("memory: a configuration with a space", ["device-memory", spaced, "--shard-dir", good],
          "PASS", "max_split_size_mb:128")
+    # with the step-start levels (train_gpt.py --print-reserved, the trace's tm lines): the
+    # library's excess over PyTorch's allocator the same when traced step 5 began and at the
+    # peak (the H100's 1.10x of 2026-11-27 would pass if so), or not
+    MIB = 1 << 20
+    def levels(name, reserved_k, used_k, level_k, reserved_peak=180 * MIB):
+        txt = write(os.path.join(TMP, name + ".txt"),
+                    "torch_reserved step=4 reserved=1 allocated=1 device_used=2\n"
+                    "torch_reserved step=5 reserved=%d allocated=1 device_used=%d\n"
+                    % (reserved_k, used_k) + mem % (reserved_peak, "-"))
+        sh = shard(name, extra="tw 5 7\ntm 0 5000 %d\ntm 0 5400 %d" % (level_k, level_k + MIB))
+        return ["device-memory", txt, "--shard-dir", sh]
+    case("memory: a constant excess outside PyTorch's allocator",
+         levels("lv1", 150 * MIB, 700 * MIB, 170 * MIB), "PASS",
+         "library peak 200.00 MiB = 1.11 of what PyTorch reserved 180.00 MiB",
+         "step 5 began at library 170.00 MiB, PyTorch 150.00 MiB, device in use 700.00 MiB: "
+         "outside PyTorch's allocator +20.00 MiB then, +20.00 MiB at the peak")
+    case("memory: the excess grew to the peak", levels("lv2", 150 * MIB, 700 * MIB, 150 * MIB),
+         "FAIL", "changed from +0 B (step 5) to +20.00 MiB (the peak), more than 4.00 MiB")
+    case("memory: a level the device did not have in use",
+         levels("lv3", 150 * MIB, 160 * MIB, 170 * MIB), "FAIL",
+         "above what the device had in use")
+    case("memory: a level below PyTorch's", levels("lv4", 150 * MIB, 700 * MIB, 140 * MIB,
+                                                   reserved_peak=200 * MIB), "FAIL",
+         "when step 5 began is below PyTorch's reserved")
+    case("memory: no level at the step's start", ["device-memory", levels("lv5", 150 * MIB,
+         700 * MIB, 170 * MIB)[1], "--shard-dir", shard("lv5b", extra="tw 5 7\ntm 0 5100 1")],
+         "FAIL", "more than 5% above what PyTorch reserved")
     case("memory: no m line", ["device-memory", seen, "--shard-dir",
                                shard("nomem", memory=False)], "FAIL", "no m line")
     case("memory: not printed", ["device-memory", err, "--shard-dir", good], "FAIL",

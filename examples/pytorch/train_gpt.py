@@ -43,6 +43,11 @@ It prints one header line, "step N loss X" every --log-every steps, the number o
 libcupti files mapped in the process (/proc/self/maps) once the first step has ended
 ("libcupti_files=N ..."), and at a normal end "done steps=N ... mean_step_ms=X median_step_ms=Y"
 over the steps after --timing-skip (its own clock; each step ends with loss.item(), a sync).
+On CUDA it ends with PyTorch's own peaks ("torch_memory reserved_peak=N allocated_peak=N
+alloc_conf=..."); with --print-reserved it also prints, as each step begins, what PyTorch's
+allocator then holds and what the whole device has in use (cudaMemGetInfo: every process, the CUDA context
+included): "torch_reserved step=K reserved=N allocated=N device_used=N", K from 0. ci/gpu-check
+sets the library's device memory level at a traced step's start between the two.
 
 --device cpu runs on the CPU (tests). CPU-only PyTorch builds have no torch.cuda.nvtx; there the
 ranges and marks go through --nvtx-shim PATH [CANARY_NVTX_SHIM], the small NVTX library built
@@ -103,6 +108,9 @@ def parse_args(argv):
     p.add_argument("--profiler", action="store_true",
                    default=os.environ.get("CANARY_PROFILER", "0") not in ("", "0"))
     p.add_argument("--nvtx-shim", default=os.environ.get("CANARY_NVTX_SHIM", ""))
+    p.add_argument("--print-reserved", action="store_true",
+                   help="print PyTorch's reserved and allocated device memory as each step "
+                        "begins (torch_reserved lines; CUDA only)")
     a = p.parse_args(argv)
     for name in ("layers", "width", "heads", "seq", "batch", "vocab", "branch", "max_steps",
                  "log_every"):
@@ -312,6 +320,11 @@ def main(argv):
     times = []
     first = last = None
     for step in range(a.max_steps):
+        if a.print_reserved and dev.type == "cuda":  # the allocator's level the step starts at
+            free, total = torch.cuda.mem_get_info()
+            print("torch_reserved step=%d reserved=%d allocated=%d device_used=%d" % (
+                step, torch.cuda.memory_reserved(), torch.cuda.memory_allocated(), total - free),
+                flush=True)
         t0 = time.perf_counter()
         mk.push("step")
         mk.push("copy")
