@@ -129,10 +129,11 @@ void cg_nvtx_write_counts(bool all);
  * push/pop range it has open inside its step that is timed as an op (a range of the measured window
  * whose name the op table holds); else CG_PLACE_AFTER and the last such range it popped since it
  * last began a step (pushed or started); else 0 (none). Start/end ranges belong to no thread and
- * place nothing. A thread with no place of its own (PyTorch's autograd thread, which runs backward
- * and opens no range) takes the place of the thread that began the latest step, as that thread
- * last published it (at its every push and pop). Lock-free: a thread-local read, at most one
- * atomic load. */
+ * place nothing. A thread other than the one that began the latest step is placed "in" a range
+ * it has open, and otherwise where that thread is, as that thread last published it (at its every
+ * push and pop): never "after" a range of its own (PyTorch's autograd thread, which runs
+ * backward, opens none of the canary's ranges and closes its libraries' own, CUB's scans).
+ * Lock-free: thread-local reads, at most two atomic loads. */
 #define CG_PLACE_IN 0x40000000u
 #define CG_PLACE_AFTER 0x80000000u
 #define CG_PLACE_OP 0x3fffffffu /* the op's index + 1 */

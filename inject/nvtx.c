@@ -722,12 +722,21 @@ static inline struct tstack *this_stack(void)
     return s;
 }
 
-/* The place of the thread whose stack is s (see cg_nvtx_place). */
-static uint32_t stack_place(const struct tstack *s)
+/* The innermost timed range open in the thread's step, as a place; 0 when none. */
+static uint32_t stack_in(const struct tstack *s)
 {
     for (int i = s->depth - 1; i >= 0 && !(s->f[i].flags & FRAME_STEP); i--)
         if (s->f[i].op >= 0)
             return CG_PLACE_IN | ((uint32_t)s->f[i].op + 1);
+    return 0;
+}
+
+/* The place of the thread whose stack is s, by its own ranges (see cg_nvtx_place). */
+static uint32_t stack_place(const struct tstack *s)
+{
+    uint32_t in = stack_in(s);
+    if (in != 0)
+        return in;
     return s->after != 0 ? CG_PLACE_AFTER | s->after : 0;
 }
 
@@ -786,10 +795,13 @@ static int pop(const struct cg_domain *d)
 uint32_t cg_nvtx_place(void)
 {
     const struct tstack *s = this_stack();
-    uint32_t place = stack_place(s);
-    if (place != 0 || atomic_load_explicit(&g_step_stack, memory_order_relaxed) == s)
-        return place;
-    return atomic_load_explicit(&g_step_place, memory_order_relaxed);
+    if (atomic_load_explicit(&g_step_stack, memory_order_relaxed) == s)
+        return stack_place(s);
+    /* Another thread: a range it has open; else where the step's thread is. What it last
+     * closed never places its calls: on PyTorch's autograd thread, working for the step thread's
+     * "backward", that is a library's own range (a CUB scan's), and it may be a step old. */
+    uint32_t place = stack_in(s);
+    return place != 0 ? place : atomic_load_explicit(&g_step_place, memory_order_relaxed);
 }
 
 const char *cg_nvtx_place_name(uint32_t place)

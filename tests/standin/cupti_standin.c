@@ -41,6 +41,9 @@
  *                          MEMORY2 record carries, if any, only a GPU can show)
  *   CG_STANDIN_CALL_THREAD=other  the API calls' callbacks run on a thread of the stand-in's
  *                          own, started for each (a thread with no NVTX range of its own)
+ *   CG_STANDIN_CALL_THREAD=ranged  they run on one thread of the stand-in's own, kept for the
+ *                          process, which opens and closes an NVTX range "lib-scan" before each
+ *                          (as a library's ranges do on PyTorch's autograd thread: CUB's scans)
  *   CG_STANDIN_NEWER_API=1  every copy is made through a driver function of a newer libcupti,
  *                          "cuMemcpyDtoHAsync_v3", numbered past the 13.0 headers' last callback
  *                          id (CUPTI_DRIVER_TRACE_CBID_SIZE + 5)
@@ -98,6 +101,7 @@
  * enabled; enabling is logged "callback on RUNTIME|DRIVER NAME".
  */
 #include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <dlfcn.h>
 
@@ -814,9 +818,57 @@ static void *callback_thread(void *arg)
     return NULL;
 }
 
+/* The kept thread of CG_STANDIN_CALL_THREAD=ranged: one call at a time, handed over under
+ * g_worker_lock (g_worker_call set; cleared when done). */
+static pthread_mutex_t g_worker_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_worker_cond = PTHREAD_COND_INITIALIZER;
+static const struct callback_call *g_worker_call;
+static bool g_worker_started;
+
+static void *ranged_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_worker_lock);
+    for (;;) {
+        while (g_worker_call == NULL)
+            pthread_cond_wait(&g_worker_cond, &g_worker_lock);
+        const struct callback_call *c = g_worker_call;
+        pthread_mutex_unlock(&g_worker_lock);
+        nvtxRangePushA("lib-scan");
+        nvtxRangePop();
+        g_subscriber_cb(g_subscriber_data, c->domain, c->cbid, c->data);
+        pthread_mutex_lock(&g_worker_lock);
+        g_worker_call = NULL;
+        pthread_cond_broadcast(&g_worker_cond);
+    }
+    return NULL;
+}
+
+/* Runs c on the kept thread (started on first use, detached); false when it cannot start. */
+static bool on_ranged_thread(const struct callback_call *c)
+{
+    pthread_mutex_lock(&g_worker_lock);
+    if (!g_worker_started) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, ranged_thread, NULL) != 0) {
+            pthread_mutex_unlock(&g_worker_lock);
+            return false;
+        }
+        pthread_detach(t);
+        g_worker_started = true;
+    }
+    g_worker_call = c;
+    pthread_cond_broadcast(&g_worker_cond);
+    while (g_worker_call != NULL)
+        pthread_cond_wait(&g_worker_cond, &g_worker_lock);
+    pthread_mutex_unlock(&g_worker_lock);
+    return true;
+}
+
 /* The subscriber's callback for cbid of domain: on the calling thread, or with
  * CG_STANDIN_CALL_THREAD=other on a thread started for it (joined before this returns), as the API
- * calls a program's other threads make (PyTorch's autograd thread runs backward's). */
+ * calls a program's other threads make (PyTorch's autograd thread runs backward's), or with
+ * CG_STANDIN_CALL_THREAD=ranged on the kept thread that has ranges of its own. */
 static void callback(CUpti_CallbackDomain domain, uint32_t cbid, const CUpti_CallbackData *d)
 {
     const char *where = getenv("CG_STANDIN_CALL_THREAD");
@@ -827,6 +879,8 @@ static void callback(CUpti_CallbackDomain domain, uint32_t cbid, const CUpti_Cal
         pthread_join(t, NULL);
         return;
     }
+    if (where != NULL && strcmp(where, "ranged") == 0 && on_ranged_thread(&c))
+        return;
     g_subscriber_cb(g_subscriber_data, domain, cbid, d);
 }
 
