@@ -8,9 +8,11 @@
  * the per-pair log ratios with the signed-rank interval at the look's alpha (paired.h, the plan
  * and levels of sequential.h), as the command does for step_time_mean. Prints how often the
  * named commit is right, wrong or undecided, and the probes and runs per bisection.
+ * --first-step C adds a first step of the same size at commit C (< 11): the regression comes in
+ * two steps, and a bisection is right when it names both (C and 11).
  *
  *   bench_bisect [--trials N] [--seed S] [--noise PCT] [--drift PCT] [--effect PCT] [--runs N]
- *                [--max-runs N] [--steps N]
+ *                [--max-runs N] [--steps N] [--first-step C]
  */
 #include "bisect.h"
 #include "paired.h"
@@ -43,6 +45,7 @@ static double normal(void)
 struct model {
     double noise, drift, effect;
     long steps;
+    long first_step; /* 0: one step, at FIRST_BAD */
 };
 
 /* One process's run of a commit at level (1 or 1 + effect). */
@@ -61,6 +64,8 @@ static void probe(const struct model *m, const struct cg_seq_plan *plan, struct 
 {
     double d[CG_SEQ_MAX_LOOKS * 8];
     double level = i >= FIRST_BAD ? 1.0 + m->effect / 100.0 : 1.0;
+    if (m->first_step > 0 && (long)i >= m->first_step)
+        level *= 1.0 + m->effect / 100.0;
     size_t n = 0;
     *a = CG_BISECT_UNRESOLVED;
     for (size_t k = 0; k < plan->n_looks; k++) {
@@ -105,7 +110,13 @@ int main(int argc, char **argv)
 {
     long trials = arg(argc, argv, "--trials", 100), seed = arg(argc, argv, "--seed", 1);
     struct model m = {(double)arg(argc, argv, "--noise", 3), (double)arg(argc, argv, "--drift", 2),
-                      (double)arg(argc, argv, "--effect", 10), arg(argc, argv, "--steps", 30)};
+                      (double)arg(argc, argv, "--effect", 10), arg(argc, argv, "--steps", 30),
+                      arg(argc, argv, "--first-step", 0)};
+    if (m.first_step < 0 || m.first_step >= FIRST_BAD) {
+        fprintf(stderr, "bench_bisect: --first-step %ld: expected 1 to %d\n", m.first_step,
+                FIRST_BAD - 1);
+        return 2;
+    }
     long pairs = arg(argc, argv, "--runs", 6), max_pairs = arg(argc, argv, "--max-runs", 12);
     struct cg_seq_plan plan;
     struct cg_err err;
@@ -138,12 +149,15 @@ int main(int argc, char **argv)
         }
         struct cg_bisect_step steps[CG_BISECT_MAX_STEPS];
         size_t k = cg_bisect_steps(&b, steps);
-        bool found = k > 0, ok = k == 1;
+        bool found = k > 0;
         for (size_t s = 0; s < k; s++)
             found = found && steps[s].found;
+        bool ok = m.first_step > 0 ? k == 2 && steps[0].first_high == (size_t)m.first_step &&
+                                         steps[1].first_high == FIRST_BAD
+                                   : k == 1 && steps[0].first_high == FIRST_BAD;
         if (!found)
             undecided++;
-        else if (ok && steps[0].first_high == FIRST_BAD)
+        else if (ok)
             right++;
         else
             wrong++;
@@ -152,14 +166,22 @@ int main(int argc, char **argv)
         runs_sum += runs;
         cg_bisect_release(&b);
     }
-    printf("bench_bisect (a model, no canary run): %ld bisections of %d commits, commit %d "
+    char first[64] = "";
+    if (m.first_step > 0)
+        snprintf(first, sizeof(first), " and commit %ld", m.first_step);
+    printf("bench_bisect (a model, no canary run): %ld bisections of %d commits, commit %d%s "
            "+%.0f%%, step noise %.0f%%, per-process drift %.0f%%, %ld steps a run, %ld pairs a "
            "look up to %ld, seed %ld\n",
-           trials, COMMITS, FIRST_BAD, m.effect, m.noise, m.drift, m.steps, pairs, max_pairs,
-           seed);
-    printf("  named commit %d: %ld   another commit (or a second step): %ld   undecided: %ld   "
-           "nothing found at the ends: %ld\n",
-           FIRST_BAD, right, wrong, undecided, nothing);
+           trials, COMMITS, FIRST_BAD, first, m.effect, m.noise, m.drift, m.steps, pairs,
+           max_pairs, seed);
+    if (m.first_step > 0)
+        printf("  named both steps (commits %ld and %d): %ld   other commits or one step: %ld   "
+               "undecided: %ld   nothing found at the ends: %ld\n",
+               m.first_step, FIRST_BAD, right, wrong, undecided, nothing);
+    else
+        printf("  named commit %d: %ld   another commit (or a second step): %ld   undecided: "
+               "%ld   nothing found at the ends: %ld\n",
+               FIRST_BAD, right, wrong, undecided, nothing);
     printf("  probes per bisection (the bad end included): mean %.2f, at most %zu; canary runs "
            "per bisection (both sides): mean %.1f\n",
            (double)probes_sum / (double)trials, probes_max, (double)runs_sum / (double)trials);

@@ -74,17 +74,24 @@ enum cg_bisect_answer cg_bisect_classify(const struct cg_bisect *b, size_t i,
     const struct cg_bisect_level *L = &b->c[from].level, *H = &b->c[to].level;
     double mid = (L->change + H->change) / 2;
     double min_step = b->min_step_fraction * b->c[b->n - 1].level.change;
-    bool above_low = lv->low > L->high, below_high = lv->high < H->low;
-    if (above_low && below_high && lv->change - L->change >= min_step &&
-        H->change - lv->change >= min_step) {
+    /* clearly apart from an anchor, by a step: intervals apart and at least min_step */
+    bool up = lv->low > L->high && lv->change - L->change >= min_step;
+    bool down = lv->high < H->low && H->change - lv->change >= min_step;
+    bool like_bad = lv->change >= mid && lv->low > L->change;
+    bool like_good = lv->change < mid && lv->high < H->change;
+    /* Apart from both, or apart from one by a step and on the other's side of the middle only
+     * by its point estimate (an end measured in few runs has a wide interval): a step of its
+     * own, never "like" the anchor it is clearly apart from. */
+    if ((up && down) || (up && like_good && H->change - lv->change >= min_step) ||
+        (down && like_bad && lv->change - L->change >= min_step)) {
         if (!final)
             return CG_BISECT_UNRESOLVED;
         if (count_anchors(b) <= CG_BISECT_MAX_STEPS) /* room for one more segment */
             return CG_BISECT_BETWEEN;
     }
-    if (lv->change >= mid && lv->low > L->change)
+    if (like_bad)
         return CG_BISECT_LIKE_BAD;
-    if (lv->change < mid && lv->high < H->change)
+    if (like_good)
         return CG_BISECT_LIKE_GOOD;
     return CG_BISECT_UNRESOLVED;
 }

@@ -157,6 +157,38 @@ static void test_bisect__answers_against_the_segment(void **state)
     cg_bisect_release(&b);
 }
 
+/* A bad end decided on its first look has a wide interval (+20%, +7.9% to +24.4%: the CLI
+ * test's two steps of +10%); a probe at the first step's level, clearly above the good end by a
+ * step, was "like good" (its interval reaches into the bad end's) and the first step was missed.
+ * It is a step of its own on its last look, never "like good". */
+static void test_bisect__a_probe_apart_from_good_is_not_like_good(void **state)
+{
+    (void)state;
+    struct cg_bisect b;
+    struct cg_err err;
+    struct cg_bisect_level bad = {20, 7.9, 24.4};
+    assert_int_equal(cg_bisect_init(&b, N, &bad, &err), 0);
+    static const struct {
+        struct cg_bisect_level lv;
+        bool final;
+        enum cg_bisect_answer want;
+    } rows[] = {
+        {{8.4, 6.5, 9.9}, true, CG_BISECT_BETWEEN},
+        {{8.4, 6.5, 9.9}, false, CG_BISECT_UNRESOLVED},
+        {{1.0, -1.0, 3.0}, true, CG_BISECT_LIKE_GOOD}, /* not apart from good */
+        {{4.0, 3.0, 5.0}, true, CG_BISECT_LIKE_GOOD},  /* apart, but less than a step (5) */
+        {{19.0, 15.0, 23.0}, true, CG_BISECT_LIKE_BAD},
+        {{13.0, 11.0, 15.0}, true, CG_BISECT_LIKE_BAD}, /* not apart from bad's wide interval */
+    };
+    for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
+        enum cg_bisect_answer a = cg_bisect_classify(&b, 7, &rows[k].lv, rows[k].final);
+        if (a != rows[k].want)
+            fail_msg("row %zu: %s, expected %s", k, cg_bisect_answer_text(a),
+                     cg_bisect_answer_text(rows[k].want));
+    }
+    cg_bisect_release(&b);
+}
+
 static void test_bisect__ends_that_do_not_differ_have_nothing_to_find(void **state)
 {
     (void)state;
@@ -190,6 +222,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bisect__scripted_searches),
         cmocka_unit_test(test_bisect__answers_against_the_segment),
+        cmocka_unit_test(test_bisect__a_probe_apart_from_good_is_not_like_good),
         cmocka_unit_test(test_bisect__ends_that_do_not_differ_have_nothing_to_find),
         cmocka_unit_test(test_bisect__the_first_probe_is_the_middle_then_its_neighbour),
     };
