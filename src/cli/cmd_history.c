@@ -663,9 +663,12 @@ static int history_site(int argc, char **argv)
     }
     if (url != NULL && !cg_site_url_ok(url))
         return cg_cmd_usage_error("history site",
-                                  "--commit-url '%s': expected http:// or https:// and printable "
-                                  "ASCII without spaces, quotes or angle brackets",
-                                  url);
+                                  "%s '%s': expected http:// or https:// and printable ASCII "
+                                  "without spaces, quotes or angle brackets%s",
+                                  url == env_url ? "the commit URL made from GITHUB_SERVER_URL "
+                                                   "and GITHUB_REPOSITORY"
+                                                 : "--commit-url",
+                                  url, url == env_url ? "; give --commit-url" : "");
     const char *why = title ? text_problem(title, 200) : NULL;
     if (why != NULL)
         return cg_cmd_usage_error("history site", "--title: %s (1 to 200 bytes of UTF-8)", why);

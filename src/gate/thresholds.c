@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_DEPTH 8
@@ -351,7 +352,12 @@ static int read_spec(const char *spec, const char *dir, char **text, char *displ
             n = snprintf(path, sizeof(path), "%s/%s%s", dir, spec, explicit_path ? "" : ".json");
         if (n < 0 || (size_t)n >= sizeof(path))
             return cg_err_set(err, CG_EINPUT, "cannot read thresholds '%s': path too long", spec);
-        if (explicit_path || access(path, F_OK) == 0) {
+        /* a folder that has a built-in's name does not hide the built-in thresholds */
+        struct stat st;
+        bool folder = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        bool found = folder || access(path, F_OK) == 0;
+        bool folder_of_builtin = folder && builtin_text(spec) != NULL;
+        if (explicit_path || (found && !folder_of_builtin)) {
             snprintf(display, dn, "%s", path);
             return cg_file_read(path, MAX_FILE_BYTES, text, NULL, err);
         }

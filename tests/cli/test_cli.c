@@ -1021,6 +1021,33 @@ static void test_cli__history_append_validates_what_it_writes(void **state)
     assert_string_equal(after, before);
 }
 
+/* A commit URL made from the environment that is no URL is named as that, not as --commit-url,
+ * which was not given. */
+static void test_cli__history_site_names_where_its_url_came_from(void **state)
+{
+    (void)state;
+    static char h[256];
+    snprintf(h, sizeof(h), "%s", path_in("envurl.jsonl"));
+    fixture_file("e1.json", 3, 4096, 1 << 30, 46, NULL);
+    assert_int_equal(tool("history", "append", "--history", h, "--commit", "c0",
+                          path_in("e1.json"), NULL),
+                     0);
+    setenv("GITHUB_SERVER_URL", "javascript:x", 1);
+    setenv("GITHUB_REPOSITORY", "o/r", 1);
+    int code = tool("history", "site", "--history", h, "--out", path_in("envsite"), NULL);
+    unsetenv("GITHUB_SERVER_URL");
+    unsetenv("GITHUB_REPOSITORY");
+    assert_int_equal(code, 2);
+    if (strstr(err_text, "the commit URL made from GITHUB_SERVER_URL and GITHUB_REPOSITORY "
+                         "'javascript:x/o/r/commit/'") == NULL ||
+        strstr(err_text, "give --commit-url") == NULL || strstr(err_text, "--commit-url '") != NULL)
+        fail_msg("said:\n%s", err_text);
+    assert_int_equal(tool("history", "site", "--history", h, "--out", path_in("envsite"),
+                          "--commit-url", "ftp://x/", NULL),
+                     2);
+    assert_non_null(strstr(err_text, "--commit-url 'ftp://x/': expected http://"));
+}
+
 /* 20 appends at once to one history: every run recorded (a lock around read-modify-write). */
 static void test_cli__concurrent_appends_keep_every_run(void **state)
 {
@@ -1114,6 +1141,7 @@ int main(void)
         cmocka_unit_test(test_cli__history_is_never_an_input_output_or_another_file),
         cmocka_unit_test(test_cli__a_history_that_cannot_be_read_exits_2),
         cmocka_unit_test(test_cli__history_append_validates_what_it_writes),
+        cmocka_unit_test(test_cli__history_site_names_where_its_url_came_from),
         cmocka_unit_test(test_cli__concurrent_appends_keep_every_run),
         cmocka_unit_test(test_cli__check_and_site_read_the_newest_runs),
     };

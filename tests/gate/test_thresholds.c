@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void write_file(const char *path, const char *text)
@@ -80,6 +81,47 @@ static void test_thresholds__file_extends_file_beside_it(void **state)
     assert_int_equal(t.steps, 30);
     unlink(a);
     unlink(b);
+    rmdir(dir);
+}
+
+/* A built-in name is the built-in thresholds even where the working directory holds a folder of
+ * that name (it said "cannot read 'smoke': is a directory"); a file of that name is still the
+ * file, and a folder that is no built-in name is refused naming it. */
+static void test_thresholds__builtin_name_beside_a_folder_of_that_name(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/cg-thr-XXXXXX", here[1024], path[128];
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(getcwd(here, sizeof(here)));
+    snprintf(path, sizeof(path), "%s/smoke", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/mine", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/strict", dir);
+    write_file(path, "{\"measurement\": {\"runs\": 7}}");
+    assert_int_equal(chdir(dir), 0);
+    struct cg_thresholds t;
+    struct cg_err err;
+    int smoke = cg_thresholds_load("smoke", &t, &err);
+    static char source[1024];
+    snprintf(source, sizeof(source), "%s", smoke == 0 ? t.source : err.msg);
+    int strict = cg_thresholds_load("strict", &t, &err);
+    int runs = t.runs;
+    int mine = cg_thresholds_load("mine", &t, &err);
+    assert_int_equal(chdir(here), 0);
+    assert_int_equal(smoke, 0);
+    assert_string_equal(source, "built-in smoke");
+    assert_int_equal(strict, 0);
+    assert_int_equal(runs, 7);
+    assert_int_equal(mine, CG_EINPUT);
+    assert_non_null(strstr(err.msg, "'mine'"));
+    assert_non_null(strstr(err.msg, "is a directory"));
+    snprintf(path, sizeof(path), "%s/smoke", dir);
+    rmdir(path);
+    snprintf(path, sizeof(path), "%s/mine", dir);
+    rmdir(path);
+    snprintf(path, sizeof(path), "%s/strict", dir);
+    unlink(path);
     rmdir(dir);
 }
 
@@ -208,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_thresholds__builtin_default_is_complete),
         cmocka_unit_test(test_thresholds__strict_overrides_single_fields),
         cmocka_unit_test(test_thresholds__file_extends_file_beside_it),
+        cmocka_unit_test(test_thresholds__builtin_name_beside_a_folder_of_that_name),
         cmocka_unit_test(test_thresholds__errors_name_file_and_key),
         cmocka_unit_test(test_thresholds__cycle_is_an_error),
         cmocka_unit_test(test_thresholds__slow_state_is_reported_unless_gated),
