@@ -14,6 +14,7 @@
 #include "report_history.h"
 #include "trend.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,12 +175,17 @@ static double xpos(const struct scale *sc, double i)
     return LEFT + (i + 0.5) * (W - LEFT - RIGHT) / (double)(sc->n ? sc->n : 1);
 }
 
+/* Halves keep differences of the largest finite values finite. */
 static double ypos(const struct scale *sc, double v)
 {
-    return TOP + (H - TOP - BOTTOM) * (1.0 - (v - sc->lo) / (sc->hi - sc->lo));
+    double t = (v * 0.5 - sc->lo * 0.5) / (sc->hi * 0.5 - sc->lo * 0.5);
+    return TOP + (H - TOP - BOTTOM) * (1.0 - t);
 }
 
-/* The y range of metric m over the series: its lowest low to highest high, padded. */
+/* The y range of metric m over the series: its lowest low to highest high, at least
+ * SITE_MIN_SPAN of the level (a flat series would otherwise zoom until noise is a cliff),
+ * padded, finite however large the values. */
+#define SITE_MIN_SPAN 0.05
 static bool scale_of(const struct series *s, enum cg_metric m, struct scale *sc)
 {
     double lo = INFINITY, hi = -INFINITY;
@@ -190,13 +196,27 @@ static bool scale_of(const struct series *s, enum cg_metric m, struct scale *sc)
             hi = fmax(hi, v->high);
         }
     }
-    if (!isfinite(lo))
+    if (!isfinite(lo) || !isfinite(hi))
         return false;
-    double pad = hi > lo ? (hi - lo) * 0.08 : fabs(hi) * 0.02 + 1e-9;
-    sc->lo = fmax(0.0, lo - pad);
-    sc->hi = hi + pad;
+    double mid = lo * 0.5 + hi * 0.5, half = hi * 0.5 - lo * 0.5;
+    half = fmax(fmax(half * 1.08, fabs(mid) * SITE_MIN_SPAN * 0.5), 1e-9);
+    sc->lo = fmax(0.0, mid - half);
+    sc->hi = fmin(mid + half, DBL_MAX);
     sc->n = s->n;
     return true;
+}
+
+/* "axis spans 5.0% of the level": the plot's height against the middle of its values. */
+static int span_text(struct cg_buf *b, const struct scale *sc)
+{
+    double mid = sc->lo * 0.5 + sc->hi * 0.5;
+    if (!(mid > 0))
+        return 0;
+    double pct = (sc->hi * 0.5 - sc->lo * 0.5) / mid * 200.0;
+    return cg_buf_printf(b,
+                         "<text class=\"cg-span\" x=\"%.1f\" y=\"%.1f\">axis spans %.*f%% of "
+                         "the level</text>\n",
+                         LEFT, TOP - 3, pct < 1000 ? 1 : 0, pct);
 }
 
 /* A value as the chart labels it ("25.31 ms", "1.50 GiB"), escaped. */
@@ -244,7 +264,8 @@ static int chart_axes(struct cg_buf *b, const struct series *s, enum cg_metric m
         rc |= value_text(b, m, v);
         rc |= cg_buf_adds(b, "</text>\n");
     }
-    /* the first and last commits under the axis */
+    rc |= span_text(b, sc);
+    /* the first and last commits under the axis, and the quarters' between them (from 5 runs) */
     if (s->n > 0) {
         rc |= cg_buf_printf(b, "<text class=\"cg-xlabel cg-start\" x=\"%.1f\" y=\"%.1f\">",
                             xpos(sc, 0) - 3, H - 10);
@@ -252,10 +273,22 @@ static int chart_axes(struct cg_buf *b, const struct series *s, enum cg_metric m
         rc |= cg_buf_printf(b, "</text><text class=\"cg-xlabel cg-end\" x=\"%.1f\" y=\"%.1f\">",
                             xpos(sc, (double)s->n - 1) + 3, H - 10);
         rc |= short_commit(b, s->runs[s->n - 1]->commit);
+        rc |= cg_buf_adds(b, "</text>");
+        for (size_t k = 1; s->n >= 5 && k <= 3; k++) {
+            size_t i = (k * (s->n - 1) + 2) / 4;
+            rc |= cg_buf_printf(b,
+                                "<line class=\"cg-tick-line\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" "
+                                "y2=\"%.1f\"/><text class=\"cg-xlabel cg-tick\" x=\"%.1f\" "
+                                "y=\"%.1f\">",
+                                xpos(sc, (double)i), xpos(sc, (double)i), H - BOTTOM,
+                                H - BOTTOM + 4, xpos(sc, (double)i), H - 10);
+            rc |= short_commit(b, s->runs[i]->commit);
+            rc |= cg_buf_adds(b, "</text>");
+        }
         rc |= cg_buf_printf(b,
-                            "</text><text class=\"cg-xlabel cg-middle\" x=\"%.1f\" y=\"%.1f\">"
-                            "%zu run%s of main</text>\n",
-                            (LEFT + W - RIGHT) / 2, H - 10, s->n, s->n == 1 ? "" : "s");
+                            "<text class=\"cg-runs\" x=\"%.1f\" y=\"%.1f\">%zu run%s of main"
+                            "</text>\n",
+                            W - RIGHT, TOP - 3, s->n, s->n == 1 ? "" : "s");
     }
     return rc;
 }
@@ -552,7 +585,9 @@ static const char style[] =
     ".cg-ylabel{fill:var(--muted);font-size:11px;text-anchor:end}\n"
     ".cg-xlabel{fill:var(--muted);font-size:11px;font-family:ui-monospace,monospace}\n"
     ".cg-start{text-anchor:start}.cg-end{text-anchor:end}"
-    ".cg-middle{text-anchor:middle;font-family:inherit}\n"
+    ".cg-middle,.cg-tick{text-anchor:middle}.cg-middle{font-family:inherit}\n"
+    ".cg-span,.cg-runs{fill:var(--muted);font-size:11px}.cg-runs{text-anchor:end}"
+    ".cg-tick-line{stroke:var(--muted)}\n"
     ".cg-band{fill:var(--band);stroke:none}\n"
     ".cg-line{fill:none;stroke:var(--line);stroke-width:1.5}\n"
     ".cg-point{fill:var(--line);stroke:var(--bg);stroke-width:1}\n"

@@ -14,6 +14,9 @@
 #include "history.h"
 #include "report_site.h"
 
+#include <ctype.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +200,75 @@ static void test_site__commit_url_prefixes_are_checked(void **state)
 }
 
 /* An empty history is a page that says so. */
+/* Whether text holds "nan" or "inf" as a printed number (after a quote, comma, space or sign). */
+static bool non_number(const char *text)
+{
+    static const char *const words[] = {"nan", "inf"};
+    for (size_t w = 0; w < 2; w++)
+        for (const char *p = strstr(text, words[w]); p != NULL; p = strstr(p + 1, words[w]))
+            if (p > text && strchr("\", -", p[-1]) != NULL && !isalpha((unsigned char)p[3]))
+                return true;
+    return false;
+}
+
+/* Every coordinate of the page is a number (no "nan" or "inf"), however large the values (the
+ * largest finite doubles made -nan); a flat series is drawn on an axis of at least 5% of its
+ * level, and says its span, so a +0.4% change is no cliff; the x axis labels commits between the
+ * ends. */
+static void test_site__axes_stay_finite_show_their_span_and_label_between_the_ends(void **state)
+{
+    (void)state;
+    struct cg_history h = {0};
+    static const double v[] = {1.0e7, 1.7e308, 1.2e7, 1.7976931348623157e308, 1.1e7};
+    char commit[16];
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        snprintf(commit, sizeof(commit), "big%zu", i);
+        add_run(&h, commit, "big", 1.0, false);
+        h.entries[h.n - 1].metric[CG_M_STEP_TIME_MEAN] =
+            (struct cg_history_value){true, v[i], v[i], v[i], 3};
+    }
+    for (int i = 0; i < 20; i++) { /* 10.00 ms, then +0.4% */
+        snprintf(commit, sizeof(commit), "flat%02d", i);
+        add_run(&h, commit, "flat", i < 10 ? 10.0 / 1.01 : 10.04 / 1.01, false);
+        struct cg_history_value *m = &h.entries[h.n - 1].metric[CG_M_STEP_TIME_MEAN];
+        m->low = m->high = m->median;
+    }
+    char *page = render(&h, NULL);
+    char *big = section(page, "big"), *flat = section(page, "flat");
+    if (non_number(big))
+        fail_msg("a coordinate is no number:\n%s", big);
+    char *c = chart(flat, "step_time_mean");
+    assert_non_null(c);
+    if (strstr(c, "axis spans 5.0% of the level") == NULL)
+        fail_msg("no span said:\n%s", c);
+    /* the 0.4% step moves the line by 0.4/5 of the plot's height, not all of it */
+    const char *line = strstr(c, "<polyline class=\"cg-line\" points=\"");
+    assert_non_null(line);
+    line += strlen("<polyline class=\"cg-line\" points=\"");
+    double x, y, y0 = NAN, y1 = NAN;
+    int used;
+    while (sscanf(line, "%lf,%lf %n", &x, &y, &used) == 2) {
+        if (isnan(y0))
+            y0 = y;
+        y1 = y;
+        line += used;
+    }
+    double plot = 250.0 - 14.0 - 34.0;
+    if (!(y0 - y1 > 0.05 * plot && y0 - y1 < 0.12 * plot))
+        fail_msg("the +0.4%% step moved the line %.1f of %.1f px:\n%s", y0 - y1, plot, c);
+    /* commits between the ends under the axis */
+    assert_int_equal(occurrences(c, "class=\"cg-xlabel cg-tick\""), 3);
+    assert_non_null(strstr(c, ">flat05<"));
+    assert_non_null(strstr(c, ">flat10<"));
+    assert_non_null(strstr(c, ">flat14<"));
+    assert_non_null(strstr(c, "20 runs of main"));
+    free(c);
+    free(big);
+    free(flat);
+    free(page);
+    cg_history_release(&h);
+}
+
 static void test_site__an_empty_history(void **state)
 {
     (void)state;
@@ -214,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_site__a_chart_per_metric_and_a_point_per_run),
         cmocka_unit_test(test_site__history_strings_are_escaped),
         cmocka_unit_test(test_site__commit_url_prefixes_are_checked),
+        cmocka_unit_test(test_site__axes_stay_finite_show_their_span_and_label_between_the_ends),
         cmocka_unit_test(test_site__an_empty_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
