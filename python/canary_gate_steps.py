@@ -23,6 +23,7 @@ With CANARY_GATE_STEPS_FROM=auto the injection library decides: a script whose o
 ranges come first keeps them, and these ranges are then ignored.
 """
 
+import atexit
 import ctypes
 import importlib.abc
 import os
@@ -82,6 +83,15 @@ class _Counter:
 
     def hooked(self):
         self._marker.hooked()
+
+    def report(self):
+        """At exit: a counted optimizer that never stepped (fewer optimizers than
+        --step-optimizer asks for) is said on stderr, where the gate's hint points."""
+        if 0 < len(self._order) < self._which:
+            print("canary-gate: --step-optimizer %d, but the script stepped %d optimizer%s: no "
+                  "step was marked" % (self._which, len(self._order),
+                                       "" if len(self._order) == 1 else "s"),
+                  file=sys.stderr, flush=True)
 
     def enter(self):
         d = getattr(self._depth, "n", 0)
@@ -194,6 +204,8 @@ def install_from_environment(environ=os.environ):
               % (e, lib), file=sys.stderr)
         return
     counter = _Counter(marker, which)
+    if which > 1:
+        atexit.register(counter.report)
     if _OPTIMIZER_MODULE in sys.modules:
         _install(sys.modules[_OPTIMIZER_MODULE], counter)
     else:

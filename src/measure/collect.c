@@ -56,6 +56,8 @@ static enum collect_failure g_failure;
 static enum cg_steps_from g_steps_from;
 static const char *g_shard_dir; /* the last run's --shard-dir, NULL: TMPDIR (for the hint) */
 static bool g_steps_python; /* the sitecustomize was put on PYTHONPATH */
+static long g_step_optimizer; /* --step-optimizer of the last run (0: 1) */
+static char g_python_flag[4]; /* "-S", "-I" or "-E" when the canary is python given one, else "" */
 static bool g_env_said; /* the inherited variables were named (once per tool process) */
 
 struct cg_collector {
@@ -381,6 +383,41 @@ static void free_argv(char **argv)
     for (size_t i = 0; argv[i] != NULL; i++)
         free(argv[i]);
     free(argv);
+}
+
+/* When argv runs Python (its program's name begins "python") with an option that keeps Python
+ * from loading the sitecustomize on PYTHONPATH (-S: no site module; -E: PYTHON* variables
+ * ignored; -I: both), that option ("-S", "-E" or "-I", also inside a cluster such as "-uS") into
+ * flag; else "". Options end at the script, "-", "--", -c or -m. */
+static void python_site_flag(char *const *argv, char flag[4])
+{
+    flag[0] = '\0';
+    if (argv == NULL || argv[0] == NULL)
+        return;
+    const char *base = strrchr(argv[0], '/');
+    if (strncmp(base != NULL ? base + 1 : argv[0], "python", 6) != 0)
+        return;
+    for (size_t i = 1; argv[i] != NULL && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
+        const char *a = argv[i];
+        if (a[1] == '-') {
+            if (a[2] == '\0')
+                return;
+            continue; /* --help and the like */
+        }
+        for (const char *c = a + 1; *c != '\0'; c++) {
+            if (*c == 'S' || *c == 'I' || *c == 'E') {
+                snprintf(flag, 4, "-%c", *c);
+                return;
+            }
+            if (*c == 'c' || *c == 'm')
+                return;
+            if (*c == 'W' || *c == 'X') { /* its value follows, here or as the next word */
+                if (c[1] == '\0' && argv[i + 1] != NULL)
+                    i++;
+                break;
+            }
+        }
+    }
 }
 
 /* The built-in canary's argv: canary-train --preset tiny --steps WARMUP+STEPS. */
@@ -871,6 +908,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     g_steps_from = c->steps_from;
     g_shard_dir = c->shard_dir;
     g_steps_python = col->python[0] != '\0';
+    python_site_flag(col->cmd, g_python_flag);
+    g_step_optimizer = c->step_optimizer;
     if (make_fail_file(fail_path, err) != 0) {
         free(env.pythonpath);
         return err->code;
@@ -1028,6 +1067,25 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
 {
     if (err->code != CG_ECANARY)
         return;
+    if (g_failure == FAILED_NOT_LOADED && g_steps_python && g_python_flag[0] != '\0') {
+        cg_say(say, CG_SAY_INFO,
+               "python's %s keeps it from loading canary-gate's sitecustomize, which marks "
+               "the optimizer steps (and, in a script that calls neither NVTX nor CUDA, is "
+               "what loads the library): drop %s, or mark each training step with an NVTX "
+               "range",
+               g_python_flag, g_python_flag);
+        return;
+    }
+    if (g_failure == FAILED_NOT_LOADED && g_steps_from == CG_STEPS_FROM_NVTX) {
+        cg_say(say, CG_SAY_INFO,
+               "with --steps-from nvtx the library is loaded by the canary's first NVTX call "
+               "(or CUDA call): a canary that makes none never loads it. Mark each training "
+               "step with an NVTX range, or for a PyTorch script drop --steps-from nvtx so that "
+               "its optimizer steps are marked. (A canary that does call NVTX must keep the "
+               "environment the gate gives it: " CG_ENV_NVTX_INJECTION ", "
+               CG_ENV_CUDA_INJECTION " and the CANARY_GATE_* variables.)");
+        return;
+    }
     if (g_failure == FAILED_NOT_LOADED) {
         cg_say(say, CG_SAY_INFO,
                "the canary must keep the environment the gate gives it "
@@ -1036,12 +1094,7 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
                "each passed on ('docker run -e " CG_ENV_NVTX_INJECTION " -e " CG_ENV_CUDA_INJECTION
                " -e " CG_ENV_SHARD_DIR " ...' with the library "
                "and the shard directory mounted at the same paths), sudo needs "
-               "'sudo -E' or '--preserve-env', and 'env -i' clears them%s",
-               g_steps_from == CG_STEPS_FROM_NVTX
-                   ? "; a canary that makes no NVTX call never loads it either: mark each "
-                     "training step with an NVTX range, or for a PyTorch script drop "
-                     "--steps-from nvtx so that its optimizer steps are marked"
-                   : "");
+               "'sudo -E' or '--preserve-env', and 'env -i' clears them");
         return;
     }
     if (g_failure == FAILED_SHARD_WRITE) {
@@ -1063,6 +1116,15 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
         return;
     if (step_range == NULL)
         step_range = "step";
+    if (g_steps_python && g_step_optimizer > 1 && g_python_flag[0] == '\0') {
+        cg_say(say, CG_SAY_INFO,
+               "--step-optimizer %ld counts the optimizer that is number %ld to call step() in "
+               "the script: a script that steps fewer marks no step (the canary's output says "
+               "how many it stepped); give a number no larger than that, or leave it out for "
+               "the first",
+               g_step_optimizer, g_step_optimizer);
+        return;
+    }
     if (g_steps_from == CG_STEPS_FROM_OPTIMIZER) {
         cg_say(say, CG_SAY_INFO,
                "with --steps-from optimizer a step is a PyTorch "
@@ -1082,6 +1144,9 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
            step_range, step_range,
            g_steps_from == CG_STEPS_FROM_NVTX
                ? "when --steps-from is auto (the default) or optimizer, not nvtx as here"
+           : g_steps_python && g_python_flag[0] != '\0'
+               ? "(the canary called none: python's option given here keeps it from "
+                 "loading the sitecustomize that marks them; drop it)"
            : g_steps_python
                ? "(the canary called none: no optimizer stepped, or 'python -I' or '-S' "
                  "skipped the sitecustomize that marks them)"

@@ -11,7 +11,8 @@ for warm-up + measured = K - 1 steps is measured and one asking for K fails with
 Cases: a plain loop; gradient accumulation (one step per optimizer step, not per micro-batch);
 two optimizers per iteration (the first to step counts; --step-optimizer 2 the second); a script
 that marks its own steps (kept, no double marking; --steps-from optimizer overrides); a user
-sitecustomize that still runs; --steps-from nvtx (nothing marked); a script that never steps an
+sitecustomize that still runs; --steps-from nvtx (nothing marked); python -E and -I (the hint
+names the option); a script that never steps an
 optimizer (the "marked no step" message naming both ways); and a slowed script that the main
 command FAILs against a baseline of the plain one.
 Usage: test_steps_from.py CANARY_GATE SHIM_LIBRARY. Exits 0 when all pass, 1 otherwise.
@@ -118,9 +119,29 @@ def main(gate, shim):
 
     # --steps-from nvtx: the sitecustomize is not put on the path, nothing marks steps
     rc, art, err = g.run("nvtx-only", 1, 3, g.cmd(12), "--steps-from", "nvtx")
-    check(rc == 3 and "was not loaded" in err and "drop --steps-from nvtx" in err,
+    check(rc == 3 and "was not loaded" in err and "drop --steps-from nvtx" in err and
+          "docker" not in err,
           "--steps-from nvtx, no NVTX call: the library never loads, the hint says why "
           "(exit %d)\n%s" % (rc, err))
+
+    # --step-optimizer beyond the optimizers the script steps: said by the gate and the script
+    rc, art, err = g.run("optimizer-3-of-2", 1, 3, g.cmd(12, mode="two"), "--step-optimizer", "3")
+    log = open(os.path.join(tmp, "optimizer-3-of-2.log")).read() \
+        if os.path.exists(os.path.join(tmp, "optimizer-3-of-2.log")) else ""
+    check(rc == 3 and "--step-optimizer 3 counts the optimizer that is number 3" in err and
+          "the script stepped 2 optimizers" in log,
+          "--step-optimizer 3 of 2 optimizers: exit 3, the hint and the log say so (exit %d)\n%s\n%s"
+          % (rc, err, log[-300:]))
+
+    # python -E (or -I, -S) keeps Python from loading the sitecustomize: the hint names the
+    # option given, not containers and sudo
+    for flag in ("-E", "-uI"):
+        rc, art, err = g.run("python" + flag, 1, 3, [sys.executable, flag, g.script, "12", "1",
+                                                     "64", "plain"])
+        named = flag[-2:] if flag[-1] != "I" else "-I"
+        check(rc == 3 and ("python's %s keeps it from loading" % named) in err and
+              "docker" not in err,
+              "python %s: exit 3 and the hint names %s (exit %d)\n%s" % (flag, named, rc, err))
 
     # a user's own sitecustomize still runs, and their PYTHONPATH is kept
     user = os.path.join(tmp, "user-site")
