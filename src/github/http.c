@@ -95,6 +95,12 @@ static long deadline_left_ms(const struct cg_http *h)
 static int deadline_passed(const struct cg_http *h, struct cg_err *err, const char *host,
                            int attempts)
 {
+    if (h->answers > 0) /* GitHub was reached: the work took longer than the deadline */
+        return cg_err_set(err, CG_ENET,
+                          "the %.0f s deadline for talking to GitHub passed after %ld answer%s "
+                          "from '%s' (%d attempt%s at the last request)",
+                          (double)h->opt.deadline_ms / 1000.0, h->answers,
+                          h->answers == 1 ? "" : "s", host, attempts, attempts == 1 ? "" : "s");
     return cg_err_set(err, CG_ENET,
                       "cannot reach '%s': the %.0f s deadline for talking to GitHub passed "
                       "(%d attempt%s)",
@@ -108,6 +114,7 @@ int cg_http_init(struct cg_http *h, const struct cg_http_options *opt, struct cg
     if (h->opt.max_attempts < 1)
         h->opt.max_attempts = 1;
     h->curl = NULL;
+    h->answers = 0;
     if (opt->dry_run)
         return 0;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -484,6 +491,8 @@ int cg_http_send(struct cg_http *h, const struct cg_http_request *req,
         resp->attempts++;
         CURLcode cc = perform(h, req, headers, &a, errbuf);
         long wait = -1;
+        if (cc == CURLE_OK)
+            h->answers++;
         if (a.overflow) {
             rc = cg_err_set(err, CG_ENOMEM, "response from '%s' is larger than %zu bytes", host,
                             h->opt.max_body_bytes);

@@ -72,6 +72,7 @@ struct cg_http {
     void *curl; /* CURL handle, created by cg_http_init */
     struct cg_http_options opt;
     double deadline_s; /* CLOCK_MONOTONIC seconds when the deadline passes; 0: none */
+    long answers;      /* responses received (any status), for the deadline's message */
 };
 
 /* Fills o with the production defaults (10 s connect, 30 s total, 5 attempts, 1 s backoff base,

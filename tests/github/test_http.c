@@ -262,6 +262,28 @@ static void test_http__timeout_retried_then_reported(void **state)
     assert_non_null(strstr(f->err.msg, "(2 attempts)"));
 }
 
+/* The overall deadline passing after GitHub answered (page 138 of a long listing) is said as
+ * that, with the answers counted, not as "cannot reach" the host. */
+static void test_http__a_deadline_after_answers_is_not_unreachable(void **state)
+{
+    struct fixture *f = *state;
+    struct cg_http_options o;
+    cg_http_release(&f->http);
+    fast_options(&o);
+    o.deadline_ms = 1000;
+    assert_int_equal(cg_http_init(&f->http, &o, &f->err), 0);
+    cg_httpd_push(f->srv, 200, NULL, "[]");
+    cg_httpd_push(f->srv, 200, NULL, "[]");
+    assert_int_equal(get(f), 0);
+    assert_int_equal(get(f), 0);
+    cg_httpd_push_delayed(f->srv, 1500, 200, NULL, "[]");
+    assert_int_equal(get(f), CG_ENET);
+    if (strstr(f->err.msg, "the 1 s deadline for talking to GitHub passed after 2 answers from "
+                           "'127.0.0.1:") == NULL ||
+        strstr(f->err.msg, "cannot reach") != NULL)
+        fail_msg("said: %s", f->err.msg);
+}
+
 static void test_http__connection_refused_is_reported(void **state)
 {
     struct fixture *f = *state;
@@ -355,6 +377,7 @@ int main(void)
         T(test_http__403_without_rate_limit_is_not_retried),
         T(test_http__body_over_cap_fails),
         T(test_http__timeout_retried_then_reported),
+        T(test_http__a_deadline_after_answers_is_not_unreachable),
         T(test_http__connection_refused_is_reported),
         T(test_http__dry_run_sends_nothing_and_redacts_the_token),
         T(test_http__options_from_environment),
