@@ -41,6 +41,43 @@
 #define CG_ENV_COMM_KERNELS "CANARY_GATE_COMM_KERNELS" /* user: communication kernels' name parts  \
                                                         */
 #define CG_ENV_TRACE_MAX_EVENTS "CANARY_GATE_TRACE_MAX_EVENTS" /* user */
+
+/* CANARY_GATE_COMM_KERNELS: comma-separated name parts, each 1 to CG_COMM_PART_MAX bytes of
+ * printable ASCII but space and comma, at most CG_COMM_PARTS of them. The library checks it (a
+ * "w" line, NCCL's only) and so does the launcher, before any run (a usage error), so that no
+ * artifact records a value the library did not use. */
+#define CG_COMM_PARTS 8
+#define CG_COMM_PART_MAX 63
+/* NULL when list (non-empty) is such a value; else what is wrong, with the part it is in at
+ * *part (*part_len bytes). */
+static inline const char *cg_comm_kernels_problem(const char *list, const char **part,
+                                                   unsigned long *part_len)
+{
+    unsigned long n = 0;
+    for (const char *p = list;; p++) { /* each part, the one after a last comma too */
+        unsigned long len = 0;
+        while (p[len] != '\0' && p[len] != ',')
+            len++;
+        const char *bad = 0;
+        if (len == 0)
+            bad = "an empty name part";
+        else if (len > CG_COMM_PART_MAX)
+            bad = "a name part longer than 63 bytes";
+        else if (++n > CG_COMM_PARTS)
+            bad = "more than 8 name parts";
+        for (unsigned long i = 0; bad == 0 && i < len; i++)
+            if (p[i] <= ' ' || p[i] > '~')
+                bad = "a space or a character not printable ASCII";
+        if (bad != 0) {
+            *part = p;
+            *part_len = len;
+            return bad;
+        }
+        p += len;
+        if (*p == '\0')
+            return 0;
+    }
+}
 #define CG_TRACE_DEFAULT_MAX_EVENTS 200000
 
 /* Step indices of a process (warm-up included) run from 0 to CG_MAX_STEP_INDEX - 1: the shard

@@ -1313,25 +1313,18 @@ int cg_agg_comm_kernels(const char *list, char *why, size_t cap)
     g_n_comm_parts = 1;
     if (list == NULL || *list == '\0')
         return 0;
+    const char *part;
+    unsigned long part_len;
+    const char *bad = cg_comm_kernels_problem(list, &part, &part_len);
+    if (bad != NULL) {
+        int shown = part_len < 40 ? (int)part_len : 40;
+        snprintf(why, cap, "'%.*s%s': %s (communication kernels are NCCL's only)", shown, part,
+                 part_len > 40 ? "..." : "", bad);
+        return -1;
+    }
     size_t n = 1;
     for (const char *p = list;; p++) { /* each part, the one after a last comma too */
         size_t len = strcspn(p, ",");
-        const char *bad = NULL;
-        if (len == 0)
-            bad = "an empty name part";
-        else if (len > CG_AGG_COMM_PART_MAX)
-            bad = "a name part longer than 63 bytes";
-        else if (n == 1 + CG_AGG_COMM_PARTS)
-            bad = "more than 8 name parts";
-        for (size_t i = 0; bad == NULL && i < len; i++)
-            if (p[i] <= ' ' || p[i] > '~')
-                bad = "a space or a character not printable ASCII";
-        if (bad != NULL) {
-            int shown = len < 40 ? (int)len : 40;
-            snprintf(why, cap, "'%.*s%s': %s (communication kernels are NCCL's only)", shown, p,
-                     len > 40 ? "..." : "", bad);
-            return -1;
-        }
         memcpy(g_comm_parts[n], p, len);
         g_comm_parts[n++][len] = '\0';
         p += len;

@@ -66,6 +66,8 @@
 #ifndef CG_AGGREGATE_H
 #define CG_AGGREGATE_H
 
+#include "launch_env.h"
+
 #include <cupti_activity.h>
 
 #include <stdbool.h>
@@ -350,8 +352,8 @@ bool cg_agg_is_comm(const char *name);
  * parts, each 1 to CG_AGG_COMM_PART_MAX bytes of printable ASCII but space and comma, at most
  * CG_AGG_COMM_PARTS of them. NULL or "" leaves NCCL's only. Returns 0, or -1 with why (a line,
  * for a "w" record) and NCCL's only. For the whole process: set it before the first record. */
-#define CG_AGG_COMM_PARTS 8
-#define CG_AGG_COMM_PART_MAX 63
+#define CG_AGG_COMM_PARTS CG_COMM_PARTS /* launch_env.h, which the launcher checks too */
+#define CG_AGG_COMM_PART_MAX CG_COMM_PART_MAX
 int cg_agg_comm_kernels(const char *list, char *why, size_t cap);
 
 /* The shard's name of count c (a CG_SHARD_COUNT_* string). */

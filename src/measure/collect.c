@@ -207,7 +207,7 @@ static int fill_header(struct cg_artifact *a, const struct cg_collector *col, st
     }
     /* runs that tell communication kernels apart otherwise (the canary inherits the variable;
      * empty is unset) are another canary's: never pooled. The settings are hashed whole. */
-    const char *comm = getenv(CG_ENV_COMM_KERNELS);
+    const char *comm = getenv(CG_ENV_COMM_KERNELS); /* checked by cg_collector_new */
     if (comm != NULL && *comm != '\0' && (a->settings.comm_kernels = strdup(comm)) == NULL)
         return cg_err_set(err, CG_ENOMEM, "out of memory");
     struct cg_buf settings;
@@ -539,6 +539,19 @@ int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out
     }
     if (col->cfg.log == NULL) {
         rc = cg_err_set(err, CG_EINPUT, "no log file for the canary's output");
+        goto out;
+    }
+    /* the library would take NCCL's only: no artifact may record a value it did not use */
+    const char *comm = getenv(CG_ENV_COMM_KERNELS), *part = NULL, *bad = NULL;
+    unsigned long part_len = 0;
+    if (comm != NULL && *comm != '\0')
+        bad = cg_comm_kernels_problem(comm, &part, &part_len);
+    if (bad != NULL) {
+        rc = cg_err_set(err, CG_EINPUT,
+                        CG_ENV_COMM_KERNELS " '%.*s%s': %s (comma-separated name parts of "
+                        "communication kernels, at most 8, each 1 to 63 printable bytes)",
+                        part_len < 40 ? (int)part_len : 40, part, part_len > 40 ? "..." : "",
+                        bad);
         goto out;
     }
     if ((rc = check_shard_dir(&col->cfg, col->shard_root, sizeof(col->shard_root), err)) != 0)

@@ -551,6 +551,32 @@ static void test_cli__trace_steps_beyond_the_shard_limit_exit_2(void **state)
     assert_false(access(path_in("t.log"), F_OK) == 0 && strstr(err_text, "run 1 of") != NULL);
 }
 
+/* An invalid CANARY_GATE_COMM_KERNELS is refused before any run, one line, exit 2, and no
+ * artifact records it (without a GPU the library never saw it, and on one it would have taken
+ * NCCL's kernels only: either way the artifact would have said a value no run used). */
+static void test_cli__an_invalid_comm_kernels_value_exits_2_before_any_run(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value, *says;
+    } bad[] = {
+        {"a b,c", "'a b': a space or a character not printable ASCII"},
+        {"nccl,,x", "'': an empty name part"},
+        {"a,b,c,d,e,f,g,h,i", "'i': more than 8 name parts"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("CANARY_GATE_COMM_KERNELS", bad[i].value, 1);
+        int code = tool("run", "--out", path_in("comm.json"), "--runs", "1", "--", "/bin/true",
+                        NULL);
+        unsetenv("CANARY_GATE_COMM_KERNELS");
+        if (code != 2 || strstr(err_text, bad[i].says) == NULL ||
+            strstr(err_text, "CANARY_GATE_COMM_KERNELS") == NULL || count_lines(err_text) != 1 ||
+            strstr(err_text, "run 1 of") != NULL)
+            fail_msg("%s: exit %d, said:\n%s", bad[i].value, code, err_text);
+        assert_int_equal(access(path_in("comm.json"), F_OK), -1);
+    }
+}
+
 /* An unknown option, or one without its value, is one line naming it, exit 2, for every verb. */
 static void test_cli__unknown_option_is_one_line(void **state)
 {
@@ -1130,6 +1156,7 @@ int main(void)
         cmocka_unit_test(test_cli__small_baseline_is_named_and_fails_inconclusive),
         cmocka_unit_test(test_cli__lost_gpu_fails_and_vanished_tokens_are_named),
         cmocka_unit_test(test_cli__trace_steps_beyond_the_shard_limit_exit_2),
+        cmocka_unit_test(test_cli__an_invalid_comm_kernels_value_exits_2_before_any_run),
         cmocka_unit_test(test_cli__unknown_option_is_one_line),
         cmocka_unit_test(test_cli__json_to_stdout_is_not_mixed_with_the_table),
         cmocka_unit_test(test_cli__history_append_records_runs_and_events),
