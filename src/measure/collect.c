@@ -18,6 +18,7 @@
 #include "redact.h"
 #include "runinfo.h"
 #include "shard.h"
+#include "stale.h"
 #include "trace.h"
 
 #include <dirent.h>
@@ -598,7 +599,14 @@ int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out
     }
     fclose(lf);
     const char *tmpdir = col->shard_root;
-    if ((rc = fmt_path(col->tmp, sizeof(col->tmp), err, "%s/canary-gate.XXXXXX", tmpdir)) != 0)
+    char first[PATH_MAX];
+    size_t stale = cg_stale_clean(tmpdir, first, sizeof(first));
+    if (stale > 0)
+        cg_say(&col->cfg.say, CG_SAY_INFO,
+               "removed %zu shard director%s of gates no longer running ('%s'%s)", stale,
+               stale == 1 ? "y" : "ies", first, stale > 1 ? ", ..." : "");
+    if ((rc = fmt_path(col->tmp, sizeof(col->tmp), err, "%s/" CG_STALE_PREFIX "XXXXXX",
+                       tmpdir)) != 0)
         goto out;
     if (mkdtemp(col->tmp) == NULL) {
         rc = cg_err_set(err, CG_EIO, "cannot create a directory for shards in '%s': %s", tmpdir,
@@ -606,6 +614,8 @@ int cg_collector_new(const struct cg_collect_cfg *cfg, struct cg_collector **out
         goto out;
     }
     col->have_tmp = true;
+    if ((rc = cg_stale_mark(col->tmp, err)) != 0)
+        goto out;
     cg_launch_catch_interrupts();
 out:
     free(self);

@@ -3,7 +3,8 @@
  * canary: the library is told a fresh directory under DIR through CANARY_GATE_SHARD_DIR; DIR is
  * left empty after a measured run, a timeout, a crashed canary and Ctrl-C; a command naming a
  * multi-node launcher without it is refused with one line before anything runs (exit 2); DIR
- * that is not a directory is a usage error. And the launcher words themselves
+ * that is not a directory is a usage error; a SIGKILLed gate's directory is removed by the next
+ * gate under the same root. And the launcher words themselves
  * (cg_multinode_launcher).
  */
 #include <setjmp.h>
@@ -268,6 +269,40 @@ static void test_shard_dir__infrastructure_failure_is_a_canary_failure(void **st
                                   "node failure"));
 }
 
+/* A gate killed with SIGKILL cannot remove its shard directory; the next gate under the same
+ * root removes it (its owner is gone) and says so, and leaves the root empty. */
+static void test_shard_dir__a_killed_gates_directory_is_removed_by_the_next(void **state)
+{
+    const struct cg_workdir *w = *state;
+    char shared[256];
+    snprintf(shared, sizeof(shared), "%s", make_shared(w));
+    pid_t gate = fork();
+    if (gate == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(CG_TOOL_PATH, CG_TOOL_PATH, "run", "--out", cg_workdir_in(w, "k.json"), "--runs",
+              "1", "--steps", "3", "--warmup", "1", "--shard-dir", shared, "--", CANARY,
+              "--steps", "100000", "--step-ms", "50", (char *)NULL);
+        _exit(127);
+    }
+    assert_true(gate > 0);
+    for (int i = 0; i < 100 && entries(shared) < 1; i++)
+        usleep(50 * 1000);
+    usleep(300 * 1000); /* the run's own folder made, the canary started */
+    kill(gate, SIGKILL);
+    assert_int_equal(waitpid(gate, NULL, 0), gate);
+    assert_int_equal(entries(shared), 1);
+    struct cg_proc p;
+    const char *args[] = {"run", "--out", "r.json", "--runs", "1", "--steps", "2", "--warmup",
+                          "1", "--shard-dir", shared, "--", CANARY, "--steps", "3", "--step-ms",
+                          "5", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p), 0);
+    if (strstr(p.err, "removed 1 shard directory of gates no longer running ('") == NULL)
+        fail_msg("not said:\n%s", p.err);
+    assert_int_equal(entries(shared), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +317,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shard_dir__multinode_launcher_without_it_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_shard_dir__not_a_directory_is_a_usage_error,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_shard_dir__a_killed_gates_directory_is_removed_by_the_next,
                                         cg_workdir_setup, cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,157 @@
+/*
+ * stale: the shard directories of gates that are no longer running (stale.h).
+ */
+#include "stale.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define HOST_MAX 256
+
+/* The start time of pid (field 22 of /proc/PID/stat, clock ticks since boot); 0 when unknown. */
+static unsigned long long start_time(long pid)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')'); /* the command name may hold spaces and parentheses */
+    if (p == NULL)
+        return 0;
+    /* after ") ": field 3 (state) onwards; the start time is field 22 */
+    p++;
+    for (int field = 3; field <= 22 && p != NULL; field++) {
+        while (*p == ' ')
+            p++;
+        if (field == 22)
+            return strtoull(p, NULL, 10);
+        p = strchr(p, ' ');
+    }
+    return 0;
+}
+
+static void host_name(char host[HOST_MAX])
+{
+    if (gethostname(host, HOST_MAX) != 0)
+        host[0] = '\0';
+    host[HOST_MAX - 1] = '\0';
+    for (char *c = host; *c != '\0'; c++) /* one word in the owner file */
+        if (*c <= ' ' || *c > '~')
+            *c = '_';
+}
+
+int cg_stale_mark(const char *dir, struct cg_err *err)
+{
+    char path[PATH_MAX], host[HOST_MAX];
+    int n = snprintf(path, sizeof(path), "%s/" CG_STALE_OWNER, dir);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return cg_err_set(err, CG_EIO, "the path of '%s/" CG_STALE_OWNER "' is too long", dir);
+    host_name(host);
+    FILE *f = fopen(path, "wx");
+    if (f == NULL)
+        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+    long pid = (long)getpid();
+    int bad = fprintf(f, "pid %ld\nstart %llu\nhost %s\n", pid, start_time(pid), host) < 0;
+    if (fclose(f) != 0 || bad)
+        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+    return 0;
+}
+
+/* Whether the owner file of dir names a gate of this host that is gone. */
+static bool owner_gone(const char *dir, const char *host)
+{
+    char path[PATH_MAX], text[512], their_host[HOST_MAX];
+    int n = snprintf(path, sizeof(path), "%s/" CG_STALE_OWNER, dir);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return false;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof(text) - 1)
+                                                             : -1;
+    close(fd);
+    if (got <= 0)
+        return false;
+    text[got] = '\0';
+    long pid = 0;
+    unsigned long long start = 0;
+    if (sscanf(text, "pid %ld\nstart %llu\nhost %255s", &pid, &start, their_host) != 3 || pid <= 0)
+        return false;
+    if (strcmp(their_host, host) != 0)
+        return false; /* another host's: its pids are not ours to look at */
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return true;
+    unsigned long long now = start_time(pid);
+    return now != 0 && start != 0 && now != start; /* the pid was reused */
+}
+
+/* Removes dir's files, its folders' files, its folders, then dir (nothing follows a link). */
+static void remove_tree(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        char path[PATH_MAX];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            int k = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            if (k <= 0 || (size_t)k >= sizeof(path))
+                continue;
+            struct stat st;
+            if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                if (depth > 0)
+                    remove_tree(path, depth - 1);
+            } else {
+                unlink(path);
+            }
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+size_t cg_stale_clean(const char *root, char *first, size_t cap)
+{
+    if (first != NULL && cap > 0)
+        first[0] = '\0';
+    DIR *d = opendir(root);
+    if (d == NULL)
+        return 0;
+    char host[HOST_MAX], path[PATH_MAX];
+    host_name(host);
+    size_t removed = 0, prefix = strlen(CG_STALE_PREFIX);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, CG_STALE_PREFIX, prefix) != 0 || strlen(e->d_name) != prefix + 6)
+            continue;
+        int k = snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
+        if (k <= 0 || (size_t)k >= sizeof(path))
+            continue;
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+            !owner_gone(path, host))
+            continue;
+        remove_tree(path, 2);
+        if (access(path, F_OK) != 0 && errno == ENOENT) {
+            if (removed++ == 0 && first != NULL && cap > 0)
+                snprintf(first, cap, "%s", path);
+        }
+    }
+    closedir(d);
+    return removed;
+}

@@ -1,0 +1,31 @@
+/*
+ * stale: the shard directories of gates that are no longer running.
+ *
+ * Each measuring command makes one directory for its shards under the shard root (TMPDIR or
+ * --shard-dir), "canary-gate.XXXXXX", and removes it when it ends. A gate killed with SIGKILL,
+ * or whose machine lost power, leaves it behind. So each such directory holds an owner file
+ * naming the gate that made it (its pid, the pid's start time and the host), and the next
+ * gate to start under the same root removes the directories whose owner is gone: on this host,
+ * a pid that no longer runs, or runs as another process (its start time differs). Directories of
+ * another host (a shared --shard-dir), of another user, without an owner file (being made, or
+ * from an older version), or whose owner still runs are left as they are.
+ */
+#ifndef CG_STALE_H
+#define CG_STALE_H
+
+#include "err.h"
+
+#include <stddef.h>
+
+#define CG_STALE_PREFIX "canary-gate."
+#define CG_STALE_OWNER "owner"
+
+/* Writes dir/owner for the calling process. Returns 0 or CG_EIO naming the file. */
+int cg_stale_mark(const char *dir, struct cg_err *err);
+
+/* Removes the shard directories under root whose owner is gone (see above), with what they
+ * hold (files, and files in their folders). Returns how many it removed; *first (when not NULL,
+ * cap bytes) gets the first one's path, "" when none. */
+size_t cg_stale_clean(const char *root, char *first, size_t cap);
+
+#endif
