@@ -135,6 +135,76 @@ size_t cg_ranks_nodes(const struct cg_rank *ranks, size_t n, struct cg_node_figu
     return k;
 }
 
+struct node_shape {
+    size_t ranks, gpus;
+};
+
+static int cmp_shape(const void *pa, const void *pb)
+{
+    const struct node_shape *a = pa, *b = pb;
+    if (a->ranks != b->ranks)
+        return a->ranks > b->ranks ? -1 : 1;
+    return a->gpus > b->gpus ? -1 : a->gpus < b->gpus ? 1 : 0;
+}
+
+int cg_ranks_shape(const struct cg_rank *ranks, size_t n, char *out, size_t cap)
+{
+    if (cap > 0)
+        out[0] = '\0';
+    if (n == 0 || cap == 0)
+        return 0;
+    struct cg_node_figures *nodes = malloc(n * sizeof(*nodes));
+    struct node_shape *shape = calloc(n, sizeof(*shape));
+    if (nodes == NULL || shape == NULL) {
+        free(nodes);
+        free(shape);
+        return CG_ENOMEM;
+    }
+    size_t k = cg_ranks_nodes(ranks, n, nodes);
+    bool any_gpu = false;
+    for (size_t j = 0; j < k; j++) {
+        shape[j].ranks = nodes[j].n_ranks;
+        for (size_t i = 0; i < n; i++) { /* distinct devices of the node's ranks */
+            if (strcmp(ranks[i].node, nodes[j].node) != 0 || ranks[i].device_uuid == NULL)
+                continue;
+            any_gpu = true;
+            size_t before = 0;
+            while (before < i && !(strcmp(ranks[before].node, nodes[j].node) == 0 &&
+                                   ranks[before].device_uuid != NULL &&
+                                   strcmp(ranks[before].device_uuid, ranks[i].device_uuid) == 0))
+                before++;
+            shape[j].gpus += before == i;
+        }
+    }
+    qsort(shape, k, sizeof(*shape), cmp_shape);
+    bool even = true;
+    for (size_t j = 1; j < k; j++)
+        even &= cmp_shape(&shape[j], &shape[0]) == 0;
+    size_t used = 0;
+    int w;
+    if (even)
+        w = snprintf(out, cap, "%zu node%s of %zu rank%s", k, k == 1 ? "" : "s", shape[0].ranks,
+                     shape[0].ranks == 1 ? "" : "s");
+    else
+        w = snprintf(out, cap, "%zu nodes: %zu ranks", k, shape[0].ranks);
+    used = w > 0 ? (size_t)w : 0;
+    if (any_gpu && used < cap) {
+        w = snprintf(out + used, cap - used, " and %zu GPU%s", shape[0].gpus,
+                     shape[0].gpus == 1 ? "" : "s");
+        used += w > 0 ? (size_t)w : 0;
+    }
+    for (size_t j = 1; !even && j < k && used < cap; j++) {
+        if (any_gpu)
+            w = snprintf(out + used, cap - used, ", %zu and %zu", shape[j].ranks, shape[j].gpus);
+        else
+            w = snprintf(out + used, cap - used, ", %zu", shape[j].ranks);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    free(nodes);
+    free(shape);
+    return 0;
+}
+
 int cg_ranks_json(cJSON *run, const struct cg_rank *ranks, size_t n)
 {
     if (n == 0)

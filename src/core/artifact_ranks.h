@@ -57,6 +57,13 @@ int cg_ranks_parse(const cJSON *run, const char *path, size_t max_steps, struct 
  * returns how many nodes. */
 size_t cg_ranks_nodes(const struct cg_rank *ranks, size_t n, struct cg_node_figures *nodes);
 
+/* The node shape of n ranks into out (cap bytes): how many nodes, and on each how many ranks
+ * and distinct devices (by UUID; left out when no rank named one), e.g. "2 nodes of 8 ranks and
+ * 8 GPUs", or per node, largest first, when they differ: "3 nodes: 8 ranks and 8 GPUs, 8 and 8,
+ * 4 and 4". "" when n is 0 (one process, no world). Two runs of the same machine and launch
+ * line have the same text. Returns 0 or CG_ENOMEM. */
+int cg_ranks_shape(const struct cg_rank *ranks, size_t n, char *out, size_t cap);
+
 /* The median of a rank's step times (NAN when none). */
 double cg_rank_step_median_ns(const struct cg_rank *r);
 

@@ -1019,6 +1019,18 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
     } else {
         v->machine_diff = cg_env_machine_diff(&baseline->env, &current->env, gpu);
     }
+    const struct cg_artifact *sides[2] = {baseline, current};
+    for (int i = 0; i < 2; i++) {
+        size_t r = 0;
+        while (r < sides[i]->n_runs && sides[i]->runs[r].n_ranks == 0)
+            r++;
+        if (r < sides[i]->n_runs &&
+            cg_ranks_shape(sides[i]->runs[r].ranks, sides[i]->runs[r].n_ranks, v->shape[i],
+                           sizeof(v->shape[i])) != 0)
+            return cg_err_set(err, CG_ENOMEM, "out of memory");
+    }
+    if (v->machine_diff == NULL && strcmp(v->shape[0], v->shape[1]) != 0)
+        v->machine_diff = CG_SHAPE_DIFF;
     v->canary_diff = cg_artifact_canary_diff(baseline, current);
     steps_differ(v);
     cg_gpu_check_assess(baseline, current, &v->gpu);

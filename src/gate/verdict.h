@@ -81,6 +81,8 @@ struct cg_metric_result {
  * timing is INCONCLUSIVE with that reason (shown, never PASS or FAIL); exact counts and memory
  * still decide from one run. docs/statistics.md. */
 #define CG_TIMING_MIN_RUNS 3
+/* machine_diff when the sides ran on differently shaped worlds (nodes, ranks, GPUs per node). */
+#define CG_SHAPE_DIFF "the node shape (runs[].ranks: nodes, ranks and GPUs per node)"
 
 /* The note of a timing metric with fewer than CG_TIMING_MIN_RUNS runs on a side. */
 #define CG_TIMING_FEW_RUNS_NOTE                                                                    \
@@ -164,6 +166,9 @@ struct cg_verdict {
                               * are not measured, not vanished or new) */
     size_t n_ops_new, n_ops_vanished, n_ops_significant;
     const char *machine_diff; /* first differing machine field, NULL when same */
+    /* The sides' node shapes (cg_ranks_shape of their first run with ranks, "" for one
+     * process): different shapes are different machines (machine_diff CG_SHAPE_DIFF). */
+    char shape[2][160];
     const char *canary_diff;  /* first differing canary field, NULL when same */
     /* Why the sides' steps are not alike, "" when they are: ranges named as a step that were no
      * step (nested in a step, or of a thread other than the steps') on one side and not the

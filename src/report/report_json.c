@@ -309,6 +309,13 @@ char *cg_report_json(const struct cg_verdict *v)
     cJSON_AddItemToObject(root, "current", side(v->current));
     cJSON_AddItemToObject(root, "machine_differs",
                           v->machine_diff ? cJSON_CreateString(v->machine_diff) : cJSON_CreateNull());
+    if (v->shape[0][0] || v->shape[1][0]) { /* worlds of ranks: each side's node shape */
+        cJSON *shape = cJSON_AddObjectToObject(root, "node_shape");
+        if (shape != NULL) {
+            cJSON_AddStringToObject(shape, "baseline", v->shape[0]);
+            cJSON_AddStringToObject(shape, "current", v->shape[1]);
+        }
+    }
     cJSON_AddItemToObject(root, "canary_differs",
                           v->canary_diff ? cJSON_CreateString(v->canary_diff) : cJSON_CreateNull());
     struct cg_code_change code;

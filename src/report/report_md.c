@@ -109,7 +109,15 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
 {
     int rc = 0;
     const struct cg_artifact *base = v->baseline, *cur = v->current;
-    if (v->machine_diff != NULL)
+    if (v->machine_diff != NULL && strcmp(v->machine_diff, CG_SHAPE_DIFF) == 0)
+        rc |= cg_buf_printf(b, "> [!WARNING]\n> **Different machine**: the node shape differs "
+                               "(baseline %s; this run %s). %s\n\n",
+                            v->shape[0][0] ? v->shape[0] : "one process",
+                            v->shape[1][0] ? v->shape[1] : "one process",
+                            v->downgraded ? "A regression was found but is reported as "
+                                            "inconclusive: re-record the baseline on this shape."
+                                          : "Numbers may not be comparable.");
+    else if (v->machine_diff != NULL)
         rc |= cg_buf_printf(b, "> [!WARNING]\n> **Different machine** (`%s` differs between "
                                "baseline and this run). %s\n\n",
                             v->machine_diff,

@@ -174,7 +174,14 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
         rc |= cg_buf_printf(out, "note: %s\n", states);
     rc |= cg_report_kernel_choices(v, false, out);
     rc |= cg_report_code_change(v, false, out);
-    if (v->machine_diff != NULL)
+    if (v->machine_diff != NULL && strcmp(v->machine_diff, CG_SHAPE_DIFF) == 0)
+        rc |= cg_buf_printf(out,
+                            "warning: different machine: the node shape differs (baseline %s; "
+                            "this run %s)%s\n",
+                            v->shape[0][0] ? v->shape[0] : "one process",
+                            v->shape[1][0] ? v->shape[1] : "one process",
+                            v->downgraded ? ": a regression is reported as inconclusive" : "");
+    else if (v->machine_diff != NULL)
         rc |= cg_buf_printf(out, "warning: different machine (%s differs)%s\n", v->machine_diff,
                             v->downgraded ? ": a regression is reported as inconclusive" : "");
     if (v->canary_diff != NULL)

@@ -12,6 +12,8 @@
 #include "artifact.h"
 #include "diagnose.h"
 #include "straggler.h"
+#include "thresholds.h"
+#include "verdict.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -155,12 +157,112 @@ static void test_straggler__nodes_and_json_round_trip(void **state)
     cg_artifact_release(&a);
 }
 
+/* A run of 4 ranks on the nodes named, steps of ms each (every rank alike), devices named by
+ * uuids (NULL: none). */
+static void add_world_run(struct cg_artifact *a, const char *const nodes[4],
+                          const char *const uuids[4], double ms, uint64_t seed)
+{
+    struct cg_run *run = cg_artifact_add_run(a);
+    assert_non_null(run);
+    run->n_ranks = 4;
+    run->ranks = calloc(4, sizeof(*run->ranks));
+    for (int r = 0; r < 4; r++) {
+        struct cg_rank *k = &run->ranks[r];
+        k->rank = r;
+        k->local_rank = r % 2;
+        k->node = strdup(nodes[r]);
+        k->device_uuid = uuids != NULL ? strdup(uuids[r]) : NULL;
+        k->busy_ns = k->compute_ns = k->comm_exposed_ns = k->peak_device_bytes = -1;
+        k->step_ns = malloc(30 * sizeof(int64_t));
+        k->n_steps = 30;
+        for (int s = 0; s < 30; s++)
+            k->step_ns[s] = (int64_t)(ms * 1e6 * (1.0 + 0.002 * (double)((seed + (uint64_t)s * 7
+                                                                           + (uint64_t)r) % 5)));
+    }
+    for (int s = 0; s < 30; s++) {
+        int64_t m = 0;
+        for (int r = 0; r < 4; r++)
+            m = run->ranks[r].step_ns[s] > m ? run->ranks[r].step_ns[s] : m;
+        assert_int_equal(cg_run_add_step(run, m, 1024, -1), 0);
+    }
+    cg_run_summarize(run);
+}
+
+static void test_straggler__node_shape_text(void **state)
+{
+    (void)state;
+    static const char *const two[4] = {"n1", "n1", "n2", "n2"}, *const one[4] = {"n1", "n1", "n1",
+                                                                                 "n1"};
+    static const char *const gpus[4] = {"GPU-a", "GPU-b", "GPU-c", "GPU-c"};
+    static const char *const even[4] = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    add_world_run(&a, two, NULL, 10, 1);
+    add_world_run(&a, two, gpus, 10, 1);
+    add_world_run(&a, one, even, 10, 1);
+    add_world_run(&a, two, even, 10, 1);
+    char text[160];
+    assert_int_equal(cg_ranks_shape(a.runs[0].ranks, 4, text, sizeof(text)), 0);
+    assert_string_equal(text, "2 nodes of 2 ranks");
+    assert_int_equal(cg_ranks_shape(a.runs[1].ranks, 4, text, sizeof(text)), 0);
+    assert_string_equal(text, "2 nodes: 2 ranks and 2 GPUs, 2 and 1");
+    assert_int_equal(cg_ranks_shape(a.runs[2].ranks, 4, text, sizeof(text)), 0);
+    assert_string_equal(text, "1 node of 4 ranks and 4 GPUs");
+    assert_int_equal(cg_ranks_shape(a.runs[3].ranks, 4, text, sizeof(text)), 0);
+    assert_string_equal(text, "2 nodes of 2 ranks and 2 GPUs");
+    assert_int_equal(cg_ranks_shape(a.runs[3].ranks, 1, text, sizeof(text)), 0);
+    assert_string_equal(text, "1 node of 1 rank and 1 GPU");
+    assert_int_equal(cg_ranks_shape(NULL, 0, text, sizeof(text)), 0);
+    assert_string_equal(text, "");
+    cg_artifact_release(&a);
+}
+
+/* A world of another shape is another machine: the verdict says both shapes, and a regression
+ * measured on it is INCONCLUSIVE (issue 39); the same shape gates as before. */
+static void test_straggler__another_node_shape_is_another_machine(void **state)
+{
+    (void)state;
+    static const char *const two[4] = {"n1", "n1", "n2", "n2"}, *const one[4] = {"n1", "n1", "n1",
+                                                                                 "n1"};
+    static const char *const uuids[4] = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+    struct cg_artifact b, same, other;
+    cg_artifact_init(&b);
+    cg_artifact_init(&same);
+    cg_artifact_init(&other);
+    for (uint64_t i = 0; i < 5; i++) {
+        add_world_run(&b, two, uuids, 10, i);
+        add_world_run(&same, two, uuids, 13, i + 3);
+        add_world_run(&other, one, uuids, 13, i + 3);
+    }
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_verdict v;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    assert_int_equal(cg_verdict_compute(&b, &same, &t, &v, &err), 0);
+    assert_null(v.machine_diff);
+    assert_string_equal(v.shape[0], "2 nodes of 2 ranks and 2 GPUs");
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    assert_int_equal(cg_verdict_compute(&b, &other, &t, &v, &err), 0);
+    assert_non_null(v.machine_diff);
+    assert_string_equal(v.machine_diff, CG_SHAPE_DIFF);
+    assert_string_equal(v.shape[1], "1 node of 4 ranks and 4 GPUs");
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    assert_true(v.downgraded);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&same);
+    cg_artifact_release(&other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_straggler__consistent_laggard_is_named_with_figures),
         cmocka_unit_test(test_straggler__none_when_slowness_moves_or_is_small),
         cmocka_unit_test(test_straggler__nodes_and_json_round_trip),
+        cmocka_unit_test(test_straggler__node_shape_text),
+        cmocka_unit_test(test_straggler__another_node_shape_is_another_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
