@@ -25,6 +25,8 @@ const char *cg_anatomy_label(enum cg_anatomy_kind k)
         return "GPU idle (waiting for the host)";
     case CG_ANAT_SYNC:
         return "host blocked in synchronisation";
+    case CG_ANAT_RANK_SPREAD:
+        return "slowest rank over the median rank";
     default:
         return "NVTX range";
     }
@@ -34,7 +36,7 @@ const char *cg_anatomy_kind_name(enum cg_anatomy_kind k)
 {
     static const char *const names[] = {"gpu_busy", "compute",        "exposed_communication",
                                         "copies",   "exposed_copies", "gpu_idle",
-                                        "sync",     "range"};
+                                        "sync",     "rank_spread",    "range"};
     return (unsigned)k <= CG_ANAT_RANGE ? names[k] : "range";
 }
 
@@ -72,11 +74,43 @@ static int64_t step_part(const struct cg_step *s, enum cg_anatomy_kind kind, boo
     }
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A run's rank spread (anatomy.h) over its summed step time; NAN without two ranks whose step
+ * times cover the run's steps. */
+static double rank_spread_share(const struct cg_run *r)
+{
+    if (r->n_ranks < 2 || r->n_steps == 0)
+        return NAN;
+    for (size_t k = 0; k < r->n_ranks; k++)
+        if (r->ranks[k].n_steps < r->n_steps)
+            return NAN;
+    int64_t *t = malloc(r->n_ranks * sizeof(*t));
+    if (t == NULL)
+        return NAN;
+    double wall = 0.0, spread = 0.0;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        for (size_t k = 0; k < r->n_ranks; k++)
+            t[k] = r->ranks[k].step_ns[i];
+        qsort(t, r->n_ranks, sizeof(*t), cmp_i64);
+        spread += (double)(t[r->n_ranks - 1] - t[(r->n_ranks - 1) / 2]);
+        wall += (double)r->steps[i].wall_ns;
+    }
+    free(t);
+    return wall > 0.0 ? fmin(spread / wall, 1.0) : NAN;
+}
+
 /* A run's share of the step spent in kind (range: name; copies: see step_part), NAN when the run
  * lacks it. */
 static double run_share(const struct cg_run *r, enum cg_anatomy_kind kind, const char *name,
                         bool copies)
 {
+    if (kind == CG_ANAT_RANK_SPREAD)
+        return rank_spread_share(r);
     double wall = 0.0, part = 0.0;
     for (size_t i = 0; i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];
@@ -228,6 +262,8 @@ static const struct cg_anatomy_limit *part_limit(const struct cg_thresholds *t,
         lim = &t->anatomy[CG_ANAT_GATE_GPU_IDLE];
     else if (t != NULL && kind == CG_ANAT_EXPOSED_COMM)
         lim = &t->anatomy[CG_ANAT_GATE_EXPOSED_COMM];
+    else if (t != NULL && kind == CG_ANAT_RANK_SPREAD)
+        lim = &t->anatomy[CG_ANAT_GATE_RANK_SPREAD];
     return lim != NULL && lim->set ? lim : NULL;
 }
 

@@ -15,8 +15,14 @@
  * add up to more than 1: ranges nest, and ranges of several threads overlap. The ranges shown are
  * those with the largest share in some run, in the order of their larger median.
  *
+ * The rank spread (runs of several ranks, runs[].ranks): per step, the slowest rank's duration
+ * minus the median rank's (the lower middle of an even count), summed over the run's steps, over
+ * its summed step time: the share of the step the world waited for its slowest rank beyond a
+ * typical one. A run without ranks lacks it.
+ *
  * Gated (with the thresholds' "anatomy" limits): the GPU idle share and the exposed
- * communication share. The shift is the Hodges-Lehmann estimate of the current runs' shares
+ * communication share, and the rank spread when a thresholds file gives "rank_spread" (the
+ * built-in ones do not: shown, not gated). The shift is the Hodges-Lehmann estimate of the current runs' shares
  * minus the baseline's, in percentage points of the step, tested one-sided with Mann-Whitney
  * over the runs' shares; the ladder is the timing metrics' (cg_verdict_classify): beyond the
  * limit, significant and min_runs runs a side -> FAIL; beyond it otherwise -> INCONCLUSIVE;
@@ -42,11 +48,13 @@ enum cg_anatomy_kind {
     CG_ANAT_EXPOSED_COPIES, /* copies and sets running, no kernel */
     CG_ANAT_GPU_IDLE,       /* no kernel running, nor a copy (see copies_in_idle) */
     CG_ANAT_SYNC,           /* the host blocked in synchronisations */
+    CG_ANAT_RANK_SPREAD,    /* worlds of ranks: the slowest rank's step time over the median
+                             * rank's (the step's wall time is the slowest rank's) */
     CG_ANAT_RANGE           /* an NVTX range name's time */
 };
 
 #define CG_ANATOMY_MAX_RANGES 8 /* the ranges with the largest share on either side */
-#define CG_ANATOMY_FIXED 7      /* the kinds before CG_ANAT_RANGE */
+#define CG_ANATOMY_FIXED 8      /* the kinds before CG_ANAT_RANGE */
 
 struct cg_anatomy_part {
     enum cg_anatomy_kind kind;

@@ -197,7 +197,9 @@ static int apply_counts(struct loader *l, const cJSON *obj, struct cg_thresholds
 
 const char *cg_anatomy_gated_name(enum cg_anatomy_gated g)
 {
-    return g == CG_ANAT_GATE_GPU_IDLE ? "gpu_idle" : "exposed_communication";
+    return g == CG_ANAT_GATE_GPU_IDLE       ? "gpu_idle"
+           : g == CG_ANAT_GATE_EXPOSED_COMM ? "exposed_communication"
+                                            : "rank_spread";
 }
 
 /* "anatomy": {"gpu_idle": {...} or null, "exposed_communication": ...}; each replaces the
@@ -222,7 +224,7 @@ static int apply_anatomy(struct loader *l, const cJSON *obj, struct cg_threshold
             if (strcmp(item->string, cg_anatomy_gated_name((enum cg_anatomy_gated)i)) == 0)
                 g = i;
         if (g < 0)
-            return bad(l, key, "unknown part (gpu_idle, exposed_communication)");
+            return bad(l, key, "unknown part (gpu_idle, exposed_communication, rank_spread)");
         struct cg_anatomy_limit lim = {!cJSON_IsNull(item), 2.0, 0.05, 3};
         if (lim.set) {
             int rc = apply_table(l, item, key, keys, N_OF(keys), (char *)&lim, false);

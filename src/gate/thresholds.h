@@ -40,6 +40,8 @@ struct cg_count_limit {
 enum cg_anatomy_gated {
     CG_ANAT_GATE_GPU_IDLE,     /* "gpu_idle": the GPU's idle share of the step */
     CG_ANAT_GATE_EXPOSED_COMM, /* "exposed_communication": communication no compute overlapped */
+    CG_ANAT_GATE_RANK_SPREAD,  /* "rank_spread": the slowest rank's step over the median rank's
+                                * (worlds of ranks; not in the built-in files: shown, not gated) */
     CG_ANAT_GATES
 };
 

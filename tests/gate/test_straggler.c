@@ -11,6 +11,9 @@
 
 #include "artifact.h"
 #include "diagnose.h"
+#include "anatomy.h"
+#include "fixtures.h"
+#include "stats.h"
 #include "straggler.h"
 #include "thresholds.h"
 #include "verdict.h"
@@ -255,6 +258,125 @@ static void test_straggler__another_node_shape_is_another_machine(void **state)
     cg_artifact_release(&other);
 }
 
+/* A run of 4 ranks on 2 nodes, 30 steps of 10 ms with +-noise_pct per rank and step (drawn
+ * from rng), rank 3 slow_pct slower in every step. */
+static void add_spread_run(struct cg_artifact *a, double slow_pct, double noise_pct,
+                           uint64_t *rng)
+{
+    struct cg_run *run = cg_artifact_add_run(a);
+    assert_non_null(run);
+    run->n_ranks = 4;
+    run->ranks = calloc(4, sizeof(*run->ranks));
+    for (int r = 0; r < 4; r++) {
+        struct cg_rank *k = &run->ranks[r];
+        k->rank = r;
+        k->local_rank = r % 2;
+        k->node = strdup(r < 2 ? "n1" : "n2");
+        k->busy_ns = k->compute_ns = k->comm_exposed_ns = k->peak_device_bytes = -1;
+        k->step_ns = malloc(30 * sizeof(int64_t));
+        k->n_steps = 30;
+        for (int s = 0; s < 30; s++) {
+            double u = (double)(cg_stats_rand(rng) >> 11) / 9007199254740992.0;
+            double f = (1.0 + noise_pct / 100.0 * (2.0 * u - 1.0)) *
+                       (r == 3 ? 1.0 + slow_pct / 100.0 : 1.0);
+            k->step_ns[s] = (int64_t)(10e6 * f);
+        }
+    }
+    for (int s = 0; s < 30; s++) {
+        int64_t m = 0;
+        for (int r = 0; r < 4; r++)
+            m = run->ranks[r].step_ns[s] > m ? run->ranks[r].step_ns[s] : m;
+        assert_int_equal(cg_run_add_step(run, m, 1024, -1), 0);
+    }
+    cg_run_summarize(run);
+}
+
+/* The rank spread: the share of the step the world waited for its slowest rank beyond the
+ * median rank, shown for worlds of ranks, gated only when a thresholds file gives
+ * "rank_spread" (the built-in ones do not). */
+static void test_straggler__rank_spread_is_shown_and_gated_when_asked(void **state)
+{
+    (void)state;
+    uint64_t rng = 7;
+    struct cg_artifact b, c;
+    cg_artifact_init(&b);
+    cg_artifact_init(&c);
+    for (int i = 0; i < 5; i++) {
+        add_spread_run(&b, 0.0, 0.0, &rng);
+        add_spread_run(&c, 20.0, 0.0, &rng);
+    }
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_verdict v;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    const struct cg_anatomy_part *p = cg_anatomy_part(&v.anatomy, CG_ANAT_RANK_SPREAD);
+    assert_non_null(p);
+    assert_float_equal(p->baseline, 0.0, 1e-9);
+    assert_float_equal(p->current, 2.0 / 12.0, 1e-6); /* 2 ms of a 12 ms step */
+    assert_int_equal(p->outcome, CG_OUT_NOT_GATED);
+    assert_string_equal(cg_anatomy_kind_name(CG_ANAT_RANK_SPREAD), "rank_spread");
+    cg_verdict_release(&v);
+    static const char text[] = "{\"extends\": \"default\", \"anatomy\": {\"rank_spread\": "
+                               "{\"max_increase_points\": 2.0}}}";
+    assert_int_equal(cg_thresholds_parse(text, sizeof(text) - 1, "spread.json", &t, &err), 0);
+    assert_true(t.anatomy[CG_ANAT_GATE_RANK_SPREAD].set);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    p = cg_anatomy_part(&v.anatomy, CG_ANAT_RANK_SPREAD);
+    assert_int_equal(p->outcome, CG_OUT_FAIL);
+    assert_float_equal(p->shift_points, 100.0 * 2.0 / 12.0, 1e-3);
+    cg_verdict_release(&v);
+    /* one process a side: no spread, nothing shown */
+    struct cg_artifact one;
+    cg_artifact_init(&one);
+    struct cg_fixture f = {3, 20, 10e6, 0.0, 0.0, 1024, -1, 200 << 20, 0, 1};
+    assert_int_equal(cg_fixture_make(&one, &f), 0);
+    assert_int_equal(cg_verdict_compute(&one, &one, &t, &v, &err), 0);
+    assert_null(cg_anatomy_part(&v.anatomy, CG_ANAT_RANK_SPREAD));
+    cg_verdict_release(&v);
+    cg_artifact_release(&one);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+}
+
+/* Size and power of the gated rank spread ("rank_spread": 2 points at 0.05 with 3 runs): ranks
+ * with +-5% noise in every step, 5 runs a side; under the null no rank is slower (the spread
+ * comes from the noise alone); the alternative makes rank 3 10% slower in every current step.
+ * Simulated 400 times each (seeded): 0 FAILs under the null, 400 with the slow rank; with rank 3
+ * only 5% slower, a spread near the 2-point limit, 13 of 400. */
+static void test_straggler__rank_spread_size_and_power(void **state)
+{
+    (void)state;
+    static const char text[] = "{\"extends\": \"default\", \"anatomy\": {\"rank_spread\": "
+                               "{\"max_increase_points\": 2.0}}}";
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_parse(text, sizeof(text) - 1, "spread.json", &t, &err), 0);
+    int fails[2] = {0, 0};
+    const int reps = 400;
+    uint64_t rng = 99;
+    for (int alt = 0; alt < 2; alt++)
+        for (int i = 0; i < reps; i++) {
+            struct cg_artifact b, c;
+            cg_artifact_init(&b);
+            cg_artifact_init(&c);
+            for (int r = 0; r < 5; r++) {
+                add_spread_run(&b, 0.0, 5.0, &rng);
+                add_spread_run(&c, alt ? 10.0 : 0.0, 5.0, &rng);
+            }
+            struct cg_verdict v;
+            assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+            fails[alt] += cg_anatomy_part(&v.anatomy, CG_ANAT_RANK_SPREAD)->outcome == CG_OUT_FAIL;
+            cg_verdict_release(&v);
+            cg_artifact_release(&b);
+            cg_artifact_release(&c);
+        }
+    print_message("rank_spread, 5 v 5 runs: FAIL under the null %d of %d, with a rank 10%% slower "
+                  "%d of %d\n", fails[0], reps, fails[1], reps);
+    assert_true(fails[0] <= reps * 5 / 100);
+    assert_true(fails[1] >= reps * 90 / 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +385,8 @@ int main(void)
         cmocka_unit_test(test_straggler__nodes_and_json_round_trip),
         cmocka_unit_test(test_straggler__node_shape_text),
         cmocka_unit_test(test_straggler__another_node_shape_is_another_machine),
+        cmocka_unit_test(test_straggler__rank_spread_is_shown_and_gated_when_asked),
+        cmocka_unit_test(test_straggler__rank_spread_size_and_power),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
