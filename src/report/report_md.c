@@ -11,6 +11,7 @@
  * filled last, row by row, and rows that do not fit are counted in an "N more" line.
  */
 #include "report.h"
+#include "report_ranks.h"
 
 #include "anatomy.h"
 #include "chart.h"
@@ -779,6 +780,7 @@ int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct c
     rc |= add_runs_line(out, v);
     rc |= add_counts(out, v);
     rc |= add_anatomy(out, v);
+    rc |= cg_report_ranks_markdown(v->baseline, v->current, out);
     if (rc == 0)
         rc = add_diagnosis(out, v, tail.len + OPS_RESERVE);
     if (rc == 0)

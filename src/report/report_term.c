@@ -2,6 +2,7 @@
  * report_term: the terminal table, op changes, diagnosis and verdict line (see report.h).
  */
 #include "report.h"
+#include "report_ranks.h"
 
 #include "anatomy.h"
 #include "sequential.h"
@@ -258,6 +259,7 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     }
     rc |= add_counts(out, v, color);
     rc |= add_anatomy(out, v);
+    rc |= cg_report_ranks_term(v->baseline, v->current, out);
     rc |= add_diagnosis(out, &v->diagnosis, color);
     char line[512];
     cg_verdict_headline(v, line, sizeof(line));
