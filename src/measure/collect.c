@@ -988,6 +988,19 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                "daemon) and still ran when the canary ended; the gate ended %s",
                c->label ? c->label : "", label_sep(&p), i, total, r.escaped,
                r.escaped == 1 ? "" : "es", r.escaped == 1 ? "it" : "them");
+    char launcher[64];
+    if (rc == 0 && r.after_grace > 0)
+        cg_say(&c->say, CG_SAY_WARNING,
+               "%s%srun %ld of %ld: %ld canary process%s still ran %.0f s after %s and %s "
+               "killed (SIGKILL)%s",
+               c->label ? c->label : "", label_sep(&p), i, total, r.after_grace,
+               r.after_grace == 1 ? "" : "es", o.kill_grace_s,
+               r.end == CG_LAUNCH_INTERRUPTED ? "the interrupt" : "SIGTERM",
+               r.after_grace == 1 ? "was" : "were",
+               cg_multinode_launcher(col->cmd, launcher, sizeof(launcher))
+                   ? "; tasks the launcher started on other nodes are the launcher's to end "
+                     "(srun forwards the signals; an sbatch job is cancelled)"
+                   : "");
     if (rc == 0 && r.end != CG_LAUNCH_EXITED && cg_multinode_is_sbatch(col->cmd))
         cancel_batch_job(c, shard_dir, i, total);
     bool failed_write = rc == 0 && read_fail_file(fail_path, &fail);

@@ -284,6 +284,20 @@ static long signal_descendants(const struct launch_state *ls, int sig, bool skip
     return outside;
 }
 
+/* The canary's processes still running (not zombies): its group and its descendants. */
+static long count_alive(const struct launch_state *ls)
+{
+    size_t n = 0;
+    long alive = 0;
+    struct proc_entry *t = proc_table(&n);
+    for (size_t i = 0; t != NULL && i < n; i++)
+        if (t[i].pid != ls->self && !t[i].zombie &&
+            (t[i].pgrp == ls->canary || t[i].pid == ls->canary || is_descendant(ls, t, n, i)))
+            alive++;
+    free(t);
+    return alive;
+}
+
 /* Sends sig to the canary's process group and to its descendants outside it. */
 static void stop_all(const struct launch_state *ls, int sig)
 {
@@ -517,6 +531,7 @@ int cg_launch_run(const struct cg_launch_opts *o, struct cg_launch_result *r, st
             stop_all(&ls, SIGTERM);
             term_at = t;
         } else if (term_at >= 0 && !killed && t - term_at >= o->kill_grace_s) {
+            r->after_grace = count_alive(&ls); /* said by the caller: they needed SIGKILL */
             stop_all(&ls, SIGKILL);
             killed = true;
         }

@@ -77,6 +77,9 @@ struct cg_launch_result {
     double wall_s;
     long escaped; /* processes outside the canary's process group still running when it ended,
                    * killed with it */
+    long after_grace; /* after a timeout, an interrupt or a stop: the canary's processes (its
+                       * group and descendants) still running when kill_grace_s had passed,
+                       * killed then (SIGKILL); 0 when all had ended */
 };
 
 /* Installs SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGALRM handlers that mark the tool interrupted

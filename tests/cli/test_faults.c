@@ -717,6 +717,11 @@ static void interrupt_run(int sig, int at_run, bool ignore, struct scene *sc, ch
     reap(&c, &r);
     expect_exit(&r, 3);
     expect_in_err(&r, "interrupted");
+    /* a canary that ignores the signal outlives the grace: said, with how many were killed */
+    if (ignore)
+        expect_in_err(&r, "still ran 1 s after the interrupt and were killed (SIGKILL)");
+    else if (strstr(r.err, "still ran") != NULL)
+        fail_msg("a canary that ended on the signal reported as killed:\n%s", r.err);
 
     long pids[8][2];
     size_t n = read_pids(pids_path, pids, 8);
