@@ -21,6 +21,7 @@
 #include "interleave.h"
 #include "noise.h"
 #include "report.h"
+#include "report_gpu_aa.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -209,11 +210,14 @@ static cJSON *counts_json(const struct cg_counts *c)
 }
 
 static char *report_json(const struct cg_noise *z, const struct cg_counts *counts,
-                         const struct cg_thresholds *t, const char *snip)
+                         const struct cg_thresholds *t, const char *snip, const char *gpu_text,
+                         bool lock_clocks)
 {
     cJSON *root = cJSON_CreateObject();
     if (root == NULL)
         return NULL;
+    cJSON_AddStringToObject(root, "gpu_state", gpu_text);
+    cJSON_AddBoolToObject(root, "lock_clocks_advised", lock_clocks);
     cJSON_AddStringToObject(root, "schema", "canary-gate/aa");
     cJSON_AddNumberToObject(root, "schema_version", 1);
     cJSON_AddStringToObject(root, "thresholds", t->source);
@@ -307,13 +311,14 @@ int cmd_aa(int argc, char **argv)
     const char *out = "canary-aa.json", *log = NULL, *json_path = NULL;
     char *log_owned = NULL, *json = NULL;
     const char *snip = NULL;
-    struct cg_buf snip_buf;
+    struct cg_buf snip_buf, gpu_buf;
     double target = 0.01;
     long runs;
     int opt, exit_code = CG_EXIT_PASS;
     cg_measure_opts_init(&mo);
     cg_err_init(&err);
     cg_buf_init(&snip_buf, 1 << 16);
+    cg_buf_init(&gpu_buf, 1 << 16);
     optind = 1;
     while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
         int bad = cg_measure_option("aa", opt, optarg, &mo);
@@ -373,14 +378,18 @@ int cmd_aa(int argc, char **argv)
         goto done;
     }
     const char *extends = mo.thresholds ? mo.thresholds : "default";
-    if ((snip = snippet(&z, extends, &snip_buf)) == NULL ||
-        (json_path != NULL && (json = report_json(&z, &counts, &t, snip)) == NULL)) {
+    bool lock_clocks = false;
+    if (cg_report_gpu_aa(&pool, &gpu_buf, &lock_clocks) != 0 ||
+        (snip = snippet(&z, extends, &snip_buf)) == NULL ||
+        (json_path != NULL &&
+         (json = report_json(&z, &counts, &t, snip, cg_buf_str(&gpu_buf), lock_clocks)) == NULL)) {
         cg_err_set(&err, CG_ENOMEM, "out of memory");
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
     print_noise(&z, &t);
     print_counts(&counts, &t);
+    printf("%s\n", cg_buf_str(&gpu_buf));
     printf("thresholds for this runner (false alarms <= %.3g%% here):\n%s", 100.0 * target, snip);
     fflush(stdout);
     if (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0) {
@@ -392,6 +401,7 @@ int cmd_aa(int argc, char **argv)
 done:
     cg_counts_release(&counts);
     cg_buf_release(&snip_buf);
+    cg_buf_release(&gpu_buf);
     free(json);
     free(log_owned);
     cg_artifact_release(&pool);
