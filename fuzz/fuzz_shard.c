@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           s->ranges[k].name);
     }
 
-    char *trace = cg_trace_to_json(shards, n);
+    char *trace = cg_trace_to_json(shards, n, NULL, 0);
     if (trace != NULL) {
         cJSON *root = cJSON_Parse(trace);
         CG_FUZZ_CHECK(root != NULL, "the trace is not JSON:\n%s", trace);

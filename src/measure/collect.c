@@ -1022,7 +1022,14 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     if (rc == CG_ECANARY && !cg_launch_interrupted())
         name_infra_failure(c->log, err);
     if (rc == 0 && trace) {
-        rc = cg_trace_write(sh, n, c->trace_path, err);
+        struct cg_trace_sample *gpu = NULL; /* the GPU's own state, the canary ended: stopped */
+        size_t n_gpu = 0;
+        cg_nvml_sampler_stop(gpu_state.sampler);
+        if (cg_nvml_sampler_trace(gpu_state.sampler, &gpu, &n_gpu) != 0)
+            rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+        if (rc == 0)
+            rc = cg_trace_write(sh, n, gpu, n_gpu, c->trace_path, err);
+        free(gpu);
         if (rc == 0)
             cg_say(&c->say, CG_SAY_INFO, "trace of run %ld, measured steps %s: '%s'", i,
                    c->trace_steps ? c->trace_steps : "0:2", c->trace_path);

@@ -4,6 +4,7 @@
 #include "nvml.h"
 
 #include "shard.h"
+#include "trace.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -356,6 +357,43 @@ void cg_nvml_sampler_stop(struct cg_nvml_sampler *s)
     pthread_join(s->thread, NULL);
     s->running = false;
     sample_all(s); /* the last: after the canary ended, so the window is covered */
+}
+
+int cg_nvml_sampler_trace(const struct cg_nvml_sampler *s, struct cg_trace_sample **out,
+                          size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (s == NULL)
+        return 0;
+    bool any_seen = false;
+    size_t total = 0;
+    for (size_t i = 0; i < s->n_dev; i++)
+        for (size_t k = 0; k < s->dev[i].n; k++)
+            any_seen |= s->dev[i].s[k].canary_seen;
+    bool use[NVML_MAX_DEVICES] = {false};
+    for (size_t i = 0; i < s->n_dev; i++) {
+        for (size_t k = 0; k < s->dev[i].n && !use[i]; k++)
+            use[i] = !any_seen || s->dev[i].s[k].canary_seen;
+        total += use[i] ? s->dev[i].n : 0;
+    }
+    if (total == 0)
+        return 0;
+    struct cg_trace_sample *t = malloc(total * sizeof(*t));
+    if (t == NULL)
+        return CG_ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < s->n_dev; i++)
+        for (size_t k = 0; use[i] && k < s->dev[i].n; k++) {
+            const struct cg_nvml_sample *x = &s->dev[i].s[k];
+            t[m++] = (struct cg_trace_sample){(int64_t)i, x->t_ns,
+                                              x->sm_mhz >= 0 ? (double)x->sm_mhz : NAN,
+                                              x->power_mw >= 0 ? (double)x->power_mw / 1000.0 : NAN,
+                                              x->temp_c >= 0 ? (double)x->temp_c : NAN};
+        }
+    *out = t;
+    *n = m;
+    return 0;
 }
 
 void cg_nvml_sampler_free(struct cg_nvml_sampler *s)

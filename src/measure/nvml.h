@@ -75,6 +75,13 @@ void cg_nvml_sampler_stop(struct cg_nvml_sampler *s);
 int cg_nvml_sampler_state(const struct cg_nvml_sampler *s, const char *const *uuids,
                           size_t n_uuids, int64_t t0_ns, int64_t t1_ns, struct cg_gpu_state *g);
 
+/* The readings of the devices a canary process was seen on (every device when none was) for a
+ * trace's counters (trace.h): SM clock, power and temperature, in time order per device, into
+ * *out (malloc'ed; NULL and 0 when there is none). After stop. 0 or CG_ENOMEM. */
+struct cg_trace_sample;
+int cg_nvml_sampler_trace(const struct cg_nvml_sampler *s, struct cg_trace_sample **out,
+                          size_t *n);
+
 /* Stops the sampler if it runs and frees it (NULL is fine). */
 void cg_nvml_sampler_free(struct cg_nvml_sampler *s);
 

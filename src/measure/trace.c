@@ -351,7 +351,56 @@ static void write_process(struct writer *w, const struct cg_shard *s, size_t i)
     write_gpu(w, s, pid);
 }
 
-char *cg_trace_to_json(const struct cg_shard *shards, size_t n)
+/* The latest end of the traced events, ns (0: none). */
+static uint64_t latest(const struct cg_shard *shards, size_t n)
+{
+    uint64_t t1 = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        if (s->trace_first < 0)
+            continue;
+        for (size_t j = 0; j < s->n_ranges; j++)
+            if ((uint64_t)s->ranges[j].end_ns > t1)
+                t1 = (uint64_t)s->ranges[j].end_ns;
+        for (size_t j = 0; j < s->n_gpu_events; j++)
+            if ((uint64_t)s->gpu_events[j].end_ns > t1)
+                t1 = (uint64_t)s->gpu_events[j].end_ns;
+    }
+    return t1;
+}
+
+#define PID_GPU_STATE 0 /* no canary process has pid 0 */
+
+/* The GPU's own state as counters, the readings inside [w->t0, t1]. */
+static void write_gpu_state(struct writer *w, const struct cg_trace_sample *g, size_t n,
+                            uint64_t t1)
+{
+    bool named = false;
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].t_ns < 0 || (uint64_t)g[i].t_ns < w->t0 || (uint64_t)g[i].t_ns > t1)
+            continue;
+        if (!named) {
+            metadata(w, "process_name", PID_GPU_STATE, 0, "GPU state (NVML)", 0);
+            metadata(w, "process_sort_index", PID_GPU_STATE, 0, NULL, -1);
+            named = true;
+        }
+        static const char *const what[3] = {"SM clock", "power", "temperature"};
+        static const char *const unit[3] = {"MHz", "W", "C"};
+        const double v[3] = {g[i].sm_mhz, g[i].power_w, g[i].temp_c};
+        for (int k = 0; k < 3; k++) {
+            if (!isfinite(v[k]))
+                continue;
+            char name[64];
+            snprintf(name, sizeof(name), "GPU %" PRId64 " %s", g[i].device, what[k]);
+            event_open(w, name, "C", PID_GPU_STATE, TID_STEPS);
+            put_time(w, "ts", (uint64_t)g[i].t_ns);
+            putf(w, ",\"args\":{\"%s\":%.6g}}", unit[k], v[k]);
+        }
+    }
+}
+
+char *cg_trace_to_json(const struct cg_shard *shards, size_t n,
+                       const struct cg_trace_sample *samples, size_t n_samples)
 {
     struct writer *w = calloc(1, sizeof(*w));
     char *out = NULL;
@@ -370,6 +419,8 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n)
             dropped += shards[i].trace_dropped;
         write_process(w, &shards[i], i);
     }
+    if (traced > 0 && samples != NULL)
+        write_gpu_state(w, samples, n_samples, latest(shards, n));
     if (dropped > 0 || traced == 0) {
         char note[160];
         if (dropped > 0)
@@ -392,9 +443,10 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n)
     return out;
 }
 
-int cg_trace_write(const struct cg_shard *shards, size_t n, const char *path, struct cg_err *err)
+int cg_trace_write(const struct cg_shard *shards, size_t n, const struct cg_trace_sample *samples,
+                   size_t n_samples, const char *path, struct cg_err *err)
 {
-    char *text = cg_trace_to_json(shards, n);
+    char *text = cg_trace_to_json(shards, n, samples, n_samples);
     if (text == NULL)
         return cg_err_set(err, CG_ENOMEM, "cannot write '%s': out of memory or the trace is "
                           "over %zu MiB", path, CG_TRACE_MAX_BYTES >> 20);

@@ -7,7 +7,10 @@
  * track with the traced steps ("step N", N counted after the warm-up, with tokens, loss and GPU
  * busy time as arguments), one track per device and stream with its kernels, copies and sets
  * ("GPU 0 stream 7"; kernel names demangled as in the artifact), a "GPU D memory" counter of
- * the device's allocated bytes and a "loss" counter. Times are microseconds (fractional) from
+ * the device's allocated bytes and a "loss" counter; with the GPU's own state sampled by the
+ * launcher (NVML), a process "GPU state (NVML)" with counters "GPU D SM clock" (MHz), "GPU D
+ * power" (W) and "GPU D temperature" (C) over the traced events' span (the samples share the
+ * library's clock, CLOCK_MONOTONIC_RAW). Times are microseconds (fractional) from
  * the earliest event. Every name is escaped for JSON: quotes, backslashes, control bytes (so a
  * terminal escape sequence in a kernel name never reaches the file raw) and invalid UTF-8.
  * When the canary reached the event cap, a global instant event and "otherData" say how many
@@ -23,12 +26,22 @@
 
 #define CG_TRACE_MAX_BYTES ((size_t)1 << 30)
 
-/* Renders the trace of n shards as JSON; returns a malloc'ed string (caller frees) or NULL when
- * out of memory or over CG_TRACE_MAX_BYTES. */
-char *cg_trace_to_json(const struct cg_shard *shards, size_t n);
+/* One reading of the GPU's own state for the trace's counters. */
+struct cg_trace_sample {
+    int64_t device; /* NVML's index */
+    int64_t t_ns;   /* CLOCK_MONOTONIC_RAW */
+    double sm_mhz, power_w, temp_c; /* NAN: not read */
+};
 
-/* Writes the trace of n shards to path atomically (src/core/fsutil.h). Returns 0, CG_ENOMEM, or
- * CG_EIO naming the path. */
-int cg_trace_write(const struct cg_shard *shards, size_t n, const char *path, struct cg_err *err);
+/* Renders the trace of n shards, and the n_samples GPU readings that fall in its events' span
+ * (samples may be NULL), as JSON; returns a malloc'ed string (caller frees) or NULL when out of
+ * memory or over CG_TRACE_MAX_BYTES. */
+char *cg_trace_to_json(const struct cg_shard *shards, size_t n,
+                       const struct cg_trace_sample *samples, size_t n_samples);
+
+/* Writes that trace to path atomically (src/core/fsutil.h). Returns 0, CG_ENOMEM, or CG_EIO
+ * naming the path. */
+int cg_trace_write(const struct cg_shard *shards, size_t n, const struct cg_trace_sample *samples,
+                   size_t n_samples, const char *path, struct cg_err *err);
 
 #endif

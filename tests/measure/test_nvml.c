@@ -340,6 +340,43 @@ static void test_nvml__a_run_records_the_gpu_state(void **state)
     cg_artifact_release(&a);
 }
 
+/* Through the tool with --trace: the trace has the stand-in's readings as counters of the
+ * process "GPU state (NVML)" (SM clock, power, temperature), within the traced steps. */
+static void test_nvml__a_trace_has_the_gpu_state_counters(void **state)
+{
+    (void)state;
+    clear_env();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv(CG_NVML_ENV_LIB, STANDIN, 1);
+        execl(CG_TOOL_PATH, CG_TOOL_PATH, "run", "--out", "nvml-trace.json", "--runs", "1",
+              "--steps", "10", "--warmup", "1", "--trace", "nvml-trace.trace.json",
+              "--trace-steps", "0:9", "--let-finish", "--", CANARY, "--steps", "11",
+              "--step-ms", "100", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    FILE *f = fopen("nvml-trace.trace.json", "r");
+    assert_non_null(f);
+    static char text[1 << 20];
+    size_t len = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    assert_non_null(strstr(text, "\"GPU state (NVML)\""));
+    size_t clocks = 0;
+    for (const char *p = strstr(text, "\"GPU 0 SM clock\""); p != NULL;
+         p = strstr(p + 1, "\"GPU 0 SM clock\""))
+        clocks++;
+    /* about 1 s traced at 5 readings a second */
+    if (clocks < 3)
+        fail_msg("%zu SM clock counters in:\n%.2000s", clocks, text);
+    assert_non_null(strstr(text, "\"GPU 0 power\""));
+    assert_non_null(strstr(text, "\"GPU 0 temperature\""));
+}
+
 /* The canary's "canary-gate flops_per_token: N" line: at a line's start only, a whole number. */
 static void test_nvml__the_flops_line_is_read_from_the_log(void **state)
 {
@@ -431,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_nvml__a_missing_function_leaves_its_figure_unknown),
         cmocka_unit_test(test_nvml__nvml_missing_or_failing_is_a_reason),
         cmocka_unit_test(test_nvml__a_run_records_the_gpu_state),
+        cmocka_unit_test(test_nvml__a_trace_has_the_gpu_state_counters),
         cmocka_unit_test(test_nvml__the_flops_line_is_read_from_the_log),
         cmocka_unit_test(test_nvml__mfu_from_the_canarys_flops_line),
     };

@@ -73,8 +73,17 @@ static int run_traced(const char *const *argv, const char *const *env, struct cg
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Writes the trace of the shards to a file, reads it back and parses it. */
+/* Writes the trace of the shards (and GPU readings) to a file, reads it back and parses it. */
+static cJSON *trace_json_with(const struct cg_shard *shards, size_t n,
+                              const struct cg_trace_sample *gpu, size_t n_gpu, char **text);
+
 static cJSON *trace_json(const struct cg_shard *shards, size_t n, char **text)
+{
+    return trace_json_with(shards, n, NULL, 0, text);
+}
+
+static cJSON *trace_json_with(const struct cg_shard *shards, size_t n,
+                              const struct cg_trace_sample *gpu, size_t n_gpu, char **text)
 {
     struct cg_err err;
     char path[] = "/tmp/cg-trace-json-XXXXXX";
@@ -82,7 +91,7 @@ static cJSON *trace_json(const struct cg_shard *shards, size_t n, char **text)
     assert_true(fd >= 0);
     close(fd);
     cg_err_init(&err);
-    if (cg_trace_write(shards, n, path, &err) != 0)
+    if (cg_trace_write(shards, n, gpu, n_gpu, path, &err) != 0)
         fail_msg("%s", err.msg);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
@@ -209,6 +218,45 @@ static void test_trace__cpu_canary_steps_ranges_threads_and_loss(void **state)
     cg_shard_free_all(sh, n);
 }
 
+/* The GPU's own state (NVML readings, on the library's clock) as counters of a process of its
+ * own, the readings inside the traced events' span only; a figure NVML did not give is left out. */
+static void test_trace__gpu_state_counters(void **state)
+{
+    (void)state;
+    const char *argv[] = {CANARY, "--steps", "5", "--step-ms", "2", NULL};
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_TRACE_STEPS=1:2", NULL};
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    char *text = NULL;
+    assert_int_equal(run_traced(argv, env, &sh, &n), 0);
+    assert_true(sh[0].trace_first >= 0 && (size_t)sh[0].trace_first < sh[0].n_steps);
+    const struct cg_shard_step *first = &sh[0].steps[sh[0].trace_first];
+    int64_t t = first->end_ns - first->wall_ns; /* the first traced step's start */
+    struct cg_trace_sample g[] = {
+        {0, t - 1000000000, 1500, 100, 40},     /* a second before: out */
+        {0, t + 1000, 1980, 350.5, 61},         /* in */
+        {0, t + 2000, 1755, NAN, 62},           /* in, no power */
+        {1, t + 3000, 1410, 200, 50},           /* in, another GPU */
+        {0, t + 10000000000LL, 1980, 300, 60},  /* ten seconds after: out */
+    };
+    cJSON *root = trace_json_with(sh, n, g, sizeof(g) / sizeof(g[0]), &text);
+    assert_int_equal(count(root, "C", "GPU 0 SM clock", NULL), 2);
+    assert_int_equal(count(root, "C", "GPU 0 power", NULL), 1);
+    assert_int_equal(count(root, "C", "GPU 0 temperature", NULL), 2);
+    assert_int_equal(count(root, "C", "GPU 1 SM clock", NULL), 1);
+    const cJSON *c = find(root, "C", "GPU 0 SM clock", 0);
+    assert_float_equal(num_of(cJSON_GetObjectItemCaseSensitive(c, "args"), "MHz"), 1980, 0);
+    assert_true(num_of(c, "pid") == 0);
+    assert_float_equal(num_of(cJSON_GetObjectItemCaseSensitive(find(root, "C", "GPU 0 power", 0),
+                                                                "args"),
+                              "W"),
+                       350.5, 1e-9);
+    assert_non_null(strstr(text, "\"GPU state (NVML)\""));
+    cJSON_Delete(root);
+    free(text);
+    cg_shard_free_all(sh, n);
+}
+
 static void test_trace__event_cap_is_reported(void **state)
 {
     (void)state;
@@ -253,7 +301,7 @@ static void test_trace__no_trace_lines_give_a_valid_file_with_a_note(void **stat
     cg_shard_release(&s);
     /* an unwritable path is an error naming it, never a crash */
     cg_err_init(&err);
-    assert_int_equal(cg_trace_write(NULL, 0, "/nonexistent-dir/t.json", &err), CG_EIO);
+    assert_int_equal(cg_trace_write(NULL, 0, NULL, 0, "/nonexistent-dir/t.json", &err), CG_EIO);
     assert_non_null(strstr(err.msg, "/nonexistent-dir/t.json"));
 }
 
@@ -364,6 +412,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace__cpu_canary_steps_ranges_threads_and_loss),
+        cmocka_unit_test(test_trace__gpu_state_counters),
         cmocka_unit_test(test_trace__event_cap_is_reported),
         cmocka_unit_test(test_trace__no_trace_lines_give_a_valid_file_with_a_note),
 #if CG_HAVE_CUPTI
