@@ -516,6 +516,77 @@ def cmd_measured(a):
     out(True, figure)
 
 
+def cmd_gpu_state(a):
+    """The GPU's own state of the runs with NVML sampling (--on: runs[].gpu_state measured, an
+    SM clock, energy per token and MFU, or each one's reason) and the runs without it (--off:
+    their gpu_state says sampling was off), and the sampling's cost as the medians of the runs'
+    median step times side by side. On the CPU (--cpu) NVML is absent: the runs must say why."""
+    def runs_of(paths):
+        out = []
+        for p in paths:
+            art = load_json(p, "artifact")
+            for r in art.get("runs") or []:
+                out.append((p, art, r))
+        return out
+    on, off = runs_of(a.on), runs_of(a.off)
+    problems, shown = [], []
+    if not on or not off:
+        raise Fail("runs with sampling on %d, off %d: both needed" % (len(on), len(off)))
+    for p, _, r in off:
+        g = r.get("gpu_state") or {}
+        if g.get("available") or "CANARY_GATE_NVML=0" not in (g.get("reason") or ""):
+            problems.append("%s: sampling off, but gpu_state %s" % (
+                os.path.basename(p), g.get("reason") or "available"))
+    for p, art, r in on:
+        g = r.get("gpu_state") or {}
+        name = os.path.basename(p)
+        if not g.get("available"):
+            if a.cpu and g.get("reason"):
+                shown.append("%s: %s" % (name, g.get("reason")))
+                continue
+            problems.append("%s: no GPU state: %s" % (name, g.get("reason")))
+            continue
+        devs = g.get("devices") or []
+        if not devs:
+            problems.append("%s: GPU state without a device" % name)
+            continue
+        d = devs[0]
+        held = {k: v for k, v in (d.get("reason_samples") or {}).items() if v}
+        tokens = sum(s.get("tokens") or 0 for s in r.get("steps") or [])
+        ept = g["energy_j"] / tokens if g.get("energy_j") is not None and tokens else None
+        shown.append("%s: SM %s/%s/%s MHz (min/median/max), %s-%s C, %s-%s W, reasons %s, "
+                     "energy %s J/token%s, MFU %s%s" % (
+                         name, d.get("sm_clock_min_mhz"), d.get("sm_clock_median_mhz"),
+                         d.get("sm_clock_max_mhz"), d.get("temperature_min_c"),
+                         d.get("temperature_max_c"), d.get("power_min_w"), d.get("power_max_w"),
+                         held or "none", "%.3g" % ept if ept is not None else "n/a",
+                         "" if ept is not None else " (%s)" % g.get("energy_reason"),
+                         "%.3f" % g["mfu"] if g.get("mfu") is not None else "n/a",
+                         "" if g.get("mfu") is not None else " (%s)" % g.get("mfu_reason")))
+        if not d.get("sm_clock_median_mhz"):
+            problems.append("%s: no SM clock" % name)
+        if ept is None:
+            problems.append("%s: no energy per token: %s" % (name, g.get("energy_reason")))
+        if g.get("mfu") is None:
+            problems.append("%s: no MFU: %s" % (name, g.get("mfu_reason")))
+    med = {}
+    for side, rs in (("on", on), ("off", off)):
+        v = []
+        for _, _, r in rs:
+            w = sorted(s["wall_ns"] for s in r.get("steps") or [] if s.get("wall_ns"))
+            if w:
+                v.append(statistics.median(w) / 1e6)
+        med[side] = statistics.median(v) if v else None
+    cost = "no step times"
+    if med["on"] and med["off"]:
+        cost = "median step with sampling %.3f ms, without %.3f ms (x%.3f; %d v %d runs, no " \
+               "bound)" % (med["on"], med["off"], med["on"] / med["off"], len(on), len(off))
+    figure = "; ".join([cost] + shown)
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
+    out(True, figure)
+
+
 def cmd_profiler(a):
     """A canary run with torch.profiler: it finished, and either canary-gate holds CUPTI (GPU
     metrics with kernels; the profiler then records no GPU events) or the profiler does and the
@@ -1292,6 +1363,10 @@ def main(argv):
     s.add_argument("--steps", type=int, required=True)
     s.add_argument("--gpu", choices=["any", "required"], default="any")
     s.add_argument("--steps-from", choices=["nvtx", "optimizer"])
+    s = sub.add_parser("gpu-state")
+    s.add_argument("--on", nargs="+", required=True)
+    s.add_argument("--off", nargs="+", required=True)
+    s.add_argument("--cpu", action="store_true")
     s = sub.add_parser("profiler")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)
@@ -1347,7 +1422,7 @@ def main(argv):
                 "artifact": cmd_artifact, "artifact-contract": cmd_artifact_contract,
                 "verdict": cmd_verdict, "measured": cmd_measured,
                 "cupti-copies": cmd_cupti_copies, "device-memory": cmd_device_memory,
-                "profiler": cmd_profiler, "overhead": cmd_overhead,
+                "profiler": cmd_profiler, "gpu-state": cmd_gpu_state, "overhead": cmd_overhead,
                 "overhead-parts": cmd_overhead_parts, "overhead-bound": cmd_overhead_bound,
                 "anatomy-trace": cmd_anatomy_trace, "places": cmd_places, "graphs": cmd_graphs,
                 "two-procs": cmd_two_procs, "diagnosis": cmd_diagnosis,

@@ -322,6 +322,38 @@ def main():
          ["profiler", artifact("p6", runs=1, steps=10, kernels=False), "--rc", 0, "--steps", 10],
          "FAIL", "no kernel op")
 
+    # the GPU's own state: NVML readings with sampling on, the reason with it off, the cost
+    def gs_art(name, step_ms, state):
+        art = {"runs": [{"steps": [{"wall_ns": int(step_ms * 1e6 * (1 + 0.001 * i)),
+                                    "tokens": 4096} for i in range(20)],
+                         "gpu_state": state}]}
+        return write(os.path.join(TMP, name), json.dumps(art))
+    dev = {"index": 0, "sm_clock_min_mhz": 1755, "sm_clock_median_mhz": 1980,
+           "sm_clock_max_mhz": 1980, "temperature_min_c": 40, "temperature_max_c": 55,
+           "power_min_w": 300, "power_max_w": 420, "reason_samples": {"sw_power_cap": 3}}
+    good_on = {"available": True, "devices": [dev], "energy_j": 40.96, "mfu": 0.41}
+    off_state = {"available": False, "reason": "NVML sampling off (CANARY_GATE_NVML=0)"}
+    ons = [gs_art("gs-on-%d.json" % k, 10.0, good_on) for k in (1, 2, 3)]
+    offs = [gs_art("gs-off-%d.json" % k, 9.9, off_state) for k in (1, 2, 3)]
+    case("gpu state: readings and the sampling's cost",
+         ["gpu-state", "--on"] + ons + ["--off"] + offs, "PASS",
+         "SM 1755/1980/1980 MHz", "energy 0.0005 J/token", "MFU 0.410",
+         "reasons {'sw_power_cap': 3}", "median step with sampling 10.0", "x1.010")
+    no_mfu = dict(good_on, mfu=None, mfu_reason="not available: give --flops-per-token")
+    case("gpu state: no MFU",
+         ["gpu-state", "--on", gs_art("gs-nomfu.json", 10.0, no_mfu), "--off"] + offs, "FAIL",
+         "no MFU: not available: give --flops-per-token")
+    case("gpu state: sampling not turned off",
+         ["gpu-state", "--on"] + ons + ["--off", gs_art("gs-off-bad.json", 10.0, good_on)],
+         "FAIL", "sampling off, but gpu_state available")
+    none = {"available": False, "reason": "NVML unavailable: cannot open libnvidia-ml.so.1"}
+    case("gpu state: no NVML on a GPU run",
+         ["gpu-state", "--on", gs_art("gs-none.json", 10.0, none), "--off"] + offs, "FAIL",
+         "no GPU state: NVML unavailable")
+    case("gpu state: no NVML on the CPU is said",
+         ["gpu-state", "--on", gs_art("gs-none2.json", 10.0, none), "--off"] + offs + ["--cpu"],
+         "PASS", "NVML unavailable: cannot open")
+
     # libcupti copies
     one = write(os.path.join(TMP, "one.txt"), "header\nlibcupti_files=1 /a/libcupti.so.13\n")
     two = write(os.path.join(TMP, "two.txt"),

@@ -626,6 +626,11 @@ void cg_nvml_run_begin(struct cg_nvml_run *nr)
     memset(nr, 0, sizeof(*nr));
     struct cg_err err;
     cg_err_init(&err);
+    const char *off = getenv(CG_NVML_ENV_OFF);
+    if (off != NULL && strcmp(off, "0") == 0) {
+        snprintf(nr->reason, sizeof(nr->reason), "NVML sampling off (" CG_NVML_ENV_OFF "=0)");
+        return;
+    }
     if (cg_nvml_open(&nr->nvml, nr->reason, sizeof(nr->reason)) != 0)
         return;
     if (cg_nvml_sampler_start(nr->nvml, CG_NVML_INTERVAL_MS, &nr->sampler, &err) != 0) {

@@ -26,6 +26,9 @@
 #include <stdint.h>
 
 #define CG_NVML_ENV_LIB "CANARY_GATE_NVML_LIB" /* tests only: the library to open */
+/* "0" leaves NVML closed for the run (its figures unavailable with that reason): the sampling's
+ * own cost measured against it (ci/gpu-check's gpu-state group). */
+#define CG_NVML_ENV_OFF "CANARY_GATE_NVML"
 #define CG_NVML_SONAME "libnvidia-ml.so.1"
 #define CG_NVML_INTERVAL_MS 200               /* between samples: 5 a second */
 #define CG_NVML_MAX_SAMPLES 1000000           /* per device per run (about 55 h at 5/s) */

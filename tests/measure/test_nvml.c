@@ -329,6 +329,14 @@ static void test_nvml__a_run_records_the_gpu_state(void **state)
     assert_true(fabs(a.env.gpu_env.power_limit_w - 700.0) < 1e-9);
     cg_artifact_release(&a);
 
+    /* turned off: no NVML opened, the reason says so */
+    setenv(CG_NVML_ENV_OFF, "0", 1);
+    run_gate(STANDIN, "nvml-off.json", &a);
+    unsetenv(CG_NVML_ENV_OFF);
+    assert_string_equal(a.runs[0].gpu.reason, "NVML sampling off (CANARY_GATE_NVML=0)");
+    assert_true(isnan(a.runs[0].gpu.energy_j));
+    cg_artifact_release(&a);
+
     run_gate("/nonexistent/libnvidia-ml.so.1", "nvml-none.json", &a);
     r = &a.runs[0];
     assert_true(r->gpu.recorded);
