@@ -70,6 +70,12 @@ int cg_report_kernel_choices(const struct cg_verdict *v, bool markdown, struct c
  * else as it is (cut to n bytes); escape it for the output. */
 void cg_report_short_commit(const char *commit, char *dst, size_t n);
 
+/* What to do when GPU metrics are unavailable because another tool holds CUPTI or the GPU's
+ * profiling hardware, from the recorded reason (the holder CUPTI names, or its error): Nsight,
+ * torch.profiler (kineto), DCGM profiling, or another CUPTI client; NULL for any other reason. A
+ * fixed sentence: nothing from the reason is copied into it. */
+const char *cg_report_gpu_advice(const char *reason);
+
 /* A count per step: "3", "2.5", "0" (bytes rows the same, in bytes). */
 void cg_report_count_value(double v, char *dst, size_t n);
 

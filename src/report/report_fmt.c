@@ -532,3 +532,42 @@ void cg_report_change_text(const struct cg_metric_result *r, char *dst, size_t n
     }
     snprintf(dst, n, "%s (%s)%s", d, interval, medians);
 }
+
+/* Whether s holds word, ASCII case ignored. */
+static bool holds_nocase(const char *s, const char *word)
+{
+    size_t n = strlen(word);
+    for (; *s != '\0'; s++) {
+        size_t i = 0;
+        while (i < n && s[i] != '\0' &&
+               tolower((unsigned char)s[i]) == tolower((unsigned char)word[i]))
+            i++;
+        if (i == n)
+            return true;
+    }
+    return false;
+}
+
+const char *cg_report_gpu_advice(const char *reason)
+{
+    if (reason == NULL)
+        return NULL;
+    bool slot = strstr(reason, "subscriber slot") != NULL;
+    if (holds_nocase(reason, "dcgm") || strstr(reason, "CUPTI_ERROR_HARDWARE_BUSY") != NULL)
+        return "DCGM profiling (dcgm-exporter's profiling metrics) or another tool holds the "
+               "GPU's profiling hardware: pause it for the gated runs ('dcgmi profile --pause', "
+               "then 'dcgmi profile --resume')";
+    if (slot && (holds_nocase(reason, "nsys") || holds_nocase(reason, "nsight")))
+        return "Nsight is tracing the canary: run the gate outside the capture (or end the "
+               "session: 'nsys shutdown')";
+    if (slot && (holds_nocase(reason, "kineto") || holds_nocase(reason, "torch")))
+        return "torch.profiler is on in the canary: gate the steps without it (profile in "
+               "another run)";
+    if (slot)
+        return "another CUPTI client is attached to the canary: run it without that tool for "
+               "the gated runs";
+    if (strstr(reason, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES") != NULL)
+        return "the driver restricts profiling to administrators: allow it "
+               "('NVreg_RestrictProfilingToAdminUsers=0') or run the canary with the rights";
+    return NULL;
+}

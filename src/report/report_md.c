@@ -148,7 +148,11 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
                             nogpu == cur ? "this run" : "the baseline");
         rc |= cg_md_escape(b, nogpu->gpu_reason != NULL ? nogpu->gpu_reason : "no reason recorded",
                            300);
-        rc |= cg_buf_adds(b, ". Step times and host memory are still measured.\n\n");
+        rc |= cg_buf_adds(b, ". Step times and host memory are still measured.");
+        const char *advice = cg_report_gpu_advice(nogpu->gpu_reason);
+        if (advice != NULL)
+            rc |= cg_buf_printf(b, " **To measure the GPU:** %s.", advice);
+        rc |= cg_buf_adds(b, "\n\n");
     }
     if (v->accepted != NULL) {
         const struct cg_history_entry *a = v->accepted;

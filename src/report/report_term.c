@@ -209,6 +209,9 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
         rc |= cg_buf_printf(out, "note: GPU metrics unavailable on %s: ",
                             nogpu == v->current ? "this run" : "the baseline");
         rc |= cg_term_escape(out, nogpu->gpu_reason ? nogpu->gpu_reason : "no reason recorded", 300);
+        const char *advice = cg_report_gpu_advice(nogpu->gpu_reason);
+        if (advice != NULL)
+            rc |= cg_buf_printf(out, "; to measure the GPU: %s", advice);
         rc |= cg_buf_adds(out, "\n");
     }
     char stopped_cur[160], stopped_base[160];

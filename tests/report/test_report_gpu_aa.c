@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "report.h"
 #include "report_gpu_aa.h"
 
 #include <math.h>
@@ -90,11 +91,38 @@ static void test_report_gpu_aa__held_shared_and_unmeasured(void **state)
     cg_artifact_release(&a);
 }
 
+/* GPU metrics held by another tool: the reports say which and how to pause it; any other reason
+ * gets no advice. */
+static void test_report_gpu_aa__advice_names_the_tool_holding_the_gpu(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *reason, *says;
+    } cases[] = {
+        {"another profiler holds the CUPTI subscriber slot: NVIDIA Nsight Systems", "nsys shutdown"},
+        {"another profiler holds the CUPTI subscriber slot: kineto", "torch.profiler is on"},
+        {"another profiler holds the CUPTI subscriber slot: unknown tool",
+         "another CUPTI client"},
+        {"CUPTI cannot start: CUPTI_ERROR_HARDWARE_BUSY", "dcgmi profile --pause"},
+        {"another profiler holds the CUPTI subscriber slot: dcgm-exporter", "dcgmi profile --pause"},
+        {"CUPTI cannot start: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+         "NVreg_RestrictProfilingToAdminUsers=0"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *a = cg_report_gpu_advice(cases[i].reason);
+        if (a == NULL || strstr(a, cases[i].says) == NULL)
+            fail_msg("'%s': %s", cases[i].reason, a != NULL ? a : "(none)");
+    }
+    assert_null(cg_report_gpu_advice("the canary never initialised CUDA"));
+    assert_null(cg_report_gpu_advice(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_gpu_aa__steady_floating_and_locked_clocks),
         cmocka_unit_test(test_report_gpu_aa__held_shared_and_unmeasured),
+        cmocka_unit_test(test_report_gpu_aa__advice_names_the_tool_holding_the_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
