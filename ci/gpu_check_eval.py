@@ -529,6 +529,7 @@ def cmd_gpu_state(a):
                 out.append((p, art, r))
         return out
     on, off = runs_of(a.on), runs_of(a.off)
+    torch = runs_of([a.torch]) if a.torch else []
     problems, shown = [], []
     if not on or not off:
         raise Fail("runs with sampling on %d, off %d: both needed" % (len(on), len(off)))
@@ -537,7 +538,7 @@ def cmd_gpu_state(a):
         if g.get("available") or "CANARY_GATE_NVML=0" not in (g.get("reason") or ""):
             problems.append("%s: sampling off, but gpu_state %s" % (
                 os.path.basename(p), g.get("reason") or "available"))
-    for p, art, r in on:
+    for p, art, r in torch + on:  # the PyTorch canary's first: the figure is cut at its end
         g = r.get("gpu_state") or {}
         name = os.path.basename(p)
         if not g.get("available"):
@@ -1366,6 +1367,7 @@ def main(argv):
     s = sub.add_parser("gpu-state")
     s.add_argument("--on", nargs="+", required=True)
     s.add_argument("--off", nargs="+", required=True)
+    s.add_argument("--torch", help="a run of the PyTorch canary with sampling (its readings)")
     s.add_argument("--cpu", action="store_true")
     s = sub.add_parser("profiler")
     s.add_argument("file")

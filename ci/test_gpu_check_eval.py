@@ -339,6 +339,10 @@ def main():
          ["gpu-state", "--on"] + ons + ["--off"] + offs, "PASS",
          "SM 1755/1980/1980 MHz", "energy 0.0005 J/token", "MFU 0.410",
          "reasons {'sw_power_cap': 3}", "median step with sampling 10.0", "x1.010")
+    case("gpu state: the PyTorch canary's readings beside",
+         ["gpu-state", "--on"] + ons + ["--off"] + offs + ["--torch",
+                                                          gs_art("gs-torch.json", 20.0, good_on)],
+         "PASS", "gs-torch.json: SM 1755/1980/1980 MHz")
     no_mfu = dict(good_on, mfu=None, mfu_reason="not available: give --flops-per-token")
     case("gpu state: no MFU",
          ["gpu-state", "--on", gs_art("gs-nomfu.json", 10.0, no_mfu), "--off"] + offs, "FAIL",
