@@ -1,6 +1,7 @@
 /* fsutil: bounded file reads and atomic file writes (see fsutil.h). */
 #include "fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -228,4 +229,29 @@ char *cg_self_dir(void)
         return NULL;
     *slash = '\0';
     return strdup(path[0] ? path : "/");
+}
+
+void cg_remove_tree(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        char path[PATH_MAX];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            int k = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            if (k <= 0 || (size_t)k >= sizeof(path))
+                continue;
+            struct stat st;
+            if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                if (depth > 0)
+                    cg_remove_tree(path, depth - 1);
+            } else {
+                unlink(path);
+            }
+        }
+        closedir(d);
+    }
+    rmdir(dir);
 }

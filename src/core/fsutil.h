@@ -38,6 +38,11 @@ int cg_file_try_temp(const char *path, char *tmp, size_t n, const char **why);
 /* "a FIFO", "a directory", "a character device", ... for a st_mode. */
 const char *cg_file_type_name(unsigned mode);
 
+/* Removes dir's files, and with depth > 0 its folders with what they hold to that depth
+ * (depth 0: files only; a folder deeper stays, and so then does dir), then dir itself; nothing
+ * behind a link is followed. Best effort: says nothing. */
+void cg_remove_tree(const char *dir, int depth);
+
 /* Returns the directory of the running executable (malloc'ed, caller frees), or NULL. */
 char *cg_self_dir(void);
 

@@ -151,25 +151,6 @@ static bool on_progress(void *ctx, double elapsed_s)
     return false;
 }
 
-/* Removes the files of a directory (one level) and the directory. */
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        char path[PATH_MAX];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            int k = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-            if (k > 0 && (size_t)k < sizeof(path))
-                unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* The environment, settings and GPU status of the artifact (before the first run). */
 static int fill_header(struct cg_artifact *a, const struct cg_collector *col, struct cg_err *err)
 {
@@ -637,7 +618,7 @@ void cg_collector_free(struct cg_collector *col)
     if (col == NULL)
         return;
     if (col->have_tmp)
-        remove_dir(col->tmp);
+        cg_remove_tree(col->tmp, 0);
     free_argv(col->builtin);
     for (size_t i = 0; i < col->n_warned; i++)
         free(col->warned[i]);
@@ -1070,7 +1051,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     cg_nvml_sampler_free(gpu_state.sampler); /* a failed run's: nothing recorded */
     cg_nvml_close(gpu_state.nvml);
     cg_shard_free_all(sh, n);
-    remove_dir(shard_dir);
+    cg_remove_tree(shard_dir, 0);
     return rc;
 }
 

@@ -3,6 +3,8 @@
  */
 #include "stale.h"
 
+#include "fsutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -99,32 +101,6 @@ static bool owner_gone(const char *dir, const char *host)
     return now != 0 && start != 0 && now != start; /* the pid was reused */
 }
 
-/* Removes dir's files, its folders' files, its folders, then dir (nothing follows a link). */
-static void remove_tree(const char *dir, int depth)
-{
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        char path[PATH_MAX];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            int k = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-            if (k <= 0 || (size_t)k >= sizeof(path))
-                continue;
-            struct stat st;
-            if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-                if (depth > 0)
-                    remove_tree(path, depth - 1);
-            } else {
-                unlink(path);
-            }
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 size_t cg_stale_clean(const char *root, char *first, size_t cap)
 {
     if (first != NULL && cap > 0)
@@ -146,7 +122,7 @@ size_t cg_stale_clean(const char *root, char *first, size_t cap)
         if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
             !owner_gone(path, host))
             continue;
-        remove_tree(path, 2);
+        cg_remove_tree(path, 2);
         if (access(path, F_OK) != 0 && errno == ENOENT) {
             if (removed++ == 0 && first != NULL && cap > 0)
                 snprintf(first, cap, "%s", path);

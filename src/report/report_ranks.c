@@ -114,8 +114,9 @@ static void pair_text(const double v[2], const char *arrow, char *t, size_t cap)
         snprintf(t, cap, "%s %s %s", b, arrow, c);
 }
 
-int cg_report_ranks_markdown(const struct cg_artifact *baseline,
-                             const struct cg_artifact *current, struct cg_buf *out)
+/* The section in markdown (md) or for the terminal. */
+static int ranks_text(const struct cg_artifact *baseline, const struct cg_artifact *current,
+                      bool md, struct cg_buf *out)
 {
     struct cg_rank_row *rows;
     size_t n;
@@ -123,51 +124,43 @@ int cg_report_ranks_markdown(const struct cg_artifact *baseline,
         return CG_ENOMEM;
     if (n == 0)
         return 0;
-    int rc = cg_buf_adds(out, "\n### Ranks\n\nPer rank, the median over runs of its median step, "
-                              "of its communication no compute overlapped per step, and of its "
-                              "compute per step (baseline &rarr; current): communication grown "
-                              "on every rank with compute unchanged points to the collectives, "
-                              "compute grown to the work, one rank's to a straggler.\n\n"
-                              "| Rank | Node | Step | Exposed communication | Compute |\n"
-                              "|---:|---|---:|---:|---:|\n");
+    int rc = cg_buf_adds(out, md ? "\n### Ranks\n\nPer rank, the median over runs of its median "
+                                   "step, of its communication no compute overlapped per step, "
+                                   "and of its compute per step (baseline &rarr; current): "
+                                   "communication grown on every rank with compute unchanged "
+                                   "points to the collectives, compute grown to the work, one "
+                                   "rank's to a straggler.\n\n"
+                                   "| Rank | Node | Step | Exposed communication | Compute |\n"
+                                   "|---:|---|---:|---:|---:|\n"
+                                 : "\nranks (median over runs, baseline -> current): step; "
+                                   "exposed communication per step; compute per step\n");
+    const char *arrow = md ? "&rarr;" : "->";
     for (size_t i = 0; i < n && i < CG_REPORT_RANK_ROWS && rc == 0; i++) {
         char step[96], comm[96], comp[96];
-        pair_text(rows[i].step_ns, "&rarr;", step, sizeof(step));
-        pair_text(rows[i].comm_ns, "&rarr;", comm, sizeof(comm));
-        pair_text(rows[i].compute_ns, "&rarr;", comp, sizeof(comp));
-        rc |= cg_buf_printf(out, "| %lld | ", (long long)rows[i].rank);
-        rc |= cg_md_escape(out, rows[i].node != NULL ? rows[i].node : "", 64);
-        rc |= cg_buf_printf(out, " | %s | %s | %s |\n", step, comm, comp);
+        const char *node = rows[i].node != NULL ? rows[i].node : "";
+        pair_text(rows[i].step_ns, arrow, step, sizeof(step));
+        pair_text(rows[i].comm_ns, arrow, comm, sizeof(comm));
+        pair_text(rows[i].compute_ns, arrow, comp, sizeof(comp));
+        rc |= cg_buf_printf(out, md ? "| %lld | " : "  rank %lld on ", (long long)rows[i].rank);
+        rc |= md ? cg_md_escape(out, node, 64) : cg_term_escape(out, node, 64);
+        rc |= cg_buf_printf(out, md ? " | %s | %s | %s |\n" : ": %s; %s; %s\n", step, comm, comp);
     }
     if (n > CG_REPORT_RANK_ROWS && rc == 0)
-        rc |= cg_buf_printf(out, "\n%zu more ranks in the artifacts (`runs[].ranks`).\n",
+        rc |= cg_buf_printf(out, md ? "\n%zu more ranks in the artifacts (`runs[].ranks`).\n"
+                                    : "  %zu more ranks in the artifacts\n",
                             n - CG_REPORT_RANK_ROWS);
     free(rows);
     return rc;
 }
 
+int cg_report_ranks_markdown(const struct cg_artifact *baseline,
+                             const struct cg_artifact *current, struct cg_buf *out)
+{
+    return ranks_text(baseline, current, true, out);
+}
+
 int cg_report_ranks_term(const struct cg_artifact *baseline, const struct cg_artifact *current,
                          struct cg_buf *out)
 {
-    struct cg_rank_row *rows;
-    size_t n;
-    if (cg_report_rank_rows(baseline, current, &rows, &n) != 0)
-        return CG_ENOMEM;
-    if (n == 0)
-        return 0;
-    int rc = cg_buf_adds(out, "\nranks (median over runs, baseline -> current): step; exposed "
-                              "communication per step; compute per step\n");
-    for (size_t i = 0; i < n && i < CG_REPORT_RANK_ROWS && rc == 0; i++) {
-        char step[96], comm[96], comp[96];
-        pair_text(rows[i].step_ns, "->", step, sizeof(step));
-        pair_text(rows[i].comm_ns, "->", comm, sizeof(comm));
-        pair_text(rows[i].compute_ns, "->", comp, sizeof(comp));
-        rc |= cg_buf_printf(out, "  rank %lld on ", (long long)rows[i].rank);
-        rc |= cg_term_escape(out, rows[i].node != NULL ? rows[i].node : "", 64);
-        rc |= cg_buf_printf(out, ": %s; %s; %s\n", step, comm, comp);
-    }
-    if (n > CG_REPORT_RANK_ROWS && rc == 0)
-        rc |= cg_buf_printf(out, "  %zu more ranks in the artifacts\n", n - CG_REPORT_RANK_ROWS);
-    free(rows);
-    return rc;
+    return ranks_text(baseline, current, false, out);
 }

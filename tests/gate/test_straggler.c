@@ -23,6 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The run's merged steps from its 4 ranks: each step the slowest rank's (tokens: 1024, or -1). */
+static void merge_steps(struct cg_run *run, int64_t tokens)
+{
+    for (int s = 0; s < 30; s++) {
+        int64_t m = 0;
+        for (int r = 0; r < 4; r++)
+            m = run->ranks[r].step_ns[s] > m ? run->ranks[r].step_ns[s] : m;
+        assert_int_equal(cg_run_add_step(run, m, tokens, -1), 0);
+    }
+}
+
 /* One run of 4 ranks (2 per node, n1 and n2) of 30 steps of 10 ms; rank slow (if >= 0) takes
  * extra_pct more in every step but those in fast_steps. */
 static void add_run(struct cg_artifact *a, int slow, double extra_pct, int fast_steps)
@@ -48,12 +59,7 @@ static void add_run(struct cg_artifact *a, int slow, double extra_pct, int fast_
                                 : base;
         }
     }
-    for (int s = 0; s < 30; s++) {
-        int64_t m = 0;
-        for (int r = 0; r < 4; r++)
-            m = run->ranks[r].step_ns[s] > m ? run->ranks[r].step_ns[s] : m;
-        assert_int_equal(cg_run_add_step(run, m, -1, -1), 0);
-    }
+    merge_steps(run, -1);
 }
 
 static void test_straggler__consistent_laggard_is_named_with_figures(void **state)
@@ -182,12 +188,7 @@ static void add_world_run(struct cg_artifact *a, const char *const nodes[4],
             k->step_ns[s] = (int64_t)(ms * 1e6 * (1.0 + 0.002 * (double)((seed + (uint64_t)s * 7
                                                                            + (uint64_t)r) % 5)));
     }
-    for (int s = 0; s < 30; s++) {
-        int64_t m = 0;
-        for (int r = 0; r < 4; r++)
-            m = run->ranks[r].step_ns[s] > m ? run->ranks[r].step_ns[s] : m;
-        assert_int_equal(cg_run_add_step(run, m, 1024, -1), 0);
-    }
+    merge_steps(run, 1024);
     cg_run_summarize(run);
 }
 
@@ -282,12 +283,7 @@ static void add_spread_run(struct cg_artifact *a, double slow_pct, double noise_
             k->step_ns[s] = (int64_t)(10e6 * f);
         }
     }
-    for (int s = 0; s < 30; s++) {
-        int64_t m = 0;
-        for (int r = 0; r < 4; r++)
-            m = run->ranks[r].step_ns[s] > m ? run->ranks[r].step_ns[s] : m;
-        assert_int_equal(cg_run_add_step(run, m, 1024, -1), 0);
-    }
+    merge_steps(run, 1024);
     cg_run_summarize(run);
 }
 
