@@ -93,11 +93,13 @@ static double rank_spread_share(const struct cg_run *r)
     if (t == NULL)
         return NAN;
     double wall = 0.0, spread = 0.0;
+    size_t mid = (r->n_ranks - 1) / 2; /* the median rank (the lower middle of an even count) */
     for (size_t i = 0; i < r->n_steps; i++) {
         for (size_t k = 0; k < r->n_ranks; k++)
             t[k] = r->ranks[k].step_ns[i];
         qsort(t, r->n_ranks, sizeof(*t), cmp_i64);
-        spread += (double)(t[r->n_ranks - 1] - t[(r->n_ranks - 1) / 2]);
+        int64_t over = t[r->n_ranks - 1] - t[mid];
+        spread += (double)over;
         wall += (double)r->steps[i].wall_ns;
     }
     free(t);

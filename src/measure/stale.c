@@ -89,10 +89,23 @@ static bool owner_gone(const char *dir, const char *host)
     if (got <= 0)
         return false;
     text[got] = '\0';
-    long pid = 0;
-    unsigned long long start = 0;
-    if (sscanf(text, "pid %ld\nstart %llu\nhost %255s", &pid, &start, their_host) != 3 || pid <= 0)
+    /* "pid P\nstart S\nhost H\n", as cg_stale_mark writes it */
+    char *p = text, *end;
+    if (strncmp(p, "pid ", 4) != 0)
         return false;
+    long pid = strtol(p + 4, &end, 10);
+    if (end == p + 4 || strncmp(end, "\nstart ", 7) != 0 || pid <= 0)
+        return false;
+    p = end + 7;
+    unsigned long long start = strtoull(p, &end, 10);
+    if (end == p || strncmp(end, "\nhost ", 6) != 0)
+        return false;
+    p = end + 6;
+    size_t len = strcspn(p, "\n");
+    if (len == 0 || len >= sizeof(their_host))
+        return false;
+    memcpy(their_host, p, len);
+    their_host[len] = '\0';
     if (strcmp(their_host, host) != 0)
         return false; /* another host's: its pids are not ours to look at */
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
