@@ -62,13 +62,18 @@ int cg_stale_mark(const char *dir, struct cg_err *err)
     if (n < 0 || (size_t)n >= sizeof(path))
         return cg_err_set(err, CG_EIO, "the path of '%s/" CG_STALE_OWNER "' is too long", dir);
     host_name(host);
-    FILE *f = fopen(path, "wx");
-    if (f == NULL)
-        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+    char text[64 + HOST_MAX];
     long pid = (long)getpid();
-    int bad = fprintf(f, "pid %ld\nstart %llu\nhost %s\n", pid, start_time(pid), host) < 0;
-    if (fclose(f) != 0 || bad)
+    int len = snprintf(text, sizeof(text), "pid %ld\nstart %llu\nhost %s\n", pid,
+                       start_time(pid), host);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    if (fd < 0)
         return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+    bool bad = len <= 0 || (size_t)len >= sizeof(text) || write(fd, text, (size_t)len) != len;
+    int saved = errno;
+    if (close(fd) != 0 || bad)
+        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path,
+                          strerror(bad ? saved : errno));
     return 0;
 }
 
