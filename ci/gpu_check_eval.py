@@ -588,6 +588,49 @@ def cmd_gpu_state(a):
     out(True, figure)
 
 
+def cmd_overhead_toggle(a):
+    """The library's toggled work inside processes (CANARY_GATE_OVERHEAD_TOGGLE=K): each shard's
+    measured steps in blocks of K, on off off on; within every group of four blocks the pairs
+    (on 1st, off 2nd) and (on 4th, off 3rd), each the difference of the blocks' mean step times.
+    The cost is the mean difference over the pairs of every shard given, bounded from above at
+    95% (Student t), in ms and in percent of the off blocks' mean step. Fails when no pair was
+    made or, with --max-pct, when the bound exceeds it."""
+    diffs, offs, shown = [], [], []
+    for d in a.dirs:
+        for name, lines in stepped(read_shards(d)):
+            k = [int(f[1]) for f in lines if f[0] == "toggle" and len(f) > 1]
+            if not k:
+                raise Fail("%s: no toggle line (CANARY_GATE_OVERHEAD_TOGGLE not seen)" % name)
+            k = k[-1]
+            warm, done, steps = window(lines)
+            end = done if done is not None else max(steps) + 1 if steps else warm
+            blocks = {}
+            for i, (lo, hi) in steps.items():
+                if warm <= i < end:
+                    blocks.setdefault((i - warm) // k, []).append(hi - lo)
+            n = 0
+            for g in range(0, max(blocks) + 1 if blocks else 0, 4):
+                for on, off in ((g, g + 1), (g + 3, g + 2)):
+                    if len(blocks.get(on, [])) == k and len(blocks.get(off, [])) == k:
+                        m_on = statistics.mean(blocks[on])
+                        m_off = statistics.mean(blocks[off])
+                        diffs.append(m_on - m_off)
+                        offs.append(m_off)
+                        n += 1
+            shown.append("%s: %d pairs of %d-step blocks" % (name, n, k))
+    if len(diffs) < 2:
+        raise Fail("%d block pairs: too few for a bound | %s" % (len(diffs), "; ".join(shown)))
+    est, bound, df = upper_bound([(1.0, diffs)])
+    base = statistics.mean(offs)
+    figure = "toggled work (range times, places) costs %+.4f ms a step (%+.2f%%), 95%% upper " \
+             "bound %+.4f ms (%+.2f%%) over %d block pairs, off blocks %.3f ms a step; %s" % (
+                 est / 1e6, 100 * est / base, bound / 1e6, 100 * bound / base, len(diffs),
+                 base / 1e6, "; ".join(shown))
+    if a.max_pct is not None and 100 * bound / base > a.max_pct:
+        raise Fail("the bound exceeds %g%% | %s" % (a.max_pct, figure))
+    out(True, figure)
+
+
 def cmd_profiler(a):
     """A canary run with torch.profiler: it finished, and either canary-gate holds CUPTI (GPU
     metrics with kernels; the profiler then records no GPU events) or the profiler does and the
@@ -1364,6 +1407,9 @@ def main(argv):
     s.add_argument("--steps", type=int, required=True)
     s.add_argument("--gpu", choices=["any", "required"], default="any")
     s.add_argument("--steps-from", choices=["nvtx", "optimizer"])
+    s = sub.add_parser("overhead-toggle")
+    s.add_argument("dirs", nargs="+")
+    s.add_argument("--max-pct", type=float)
     s = sub.add_parser("gpu-state")
     s.add_argument("--on", nargs="+", required=True)
     s.add_argument("--off", nargs="+", required=True)
@@ -1424,7 +1470,8 @@ def main(argv):
                 "artifact": cmd_artifact, "artifact-contract": cmd_artifact_contract,
                 "verdict": cmd_verdict, "measured": cmd_measured,
                 "cupti-copies": cmd_cupti_copies, "device-memory": cmd_device_memory,
-                "profiler": cmd_profiler, "gpu-state": cmd_gpu_state, "overhead": cmd_overhead,
+                "profiler": cmd_profiler, "gpu-state": cmd_gpu_state,
+                "overhead-toggle": cmd_overhead_toggle, "overhead": cmd_overhead,
                 "overhead-parts": cmd_overhead_parts, "overhead-bound": cmd_overhead_bound,
                 "anatomy-trace": cmd_anatomy_trace, "places": cmd_places, "graphs": cmd_graphs,
                 "two-procs": cmd_two_procs, "diagnosis": cmd_diagnosis,

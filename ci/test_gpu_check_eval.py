@@ -358,6 +358,32 @@ def main():
          ["gpu-state", "--on", gs_art("gs-none2.json", 10.0, none), "--off"] + offs + ["--cpu"],
          "PASS", "NVML unavailable: cannot open")
 
+    # the library's toggled work inside one process: blocks of 2 steps, on off off on; steps of
+    # 10 ms on and 9.9 ms off (+0.1 ms, 1.0%), 16 measured steps = 2 groups = 4 pairs a shard
+    def toggled(name, on_ms, off_ms, k=2, toggle=True, measured=16):
+        lines = ["canary-gate-shard 1", "rank x", "warmup 1"] + (["toggle %d" % k] if toggle else [])
+        t = 0
+        for i in range(1 + measured):
+            m = i - 1
+            off = m >= 0 and (m // k) % 4 in (1, 2)
+            ms = (off_ms if off else on_ms) + 0.01 * (i % 3)
+            lines.append("s %d %d %d -1" % (i, t, t + int(ms * 1e6)))
+            t += int(ms * 1e6) + 1000
+        lines += ["done %d" % (1 + measured), "end"]
+        d = os.path.join(TMP, name)
+        write(os.path.join(d, "shard-rx-lx-p1.shard"), "\n".join(lines) + "\n")
+        return d
+    case("overhead toggle: the cost and its bound",
+         ["overhead-toggle", toggled("tg1", 10.0, 9.9), toggled("tg2", 10.0, 9.9)], "PASS",
+         "costs +0.1000 ms a step (+1.01%)", "over 8 block pairs", "4 pairs of 2-step blocks")
+    case("overhead toggle: over the limit",
+         ["overhead-toggle", toggled("tg3", 10.0, 9.0), "--max-pct", 5], "FAIL",
+         "the bound exceeds 5%")
+    case("overhead toggle: not toggled", ["overhead-toggle", toggled("tg4", 10, 10, toggle=False)],
+         "FAIL", "no toggle line")
+    case("overhead toggle: too few steps",
+         ["overhead-toggle", toggled("tg5", 10, 9.9, measured=3)], "FAIL", "too few for a bound")
+
     # libcupti copies
     one = write(os.path.join(TMP, "one.txt"), "header\nlibcupti_files=1 /a/libcupti.so.13\n")
     two = write(os.path.join(TMP, "two.txt"),

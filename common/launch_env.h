@@ -41,6 +41,12 @@
 #define CG_ENV_COMM_KERNELS "CANARY_GATE_COMM_KERNELS" /* user: communication kernels' name parts  \
                                                         */
 #define CG_ENV_TRACE_MAX_EVENTS "CANARY_GATE_TRACE_MAX_EVENTS" /* user */
+/* user: K (1 to 100000), the library's cost measured inside one process: the measured steps go
+ * in blocks of K, on off off on (repeating); in an off block the library's optional work (timing
+ * the NVTX ranges other than the step's, placing API calls) is left undone. A diagnosis: range
+ * times and places then cover the on blocks only (docs/collector.md). */
+#define CG_ENV_OVERHEAD_TOGGLE "CANARY_GATE_OVERHEAD_TOGGLE"
+#define CG_TOGGLE_MAX_BLOCK 100000
 
 /* CANARY_GATE_COMM_KERNELS: comma-separated name parts, each 1 to CG_COMM_PART_MAX bytes of
  * printable ASCII but space and comma, at most CG_COMM_PARTS of them. The library checks it (a

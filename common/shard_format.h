@@ -60,6 +60,9 @@
 #define CG_SHARD_KEY_CUDA "cuda"     /* VERSION */
 #define CG_SHARD_KEY_DRIVER "driver" /* VERSION */
 #define CG_SHARD_KEY_WARNING "w"     /* MESSAGE */
+/* "toggle K": the library's optional work was toggled in blocks of K measured steps, on off off
+ * on (CANARY_GATE_OVERHEAD_TOGGLE); written once at the start */
+#define CG_SHARD_KEY_TOGGLE "toggle"
 #define CG_SHARD_KEY_DONE "done"     /* N */
 /* "ss NESTED OTHER_THREADS": ranges named as a step that were no step (nested in an open step,
  * or begun by a thread other than the first step's), totals so far (the last line counts) */

@@ -373,6 +373,8 @@ static void start_once(void)
     env_int(CG_ENV_BUFFER_MB, 8, 4096, &mb);
     g_config.buffer_cap_bytes = mb * 1024 * 1024;
     trace_config();
+    g_config.toggle_block = 0;
+    env_int(CG_ENV_OVERHEAD_TOGGLE, 1, CG_TOGGLE_MAX_BLOCK, &g_config.toggle_block);
 
     const char *rank = env_rank("RANK");
     const char *local = env_rank("LOCAL_RANK");
@@ -414,6 +416,11 @@ static void start_once(void)
     if (g_config.trace_first >= 0)
         cg_inject_append(CG_SHARD_KEY_TRACE_WINDOW " %lld %lld\n", (long long)g_config.trace_first,
                          (long long)g_config.trace_last);
+    if (g_config.toggle_block > 0)
+        cg_inject_append(CG_SHARD_KEY_TOGGLE " %lld\n" CG_SHARD_KEY_WARNING
+                         " overhead toggle: measured steps in blocks of %lld, on off off on: "
+                         "range times and places cover the on blocks only\n",
+                         (long long)g_config.toggle_block, (long long)g_config.toggle_block);
     cg_inject_unlock();
     pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
     cg_inject_atexit(at_exit);

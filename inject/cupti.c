@@ -350,7 +350,7 @@ static void CUPTIAPI subscriber_cb(void *userdata, CUpti_CallbackDomain domain,
             return;
         if (query_cbid(domain, cbid))
             cg_agg_place_note(&g_queries, d->correlationId, 1);
-        else
+        else if (!cg_nvtx_work_off()) /* the overhead toggle's off blocks place nothing */
             cg_agg_place_note(&g_corr, d->correlationId, cg_nvtx_place());
         return;
     }

@@ -52,6 +52,7 @@ struct cg_inject_config {
      * trace_max_events events in the shard, the rest counted. */
     int64_t trace_first, trace_last;
     int64_t trace_max_events;
+    int64_t toggle_block; /* CANARY_GATE_OVERHEAD_TOGGLE: measured steps a block, 0 none */
 };
 
 /* Starts the library once per process (reads the environment, creates the shard); safe to call
@@ -138,6 +139,9 @@ void cg_nvtx_write_counts(bool all);
 #define CG_PLACE_AFTER 0x80000000u
 #define CG_PLACE_OP 0x3fffffffu /* the op's index + 1 */
 uint32_t cg_nvtx_place(void);
+/* True while the latest step lies in an off block of CANARY_GATE_OVERHEAD_TOGGLE: the library's
+ * optional work (range times, places) is left undone. One load and a branch when unset. */
+bool cg_nvtx_work_off(void);
 /* The range name of a place ("<domain>:<name>" outside the default domain, as in its "o range"
  * line); NULL for 0 or an op the table does not hold. The string lives as long as the library. */
 const char *cg_nvtx_place_name(uint32_t place);

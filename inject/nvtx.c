@@ -417,6 +417,23 @@ static bool measured_step(int64_t step)
     return step >= g_warmup && step < g_measure_end;
 }
 
+static int64_t g_toggle_block; /* CANARY_GATE_OVERHEAD_TOGGLE, 0: none */
+
+/* Whether step lies in an off block of the overhead toggle (on off off on ...). */
+static bool toggled_off(int64_t step)
+{
+    if (g_toggle_block <= 0 || !measured_step(step))
+        return false;
+    int64_t b = ((step - g_warmup) / g_toggle_block) % 4;
+    return b == 1 || b == 2;
+}
+
+bool cg_nvtx_work_off(void)
+{
+    return g_toggle_block > 0 &&
+           toggled_off(atomic_load_explicit(&g_cur_step, memory_order_relaxed));
+}
+
 /* True for the steps whose ranges are counted: every step before the window's end (within the
  * step indices a shard holds). */
 static bool range_step(int64_t step)
@@ -554,7 +571,7 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
     } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0) {
         int64_t step = atomic_load_explicit(&g_cur_step, memory_order_acquire);
         range_count(step);
-        if (measured_step(step)) {
+        if (measured_step(step) && !(g_toggle_block > 0 && toggled_off(step))) {
             f->op = name_lookup(&g_ops, d, name);
             if (f->op >= 0)
                 f->start_ns = cg_inject_now_ns();
@@ -1109,6 +1126,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
     g_measure_end = cfg->measure_end;
     g_trace_first = cfg->trace_first;
     g_trace_last = cfg->trace_last;
+    g_toggle_block = cfg->toggle_block;
 
     NvtxFunctionTable t = NULL;
     unsigned int n = 0;

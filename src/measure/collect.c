@@ -48,7 +48,8 @@ static const char *const launcher_vars[] = {
     CG_ENV_STEP_OPTIMIZER,
 };
 static const char *const user_vars[] = {CG_ENV_CUPTI, CG_ENV_BUFFER_MB, CG_ENV_CUPTI_PATH,
-                                        CG_ENV_TRACE_MAX_EVENTS, CG_ENV_COMM_KERNELS};
+                                        CG_ENV_TRACE_MAX_EVENTS, CG_ENV_COMM_KERNELS,
+                                        CG_ENV_OVERHEAD_TOGGLE};
 
 /* Why the last run failed, for cg_collect_hint (carried as data, not read from the message). */
 enum collect_failure { FAILED_OTHER, FAILED_NO_STEP, FAILED_NOT_LOADED, FAILED_SHARD_WRITE };

@@ -959,6 +959,61 @@ static void test_inject_standin__the_window_end_synchronises_every_context(void 
     assert_null(cg_text_line(shard, "w CUPTI context callbacks unavailable"));
 }
 
+/* The sum of the DELTAs of shard lines "HEAD<DELTA> NAME" (NAME the line's last field). */
+static long long sum_lines(const char *shard, const char *head, const char *name)
+{
+    long long sum = 0;
+    size_t hn = strlen(head), nn = strlen(name);
+    for (const char *l = strstr(shard, head); l != NULL; l = strstr(l + 1, head)) {
+        if (l != shard && l[-1] != '\n')
+            continue;
+        char *end;
+        long long v = strtoll(l + hn, &end, 10);
+        /* "o range CALLS NS NAME" has the time before the name */
+        if (*end == ' ' && strncmp(head, "o range ", 8) == 0)
+            (void)strtoll(end + 1, &end, 10);
+        if (*end == ' ' && strncmp(end + 1, name, nn) == 0 && end[1 + nn] == '\n')
+            sum += v;
+    }
+    return sum;
+}
+
+/* CANARY_GATE_OVERHEAD_TOGGLE=1 with 4 measured steps: on off off on. The off steps' ranges are
+ * not timed and their calls not placed: the range ops and the places hold the two on steps'
+ * alone, the steps are all there, and the shard says so (a "toggle" line and a warning); without
+ * the variable, all four steps'. */
+static void test_inject_standin__overhead_toggle_leaves_the_off_blocks_work_undone(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *args[] = {"--cuda-init", "--standin-placed", "--steps", "6", "--step-ms", "2",
+                          NULL};
+    const char *on[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=4",
+                        "CANARY_GATE_OVERHEAD_TOGGLE=1", NULL};
+    assert_int_equal(run_standin(w, on, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    if (cg_text_line(shard, "toggle 1\n") == NULL ||
+        cg_text_line(shard, "w overhead toggle: measured steps in blocks of 1, on off off on") ==
+            NULL ||
+        cg_text_line(shard, "done 5\n") == NULL)
+        fail_msg("no toggle line, warning or 'done 5':\n%s", shard);
+    long long fw = sum_lines(shard, "o range ", "forward");
+    long long placed = sum_lines(shard, "np sync_stream in ", "forward");
+    if (fw != 2 || placed != 2)
+        fail_msg("forward timed %lld times, its synchronisation placed %lld (expected 2 and 2: "
+                 "the on steps'):\n%s",
+                 fw, placed, shard);
+    const char *off[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_STEPS=4", NULL};
+    assert_int_equal(run_standin(w, off, args, &p), 0);
+    shard = cg_canary_shard(w);
+    assert_null(cg_text_line(shard, "toggle "));
+    fw = sum_lines(shard, "o range ", "forward");
+    placed = sum_lines(shard, "np sync_stream in ", "forward");
+    if (fw != 4 || placed != 4)
+        fail_msg("without the toggle: forward %lld, placed %lld (expected 4 and 4):\n%s", fw,
+                 placed, shard);
+}
+
 /* CANARY_GATE_CUPTI_OFF: each part named is left off with a warning (its counts unknown), a
  * name that is no optional part is a warning and changes nothing, and the steps are complete. */
 static void test_inject_standin__parts_left_off_by_the_user(void **state)
@@ -1068,6 +1123,7 @@ int main(void)
         cmocka_unit_test(
             test_inject_standin__calls_of_a_thread_with_closed_ranges_placed_at_the_step_thread),
         cmocka_unit_test(test_inject_standin__parts_left_off_by_the_user),
+        cmocka_unit_test(test_inject_standin__overhead_toggle_leaves_the_off_blocks_work_undone),
         cmocka_unit_test(test_inject_standin__communication_kernels_named_by_the_user),
         cmocka_unit_test(test_inject_standin__a_step_boundary_never_waits_for_a_reduction),
         cmocka_unit_test(test_inject_standin__boundaries_queued_without_a_buffer_apply_in_order),
