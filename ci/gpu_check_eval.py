@@ -588,6 +588,21 @@ def cmd_gpu_state(a):
     out(True, figure)
 
 
+def toggle_pairs(durations, k):
+    """[(on block's mean, off block's mean)] of one process's measured steps {m: duration} in
+    blocks of k, on off off on: in every group of four blocks, (1st, 2nd) and (4th, 3rd); a
+    block short of k steps makes no pair."""
+    blocks = {}
+    for m, t in durations.items():
+        blocks.setdefault(m // k, []).append(t)
+    pairs = []
+    for g in range(0, max(blocks) + 1 if blocks else 0, 4):
+        for on, off in ((g, g + 1), (g + 3, g + 2)):
+            if len(blocks.get(on, [])) == k and len(blocks.get(off, [])) == k:
+                pairs.append((statistics.mean(blocks[on]), statistics.mean(blocks[off])))
+    return pairs
+
+
 def cmd_overhead_toggle(a):
     """The library's toggled work inside processes (CANARY_GATE_OVERHEAD_TOGGLE=K): each shard's
     measured steps in blocks of K, on off off on; within every group of four blocks the pairs
@@ -601,23 +616,13 @@ def cmd_overhead_toggle(a):
             k = [int(f[1]) for f in lines if f[0] == "toggle" and len(f) > 1]
             if not k:
                 raise Fail("%s: no toggle line (CANARY_GATE_OVERHEAD_TOGGLE not seen)" % name)
-            k = k[-1]
             warm, done, steps = window(lines)
             end = done if done is not None else max(steps) + 1 if steps else warm
-            blocks = {}
-            for i, (lo, hi) in steps.items():
-                if warm <= i < end:
-                    blocks.setdefault((i - warm) // k, []).append(hi - lo)
-            n = 0
-            for g in range(0, max(blocks) + 1 if blocks else 0, 4):
-                for on, off in ((g, g + 1), (g + 3, g + 2)):
-                    if len(blocks.get(on, [])) == k and len(blocks.get(off, [])) == k:
-                        m_on = statistics.mean(blocks[on])
-                        m_off = statistics.mean(blocks[off])
-                        diffs.append(m_on - m_off)
-                        offs.append(m_off)
-                        n += 1
-            shown.append("%s: %d pairs of %d-step blocks" % (name, n, k))
+            durations = {i - warm: hi - lo for i, (lo, hi) in steps.items() if warm <= i < end}
+            pairs = toggle_pairs(durations, k[-1])
+            diffs += [on - off for on, off in pairs]
+            offs += [off for _, off in pairs]
+            shown.append("%s: %d pairs of %d-step blocks" % (name, len(pairs), k[-1]))
     if len(diffs) < 2:
         raise Fail("%d block pairs: too few for a bound | %s" % (len(diffs), "; ".join(shown)))
     est, bound, df = upper_bound([(1.0, diffs)])
