@@ -18,6 +18,7 @@ void cg_ranks_free(struct cg_rank *ranks, size_t n)
         free(ranks[i].node);
         free(ranks[i].step_ns);
         free(ranks[i].device_uuid);
+        free(ranks[i].gpu_model);
     }
     free(ranks);
 }
@@ -39,8 +40,10 @@ int cg_ranks_copy(struct cg_rank **dst, const struct cg_rank *src, size_t n)
         r[i] = src[i];
         r[i].node = dup_or_null(src[i].node);
         r[i].device_uuid = dup_or_null(src[i].device_uuid);
+        r[i].gpu_model = dup_or_null(src[i].gpu_model);
         r[i].step_ns = src[i].n_steps ? malloc(src[i].n_steps * sizeof(int64_t)) : NULL;
         if ((src[i].node && !r[i].node) || (src[i].device_uuid && !r[i].device_uuid) ||
+            (src[i].gpu_model && !r[i].gpu_model) ||
             (src[i].n_steps && !r[i].step_ns)) {
             cg_ranks_free(r, i + 1);
             return CG_ENOMEM;
@@ -200,6 +203,27 @@ int cg_ranks_shape(const struct cg_rank *ranks, size_t n, char *out, size_t cap)
             w = snprintf(out + used, cap - used, ", %zu", shape[j].ranks);
         used += w > 0 ? (size_t)w : 0;
     }
+    /* the distinct GPU models, sorted (a selection sort over the ranks: worlds are small) */
+    const char *last = NULL;
+    for (bool first = true;; first = false) {
+        const char *next = NULL;
+        for (size_t i = 0; i < n; i++) {
+            const char *m = ranks[i].gpu_model;
+            if (m != NULL && (last == NULL || strcmp(m, last) > 0) &&
+                (next == NULL || strcmp(m, next) < 0))
+                next = m;
+        }
+        if (next == NULL) {
+            if (!first && used < cap)
+                used += (size_t)snprintf(out + used, cap - used, ")");
+            break;
+        }
+        if (used < cap) {
+            w = snprintf(out + used, cap - used, "%s%s", first ? " (" : ", ", next);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        last = next;
+    }
     free(nodes);
     free(shape);
     return 0;
@@ -235,6 +259,8 @@ int cg_ranks_json(cJSON *run, const struct cg_rank *ranks, size_t n)
         cJSON_AddItemToObject(o, "peak_device_bytes", num_or_null(r->peak_device_bytes));
         cJSON_AddItemToObject(o, "device_uuid", r->device_uuid ? cJSON_CreateString(r->device_uuid)
                                                                : cJSON_CreateNull());
+        cJSON_AddItemToObject(o, "gpu_model", r->gpu_model ? cJSON_CreateString(r->gpu_model)
+                                                           : cJSON_CreateNull());
     }
     size_t k = cg_ranks_nodes(ranks, n, nodes);
     cJSON *narr = cJSON_AddArrayToObject(run, "nodes");
@@ -275,6 +301,7 @@ static int parse_one(const cJSON *o, size_t max_steps, struct cg_rank *r, const 
 {
     const cJSON *node = cJSON_GetObjectItemCaseSensitive(o, "node");
     const cJSON *uuid = cJSON_GetObjectItemCaseSensitive(o, "device_uuid");
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "gpu_model");
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(o, "step_ns");
     if (!cJSON_IsObject(o))
         return *what = "must be an object", CG_EINPUT;
@@ -290,11 +317,15 @@ static int parse_one(const cJSON *o, size_t max_steps, struct cg_rank *r, const 
     if (uuid != NULL && !cJSON_IsNull(uuid) &&
         (!cJSON_IsString(uuid) || uuid->valuestring == NULL || strlen(uuid->valuestring) > 63))
         return *what = "device_uuid: expected a UUID or null", CG_EINPUT;
+    if (model != NULL && !cJSON_IsNull(model) &&
+        (!cJSON_IsString(model) || model->valuestring == NULL || strlen(model->valuestring) > 255))
+        return *what = "gpu_model: expected a name or null", CG_EINPUT;
     if (!cJSON_IsArray(steps) || (size_t)cJSON_GetArraySize(steps) > max_steps)
         return *what = "step_ns: expected at most the run's steps", CG_EINPUT;
     const char *uuid_text = uuid != NULL && cJSON_IsString(uuid) ? uuid->valuestring : NULL;
     if ((r->node = strdup(node->valuestring)) == NULL ||
-        (uuid_text != NULL && (r->device_uuid = strdup(uuid_text)) == NULL))
+        (uuid_text != NULL && (r->device_uuid = strdup(uuid_text)) == NULL) ||
+        (cJSON_IsString(model) && (r->gpu_model = strdup(model->valuestring)) == NULL))
         return CG_ENOMEM;
     size_t ns = (size_t)cJSON_GetArraySize(steps);
     if (ns == 0)

@@ -29,6 +29,7 @@ struct cg_rank {
     int64_t busy_ns, compute_ns, comm_exposed_ns; /* totals, -1: not measured */
     int64_t peak_device_bytes;                    /* -1: not measured */
     char *device_uuid;                            /* NULL: unknown */
+    char *gpu_model;                              /* its process's GPU, NULL: unknown */
 };
 
 struct cg_node_figures {
@@ -60,8 +61,9 @@ size_t cg_ranks_nodes(const struct cg_rank *ranks, size_t n, struct cg_node_figu
 /* The node shape of n ranks into out (cap bytes): how many nodes, and on each how many ranks
  * and distinct devices (by UUID; left out when no rank named one), e.g. "2 nodes of 8 ranks and
  * 8 GPUs", or per node, largest first, when they differ: "3 nodes: 8 ranks and 8 GPUs, 8 and 8,
- * 4 and 4". "" when n is 0 (one process, no world). Two runs of the same machine and launch
- * line have the same text. Returns 0 or CG_ENOMEM. */
+ * 4 and 4"), then the ranks' GPU models where known, sorted, in parentheses ("... (NVIDIA
+ * H100 80GB HBM3)"). "" when n is 0 (one process, no world). Two runs of the same machine and
+ * launch line have the same text. Returns 0 or CG_ENOMEM. */
 int cg_ranks_shape(const struct cg_rank *ranks, size_t n, char *out, size_t cap);
 
 /* The median of a rank's step times (NAN when none). */

@@ -127,6 +127,7 @@ static void test_straggler__nodes_and_json_round_trip(void **state)
     for (int r = 0; r < 4; r++) {
         k[r].peak_device_bytes = 1000 * (r + 1);
         k[r].device_uuid = strdup(uuid[r]);
+        k[r].gpu_model = r == 0 ? NULL : strdup("NVIDIA H100 80GB HBM3");
         k[r].busy_ns = 5000 + r;
     }
     struct cg_node_figures nodes[4];
@@ -150,6 +151,8 @@ static void test_straggler__nodes_and_json_round_trip(void **state)
     assert_int_equal(n, 4);
     assert_string_equal(back[3].node, "n2");
     assert_string_equal(back[3].device_uuid, "GPU-c");
+    assert_string_equal(back[3].gpu_model, "NVIDIA H100 80GB HBM3");
+    assert_null(back[0].gpu_model); /* unknown, and an artifact without the field reads so */
     assert_int_equal(back[3].n_steps, 30);
     assert_int_equal(back[2].step_ns[5], k[2].step_ns[5]);
     assert_int_equal(back[1].compute_ns, -1);
@@ -218,6 +221,17 @@ static void test_straggler__node_shape_text(void **state)
     assert_string_equal(text, "1 node of 1 rank and 1 GPU");
     assert_int_equal(cg_ranks_shape(NULL, 0, text, sizeof(text)), 0);
     assert_string_equal(text, "");
+    /* the GPU models, sorted, distinct: another model on a node is another shape */
+    for (int r = 0; r < 4; r++)
+        a.runs[3].ranks[r].gpu_model = strdup(r < 2 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100");
+    assert_int_equal(cg_ranks_shape(a.runs[3].ranks, 4, text, sizeof(text)), 0);
+    assert_string_equal(text, "2 nodes of 2 ranks and 2 GPUs (NVIDIA A100, NVIDIA H100 80GB HBM3)");
+    for (int r = 2; r < 4; r++) {
+        free(a.runs[3].ranks[r].gpu_model);
+        a.runs[3].ranks[r].gpu_model = strdup("NVIDIA H100 80GB HBM3");
+    }
+    assert_int_equal(cg_ranks_shape(a.runs[3].ranks, 4, text, sizeof(text)), 0);
+    assert_string_equal(text, "2 nodes of 2 ranks and 2 GPUs (NVIDIA H100 80GB HBM3)");
     cg_artifact_release(&a);
 }
 

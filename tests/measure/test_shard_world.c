@@ -71,6 +71,40 @@ static void test_shard_world__a_complete_world_passes(void **state)
         cg_shard_release(&sh[i]);
 }
 
+/* Merged into a run, each rank keeps its node and its process's GPU model (the shard's first
+ * "device" line; none: unknown), which the node shape names. */
+static void test_shard_world__ranks_keep_their_node_and_gpu_model(void **state)
+{
+    (void)state;
+    struct cg_shard sh[4];
+    for (int i = 0; i < 4; i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "canary-gate-shard 1\npid %d\nhost vm\nslurm_procid %d\nslurm_nodeid %d\n"
+                 "slurm_ntasks 4\nslurm_node n%d\nwarmup 0\n%ss 0 100 200 -1\ns 1 200 300 -1\n",
+                 1000 + i, i, i / 2, i / 2 + 1, i < 3 ? "device 0 NVIDIA H100 80GB HBM3\n" : "");
+        struct cg_err err;
+        assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[i], &err), 0);
+    }
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    struct cg_shard_merge_opts o = {0, 2, -1};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_merge(sh, 4, &o, run, &err), 0);
+    assert_int_equal(run->n_ranks, 4);
+    assert_string_equal(run->ranks[0].gpu_model, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(run->ranks[2].node, "n2");
+    assert_null(run->ranks[3].gpu_model);
+    char shape[160];
+    assert_int_equal(cg_ranks_shape(run->ranks, run->n_ranks, shape, sizeof(shape)), 0);
+    assert_string_equal(shape, "2 nodes of 2 ranks (NVIDIA H100 80GB HBM3)");
+    cg_artifact_release(&a);
+    for (int i = 0; i < 4; i++)
+        cg_shard_release(&sh[i]);
+}
+
 static void test_shard_world__missing_ranks_are_named_with_their_node(void **state)
 {
     (void)state;
@@ -147,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shard_world__placement_lines_are_read),
         cmocka_unit_test(test_shard_world__a_complete_world_passes),
+        cmocka_unit_test(test_shard_world__ranks_keep_their_node_and_gpu_model),
         cmocka_unit_test(test_shard_world__missing_ranks_are_named_with_their_node),
         cmocka_unit_test(test_shard_world__duplicates_and_disagreements_fail),
         cmocka_unit_test(test_shard_world__shards_without_rank_or_steps_take_no_part),
