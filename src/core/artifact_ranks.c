@@ -215,7 +215,7 @@ int cg_ranks_shape(const struct cg_rank *ranks, size_t n, char *out, size_t cap)
         }
         if (next == NULL) {
             if (!first && used < cap)
-                used += (size_t)snprintf(out + used, cap - used, ")");
+                (void)snprintf(out + used, cap - used, ")");
             break;
         }
         if (used < cap) {
@@ -325,7 +325,8 @@ static int parse_one(const cJSON *o, size_t max_steps, struct cg_rank *r, const 
     const char *uuid_text = uuid != NULL && cJSON_IsString(uuid) ? uuid->valuestring : NULL;
     if ((r->node = strdup(node->valuestring)) == NULL ||
         (uuid_text != NULL && (r->device_uuid = strdup(uuid_text)) == NULL) ||
-        (cJSON_IsString(model) && (r->gpu_model = strdup(model->valuestring)) == NULL))
+        (model != NULL && cJSON_IsString(model) && model->valuestring != NULL &&
+         (r->gpu_model = strdup(model->valuestring)) == NULL))
         return CG_ENOMEM;
     size_t ns = (size_t)cJSON_GetArraySize(steps);
     if (ns == 0)
