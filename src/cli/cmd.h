@@ -70,6 +70,10 @@ int cg_cmd_report_verdict(const struct cg_verdict *v, const struct cg_report_opt
 /* Prints "canary-gate: <msg>" on stderr and returns the exit code for err->code. */
 int cg_cmd_fail(const struct cg_err *err);
 
+/* "canary-gate: GPU metrics unavailable: REASON", with what to do when a tool holds CUPTI or
+ * the profiling hardware (cg_report_gpu_advice), on stderr. */
+void cg_cmd_say_gpu_unavailable(const char *reason);
+
 /* Prints "canary-gate <verb>: <msg>" and a hint to run --help on stderr; returns CG_EXIT_INPUT. */
 int cg_cmd_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -36,8 +36,10 @@ static const char usage_text[] =
     "Runs the canary (the built-in one when no CMD is given) as both sides of a comparison,\n"
     "N runs each in the order A B B A ..., and reports this runner's noise, the false-alarm\n"
     "rate of the thresholds measured on these runs, and the smallest thresholds that keep\n"
-    "false alarms at or under the target here; and whether its exact per-step counts are\n"
-    "identical in every step of every run (docs/counts.md).\n"
+    "false alarms at or under the target here; whether its exact per-step counts are\n"
+    "identical in every step of every run (docs/counts.md); and the GPU's own state across\n"
+    "the runs (NVML: clocks, temperature, power, runs held back), advising to lock the clocks\n"
+    "when they float (docs/detection.md).\n"
     "\n" CG_MEASURE_USAGE
     "  --out FILE             all 2N runs, in the order measured (default canary-aa.json)\n"
     "  --log FILE             the canary's output (default: --out with .log)\n"

@@ -432,9 +432,7 @@ int cmd_gate(int argc, char **argv)
         goto done;
     }
     if (!cur.gpu_available && cur.gpu_reason != NULL)
-        fprintf(stderr, "canary-gate: GPU metrics unavailable: %s%s%s\n", cur.gpu_reason,
-                cg_report_gpu_advice(cur.gpu_reason) ? "; to measure the GPU: " : "",
-                cg_report_gpu_advice(cur.gpu_reason) ? cg_report_gpu_advice(cur.gpu_reason) : "");
+        cg_cmd_say_gpu_unavailable(cur.gpu_reason);
     if (!have_base) {
         exit_code = record(&o, &cur, &t);
         goto done;

@@ -11,8 +11,6 @@
  */
 #include "cmd.h"
 
-#include "report.h"
-
 #include "artifact.h"
 #include "cmd_options.h"
 #include "collect.h"
@@ -179,9 +177,7 @@ int cmd_run(int argc, char **argv)
             runs, runs == 1 ? "" : "s", a.gpu_available ? "" : " (GPU metrics unavailable)", out,
             c.log);
     if (!a.gpu_available && a.gpu_reason != NULL)
-        fprintf(stderr, "canary-gate: GPU metrics unavailable: %s%s%s\n", a.gpu_reason,
-                cg_report_gpu_advice(a.gpu_reason) ? "; to measure the GPU: " : "",
-                cg_report_gpu_advice(a.gpu_reason) ? cg_report_gpu_advice(a.gpu_reason) : "");
+        cg_cmd_say_gpu_unavailable(a.gpu_reason);
 done:
     cg_collector_free(col);
     cg_artifact_release(&a);

@@ -48,6 +48,13 @@ int cg_cmd_fail(const struct cg_err *err)
     return cg_exit_code(err->code);
 }
 
+void cg_cmd_say_gpu_unavailable(const char *reason)
+{
+    const char *advice = cg_report_gpu_advice(reason);
+    fprintf(stderr, "canary-gate: GPU metrics unavailable: %s%s%s\n", reason,
+            advice != NULL ? "; to measure the GPU: " : "", advice != NULL ? advice : "");
+}
+
 int cg_cmd_usage_error(const char *verb, const char *fmt, ...)
 {
     va_list ap;

@@ -8,13 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The reasons that are not the workload's own (gpu_rule.h's), as a mask. */
-static unsigned foreign_mask(void)
-{
-    return 1u << CG_GPU_R_HW_SLOWDOWN | 1u << CG_GPU_R_SW_THERMAL | 1u << CG_GPU_R_HW_THERMAL |
-           1u << CG_GPU_R_HW_POWER_BRAKE | 1u << CG_GPU_R_SYNC_BOOST;
-}
-
 struct dev_sum {
     int64_t index;
     size_t runs, held, shared;
@@ -44,8 +37,8 @@ static void fold(struct dev_sum *s, const struct cg_gpu_device *d)
         s->power_hi = fmax(s->power_hi, d->power_max_w);
     }
     bool held = false;
-    for (int r = 0; r < CG_GPU_R_N; r++)
-        held |= (foreign_mask() & (1u << r)) && d->reasons[r] > 0;
+    for (int r = 0; r < CG_GPU_R_N; r++) /* the gate's own rule of what holds a run back */
+        held |= cg_gpu_reason_external(r) && d->reasons[r] > 0;
     s->held += held;
     s->shared += d->other_samples > 0;
     s->wide |= d->sm_max_mhz > 0 &&
@@ -102,7 +95,7 @@ int cg_report_gpu_aa(const struct cg_artifact *a, struct cg_buf *out, bool *floa
         if (s->held > 0 || s->shared > 0)
             rc |= cg_buf_printf(out,
                                 "  GPU %lld: %zu run%s held back by a reason not the workload's "
-                                "own (hardware slowdown, thermal, power brake, sync boost), %zu "
+                                "own (hardware slowdown, thermal, power brake), %zu "
                                 "shared with another process: the gate makes a regression they "
                                 "decide INCONCLUSIVE\n",
                                 (long long)s->index, s->held, s->held == 1 ? "" : "s", s->shared);

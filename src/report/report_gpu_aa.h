@@ -5,7 +5,8 @@
  * Per device the canary used (by NVML index, from the runs that measured it): the runs' median SM
  * clocks (lowest and highest), the lowest and highest clock any sample saw, the temperature and
  * power ranges, the runs held back by a reason that is not the workload's own (hardware
- * slowdown, thermal, an external power brake, a sync boost group: gpu_rule.h) and the runs that
+ * slowdown, thermal, an external power brake: cg_gpu_reason_external, as the gate holds them)
+ * and the runs that
  * shared the GPU with another process; and the settings (application clocks, power limit,
  * persistence mode). Clocks float when they are not locked and the runs' median SM clocks differ
  * by more than CG_AA_CLOCK_FLOAT_PCT of the highest, or a run's samples span more than

@@ -127,18 +127,34 @@ static void test_bisect__scripted_searches(void **state)
     }
 }
 
+/* A probe of commit 7 at level lv, on its last look (final) or not, and the answer wanted. */
+struct answer_row {
+    struct cg_bisect_level lv;
+    bool final;
+    enum cg_bisect_answer want;
+};
+
+/* Classifies each row against the ends (good, and bad at its level), failing on a wrong one. */
+static void check_answers(const struct cg_bisect_level *bad, const struct answer_row *rows,
+                          size_t n)
+{
+    struct cg_bisect b;
+    struct cg_err err;
+    assert_int_equal(cg_bisect_init(&b, N, bad, &err), 0);
+    for (size_t k = 0; k < n; k++) {
+        enum cg_bisect_answer a = cg_bisect_classify(&b, 7, &rows[k].lv, rows[k].final);
+        if (a != rows[k].want)
+            fail_msg("row %zu: %s, expected %s", k, cg_bisect_answer_text(a),
+                     cg_bisect_answer_text(rows[k].want));
+    }
+    cg_bisect_release(&b);
+}
+
 static void test_bisect__answers_against_the_segment(void **state)
 {
     (void)state;
-    struct cg_bisect b;
-    struct cg_err err;
     struct cg_bisect_level bad = {12, 10, 14};
-    assert_int_equal(cg_bisect_init(&b, N, &bad, &err), 0);
-    static const struct {
-        struct cg_bisect_level lv;
-        bool final;
-        enum cg_bisect_answer want;
-    } rows[] = {
+    static const struct answer_row rows[] = {
         {{0, -2, 2}, true, CG_BISECT_LIKE_GOOD},
         {{12, 10, 14}, true, CG_BISECT_LIKE_BAD},
         {{7, 0.5, 13}, true, CG_BISECT_LIKE_BAD},    /* half of bad's and significant */
@@ -148,13 +164,7 @@ static void test_bisect__answers_against_the_segment(void **state)
         {{6, 4, 8}, false, CG_BISECT_UNRESOLVED},    /* ... only on its last look */
         {{1.5, 0.5, 2.5}, true, CG_BISECT_LIKE_GOOD}, /* apart, but too small a step */
     };
-    for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
-        enum cg_bisect_answer a = cg_bisect_classify(&b, 7, &rows[k].lv, rows[k].final);
-        if (a != rows[k].want)
-            fail_msg("row %zu: %s, expected %s", k, cg_bisect_answer_text(a),
-                     cg_bisect_answer_text(rows[k].want));
-    }
-    cg_bisect_release(&b);
+    check_answers(&bad, rows, sizeof(rows) / sizeof(rows[0]));
 }
 
 /* A bad end decided on its first look has a wide interval (+20%, +7.9% to +24.4%: the CLI
@@ -164,15 +174,8 @@ static void test_bisect__answers_against_the_segment(void **state)
 static void test_bisect__a_probe_apart_from_good_is_not_like_good(void **state)
 {
     (void)state;
-    struct cg_bisect b;
-    struct cg_err err;
     struct cg_bisect_level bad = {20, 7.9, 24.4};
-    assert_int_equal(cg_bisect_init(&b, N, &bad, &err), 0);
-    static const struct {
-        struct cg_bisect_level lv;
-        bool final;
-        enum cg_bisect_answer want;
-    } rows[] = {
+    static const struct answer_row rows[] = {
         {{8.4, 6.5, 9.9}, true, CG_BISECT_BETWEEN},
         {{8.4, 6.5, 9.9}, false, CG_BISECT_UNRESOLVED},
         {{1.0, -1.0, 3.0}, true, CG_BISECT_LIKE_GOOD}, /* not apart from good */
@@ -180,13 +183,7 @@ static void test_bisect__a_probe_apart_from_good_is_not_like_good(void **state)
         {{19.0, 15.0, 23.0}, true, CG_BISECT_LIKE_BAD},
         {{13.0, 11.0, 15.0}, true, CG_BISECT_LIKE_BAD}, /* not apart from bad's wide interval */
     };
-    for (size_t k = 0; k < sizeof(rows) / sizeof(rows[0]); k++) {
-        enum cg_bisect_answer a = cg_bisect_classify(&b, 7, &rows[k].lv, rows[k].final);
-        if (a != rows[k].want)
-            fail_msg("row %zu: %s, expected %s", k, cg_bisect_answer_text(a),
-                     cg_bisect_answer_text(rows[k].want));
-    }
-    cg_bisect_release(&b);
+    check_answers(&bad, rows, sizeof(rows) / sizeof(rows[0]));
 }
 
 static void test_bisect__ends_that_do_not_differ_have_nothing_to_find(void **state)

@@ -34,22 +34,34 @@ static void merge_steps(struct cg_run *run, int64_t tokens)
     }
 }
 
-/* One run of 4 ranks (2 per node, n1 and n2) of 30 steps of 10 ms; rank slow (if >= 0) takes
- * extra_pct more in every step but those in fast_steps. */
-static void add_run(struct cg_artifact *a, int slow, double extra_pct, int fast_steps)
+/* A new run of 4 ranks of 30 steps each (step_ns to be filled), rank r on node nodes[r]
+ * (NULL: n1 for ranks 0-1, n2 for 2-3), figures unknown. */
+static struct cg_run *world_run(struct cg_artifact *a, const char *const nodes[4])
 {
     struct cg_run *run = cg_artifact_add_run(a);
     assert_non_null(run);
     run->n_ranks = 4;
     run->ranks = calloc(4, sizeof(*run->ranks));
+    assert_non_null(run->ranks);
     for (int r = 0; r < 4; r++) {
         struct cg_rank *k = &run->ranks[r];
         k->rank = r;
         k->local_rank = r % 2;
-        k->node = strdup(r < 2 ? "n1" : "n2");
+        k->node = strdup(nodes != NULL ? nodes[r] : r < 2 ? "n1" : "n2");
         k->busy_ns = k->compute_ns = k->comm_exposed_ns = k->peak_device_bytes = -1;
         k->step_ns = malloc(30 * sizeof(int64_t));
         k->n_steps = 30;
+    }
+    return run;
+}
+
+/* One run of 4 ranks (2 per node, n1 and n2) of 30 steps of 10 ms; rank slow (if >= 0) takes
+ * extra_pct more in every step but those in fast_steps. */
+static void add_run(struct cg_artifact *a, int slow, double extra_pct, int fast_steps)
+{
+    struct cg_run *run = world_run(a, NULL);
+    for (int r = 0; r < 4; r++) {
+        struct cg_rank *k = &run->ranks[r];
         for (int s = 0; s < 30; s++) {
             int64_t base = 10000000 + r * 1000 + s; /* ties broken, no rank always slowest */
             if (s % 4 == r % 4)
@@ -174,19 +186,10 @@ static void test_straggler__nodes_and_json_round_trip(void **state)
 static void add_world_run(struct cg_artifact *a, const char *const nodes[4],
                           const char *const uuids[4], double ms, uint64_t seed)
 {
-    struct cg_run *run = cg_artifact_add_run(a);
-    assert_non_null(run);
-    run->n_ranks = 4;
-    run->ranks = calloc(4, sizeof(*run->ranks));
+    struct cg_run *run = world_run(a, nodes);
     for (int r = 0; r < 4; r++) {
         struct cg_rank *k = &run->ranks[r];
-        k->rank = r;
-        k->local_rank = r % 2;
-        k->node = strdup(nodes[r]);
         k->device_uuid = uuids != NULL ? strdup(uuids[r]) : NULL;
-        k->busy_ns = k->compute_ns = k->comm_exposed_ns = k->peak_device_bytes = -1;
-        k->step_ns = malloc(30 * sizeof(int64_t));
-        k->n_steps = 30;
         for (int s = 0; s < 30; s++)
             k->step_ns[s] = (int64_t)(ms * 1e6 * (1.0 + 0.002 * (double)((seed + (uint64_t)s * 7
                                                                            + (uint64_t)r) % 5)));
@@ -278,18 +281,9 @@ static void test_straggler__another_node_shape_is_another_machine(void **state)
 static void add_spread_run(struct cg_artifact *a, double slow_pct, double noise_pct,
                            uint64_t *rng)
 {
-    struct cg_run *run = cg_artifact_add_run(a);
-    assert_non_null(run);
-    run->n_ranks = 4;
-    run->ranks = calloc(4, sizeof(*run->ranks));
+    struct cg_run *run = world_run(a, NULL);
     for (int r = 0; r < 4; r++) {
         struct cg_rank *k = &run->ranks[r];
-        k->rank = r;
-        k->local_rank = r % 2;
-        k->node = strdup(r < 2 ? "n1" : "n2");
-        k->busy_ns = k->compute_ns = k->comm_exposed_ns = k->peak_device_bytes = -1;
-        k->step_ns = malloc(30 * sizeof(int64_t));
-        k->n_steps = 30;
         for (int s = 0; s < 30; s++) {
             double u = (double)(cg_stats_rand(rng) >> 11) / 9007199254740992.0;
             double f = (1.0 + noise_pct / 100.0 * (2.0 * u - 1.0)) *

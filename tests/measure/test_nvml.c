@@ -282,25 +282,46 @@ static void test_nvml__nvml_missing_or_failing_is_a_reason(void **state)
 
 #define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
 
-/* canary-gate run of the NVTX canary (10 measured steps of 30 ms, 64 tokens each) with the
- * NVML library lib into out; loads it into a. */
-static void run_gate(const char *lib, const char *out, struct cg_artifact *a)
+/* Runs the tool with the NVML library lib and args (NULL-terminated, after "run --out out"); it
+ * must exit 0. With a, loads the artifact into it. */
+static void run_with(const char *lib, const char *out, const char *const *args,
+                     struct cg_artifact *a)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        const char *argv[32] = {CG_TOOL_PATH, "run", "--out", out};
+        size_t n = 4;
+        for (size_t i = 0; args[i] != NULL && n < 31; i++)
+            argv[n++] = args[i];
+        argv[n] = NULL;
         setenv(CG_NVML_ENV_LIB, lib, 1);
-        execl(CG_TOOL_PATH, CG_TOOL_PATH, "run", "--out", out, "--runs", "1", "--steps", "10",
-              "--warmup", "1", "--let-finish", "--", CANARY, "--steps", "11", "--step-ms", "30",
-              "--tokens", "64", (char *)NULL);
+        execv(CG_TOOL_PATH, (char *const *)argv);
         _exit(127);
     }
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (a == NULL)
+        return;
     struct cg_err err;
     cg_err_init(&err);
     assert_int_equal(cg_artifact_load(out, a, &err), 0);
+}
+
+/* The same with the stand-in NVML. */
+static void run_args(const char *out, const char *const *args, struct cg_artifact *a)
+{
+    run_with(STANDIN, out, args, a);
+}
+
+/* canary-gate run of the NVTX canary (10 measured steps of 30 ms, 64 tokens each) with the
+ * NVML library lib into out; loads it into a. */
+static void run_gate(const char *lib, const char *out, struct cg_artifact *a)
+{
+    const char *args[] = {"--runs", "1", "--steps", "10", "--warmup", "1", "--let-finish", "--",
+                          CANARY, "--steps", "11", "--step-ms", "30", "--tokens", "64", NULL};
+    run_with(lib, out, args, a);
 }
 
 /* Through the tool: the run's energy is the stand-in's 300 W over the measured window (its
@@ -354,19 +375,10 @@ static void test_nvml__a_trace_has_the_gpu_state_counters(void **state)
 {
     (void)state;
     clear_env();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        setenv(CG_NVML_ENV_LIB, STANDIN, 1);
-        execl(CG_TOOL_PATH, CG_TOOL_PATH, "run", "--out", "nvml-trace.json", "--runs", "1",
-              "--steps", "10", "--warmup", "1", "--trace", "nvml-trace.trace.json",
-              "--trace-steps", "0:9", "--let-finish", "--", CANARY, "--steps", "11",
-              "--step-ms", "100", (char *)NULL);
-        _exit(127);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    const char *args[] = {"--runs", "1", "--steps", "10", "--warmup", "1", "--trace",
+                          "nvml-trace.trace.json", "--trace-steps", "0:9", "--let-finish", "--",
+                          CANARY, "--steps", "11", "--step-ms", "100", NULL};
+    run_args("nvml-trace.json", args, NULL);
     FILE *f = fopen("nvml-trace.trace.json", "r");
     assert_non_null(f);
     static char text[1 << 20];
@@ -405,29 +417,6 @@ static void test_nvml__the_flops_line_is_read_from_the_log(void **state)
 }
 
 #define TRAIN CG_BINARY_DIR "/canary-train"
-
-/* Runs the tool with the stand-in NVML and args (NULL-terminated, after "run --out out"). */
-static void run_args(const char *out, const char *const *args, struct cg_artifact *a)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        const char *argv[32] = {CG_TOOL_PATH, "run", "--out", out};
-        size_t n = 4;
-        for (size_t i = 0; args[i] != NULL && n < 31; i++)
-            argv[n++] = args[i];
-        argv[n] = NULL;
-        setenv(CG_NVML_ENV_LIB, STANDIN, 1);
-        execv(CG_TOOL_PATH, (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    struct cg_err err;
-    cg_err_init(&err);
-    assert_int_equal(cg_artifact_load(out, a, &err), 0);
-}
 
 /* MFU without flags for the built-in canary (its printed 664,320 FLOPs per token, recorded in
  * the settings), --flops-per-token over it, and the peak given: MFU = FLOPs per token x tokens/s
