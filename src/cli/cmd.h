@@ -100,6 +100,13 @@ int cg_cmd_save_partial(const char *out, const struct cg_artifact *a);
  * that cannot be read is said in one line and leaves t without lines (path NULL). */
 void cg_cmd_show_log_tail(const char *log, struct cg_log_tail *t);
 
+struct cg_notice;
+
+/* Writes a notice's markdown report to report_path and JSON verdict to json_path (each when not
+ * NULL; report/report_notice.c renders both before either is written). 0, or the exit code of a
+ * failure, printed. */
+int cg_cmd_write_notice(const struct cg_notice *n, const char *report_path, const char *json_path);
+
 /* Warns on stderr when the baseline at path has fewer runs than any timing regression needs to
  * FAIL under t (cg_verdict_min_baseline_runs): such a gate cannot detect a slowdown. recorded:
  * the baseline was just recorded; fail_on_inconclusive: say that the gate will exit 4. */

@@ -165,32 +165,8 @@ static void save_partial(const struct ab_opts *o, const struct cg_artifact *base
 static int write_error(const struct ab_opts *o, const char *reason,
                        const struct cg_log_tail *tail)
 {
-    static const char headline[] = "\xe2\x9d\x8c canary-gate: the canary failed";
-    const char *report = o->report.report_path, *json_path = o->report.json_path;
-    struct cg_err err;
-    struct cg_buf md;
-    char *json = NULL;
-    int rc = 0;
-    cg_err_init(&err);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
-    if (report != NULL &&
-        cg_report_notice_markdown(o->report.gate_id, "error", headline, reason, tail, "ab", &md,
-                                  &err) != 0)
-        goto failed;
-    if (json_path != NULL && (json = cg_report_notice_json("error", reason, NULL)) == NULL) {
-        cg_err_set(&err, CG_ENOMEM, "out of memory");
-        goto failed;
-    }
-    if ((report != NULL && cg_file_write_atomic(report, md.data, md.len, &err) != 0) ||
-        (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0))
-        goto failed;
-    goto done;
-failed:
-    rc = cg_cmd_fail(&err);
-done:
-    free(json);
-    cg_buf_release(&md);
-    return rc;
+    struct cg_notice n = {CG_NOTICE_CANARY_FAILED, o->report.gate_id, reason, tail, "ab", NULL};
+    return cg_cmd_write_notice(&n, o->report.report_path, o->report.json_path);
 }
 
 struct ab_more {

@@ -238,39 +238,6 @@ static void settle_settings(struct gate_opts *o, const struct cg_artifact *base,
                 c->steps, c->warmup, o->baseline, (long long)t->steps, (long long)t->warmup);
 }
 
-/* Writes the no-comparison report and JSON verdict where asked; 0 or the exit code. */
-static int write_notice(const struct gate_opts *o, const char *md_verdict, const char *json_verdict,
-                        const char *headline, const char *body, const struct cg_log_tail *tail,
-                        const char *recorded)
-{
-    struct cg_err err;
-    struct cg_buf md;
-    char *json = NULL;
-    int rc = 0;
-    cg_err_init(&err);
-    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
-    if (o->ro.report_path != NULL &&
-        cg_report_notice_markdown(o->ro.gate_id, md_verdict, headline, body, tail, NULL, &md,
-                                  &err) != 0) {
-        rc = cg_cmd_fail(&err);
-        goto done;
-    }
-    if (o->ro.json_path != NULL && (json = cg_report_notice_json(json_verdict, body, recorded)) == NULL) {
-        cg_err_set(&err, CG_ENOMEM, "out of memory");
-        rc = cg_cmd_fail(&err);
-        goto done;
-    }
-    if ((o->ro.report_path != NULL &&
-         cg_file_write_atomic(o->ro.report_path, md.data, md.len, &err) != 0) ||
-        (o->ro.json_path != NULL &&
-         cg_file_write_atomic(o->ro.json_path, json, strlen(json), &err) != 0))
-        rc = cg_cmd_fail(&err);
-done:
-    cg_buf_release(&md);
-    free(json);
-    return rc;
-}
-
 /* Posts the report (comment, status, check run) as 'canary-gate comment' does. Posting problems
  * are warnings there; they never change the gate's exit code. */
 static void post(const struct gate_opts *o)
@@ -312,8 +279,8 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
         struct cg_log_tail tail;
         cg_cmd_show_log_tail(o->collect.log, &tail);
-        if (write_notice(o, "error", "error", "\xe2\x9d\x8c canary-gate: the canary failed",
-                         err.msg, &tail, NULL) == 0 &&
+        struct cg_notice n = {CG_NOTICE_CANARY_FAILED, o->ro.gate_id, err.msg, &tail, NULL, NULL};
+        if (cg_cmd_write_notice(&n, o->ro.report_path, o->ro.json_path) == 0 &&
             o->ro.report_path != NULL)
             post(o);
         cg_log_tail_release(&tail);
@@ -330,17 +297,13 @@ static int record(struct gate_opts *o, const struct cg_artifact *cur,
     cg_err_init(&err);
     if (cg_artifact_save(o->baseline, cur, &err) != 0)
         return cg_cmd_fail(&err);
-    snprintf(body, sizeof(body),
-             "No baseline existed at '%s', so this run (%zu runs, median step time %.2f ms) was "
-             "recorded as the baseline. Nothing was compared; later runs are gated against it.",
-             o->baseline, cur->n_runs,
-             cur->n_runs > 0 ? cur->runs[0].summary.step_time_median_ns / 1e6 : 0.0);
+    cg_report_recorded_text(o->baseline, cur, body, sizeof(body));
     fprintf(cg_cmd_table_stream(o->ro.report_path, o->ro.json_path),
             "canary-gate: PASS (baseline recorded): %s\n", body);
     cg_cmd_warn_small_baseline(o->baseline, cur, t, true, false);
-    int rc = write_notice(o, "recorded", "pass",
-                          "\xe2\x9c\x85 canary-gate: baseline recorded, nothing compared", body,
-                          NULL, o->baseline);
+    struct cg_notice n = {
+        CG_NOTICE_BASELINE_RECORDED, o->ro.gate_id, body, NULL, NULL, o->baseline};
+    int rc = cg_cmd_write_notice(&n, o->ro.report_path, o->ro.json_path);
     if (rc == 0 && o->ro.report_path != NULL)
         post(o);
     return rc != 0 ? rc : CG_EXIT_PASS;

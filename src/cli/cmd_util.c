@@ -3,6 +3,7 @@
 #include "cmd.h"
 
 #include "collect.h"
+#include "fsutil.h"
 #include "redact.h"
 #include "report.h"
 #include "verdict.h"
@@ -176,4 +177,22 @@ FILE *cg_cmd_table_stream(const char *report, const char *json)
     bool piped = (json != NULL && strcmp(json, "-") == 0) ||
                  (report != NULL && strcmp(report, "-") == 0);
     return piped ? stderr : stdout;
+}
+
+int cg_cmd_write_notice(const struct cg_notice *n, const char *report_path, const char *json_path)
+{
+    struct cg_err err;
+    struct cg_buf md;
+    char *json = NULL;
+    int rc = 0;
+    cg_err_init(&err);
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES);
+    if (cg_report_notice(n, report_path != NULL ? &md : NULL, json_path != NULL ? &json : NULL,
+                         &err) != 0 ||
+        (report_path != NULL && cg_file_write_atomic(report_path, md.data, md.len, &err) != 0) ||
+        (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0))
+        rc = cg_cmd_fail(&err);
+    cg_buf_release(&md);
+    free(json);
+    return rc;
 }

@@ -120,14 +120,37 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
  * frees) or NULL when out of memory. */
 char *cg_report_json(const struct cg_verdict *v);
 
-/* The markdown report of a gate that produced no comparison (the canary failed: verdict "error";
- * a baseline recorded: "recorded"): id's marker, the verdict line (and for "error" the reason line
- * from body), the headline as a heading, body escaped, the end of the canary's output when tail
- * is not NULL (cg_report_log_tail_markdown), and a footer naming the version, and the command
- * when by is not NULL ("ab"). Appends to md; 0, CG_EINPUT naming the gate id, or CG_ENOMEM. */
-int cg_report_notice_markdown(const char *id, const char *verdict, const char *headline,
-                              const char *body, const struct cg_log_tail *tail, const char *by,
-                              struct cg_buf *md, struct cg_err *err);
+/* A gate that produced no comparison: the canary failed (verdict "error", its reason line in the
+ * report's hidden markers) or no baseline existed and this run was recorded as it. */
+enum cg_notice_kind { CG_NOTICE_CANARY_FAILED, CG_NOTICE_BASELINE_RECORDED };
+
+struct cg_notice {
+    enum cg_notice_kind kind;
+    const char *id;                 /* the gate id of the report's marker; NULL: the default */
+    const char *body;               /* the reason, or what was recorded (cg_report_recorded_text) */
+    const struct cg_log_tail *tail; /* the end of the canary's output, or NULL */
+    const char *by;                 /* the command named in the footer ("ab"), or NULL */
+    const char *recorded_baseline;  /* the recorded baseline's path, or NULL */
+};
+
+/* A notice's documents: into md (when not NULL) the markdown report: the marker, the verdict line
+ * (and for a failed canary the reason line from body), the headline as a heading, body escaped,
+ * the end of the canary's output when there is one (cg_report_log_tail_markdown) and the footer;
+ * into *json (when not NULL; the caller frees it) the JSON verdict: verdict ("error" or "pass"),
+ * headline (the body) and the recorded baseline's path. 0, CG_EINPUT naming the gate id, or
+ * CG_ENOMEM. */
+int cg_report_notice(const struct cg_notice *n, struct cg_buf *md, char **json, struct cg_err *err);
+
+/* The JSON verdict of a notice (cg_report_notice). Returns a malloc'ed string (caller frees) or
+ * NULL when out of memory. */
+char *cg_report_notice_json(const struct cg_notice *n);
+
+/* The notice body of a baseline recorded at path from the runs of cur, into dst. */
+void cg_report_recorded_text(const char *path, const struct cg_artifact *cur, char *dst, size_t n);
+
+/* The markdown footer every comment ends with: the tool's version, and the command when by is
+ * not NULL. 0 or CG_ENOMEM. */
+int cg_report_md_footer(struct cg_buf *md, const char *by);
 
 /* Appends the end of a failed canary's output (read by cg_log_tail_read) as a paragraph saying
  * how much is shown, how much was left out and where the whole is, then the lines in a fenced
@@ -138,11 +161,5 @@ int cg_report_log_tail_markdown(const struct cg_log_tail *t, struct cg_buf *md);
 /* The same for the terminal: a 'canary-gate: the end of the canary's output (...)' line, then
  * each line after "  | ", escaped the same way. 0 or CG_ENOMEM. */
 int cg_report_log_tail_terminal(const struct cg_log_tail *t, struct cg_buf *out);
-
-/* The JSON verdict of a gate that produced no comparison: verdict, headline and, when not NULL,
- * the recorded baseline's path. Returns a malloc'ed string (caller frees) or NULL when out of
- * memory. */
-char *cg_report_notice_json(const char *verdict, const char *headline,
-                            const char *recorded_baseline);
 
 #endif

@@ -276,7 +276,8 @@ int cg_bisect_markdown(const struct cg_bisect_report *r, struct cg_buf *out)
     rc |= probes_markdown(r, out);
     rc |= cg_buf_adds(out, "\n");
     rc |= chart(r, true, false, out);
-    rc |= cg_buf_printf(out, "\n<sub>canary-gate %s (bisect)</sub>\n", CG_VERSION);
+    rc |= cg_buf_adds(out, "\n");
+    rc |= cg_report_md_footer(out, "bisect");
     return rc;
 }
 

@@ -292,18 +292,28 @@ static cJSON *gpu_check(const struct cg_gpu_check *g)
     return o;
 }
 
-char *cg_report_json(const struct cg_verdict *v)
+/* The fields every JSON verdict opens with (docs/artifact.md): its schema, the tool's version,
+ * the verdict word and the headline. NULL when out of memory. */
+static cJSON *verdict_root(const char *verdict, const char *headline)
 {
     cJSON *root = cJSON_CreateObject();
     if (root == NULL)
         return NULL;
-    char headline[512];
-    cg_verdict_headline(v, headline, sizeof(headline));
     cJSON_AddStringToObject(root, "schema", "canary-gate/verdict");
     cJSON_AddNumberToObject(root, "schema_version", 1);
     cJSON_AddStringToObject(root, "tool_version", CG_VERSION);
-    cJSON_AddStringToObject(root, "verdict", cg_outcome_name(v->overall));
+    cJSON_AddStringToObject(root, "verdict", verdict);
     cJSON_AddStringToObject(root, "headline", headline);
+    return root;
+}
+
+char *cg_report_json(const struct cg_verdict *v)
+{
+    char headline[512];
+    cg_verdict_headline(v, headline, sizeof(headline));
+    cJSON *root = verdict_root(cg_outcome_name(v->overall), headline);
+    if (root == NULL)
+        return NULL;
     cJSON_AddStringToObject(root, "thresholds", v->thresholds->source);
     cJSON_AddItemToObject(root, "baseline", side(v->baseline));
     cJSON_AddItemToObject(root, "current", side(v->current));
@@ -396,19 +406,13 @@ char *cg_report_json(const struct cg_verdict *v)
     return text;
 }
 
-char *cg_report_notice_json(const char *verdict, const char *headline,
-                            const char *recorded_baseline)
+char *cg_report_notice_json(const struct cg_notice *n)
 {
-    cJSON *root = cJSON_CreateObject();
+    cJSON *root = verdict_root(n->kind == CG_NOTICE_CANARY_FAILED ? "error" : "pass", n->body);
     if (root == NULL)
         return NULL;
-    cJSON_AddStringToObject(root, "schema", "canary-gate/verdict");
-    cJSON_AddNumberToObject(root, "schema_version", 1);
-    cJSON_AddStringToObject(root, "tool_version", CG_VERSION);
-    cJSON_AddStringToObject(root, "verdict", verdict);
-    cJSON_AddStringToObject(root, "headline", headline);
-    if (recorded_baseline != NULL)
-        cJSON_AddStringToObject(root, "recorded_baseline", recorded_baseline);
+    if (n->recorded_baseline != NULL)
+        cJSON_AddStringToObject(root, "recorded_baseline", n->recorded_baseline);
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
     /* paths from the command line and the canary's failure may hold any bytes */

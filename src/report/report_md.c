@@ -799,23 +799,9 @@ int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct c
     return 0;
 }
 
-int cg_report_notice_markdown(const char *id, const char *verdict, const char *headline,
-                              const char *body, const struct cg_log_tail *tail, const char *by,
-                              struct cg_buf *md, struct cg_err *err)
+int cg_report_md_footer(struct cg_buf *md, const char *by)
 {
-    char marker[CG_GITHUB_ID_MAX + 32];
-    if (cg_comment_marker_format(id, marker, sizeof(marker)) != 0)
-        return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", id ? id : "");
-    int rc = cg_buf_printf(md, "%s\n", marker);
-    rc |= cg_comment_marker_add_verdict(md, verdict);
-    if (strcmp(verdict, "error") == 0)
-        rc |= cg_comment_marker_add_reason(md, body, CG_GITHUB_REASON_MAX);
-    rc |= cg_buf_printf(md, "## %s\n\n", headline);
-    rc |= cg_md_escape(md, body, 4096);
-    rc |= cg_report_log_tail_markdown(tail, md);
     if (by != NULL)
-        rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s (%s)</sub>\n", CG_VERSION, by);
-    else
-        rc |= cg_buf_printf(md, "\n\n<sub>canary-gate %s</sub>\n", CG_VERSION);
-    return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory") : 0;
+        return cg_buf_printf(md, "<sub>canary-gate %s (%s)</sub>\n", CG_VERSION, by);
+    return cg_buf_printf(md, "<sub>canary-gate %s</sub>\n", CG_VERSION);
 }
