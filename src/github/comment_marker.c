@@ -53,6 +53,16 @@ int cg_comment_marker_add_reason(struct cg_buf *b, const char *text, size_t max_
     return rc | cg_buf_adds(b, CG_COMMENT_MARKER_TAIL "\n");
 }
 
+int cg_comment_marker_add_head(struct cg_buf *b, const char *id, const char *verdict,
+                               const char *reason, size_t max_reason)
+{
+    int rc = cg_comment_marker_add(b, id);
+    rc |= cg_comment_marker_add_verdict(b, verdict);
+    if (reason != NULL)
+        rc |= cg_comment_marker_add_reason(b, reason, max_reason);
+    return rc;
+}
+
 int cg_comment_marker_id(const char *p, size_t n, char *id, size_t id_size)
 {
     static const char head[] = CG_COMMENT_MARKER_HEAD;

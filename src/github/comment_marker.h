@@ -50,6 +50,12 @@ int cg_comment_marker_add_verdict(struct cg_buf *b, const char *verdict);
  * spaces. Returns 0 or CG_ENOMEM. */
 int cg_comment_marker_add_reason(struct cg_buf *b, const char *text, size_t max_bytes);
 
+/* Appends the hidden lines every comment opens with: the gate marker for id, the verdict line
+ * and, when reason is not NULL, the reason line (at most max_reason bytes of it). Returns 0 or
+ * CG_ENOMEM. */
+int cg_comment_marker_add_head(struct cg_buf *b, const char *id, const char *verdict,
+                               const char *reason, size_t max_reason);
+
 /* Reads a gate marker line (p, n bytes, without its line end). Returns 1 and copies the gate id
  * ("" for the default gate) into id (id_size bytes) when the line is one whose id fits, else 0. */
 int cg_comment_marker_id(const char *p, size_t n, char *id, size_t id_size);

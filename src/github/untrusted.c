@@ -172,10 +172,9 @@ int cg_github_untrusted_body(const char *report, size_t len, const struct cg_git
             break;
         p = nl != NULL ? nl + 1 : end;
     }
-    int rc = cg_comment_marker_add(out, rep->id);
-    rc |= cg_comment_marker_add_verdict(out, cg_github_verdict_name(verdict));
-    if (verdict == CG_GITHUB_ERROR && rep->reason[0] != '\0')
-        rc |= cg_comment_marker_add_reason(out, rep->reason, CG_GITHUB_REASON_MAX);
+    bool reason = verdict == CG_GITHUB_ERROR && rep->reason[0] != '\0';
+    int rc = cg_comment_marker_add_head(out, rep->id, cg_github_verdict_name(verdict),
+                                        reason ? rep->reason : NULL, CG_GITHUB_REASON_MAX);
     if (rc == 0)
         rc = sanitise_rest(p, end, out);
     free(fixed);

@@ -261,8 +261,8 @@ int cg_bisect_markdown(const struct cg_bisect_report *r, struct cg_buf *out)
     struct cg_bisect_step steps[CG_BISECT_MAX_STEPS];
     size_t k = cg_bisect_steps(r->search, steps);
     cg_bisect_headline(r, head, sizeof(head));
-    int rc = cg_comment_marker_add(out, r->id != NULL && r->id[0] ? r->id : "bisect");
-    rc |= cg_comment_marker_add_verdict(out, verdict_word(r));
+    int rc = cg_comment_marker_add_head(out, r->id != NULL && r->id[0] ? r->id : "bisect",
+                                        verdict_word(r), NULL, 0);
     rc |= cg_buf_adds(out, "## canary-gate bisect: ");
     rc |= cg_md_escape(out, head, sizeof(head));
     rc |= cg_buf_printf(out, "\n\n%zu commits from `%.12s` (good) to `%.12s` (bad), metric "

@@ -46,9 +46,7 @@ static const char *outcome_icon(enum cg_outcome o)
 
 static int add_marker(struct cg_buf *b, const struct cg_verdict *v, const char *gate_id)
 {
-    int rc = cg_comment_marker_add(b, gate_id);
-    rc |= cg_comment_marker_add_verdict(b, cg_outcome_name(v->overall));
-    return rc;
+    return cg_comment_marker_add_head(b, gate_id, cg_outcome_name(v->overall), NULL, 0);
 }
 
 static int add_headline(struct cg_buf *b, const struct cg_verdict *v)

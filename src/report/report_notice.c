@@ -24,12 +24,10 @@ static int notice_markdown(const struct cg_notice *n, struct cg_buf *md, struct 
 {
     char marker[CG_GITHUB_ID_MAX + 32];
     bool failed = n->kind == CG_NOTICE_CANARY_FAILED;
-    if (cg_comment_marker_format(n->id, marker, sizeof(marker)) != 0)
+    if (cg_comment_marker_format(n->id, marker, sizeof(marker)) != 0) /* too long an id */
         return cg_err_set(err, CG_EINPUT, "--id '%s': not a valid gate id", n->id ? n->id : "");
-    int rc = cg_buf_printf(md, "%s\n", marker);
-    rc |= cg_comment_marker_add_verdict(md, failed ? "error" : "recorded");
-    if (failed)
-        rc |= cg_comment_marker_add_reason(md, n->body, CG_GITHUB_REASON_MAX);
+    int rc = cg_comment_marker_add_head(md, n->id, failed ? "error" : "recorded",
+                                        failed ? n->body : NULL, CG_GITHUB_REASON_MAX);
     rc |= cg_buf_printf(md, "## %s\n\n",
                         failed ? "\xe2\x9d\x8c canary-gate: the canary failed"
                                : "\xe2\x9c\x85 canary-gate: baseline recorded, nothing compared");
