@@ -11,6 +11,7 @@
 #include "err.h"
 #include "github.h"
 #include "logtail.h"
+#include "outcome.h"
 #include "outputs.h"
 #include "say.h"
 #include "thresholds.h"
@@ -101,6 +102,10 @@ int cg_cmd_save_partial(const char *out, const struct cg_artifact *a);
 void cg_cmd_show_log_tail(const char *log, struct cg_log_tail *t);
 
 struct cg_notice;
+
+/* The exit code of a verdict-giving command for the overall outcome: 1 FAIL, 4 INCONCLUSIVE with
+ * fail_on_inconclusive, else 0 (enum cg_exit). */
+int cg_cmd_exit_code(enum cg_outcome overall, bool fail_on_inconclusive);
 
 /* Writes a notice's markdown report to report_path and JSON verdict to json_path (each when not
  * NULL; report/report_notice.c renders both before either is written). 0, or the exit code of a

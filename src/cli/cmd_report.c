@@ -88,10 +88,19 @@ int cg_cmd_report_verdict(const struct cg_verdict *verdict, const struct cg_repo
         exit_code = cg_cmd_fail(&err);
         goto done;
     }
-    exit_code = cg_verdict_exit_code(v, o->fail_on_inconclusive);
+    exit_code = cg_cmd_exit_code(v->overall, o->fail_on_inconclusive);
 done:
     free(json);
     cg_buf_release(&text);
     cg_buf_release(&md);
     return exit_code;
+}
+
+int cg_cmd_exit_code(enum cg_outcome overall, bool fail_on_inconclusive)
+{
+    if (overall == CG_OUT_FAIL)
+        return CG_EXIT_FAIL;
+    if (overall == CG_OUT_INCONCLUSIVE && fail_on_inconclusive)
+        return CG_EXIT_INCONCLUSIVE;
+    return CG_EXIT_PASS;
 }

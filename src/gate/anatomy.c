@@ -2,7 +2,7 @@
 #include "anatomy.h"
 
 #include "stats.h"
-#include "verdict.h"
+#include "ladder.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -251,7 +251,7 @@ static int gate_part(struct cg_anatomy_part *p, const double *b, size_t nb, cons
     struct cg_evidence e = {p->shift_points, u.p_greater, u.p_less,
                             (int64_t)nb >= lim->min_runs && (int64_t)nc >= lim->min_runs};
     struct cg_metric_limits ml = {lim->max_increase_points, NAN, lim->alpha, lim->min_runs};
-    p->outcome = cg_rung_outcome(cg_verdict_classify(&e, &ml));
+    p->outcome = cg_ladder_outcome(cg_ladder_classify(&e, &ml));
     return 0;
 }
 

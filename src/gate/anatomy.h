@@ -22,11 +22,12 @@
  *
  * Gated (with the thresholds' "anatomy" limits): the GPU idle share and the exposed
  * communication share, and the rank spread when a thresholds file gives "rank_spread" (the
- * built-in ones do not: shown, not gated). The shift is the Hodges-Lehmann estimate of the current runs' shares
- * minus the baseline's, in percentage points of the step, tested one-sided with Mann-Whitney
- * over the runs' shares; the ladder is the timing metrics' (cg_verdict_classify): beyond the
- * limit, significant and min_runs runs a side -> FAIL; beyond it otherwise -> INCONCLUSIVE;
- * lower beyond it and significant -> IMPROVED; else PASS. The other parts are shown, never gated.
+ * built-in ones do not: shown, not gated). The shift is the Hodges-Lehmann estimate of the current
+ * runs' shares minus the baseline's, in percentage points of the step, tested one-sided with
+ * Mann-Whitney over the runs' shares; the ladder is the timing metrics' (cg_ladder_classify):
+ * beyond the limit, significant and min_runs runs a side -> FAIL; beyond it otherwise ->
+ * INCONCLUSIVE; lower beyond it and significant -> IMPROVED; else PASS. The other parts are shown,
+ * never gated.
  *
  * Pure; the parts point into the artifacts. Not thread-safe.
  */

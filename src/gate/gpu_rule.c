@@ -302,7 +302,7 @@ static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool *f
     *p = up ? u.p_greater : u.p_less;
     struct cg_evidence e = {up ? *delta_pct : -*delta_pct, *p, up ? u.p_less : u.p_greater,
                             (int64_t)k[0] >= lim->min_runs && (int64_t)k[1] >= lim->min_runs};
-    *fails = cg_verdict_classify(&e, lim) == CG_RUNG_FAIL;
+    *fails = cg_ladder_classify(&e, lim) == CG_RUNG_FAIL;
 done:
     free(val[0]);
     free(val[1]);
@@ -338,7 +338,7 @@ int cg_gpu_rule_apply(struct cg_verdict *v)
                          "%.180s; without those runs it would not FAIL (%+.1f%%, p = %.3g)",
                          g->reason, d, p);
         }
-        r->outcome = CG_OUT_INCONCLUSIVE;
+        cg_ladder_hold_back(&r->outcome);
         r->wants_runs = false;
         g->decided = true;
     }

@@ -128,7 +128,7 @@ static void pick(size_t s, bool every, size_t side, size_t total, size_t *subset
 }
 
 /* Whether a decision's evidence would fail metric m at a low enough threshold: for timing, the
- * decision ladder's answer (cg_verdict_classify) for a change beyond any threshold. */
+ * decision ladder's answer (cg_ladder_classify) for a change beyond any threshold. */
 static bool could_fail(const struct cg_metric_result *r, const struct cg_metric_limits *lim,
                        size_t side)
 {
@@ -138,7 +138,7 @@ static bool could_fail(const struct cg_metric_result *r, const struct cg_metric_
         return r->current - r->baseline > lim->max_regression_bytes;
     struct cg_evidence e = {INFINITY, r->p_value, NAN,
                             (int64_t)side >= lim->min_runs && side >= CG_TIMING_MIN_RUNS};
-    return cg_verdict_classify(&e, lim) == CG_RUNG_FAIL;
+    return cg_ladder_classify(&e, lim) == CG_RUNG_FAIL;
 }
 
 static int cmp_desc(const void *a, const void *b)

@@ -260,7 +260,7 @@ static bool pair_logs(const struct cg_artifact *base, const struct cg_artifact *
     return true;
 }
 
-/* The decision ladder of verdict.c (cg_verdict_classify) applied to a paired result: min_runs
+/* The decision ladder of verdict.c (cg_ladder_classify) applied to a paired result: min_runs
  * counts pairs. */
 static void decide_metric(struct cg_metric_result *r, const struct cg_metric_limits *lim,
                           size_t pairs, double p_better)
@@ -277,8 +277,8 @@ static void decide_metric(struct cg_metric_result *r, const struct cg_metric_lim
     }
     struct cg_evidence e = {r->regression_pct, r->p_value, p_better,
                             (int64_t)pairs >= lim->min_runs};
-    enum cg_rung rung = cg_verdict_classify(&e, lim);
-    r->outcome = cg_rung_outcome(rung);
+    enum cg_rung rung = cg_ladder_classify(&e, lim);
+    r->outcome = cg_ladder_outcome(rung);
     if (rung == CG_RUNG_TOO_FEW_RUNS) {
         r->wants_runs = true;
         snprintf(r->note, sizeof(r->note), "too few pairs (%zu, need %lld)", pairs,

@@ -250,8 +250,7 @@ static void apply_confirmation(struct cg_seq *s)
         const struct cg_metric_result *cr = &c->metrics[m];
         s->info.confirmation[m] = (struct cg_seq_confirmation){
             cr->outcome, cr->delta_pct, cr->ci_low_pct, cr->ci_high_pct, cr->p_value};
-        if (r->outcome == CG_OUT_FAIL && cr->outcome != CG_OUT_FAIL) {
-            r->outcome = CG_OUT_INCONCLUSIVE;
+        if (cr->outcome != CG_OUT_FAIL && cg_ladder_hold_back(&r->outcome)) {
             if (isnan(cr->p_value))
                 snprintf(r->note, sizeof(r->note),
                          "not confirmed: %zu fresh runs gave %+.1f%% (%s)", c->current->n_runs,
@@ -266,8 +265,8 @@ static void apply_confirmation(struct cg_seq *s)
     for (size_t i = 0; i < v->anatomy.n; i++) { /* a gated share: the same rule */
         struct cg_anatomy_part *p = &v->anatomy.parts[i];
         const struct cg_anatomy_part *cp = cg_anatomy_part(&c->anatomy, p->kind);
-        if (p->outcome == CG_OUT_FAIL && (cp == NULL || cp->outcome != CG_OUT_FAIL))
-            p->outcome = CG_OUT_INCONCLUSIVE;
+        if (cp == NULL || cp->outcome != CG_OUT_FAIL)
+            cg_ladder_hold_back(&p->outcome);
     }
     s->info.confirm = metric_fails(v) ? CG_CONFIRM_CONFIRMED : CG_CONFIRM_REJECTED;
     cg_verdict_overall(v); /* counts were decided without confirmation: they stand */

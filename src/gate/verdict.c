@@ -1,7 +1,7 @@
 /*
  * verdict: metric outcomes, op deltas and the overall decision (see verdict.h).
  *
- * Decision per timing metric (cg_verdict_classify, which the paired verdict and the noise
+ * Decision per timing metric (cg_ladder_classify, which the paired verdict and the noise
  * analysis apply too), with regression r (percent, in the worse direction), threshold T,
  * one-sided p-value p and alpha:
  *   r > T and p <= alpha and both sides have min_runs runs   -> FAIL
@@ -28,15 +28,6 @@ static const char *const outcome_names[] = {"pass",         "improved",  "fail",
 const char *cg_outcome_name(enum cg_outcome o)
 {
     return (unsigned)o <= CG_OUT_UNAVAILABLE ? outcome_names[o] : "unknown";
-}
-
-int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive)
-{
-    if (v->overall == CG_OUT_FAIL)
-        return CG_EXIT_FAIL;
-    if (v->overall == CG_OUT_INCONCLUSIVE && fail_on_inconclusive)
-        return CG_EXIT_INCONCLUSIVE;
-    return CG_EXIT_PASS;
 }
 
 double cg_verdict_run_value(const struct cg_run *r, enum cg_metric m)
@@ -199,34 +190,6 @@ done:
     return rc;
 }
 
-enum cg_rung cg_verdict_classify(const struct cg_evidence *e, const struct cg_metric_limits *lim)
-{
-    if (e->regression_pct > lim->max_regression_pct) {
-        if (!e->enough_runs)
-            return CG_RUNG_TOO_FEW_RUNS;
-        return e->p_worse <= lim->alpha ? CG_RUNG_FAIL : CG_RUNG_NOT_SIGNIFICANT;
-    }
-    if (-e->regression_pct > lim->max_regression_pct && e->p_better <= lim->alpha)
-        return CG_RUNG_IMPROVED;
-    return CG_RUNG_PASS;
-}
-
-enum cg_outcome cg_rung_outcome(enum cg_rung rung)
-{
-    switch (rung) {
-    case CG_RUNG_IMPROVED:
-        return CG_OUT_IMPROVED;
-    case CG_RUNG_FAIL:
-        return CG_OUT_FAIL;
-    case CG_RUNG_TOO_FEW_RUNS:
-    case CG_RUNG_NOT_SIGNIFICANT:
-        return CG_OUT_INCONCLUSIVE;
-    case CG_RUNG_PASS:
-        break;
-    }
-    return CG_OUT_PASS;
-}
-
 /* The baseline cannot detect a slowdown (cg_verdict_min_baseline_runs): a timing metric that
  * would PASS, or is inconclusive for too few runs, is INCONCLUSIVE for that reason, which more
  * current runs cannot settle. */
@@ -312,8 +275,8 @@ static int timing_metric(struct cg_verdict *v, enum cg_metric m, double *vb, dou
         return 0;
     }
     struct cg_evidence e = {r->regression_pct, r->p_value, p_better, enough};
-    enum cg_rung rung = cg_verdict_classify(&e, lim);
-    r->outcome = cg_rung_outcome(rung);
+    enum cg_rung rung = cg_ladder_classify(&e, lim);
+    r->outcome = cg_ladder_outcome(rung);
     if (rung == CG_RUNG_TOO_FEW_RUNS) {
         r->wants_runs = (int64_t)nb >= lim->min_runs;
         snprintf(r->note, sizeof(r->note), "too few runs (%zu and %zu, need %lld a side)", nb, nc,
@@ -427,7 +390,7 @@ static void states_decide(struct cg_verdict *v)
     }
     struct cg_evidence e = {s->rise_points, s->p_value, NAN, true};
     struct cg_metric_limits ml = {lim->max_increase_points, NAN, lim->alpha, 0};
-    s->outcome = cg_rung_outcome(cg_verdict_classify(&e, &ml));
+    s->outcome = cg_ladder_outcome(cg_ladder_classify(&e, &ml));
 }
 
 /* The note of peak device memory when one side's GPU metrics are missing on the same machine
@@ -797,7 +760,7 @@ static void floor_rule(struct cg_verdict *v)
              tokens_per_step(v->current) < tokens_per_step(v->baseline) * (1.0 - 1e-3)) ||
             periodic_explains(v, gated[i], r))
             continue;
-        r->outcome = CG_OUT_INCONCLUSIVE;
+        cg_ladder_hold_back(&r->outcome);
         if (f->outcome == CG_OUT_INCONCLUSIVE)
             snprintf(r->note, sizeof(r->note), "the floor is inconclusive (floor %+.1f%%): %s",
                      f->delta_pct, f->wants_runs ? "add runs" : "see its own reason");
@@ -939,8 +902,7 @@ void cg_verdict_decide(struct cg_verdict *v)
         struct cg_metric_result *r = &v->metrics[m];
         v->within_run |= r->method == CG_METHOD_BOOTSTRAP;
         bool lost_gpu = v->gpu_lost && m == CG_M_PEAK_DEVICE_MEMORY; /* the machine's GPU */
-        if (r->outcome == CG_OUT_FAIL && mismatch && !lost_gpu) {
-            r->outcome = CG_OUT_INCONCLUSIVE;
+        if (mismatch && !lost_gpu && cg_ladder_hold_back(&r->outcome)) {
             r->other_machine = true;
             snprintf(r->note, sizeof(r->note),
                      "measured on a different machine (%s differs)", v->machine_diff);
@@ -953,22 +915,19 @@ void cg_verdict_decide(struct cg_verdict *v)
     steps_differ_rule(v);
     for (size_t i = 0; i < v->counts.n; i++) {
         struct cg_count_result *r = &v->counts.rows[i];
-        if (r->outcome == CG_OUT_FAIL && mismatch) {
-            r->outcome = CG_OUT_INCONCLUSIVE;
+        if (mismatch && cg_ladder_hold_back(&r->outcome)) {
             r->other_machine = true;
             v->downgraded = true;
         }
     }
     for (size_t i = 0; i < v->anatomy.n; i++) {
         struct cg_anatomy_part *p = &v->anatomy.parts[i];
-        if (p->outcome == CG_OUT_FAIL && mismatch) {
-            p->outcome = CG_OUT_INCONCLUSIVE;
+        if (mismatch && cg_ladder_hold_back(&p->outcome)) {
             p->other_machine = true;
             v->downgraded = true;
         }
     }
-    if (v->states.outcome == CG_OUT_FAIL && mismatch) {
-        v->states.outcome = CG_OUT_INCONCLUSIVE;
+    if (mismatch && cg_ladder_hold_back(&v->states.outcome)) {
         v->states.other_machine = true;
         v->downgraded = true;
     }

@@ -19,6 +19,7 @@
 #define CG_VERDICT_H
 
 #include "anatomy.h"
+#include "ladder.h"
 #include "artifact.h"
 #include "counts.h"
 #include "diagnose.h"
@@ -73,20 +74,8 @@ struct cg_metric_result {
                          * (cg_verdict_decide): the note says so; cleared when it is rewritten */
 };
 
-/* Runs a side needs before a timing metric (step time mean, p95, floor, tokens/sec) or a gated
- * share of the step's anatomy can be judged, whatever the thresholds' min_runs: on a GPU runner
- * each process runs at a speed of its own for its whole life (a library's algorithm choice,
- * memory placement, clocks), so with fewer processes a side nothing shows how much processes
- * differ, and a comparison within one run mistakes a process's state for a change. With fewer,
- * timing is INCONCLUSIVE with that reason (shown, never PASS or FAIL); exact counts and memory
- * still decide from one run. docs/statistics.md. */
-#define CG_TIMING_MIN_RUNS 3
 /* machine_diff when the sides ran on differently shaped worlds (nodes, ranks, GPUs per node). */
 #define CG_SHAPE_DIFF "the node shape (runs[].ranks: nodes, ranks and GPUs per node)"
-
-/* The note of a timing metric with fewer than CG_TIMING_MIN_RUNS runs on a side. */
-#define CG_TIMING_FEW_RUNS_NOTE                                                                    \
-    "timing needs 3 runs a side: one process cannot show how much processes differ"
 
 /* Process states (floor.h): the share of each side's runs outside the pooled fast state, the
  * current side's against the baseline's, one-sided (Fisher's exact test). A change that makes a
@@ -106,37 +95,6 @@ struct cg_states {
                               * when not tested */
     bool other_machine;      /* a FAIL made INCONCLUSIVE because the machines differ */
 };
-
-/* The rungs of the decision ladder of a timing metric (cg_verdict_classify), each with its
- * outcome (cg_rung_outcome). */
-enum cg_rung {
-    CG_RUNG_PASS,           /* PASS: within the threshold, or better without significance */
-    CG_RUNG_IMPROVED,       /* IMPROVED: better beyond the threshold, significantly */
-    CG_RUNG_FAIL,           /* FAIL: worse beyond the threshold, significantly, enough runs */
-    CG_RUNG_TOO_FEW_RUNS,   /* INCONCLUSIVE: worse beyond the threshold, min_runs not met */
-    CG_RUNG_NOT_SIGNIFICANT /* INCONCLUSIVE: worse beyond the threshold, p_worse > alpha */
-};
-
-/* What the ladder reads of a timing metric's comparison. */
-struct cg_evidence {
-    double regression_pct; /* estimated change in the worse direction, percent */
-    double p_worse;        /* one-sided p-value, H1: worse */
-    double p_better;       /* one-sided p-value, H1: better */
-    bool enough_runs;      /* min_runs met: runs on each side, or pairs (the caller counts) */
-};
-
-/* The decision ladder of a timing metric, the one rule the verdict, the paired verdict and the
- * A/A noise analysis apply: with regression r, threshold T = lim->max_regression_pct and
- * alpha = lim->alpha (a sequential look's own alpha when the thresholds are the look's),
- *   r > T: enough runs and p_worse <= alpha -> FAIL; too few runs -> TOO_FEW_RUNS; else
- *          NOT_SIGNIFICANT
- *   -r > T and p_better <= alpha -> IMPROVED
- *   else -> PASS
- * A NAN r or p never passes a comparison. Pure. */
-enum cg_rung cg_verdict_classify(const struct cg_evidence *e, const struct cg_metric_limits *lim);
-
-/* The outcome of a rung: CG_OUT_PASS, CG_OUT_IMPROVED, CG_OUT_FAIL or CG_OUT_INCONCLUSIVE. */
-enum cg_outcome cg_rung_outcome(enum cg_rung rung);
 
 enum cg_op_status { CG_OPD_BOTH, CG_OPD_NEW, CG_OPD_VANISHED };
 
@@ -246,9 +204,6 @@ void cg_verdict_release(struct cg_verdict *v);
 
 /* "pass", "improved", "fail", "inconclusive", "not_gated", "unavailable". */
 const char *cg_outcome_name(enum cg_outcome o);
-
-/* The exit code for an overall outcome (fail_on_inconclusive: INCONCLUSIVE exits 4). */
-int cg_verdict_exit_code(const struct cg_verdict *v, bool fail_on_inconclusive);
 
 /* A run's own value of a metric: its summary's, or for the floor cg_floor_run_ns. NAN when
  * the run lacks it (memory: not measured). */

@@ -987,20 +987,6 @@ static void test_verdict__floor_rule(void **state)
     cg_artifact_release(&slow);
 }
 
-static void test_verdict__exit_codes(void **state)
-{
-    (void)state;
-    struct cg_verdict v;
-    memset(&v, 0, sizeof(v));
-    v.overall = CG_OUT_PASS;
-    assert_int_equal(cg_verdict_exit_code(&v, true), 0);
-    v.overall = CG_OUT_FAIL;
-    assert_int_equal(cg_verdict_exit_code(&v, false), 1);
-    v.overall = CG_OUT_INCONCLUSIVE;
-    assert_int_equal(cg_verdict_exit_code(&v, false), 0);
-    assert_int_equal(cg_verdict_exit_code(&v, true), 4);
-}
-
 /* The decision ladder, rung by rung, at the default mean's limits (5%, alpha 0.05) and at a
  * sequential look's smaller alpha: the boundaries are strict for the threshold and inclusive for
  * alpha, and a NAN never passes a comparison. */
@@ -1034,10 +1020,10 @@ static void test_verdict__classify_ladder(void **state)
         {&lim, {INFINITY, 0.01, NAN, false}, CG_RUNG_TOO_FEW_RUNS, CG_OUT_INCONCLUSIVE},
     };
     for (size_t i = 0; i < sizeof(ladder) / sizeof(ladder[0]); i++) {
-        enum cg_rung rung = cg_verdict_classify(&ladder[i].e, ladder[i].lim);
-        if (rung != ladder[i].rung || cg_rung_outcome(rung) != ladder[i].outcome)
+        enum cg_rung rung = cg_ladder_classify(&ladder[i].e, ladder[i].lim);
+        if (rung != ladder[i].rung || cg_ladder_outcome(rung) != ladder[i].outcome)
             fail_msg("case %zu: rung %d (want %d), %s", i, rung, ladder[i].rung,
-                     cg_outcome_name(cg_rung_outcome(rung)));
+                     cg_outcome_name(cg_ladder_outcome(rung)));
     }
 }
 
@@ -1105,8 +1091,6 @@ static void test_verdict__baseline_too_small_to_detect_anything_says_so(void **s
                          "to FAIL") == NULL ||
             strstr(line, "record it again with at least 3 runs") == NULL)
             fail_msg("headline: %s", line);
-        assert_int_equal(cg_verdict_exit_code(&v, true), 4);
-        assert_int_equal(cg_verdict_exit_code(&v, false), 0);
         cg_verdict_release(&v);
     }
     /* the slowdown is named in the headline too */
@@ -1459,11 +1443,11 @@ int main(void)
         cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
         cmocka_unit_test(test_verdict__floor_rule),
         cmocka_unit_test(test_verdict__classify_ladder),
-        cmocka_unit_test(test_verdict__exit_codes),
         cmocka_unit_test(test_verdict__json_verdict_is_valid_utf8),
         cmocka_unit_test(test_verdict__baseline_too_small_to_detect_anything_says_so),
         cmocka_unit_test(test_verdict__gpu_lost_is_a_fail),
-        cmocka_unit_test(test_verdict__missing_gpu_metrics_on_the_same_machine_still_gate_step_time),
+        cmocka_unit_test(
+            test_verdict__missing_gpu_metrics_on_the_same_machine_still_gate_step_time),
         cmocka_unit_test(test_verdict__tokens_per_sec_that_vanish_are_a_change),
         cmocka_unit_test(test_verdict__steps_marked_differently_between_sides_are_inconclusive),
     };

@@ -1,0 +1,39 @@
+/*
+ * test_exit_codes: the exit code a verdict-giving command picks for the overall outcome (the
+ * command layer's choice, cmd_report.c): 1 for FAIL, 4 for INCONCLUSIVE only when asked, 0
+ * otherwise.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "cmd.h"
+
+static void test_exit_codes__by_outcome(void **state)
+{
+    (void)state;
+    static const struct {
+        enum cg_outcome overall;
+        bool fail_on_inconclusive;
+        int want;
+    } cases[] = {
+        {CG_OUT_PASS, false, 0},         {CG_OUT_PASS, true, 0},
+        {CG_OUT_FAIL, false, 1},         {CG_OUT_FAIL, true, 1},
+        {CG_OUT_INCONCLUSIVE, false, 0}, {CG_OUT_INCONCLUSIVE, true, 4},
+        {CG_OUT_IMPROVED, true, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(cg_cmd_exit_code(cases[i].overall, cases[i].fail_on_inconclusive),
+                         cases[i].want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_codes__by_outcome),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
