@@ -3,28 +3,13 @@
  */
 #include "fmt.h"
 
+#include "utf8.h"
+
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when invalid. */
-static size_t utf8_len(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t n = (p[0] & 0xE0) == 0xC0   ? 2
-               : (p[0] & 0xF0) == 0xE0 ? 3
-               : (p[0] & 0xF8) == 0xF0 ? 4
-                                       : 0;
-    if (n == 0 || (n == 2 && p[0] < 0xC2) || (n == 4 && p[0] > 0xF4))
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    }
-    return n;
-}
 
 static const char *md_entity(unsigned char c)
 {
@@ -73,10 +58,11 @@ static const char *md_entity(unsigned char c)
 int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes)
 {
     const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    const unsigned char *end = p + strlen((const char *)p);
     size_t used = 0;
     int rc = 0;
-    while (*p && rc == 0) {
-        size_t n = utf8_len(p);
+    while (p < end && rc == 0) {
+        size_t n = cg_utf8_decode((const char *)p, (size_t)(end - p), NULL);
         size_t step = n ? n : 1;
         if (used + step > max_bytes) {
             rc = cg_buf_adds(out, "\xe2\x80\xa6"); /* U+2026 */
@@ -102,18 +88,20 @@ int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes)
 int cg_term_escape(struct cg_buf *out, const char *s, size_t max_bytes)
 {
     const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    const unsigned char *end = p + strlen((const char *)p);
     size_t used = 0;
     int rc = 0;
-    while (*p && rc == 0) {
-        size_t n = utf8_len(p);
+    while (p < end && rc == 0) {
+        uint32_t cp = 0;
+        size_t n = cg_utf8_decode((const char *)p, (size_t)(end - p), &cp);
         size_t step = n ? n : 1;
         if (used + step > max_bytes) {
             rc = cg_buf_adds(out, "...");
             break;
         }
         /* C1 controls (U+0080..U+009F) are escape introducers on some terminals too. */
-        bool c1 = n == 2 && p[0] == 0xC2 && p[1] < 0xA0;
-        if (n == 0 || c1 || (n == 1 && (*p < 0x20 || *p == 0x7f)))
+        bool control = cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);
+        if (n == 0 || control)
             rc = cg_buf_adds(out, "?");
         else
             rc = cg_buf_add(out, p, n);
@@ -126,9 +114,10 @@ int cg_term_escape(struct cg_buf *out, const char *s, size_t max_bytes)
 int cg_html_escape(struct cg_buf *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+    const unsigned char *end = p + strlen((const char *)p);
     int rc = 0;
-    while (*p && rc == 0) {
-        size_t n = utf8_len(p);
+    while (p < end && rc == 0) {
+        size_t n = cg_utf8_decode((const char *)p, (size_t)(end - p), NULL);
         if (n == 0)
             rc = cg_buf_adds(out, "\xef\xbf\xbd"); /* U+FFFD */
         else if (n > 1)

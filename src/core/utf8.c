@@ -44,6 +44,21 @@ static size_t seq_len(const unsigned char *p, size_t n, size_t *bad)
     return need;
 }
 
+size_t cg_utf8_decode(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t bad;
+    size_t k = n > 0 ? seq_len(p, n, &bad) : 0;
+    if (k > 0 && cp != NULL) {
+        /* the lead byte keeps 7, 5, 4 or 3 bits; each continuation byte 6 */
+        uint32_t v = k == 1 ? p[0] : p[0] & (0x7Fu >> k);
+        for (size_t i = 1; i < k; i++)
+            v = v << 6 | (p[i] & 0x3Fu);
+        *cp = v;
+    }
+    return k;
+}
+
 bool cg_utf8_valid(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;

@@ -5,13 +5,22 @@
  * name, paths) may hold any bytes; strict JSON readers reject a file with invalid UTF-8. Text is
  * repaired on the way in: every maximal ill-formed subpart (Unicode's recommended practice, as
  * in WHATWG's decoder) becomes U+FFFD. Well-formed means the sequences of Unicode's table 3-7:
- * no overlong forms, no surrogates, nothing past U+10FFFF. Pure functions, thread-safe.
+ * no overlong forms, no surrogates, nothing past U+10FFFF. This is the project's one UTF-8
+ * decoder: the escapes (fmt.c) and the trace writer decode through cg_utf8_decode, and decide
+ * themselves what an ill-formed byte becomes. Pure functions, thread-safe.
  */
 #ifndef CG_UTF8_H
 #define CG_UTF8_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+/* Length (1-4) of the well-formed sequence that starts the n bytes at s, its code point in *cp
+ * (when cp is not NULL); 0 when n is 0 or the sequence is ill-formed: an overlong form, a
+ * surrogate, past U+10FFFF, cut short by n or by a byte that is not a continuation byte, or a
+ * stray continuation byte (*cp is then left alone). Reads at most 4 bytes and never past n. */
+size_t cg_utf8_decode(const char *s, size_t n, uint32_t *cp);
 
 /* True when the n bytes at s are well-formed UTF-8. */
 bool cg_utf8_valid(const char *s, size_t n);

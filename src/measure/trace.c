@@ -12,6 +12,7 @@
 #include "fsutil.h"
 #include "launch_env.h"
 #include "opname.h"
+#include "utf8.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -69,39 +70,22 @@ static void putf(struct writer *w, const char *fmt, ...)
         w->rc = cg_buf_add(&w->b, tmp, (size_t)n);
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned char c = p[0];
-    if (c >= 0xc2 && c <= 0xdf)
-        return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 && (p[3] & 0xc0) == 0x80 ? 4
-                                                                                          : 0;
-    }
-    return 0;
-}
-
-/* s as a JSON string: quotes and backslashes escaped, control bytes and DEL as \u00XX, an
- * invalid UTF-8 byte as U+FFFD. */
+/* s as a JSON string: quotes and backslashes escaped, control bytes and DEL as \u00XX, each
+ * byte that cg_utf8_decode finds ill-formed as U+FFFD. */
 static void put_str(struct writer *w, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     char tmp[512];
     size_t k = 0;
+    const char *p = s ? s : "", *end = p + strlen(p);
     tmp[k++] = '"';
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+    while (p < end) {
         if (k + 8 > sizeof(tmp)) {
             if (w->rc == 0)
                 w->rc = cg_buf_add(&w->b, tmp, k);
             k = 0;
         }
-        unsigned char c = *p;
+        unsigned char c = (unsigned char)*p;
         if (c == '"' || c == '\\') {
             tmp[k++] = '\\';
             tmp[k++] = (char)c;
@@ -116,7 +100,7 @@ static void put_str(struct writer *w, const char *s)
             tmp[k++] = (char)c;
             p++;
         } else {
-            size_t n = utf8_len(p);
+            size_t n = cg_utf8_decode(p, (size_t)(end - p), NULL);
             if (n == 0) {
                 memcpy(tmp + k, "\\ufffd", 6);
                 k += 6;
