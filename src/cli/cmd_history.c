@@ -18,16 +18,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-bool cg_cmd_history_parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 int cg_cmd_history_value_error(const char *verb, const char *opt, const char *value, size_t max,
                                bool date)
 {
@@ -87,12 +77,12 @@ int cg_cmd_history_cp_option(const char *verb, int c, const char *arg, struct cg
         if (end == arg || *end != '\0' || !(o->alpha > 0 && o->alpha < 1))
             return cg_cmd_usage_error(verb, "--alpha '%s': expected a number between 0 and 1", arg);
     } else if (c == 'm') {
-        if (!cg_cmd_history_parse_long(arg, 2, 1000, &v))
-            return cg_cmd_usage_error(verb, "--min-segment '%s': expected 2 to 1000", arg);
+        if (cg_cmd_parse_count(verb, "--min-segment", arg, 2, 1000, &v) != 0)
+            return CG_EXIT_INPUT;
         o->min_segment = (size_t)v;
     } else {
-        if (!cg_cmd_history_parse_long(arg, 19, 100000, &v))
-            return cg_cmd_usage_error(verb, "--permutations '%s': expected 19 to 100000", arg);
+        if (cg_cmd_parse_count(verb, "--permutations", arg, 19, 100000, &v) != 0)
+            return CG_EXIT_INPUT;
         o->permutations = (int)v;
     }
     return 0;

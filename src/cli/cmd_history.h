@@ -17,9 +17,6 @@ int cmd_history_append(int argc, char **argv);
 int cmd_history_check(int argc, char **argv);
 int cmd_history_site(int argc, char **argv);
 
-/* A whole number from lo to hi, the whole of s, into *out; false for anything else. */
-bool cg_cmd_history_parse_long(const char *s, long lo, long hi, long *out);
-
 /* The usage error of a value given for verb's option opt (printed), or 0 when it is one line
  * of 1 to max bytes of UTF-8 (and, for a date, ISO 8601). */
 int cg_cmd_history_value_error(const char *verb, const char *opt, const char *value, size_t max,

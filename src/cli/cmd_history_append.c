@@ -92,9 +92,8 @@ int cmd_history_append(int argc, char **argv)
             restart = optarg;
             break;
         case 'k':
-            if (!cg_cmd_history_parse_long(optarg, 1, 1000000, &keep))
-                return cg_cmd_usage_error(
-                    "history append", "--keep '%s': expected a whole number 1 to 1000000", optarg);
+            if (cg_cmd_parse_count("history append", "--keep", optarg, 1, 1000000, &keep) != 0)
+                return CG_EXIT_INPUT;
             break;
         case 'h':
             fputs(usage_text, stdout);

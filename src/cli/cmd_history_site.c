@@ -83,9 +83,8 @@ int cmd_history_site(int argc, char **argv)
                 return bad;
             break;
         case 'k':
-            if (!cg_cmd_history_parse_long(optarg, 1, 1000000, &keep))
-                return cg_cmd_usage_error(
-                    "history site", "--keep '%s': expected a whole number 1 to 1000000", optarg);
+            if (cg_cmd_parse_count("history site", "--keep", optarg, 1, 1000000, &keep) != 0)
+                return CG_EXIT_INPUT;
             break;
         case 'h':
             fputs(site_usage, stdout);
