@@ -2,18 +2,17 @@
  * cmd_history: `canary-gate history` hands each subcommand to its file (cmd_history_append.c,
  * cmd_history_check.c, cmd_history_site.c); and what those and `canary-gate accept`
  * (cmd_history_accept.c) share (cmd_history.h): a value checked before it is written into the
- * history, the history read to be rewritten or to be checked, the time now.
+ * history, the history read to be rewritten or to be checked, the time now. The change-point
+ * options of 'check' and 'site' are an option family of cmd_options.h.
  */
 #include "cmd.h"
 #include "cmd_history.h"
 
-#include "changepoint.h"
 #include "fsutil.h"
 #include "history.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -66,26 +65,6 @@ const char *cg_cmd_history_now_utc(char *now, size_t n)
     gmtime_r(&t, &tm);
     strftime(now, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return now;
-}
-
-int cg_cmd_history_cp_option(const char *verb, int c, const char *arg, struct cg_cp_options *o)
-{
-    long v;
-    if (c == 'a') {
-        char *end = NULL;
-        o->alpha = strtod(arg, &end);
-        if (end == arg || *end != '\0' || !(o->alpha > 0 && o->alpha < 1))
-            return cg_cmd_usage_error(verb, "--alpha '%s': expected a number between 0 and 1", arg);
-    } else if (c == 'm') {
-        if (cg_cmd_parse_count(verb, "--min-segment", arg, 2, 1000, &v) != 0)
-            return CG_EXIT_INPUT;
-        o->min_segment = (size_t)v;
-    } else {
-        if (cg_cmd_parse_count(verb, "--permutations", arg, 19, 100000, &v) != 0)
-            return CG_EXIT_INPUT;
-        o->permutations = (int)v;
-    }
-    return 0;
 }
 
 int cg_cmd_history_load_newest(const char *path, long keep, struct cg_history *h)

@@ -10,7 +10,6 @@
 #include <stddef.h>
 
 struct cg_history;
-struct cg_cp_options;
 
 /* `canary-gate history append|check|site`: argv[0] is the subcommand; the exit code. */
 int cmd_history_append(int argc, char **argv);
@@ -32,10 +31,6 @@ int cg_cmd_history_load_for_rewrite(const char *path, struct cg_history *h, int 
 
 /* The current time, UTC, ISO 8601, into now[n] (32 bytes suffice); returns now. */
 const char *cg_cmd_history_now_utc(char *now, size_t n);
-
-/* --alpha (a), --min-segment (m) or --permutations (p) into o: 0, or the usage error's exit
- * code (printed for verb). */
-int cg_cmd_history_cp_option(const char *verb, int c, const char *arg, struct cg_cp_options *o);
 
 /* Reads the newest keep runs of the history at path (older ones summarised, and said so):
  * 0, or the exit code (printed). */

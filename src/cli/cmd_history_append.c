@@ -5,6 +5,7 @@
  */
 #include "cmd.h"
 #include "cmd_history.h"
+#include "cmd_options.h"
 
 #include "history.h"
 #include "outputs.h"
@@ -92,7 +93,8 @@ int cmd_history_append(int argc, char **argv)
             restart = optarg;
             break;
         case 'k':
-            if (cg_cmd_parse_count("history append", "--keep", optarg, 1, 1000000, &keep) != 0)
+            if (cg_cmd_parse_count("history append", "--keep", optarg, 1, CG_CMD_KEEP_MAX, &keep) !=
+                0)
                 return CG_EXIT_INPUT;
             break;
         case 'h':

@@ -4,6 +4,7 @@
  */
 #include "cmd.h"
 #include "cmd_history.h"
+#include "cmd_options.h"
 
 #include "fsutil.h"
 #include "history.h"
@@ -47,10 +48,7 @@ static const char check_usage[] =
 static const struct option check_options[] = {
     {"history", required_argument, NULL, 'f'},
     {"gate-id", required_argument, NULL, 'g'},
-    {"alpha", required_argument, NULL, 'a'},
-    {"min-segment", required_argument, NULL, 'm'},
-    {"permutations", required_argument, NULL, 'p'},
-    {"keep", required_argument, NULL, 'k'},
+    CG_CHANGEPOINT_OPTIONS,
     {"markdown", required_argument, NULL, 'M'},
     {"json", required_argument, NULL, 'j'},
     {"fail-on-change", no_argument, NULL, 'F'},
@@ -61,29 +59,23 @@ static const struct option check_options[] = {
 int cmd_history_check(int argc, char **argv)
 {
     const char *path = NULL, *gate_id = NULL, *md_path = NULL, *json_path = NULL;
-    long keep = CG_HISTORY_DEFAULT_KEEP;
     bool fail_on_change = false;
-    struct cg_cp_options o;
-    cg_cp_defaults(&o);
+    struct cg_cmd_cp_opts o;
+    cg_cmd_cp_opts_init(&o);
     int c, bad;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", check_options, NULL)) != -1) {
+        if ((bad = cg_cmd_cp_option("history check", c, optarg, &o)) != 1) {
+            if (bad)
+                return bad;
+            continue;
+        }
         switch (c) {
         case 'f':
             path = optarg;
             break;
         case 'g':
             gate_id = optarg;
-            break;
-        case 'a':
-        case 'm':
-        case 'p':
-            if ((bad = cg_cmd_history_cp_option("history check", c, optarg, &o)) != 0)
-                return bad;
-            break;
-        case 'k':
-            if (cg_cmd_parse_count("history check", "--keep", optarg, 1, 1000000, &keep) != 0)
-                return CG_EXIT_INPUT;
             break;
         case 'M':
             md_path = optarg;
@@ -124,9 +116,9 @@ int cmd_history_check(int argc, char **argv)
     cg_err_init(&err);
     cg_buf_init(&term, 1 << 22);
     cg_buf_init(&md, 1 << 22);
-    if ((exit_code = cg_cmd_history_load_newest(path, keep, &h)) != 0)
+    if ((exit_code = cg_cmd_history_load_newest(path, o.keep, &h)) != 0)
         goto done;
-    int rc = cg_trend_check(&h, gate_id, &o, &r);
+    int rc = cg_trend_check(&h, gate_id, &o.cp, &r);
     if (rc == 0)
         rc = cg_report_history_terminal(&r, path, &term);
     if (rc == 0 && md_path)

@@ -3,6 +3,7 @@
  */
 #include "cmd.h"
 #include "cmd_history.h"
+#include "cmd_options.h"
 
 #include "fsutil.h"
 #include "history.h"
@@ -45,10 +46,7 @@ static const struct option site_options[] = {
     {"out", required_argument, NULL, 'o'},
     {"title", required_argument, NULL, 't'},
     {"commit-url", required_argument, NULL, 'u'},
-    {"alpha", required_argument, NULL, 'a'},
-    {"min-segment", required_argument, NULL, 'm'},
-    {"permutations", required_argument, NULL, 'p'},
-    {"keep", required_argument, NULL, 'k'},
+    CG_CHANGEPOINT_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -56,13 +54,17 @@ static const struct option site_options[] = {
 int cmd_history_site(int argc, char **argv)
 {
     const char *path = NULL, *dir = NULL, *title = NULL, *url = NULL;
-    long keep = CG_HISTORY_DEFAULT_KEEP;
     char env_url[600] = "";
-    struct cg_cp_options cp;
-    cg_cp_defaults(&cp);
+    struct cg_cmd_cp_opts cp;
+    cg_cmd_cp_opts_init(&cp);
     int c, bad;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", site_options, NULL)) != -1) {
+        if ((bad = cg_cmd_cp_option("history site", c, optarg, &cp)) != 1) {
+            if (bad)
+                return bad;
+            continue;
+        }
         switch (c) {
         case 'f':
             path = optarg;
@@ -75,16 +77,6 @@ int cmd_history_site(int argc, char **argv)
             break;
         case 'u':
             url = optarg;
-            break;
-        case 'a':
-        case 'm':
-        case 'p':
-            if ((bad = cg_cmd_history_cp_option("history site", c, optarg, &cp)) != 0)
-                return bad;
-            break;
-        case 'k':
-            if (cg_cmd_parse_count("history site", "--keep", optarg, 1, 1000000, &keep) != 0)
-                return CG_EXIT_INPUT;
             break;
         case 'h':
             fputs(site_usage, stdout);
@@ -136,11 +128,11 @@ int cmd_history_site(int argc, char **argv)
     if (stat(dir, &st) == 0) /* a DIR still to be made holds no history */
         cg_outputs_add(&paths, CG_PATH_OUTPUT, "--out's index.html", index);
     if ((exit_code = cg_cmd_check_outputs(&paths)) != 0 ||
-        (exit_code = cg_cmd_history_load_newest(path, keep, &h)) != 0)
+        (exit_code = cg_cmd_history_load_newest(path, cp.keep, &h)) != 0)
         goto done;
     const char *base = strrchr(path, '/');
     struct cg_site_opts so = {
-        .title = title, .commit_url = url, .source = base ? base + 1 : path, .cp = &cp};
+        .title = title, .commit_url = url, .source = base ? base + 1 : path, .cp = &cp.cp};
     if (cg_report_site(&h, &so, &page) != 0) {
         cg_err_set(&err, CG_ENOMEM, "cannot draw '%s': out of memory", path);
         exit_code = cg_cmd_fail(&err);
