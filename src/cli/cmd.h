@@ -161,8 +161,9 @@ int cg_cmd_post(const struct cg_post_opts *o);
 /* The command layer's struct cg_say (say.h): prints on stderr, live when stderr is a terminal. */
 struct cg_say cg_cmd_say(void);
 
-/* Parses a positive integer option value into *out; on error prints a usage error and returns
- * CG_EXIT_INPUT, else 0. */
+/* Parses an option value that is, as a whole, a base-10 integer from min to max into *out: 0;
+ * else prints "canary-gate VERB: OPT 'VALUE': expected an integer from MIN to MAX" and returns
+ * CG_EXIT_INPUT. The one integer parser of the command layer's options. */
 int cg_cmd_parse_count(const char *verb, const char *opt, const char *value, long min, long max,
                        long *out);
 

@@ -5,6 +5,7 @@
 
 #include "cmd.h"
 #include "cmd_seq.h"
+#include "history.h"
 #include "redact.h"
 #include "sequential.h"
 
@@ -206,6 +207,41 @@ int cg_report_option(const char *verb, int opt, const char *arg, struct cg_repor
     case CG_ROPT_FOI:
         r->fail_on_inconclusive = true;
         return 0;
+    default:
+        return 1;
+    }
+}
+
+void cg_cmd_cp_opts_init(struct cg_cmd_cp_opts *o)
+{
+    cg_cp_defaults(&o->cp);
+    o->keep = CG_HISTORY_DEFAULT_KEEP;
+}
+
+int cg_cmd_cp_option(const char *verb, int opt, const char *arg, struct cg_cmd_cp_opts *o)
+{
+    long v;
+    switch (opt) {
+    case CG_CPOPT_ALPHA: {
+        char *end = NULL;
+        double a = strtod(arg, &end);
+        if (end == arg || *end != '\0' || !(a > 0 && a < 1))
+            return cg_cmd_usage_error(verb, "--alpha '%s': expected a number between 0 and 1", arg);
+        o->cp.alpha = a;
+        return 0;
+    }
+    case CG_CPOPT_MIN_SEGMENT:
+        if (cg_cmd_parse_count(verb, "--min-segment", arg, 2, 1000, &v) != 0)
+            return CG_EXIT_INPUT;
+        o->cp.min_segment = (size_t)v;
+        return 0;
+    case CG_CPOPT_PERMUTATIONS:
+        if (cg_cmd_parse_count(verb, "--permutations", arg, 19, 100000, &v) != 0)
+            return CG_EXIT_INPUT;
+        o->cp.permutations = (int)v;
+        return 0;
+    case CG_CPOPT_KEEP:
+        return cg_cmd_parse_count(verb, "--keep", arg, 1, CG_CMD_KEEP_MAX, &o->keep);
     default:
         return 1;
     }

@@ -1,12 +1,14 @@
 /*
  * cmd_options: the option families that several commands share, parsed in one place: the
  * measurement options (the main command, 'run', 'aa' and 'ab'), the sequential looks'
- * (the main command and 'ab': cmd_seq.c), and --color; and the one table of option codes.
+ * (the main command and 'ab': cmd_seq.c), the change-point options ('history check' and
+ * 'history site'), and --color; and the one table of option codes.
  * Part of the command layer: a bad value is a usage error printed for the command's verb.
  */
 #ifndef CG_CMD_OPTIONS_H
 #define CG_CMD_OPTIONS_H
 
+#include "changepoint.h"
 #include "collect.h"
 #include "err.h"
 #include "thresholds.h"
@@ -47,6 +49,11 @@ enum {
     CG_ROPT_ID,
     CG_ROPT_FOI,
     CG_ROPT_ONLY,
+    /* the change-point options (CG_CHANGEPOINT_OPTIONS, cg_cmd_cp_option: history check, site) */
+    CG_CPOPT_ALPHA,
+    CG_CPOPT_MIN_SEGMENT,
+    CG_CPOPT_PERMUTATIONS,
+    CG_CPOPT_KEEP,
     /* --color (compare, ab and the main command) */
     CG_OPT_COLOR,
     CG_OPT_COMMAND /* each command's own options start here */
@@ -189,6 +196,32 @@ int cg_report_option(const char *verb, int opt, const char *arg, struct cg_repor
     "  --only GROUPS          gate these alone: timing, anatomy, counts, memory (comma-\n"      \
     "                         separated; e.g. counts,memory from one or two runs); the rest\n"   \
     "                         is shown, not gated\n"
+
+#define CG_CHANGEPOINT_OPTIONS                                                                     \
+    {"alpha", required_argument, NULL, CG_CPOPT_ALPHA},                                            \
+        {"min-segment", required_argument, NULL, CG_CPOPT_MIN_SEGMENT},                            \
+        {"permutations", required_argument, NULL, CG_CPOPT_PERMUTATIONS},                          \
+    {                                                                                              \
+        "keep", required_argument, NULL, CG_CPOPT_KEEP                                             \
+    }
+
+/* The most runs --keep may name: those 'history check' and 'history site' read, those
+ * 'history append' keeps. */
+#define CG_CMD_KEEP_MAX 1000000
+
+/* How main's history is searched for change points (--alpha, --min-segment, --permutations)
+ * and in how many of its newest runs (--keep). */
+struct cg_cmd_cp_opts {
+    struct cg_cp_options cp;
+    long keep;
+};
+
+/* Sets the defaults: cg_cp_defaults, and the newest CG_HISTORY_DEFAULT_KEEP runs. */
+void cg_cmd_cp_opts_init(struct cg_cmd_cp_opts *o);
+
+/* Handles one option code of CG_CHANGEPOINT_OPTIONS: 1 when it is not one of them, 0 when taken,
+ * else the usage error's exit code (printed for verb). */
+int cg_cmd_cp_option(const char *verb, int opt, const char *arg, struct cg_cmd_cp_opts *o);
 
 /* A --color value (auto, always or never) into *color: always, or auto when stdout is a
  * terminal and NO_COLOR is not set. 0, or the usage error's exit code (printed for verb). */
