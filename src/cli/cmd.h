@@ -101,6 +101,19 @@ int cg_cmd_save_partial(const char *out, const struct cg_artifact *a);
  * that cannot be read is said in one line and leaves t without lines (path NULL). */
 void cg_cmd_show_log_tail(const char *log, struct cg_log_tail *t);
 
+/* Exit codes of the canary-gate tool (README.md, "Exit codes"): only this layer picks them. */
+enum cg_exit {
+    CG_EXIT_PASS = 0,
+    CG_EXIT_FAIL = 1,
+    CG_EXIT_INPUT = 2,
+    CG_EXIT_RUNTIME = 3,
+    CG_EXIT_INCONCLUSIVE = 4
+};
+
+/* The exit code of a CG_E* code: CG_EXIT_INPUT for an invalid input or command line,
+ * CG_EXIT_RUNTIME for every other failure, CG_EXIT_PASS for 0. */
+int cg_cmd_error_exit_code(int code);
+
 struct cg_notice;
 
 /* The exit code of a verdict-giving command for the overall outcome: 1 FAIL, 4 INCONCLUSIVE with

@@ -46,7 +46,7 @@ struct cg_say cg_cmd_say(void)
 int cg_cmd_fail(const struct cg_err *err)
 {
     fprintf(stderr, "canary-gate: %s\n", err->msg[0] ? err->msg : "unknown error");
-    return cg_exit_code(err->code);
+    return cg_cmd_error_exit_code(err->code);
 }
 
 void cg_cmd_say_gpu_unavailable(const char *reason)
@@ -195,4 +195,17 @@ int cg_cmd_write_notice(const struct cg_notice *n, const char *report_path, cons
     cg_buf_release(&md);
     free(json);
     return rc;
+}
+
+int cg_cmd_error_exit_code(int code)
+{
+    switch (code) {
+    case CG_OK:
+        return CG_EXIT_PASS;
+    case CG_EINPUT:
+    case CG_EUSAGE:
+        return CG_EXIT_INPUT;
+    default:
+        return CG_EXIT_RUNTIME;
+    }
 }

@@ -23,16 +23,3 @@ int cg_err_set(struct cg_err *err, int code, const char *fmt, ...)
     err->code = code;
     return code;
 }
-
-int cg_exit_code(int code)
-{
-    switch (code) {
-    case CG_OK:
-        return CG_EXIT_PASS;
-    case CG_EINPUT:
-    case CG_EUSAGE:
-        return CG_EXIT_INPUT;
-    default:
-        return CG_EXIT_RUNTIME;
-    }
-}

@@ -3,8 +3,8 @@
  *
  * Modules never print or exit. A function that can fail returns 0 or a negative CG_E* code and
  * fills a struct cg_err with a message ready to print after "canary-gate: ", lowercase, the
- * subject quoted, no final period. The command layer (cmd_*.c) maps codes to exit codes with
- * cg_exit_code(). Thread-safety: a struct cg_err belongs to its caller.
+ * subject quoted, no final period. The command layer (cmd_*.c) maps codes to exit codes
+ * (src/cli/cmd.h). Thread-safety: a struct cg_err belongs to its caller.
  */
 #ifndef CG_ERR_H
 #define CG_ERR_H
@@ -22,15 +22,6 @@ enum cg_code {
     CG_EINTERNAL = -7 /* a bug: exit 3 */
 };
 
-/* Exit codes of the canary-gate tool (documented in README.md). */
-enum cg_exit {
-    CG_EXIT_PASS = 0,
-    CG_EXIT_FAIL = 1,
-    CG_EXIT_INPUT = 2,
-    CG_EXIT_RUNTIME = 3,
-    CG_EXIT_INCONCLUSIVE = 4
-};
-
 #define CG_ERR_MSG_MAX 512
 
 struct cg_err {
@@ -44,8 +35,5 @@ void cg_err_init(struct cg_err *err);
 /* Sets err's code and printf-style message (truncated to fit) and returns code. err may be NULL. */
 int cg_err_set(struct cg_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* Maps a CG_E* code to the tool's exit code (CG_EXIT_INPUT or CG_EXIT_RUNTIME). */
-int cg_exit_code(int code);
 
 #endif
