@@ -56,16 +56,13 @@ static void join_path(char *dst, size_t n, const char *parent, const char *key)
         dst[n - 1] = '\0';
 }
 
-/* Finds a field for the typed getters below: *v is NULL when an optional field is absent (then
- * the caller keeps its default); otherwise path holds the field's full path for messages. */
-static int lookup(struct parser *p, const cJSON *obj, const char *parent, const char *key,
-                  bool optional, const cJSON **v, char *path, size_t n)
+/* bad() for the field key of parent: its full path is written only for the message, never for
+ * the fields that are read without a problem (hundreds of thousands in a large artifact). */
+static int bad_field(struct parser *p, const char *parent, const char *key, const char *problem)
 {
-    if (field(p, obj, parent, key, optional, v) != 0)
-        return CG_EINPUT;
-    if (*v != NULL)
-        join_path(path, n, parent, key);
-    return 0;
+    char path[256];
+    join_path(path, sizeof(path), parent, key);
+    return bad(p, path, problem);
 }
 
 /* Reads an integer field >= min. Optional fields default to -1 when missing or null. */
@@ -73,21 +70,20 @@ static int get_int(struct parser *p, const cJSON *obj, const char *parent, const
                    bool optional, int64_t min, int64_t *out)
 {
     const cJSON *v;
-    char path[256];
     *out = -1;
-    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
+    if (field(p, obj, parent, key, optional, &v) != 0)
         return CG_EINPUT;
     if (v == NULL)
         return 0;
     if (!cJSON_IsNumber(v))
-        return bad(p, path, "must be a number");
+        return bad_field(p, parent, key, "must be a number");
     double d = v->valuedouble;
     if (!isfinite(d) || d != floor(d) || fabs(d) > MAX_EXACT_INT)
-        return bad(p, path, "must be a whole number");
+        return bad_field(p, parent, key, "must be a whole number");
     if (d < (double)min) {
         char msg[64];
         snprintf(msg, sizeof(msg), "must be at least %lld", (long long)min);
-        return bad(p, path, msg);
+        return bad_field(p, parent, key, msg);
     }
     *out = (int64_t)d;
     return 0;
@@ -98,14 +94,13 @@ static int get_real(struct parser *p, const cJSON *obj, const char *parent, cons
                     bool optional, double *out)
 {
     const cJSON *v;
-    char path[256];
     *out = NAN;
-    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
+    if (field(p, obj, parent, key, optional, &v) != 0)
         return CG_EINPUT;
     if (v == NULL)
         return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return bad(p, path, "must be a finite number");
+        return bad_field(p, parent, key, "must be a finite number");
     *out = v->valuedouble;
     return 0;
 }
@@ -116,11 +111,8 @@ static int get_num(struct parser *p, const cJSON *obj, const char *parent, const
 {
     if (get_real(p, obj, parent, key, optional, out) != 0)
         return CG_EINPUT;
-    if (*out < 0) {
-        char path[256];
-        join_path(path, sizeof(path), parent, key);
-        return bad(p, path, "must not be negative");
-    }
+    if (*out < 0)
+        return bad_field(p, parent, key, "must not be negative");
     return 0;
 }
 
@@ -129,14 +121,13 @@ static int get_str(struct parser *p, const cJSON *obj, const char *parent, const
                    bool optional, char **out)
 {
     const cJSON *v;
-    char path[256];
     *out = NULL;
-    if (lookup(p, obj, parent, key, optional, &v, path, sizeof(path)) != 0)
+    if (field(p, obj, parent, key, optional, &v) != 0)
         return CG_EINPUT;
     if (v == NULL)
         return 0;
     if (!cJSON_IsString(v))
-        return bad(p, path, "must be a string");
+        return bad_field(p, parent, key, "must be a string");
     *out = cg_utf8_dup(v->valuestring);
     return *out != NULL ? 0 : cg_err_set(p->err, CG_ENOMEM, "out of memory");
 }

@@ -82,14 +82,59 @@ double cg_stats_sorted_median(const double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
+static void swap_double(double *v, size_t i, size_t j)
+{
+    double t = v[i];
+    v[i] = v[j];
+    v[j] = t;
+}
+
+/* Moves the k-th smallest of v[0..n) (k < n) to v[k], the values before it no larger and those
+ * after it no smaller: Hoare's selection, linear on average. */
+static void select_kth(double *v, size_t n, size_t k)
+{
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, at = (ptrdiff_t)k;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        ptrdiff_t i = lo - 1, j = hi + 1;
+        for (;;) { /* [lo, j] no larger than the pivot, (j, hi] no smaller; lo <= j < hi */
+            do
+                i++;
+            while (v[i] < pivot);
+            do
+                j--;
+            while (v[j] > pivot);
+            if (i >= j)
+                break;
+            swap_double(v, (size_t)i, (size_t)j);
+        }
+        if (at <= j)
+            hi = j;
+        else
+            lo = j + 1;
+    }
+}
+
 double cg_stats_floor(double *v, size_t n)
 {
     if (n == 0)
         return NAN;
-    qsort(v, n, sizeof(*v), cg_stats_cmp_double);
+    /* The fastest first, then those within the window of it: the prefix that sorting would give,
+     * in some order. Its median needs only its two middle values in place, found by selection
+     * rather than by sorting every step. */
+    size_t low = 0;
+    for (size_t i = 1; i < n; i++)
+        low = v[i] < v[low] ? i : low;
+    swap_double(v, 0, low);
     size_t fast = 1;
-    while (fast < n && v[fast] <= v[0] * CG_FLOOR_STEP_WINDOW)
-        fast++;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] <= v[0] * CG_FLOOR_STEP_WINDOW)
+            swap_double(v, fast++, i);
+    size_t mid = (size_t)floor((double)(fast - 1) * 0.5); /* as cg_stats_sorted_quantile */
+    select_kth(v, fast, mid);
+    for (size_t i = mid + 2; i < fast; i++) /* the next value up, beside it */
+        if (v[i] < v[mid + 1])
+            swap_double(v, mid + 1, i);
     return cg_stats_sorted_quantile(v, fast, 0.5);
 }
 

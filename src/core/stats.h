@@ -135,7 +135,7 @@ void cg_stats_critical(size_t top, double alpha, double (*upper)(const void *nul
                        size_t *h_down);
 
 /* A floor of step times: the median of those within CG_FLOOR_STEP_WINDOW of the fastest (a
- * run's step time floor, verdict.h). Sorts v in place; NAN when n is 0. */
+ * run's step time floor, verdict.h). Reorders v; NAN when n is 0. */
 #define CG_FLOOR_STEP_WINDOW 1.10
 double cg_stats_floor(double *v, size_t n);
 

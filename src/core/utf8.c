@@ -64,6 +64,10 @@ bool cg_utf8_valid(const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     size_t bad;
     for (size_t i = 0; i < n;) {
+        if (p[i] < 0x80) { /* ASCII, most names: no call per byte */
+            i++;
+            continue;
+        }
         size_t k = seq_len(p + i, n - i, &bad);
         if (k == 0)
             return false;
@@ -79,6 +83,16 @@ char *cg_utf8_repair(const char *s, size_t n, size_t *out_len)
     /* At most 3 bytes for each byte in: a single ill-formed byte becomes EF BF BD. */
     if (n > ((size_t)-1 - 1) / 3)
         return NULL;
+    if (cg_utf8_valid(s, n)) { /* the usual case: an exact copy, no oversized block to shrink */
+        char *copy = malloc(n + 1);
+        if (copy == NULL)
+            return NULL;
+        memcpy(copy, s, n);
+        copy[n] = '\0';
+        if (out_len != NULL)
+            *out_len = n;
+        return copy;
+    }
     char *out = malloc(n * 3 + 1);
     if (out == NULL)
         return NULL;

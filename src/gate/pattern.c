@@ -53,27 +53,6 @@ static int cell_excess(const double *ratio, size_t cells, size_t c, size_t nb, s
     return 0;
 }
 
-/* One run's ratios, log(median at phase f / median of the other steps), for every cell, into
- * out; scratch holds 2 * s values. */
-static void run_ratios(const struct cg_run *r, size_t s, int max_p, double *scratch, double *out)
-{
-    double *at = scratch, *rest = scratch + s;
-    size_t c = 0;
-    for (int p = 2; p <= max_p; p++) {
-        for (int f = 0; f < p; f++) {
-            size_t na = 0, nr = 0;
-            for (size_t k = 0; k < s; k++) {
-                double t = (double)r->steps[k].wall_ns;
-                if (k % (size_t)p == (size_t)f)
-                    at[na++] = t;
-                else
-                    rest[nr++] = t;
-            }
-            out[c++] = log(median_of(at, na)) - log(median_of(rest, nr));
-        }
-    }
-}
-
 struct item {
     double v;
     size_t i;
@@ -83,6 +62,55 @@ static int cmp_item(const void *a, const void *b)
 {
     double x = ((const struct item *)a)->v, y = ((const struct item *)b)->v;
     return (x > y) - (x < y);
+}
+
+/* Values i and j (i <= j) of the steps of one class, in increasing order, from the run's steps
+ * sorted by time (by_time, s of them, with their phases at the period in phase): the class is
+ * the steps at phase f (at) or the others (!at). */
+static void class_pair(const struct item *by_time, const unsigned char *phase, size_t s, int f,
+                       bool at, size_t i, size_t j, double *vi, double *vj)
+{
+    size_t k = 0;
+    for (size_t t = 0; t < s; t++) {
+        if ((phase[t] == f) != at)
+            continue;
+        if (k == i)
+            *vi = by_time[t].v;
+        if (k++ == j) {
+            *vj = by_time[t].v;
+            return;
+        }
+    }
+}
+
+/* Median of the n steps of one class (as cg_stats_sorted_median over them, sorted). */
+static double class_median(const struct item *by_time, const unsigned char *phase, size_t s, int f,
+                           bool at, size_t n)
+{
+    double lo = NAN, hi = NAN;
+    class_pair(by_time, phase, s, f, at, (n - 1) / 2, n / 2, &lo, &hi);
+    return n % 2 ? hi : (lo + hi) / 2.0;
+}
+
+/* One run's ratios, log(median at phase f / median of the other steps), for every cell, into
+ * out. The run's first s steps are sorted by time once (into by_time, s entries); each cell's
+ * two medians are read off that order (phase: s entries of scratch). */
+static void run_ratios(const struct cg_run *r, size_t s, int max_p, struct item *by_time,
+                       unsigned char *phase, double *out)
+{
+    for (size_t k = 0; k < s; k++)
+        by_time[k] = (struct item){(double)r->steps[k].wall_ns, k};
+    qsort(by_time, s, sizeof(*by_time), cmp_item);
+    size_t c = 0;
+    for (int p = 2; p <= max_p; p++) {
+        for (size_t t = 0; t < s; t++)
+            phase[t] = (unsigned char)(by_time[t].i % (size_t)p);
+        for (int f = 0; f < p; f++) {
+            size_t na = (s - (size_t)f + (size_t)p - 1) / (size_t)p; /* steps k = f, f + p, ... */
+            out[c++] = log(class_median(by_time, phase, s, f, true, na)) -
+                       log(class_median(by_time, phase, s, f, false, s - na));
+        }
+    }
 }
 
 /* Midranks (1-based) of v[0..n) into rank; items is scratch for n entries. */
@@ -165,14 +193,14 @@ int cg_pattern_test(const struct cg_artifact *base, const struct cg_artifact *cu
     double *scratch = malloc((2 * s > n ? 2 * s : n) * sizeof(*scratch));
     double *col = malloc(n * sizeof(*col));
     size_t *order = malloc(n * sizeof(*order));
-    struct item *items = malloc(n * sizeof(*items));
-    unsigned char *lab = malloc(n);
+    struct item *items = malloc((s > n ? s : n) * sizeof(*items));
+    unsigned char *lab = malloc(n), *phase = malloc(s);
     if (ratio == NULL || ranks == NULL || scratch == NULL || col == NULL || order == NULL ||
-        items == NULL || lab == NULL)
+        items == NULL || lab == NULL || phase == NULL)
         goto done;
     for (size_t i = 0; i < n; i++) {
         const struct cg_run *r = i < nb ? &base->runs[i] : &cur->runs[i - nb];
-        run_ratios(r, s, max_p, scratch, ratio + i * cells);
+        run_ratios(r, s, max_p, items, phase, ratio + i * cells);
         lab[i] = i >= nb;
     }
     /* Seeded from the pooled ratios in increasing order: independent of the sides. */
@@ -240,5 +268,6 @@ done:
     free(order);
     free(items);
     free(lab);
+    free(phase);
     return rc;
 }

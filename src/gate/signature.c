@@ -1,7 +1,12 @@
 /*
  * signature: the code and kernel signatures of runs (see signature.h). Kernel sets are sorted
  * arrays of name pointers into the artifacts; runs are grouped by comparing them, which is
- * quadratic in the runs (tens) and linear in the kernels of a run (hundreds). Pure.
+ * quadratic in the runs (tens) and linear in the kernels of a run (hundreds to tens of
+ * thousands). Sorting a run's names is the costly part, so a run whose kernels come in the same
+ * order as an earlier run's (runs recorded alike list their ops alike: sorted as the collector
+ * merged them) shares that run's set instead of making its own, and when every run that ran
+ * kernels lists the same ones there is one set, compared with nothing, and nothing is sorted.
+ * Pure.
  */
 #include "signature.h"
 
@@ -67,8 +72,9 @@ void cg_signature_code_change(const struct cg_artifact *baseline, const struct c
 /* ---- the kernels --------------------------------------------------------------------------- */
 
 struct kset {
-    const char **names; /* sorted, distinct */
+    const char **names; /* sorted, distinct; as listed when it is the runs' only list */
     size_t n;
+    bool shared; /* names is an earlier run's (same kernels in the same order): not freed here */
 };
 
 static int cmp_name(const void *a, const void *b)
@@ -76,16 +82,42 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The run's kernel set into s; 0 or CG_ENOMEM. */
-static int kset_of(const struct cg_run *run, struct kset *s)
+/* The next kernel op of run at or after *i (advancing *i), or NULL when none is left. */
+static const char *next_kernel(const struct cg_run *run, size_t *i)
+{
+    for (; *i < run->n_ops; (*i)++)
+        if (run->ops[*i].kind == CG_OP_KERNEL && run->ops[*i].name != NULL)
+            return run->ops[(*i)++].name;
+    return NULL;
+}
+
+/* True when runs a and b list the same kernel names in the same order. */
+static bool same_kernel_list(const struct cg_run *a, const struct cg_run *b)
+{
+    size_t i = 0, j = 0;
+    for (;;) {
+        const char *x = next_kernel(a, &i), *y = next_kernel(b, &j);
+        if (x == NULL || y == NULL)
+            return x == y;
+        if (strcmp(x, y) != 0)
+            return false;
+    }
+}
+
+/* The run's kernel set into s, sorted and distinct when sort (else as the run lists them); 0 or
+ * CG_ENOMEM. */
+static int kset_of(const struct cg_run *run, bool sort, struct kset *s)
 {
     s->n = 0;
+    s->shared = false;
     s->names = malloc((run->n_ops ? run->n_ops : 1) * sizeof(*s->names));
     if (s->names == NULL)
         return CG_ENOMEM;
     for (size_t i = 0; i < run->n_ops; i++)
         if (run->ops[i].kind == CG_OP_KERNEL && run->ops[i].name != NULL)
             s->names[s->n++] = run->ops[i].name;
+    if (!sort)
+        return 0;
     qsort(s->names, s->n, sizeof(*s->names), cmp_name);
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -97,6 +129,8 @@ static int kset_of(const struct cg_run *run, struct kset *s)
 
 static bool kset_eq(const struct kset *a, const struct kset *b)
 {
+    if (a->names == b->names)
+        return true;
     if (a->n != b->n)
         return false;
     for (size_t i = 0; i < a->n; i++)
@@ -154,7 +188,7 @@ static int name_differences(struct cg_kernel_choices *out, const struct kset *se
         for (size_t i = 0; i < own->n; i++) {
             bool everywhere = true;
             for (size_t h = 0; h < out->n && everywhere; h++)
-                everywhere = kset_has(&sets[rep[h]], own->names[i]);
+                everywhere = h == g || kset_has(&sets[rep[h]], own->names[i]);
             if (!everywhere)
                 ch->only[ch->n_only++] = own->names[i];
         }
@@ -186,21 +220,38 @@ static int cmp_choice(const void *a, const void *b)
     return strcmp(fx, fy);
 }
 
+/* Run i of the pooled runs, the baseline's first. */
+static const struct cg_run *pooled_run(const struct cg_artifact *b, const struct cg_artifact *c,
+                                       size_t i)
+{
+    return i < b->n_runs ? &b->runs[i] : &c->runs[i - b->n_runs];
+}
+
 int cg_signature_kernels(const struct cg_artifact *baseline, const struct cg_artifact *current,
                          bool states, struct cg_kernel_choices *out)
 {
     size_t n = baseline->n_runs + current->n_runs, any = 0;
     struct kset *sets = calloc(n ? n : 1, sizeof(*sets));
     size_t *group = calloc(n ? n : 1, sizeof(*group)), *rep = calloc(n ? n : 1, sizeof(*rep));
+    size_t *same = calloc(n ? n : 1, sizeof(*same)), lists = 0;
     bool *fast = calloc(n ? n : 1, sizeof(*fast));
     int rc = CG_ENOMEM;
     memset(out, 0, sizeof(*out));
-    if (sets == NULL || group == NULL || rep == NULL || fast == NULL)
+    if (sets == NULL || group == NULL || rep == NULL || same == NULL || fast == NULL)
         goto done;
+    for (size_t i = 0; i < n; i++) { /* same[i]: the first run listing i's kernels as i does */
+        const struct cg_run *run = pooled_run(baseline, current, i);
+        size_t k = 0;
+        same[i] = i;
+        for (size_t j = 0; j < i && same[i] == i; j++)
+            if (same[j] == j && same_kernel_list(pooled_run(baseline, current, j), run))
+                same[i] = j;
+        lists += same[i] == i && next_kernel(run, &k) != NULL;
+    }
     for (size_t i = 0; i < n; i++) {
-        const struct cg_run *run =
-            i < baseline->n_runs ? &baseline->runs[i] : &current->runs[i - baseline->n_runs];
-        if (kset_of(run, &sets[i]) != 0)
+        if (same[i] != i)
+            sets[i] = (struct kset){sets[same[i]].names, sets[same[i]].n, true};
+        else if (kset_of(pooled_run(baseline, current, i), lists > 1, &sets[i]) != 0)
             goto done;
         any += sets[i].n;
     }
@@ -237,10 +288,12 @@ int cg_signature_kernels(const struct cg_artifact *baseline, const struct cg_art
     rc = 0;
 done:
     for (size_t i = 0; sets != NULL && i < n; i++)
-        free(sets[i].names);
+        if (!sets[i].shared)
+            free(sets[i].names);
     free(sets);
     free(group);
     free(rep);
+    free(same);
     free(fast);
     if (rc != 0)
         cg_kernel_choices_release(out);

@@ -46,6 +46,65 @@ static void test_stats__sorted_median_rounds_once(void **state)
     assert_true(cg_stats_quantile(pair, 2, 0.5) == 0x1.999999999999ap-2);
 }
 
+/* The floor is the type-7 median of the values within CG_FLOOR_STEP_WINDOW of the fastest:
+ * worked by hand in any order (the window at 100 ends at 110: 111 is out), and against a
+ * reference that sorts everything, on seeded samples with many ties, odd and even counts. */
+static int cmp_plain(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double floor_by_sorting(const double *in, size_t n)
+{
+    double v[64];
+    memcpy(v, in, n * sizeof(*v));
+    qsort(v, n, sizeof(*v), cmp_plain);
+    size_t k = 1;
+    while (k < n && v[k] <= v[0] * CG_FLOOR_STEP_WINDOW)
+        k++;
+    double h = (double)(k - 1) * 0.5, lo = floor(h);
+    size_t i = (size_t)lo, j = i + 1 < k ? i + 1 : i;
+    return v[i] + (h - lo) * (v[j] - v[i]);
+}
+
+static void test_stats__floor_is_the_median_within_the_window(void **state)
+{
+    (void)state;
+    struct {
+        double v[8];
+        size_t n;
+        double floor;
+    } cases[] = {
+        {{100, 105, 110, 111, 300}, 5, 105},      /* odd: 100, 105, 110 */
+        {{300, 111, 110, 105, 100}, 5, 105},      /* the same, another order */
+        {{108, 200, 100, 106, 104}, 5, 105},      /* even: 100, 104, 106, 108 -> 104 + 2 / 2 */
+        {{7}, 1, 7},                              /* one value */
+        {{50, 50, 50, 50}, 4, 50},                /* all tied */
+        {{100, 200, 100, 300, 101, 100}, 6, 100}, /* ties at the floor: 100, 100, 100, 101 */
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        double v[8];
+        memcpy(v, cases[c].v, sizeof(v));
+        assert_true(cg_stats_floor(v, cases[c].n) == cases[c].floor);
+    }
+    assert_true(isnan(cg_stats_floor(NULL, 0)));
+    uint64_t seed = 11;
+    for (int t = 0; t < 2000; t++) {
+        double v[64], copy[64];
+        size_t n = 1 + (size_t)(cg_stats_rand(&seed) % 64);
+        double step = t % 2 ? 1.0 : 0.25; /* coarse steps: many ties */
+        for (size_t i = 0; i < n; i++)
+            v[i] = 80.0 + step * (double)(cg_stats_rand(&seed) % 60);
+        memcpy(copy, v, sizeof(v));
+        double want = floor_by_sorting(v, n);
+        assert_true(cg_stats_floor(v, n) == want);
+        qsort(v, n, sizeof(*v), cmp_plain); /* reordered, nothing lost */
+        qsort(copy, n, sizeof(*copy), cmp_plain);
+        assert_memory_equal(v, copy, n * sizeof(*v));
+    }
+}
+
 static double tails_upper(const void *t, size_t h)
 {
     return cg_stats_tails_upper(t, h);
@@ -648,6 +707,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats__quantile_type7),
         cmocka_unit_test(test_stats__sorted_median_rounds_once),
+        cmocka_unit_test(test_stats__floor_is_the_median_within_the_window),
         cmocka_unit_test(test_stats__tails_and_critical_values),
         cmocka_unit_test(test_stats__welford_is_stable_with_large_offset),
         cmocka_unit_test(test_stats__normal_tail_values),

@@ -155,6 +155,42 @@ static void test_signature__one_set_no_kernels_and_a_missing_kernel(void **state
     cg_artifact_release(&cur);
 }
 
+/* Runs that list the same kernels in other orders, or one twice, ran the same set: one choice.
+ * One run more with a kernel of its own is then the only other choice. */
+static void test_signature__the_same_kernels_in_another_order_are_one_choice(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"k_c", SM90, "k_a", CUTLASS, "k_b"};
+    struct cg_artifact base, cur;
+    struct cg_kernel_choices kc;
+    make_sides(&base, &cur);
+    for (size_t i = 0; i < base.n_runs + cur.n_runs; i++) {
+        struct cg_run *run = pooled(&base, &cur, i);
+        for (size_t k = 0; k < 5; k++) /* rotated by the run's index, the current side's reversed */
+            add_kernel(run, names[((i < base.n_runs ? k : 4 - k) + i) % 5]);
+        if (i == 7)
+            add_kernel(run, "k_a"); /* again */
+    }
+    assert_int_equal(cg_signature_kernels(&base, &cur, true, &kc), 0);
+    assert_int_equal(kc.n, 1);
+    assert_int_equal(kc.items[0].runs[0] + kc.items[0].runs[1], 10);
+    assert_int_equal(kc.items[0].n_only + kc.items[0].n_without, 0);
+    cg_kernel_choices_release(&kc);
+    add_kernel(&cur.runs[3], "k_z");
+    assert_int_equal(cg_signature_kernels(&base, &cur, false, &kc), 0);
+    assert_int_equal(kc.n, 2);
+    assert_int_equal(kc.items[0].runs[0] + kc.items[0].runs[1], 9);
+    assert_int_equal(kc.items[0].n_only, 0);
+    assert_int_equal(kc.items[0].n_without, 1);
+    assert_string_equal(kc.items[0].without[0], "k_z");
+    assert_int_equal(kc.items[1].runs[1], 1);
+    assert_int_equal(kc.items[1].n_only, 1);
+    assert_string_equal(kc.items[1].only[0], "k_z");
+    cg_kernel_choices_release(&kc);
+    cg_artifact_release(&base);
+    cg_artifact_release(&cur);
+}
+
 static void set_code(struct cg_artifact *a, size_t run, const char *path, const char *hash)
 {
     assert_int_equal(cg_run_code_add_file(&a->runs[run].code, path, hash), 0);
@@ -207,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_signature__runs_differing_in_kernels_name_the_choice),
         cmocka_unit_test(test_signature__each_choice_falls_in_its_process_state),
         cmocka_unit_test(test_signature__one_set_no_kernels_and_a_missing_kernel),
+        cmocka_unit_test(test_signature__the_same_kernels_in_another_order_are_one_choice),
         cmocka_unit_test(test_signature__the_script_changed_since_the_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
