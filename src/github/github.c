@@ -62,7 +62,7 @@ static int status_error(const struct cg_github *gh, const struct cg_http_respons
         return cg_err_set(err, CG_ENET,
                           "%s: the token cannot write to '%s' (403%s%s); typical for pull requests "
                           "from forks, whose token is read-only: see \"Pull requests from forks\" "
-                          "in the README",
+                          "in docs/github.md",
                           what, gh->repo, sep, msg);
     case 404:
         return cg_err_set(err, CG_ENET, "%s: repository '%s' or %s not found (404)", what, gh->repo,
