@@ -51,17 +51,6 @@ static const char *const user_vars[] = {CG_ENV_CUPTI, CG_ENV_BUFFER_MB, CG_ENV_C
                                         CG_ENV_TRACE_MAX_EVENTS, CG_ENV_COMM_KERNELS,
                                         CG_ENV_OVERHEAD_TOGGLE};
 
-/* Why the last run failed, for cg_collect_hint (carried as data, not read from the message). */
-enum collect_failure { FAILED_OTHER, FAILED_NO_STEP, FAILED_NOT_LOADED, FAILED_SHARD_WRITE };
-static enum collect_failure g_failure;
-/* How the last run looked for steps, for the hint when it found none. */
-static enum cg_steps_from g_steps_from;
-static const char *g_shard_dir; /* the last run's --shard-dir, NULL: TMPDIR (for the hint) */
-static bool g_steps_python; /* the sitecustomize was put on PYTHONPATH */
-static long g_step_optimizer; /* --step-optimizer of the last run (0: 1) */
-static char g_python_flag[4]; /* "-S", "-I" or "-E" when the canary is python given one, else "" */
-static bool g_env_said; /* the inherited variables were named (once per tool process) */
-
 struct cg_collector {
     struct cg_collect_cfg cfg;
     char inject[PATH_MAX];
@@ -76,6 +65,8 @@ struct cg_collector {
     int next_dir;        /* runs started, for shard directory names */
     char *warned[CG_ARTIFACT_MAX_WARNINGS]; /* library warnings printed so far */
     size_t n_warned;
+    bool env_said; /* the inherited variables were named (when cfg.env_said is NULL) */
+    struct cg_collect_failure failure; /* the last run's diagnosis, for cg_collect_hint */
 };
 
 struct progress {
@@ -257,12 +248,13 @@ static int fill_gpu(struct cg_artifact *a, const struct cg_shard *sh, size_t n)
 
 /* A process's shard write failure as one line (the path shown escaped). */
 static int shard_write_failed(const struct cg_collect_cfg *c, long i, long total,
-                              const struct cg_shard_fail *f, struct cg_err *err)
+                              const struct cg_shard_fail *f, enum cg_collect_failed *reason,
+                              struct cg_err *err)
 {
     struct cg_buf path;
     cg_buf_init(&path, 512);
     int e = cg_term_escape(&path, f->path, 300);
-    g_failure = FAILED_SHARD_WRITE;
+    *reason = CG_COLLECT_FAILED_SHARD_WRITE;
     int rc = cg_err_set(err, CG_ECANARY,
                         "the injection library could not %s its shard in run %ld of %ld: '%s': "
                         "%s (canary process %lld); its output is in '%s'",
@@ -272,15 +264,16 @@ static int shard_write_failed(const struct cg_collect_cfg *c, long i, long total
     return rc;
 }
 
-/* Why a run failed, as one line; 0 when it measured enough. fail is the library's record of a
- * shard it could not write (NULL when none). */
+/* Why a run failed, as one line and as *reason (what the hint can mend); 0 when it measured
+ * enough. fail is the library's record of a shard it could not write (NULL when none). */
 static int check_run(const struct cg_collect_cfg *c, long i, long total,
                      const struct cg_launch_result *r, const struct cg_shard_status *st,
-                     const struct cg_shard_fail *fail, struct cg_err *err)
+                     const struct cg_shard_fail *fail, enum cg_collect_failed *reason,
+                     struct cg_err *err)
 {
     long long seen = (long long)st->steps_seen;
     const char *steps_word = seen == 1 ? "step" : "steps";
-    g_failure = FAILED_OTHER;
+    *reason = CG_COLLECT_FAILED_OTHER;
     if (st->nonfinite_loss_step >= 0) {
         double v = st->nonfinite_loss;
         return cg_err_set(err, CG_ECANARY,
@@ -314,16 +307,16 @@ static int check_run(const struct cg_collect_cfg *c, long i, long total,
         break; /* stopped once measured: complete, whatever it ended with */
     }
     if (fail != NULL)
-        return shard_write_failed(c, i, total, fail, err);
+        return shard_write_failed(c, i, total, fail, reason, err);
     if (st->n_shards == 0) {
-        g_failure = FAILED_NOT_LOADED;
+        *reason = CG_COLLECT_FAILED_NOT_LOADED;
         return cg_err_set(err, CG_ECANARY,
                           "the injection library was not loaded in the canary in run %ld of %ld "
                           "(no process wrote a shard); its output is in '%s'",
                           i, total, c->log);
     }
     if (st->n_with_steps == 0)
-        g_failure = FAILED_NO_STEP;
+        *reason = CG_COLLECT_FAILED_NO_STEP;
     if (st->n_with_steps == 0)
         return cg_err_set(err, CG_ECANARY,
                           "canary marked no step in run %ld of %ld (no NVTX range named '%s' in "
@@ -716,14 +709,14 @@ static int read_fail_file(const char *path, struct cg_shard_fail *f)
     return rc != 0;
 }
 
-/* Names, once per tool process, the injection library's variables the user's environment holds:
- * the launcher's own are ignored (set or removed for every run), the user's settings reach the
- * canary. */
-static void say_inherited_env(const struct cg_say *say)
+/* Names, unless *said, the injection library's variables the user's environment holds (the
+ * launcher's own are ignored: set or removed for every run; the user's settings reach the
+ * canary), and sets *said. */
+static void say_inherited_env(const struct cg_say *say, bool *said)
 {
-    if (g_env_said)
+    if (*said)
         return;
-    g_env_said = true;
+    *said = true;
     for (size_t k = 0; k < 2; k++) {
         const char *const *names = k == 0 ? launcher_vars : user_vars;
         size_t n = k == 0 ? sizeof(launcher_vars) / sizeof(launcher_vars[0])
@@ -856,15 +849,19 @@ static void cancel_batch_job(const struct cg_collect_cfg *c, const char *shard_d
  * canary failure with that reason, never a regression. */
 static void name_infra_failure(const char *log, struct cg_err *err)
 {
-    static char tail[65537];
     char why[256];
-    int fd = open(log, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char *tail = malloc(65536); /* the log's last 64 KiB */
+    int fd = tail != NULL ? open(log, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        free(tail);
         return;
+    }
     off_t end = lseek(fd, 0, SEEK_END);
     ssize_t got = pread(fd, tail, 65536, end > 65536 ? end - 65536 : 0);
     close(fd);
-    if (got <= 0 || !cg_multinode_infra_failure(tail, (size_t)got, why, sizeof(why)))
+    bool infra = got > 0 && cg_multinode_infra_failure(tail, (size_t)got, why, sizeof(why));
+    free(tail);
+    if (!infra)
         return;
     char msg[CG_ERR_MSG_MAX];
     snprintf(msg, sizeof(msg), "%s", err->msg);
@@ -873,8 +870,8 @@ static void name_infra_failure(const char *log, struct cg_err *err)
 
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world), the
  * message prefixed with the run. */
-static int check_world(const struct cg_collector *col, long i, long total,
-                       const struct cg_shard *sh, size_t n, struct cg_err *err)
+static int check_world(struct cg_collector *col, long i, long total, const struct cg_shard *sh,
+                       size_t n, struct cg_err *err)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", col->inject);
@@ -886,7 +883,7 @@ static int check_world(const struct cg_collector *col, long i, long total,
     int rc = cg_shard_check_world(sh, n, dir, &e);
     if (rc == 0)
         return 0;
-    g_failure = FAILED_OTHER;
+    col->failure.reason = CG_COLLECT_FAILED_OTHER;
     return cg_err_set(err, rc, "run %ld of %ld: %s", i, total, e.msg);
 }
 
@@ -909,12 +906,13 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
                  col->next_dir) != 0 ||
         run_env_make(col, shard_dir, fail_path, trace, &env, err) != 0)
         return err->code;
-    say_inherited_env(&c->say);
-    g_steps_from = c->steps_from;
-    g_shard_dir = c->shard_dir;
-    g_steps_python = col->python[0] != '\0';
-    python_site_flag(col->cmd, g_python_flag);
-    g_step_optimizer = c->step_optimizer;
+    say_inherited_env(&c->say, c->env_said != NULL ? c->env_said : &col->env_said);
+    col->failure = (struct cg_collect_failure){.reason = CG_COLLECT_FAILED_OTHER,
+                                               .steps_from = c->steps_from,
+                                               .shard_dir = c->shard_dir,
+                                               .steps_python = col->python[0] != '\0',
+                                               .step_optimizer = c->step_optimizer};
+    python_site_flag(col->cmd, col->failure.python_flag);
     if (make_fail_file(fail_path, err) != 0) {
         free(env.pythonpath);
         return err->code;
@@ -997,7 +995,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         rc = cg_shard_redact(sh, n, cg_redact_default(), err);
     if (rc == 0) {
         cg_shard_status(sh, n, &st);
-        rc = check_run(c, i, total, &r, &st, failed_write ? &fail : NULL, err);
+        rc = check_run(c, i, total, &r, &st, failed_write ? &fail : NULL, &col->failure.reason,
+                       err);
     }
     if (rc == 0)
         rc = check_world(col, i, total, sh, n, err);
@@ -1088,20 +1087,26 @@ int cg_collector_run(struct cg_collector *col, struct cg_artifact *a, long n, lo
     return 0;
 }
 
-void cg_collect_hint(const struct cg_err *err, const char *step_range, const struct cg_say *say)
+struct cg_collect_failure cg_collector_failure(const struct cg_collector *col)
+{
+    return col->failure;
+}
+
+void cg_collect_hint(const struct cg_collect_failure *f, const struct cg_err *err,
+                     const char *step_range, const struct cg_say *say)
 {
     if (err->code != CG_ECANARY)
         return;
-    if (g_failure == FAILED_NOT_LOADED && g_steps_python && g_python_flag[0] != '\0') {
+    if (f->reason == CG_COLLECT_FAILED_NOT_LOADED && f->steps_python && f->python_flag[0] != '\0') {
         cg_say(say, CG_SAY_INFO,
                "python's %s keeps it from loading canary-gate's sitecustomize, which marks "
                "the optimizer steps (and, in a script that calls neither NVTX nor CUDA, is "
                "what loads the library): drop %s, or mark each training step with an NVTX "
                "range",
-               g_python_flag, g_python_flag);
+               f->python_flag, f->python_flag);
         return;
     }
-    if (g_failure == FAILED_NOT_LOADED && g_steps_from == CG_STEPS_FROM_NVTX) {
+    if (f->reason == CG_COLLECT_FAILED_NOT_LOADED && f->steps_from == CG_STEPS_FROM_NVTX) {
         cg_say(say, CG_SAY_INFO,
                "with --steps-from nvtx the library is loaded by the canary's first NVTX call "
                "(or CUDA call): a canary that makes none never loads it. Mark each training "
@@ -1111,7 +1116,7 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
                CG_ENV_CUDA_INJECTION " and the CANARY_GATE_* variables.)");
         return;
     }
-    if (g_failure == FAILED_NOT_LOADED) {
+    if (f->reason == CG_COLLECT_FAILED_NOT_LOADED) {
         cg_say(say, CG_SAY_INFO,
                "the canary must keep the environment the gate gives it "
                "(" CG_ENV_NVTX_INJECTION ", " CG_ENV_CUDA_INJECTION " and the "
@@ -1122,9 +1127,9 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
                "'sudo -E' or '--preserve-env', and 'env -i' clears them");
         return;
     }
-    if (g_failure == FAILED_SHARD_WRITE) {
-        const char *tmp = g_shard_dir != NULL ? g_shard_dir : getenv("TMPDIR");
-        if (g_shard_dir != NULL) {
+    if (f->reason == CG_COLLECT_FAILED_SHARD_WRITE) {
+        const char *tmp = f->shard_dir != NULL ? f->shard_dir : getenv("TMPDIR");
+        if (f->shard_dir != NULL) {
             cg_say(say, CG_SAY_INFO,
                    "shards are written under --shard-dir ('%s'): free space there, and check "
                    "that every node can write to it at that path",
@@ -1137,20 +1142,20 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
                tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
         return;
     }
-    if (g_failure != FAILED_NO_STEP)
+    if (f->reason != CG_COLLECT_FAILED_NO_STEP)
         return;
     if (step_range == NULL)
         step_range = "step";
-    if (g_steps_python && g_step_optimizer > 1 && g_python_flag[0] == '\0') {
+    if (f->steps_python && f->step_optimizer > 1 && f->python_flag[0] == '\0') {
         cg_say(say, CG_SAY_INFO,
                "--step-optimizer %ld counts the optimizer that is number %ld to call step() in "
                "the script: a script that steps fewer marks no step (the canary's output says "
                "how many it stepped); give a number no larger than that, or leave it out for "
                "the first",
-               g_step_optimizer, g_step_optimizer);
+               f->step_optimizer, f->step_optimizer);
         return;
     }
-    if (g_steps_from == CG_STEPS_FROM_OPTIMIZER) {
+    if (f->steps_from == CG_STEPS_FROM_OPTIMIZER) {
         cg_say(say, CG_SAY_INFO,
                "with --steps-from optimizer a step is a PyTorch "
                "optimizer.step(): the canary must be a Python script that imports "
@@ -1167,12 +1172,12 @@ void cg_collect_hint(const struct cg_err *err, const char *step_range, const str
            "torch.cuda.nvtx.range_pop() at its end; (2) for a PyTorch script, nothing: "
            "each optimizer.step() ends a step %s",
            step_range, step_range,
-           g_steps_from == CG_STEPS_FROM_NVTX
+           f->steps_from == CG_STEPS_FROM_NVTX
                ? "when --steps-from is auto (the default) or optimizer, not nvtx as here"
-           : g_steps_python && g_python_flag[0] != '\0'
+           : f->steps_python && f->python_flag[0] != '\0'
                ? "(the canary called none: python's option given here keeps it from "
                  "loading the sitecustomize that marks them; drop it)"
-           : g_steps_python
+           : f->steps_python
                ? "(the canary called none: no optimizer stepped, or 'python -I' or '-S' "
                  "skipped the sitecustomize that marks them)"
                : "once canary-gate is built with the NVTX headers (this one has no "
