@@ -88,6 +88,8 @@ static int measure(struct cg_collect_cfg *c, long runs, struct cg_artifact *pool
     cg_artifact_init(&a);
     cg_artifact_init(&b);
     struct cg_collect_cfg cfg_a = *c, cfg_b = *c;
+    bool env_said = false; /* the inherited variables are named once, not once per side */
+    cfg_a.env_said = cfg_b.env_said = &env_said;
     cfg_a.label = "A";
     cfg_b.label = "B";
     if (cg_collector_new(&cfg_a, &ca, &err) != 0 || cg_collector_new(&cfg_b, &cb, &err) != 0) {
@@ -97,7 +99,9 @@ static int measure(struct cg_collect_cfg *c, long runs, struct cg_artifact *pool
     }
     if (cg_interleave_run(ca, &a, cb, &b, runs, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
-        cg_collect_hint(&err, c->step_range, &c->say);
+        struct cg_collector *side = cg_interleave_failed_a(&a, &b) ? ca : cb;
+        struct cg_collect_failure why = cg_collector_failure(side);
+        cg_collect_hint(&why, &err, c->step_range, &c->say);
         goto done;
     }
     if (cg_interleave_pool(&a, &b, pool) != 0) {

@@ -199,6 +199,8 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
     int exit_code = 0;
     cg_err_init(&err);
     struct cg_collect_cfg cfg_b = *c, cfg_h = *c;
+    bool env_said = false; /* the inherited variables are named once, not once per side */
+    cfg_b.env_said = cfg_h.env_said = &env_said;
     cfg_b.cmd = base_argv;
     cfg_b.label = "base";
     cfg_b.log = logs[0];
@@ -231,7 +233,9 @@ static int measure_and_decide(struct ab_opts *o, char **base_argv, struct cg_col
     goto done;
 failed:
     exit_code = cg_cmd_fail(&err);
-    cg_collect_hint(&err, c->step_range, &c->say);
+    struct cg_collector *side = cg_interleave_failed_a(base, head) ? cb : ch;
+    struct cg_collect_failure why = cg_collector_failure(side);
+    cg_collect_hint(&why, &err, c->step_range, &c->say);
     save_partial(o, base, head);
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
         struct cg_log_tail tail;

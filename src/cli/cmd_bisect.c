@@ -205,6 +205,7 @@ struct session {
     double good_value;
     double t0, budget_s;
     bool budget_spent;
+    bool env_said; /* the inherited variables were named (by the first collector's first run) */
 };
 
 static bool exact(const struct session *s)
@@ -304,6 +305,7 @@ static int open_collector(struct session *s, size_t i, struct place *p, struct c
     c.cwd = p->wt;
     c.log = p->log;
     c.label = i == 0 ? "good" : NULL;
+    c.env_said = &s->env_said;
     return cg_collector_new(&c, col, err);
 }
 

@@ -272,9 +272,10 @@ static int measure(struct gate_opts *o, struct cg_artifact *cur, struct cg_colle
         *colp = col;
         return 0;
     }
+    struct cg_collect_failure why = cg_collector_failure(col);
     cg_collector_free(col);
     cg_cmd_fail(&err);
-    cg_collect_hint(&err, o->collect.step_range, &o->collect.say);
+    cg_collect_hint(&why, &err, o->collect.step_range, &o->collect.say);
     cg_cmd_save_partial(o->out, cur); /* never over --out */
     if (err.code == CG_ECANARY && !cg_collect_interrupted()) {
         struct cg_log_tail tail;

@@ -163,7 +163,8 @@ int cmd_run(int argc, char **argv)
     }
     if (cg_collector_run(col, &a, runs, runs, &err) != 0) {
         cg_cmd_fail(&err);
-        cg_collect_hint(&err, c.step_range, &c.say);
+        struct cg_collect_failure why = cg_collector_failure(col);
+        cg_collect_hint(&why, &err, c.step_range, &c.say);
         /* never over --out: a good artifact there stays as it was */
         cg_cmd_save_partial(out, &a);
         exit_code = CG_EXIT_RUNTIME;

@@ -93,7 +93,8 @@ int cg_cmd_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
     if (cg_seq_decide(base, cur, &conf, t, &o, first_s, collect_more, col, &s, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
         struct cg_say say = cg_cmd_say();
-        cg_collect_hint(&err, NULL, &say);
+        struct cg_collect_failure why = cg_collector_failure(col);
+        cg_collect_hint(&why, &err, NULL, &say);
         /* What was measured is kept, also when a later run failed: beside --out, which keeps
          * the first look's runs (a failed measurement never replaces an artifact). */
         if (cur->n_runs > first)

@@ -41,9 +41,8 @@ void cg_github_check_external_id(const char *id, char *out, size_t size);
 
 /* Appends the check run's summary: the report, cut at a line and marked as cut when it passes
  * CG_GITHUB_CHECK_SUMMARY_MAX_BYTES, the blocks it leaves open closed first. Returns 0 or
- * CG_ENOMEM. (In github.c, beside the comment's cut.) */
-int cg_github_check_summary(const char *report, size_t len, struct cg_buf *out,
-                            struct cg_err *err);
+ * CG_ENOMEM. (In github_parse.c, beside the comment's cut.) */
+int cg_github_check_summary(const char *report, size_t len, struct cg_buf *out, struct cg_err *err);
 
 /* Finds, in one page of GitHub's check-run list (JSON, len bytes), the first check run named name
  * whose external_id is external_id. Sets *check_run_id (0 when none). Returns 0, or CG_EINPUT

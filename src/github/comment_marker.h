@@ -1,8 +1,8 @@
 /*
  * comment_marker: the hidden HTML comment lines at the top of the markdown report, by which
  * canary-gate finds its own PR comment and updates it instead of adding another. Written by the
- * report (report_md.c), the gate's notices and the comment body (github.c); read back from a
- * report by github.c. The lines, in order:
+ * report (report_md.c), the gate's notices and the comment body (github_parse.c); read back from
+ * a report by github_parse.c. The lines, in order:
  *
  *   <!-- canary-gate -->                 the default gate; or
  *   <!-- canary-gate:ID -->              gate ID (letters, digits, '.', '_', '-')

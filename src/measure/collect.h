@@ -24,7 +24,8 @@
  * it waits for the canary to exit by itself instead.
  *
  * Progress, per-run lines, warnings and hints go to the configuration's say (say.h); nothing here
- * prints. Interrupts
+ * prints. Why a run failed stays with its collector (cg_collector_failure), for the hint: no
+ * state outside the collector but the interrupt flag (launch.h). Interrupts
  * (SIGINT/SIGTERM) are caught once a collector is open; a run in progress is stopped and the
  * collector reports CG_ECANARY with cg_collect_interrupted() true. Single-threaded.
  */
@@ -70,6 +71,29 @@ struct cg_collect_cfg {
     const char *precision;
     double peak_flop_per_clock;
     struct cg_say say;      /* progress, per-run lines and warnings (nothing said: fn NULL) */
+    /* the injection library's variables the user's environment holds are named once, at the
+     * first run: of the first collector that sets *env_said when several share it (a command's
+     * collectors share one), else of each collector (NULL) */
+    bool *env_said;
+};
+
+/* Why a collector's last run failed, as far as the hint can mend it (carried as data, never read
+ * back from the message). */
+enum cg_collect_failed {
+    CG_COLLECT_FAILED_OTHER,      /* nothing to mend, or no run failed */
+    CG_COLLECT_FAILED_NO_STEP,    /* processes wrote shards, none marked a step */
+    CG_COLLECT_FAILED_NOT_LOADED, /* no process wrote a shard: the library was not loaded */
+    CG_COLLECT_FAILED_SHARD_WRITE /* the library could not write its shard */
+};
+
+/* The diagnosis of a collector's last run: why it failed and how it looked for steps. */
+struct cg_collect_failure {
+    enum cg_collect_failed reason;
+    enum cg_steps_from steps_from;
+    const char *shard_dir; /* cfg.shard_dir (the caller's string); NULL: TMPDIR */
+    bool steps_python;     /* the sitecustomize was put on PYTHONPATH */
+    long step_optimizer;   /* cfg.step_optimizer (0: 1) */
+    char python_flag[4];   /* "-S", "-I" or "-E" when the canary is python given one, else "" */
 };
 
 struct cg_collector;
@@ -98,9 +122,15 @@ void cg_collector_free(struct cg_collector *col);
 /* True once SIGINT or SIGTERM reached the tool while a collector was open. */
 bool cg_collect_interrupted(void);
 
-/* When err says the last run failed for a reason the user can mend (no step marked, the
- * injection library never loaded, no room for shards), says how, as one CG_SAY_INFO line. */
-void cg_collect_hint(const struct cg_err *err, const char *step_range, const struct cg_say *say);
+/* The diagnosis of col's last run (reason CG_COLLECT_FAILED_OTHER before any run and after one
+ * that measured enough); a copy, which outlives col. */
+struct cg_collect_failure cg_collector_failure(const struct cg_collector *col);
+
+/* When err (CG_ECANARY) and f (cg_collector_failure of the collector whose run failed) say the
+ * run failed for a reason the user can mend (no step marked, the injection library never loaded,
+ * no room for shards), says how, as one CG_SAY_INFO line; step_range NULL: "step". */
+void cg_collect_hint(const struct cg_collect_failure *f, const struct cg_err *err,
+                     const char *step_range, const struct cg_say *say);
 
 /* True when s is "A:B", whole numbers with A <= B (a --trace-steps value). */
 bool cg_collect_trace_steps_valid(const char *s);

@@ -457,7 +457,7 @@ static void test_cmd_comment__403_warns_about_forks_and_exits_0(void **state)
     assert_non_null(strstr(f->err, "canary-gate: warning: cannot create the comment on 'o/r#7': the "
                                    "token cannot write to 'o/r' (403 Resource not accessible by "
                                    "integration)"));
-    assert_non_null(strstr(f->err, "\"Pull requests from forks\" in the README"));
+    assert_non_null(strstr(f->err, "\"Pull requests from forks\" in docs/github.md"));
     assert_summary_written(f, REPORT_FAIL);
 
     cg_httpd_push(f->srv, 200, NULL, "[]");

@@ -638,8 +638,8 @@ static void test_github__403_points_to_forks(void **state)
     assert_string_equal(f->err.msg,
                         "cannot create the comment on 'o/r#7': the token cannot write to 'o/r' (403 "
                         "Resource not accessible by integration); typical for pull requests from "
-                        "forks, whose token is read-only: see \"Pull requests from forks\" in the "
-                        "README");
+                        "forks, whose token is read-only: see \"Pull requests from forks\" in "
+                        "docs/github.md");
     assert_int_equal(cg_httpd_count(f->srv), 2);
 }
 

@@ -607,6 +607,81 @@ static void test_run__inherited_library_variables_are_ignored_or_reported(void *
     unlink("nvtx-stray.log");
 }
 
+/* The inherited variables are named once per command, also by a command with two collectors
+ * (aa: one per side, runs A B B A). */
+static void
+test_run__inherited_variables_are_named_once_by_a_command_of_two_collectors(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *stray[] = {"CANARY_GATE_WARMUP=7", "CANARY_GATE_CUPTI=0", NULL};
+    const char *args[] = {"aa",     "--out",     "nvtx-stray-aa.json",
+                          "--runs", "2",         "--steps",
+                          "3",      "--warmup",  "1",
+                          "--",     CANARY,      "--steps",
+                          "4",      "--step-ms", "1",
+                          NULL};
+    run_tool_env(args, stray, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    const char *ignored = "canary-gate: warning: CANARY_GATE_WARMUP=7 from the environment is "
+                          "ignored";
+    const char *passed = "canary-gate: note: the canary gets CANARY_GATE_CUPTI=0 from the "
+                         "environment";
+    const char *first = strstr(r.err, ignored), *note = strstr(r.err, passed);
+    assert_non_null(first);
+    assert_non_null(note);
+    assert_null(strstr(first + 1, ignored));
+    assert_null(strstr(note + 1, passed));
+    /* said before the first run began */
+    const char *run1 = strstr(r.err, "A run 1 of 2");
+    assert_non_null(run1);
+    assert_true(first < run1 && note < run1);
+    unlink("nvtx-stray-aa.json");
+    unlink("nvtx-stray-aa.log");
+}
+
+/* ab: the hint after a failed run is the failing side's diagnosis, whichever side failed (head,
+ * second in its pair; base, first in its pair): python's -S named, the other side having none. */
+static void test_run__ab_hint_is_the_failing_sides(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *hint = "python's -S keeps it from loading canary-gate's sitecustomize";
+    const char *good = CANARY " --steps 4 --step-ms 1";
+    for (int head_fails = 1; head_fails >= 0; head_fails--) {
+        const char *args[] = {"ab",
+                              "--base",
+                              head_fails ? good : "python3 -S -c pass",
+                              "--out",
+                              "nvtx-ab-hint-head.json",
+                              "--out-base",
+                              "nvtx-ab-hint-base.json",
+                              "--runs",
+                              "2",
+                              "--steps",
+                              "3",
+                              "--warmup",
+                              "1",
+                              "--",
+                              head_fails ? "python3" : CANARY,
+                              head_fails ? "-S" : "--steps",
+                              head_fails ? "-c" : "4",
+                              head_fails ? "pass" : "--step-ms",
+                              head_fails ? NULL : "1",
+                              NULL};
+        run_tool_env(args, NULL, &r);
+        assert_int_equal(r.exit_code, 3);
+        assert_non_null(strstr(r.err, head_fails ? "head run 1 of 2" : "base run 1 of 2"));
+        assert_non_null(strstr(r.err, "the injection library was not loaded"));
+        if (strstr(r.err, hint) == NULL)
+            fail_msg("%s fails, no hint naming -S:\n%s", head_fails ? "head" : "base", r.err);
+        unlink("nvtx-ab-hint-base.partial.json");
+        unlink("nvtx-ab-hint-base.log");
+        unlink("nvtx-ab-hint-head.log");
+    }
+}
+
 /* Runs the canary once into out with CANARY_GATE_COMM_KERNELS=value (NULL: unset); the run
  * must succeed. */
 static void comm_run(const char *out, const char *value, struct result *r)
@@ -998,6 +1073,9 @@ int main(void)
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__inherited_library_variables_are_ignored_or_reported),
+        cmocka_unit_test(
+            test_run__inherited_variables_are_named_once_by_a_command_of_two_collectors),
+        cmocka_unit_test(test_run__ab_hint_is_the_failing_sides),
         cmocka_unit_test(test_run__communication_kernels_are_part_of_the_canary),
         cmocka_unit_test(test_run__an_edited_script_is_the_same_canary),
         cmocka_unit_test(test_run__the_canary_placement_is_recorded),
