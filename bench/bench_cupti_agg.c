@@ -1,7 +1,7 @@
 /*
  * bench_cupti_agg: records per second through the injection library's CUPTI aggregation
- * (inject/aggregate.c, compiled in here), fed with synthetic records of the installed CUPTI
- * types (CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivitySynchronization2,
+ * (aggregate.h, from its core, canary-inject-core), fed with synthetic records of the installed
+ * CUPTI types (CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivitySynchronization2,
  * CUpti_ActivityMemory4), next to bare loops over the same records. One core, median of repeats.
  * Prints a small table; never run by ctest.
  *
@@ -35,7 +35,7 @@
 
 #if CG_HAVE_CUPTI
 
-#include "../inject/aggregate.c"
+#include "aggregate.h"
 
 #include <inttypes.h>
 #include <sys/mman.h>

@@ -884,11 +884,6 @@ void cg_agg_places(struct cg_agg *a, struct cg_agg_corr *t)
     a->corr = t;
 }
 
-/* A test's hook between choosing the entry a note replaces and replacing it (none here). */
-#ifndef CG_AGG_CORR_HOOK
-#define CG_AGG_CORR_HOOK(entry) ((void)0)
-#endif
-
 void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place)
 {
     if (corr == 0 || place == 0)
@@ -913,7 +908,8 @@ void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place)
         }
         if (oldest_v == UINT64_MAX)
             continue; /* every entry changed under us */
-        CG_AGG_CORR_HOOK(&b[oldest]);
+        if (cg_agg_corr_hook != NULL) /* a test's, never the library's (aggregate.h) */
+            cg_agg_corr_hook(&b[oldest]);
         if (atomic_compare_exchange_strong_explicit(&b[oldest], &oldest_v, want,
                                                     memory_order_release, memory_order_relaxed))
             return;

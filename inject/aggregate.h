@@ -331,6 +331,11 @@ void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns, uint32_t place);
  * one entry both stay, or the loser looks again). */
 void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place);
 
+/* A test's hook, called by cg_agg_place_note between its choice of the entry it replaces and the
+ * replacement (a racing note lands there first). Weak and left undefined by the library, so it is
+ * NULL there and never called; a test that defines it gets the calls. */
+__attribute__((weak, visibility("hidden"))) void cg_agg_corr_hook(_Atomic uint64_t *entry);
+
 /* Takes places from t (borrowed, outliving the aggregation; NULL: none): a synchronisation, copy
  * or device memory record whose correlation id t holds and that counts in a measured step
  * (warmup <= step < the end) is counted in places[] too (the stream, event and context
