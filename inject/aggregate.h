@@ -160,7 +160,8 @@ struct cg_agg_times {
 };
 
 /* A union's settled intervals, kept for the other union's intervals settling later (at most
- * CG_AGG_SETTLED, the oldest giving way), in time order (see aggregate.c, "the copies' time"). */
+ * CG_AGG_SETTLED, the oldest giving way), in time order (see aggregate_union.c, "the copies'
+ * time"). */
 struct cg_agg_settled {
     struct cg_agg_interval iv[CG_AGG_SETTLED];
     size_t head, len;
@@ -316,7 +317,7 @@ size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t
 
 /* Whether kernel records' graphId is read for CG_AGG_N_GRAPH_KERNELS (on by default): the
  * caller turns it off when the records may not be the installed cupti_activity.h's layout
- * (graphId is not a leading field of the kernel record; see aggregate.c). */
+ * (graphId is not a leading field of the kernel record; see aggregate_hot.c). */
 void cg_agg_graph_ids(struct cg_agg *a, bool read);
 
 /* A CUDA module was loaded at now_ns, the library's clock read at the load (so a step still

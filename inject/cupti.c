@@ -26,7 +26,7 @@
  * measures: kernels, copies (when MEMCPY2 is on as well as MEMCPY: peer copies are copies),
  * dtoh_pageable and its bytes, allocs and frees always; graph_kernels when the loaded libcupti
  * reports the API major version of these headers (cuptiGetVersion: graphId is read at this
- * version's offset, see aggregate.c; otherwise a "w" line); the sync_* counts and sync_ns with
+ * version's offset, see aggregate_hot.c; otherwise a "w" line); the sync_* counts and sync_ns with
  * SYNCHRONIZATION on; jit with JIT on; module_loads with the callback on. A count it does not name
  * is unknown, not 0. The module load callback counts a load at the library's clock under the
  * aggregation lock and does nothing else.
@@ -64,9 +64,9 @@
  *
  * Buffers: CG_BUF_BYTES each, 8-byte aligned, from a free list, at most the configured cap in
  * total; when the cap is reached CUPTI gets no buffer and drops records, which are counted.
- * Records are reduced by aggregate.c under one mutex (the aggregation lock), in batches of record
- * pointers; results reach the shard as deltas after every completed buffer, after every flush and
- * at exit.
+ * Records are reduced by the aggregation (aggregate.h) under one mutex (the aggregation lock), in
+ * batches of record pointers; results reach the shard as deltas after every completed buffer, after
+ * every flush and at exit.
  *
  * Step boundaries and module loads never take the aggregation lock: a canary thread would wait
  * there, inside its timed step, for a whole buffer's reduction. They are stamped and queued under
@@ -1041,7 +1041,8 @@ static void one_buffer(void)
 }
 
 /* Whether the loaded libcupti's kernel records have graphId where these headers put it: its API
- * major version is theirs (see aggregate.c). When not, graph kernels are not counted (a "w"). */
+ * major version is theirs (see aggregate_hot.c). When not, graph kernels are not counted (a
+ * "w"). */
 static bool graph_ids_readable(void)
 {
     const char *why = "no cuptiGetVersion";
