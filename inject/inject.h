@@ -4,8 +4,8 @@
  * The library is loaded into the canary process by NVTX (NVTX_INJECTION64_PATH) and by the CUDA
  * driver (CUDA_INJECTION64_PATH). core.c owns the per-process lifecycle (environment, shard file,
  * atexit, fork, the end of the measured window) and the shard writer; nvtx.c takes NVTX's calls,
- * which nvtx_steps.c turns into steps and range ops; cupti.c turns CUPTI activity records into
- * kernel/copy ops, GPU busy time and peak memory.
+ * which nvtx_steps.c turns into steps and range ops; cupti_start.c starts CUPTI, whose activity
+ * records cupti.c turns into kernel/copy ops, GPU busy time and peak memory.
  *
  * The measured window: steps [warmup, warmup + steps) of a process (CANARY_GATE_WARMUP,
  * CANARY_GATE_STEPS). Ops and GPU busy time are counted only inside it; when its last step ends,
