@@ -1,9 +1,9 @@
 /*
- * fuzz_agg: CUPTI activity records into the injection library's aggregation (inject/aggregate.c,
- * compiled in): kernels (some launched by a CUDA graph), copies (MEMCPY and MEMCPY2), sets,
- * device memory allocations and releases, synchronisations of every type (some that did not
- * complete), JIT records, overhead records and module loads, in any order relative to the NVTX
- * step boundaries, with zero and inverted timestamps.
+ * fuzz_agg: CUPTI activity records into the injection library's aggregation (aggregate.h, from
+ * its core, canary-inject-core): kernels (some launched by a CUDA graph), copies (MEMCPY and
+ * MEMCPY2), sets, device memory allocations and releases, synchronisations of every type (some that
+ * did not complete), JIT records, overhead records and module loads, in any order relative to the
+ * NVTX step boundaries, with zero and inverted timestamps.
  *
  * The input is byte code: begin or end a step, let time pass, deliver a record (its start may lie
  * in the past, as CUPTI delivers buffers late) one by one or in a batch (cg_agg_records), settle;
@@ -25,7 +25,7 @@
  */
 #include "fuzz.h"
 
-#include "../inject/aggregate.c"
+#include "aggregate.h"
 #include "fuzz_records.h"
 
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /*
- * fuzz_agg_paths: the aggregation's hot path against its general path (inject/aggregate.c,
+ * fuzz_agg_paths: the aggregation's hot path against its general path (inject/aggregate*.c,
  * compiled in). The same records go to two aggregations: the first through cg_agg_records in
  * batches of a size the input chooses (1 to 100000 records: the hot path takes the runs of
- * kernels that start in the window step), the second through record_general one record at a
+ * kernels that start in the window step), the second through agg_record_general one record at a
  * time, the path the hot one stands in for. Whatever the records (kernels of both kinds, some in
  * CUDA graphs, some communication kernels, some of no duration, inverted or with a zero
  * timestamp, delivered late; bursts of up to 2999 kernels, disjoint or overlapping, with other
@@ -22,6 +22,9 @@
 #include "fuzz.h"
 
 #include "../inject/aggregate.c"
+#include "../inject/aggregate_hot.c"
+#include "../inject/aggregate_records.c"
+#include "../inject/aggregate_union.c"
 #include "fuzz_records.h"
 
 #include <stdbool.h>
@@ -56,7 +59,7 @@ static void deliver(void)
     }
     for (size_t i = g_handed; i < g_n; i++) {
         g_general.records++;
-        record_general(&g_general, g_ptrs[i]);
+        agg_record_general(&g_general, g_ptrs[i]);
     }
     g_handed = g_n;
 }

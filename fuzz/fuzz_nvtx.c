@@ -15,14 +15,15 @@
  * steps before the window's end, positive deltas, and over the measured steps as many as the
  * range ops' calls when every range was ended (a start whose id the harness could not keep, or
  * the library could not give, never is). The library's sources are
- * compiled in (inject/core.c, nvtx.c, gpu_none.c) so that its per-process state can be cleared
- * between inputs.
+ * compiled in (inject/core.c, nvtx.c, nvtx_steps.c, gpu_none.c) so that its per-process state can
+ * be cleared between inputs.
  */
 #include "fuzz.h"
 
 #include "../inject/core.c"
 #include "../inject/gpu_none.c"
 #include "../inject/nvtx.c"
+#include "../inject/nvtx_steps.c"
 
 #include "shard.h"
 
@@ -344,7 +345,7 @@ static void clear_library(struct state *s)
     memset(g_se, 0, sizeof(g_se));
     g_se_next = 0;
     atomic_store(&g_next_step, 0);
-    atomic_store(&g_cur_step, -1);
+    atomic_store(&nvtx_cur_step, -1);
     atomic_store(&g_open_steps, 0);
     atomic_store(&g_steps_thread, NULL);
     atomic_store(&g_stray_nested, 0);

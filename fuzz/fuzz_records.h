@@ -1,7 +1,7 @@
 /*
  * fuzz_records: a slot that holds one CUPTI activity record of any kind the aggregation's
  * harnesses make (fuzz_agg, fuzz_agg_paths), at the CUDA 13.0 headers' types. Include after
- * <cupti.h> (inject/aggregate.c brings it in).
+ * <cupti_activity.h> (inject/aggregate.h brings it in).
  */
 #ifndef CG_FUZZ_RECORDS_H
 #define CG_FUZZ_RECORDS_H

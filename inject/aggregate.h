@@ -160,7 +160,8 @@ struct cg_agg_times {
 };
 
 /* A union's settled intervals, kept for the other union's intervals settling later (at most
- * CG_AGG_SETTLED, the oldest giving way), in time order (see aggregate.c, "the copies' time"). */
+ * CG_AGG_SETTLED, the oldest giving way), in time order (see aggregate_union.c, "the copies'
+ * time"). */
 struct cg_agg_settled {
     struct cg_agg_interval iv[CG_AGG_SETTLED];
     size_t head, len;
@@ -316,7 +317,7 @@ size_t cg_agg_trace_format(const struct cg_agg_trace_event *e, char *out, size_t
 
 /* Whether kernel records' graphId is read for CG_AGG_N_GRAPH_KERNELS (on by default): the
  * caller turns it off when the records may not be the installed cupti_activity.h's layout
- * (graphId is not a leading field of the kernel record; see aggregate.c). */
+ * (graphId is not a leading field of the kernel record; see aggregate_hot.c). */
 void cg_agg_graph_ids(struct cg_agg *a, bool read);
 
 /* A CUDA module was loaded at now_ns, the library's clock read at the load (so a step still
@@ -330,6 +331,11 @@ void cg_agg_module_load(struct cg_agg *a, uint64_t now_ns, uint32_t place);
  * bucket needs it (the oldest id gives way, replaced by compare-and-swap: two notes racing for
  * one entry both stay, or the loser looks again). */
 void cg_agg_place_note(struct cg_agg_corr *t, uint32_t corr, uint32_t place);
+
+/* A test's hook, called by cg_agg_place_note between its choice of the entry it replaces and the
+ * replacement (a racing note lands there first). Weak and left undefined by the library, so it is
+ * NULL there and never called; a test that defines it gets the calls. */
+__attribute__((weak, visibility("hidden"))) void cg_agg_corr_hook(_Atomic uint64_t *entry);
 
 /* Takes places from t (borrowed, outliving the aggregation; NULL: none): a synchronisation, copy
  * or device memory record whose correlation id t holds and that counts in a measured step

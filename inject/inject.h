@@ -3,9 +3,9 @@
  *
  * The library is loaded into the canary process by NVTX (NVTX_INJECTION64_PATH) and by the CUDA
  * driver (CUDA_INJECTION64_PATH). core.c owns the per-process lifecycle (environment, shard file,
- * atexit, fork, the end of the measured window) and the shard writer; nvtx.c turns NVTX ranges
- * into steps and range ops; cupti.c turns CUPTI activity records into kernel/copy ops, GPU busy
- * time and peak memory.
+ * atexit, fork, the end of the measured window) and the shard writer; nvtx.c takes NVTX's calls,
+ * which nvtx_steps.c turns into steps and range ops; cupti_start.c starts CUPTI, whose activity
+ * records cupti.c turns into kernel/copy ops, GPU busy time and peak memory.
  *
  * The measured window: steps [warmup, warmup + steps) of a process (CANARY_GATE_WARMUP,
  * CANARY_GATE_STEPS). Ops and GPU busy time are counted only inside it; when its last step ends,
@@ -98,8 +98,9 @@ void cg_inject_trace_dropped(int64_t n);
 /* Appends "tx EVENTS DROPPED". Call with the writer locked. */
 void cg_inject_append_trace_counts(void);
 
-/* The last measured step ended (called once per process, by nvtx.c, on the thread that ended
- * it): the GPU side finishes first when it runs, then "done N" is written (cg_inject_write_done). */
+/* The last measured step ended (called once per process, by nvtx_steps.c, on the thread that
+ * ended it): the GPU side finishes first when it runs, then "done N" is written
+ * (cg_inject_write_done). */
 void cg_inject_measured(void);
 /* Writes the NVTX op totals, the op table warning, the trace counts and "done N" (N = warmup +
  * steps). Takes the writer lock itself. */

@@ -1,9 +1,9 @@
 /*
- * test_inject_agg: the injection library's record aggregation (inject/aggregate.c, compiled in
- * here) fed with synthetic records of the installed cupti.h types: attribution to steps, the
- * busy-time union with overlapping and out-of-order kernels, peak memory from out-of-order
- * allocation and release records, zero timestamps, bounded memory, copy names, the shard's
- * counters (records inside and outside every step, late memory events, CUPTI overhead), ops
+ * test_inject_agg: the injection library's record aggregation (aggregate.h, from its core,
+ * canary-inject-core) fed with synthetic records of the installed cupti.h types: attribution to
+ * steps, the busy-time union with overlapping and out-of-order kernels, peak memory from
+ * out-of-order allocation and release records, zero timestamps, bounded memory, copy names, the
+ * shard's counters (records inside and outside every step, late memory events, CUPTI overhead), ops
  * counted only in the measured window, the running step bounded by the delivery horizon, the
  * per-step counts (kernels and graph kernels, synchronisations by type and their blocked time,
  * copies and device-to-pageable copies with their bytes, allocations and releases by timestamp,
@@ -20,15 +20,13 @@
 
 #if CG_HAVE_CUPTI
 
-/* Between a place note's choice of the entry it replaces and the replacement: when armed, another
- * call's note lands there first, as a thread racing it would (race_hook, below). */
-static void race_hook(void);
-#define CG_AGG_CORR_HOOK(entry) ((void)(entry), race_hook())
+#include "aggregate.h"
+#include "synthetic.h"
 
-#include "../inject/aggregate.c"
-#include "../inject/synthetic.h"
-
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char kernel_a[] = "_Z8kernel_av";
 static const char kernel_b[] = "_Z8kernel_bv";
@@ -1557,8 +1555,11 @@ static void test_agg__devices_past_the_eighth_share_the_last_lane(void **state)
 static struct cg_agg_corr *g_race_table; /* armed: the table the racing note goes to */
 static uint32_t g_race_corr;
 
-static void race_hook(void)
+/* Between a place note's choice of the entry it replaces and the replacement (aggregate.h): when
+ * armed, another call's note lands there first, as a thread racing it would. */
+void cg_agg_corr_hook(_Atomic uint64_t *entry)
 {
+    (void)entry;
     struct cg_agg_corr *t = g_race_table;
     g_race_table = NULL; /* once */
     if (t != NULL)

@@ -1,9 +1,9 @@
 /*
- * test_trace: Chrome trace files (src/measure/trace.c) from shards with trace lines, checked by parsing
- * the JSON: (a) an annotated CPU canary (tests/canaries/nvtx-canary) run with the real
+ * test_trace: Chrome trace files (src/measure/trace.c) from shards with trace lines, checked by
+ * parsing the JSON: (a) an annotated CPU canary (tests/canaries/nvtx-canary) run with the real
  * injection library and CANARY_GATE_TRACE_STEPS, with and without reaching the event cap;
- * (b) synthetic CUPTI records through the library's aggregation (inject/aggregate.c, compiled in
- * here) and its trace line format.
+ * (b) synthetic CUPTI records through the library's aggregation (aggregate.h, from its core,
+ * canary-inject-core) and its trace line format.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -307,8 +307,8 @@ static void test_trace__no_trace_lines_give_a_valid_file_with_a_note(void **stat
 
 #if CG_HAVE_CUPTI
 
-#include "../inject/aggregate.c"
-#include "../inject/synthetic.h"
+#include "aggregate.h"
+#include "synthetic.h"
 
 /* Appends the aggregation's trace events to the shard text (len bytes used of cap) as the
  * library writes them; returns the new length. */
