@@ -25,6 +25,11 @@ int cmd_show(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_comment(int argc, char **argv);
 int cmd_history(int argc, char **argv);
+/* `canary-gate history append|check|site` (cmd_history.c hands them on): argv[0] is the
+ * subcommand; the exit code. */
+int cmd_history_append(int argc, char **argv);
+int cmd_history_check(int argc, char **argv);
+int cmd_history_site(int argc, char **argv);
 int cmd_accept(int argc, char **argv);
 
 /* The default overall deadline for posting the comment and status, in seconds. */

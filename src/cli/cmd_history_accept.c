@@ -2,7 +2,7 @@
  * cmd_history_accept: `canary-gate accept` records an accepted regression in main's history.
  */
 #include "cmd.h"
-#include "cmd_history.h"
+#include "cmd_history_common.h"
 
 #include "history.h"
 #include "outputs.h"

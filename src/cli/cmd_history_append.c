@@ -4,7 +4,7 @@
  * baseline's restart make.
  */
 #include "cmd.h"
-#include "cmd_history.h"
+#include "cmd_history_common.h"
 #include "cmd_options.h"
 
 #include "history.h"

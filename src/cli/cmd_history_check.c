@@ -3,7 +3,7 @@
  * prints them, with the command that bisects each.
  */
 #include "cmd.h"
-#include "cmd_history.h"
+#include "cmd_history_common.h"
 #include "cmd_options.h"
 
 #include "fsutil.h"

@@ -2,7 +2,7 @@
  * cmd_history_site: `canary-gate history site` draws main's history as a static site.
  */
 #include "cmd.h"
-#include "cmd_history.h"
+#include "cmd_history_common.h"
 #include "cmd_options.h"
 
 #include "fsutil.h"

@@ -1,20 +1,15 @@
 /*
- * cmd_history (private to the history commands: cmd_history*.c): the subcommands of
- * `canary-gate history`, and what they and `canary-gate accept` share. Part of the command
- * layer: the functions that can fail print the problem and return the exit code.
+ * cmd_history_common (private to the history commands: cmd_history_*.c): what the subcommands of
+ * `canary-gate history` and `canary-gate accept` share. Part of the command layer: the functions
+ * that can fail print the problem and return the exit code.
  */
-#ifndef CG_CMD_HISTORY_H
-#define CG_CMD_HISTORY_H
+#ifndef CG_CMD_HISTORY_COMMON_H
+#define CG_CMD_HISTORY_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 struct cg_history;
-
-/* `canary-gate history append|check|site`: argv[0] is the subcommand; the exit code. */
-int cmd_history_append(int argc, char **argv);
-int cmd_history_check(int argc, char **argv);
-int cmd_history_site(int argc, char **argv);
 
 /* The usage error of a value given for verb's option opt (printed), or 0 when it is one line
  * of 1 to max bytes of UTF-8 (and, for a date, ISO 8601). */

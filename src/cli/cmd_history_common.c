@@ -1,0 +1,83 @@
+/*
+ * cmd_history_common: what the history commands (cmd_history_append.c, cmd_history_check.c,
+ * cmd_history_site.c) and `canary-gate accept` (cmd_history_accept.c) share
+ * (cmd_history_common.h): a value checked before it is written into the history, the history
+ * read to be rewritten or to be checked, the time now.
+ */
+#include "cmd.h"
+#include "cmd_history_common.h"
+
+#include "fsutil.h"
+#include "history.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int cg_cmd_history_value_error(const char *verb, const char *opt, const char *value, size_t max,
+                               bool date)
+{
+    const char *why = cg_history_text_problem(value, max);
+    if (why == NULL && date && !cg_history_date_ok(value))
+        why = "is not an ISO 8601 date and time (e.g. 2026-11-20T14:03:00Z)";
+    if (why == NULL)
+        return 0;
+    if (cg_history_text_problem(value, (size_t)-1) != NULL) /* not printable as it is */
+        return cg_cmd_usage_error(verb, "%s: %s (one line of 1 to %zu bytes of UTF-8)", opt, why,
+                                  max);
+    return cg_cmd_usage_error(verb, "%s '%.60s%s': %s (one line of 1 to %zu bytes of UTF-8)", opt,
+                              value, strlen(value) > 60 ? "..." : "", why, max);
+}
+
+int cg_cmd_history_rewritable(const char *path)
+{
+    struct stat st;
+    struct cg_err err;
+    cg_err_init(&err);
+    int r = stat(path, &st);
+    if (r != 0 && errno != ENOENT)
+        cg_err_set(&err, CG_EINPUT, "cannot read history '%s': %s", path, strerror(errno));
+    else if (r == 0 && !S_ISREG(st.st_mode))
+        cg_err_set(&err, CG_EINPUT, "cannot read history '%s': %s, not a regular file", path,
+                   cg_file_type_name(st.st_mode));
+    return err.code != 0 ? cg_cmd_fail(&err) : 0;
+}
+
+int cg_cmd_history_load_for_rewrite(const char *path, struct cg_history *h, int *lock)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if ((*lock = cg_history_lock(path, &err)) < 0 || cg_history_load(path, h, &err) != 0 ||
+        cg_history_check_rewrite(h, path, &err) != 0)
+        return cg_cmd_fail(&err);
+    cg_cmd_say_history_skipped(h);
+    return 0;
+}
+
+/* The current time, UTC, ISO 8601, into now[32]. */
+const char *cg_cmd_history_now_utc(char *now, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(now, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return now;
+}
+
+int cg_cmd_history_load_newest(const char *path, long keep, struct cg_history *h)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_history_load_newest(path, (size_t)keep, h, &err) != 0 ||
+        cg_history_check_rewrite(h, path, &err) != 0)
+        return cg_cmd_fail(&err);
+    cg_cmd_say_history_skipped(h);
+    if (h->left_out > 0)
+        fprintf(stderr,
+                "canary-gate: note: history '%s': the newest %ld runs are read; %zu older runs "
+                "were left out (--keep)\n",
+                path, keep, h->left_out);
+    return 0;
+}
