@@ -9,7 +9,7 @@
  * than CG_GPU_CLOCK_MOVED_PCT between them (unless the slower side was held by its own power
  * draw: the SW power cap in half its samples or more), or when their application clocks differ.
  *
- * The rule (cg_gpu_rule_apply, run by cg_verdict_decide): a timing metric (step time mean, p95,
+ * The rule (applied by cg_verdict_decide, verdict.c): a timing metric (step time mean, p95,
  * floor, tokens/sec) or a metric of the GPU's state (energy per token, MFU) that FAILs is
  * INCONCLUSIVE with the reason when the clocks moved, or when held-back runs decide it: without
  * them (Mann-Whitney and Hodges-Lehmann on the logs of the other runs' values, at least
@@ -56,11 +56,5 @@ void cg_gpu_settings_diff(const struct cg_gpu_env *b, const struct cg_gpu_env *c
 /* The settings of one environment, for the report's environment table: "clocks locked at
  * 1410 MHz SM, 1593 MHz memory, power limit 700 W, persistence mode on"; "not recorded" or the reason when unknown. */
 void cg_gpu_env_text(const struct cg_gpu_env *e, char *dst, size_t n);
-
-struct cg_verdict;
-
-/* Applies the rule to v's metric outcomes (v->gpu must be assessed); sets v->gpu.decided. 0 or
- * CG_ENOMEM (the outcomes are then left as they were). */
-int cg_gpu_rule_apply(struct cg_verdict *v);
 
 #endif

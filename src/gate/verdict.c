@@ -892,6 +892,91 @@ static void steps_differ_rule(struct cg_verdict *v)
     }
 }
 
+/* Whether metric m would FAIL on the runs not held back: false too when a side has fewer than
+ * CG_TIMING_MIN_RUNS of them. *delta_pct and *p get what the clean runs gave (NAN: untested). */
+static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool *fails,
+                           double *delta_pct, double *p)
+{
+    const struct cg_artifact *sides[2] = {v->baseline, v->current};
+    double *val[2] = {NULL, NULL};
+    size_t k[2] = {0, 0};
+    int rc = 0;
+    *fails = false;
+    *delta_pct = *p = NAN;
+    for (int s = 0; s < 2; s++) {
+        val[s] = malloc((sides[s]->n_runs + 1) * sizeof(double));
+        if (val[s] == NULL) {
+            rc = CG_ENOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < sides[s]->n_runs; i++) {
+            const char *why;
+            long long dev;
+            double x = cg_verdict_run_value(&sides[s]->runs[i], m);
+            if (!cg_gpu_run_held(&sides[s]->runs[i], &why, &dev) && isfinite(x) && x > 0)
+                val[s][k[s]++] = log(x);
+        }
+    }
+    if (k[0] < CG_TIMING_MIN_RUNS || k[1] < CG_TIMING_MIN_RUNS)
+        goto done;
+    const struct cg_metric_limits *lim = &v->thresholds->metric[m];
+    struct cg_mwu u;
+    struct cg_shift sh;
+    if (cg_stats_mwu_shift(val[0], k[0], val[1], k[1], lim->alpha, &u, &sh) != 0) {
+        rc = CG_ENOMEM;
+        goto done;
+    }
+    bool up = cg_metric_higher_is_worse(m);
+    *delta_pct = (exp(sh.estimate) - 1.0) * 100.0;
+    *p = up ? u.p_greater : u.p_less;
+    struct cg_evidence e = {up ? *delta_pct : -*delta_pct, *p, up ? u.p_less : u.p_greater,
+                            (int64_t)k[0] >= lim->min_runs && (int64_t)k[1] >= lim->min_runs};
+    *fails = cg_ladder_classify(&e, lim) == CG_RUNG_FAIL;
+done:
+    free(val[0]);
+    free(val[1]);
+    return rc;
+}
+
+/* The GPU rule (gpu_rule.h) applied to v's metric outcomes (v->gpu assessed); sets v->gpu.decided.
+ * 0 or CG_ENOMEM (the outcomes are then left as they were). */
+static int gpu_rule_apply(struct cg_verdict *v)
+{
+    static const enum cg_metric judged[] = {CG_M_STEP_TIME_MEAN,   CG_M_STEP_TIME_P95,
+                                            CG_M_STEP_TIME_FLOOR,  CG_M_TOKENS_PER_SEC,
+                                            CG_M_ENERGY_PER_TOKEN, CG_M_MFU};
+    struct cg_gpu_check *g = &v->gpu;
+    for (size_t i = 0; i < sizeof(judged) / sizeof(judged[0]); i++) {
+        struct cg_metric_result *r = &v->metrics[judged[i]];
+        if (r->outcome != CG_OUT_FAIL || (!g->clocks_moved && g->held[0] + g->held[1] == 0))
+            continue;
+        if (g->clocks_moved) {
+            snprintf(r->note, sizeof(r->note),
+                     "%s: the GPU's clocks, not the change, may "
+                     "explain it",
+                     g->clock_reason);
+        } else {
+            bool fails;
+            double d, p;
+            if (clean_runs_fail(v, judged[i], &fails, &d, &p) != 0)
+                return CG_ENOMEM;
+            if (fails)
+                continue; /* the runs the GPU did not hold back FAIL it too */
+            if (isnan(p))
+                snprintf(r->note, sizeof(r->note), "%.180s; too few runs without them to judge",
+                         g->reason);
+            else
+                snprintf(r->note, sizeof(r->note),
+                         "%.180s; without those runs it would not FAIL (%+.1f%%, p = %.3g)",
+                         g->reason, d, p);
+        }
+        cg_ladder_hold_back(&r->outcome);
+        r->wants_runs = false;
+        g->decided = true;
+    }
+    return 0;
+}
+
 void cg_verdict_decide(struct cg_verdict *v)
 {
     bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
@@ -911,7 +996,7 @@ void cg_verdict_decide(struct cg_verdict *v)
             v->downgraded = true;
     }
     floor_rule(v);
-    (void)cg_gpu_rule_apply(v); /* out of memory: the outcomes stay as they are */
+    (void)gpu_rule_apply(v); /* out of memory: the outcomes stay as they are */
     steps_differ_rule(v);
     for (size_t i = 0; i < v->counts.n; i++) {
         struct cg_count_result *r = &v->counts.rows[i];
