@@ -5,6 +5,7 @@
 #include "artifact_ranks.h"
 
 #include "err.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -312,13 +313,15 @@ static int parse_one(const cJSON *o, size_t max_steps, struct cg_rank *r, const 
         !get_num(o, "comm_exposed_ns", true, &r->comm_exposed_ns) ||
         !get_num(o, "peak_device_bytes", true, &r->peak_device_bytes))
         return *what = "a figure is not a whole number or null", CG_EINPUT;
-    if (!cJSON_IsString(node) || node->valuestring[0] == '\0' || strlen(node->valuestring) > 255)
+    if (!cJSON_IsString(node) || node->valuestring[0] == '\0' ||
+        strlen(node->valuestring) > CG_RANK_NAME_MAX)
         return *what = "node: expected a name", CG_EINPUT;
     if (uuid != NULL && !cJSON_IsNull(uuid) &&
         (!cJSON_IsString(uuid) || uuid->valuestring == NULL || strlen(uuid->valuestring) > 63))
         return *what = "device_uuid: expected a UUID or null", CG_EINPUT;
     if (model != NULL && !cJSON_IsNull(model) &&
-        (!cJSON_IsString(model) || model->valuestring == NULL || strlen(model->valuestring) > 255))
+        (!cJSON_IsString(model) || model->valuestring == NULL ||
+         strlen(model->valuestring) > CG_RANK_NAME_MAX))
         return *what = "gpu_model: expected a name or null", CG_EINPUT;
     if (!cJSON_IsArray(steps) || (size_t)cJSON_GetArraySize(steps) > max_steps)
         return *what = "step_ns: expected at most the run's steps", CG_EINPUT;
@@ -380,4 +383,19 @@ int cg_ranks_parse(const cJSON *run, const char *path, size_t max_steps, struct 
     *out = r;
     *n = i;
     return 0;
+}
+
+char *cg_rank_name_dup(const char *s)
+{
+    char *t = cg_utf8_dup(s);
+    if (t == NULL)
+        return NULL;
+    size_t n = strlen(t);
+    if (n > CG_RANK_NAME_MAX) {
+        n = CG_RANK_NAME_MAX;
+        while (n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80) /* t[n] continues a character */
+            n--;
+        t[n] = '\0';
+    }
+    return t;
 }

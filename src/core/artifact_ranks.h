@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #define CG_ARTIFACT_MAX_RANKS 65536
+/* The longest node name or GPU model a rank keeps, in bytes. */
+#define CG_RANK_NAME_MAX 255
 
 struct cg_rank {
     int64_t rank, local_rank; /* local_rank -1: unknown */
@@ -68,5 +70,10 @@ int cg_ranks_shape(const struct cg_rank *ranks, size_t n, char *out, size_t cap)
 
 /* The median of a rank's step times (NAN when none). */
 double cg_rank_step_median_ns(const struct cg_rank *r);
+
+/* A rank's node name or GPU model as the artifact keeps it: s as valid UTF-8 (each ill-formed
+ * part U+FFFD) cut to at most CG_RANK_NAME_MAX bytes at the end of a character, so what is
+ * written loads again. Malloc'ed (caller frees); NULL when out of memory. */
+char *cg_rank_name_dup(const char *s);
 
 #endif

@@ -264,8 +264,8 @@ static int rank_figures(const struct cg_shard *s, int64_t rank, int64_t first, i
     bool hidden = copy && shard_counts(s, CG_SHARD_T_COPY_HIDDEN);
     *r = (struct cg_rank){.rank = rank, .local_rank = s->local_rank, .busy_ns = -1,
                           .compute_ns = -1, .comm_exposed_ns = -1, .peak_device_bytes = -1};
-    if ((s->gpu_model != NULL && (r->gpu_model = strdup(s->gpu_model)) == NULL) ||
-        (r->node = strdup(cg_shard_node(s))) == NULL ||
+    if ((s->gpu_model != NULL && (r->gpu_model = cg_rank_name_dup(s->gpu_model)) == NULL) ||
+        (r->node = cg_rank_name_dup(cg_shard_node(s))) == NULL ||
         (keep > 0 && (r->step_ns = malloc((size_t)keep * sizeof(int64_t))) == NULL))
         return CG_ENOMEM;
     for (int64_t k = first; k < first + keep; k++) {

@@ -152,6 +152,36 @@ static void test_fuzz_found__empty_op_name_keeps_the_artifact_loadable(void **st
     cg_shard_release(&s);
 }
 
+/* fuzz_shard's round trip: a rank's GPU model (a device line) or node (a host line) of invalid
+ * UTF-8 grew past the loader's 255 bytes when the artifact was written (each bad byte becomes
+ * U+FFFD, three bytes), so the merged run did not load again ("gpu_model: expected a name or
+ * null"). Both are kept valid and cut to 255 bytes at a character's end. */
+static void test_fuzz_found__rank_names_of_invalid_utf8_keep_the_artifact_loadable(void **state)
+{
+    (void)state;
+    char bad[201], text[1024];
+    memset(bad, 0xff, 200);
+    bad[200] = '\0';
+    snprintf(text, sizeof(text),
+             "canary-gate-shard 1\npid 100\nrank 0\nlocal_rank 0\nhost h%s\ngpu ok\n"
+             "device 0 NVIDIA H100 %s\ns 0 1000 3000 10\ns 1 3000 4000 10\nend\n",
+             bad, bad);
+    struct cg_shard s;
+    struct cg_err err;
+    assert_int_equal(parse(text, &s, &err), 0);
+    struct cg_artifact a;
+    merge_and_reload(&s, 1, 2, &a);
+    assert_int_equal(a.runs[0].n_ranks, 1);
+    const struct cg_rank *r = &a.runs[0].ranks[0];
+    assert_non_null(r->gpu_model);
+    assert_true(strlen(r->gpu_model) <= 255 && strlen(r->node) <= 255);
+    assert_true(strncmp(r->gpu_model, "NVIDIA H100 \xef\xbf\xbd", 15) == 0);
+    assert_true(strncmp(r->node, "h\xef\xbf\xbd", 4) == 0);
+    assert_true(strlen(r->gpu_model) % 3 == 0 && strlen(r->node) % 3 == 1); /* whole characters */
+    cg_artifact_release(&a);
+    cg_shard_release(&s);
+}
+
 /* fuzz_shard's round trip: a step longer than 2^53 ns, or tokens past 2^53, made an artifact
  * that did not load again. */
 static void test_fuzz_found__values_past_2_53_are_malformed(void **state)
@@ -315,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_found__op_sums_stop_at_what_an_artifact_holds),
         cmocka_unit_test(test_fuzz_found__empty_op_name_keeps_the_artifact_loadable),
         cmocka_unit_test(test_fuzz_found__values_past_2_53_are_malformed),
+        cmocka_unit_test(test_fuzz_found__rank_names_of_invalid_utf8_keep_the_artifact_loadable),
         cmocka_unit_test(test_fuzz_found__huge_token_payload_is_capped),
         cmocka_unit_test(test_fuzz_found__token_total_of_many_steps_does_not_overflow),
         cmocka_unit_test(test_fuzz_found__thresholds_text_extends_only_built_ins),
