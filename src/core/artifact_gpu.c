@@ -3,6 +3,7 @@
 #include "artifact_gpu.h"
 
 #include "err.h"
+#include "jsonutil.h"
 #include "utf8.h"
 
 #include <math.h>
@@ -113,11 +114,6 @@ int cg_gpu_env_copy(struct cg_gpu_env *dst, const struct cg_gpu_env *src)
 
 /* ---- JSON ------------------------------------------------------------------------------- */
 
-static cJSON *num(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
 static cJSON *inum(int64_t v)
 {
     return v >= 0 ? cJSON_CreateNumber((double)v) : cJSON_CreateNull();
@@ -153,14 +149,14 @@ static cJSON *device_json(const struct cg_gpu_device *d)
     }
     add(o, "temperature_min_c", inum(d->temp_min_c));
     add(o, "temperature_max_c", inum(d->temp_max_c));
-    add(o, "power_min_w", num(d->power_min_w));
-    add(o, "power_max_w", num(d->power_max_w));
+    add(o, "power_min_w", cg_json_number(d->power_min_w));
+    add(o, "power_max_w", cg_json_number(d->power_max_w));
     add(o, "other_process_samples", inum(d->other_samples));
     cJSON *pids = cJSON_CreateArray();
     for (size_t i = 0; i < d->n_other_pids; i++)
         cJSON_AddItemToArray(pids, cJSON_CreateNumber((double)d->other_pids[i]));
     add(o, "other_pids", pids);
-    add(o, "energy_j", num(d->energy_j));
+    add(o, "energy_j", cg_json_number(d->energy_j));
     add(o, "energy_reason", str(d->energy_reason));
     return o;
 }
@@ -176,10 +172,10 @@ cJSON *cg_gpu_state_json(const struct cg_gpu_state *g)
     for (size_t i = 0; i < g->n_dev; i++)
         cJSON_AddItemToArray(devs, device_json(&g->dev[i]));
     add(o, "devices", devs);
-    add(o, "energy_j", num(g->energy_j));
+    add(o, "energy_j", cg_json_number(g->energy_j));
     add(o, "energy_reason", str(g->energy_reason));
-    add(o, "mfu", num(g->mfu));
-    add(o, "peak_flops", num(g->peak_flops));
+    add(o, "mfu", cg_json_number(g->mfu));
+    add(o, "peak_flops", cg_json_number(g->peak_flops));
     add(o, "mfu_reason", str(g->mfu_reason));
     return o;
 }
@@ -191,7 +187,7 @@ cJSON *cg_gpu_env_json(const struct cg_gpu_env *e)
         return NULL;
     add(o, "available", cJSON_CreateBool(e->reason == NULL));
     add(o, "reason", str(e->reason));
-    add(o, "power_limit_w", num(e->power_limit_w));
+    add(o, "power_limit_w", cg_json_number(e->power_limit_w));
     add(o, "persistence_mode",
         e->persistence_mode < 0 ? cJSON_CreateNull() : cJSON_CreateBool(e->persistence_mode));
     add(o, "applications_sm_clock_mhz", inum(e->app_sm_mhz));

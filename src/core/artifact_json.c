@@ -655,11 +655,6 @@ int cg_artifact_load(const char *path, struct cg_artifact *a, struct cg_err *err
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-static cJSON *num_or_null(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
 static cJSON *int_or_null(int64_t v)
 {
     return v >= 0 ? cJSON_CreateNumber((double)v) : cJSON_CreateNull();
@@ -735,10 +730,10 @@ static cJSON *run_to_json(const struct cg_run *r)
     }
     cJSON *sum = cJSON_AddObjectToObject(run, "summary");
     const struct cg_run_summary *m = &r->summary;
-    cJSON_AddItemToObject(sum, "step_time_mean_ns", num_or_null(m->step_time_mean_ns));
-    cJSON_AddItemToObject(sum, "step_time_median_ns", num_or_null(m->step_time_median_ns));
-    cJSON_AddItemToObject(sum, "step_time_p95_ns", num_or_null(m->step_time_p95_ns));
-    cJSON_AddItemToObject(sum, "tokens_per_sec", num_or_null(m->tokens_per_sec));
+    cJSON_AddItemToObject(sum, "step_time_mean_ns", cg_json_number(m->step_time_mean_ns));
+    cJSON_AddItemToObject(sum, "step_time_median_ns", cg_json_number(m->step_time_median_ns));
+    cJSON_AddItemToObject(sum, "step_time_p95_ns", cg_json_number(m->step_time_p95_ns));
+    cJSON_AddItemToObject(sum, "tokens_per_sec", cg_json_number(m->tokens_per_sec));
     cJSON_AddItemToObject(sum, "peak_device_bytes", int_or_null(m->peak_device_bytes));
     cJSON_AddItemToObject(sum, "peak_host_rss_bytes", int_or_null(m->peak_host_rss_bytes));
     cJSON *ops = cJSON_AddArrayToObject(run, "ops");

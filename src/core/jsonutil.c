@@ -1,6 +1,7 @@
 /* jsonutil: one JSON document per file (see jsonutil.h). */
 #include "jsonutil.h"
 
+#include <math.h>
 #include <stdbool.h>
 
 cJSON *cg_json_parse_whole(const char *text, size_t len, size_t *trailing_at)
@@ -22,4 +23,9 @@ cJSON *cg_json_parse_whole(const char *text, size_t len, size_t *trailing_at)
         return NULL;
     }
     return root;
+}
+
+cJSON *cg_json_number(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }

@@ -1,5 +1,6 @@
 /*
- * jsonutil: reading a file that must hold exactly one JSON document.
+ * jsonutil: reading a file that must hold exactly one JSON document, and a number written so that
+ * what is not finite reads null.
  *
  * cJSON stops at the end of the first value and ignores what follows, so `cat base.json
  * slow.json > x.json` would read as base.json. Files the tool reads (artifacts, thresholds) hold
@@ -15,5 +16,9 @@
  * NULL when it is not valid JSON, or when something other than white space follows the
  * document: then *trailing_at (when not NULL) gets the offset of that first byte, else len. */
 cJSON *cg_json_parse_whole(const char *text, size_t len, size_t *trailing_at);
+
+/* v as a JSON number, or null when it is not finite (JSON has no NaN or infinity). NULL when out
+ * of memory. */
+cJSON *cg_json_number(double v);
 
 #endif

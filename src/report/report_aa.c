@@ -5,6 +5,7 @@
 #include "report_aa.h"
 
 #include "fmt.h"
+#include "jsonutil.h"
 #include "report.h"
 
 #include <cjson/cJSON.h>
@@ -140,11 +141,6 @@ const char *cg_report_aa_snippet(const struct cg_noise *z, const char *extends, 
     return rc == 0 ? cg_buf_str(b) : NULL;
 }
 
-static cJSON *num(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
 static cJSON *counts_json(const struct cg_counts *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -160,8 +156,8 @@ static cJSON *counts_json(const struct cg_counts *c)
             cJSON_AddStringToObject(x, "count", cg_count_name(r->row));
         else
             cJSON_AddStringToObject(x, "range", r->name);
-        cJSON_AddItemToObject(x, "min_per_step", num(r->base_lo));
-        cJSON_AddItemToObject(x, "max_per_step", num(r->base_hi));
+        cJSON_AddItemToObject(x, "min_per_step", cg_json_number(r->base_lo));
+        cJSON_AddItemToObject(x, "max_per_step", cg_json_number(r->base_hi));
         cJSON_AddItemToArray(vary, x);
     }
     return o;
@@ -194,14 +190,15 @@ char *cg_report_aa_json(const struct cg_noise *z, const struct cg_counts *counts
             continue;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", cg_metric_name((enum cg_metric)m));
-        cJSON_AddItemToObject(o, "median", num(nm->median));
-        cJSON_AddItemToObject(o, "within_run_cv_pct", num(nm->within_cv_pct));
-        cJSON_AddItemToObject(o, "steps_predict_cv_pct", num(nm->steps_predict_cv_pct));
-        cJSON_AddItemToObject(o, "between_run_cv_pct", num(nm->between_cv_pct));
-        cJSON_AddItemToObject(o, "threshold_pct", num(nm->threshold_pct));
+        cJSON_AddItemToObject(o, "median", cg_json_number(nm->median));
+        cJSON_AddItemToObject(o, "within_run_cv_pct", cg_json_number(nm->within_cv_pct));
+        cJSON_AddItemToObject(o, "steps_predict_cv_pct", cg_json_number(nm->steps_predict_cv_pct));
+        cJSON_AddItemToObject(o, "between_run_cv_pct", cg_json_number(nm->between_cv_pct));
+        cJSON_AddItemToObject(o, "threshold_pct", cg_json_number(nm->threshold_pct));
         cJSON_AddNumberToObject(o, "false_alarms", (double)nm->fails);
         cJSON_AddNumberToObject(o, "false_alarm_rate", (double)nm->fails / (double)z->decisions);
-        cJSON_AddItemToObject(o, "recommended_max_regression_pct", num(nm->recommended_pct));
+        cJSON_AddItemToObject(o, "recommended_max_regression_pct",
+                              cg_json_number(nm->recommended_pct));
         cJSON_AddItemToArray(metrics, o);
     }
     cJSON_AddItemToObject(root, "counts", counts_json(counts));

@@ -5,6 +5,7 @@
 #include "report.h"
 
 #include "anatomy.h"
+#include "jsonutil.h"
 #include "signature.h"
 #include "utf8.h"
 
@@ -15,11 +16,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-
-static cJSON *num(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
 
 static const char *method_name(enum cg_method m)
 {
@@ -47,14 +43,14 @@ static cJSON *sequential(const struct cg_verdict *v)
     cJSON_AddNumberToObject(s, "first_runs", (double)i->first_runs);
     cJSON_AddNumberToObject(s, "runs_added", (double)(i->current_runs - i->first_runs));
     cJSON_AddNumberToObject(s, "max_runs", (double)i->max_runs);
-    cJSON_AddItemToObject(s, "alpha", num(i->alpha[CG_M_STEP_TIME_MEAN]));
-    cJSON_AddItemToObject(s, "look_alpha", num(i->look_alpha[CG_M_STEP_TIME_MEAN]));
+    cJSON_AddItemToObject(s, "alpha", cg_json_number(i->alpha[CG_M_STEP_TIME_MEAN]));
+    cJSON_AddItemToObject(s, "look_alpha", cg_json_number(i->look_alpha[CG_M_STEP_TIME_MEAN]));
     cJSON_AddBoolToObject(s, "budget_stopped", i->budget_stopped);
-    cJSON_AddItemToObject(s, "canary_seconds", num(i->canary_s));
+    cJSON_AddItemToObject(s, "canary_seconds", cg_json_number(i->canary_s));
     cJSON *c = cJSON_AddObjectToObject(s, "confirmation");
     cJSON_AddStringToObject(c, "state", cg_confirm_name(i->confirm));
     cJSON_AddNumberToObject(c, "runs", (double)i->confirm_runs);
-    cJSON_AddItemToObject(c, "canary_seconds", num(i->confirm_s));
+    cJSON_AddItemToObject(c, "canary_seconds", cg_json_number(i->confirm_s));
     cJSON *ms = cJSON_AddArrayToObject(c, "metrics");
     for (int m = 0; ms != NULL && m < CG_M_COUNT; m++) {
         const struct cg_seq_confirmation *x = &i->confirmation[m];
@@ -63,10 +59,10 @@ static cJSON *sequential(const struct cg_verdict *v)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", cg_metric_name((enum cg_metric)m));
         cJSON_AddStringToObject(o, "outcome", cg_outcome_name(x->outcome));
-        cJSON_AddItemToObject(o, "delta_pct", num(x->delta_pct));
-        cJSON_AddItemToObject(o, "ci_low_pct", num(x->ci_low_pct));
-        cJSON_AddItemToObject(o, "ci_high_pct", num(x->ci_high_pct));
-        cJSON_AddItemToObject(o, "p_value", num(x->p_value));
+        cJSON_AddItemToObject(o, "delta_pct", cg_json_number(x->delta_pct));
+        cJSON_AddItemToObject(o, "ci_low_pct", cg_json_number(x->ci_low_pct));
+        cJSON_AddItemToObject(o, "ci_high_pct", cg_json_number(x->ci_high_pct));
+        cJSON_AddItemToObject(o, "p_value", cg_json_number(x->p_value));
         cJSON_AddItemToArray(ms, o);
     }
     return s;
@@ -99,8 +95,8 @@ static cJSON *diagnosis(const struct cg_diagnosis *d)
                               f->subject[0] ? cJSON_CreateString(f->subject) : cJSON_CreateNull());
         cJSON_AddStringToObject(o, "finding", f->finding);
         cJSON_AddStringToObject(o, "action", f->action);
-        cJSON_AddItemToObject(o, "current", num(f->current));
-        cJSON_AddItemToObject(o, "baseline", num(f->baseline));
+        cJSON_AddItemToObject(o, "current", cg_json_number(f->current));
+        cJSON_AddItemToObject(o, "baseline", cg_json_number(f->baseline));
         cJSON_AddStringToObject(o, "unit", f->unit);
         cJSON_AddItemToArray(arr, o);
     }
@@ -159,9 +155,9 @@ static cJSON *process_states(const struct cg_verdict *v)
     cJSON *runs = cJSON_AddObjectToObject(o, "runs");
     cJSON_AddNumberToObject(runs, "baseline", (double)s->runs[0]);
     cJSON_AddNumberToObject(runs, "current", (double)s->runs[1]);
-    cJSON_AddItemToObject(o, "rise_points", num(s->rise_points));
-    cJSON_AddItemToObject(o, "p_value", num(s->p_value));
-    cJSON_AddItemToObject(o, "alpha", num(s->alpha));
+    cJSON_AddItemToObject(o, "rise_points", cg_json_number(s->rise_points));
+    cJSON_AddItemToObject(o, "p_value", cg_json_number(s->p_value));
+    cJSON_AddItemToObject(o, "alpha", cg_json_number(s->alpha));
     cJSON_AddBoolToObject(o, "finding", s->finding);
     cJSON_AddBoolToObject(o, "own_states", s->own_states);
     cJSON_AddStringToObject(o, "outcome", cg_outcome_name(s->outcome));
@@ -176,8 +172,8 @@ static cJSON *step_pattern(const struct cg_pattern *p)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "period", p->period);
     cJSON_AddNumberToObject(o, "step", p->phase + 1);
-    cJSON_AddItemToObject(o, "excess_pct", num(p->excess_pct));
-    cJSON_AddItemToObject(o, "p_value", num(p->p_value));
+    cJSON_AddItemToObject(o, "excess_pct", cg_json_number(p->excess_pct));
+    cJSON_AddItemToObject(o, "p_value", cg_json_number(p->p_value));
     cJSON_AddNumberToObject(o, "runs_slower", (double)p->runs_slower);
     cJSON_AddNumberToObject(o, "runs", (double)p->runs);
     return o;
@@ -198,12 +194,12 @@ static cJSON *anatomy_json(const struct cg_verdict *v)
             cJSON_AddBoolToObject(x, "copies_counted_as_idle", cg_anatomy_copies_as_idle(an));
         if (p->kind == CG_ANAT_EXPOSED_COMM) /* the sides named communication kernels otherwise */
             cJSON_AddBoolToObject(x, "communication_named_differently", an->comm_named_differently);
-        cJSON_AddItemToObject(x, "baseline_share", num(p->baseline));
-        cJSON_AddItemToObject(x, "current_share", num(p->current));
+        cJSON_AddItemToObject(x, "baseline_share", cg_json_number(p->baseline));
+        cJSON_AddItemToObject(x, "current_share", cg_json_number(p->current));
         cJSON_AddStringToObject(x, "outcome", cg_outcome_name(p->outcome));
-        cJSON_AddItemToObject(x, "shift_points", num(p->shift_points));
-        cJSON_AddItemToObject(x, "p_value", num(p->p_value));
-        cJSON_AddItemToObject(x, "threshold_points", num(p->threshold_points));
+        cJSON_AddItemToObject(x, "shift_points", cg_json_number(p->shift_points));
+        cJSON_AddItemToObject(x, "p_value", cg_json_number(p->p_value));
+        cJSON_AddItemToObject(x, "threshold_points", cg_json_number(p->threshold_points));
         cJSON_AddItemToArray(arr, x);
     }
     return arr;
@@ -241,13 +237,13 @@ static cJSON *counts_json(const struct cg_counts *c)
             cJSON_AddStringToObject(x, "count", cg_count_name(r->row));
         else
             cJSON_AddStringToObject(x, "range", r->name);
-        cJSON_AddItemToObject(x, "baseline", num(r->baseline));
-        cJSON_AddItemToObject(x, "current", num(r->current));
-        cJSON_AddItemToObject(x, "baseline_min", num(r->base_lo));
-        cJSON_AddItemToObject(x, "baseline_max", num(r->base_hi));
-        cJSON_AddItemToObject(x, "current_min", num(r->cur_lo));
-        cJSON_AddItemToObject(x, "current_max", num(r->cur_hi));
-        cJSON_AddItemToObject(x, "allowed_increase", num(r->allowed));
+        cJSON_AddItemToObject(x, "baseline", cg_json_number(r->baseline));
+        cJSON_AddItemToObject(x, "current", cg_json_number(r->current));
+        cJSON_AddItemToObject(x, "baseline_min", cg_json_number(r->base_lo));
+        cJSON_AddItemToObject(x, "baseline_max", cg_json_number(r->base_hi));
+        cJSON_AddItemToObject(x, "current_min", cg_json_number(r->cur_lo));
+        cJSON_AddItemToObject(x, "current_max", cg_json_number(r->cur_hi));
+        cJSON_AddItemToObject(x, "allowed_increase", cg_json_number(r->allowed));
         cJSON_AddBoolToObject(x, "varies", r->varies);
         cJSON_AddStringToObject(x, "outcome", cg_outcome_name(r->outcome));
         if (r->where != NULL) {
@@ -262,8 +258,8 @@ static cJSON *counts_json(const struct cg_counts *c)
                 cJSON_AddItemToObject(y, "range",
                                       w->range != NULL ? cJSON_CreateString(w->range)
                                                        : cJSON_CreateNull());
-                cJSON_AddItemToObject(y, "baseline", num(w->baseline));
-                cJSON_AddItemToObject(y, "current", num(w->current));
+                cJSON_AddItemToObject(y, "baseline", cg_json_number(w->baseline));
+                cJSON_AddItemToObject(y, "current", cg_json_number(w->current));
                 cJSON_AddItemToArray(where, y);
             }
         }
@@ -344,14 +340,14 @@ char *cg_report_json(const struct cg_verdict *v)
         const struct cg_metric_result *r = &v->metrics[m];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", cg_metric_name(r->metric));
-        cJSON_AddItemToObject(o, "baseline", num(r->baseline));
-        cJSON_AddItemToObject(o, "current", num(r->current));
-        cJSON_AddItemToObject(o, "delta_pct", num(r->delta_pct));
-        cJSON_AddItemToObject(o, "ci_low_pct", num(r->ci_low_pct));
-        cJSON_AddItemToObject(o, "ci_high_pct", num(r->ci_high_pct));
-        cJSON_AddItemToObject(o, "p_value", num(r->p_value));
-        cJSON_AddItemToObject(o, "threshold_pct", num(r->threshold_pct));
-        cJSON_AddItemToObject(o, "threshold_bytes", num(r->threshold_bytes));
+        cJSON_AddItemToObject(o, "baseline", cg_json_number(r->baseline));
+        cJSON_AddItemToObject(o, "current", cg_json_number(r->current));
+        cJSON_AddItemToObject(o, "delta_pct", cg_json_number(r->delta_pct));
+        cJSON_AddItemToObject(o, "ci_low_pct", cg_json_number(r->ci_low_pct));
+        cJSON_AddItemToObject(o, "ci_high_pct", cg_json_number(r->ci_high_pct));
+        cJSON_AddItemToObject(o, "p_value", cg_json_number(r->p_value));
+        cJSON_AddItemToObject(o, "threshold_pct", cg_json_number(r->threshold_pct));
+        cJSON_AddItemToObject(o, "threshold_bytes", cg_json_number(r->threshold_bytes));
         cJSON_AddStringToObject(o, "outcome", cg_outcome_name(r->outcome));
         cJSON_AddStringToObject(o, "method", method_name(r->method));
         cJSON_AddStringToObject(o, "note", r->note);
@@ -375,14 +371,14 @@ char *cg_report_json(const struct cg_verdict *v)
         cJSON_AddStringToObject(o, "status", d->status == CG_OPD_NEW        ? "new"
                                              : d->status == CG_OPD_VANISHED ? "vanished"
                                                                             : "both");
-        cJSON_AddItemToObject(o, "baseline_ns_per_step", num(d->base_ns));
-        cJSON_AddItemToObject(o, "current_ns_per_step", num(d->cur_ns));
-        cJSON_AddItemToObject(o, "delta_ns_per_step", num(d->delta_ns));
-        cJSON_AddItemToObject(o, "delta_pct", num(d->delta_pct));
-        cJSON_AddItemToObject(o, "baseline_calls_per_step", num(d->base_calls));
-        cJSON_AddItemToObject(o, "current_calls_per_step", num(d->cur_calls));
-        cJSON_AddItemToObject(o, "p_value", num(d->p_value));
-        cJSON_AddItemToObject(o, "q_value", num(d->q_value));
+        cJSON_AddItemToObject(o, "baseline_ns_per_step", cg_json_number(d->base_ns));
+        cJSON_AddItemToObject(o, "current_ns_per_step", cg_json_number(d->cur_ns));
+        cJSON_AddItemToObject(o, "delta_ns_per_step", cg_json_number(d->delta_ns));
+        cJSON_AddItemToObject(o, "delta_pct", cg_json_number(d->delta_pct));
+        cJSON_AddItemToObject(o, "baseline_calls_per_step", cg_json_number(d->base_calls));
+        cJSON_AddItemToObject(o, "current_calls_per_step", cg_json_number(d->cur_calls));
+        cJSON_AddItemToObject(o, "p_value", cg_json_number(d->p_value));
+        cJSON_AddItemToObject(o, "q_value", cg_json_number(d->q_value));
         cJSON_AddBoolToObject(o, "significant", d->significant);
         cJSON_AddItemToArray(ops, o);
     }
