@@ -390,12 +390,7 @@ char *cg_rank_name_dup(const char *s)
     char *t = cg_utf8_dup(s);
     if (t == NULL)
         return NULL;
-    size_t n = strlen(t);
-    if (n > CG_RANK_NAME_MAX) {
-        n = CG_RANK_NAME_MAX;
-        while (n > 0 && ((unsigned char)t[n] & 0xC0) == 0x80) /* t[n] continues a character */
-            n--;
-        t[n] = '\0';
-    }
+    if (strlen(t) > CG_RANK_NAME_MAX)
+        t[cg_utf8_cut(t, CG_RANK_NAME_MAX)] = '\0';
     return t;
 }

@@ -131,3 +131,15 @@ int cg_utf8_fix(char **s)
     *s = r;
     return 0;
 }
+
+size_t cg_utf8_cut(const char *s, size_t n)
+{
+    size_t lead = n;
+    while (lead > 0 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0 || ((unsigned char)s[lead - 1] & 0xC0) != 0xC0)
+        return n;
+    unsigned char c = (unsigned char)s[lead - 1];
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    return n - (lead - 1) < len ? lead - 1 : n;
+}

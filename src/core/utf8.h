@@ -29,6 +29,11 @@ bool cg_utf8_valid(const char *s, size_t n);
  * U+FFFD (caller frees); *out_len (when not NULL) gets its length. NULL when out of memory. */
 char *cg_utf8_repair(const char *s, size_t n, size_t *out_len);
 
+/* The length of the longest prefix of the n bytes at s that does not end inside a character: a
+ * last sequence the n bytes cut short (its lead byte says how long it is) is left out; n when
+ * none is. For cutting text to fit without leaving half a character. */
+size_t cg_utf8_cut(const char *s, size_t n);
+
 /* cg_utf8_repair of a NUL-terminated string; NULL in, NULL out. */
 char *cg_utf8_dup(const char *s);
 

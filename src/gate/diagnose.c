@@ -13,6 +13,7 @@
 
 #include "fmt.h"
 #include "stats.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -288,9 +289,7 @@ static void cut_name(char *dst, const char *name)
         memcpy(dst, name, len + 1);
         return;
     }
-    size_t cut = CG_DIAG_SUBJECT_MAX;
-    while (cut > 0 && ((unsigned char)name[cut] & 0xC0) == 0x80)
-        cut--;
+    size_t cut = cg_utf8_cut(name, CG_DIAG_SUBJECT_MAX);
     memcpy(dst, name, cut);
     memcpy(dst + cut, "\xe2\x80\xa6", 4); /* U+2026 and the NUL */
 }

@@ -16,6 +16,7 @@
 #include "verdict.h"
 
 #include "stats.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -403,15 +404,7 @@ static void gpu_metrics_missing_note(const struct cg_verdict *v, struct cg_metri
                      a->gpu_reason != NULL ? a->gpu_reason : "no reason recorded");
     if (n < 0 || (size_t)n < sizeof(r->note))
         return;
-    size_t end = sizeof(r->note) - 1, lead = end;
-    while (lead > 0 && ((unsigned char)r->note[lead - 1] & 0xC0) == 0x80)
-        lead--;
-    if (lead > 0 && ((unsigned char)r->note[lead - 1] & 0x80) != 0) {
-        unsigned char c = (unsigned char)r->note[lead - 1];
-        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-        if (end - (lead - 1) < len)
-            r->note[lead - 1] = '\0';
-    }
+    r->note[cg_utf8_cut(r->note, sizeof(r->note) - 1)] = '\0'; /* never half a character */
 }
 
 /* Why a run lacks a metric of the GPU's state, without a leading "not available: ". */

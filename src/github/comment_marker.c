@@ -5,6 +5,7 @@
 #include "comment_marker.h"
 
 #include "err.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -122,17 +123,8 @@ void cg_comment_marker_reason(const char *p, size_t n, char *out, size_t size)
     size_t k = 0;
     for (; a < b && k + 1 < size; a++)
         out[k++] = (unsigned char)*a < 0x20 || *a == 0x7f ? ' ' : *a;
-    if (a < b) { /* cut: never half a character */
-        size_t lead = k;
-        while (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0) == 0x80)
-            lead--;
-        if (lead > 0 && ((unsigned char)out[lead - 1] & 0xC0) == 0xC0) {
-            unsigned char c = (unsigned char)out[lead - 1];
-            size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-            if (k - (lead - 1) < want)
-                k = lead - 1;
-        }
-    }
+    if (a < b) /* cut: never half a character */
+        k = cg_utf8_cut(out, k);
     while (k > 0 && out[k - 1] == ' ')
         k--;
     out[k] = '\0';

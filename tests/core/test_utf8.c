@@ -240,6 +240,31 @@ static void test_utf8__repair_replaces_each_maximal_ill_formed_subpart(void **st
         fail_msg("utf8: %zu wrong answers over %zu cases", wrong, N_CASES);
 }
 
+/* A cut never leaves half a character: a last sequence cut short is left out, whole ones and
+ * ASCII are kept, whatever the sequence's length. */
+static void test_utf8__cut_leaves_out_a_character_cut_short(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        size_t n, want;
+    } cuts[] = {
+        {"abc", 3, 3},
+        {"ab", 0, 0},
+        {"a\xc3\xa9", 3, 3},     /* é whole */
+        {"a\xc3\xa9", 2, 1},     /* é cut after its lead byte */
+        {"a\xe2\x80\xa6", 3, 1}, /* … cut after two of three bytes */
+        {"a\xe2\x80\xa6", 4, 4},
+        {"a\xf0\x9f\x9a\x80", 4, 1}, /* a 4-byte character cut after three */
+        {"a\xf0\x9f\x9a\x80", 5, 5},
+        {"\xe2\x80\xa6\xe2\x80\xa6", 5, 3}, /* the second cut short, the first kept */
+    };
+    for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++)
+        if (cg_utf8_cut(cuts[i].s, cuts[i].n) != cuts[i].want)
+            fail_msg("case %zu: cut %zu, want %zu", i, cg_utf8_cut(cuts[i].s, cuts[i].n),
+                     cuts[i].want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_utf8__html_escape_replaces_each_ill_formed_byte),
         cmocka_unit_test(test_utf8__terminal_escape_shows_each_ill_formed_byte_as_a_question_mark),
         cmocka_unit_test(test_utf8__trace_strings_replace_each_ill_formed_byte),
+        cmocka_unit_test(test_utf8__cut_leaves_out_a_character_cut_short),
         cmocka_unit_test(test_utf8__decode_gives_the_code_point_of_well_formed_sequences_only),
         cmocka_unit_test(test_utf8__repair_replaces_each_maximal_ill_formed_subpart),
     };
