@@ -78,10 +78,8 @@ static void probe(const struct model *m, const struct cg_seq_plan *plan, struct 
         *lv = (struct cg_bisect_level){100.0 * expm1(s.estimate), 100.0 * expm1(s.low),
                                        100.0 * expm1(s.high)};
         bool final = k + 1 == plan->n_looks;
-        if (is_bad) {
+        if (is_bad) { /* all its looks, as the command measures it */
             *a = CG_BISECT_LIKE_BAD;
-            if (cg_bisect_ends_differ(lv))
-                break;
             continue;
         }
         *a = cg_bisect_classify(b, i, lv, final);

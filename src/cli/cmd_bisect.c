@@ -59,8 +59,8 @@ static const char usage_text[] =
     "                         allocations, ...: one run per commit decides)\n"
     "  --repo DIR             the repository (default: the one holding the current directory)\n"
     "  --runs N               pairs per look (default 6; a count: 1 run)\n"
-    "  --max-runs N           pairs per commit at most while it is unresolved (default 2 x\n"
-    "                         --runs)\n"
+    "  --max-runs N           pairs per commit at most while it is unresolved, and the bad\n"
+    "                         end's always (default 2 x --runs)\n"
     "  --budget SEC           time of the whole bisection at most (builds and canaries); a look\n"
     "                         or a commit is only begun when its estimated time fits\n"
     "  --spending NAME        alpha over a commit's looks: pocock (default), obrien-fleming,\n"
@@ -333,7 +333,7 @@ struct measured {
 };
 
 /* Measures commit i (its collector col) in pairs against good, look after look, until its
- * answer is settled (the ends: until bad is significantly worse, or the last look). */
+ * answer is settled (the bad end: all its looks, as the budget allows). */
 static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
                           struct measured *out, struct cg_err *err)
 {
@@ -364,9 +364,9 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
         out->runs = head.n_runs;
         bool final = k + 1 == plan.n_looks;
         if (is_bad) {
+            /* the bad end is every probe's anchor: it takes all its looks, its interval as
+             * narrow as they make it (bench/RESULTS.md, "the bad end on all its looks") */
             out->answer = CG_BISECT_LIKE_BAD;
-            if (cg_bisect_ends_differ(&out->level))
-                break;
         } else {
             out->answer = cg_bisect_classify(&s->search, i, &out->level, final);
             if (out->answer != CG_BISECT_UNRESOLVED)
@@ -378,7 +378,8 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
                                                    (double)(want > 0 ? want : 1)
                                              : 0;
         if (s->budget_s > 0 && elapsed(s) + next_s > s->budget_s && !final) {
-            s->budget_spent = true;
+            /* the bad end's interval stays as wide as it is; the search checks the budget */
+            s->budget_spent = !is_bad || !cg_bisect_ends_differ(&out->level);
             break;
         }
         if (!final)

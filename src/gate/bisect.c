@@ -3,6 +3,7 @@
  */
 #include "bisect.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 enum side { SIDE_NONE, SIDE_LOW, SIDE_HIGH };
@@ -66,6 +67,18 @@ static void segment_of(const struct cg_bisect *b, size_t i, size_t *from, size_t
     *to = hi + 1;
 }
 
+/* True when level hi is significantly above level lo: the difference of the two changes is
+ * beyond the root of the sum of the squares of their half-widths on the sides that face each
+ * other. The two are measured against good in runs of their own (independent), so that is the
+ * difference's own half-width at about their confidence; two intervals merely apart ask for more
+ * (up to the sum of the half-widths), which missed a step whenever an end was measured in few
+ * runs (bench/RESULTS.md). Exact levels (half-widths 0): any difference. */
+static bool apart(const struct cg_bisect_level *lo, const struct cg_bisect_level *hi)
+{
+    double w = hypot(lo->high - lo->change, hi->change - hi->low);
+    return hi->change - lo->change > w;
+}
+
 enum cg_bisect_answer cg_bisect_classify(const struct cg_bisect *b, size_t i,
                                          const struct cg_bisect_level *lv, bool final)
 {
@@ -74,9 +87,9 @@ enum cg_bisect_answer cg_bisect_classify(const struct cg_bisect *b, size_t i,
     const struct cg_bisect_level *L = &b->c[from].level, *H = &b->c[to].level;
     double mid = (L->change + H->change) / 2;
     double min_step = b->min_step_fraction * b->c[b->n - 1].level.change;
-    /* clearly apart from an anchor, by a step: intervals apart and at least min_step */
-    bool up = lv->low > L->high && lv->change - L->change >= min_step;
-    bool down = lv->high < H->low && H->change - lv->change >= min_step;
+    /* clearly apart from an anchor, by a step: significantly (apart) and by at least min_step */
+    bool up = apart(L, lv) && lv->change - L->change >= min_step;
+    bool down = apart(lv, H) && H->change - lv->change >= min_step;
     bool like_bad = lv->change >= mid && lv->low > L->change;
     bool like_good = lv->change < mid && lv->high < H->change;
     /* Apart from both, or apart from one by a step and on the other's side of the middle only

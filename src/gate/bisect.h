@@ -12,7 +12,8 @@
  * anchors; two neighbouring anchors bound a segment, which holds one step of the regression.
  * Within a segment of low level L and high level H (midpoint M), a probe of change d and interval
  * [lo, hi] answers
- *   between     lo > L's hi and hi < H's lo (significantly apart from both), and d - L and H - d
+ *   between     significantly apart from both (d - L and H - d each beyond the root of the sum
+ *               of the squares of the half-widths facing each other), and d - L and H - d
  *               both at least min_step_fraction of the whole regression: a level of its own, so
  *               the regression came in steps; taken only at a probe's last look (more runs first)
  *   like bad    d >= M and lo > L: the regression, or most of it, is there

@@ -186,6 +186,26 @@ static void test_bisect__a_probe_apart_from_good_is_not_like_good(void **state)
     check_answers(&bad, rows, sizeof(rows) / sizeof(rows[0]));
 }
 
+/* Whether a probe is apart from an end is asked of the difference of the two, not of two
+ * intervals apart: the probe below (+10%, +8% to +12.5%) is 10 points under a bad end of +20%
+ * (+12% to +26%), beyond the difference's half-width (the root of 2.5 squared and 8 squared,
+ * 8.4), though its interval reaches into the bad end's. It was "like bad" and the first of two
+ * steps was missed (test_cmd_bisect's two steps on a loaded machine). */
+static void test_bisect__apart_is_a_significant_difference_not_intervals_apart(void **state)
+{
+    (void)state;
+    struct cg_bisect_level bad = {20, 12, 26};
+    static const struct answer_row rows[] = {
+        {{10, 8, 12.5}, true, CG_BISECT_BETWEEN},
+        {{10, 8, 12.5}, false, CG_BISECT_UNRESOLVED},
+        {{13, 10.5, 15.5}, true, CG_BISECT_LIKE_BAD}, /* 7 under bad: within 8.4 */
+        {{7, 5, 9}, true, CG_BISECT_BETWEEN},
+        {{3, 1, 5}, true, CG_BISECT_LIKE_GOOD},  /* 3 over good: less than a step (5) */
+        {{6, 0, 12}, true, CG_BISECT_LIKE_GOOD}, /* 6 over good: within its own 6 */
+    };
+    check_answers(&bad, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
 static void test_bisect__ends_that_do_not_differ_have_nothing_to_find(void **state)
 {
     (void)state;
@@ -220,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_bisect__scripted_searches),
         cmocka_unit_test(test_bisect__answers_against_the_segment),
         cmocka_unit_test(test_bisect__a_probe_apart_from_good_is_not_like_good),
+        cmocka_unit_test(test_bisect__apart_is_a_significant_difference_not_intervals_apart),
         cmocka_unit_test(test_bisect__ends_that_do_not_differ_have_nothing_to_find),
         cmocka_unit_test(test_bisect__the_first_probe_is_the_middle_then_its_neighbour),
     };
