@@ -577,9 +577,10 @@ static void test_faults__orphans_are_reaped_during_the_run(void **state)
     scene_open(&sc, false);
     join(counts, sizeof(counts), sc.dir, "zombies.txt");
     struct result r;
-    const char *cmd[] = {HELPER, "orphans", "130", "20", counts, "--", CANARY, "--steps", "200",
+    /* 8 s of canary: the maker's 8 rounds took more than 4 s once on a loaded machine */
+    const char *cmd[] = {HELPER, "orphans", "130", "20", counts, "--", CANARY, "--steps", "400",
                          "--step-ms", "20", NULL};
-    run_once(&sc, "orphans", "200", cmd, art, &r);
+    run_once(&sc, "orphans", "400", cmd, art, &r);
     expect_exit(&r, 0);
     long made = 0, most = 0;
     FILE *f = fopen(counts, "r");
