@@ -57,15 +57,22 @@ static double run_value(const struct model *m, double level)
     return sum / (double)m->steps;
 }
 
+/* Commit i's level: 1 before the steps, 1 + effect after each. */
+static double true_level(const struct model *m, size_t i)
+{
+    double level = i >= FIRST_BAD ? 1.0 + m->effect / 100.0 : 1.0;
+    if (m->first_step > 0 && (long)i >= m->first_step)
+        level *= 1.0 + m->effect / 100.0;
+    return level;
+}
+
 /* A probe of commit i: looks of pairs until its answer is settled; the runs into *runs. */
 static void probe(const struct model *m, const struct cg_seq_plan *plan, struct cg_bisect *b,
                   size_t i, bool is_bad, struct cg_bisect_level *lv, enum cg_bisect_answer *a,
                   size_t *runs)
 {
     double d[CG_SEQ_MAX_LOOKS * 8];
-    double level = i >= FIRST_BAD ? 1.0 + m->effect / 100.0 : 1.0;
-    if (m->first_step > 0 && (long)i >= m->first_step)
-        level *= 1.0 + m->effect / 100.0;
+    double level = true_level(m, i);
     size_t n = 0;
     *a = CG_BISECT_UNRESOLVED;
     for (size_t k = 0; k < plan->n_looks; k++) {
@@ -124,7 +131,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rng = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 1;
-    long right = 0, wrong = 0, undecided = 0, nothing = 0;
+    long right = 0, wrong = 0, undecided = 0, nothing = 0, held[2] = {0, 0}, named[2] = {0, 0};
     size_t probes_sum = 0, runs_sum = 0, probes_max = 0;
     for (long t = 0; t < trials; t++) {
         struct cg_bisect b;
@@ -159,6 +166,14 @@ int main(int argc, char **argv)
             right++;
         else
             wrong++;
+        for (size_t s = 0; ok && found && s < k; s++) { /* the step's interval, its true size */
+            struct cg_bisect_level size;
+            cg_bisect_step_size(&b, &steps[s], &size);
+            double truth =
+                100.0 * (true_level(&m, steps[s].first_high) - true_level(&m, steps[s].last_low));
+            held[s] += size.low <= truth && truth <= size.high;
+            named[s]++;
+        }
         probes_sum += probes;
         probes_max = probes > probes_max ? probes : probes_max;
         runs_sum += runs;
@@ -180,6 +195,12 @@ int main(int argc, char **argv)
         printf("  named commit %d: %ld   another commit (or a second step): %ld   undecided: "
                "%ld   nothing found at the ends: %ld\n",
                FIRST_BAD, right, wrong, undecided, nothing);
+    printf("  the step's interval holds its true size (cg_bisect_step_size, bisections that "
+           "named every step right): %ld of %ld",
+           held[0], named[0]);
+    if (m.first_step > 0)
+        printf(" (first step), %ld of %ld (second)", held[1], named[1]);
+    printf("\n");
     printf("  probes per bisection (the bad end included): mean %.2f, at most %zu; canary runs "
            "per bisection (both sides): mean %.1f\n",
            (double)probes_sum / (double)trials, probes_max, (double)runs_sum / (double)trials);

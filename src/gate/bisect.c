@@ -198,6 +198,15 @@ bool cg_bisect_next(const struct cg_bisect *b, size_t *next)
     return false;
 }
 
+void cg_bisect_step_size(const struct cg_bisect *b, const struct cg_bisect_step *s,
+                         struct cg_bisect_level *out)
+{
+    const struct cg_bisect_level *lo = &b->c[s->last_low].level, *hi = &b->c[s->first_high].level;
+    out->change = hi->change - lo->change;
+    out->low = out->change - hypot(hi->change - hi->low, lo->high - lo->change);
+    out->high = out->change + hypot(hi->high - hi->change, lo->change - lo->low);
+}
+
 const char *cg_bisect_answer_text(enum cg_bisect_answer a)
 {
     switch (a) {

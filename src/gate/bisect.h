@@ -111,6 +111,15 @@ bool cg_bisect_next(const struct cg_bisect *b, size_t *i);
 /* The steps, in commit order, into steps (room for CG_BISECT_MAX_STEPS); their count. */
 size_t cg_bisect_steps(const struct cg_bisect *b, struct cg_bisect_step *steps);
 
+/* The size of step s (found or not): its first high commit's change less its last low
+ * commit's, in the changes' units (percent of the good end's level, or per step for a count),
+ * with an interval from the two (each end the root of the sum of the squares of the
+ * half-widths on that side: the two are measured in runs of their own). A timing step's
+ * interval is that of a difference of two changes against good; bench/RESULTS.md gives how
+ * often it holds the step's true size. */
+void cg_bisect_step_size(const struct cg_bisect *b, const struct cg_bisect_step *s,
+                         struct cg_bisect_level *out);
+
 /* "like good", "like bad", "between", "unresolved", "skipped", "not probed". */
 const char *cg_bisect_answer_text(enum cg_bisect_answer a);
 

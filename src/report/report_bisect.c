@@ -158,9 +158,12 @@ static int step_text(const struct cg_bisect_report *r, const struct cg_bisect_st
                      struct cg_buf *out)
 {
     const struct cg_bisect_commit_info *c = &r->commits[s->first_high];
-    char ch[96], before[96];
+    char ch[96], before[96], step[96];
+    struct cg_bisect_level size;
+    cg_bisect_step_size(r->search, s, &size);
     change_text(r, &r->search->c[s->first_high].level, ch, sizeof(ch));
     change_text(r, &r->search->c[s->last_low].level, before, sizeof(before));
+    change_text(r, &size, step, sizeof(step));
     int rc = cg_buf_printf(out, md ? "- **`%.12s`** " : "  %.12s  ", c->sha);
     if (md)
         rc |= cg_md_escape(out, c->subject ? c->subject : "", SUBJECT_MAX_BYTES);
@@ -174,9 +177,12 @@ static int step_text(const struct cg_bisect_report *r, const struct cg_bisect_st
     rc |= cg_buf_adds(out, ", ");
     rc |= md ? cg_md_escape(out, c->date ? c->date : "", 40)
              : cg_term_escape(out, c->date ? c->date : "", 40);
-    rc |= cg_buf_printf(out, md ? "<br>%s against good; the commit before it: %s\n"
-                                : "\n      %s against good; the commit before it: %s\n",
-                        ch, before);
+    rc |= cg_buf_printf(out,
+                        md ? "<br>%s against good; the commit before it: %s<br>the step itself: "
+                             "%s%s\n"
+                           : "\n      %s against good; the commit before it: %s\n"
+                             "      the step itself: %s%s\n",
+                        ch, before, step, exact(r) ? "" : " of good's level");
     return rc;
 }
 
@@ -342,6 +348,9 @@ static bool steps_json(const struct cg_bisect_report *r, cJSON *root)
         cJSON_AddItemToObject(o, "last_like_good", last);
         cJSON_AddItemToObject(o, "change", level_json(&r->search->c[steps[s].first_high].level));
         cJSON_AddItemToObject(o, "change_before", level_json(&r->search->c[steps[s].last_low].level));
+        struct cg_bisect_level size;
+        cg_bisect_step_size(r->search, &steps[s], &size);
+        cJSON_AddItemToObject(o, "step", level_json(&size));
     }
     return arr != NULL;
 }

@@ -122,6 +122,27 @@ static int runs_of(const struct cg_workdir *w, int i)
     return runs;
 }
 
+/* The first step's "step" (its own size) into *step, its first bad commit's change and the one
+ * before it into *change and *before: each {change, low, high}. */
+static void first_step_size(const struct cg_workdir *w, double step[3], double change[3],
+                            double before[3])
+{
+    cJSON *root = cJSON_Parse(cg_workdir_read(w, "out.json"));
+    assert_non_null(root);
+    cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "steps"), 0);
+    assert_non_null(st);
+    const char *names[3] = {"step", "change", "change_before"};
+    double *out[3] = {step, change, before};
+    for (int k = 0; k < 3; k++) {
+        cJSON *o = cJSON_GetObjectItem(st, names[k]);
+        assert_non_null(o);
+        out[k][0] = cJSON_GetObjectItem(o, "change")->valuedouble;
+        out[k][1] = cJSON_GetObjectItem(o, "low")->valuedouble;
+        out[k][2] = cJSON_GetObjectItem(o, "high")->valuedouble;
+    }
+    cJSON_Delete(root);
+}
+
 static void expect_no_worktrees(const struct cg_workdir *w)
 {
     const char *args[] = {"-c", "git -C repo worktree list --porcelain", NULL};
@@ -148,6 +169,13 @@ static void test_bisect__names_commit_11_of_a_ten_percent_slowdown(void **state)
     /* the bad end, every probe's anchor, takes all its looks: 2 x 6 pairs */
     if (runs_of(w, 15) != 12)
         fail_msg("the bad end in %d pairs, 12 expected:\n%s", runs_of(w, 15), proc.out);
+    /* the step itself: commit 11's change less commit 10's, an interval around it */
+    double step[3], change[3], before[3];
+    first_step_size(w, step, change, before);
+    assert_float_equal(step[0], change[0] - before[0], 1e-9);
+    assert_true(step[1] < step[0] && step[0] < step[2]);
+    assert_non_null(strstr(proc.out, "the step itself: +"));
+    assert_non_null(strstr(cg_workdir_read(w, "out.md"), "<br>the step itself: +"));
     assert_non_null(strstr(cg_workdir_read(w, "out.md"), "commit 11"));
     assert_non_null(strstr(cg_workdir_read(w, "out.md"), "xychart-beta"));
     assert_non_null(strstr(proc.out, "T Tester"));
@@ -165,6 +193,11 @@ static void test_bisect__a_count_decides_with_one_run_per_commit(void **state)
     int idx = first_bad(w, &probes, &runs, &second);
     if (idx != 11 || runs != 1)
         fail_msg("first bad %d, %d runs at most per commit:\n%s", idx, runs, proc.out);
+    double step[3], change[3], before[3]; /* a count's step: exact, no width */
+    first_step_size(w, step, change, before);
+    assert_true(step[0] > 0 && step[0] == change[0] - before[0]);
+    assert_true(step[1] == step[0] && step[2] == step[0]);
+    assert_non_null(strstr(proc.out, "per step\n"));
 }
 
 static void test_bisect__a_commit_that_does_not_build_is_skipped(void **state)

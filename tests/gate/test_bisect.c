@@ -218,6 +218,45 @@ static void test_bisect__ends_that_do_not_differ_have_nothing_to_find(void **sta
     assert_int_equal(cg_bisect_init(&b, 1, &worse, &err), CG_EINPUT);
 }
 
+/* A step's size: its first bad commit's change less the commit before it, the interval's ends
+ * from the half-widths on each side (root of the sum of squares); against the good end (exact 0)
+ * it is the first bad commit's own change and interval; exact counts have no width. */
+static void test_bisect__a_step_has_its_own_size_and_interval(void **state)
+{
+    (void)state;
+    struct script sc;
+    memset(&sc, 0, sizeof(sc));
+    fill(sc.change, 5, 12, 6);
+    fill(sc.change, 12, N, 13);
+    fill(sc.half, 1, N, 1.5);
+    sc.half[11] = 2; /* the commit before the second step: wider */
+    struct cg_bisect b;
+    run_script(&sc, &b);
+    struct cg_bisect_step steps[CG_BISECT_MAX_STEPS];
+    assert_int_equal(cg_bisect_steps(&b, steps), 2);
+    assert_int_equal(steps[1].first_high, 12);
+    assert_int_equal(steps[1].last_low, 11);
+    struct cg_bisect_level size;
+    cg_bisect_step_size(&b, &steps[1], &size);
+    assert_float_equal(size.change, 7.0, 1e-12);
+    assert_float_equal(size.low, 7.0 - 2.5, 1e-12); /* hypot(1.5, 2) */
+    assert_float_equal(size.high, 7.0 + 2.5, 1e-12);
+    cg_bisect_step_size(&b, &steps[0], &size);
+    assert_int_equal(steps[0].last_low, 4);
+    assert_float_equal(size.change, 6.0, 1e-12);
+    assert_float_equal(size.low, 6.0 - hypot(1.5, 1.5), 1e-12);
+    cg_bisect_release(&b);
+    /* one exact step of +1 at 11 */
+    fill(sc.change, 0, N, 0);
+    fill(sc.change, 11, N, 1);
+    fill(sc.half, 0, N, 0);
+    run_script(&sc, &b);
+    assert_int_equal(cg_bisect_steps(&b, steps), 1);
+    cg_bisect_step_size(&b, &steps[0], &size);
+    assert_true(size.change == 1.0 && size.low == 1.0 && size.high == 1.0);
+    cg_bisect_release(&b);
+}
+
 static void test_bisect__the_first_probe_is_the_middle_then_its_neighbour(void **state)
 {
     (void)state;
@@ -242,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_bisect__a_probe_apart_from_good_is_not_like_good),
         cmocka_unit_test(test_bisect__apart_is_a_significant_difference_not_intervals_apart),
         cmocka_unit_test(test_bisect__ends_that_do_not_differ_have_nothing_to_find),
+        cmocka_unit_test(test_bisect__a_step_has_its_own_size_and_interval),
         cmocka_unit_test(test_bisect__the_first_probe_is_the_middle_then_its_neighbour),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
