@@ -1,0 +1,287 @@
+/*
+ * verdict_decide: the rules that take a verdict's overall outcome from its metrics, counts and
+ * parts (see verdict.h, cg_verdict_decide): the floor rule, the gate's --only, steps marked
+ * differently on the two sides, the machine rule and the GPU rule.
+ */
+#include "verdict.h"
+
+#include "stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Tokens per measured step over all runs of a side; NAN when no step counted tokens. */
+static double tokens_per_step(const struct cg_artifact *a)
+{
+    double tokens = 0.0, steps = 0.0;
+    for (size_t r = 0; r < a->n_runs; r++) {
+        for (size_t k = 0; k < a->runs[r].n_steps; k++) {
+            if (a->runs[r].steps[k].tokens >= 0) {
+                tokens += (double)a->runs[r].steps[k].tokens;
+                steps += 1.0;
+            }
+        }
+    }
+    return steps > 0 ? tokens / steps : NAN;
+}
+
+/* True when a periodic slowdown (pattern.h) is significant at metric m's alpha and alone moves
+ * m beyond its threshold: the mean and tokens/sec by one step in `period` slower, the p95 by
+ * the slow steps' excess (one step in at most CG_PATTERN_MAX_PERIOD is above the 95th
+ * percentile's share). The note says so. */
+static bool periodic_explains(const struct cg_verdict *v, enum cg_metric m,
+                              struct cg_metric_result *r)
+{
+    const struct cg_pattern *p = &v->pattern;
+    const struct cg_metric_limits *l = &v->thresholds->metric[m];
+    if (!p->tested || !(p->p_value <= l->alpha))
+        return false;
+    double moved = m == CG_M_STEP_TIME_P95 ? p->excess_pct : cg_pattern_mean_pct(p);
+    if (!(moved > l->max_regression_pct))
+        return false;
+    snprintf(r->note, sizeof(r->note),
+             "step %d of every %d is %+.1f%% slower in %zu of %zu current runs (p = %.2g): "
+             "periodic work, which interference does not cause",
+             p->phase + 1, p->period, p->excess_pct, p->runs_slower, p->runs, p->p_value);
+    return true;
+}
+
+/* "require_floor_regression": interference on a shared runner slows whole spells of steps and
+ * moves the mean, p95 and tokens/sec of the runs it meets, but not the floor. A FAIL of those
+ * metrics stands when the floor FAILed too (or was not measured, or had fewer runs than its
+ * min_runs and moved beyond its threshold), or for tokens/sec when a step carries fewer tokens,
+ * or when a slowdown locked to the step phase accounts for it (periodic work: interference is
+ * not phase-locked); else it is INCONCLUSIVE: when the floor passed, a spell of load (or a
+ * change that slows only some steps at no fixed phase, and leaves the fast ones alone: the
+ * price of the rule, in the note); when the floor is itself inconclusive, it waits for the floor.
+ * Runs after the machine rule, so a FAIL on another machine keeps that reason. */
+static void floor_rule(struct cg_verdict *v)
+{
+    const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
+    const struct cg_metric_limits *fl = &v->thresholds->metric[CG_M_STEP_TIME_FLOOR];
+    bool few_runs = (int64_t)v->baseline->n_runs < fl->min_runs ||
+                    (int64_t)v->current->n_runs < fl->min_runs;
+    if (!v->thresholds->require_floor || f->outcome == CG_OUT_UNAVAILABLE ||
+        f->outcome == CG_OUT_FAIL || (few_runs && f->regression_pct > fl->max_regression_pct))
+        return;
+    /* MFU is tokens/sec over the clock's peak: interference moves it as it moves tokens/sec */
+    const enum cg_metric gated[] = {CG_M_STEP_TIME_MEAN, CG_M_STEP_TIME_P95, CG_M_TOKENS_PER_SEC,
+                                    CG_M_MFU};
+    for (size_t i = 0; i < sizeof(gated) / sizeof(gated[0]); i++) {
+        struct cg_metric_result *r = &v->metrics[gated[i]];
+        if (r->outcome != CG_OUT_FAIL ||
+            (gated[i] == CG_M_TOKENS_PER_SEC &&
+             tokens_per_step(v->current) < tokens_per_step(v->baseline) * (1.0 - 1e-3)) ||
+            periodic_explains(v, gated[i], r))
+            continue;
+        cg_ladder_hold_back(&r->outcome);
+        if (f->outcome == CG_OUT_INCONCLUSIVE)
+            snprintf(r->note, sizeof(r->note), "the floor is inconclusive (floor %+.1f%%): %s",
+                     f->delta_pct, f->wants_runs ? "add runs" : "see its own reason");
+        else
+            snprintf(r->note, sizeof(r->note),
+                     "the fastest steps did not slow down (floor %+.1f%%): interference on the "
+                     "runner, or a slowdown of some steps only",
+                     f->delta_pct);
+    }
+}
+
+void cg_verdict_overall(struct cg_verdict *v)
+{
+    bool any_fail = false, any_inconclusive = false;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        any_fail |= v->metrics[m].outcome == CG_OUT_FAIL;
+        any_inconclusive |= v->metrics[m].outcome == CG_OUT_INCONCLUSIVE;
+    }
+    for (size_t i = 0; i < v->counts.n; i++) {
+        any_fail |= v->counts.rows[i].outcome == CG_OUT_FAIL;
+        any_inconclusive |= v->counts.rows[i].outcome == CG_OUT_INCONCLUSIVE;
+    }
+    for (size_t i = 0; i < v->anatomy.n; i++) {
+        any_fail |= v->anatomy.parts[i].outcome == CG_OUT_FAIL;
+        any_inconclusive |= v->anatomy.parts[i].outcome == CG_OUT_INCONCLUSIVE;
+    }
+    any_fail |= v->states.outcome == CG_OUT_FAIL;
+    any_inconclusive |= v->states.outcome == CG_OUT_INCONCLUSIVE;
+    v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
+}
+
+/* The group of --only a metric belongs to. */
+static unsigned metric_group(enum cg_metric m)
+{
+    return m == CG_M_PEAK_DEVICE_MEMORY || m == CG_M_PEAK_HOST_RSS ? CG_GATE_MEMORY
+                                                                   : CG_GATE_TIMING;
+}
+
+/* --only: what is outside the groups given is shown, not gated (the note says so). */
+static void only_rule(struct cg_verdict *v)
+{
+    unsigned only = v->thresholds->gate_only;
+    if (only == 0)
+        return;
+    char names[64];
+    cg_thresholds_only_names(only, names, sizeof(names));
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        if ((only & metric_group((enum cg_metric)m)) || r->outcome == CG_OUT_UNAVAILABLE ||
+            (v->gpu_lost && m == CG_M_PEAK_DEVICE_MEMORY)) /* a lost GPU always FAILs */
+            continue;
+        r->outcome = CG_OUT_NOT_GATED;
+        r->wants_runs = false;
+        snprintf(r->note, sizeof(r->note), "shown, not gated (--only %s)", names);
+    }
+    for (size_t i = 0; i < v->counts.n && !(only & CG_GATE_COUNTS); i++)
+        if (v->counts.rows[i].outcome != CG_OUT_UNAVAILABLE)
+            v->counts.rows[i].outcome = CG_OUT_NOT_GATED;
+    if (!(only & CG_GATE_TIMING) && v->states.outcome != CG_OUT_UNAVAILABLE)
+        v->states.outcome = CG_OUT_NOT_GATED;
+    for (size_t i = 0; i < v->anatomy.n && !(only & CG_GATE_ANATOMY); i++)
+        if (v->anatomy.parts[i].outcome != CG_OUT_UNAVAILABLE)
+            v->anatomy.parts[i].outcome = CG_OUT_NOT_GATED;
+}
+
+/* Timing from steps marked differently on the two sides (v->steps_differ): what would PASS,
+ * FAIL or improve is INCONCLUSIVE with that reason. */
+static void steps_differ_rule(struct cg_verdict *v)
+{
+    if (v->steps_differ[0] == '\0')
+        return;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        if (metric_group((enum cg_metric)m) != CG_GATE_TIMING ||
+            !(r->outcome == CG_OUT_PASS || r->outcome == CG_OUT_FAIL ||
+              r->outcome == CG_OUT_IMPROVED))
+            continue;
+        r->outcome = CG_OUT_INCONCLUSIVE;
+        r->wants_runs = false;
+        snprintf(r->note, sizeof(r->note), "%s", v->steps_differ);
+    }
+}
+
+/* Whether metric m would FAIL on the runs not held back: false too when a side has fewer than
+ * CG_TIMING_MIN_RUNS of them. *delta_pct and *p get what the clean runs gave (NAN: untested). */
+static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool *fails,
+                           double *delta_pct, double *p)
+{
+    const struct cg_artifact *sides[2] = {v->baseline, v->current};
+    double *val[2] = {NULL, NULL};
+    size_t k[2] = {0, 0};
+    int rc = 0;
+    *fails = false;
+    *delta_pct = *p = NAN;
+    for (int s = 0; s < 2; s++) {
+        val[s] = malloc((sides[s]->n_runs + 1) * sizeof(double));
+        if (val[s] == NULL) {
+            rc = CG_ENOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < sides[s]->n_runs; i++) {
+            const char *why;
+            long long dev;
+            double x = cg_verdict_run_value(&sides[s]->runs[i], m);
+            if (!cg_gpu_run_held(&sides[s]->runs[i], &why, &dev) && isfinite(x) && x > 0)
+                val[s][k[s]++] = log(x);
+        }
+    }
+    if (k[0] < CG_TIMING_MIN_RUNS || k[1] < CG_TIMING_MIN_RUNS)
+        goto done;
+    const struct cg_metric_limits *lim = &v->thresholds->metric[m];
+    struct cg_mwu u;
+    struct cg_shift sh;
+    if (cg_stats_mwu_shift(val[0], k[0], val[1], k[1], lim->alpha, &u, &sh) != 0) {
+        rc = CG_ENOMEM;
+        goto done;
+    }
+    bool up = cg_metric_higher_is_worse(m);
+    *delta_pct = (exp(sh.estimate) - 1.0) * 100.0;
+    *p = up ? u.p_greater : u.p_less;
+    struct cg_evidence e = {up ? *delta_pct : -*delta_pct, *p, up ? u.p_less : u.p_greater,
+                            (int64_t)k[0] >= lim->min_runs && (int64_t)k[1] >= lim->min_runs};
+    *fails = cg_ladder_classify(&e, lim) == CG_RUNG_FAIL;
+done:
+    free(val[0]);
+    free(val[1]);
+    return rc;
+}
+
+/* The GPU rule (gpu_rule.h) applied to v's metric outcomes (v->gpu assessed); sets v->gpu.decided.
+ * 0 or CG_ENOMEM (the outcomes are then left as they were). */
+static int gpu_rule_apply(struct cg_verdict *v)
+{
+    static const enum cg_metric judged[] = {CG_M_STEP_TIME_MEAN,   CG_M_STEP_TIME_P95,
+                                            CG_M_STEP_TIME_FLOOR,  CG_M_TOKENS_PER_SEC,
+                                            CG_M_ENERGY_PER_TOKEN, CG_M_MFU};
+    struct cg_gpu_check *g = &v->gpu;
+    for (size_t i = 0; i < sizeof(judged) / sizeof(judged[0]); i++) {
+        struct cg_metric_result *r = &v->metrics[judged[i]];
+        if (r->outcome != CG_OUT_FAIL || (!g->clocks_moved && g->held[0] + g->held[1] == 0))
+            continue;
+        if (g->clocks_moved) {
+            snprintf(r->note, sizeof(r->note),
+                     "%s: the GPU's clocks, not the change, may "
+                     "explain it",
+                     g->clock_reason);
+        } else {
+            bool fails;
+            double d, p;
+            if (clean_runs_fail(v, judged[i], &fails, &d, &p) != 0)
+                return CG_ENOMEM;
+            if (fails)
+                continue; /* the runs the GPU did not hold back FAIL it too */
+            if (isnan(p))
+                snprintf(r->note, sizeof(r->note), "%.180s; too few runs without them to judge",
+                         g->reason);
+            else
+                snprintf(r->note, sizeof(r->note),
+                         "%.180s; without those runs it would not FAIL (%+.1f%%, p = %.3g)",
+                         g->reason, d, p);
+        }
+        cg_ladder_hold_back(&r->outcome);
+        r->wants_runs = false;
+        g->decided = true;
+    }
+    return 0;
+}
+
+void cg_verdict_decide(struct cg_verdict *v)
+{
+    bool mismatch = v->machine_diff != NULL && !v->thresholds->env_mismatch_gates;
+    v->downgraded = false;
+    v->within_run = false;
+    only_rule(v);
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        struct cg_metric_result *r = &v->metrics[m];
+        v->within_run |= r->method == CG_METHOD_BOOTSTRAP;
+        bool lost_gpu = v->gpu_lost && m == CG_M_PEAK_DEVICE_MEMORY; /* the machine's GPU */
+        if (mismatch && !lost_gpu && cg_ladder_hold_back(&r->outcome)) {
+            r->other_machine = true;
+            snprintf(r->note, sizeof(r->note),
+                     "measured on a different machine (%s differs)", v->machine_diff);
+        }
+        if (r->outcome == CG_OUT_INCONCLUSIVE && mismatch && r->other_machine)
+            v->downgraded = true;
+    }
+    floor_rule(v);
+    (void)gpu_rule_apply(v); /* out of memory: the outcomes stay as they are */
+    steps_differ_rule(v);
+    for (size_t i = 0; i < v->counts.n; i++) {
+        struct cg_count_result *r = &v->counts.rows[i];
+        if (mismatch && cg_ladder_hold_back(&r->outcome)) {
+            r->other_machine = true;
+            v->downgraded = true;
+        }
+    }
+    for (size_t i = 0; i < v->anatomy.n; i++) {
+        struct cg_anatomy_part *p = &v->anatomy.parts[i];
+        if (mismatch && cg_ladder_hold_back(&p->outcome)) {
+            p->other_machine = true;
+            v->downgraded = true;
+        }
+    }
+    if (mismatch && cg_ladder_hold_back(&v->states.outcome)) {
+        v->states.other_machine = true;
+        v->downgraded = true;
+    }
+    cg_verdict_overall(v);
+}
