@@ -382,7 +382,12 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
             s->budget_spent = !is_bad || !cg_bisect_ends_differ(&out->level);
             break;
         }
-        if (!final)
+        if (!final && is_bad)
+            fprintf(stderr,
+                    "canary-gate bisect: %.12s (the bad end) after %zu pairs; adding %zu: it "
+                    "takes all its looks, every probe is read against it\n",
+                    s->commits[i].sha, head.n_runs, plan.runs_at[k + 1] - head.n_runs);
+        else if (!final)
             fprintf(stderr, "canary-gate bisect: %.12s unresolved after %zu pairs; adding %zu\n",
                     s->commits[i].sha, head.n_runs, plan.runs_at[k + 1] - head.n_runs);
     }

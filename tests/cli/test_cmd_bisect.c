@@ -166,9 +166,15 @@ static void test_bisect__names_commit_11_of_a_ten_percent_slowdown(void **state)
     int idx = first_bad(w, &probes, &runs, &second);
     if (idx != 11 || probes > 6)
         fail_msg("first bad %d in %zu probes (ends included):\n%s", idx, probes, proc.out);
-    /* the bad end, every probe's anchor, takes all its looks: 2 x 6 pairs */
+    /* the bad end, every probe's anchor, takes all its looks: 2 x 6 pairs, and says why (not
+     * "unresolved": it already differs) */
     if (runs_of(w, 15) != 12)
         fail_msg("the bad end in %d pairs, 12 expected:\n%s", runs_of(w, 15), proc.out);
+    char said[128];
+    snprintf(said, sizeof(said), "%.12s (the bad end) after 6 pairs; adding 6: it takes all its",
+             sha(w, 15));
+    if (strstr(proc.err, said) == NULL)
+        fail_msg("no '%s' in:\n%s", said, proc.err);
     /* the step itself: commit 11's change less commit 10's, an interval around it */
     double step[3], change[3], before[3];
     first_step_size(w, step, change, before);
