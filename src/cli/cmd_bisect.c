@@ -60,7 +60,7 @@ static const char usage_text[] =
     "  --repo DIR             the repository (default: the one holding the current directory)\n"
     "  --runs N               pairs per look (default 6; a count: 1 run)\n"
     "  --max-runs N           pairs per commit at most while it is unresolved, and the bad\n"
-    "                         end's always (default 2 x --runs)\n"
+    "                         end's as the budget allows (default 2 x --runs)\n"
     "  --budget SEC           time of the whole bisection at most (builds and canaries); a look\n"
     "                         or a commit is only begun when its estimated time fits\n"
     "  --spending NAME        alpha over a commit's looks: pocock (default), obrien-fleming,\n"
@@ -205,6 +205,8 @@ struct session {
     double good_value;
     double t0, budget_s;
     bool budget_spent;
+    bool bad_end_cut;        /* the budget ended the bad end's looks before its last */
+    size_t bad_end_pairs[2]; /* then: its pairs, and those of its last look */
     bool env_said; /* the inherited variables were named (by the first collector's first run) */
 };
 
@@ -364,8 +366,8 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
         out->runs = head.n_runs;
         bool final = k + 1 == plan.n_looks;
         if (is_bad) {
-            /* the bad end is every probe's anchor: it takes all its looks, its interval as
-             * narrow as they make it (bench/RESULTS.md, "the bad end on all its looks") */
+            /* the bad end is every probe's anchor: it takes all its looks, its interval
+             * narrower than its first look's (bench/RESULTS.md, "the bad end on all its looks") */
             out->answer = CG_BISECT_LIKE_BAD;
         } else {
             out->answer = cg_bisect_classify(&s->search, i, &out->level, final);
@@ -377,12 +379,21 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
         double next_s = k + 1 < plan.n_looks ? look_s * (double)(plan.runs_at[k + 1] - head.n_runs) /
                                                    (double)(want > 0 ? want : 1)
                                              : 0;
+        bool differs = is_bad && cg_bisect_ends_differ(&out->level);
         if (s->budget_s > 0 && elapsed(s) + next_s > s->budget_s && !final) {
             /* the bad end's interval stays as wide as it is; the search checks the budget */
-            s->budget_spent = !is_bad || !cg_bisect_ends_differ(&out->level);
+            s->budget_spent = !differs;
+            s->bad_end_cut = is_bad;
+            s->bad_end_pairs[0] = head.n_runs;
+            s->bad_end_pairs[1] = plan.runs_at[plan.n_looks - 1];
+            if (differs)
+                fprintf(stderr,
+                        "canary-gate bisect: the budget leaves no time for the bad end's other "
+                        "looks: its interval is from %zu of %zu pairs\n",
+                        head.n_runs, plan.runs_at[plan.n_looks - 1]);
             break;
         }
-        if (!final && is_bad)
+        if (!final && differs)
             fprintf(stderr,
                     "canary-gate bisect: %.12s (the bad end) after %zu pairs; adding %zu: it "
                     "takes all its looks, every probe is read against it\n",
@@ -548,6 +559,8 @@ static int report(struct session *s, enum cg_bisect_outcome outcome)
                                  .probes = s->probes,
                                  .n_probes = s->n_probes,
                                  .budget_spent = s->budget_spent,
+                                 .bad_end_cut = s->bad_end_cut,
+                                 .bad_end_pairs = {s->bad_end_pairs[0], s->bad_end_pairs[1]},
                                  .seconds = elapsed(s),
                                  .id = s->o->report.gate_id};
     for (size_t i = 0; i < s->n; i++)
@@ -627,8 +640,8 @@ static int run_bisect(struct session *s)
         add_probe(s, s->n - 1, &m, "");
         rc = cg_bisect_init(&s->search, s->n, &m.level, &err);
     }
-    if (rc == 0 && !cg_bisect_ends_differ(&m.level))
-        return report(s, CG_BISECT_NOTHING);
+    if (rc == 0 && !cg_bisect_ends_differ(&m.level)) /* on all its looks, or the budget's */
+        return report(s, s->bad_end_cut ? CG_BISECT_UNDECIDED : CG_BISECT_NOTHING);
     if (rc == 0)
         rc = search(s, &err);
     if (rc != 0) {

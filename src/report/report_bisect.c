@@ -77,6 +77,13 @@ void cg_bisect_headline(const struct cg_bisect_report *r, char *dst, size_t n)
                  r->metric_name, ch);
         return;
     }
+    if (r->bad_end_cut && !cg_bisect_ends_differ(bad)) {
+        snprintf(dst, n,
+                 "could not decide: the budget ended the bad end's looks before it differed "
+                 "from good (%s %s on %zu of %zu pairs)",
+                 r->metric_name, ch, r->bad_end_pairs[0], r->bad_end_pairs[1]);
+        return;
+    }
     if (r->outcome == CG_BISECT_FOUND && k == 1) {
         short_sha(r, steps[0].first_high, sha, sizeof(sha));
         change_text(r, &r->search->c[steps[0].first_high].level, ch, sizeof(ch));
@@ -153,6 +160,19 @@ done:
     return rc;
 }
 
+/* The line saying the budget cut a bad end that differs short: its interval is wider than the
+ * search assumes. Nothing otherwise. */
+static int cut_text(const struct cg_bisect_report *r, bool md, struct cg_buf *out)
+{
+    if (!r->bad_end_cut || !cg_bisect_ends_differ(&r->search->c[r->search->n - 1].level))
+        return 0;
+    return cg_buf_printf(out,
+                         "%s budget cut the bad end's looks short (%zu of %zu pairs): its "
+                         "interval is wider, and a step between may read as like bad\n%s",
+                         md ? "The" : "note: the", r->bad_end_pairs[0], r->bad_end_pairs[1],
+                         md ? "\n" : "");
+}
+
 /* One step's first bad commit in words, for the terminal (md false) or markdown. */
 static int step_text(const struct cg_bisect_report *r, const struct cg_bisect_step *s, bool md,
                      struct cg_buf *out)
@@ -217,6 +237,7 @@ int cg_bisect_terminal(const struct cg_bisect_report *r, bool ascii, struct cg_b
     size_t k = cg_bisect_steps(r->search, steps);
     cg_bisect_headline(r, head, sizeof(head));
     int rc = cg_buf_printf(out, "canary-gate bisect: %s\n", head);
+    rc |= cut_text(r, false, out);
     for (size_t s = 0; s < k && r->outcome != CG_BISECT_NOTHING && rc == 0; s++) {
         if (steps[s].found)
             rc = step_text(r, &steps[s], false, out);
@@ -275,6 +296,7 @@ int cg_bisect_markdown(const struct cg_bisect_report *r, struct cg_buf *out)
                              "`%s`, %zu commits measured in %.0f s.\n\n",
                         r->n_commits, r->commits[0].sha, r->commits[r->n_commits - 1].sha,
                         r->metric_name, r->n_probes, r->seconds);
+    rc |= cut_text(r, true, out);
     for (size_t s = 0; s < k && r->outcome != CG_BISECT_NOTHING && rc == 0; s++) {
         if (steps[s].found)
             rc = step_text(r, &steps[s], true, out);
@@ -401,6 +423,7 @@ char *cg_bisect_json(const struct cg_bisect_report *r)
     cJSON_AddStringToObject(root, "change_unit", exact(r) ? "per_step" : "percent");
     cJSON_AddNumberToObject(root, "commits", (double)r->n_commits);
     cJSON_AddBoolToObject(root, "budget_spent", r->budget_spent);
+    cJSON_AddBoolToObject(root, "bad_end_cut", r->bad_end_cut);
     cJSON_AddNumberToObject(root, "seconds", r->seconds);
     cJSON *good = commit_json(r, 0), *bad = commit_json(r, r->n_commits - 1);
     if (good != NULL)

@@ -49,6 +49,8 @@ struct cg_bisect_report {
     const struct cg_bisect_probe *probes;
     size_t n_probes;
     bool budget_spent; /* the budget ended the search before every step was named */
+    bool bad_end_cut;  /* the budget ended the bad end's looks before its last */
+    size_t bad_end_pairs[2]; /* then: the pairs it had, and those of its last look */
     double seconds;    /* the bisection's time, builds included */
     const char *id;    /* the report's marker id (NULL: "bisect") */
 };

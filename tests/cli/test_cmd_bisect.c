@@ -122,6 +122,16 @@ static int runs_of(const struct cg_workdir *w, int i)
     return runs;
 }
 
+/* The result's "bad_end_cut". */
+static bool bad_end_cut(const struct cg_workdir *w)
+{
+    cJSON *root = cJSON_Parse(cg_workdir_read(w, "out.json"));
+    assert_non_null(root);
+    bool cut = cJSON_IsTrue(cJSON_GetObjectItem(root, "bad_end_cut"));
+    cJSON_Delete(root);
+    return cut;
+}
+
 /* The first step's "step" (its own size) into *step, its first bad commit's change and the one
  * before it into *change and *before: each {change, low, high}. */
 static void first_step_size(const struct cg_workdir *w, double step[3], double change[3],
@@ -203,7 +213,9 @@ static void test_bisect__a_count_decides_with_one_run_per_commit(void **state)
     first_step_size(w, step, change, before);
     assert_true(step[0] > 0 && step[0] == change[0] - before[0]);
     assert_true(step[1] == step[0] && step[2] == step[0]);
-    assert_non_null(strstr(proc.out, "per step\n"));
+    const char *line = strstr(proc.out, "the step itself: +");
+    assert_non_null(line);
+    assert_true(strncmp(strchr(line, '\n') - 9, " per step", 9) == 0);
 }
 
 static void test_bisect__a_commit_that_does_not_build_is_skipped(void **state)
@@ -295,6 +307,35 @@ static void test_bisect__ctrl_c_leaves_no_worktree(void **state)
     closedir(d);
 }
 
+/* A budget that ends the bad end's looks early: with nothing regressed the bisection could not
+ * decide (exit 3), it does not say "nothing to find" on half its pairs; with a regression the
+ * bad end's cut is said (stderr, report, JSON), since its interval is wider than the search
+ * assumes. One second is spent by the first look alone (12 runs of 0.24 s). */
+static void test_bisect__a_budget_that_cuts_the_bad_end_short_is_said(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 20000 --noise-pct 3'", ":"); /* runs of 0.24 s */
+    const char *extra[] = {"--budget", "1", NULL};
+    int rc = bisect(w, extra);
+    if (rc != 3)
+        fail_msg("exit %d, 3 expected:\n%s\n%s", rc, proc.out, proc.err);
+    assert_non_null(strstr(proc.out, "could not decide: the budget ended the bad end's looks"));
+    assert_null(strstr(proc.out, "nothing to find"));
+    assert_true(bad_end_cut(w));
+    assert_int_equal(runs_of(w, 15), 6);
+
+    const char *rm[] = {"-c", "rm -rf repo shas out.json out.md", NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, rm, &proc), 0);
+    make_repo(w, "us=20000; [ $i -ge 11 ] && us=26000; p=\"--step-us $us --noise-pct 1\"", ":");
+    rc = bisect(w, extra);
+    if (rc != 3) /* the search's first probe does not fit the budget either */
+        fail_msg("exit %d, 3 expected:\n%s\n%s", rc, proc.out, proc.err);
+    assert_non_null(strstr(proc.err, "the budget leaves no time for the bad end's other looks"));
+    assert_non_null(strstr(proc.out, "the budget cut the bad end's looks short (6 of 12 pairs)"));
+    assert_non_null(strstr(cg_workdir_read(w, "out.md"), "The budget cut the bad end's looks"));
+    assert_true(bad_end_cut(w));
+}
+
 static void test_bisect__bad_input_is_one_line(void **state)
 {
     struct cg_workdir *w = *state;
@@ -331,6 +372,8 @@ int main(void)
                                         cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__ctrl_c_leaves_no_worktree, cg_workdir_setup,
                                         cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_budget_that_cuts_the_bad_end_short_is_said,
+                                        cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__bad_input_is_one_line, cg_workdir_setup,
                                         cg_workdir_teardown),
     };

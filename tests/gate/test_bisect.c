@@ -255,6 +255,20 @@ static void test_bisect__a_step_has_its_own_size_and_interval(void **state)
     cg_bisect_step_size(&b, &steps[0], &size);
     assert_true(size.change == 1.0 && size.low == 1.0 && size.high == 1.0);
     cg_bisect_release(&b);
+    /* asymmetric intervals: the low end from the first bad commit's lower half-width and the
+     * commit before it's upper one, the high end from the other two */
+    struct cg_bisect_level bad = {12, 9, 13}, before = {1, -2, 2.5}, first = {11, 10, 15};
+    struct cg_err err;
+    assert_int_equal(cg_bisect_init(&b, N, &bad, &err), 0);
+    cg_bisect_record(&b, 7, CG_BISECT_LIKE_GOOD, &before);
+    cg_bisect_record(&b, 8, CG_BISECT_LIKE_BAD, &first);
+    assert_int_equal(cg_bisect_steps(&b, steps), 1);
+    assert_true(steps[0].found && steps[0].first_high == 8);
+    cg_bisect_step_size(&b, &steps[0], &size);
+    assert_float_equal(size.change, 10.0, 1e-12);
+    assert_float_equal(size.low, 10.0 - hypot(1.0, 1.5), 1e-12);
+    assert_float_equal(size.high, 10.0 + hypot(4.0, 3.0), 1e-12);
+    cg_bisect_release(&b);
 }
 
 static void test_bisect__the_first_probe_is_the_middle_then_its_neighbour(void **state)
