@@ -205,7 +205,7 @@ struct session {
     double good_value;
     double t0, budget_s;
     bool budget_spent;
-    bool bad_end_cut;        /* the budget ended the bad end's looks before its last */
+    enum cg_bisect_cut bad_end_cut; /* what ended the bad end's looks before its last */
     size_t bad_end_pairs[2]; /* then: its pairs, and those of its last look */
     bool env_said; /* the inherited variables were named (by the first collector's first run) */
 };
@@ -347,13 +347,27 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
     cg_artifact_init(&head);
     int rc = cg_seq_plan_make_paired(spend, (size_t)s->pairs, (size_t)s->pairs,
                                      (size_t)s->max_pairs, &plan, err);
-    bool is_bad = i + 1 == s->n;
+    bool is_bad = i + 1 == s->n, differed = false;
     out->answer = CG_BISECT_UNRESOLVED;
     for (size_t k = 0; rc == 0 && k < plan.n_looks; k++) {
         size_t want = plan.runs_at[k] - head.n_runs;
         double t_look = cg_cmd_seq_now_s();
-        if ((rc = cg_interleave_run(s->good_col, &base, col, &head, (long)want, err)) != 0)
+        if ((rc = cg_interleave_run(s->good_col, &base, col, &head, (long)want, err)) != 0) {
+            if (differed && rc == CG_ECANARY && !cg_launch_interrupted() &&
+                !cg_collect_interrupted()) {
+                /* a bad end that already differs keeps that look; the failure is said */
+                fprintf(stderr,
+                        "canary-gate bisect: the bad end's canary failed in its look %zu (%s): "
+                        "its interval is from %zu of %zu pairs\n",
+                        k + 1, err->msg, out->runs, plan.runs_at[plan.n_looks - 1]);
+                s->bad_end_cut = CG_BISECT_CUT_CANARY;
+                s->bad_end_pairs[0] = out->runs;
+                s->bad_end_pairs[1] = plan.runs_at[plan.n_looks - 1];
+                cg_err_init(err);
+                rc = 0;
+            }
             break;
+        }
         struct cg_thresholds tk;
         struct cg_verdict v;
         cg_seq_look_thresholds(&plan, k, &s->t, &tk);
@@ -380,10 +394,11 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
                                                    (double)(want > 0 ? want : 1)
                                              : 0;
         bool differs = is_bad && cg_bisect_ends_differ(&out->level);
+        differed = differs;
         if (s->budget_s > 0 && elapsed(s) + next_s > s->budget_s && !final) {
             /* the bad end's interval stays as wide as it is; the search checks the budget */
             s->budget_spent = !differs;
-            s->bad_end_cut = is_bad;
+            s->bad_end_cut = is_bad ? CG_BISECT_CUT_BUDGET : CG_BISECT_CUT_NONE;
             s->bad_end_pairs[0] = head.n_runs;
             s->bad_end_pairs[1] = plan.runs_at[plan.n_looks - 1];
             if (differs)
@@ -641,7 +656,8 @@ static int run_bisect(struct session *s)
         rc = cg_bisect_init(&s->search, s->n, &m.level, &err);
     }
     if (rc == 0 && !cg_bisect_ends_differ(&m.level)) /* on all its looks, or the budget's */
-        return report(s, s->bad_end_cut ? CG_BISECT_UNDECIDED : CG_BISECT_NOTHING);
+        return report(s, s->bad_end_cut != CG_BISECT_CUT_NONE ? CG_BISECT_UNDECIDED
+                                                              : CG_BISECT_NOTHING);
     if (rc == 0)
         rc = search(s, &err);
     if (rc != 0) {

@@ -77,7 +77,7 @@ void cg_bisect_headline(const struct cg_bisect_report *r, char *dst, size_t n)
                  r->metric_name, ch);
         return;
     }
-    if (r->bad_end_cut && !cg_bisect_ends_differ(bad)) {
+    if (r->bad_end_cut != CG_BISECT_CUT_NONE && !cg_bisect_ends_differ(bad)) {
         snprintf(dst, n,
                  "could not decide: the budget ended the bad end's looks before it differed "
                  "from good (%s %s on %zu of %zu pairs)",
@@ -164,13 +164,17 @@ done:
  * search assumes. Nothing otherwise. */
 static int cut_text(const struct cg_bisect_report *r, bool md, struct cg_buf *out)
 {
-    if (!r->bad_end_cut || !cg_bisect_ends_differ(&r->search->c[r->search->n - 1].level))
+    if (r->bad_end_cut == CG_BISECT_CUT_NONE ||
+        !cg_bisect_ends_differ(&r->search->c[r->search->n - 1].level))
         return 0;
+    bool budget = r->bad_end_cut == CG_BISECT_CUT_BUDGET;
     return cg_buf_printf(out,
-                         "%s budget cut the bad end's looks short (%zu of %zu pairs): its "
-                         "interval is wider, and a step between may read as like bad\n%s",
-                         md ? "The" : "note: the", r->bad_end_pairs[0], r->bad_end_pairs[1],
-                         md ? "\n" : "");
+                         "%s%s cut the bad end's looks short (%zu of %zu pairs): its interval is "
+                         "wider, and a step between may read as like bad\n%s",
+                         md ? "" : "note: ",
+                         budget ? (md ? "The budget" : "the budget")
+                                : (md ? "A canary failure" : "a canary failure"),
+                         r->bad_end_pairs[0], r->bad_end_pairs[1], md ? "\n" : "");
 }
 
 /* One step's first bad commit in words, for the terminal (md false) or markdown. */
@@ -423,7 +427,13 @@ char *cg_bisect_json(const struct cg_bisect_report *r)
     cJSON_AddStringToObject(root, "change_unit", exact(r) ? "per_step" : "percent");
     cJSON_AddNumberToObject(root, "commits", (double)r->n_commits);
     cJSON_AddBoolToObject(root, "budget_spent", r->budget_spent);
-    cJSON_AddBoolToObject(root, "bad_end_cut", r->bad_end_cut);
+    cJSON_AddBoolToObject(root, "bad_end_cut", r->bad_end_cut != CG_BISECT_CUT_NONE);
+    if (r->bad_end_cut == CG_BISECT_CUT_NONE)
+        cJSON_AddNullToObject(root, "bad_end_cut_by");
+    else
+        cJSON_AddStringToObject(root, "bad_end_cut_by",
+                                r->bad_end_cut == CG_BISECT_CUT_BUDGET ? "budget"
+                                                                       : "canary_failure");
     cJSON_AddNumberToObject(root, "seconds", r->seconds);
     cJSON *good = commit_json(r, 0), *bad = commit_json(r, r->n_commits - 1);
     if (good != NULL)

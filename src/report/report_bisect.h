@@ -38,6 +38,10 @@ enum cg_bisect_outcome {
     CG_BISECT_UNDECIDED  /* some step not named: skipped or unresolved commits, the budget */
 };
 
+/* What ended the bad end's looks before its last: nothing, the budget, or a canary run that
+ * failed after a look that already differed (that look is kept). */
+enum cg_bisect_cut { CG_BISECT_CUT_NONE, CG_BISECT_CUT_BUDGET, CG_BISECT_CUT_CANARY };
+
 struct cg_bisect_report {
     enum cg_bisect_outcome outcome;
     const char *metric_name; /* "step_time_mean", or a count row's name */
@@ -49,8 +53,8 @@ struct cg_bisect_report {
     const struct cg_bisect_probe *probes;
     size_t n_probes;
     bool budget_spent; /* the budget ended the search before every step was named */
-    bool bad_end_cut;  /* the budget ended the bad end's looks before its last */
-    size_t bad_end_pairs[2]; /* then: the pairs it had, and those of its last look */
+    enum cg_bisect_cut bad_end_cut; /* what ended the bad end's looks before its last */
+    size_t bad_end_pairs[2];        /* then: the pairs it had, and those of its last look */
     double seconds;    /* the bisection's time, builds included */
     const char *id;    /* the report's marker id (NULL: "bisect") */
 };

@@ -336,6 +336,44 @@ static void test_bisect__a_budget_that_cuts_the_bad_end_short_is_said(void **sta
     assert_true(bad_end_cut(w));
 }
 
+/* The bad end's canary fails in its second look (its 8th run; commits from 11 on hold the file
+ * 'crash', and a counter outside the worktrees counts their runs): a first look that already
+ * differed is kept, and the cut said, not "the bad end cannot be measured" (exit 2). */
+static void test_bisect__a_canary_failure_in_the_bad_ends_later_look_keeps_its_first(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w,
+              "us=2000; [ $i -ge 11 ] && us=2600 && touch crash;"
+              " p=\"--step-us $us --noise-pct 1\"",
+              ":");
+    const char *script[] = {"-c",
+                            "cd repo && printf '#!/bin/sh\\nif [ -f crash ]; then n=$(cat "
+                            "\"$COUNT\" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "
+                            "\"$COUNT\"; [ $n -eq 8 ] && exit 7; fi\\nexec \"$NVTX_CANARY\" "
+                            "$(cat params)\\n' > canary.sh && git commit -qam 'count runs'"
+                            " && git log --format=%H -1 > ../head",
+                            NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, script, &proc), 0);
+    char good[64], bad[64], json[300], count[300];
+    snprintf(good, sizeof(good), "%s", sha(w, 0));
+    snprintf(bad, sizeof(bad), "%.40s", cg_workdir_read(w, "head"));
+    snprintf(json, sizeof(json), "%s", cg_workdir_in(w, "out.json"));
+    snprintf(count, sizeof(count), "COUNT=%s", cg_workdir_in(w, "count"));
+    const char *args[] = {"bisect", "--repo",  "repo",        "--good",   good, "--bad",
+                          bad,      "--steps", "10",          "--warmup", "2",  "--json",
+                          json,     "--",      "./canary.sh", NULL};
+    const char *env[] = {"NVTX_CANARY=" CANARY, count, NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+    if (rc == 2) {
+        size_t n = strlen(proc.err);
+        fail_msg("exit 2: ...%s", proc.err + (n > 400 ? n - 400 : 0));
+    }
+    assert_non_null(strstr(proc.err, "the bad end's canary failed in its look 2"));
+    assert_non_null(strstr(proc.out, "a canary failure cut the bad end's looks short (6 of 12"));
+    assert_true(bad_end_cut(w));
+    assert_int_equal(runs_of(w, 16), 6);
+}
+
 static void test_bisect__bad_input_is_one_line(void **state)
 {
     struct cg_workdir *w = *state;
@@ -374,6 +412,9 @@ int main(void)
                                         cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_budget_that_cuts_the_bad_end_short_is_said,
                                         cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_bisect__a_canary_failure_in_the_bad_ends_later_look_keeps_its_first,
+            cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__bad_input_is_one_line, cg_workdir_setup,
                                         cg_workdir_teardown),
     };
