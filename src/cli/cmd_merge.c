@@ -7,6 +7,7 @@
 #include "cmd.h"
 
 #include "artifact.h"
+#include "verdict.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -66,6 +67,33 @@ static void report_same_run(const struct cg_artifact *pool, char **files, const 
                "cannot merge '%s': its run %zu is run %zu of '%s' again (%s): a run may be pooled "
                "only once",
                files[fy], ry, rx, files[fx], who);
+}
+
+/* Refuses a pool whose runs were measured on worlds of different shapes (a job whose nodes
+ * changed): no one machine. 0, 1 (err set, CG_EINPUT) or CG_ENOMEM. */
+static int check_shapes(const struct cg_artifact *pool, char **files, const size_t *ends, int n,
+                        struct cg_err *err)
+{
+    size_t other, first = 0;
+    char base[CG_SHAPE_MAX], shape[CG_SHAPE_MAX];
+    if (cg_artifact_shape(pool, base, sizeof(base), &other) != 0)
+        return CG_ENOMEM;
+    if (other == pool->n_runs)
+        return 0;
+    while (pool->runs[first].n_ranks == 0)
+        first++;
+    const struct cg_run *r = &pool->runs[other];
+    if (cg_ranks_shape(r->ranks, r->n_ranks, shape, sizeof(shape)) != 0)
+        return CG_ENOMEM;
+    int fx, fy;
+    size_t rx, ry;
+    locate(ends, n, first, &fx, &rx);
+    locate(ends, n, other, &fy, &ry);
+    cg_err_set(err, CG_EINPUT,
+               "cannot merge '%s' with '%s': %s differs (run %zu of '%s': %.300s; run %zu of "
+               "'%s': %.300s)",
+               files[fy], files[fx], CG_SHAPE_DIFF, ry, files[fy], shape, rx, files[fx], base);
+    return 1;
 }
 
 int cmd_merge(int argc, char **argv)
@@ -133,6 +161,13 @@ int cmd_merge(int argc, char **argv)
             cg_artifact_release(&in);
     }
     size_t x, y;
+    int shapes = check_shapes(&merged, argv + optind, ends, n_in, &err);
+    if (shapes == CG_ENOMEM)
+        goto oom;
+    if (shapes != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
     if (cg_artifact_find_same_runs(&merged, &x, &y)) {
         report_same_run(&merged, argv + optind, ends, n_in, x, y, &err);
         exit_code = cg_cmd_fail(&err);

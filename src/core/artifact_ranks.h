@@ -68,6 +68,9 @@ size_t cg_ranks_nodes(const struct cg_rank *ranks, size_t n, struct cg_node_figu
  * launch line have the same text. Returns 0 or CG_ENOMEM. */
 int cg_ranks_shape(const struct cg_rank *ranks, size_t n, char *out, size_t cap);
 
+/* Room for a shape's whole text when two are compared (a text cut to fit compares alike). */
+#define CG_SHAPE_MAX 1024
+
 /* The median of a rank's step times (NAN when none). */
 double cg_rank_step_median_ns(const struct cg_rank *r);
 

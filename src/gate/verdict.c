@@ -587,6 +587,32 @@ static bool same_machine_without_gpu_metrics(const struct cg_artifact *b,
     return cg_env_machine_diff(x, y, true) == NULL;
 }
 
+/* A side's node shape into out (the verdict's shape[]): its runs' one shape, or when its runs
+ * with ranks differ, "runs differ: SHAPE (run i), SHAPE (run j)" (the first two that do, cut at
+ * a character's end to fit) and *mixed set: a side measured on two shapes is no one machine. */
+static int side_shape(const struct cg_artifact *a, char out[CG_VERDICT_SHAPE], bool *mixed)
+{
+    size_t other, first = 0;
+    char base[CG_SHAPE_MAX], shape[CG_SHAPE_MAX], text[2 * CG_SHAPE_MAX + 64];
+    if (cg_artifact_shape(a, base, sizeof(base), &other) != 0)
+        return CG_ENOMEM;
+    if (other == a->n_runs) {
+        snprintf(text, sizeof(text), "%s", base);
+    } else {
+        *mixed = true;
+        while (a->runs[first].n_ranks == 0)
+            first++;
+        if (cg_ranks_shape(a->runs[other].ranks, a->runs[other].n_ranks, shape, sizeof(shape)) != 0)
+            return CG_ENOMEM;
+        snprintf(text, sizeof(text), "runs differ: %s (run %zu), %s (run %zu)", base, first + 1,
+                 shape, other + 1);
+    }
+    size_t n = cg_utf8_cut(text, strnlen(text, CG_VERDICT_SHAPE - 1));
+    memcpy(out, text, n);
+    out[n] = '\0';
+    return 0;
+}
+
 int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err)
 {
@@ -613,17 +639,11 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
     } else {
         v->machine_diff = cg_env_machine_diff(&baseline->env, &current->env, gpu);
     }
-    const struct cg_artifact *sides[2] = {baseline, current};
-    for (int i = 0; i < 2; i++) {
-        size_t r = 0;
-        while (r < sides[i]->n_runs && sides[i]->runs[r].n_ranks == 0)
-            r++;
-        if (r < sides[i]->n_runs &&
-            cg_ranks_shape(sides[i]->runs[r].ranks, sides[i]->runs[r].n_ranks, v->shape[i],
-                           sizeof(v->shape[i])) != 0)
-            return cg_err_set(err, CG_ENOMEM, "out of memory");
-    }
-    if (v->machine_diff == NULL && strcmp(v->shape[0], v->shape[1]) != 0)
+    bool mixed = false;
+    if (side_shape(baseline, v->shape[0], &mixed) != 0 ||
+        side_shape(current, v->shape[1], &mixed) != 0)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    if (v->machine_diff == NULL && (mixed || strcmp(v->shape[0], v->shape[1]) != 0))
         v->machine_diff = CG_SHAPE_DIFF;
     v->canary_diff = cg_artifact_canary_diff(baseline, current);
     steps_differ(v);

@@ -76,6 +76,8 @@ struct cg_metric_result {
 
 /* machine_diff when the sides ran on differently shaped worlds (nodes, ranks, GPUs per node). */
 #define CG_SHAPE_DIFF "the node shape (runs[].ranks: nodes, ranks and GPUs per node)"
+/* Room for a side's node shape in the verdict (the reports' text; cut at a character's end). */
+#define CG_VERDICT_SHAPE 160
 
 /* Process states (floor.h): the share of each side's runs outside the pooled fast state, the
  * current side's against the baseline's, one-sided (Fisher's exact test). A change that makes a
@@ -124,9 +126,10 @@ struct cg_verdict {
                               * are not measured, not vanished or new) */
     size_t n_ops_new, n_ops_vanished, n_ops_significant;
     const char *machine_diff; /* first differing machine field, NULL when same */
-    /* The sides' node shapes (cg_ranks_shape of their first run with ranks, "" for one
-     * process): different shapes are different machines (machine_diff CG_SHAPE_DIFF). */
-    char shape[2][160];
+    /* The sides' node shapes (cg_artifact_shape: that of the runs with ranks, "" for one
+     * process; "runs differ: ..." when a side's runs differ): different shapes, or a side of
+     * two, are different machines (machine_diff CG_SHAPE_DIFF). */
+    char shape[2][CG_VERDICT_SHAPE];
     const char *canary_diff;  /* first differing canary field, NULL when same */
     /* Why the sides' steps are not alike, "" when they are: ranges named as a step that were no
      * step (nested in a step, or of a thread other than the steps') on one side and not the

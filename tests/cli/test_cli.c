@@ -180,19 +180,27 @@ static void test_cli__reports_written_and_never_half_replaced(void **state)
 
 /* Two fixture artifacts of the same canary and machine, different runs, saved as a.json and
  * b.json in the test directory. */
+static void add_ranks(struct cg_artifact *a, int nodes);
+
+/* A fixture artifact of 5 runs (seed), its runs of 2 ranks on `nodes` nodes (0: one process),
+ * saved as name in the test directory. */
+static void save_fixture(const char *name, uint64_t seed, int nodes)
+{
+    struct cg_fixture f = {5, 20, 1e7, 0.01, 0.02, 512, -1, 100000000, 2, seed};
+    struct cg_artifact a;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &f), 0);
+    if (nodes > 0)
+        add_ranks(&a, nodes);
+    assert_int_equal(cg_artifact_save(path_in(name), &a, &err), 0);
+    cg_artifact_release(&a);
+}
+
 static void two_artifacts(void)
 {
-    struct cg_fixture f = {5, 20, 1e7, 0.01, 0.02, 512, -1, 100000000, 2, 1};
-    const char *names[2] = {"a.json", "b.json"};
-    for (int i = 0; i < 2; i++) {
-        struct cg_artifact a;
-        struct cg_err err;
-        cg_artifact_init(&a);
-        f.seed = (uint64_t)i + 1;
-        assert_int_equal(cg_fixture_make(&a, &f), 0);
-        assert_int_equal(cg_artifact_save(path_in(names[i]), &a, &err), 0);
-        cg_artifact_release(&a);
-    }
+    save_fixture("a.json", 1, 0);
+    save_fixture("b.json", 2, 0);
 }
 
 static void test_cli__merge_pools_runs_and_refuses_other_machines(void **state)
@@ -215,6 +223,50 @@ static void test_cli__merge_pools_runs_and_refuses_other_machines(void **state)
     assert_int_equal(tool("merge", "-o", path_in("x.json"), EX("baseline.json"), path_in("other.json"), NULL), 2);
     assert_non_null(strstr(err_text, "environment.cpu_model differs"));
     assert_int_equal(access(path_in("x.json"), F_OK), -1);
+}
+
+/* Gives every run of a 2 ranks: on one node ("n1") or on two ("n1", "n2"), each rank the run's
+ * steps. */
+static void add_ranks(struct cg_artifact *a, int nodes)
+{
+    for (size_t i = 0; i < a->n_runs; i++) {
+        struct cg_run *run = &a->runs[i];
+        run->n_ranks = 2;
+        run->ranks = calloc(2, sizeof(*run->ranks));
+        assert_non_null(run->ranks);
+        for (int r = 0; r < 2; r++) {
+            struct cg_rank *k = &run->ranks[r];
+            k->rank = r;
+            k->local_rank = nodes == 1 ? r : 0;
+            k->node = strdup(nodes == 1 || r == 0 ? "n1" : "n2");
+            k->busy_ns = k->compute_ns = k->comm_exposed_ns = k->peak_device_bytes = -1;
+            k->n_steps = run->n_steps;
+            k->step_ns = malloc(run->n_steps * sizeof(int64_t));
+            assert_non_null(k->step_ns);
+            for (size_t st = 0; st < run->n_steps; st++)
+                k->step_ns[st] = run->steps[st].wall_ns;
+        }
+    }
+}
+
+/* Runs measured on worlds of different shapes (the job's nodes changed) are not one machine:
+ * merge refuses to pool them, naming the shapes, as it refuses another CPU; a pool of them made
+ * the baseline a mix of both (and ci/baseline-publish kept pooling across the change). */
+static void test_cli__merge_refuses_other_node_shapes(void **state)
+{
+    (void)state;
+    const char *names[3] = {"one-node.json", "two-nodes.json", "two-nodes-again.json"};
+    for (int i = 0; i < 3; i++)
+        save_fixture(names[i], (uint64_t)i + 1, i == 0 ? 1 : 2);
+    assert_int_equal(
+        tool("merge", "-o", path_in("x.json"), path_in(names[0]), path_in(names[1]), NULL), 2);
+    assert_non_null(strstr(err_text, "the node shape"));
+    assert_non_null(strstr(err_text, "1 node of 2 ranks"));
+    assert_non_null(strstr(err_text, "2 nodes of 1 rank"));
+    assert_int_equal(access(path_in("x.json"), F_OK), -1);
+    /* the same shape pools */
+    assert_int_equal(
+        tool("merge", "-o", path_in("x.json"), path_in(names[1]), path_in(names[2]), NULL), 0);
 }
 
 /* Pooling the same runs twice makes one run look like many: a 15-run baseline out of one run
@@ -1148,6 +1200,7 @@ int main(void)
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
         cmocka_unit_test(test_cli__merge_pools_runs_and_refuses_other_machines),
         cmocka_unit_test(test_cli__merge_refuses_the_same_run_twice),
+        cmocka_unit_test(test_cli__merge_refuses_other_node_shapes),
         cmocka_unit_test(test_cli__copied_runs_are_refused_by_every_command),
         cmocka_unit_test(test_cli__show_summarises),
         cmocka_unit_test(test_cli__show_says_how_the_runs_were_measured),

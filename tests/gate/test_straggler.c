@@ -238,6 +238,16 @@ static void test_straggler__node_shape_text(void **state)
     cg_artifact_release(&a);
 }
 
+/* The verdict of current against baseline under the default thresholds, into v. */
+static void default_verdict(const struct cg_artifact *baseline, const struct cg_artifact *current,
+                            struct cg_verdict *v)
+{
+    static struct cg_thresholds t; /* the verdict points at it */
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    assert_int_equal(cg_verdict_compute(baseline, current, &t, v, &err), 0);
+}
+
 /* A world of another shape is another machine: the verdict says both shapes, and a regression
  * measured on it is INCONCLUSIVE (issue 39); the same shape gates as before. */
 static void test_straggler__another_node_shape_is_another_machine(void **state)
@@ -255,16 +265,13 @@ static void test_straggler__another_node_shape_is_another_machine(void **state)
         add_world_run(&same, two, uuids, 13, i + 3);
         add_world_run(&other, one, uuids, 13, i + 3);
     }
-    struct cg_thresholds t;
-    struct cg_err err;
     struct cg_verdict v;
-    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
-    assert_int_equal(cg_verdict_compute(&b, &same, &t, &v, &err), 0);
+    default_verdict(&b, &same, &v);
     assert_null(v.machine_diff);
     assert_string_equal(v.shape[0], "2 nodes of 2 ranks and 2 GPUs");
     assert_int_equal(v.overall, CG_OUT_FAIL);
     cg_verdict_release(&v);
-    assert_int_equal(cg_verdict_compute(&b, &other, &t, &v, &err), 0);
+    default_verdict(&b, &other, &v);
     assert_non_null(v.machine_diff);
     assert_string_equal(v.machine_diff, CG_SHAPE_DIFF);
     assert_string_equal(v.shape[1], "1 node of 4 ranks and 4 GPUs");
@@ -274,6 +281,42 @@ static void test_straggler__another_node_shape_is_another_machine(void **state)
     cg_artifact_release(&b);
     cg_artifact_release(&same);
     cg_artifact_release(&other);
+}
+
+/* A side whose runs were measured on worlds of different shapes (a baseline pooled across a
+ * change of the job's nodes) is no one machine: its timings mix the two, and a comparison with
+ * it is a machine difference, whichever shape the first run had. Before, the first run's shape
+ * stood for the side's and a +30% regression against the mixed pool FAILed as if alike. */
+static void test_straggler__a_side_of_mixed_node_shapes_is_another_machine(void **state)
+{
+    (void)state;
+    static const char *const two[4] = {"n1", "n1", "n2", "n2"}, *const one[4] = {"n1", "n1", "n1",
+                                                                                 "n1"};
+    static const char *const uuids[4] = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+    struct cg_artifact b, c;
+    cg_artifact_init(&b);
+    cg_artifact_init(&c);
+    for (uint64_t i = 0; i < 5; i++) {
+        add_world_run(&b, i < 3 ? two : one, uuids, 10, i);
+        add_world_run(&c, two, uuids, 13, i + 3);
+    }
+    struct cg_verdict v;
+    default_verdict(&b, &c, &v);
+    assert_non_null(v.machine_diff);
+    assert_string_equal(v.machine_diff, CG_SHAPE_DIFF);
+    assert_string_equal(v.shape[0], "runs differ: 2 nodes of 2 ranks and 2 GPUs (run 1), 1 node "
+                                    "of 4 ranks and 4 GPUs (run 4)");
+    assert_string_equal(v.shape[1], "2 nodes of 2 ranks and 2 GPUs");
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    assert_true(v.downgraded);
+    cg_verdict_release(&v);
+    /* the mixed side as the current one too */
+    default_verdict(&c, &b, &v);
+    assert_string_equal(v.machine_diff, CG_SHAPE_DIFF);
+    assert_non_null(strstr(v.shape[1], "runs differ: "));
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
 }
 
 /* A run of 4 ranks on 2 nodes, 30 steps of 10 ms with +-noise_pct per rank and step (drawn
@@ -389,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_straggler__nodes_and_json_round_trip),
         cmocka_unit_test(test_straggler__node_shape_text),
         cmocka_unit_test(test_straggler__another_node_shape_is_another_machine),
+        cmocka_unit_test(test_straggler__a_side_of_mixed_node_shapes_is_another_machine),
         cmocka_unit_test(test_straggler__rank_spread_is_shown_and_gated_when_asked),
         cmocka_unit_test(test_straggler__rank_spread_size_and_power),
     };
