@@ -22,6 +22,7 @@
 #include "count.h"
 #include "fsutil.h"
 #include "interleave.h"
+#include "ladder.h"
 #include "launch.h"
 #include "paired.h"
 #include "report.h"
@@ -58,7 +59,7 @@ static const char usage_text[] =
     "                         tokens_per_sec, or a count (kernels, synchronizations, ranges,\n"
     "                         allocations, ...: one run per commit decides)\n"
     "  --repo DIR             the repository (default: the one holding the current directory)\n"
-    "  --runs N               pairs per look (default 6; a count: 1 run)\n"
+    "  --runs N               pairs per look (default 6, at least 3; a count: 1 run)\n"
     "  --max-runs N           pairs per commit at most while it is unresolved, and the bad\n"
     "                         end's as the budget allows (default 2 x --runs)\n"
     "  --budget SEC           time of the whole bisection at most (builds and canaries); a look\n"
@@ -695,6 +696,38 @@ static void session_end(struct session *s)
     free(s->repo);
 }
 
+/* A timing metric compared on too few pairs: one pair compares steps within one process (it
+ * named "first bad" commits identical to good), and a plan whose looks' levels are all 0 (the
+ * signed-rank test cannot reach them with so few pairs) can never find anything. 0, or the
+ * usage error's exit code. */
+static int check_pairs(const struct session *s)
+{
+    if (s->pairs < CG_TIMING_MIN_RUNS)
+        return cg_cmd_usage_error("bisect",
+                                  "--runs %ld: a timing metric needs %d pairs a look at least "
+                                  "(one process cannot show how much processes differ); a count "
+                                  "(--metric) takes one run",
+                                  s->pairs, CG_TIMING_MIN_RUNS);
+    struct cg_seq_plan plan;
+    struct cg_err err;
+    enum cg_spend spend = CG_SPEND_POCOCK;
+    cg_spend_parse(s->o->seq.spending, &spend);
+    if (cg_seq_plan_make_paired(spend, (size_t)s->pairs, (size_t)s->pairs, (size_t)s->max_pairs,
+                                &plan, &err) != 0)
+        return cg_cmd_usage_error("bisect", "%s", err.msg);
+    double level[CG_SEQ_MAX_LOOKS], sum = 0;
+    cg_seq_levels(&plan, s->o->timing, s->t.metric[s->o->timing].alpha, level);
+    for (size_t k = 0; k < plan.n_looks; k++)
+        sum += level[k];
+    if (sum <= 0)
+        return cg_cmd_usage_error("bisect",
+                                  "--runs %ld --max-runs %ld: the signed-rank test of so few "
+                                  "pairs cannot reach alpha %g at any look, so nothing could be "
+                                  "found; raise --runs or --max-runs",
+                                  s->pairs, s->max_pairs, s->t.metric[s->o->timing].alpha);
+    return 0;
+}
+
 int cmd_bisect(int argc, char **argv)
 {
     struct bisect_opts o;
@@ -721,6 +754,8 @@ int cmd_bisect(int argc, char **argv)
     if (s.max_pairs < s.pairs)
         s.max_pairs = s.pairs;
     s.budget_s = o.seq.budget_s;
+    if (!exact(&s) && (rc = check_pairs(&s)) != 0)
+        return rc;
     struct cg_outputs paths;
     cg_outputs_init(&paths);
     cg_cmd_add_thresholds(&paths, o.m.thresholds);
