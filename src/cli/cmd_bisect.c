@@ -265,6 +265,13 @@ static int prepare(struct session *s, size_t i, char *reason, size_t rn, struct 
     if (access(wt, F_OK) == 0)
         return 0; /* already there (the good end) */
     int rc = cg_worktree_add(s->repo, s->commits[i].sha, wt, err);
+    if (rc == CG_EIO && !cg_launch_interrupted()) { /* git could not check it out: skipped */
+        int w = snprintf(reason, rn, "it cannot be checked out: %.200s", err->msg);
+        if (w < 0 || (size_t)w >= rn)
+            memcpy(reason + rn - 4, "...", 4); /* cut */
+        cg_err_init(err);
+        return 1;
+    }
     if (rc != 0)
         return rc;
     if (s->o->build == NULL)

@@ -232,6 +232,33 @@ static void test_bisect__a_commit_that_does_not_build_is_skipped(void **state)
     expect_no_worktrees(w);
 }
 
+/* Commit 7 cannot be checked out (a required smudge filter that fails): it is skipped as a
+ * commit that does not build is, not the end of the whole bisection (exit 3, nothing
+ * reported, the probes made thrown away). */
+static void test_bisect__a_commit_that_cannot_be_checked_out_is_skipped(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w,
+              "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1';"
+              " [ $i -eq 7 ] && echo 'data filter=bad' > .gitattributes && echo hi > data;"
+              " [ $i -eq 8 ] && rm -f .gitattributes data",
+              ":");
+    const char *cfg[] = {"-c",
+                         "git -C repo config filter.bad.smudge false &&"
+                         " git -C repo config filter.bad.required true",
+                         NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, cfg, &proc), 0);
+    const char *extra[] = {"--metric", "ranges", NULL};
+    int rc = bisect(w, extra);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, proc.err);
+    size_t probes;
+    int runs, second;
+    assert_int_equal(first_bad(w, &probes, &runs, &second), 11);
+    assert_non_null(strstr(cg_workdir_read(w, "out.json"), "cannot be checked out"));
+    expect_no_worktrees(w);
+}
+
 static void test_bisect__nothing_regressed_stops_after_the_ends(void **state)
 {
     struct cg_workdir *w = *state;
@@ -429,6 +456,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__a_count_decides_with_one_run_per_commit,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_does_not_build_is_skipped,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_cannot_be_checked_out_is_skipped,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__nothing_regressed_stops_after_the_ends,
                                         cg_workdir_setup, cg_workdir_teardown),
