@@ -20,6 +20,7 @@
 #include "cmd_seq.h"
 #include "collect.h"
 #include "count.h"
+#include "fmt.h"
 #include "fsutil.h"
 #include "interleave.h"
 #include "ladder.h"
@@ -42,7 +43,7 @@ static const char usage_text[] =
     "usage: canary-gate bisect --good A --bad B [options] -- CANARY CMD ARGS...\n"
     "\n"
     "Finds the first commit between A and B (along B's first parents) that made the canary\n"
-    "slower, or changed an exact count. Each probed commit is checked out in a worktree of its\n"
+    "slower, or raised an exact count. Each probed commit is checked out in a worktree of its\n"
     "own (never your working tree), built with --build there, and its canary run with that\n"
     "worktree as its working directory, measured against A turn about (A B B A ...). The ends\n"
     "are measured first: when B is not significantly worse than A, there is nothing to find.\n"
@@ -209,6 +210,7 @@ struct session {
     enum cg_bisect_cut bad_end_cut; /* what ended the bad end's looks before its last */
     size_t bad_end_pairs[2]; /* then: its pairs, and those of its last look */
     bool env_said; /* the inherited variables were named (by the first collector's first run) */
+    bool keep_logs; /* a commit was skipped: its reason may name a log in tmp, which stays */
 };
 
 static bool exact(const struct session *s)
@@ -497,8 +499,15 @@ static int probe(struct session *s, size_t i, struct measured *m, char *reason, 
     if (cg_worktree_remove(s->repo, wt, &rm) != 0)
         fprintf(stderr, "canary-gate: %s\n", rm.msg);
     if (rc == 1) {
+        s->keep_logs = true;
         m->answer = CG_BISECT_SKIPPED;
-        fprintf(stderr, "canary-gate bisect: %.12s skipped: %s\n", s->commits[i].sha, reason);
+        struct cg_buf shown; /* a build's or canary's words, for a terminal */
+        cg_buf_init(&shown, 4096);
+        if (cg_term_escape(&shown, reason, 1024) != 0)
+            cg_buf_reset(&shown);
+        fprintf(stderr, "canary-gate bisect: %.12s skipped: %s\n", s->commits[i].sha,
+                shown.len > 0 ? shown.data : "(out of memory)");
+        cg_buf_release(&shown);
         return 0;
     }
     return rc;
@@ -540,6 +549,15 @@ static int open_good(struct session *s, struct cg_err *err)
         if (rc == 0 && isnan(s->good_value))
             rc = cg_err_set(err, CG_EINPUT, "the good end's canary measured no '%s'",
                             s->o->metric);
+    }
+    if (rc == CG_ECANARY && !cg_launch_interrupted() && !cg_collect_interrupted()) {
+        char why[CG_ERR_MSG_MAX];
+        snprintf(why, sizeof(why), "%s", err->msg);
+        s->keep_logs = true; /* the message names its log */
+        rc = cg_err_set(err, CG_EINPUT,
+                        "the good end %.12s cannot be measured: its canary "
+                        "failed: %.400s",
+                        s->commits[0].sha, why);
     }
     return rc;
 }
@@ -645,6 +663,17 @@ static int run_bisect(struct session *s)
         cg_err_set(&err, CG_EIO, "cannot create a directory for worktrees in '%s'", tmpdir);
         return cg_cmd_fail(&err);
     }
+    /* git runs in the repository: a relative TMPDIR must name the same place there */
+    char *abs = realpath(s->tmp, NULL);
+    if (abs == NULL || strlen(abs) >= sizeof(s->tmp)) {
+        cg_err_set(&err, CG_EIO, "cannot resolve the directory for worktrees '%s'", s->tmp);
+        free(abs);
+        rmdir(s->tmp);
+        s->tmp[0] = '\0';
+        return cg_cmd_fail(&err);
+    }
+    memcpy(s->tmp, abs, strlen(abs) + 1);
+    free(abs);
     fprintf(stderr, "canary-gate bisect: %zu commits from %.12s (good) to %.12s (bad), %s, %s\n",
             s->n, s->commits[0].sha, s->commits[s->n - 1].sha, s->o->metric,
             exact(s) ? "one run per commit" : "pairs against good, turn about");
@@ -692,9 +721,16 @@ static void session_end(struct session *s)
         cg_err_init(&err);
         char wt[4200];
         worktree_path(s, 0, wt, sizeof(wt));
+        /* an interrupted bisection reports nothing: nothing names a log */
+        bool keep = s->keep_logs && !cg_launch_interrupted() && !cg_collect_interrupted();
         if (cg_worktree_remove(s->repo, wt, &err) != 0 ||
-            cg_worktree_remove(s->repo, s->tmp, &err) != 0)
+            (!keep && cg_worktree_remove(s->repo, s->tmp, &err) != 0))
             fprintf(stderr, "canary-gate: %s\n", err.msg);
+        else if (keep)
+            fprintf(stderr,
+                    "canary-gate bisect: the build and canary logs are kept in '%s' "
+                    "(remove it when done)\n",
+                    s->tmp);
     }
     cg_bisect_release(&s->search);
     cg_git_commits_free(s->commits, s->n);

@@ -148,8 +148,12 @@ static int check_shard_dir(const struct cg_collect_cfg *cfg, char *root, size_t 
                               "(a shared filesystem)",
                               launcher);
         const char *tmpdir = getenv("TMPDIR");
-        return cg_canary_env_fmt_path(root, cap, err, "%s",
-                                      tmpdir != NULL && *tmpdir != '\0' ? tmpdir : "/tmp");
+        char abs[PATH_MAX];
+        if (tmpdir == NULL || *tmpdir == '\0')
+            tmpdir = "/tmp";
+        else if (tmpdir[0] != '/' && realpath(tmpdir, abs) != NULL)
+            tmpdir = abs; /* the canary may run elsewhere (bisect's worktrees) */
+        return cg_canary_env_fmt_path(root, cap, err, "%s", tmpdir);
     }
     struct stat st;
     char resolved[PATH_MAX];

@@ -76,7 +76,11 @@ static int bisect(const struct cg_workdir *w, const char *const *extra)
     args[k++] = "--";
     args[k++] = "./canary.sh";
     args[k] = NULL;
-    const char *env[] = {"NVTX_CANARY=" CANARY, NULL};
+    /* worktrees and kept logs in the test's directory, removed with it */
+    char tmp[320];
+    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "tmp"));
+    mkdir(tmp + strlen("TMPDIR="), 0700);
+    const char *env[] = {"NVTX_CANARY=" CANARY, tmp, NULL};
     return cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
 }
 
@@ -259,6 +263,91 @@ static void test_bisect__a_commit_that_cannot_be_checked_out_is_skipped(void **s
     expect_no_worktrees(w);
 }
 
+/* TMPDIR relative to where the tool runs: the worktrees are made there, not under the
+ * repository (git runs in the repository: a relative path put them inside the user's tree, and
+ * the canary could not be found). */
+static void test_bisect__a_relative_tmpdir_stays_out_of_the_repository(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
+    const char *mk[] = {"-c", "mkdir tmprel", NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, mk, &proc), 0);
+    char good[64], bad[64], json[300];
+    snprintf(good, sizeof(good), "%s", sha(w, 0));
+    snprintf(bad, sizeof(bad), "%s", sha(w, 15));
+    snprintf(json, sizeof(json), "%s", cg_workdir_in(w, "out.json"));
+    const char *args[] = {"bisect", "--repo",  "repo", "--good",   good,          "--bad",
+                          bad,      "--steps", "10",   "--warmup", "2",           "--metric",
+                          "ranges", "--json",  json,   "--",       "./canary.sh", NULL};
+    const char *env[] = {"NVTX_CANARY=" CANARY, "TMPDIR=tmprel", NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, proc.err);
+    size_t probes;
+    int runs, second;
+    assert_int_equal(first_bad(w, &probes, &runs, &second), 11);
+    assert_false(cg_workdir_exists(w, "repo/tmprel"));
+    expect_no_worktrees(w);
+}
+
+/* Commit 7's canary dies: it is skipped, and the log its reason names is kept (it was deleted
+ * with the worktrees, so the report pointed at nothing); the logs' directory is named. */
+static void test_bisect__a_skipped_commits_log_is_kept(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w,
+              "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1';"
+              " [ $i -eq 7 ] && p='--step-us 1000 --crash-at 3'",
+              ":");
+    const char *extra[] = {"--metric", "ranges", NULL};
+    int rc = bisect(w, extra);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, proc.err);
+    const char *json = cg_workdir_read(w, "out.json");
+    const char *at = strstr(json, "its output is in '");
+    assert_non_null(at);
+    at += strlen("its output is in '");
+    const char *end = strchr(at, '\'');
+    assert_non_null(end);
+    char log[512];
+    snprintf(log, sizeof(log), "%.*s", (int)(end - at), at);
+    if (access(log, F_OK) != 0)
+        fail_msg("the log '%s' named in the reason is gone", log);
+    assert_non_null(strstr(proc.err, "the build and canary logs are kept in"));
+    char *dir = strrchr(log, '/');
+    assert_non_null(dir);
+    *dir = '\0';
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", log);
+    const char *rm[] = {"-c", cmd, NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, rm, &proc), 0);
+    expect_no_worktrees(w);
+    /* the good end's canary dies: said as the bad end's is (exit 2), its log kept */
+    const char *again[] = {"-c", "rm -rf repo shas out.json out.md", NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, again, &proc), 0);
+    make_repo(w, "p='--step-us 1000'; [ $i -eq 0 ] && p='--step-us 1000 --crash-at 3'", ":");
+    assert_int_equal(bisect(w, extra), 2);
+    assert_non_null(strstr(proc.err, "cannot be measured: its canary failed: "));
+    assert_non_null(strstr(proc.err, "the build and canary logs are kept in"));
+    expect_no_worktrees(w);
+}
+
+/* A build's last line of output in the reason is shown on the terminal with its control
+ * characters as '?' (a title-setting escape reached the terminal raw), as the summary does. */
+static void test_bisect__a_builds_output_reaches_the_terminal_escaped(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'",
+              "[ $i -eq 7 ] && b='printf \"\\033]0;pwn\\007broken build\"; exit 1'");
+    const char *extra[] = {"--metric", "ranges", "--build", "sh build.sh", NULL};
+    assert_int_equal(bisect(w, extra), 0);
+    const char *line = strstr(proc.err, "skipped: the build failed (exit 1): ");
+    assert_non_null(line);
+    assert_non_null(strstr(line, "broken build"));
+    if (strchr(proc.err, '\033') != NULL || strchr(proc.err, '\007') != NULL)
+        fail_msg("a control character reached the terminal:\n%s", line);
+}
+
 static void test_bisect__nothing_regressed_stops_after_the_ends(void **state)
 {
     struct cg_workdir *w = *state;
@@ -389,7 +478,10 @@ static void test_bisect__a_canary_failure_in_the_bad_ends_later_look_keeps_its_f
     const char *args[] = {"bisect", "--repo",  "repo",        "--good",   good, "--bad",
                           bad,      "--steps", "10",          "--warmup", "2",  "--json",
                           json,     "--",      "./canary.sh", NULL};
-    const char *env[] = {"NVTX_CANARY=" CANARY, count, NULL};
+    char tmp[320];
+    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "tmp"));
+    mkdir(tmp + strlen("TMPDIR="), 0700);
+    const char *env[] = {"NVTX_CANARY=" CANARY, count, tmp, NULL};
     int rc = cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
     if (rc == 2) {
         size_t n = strlen(proc.err);
@@ -458,6 +550,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_does_not_build_is_skipped,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_cannot_be_checked_out_is_skipped,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_relative_tmpdir_stays_out_of_the_repository,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_skipped_commits_log_is_kept,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_builds_output_reaches_the_terminal_escaped,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__nothing_regressed_stops_after_the_ends,
                                         cg_workdir_setup, cg_workdir_teardown),
