@@ -443,6 +443,29 @@ static int measure_count(struct session *s, struct cg_collector *col, struct cg_
     return rc;
 }
 
+/* An end's count runs once more (into a, after its first run: *value): a count that differs
+ * between two runs of one commit is not exact for this canary, and one run a commit cannot
+ * bisect it (CG_EINPUT naming the end and both values). */
+static int count_again(struct session *s, size_t i, struct cg_collector *col, struct cg_artifact *a,
+                       double value, struct cg_err *err)
+{
+    int rc = cg_collector_run(col, a, 1, 2, err);
+    if (rc != 0 || a->n_runs < 2)
+        return rc;
+    bool varies = false;
+    double again = cg_counts_run_value(&a->runs[a->n_runs - 1], s->o->count_row, &varies);
+    if (again == value || (isnan(again) && isnan(value)))
+        return 0;
+    char v1[32], v2[32];
+    cg_report_count_value(value, v1, sizeof(v1));
+    cg_report_count_value(again, v2, sizeof(v2));
+    return cg_err_set(err, CG_EINPUT,
+                      "the count '%s' differs between two runs of the %s end %.12s (%s and %s "
+                      "per step): it is not exact for this canary, and one run a commit cannot "
+                      "bisect it; bisect a timing metric (--metric step_time_floor)",
+                      s->o->metric, i == 0 ? "good" : "bad", s->commits[i].sha, v1, v2);
+}
+
 /* Probes commit i (an end or not): builds it, measures it and records its answer. */
 static int probe(struct session *s, size_t i, struct measured *m, char *reason, size_t rn,
                  struct cg_err *err)
@@ -469,6 +492,8 @@ static int probe(struct session *s, size_t i, struct measured *m, char *reason, 
         rc = open_collector(s, i, place, &col, err);
     if (rc == 0 && exact(s)) {
         rc = measure_count(s, col, &a, &m->value, err);
+        if (rc == 0 && i + 1 == s->n && !isnan(m->value))
+            rc = count_again(s, i, col, &a, m->value, err);
         if (rc == 0 && isnan(m->value)) {
             snprintf(reason, rn, "its canary measured no '%s'", s->o->metric);
             rc = 1;
@@ -549,6 +574,8 @@ static int open_good(struct session *s, struct cg_err *err)
         if (rc == 0 && isnan(s->good_value))
             rc = cg_err_set(err, CG_EINPUT, "the good end's canary measured no '%s'",
                             s->o->metric);
+        if (rc == 0)
+            rc = count_again(s, 0, s->good_col, &s->good_count, s->good_value, err);
     }
     if (rc == CG_ECANARY && !cg_launch_interrupted() && !cg_collect_interrupted()) {
         char why[CG_ERR_MSG_MAX];

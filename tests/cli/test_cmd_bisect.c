@@ -222,6 +222,40 @@ static void test_bisect__a_count_decides_with_one_run_per_commit(void **state)
     assert_true(strncmp(strchr(line, '\n') - 9, " per step", 9) == 0);
 }
 
+/* A count that is not exact for the canary (here each process marks an extra range with
+ * probability 1/2, on every commit) cannot be bisected from one run a commit: a commit was
+ * named "first bad" with exit 0 in a hostile round. Each end is run twice; runs that differ
+ * stop the bisection (exit 2) naming the count, the end and the values. */
+static void test_bisect__a_count_that_differs_between_runs_is_refused(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'", ":");
+    const char *script[] = {"-c",
+                            "cd repo && printf '#!/bin/sh\\nn=$(cat \"$COUNT\" 2>/dev/null || "
+                            "echo 0); echo $((n + 1)) > \"$COUNT\"; m=$((n %% 2))\\nexec "
+                            "\"$NVTX_CANARY\" $(cat params) --many-names $m\\n' > canary.sh &&"
+                            " git commit -qam 'alternate' && git log --format=%H -1 > ../good &&"
+                            " echo 16 > n && git commit -qam 'one more' &&"
+                            " git log --format=%H -1 > ../head",
+                            NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, script, &proc), 0);
+    char good[64], bad[64], count[300], tmp[320];
+    snprintf(good, sizeof(good), "%.40s", cg_workdir_read(w, "good"));
+    snprintf(bad, sizeof(bad), "%.40s", cg_workdir_read(w, "head"));
+    snprintf(count, sizeof(count), "COUNT=%s", cg_workdir_in(w, "count"));
+    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "tmp"));
+    mkdir(tmp + strlen("TMPDIR="), 0700);
+    const char *args[] = {"bisect", "--repo",  "repo",        "--good",   good, "--bad",
+                          bad,      "--steps", "10",          "--warmup", "2",  "--metric",
+                          "ranges", "--",      "./canary.sh", NULL};
+    const char *env[] = {"NVTX_CANARY=" CANARY, count, tmp, NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+    if (rc != 2)
+        fail_msg("exit %d, 2 expected:\n%s", rc, proc.out);
+    assert_non_null(strstr(proc.err, "differs between two runs of the good end"));
+    assert_non_null(strstr(proc.err, "not exact for this canary"));
+}
+
 static void test_bisect__a_commit_that_does_not_build_is_skipped(void **state)
 {
     struct cg_workdir *w = *state;
@@ -546,6 +580,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__names_commit_11_of_a_ten_percent_slowdown,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_count_decides_with_one_run_per_commit,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_count_that_differs_between_runs_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_does_not_build_is_skipped,
                                         cg_workdir_setup, cg_workdir_teardown),
