@@ -42,7 +42,10 @@ static void on_interrupt(int sig)
 /* The signals that end the tool as an interrupt does: Ctrl-C, a CI cancel (TERM), a closed
  * terminal or session (HUP), and USR1 and ALRM, whose default would end the tool on the spot
  * and leave the canary running in its own process group. */
-static const int interrupt_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGALRM};
+/* SIGPIPE: a reader of the tool's output that stops early (`| head`) ended it on the spot,
+ * leaving what it made behind; it stops the run as an interrupt does (the write fails, EPIPE).
+ * Handlers, unlike SIG_IGN, do not pass to the canary. */
+static const int interrupt_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGALRM, SIGPIPE};
 #define N_INTERRUPT_SIGNALS (sizeof(interrupt_signals) / sizeof(interrupt_signals[0]))
 
 void cg_launch_catch_interrupts(void)

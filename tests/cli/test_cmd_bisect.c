@@ -382,6 +382,26 @@ static void test_bisect__a_builds_output_reaches_the_terminal_escaped(void **sta
         fail_msg("a control character reached the terminal:\n%s", line);
 }
 
+/* Its output read by a reader that stops early (`2>&1 | head -c 1`): the write's SIGPIPE ended the
+ * tool on the spot, leaving the good end's worktree registered and the worktrees' directory;
+ * it is an interrupt now, and everything is removed. */
+static void test_bisect__a_reader_that_stops_early_leaves_no_worktree(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
+    char script[2048];
+    snprintf(script, sizeof(script),
+             "mkdir -p tmp && TMPDIR=\"$PWD/tmp\" NVTX_CANARY='%s' '%s' bisect --repo repo"
+             " --good %s --bad HEAD --steps 10 --warmup 2 --metric ranges -- ./canary.sh"
+             " 2>&1 | head -c 1 > /dev/null; ls tmp",
+             CANARY, CG_TOOL_PATH, sha(w, 0));
+    const char *args[] = {"-c", script, NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/bash", NULL, args, &proc), 0);
+    if (proc.out[0] != '\0')
+        fail_msg("left in TMPDIR:\n%s", proc.out);
+    expect_no_worktrees(w);
+}
+
 static void test_bisect__nothing_regressed_stops_after_the_ends(void **state)
 {
     struct cg_workdir *w = *state;
@@ -592,6 +612,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__a_skipped_commits_log_is_kept,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_builds_output_reaches_the_terminal_escaped,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_reader_that_stops_early_leaves_no_worktree,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__nothing_regressed_stops_after_the_ends,
                                         cg_workdir_setup, cg_workdir_teardown),
