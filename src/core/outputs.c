@@ -27,6 +27,7 @@ void cg_outputs_init(struct cg_outputs *o)
     o->entry = NULL;
     o->n = o->cap = 0;
     o->no_memory = false;
+    o->to_stdout[0] = o->to_stdout[1] = NULL;
 }
 
 void cg_outputs_release(struct cg_outputs *o)
@@ -37,6 +38,12 @@ void cg_outputs_release(struct cg_outputs *o)
 
 void cg_outputs_add(struct cg_outputs *o, enum cg_path_use use, const char *what, const char *path)
 {
+    if (path != NULL && strcmp(path, "-") == 0 && use != CG_PATH_INPUT) {
+        if (o->to_stdout[0] == NULL)
+            o->to_stdout[0] = what;
+        else if (o->to_stdout[1] == NULL)
+            o->to_stdout[1] = what;
+    }
     if (path == NULL || strcmp(path, "-") == 0)
         return;
     if (o->n == o->cap) {
@@ -148,6 +155,13 @@ int cg_outputs_check(const struct cg_outputs *o, struct cg_err *err)
     if (o->no_memory || (o->n > 0 && at == NULL)) {
         free(at);
         return cg_err_set(err, CG_ENOMEM, "out of memory");
+    }
+    if (o->to_stdout[1] != NULL) {
+        free(at);
+        return cg_err_set(err, CG_EUSAGE,
+                          "%s '-' and %s '-' both write to standard output: give one of them a "
+                          "file",
+                          o->to_stdout[1], o->to_stdout[0]);
     }
     for (size_t i = 0; i < o->n; i++)
         locate(o->entry[i].path, &at[i]);

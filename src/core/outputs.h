@@ -11,7 +11,8 @@
  *   - every output can be written: its directory exists and takes a new file (a probe file is
  *     created and removed; an atomic write needs that, whatever the old file's permissions),
  *     and an output written in place (the canary's log, a device) is writable itself.
- * "-" (standard output) is never checked. Paths are borrowed, not copied: they must outlive the
+ * "-" (standard output) is never checked as a file, but two outputs may not both name it (their
+ * documents would be mixed in one stream). Paths are borrowed, not copied: they must outlive the
  * list, which cg_outputs_release frees. Single-threaded.
  */
 #ifndef CG_OUTPUTS_H
@@ -38,6 +39,7 @@ struct cg_outputs {
     struct cg_path_entry *entry;
     size_t n, cap;
     bool no_memory; /* an add failed: cg_outputs_check reports it */
+    const char *to_stdout[2]; /* the first two outputs named "-" (what names them), or NULL */
 };
 
 /* An empty list. Allocates nothing. */

@@ -279,6 +279,9 @@ static void test_outputs__run_aa_compare_merge_refuse_the_same_file(void **state
          "--json 'thr.json' and --thresholds 'thr.json'"},
         {{"merge", "-o", "b.json", "a.json", "b.json", NULL},
          "-o 'b.json' and IN 'b.json' are the same file"},
+        /* two outputs on standard output: the JSON and the markdown mixed in one stream */
+        {{"compare", "a.json", "b.json", "--report", "-", "--json", "-", NULL},
+         "--json '-' and --report '-' both write to standard output"},
     };
     char *a = strdup(cg_workdir_read(w, "a.json")), *b = strdup(cg_workdir_read(w, "b.json"));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
