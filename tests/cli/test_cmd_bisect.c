@@ -58,17 +58,20 @@ static const char *sha(const struct cg_workdir *w, int i)
     return out;
 }
 
-/* Runs bisect from the repository over the whole range with the extra args. */
-static int bisect(const struct cg_workdir *w, const char *const *extra)
+/* Runs bisect from the repository from good to bad (NULL: commits 0 and 15) with the extra args
+ * and environment (NULL-ended; TMPDIR in it replaces the test's own). */
+static int bisect_range(const struct cg_workdir *w, const char *good, const char *bad,
+                        const char *const *extra, const char *const *more_env)
 {
-    const char *args[32];
-    size_t k = 0;
-    char good[64], bad[64], json[300];
-    snprintf(good, sizeof(good), "%s", sha(w, 0));
-    snprintf(bad, sizeof(bad), "%s", sha(w, 15));
+    const char *args[32], *env[8];
+    size_t k = 0, e = 0;
+    char g[64], b[64], json[300], tmp[320];
+    snprintf(g, sizeof(g), "%s", good != NULL ? good : sha(w, 0));
+    snprintf(b, sizeof(b), "%s", bad != NULL ? bad : sha(w, 15));
     snprintf(json, sizeof(json), "%s", cg_workdir_in(w, "out.json"));
-    const char *fixed[] = {"bisect", "--repo", "repo", "--good", good, "--bad", bad, "--steps",
-                           "10", "--warmup", "2", "--json", json, "--report", "out.md"};
+    const char *fixed[] = {"bisect", "--repo", "repo",    "--good",   g,
+                           "--bad",  b,        "--steps", "10",       "--warmup",
+                           "2",      "--json", json,      "--report", "out.md"};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         args[k++] = fixed[i];
     for (size_t i = 0; extra[i] != NULL; i++)
@@ -77,11 +80,25 @@ static int bisect(const struct cg_workdir *w, const char *const *extra)
     args[k++] = "./canary.sh";
     args[k] = NULL;
     /* worktrees and kept logs in the test's directory, removed with it */
-    char tmp[320];
-    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "tmp"));
-    mkdir(tmp + strlen("TMPDIR="), 0700);
-    const char *env[] = {"NVTX_CANARY=" CANARY, tmp, NULL};
+    bool own_tmp = true;
+    env[e++] = "NVTX_CANARY=" CANARY;
+    for (size_t i = 0; more_env != NULL && more_env[i] != NULL; i++) {
+        own_tmp = own_tmp && strncmp(more_env[i], "TMPDIR=", 7) != 0;
+        env[e++] = more_env[i];
+    }
+    if (own_tmp) {
+        snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "tmp"));
+        mkdir(tmp + strlen("TMPDIR="), 0700);
+        env[e++] = tmp;
+    }
+    env[e] = NULL;
     return cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+}
+
+/* Runs bisect from the repository over the whole range with the extra args. */
+static int bisect(const struct cg_workdir *w, const char *const *extra)
+{
+    return bisect_range(w, NULL, NULL, extra, NULL);
 }
 
 /* The result's first step's commit index, -1 when none; *probes and *max_runs from it. */
@@ -166,6 +183,17 @@ static void expect_no_worktrees(const struct cg_workdir *w)
         fail_msg("a worktree is left:\n%s", proc.out);
 }
 
+/* A count bisection that exited rc named commit 11 and left no worktree. */
+static void expect_commit_11(const struct cg_workdir *w, int rc)
+{
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, proc.err);
+    size_t probes;
+    int runs, second;
+    assert_int_equal(first_bad(w, &probes, &runs, &second), 11);
+    expect_no_worktrees(w);
+}
+
 static void test_bisect__names_commit_11_of_a_ten_percent_slowdown(void **state)
 {
     struct cg_workdir *w = *state;
@@ -239,17 +267,12 @@ static void test_bisect__a_count_that_differs_between_runs_is_refused(void **sta
                             " git log --format=%H -1 > ../head",
                             NULL};
     assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, script, &proc), 0);
-    char good[64], bad[64], count[300], tmp[320];
+    char good[64], bad[64], count[300];
     snprintf(good, sizeof(good), "%.40s", cg_workdir_read(w, "good"));
     snprintf(bad, sizeof(bad), "%.40s", cg_workdir_read(w, "head"));
     snprintf(count, sizeof(count), "COUNT=%s", cg_workdir_in(w, "count"));
-    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "tmp"));
-    mkdir(tmp + strlen("TMPDIR="), 0700);
-    const char *args[] = {"bisect", "--repo",  "repo",        "--good",   good, "--bad",
-                          bad,      "--steps", "10",          "--warmup", "2",  "--metric",
-                          "ranges", "--",      "./canary.sh", NULL};
-    const char *env[] = {"NVTX_CANARY=" CANARY, count, tmp, NULL};
-    int rc = cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+    const char *extra[] = {"--metric", "ranges", NULL}, *env[] = {count, NULL};
+    int rc = bisect_range(w, good, bad, extra, env);
     if (rc != 2)
         fail_msg("exit %d, 2 expected:\n%s", rc, proc.out);
     assert_non_null(strstr(proc.err, "differs between two runs of the good end"));
@@ -262,12 +285,9 @@ static void test_bisect__a_commit_that_does_not_build_is_skipped(void **state)
     make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'",
               "[ $i -eq 7 ] && b='echo broken build; exit 1'");
     const char *extra[] = {"--metric", "ranges", "--build", "sh build.sh", NULL};
-    assert_int_equal(bisect(w, extra), 0);
-    size_t probes;
-    int runs, second;
-    assert_int_equal(first_bad(w, &probes, &runs, &second), 11);
-    assert_non_null(strstr(cg_workdir_read(w, "out.json"), "the build failed (exit 1): broken build"));
-    expect_no_worktrees(w);
+    expect_commit_11(w, bisect(w, extra));
+    assert_non_null(
+        strstr(cg_workdir_read(w, "out.json"), "the build failed (exit 1): broken build"));
 }
 
 /* Commit 7 cannot be checked out (a required smudge filter that fails): it is skipped as a
@@ -287,14 +307,8 @@ static void test_bisect__a_commit_that_cannot_be_checked_out_is_skipped(void **s
                          NULL};
     assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, cfg, &proc), 0);
     const char *extra[] = {"--metric", "ranges", NULL};
-    int rc = bisect(w, extra);
-    if (rc != 0)
-        fail_msg("exit %d:\n%s", rc, proc.err);
-    size_t probes;
-    int runs, second;
-    assert_int_equal(first_bad(w, &probes, &runs, &second), 11);
+    expect_commit_11(w, bisect(w, extra));
     assert_non_null(strstr(cg_workdir_read(w, "out.json"), "cannot be checked out"));
-    expect_no_worktrees(w);
 }
 
 /* TMPDIR relative to where the tool runs: the worktrees are made there, not under the
@@ -306,22 +320,9 @@ static void test_bisect__a_relative_tmpdir_stays_out_of_the_repository(void **st
     make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
     const char *mk[] = {"-c", "mkdir tmprel", NULL};
     assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, mk, &proc), 0);
-    char good[64], bad[64], json[300];
-    snprintf(good, sizeof(good), "%s", sha(w, 0));
-    snprintf(bad, sizeof(bad), "%s", sha(w, 15));
-    snprintf(json, sizeof(json), "%s", cg_workdir_in(w, "out.json"));
-    const char *args[] = {"bisect", "--repo",  "repo", "--good",   good,          "--bad",
-                          bad,      "--steps", "10",   "--warmup", "2",           "--metric",
-                          "ranges", "--json",  json,   "--",       "./canary.sh", NULL};
-    const char *env[] = {"NVTX_CANARY=" CANARY, "TMPDIR=tmprel", NULL};
-    int rc = cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
-    if (rc != 0)
-        fail_msg("exit %d:\n%s", rc, proc.err);
-    size_t probes;
-    int runs, second;
-    assert_int_equal(first_bad(w, &probes, &runs, &second), 11);
+    const char *extra[] = {"--metric", "ranges", NULL}, *env[] = {"TMPDIR=tmprel", NULL};
+    expect_commit_11(w, bisect_range(w, NULL, NULL, extra, env));
     assert_false(cg_workdir_exists(w, "repo/tmprel"));
-    expect_no_worktrees(w);
 }
 
 /* Commit 7's canary dies: it is skipped, and the log its reason names is kept (it was deleted
@@ -524,19 +525,11 @@ static void test_bisect__a_canary_failure_in_the_bad_ends_later_look_keeps_its_f
                             " && git log --format=%H -1 > ../head",
                             NULL};
     assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, script, &proc), 0);
-    char good[64], bad[64], json[300], count[300];
-    snprintf(good, sizeof(good), "%s", sha(w, 0));
+    char bad[64], count[300];
     snprintf(bad, sizeof(bad), "%.40s", cg_workdir_read(w, "head"));
-    snprintf(json, sizeof(json), "%s", cg_workdir_in(w, "out.json"));
     snprintf(count, sizeof(count), "COUNT=%s", cg_workdir_in(w, "count"));
-    const char *args[] = {"bisect", "--repo",  "repo",        "--good",   good, "--bad",
-                          bad,      "--steps", "10",          "--warmup", "2",  "--json",
-                          json,     "--",      "./canary.sh", NULL};
-    char tmp[320];
-    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "tmp"));
-    mkdir(tmp + strlen("TMPDIR="), 0700);
-    const char *env[] = {"NVTX_CANARY=" CANARY, count, tmp, NULL};
-    int rc = cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+    const char *extra[] = {NULL}, *env[] = {count, NULL};
+    int rc = bisect_range(w, NULL, bad, extra, env);
     if (rc == 2) {
         size_t n = strlen(proc.err);
         fail_msg("exit 2: ...%s", proc.err + (n > 400 ? n - 400 : 0));
