@@ -33,6 +33,7 @@
 #include "worktree.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -681,8 +682,8 @@ static int run_bisect(struct session *s)
                                   s->o->bad);
     s->info = calloc(s->n, sizeof(*s->info));
     s->probes = calloc(s->n, sizeof(*s->probes));
-    const char *env_tmp = getenv("TMPDIR");
-    const char *tmpdir = env_tmp != NULL && env_tmp[0] != '\0' ? env_tmp : "/tmp";
+    char buf[PATH_MAX];
+    const char *tmpdir = cg_tmp_dir(buf); /* absolute: git runs in the repository */
     int len = snprintf(s->tmp, sizeof(s->tmp), "%s/canary-gate-bisect.XXXXXX", tmpdir);
     if (s->info == NULL || s->probes == NULL || len < 0 || (size_t)len >= sizeof(s->tmp) ||
         mkdtemp(s->tmp) == NULL) {
@@ -690,17 +691,6 @@ static int run_bisect(struct session *s)
         cg_err_set(&err, CG_EIO, "cannot create a directory for worktrees in '%s'", tmpdir);
         return cg_cmd_fail(&err);
     }
-    /* git runs in the repository: a relative TMPDIR must name the same place there */
-    char *abs = realpath(s->tmp, NULL);
-    if (abs == NULL || strlen(abs) >= sizeof(s->tmp)) {
-        cg_err_set(&err, CG_EIO, "cannot resolve the directory for worktrees '%s'", s->tmp);
-        free(abs);
-        rmdir(s->tmp);
-        s->tmp[0] = '\0';
-        return cg_cmd_fail(&err);
-    }
-    memcpy(s->tmp, abs, strlen(abs) + 1);
-    free(abs);
     fprintf(stderr, "canary-gate bisect: %zu commits from %.12s (good) to %.12s (bad), %s, %s\n",
             s->n, s->commits[0].sha, s->commits[s->n - 1].sha, s->o->metric,
             exact(s) ? "one run per commit" : "pairs against good, turn about");

@@ -255,3 +255,13 @@ void cg_remove_tree(const char *dir, int depth)
     }
     rmdir(dir);
 }
+
+const char *cg_tmp_dir(char *buf)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || tmp[0] == '\0')
+        return "/tmp";
+    if (tmp[0] != '/' && realpath(tmp, buf) != NULL)
+        return buf;
+    return tmp;
+}

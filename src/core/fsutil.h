@@ -43,6 +43,12 @@ const char *cg_file_type_name(unsigned mode);
  * behind a link is followed. Best effort: says nothing. */
 void cg_remove_tree(const char *dir, int depth);
 
+/* The directory for temporary files: TMPDIR, or /tmp when it is unset or empty; a relative
+ * TMPDIR made absolute (into buf, PATH_MAX bytes) when it resolves, since a child may run
+ * elsewhere (a canary in bisect's worktree, git in the repository). Returns buf or a string
+ * that outlives the call. */
+const char *cg_tmp_dir(char *buf);
+
 /* Returns the directory of the running executable (malloc'ed, caller frees), or NULL. */
 char *cg_self_dir(void);
 

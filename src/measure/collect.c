@@ -147,13 +147,8 @@ static int check_shard_dir(const struct cg_collect_cfg *cfg, char *root, size_t 
                               "give --shard-dir DIR, a directory every node sees at the same path "
                               "(a shared filesystem)",
                               launcher);
-        const char *tmpdir = getenv("TMPDIR");
-        char abs[PATH_MAX];
-        if (tmpdir == NULL || *tmpdir == '\0')
-            tmpdir = "/tmp";
-        else if (tmpdir[0] != '/' && realpath(tmpdir, abs) != NULL)
-            tmpdir = abs; /* the canary may run elsewhere (bisect's worktrees) */
-        return cg_canary_env_fmt_path(root, cap, err, "%s", tmpdir);
+        char buf[PATH_MAX];
+        return cg_canary_env_fmt_path(root, cap, err, "%s", cg_tmp_dir(buf));
     }
     struct stat st;
     char resolved[PATH_MAX];
