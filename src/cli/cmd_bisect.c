@@ -261,6 +261,16 @@ static void last_line(const char *path, char *dst, size_t n)
 
 /* Checks out commit i and builds it: 0, 1 when it is to be skipped (reason filled), or a
  * CG_E* code (interrupted: CG_ECANARY). */
+/* A skipped commit's reason (rn bytes): "what: the error's message", cut with "..." to fit;
+ * the error is cleared (a skip is not a failure of the bisection). */
+static void reason_from(char *reason, size_t rn, const char *what, struct cg_err *err)
+{
+    int w = snprintf(reason, rn, "%s: %s", what, err->msg);
+    if (w < 0 || (size_t)w >= rn)
+        memcpy(reason + rn - 4, "...", 4);
+    cg_err_init(err);
+}
+
 static int prepare(struct session *s, size_t i, char *reason, size_t rn, struct cg_err *err)
 {
     char wt[4200], log[4300];
@@ -269,10 +279,7 @@ static int prepare(struct session *s, size_t i, char *reason, size_t rn, struct 
         return 0; /* already there (the good end) */
     int rc = cg_worktree_add(s->repo, s->commits[i].sha, wt, err);
     if (rc == CG_EIO && !cg_launch_interrupted()) { /* git could not check it out: skipped */
-        int w = snprintf(reason, rn, "it cannot be checked out: %.200s", err->msg);
-        if (w < 0 || (size_t)w >= rn)
-            memcpy(reason + rn - 4, "...", 4); /* cut */
-        cg_err_init(err);
+        reason_from(reason, rn, "it cannot be checked out", err);
         return 1;
     }
     if (rc != 0)
@@ -345,6 +352,25 @@ struct measured {
     enum cg_bisect_answer answer;
 };
 
+/* The plan of a commit's looks: --runs pairs a look up to --max-runs, alpha spent as
+ * --spending says. */
+static int make_plan(const struct session *s, struct cg_seq_plan *plan, struct cg_err *err)
+{
+    enum cg_spend spend = CG_SPEND_POCOCK;
+    cg_spend_parse(s->o->seq.spending, &spend);
+    return cg_seq_plan_make_paired(spend, (size_t)s->pairs, (size_t)s->pairs, (size_t)s->max_pairs,
+                                   plan, err);
+}
+
+/* The bad end's looks ended at `pairs` of the plan's last look's, by why. */
+static void cut_bad_end(struct session *s, enum cg_bisect_cut why, size_t pairs,
+                        const struct cg_seq_plan *plan)
+{
+    s->bad_end_cut = why;
+    s->bad_end_pairs[0] = pairs;
+    s->bad_end_pairs[1] = plan->runs_at[plan->n_looks - 1];
+}
+
 /* Measures commit i (its collector col) in pairs against good, look after look, until its
  * answer is settled (the bad end: all its looks, as the budget allows). */
 static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
@@ -352,12 +378,9 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
 {
     struct cg_artifact base, head;
     struct cg_seq_plan plan;
-    enum cg_spend spend = CG_SPEND_POCOCK;
-    cg_spend_parse(s->o->seq.spending, &spend);
     cg_artifact_init(&base);
     cg_artifact_init(&head);
-    int rc = cg_seq_plan_make_paired(spend, (size_t)s->pairs, (size_t)s->pairs,
-                                     (size_t)s->max_pairs, &plan, err);
+    int rc = make_plan(s, &plan, err);
     bool is_bad = i + 1 == s->n, differed = false;
     out->answer = CG_BISECT_UNRESOLVED;
     for (size_t k = 0; rc == 0 && k < plan.n_looks; k++) {
@@ -371,9 +394,7 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
                         "canary-gate bisect: the bad end's canary failed in its look %zu (%s): "
                         "its interval is from %zu of %zu pairs\n",
                         k + 1, err->msg, out->runs, plan.runs_at[plan.n_looks - 1]);
-                s->bad_end_cut = CG_BISECT_CUT_CANARY;
-                s->bad_end_pairs[0] = out->runs;
-                s->bad_end_pairs[1] = plan.runs_at[plan.n_looks - 1];
+                cut_bad_end(s, CG_BISECT_CUT_CANARY, out->runs, &plan);
                 cg_err_init(err);
                 rc = 0;
             }
@@ -409,9 +430,8 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
         if (s->budget_s > 0 && elapsed(s) + next_s > s->budget_s && !final) {
             /* the bad end's interval stays as wide as it is; the search checks the budget */
             s->budget_spent = !differs;
-            s->bad_end_cut = is_bad ? CG_BISECT_CUT_BUDGET : CG_BISECT_CUT_NONE;
-            s->bad_end_pairs[0] = head.n_runs;
-            s->bad_end_pairs[1] = plan.runs_at[plan.n_looks - 1];
+            if (is_bad)
+                cut_bad_end(s, CG_BISECT_CUT_BUDGET, head.n_runs, &plan);
             if (differs)
                 fprintf(stderr,
                         "canary-gate bisect: the budget leaves no time for the bad end's other "
@@ -509,10 +529,7 @@ static int probe(struct session *s, size_t i, struct measured *m, char *reason, 
         rc = measure_timing(s, i, col, m, err);
     }
     if (rc == CG_ECANARY && !cg_launch_interrupted() && !cg_collect_interrupted()) {
-        int w = snprintf(reason, rn, "its canary failed: %s", err->msg);
-        if (w < 0 || (size_t)w >= rn)
-            memcpy(reason + rn - 4, "...", 4); /* cut */
-        cg_err_init(err);
+        reason_from(reason, rn, "its canary failed", err);
         rc = 1;
     }
     cg_collector_free(col);
@@ -770,10 +787,7 @@ static int check_pairs(const struct session *s)
                                   s->pairs, CG_TIMING_MIN_RUNS);
     struct cg_seq_plan plan;
     struct cg_err err;
-    enum cg_spend spend = CG_SPEND_POCOCK;
-    cg_spend_parse(s->o->seq.spending, &spend);
-    if (cg_seq_plan_make_paired(spend, (size_t)s->pairs, (size_t)s->pairs, (size_t)s->max_pairs,
-                                &plan, &err) != 0)
+    if (make_plan(s, &plan, &err) != 0)
         return cg_cmd_usage_error("bisect", "%s", err.msg);
     double level[CG_SEQ_MAX_LOOKS], sum = 0;
     cg_seq_levels(&plan, s->o->timing, s->t.metric[s->o->timing].alpha, level);
