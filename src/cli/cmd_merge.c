@@ -74,14 +74,12 @@ static void report_same_run(const struct cg_artifact *pool, char **files, const 
 static int check_shapes(const struct cg_artifact *pool, char **files, const size_t *ends, int n,
                         struct cg_err *err)
 {
-    size_t other, first = 0;
+    size_t other, first;
     char base[CG_SHAPE_MAX], shape[CG_SHAPE_MAX];
-    if (cg_artifact_shape(pool, base, sizeof(base), &other) != 0)
+    if (cg_artifact_shape(pool, base, sizeof(base), &first, &other) != 0)
         return CG_ENOMEM;
     if (other == pool->n_runs)
         return 0;
-    while (pool->runs[first].n_ranks == 0)
-        first++;
     const struct cg_run *r = &pool->runs[other];
     if (cg_ranks_shape(r->ranks, r->n_ranks, shape, sizeof(shape)) != 0)
         return CG_ENOMEM;

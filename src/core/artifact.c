@@ -610,24 +610,24 @@ const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, 
     return NULL;
 }
 
-int cg_artifact_shape(const struct cg_artifact *a, char *out, size_t cap, size_t *other)
+int cg_artifact_shape(const struct cg_artifact *a, char *out, size_t cap, size_t *first,
+                      size_t *other)
 {
     char base[CG_SHAPE_MAX] = "", shape[CG_SHAPE_MAX];
-    bool first = true;
-    *other = a->n_runs;
+    *first = *other = a->n_runs;
     for (size_t i = 0; i < a->n_runs; i++) {
         const struct cg_run *r = &a->runs[i];
         if (r->n_ranks == 0)
             continue;
         if (cg_ranks_shape(r->ranks, r->n_ranks, shape, sizeof(shape)) != 0)
             return CG_ENOMEM;
-        if (first)
+        if (*first == a->n_runs) {
             memcpy(base, shape, sizeof(base));
-        else if (strcmp(shape, base) != 0) {
+            *first = i;
+        } else if (strcmp(shape, base) != 0) {
             *other = i;
             break;
         }
-        first = false;
     }
     if (cap > 0)
         snprintf(out, cap, "%s", base);

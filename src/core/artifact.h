@@ -284,10 +284,12 @@ const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, 
 const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b);
 
 /* The node shape of a's runs (cg_ranks_shape) into out (cap bytes): that of its first run with
- * ranks, "" when none has any (single processes). *other gets the index of the first run with
- * ranks whose shape differs from it, a->n_runs when none does: runs without ranks are not
- * compared (artifacts from before ranks were recorded pool with those after). 0 or CG_ENOMEM. */
-int cg_artifact_shape(const struct cg_artifact *a, char *out, size_t cap, size_t *other);
+ * ranks (its index into *first), "" when none has any (single processes; *first a->n_runs).
+ * *other gets the index of the first run with ranks whose shape differs from it, a->n_runs when
+ * none does: runs without ranks are not compared (artifacts from before ranks were recorded pool
+ * with those after). 0 or CG_ENOMEM. */
+int cg_artifact_shape(const struct cg_artifact *a, char *out, size_t cap, size_t *first,
+                      size_t *other);
 
 /* Frees what code holds; it is empty afterwards. */
 void cg_run_code_release(struct cg_run_code *code);

@@ -592,16 +592,14 @@ static bool same_machine_without_gpu_metrics(const struct cg_artifact *b,
  * a character's end to fit) and *mixed set: a side measured on two shapes is no one machine. */
 static int side_shape(const struct cg_artifact *a, char out[CG_VERDICT_SHAPE], bool *mixed)
 {
-    size_t other, first = 0;
+    size_t other, first;
     char base[CG_SHAPE_MAX], shape[CG_SHAPE_MAX], text[2 * CG_SHAPE_MAX + 64];
-    if (cg_artifact_shape(a, base, sizeof(base), &other) != 0)
+    if (cg_artifact_shape(a, base, sizeof(base), &first, &other) != 0)
         return CG_ENOMEM;
     if (other == a->n_runs) {
         snprintf(text, sizeof(text), "%s", base);
     } else {
         *mixed = true;
-        while (a->runs[first].n_ranks == 0)
-            first++;
         if (cg_ranks_shape(a->runs[other].ranks, a->runs[other].n_ranks, shape, sizeof(shape)) != 0)
             return CG_ENOMEM;
         snprintf(text, sizeof(text), "runs differ: %s (run %zu), %s (run %zu)", base, first + 1,
