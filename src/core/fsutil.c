@@ -149,15 +149,6 @@ int cg_file_try_temp(const char *path, char *tmp, size_t n, const char **why)
     return -1;
 }
 
-int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *err)
-{
-    const char *why = NULL;
-    int fd = cg_file_try_temp(path, tmp, n, &why);
-    if (fd < 0)
-        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, why);
-    return fd;
-}
-
 static int write_all(int fd, const char *p, size_t len)
 {
     while (len > 0) {
@@ -170,6 +161,14 @@ static int write_all(int fd, const char *p, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+const char *cg_file_target(const char *path, char *buf)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || realpath(path, buf) == NULL)
+        return path;
+    return buf;
 }
 
 int cg_file_write_atomic(const char *path, const void *data, size_t len, struct cg_err *err)
@@ -194,23 +193,26 @@ int cg_file_write_atomic(const char *path, const void *data, size_t len, struct 
         }
         return close(sfd) == 0 ? 0 : cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
     }
-    char tmp[PATH_MAX];
-    int fd = cg_file_create_temp(path, tmp, sizeof(tmp), err);
+    char tmp[PATH_MAX], target_buf[PATH_MAX];
+    const char *named = path; /* errors name what the user gave */
+    path = cg_file_target(path, target_buf);
+    const char *why = NULL;
+    int fd = cg_file_try_temp(path, tmp, sizeof(tmp), &why);
     if (fd < 0)
-        return fd;
+        return cg_err_set(err, CG_EIO, "cannot write '%s': %s", named, why);
     if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-        rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+        rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", named, strerror(errno));
         close(fd);
         unlink(tmp);
         return rc;
     }
     if (close(fd) != 0) {
-        rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+        rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", named, strerror(errno));
         unlink(tmp);
         return rc;
     }
     if (rename(tmp, path) != 0) {
-        rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", path, strerror(errno));
+        rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", named, strerror(errno));
         unlink(tmp);
         return rc;
     }

@@ -22,17 +22,20 @@ int cg_file_read(const char *path, size_t max_bytes, char **out, size_t *out_len
                  struct cg_err *err);
 
 /* Writes len bytes to path atomically (temp file + fsync + rename). "-" writes to stdout; an
- * existing special file (a device such as /dev/full, a FIFO) is written in place, never replaced.
- * On failure the previous file at path is untouched and err names the path: CG_EIO. */
+ * existing special file (a device such as /dev/full, a FIFO) is written in place, never replaced;
+ * a symlink that resolves is written through (its target replaced, the link kept), as a shell's
+ * redirection does; a dangling one is replaced by the file. On failure the previous file at path
+ * is untouched and err names the path: CG_EIO. */
 int cg_file_write_atomic(const char *path, const void *data, size_t len, struct cg_err *err);
+
+/* What a write to path replaces: the resolved target (into buf, PATH_MAX bytes) when path is a
+ * symlink that resolves, else path itself. */
+const char *cg_file_target(const char *path, char *buf);
 
 /* Creates a new empty temporary file beside path (same directory, a random hidden name) with
  * O_CREAT|O_EXCL|O_NOFOLLOW, mode 0644 less the umask; its name goes to tmp[n]. Returns the open
- * descriptor (the caller closes and renames or unlinks it), or CG_EIO naming path. */
-int cg_file_create_temp(const char *path, char *tmp, size_t n, struct cg_err *err);
-
-/* The same, with the reason of a failure in *why (static text: "path too long", strerror's)
- * instead of an error; returns -1 on failure. */
+ * descriptor (the caller closes and renames or unlinks it), or -1 with the reason of the failure
+ * in *why (static text: "path too long", strerror's). */
 int cg_file_try_temp(const char *path, char *tmp, size_t n, const char **why);
 
 /* "a FIFO", "a directory", "a character device", ... for a st_mode. */

@@ -140,7 +140,8 @@ static int writable(const struct cg_path_entry *e, const struct place *p, struct
      * itself. Creating one is the only test that tells the truth (permissions, ACLs, a
      * read-only mount, no free inode). */
     const char *why = NULL;
-    int fd = cg_file_try_temp(e->path, tmp, sizeof(tmp), &why);
+    char target[PATH_MAX]; /* a symlink's target is what a write replaces (fsutil.h) */
+    int fd = cg_file_try_temp(cg_file_target(e->path, target), tmp, sizeof(tmp), &why);
     if (fd < 0)
         return cg_err_set(err, CG_EIO, "cannot write %s '%s': %s", e->what, e->path, why);
     close(fd);

@@ -142,6 +142,30 @@ static void test_fsutil__temporaries_are_created_beside_the_target_and_removed(v
     unlink(out);
 }
 
+/* An output that is a symlink to a file (latest.json -> runs/7.json) is written through: the
+ * link stays a link and its target gets the new bytes, as a shell's redirection would do. It
+ * used to be replaced by a regular file, the target keeping the old bytes. */
+static void test_fsutil__a_symlinked_output_is_written_through(void **state)
+{
+    (void)state;
+    const char *target = in_dir("run7.json"), *link = in_dir("latest.json");
+    put(target, "old");
+    assert_int_equal(symlink("run7.json", link), 0); /* relative, as users make them */
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_file_write_atomic(link, "new", 3, &err), 0);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    char *t = get(target);
+    assert_string_equal(t, "new");
+    free(t);
+    char names[16][NAME_MAX + 1];
+    assert_int_equal(entries(names), 2); /* no temporary left beside either */
+    unlink(link);
+    unlink(target);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -189,6 +213,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fsutil__planted_symlink_at_the_old_temp_name_changes_nothing),
         cmocka_unit_test(test_fsutil__temporaries_are_created_beside_the_target_and_removed),
+        cmocka_unit_test(test_fsutil__a_symlinked_output_is_written_through),
         cmocka_unit_test(test_fsutil__fifo_input_is_refused_at_once),
         cmocka_unit_test(test_fsutil__device_input_is_refused),
     };
