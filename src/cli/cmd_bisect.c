@@ -29,6 +29,7 @@
 #include "report.h"
 #include "report_bisect.h"
 #include "sequential.h"
+#include "stale.h"
 #include "verdict.h"
 #include "worktree.h"
 
@@ -83,6 +84,8 @@ static const char usage_more[] =
     "            interrupted, or the tool failed at run time\n";
 
 #define BISECT_DEFAULT_PAIRS 6
+/* The worktrees' directory under TMPDIR: TMP_PREFIX and 6 characters of mkdtemp's. */
+#define TMP_PREFIX "canary-gate-bisect."
 
 enum { OPT_GOOD = CG_OPT_COMMAND, OPT_BAD, OPT_BUILD, OPT_METRIC, OPT_REPO };
 
@@ -679,6 +682,17 @@ done:
     return exit_code;
 }
 
+/* The directory of a bisection killed (SIGKILL: nothing of its own cleanup ran) and its
+ * worktrees, whose records git prunes from this repository (another repository's are pruned by
+ * its next bisection, or git's own). */
+static void remove_stale(const char *dir, void *ctx)
+{
+    const struct session *s = ctx;
+    struct cg_err err;
+    cg_err_init(&err);
+    cg_worktree_remove(s->repo, dir, &err); /* the directory's removal is checked by the caller */
+}
+
 /* Opens the range and the good end, measures the bad end, searches and reports. */
 static int run_bisect(struct session *s)
 {
@@ -699,15 +713,23 @@ static int run_bisect(struct session *s)
                                   s->o->bad);
     s->info = calloc(s->n, sizeof(*s->info));
     s->probes = calloc(s->n, sizeof(*s->probes));
-    char buf[PATH_MAX];
+    char buf[PATH_MAX], first[PATH_MAX];
     const char *tmpdir = cg_tmp_dir(buf); /* absolute: git runs in the repository */
-    int len = snprintf(s->tmp, sizeof(s->tmp), "%s/canary-gate-bisect.XXXXXX", tmpdir);
+    size_t stale = cg_stale_clean_named(tmpdir, TMP_PREFIX, remove_stale, s, first, sizeof(first));
+    if (stale > 0)
+        fprintf(stderr,
+                "canary-gate bisect: removed %zu director%s of bisections no longer running, "
+                "with their worktrees ('%s'%s)\n",
+                stale, stale == 1 ? "y" : "ies", first, stale > 1 ? ", ..." : "");
+    int len = snprintf(s->tmp, sizeof(s->tmp), "%s/" TMP_PREFIX "XXXXXX", tmpdir);
     if (s->info == NULL || s->probes == NULL || len < 0 || (size_t)len >= sizeof(s->tmp) ||
         mkdtemp(s->tmp) == NULL) {
         s->tmp[0] = '\0';
         cg_err_set(&err, CG_EIO, "cannot create a directory for worktrees in '%s'", tmpdir);
         return cg_cmd_fail(&err);
     }
+    if (cg_stale_mark(s->tmp, &err) != 0) /* so a bisection killed can be cleaned */
+        return cg_cmd_fail(&err);
     fprintf(stderr, "canary-gate bisect: %zu commits from %.12s (good) to %.12s (bad), %s, %s\n",
             s->n, s->commits[0].sha, s->commits[s->n - 1].sha, s->o->metric,
             exact(s) ? "one run per commit" : "pairs against good, turn about");
@@ -760,11 +782,17 @@ static void session_end(struct session *s)
         if (cg_worktree_remove(s->repo, wt, &err) != 0 ||
             (!keep && cg_worktree_remove(s->repo, s->tmp, &err) != 0))
             fprintf(stderr, "canary-gate: %s\n", err.msg);
-        else if (keep)
+        else if (keep) {
+            /* the user's now: without its owner file no later bisection takes it for one of a
+             * bisection killed */
+            char owner[PATH_MAX];
+            snprintf(owner, sizeof(owner), "%s/" CG_STALE_OWNER, s->tmp);
+            unlink(owner);
             fprintf(stderr,
                     "canary-gate bisect: the build and canary logs are kept in '%s' "
                     "(remove it when done)\n",
                     s->tmp);
+        }
     }
     cg_bisect_release(&s->search);
     cg_git_commits_free(s->commits, s->n);

@@ -119,7 +119,8 @@ static bool owner_gone(const char *dir, const char *host)
     return now != 0 && start != 0 && now != start; /* the pid was reused */
 }
 
-size_t cg_stale_clean(const char *root, char *first, size_t cap)
+size_t cg_stale_clean_named(const char *root, const char *prefix, cg_stale_remove_fn remove,
+                            void *ctx, char *first, size_t cap)
 {
     if (first != NULL && cap > 0)
         first[0] = '\0';
@@ -128,10 +129,10 @@ size_t cg_stale_clean(const char *root, char *first, size_t cap)
         return 0;
     char host[HOST_MAX], path[PATH_MAX];
     host_name(host);
-    size_t removed = 0, prefix = strlen(CG_STALE_PREFIX);
+    size_t removed = 0, len = strlen(prefix);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, CG_STALE_PREFIX, prefix) != 0 || strlen(e->d_name) != prefix + 6)
+        if (strncmp(e->d_name, prefix, len) != 0 || strlen(e->d_name) != len + 6)
             continue;
         int k = snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
         if (k <= 0 || (size_t)k >= sizeof(path))
@@ -140,7 +141,7 @@ size_t cg_stale_clean(const char *root, char *first, size_t cap)
         if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
             !owner_gone(path, host))
             continue;
-        cg_remove_tree(path, 2);
+        remove(path, ctx);
         if (access(path, F_OK) != 0 && errno == ENOENT) {
             if (removed++ == 0 && first != NULL && cap > 0)
                 snprintf(first, cap, "%s", path);
@@ -148,4 +149,15 @@ size_t cg_stale_clean(const char *root, char *first, size_t cap)
     }
     closedir(d);
     return removed;
+}
+
+static void remove_shards(const char *dir, void *ctx)
+{
+    (void)ctx;
+    cg_remove_tree(dir, 2);
+}
+
+size_t cg_stale_clean(const char *root, char *first, size_t cap)
+{
+    return cg_stale_clean_named(root, CG_STALE_PREFIX, remove_shards, NULL, first, cap);
 }

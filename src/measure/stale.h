@@ -8,7 +8,8 @@
  * gate to start under the same root removes the directories whose owner is gone: on this host,
  * a pid that no longer runs, or runs as another process (its start time differs). Directories of
  * another host (a shared --shard-dir), of another user, without an owner file (being made, or
- * from an older version), or whose owner still runs are left as they are.
+ * from an older version), or whose owner still runs are left as they are. bisect's worktree
+ * directories ("canary-gate-bisect.XXXXXX") are marked and cleaned the same way, by bisect.
  */
 #ifndef CG_STALE_H
 #define CG_STALE_H
@@ -27,5 +28,13 @@ int cg_stale_mark(const char *dir, struct cg_err *err);
  * hold (files, and files in their folders). Returns how many it removed; *first (when not NULL,
  * cap bytes) gets the first one's path, "" when none. */
 size_t cg_stale_clean(const char *root, char *first, size_t cap);
+
+/* Removes one stale directory, with all it holds. */
+typedef void (*cg_stale_remove_fn)(const char *dir, void *ctx);
+
+/* The same for the directories named prefix + 6 characters under root (bisect's worktrees,
+ * "canary-gate-bisect.XXXXXX"), each removed by remove(dir, ctx). */
+size_t cg_stale_clean_named(const char *root, const char *prefix, cg_stale_remove_fn remove,
+                            void *ctx, char *first, size_t cap);
 
 #endif

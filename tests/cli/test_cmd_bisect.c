@@ -352,6 +352,9 @@ static void test_bisect__a_skipped_commits_log_is_kept(void **state)
     char *dir = strrchr(log, '/');
     assert_non_null(dir);
     *dir = '\0';
+    char owner[600]; /* the user's now: no later bisection may take it for a killed one's */
+    snprintf(owner, sizeof(owner), "%s/owner", log);
+    assert_int_not_equal(access(owner, F_OK), 0);
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", log);
     const char *rm[] = {"-c", cmd, NULL};
@@ -439,12 +442,14 @@ static void test_bisect__two_steps_are_both_named(void **state)
         fail_msg("steps at %d and %d:\n%s", idx, second, proc.out);
 }
 
-static void test_bisect__ctrl_c_leaves_no_worktree(void **state)
+/* Makes a repository of 2.4 s runs (12 steps of 0.2 s), starts a bisection of it with
+ * TMPDIR=tmp (made here, its path into tmp[300]) and its output to /dev/null, and sends it sig
+ * 1.5 s later, while its ends are being measured. The wait status. */
+static int bisect_until_signal(const struct cg_workdir *w, int sig, char tmp[300])
 {
-    struct cg_workdir *w = *state;
-    make_repo(w, "p='--step-us 200000'", ":"); /* 12 steps of 0.2 s: a run of 2.4 s */
-    char tmp[300], good[64], bad[64], repo[300];
-    snprintf(tmp, sizeof(tmp), "%s", cg_workdir_in(w, "tmp"));
+    make_repo(w, "p='--step-us 200000'", ":");
+    char good[64], bad[64], repo[300];
+    snprintf(tmp, 300, "%s", cg_workdir_in(w, "tmp"));
     snprintf(repo, sizeof(repo), "%s", cg_workdir_in(w, "repo"));
     snprintf(good, sizeof(good), "%s", sha(w, 0));
     snprintf(bad, sizeof(bad), "%s", sha(w, 15));
@@ -462,9 +467,17 @@ static void test_bisect__ctrl_c_leaves_no_worktree(void **state)
         _exit(127);
     }
     usleep(1500 * 1000);
-    kill(pid, SIGINT);
+    kill(pid, sig);
     int ws = 0;
     waitpid(pid, &ws, 0);
+    return ws;
+}
+
+static void test_bisect__ctrl_c_leaves_no_worktree(void **state)
+{
+    struct cg_workdir *w = *state;
+    char tmp[300];
+    int ws = bisect_until_signal(w, SIGINT, tmp);
     assert_true(WIFEXITED(ws));
     assert_int_equal(WEXITSTATUS(ws), 3);
     expect_no_worktrees(w);
@@ -476,6 +489,37 @@ static void test_bisect__ctrl_c_leaves_no_worktree(void **state)
             fail_msg("'%s' is left in TMPDIR", e->d_name);
     }
     closedir(d);
+}
+
+/* A bisection killed with SIGKILL (an OOM killer, a CI runner's hard cancel) cleans up nothing:
+ * its worktrees, with every commit's checkout and build, stayed in TMPDIR and registered in git
+ * for ever. The next bisection under the same TMPDIR removes them (their owner is gone) and
+ * git's records of them, and says so; a directory of kept logs (no owner) stays. */
+static void test_bisect__a_killed_bisections_worktrees_are_removed_by_the_next(void **state)
+{
+    struct cg_workdir *w = *state;
+    char tmp[300];
+    bisect_until_signal(w, SIGKILL, tmp);
+    const char *look[] = {
+        "-c", "ls tmp; git -C repo worktree list --porcelain | grep -c '^worktree '", NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, look, &proc), 0);
+    if (strstr(proc.out, "canary-gate-bisect.") == NULL || strstr(proc.out, "\n1\n") != NULL)
+        fail_msg("the killed bisection left no worktree to clean:\n%s", proc.out);
+    const char *plant[] = {"-c",
+                           "mkdir tmp/canary-gate-bisect.kept00 && echo x > "
+                           "tmp/canary-gate-bisect.kept00/abc.build.log",
+                           NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, plant, &proc), 0);
+    /* the next one: its good end's build fails at once (exit 2, its reason the build's last line)
+     */
+    const char *extra[] = {"--metric", "ranges", "--build", "exit 1", NULL};
+    assert_int_equal(bisect(w, extra), 2);
+    assert_non_null(strstr(proc.err, "of bisections no longer running"));
+    expect_no_worktrees(w);
+    assert_true(cg_workdir_exists(w, "tmp/canary-gate-bisect.kept00/abc.build.log"));
+    const char *count[] = {"-c", "ls tmp | grep -c canary-gate-bisect", NULL};
+    cg_workdir_run(w, "/bin/sh", NULL, count, &proc);
+    assert_string_equal(proc.out, "1\n"); /* the planted logs alone */
 }
 
 /* A budget that ends the bad end's looks early: with nothing regressed the bisection could not
@@ -614,6 +658,9 @@ int main(void)
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__two_steps_are_both_named, cg_workdir_setup,
                                         cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_bisect__a_killed_bisections_worktrees_are_removed_by_the_next, cg_workdir_setup,
+            cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__ctrl_c_leaves_no_worktree, cg_workdir_setup,
                                         cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_budget_that_cuts_the_bad_end_short_is_said,
@@ -624,5 +671,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__bad_input_is_one_line, cg_workdir_setup,
                                         cg_workdir_teardown),
     };
+    if (getenv("CG_TEST_FILTER") != NULL) /* one case while working on it: a glob of names */
+        cmocka_set_test_filter(getenv("CG_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
