@@ -142,6 +142,35 @@ static int git_ok(const char *repo, const char *const *args, struct cg_buf *out,
     return rc;
 }
 
+/* Whether git answers 0 to args (a yes-or-no question: merge-base --is-ancestor); false when
+ * it cannot be asked. */
+static bool git_yes(const char *repo, const char *const *args)
+{
+    struct cg_buf out, eb;
+    struct cg_err ignored;
+    int status = -1;
+    cg_err_init(&ignored);
+    cg_buf_init(&out, 4096);
+    cg_buf_init(&eb, 4096);
+    bool yes = git(repo, args, &out, &eb, &status, &ignored) == 0 && status == 0;
+    if (yes && args[1] != NULL && strcmp(args[1], "--is-shallow-repository") == 0)
+        yes = out.len >= 4 && memcmp(out.data, "true", 4) == 0;
+    cg_buf_release(&out);
+    cg_buf_release(&eb);
+    return yes;
+}
+
+/* "; the clone is shallow ..." when repo's history is cut (a CI checkout's fetch depth), else
+ * "": what is missing may be beyond the cut. */
+static const char *shallow_hint(const char *repo)
+{
+    const char *args[] = {"rev-parse", "--is-shallow-repository", NULL};
+    return git_yes(repo, args) ? "; the clone is shallow (a CI checkout fetches 1 commit by "
+                                 "default): fetch the history with 'git fetch --unshallow', or "
+                                 "'fetch-depth: 0' in actions/checkout"
+                               : "";
+}
+
 /* The full name of the commit rev names, into sha[41]. */
 static int resolve(const char *repo, const char *rev, char sha[41], struct cg_err *err)
 {
@@ -156,6 +185,8 @@ static int resolve(const char *repo, const char *rev, char sha[41], struct cg_er
     int rc = git_ok(repo, args, &out, CG_EINPUT, what, err);
     if (rc == 0 && (out.len < 41 || strspn(out.data, "0123456789abcdef") != 40))
         rc = cg_err_set(err, CG_EINPUT, "%s", what);
+    if (rc == CG_EINPUT)
+        cg_err_set(err, CG_EINPUT, "%s%s", what, shallow_hint(repo));
     if (rc == 0) {
         memcpy(sha, out.data, 40);
         sha[40] = '\0';
@@ -172,6 +203,25 @@ void cg_git_commits_free(struct cg_git_commit *c, size_t n)
         free(c[i].date);
     }
     free(c);
+}
+
+/* Why good (sha g) is not on bad's (sha b) first-parent line, and what to do: CG_EINPUT. */
+static int not_on_line(const char *repo, const char *good, const char *bad, const char *g,
+                       const char *b, struct cg_err *err)
+{
+    const char *after[] = {"merge-base", "--is-ancestor", b, g, NULL};
+    const char *below[] = {"merge-base", "--is-ancestor", g, b, NULL};
+    if (git_yes(repo, after))
+        return cg_err_set(err, CG_EINPUT, "--good '%s' comes after --bad '%s': swap them", good,
+                          bad);
+    if (git_yes(repo, below))
+        return cg_err_set(err, CG_EINPUT,
+                          "--good '%s' reaches --bad '%s' only through a merged branch: bisect "
+                          "walks --bad's first parents; give a --good on that line (the merge's "
+                          "first parent)",
+                          good, bad);
+    return cg_err_set(err, CG_EINPUT, "--good '%s' is not an ancestor of --bad '%s'%s", good, bad,
+                      shallow_hint(repo));
 }
 
 int cg_git_range(const char *repo, const char *good, const char *bad, struct cg_git_commit **out,
@@ -224,9 +274,7 @@ int cg_git_range(const char *repo, const char *good, const char *bad, struct cg_
             parent[0] = '\0';
     }
     if (k < 2 || strcmp(c[k - 1].sha, b) != 0 || strcmp(parent, g) != 0) {
-        rc = cg_err_set(err, CG_EINPUT,
-                        "--good '%s' is not an ancestor of --bad '%s' on its first-parent line",
-                        good, bad);
+        rc = not_on_line(repo, good, bad, g, b, err);
         goto done;
     }
     *out = c;

@@ -586,6 +586,39 @@ static void test_bisect__a_canary_failure_in_the_bad_ends_later_look_keeps_its_f
     assert_int_equal(runs_of(w, 16), 6);
 }
 
+/* A range git cannot walk says what to do: --good and --bad swapped, a --good that reaches --bad
+ * only through a merged branch (bisect walks --bad's first parents), and a shallow clone (a CI
+ * checkout's default fetch depth of 1), where the good end is not there at all or its line is
+ * cut. Each used to say only that good was not an ancestor, or not a commit. */
+static void test_bisect__a_range_that_cannot_be_walked_says_what_to_do(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'", ":");
+    const char *setup[] = {
+        "-c",
+        "set -e; cd repo; git checkout -q -b side HEAD~3; echo s > side; git add side;"
+        " git commit -qm side; git checkout -q -; git merge -q --no-ff -m merge side;"
+        " cd ..; git clone -q --depth 3 \"file://$PWD/repo\" shallow",
+        NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, setup, &proc), 0);
+    const char *swapped[] = {"bisect", "--repo", "repo", "--good", "HEAD",
+                             "--bad",  "HEAD~3", "--",   "x",      NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, swapped, &proc), 2);
+    assert_non_null(strstr(proc.err, "comes after --bad 'HEAD~3': swap them"));
+    const char *merged[] = {"bisect", "--repo", "repo", "--good", "side",
+                            "--bad",  "HEAD",   "--",   "x",      NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, merged, &proc), 2);
+    assert_non_null(strstr(proc.err, "only through a merged branch"));
+    const char *gone[] = {"bisect", "--repo", "shallow", "--good", sha(w, 0),
+                          "--bad",  "HEAD",   "--",      "x",      NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, gone, &proc), 2);
+    assert_non_null(strstr(proc.err, "is not a commit"));
+    assert_non_null(strstr(proc.err, "the clone is shallow"));
+    assert_non_null(strstr(proc.err, "fetch-depth: 0"));
+    const char *nl = strchr(proc.err, '\n'); /* one line */
+    assert_true(nl != NULL && nl[1] == '\0');
+}
+
 static void test_bisect__bad_input_is_one_line(void **state)
 {
     struct cg_workdir *w = *state;
@@ -604,7 +637,7 @@ static void test_bisect__bad_input_is_one_line(void **state)
     const char *reversed[] = {"bisect", "--repo", "repo", "--good", "HEAD", "--bad", "HEAD~3",
                               "--", "x", NULL};
     assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, reversed, &proc), 2);
-    assert_non_null(strstr(proc.err, "is not an ancestor"));
+    assert_non_null(strstr(proc.err, "swap them"));
     /* a timing metric on too few pairs: one pair compares steps within one process (identical
      * commits were named "first bad" in 8 of 30 bisections); the signed-rank test of 4 pairs
      * cannot reach alpha 0.05 (1/16 at best). Counts take one run. */
@@ -668,6 +701,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_bisect__a_canary_failure_in_the_bad_ends_later_look_keeps_its_first,
             cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_range_that_cannot_be_walked_says_what_to_do,
+                                        cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__bad_input_is_one_line, cg_workdir_setup,
                                         cg_workdir_teardown),
     };
