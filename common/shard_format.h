@@ -29,7 +29,10 @@
 /* Record keys, with the fields that follow each. */
 #define CG_SHARD_KEY_PID "pid"               /* P */
 #define CG_SHARD_KEY_RANK "rank"             /* R (only when RANK is set) */
-#define CG_SHARD_KEY_LOCAL_RANK "local_rank" /* L (only when LOCAL_RANK is set) */
+#define CG_SHARD_KEY_LOCAL_RANK                                                                    \
+    "local_rank" /* L (LOCAL_RANK, else an MPI launcher's local rank:                              \
+                    OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,                                   \
+                    MV2_COMM_WORLD_LOCAL_RANK; only when set) */
 /* Where the process ran, in a world of ranks (each line only when its variable is set; the
  * numbers only when they are decimal, 9 digits at most): */
 #define CG_SHARD_KEY_HOST "host"                 /* NAME: gethostname() */
@@ -40,6 +43,11 @@
 #define CG_SHARD_KEY_SLURM_NTASKS "slurm_ntasks" /* N: SLURM_NTASKS */
 #define CG_SHARD_KEY_SLURM_NODE "slurm_node"     /* NAME: SLURMD_NODENAME */
 #define CG_SHARD_KEY_SLURM_JOB "slurm_job"       /* NAME: SLURM_JOB_ID */
+/* An MPI launcher's rank and world size: Open MPI's OMPI_COMM_WORLD_RANK and _SIZE, else MPICH's
+ * and Intel MPI's PMI_RANK and PMI_SIZE, else MVAPICH's MV2_COMM_WORLD_RANK and _SIZE (the first
+ * pair whose rank is set; the size only when it is) */
+#define CG_SHARD_KEY_MPI_RANK "mpi_rank"     /* N */
+#define CG_SHARD_KEY_MPI_SIZE "mpi_size"     /* N */
 #define CG_SHARD_KEY_WARMUP "warmup"         /* W */
 #define CG_SHARD_KEY_STEP_RANGE "step_range" /* NAME */
 #define CG_SHARD_KEY_STEPS_FROM "steps_from" /* CG_SHARD_STEPS_NVTX | CG_SHARD_STEPS_OPTIMIZER */

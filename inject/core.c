@@ -332,6 +332,18 @@ static void append_placement(const char *host)
         if (v != NULL)
             cg_inject_append("%s %s\n", numbers[i][0], v);
     }
+    static const char *const mpi[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                         {"PMI_RANK", "PMI_SIZE"},
+                                         {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"}};
+    for (size_t i = 0; i < sizeof(mpi) / sizeof(mpi[0]); i++) {
+        const char *r = env_rank(mpi[i][0]), *w = env_rank(mpi[i][1]);
+        if (r == NULL)
+            continue;
+        cg_inject_append(CG_SHARD_KEY_MPI_RANK " %s\n", r);
+        if (w != NULL)
+            cg_inject_append(CG_SHARD_KEY_MPI_SIZE " %s\n", w);
+        break;
+    }
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const char *v = getenv(names[i][1]);
         if (v != NULL && v[0] != '\0') {
@@ -378,6 +390,11 @@ static void start_once(void)
 
     const char *rank = env_rank("RANK");
     const char *local = env_rank("LOCAL_RANK");
+    /* an MPI launcher's local rank where no LOCAL_RANK is set: Open MPI's, MPICH's, MVAPICH's */
+    static const char *const mpi_local[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                            "MV2_COMM_WORLD_LOCAL_RANK"};
+    for (size_t i = 0; local == NULL && i < sizeof(mpi_local) / sizeof(mpi_local[0]); i++)
+        local = env_rank(mpi_local[i]);
     char host[256] = "";
     if (gethostname(host, sizeof(host) - 1) != 0 || strcspn(host, "/ \\") != strlen(host))
         host[0] = '\0';

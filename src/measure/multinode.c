@@ -23,30 +23,48 @@ static const char *base_name(const char *w)
     return s != NULL ? s + 1 : w;
 }
 
-/* The node count of a --nnodes value "N" or "MIN:MAX" (its MAX), -1 when it is not one. */
+/* The node count of a --nnodes value "N" or "MIN:MAX" (its MAX, or MIN when MAX is empty), -1
+ * when it is not one. */
 static long nnodes_value(const char *v)
 {
     const char *colon = strchr(v, ':');
-    const char *n = colon != NULL ? colon + 1 : v;
+    const char *n = colon != NULL && colon[1] != '\0' ? colon + 1 : v;
     char *end = NULL;
     if (*n < '0' || *n > '9')
         return -1;
     errno = 0;
     long k = strtol(n, &end, 10);
-    return errno == 0 && *end == '\0' ? k : -1;
+    return errno == 0 && (*end == '\0' || (end == colon && colon[1] == '\0')) ? k : -1;
 }
 
-/* The --nnodes of the words after a torchrun word, -1 when none is given. */
-static long torchrun_nnodes(char *const *argv)
+/* The value of option opt ("--nnodes") in the words after a launcher's word, as "--opt V" or
+ * "--opt=V": NULL when not given. */
+static const char *option_value(char *const *argv, const char *opt)
 {
+    size_t len = strlen(opt);
     for (size_t i = 0; argv[i] != NULL; i++) {
-        const char *w = argv[i];
-        if (strncmp(w, "--nnodes=", 9) == 0)
-            return nnodes_value(w + 9);
-        if (strcmp(w, "--nnodes") == 0)
-            return argv[i + 1] != NULL ? nnodes_value(argv[i + 1]) : -1;
+        if (strncmp(argv[i], opt, len) == 0 && argv[i][len] == '=')
+            return argv[i] + len + 1;
+        if (strcmp(argv[i], opt) == 0)
+            return argv[i + 1];
     }
-    return -1;
+    return NULL;
+}
+
+/* The node count the option opt gives in the words after a launcher's word, -1 when none. */
+static long option_nodes(char *const *argv, const char *opt)
+{
+    const char *v = option_value(argv, opt);
+    return v != NULL ? nnodes_value(v) : -1;
+}
+
+/* Whether the word w is a launcher of name (its last path part name, or name followed by a
+ * '.' suffix: Debian's mpirun.openmpi, MPICH's mpiexec.hydra). */
+static bool is_launcher(const char *w, const char *name)
+{
+    const char *b = base_name(w);
+    size_t len = strlen(name);
+    return strncmp(b, name, len) == 0 && (b[len] == '\0' || b[len] == '.');
 }
 
 bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap)
@@ -55,16 +73,31 @@ bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap)
     for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
         const char *b = base_name(argv[i]);
         for (size_t k = 0; k < sizeof(launchers) / sizeof(launchers[0]); k++)
-            if (strcmp(b, launchers[k]) == 0) {
+            if (is_launcher(argv[i], launchers[k])) {
                 snprintf(buf, cap, "%s", launchers[k]);
                 return true;
             }
-        if (strcmp(b, "torchrun") == 0 || strcmp(b, "torch.distributed.run") == 0) {
-            long n = torchrun_nnodes(argv + i + 1);
-            if (n > 1) {
-                snprintf(buf, cap, "torchrun --nnodes %ld", n);
+        long n;
+        if ((strcmp(b, "torchrun") == 0 || strcmp(b, "torch.distributed.run") == 0) &&
+            (n = option_nodes(argv + i + 1, "--nnodes")) > 1) {
+            snprintf(buf, cap, "torchrun --nnodes %ld", n);
+            return true;
+        }
+        if (strcmp(b, "deepspeed") == 0) {
+            if ((n = option_nodes(argv + i + 1, "--num_nodes")) > 1) {
+                snprintf(buf, cap, "deepspeed --num_nodes %ld", n);
                 return true;
             }
+            if (option_value(argv + i + 1, "--hostfile") != NULL) {
+                snprintf(buf, cap, "deepspeed --hostfile");
+                return true;
+            }
+        }
+        if (strcmp(b, "accelerate") == 0 && argv[i + 1] != NULL &&
+            strcmp(argv[i + 1], "launch") == 0 &&
+            (n = option_nodes(argv + i + 2, "--num_machines")) > 1) {
+            snprintf(buf, cap, "accelerate launch --num_machines %ld", n);
+            return true;
         }
     }
     return false;

@@ -1,7 +1,8 @@
 /*
  * multinode: what a canary's command line says about where its ranks run. A command that names a
- * launcher placing ranks on other nodes (srun, sbatch, mpirun, mpiexec, or torchrun with
- * --nnodes above 1) writes shards on those nodes, which only a directory every node sees
+ * launcher placing ranks on other nodes (srun, sbatch, mpirun, mpiexec, or torchrun, deepspeed
+ * or accelerate across machines) writes shards on those nodes, which only a directory every node
+ * sees
  * (--shard-dir) brings back. A batch job outlives the sbatch --wait that submitted it: when the
  * gate ends sbatch, it cancels the job with scancel. The launcher words are pure functions;
  * cg_multinode_scancel runs scancel.
@@ -13,10 +14,12 @@
 #include <stddef.h>
 
 /* The launcher word of argv (NULL-terminated) that may place ranks on other nodes: "srun",
- * "sbatch", "mpirun" or "mpiexec" (any word whose last path part is one of them), or
- * "torchrun --nnodes N" when a torchrun (or "torch.distributed.run") word is followed by
- * --nnodes N or --nnodes=N with N (or the MAX of MIN:MAX) above 1. Writes the word(s) into buf
- * (cap bytes, cut to fit) and returns true; false when none. */
+ * "sbatch", "mpirun" or "mpiexec" (any word whose last path part is one of them, or one of them
+ * with a '.' suffix: mpirun.openmpi, mpiexec.hydra); "torchrun --nnodes N" when a torchrun (or
+ * "torch.distributed.run") word is followed by --nnodes N or --nnodes=N with N (or the MAX of
+ * MIN:MAX) above 1; "deepspeed --num_nodes N" (N above 1) or "deepspeed --hostfile"; "accelerate
+ * launch --num_machines N" (N above 1). Writes the word(s) into buf (cap bytes, cut to fit) and
+ * returns true; false when none. */
 bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap);
 
 /* True when argv names "sbatch" (a batch job: ending the command does not end the job, which

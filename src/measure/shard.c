@@ -40,6 +40,7 @@ void cg_shard_init(struct cg_shard *s)
     memset(s, 0, sizeof(*s));
     s->pid = s->rank = s->local_rank = -1;
     s->world_size = s->group_rank = s->slurm_procid = s->slurm_nodeid = s->slurm_ntasks = -1;
+    s->mpi_rank = s->mpi_size = -1;
     s->gpu = -1;
     s->records = s->dropped = s->zero_ts = -1;
     s->outside_steps = s->inside_steps = s->late_memory = s->overhead_ns = -1;
@@ -721,6 +722,16 @@ static int parse_slurm_ntasks(struct parse_state *ps, struct line *l)
     return next_int(l, 1, INT32_MAX, &ps->s->slurm_ntasks) ? 0 : 1;
 }
 
+static int parse_mpi_rank(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->mpi_rank) ? 0 : 1;
+}
+
+static int parse_mpi_size(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 1, INT32_MAX, &ps->s->mpi_size) ? 0 : 1;
+}
+
 static int parse_end(struct parse_state *ps, struct line *l)
 {
     (void)l;
@@ -872,6 +883,8 @@ static const struct record records[] = {
     {CG_SHARD_KEY_SLURM_NTASKS, parse_slurm_ntasks},
     {CG_SHARD_KEY_SLURM_NODE, parse_slurm_node},
     {CG_SHARD_KEY_SLURM_JOB, parse_slurm_job},
+    {CG_SHARD_KEY_MPI_RANK, parse_mpi_rank},
+    {CG_SHARD_KEY_MPI_SIZE, parse_mpi_size},
     {CG_SHARD_KEY_END, parse_end},
     {CG_SHARD_KEY_STEPS_FROM, parse_steps_from},
     {CG_SHARD_KEY_WARMUP, parse_warmup},

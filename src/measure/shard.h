@@ -13,6 +13,7 @@
  *   | slurm_node NAME | slurm_job ID        where it ran: the host name, WORLD_SIZE, GROUP_RANK,
  *                                         SLURM_PROCID, SLURM_NODEID, SLURM_NTASKS,
  *                                         SLURMD_NODENAME, SLURM_JOB_ID (each when set)
+ *   mpi_rank N | mpi_size N               an MPI launcher's rank and world size (shard_format.h)
  *   warmup W | step_range NAME            the settings the library ran with
  *   steps_from nvtx|optimizer             where the process's steps came from (the first step
  *                                         range it began: the canary's own, or the optimizer
@@ -80,11 +81,12 @@
  * is the maximum over processes of step I's wall time, tokens are summed, the loss is the mean over
  * the processes that reported one, peak memory is summed per device over processes (then the
  * maximum over devices; a device is its UUID where the shard names one, else its CUDA id, which
- * is 0 in every process given one GPU: docs/collector.md), ops are summed by kind and exact name; CUPTI counters and warnings are
- * summed and gathered over processes; a step's counts are summed over processes when every process
- * with steps measured them (unknown otherwise), its host time in synchronisations is the maximum
- * over processes; places are summed by count, where and name, and known when every process with
- * steps placed its calls. Not thread-safe; every shard owns its strings.
+ * is 0 in every process given one GPU: docs/collector.md), ops are summed by kind and exact name;
+ * CUPTI counters and warnings are summed and gathered over processes; a step's counts are summed
+ * over processes when every process with steps measured them (unknown otherwise), its host time in
+ * synchronisations is the maximum over processes; places are summed by count, where and name, and
+ * known when every process with steps placed its calls. Not thread-safe; every shard owns its
+ * strings.
  */
 #ifndef CG_SHARD_H
 #define CG_SHARD_H
@@ -188,7 +190,7 @@ struct cg_shard {
     int64_t pid, rank, local_rank; /* -1 when not recorded */
     /* where it ran ("host", "world_size", ... lines): NULL or -1 when not recorded */
     char *host, *slurm_node, *slurm_job;
-    int64_t world_size, group_rank, slurm_procid, slurm_nodeid, slurm_ntasks;
+    int64_t world_size, group_rank, slurm_procid, slurm_nodeid, slurm_ntasks, mpi_rank, mpi_size;
     enum cg_steps_source steps_from;
     int64_t warmup;                /* -1 when not recorded */
     bool complete;                 /* "end" seen */
@@ -303,7 +305,8 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
 #define CG_SHARD_MAX_RANKS 65536
 
 /* The rank and world size of shard s: RANK and WORLD_SIZE where RANK was set, else SLURM_PROCID
- * and SLURM_NTASKS (*world -1 when unknown). False when it has no rank. */
+ * and SLURM_NTASKS, else an MPI launcher's (mpi_rank, mpi_size) (*world -1 when unknown). False
+ * when it has no rank. */
 bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
 
 /* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed). */

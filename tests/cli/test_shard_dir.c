@@ -198,6 +198,61 @@ static void test_shard_dir__not_a_directory_is_a_usage_error(void **state)
     assert_non_null(strstr(p.err, "--shard-dir '/nonexistent/cg'"));
 }
 
+/* Ranks started by a real MPI launcher (Debian's Open MPI; skipped where no mpirun is installed)
+ * take their rank and world from it (OMPI_COMM_WORLD_RANK and _SIZE): the artifact has both
+ * ranks, and a rank that loaded no library (mpirun without -x on another node) fails the run
+ * naming it, exit 3. Under mpirun no rank was known, and such a rank was dropped without a word
+ * (its node's slowdown passed). */
+static void test_shard_dir__ranks_of_a_real_mpirun_are_checked(void **state)
+{
+    const struct cg_workdir *w = *state;
+    if (system("command -v mpirun >/dev/null 2>&1") != 0)
+        skip();
+    char shared[256];
+    snprintf(shared, sizeof(shared), "%s", make_shared(w));
+    const char *env[] = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", NULL};
+    struct cg_proc p;
+    const char *both[] = {"run",    "--out",           "m.json", "--runs",      "1",    "--steps",
+                          "3",      "--warmup",        "1",      "--shard-dir", shared, "--",
+                          "mpirun", "--oversubscribe", "-np",    "2",           CANARY, "--steps",
+                          "4",      "--step-ms",       "5",      NULL};
+    if (cg_workdir_run(w, CG_TOOL_PATH, env, both, &p) != 0)
+        fail_msg("%s", p.err);
+    const char *json = cg_workdir_read(w, "m.json");
+    assert_non_null(strstr(json, "\"rank\":\t0,"));
+    assert_non_null(strstr(json, "\"rank\":\t1,"));
+    assert_non_null(strstr(json, "\"local_rank\":\t1,")); /* OMPI_COMM_WORLD_LOCAL_RANK */
+    const char *one[] = {"run",
+                         "--out",
+                         "m2.json",
+                         "--runs",
+                         "1",
+                         "--steps",
+                         "3",
+                         "--warmup",
+                         "1",
+                         "--shard-dir",
+                         shared,
+                         "--",
+                         "mpirun",
+                         "--oversubscribe",
+                         "-np",
+                         "2",
+                         "/bin/sh",
+                         "-c",
+                         "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then unset NVTX_INJECTION64_PATH"
+                         " CUDA_INJECTION64_PATH; fi; exec \"$0\" \"$@\"",
+                         CANARY,
+                         "--steps",
+                         "4",
+                         "--step-ms",
+                         "5",
+                         NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, env, one, &p), 3);
+    assert_non_null(strstr(p.err, "rank 1 of a world of 2 wrote nothing"));
+    assert_false(cg_workdir_exists(w, "m2.json"));
+}
+
 static void test_multinode__launcher_words(void **state)
 {
     (void)state;
@@ -217,6 +272,20 @@ static void test_multinode__launcher_words(void **state)
         {{"torchrun", "--nproc-per-node", "4", "t.py", NULL}, NULL},
         {{"python3", "train.py", "--srun-like", NULL}, NULL},
         {{"srunner", NULL}, NULL},
+        /* Debian's and MPICH's own names of the MPI launchers; DeepSpeed's and Accelerate's
+         * launchers across machines (each passed unrefused, and a rank on another node wrote
+         * into its own /tmp) */
+        {{"mpirun.openmpi", "-np", "2", "a.out", NULL}, "mpirun"},
+        {{"/usr/bin/mpiexec.hydra", "-n", "2", NULL}, "mpiexec"},
+        {{"torchrun", "--nnodes=2:", "t.py", NULL}, "torchrun --nnodes 2"},
+        {{"deepspeed", "--num_nodes", "2", "t.py", NULL}, "deepspeed --num_nodes 2"},
+        {{"deepspeed", "--num_nodes=2", "t.py", NULL}, "deepspeed --num_nodes 2"},
+        {{"deepspeed", "--hostfile", "hosts", "t.py", NULL}, "deepspeed --hostfile"},
+        {{"deepspeed", "--num_gpus", "8", "t.py", NULL}, NULL},
+        {{"accelerate", "launch", "--num_machines", "2", "t.py", NULL},
+         "accelerate launch --num_machines 2"},
+        {{"accelerate", "launch", "--num_machines=1", "t.py", NULL}, NULL},
+        {{"mpirunner", NULL}, NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         bool got = cg_multinode_launcher((char *const *)cases[i].argv, buf, sizeof(buf));
@@ -316,10 +385,13 @@ int main(void)
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_shard_dir__multinode_launcher_without_it_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_shard_dir__ranks_of_a_real_mpirun_are_checked,
+                                        cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_shard_dir__not_a_directory_is_a_usage_error,
                                         cg_workdir_setup, cg_workdir_teardown),
-        cmocka_unit_test_setup_teardown(test_shard_dir__a_killed_gates_directory_is_removed_by_the_next,
-                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_shard_dir__a_killed_gates_directory_is_removed_by_the_next, cg_workdir_setup,
+            cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,6 +54,14 @@ static void test_shard_world__placement_lines_are_read(void **state)
     assert_int_equal(w, 8);
     assert_string_equal(cg_shard_node(&s), "n2");
     cg_shard_release(&s);
+    /* a rank of an MPI launcher (Open MPI's OMPI_COMM_WORLD_RANK, MPICH's PMI_RANK): without
+     * RANK or SLURM_PROCID, its MPI rank and size are its rank and world */
+    const char *mpi = "canary-gate-shard 1\npid 8\nhost node-b\nmpi_rank 3\nmpi_size 4\n";
+    assert_int_equal(cg_shard_parse(mpi, strlen(mpi), "t", &s, &err), 0);
+    assert_true(cg_shard_rank(&s, &r, &w));
+    assert_int_equal(r, 3);
+    assert_int_equal(w, 4);
+    cg_shard_release(&s);
     const char *bad = "canary-gate-shard 1\nworld_size x\n";
     assert_int_equal(cg_shard_parse(bad, strlen(bad), "t", &s, &err), CG_EINPUT);
 }
