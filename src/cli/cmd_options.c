@@ -138,7 +138,14 @@ void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_threshold
     c->timeout_s = m->timeout_s;
     c->grace_s = m->grace_s;
     c->let_finish = m->let_finish;
+    /* where steps come from: given, else the baseline's, so both sides define a step alike (a
+     * script that marks its own steps in a pull request is still measured by its optimizer
+     * steps against a baseline of them) */
     c->steps_from = m->steps_from;
+    if (m->steps_from == CG_STEPS_FROM_AUTO && have_base && base->settings.steps_from != NULL)
+        c->steps_from = strcmp(base->settings.steps_from, "optimizer") == 0
+                            ? CG_STEPS_FROM_OPTIMIZER
+                            : CG_STEPS_FROM_NVTX;
     c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
     c->shard_dir = m->shard_dir;
     /* MFU's inputs: given, else the baseline's, so both sides divide by the same */

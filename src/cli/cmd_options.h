@@ -100,21 +100,21 @@ enum {
     "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*,\n"          \
     "                         *PASSWD*, *CREDENTIAL*, any case; values of 8 bytes or more) and\n"  \
     "                         URL credentials are always hidden (repeatable, 16 at most)\n"        \
-    "  --steps-from WHERE     auto (default): the canary's own step ranges when it has them,\n"    \
-    "                         else a PyTorch canary's optimizer.step() calls; nvtx: its own\n"     \
-    "                         ranges only; optimizer: optimizer steps only\n"                      \
+    "  --steps-from WHERE     auto (default; the main command: the baseline's): its own step\n"    \
+    "                         ranges if any, else a PyTorch canary's optimizer.step() calls;\n"    \
+    "                         nvtx: its own ranges only; optimizer: optimizer steps only\n"        \
     "  --step-optimizer N     with steps from the optimizer, the N-th optimizer to step counts\n"  \
-    "                         (default 1: with several per step, the first)\n"                 \
+    "                         (default 1: with several per step, the first)\n"                     \
     "  --shard-dir DIR        write the shards into a fresh directory under DIR, removed after\n"  \
-    "                         each run: a directory every node sees, for canaries launched on\n"  \
-    "                         several nodes (srun, sbatch, mpirun, torchrun --nnodes; default:\n" \
-    "                         a private directory under TMPDIR)\n"                                \
-    "  --flops-per-token N    the model FLOPs of one token, forward and backward, for MFU\n"      \
-    "                         (default: the canary's 'canary-gate flops_per_token: N' line;\n"   \
-    "                         the built-in canary and examples/pytorch print one)\n"             \
-    "  --precision P          the precision MFU's peak is for: fp32, tf32, bf16 (default),\n"    \
-    "                         fp16, fp8\n"                                                       \
-    "  --peak-flop-per-clock X  the GPU's dense peak FLOPs per SM clock cycle, for a GPU the\n"  \
+    "                         each run: a directory every node sees, for canaries launched on\n"   \
+    "                         several nodes (srun, sbatch, mpirun, torchrun --nnodes; default:\n"  \
+    "                         a private directory under TMPDIR)\n"                                 \
+    "  --flops-per-token N    the model FLOPs of one token, forward and backward, for MFU\n"       \
+    "                         (default: the canary's 'canary-gate flops_per_token: N' line;\n"     \
+    "                         the built-in canary and examples/pytorch print one)\n"               \
+    "  --precision P          the precision MFU's peak is for: fp32, tf32, bf16 (default),\n"      \
+    "                         fp16, fp8\n"                                                         \
+    "  --peak-flop-per-clock X  the GPU's dense peak FLOPs per SM clock cycle, for a GPU the\n"    \
     "                         built-in table lacks\n"
 
 struct cg_measure_opts {

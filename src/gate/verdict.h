@@ -136,6 +136,10 @@ struct cg_verdict {
      * other, or on one side and not counted on the other (runs written before they were). The
      * timing metrics that would PASS, FAIL or improve are INCONCLUSIVE with it as their note. */
     char steps_differ[256];
+    bool steps_redefined;     /* the sides' steps come from different places or ranges of other
+                               * names (settings.steps_from, settings.step_range; steps_differ
+                               * says which): a step is another unit of work, so counts per step
+                               * and the anatomy are INCONCLUSIVE too; memory still decides */
     bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs (some
                                * metric's other_machine) */
     bool within_run;          /* some metric fell back to the within-run bootstrap */

@@ -141,22 +141,35 @@ static void only_rule(struct cg_verdict *v)
             v->anatomy.parts[i].outcome = CG_OUT_NOT_GATED;
 }
 
+/* Whether an outcome decides (PASS, FAIL or improved). */
+static bool decides(enum cg_outcome o)
+{
+    return o == CG_OUT_PASS || o == CG_OUT_FAIL || o == CG_OUT_IMPROVED;
+}
+
 /* Timing from steps marked differently on the two sides (v->steps_differ): what would PASS,
- * FAIL or improve is INCONCLUSIVE with that reason. */
+ * FAIL or improve is INCONCLUSIVE with that reason; with steps defined differently
+ * (v->steps_redefined) the counts per step, the anatomy and the slow states' share too. */
 static void steps_differ_rule(struct cg_verdict *v)
 {
     if (v->steps_differ[0] == '\0')
         return;
     for (int m = 0; m < CG_M_COUNT; m++) {
         struct cg_metric_result *r = &v->metrics[m];
-        if (metric_group((enum cg_metric)m) != CG_GATE_TIMING ||
-            !(r->outcome == CG_OUT_PASS || r->outcome == CG_OUT_FAIL ||
-              r->outcome == CG_OUT_IMPROVED))
+        if (metric_group((enum cg_metric)m) != CG_GATE_TIMING || !decides(r->outcome))
             continue;
         r->outcome = CG_OUT_INCONCLUSIVE;
         r->wants_runs = false;
         snprintf(r->note, sizeof(r->note), "%s", v->steps_differ);
     }
+    for (size_t i = 0; i < v->counts.n && v->steps_redefined; i++)
+        if (decides(v->counts.rows[i].outcome))
+            v->counts.rows[i].outcome = CG_OUT_INCONCLUSIVE;
+    for (size_t i = 0; i < v->anatomy.n && v->steps_redefined; i++)
+        if (decides(v->anatomy.parts[i].outcome))
+            v->anatomy.parts[i].outcome = CG_OUT_INCONCLUSIVE;
+    if (v->steps_redefined && decides(v->states.outcome))
+        v->states.outcome = CG_OUT_INCONCLUSIVE;
 }
 
 /* Whether metric m would FAIL on the runs not held back: false too when a side has fewer than

@@ -1423,6 +1423,73 @@ static void test_verdict__steps_marked_differently_between_sides_are_inconclusiv
     cg_artifact_release(&b);
 }
 
+/* Steps defined differently on the two sides: the baseline timed whole optimizer steps, the
+ * current marks its own (a pull request that wraps opt.step() in canary_gate.step), or the
+ * sides' step ranges have other names. A step is then another unit of work: its time and its
+ * counts per step cannot be compared, and a 2.5x slower iteration read -94% ("improved", PASS)
+ * with a note "still gated". Now INCONCLUSIVE with the reason; memory still decides. */
+static void test_verdict__steps_defined_differently_are_inconclusive(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(15, 30, 2e7, 0.005, 0.01, -1, 1);
+    struct cg_fixture fast = FX(15, 30, 1e6, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    const struct {
+        const char *from[2], *range[2];
+        enum cg_outcome overall;
+        const char *note;
+    } rows[] = {
+        {{"optimizer", "nvtx"},
+         {"step", "step"},
+         CG_OUT_INCONCLUSIVE,
+         "the sides define a step differently: baseline's steps from the optimizer, current's "
+         "from NVTX ranges"},
+        {{"nvtx", "nvtx"},
+         {"step", "train_step"},
+         CG_OUT_INCONCLUSIVE,
+         "the sides define a step differently: baseline's range 'step', current's "
+         "'train_step'"},
+        {{"nvtx", "nvtx"}, {"step", "step"}, CG_OUT_PASS, NULL}, /* improved: passes */
+        {{NULL, "nvtx"}, {"step", "step"}, CG_OUT_PASS, NULL},   /* older: not recorded */
+    };
+    make(&b, &fb);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        make(&k, &fast);
+        struct cg_artifact *side[2] = {&b, &k};
+        for (int j = 0; j < 2; j++) {
+            free(side[j]->settings.steps_from);
+            free(side[j]->settings.step_range);
+            side[j]->settings.steps_from = rows[i].from[j] ? strdup(rows[i].from[j]) : NULL;
+            side[j]->settings.step_range = strdup(rows[i].range[j]);
+        }
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_MEAN];
+        cg_verdict_headline(&v, line, sizeof(line));
+        if (v.overall != rows[i].overall)
+            fail_msg("row %zu: %s, expected %s: %s", i, cg_outcome_name(v.overall),
+                     cg_outcome_name(rows[i].overall), line);
+        if (rows[i].note != NULL) {
+            if (r->outcome != CG_OUT_INCONCLUSIVE || strstr(r->note, rows[i].note) == NULL ||
+                strstr(line, rows[i].note) == NULL)
+                fail_msg("row %zu: %s, note '%s', headline '%s'", i, cg_outcome_name(r->outcome),
+                         r->note, line);
+            for (size_t c = 0; c < v.counts.n; c++)
+                if (v.counts.rows[c].outcome == CG_OUT_PASS ||
+                    v.counts.rows[c].outcome == CG_OUT_FAIL)
+                    fail_msg("row %zu: count %zu still decides", i, c);
+            assert_int_not_equal(v.metrics[CG_M_PEAK_HOST_RSS].outcome, CG_OUT_INCONCLUSIVE);
+        }
+        cg_verdict_release(&v);
+        cg_artifact_release(&k);
+    }
+    cg_artifact_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1450,6 +1517,7 @@ int main(void)
             test_verdict__missing_gpu_metrics_on_the_same_machine_still_gate_step_time),
         cmocka_unit_test(test_verdict__tokens_per_sec_that_vanish_are_a_change),
         cmocka_unit_test(test_verdict__steps_marked_differently_between_sides_are_inconclusive),
+        cmocka_unit_test(test_verdict__steps_defined_differently_are_inconclusive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,21 @@ def main(gate, shim):
     check(p.returncode == 1, "a slowed script (8x the hidden width) FAILs (exit %d)\n%s"
           % (p.returncode, p.stdout[-2000:]))
 
+    # a pull request that marks its own steps, against a baseline of optimizer steps: measured
+    # as the baseline was (its steps from the optimizer), not from the new ranges (a step of
+    # another size was read as -94%, improved, PASS); its new 'step' range is a count per step
+    # that changed (+1: FAIL, exit 1, or PASS where no count is gated)
+    own = os.path.join(tmp, "own.json")
+    p = subprocess.run([gate, "--baseline", base, "--thresholds", "smoke", "--runs", "3",
+                        "--no-confirm", "--out", own, "--"] + g.cmd(400, width=64, mode="own"),
+                       capture_output=True, text=True, env=dict(os.environ, SHIM=shim))
+    art = json.load(open(own)) if os.path.exists(own) else None
+    check(p.returncode in (0, 1) and art is not None and
+          art["settings"]["steps_from"] == "optimizer",
+          "its own step ranges against an optimizer-step baseline: measured from the optimizer "
+          "as the baseline was (exit %d, steps_from %s)\n%s"
+          % (p.returncode, art and art["settings"]["steps_from"], p.stderr[-1500:]))
+
     print("%d failed" % len(failures))
     return 1 if failures else 0
 
