@@ -62,10 +62,18 @@ static int compare_and_report(const char *baseline_path, const char *current_pat
     cg_err_init(&err);
     cg_artifact_init(&base);
     cg_artifact_init(&cur);
+    size_t in_base, in_cur;
     if (cg_thresholds_load(thresholds_spec, &t, &err) != 0 ||
         cg_artifact_load(baseline_path, &base, &err) != 0 ||
         cg_artifact_load(current_path, &cur, &err) != 0) {
         exit_code = cg_cmd_fail(&err);
+    } else if (cg_artifacts_share_run(&base, &cur, &in_base, &in_cur)) {
+        /* a side compared with itself passes for ever (CURRENT pointed at the baseline) */
+        exit_code = cg_cmd_usage_error("compare",
+                                       "'%s' and '%s' hold the same run (runs[%zu] of the "
+                                       "baseline is runs[%zu] of the current): a run compared "
+                                       "with itself proves nothing",
+                                       baseline_path, current_path, in_base, in_cur);
     } else {
         t.gate_only = o->only;
         cg_cmd_warn_small_baseline(baseline_path, &base, &t, false, o->fail_on_inconclusive);

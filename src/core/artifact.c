@@ -311,6 +311,19 @@ bool cg_artifact_find_same_runs(const struct cg_artifact *a, size_t *earlier, si
     return false;
 }
 
+bool cg_artifacts_share_run(const struct cg_artifact *a, const struct cg_artifact *b, size_t *in_a,
+                            size_t *in_b)
+{
+    for (size_t k = 0; k < b->n_runs; k++)
+        for (size_t i = 0; i < a->n_runs; i++)
+            if (cg_run_same(&a->runs[i], &b->runs[k])) {
+                *in_a = i;
+                *in_b = k;
+                return true;
+            }
+    return false;
+}
+
 /* Grows *arr (elem bytes each) so that index n fits. The capacity is implicit: 8, then doubling,
  * so a reallocation happens exactly when n is 0 or a power of two from 8 on. 0 or CG_ENOMEM. */
 static int grow(void **arr, size_t n, size_t elem)

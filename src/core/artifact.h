@@ -265,6 +265,11 @@ int cg_artifact_check_runs(const struct cg_artifact *a, const char *name, struct
  * indices in *earlier < *later, false when every run is a different one. */
 bool cg_artifact_find_same_runs(const struct cg_artifact *a, size_t *earlier, size_t *later);
 
+/* Finds a run of b that is a run of a (cg_run_same): true with their indices in *in_a and *in_b,
+ * false when the two share none. */
+bool cg_artifacts_share_run(const struct cg_artifact *a, const struct cg_artifact *b, size_t *in_a,
+                            size_t *in_b);
+
 /* Copies src's runs, identities included, into dst (appending). Returns 0 or CG_ENOMEM. */
 int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *src);
 
