@@ -136,6 +136,9 @@ struct cg_verdict {
      * other, or on one side and not counted on the other (runs written before they were). The
      * timing metrics that would PASS, FAIL or improve are INCONCLUSIVE with it as their note. */
     char steps_differ[256];
+    char nothing_gated[64];   /* the --only groups when none of their metrics, counts or parts
+                               * could be gated on these runs (all unavailable or shown only):
+                               * the verdict is INCONCLUSIVE, never a PASS of nothing; "" else */
     bool steps_redefined;     /* the sides' steps come from different places or ranges of other
                                * names (settings.steps_from, settings.step_range; steps_differ
                                * says which): a step is another unit of work, so counts per step

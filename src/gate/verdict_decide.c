@@ -104,6 +104,7 @@ void cg_verdict_overall(struct cg_verdict *v)
     }
     any_fail |= v->states.outcome == CG_OUT_FAIL;
     any_inconclusive |= v->states.outcome == CG_OUT_INCONCLUSIVE;
+    any_inconclusive |= v->nothing_gated[0] != '\0';
     v->overall = any_fail ? CG_OUT_FAIL : any_inconclusive ? CG_OUT_INCONCLUSIVE : CG_OUT_PASS;
 }
 
@@ -114,10 +115,32 @@ static unsigned metric_group(enum cg_metric m)
                                                                    : CG_GATE_TIMING;
 }
 
+/* Whether an outcome is gated: anything but shown-only and unavailable. */
+static bool gated(enum cg_outcome o)
+{
+    return o != CG_OUT_NOT_GATED && o != CG_OUT_UNAVAILABLE;
+}
+
+/* v->nothing_gated: the --only groups when nothing in them is gated (after only_rule). */
+static void nothing_gated(struct cg_verdict *v, const char *names)
+{
+    bool any = false;
+    for (int m = 0; m < CG_M_COUNT; m++)
+        any |= gated(v->metrics[m].outcome);
+    for (size_t i = 0; i < v->counts.n; i++)
+        any |= gated(v->counts.rows[i].outcome);
+    for (size_t i = 0; i < v->anatomy.n; i++)
+        any |= gated(v->anatomy.parts[i].outcome);
+    any |= gated(v->states.outcome);
+    if (!any)
+        snprintf(v->nothing_gated, sizeof(v->nothing_gated), "%s", names);
+}
+
 /* --only: what is outside the groups given is shown, not gated (the note says so). */
 static void only_rule(struct cg_verdict *v)
 {
     unsigned only = v->thresholds->gate_only;
+    v->nothing_gated[0] = '\0';
     if (only == 0)
         return;
     char names[64];
@@ -139,6 +162,7 @@ static void only_rule(struct cg_verdict *v)
     for (size_t i = 0; i < v->anatomy.n && !(only & CG_GATE_ANATOMY); i++)
         if (v->anatomy.parts[i].outcome != CG_OUT_UNAVAILABLE)
             v->anatomy.parts[i].outcome = CG_OUT_NOT_GATED;
+    nothing_gated(v, names);
 }
 
 /* Whether an outcome decides (PASS, FAIL or improved). */

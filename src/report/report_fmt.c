@@ -291,6 +291,14 @@ static bool integrity_headline(const struct cg_verdict *v, char *dst, size_t n)
     }
     if (v->overall != CG_OUT_INCONCLUSIVE)
         return false;
+    if (v->nothing_gated[0] != '\0') {
+        cg_fmt_pct(mean->delta_pct, d, sizeof(d));
+        snprintf(dst, n,
+                 "INCONCLUSIVE: nothing in --only %s could be gated on these runs (each is "
+                 "unavailable or shown only; step time mean %s, not judged)",
+                 v->nothing_gated, d);
+        return true;
+    }
     if (v->metrics[CG_M_TOKENS_PER_SEC].vanished &&
         v->metrics[CG_M_TOKENS_PER_SEC].outcome == CG_OUT_INCONCLUSIVE) {
         snprintf(dst, n, "INCONCLUSIVE: tokens/sec vanished: the baseline measured it, this run "

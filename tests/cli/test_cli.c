@@ -569,6 +569,11 @@ static void test_cli__only_gates_the_groups_named(void **state)
     assert_non_null(strstr(out_text, "shown, not gated (--only counts,memory)"));
     assert_non_null(strstr(out_text, "PASS"));
     assert_int_equal(tool("compare", "--only", "memory", base, hungry, NULL), 1);
+    /* a group with nothing gated on these runs (no anatomy without GPU time): INCONCLUSIVE, not
+     * a PASS over a 50% slowdown */
+    assert_int_equal(
+        tool("compare", "--fail-on-inconclusive", "--only", "anatomy", base, slow, NULL), 4);
+    assert_non_null(strstr(out_text, "INCONCLUSIVE: nothing in --only anatomy could be gated"));
     assert_int_equal(tool("compare", "--only", "counts,speed", base, slow, NULL), 2);
     assert_int_equal(count_lines(err_text), 1);
     assert_non_null(strstr(err_text, "--only 'counts,speed': 'speed' is not a group"));
