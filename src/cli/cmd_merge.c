@@ -90,7 +90,8 @@ static int check_shapes(const struct cg_artifact *pool, char **files, const size
     cg_err_set(err, CG_EINPUT,
                "cannot merge '%s' with '%s': %s differs (run %zu of '%s': %.300s; run %zu of "
                "'%s': %.300s)",
-               files[fy], files[fx], CG_SHAPE_DIFF, ry, files[fy], shape, rx, files[fx], base);
+               files[fy], files[fx], CG_SHAPE_DIFF, ry, files[fy], shape[0] ? shape : "one process",
+               rx, files[fx], base[0] ? base : "one process");
     return 1;
 }
 

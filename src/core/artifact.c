@@ -518,6 +518,7 @@ int cg_artifact_append_runs(struct cg_artifact *dst, const struct cg_artifact *s
         if (cg_ranks_copy(&to->ranks, from->ranks, from->n_ranks) != 0)
             return CG_ENOMEM;
         to->n_ranks = from->n_ranks;
+        to->ranks_recorded = from->ranks_recorded;
         if (cg_gpu_state_copy(&to->gpu, &from->gpu) != 0)
             return CG_ENOMEM;
         to->summary = from->summary;
@@ -630,8 +631,8 @@ int cg_artifact_shape(const struct cg_artifact *a, char *out, size_t cap, size_t
     *first = *other = a->n_runs;
     for (size_t i = 0; i < a->n_runs; i++) {
         const struct cg_run *r = &a->runs[i];
-        if (r->n_ranks == 0)
-            continue;
+        if (r->n_ranks == 0 && !r->ranks_recorded)
+            continue; /* unknown: written before runs recorded their ranks */
         if (cg_ranks_shape(r->ranks, r->n_ranks, shape, sizeof(shape)) != 0)
             return CG_ENOMEM;
         if (*first == a->n_runs) {

@@ -139,6 +139,8 @@ struct cg_run {
     struct cg_gpu_state gpu;       /* the GPU's own state over the measured window (NVML) */
     struct cg_rank *ranks; /* per rank, when the processes reported a world (artifact_ranks.h) */
     size_t n_ranks;
+    bool ranks_recorded; /* the run says what ranks it had ("ranks": [] for one process); false
+                          * in artifacts written before runs did, whose node shape is unknown */
 };
 
 struct cg_env {
@@ -288,11 +290,11 @@ const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, 
  * without canary_id (written before it) is compared by its command and settings alone. */
 const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b);
 
-/* The node shape of a's runs (cg_ranks_shape) into out (cap bytes): that of its first run with
- * ranks (its index into *first), "" when none has any (single processes; *first a->n_runs).
- * *other gets the index of the first run with ranks whose shape differs from it, a->n_runs when
- * none does: runs without ranks are not compared (artifacts from before ranks were recorded pool
- * with those after). 0 or CG_ENOMEM. */
+/* The node shape of a's runs (cg_ranks_shape) into out (cap bytes): that of its first run whose
+ * shape is known (its index into *first): its world's, or "" for one process (a run that recorded
+ * no ranks); "" and *first a->n_runs when no run's is. *other gets the index of the first run of
+ * known shape that differs from it, a->n_runs when none does: runs of unknown shape (artifacts
+ * from before runs recorded their ranks) are not compared. 0 or CG_ENOMEM. */
 int cg_artifact_shape(const struct cg_artifact *a, char *out, size_t cap, size_t *first,
                       size_t *other);
 

@@ -519,10 +519,12 @@ static int parse_gpu_state(struct parser *p, const cJSON *run, const char *rp, s
     return 0;
 }
 
-/* runs[].ranks: optional (absent or null: one process, or no world reported). */
+/* runs[].ranks: optional (an empty array: one process; absent or null: not recorded, an older
+ * artifact's, or one process there). */
 static int parse_ranks(struct parser *p, const cJSON *run, const char *rp, struct cg_run *r)
 {
     char problem[256];
+    r->ranks_recorded = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(run, "ranks"));
     int rc = cg_ranks_parse(run, rp, r->n_steps, &r->ranks, &r->n_ranks, problem, sizeof(problem));
     if (rc == CG_ENOMEM)
         return cg_err_set(p->err, CG_ENOMEM, "out of memory");
@@ -698,7 +700,10 @@ static cJSON *run_to_json(const struct cg_run *r)
     }
     if (r->gpu.recorded)
         cJSON_AddItemToObject(run, "gpu_state", cg_gpu_state_json(&r->gpu));
-    cg_ranks_json(run, r->ranks, r->n_ranks);
+    if (r->n_ranks == 0 && r->ranks_recorded)
+        cJSON_AddArrayToObject(run, "ranks"); /* one process, said so */
+    else
+        cg_ranks_json(run, r->ranks, r->n_ranks);
     cJSON *steps = cJSON_AddArrayToObject(run, "steps");
     for (size_t i = 0; steps != NULL && i < r->n_steps; i++) {
         const struct cg_step *s = &r->steps[i];

@@ -637,8 +637,9 @@ static int side_shape(const struct cg_artifact *a, char out[CG_VERDICT_SHAPE], b
         *mixed = true;
         if (cg_ranks_shape(a->runs[other].ranks, a->runs[other].n_ranks, shape, sizeof(shape)) != 0)
             return CG_ENOMEM;
-        snprintf(text, sizeof(text), "runs differ: %s (run %zu), %s (run %zu)", base, first + 1,
-                 shape, other + 1);
+        snprintf(text, sizeof(text), "runs differ: %s (run %zu), %s (run %zu)",
+                 base[0] ? base : "one process", first + 1, shape[0] ? shape : "one process",
+                 other + 1);
     }
     size_t n = cg_utf8_cut(text, strnlen(text, CG_VERDICT_SHAPE - 1));
     memcpy(out, text, n);

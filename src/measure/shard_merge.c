@@ -315,6 +315,7 @@ static int merge_ranks(const struct cg_shard *shards, size_t n, int64_t first, i
         int64_t r, w;
         k += contiguous_steps(&shards[i]) > 0 && cg_shard_rank(&shards[i], &r, &w);
     }
+    run->ranks_recorded = k <= CG_ARTIFACT_MAX_RANKS; /* none: one process, said so */
     if (k == 0 || k > CG_ARTIFACT_MAX_RANKS)
         return 0;
     struct cg_rank *ranks = calloc(k, sizeof(*ranks));

@@ -206,7 +206,8 @@ static void test_cli__reports_written_and_never_half_replaced(void **state)
  * b.json in the test directory. */
 static void add_ranks(struct cg_artifact *a, int nodes);
 
-/* A fixture artifact of 5 runs (seed), its runs of 2 ranks on `nodes` nodes (0: one process),
+/* A fixture artifact of 5 runs (seed), its runs of 2 ranks on `nodes` nodes (0: one process, as
+ * older artifacts say it, by saying nothing; -1: one process, as runs say it now: "ranks": []),
  * saved as name in the test directory. */
 static void save_fixture(const char *name, uint64_t seed, int nodes)
 {
@@ -217,6 +218,8 @@ static void save_fixture(const char *name, uint64_t seed, int nodes)
     assert_int_equal(cg_fixture_make(&a, &f), 0);
     if (nodes > 0)
         add_ranks(&a, nodes);
+    for (size_t r = 0; r < a.n_runs && nodes < 0; r++)
+        a.runs[r].ranks_recorded = true;
     assert_int_equal(cg_artifact_save(path_in(name), &a, &err), 0);
     cg_artifact_release(&a);
 }
@@ -288,6 +291,18 @@ static void test_cli__merge_refuses_other_node_shapes(void **state)
     assert_non_null(strstr(err_text, "1 node of 2 ranks"));
     assert_non_null(strstr(err_text, "2 nodes of 1 rank"));
     assert_int_equal(access(path_in("x.json"), F_OK), -1);
+    /* runs of one process (a job script changed to srun under the same command): another shape;
+     * older runs that do not say are not compared */
+    save_fixture("one-process.json", 7, -1);
+    save_fixture("older.json", 8, 0);
+    assert_int_equal(tool("merge", "-o", path_in("x.json"), path_in("one-process.json"),
+                          path_in(names[1]), NULL),
+                     2);
+    assert_non_null(strstr(err_text, "one process"));
+    assert_int_equal(access(path_in("x.json"), F_OK), -1);
+    assert_int_equal(
+        tool("merge", "-o", path_in("x.json"), path_in("older.json"), path_in(names[1]), NULL), 0);
+    unlink(path_in("x.json"));
     /* the same shape pools */
     assert_int_equal(
         tool("merge", "-o", path_in("x.json"), path_in(names[1]), path_in(names[2]), NULL), 0);

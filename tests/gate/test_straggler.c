@@ -319,6 +319,81 @@ static void test_straggler__a_side_of_mixed_node_shapes_is_another_machine(void 
     cg_artifact_release(&c);
 }
 
+/* A run of one process (no ranks) measured by a tool that records ranks, 30 steps of ms. */
+static void add_single_run(struct cg_artifact *a, bool recorded, double ms, uint64_t seed)
+{
+    struct cg_run *run = cg_artifact_add_run(a);
+    assert_non_null(run);
+    run->ranks_recorded = recorded;
+    for (int s = 0; s < 30; s++)
+        assert_int_equal(
+            cg_run_add_step(
+                run, (int64_t)(ms * 1e6 * (1.0 + 0.002 * (double)((seed + (uint64_t)s * 7) % 5))),
+                1024, -1),
+            0);
+    cg_run_summarize(run);
+}
+
+/* Runs of one process pooled with runs of a world (a job script changed from one process to
+ * srun or torchrun, under the same command): the side was judged as one machine and its node
+ * shape was the world's (runs without ranks were skipped as written before ranks existed), so a
+ * +30% regression against it FAILed or passed as if alike. A run that says it had no ranks
+ * ("ranks": [], one process) is a shape of its own; a run of an older artifact that says
+ * nothing is still not compared. */
+static void test_straggler__one_process_runs_among_a_worlds_are_another_shape(void **state)
+{
+    (void)state;
+    static const char *const two[4] = {"n1", "n1", "n2", "n2"};
+    static const char *const uuids[4] = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+    struct cg_artifact b, c, old;
+    cg_artifact_init(&b);
+    cg_artifact_init(&c);
+    cg_artifact_init(&old);
+    for (uint64_t i = 0; i < 5; i++) {
+        if (i < 3)
+            add_world_run(&b, two, uuids, 10, i);
+        else
+            add_single_run(&b, true, 10, i);
+        add_world_run(&c, two, uuids, 13, i + 3);
+        if (i < 3)
+            add_world_run(&old, two, uuids, 10, i);
+        else
+            add_single_run(&old, false, 10, i);
+    }
+    struct cg_verdict v;
+    default_verdict(&b, &c, &v);
+    assert_non_null(v.machine_diff);
+    assert_string_equal(v.machine_diff, CG_SHAPE_DIFF);
+    assert_string_equal(v.shape[0], "runs differ: 2 nodes of 2 ranks and 2 GPUs (run 1), one "
+                                    "process (run 4)");
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    default_verdict(&old, &c, &v); /* older runs that say nothing: not compared */
+    assert_null(v.machine_diff);
+    cg_verdict_release(&v);
+    /* the flag survives JSON: one process writes "ranks": [], an older run nothing */
+    struct cg_fixture f = {5, 20, 1e7, 0.01, 0.02, 512, -1, 100000000, 2, 1};
+    struct cg_artifact fx, again;
+    struct cg_err err;
+    cg_artifact_init(&fx);
+    cg_artifact_init(&again);
+    assert_int_equal(cg_fixture_make(&fx, &f), 0);
+    fx.runs[3].ranks_recorded = true;
+    char *text = cg_artifact_to_json(&fx);
+    assert_non_null(text);
+    if (cg_artifact_parse(text, strlen(text), "t", &again, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_true(again.runs[3].ranks_recorded);
+    assert_false(again.runs[2].ranks_recorded);
+    assert_int_equal(again.runs[3].n_ranks, 0);
+    free(text);
+    cg_artifact_release(&fx);
+    cg_artifact_release(&again);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    cg_artifact_release(&old);
+}
+
 /* A run of 4 ranks on 2 nodes, 30 steps of 10 ms with +-noise_pct per rank and step (drawn
  * from rng), rank 3 slow_pct slower in every step. */
 static void add_spread_run(struct cg_artifact *a, double slow_pct, double noise_pct,
@@ -433,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_straggler__node_shape_text),
         cmocka_unit_test(test_straggler__another_node_shape_is_another_machine),
         cmocka_unit_test(test_straggler__a_side_of_mixed_node_shapes_is_another_machine),
+        cmocka_unit_test(test_straggler__one_process_runs_among_a_worlds_are_another_shape),
         cmocka_unit_test(test_straggler__rank_spread_is_shown_and_gated_when_asked),
         cmocka_unit_test(test_straggler__rank_spread_size_and_power),
     };
