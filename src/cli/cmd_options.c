@@ -121,6 +121,18 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     return 0;
 }
 
+/* Where steps come from: given, else the baseline's (base NULL: none), so both sides define a
+ * step alike (a script that marks its own steps in a pull request is still measured by its
+ * optimizer steps against a baseline of them). */
+static enum cg_steps_from steps_from(const struct cg_measure_opts *m,
+                                     const struct cg_artifact *base)
+{
+    if (m->steps_from != CG_STEPS_FROM_AUTO || base == NULL || base->settings.steps_from == NULL)
+        return m->steps_from;
+    return strcmp(base->settings.steps_from, "optimizer") == 0 ? CG_STEPS_FROM_OPTIMIZER
+                                                               : CG_STEPS_FROM_NVTX;
+}
+
 void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_thresholds *t,
                       const struct cg_artifact *base, struct cg_collect_cfg *c, long *runs)
 {
@@ -138,14 +150,7 @@ void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_threshold
     c->timeout_s = m->timeout_s;
     c->grace_s = m->grace_s;
     c->let_finish = m->let_finish;
-    /* where steps come from: given, else the baseline's, so both sides define a step alike (a
-     * script that marks its own steps in a pull request is still measured by its optimizer
-     * steps against a baseline of them) */
-    c->steps_from = m->steps_from;
-    if (m->steps_from == CG_STEPS_FROM_AUTO && have_base && base->settings.steps_from != NULL)
-        c->steps_from = strcmp(base->settings.steps_from, "optimizer") == 0
-                            ? CG_STEPS_FROM_OPTIMIZER
-                            : CG_STEPS_FROM_NVTX;
+    c->steps_from = steps_from(m, have_base ? base : NULL);
     c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
     c->shard_dir = m->shard_dir;
     /* MFU's inputs: given, else the baseline's, so both sides divide by the same */
