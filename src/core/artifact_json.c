@@ -634,6 +634,14 @@ int cg_artifact_parse(const char *text, size_t len, const char *name, struct cg_
     if (root == NULL)
         return cg_err_set(err, CG_EINPUT, "cannot read '%s': not valid JSON (truncated or corrupt)",
                           name);
+    char dup[256];
+    if (cg_json_duplicate_key(root, dup, sizeof(dup))) {
+        cJSON_Delete(root);
+        return cg_err_set(err, CG_EINPUT,
+                          "cannot read '%s': %s: the key appears twice (readers disagree on "
+                          "which one counts)",
+                          name, dup);
+    }
     int rc = parse_root(&p, root, a);
     cJSON_Delete(root);
     if (rc == 0)

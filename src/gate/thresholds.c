@@ -402,6 +402,14 @@ static int apply_text(const char *text, size_t len, const char *display, bool bu
         rc = cg_err_set(err, CG_EINPUT, "invalid thresholds file '%s': not a JSON object", display);
         goto done;
     }
+    char dup[256];
+    if (cg_json_duplicate_key(root, dup, sizeof(dup))) {
+        rc = cg_err_set(err, CG_EINPUT,
+                        "invalid thresholds file '%s': %s: the key appears twice (readers "
+                        "disagree on which one counts)",
+                        display, dup);
+        goto done;
+    }
     rc = apply_file(&l, root, NULL);
     if (rc != 0)
         goto done;

@@ -30,6 +30,12 @@ int cg_github_untrusted_verdict(const char *json, size_t len, const char *json_n
                         at < len ? "trailing data after the document" : "not valid JSON");
         goto done;
     }
+    char dup[256];
+    if (cg_json_duplicate_key(root, dup, sizeof(dup))) {
+        rc = cg_err_set(err, CG_EINPUT, "cannot read '%s': %s: the key appears twice", json_name,
+                        dup);
+        goto done;
+    }
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
     const cJSON *word = cJSON_GetObjectItemCaseSensitive(root, "verdict");
     if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "canary-gate/verdict") != 0) {

@@ -191,10 +191,10 @@ static void test_artifact__step_loss_is_optional_and_round_trips(void **state)
 
     text = cg_artifact_to_json(&a);
     /* a loss that is not a number is refused with its path */
-    char *bad = replace(text, "\"wall_ns\":", "\"loss\": \"low\", \"wall_ns\":");
+    char *bad = replace(text, "\"loss\":\t-0.125", "\"loss\":\t\"low\"");
     cg_err_init(&err);
     assert_int_equal(cg_artifact_parse(bad, strlen(bad), "bad.json", &b, &err), CG_EINPUT);
-    assert_non_null(strstr(err.msg, "runs[0].steps[0].loss: must be a finite number"));
+    assert_non_null(strstr(err.msg, "runs[0].steps[1].loss: must be a finite number"));
     free(bad);
     free(text);
     cg_artifact_release(&a);
@@ -461,6 +461,18 @@ static void test_artifact__trailing_data_after_the_document_is_refused(void **st
     memcpy(two + n, "\0junk", 5);
     assert_int_equal(cg_artifact_parse(two, n + 5, "x.json", &a, &err), CG_EINPUT);
     assert_non_null(strstr(err.msg, "trailing data"));
+    /* a key twice ("runs" again with other runs: cJSON read the first, jq and python the last) */
+    char *dup = malloc(2 * n + 32);
+    assert_non_null(dup);
+    const char *close = strrchr(one, '}');
+    assert_non_null(close);
+    int k = snprintf(dup, 2 * n + 32, "%.*s, \"runs\": []}", (int)(close - one), one);
+    assert_int_equal(cg_artifact_parse(dup, (size_t)k, "x.json", &a, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "cannot read 'x.json': runs: the key appears twice"));
+    snprintf(dup, 2 * n + 32, "{\"a\": [{\"b\": 1, \"b\": 2}]}");
+    assert_int_equal(cg_artifact_parse(dup, strlen(dup), "x.json", &a, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "a[0].b: the key appears twice"));
+    free(dup);
     /* white space after it is fine */
     snprintf(two, 2 * n + 8, "%s \r\n\t\n", one);
     assert_int_equal(cg_artifact_parse(two, strlen(two), "x.json", &a, &err), 0);

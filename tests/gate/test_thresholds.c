@@ -145,7 +145,8 @@ static void test_thresholds__errors_name_file_and_key(void **state)
         {"{\"measurement\": {\"runs\": 2.5}}", "measurement.runs: must be an integer"},
         {"{\"measurement\": {\"runs\": 0}}", "measurement.runs: must be from 1"},
         {"{\"environment_mismatch\": \"ignore\"}", "environment_mismatch: must be"},
-        {"{\"require_floor_regression\": \"yes\"}", "require_floor_regression: must be true or false"},
+        {"{\"require_floor_regression\": \"yes\"}",
+         "require_floor_regression: must be true or false"},
         {"{\"extends\": \"nosuch\"}", "'nosuch': no such file"},
         {"[1,2]", "not a JSON object"},
         {"{\"ops\": {\"top_n\": 3}", "not a JSON object"},
@@ -161,6 +162,11 @@ static void test_thresholds__errors_name_file_and_key(void **state)
          "slow_state.max_increase_points: must be from 0"},
         {"{\"slow_state\": {\"alpha\": 0.05, \"gate\": true}}", "slow_state.gate: unknown key"},
         {"{\"slow_state\": 20}", "slow_state: must be an object"},
+        /* a key twice: cJSON reads one of them, jq and python the other (1000 was applied) */
+        {"{\"metrics\": {\"step_time_mean\": {\"max_regression_pct\": 5, "
+         "\"max_regression_pct\": 1000}}}",
+         "metrics.step_time_mean.max_regression_pct: the key appears twice"},
+        {"{\"metrics\": {}, \"metrics\": {}}", "metrics: the key appears twice"},
     };
     const char *path = "/tmp/cg-thr-bad.json";
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
