@@ -98,8 +98,18 @@ int cg_cmd_parse_count(const char *verb, const char *opt, const char *value, lon
 void cg_cmd_add_thresholds(struct cg_outputs *o, const char *spec)
 {
     struct stat st;
-    if (spec != NULL && stat(spec, &st) == 0)
-        cg_outputs_add(o, CG_PATH_INPUT, "--thresholds", spec);
+    if (spec == NULL || stat(spec, &st) != 0)
+        return;
+    cg_outputs_add(o, CG_PATH_INPUT, "--thresholds", spec);
+    /* the files it extends are inputs too (an output over one replaced it); a file that does
+     * not load is said by the command that loads it */
+    struct cg_thresholds *t = malloc(sizeof(*t));
+    struct cg_err err;
+    cg_err_init(&err);
+    if (t != NULL && cg_thresholds_load(spec, t, &err) == 0)
+        for (size_t i = 1; i < t->n_files; i++)
+            cg_outputs_add(o, CG_PATH_INPUT, "the thresholds' extends", t->files[i]);
+    free(t);
 }
 
 int cg_cmd_check_outputs(struct cg_outputs *o)

@@ -32,6 +32,8 @@ void cg_outputs_init(struct cg_outputs *o)
 
 void cg_outputs_release(struct cg_outputs *o)
 {
+    for (size_t i = 0; i < o->n; i++)
+        free(o->entry[i].path);
     free(o->entry);
     cg_outputs_init(o);
 }
@@ -56,7 +58,15 @@ void cg_outputs_add(struct cg_outputs *o, enum cg_path_use use, const char *what
         o->entry = p;
         o->cap = cap;
     }
-    o->entry[o->n++] = (struct cg_path_entry){what, path, use};
+    char *copy = strdup(path);
+    if (copy == NULL) {
+        o->no_memory = true;
+        return;
+    }
+    struct cg_path_entry *e = &o->entry[o->n++];
+    e->what = what;
+    e->path = copy; /* freed by cg_outputs_release */
+    e->use = use;
 }
 
 /* Splits path into its directory (dir[n]) and last name; false when the name is empty, "." or

@@ -31,7 +31,7 @@ enum cg_path_use {
 
 struct cg_path_entry {
     const char *what; /* the option that names it, for messages ("--log", "--out (default)") */
-    const char *path;
+    char *path;       /* a copy, owned */
     enum cg_path_use use;
 };
 

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_DEPTH 8
+#define MAX_DEPTH (CG_THRESHOLDS_MAX_FILES - 1)
 #define MAX_FILE_BYTES ((size_t)1024 * 1024)
 
 static bool is_memory(int m)
@@ -445,6 +445,8 @@ static int load_chain(const char *spec, const char *dir, int depth, struct cg_th
     int rc = read_spec(spec, dir, &text, display, sizeof(display), &builtin, err);
     if (rc != 0 || text == NULL)
         return rc != 0 ? rc : cg_err_set(err, CG_EINTERNAL, "thresholds '%s' read as nothing", spec);
+    if (!builtin && t->n_files < CG_THRESHOLDS_MAX_FILES)
+        snprintf(t->files[t->n_files++], sizeof(t->files[0]), "%s", display);
     if (!builtin) {
         snprintf(pdir, sizeof(pdir), "%s", display);
         char *slash = strrchr(pdir, '/');

@@ -73,8 +73,14 @@ struct cg_range_limit {
     struct cg_count_limit limit;
 };
 
+/* The files of a chain of "extends" at most (the first and the parents it names). */
+#define CG_THRESHOLDS_MAX_FILES 9
+
 struct cg_thresholds {
     char source[1024];/* file or built-in name it came from, for reports */
+    char files[CG_THRESHOLDS_MAX_FILES][1024]; /* the files read, the first first (built-in
+                                                * names are none), for the outputs' check */
+    size_t n_files;
     int64_t runs, steps, warmup;
     struct cg_metric_limits metric[CG_M_COUNT];
     int64_t ops_top_n;

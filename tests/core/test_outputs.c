@@ -259,6 +259,7 @@ static void test_outputs__run_aa_compare_merge_refuse_the_same_file(void **state
     artifact(w, "a.json", 1);
     artifact(w, "b.json", 2);
     put(w, "thr.json", "{\"extends\": \"default\"}");
+    put(w, "child.json", "{\"extends\": \"thr.json\"}");
     struct {
         const char *args[16];
         const char *expect;
@@ -277,6 +278,9 @@ static void test_outputs__run_aa_compare_merge_refuse_the_same_file(void **state
          "--json 'v.md' and --report 'v.md' are the same file"},
         {{"compare", "--thresholds", "thr.json", "a.json", "b.json", "--json", "thr.json", NULL},
          "--json 'thr.json' and --thresholds 'thr.json'"},
+        /* a file the thresholds extend is an input too (it was replaced by the verdict) */
+        {{"compare", "--thresholds", "child.json", "a.json", "b.json", "--json", "thr.json", NULL},
+         "--json 'thr.json' and the thresholds' extends "},
         {{"merge", "-o", "b.json", "a.json", "b.json", NULL},
          "-o 'b.json' and IN 'b.json' are the same file"},
         /* two outputs on standard output: the JSON and the markdown mixed in one stream */
@@ -292,6 +296,7 @@ static void test_outputs__run_aa_compare_merge_refuse_the_same_file(void **state
         assert_false(cg_workdir_exists(w, "aa.log"));
         assert_string_equal(cg_workdir_read(w, "a.json"), a);
         assert_string_equal(cg_workdir_read(w, "b.json"), b);
+        assert_string_equal(cg_workdir_read(w, "thr.json"), "{\"extends\": \"default\"}");
     }
     /* unwritable: exit 3 before anything runs */
     const char *run[] = {"run", "--out", "/nonexistent-cg-dir/r.json", "--", CANARY, NULL};
