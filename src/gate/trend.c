@@ -3,6 +3,7 @@
  */
 #include "trend.h"
 
+#include "artifact_ranks.h"
 #include "counts.h"
 #include "floor.h"
 #include "stats.h"
@@ -112,6 +113,16 @@ char *cg_trend_env_id(const struct cg_artifact *a)
     snprintf(num, sizeof(num), "%lld/%lld", (long long)a->settings.steps,
              (long long)a->settings.warmup);
     fnv(&h, num);
+    /* a world's node shape (runs of one process, or of unknown shape, hash nothing: their ids
+     * stay as they were); a side of two shapes is its own */
+    char shape[CG_SHAPE_MAX];
+    size_t first, other;
+    if (cg_artifact_shape(a, shape, sizeof(shape), &first, &other) == 0 &&
+        (shape[0] != '\0' || other != a->n_runs)) {
+        fnv(&h, shape);
+        if (other != a->n_runs)
+            fnv(&h, "runs differ");
+    }
     char *out = malloc(17);
     if (out != NULL)
         snprintf(out, 17, "%016llx", (unsigned long long)h);
@@ -133,6 +144,12 @@ void cg_trend_env_text(const struct cg_artifact *a, char *out, size_t n)
                  e->driver_version ? ", driver " : "", e->driver_version ? e->driver_version : "",
                  e->cpu_model ? e->cpu_model : "unknown", (long long)a->settings.steps,
                  (long long)a->settings.warmup);
+    char shape[CG_SHAPE_MAX];
+    size_t first, other, len = strlen(out);
+    if (cg_artifact_shape(a, shape, sizeof(shape), &first, &other) == 0 && len < n &&
+        (shape[0] != '\0' || other != a->n_runs))
+        snprintf(out + len, n - len, ", %s%s", shape[0] ? shape : "one process",
+                 other != a->n_runs ? " (runs differ)" : "");
 }
 
 static int push_change(struct cg_trend_report *r, const struct cg_trend_change *c)

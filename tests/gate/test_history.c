@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "artifact_ranks.h"
 #include "fixtures.h"
 #include "floor.h"
 #include "history.h"
@@ -264,6 +265,32 @@ static void test_history__entry_from_an_artifact(void **state)
     free(id);
     free(same);
     free(other);
+    /* the node shape is the machine too (runs of 1 node of 4 ranks, then 2 nodes of 2, landed in
+     * one segment and were compared); one process, said or not, keeps the id it had */
+    char *single = cg_trend_env_id(&a);
+    for (size_t r = 0; r < a.n_runs; r++)
+        a.runs[r].ranks_recorded = true;
+    char *said = cg_trend_env_id(&a);
+    assert_string_equal(single, said);
+    char *ids[2];
+    for (int shape = 0; shape < 2; shape++) {
+        for (size_t r = 0; r < a.n_runs; r++) {
+            cg_ranks_free(a.runs[r].ranks, a.runs[r].n_ranks);
+            a.runs[r].ranks = calloc(4, sizeof(struct cg_rank));
+            a.runs[r].n_ranks = 4;
+            for (int k = 0; k < 4; k++) {
+                a.runs[r].ranks[k].rank = k;
+                a.runs[r].ranks[k].node = strdup(shape == 0 || k < 2 ? "n1" : "n2");
+            }
+        }
+        ids[shape] = cg_trend_env_id(&a);
+    }
+    assert_string_not_equal(ids[0], ids[1]);
+    assert_string_not_equal(ids[0], single);
+    free(single);
+    free(said);
+    free(ids[0]);
+    free(ids[1]);
     cg_history_entry_release(&e);
     assert_int_equal(cg_trend_entry(&a, "", "d", NULL, &e), CG_EINPUT);
     cg_artifact_release(&a);
