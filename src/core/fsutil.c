@@ -200,6 +200,9 @@ int cg_file_write_atomic(const char *path, const void *data, size_t len, struct 
     int fd = cg_file_try_temp(path, tmp, sizeof(tmp), &why);
     if (fd < 0)
         return cg_err_set(err, CG_EIO, "cannot write '%s': %s", named, why);
+    struct stat old;
+    if (stat(path, &old) == 0 && S_ISREG(old.st_mode)) /* the file replaced keeps its mode */
+        (void)fchmod(fd, old.st_mode & 07777);
     if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
         rc = cg_err_set(err, CG_EIO, "cannot write '%s': %s", named, strerror(errno));
         close(fd);

@@ -24,8 +24,8 @@ int cg_file_read(const char *path, size_t max_bytes, char **out, size_t *out_len
 /* Writes len bytes to path atomically (temp file + fsync + rename). "-" writes to stdout; an
  * existing special file (a device such as /dev/full, a FIFO) is written in place, never replaced;
  * a symlink that resolves is written through (its target replaced, the link kept), as a shell's
- * redirection does; a dangling one is replaced by the file. On failure the previous file at path
- * is untouched and err names the path: CG_EIO. */
+ * redirection does; a dangling one is replaced by the file. A file replaced keeps its mode. On
+ * failure the previous file at path is untouched and err names the path: CG_EIO. */
 int cg_file_write_atomic(const char *path, const void *data, size_t len, struct cg_err *err);
 
 /* What a write to path replaces: the resolved target (into buf, PATH_MAX bytes) when path is a

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -643,6 +644,8 @@ int cg_history_check_rewrite(const struct cg_history *h, const char *path, struc
 
 int cg_history_lock(const char *path, struct cg_err *err)
 {
+    char target[PATH_MAX];
+    path = cg_file_target(path, target); /* a symlink's target: one lock whichever path */
     size_t n = strlen(path) + sizeof(".lock");
     char *lock = malloc(n);
     if (lock == NULL)

@@ -124,9 +124,9 @@ int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, 
 int cg_history_check_rewrite(const struct cg_history *h, const char *path, struct cg_err *err);
 
 /* Takes an exclusive lock for a read-modify-write of the history at path (flock on PATH.lock
- * beside it, created when missing and left in place: the history itself is replaced by rename,
- * so it cannot carry the lock), waiting for another holder. Returns the lock's descriptor
- * (cg_history_unlock releases it) or CG_EIO naming the lock file. */
+ * beside it, or beside a symlink's target, created when missing and left in place: the history
+ * itself is replaced by rename, so it cannot carry the lock), waiting for another holder. Returns
+ * the lock's descriptor (cg_history_unlock releases it) or CG_EIO naming the lock file. */
 int cg_history_lock(const char *path, struct cg_err *err);
 void cg_history_unlock(int fd);
 

@@ -162,6 +162,11 @@ static void test_fsutil__a_symlinked_output_is_written_through(void **state)
     free(t);
     char names[16][NAME_MAX + 1];
     assert_int_equal(entries(names), 2); /* no temporary left beside either */
+    /* the file replaced keeps its mode: a history shared as 0640 became 0644 */
+    assert_int_equal(chmod(target, 0640), 0);
+    assert_int_equal(cg_file_write_atomic(link, "newer", 5, &err), 0);
+    assert_int_equal(stat(target, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0640);
     unlink(link);
     unlink(target);
 }

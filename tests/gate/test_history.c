@@ -634,6 +634,35 @@ static void test_history__dates_are_iso_8601(void **state)
     assert_null(cg_history_text_problem("caf\xc3\xa9", 200));
 }
 
+/* A history reached through a symlink (a CI cache's path) and through its own path is one
+ * history: both lock its target's FILE.lock (the link's own lock did not hold the other out). */
+static void test_history__a_symlinked_history_locks_its_target(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/cg-hlock-XXXXXX", target[64], link[64], lock[80];
+    assert_non_null(mkdtemp(dir));
+    snprintf(target, sizeof(target), "%s/h.jsonl", dir);
+    snprintf(link, sizeof(link), "%s/l.jsonl", dir);
+    FILE *f = fopen(target, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(symlink("h.jsonl", link), 0);
+    struct cg_err err;
+    cg_err_init(&err);
+    int fd = cg_history_lock(link, &err);
+    assert_true(fd >= 0);
+    snprintf(lock, sizeof(lock), "%s.lock", target);
+    assert_int_equal(access(lock, F_OK), 0);
+    snprintf(lock, sizeof(lock), "%s.lock", link);
+    assert_int_not_equal(access(lock, F_OK), 0);
+    cg_history_unlock(fd);
+    snprintf(lock, sizeof(lock), "%s.lock", target);
+    unlink(lock);
+    unlink(link);
+    unlink(target);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +679,7 @@ int main(void)
         cmocka_unit_test(test_history__a_file_that_cannot_be_read_is_refused),
         cmocka_unit_test(test_history__newest_runs_are_read_in_bounded_memory),
         cmocka_unit_test(test_history__dates_are_iso_8601),
+        cmocka_unit_test(test_history__a_symlinked_history_locks_its_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
