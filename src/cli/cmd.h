@@ -76,6 +76,10 @@ int cg_cmd_report_verdict(const struct cg_verdict *v, const struct cg_report_opt
 /* Prints "canary-gate: <msg>" on stderr and returns the exit code for err->code. */
 int cg_cmd_fail(const struct cg_err *err);
 
+/* Prints "canary-gate: " and the formatted line, control characters as '?' (names from the
+ * command line may hold terminal escapes), as cg_cmd_fail and cg_cmd_usage_error do. */
+void cg_cmd_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* "canary-gate: GPU metrics unavailable: REASON", with what to do when a tool holds CUPTI or
  * the profiling hardware (cg_report_gpu_advice), on stderr. */
 void cg_cmd_say_gpu_unavailable(const char *reason);

@@ -339,10 +339,10 @@ int cmd_gate(int argc, char **argv)
     struct stat st;
     if (stat(o.baseline, &st) != 0 && errno == ENOENT) {
         if (!o.record_if_missing) {
-            fprintf(stderr, "canary-gate: baseline '%s' does not exist; record one on the main "
-                            "branch with 'canary-gate run --out %s' (the same canary and "
-                            "options), or pass --record-if-missing to record it now\n",
-                    o.baseline, o.baseline);
+            cg_cmd_errorf("baseline '%s' does not exist; record one on the main branch with "
+                          "'canary-gate run --out %s' (the same canary and options), or pass "
+                          "--record-if-missing to record it now",
+                          o.baseline, o.baseline);
             return CG_EXIT_INPUT;
         }
     } else {

@@ -2,7 +2,9 @@
  * outputs checked before anything runs, and the partial artifact of a run cut short. */
 #include "cmd.h"
 
+#include "buf.h"
 #include "collect.h"
+#include "fmt.h"
 #include "fsutil.h"
 #include "redact.h"
 #include "report.h"
@@ -43,9 +45,32 @@ struct cg_say cg_cmd_say(void)
     return s;
 }
 
+/* Writes head, text with its control characters (a name's terminal escapes) as '?', and tail
+ * as one line on stderr. */
+static void say_escaped(const char *head, const char *text, const char *tail)
+{
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 16);
+    if (cg_term_escape(&b, text, 1 << 15) == 0 && cg_buf_add(&b, "", 1) == 0)
+        fprintf(stderr, "%s%s%s\n", head, b.data, tail);
+    else
+        fprintf(stderr, "%s(a message that could not be shown)%s\n", head, tail);
+    cg_buf_release(&b);
+}
+
+void cg_cmd_errorf(const char *fmt, ...)
+{
+    char text[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    say_escaped("canary-gate: ", text, "");
+}
+
 int cg_cmd_fail(const struct cg_err *err)
 {
-    fprintf(stderr, "canary-gate: %s\n", err->msg[0] ? err->msg : "unknown error");
+    say_escaped("canary-gate: ", err->msg[0] ? err->msg : "unknown error", "");
     return cg_cmd_error_exit_code(err->code);
 }
 
@@ -59,11 +84,13 @@ void cg_cmd_say_gpu_unavailable(const char *reason)
 int cg_cmd_usage_error(const char *verb, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "canary-gate %s: ", verb);
+    char head[64], tail[96], text[4096];
+    snprintf(head, sizeof(head), "canary-gate %s: ", verb);
+    snprintf(tail, sizeof(tail), " (see 'canary-gate %s --help')", verb);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'canary-gate %s --help')\n", verb);
+    say_escaped(head, text, tail);
     return CG_EXIT_INPUT;
 }
 

@@ -151,6 +151,32 @@ static void test_cli__a_run_on_both_sides_is_refused(void **state)
     unlink(both);
 }
 
+/* A file name or value from the command line with terminal escapes in it (a title-setting OSC, a
+ * colour) reached the terminal raw in error lines: shown as '?' now, whatever the command. */
+static void test_cli__names_in_errors_reach_the_terminal_escaped(void **state)
+{
+    (void)state;
+    char evil[256], bad[300];
+    snprintf(evil, sizeof(evil), "%s/evil\x1b]0;TITLE\a\x1b[31mred.json", dir);
+    snprintf(bad, sizeof(bad), "%s/bad\x1b[31m.json", dir);
+    write_text(bad, "{");
+    const char *const cases[][6] = {
+        {"compare", EX("baseline.json"), bad, NULL},
+        {"compare", EX("baseline.json"), evil, NULL},
+        {"compare", "--only", "x\x1b[31m", EX("baseline.json"), EX("current.json"), NULL},
+        {"--baseline", evil, "--", "true", NULL},
+        {"compare", "--thresholds", bad, EX("baseline.json"), EX("current.json"), NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc = tool(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], NULL);
+        assert_int_equal(rc, 2);
+        if (strchr(err_text, '\x1b') != NULL || strchr(err_text, '\a') != NULL)
+            fail_msg("case %zu: an escape reached the terminal: %s", i, err_text);
+        assert_non_null(strchr(err_text, '?'));
+    }
+    unlink(bad);
+}
+
 static void test_cli__inconclusive_exits_4_when_asked(void **state)
 {
     (void)state;
@@ -1240,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_cli__version_and_help),
         cmocka_unit_test(test_cli__compare_exit_codes),
         cmocka_unit_test(test_cli__a_run_on_both_sides_is_refused),
+        cmocka_unit_test(test_cli__names_in_errors_reach_the_terminal_escaped),
         cmocka_unit_test(test_cli__only_gates_the_groups_named),
         cmocka_unit_test(test_cli__inconclusive_exits_4_when_asked),
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
