@@ -69,6 +69,16 @@ static void print_summary(const struct cg_seq_info *i)
                 i->confirm_runs);
 }
 
+int cg_cmd_seq_check(const char *verb, const struct cg_cmd_seq_opts *so, long runs)
+{
+    if (so->max_runs > 0 && so->max_runs < runs)
+        return cg_cmd_usage_error(verb,
+                                  "--max-runs %ld is below --runs %ld: the first look "
+                                  "alone takes more; give --max-runs %ld at least",
+                                  so->max_runs, runs, runs);
+    return 0;
+}
+
 int cg_cmd_seq_decide(const struct cg_artifact *base, struct cg_artifact *cur,
                       const struct cg_thresholds *t, struct cg_collector *col, long runs,
                       double first_s, const char *out, const struct cg_cmd_seq_opts *so,

@@ -556,6 +556,8 @@ char *cg_collect_sibling_path(const char *artifact_path, const char *ext)
 
 char *cg_collect_log_path(const char *artifact_path)
 {
+    if (strcmp(artifact_path, "-") == 0) /* the artifact on stdout: the default's log */
+        return strdup("canary-run.log");
     return cg_collect_sibling_path(artifact_path, ".log");
 }
 

@@ -139,7 +139,8 @@ bool cg_collect_trace_steps_valid(const char *s);
  * ".json" gets ext appended. Malloc'ed; NULL when out of memory. */
 char *cg_collect_sibling_path(const char *artifact_path, const char *ext);
 
-/* The default log path for an artifact path: cg_collect_sibling_path(path, ".log"). */
+/* The default log path for an artifact path: cg_collect_sibling_path(path, ".log"); for "-"
+ * (standard output), canary-run.log. */
 char *cg_collect_log_path(const char *artifact_path);
 
 #endif

@@ -177,6 +177,19 @@ static void test_cli__names_in_errors_reach_the_terminal_escaped(void **state)
     unlink(bad);
 }
 
+/* run --out - (the artifact on standard output) wrote the canary's log to a file named "-.log":
+ * it goes to the default's, canary-run.log. */
+static void test_cli__run_to_stdout_logs_beside_the_default(void **state)
+{
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && '%s' run --out - --runs 1 --steps 3 --warmup 1 > art.json 2>/dev/null"
+             " && test -s art.json && test -f canary-run.log && test ! -e ./-.log",
+             dir, CG_TOOL_PATH);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_cli__inconclusive_exits_4_when_asked(void **state)
 {
     (void)state;
@@ -1267,6 +1280,7 @@ int main(void)
         cmocka_unit_test(test_cli__compare_exit_codes),
         cmocka_unit_test(test_cli__a_run_on_both_sides_is_refused),
         cmocka_unit_test(test_cli__names_in_errors_reach_the_terminal_escaped),
+        cmocka_unit_test(test_cli__run_to_stdout_logs_beside_the_default),
         cmocka_unit_test(test_cli__only_gates_the_groups_named),
         cmocka_unit_test(test_cli__inconclusive_exits_4_when_asked),
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),

@@ -348,6 +348,18 @@ static void test_cmd_aa_ab__ab_input_errors(void **state)
     const char *same[] = {"ab", "--base", CANARY, "--out", "x.json", "--out-base", "x.json", NULL};
     assert_int_equal(tool(f, same), 2);
     assert_false(cg_workdir_exists(f, "canary-ab-base.json"));
+    /* a ceiling below the first look was accepted without a word, the main command's too */
+    const char *low[] = {"ab",         "--base", CANARY, "--runs", "4",
+                         "--max-runs", "2",      "--",   CANARY,   NULL};
+    assert_int_equal(tool(f, low), 2);
+    assert_non_null(strstr(proc.err, "--max-runs 2 is below --runs 4"));
+    assert_false(cg_workdir_exists(f, "canary-ab-base.json"));
+    const char *gate[] = {
+        "--baseline", "nosuch.json", "--record-if-missing", "--runs", "3", "--max-runs", "2", "--",
+        CANARY,       NULL};
+    assert_int_equal(tool(f, gate), 2);
+    assert_non_null(strstr(proc.err, "--max-runs 2 is below --runs 3"));
+    assert_false(cg_workdir_exists(f, "nosuch.json"));
 }
 
 /* A canary that fails under ab: the "error" report and JSON verdict are written with the reason,
