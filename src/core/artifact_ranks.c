@@ -339,11 +339,29 @@ static int parse_one(const cJSON *o, size_t max_steps, struct cg_rank *r, const 
     const cJSON *s;
     cJSON_ArrayForEach(s, steps)
     {
-        if (!cJSON_IsNumber(s) || s->valuedouble <= 0 || s->valuedouble > 9007199254740992.0)
-            return *what = "step_ns: expected positive durations", CG_EINPUT;
+        if (!cJSON_IsNumber(s) || s->valuedouble < 1 || s->valuedouble > 9007199254740992.0 ||
+            s->valuedouble != floor(s->valuedouble))
+            return *what = "step_ns: expected positive whole nanoseconds", CG_EINPUT;
         if (r->n_steps < ns)
             r->step_ns[r->n_steps++] = (int64_t)s->valuedouble;
     }
+    return 0;
+}
+
+/* A rank number given to two ranks into *twice (-1: none). 0 or CG_ENOMEM. */
+static int rank_twice(const struct cg_rank *r, size_t n, int64_t *twice)
+{
+    int64_t *v = malloc((n > 0 ? n : 1) * sizeof(*v));
+    if (v == NULL)
+        return CG_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        v[i] = r[i].rank;
+    qsort(v, n, sizeof(*v), cmp_i64);
+    *twice = -1;
+    for (size_t i = 1; i < n && *twice < 0; i++)
+        if (v[i] == v[i - 1])
+            *twice = v[i];
+    free(v);
     return 0;
 }
 
@@ -379,6 +397,15 @@ int cg_ranks_parse(const cJSON *run, const char *path, size_t max_steps, struct 
             return rc;
         }
         i++;
+    }
+    int64_t twice = -1;
+    if ((rc = rank_twice(r, i, &twice)) != 0 || twice >= 0) {
+        if (rc == 0) {
+            snprintf(problem, cap, "%s.ranks: rank %lld twice", path, (long long)twice);
+            rc = CG_EINPUT;
+        }
+        cg_ranks_free(r, i);
+        return rc;
     }
     *out = r;
     *n = i;

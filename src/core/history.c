@@ -194,7 +194,7 @@ static bool get_values(const cJSON *o, struct cg_history_entry *e, char *why, si
         x->high = hi->valuedouble;
         x->runs = (int64_t)runs->valuedouble;
         if (!isfinite(x->median) || !isfinite(x->low) || !isfinite(x->high) || x->median <= 0 ||
-            x->low > x->median || x->high < x->median || runs->valuedouble < 1 ||
+            x->low < 0 || x->low > x->median || x->high < x->median || runs->valuedouble < 1 ||
             runs->valuedouble != floor(runs->valuedouble) || runs->valuedouble > 1e9) {
             snprintf(why, why_n,
                      "metrics.%s: expected 0 < low <= median <= high and a whole number of runs",

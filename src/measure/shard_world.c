@@ -75,6 +75,52 @@ static void missing_node(const struct cg_shard *shards, size_t n, const int64_t 
     snprintf(buf, cap, "node index %lld", (long long)(r / k));
 }
 
+/* "rank R reported twice (...)" for the shards owner and s of one rank: CG_ECANARY. */
+static int twice_error(const struct cg_shard *o, const struct cg_shard *s, int64_t r,
+                       struct cg_err *err)
+{
+    return cg_err_set(err, CG_ECANARY,
+                      "rank %lld reported twice (pid %lld on %s, pid %lld on %s): two launches "
+                      "wrote into one run, or a rank was restarted",
+                      (long long)r, (long long)o->pid, cg_shard_node(o), (long long)s->pid,
+                      cg_shard_node(s));
+}
+
+struct rank_at {
+    int64_t rank;
+    size_t at;
+};
+
+static int cmp_rank_at(const void *a, const void *b)
+{
+    const struct rank_at *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The ranks of a world whose size no shard gave: each once (a rank twice was merged into an
+ * artifact that did not load again). 0, CG_ECANARY or CG_ENOMEM. */
+static int rank_twice(const struct cg_shard *shards, size_t n, struct cg_err *err)
+{
+    struct rank_at *v = malloc((n > 0 ? n : 1) * sizeof(*v));
+    if (v == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t r, w;
+        if (takes_part(&shards[i], &r, &w))
+            v[k++] = (struct rank_at){r, i};
+    }
+    qsort(v, k, sizeof(*v), cmp_rank_at);
+    int rc = 0;
+    for (size_t i = 1; i < k && rc == 0; i++)
+        if (v[i].rank == v[i - 1].rank)
+            rc = twice_error(&shards[v[i - 1].at], &shards[v[i].at], v[i].rank, err);
+    free(v);
+    return rc;
+}
+
 int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
                          struct cg_err *err)
 {
@@ -93,7 +139,7 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
         world = w;
     }
     if (world < 0)
-        return 0;
+        return rank_twice(shards, n, err); /* no world to fill: each rank once all the same */
     if (world > CG_SHARD_MAX_RANKS)
         return cg_err_set(err, CG_ECANARY, "a world of %lld ranks: canary-gate merges %d at most",
                           (long long)world, CG_SHARD_MAX_RANKS);
@@ -112,12 +158,7 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
             rc = cg_err_set(err, CG_ECANARY, "rank %lld on %s is outside a world of %lld ranks",
                             (long long)r, cg_shard_node(s), (long long)world);
         } else if (owner[r] >= 0) {
-            const struct cg_shard *o = &shards[owner[r]];
-            rc = cg_err_set(err, CG_ECANARY,
-                            "rank %lld reported twice (pid %lld on %s, pid %lld on %s): two "
-                            "launches wrote into one run, or a rank was restarted",
-                            (long long)r, (long long)o->pid, cg_shard_node(o), (long long)s->pid,
-                            cg_shard_node(s));
+            rc = twice_error(&shards[owner[r]], s, r, err);
         } else {
             owner[r] = (int64_t)i;
         }

@@ -105,6 +105,10 @@ static void test_history__unreadable_lines_are_skipped_with_their_line_number(vo
         {"{\"schema\":1,\"type\":\"run\",\"commit\":\"a\",\"date\":\"d\",\"metrics\":{"
          "\"step_time_mean\":{\"median\":2,\"low\":3,\"high\":4,\"runs\":5}}}",
          "0 < low <= median <= high"},
+        /* a negative low (the site's axis spanned 200% of the level) */
+        {"{\"schema\":1,\"type\":\"run\",\"commit\":\"a\",\"date\":\"d\",\"metrics\":{"
+         "\"step_time_mean\":{\"median\":2,\"low\":-1.7e308,\"high\":4,\"runs\":5}}}",
+         "0 < low <= median <= high"},
         {"{\"schema\":1,\"type\":\"run\",\"commit\":\"a\",\"date\":\"d\",\"counts\":"
          "{\"kernels\":-3}}",
          "counts.kernels is not a whole number"},

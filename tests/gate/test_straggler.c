@@ -173,6 +173,19 @@ static void test_straggler__nodes_and_json_round_trip(void **state)
     assert_int_equal(cg_ranks_parse(again, "runs[0]", 29, &back, &n, problem, sizeof(problem)),
                      CG_EINPUT);
     assert_non_null(strstr(problem, "runs[0].ranks[0]: step_ns"));
+    /* a fractional duration (0.5 ns read as 0: "-100%"), a rank number twice */
+    cJSON *r2 = cJSON_GetArrayItem(cJSON_GetObjectItem(again, "ranks"), 2);
+    cJSON *keep = cJSON_Duplicate(cJSON_GetObjectItem(r2, "step_ns"), 1);
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItem(r2, "step_ns"), 0, cJSON_CreateNumber(0.5));
+    assert_int_equal(cg_ranks_parse(again, "runs[0]", 30, &back, &n, problem, sizeof(problem)),
+                     CG_EINPUT);
+    assert_non_null(strstr(problem, "runs[0].ranks[2]: step_ns"));
+    cJSON_ReplaceItemInObject(r2, "step_ns", keep);
+    cJSON_ReplaceItemInObject(r2, "rank", cJSON_CreateNumber(0));
+    assert_int_equal(cg_ranks_parse(again, "runs[0]", 30, &back, &n, problem, sizeof(problem)),
+                     CG_EINPUT);
+    assert_non_null(strstr(problem, "runs[0].ranks: rank 0 twice"));
+    cJSON_ReplaceItemInObject(r2, "rank", cJSON_CreateNumber(2));
     cJSON_DeleteItemFromObject(cJSON_GetArrayItem(cJSON_GetObjectItem(again, "ranks"), 1), "node");
     assert_int_equal(cg_ranks_parse(again, "runs[0]", 30, &back, &n, problem, sizeof(problem)),
                      CG_EINPUT);

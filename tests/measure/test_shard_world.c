@@ -160,6 +160,13 @@ static void test_shard_world__duplicates_and_disagreements_fail(void **state)
     sh[2].slurm_procid = 5;
     assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 5 on n2 is outside a world of 2 ranks"));
+    /* no world size known (RANK without WORLD_SIZE): a rank twice still fails; it was merged
+     * into an artifact that then did not load ("rank 1 twice") */
+    for (int i = 0; i < 3; i++)
+        sh[i].slurm_ntasks = -1;
+    sh[2].slurm_procid = 1;
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 1 reported twice"));
     for (int i = 0; i < 3; i++)
         cg_shard_release(&sh[i]);
 }
