@@ -16,6 +16,7 @@
 #include "verdict.h"
 #include "verdict_internal.h"
 
+#include "fmt.h"
 #include "stats.h"
 #include "utf8.h"
 
@@ -292,6 +293,48 @@ static int timing_metric(struct cg_verdict *v, enum cg_metric m, double *vb, dou
     return 0;
 }
 
+/* Peak memory grown in some processes only (a leak or a larger workspace in some runs), which
+ * the medians do not show: the runs above the pooled median by more than the limit (both its
+ * percent and bytes) are counted on each side, and a current share significantly above the
+ * baseline's (Fisher's exact test, one-sided, CG_MEMORY_GROWN_ALPHA) FAILs. Processes that land
+ * in a high memory state as often on both sides do not (the test's size; docs/statistics.md). */
+static void grown_share(const double *vb, size_t nb, const double *vc, size_t nc,
+                        const struct cg_metric_limits *lim, enum cg_metric m,
+                        struct cg_metric_result *r)
+{
+    double *all = malloc((nb + nc) * sizeof(*all));
+    if (all == NULL)
+        return; /* the medians decided */
+    memcpy(all, vb, nb * sizeof(*all));
+    memcpy(all + nb, vc, nc * sizeof(*all));
+    double med = cg_stats_quantile(all, nb + nc, 0.5);
+    free(all);
+    double above =
+        fmax(med * (1.0 + lim->max_regression_pct / 100.0), med + lim->max_regression_bytes);
+    size_t hb = 0, hc = 0;
+    double most = 0.0;
+    for (size_t i = 0; i < nb; i++)
+        hb += vb[i] > above;
+    for (size_t i = 0; i < nc; i++) {
+        hc += vc[i] > above;
+        most = fmax(most, vc[i]);
+    }
+    double p = cg_stats_fisher_greater(hb, nb, hc, nc);
+    if (hc == 0 || !(p <= CG_MEMORY_GROWN_ALPHA))
+        return;
+    char by[32], lim_text[32];
+    cg_fmt_metric(m, most - med, by, sizeof(by));
+    cg_fmt_metric(m, lim->max_regression_bytes, lim_text, sizeof(lim_text));
+    r->outcome = CG_OUT_FAIL;
+    r->grown_some = true;
+    r->p_value = p;
+    snprintf(r->note, sizeof(r->note),
+             "%zu of %zu current runs above the runs' median by more than +%.1f%% and %s (up "
+             "to %s), against %zu of %zu baseline runs (p = %.2g): memory grew in some "
+             "processes",
+             hc, nc, lim->max_regression_pct, lim_text, by, hb, nb, p);
+}
+
 static void memory_metric(const struct cg_artifact *base, const struct cg_artifact *cur,
                           const struct cg_thresholds *t, enum cg_metric m, const double *vb,
                           const double *vc, struct cg_metric_result *r)
@@ -321,6 +364,8 @@ static void memory_metric(const struct cg_artifact *base, const struct cg_artifa
         r->outcome = CG_OUT_IMPROVED;
     else
         r->outcome = CG_OUT_PASS;
+    if (r->outcome != CG_OUT_FAIL)
+        grown_share(vb, nb, vc, nc, lim, m, r);
 }
 
 static void init_result(struct cg_metric_result *r, enum cg_metric m,

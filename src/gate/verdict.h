@@ -70,6 +70,9 @@ struct cg_metric_result {
                          * enough) */
     bool vanished;      /* measured on every baseline run, missing (or zero) on some current
                          * run: the canary changed; INCONCLUSIVE */
+    bool grown_some;    /* memory: FAILed by the share of runs grown above the pooled median
+                         * beyond the limit (some processes), not by the medians; the note says
+                         * how many */
     bool other_machine; /* a FAIL made INCONCLUSIVE because the machines differ
                          * (cg_verdict_decide): the note says so; cleared when it is rewritten */
 };
@@ -78,6 +81,10 @@ struct cg_metric_result {
 #define CG_SHAPE_DIFF "the node shape (runs[].ranks: nodes, ranks and GPUs per node)"
 /* Room for a side's node shape in the verdict (the reports' text; cut at a character's end). */
 #define CG_VERDICT_SHAPE 160
+
+/* Memory grown in some runs only: the share of runs above the pooled median beyond the limit,
+ * compared between the sides by Fisher's exact test at this alpha (verdict.c, grown_share). */
+#define CG_MEMORY_GROWN_ALPHA 0.05
 
 /* Process states (floor.h): the share of each side's runs outside the pooled fast state, the
  * current side's against the baseline's, one-sided (Fisher's exact test). A change that makes a

@@ -259,7 +259,9 @@ static void fail_headline(const struct cg_verdict *v, char *dst, size_t n)
         cg_fmt_pct(r->delta_pct, d, sizeof(d));
         cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
         cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
-        if (r->method == CG_METHOD_FIXED)
+        if (r->grown_some)
+            snprintf(what, sizeof(what), "%s: %s", cg_metric_label(r->metric), r->note);
+        else if (r->method == CG_METHOD_FIXED)
             snprintf(what, sizeof(what), "%s regressed %s", cg_metric_label(r->metric), d);
         else
             snprintf(what, sizeof(what), "%s regressed %s (interval %s to %s, p = %.3g)",
