@@ -282,7 +282,7 @@ int cmd_ab(int argc, char **argv)
         goto done;
     }
     t.gate_only = o.report.only;
-    if ((exit_code = cg_cmd_seq_check("ab", &o.seq, runs)) != 0)
+    if ((exit_code = cg_cmd_seq_check("ab", &o.seq, runs, o.m.runs > 0)) != 0)
         goto done;
     if ((logs[0] = cg_collect_log_path(o.out_base)) == NULL ||
         (logs[1] = cg_collect_log_path(o.out)) == NULL ||

@@ -352,7 +352,7 @@ int cmd_gate(int argc, char **argv)
         cg_cmd_warn_small_baseline(o.baseline, &base, &t, false, o.ro.fail_on_inconclusive);
     }
     settle_settings(&o, have_base ? &base : NULL, &t);
-    if ((exit_code = cg_cmd_seq_check("gate", &o.seq, o.runs)) != 0)
+    if ((exit_code = cg_cmd_seq_check("gate", &o.seq, o.runs, o.m.runs > 0)) != 0)
         goto done;
     if (o.collect.log == NULL && (o.collect.log = log_owned = cg_collect_log_path(o.out)) == NULL)
         goto oom;

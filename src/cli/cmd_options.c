@@ -58,6 +58,7 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
         m->let_finish = true;
         return 0;
     case CG_MOPT_STEPS_FROM:
+        m->steps_from_given = true;
         if (strcmp(arg, "auto") == 0)
             m->steps_from = CG_STEPS_FROM_AUTO;
         else if (strcmp(arg, "nvtx") == 0)
@@ -121,16 +122,19 @@ int cg_measure_settle(const struct cg_measure_opts *m, struct cg_thresholds *t,
     return 0;
 }
 
-/* Where steps come from: given, else the baseline's (base NULL: none), so both sides define a
- * step alike (a script that marks its own steps in a pull request is still measured by its
- * optimizer steps against a baseline of them). */
+/* Where steps come from: given, else optimizer steps when the baseline's came from its
+ * optimizer (base NULL: none), so a script that marks its own steps in a pull request is still
+ * measured by its optimizer steps against a baseline of them; else auto. A baseline of the
+ * script's own ranges keeps auto (its own ranges when it has them): nvtx would take python/ off
+ * the script's path, and a script importing canary_gate could not run; a pull request that drops
+ * its ranges is then measured by its optimizer and the verdict says the steps differ. */
 static enum cg_steps_from steps_from(const struct cg_measure_opts *m,
                                      const struct cg_artifact *base)
 {
-    if (m->steps_from != CG_STEPS_FROM_AUTO || base == NULL || base->settings.steps_from == NULL)
+    if (m->steps_from_given || base == NULL || base->settings.steps_from == NULL ||
+        strcmp(base->settings.steps_from, "optimizer") != 0)
         return m->steps_from;
-    return strcmp(base->settings.steps_from, "optimizer") == 0 ? CG_STEPS_FROM_OPTIMIZER
-                                                               : CG_STEPS_FROM_NVTX;
+    return CG_STEPS_FROM_OPTIMIZER;
 }
 
 void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_thresholds *t,

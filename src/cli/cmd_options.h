@@ -100,9 +100,9 @@ enum {
     "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*,\n"          \
     "                         *PASSWD*, *CREDENTIAL*, any case; values of 8 bytes or more) and\n"  \
     "                         URL credentials are always hidden (repeatable, 16 at most)\n"        \
-    "  --steps-from WHERE     auto (default; the main command: the baseline's): its own step\n"    \
-    "                         ranges if any, else a PyTorch canary's optimizer.step() calls;\n"    \
-    "                         nvtx: its own ranges only; optimizer: optimizer steps only\n"        \
+    "  --steps-from WHERE     auto (default): own step ranges if any, else a PyTorch canary's\n"   \
+    "                         optimizer.step() calls; nvtx: own ranges only; optimizer: those\n"   \
+    "                         calls only (the main command: as the baseline if it was)\n"          \
     "  --step-optimizer N     with steps from the optimizer, the N-th optimizer to step counts\n"  \
     "                         (default 1: with several per step, the first)\n"                     \
     "  --shard-dir DIR        write the shards into a fresh directory under DIR, removed after\n"  \
@@ -124,6 +124,7 @@ struct cg_measure_opts {
     const char *step_range; /* NULL: not given ("step") */
     bool let_finish;
     enum cg_steps_from steps_from; /* default auto */
+    bool steps_from_given;         /* --steps-from was given (auto too) */
     long step_optimizer;           /* -1: not given (1) */
     const char *shard_dir;         /* --shard-dir, NULL: not given */
     long flops_per_token;          /* --flops-per-token, -1: not given */

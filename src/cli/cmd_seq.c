@@ -69,13 +69,14 @@ static void print_summary(const struct cg_seq_info *i)
                 i->confirm_runs);
 }
 
-int cg_cmd_seq_check(const char *verb, const struct cg_cmd_seq_opts *so, long runs)
+int cg_cmd_seq_check(const char *verb, const struct cg_cmd_seq_opts *so, long runs, bool runs_given)
 {
     if (so->max_runs > 0 && so->max_runs < runs)
-        return cg_cmd_usage_error(verb,
-                                  "--max-runs %ld is below --runs %ld: the first look "
-                                  "alone takes more; give --max-runs %ld at least",
-                                  so->max_runs, runs, runs);
+        return cg_cmd_usage_error(
+            verb,
+            "--max-runs %ld is below %s %ld: the first look alone takes "
+            "more; give --max-runs %ld at least",
+            so->max_runs, runs_given ? "--runs" : "the thresholds' measurement.runs", runs, runs);
     return 0;
 }
 

@@ -42,7 +42,8 @@ void cg_cmd_seq_opts_init(struct cg_cmd_seq_opts *o);
 
 /* Refuses a --max-runs below the first look's runs (it was taken without a word): 0, or the
  * usage error's exit code with one line. */
-int cg_cmd_seq_check(const char *verb, const struct cg_cmd_seq_opts *so, long runs);
+int cg_cmd_seq_check(const char *verb, const struct cg_cmd_seq_opts *so, long runs,
+                     bool runs_given);
 
 /* One line on stderr about the looks when runs (or pairs) were added or the budget stopped them. */
 void cg_cmd_seq_print_looks(const struct cg_seq_info *i);

@@ -648,7 +648,23 @@ int cg_artifact_shape(const struct cg_artifact *a, char *out, size_t cap, size_t
     return 0;
 }
 
+static const char *canary_diff(const struct cg_artifact *a, const struct cg_artifact *b,
+                               bool steps);
+
 const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b)
+{
+    return canary_diff(a, b, true);
+}
+
+const char *cg_artifact_canary_diff_but_steps(const struct cg_artifact *a,
+                                              const struct cg_artifact *b)
+{
+    return canary_diff(a, b, false);
+}
+
+/* The first field in which a and b differ as canaries; steps false: step_range and steps_from
+ * are not compared. */
+static const char *canary_diff(const struct cg_artifact *a, const struct cg_artifact *b, bool steps)
 {
     const struct cg_env *x = &a->env, *y = &b->env;
     if (x->n_canary_command != y->n_canary_command)
@@ -661,9 +677,9 @@ const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg
         return "settings.steps";
     if (a->settings.warmup != b->settings.warmup)
         return "settings.warmup";
-    if (!str_eq(a->settings.step_range, b->settings.step_range))
+    if (steps && !str_eq(a->settings.step_range, b->settings.step_range))
         return "settings.step_range";
-    if (a->settings.steps_from != NULL && b->settings.steps_from != NULL &&
+    if (steps && a->settings.steps_from != NULL && b->settings.steps_from != NULL &&
         strcmp(a->settings.steps_from, b->settings.steps_from) != 0)
         return "settings.steps_from";
     if (a->settings.tokens_per_step != b->settings.tokens_per_step)

@@ -290,6 +290,10 @@ const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, 
  * without canary_id (written before it) is compared by its command and settings alone. */
 const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b);
 
+/* The same without settings.step_range and settings.steps_from (a verdict says those apart). */
+const char *cg_artifact_canary_diff_but_steps(const struct cg_artifact *a,
+                                              const struct cg_artifact *b);
+
 /* The node shape of a's runs (cg_ranks_shape) into out (cap bytes): that of its first run whose
  * shape is known (its index into *first): its world's, or "" for one process (a run that recorded
  * no ranks); "" and *first a->n_runs when no run's is. *other gets the index of the first run of

@@ -726,10 +726,8 @@ int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artif
         v->machine_diff = CG_SHAPE_DIFF;
     v->canary_diff = cg_artifact_canary_diff(baseline, current);
     steps_differ(v);
-    if (v->steps_redefined && v->canary_diff != NULL && /* said by steps_differ, not gated */
-        (strcmp(v->canary_diff, "settings.steps_from") == 0 ||
-         strcmp(v->canary_diff, "settings.step_range") == 0))
-        v->canary_diff = NULL;
+    if (v->steps_redefined) /* said by steps_differ; the note names any other difference */
+        v->canary_diff = cg_artifact_canary_diff_but_steps(baseline, current);
     cg_gpu_check_assess(baseline, current, &v->gpu);
     int rc = compute_metrics(v, err);
     if (rc == 0)

@@ -58,13 +58,47 @@ static long option_nodes(char *const *argv, const char *opt)
     return v != NULL ? nnodes_value(v) : -1;
 }
 
-/* Whether the word w is a launcher of name (its last path part name, or name followed by a
- * '.' suffix: Debian's mpirun.openmpi, MPICH's mpiexec.hydra). */
+/* Whether the word w is a launcher of name: its last path part is name, or name and the suffix
+ * of an MPI's own installed name (Debian's mpirun.openmpi, mpiexec.mpich, MPICH's and Intel's
+ * mpiexec.hydra); "srun.yaml" is a file's name, no launcher. */
 static bool is_launcher(const char *w, const char *name)
 {
+    static const char *const suffixes[] = {"openmpi", "mpich", "hydra", "lam"};
     const char *b = base_name(w);
     size_t len = strlen(name);
-    return strncmp(b, name, len) == 0 && (b[len] == '\0' || b[len] == '.');
+    if (strncmp(b, name, len) != 0)
+        return false;
+    if (b[len] == '\0')
+        return true;
+    for (size_t i = 0; b[len] == '.' && i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+        if (strcmp(b + len + 1, suffixes[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Whether a DeepSpeed hostfile names a host other than this one ("HOST slots=N" lines, '#'
+ * comments): true when it cannot be read (it may), false when it names localhost, 127.0.0.1
+ * or this host's name alone. */
+static bool hostfile_elsewhere(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return true;
+    char line[512], self[256] = "";
+    if (gethostname(self, sizeof(self) - 1) != 0)
+        self[0] = '\0';
+    bool elsewhere = false;
+    while (!elsewhere && fgets(line, sizeof(line), f) != NULL) {
+        char *p = line + strspn(line, " \t");
+        size_t n = strcspn(p, " \t\r\n#");
+        if (n == 0)
+            continue;
+        p[n] = '\0';
+        elsewhere =
+            strcmp(p, "localhost") != 0 && strcmp(p, "127.0.0.1") != 0 && strcmp(p, self) != 0;
+    }
+    fclose(f);
+    return elsewhere;
 }
 
 bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap)
@@ -88,7 +122,8 @@ bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap)
                 snprintf(buf, cap, "deepspeed --num_nodes %ld", n);
                 return true;
             }
-            if (option_value(argv + i + 1, "--hostfile") != NULL) {
+            const char *hosts = option_value(argv + i + 1, "--hostfile");
+            if (hosts != NULL && hostfile_elsewhere(hosts)) {
                 snprintf(buf, cap, "deepspeed --hostfile");
                 return true;
             }

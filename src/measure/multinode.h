@@ -15,11 +15,11 @@
 
 /* The launcher word of argv (NULL-terminated) that may place ranks on other nodes: "srun",
  * "sbatch", "mpirun" or "mpiexec" (any word whose last path part is one of them, or one of them
- * with a '.' suffix: mpirun.openmpi, mpiexec.hydra); "torchrun --nnodes N" when a torchrun (or
- * "torch.distributed.run") word is followed by --nnodes N or --nnodes=N with N (or the MAX of
- * MIN:MAX) above 1; "deepspeed --num_nodes N" (N above 1) or "deepspeed --hostfile"; "accelerate
- * launch --num_machines N" (N above 1). Writes the word(s) into buf (cap bytes, cut to fit) and
- * returns true; false when none. */
+ * with an MPI's suffix: mpirun.openmpi, mpiexec.mpich, mpiexec.hydra, .lam); "torchrun --nnodes N"
+ * when a torchrun (or "torch.distributed.run") word is followed by --nnodes N or --nnodes=N with N
+ * (or the MAX of MIN:MAX) above 1; "deepspeed --num_nodes N" (N above 1) or "deepspeed --hostfile"
+ * (one that names another host, or cannot be read); "accelerate launch --num_machines N" (N above
+ * 1). Writes the word(s) into buf (cap bytes, cut to fit) and returns true; false when none. */
 bool cg_multinode_launcher(char *const *argv, char *buf, size_t cap);
 
 /* True when argv names "sbatch" (a batch job: ending the command does not end the job, which

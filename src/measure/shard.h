@@ -304,9 +304,9 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
 /* The most ranks a run's world may have. */
 #define CG_SHARD_MAX_RANKS 65536
 
-/* The rank and world size of shard s: RANK and WORLD_SIZE where RANK was set, else SLURM_PROCID
- * and SLURM_NTASKS, else an MPI launcher's (mpi_rank, mpi_size) (*world -1 when unknown). False
- * when it has no rank. */
+/* The rank and world size of shard s: RANK and WORLD_SIZE where RANK was set, else an MPI
+ * launcher's (mpi_rank, mpi_size; mpirun in a Slurm job inherits the job's SLURM_PROCID), else
+ * SLURM_PROCID and SLURM_NTASKS (*world -1 when unknown). False when it has no rank. */
 bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
 
 /* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed). */

@@ -1,8 +1,9 @@
 /*
  * shard_world: whether a run's shards hold every rank of the world they report, once each
  * (see shard.h, cg_shard_check_world). A shard's rank is RANK where the process had one (torchrun,
- * or a launcher that sets it), else SLURM_PROCID, else an MPI launcher's rank (Open MPI, MPICH,
- * MVAPICH); its world WORLD_SIZE, else SLURM_NTASKS, else the MPI launcher's size; its node
+ * or a launcher that sets it), else an MPI launcher's rank (Open MPI, MPICH, MVAPICH: mpirun in a
+ * Slurm job inherits the job's SLURM_PROCID), else SLURM_PROCID; its world WORLD_SIZE, else the MPI
+ * launcher's size, else SLURM_NTASKS; its node
  * SLURMD_NODENAME, else the host name. Only shards with steps count: a process that marked none (a
  * launcher's agent, a helper) is no rank of the training. Pure; not thread-safe.
  */
@@ -17,12 +18,12 @@ bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world)
     if (s->rank >= 0) {
         *rank = s->rank;
         *world = s->world_size;
-    } else if (s->slurm_procid >= 0) {
-        *rank = s->slurm_procid;
-        *world = s->slurm_ntasks;
-    } else {
+    } else if (s->mpi_rank >= 0) { /* before Slurm's: mpirun in a job inherits its PROCID */
         *rank = s->mpi_rank;
         *world = s->mpi_size;
+    } else {
+        *rank = s->slurm_procid;
+        *world = s->slurm_ntasks;
     }
     return *rank >= 0;
 }

@@ -360,6 +360,19 @@ static void test_cmd_aa_ab__ab_input_errors(void **state)
     assert_int_equal(tool(f, gate), 2);
     assert_non_null(strstr(proc.err, "--max-runs 2 is below --runs 3"));
     assert_false(cg_workdir_exists(f, "nosuch.json"));
+    /* the first look's runs from the thresholds: named so, not as a --runs never given */
+    const char *strict[] = {"--baseline",
+                            "nosuch.json",
+                            "--record-if-missing",
+                            "--thresholds",
+                            "strict",
+                            "--max-runs",
+                            "20",
+                            "--",
+                            CANARY,
+                            NULL};
+    assert_int_equal(tool(f, strict), 2);
+    assert_non_null(strstr(proc.err, "--max-runs 20 is below the thresholds' measurement.runs 30"));
 }
 
 /* A canary that fails under ab: the "error" report and JSON verdict are written with the reason,

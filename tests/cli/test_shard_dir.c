@@ -280,7 +280,12 @@ static void test_multinode__launcher_words(void **state)
         {{"torchrun", "--nnodes=2:", "t.py", NULL}, "torchrun --nnodes 2"},
         {{"deepspeed", "--num_nodes", "2", "t.py", NULL}, "deepspeed --num_nodes 2"},
         {{"deepspeed", "--num_nodes=2", "t.py", NULL}, "deepspeed --num_nodes 2"},
-        {{"deepspeed", "--hostfile", "hosts", "t.py", NULL}, "deepspeed --hostfile"},
+        {{"deepspeed", "--hostfile", "/nonexistent/hosts", "t.py", NULL}, "deepspeed --hostfile"},
+        /* a word that only starts like a launcher is none (a config file's name) */
+        {{"canary-train", "--help", "srun.yaml", NULL}, NULL},
+        {{"python3", "t.py", "--config=configs/mpirun.yaml", NULL}, NULL},
+        {{"mpirun.yaml", NULL}, NULL},
+        {{"/usr/bin/mpiexec.mpich", "-n", "2", NULL}, "mpiexec"},
         {{"deepspeed", "--num_gpus", "8", "t.py", NULL}, NULL},
         {{"accelerate", "launch", "--num_machines", "2", "t.py", NULL},
          "accelerate launch --num_machines 2"},
@@ -293,6 +298,22 @@ static void test_multinode__launcher_words(void **state)
         if (got)
             assert_string_equal(buf, cases[i].want);
     }
+    /* deepspeed's hostfile read: this machine alone is one node; another host is not */
+    char hosts[64];
+    snprintf(hosts, sizeof(hosts), "/tmp/cg-hosts-%d", (int)getpid());
+    FILE *f = fopen(hosts, "w");
+    assert_non_null(f);
+    fputs("# one machine\nlocalhost slots=8\n", f);
+    fclose(f);
+    const char *one[] = {"deepspeed", "--hostfile", hosts, "t.py", NULL};
+    assert_false(cg_multinode_launcher((char *const *)one, buf, sizeof(buf)));
+    f = fopen(hosts, "w");
+    assert_non_null(f);
+    fputs("localhost slots=8\nworker-1 slots=8\n", f);
+    fclose(f);
+    assert_true(cg_multinode_launcher((char *const *)one, buf, sizeof(buf)));
+    assert_string_equal(buf, "deepspeed --hostfile");
+    unlink(hosts);
     const char *sb[] = {"sbatch", "--wait", "j.sh", NULL};
     assert_true(cg_multinode_is_sbatch((char *const *)sb));
     assert_false(cg_multinode_is_sbatch((char *const *)cases[0].argv));

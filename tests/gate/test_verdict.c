@@ -1483,6 +1483,18 @@ static void test_verdict__steps_defined_differently_are_inconclusive(void **stat
                     v.counts.rows[c].outcome == CG_OUT_FAIL)
                     fail_msg("row %zu: count %zu still decides", i, c);
             assert_int_not_equal(v.metrics[CG_M_PEAK_HOST_RSS].outcome, CG_OUT_INCONCLUSIVE);
+            assert_null(v.canary_diff); /* said by the reason, not as a changed canary */
+            /* another difference besides the steps' is still named */
+            free(k.env.canary_id);
+            k.env.canary_id = strdup("another canary");
+            free(b.env.canary_id);
+            b.env.canary_id = strdup("the canary");
+            cg_verdict_release(&v);
+            assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+            assert_non_null(v.canary_diff);
+            assert_string_equal(v.canary_diff, "environment.canary_id");
+            free(b.env.canary_id);
+            b.env.canary_id = NULL;
         }
         cg_verdict_release(&v);
         cg_artifact_release(&k);

@@ -62,6 +62,15 @@ static void test_shard_world__placement_lines_are_read(void **state)
     assert_int_equal(r, 3);
     assert_int_equal(w, 4);
     cg_shard_release(&s);
+    /* mpirun inside a Slurm job: the job's SLURM_PROCID (0 in a batch script) is inherited by
+     * every rank; the MPI launcher's own rank is the rank (all were "rank 0 reported twice") */
+    const char *in_job = "canary-gate-shard 1\npid 9\nhost node-c\nslurm_procid 0\n"
+                         "slurm_ntasks 1\nmpi_rank 3\nmpi_size 4\n";
+    assert_int_equal(cg_shard_parse(in_job, strlen(in_job), "t", &s, &err), 0);
+    assert_true(cg_shard_rank(&s, &r, &w));
+    assert_int_equal(r, 3);
+    assert_int_equal(w, 4);
+    cg_shard_release(&s);
     const char *bad = "canary-gate-shard 1\nworld_size x\n";
     assert_int_equal(cg_shard_parse(bad, strlen(bad), "t", &s, &err), CG_EINPUT);
 }

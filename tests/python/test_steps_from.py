@@ -198,6 +198,24 @@ def main(gate, shim):
           "as the baseline was (exit %d, steps_from %s)\n%s"
           % (p.returncode, art and art["settings"]["steps_from"], p.stderr[-1500:]))
 
+    # a script that imports canary_gate (no install: the gate puts python/ on its path) and marks
+    # its own steps: its baseline's steps are "nvtx", and the main command against it must still
+    # give the script the module (inheriting "nvtx" took python/ off the path: exit 3)
+    marked = os.path.join(tmp, "marked.py")
+    with open(marked, "w") as f:
+        f.write("import time, canary_gate\nfor i in range(400):\n"
+                "    with canary_gate.step(tokens=10):\n        time.sleep(0.002)\n")
+    mbase = os.path.join(tmp, "marked-base.json")
+    p = subprocess.run([gate, "run", "--runs", "3", "--steps", "10", "--warmup", "2", "--out",
+                        mbase, "--", sys.executable, marked], capture_output=True, text=True)
+    check(p.returncode == 0, "baseline of a script importing canary_gate (exit %d)%s"
+          % (p.returncode, "" if p.returncode == 0 else "\n" + p.stderr[-800:]))
+    p = subprocess.run([gate, "--baseline", mbase, "--runs", "3", "--no-confirm", "--out",
+                        os.path.join(tmp, "marked-cur.json"), "--", sys.executable, marked],
+                       capture_output=True, text=True)
+    check(p.returncode in (0, 1), "the main command against it still imports canary_gate "
+          "(exit %d)\n%s" % (p.returncode, p.stderr[-800:]))
+
     print("%d failed" % len(failures))
     return 1 if failures else 0
 
