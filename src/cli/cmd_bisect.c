@@ -785,7 +785,7 @@ static void session_end(struct session *s)
         else if (keep) {
             /* the user's now: without its owner file no later bisection takes it for one of a
              * bisection killed */
-            char owner[PATH_MAX];
+            char owner[sizeof(s->tmp) + sizeof("/" CG_STALE_OWNER)];
             snprintf(owner, sizeof(owner), "%s/" CG_STALE_OWNER, s->tmp);
             unlink(owner);
             fprintf(stderr,

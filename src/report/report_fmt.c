@@ -237,7 +237,7 @@ static void fail_headline(const struct cg_verdict *v, char *dst, size_t n)
 {
     size_t at = 0;
     int fails = 0, kind = worst_fail(v, &at, &fails);
-    char more[48] = "", what[200] = "";
+    char more[48] = "", what[320] = "";
     if (fails > 1)
         snprintf(more, sizeof(more), " (and %d more)", fails - 1);
     if (kind == 1) {
