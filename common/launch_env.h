@@ -13,6 +13,8 @@
 /* launcher: where the library loads from (the CUDA driver and NVTX read these). */
 #define CG_ENV_CUDA_INJECTION "CUDA_INJECTION64_PATH"
 #define CG_ENV_NVTX_INJECTION "NVTX_INJECTION64_PATH"
+/* The gate's GitHub token, for posting: removed from the canary's environment. */
+#define CG_ENV_GATE_TOKEN "GITHUB_TOKEN"
 /* launcher: the run's shard directory; without it the library stays inert (NVTX no-ops). */
 #define CG_ENV_SHARD_DIR "CANARY_GATE_SHARD_DIR"
 /* launcher: a file the launcher made and sized; the library writes into it (never extends it)

@@ -263,6 +263,9 @@ int cg_canary_env_run(const struct cg_canary_env *ce, const struct cg_collect_cf
     char *always[] = {e->cuda, e->nvtx, e->dir, e->fail, e->range, e->warm, e->steps};
     for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
         e->add[e->n_add++] = always[i];
+    /* the gate's token, for posting (the Action's step sets it): the canary never needs it, and
+     * a script that prints its environment would put it in the log the Action uploads */
+    e->remove[e->n_remove++] = (char *)CG_ENV_GATE_TOKEN;
     if (trace)
         e->add[e->n_add++] = e->trace;
     else

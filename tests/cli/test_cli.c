@@ -190,6 +190,21 @@ static void test_cli__run_to_stdout_logs_beside_the_default(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* GITHUB_TOKEN is the gate's, for posting (the Action sets it on the gate's step): the canary
+ * got it, and a script that prints its environment put it in the log the Action uploads. */
+static void test_cli__the_canary_never_gets_the_github_token(void **state)
+{
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && GITHUB_TOKEN=ghp_secret123456789 '%s' run --out tok.json --runs 1"
+             " --steps 3 --warmup 1 -- /bin/sh -c 'echo \"T=[$GITHUB_TOKEN]\"; exec \"$0\" \"$@\"'"
+             " '%s/tests/canaries/nvtx-canary' --steps 5 --step-ms 2 >/dev/null 2>&1"
+             " && grep -q 'T=\\[\\]' tok.log && ! grep -q ghp_secret tok.log",
+             dir, CG_TOOL_PATH, CG_BINARY_DIR);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_cli__inconclusive_exits_4_when_asked(void **state)
 {
     (void)state;
@@ -1281,6 +1296,7 @@ int main(void)
         cmocka_unit_test(test_cli__a_run_on_both_sides_is_refused),
         cmocka_unit_test(test_cli__names_in_errors_reach_the_terminal_escaped),
         cmocka_unit_test(test_cli__run_to_stdout_logs_beside_the_default),
+        cmocka_unit_test(test_cli__the_canary_never_gets_the_github_token),
         cmocka_unit_test(test_cli__only_gates_the_groups_named),
         cmocka_unit_test(test_cli__inconclusive_exits_4_when_asked),
         cmocka_unit_test(test_cli__reports_written_and_never_half_replaced),
