@@ -866,6 +866,52 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     assert_int_equal(runs_in(cg_workdir_in(&ws, "bl3/baseline.json")), 1);
 }
 
+/* Two gates (gate ids) publishing to one baseline branch: each keeps its own runs and baseline.
+ * They shared runs/ and baseline.json, so the second gate's canary restarted the pool (deleting
+ * the first gate's runs) and the first gate's next pull request was gated against the second's
+ * canary: a +22% regression read -7%, PASS. */
+static void test_action__two_gates_keep_their_own_baselines(void **state)
+{
+    struct cg_workdir *d = *state;
+    if (!executable("/usr/bin/git"))
+        skip();
+    checkout_with_remote(d);
+    const char *ra[] = {CG_TOOL_PATH, "run", "--out", "ws/a.json", "--runs", "2", "--steps", "2",
+                        "--warmup", "0", NULL};
+    const char *rb[] = {CG_TOOL_PATH, "run", "--out", "ws/b.json", "--runs", "1", "--steps", "3",
+                        "--warmup", "0", NULL};
+    assert_int_equal(cg_proc_run(d->path, ra, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+    assert_int_equal(cg_proc_run(d->path, rb, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+    struct cg_workdir ws;
+    snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "GIT_AUTHOR_NAME=t",
+                         "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
+                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    const char *pa[] = {"a.json", "--gate-id", "h100", "--label", "20260101T000000Z-a", NULL};
+    const char *pb[] = {"b.json", "--gate-id", "a100", "--label", "20260102T000000Z-b", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, pa), 0);
+    assert_int_equal(script(&ws, "baseline-publish", env, pb), 0);
+    assert_null(strstr(proc.err, "restarts"));
+    const char *fa[] = {"bla", "canary-gate-baseline", "origin", "--gate-id", "h100", NULL};
+    const char *fb[] = {"blb", "canary-gate-baseline", "origin", "--gate-id", "a100", NULL};
+    assert_int_equal(script(&ws, "baseline-fetch", env, fa), 0);
+    assert_int_equal(script(&ws, "baseline-fetch", env, fb), 0);
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "bla/baseline.json")), 2);
+    assert_int_equal(runs_in(cg_workdir_in(&ws, "blb/baseline.json")), 1);
+    /* one history for both, each run under its gate */
+    char *hist = slurp(cg_workdir_in(&ws, "bla/history.jsonl"));
+    assert_non_null(hist);
+    assert_int_equal(occurrences(hist, "\"type\":\"run\""), 2);
+    assert_int_equal(occurrences(hist, "\"event\":\"restart\""), 0);
+    free(hist);
+    /* a gate id that is no plain name is refused before anything is written */
+    const char *bad[] = {"a.json", "--gate-id", "../x", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, bad), 2);
+    assert_non_null(strstr(proc.err, "--gate-id '../x'"));
+}
+
 /* A first publish whose push is refused changes nothing in the checkout (no branch left behind),
  * and publishing again once the remote takes pushes works. */
 static void test_action__a_refused_first_publish_can_be_retried(void **state)
@@ -1021,6 +1067,7 @@ int main(void)
         IN_WORKDIR(test_action__command_with_a_line_break_is_refused),
         IN_WORKDIR(test_action__gate_script_measures_the_base_beside_the_head),
         IN_WORKDIR(test_action__baseline_branch_keeps_the_newest_k),
+        IN_WORKDIR(test_action__two_gates_keep_their_own_baselines),
         IN_WORKDIR(test_action__a_refused_first_publish_can_be_retried),
         IN_WORKDIR(test_action__a_remote_that_cannot_be_reached_fails_the_fetch),
         IN_WORKDIR(test_action__a_hostile_baseline_branch_is_refused),
