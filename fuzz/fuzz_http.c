@@ -52,7 +52,7 @@ static void response(const char *text, size_t len)
 
     size_t body_len = (size_t)(end - p);
     long long id = -1;
-    int rc = cg_github_comments_scan(p, body_len, "<!-- canary-gate -->", &id);
+    int rc = cg_github_comments_scan(p, body_len, "<!-- canary-gate -->", NULL, &id, NULL);
     CG_FUZZ_CHECK(rc == 0 || rc == CG_EINPUT, "rc %d", rc);
     CG_FUZZ_CHECK(id >= 0, "comment id %lld", id);
 

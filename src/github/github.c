@@ -148,16 +148,61 @@ int cg_github_api_base(const struct cg_github *gh, struct cg_buf *url)
 }
 
 /* Scans one page of comments for marker. */
-static int scan_page(const struct cg_http_response *r, const char *marker, long long *found,
-                     const char *what, struct cg_err *err)
+static int scan_page(const struct cg_http_response *r, const char *marker, const char *own,
+                     long long *found, size_t *foreign, const char *what, struct cg_err *err)
 {
-    if (cg_github_comments_scan(r->body.data, r->body.len, marker, found) != 0)
+    if (cg_github_comments_scan(r->body.data, r->body.len, marker, own, found, foreign) != 0)
         return cg_err_set(err, CG_ENET, "%s: github's answer is not a list of comments", what);
     return 0;
 }
 
+/* The login of the token's user (GET /user: a personal token's) into login; "" when GitHub does
+ * not say (an Actions or app token is refused there: its comments are a bot's). */
+static void token_login(struct cg_github *gh, char *login, size_t cap)
+{
+    struct cg_http_response resp;
+    struct cg_buf url;
+    struct cg_err ignored;
+    login[0] = '\0';
+    cg_err_init(&ignored);
+    cg_http_response_init(&resp, gh->http->opt.max_body_bytes);
+    cg_buf_init(&url, 8192);
+    if (cg_github_api_base(gh, &url) == 0 && cg_buf_adds(&url, "/user") == 0 &&
+        cg_github_call(gh, "GET", cg_buf_str(&url), NULL, 0, &resp, "cannot ask who the token is",
+                       "the token's user", &ignored) == 0 &&
+        !cg_github_is_dry(gh)) {
+        cJSON *root = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "login");
+        if (cJSON_IsString(l) && strlen(l->valuestring) < cap)
+            snprintf(login, cap, "%s", l->valuestring);
+        cJSON_Delete(root);
+    }
+    cg_buf_release(&url);
+    cg_http_response_release(&resp);
+}
+
+static int find_as(struct cg_github *gh, long pr, const char *marker, const char *own,
+                   long long *comment_id, size_t *foreign, struct cg_err *err);
+
 int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker, long long *comment_id,
                            struct cg_err *err)
+{
+    size_t foreign = 0;
+    int rc = find_as(gh, pr, marker, NULL, comment_id, &foreign, err);
+    if (rc != 0 || *comment_id != 0 || foreign == 0)
+        return rc;
+    /* a user's comment bears the marker: the gate's own only when the token is that user's */
+    char login[256];
+    token_login(gh, login, sizeof(login));
+    if (login[0] == '\0')
+        return 0;
+    return find_as(gh, pr, marker, login, comment_id, &foreign, err);
+}
+
+/* The first marker comment by a bot or by own (NULL: none), every page; *foreign counts the
+ * others'. */
+static int find_as(struct cg_github *gh, long pr, const char *marker, const char *own,
+                   long long *comment_id, size_t *foreign, struct cg_err *err)
 {
     struct cg_http_response resp;
     struct cg_buf url;
@@ -182,7 +227,8 @@ int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker, lo
             goto done;
         if (cg_github_is_dry(gh))
             goto done; /* nothing was sent: no comment is known */
-        if ((rc = scan_page(&resp, marker, comment_id, what, err)) != 0 || *comment_id != 0)
+        if ((rc = scan_page(&resp, marker, own, comment_id, foreign, what, err)) != 0 ||
+            *comment_id != 0)
             goto done;
         free(next);
         next = NULL;

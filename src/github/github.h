@@ -118,18 +118,23 @@ int cg_github_link_next(const char *link, char **next);
 int cg_github_event_parse(const char *json, size_t len, const char *name,
                           struct cg_github_event *ev, struct cg_err *err);
 
-/* Finds, in one page of GitHub's comment list (JSON, len bytes), the first comment whose body's
- * first line is exactly marker. Sets *comment_id (0 when none). Returns 0, or CG_EINPUT when the
- * body is not a JSON array. Pure. */
-int cg_github_comments_scan(const char *body, size_t len, const char *marker,
-                            long long *comment_id);
+/* Finds, in one page of GitHub's comment list (JSON, len bytes), the first comment of the gate's
+ * whose body's first line is exactly marker: by a bot (an Actions or app token's, "type": "Bot"),
+ * or by the user own_login (a personal token's; NULL: none). Anyone can post a comment that
+ * begins with the marker: one by another user is passed over and counted in *foreign (when not
+ * NULL). Sets *comment_id (0 when none). Returns 0, or CG_EINPUT when the body is not a JSON
+ * array. Pure. */
+int cg_github_comments_scan(const char *body, size_t len, const char *marker, const char *own_login,
+                            long long *comment_id, size_t *foreign);
 
 /* Copies GitHub's "message" (and the first validation error) from a JSON error body of len bytes
  * into out as one printable line ("" when there is none). Pure. */
 void cg_github_api_message(const char *body, size_t len, char *out, size_t size);
 
-/* Finds the comment on PR pr whose first line is marker, following every page. Sets *comment_id
- * (0 when none). Returns 0 or CG_ENET/CG_ENOMEM with a one-line message. */
+/* Finds the gate's comment on PR pr whose first line is marker (cg_github_comments_scan: a bot's,
+ * or when a user's comment bears it, the token's own user's as GET /user names it), following
+ * every page. Sets *comment_id (0 when none). Returns 0 or CG_ENET/CG_ENOMEM with a one-line
+ * message. */
 int cg_github_comment_find(struct cg_github *gh, long pr, const char *marker,
                            long long *comment_id, struct cg_err *err);
 

@@ -441,7 +441,19 @@ int cg_github_json_id(const cJSON *v)
            v->valuedouble == floor(v->valuedouble);
 }
 
-int cg_github_comments_scan(const char *body, size_t len, const char *marker, long long *comment_id)
+/* Whether comment c was written by the gate's token: a bot's, or own_login's. */
+static int by_gate(const cJSON *c, const char *own_login)
+{
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(c, "user");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(user, "type");
+    const cJSON *login = cJSON_GetObjectItemCaseSensitive(user, "login");
+    if (cJSON_IsString(type) && strcmp(type->valuestring, "Bot") == 0)
+        return 1;
+    return own_login != NULL && cJSON_IsString(login) && strcmp(login->valuestring, own_login) == 0;
+}
+
+int cg_github_comments_scan(const char *body, size_t len, const char *marker, const char *own_login,
+                            long long *comment_id, size_t *foreign)
 {
     cJSON *root = cJSON_ParseWithLength(body != NULL ? body : "", body != NULL ? len : 0);
     int rc = 0;
@@ -459,10 +471,15 @@ int cg_github_comments_scan(const char *body, size_t len, const char *marker, lo
         if (!cJSON_IsString(text) || !cg_github_json_id(id))
             continue;
         const char *b = text->valuestring;
-        if (strncmp(b, marker, ml) == 0 && (b[ml] == '\0' || b[ml] == '\n' || b[ml] == '\r')) {
-            *comment_id = (long long)id->valuedouble;
-            break;
+        if (strncmp(b, marker, ml) != 0 || !(b[ml] == '\0' || b[ml] == '\n' || b[ml] == '\r'))
+            continue;
+        if (!by_gate(c, own_login)) {
+            if (foreign != NULL)
+                ++*foreign;
+            continue;
         }
+        *comment_id = (long long)id->valuedouble;
+        break;
     }
 done:
     cJSON_Delete(root);

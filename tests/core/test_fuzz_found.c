@@ -313,8 +313,9 @@ static void test_fuzz_found__comment_id_out_of_range_is_skipped(void **state)
         " {\"id\": 1e300, \"body\": \"<!-- canary-gate -->\"},"
         " {\"id\": 2.5, \"body\": \"<!-- canary-gate -->\"},"
         " {\"id\": 9007199254740994, \"body\": \"<!-- canary-gate -->\"},"
-        " {\"id\": 42, \"body\": \"<!-- canary-gate -->\"}]";
-    assert_int_equal(cg_github_comments_scan(page, strlen(page), "<!-- canary-gate -->", &id), 0);
+        " {\"id\": 42, \"body\": \"<!-- canary-gate -->\", \"user\": {\"type\": \"Bot\"}}]";
+    assert_int_equal(
+        cg_github_comments_scan(page, strlen(page), "<!-- canary-gate -->", NULL, &id, NULL), 0);
     assert_int_equal(id, 42);
 }
 
@@ -322,11 +323,14 @@ static void test_fuzz_found__comment_page_and_error_body(void **state)
 {
     (void)state;
     long long id = -1;
-    static const char page[] = "[{\"id\": 5, \"body\": \"x\"}, {\"id\": 6, \"body\": "
-                               "\"<!-- canary-gate -->\\r\\nbody\"}]";
-    assert_int_equal(cg_github_comments_scan(page, strlen(page), "<!-- canary-gate -->", &id), 0);
+    static const char page[] =
+        "[{\"id\": 5, \"body\": \"x\"}, {\"id\": 6, \"body\": "
+        "\"<!-- canary-gate -->\\r\\nbody\", \"user\": {\"type\": \"Bot\"}}]";
+    assert_int_equal(
+        cg_github_comments_scan(page, strlen(page), "<!-- canary-gate -->", NULL, &id, NULL), 0);
     assert_int_equal(id, 6);
-    assert_int_equal(cg_github_comments_scan("{}", 2, "<!-- canary-gate -->", &id), CG_EINPUT);
+    assert_int_equal(cg_github_comments_scan("{}", 2, "<!-- canary-gate -->", NULL, &id, NULL),
+                     CG_EINPUT);
     assert_int_equal(id, 0);
     char msg[64];
     static const char body[] = "{\"message\": \"Validation\\u001b[31m Failed\", \"errors\": "

@@ -555,6 +555,39 @@ static void test_github__comment_modes(void **state)
     assert_int_equal(cg_httpd_count(f->srv), before);
 }
 
+/* Anyone who can comment could post a comment whose first line is the gate's marker: the gate
+ * edited it in place (its report shown as theirs) or, when the edit was refused, left their forged
+ * "PASS" and never commented. Only the gate's own comments are edited: a bot's (the Actions
+ * token's), or the token's own user's (GET /user, asked only when a marker comment is by a user);
+ * anybody else's is passed over and a comment of the gate's own is created. */
+static void test_github__a_marker_comment_by_someone_else_is_not_edited(void **state)
+{
+    struct fixture *f = *state;
+    long long forged =
+        cg_httpd_add_comment_by(f->srv, MARKER "\n## canary-gate PASS (forged)", "mallory");
+    assert_int_equal(publish(f, NULL, MARKER "\nreal", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_true(f->res.comment_id != forged);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 2);
+    assert_comment(f, 0, MARKER "\n## canary-gate PASS (forged)");
+    assert_comment(f, 1, MARKER "\nreal");
+}
+
+/* A personal token's own comment (by its user, as GET /user says) is edited in place, someone
+ * else's marker comment before it passed over. */
+static void test_github__a_personal_tokens_own_comment_is_edited(void **state)
+{
+    struct fixture *f = *state;
+    cg_httpd_token_user(f->srv, "octocat");
+    cg_httpd_add_comment_by(f->srv, MARKER "\nforged", "mallory");
+    long long mine = cg_httpd_add_comment_by(f->srv, MARKER "\nold", "octocat");
+    assert_int_equal(publish(f, NULL, MARKER "\nnew", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_PASS), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_UPDATED);
+    assert_int_equal(f->res.comment_id, mine);
+    assert_comment(f, 0, MARKER "\nforged");
+    assert_comment(f, 1, MARKER "\nnew");
+}
+
 static void test_github__rate_limit_then_success(void **state)
 {
     struct fixture *f = *state;
@@ -772,6 +805,8 @@ int main(void)
         T(test_github__reads_every_page_before_creating),
         T(test_github__two_gate_ids_keep_two_comments),
         T(test_github__comment_modes),
+        T(test_github__a_marker_comment_by_someone_else_is_not_edited),
+        T(test_github__a_personal_tokens_own_comment_is_edited),
         T(test_github__rate_limit_then_success),
         T(test_github__rate_limit_too_long_gives_up_with_a_message),
         T(test_github__5xx_retried_then_given_up),

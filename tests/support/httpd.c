@@ -36,6 +36,7 @@ struct canned {
 struct comment {
     long long id;
     char *body;
+    char *login; /* NULL: the Actions bot */
 };
 
 struct check_run {
@@ -64,6 +65,7 @@ struct cg_httpd {
     int max_per_page;
     struct comment *comments;
     size_t n_comments;
+    char *token_user; /* GET /user's login, NULL: 403 */
     long long next_id;
     char **statuses;
     size_t n_statuses;
@@ -272,6 +274,9 @@ static char *comment_json(const struct cg_httpd *s, const struct comment *c, int
     cJSON_AddNumberToObject(o, "id", (double)c->id);
     cJSON_AddStringToObject(o, "html_url", html);
     cJSON_AddStringToObject(o, "body", c->body);
+    cJSON *user = cJSON_AddObjectToObject(o, "user");
+    cJSON_AddStringToObject(user, "login", c->login != NULL ? c->login : "github-actions[bot]");
+    cJSON_AddStringToObject(user, "type", c->login != NULL ? "User" : "Bot");
     char *text = pretty ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (text == NULL)
@@ -434,6 +439,18 @@ static void github(struct cg_httpd *s, const struct cg_httpd_request *r, int *st
             return;
         }
     }
+    if (strcmp(path, "/user") == 0 && strcmp(r->method, "GET") == 0) {
+        if (s->token_user == NULL) {
+            *status = 403;
+            *body = json_error("Resource not accessible by integration");
+        } else {
+            char text[300];
+            snprintf(text, sizeof(text), "{\"login\":\"%s\",\"type\":\"User\"}", s->token_user);
+            *status = 200;
+            *body = xstrdup(text);
+        }
+        return;
+    }
     snprintf(prefix, sizeof(prefix), "/repos/%s/", s->repo);
     if (s->repo[0] == '\0' || strncmp(path, prefix, strlen(prefix)) != 0) {
         *status = 404;
@@ -490,6 +507,7 @@ static void github(struct cg_httpd *s, const struct cg_httpd_request *r, int *st
         struct comment *c = &s->comments[s->n_comments++];
         c->id = s->next_id++;
         c->body = xstrdup(b->valuestring);
+        c->login = s->token_user != NULL ? xstrdup(s->token_user) : NULL;
         cJSON_Delete(in);
         *status = 201;
         *body = comment_json(s, c, 1);
@@ -647,8 +665,11 @@ void cg_httpd_stop(struct cg_httpd *s)
     for (size_t i = 0; i < s->log_len; i++)
         request_free(s->log[i]);
     free(s->log);
-    for (size_t i = 0; i < s->n_comments; i++)
+    for (size_t i = 0; i < s->n_comments; i++) {
         free(s->comments[i].body);
+        free(s->comments[i].login);
+    }
+    free(s->token_user);
     free(s->comments);
     for (size_t i = 0; i < s->n_statuses; i++)
         free(s->statuses[i]);
@@ -716,16 +737,30 @@ void cg_httpd_github(struct cg_httpd *s, const char *repo, long pr, const char *
     pthread_mutex_unlock(&s->mu);
 }
 
-long long cg_httpd_add_comment(struct cg_httpd *s, const char *body)
+long long cg_httpd_add_comment_by(struct cg_httpd *s, const char *body, const char *login)
 {
     pthread_mutex_lock(&s->mu);
     s->comments = xrealloc(s->comments, (s->n_comments + 1) * sizeof(*s->comments));
     struct comment *c = &s->comments[s->n_comments++];
     c->id = s->next_id++;
     c->body = xstrdup(body);
+    c->login = login != NULL ? xstrdup(login) : NULL;
     long long id = c->id;
     pthread_mutex_unlock(&s->mu);
     return id;
+}
+
+long long cg_httpd_add_comment(struct cg_httpd *s, const char *body)
+{
+    return cg_httpd_add_comment_by(s, body, NULL);
+}
+
+void cg_httpd_token_user(struct cg_httpd *s, const char *login)
+{
+    pthread_mutex_lock(&s->mu);
+    free(s->token_user);
+    s->token_user = login != NULL ? xstrdup(login) : NULL;
+    pthread_mutex_unlock(&s->mu);
 }
 
 size_t cg_httpd_comment_count(struct cg_httpd *s)

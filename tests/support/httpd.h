@@ -60,8 +60,16 @@ const char *cg_httpd_header(const struct cg_httpd_request *r, const char *name, 
 void cg_httpd_github(struct cg_httpd *s, const char *repo, long pr, const char *token,
                      int max_per_page);
 
-/* Adds a comment to the emulated pull request; returns its id. */
+/* Adds a comment to the emulated pull request, by the Actions bot as the gate's are; returns its
+ * id. */
 long long cg_httpd_add_comment(struct cg_httpd *s, const char *body);
+
+/* The same by a user of that login ("type": "User"): anyone who can comment. */
+long long cg_httpd_add_comment_by(struct cg_httpd *s, const char *body, const char *login);
+
+/* The login GET /user answers (a personal token's; its comments are by it), or NULL: 403, as
+ * GitHub answers an Actions token. Comments created through the API are by it, else the bot. */
+void cg_httpd_token_user(struct cg_httpd *s, const char *login);
 
 /* Number of comments on the emulated pull request. */
 size_t cg_httpd_comment_count(struct cg_httpd *s);
