@@ -309,7 +309,7 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
  * SLURM_PROCID and SLURM_NTASKS (*world -1 when unknown). False when it has no rank. */
 bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
 
-/* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed). */
+/* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed; never ""). */
 const char *cg_shard_node(const struct cg_shard *s);
 
 /* Checks that the shards with steps and a rank hold every rank of the world they report

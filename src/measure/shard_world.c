@@ -30,7 +30,9 @@ bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world)
 
 const char *cg_shard_node(const struct cg_shard *s)
 {
-    return s->slurm_node != NULL ? s->slurm_node : s->host != NULL ? s->host : "?";
+    if (s->slurm_node != NULL && s->slurm_node[0] != '\0')
+        return s->slurm_node;
+    return s->host != NULL && s->host[0] != '\0' ? s->host : "?"; /* a name, never "" */
 }
 
 /* Whether s is a rank of the training: it has a rank and marked steps. */

@@ -71,6 +71,12 @@ static void test_shard_world__placement_lines_are_read(void **state)
     assert_int_equal(r, 3);
     assert_int_equal(w, 4);
     cg_shard_release(&s);
+    /* fuzz_shard: a "host" line without a name made a rank's node "", and the merged artifact
+     * did not load again ("node: expected a name") */
+    const char *empty = "canary-gate-shard 1\npid 9\nrank 0\nhost\nslurm_node \n";
+    assert_int_equal(cg_shard_parse(empty, strlen(empty), "t", &s, &err), 0);
+    assert_string_equal(cg_shard_node(&s), "?");
+    cg_shard_release(&s);
     const char *bad = "canary-gate-shard 1\nworld_size x\n";
     assert_int_equal(cg_shard_parse(bad, strlen(bad), "t", &s, &err), CG_EINPUT);
 }
