@@ -12,8 +12,8 @@
  *     created and removed; an atomic write needs that, whatever the old file's permissions),
  *     and an output written in place (the canary's log, a device) is writable itself.
  * "-" (standard output) is never checked as a file, but two outputs may not both name it (their
- * documents would be mixed in one stream). Paths are borrowed, not copied: they must outlive the
- * list, which cg_outputs_release frees. Single-threaded.
+ * documents would be mixed in one stream). Paths are copied (a thresholds file's extends chain
+ * is added from a load that is gone by the check); cg_outputs_release frees them. Single-threaded.
  */
 #ifndef CG_OUTPUTS_H
 #define CG_OUTPUTS_H

@@ -99,6 +99,18 @@ static void fnv(uint64_t *h, const char *s)
     *h *= 1099511628211ull;
 }
 
+/* The node shape of a's runs (cg_artifact_shape) into shape[CG_SHAPE_MAX] and whether its runs
+ * have two (*mixed): true when that is part of the environment, a world's or a mix; false for
+ * runs of one process or of unknown shape. */
+static bool world_shape(const struct cg_artifact *a, char *shape, bool *mixed)
+{
+    size_t first, other;
+    if (cg_artifact_shape(a, shape, CG_SHAPE_MAX, &first, &other) != 0)
+        return false;
+    *mixed = other != a->n_runs;
+    return shape[0] != '\0' || *mixed;
+}
+
 char *cg_trend_env_id(const struct cg_artifact *a)
 {
     const struct cg_env *e = &a->env;
@@ -116,11 +128,10 @@ char *cg_trend_env_id(const struct cg_artifact *a)
     /* a world's node shape (runs of one process, or of unknown shape, hash nothing: their ids
      * stay as they were); a side of two shapes is its own */
     char shape[CG_SHAPE_MAX];
-    size_t first, other;
-    if (cg_artifact_shape(a, shape, sizeof(shape), &first, &other) == 0 &&
-        (shape[0] != '\0' || other != a->n_runs)) {
+    bool mixed;
+    if (world_shape(a, shape, &mixed)) {
         fnv(&h, shape);
-        if (other != a->n_runs)
+        if (mixed)
             fnv(&h, "runs differ");
     }
     char *out = malloc(17);
@@ -145,11 +156,11 @@ void cg_trend_env_text(const struct cg_artifact *a, char *out, size_t n)
                  e->cpu_model ? e->cpu_model : "unknown", (long long)a->settings.steps,
                  (long long)a->settings.warmup);
     char shape[CG_SHAPE_MAX];
-    size_t first, other, len = strlen(out);
-    if (cg_artifact_shape(a, shape, sizeof(shape), &first, &other) == 0 && len < n &&
-        (shape[0] != '\0' || other != a->n_runs))
+    bool mixed;
+    size_t len = strlen(out);
+    if (len < n && world_shape(a, shape, &mixed))
         snprintf(out + len, n - len, ", %s%s", shape[0] ? shape : "one process",
-                 other != a->n_runs ? " (runs differ)" : "");
+                 mixed ? " (runs differ)" : "");
 }
 
 static int push_change(struct cg_trend_report *r, const struct cg_trend_change *c)

@@ -142,9 +142,10 @@ static int git_ok(const char *repo, const char *const *args, struct cg_buf *out,
     return rc;
 }
 
-/* Whether git answers 0 to args (a yes-or-no question: merge-base --is-ancestor); false when
- * it cannot be asked. */
-static bool git_yes(const char *repo, const char *const *args)
+/* Whether git answers yes to args: exits 0 (merge-base --is-ancestor) and, when says is not
+ * NULL, writes a first line beginning with it (rev-parse --is-shallow-repository: "true"); false
+ * when it cannot be asked. */
+static bool git_yes(const char *repo, const char *const *args, const char *says)
 {
     struct cg_buf out, eb;
     struct cg_err ignored;
@@ -153,8 +154,8 @@ static bool git_yes(const char *repo, const char *const *args)
     cg_buf_init(&out, 4096);
     cg_buf_init(&eb, 4096);
     bool yes = git(repo, args, &out, &eb, &status, &ignored) == 0 && status == 0;
-    if (yes && args[1] != NULL && strcmp(args[1], "--is-shallow-repository") == 0)
-        yes = out.len >= 4 && memcmp(out.data, "true", 4) == 0;
+    if (yes && says != NULL)
+        yes = out.len >= strlen(says) && memcmp(out.data, says, strlen(says)) == 0;
     cg_buf_release(&out);
     cg_buf_release(&eb);
     return yes;
@@ -165,10 +166,11 @@ static bool git_yes(const char *repo, const char *const *args)
 static const char *shallow_hint(const char *repo)
 {
     const char *args[] = {"rev-parse", "--is-shallow-repository", NULL};
-    return git_yes(repo, args) ? "; the clone is shallow (a CI checkout fetches 1 commit by "
-                                 "default): fetch the history with 'git fetch --unshallow', or "
-                                 "'fetch-depth: 0' in actions/checkout"
-                               : "";
+    return git_yes(repo, args, "true")
+               ? "; the clone is shallow (a CI checkout fetches 1 commit by "
+                 "default): fetch the history with 'git fetch --unshallow', or "
+                 "'fetch-depth: 0' in actions/checkout"
+               : "";
 }
 
 /* The full name of the commit rev names, into sha[41]. */
@@ -211,10 +213,10 @@ static int not_on_line(const char *repo, const char *good, const char *bad, cons
 {
     const char *after[] = {"merge-base", "--is-ancestor", b, g, NULL};
     const char *below[] = {"merge-base", "--is-ancestor", g, b, NULL};
-    if (git_yes(repo, after))
+    if (git_yes(repo, after, NULL))
         return cg_err_set(err, CG_EINPUT, "--good '%s' comes after --bad '%s': swap them", good,
                           bad);
-    if (git_yes(repo, below))
+    if (git_yes(repo, below, NULL))
         return cg_err_set(err, CG_EINPUT,
                           "--good '%s' reaches --bad '%s' only through a merged branch: bisect "
                           "walks --bad's first parents; give a --good on that line (the merge's "
