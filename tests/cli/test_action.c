@@ -689,6 +689,22 @@ static size_t occurrences(const char *text, const char *needle)
     return n;
 }
 
+/* The environment of the baseline scripts in the tests: the tool built here, a committer. */
+static const char *const publish_env[] = {
+    "CANARY_GATE_BIN=" CG_BINARY_DIR,    "GIT_AUTHOR_NAME=t",
+    "GIT_AUTHOR_EMAIL=t@example.com",    "GIT_COMMITTER_NAME=t",
+    "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+
+/* A run of the built-in canary into out (under d), of runs runs of steps steps, no warm-up. */
+static void builtin_run(const struct cg_workdir *d, const char *out, const char *runs,
+                        const char *steps)
+{
+    const char *args[] = {CG_TOOL_PATH, "run", "--out",    out, "--runs", runs,
+                          "--steps",    steps, "--warmup", "0", NULL};
+    assert_int_equal(cg_proc_run(d->path, args, NULL, &proc), 0);
+    assert_int_equal(proc.exit_code, 0);
+}
+
 /* A bare repository origin.git and a checkout ws of one commit with it as its remote origin. */
 static void checkout_with_remote(const struct cg_workdir *d)
 {
@@ -716,25 +732,14 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     checkout_with_remote(d);
 
     /* Runs of the built-in canary, of 1, 2 and 2 runs, as three main-branch results. */
-    const char *r1[] = {CG_TOOL_PATH, "run", "--out", "ws/r1.json", "--runs", "1", "--steps", "2",
-                        "--warmup", "0", NULL};
-    const char *r2[] = {CG_TOOL_PATH, "run", "--out", "ws/r2.json", "--runs", "2", "--steps", "2",
-                        "--warmup", "0", NULL};
-    assert_int_equal(cg_proc_run(d->path, r1, NULL, &proc), 0);
-    assert_int_equal(proc.exit_code, 0);
-    assert_int_equal(cg_proc_run(d->path, r2, NULL, &proc), 0);
-    assert_int_equal(proc.exit_code, 0);
+    builtin_run(d, "ws/r1.json", "1", "2");
+    builtin_run(d, "ws/r2.json", "2", "2");
     /* a third result of 2 runs (a run may be pooled only once: r2 again would not do) */
-    const char *r3[] = {CG_TOOL_PATH, "run", "--out", "ws/r3.json", "--runs", "2", "--steps", "2",
-                        "--warmup", "0", NULL};
-    assert_int_equal(cg_proc_run(d->path, r3, NULL, &proc), 0);
-    assert_int_equal(proc.exit_code, 0);
+    builtin_run(d, "ws/r3.json", "2", "2");
 
     struct cg_workdir ws;
     snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
-    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "GIT_AUTHOR_NAME=t",
-                         "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    const char *const *env = publish_env;
     /* Nothing published yet: fetch leaves the directory empty and succeeds. */
     const char *fetch0[] = {"bl0", NULL};
     assert_int_equal(script(&ws, "baseline-fetch", env, fetch0), 0);
@@ -821,10 +826,7 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
         fail_msg("the PR report does not mention the accept:\n%.3000s", report);
     free(report);
     /* A run of another canary (more steps) restarts the pool: an event in the history. */
-    const char *r4[] = {CG_TOOL_PATH, "run", "--out",    "ws/r4.json", "--runs", "1",
-                        "--steps",    "3",   "--warmup", "0",          NULL};
-    assert_int_equal(cg_proc_run(d->path, r4, NULL, &proc), 0);
-    assert_int_equal(proc.exit_code, 0);
+    builtin_run(d, "ws/r4.json", "1", "3");
     const char *p4[] = {"r4.json", "--keep", "2", "--label", "20260104T000000Z-d", NULL};
     static char summary_env[600];
     snprintf(summary_env, sizeof(summary_env), "GITHUB_STEP_SUMMARY=%s",
@@ -876,19 +878,11 @@ static void test_action__two_gates_keep_their_own_baselines(void **state)
     if (!executable("/usr/bin/git"))
         skip();
     checkout_with_remote(d);
-    const char *ra[] = {CG_TOOL_PATH, "run", "--out", "ws/a.json", "--runs", "2", "--steps", "2",
-                        "--warmup", "0", NULL};
-    const char *rb[] = {CG_TOOL_PATH, "run", "--out", "ws/b.json", "--runs", "1", "--steps", "3",
-                        "--warmup", "0", NULL};
-    assert_int_equal(cg_proc_run(d->path, ra, NULL, &proc), 0);
-    assert_int_equal(proc.exit_code, 0);
-    assert_int_equal(cg_proc_run(d->path, rb, NULL, &proc), 0);
-    assert_int_equal(proc.exit_code, 0);
+    builtin_run(d, "ws/a.json", "2", "2");
+    builtin_run(d, "ws/b.json", "1", "3");
     struct cg_workdir ws;
     snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
-    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, "GIT_AUTHOR_NAME=t",
-                         "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    const char *const *env = publish_env;
     const char *pa[] = {"a.json", "--gate-id", "h100", "--label", "20260101T000000Z-a", NULL};
     const char *pb[] = {"b.json", "--gate-id", "a100", "--label", "20260102T000000Z-b", NULL};
     assert_int_equal(script(&ws, "baseline-publish", env, pa), 0);
@@ -933,9 +927,7 @@ static void test_action__a_refused_first_publish_can_be_retried(void **state)
 
     struct cg_workdir ws;
     snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
-    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR,    "GIT_AUTHOR_NAME=t",
-                         "GIT_AUTHOR_EMAIL=t@example.com",    "GIT_COMMITTER_NAME=t",
-                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    const char *const *env = publish_env;
     const char *p1[] = {"r1.json", "--label", "20260101T000000Z-a", NULL};
     assert_int_not_equal(script(&ws, "baseline-publish", env, p1), 0);
     if (strstr(proc.err, "refused by the test") == NULL)
@@ -1018,9 +1010,7 @@ static void test_action__a_hostile_baseline_branch_is_refused(void **state)
     assert_int_equal(proc.exit_code, 0);
     struct cg_workdir ws;
     snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
-    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR,    "GIT_AUTHOR_NAME=t",
-                         "GIT_AUTHOR_EMAIL=t@example.com",    "GIT_COMMITTER_NAME=t",
-                         "GIT_COMMITTER_EMAIL=t@example.com", NULL};
+    const char *const *env = publish_env;
     const char *p1[] = {"r1.json", "--label", "20260101T000000Z-a", NULL};
     assert_int_equal(script(&ws, "baseline-publish", env, p1), 2);
     if (strstr(proc.err, "symbolic link 'runs'") == NULL)
