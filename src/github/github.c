@@ -367,11 +367,19 @@ int cg_github_comment_publish(struct cg_github *gh, long pr, const char *id, con
         goto done;
     }
     if (existing != 0) {
-        if ((rc = update_comment(gh, pr, existing, text, &resp, err)) != 0)
+        rc = update_comment(gh, pr, existing, text, &resp, err);
+        if (rc == CG_ENET && resp.status == 404) {
+            /* deleted between the listing and the update: the verdict still needs a comment */
+            cg_err_init(err);
+            existing = 0;
+        } else if (rc != 0) {
             goto done;
-        res->action = CG_GITHUB_UPDATED;
-        res->comment_id = existing;
-    } else {
+        } else {
+            res->action = CG_GITHUB_UPDATED;
+            res->comment_id = existing;
+        }
+    }
+    if (existing == 0) {
         if ((rc = create_comment(gh, pr, marker, text, &resp, &res->comment_id, err)) != 0)
             goto done;
         res->action = CG_GITHUB_CREATED;

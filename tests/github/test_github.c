@@ -652,6 +652,23 @@ static void test_github__create_not_duplicated_when_a_5xx_hid_success(void **sta
     assert_string_equal(cg_httpd_request(f->srv, 3)->method, "PATCH");
 }
 
+static void test_github__a_comment_deleted_before_its_update_is_created_again(void **state)
+{
+    struct fixture *f = *state;
+    /* the page listed the gate's comment; somebody deleted it before the PATCH arrived */
+    cg_httpd_push(f->srv, 200, NULL,
+                  "[{\"id\":424242,\"body\":\"" MARKER "\\nold\",\"user\":{\"login\":"
+                  "\"github-actions[bot]\",\"type\":\"Bot\"}}]");
+    assert_int_equal(publish(f, NULL, MARKER "\nnew", CG_GITHUB_MODE_ALWAYS, CG_GITHUB_FAIL), 0);
+    assert_int_equal(f->res.action, CG_GITHUB_CREATED);
+    assert_true(f->res.comment_id > 0 && f->res.comment_id != 424242);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 1);
+    assert_comment(f, 0, MARKER "\nnew");
+    assert_int_equal(cg_httpd_count(f->srv), 3); /* GET, PATCH 404, POST */
+    assert_string_equal(cg_httpd_request(f->srv, 1)->method, "PATCH");
+    assert_string_equal(cg_httpd_request(f->srv, 2)->method, "POST");
+}
+
 static void test_github__401_says_the_token_was_rejected(void **state)
 {
     struct fixture *f = *state;
@@ -812,6 +829,7 @@ int main(void)
         T(test_github__5xx_retried_then_given_up),
         T(test_github__create_retried_after_5xx_when_nothing_was_created),
         T(test_github__create_not_duplicated_when_a_5xx_hid_success),
+        T(test_github__a_comment_deleted_before_its_update_is_created_again),
         T(test_github__401_says_the_token_was_rejected),
         T(test_github__403_points_to_forks),
         T(test_github__404_names_repository_and_pull_request),
