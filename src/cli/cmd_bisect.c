@@ -374,10 +374,27 @@ static void cut_bad_end(struct session *s, enum cg_bisect_cut why, size_t pairs,
     s->bad_end_pairs[1] = plan->runs_at[plan->n_looks - 1];
 }
 
+/* Commit i's runs (a) against good's (good): 0 when their steps are the same unit of work; else
+ * a middle commit is skipped (1, the reason in reason) and the bad end cannot be bisected
+ * (CG_EINPUT naming both). */
+static int same_steps(const struct session *s, size_t i, const struct cg_artifact *good,
+                      const struct cg_artifact *a, char *reason, size_t rn, struct cg_err *err)
+{
+    char why[256];
+    if (!cg_verdict_steps_redefined(good, a, why, sizeof(why)))
+        return 0;
+    if (i + 1 == s->n)
+        return cg_err_set(err, CG_EINPUT,
+                          "the bad end %.12s cannot be compared with the good end: %s",
+                          s->commits[i].sha, why);
+    snprintf(reason, rn, "%.220s", why);
+    return 1;
+}
+
 /* Measures commit i (its collector col) in pairs against good, look after look, until its
  * answer is settled (the bad end: all its looks, as the budget allows). */
 static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
-                          struct measured *out, struct cg_err *err)
+                          struct measured *out, char *reason, size_t rn, struct cg_err *err)
 {
     struct cg_artifact base, head;
     struct cg_seq_plan plan;
@@ -408,6 +425,11 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
         cg_seq_look_thresholds(&plan, k, &s->t, &tk);
         if ((rc = cg_paired_verdict(&base, &head, &tk, &v, err)) != 0)
             break;
+        if (v.steps_redefined) {
+            cg_verdict_release(&v);
+            rc = same_steps(s, i, &base, &head, reason, rn, err);
+            break;
+        }
         level_of(&v.metrics[s->o->timing], s->o->timing, &out->level);
         out->value = v.metrics[s->o->timing].current;
         out->good_value = v.metrics[s->o->timing].baseline;
@@ -516,6 +538,8 @@ static int probe(struct session *s, size_t i, struct measured *m, char *reason, 
         rc = open_collector(s, i, place, &col, err);
     if (rc == 0 && exact(s)) {
         rc = measure_count(s, col, &a, &m->value, err);
+        if (rc == 0)
+            rc = same_steps(s, i, &s->good_count, &a, reason, rn, err);
         if (rc == 0 && i + 1 == s->n && !isnan(m->value))
             rc = count_again(s, i, col, &a, m->value, err);
         if (rc == 0 && isnan(m->value)) {
@@ -529,7 +553,7 @@ static int probe(struct session *s, size_t i, struct measured *m, char *reason, 
                                       : cg_bisect_classify(&s->search, i, &m->level, true);
         }
     } else if (rc == 0) {
-        rc = measure_timing(s, i, col, m, err);
+        rc = measure_timing(s, i, col, m, reason, rn, err);
     }
     if (rc == CG_ECANARY && !cg_launch_interrupted() && !cg_collect_interrupted()) {
         reason_from(reason, rn, "its canary failed", err);

@@ -590,29 +590,26 @@ static const char *steps_from_text(const char *from)
     return strcmp(from, "optimizer") == 0 ? "from the optimizer" : "from NVTX ranges";
 }
 
-/* v->steps_redefined and its reason in v->steps_differ: the sides' steps come from different
- * places (settings.steps_from) or ranges of different names (settings.step_range); a side that
- * recorded neither (an older artifact) is taken as the other's. True when they differ. */
-static bool steps_redefined(struct cg_verdict *v)
+bool cg_verdict_steps_redefined(const struct cg_artifact *baseline,
+                                const struct cg_artifact *current, char *why, size_t n)
 {
-    const struct cg_settings *b = &v->baseline->settings, *c = &v->current->settings;
+    const struct cg_settings *b = &baseline->settings, *c = &current->settings;
     const char *rb = b->step_range != NULL ? b->step_range : "step";
     const char *rc = c->step_range != NULL ? c->step_range : "step";
     if (b->steps_from != NULL && c->steps_from != NULL && strcmp(b->steps_from, c->steps_from) != 0)
-        snprintf(v->steps_differ, sizeof(v->steps_differ),
+        snprintf(why, n,
                  "the sides define a step differently: baseline's steps %s, current's %s (a "
                  "step is another unit of work: measure both the same way, --steps-from)",
                  steps_from_text(b->steps_from), steps_from_text(c->steps_from));
     else if ((b->steps_from == NULL || strcmp(b->steps_from, "nvtx") == 0) &&
              (c->steps_from == NULL || strcmp(c->steps_from, "nvtx") == 0) && strcmp(rb, rc) != 0)
-        snprintf(v->steps_differ, sizeof(v->steps_differ),
+        snprintf(why, n,
                  "the sides define a step differently: baseline's range '%.40s', current's "
                  "'%.40s' (a step is another unit of work: measure both the same way, "
                  "--step-range)",
                  rb, rc);
     else
         return false;
-    v->steps_redefined = true;
     return true;
 }
 
@@ -622,8 +619,8 @@ static void steps_differ(struct cg_verdict *v)
     int64_t nb[2], nc[2];
     unsigned kb, kc;
     v->steps_differ[0] = '\0';
-    v->steps_redefined = false;
-    if (steps_redefined(v))
+    if ((v->steps_redefined = cg_verdict_steps_redefined(v->baseline, v->current, v->steps_differ,
+                                                         sizeof(v->steps_differ))))
         return;
     bool known_b = stray_steps(v->baseline, nb, &kb), known_c = stray_steps(v->current, nc, &kc);
     const char *name =

@@ -186,6 +186,13 @@ struct cg_verdict {
 int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
 
+/* True when the sides' steps come from different places (settings.steps_from) or ranges of
+ * different names (settings.step_range), with the reason in why (n bytes): their step times,
+ * counts per step and anatomies measure different units of work. A side that recorded neither (an
+ * older artifact) is taken as the other's. */
+bool cg_verdict_steps_redefined(const struct cg_artifact *baseline,
+                                const struct cg_artifact *current, char *why, size_t n);
+
 /* The fewest baseline runs with which some timing metric can FAIL under t: the smallest
  * min_runs of the step time mean, p95, floor and tokens/sec, and at least CG_TIMING_MIN_RUNS.
  * A baseline with fewer cannot detect a slowdown. */

@@ -7,7 +7,9 @@
  *   --tokens K       give every step an int64 payload of K tokens (nvtxRangePushEx)
  *   --nested         ranges "forward" and "backward" nested in every step
  *   --threads T      T threads each mark a range "worker" inside every step
- *   --mode M         how steps are marked: push (default), wide, registered, start-end
+ *   --mode M         how steps are marked: push (default), wide, registered, start-end,
+ *                    optimizer (start/end ranges named as canary-gate's Python hook names an
+ *                    optimizer's steps: the steps of --steps-from auto when no "step" is seen)
  *   --other-domain   also push ranges named "step" in a domain "NCCL" (never steps)
  *   --unbalanced     stray pops and ends, and a range left open at exit
  *   --crash-at K     abort() after K steps
@@ -210,6 +212,8 @@ static nvtxRangeId_t step_begin(void)
         nvtxDomainRangePushEx(NULL, &a);
     } else if (strcmp(o.mode, "start-end") == 0) {
         return nvtxRangeStartA("step");
+    } else if (strcmp(o.mode, "optimizer") == 0) {
+        return nvtxRangeStartA("canary-gate/optimizer-step");
     } else if (o.tokens >= 0) {
         nvtxEventAttributes_t a = ascii_attr("step");
         a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
@@ -223,7 +227,7 @@ static nvtxRangeId_t step_begin(void)
 
 static void step_end(nvtxRangeId_t id)
 {
-    if (strcmp(o.mode, "start-end") == 0)
+    if (strcmp(o.mode, "start-end") == 0 || strcmp(o.mode, "optimizer") == 0)
         nvtxRangeEnd(id);
     else if (strcmp(o.mode, "registered") == 0)
         nvtxDomainRangePop(NULL);

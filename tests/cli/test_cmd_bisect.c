@@ -290,6 +290,73 @@ static void test_bisect__a_commit_that_does_not_build_is_skipped(void **state)
         strstr(cg_workdir_read(w, "out.json"), "the build failed (exit 1): broken build"));
 }
 
+/* The skipped probes' indexes (a bit each) whose reason holds `says`, and every skipped one. */
+static unsigned skipped_saying(const struct cg_workdir *w, const char *says, unsigned *all)
+{
+    cJSON *root = cJSON_Parse(cg_workdir_read(w, "out.json"));
+    assert_non_null(root);
+    cJSON *p = cJSON_GetObjectItem(root, "probes");
+    unsigned saying = 0;
+    *all = 0;
+    for (int k = 0; k < cJSON_GetArraySize(p); k++) {
+        cJSON *e = cJSON_GetArrayItem(p, k);
+        const cJSON *reason = cJSON_GetObjectItem(e, "reason");
+        if (!cJSON_IsString(reason))
+            continue;
+        unsigned bit = 1u << (int)cJSON_GetObjectItem(e, "index")->valuedouble;
+        *all |= bit;
+        if (strstr(reason->valuestring, says) != NULL)
+            saying |= bit;
+    }
+    cJSON_Delete(root);
+    return saying;
+}
+
+/* Commits 8-10 mark their steps themselves ("step" ranges) where the others' steps are the
+ * optimizer's (the sitecustomize's ranges, as a script that wrapped opt.step() in
+ * canary_gate.step for a while): a count per step of another unit of work is not comparable
+ * with good's, so those commits are skipped with the reason, never read as like good or bad;
+ * with 8-10 skipped the first bad commit is one of 8-11, which bisect cannot decide (exit 3). */
+static void test_bisect__a_commit_whose_steps_are_defined_differently_is_skipped(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w,
+              "p='--step-us 1000 --mode optimizer'; [ $i -ge 11 ] && p=\"$p --many-names 1\";"
+              " [ $i -ge 8 ] && [ $i -le 10 ] && p='--step-us 1000'",
+              ":");
+    const char *extra[] = {"--metric", "ranges", NULL};
+    int rc = bisect(w, extra);
+    if (rc != 3)
+        fail_msg("exit %d, 3 expected:\n%s", rc, proc.out);
+    assert_non_null(strstr(proc.out, "could not decide: a first bad commit is one of the 4 from"));
+    unsigned all, saying = skipped_saying(w, "define a step differently", &all);
+    if (saying == 0 || saying != all || (all & ~0x700u) != 0)
+        fail_msg("skipped %#x, for the steps %#x (8-10 expected):\n%s", all, saying,
+                 cg_workdir_read(w, "out.json"));
+    assert_non_null(strstr(proc.err, "steps from the optimizer"));
+    expect_no_worktrees(w);
+}
+
+/* The bad end marks its steps itself where good's are the optimizer's: its timing is of another
+ * unit of work, so there is nothing to bisect (exit 2, naming both), not a search on it. */
+static void test_bisect__a_bad_end_whose_steps_are_defined_differently_is_refused(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000 --mode optimizer'; [ $i -eq 15 ] && p='--step-us 1000'", ":");
+    const char *extra[] = {NULL};
+    int rc = bisect(w, extra);
+    if (rc != 2)
+        fail_msg("exit %d, 2 expected:\n%s", rc, proc.err);
+    char said[200];
+    snprintf(said, sizeof(said),
+             "the bad end %.12s cannot be compared with the good end: the "
+             "sides define a step differently",
+             sha(w, 15));
+    if (strstr(proc.err, said) == NULL)
+        fail_msg("no '%s' in:\n%s", said, proc.err);
+    expect_no_worktrees(w);
+}
+
 /* Commit 7 cannot be checked out (a required smudge filter that fails): it is skipped as a
  * commit that does not build is, not the end of the whole bisection (exit 3, nothing
  * reported, the probes made thrown away). */
@@ -675,6 +742,12 @@ int main(void)
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_count_that_differs_between_runs_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_bisect__a_commit_whose_steps_are_defined_differently_is_skipped, cg_workdir_setup,
+            cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_bisect__a_bad_end_whose_steps_are_defined_differently_is_refused, cg_workdir_setup,
+            cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_does_not_build_is_skipped,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_commit_that_cannot_be_checked_out_is_skipped,
