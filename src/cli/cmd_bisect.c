@@ -209,6 +209,7 @@ struct session {
     struct place good_place;
     struct cg_artifact good_count; /* a count: the good end's one run */
     double good_value;
+    bool good_exact; /* the count is the same in every step of good's run */
     double t0, budget_s;
     bool budget_spent;
     enum cg_bisect_cut bad_end_cut; /* what ended the bad end's looks before its last */
@@ -478,14 +479,21 @@ static int measure_timing(struct session *s, size_t i, struct cg_collector *col,
     return rc;
 }
 
+/* A run's count, as compare values it against good's run (cg_counts_run_value_against when
+ * good's is the same in every step). */
+static double count_value(const struct session *s, const struct cg_run *r)
+{
+    bool varies = false;
+    return s->good_exact ? cg_counts_run_value_against(r, s->o->count_row, s->good_value)
+                         : cg_counts_run_value(r, s->o->count_row, &varies);
+}
+
 /* The count of one run of commit i (its collector col): NAN when the run did not measure it. */
 static int measure_count(struct session *s, struct cg_collector *col, struct cg_artifact *a,
                          double *value, struct cg_err *err)
 {
     int rc = cg_collector_run(col, a, 1, 1, err);
-    bool varies = false;
-    *value = rc == 0 && a->n_runs > 0 ? cg_counts_run_value(&a->runs[0], s->o->count_row, &varies)
-                                      : NAN;
+    *value = rc == 0 && a->n_runs > 0 ? count_value(s, &a->runs[0]) : NAN;
     return rc;
 }
 
@@ -498,8 +506,7 @@ static int count_again(struct session *s, size_t i, struct cg_collector *col, st
     int rc = cg_collector_run(col, a, 1, 2, err);
     if (rc != 0 || a->n_runs < 2)
         return rc;
-    bool varies = false;
-    double again = cg_counts_run_value(&a->runs[a->n_runs - 1], s->o->count_row, &varies);
+    double again = count_value(s, &a->runs[a->n_runs - 1]);
     if (again == value || (isnan(again) && isnan(value)))
         return 0;
     char v1[32], v2[32];
@@ -621,6 +628,10 @@ static int open_good(struct session *s, struct cg_err *err)
                             s->o->metric);
         if (rc == 0)
             rc = count_again(s, 0, s->good_col, &s->good_count, s->good_value, err);
+        bool varies = false;
+        if (rc == 0)
+            cg_counts_run_value(&s->good_count.runs[0], s->o->count_row, &varies);
+        s->good_exact = rc == 0 && !varies;
     }
     if (rc == CG_ECANARY && !cg_launch_interrupted() && !cg_collect_interrupted()) {
         char why[CG_ERR_MSG_MAX];

@@ -113,6 +113,30 @@ static bool side_values(const struct cg_artifact *a, const struct range_index *i
     return a->n_runs > 0;
 }
 
+double cg_counts_run_value_against(const struct cg_run *r, int row, double exact)
+{
+    bool varies = false;
+    double median = cg_counts_run_value(r, row, &varies);
+    if (isnan(median) || !varies)
+        return median;
+    double sum = 0.0;
+    size_t differ = 0;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        double x = (double)cg_count_value(r->steps[i].counts, row);
+        sum += x;
+        differ += x != exact;
+    }
+    return differ >= CG_COUNTS_PERIODIC_STEPS ? sum / (double)r->n_steps : median;
+}
+
+/* Against a side whose every step of every run has the value exact, the runs of the other side
+ * a valued by cg_counts_run_value_against into v. */
+static void periodic_values(const struct cg_artifact *a, int row, double exact, double *v)
+{
+    for (size_t i = 0; i < a->n_runs; i++)
+        v[i] = cg_counts_run_value_against(&a->runs[i], row, exact);
+}
+
 /* Indexes every run of a (ix has a->n_runs entries, zeroed); 0 or -1. */
 static int index_side(const struct cg_artifact *a, struct range_index *ix)
 {
@@ -352,13 +376,19 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
         *r = (struct cg_count_result){row,  name, NAN, NAN,   NAN,   NAN,
                                       NAN,  NAN,  NAN, false, false, CG_OUT_UNAVAILABLE,
                                       NULL, 0};
-        bool in_b = side_values(baseline, ib, row, name, vb, &r->varies);
-        bool in_c = side_values(current, ic, row, name, vc, &r->varies);
+        bool var_b = false, var_c = false;
+        bool in_b = side_values(baseline, ib, row, name, vb, &var_b);
+        bool in_c = side_values(current, ic, row, name, vc, &var_c);
+        r->varies = var_b || var_c;
         if (!in_b && !in_c)
             continue; /* measured on neither side: not listed */
         c->n++;
         if (!in_b || !in_c)
             continue;
+        if (row >= 0 && !var_b)
+            periodic_values(current, row, vb[0], vc);
+        else if (row >= 0 && !var_c)
+            periodic_values(baseline, row, vc[0], vb);
         const struct cg_count_limit *lim =
             row >= 0 ? &t->counts[row] : cg_counts_range_limit(t, name);
         decide(r, vb, nb, vc, nc, lim, &t->varying);

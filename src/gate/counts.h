@@ -4,7 +4,9 @@
  * For a fixed canary a count is a property of the code: kernels launched, synchronisations,
  * pageable copies, allocations and recompilations per step, and the calls per step of every NVTX
  * range name. So a change is decided on the first look with no statistics: a run's value is the
- * median over its steps (a range name's: its calls over the measured steps), and a count FAILs
+ * median over its steps (a range name's: its calls over the measured steps; against a side the
+ * same in every step of every run, a run with CG_COUNTS_PERIODIC_STEPS steps or more off that
+ * value is valued at its mean, so work added every k-th step is seen), and a count FAILs
  * when every current run exceeds every baseline run by more than the thresholds allow
  * (cg_count_limit). It is IMPROVED when every current run is below every baseline run. A count
  * that varies (from step to step within a run, or from run to run on a side) is a canary with
@@ -23,6 +25,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+/* Steps off the other side's one value that make a run's value its mean rather than its median
+ * (one step alone, a one-off, does not). */
+#define CG_COUNTS_PERIODIC_STEPS 2
 
 /* Where a placed count changed (docs/counts.md): per step, the median over a side's runs of
  * the calls made in (or after) one NVTX range. */
@@ -68,6 +74,12 @@ int cg_counts_compare(const struct cg_artifact *baseline, const struct cg_artifa
 /* A run's value of a row: the median over its steps, NAN when some step lacks it; *varies is
  * set when its steps differ. */
 double cg_counts_run_value(const struct cg_run *r, int row, bool *varies);
+
+/* A run's value of a row against another side whose every step has the value exact: its mean
+ * over its steps when CG_COUNTS_PERIODIC_STEPS or more of them differ from exact (work added or
+ * removed every k-th step moves no median for k >= 3), else its median; NAN as
+ * cg_counts_run_value. */
+double cg_counts_run_value_against(const struct cg_run *r, int row, double exact);
 
 /* The limit of the NVTX range name under t. */
 const struct cg_count_limit *cg_counts_range_limit(const struct cg_thresholds *t, const char *name);

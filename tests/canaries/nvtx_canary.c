@@ -52,6 +52,7 @@
  *   --foreign-handles  in every step, NVTX calls with domain and string handles the tool never
  *                    gave out (made-up values and a pointer to the canary's own memory)
  *   --many-names K   in every step, K ranges of distinct names "name-<i>"
+ *   --range-every K  a range named "every" in every K-th step only (steps 0, K, 2K, ...)
  *   --step-us US     a step of US microseconds instead of --step-ms (plain steps)
  *   --noise-pct P    each plain step's time times 1 + P% of a standard normal draw
  *   --drift-pct P    every plain step of this process times 1 + P% of one draw per process
@@ -83,7 +84,7 @@ struct opts {
     long steps, step_ms, tokens, threads, crash_at, hang_at, workers, nan_loss_at, exit_at;
     const char *mode, *stray_steps;
     int nested, other_domain, unbalanced, no_steps, cuda_init, loss;
-    long fork_child, many_names, fork_delay_ms;
+    long fork_child, many_names, fork_delay_ms, range_every;
     int standin_kernels, foreign_handles;
     long standin_graph_kernels, standin_syncs, standin_copies, standin_dtoh_pageable;
     long standin_allocs, standin_jit_at, standin_module_load_at, standin_placed;
@@ -374,6 +375,10 @@ static void one_step(long s)
         nvtxRangePushA(range_names[i]);
         nvtxRangePop();
     }
+    if (o.range_every > 0 && s % o.range_every == 0) {
+        nvtxRangePushA("every");
+        nvtxRangePop();
+    }
     for (long i = 0; i < o.many_names; i++) {
         char name[32];
         snprintf(name, sizeof(name), "name-%ld", i);
@@ -557,6 +562,8 @@ int main(int argc, char **argv)
             o.fork_delay_ms = num(v);
         else if (strcmp(a, "--foreign-handles") == 0)
             o.foreign_handles = 1;
+        else if (strcmp(a, "--range-every") == 0 && ++i)
+            o.range_every = num(v);
         else if (strcmp(a, "--many-names") == 0 && ++i)
             o.many_names = num(v);
         else if (strcmp(a, "--stray-steps") == 0 && ++i)

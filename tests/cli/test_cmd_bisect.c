@@ -250,6 +250,17 @@ static void test_bisect__a_count_decides_with_one_run_per_commit(void **state)
     assert_true(strncmp(strchr(line, '\n') - 9, " per step", 9) == 0);
 }
 
+/* Commit 11 marks a range in every third step only: no run's median moves (0 in two steps of
+ * three), and compare values a run against good's, the same in every step, at its mean; bisect
+ * values commits the same way, so commit 11 is named. */
+static void test_bisect__a_count_added_every_third_step_is_found(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --range-every 3'", ":");
+    const char *extra[] = {"--metric", "ranges", NULL};
+    expect_commit_11(w, bisect(w, extra));
+}
+
 /* A count that is not exact for the canary (here each process marks an extra range with
  * probability 1/2, on every commit) cannot be bisected from one run a commit: a commit was
  * named "first bad" with exit 0 in a hostile round. Each end is run twice; runs that differ
@@ -739,6 +750,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__names_commit_11_of_a_ten_percent_slowdown,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_count_decides_with_one_run_per_commit,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_count_added_every_third_step_is_found,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_count_that_differs_between_runs_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),

@@ -217,6 +217,118 @@ static void varying_counts_get_the_varying_limit(void **state)
     cg_verdict_release(&v);
 }
 
+/* Every step k of every run of a with k % every == phase gets count + add. */
+static void add_every(struct cg_artifact *a, int count, size_t every, size_t phase, int64_t add)
+{
+    for (size_t r = 0; r < a->n_runs; r++)
+        for (size_t k = 0; k < a->runs[r].n_steps; k++)
+            if (k % every == phase)
+                a->runs[r].steps[k].counts[count] += add;
+}
+
+/* A pull request that reads the loss (.item(): a synchronisation and a pageable copy) every third
+ * step moves no run's median (0 in 13 of 20 steps): a run against a baseline that is the same in
+ * every step is valued at its mean, so the work added every k-th step FAILs. */
+static void work_added_every_third_step_fails(void **state)
+{
+    struct sides *s = *state;
+    add_every(&s->cur, CG_COUNT_SYNC_STREAM, 3, 1, 1);
+    add_every(&s->cur, CG_COUNT_DTOH_PAGEABLE, 3, 1, 1);
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_count_result *r = row_of(&v, CG_COUNT_DTOH_PAGEABLE);
+    assert_non_null(r);
+    assert_int_equal(r->outcome, CG_OUT_FAIL);
+    assert_true(r->baseline == 0 && fabs(r->current - 0.35) < 1e-12); /* 7 of 20 steps */
+    assert_int_equal(row_of(&v, CG_COUNT_SYNCS)->outcome, CG_OUT_FAIL);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+}
+
+/* The same work taken away every third step is an improvement; one step of each current run off
+ * the baseline's value (a one-off) keeps the run's median and decides nothing. */
+static void work_removed_every_third_step_improves_a_one_off_does_not(void **state)
+{
+    struct sides *s = *state;
+    add_every(&s->base, CG_COUNT_SYNC_STREAM, 3, 1, 1);
+    add_every(&s->cur, CG_COUNT_ALLOCS, 20, 7, 1);
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_count_result *r = row_of(&v, CG_COUNT_SYNCS);
+    assert_int_equal(r->outcome, CG_OUT_IMPROVED);
+    assert_true(fabs(r->baseline - 1.35) < 1e-12 && r->current == 1);
+    r = row_of(&v, CG_COUNT_ALLOCS);
+    assert_int_equal(r->outcome, CG_OUT_PASS);
+    assert_true(r->baseline == 0 && r->current == 0 && r->varies);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+}
+
+/* Size and power of valuing runs at their mean against a side the same in every step. Under the
+ * null both sides draw one allocation in a step with probability p, independently (a canary with
+ * rare data-dependent allocations): a FAIL needs the baseline to show none in any step and every
+ * current run to show 2 or more. Power: work added every k-th step in every current run. 2,000
+ * comparisons a cell, seeded; the rates found are in docs/counts.md. */
+static void periodic_rule_size_and_power(void **state)
+{
+    struct sides *s = *state;
+    const size_t shapes[][2] = {{3, 3}, {5, 5}, {3, 1}};
+    const double ps[] = {0.01, 0.02, 0.03, 0.05, 0.08, 0.12};
+    const double most[] = {0.005, 0.002, 0.035}; /* largest size allowed per shape */
+    uint64_t x = 88172645463325252ull;
+    for (size_t sh = 0; sh < 3; sh++) {
+        cg_artifact_release(&s->base);
+        cg_artifact_release(&s->cur);
+        make_side(&s->base, shapes[sh][0], 5);
+        make_side(&s->cur, shapes[sh][1], 6);
+        double worst = 0;
+        for (size_t pi = 0; pi < sizeof(ps) / sizeof(ps[0]); pi++) {
+            size_t fails = 0, trials = 2000;
+            for (size_t t = 0; t < trials; t++) {
+                for (int side = 0; side < 2; side++) {
+                    struct cg_artifact *a = side ? &s->cur : &s->base;
+                    for (size_t r = 0; r < a->n_runs; r++)
+                        for (size_t k = 0; k < a->runs[r].n_steps; k++) {
+                            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                            a->runs[r].steps[k].counts[CG_COUNT_ALLOCS] =
+                                (double)(x >> 11) / 9007199254740992.0 < ps[pi];
+                        }
+                }
+                struct cg_counts c;
+                struct cg_err err;
+                cg_err_init(&err);
+                assert_int_equal(cg_counts_compare(&s->base, &s->cur, &s->t, &c, &err), 0);
+                for (size_t i = 0; i < c.n; i++)
+                    fails += c.rows[i].row == CG_COUNT_ALLOCS && c.rows[i].outcome == CG_OUT_FAIL;
+                cg_counts_release(&c);
+            }
+            double size = (double)fails / (double)trials;
+            printf("# %zu v %zu runs, p %.2f: size %.4f\n", shapes[sh][0], shapes[sh][1], ps[pi],
+                   size);
+            worst = fmax(worst, size);
+        }
+        if (worst > most[sh])
+            fail_msg("%zu v %zu runs: size %.4f above %.4f", shapes[sh][0], shapes[sh][1], worst,
+                     most[sh]);
+        for (size_t every = 3; every <= 10; every++) { /* power: every current run, every k */
+            set_count(&s->base, CG_COUNT_ALLOCS, 0);
+            set_count(&s->cur, CG_COUNT_ALLOCS, 0);
+            add_every(&s->cur, CG_COUNT_ALLOCS, every, 1, 1);
+            struct cg_counts c;
+            struct cg_err err;
+            cg_err_init(&err);
+            assert_int_equal(cg_counts_compare(&s->base, &s->cur, &s->t, &c, &err), 0);
+            bool failed = false;
+            for (size_t i = 0; i < c.n; i++)
+                failed |= c.rows[i].row == CG_COUNT_ALLOCS && c.rows[i].outcome == CG_OUT_FAIL;
+            cg_counts_release(&c);
+            if (!failed)
+                fail_msg("an allocation every %zu steps passed (%zu v %zu runs)", every,
+                         shapes[sh][0], shapes[sh][1]);
+        }
+    }
+}
+
 /* A range called twice a step now FAILs; a new range name FAILs; an override allows one. */
 static void range_calls_per_name(void **state)
 {
@@ -743,6 +855,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(same_counts_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(work_added_every_third_step_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(work_removed_every_third_step_improves_a_one_off_does_not,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(periodic_rule_size_and_power, setup, teardown),
         cmocka_unit_test_setup_teardown(exposed_communication_is_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(exposed_communication_named_otherwise_is_not_gated, setup,
                                         teardown),
