@@ -348,6 +348,19 @@ static int push_raw(struct cg_history *h, const char *line, size_t len)
     return 0;
 }
 
+/* Why summary s cannot stand after the entries read into h (NULL: it can): the summaries come
+ * first, at most one per gate. */
+static const char *summary_problem(const struct cg_history *h, const struct cg_history_entry *s)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        if (h->entries[i].type != CG_HIST_SUMMARY)
+            return "a summary after a run or event";
+        if (cg_history_of_gate(&h->entries[i], s->gate_id))
+            return "a second summary of its gate";
+    }
+    return NULL;
+}
+
 /* One line of the file into h: an entry, or (unreadable) a warning and, with keep, the line
  * itself. Blank lines are nothing. 0 or CG_ENOMEM. */
 static int take_line(struct cg_history *h, const char *text, size_t len, size_t line,
@@ -363,7 +376,8 @@ static int take_line(struct cg_history *h, const char *text, size_t len, size_t 
     if (memchr(text, '\0', len) != NULL)
         snprintf(why, sizeof(why), "holds a NUL byte");
     else if (parse_line(text, len, &e, why, sizeof(why))) {
-        if (e.type != CG_HIST_SUMMARY || h->n == 0) {
+        const char *misplaced = e.type == CG_HIST_SUMMARY ? summary_problem(h, &e) : NULL;
+        if (misplaced == NULL) {
             if ((keep && (e.line = strndup(text, len)) == NULL) || push(h, &e) != 0) {
                 cg_history_entry_release(&e);
                 return CG_ENOMEM;
@@ -371,7 +385,7 @@ static int take_line(struct cg_history *h, const char *text, size_t len, size_t 
             h->read++;
             return 0;
         }
-        snprintf(why, sizeof(why), "a summary after the first entry");
+        snprintf(why, sizeof(why), "%s", misplaced);
         cg_history_entry_release(&e);
     }
     warn_line(h, name, line, why, keep ? "not read, kept as it is" : "not read");
@@ -752,59 +766,144 @@ static int fold(const struct cg_history_entry *from, size_t n, struct cg_history
     return 0;
 }
 
+/* An entry's place in the order by gate (the entries without one first), newest first. */
+struct by_gate {
+    const char *gate;
+    size_t i;
+};
+
+static int gate_cmp(const char *a, const char *b)
+{
+    return a == NULL || b == NULL ? (a != NULL) - (b != NULL) : strcmp(a, b);
+}
+
+static int by_gate_cmp(const void *pa, const void *pb)
+{
+    const struct by_gate *a = pa, *b = pb;
+    int c = gate_cmp(a->gate, b->gate);
+    return c != 0 ? c : (a->i < b->i) - (a->i > b->i);
+}
+
+/* What bounding folds of one gate: its entries before its keep-th newest run, when runs are
+ * among them (old[0..n): newest first), and the summary that stands for them. */
+struct gate_fold {
+    size_t first;                 /* the index of its oldest folded entry: where it stands */
+    struct cg_history_entry made; /* the summary (type CG_HIST_SUMMARY) */
+};
+
+/* The summary of the folded entries old[0..n) (newest first, at least one run among them). */
+static int fold_gate(const struct cg_history *h, const struct by_gate *old, size_t n,
+                     struct cg_history_entry *s)
+{
+    struct cg_history_entry *from = malloc(n * sizeof(*from));
+    if (from == NULL)
+        return CG_ENOMEM;
+    const struct cg_history_entry *newest = NULL, *oldest = NULL;
+    int64_t count = 0;
+    size_t k = 0;
+    for (size_t j = n; j-- > 0;) { /* oldest first */
+        const struct cg_history_entry *e = &h->entries[old[j].i];
+        if (e->type == CG_HIST_EVENT)
+            continue; /* dropped with the runs around it */
+        from[k++] = *e;
+        count += e->type == CG_HIST_SUMMARY ? e->summarised : 1;
+        if (oldest == NULL)
+            oldest = e;
+        if (e->type == CG_HIST_RUN)
+            newest = e;
+    }
+    cg_history_entry_init(s, CG_HIST_SUMMARY);
+    bool failed = newest == NULL;
+    if (!failed) {
+        s->summarised = count;
+        s->commit = dup_or_null(newest->commit, &failed);
+        s->date = dup_or_null(newest->date, &failed);
+        s->environment = dup_or_null(newest->environment, &failed);
+        s->gate_id = dup_or_null(newest->gate_id, &failed);
+        bool was_summary = oldest->type == CG_HIST_SUMMARY;
+        s->first_commit = dup_or_null(was_summary ? oldest->first_commit : oldest->commit, &failed);
+        s->first_date = dup_or_null(was_summary ? oldest->first_date : oldest->date, &failed);
+    }
+    int rc = failed ? CG_ENOMEM : fold(from, k, s);
+    free(from);
+    if (rc != 0)
+        cg_history_entry_release(s);
+    return rc;
+}
+
+static int by_first(const void *pa, const void *pb)
+{
+    const struct gate_fold *a = pa, *b = pb;
+    return (a->first > b->first) - (a->first < b->first);
+}
+
 int cg_history_bound(struct cg_history *h, size_t keep)
 {
-    size_t runs = 0, first_kept = h->n;
     if (keep < 1)
         keep = 1;
-    for (size_t i = h->n; i-- > 0;)
-        if (h->entries[i].type == CG_HIST_RUN && ++runs == keep) {
-            first_kept = i;
+    if (h->n == 0)
+        return 0;
+    struct by_gate *order = malloc(h->n * sizeof(*order));
+    struct gate_fold *front = calloc(h->n, sizeof(*front));
+    bool *folded = calloc(h->n, sizeof(*folded));
+    struct cg_history_entry *kept = malloc(h->n * sizeof(*kept));
+    size_t n_front = 0, n_made = 0;
+    int rc = order && front && folded && kept ? 0 : CG_ENOMEM;
+    for (size_t i = 0; i < h->n && rc == 0; i++)
+        order[i] = (struct by_gate){h->entries[i].gate_id, i};
+    if (rc == 0)
+        qsort(order, h->n, sizeof(*order), by_gate_cmp);
+    /* Per gate: its entries before its keep-th newest run, when runs are among them, become
+     * its summary. */
+    for (size_t a = 0, b; a < h->n && rc == 0; a = b) {
+        size_t runs = 0, cut = 0; /* order[cut..b): older than the keep-th newest run */
+        for (b = a; b < h->n && gate_cmp(order[b].gate, order[a].gate) == 0; b++)
+            if (h->entries[order[b].i].type == CG_HIST_RUN && ++runs == keep)
+                cut = b + 1;
+        if (runs <= keep)
+            continue;
+        struct gate_fold *f = &front[n_front];
+        if ((rc = fold_gate(h, order + cut, b - cut, &f->made)) != 0)
             break;
-        }
-    size_t n_old = 0;
-    for (size_t i = 0; i < first_kept; i++)
-        n_old += h->entries[i].type == CG_HIST_RUN;
-    if (runs < keep || n_old == 0)
-        return 0;
-    struct cg_history_entry s;
-    cg_history_entry_init(&s, CG_HIST_SUMMARY);
-    const struct cg_history_entry *oldest = &h->entries[0], *newest = NULL;
-    int64_t count = 0;
-    for (size_t i = 0; i < first_kept; i++) {
-        const struct cg_history_entry *e = &h->entries[i];
-        if (e->type == CG_HIST_SUMMARY)
-            count += e->summarised;
-        else if (e->type == CG_HIST_RUN)
-            count++, newest = e;
+        f->first = order[b - 1].i;
+        n_front++, n_made++;
+        for (size_t j = cut; j < b; j++)
+            folded[order[j].i] = true;
     }
-    if (newest == NULL) /* n_old > 0: never */
-        return 0;
-    bool failed = false;
-    s.summarised = count;
-    s.commit = dup_or_null(newest->commit, &failed);
-    s.date = dup_or_null(newest->date, &failed);
-    s.environment = dup_or_null(newest->environment, &failed);
-    s.gate_id = dup_or_null(newest->gate_id, &failed);
-    s.first_commit = dup_or_null(
-        oldest->type == CG_HIST_SUMMARY ? oldest->first_commit : oldest->commit, &failed);
-    s.first_date =
-        dup_or_null(oldest->type == CG_HIST_SUMMARY ? oldest->first_date : oldest->date, &failed);
-    if (failed || fold(h->entries, first_kept, &s) != 0) {
-        cg_history_entry_release(&s);
-        return CG_ENOMEM;
+    if (rc != 0 || n_made == 0) {
+        for (size_t j = 0; j < n_front; j++)
+            cg_history_entry_release(&front[j].made);
+        goto done;
     }
-    for (size_t i = 0; i < first_kept; i++)
-        cg_history_entry_release(&h->entries[i]);
-    /* Unreadable lines among the folded entries stay, in their order, after the summary. */
-    for (size_t i = 0; i < h->n_raw; i++) {
-        size_t *b = &h->raw[i].before;
-        *b = *b == 0 ? 0 : *b <= first_kept ? 1 : *b - first_kept + 1;
+    /* The summaries first (in the order of the entries they stand for, the old ones kept where
+     * their gate folded nothing), then the entries kept, in order. */
+    size_t n_kept = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        if (folded[i])
+            cg_history_entry_release(&h->entries[i]);
+        else if (h->entries[i].type == CG_HIST_SUMMARY)
+            front[n_front++] = (struct gate_fold){i, h->entries[i]};
+        else
+            kept[n_kept++] = h->entries[i];
     }
-    h->entries[0] = s;
-    memmove(&h->entries[1], &h->entries[first_kept], (h->n - first_kept) * sizeof(h->entries[0]));
-    h->n = h->n - first_kept + 1;
-    return 0;
+    qsort(front, n_front, sizeof(*front), by_first);
+    /* Unreadable lines among the folded entries stay, in their order, after the summaries. */
+    for (size_t r = 0, i = 0, k = 0; r < h->n_raw; r++) {
+        size_t *at = &h->raw[r].before;
+        for (; i < *at && i < h->n; i++)
+            k += !folded[i] && h->entries[i].type != CG_HIST_SUMMARY;
+        *at = *at == 0 ? 0 : n_front + k;
+    }
+    for (size_t j = 0; j < n_front; j++)
+        h->entries[j] = front[j].made;
+    memcpy(h->entries + n_front, kept, n_kept * sizeof(*kept));
+    h->n = n_front + n_kept;
+done:
+    free(order);
+    free(front);
+    free(folded);
+    free(kept);
+    return rc;
 }
 
 static cJSON *entry_json(const struct cg_history_entry *e)

@@ -4,7 +4,8 @@
  * A history is a list of entries in the order they were appended: runs (one published
  * measurement of main: per metric the median over its runs and an interval, and the counts),
  * events (the environment changed, a regression was accepted, the baseline restarted) and at
- * most one summary, first, standing for the runs dropped to keep the file bounded. A line that
+ * most one summary per gate, the summaries first, each standing for the runs of its gate dropped
+ * to keep the file bounded. A line that
  * cannot be read (damaged, or of a newer version) is warned about, naming the file and line, and
  * kept verbatim in its place: writing the history back never drops it. Reading never fails on
  * one line, but a file of which no line can be read is not a history and is never rewritten.
@@ -141,9 +142,10 @@ bool cg_history_date_ok(const char *s);
 /* Appends a deep copy of e. 0, CG_EINPUT (no commit or date) or CG_ENOMEM. */
 int cg_history_append(struct cg_history *h, const struct cg_history_entry *e);
 
-/* Keeps the newest keep runs (>= 1) and the events from the oldest of them on; the runs before
- * are folded into the summary (first), with the events among them dropped; unreadable lines
- * among them stay, after the summary. 0 or CG_ENOMEM. */
+/* Keeps the newest keep runs (>= 1) of each gate and the gate's events from the oldest of them
+ * on; the gate's runs before are folded into its summary (the summaries first), with its events
+ * among them dropped; another gate's entries are never folded with them. Unreadable lines among
+ * the folded entries stay, after the summaries. 0 or CG_ENOMEM (h unchanged). */
 int cg_history_bound(struct cg_history *h, size_t keep);
 
 /* One JSON object per line, in order, the unreadable lines kept in their places. 0 or

@@ -116,7 +116,7 @@ static void test_history__unreadable_lines_are_skipped_with_their_line_number(vo
          "no \"reason\""},
         {"{\"schema\":1,\"type\":\"summary\",\"commit\":\"a\",\"date\":\"d\",\"runs\":3,"
          "\"first_commit\":\"z\",\"first_date\":\"d\"}",
-         "a summary after the first entry"},
+         "a summary after a run or event"},
     };
     size_t n_bad = sizeof(bad) / sizeof(bad[0]);
     struct cg_buf b;
@@ -216,6 +216,129 @@ static void test_history__bounded_by_a_summary_of_the_oldest(void **state)
     free(text);
     cg_history_release(&back);
     cg_history_release(&h);
+}
+
+/* A run of gate gate_id (step time mean_ms) appended and the history bounded to keep, as
+ * 'history append --gate-id gate_id --keep keep' does. */
+static void append_bounded(struct cg_history *h, const char *gate_id, const char *commit,
+                           double mean_ms, size_t keep)
+{
+    struct cg_history_entry e;
+    run_entry(&e, commit, mean_ms);
+    e.gate_id = strdup(gate_id);
+    assert_int_equal(cg_history_append(h, &e), 0);
+    cg_history_entry_release(&e);
+    assert_int_equal(cg_history_bound(h, keep), 0);
+}
+
+/* The number of runs of gate_id in h, and its summary (NULL when it has none). */
+static size_t runs_of(const struct cg_history *h, const char *gate_id,
+                      const struct cg_history_entry **summary)
+{
+    size_t n = 0;
+    *summary = NULL;
+    for (size_t i = 0; i < h->n; i++) {
+        if (!cg_history_of_gate(&h->entries[i], gate_id))
+            continue;
+        n += h->entries[i].type == CG_HIST_RUN;
+        if (h->entries[i].type == CG_HIST_SUMMARY) {
+            assert_null(*summary);
+            *summary = &h->entries[i];
+        }
+    }
+    return n;
+}
+
+/* Several gates in one file: --keep counts and folds each gate's runs apart. Before, the runs
+ * of all gates were counted together: two runs of a100 then three of h100 with keep 3 left a
+ * summary of a100's runs tagged a100 (its runs gone from its series), and with the gates
+ * alternating one summary tagged with one gate held the midpoint of both GPUs' values. */
+static void test_history__bounded_per_gate(void **state)
+{
+    (void)state;
+    struct cg_history h = {0};
+    append_bounded(&h, "a100", "a1", 10.0, 3);
+    append_bounded(&h, "a100", "a2", 10.1, 3);
+    for (int i = 1; i <= 3; i++) {
+        char commit[8];
+        snprintf(commit, sizeof(commit), "h%d", i);
+        append_bounded(&h, "h100", commit, 20.0, 3);
+    }
+    const struct cg_history_entry *s;
+    assert_int_equal(runs_of(&h, "a100", &s), 2); /* nothing folded: no gate has 4 runs */
+    assert_null(s);
+    assert_int_equal(runs_of(&h, "h100", &s), 3);
+    assert_null(s);
+    assert_int_equal(h.n, 5);
+    cg_history_release(&h);
+
+    /* alternating, with an accept of a100 among h100's older runs: each gate keeps its newest
+     * 2 runs and folds its own older ones, its accept kept with its runs */
+    memset(&h, 0, sizeof(h));
+    for (int i = 0; i < 6; i++) {
+        char commit[8];
+        if (i == 5) {
+            struct cg_history_entry e;
+            cg_history_entry_init(&e, CG_HIST_EVENT);
+            e.event = CG_HEV_ACCEPT;
+            e.commit = strdup("a5");
+            e.date = strdup("2026-11-24T10:00:00Z");
+            e.gate_id = strdup("a100");
+            e.reason = strdup("worth it");
+            assert_int_equal(cg_history_append(&h, &e), 0);
+            cg_history_entry_release(&e);
+        }
+        snprintf(commit, sizeof(commit), "a%d", i);
+        append_bounded(&h, "a100", commit, 10.0 + 0.1 * i, 2);
+        snprintf(commit, sizeof(commit), "h%d", i);
+        append_bounded(&h, "h100", commit, 20.0 + 0.1 * i, 2);
+    }
+    assert_int_equal(runs_of(&h, "a100", &s), 2);
+    assert_non_null(s);
+    assert_int_equal(s->summarised, 4);
+    assert_string_equal(s->first_commit, "a0");
+    assert_string_equal(s->commit, "a3");
+    /* a100's own runs, 10.0 to 10.3 ms, never h100's 20 ms: folded one at a time, the old
+     * summary one more value, ((10.0 + 10.1) / 2 + 10.2) / 2 + 10.3) / 2 */
+    assert_true(fabs(s->metric[CG_M_STEP_TIME_MEAN].median - 10.2125e6) < 1e3);
+    assert_true(s->metric[CG_M_STEP_TIME_MEAN].high < 11e6);
+    assert_int_equal(runs_of(&h, "h100", &s), 2);
+    assert_non_null(s);
+    assert_int_equal(s->summarised, 4);
+    assert_string_equal(s->first_commit, "h0");
+    assert_string_equal(s->commit, "h3");
+    assert_true(fabs(s->metric[CG_M_STEP_TIME_MEAN].median - 20.2125e6) < 1e3);
+    assert_true(s->metric[CG_M_STEP_TIME_MEAN].low > 19e6);
+    size_t accepts = 0;
+    for (size_t i = 0; i < h.n; i++)
+        accepts += h.entries[i].type == CG_HIST_EVENT && h.entries[i].event == CG_HEV_ACCEPT &&
+                   cg_history_of_gate(&h.entries[i], "a100");
+    assert_int_equal(accepts, 1);
+    /* the summaries first; written and read back without a warning */
+    assert_int_equal(h.entries[0].type, CG_HIST_SUMMARY);
+    assert_int_equal(h.entries[1].type, CG_HIST_SUMMARY);
+    char *text = render(&h);
+    struct cg_history back = {0};
+    assert_int_equal(cg_history_parse(text, strlen(text), "h.jsonl", &back), 0);
+    if (back.n_warnings != 0 || back.n != h.n)
+        fail_msg("read back with %zu warnings (%s):\n%s", back.n_warnings,
+                 back.n_warnings ? back.warnings[0] : "", text);
+    assert_int_equal(runs_of(&back, "h100", &s), 2);
+    assert_non_null(s);
+    free(text);
+    cg_history_release(&back);
+    cg_history_release(&h);
+    /* a second summary of one gate is not read (kept as it is) */
+    const char *two = "{\"schema\":1,\"type\":\"summary\",\"commit\":\"a\",\"date\":\"d\","
+                      "\"gate_id\":\"g\",\"runs\":3,\"first_commit\":\"z\",\"first_date\":\"d\"}\n"
+                      "{\"schema\":1,\"type\":\"summary\",\"commit\":\"b\",\"date\":\"d\","
+                      "\"gate_id\":\"g\",\"runs\":3,\"first_commit\":\"z\",\"first_date\":\"d\"}\n";
+    assert_int_equal(cg_history_parse(two, strlen(two), "h.jsonl", &back), 0);
+    assert_int_equal(back.n, 1);
+    assert_int_equal(back.n_warnings, 1);
+    assert_non_null(
+        strstr(back.warnings[0], "h.jsonl:2: not read, kept as it is: a second summary"));
+    cg_history_release(&back);
 }
 
 /* A run entry from an artifact: the median of the runs, an order-statistics interval. */
@@ -674,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_history__unreadable_lines_are_skipped_with_their_line_number),
         cmocka_unit_test(test_history__a_missing_file_is_an_empty_history),
         cmocka_unit_test(test_history__bounded_by_a_summary_of_the_oldest),
+        cmocka_unit_test(test_history__bounded_per_gate),
         cmocka_unit_test(test_history__entry_from_an_artifact),
         cmocka_unit_test(test_history__floor_is_the_runs_floor_as_one_side),
         cmocka_unit_test(test_history__a_recent_accept_is_found_for_a_while),
