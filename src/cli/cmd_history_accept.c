@@ -30,8 +30,8 @@ static const char accept_usage[] =
     "  --gate-id ID      which gate, when several share the file (default: none)\n"
     "  -h, --help        show this help\n"
     "\n"
-    "exit codes: 0 recorded, 2 usage error or invalid input (FILE not a regular file), 3 FILE\n"
-    "            could not be written\n";
+    "exit codes: 0 recorded, 2 usage error or invalid input (FILE not a regular file, or no\n"
+    "            run of the gate in a FILE of other gates' runs), 3 FILE could not be written\n";
 
 static const struct option accept_options[] = {
     {"history", required_argument, NULL, 'f'}, {"reason", required_argument, NULL, 'r'},
@@ -117,6 +117,10 @@ int cmd_accept(int argc, char **argv)
     cg_err_init(&err);
     if ((exit_code = cg_cmd_history_load_for_rewrite(path, &h, &lock)) != 0)
         goto done;
+    if (cg_history_gate_check(&h, gate_id, path, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
     struct cg_history_entry e;
     cg_history_entry_init(&e, CG_HIST_EVENT);
     e.event = CG_HEV_ACCEPT;

@@ -43,8 +43,9 @@ static const char check_usage[] =
     "                      not accepted\n"
     "  -h, --help          show this help\n"
     "\n"
-    "exit codes: 0 checked, 1 a change for the worse with --fail-on-change, 2 usage error or\n"
-    "            a history that cannot be read, 3 an output that cannot be written\n";
+    "exit codes: 0 checked, 1 a change for the worse with --fail-on-change, 2 usage error, a\n"
+    "            history that cannot be read or no run of the gate in a history of other\n"
+    "            gates' runs, 3 an output that cannot be written\n";
 
 static const struct option check_options[] = {
     {"history", required_argument, NULL, 'f'},
@@ -119,6 +120,10 @@ int cmd_history_check(int argc, char **argv)
     cg_buf_init(&md, 1 << 22);
     if ((exit_code = cg_cmd_history_load_newest(path, o.keep, &h)) != 0)
         goto done;
+    if (cg_history_gate_check(&h, gate_id, path, &err) != 0) {
+        exit_code = cg_cmd_fail(&err);
+        goto done;
+    }
     int rc = cg_trend_check(&h, gate_id, &o.cp, &r);
     if (rc == 0)
         rc = cg_report_history_terminal(&r, path, &term);

@@ -1001,6 +1001,53 @@ bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id)
                            : e->gate_id != NULL && strcmp(e->gate_id, gate_id) == 0;
 }
 
+/* Gates named in a message, at most. */
+#define GATES_NAMED 8
+
+int cg_history_gate_check(const struct cg_history *h, const char *gate_id, const char *path,
+                          struct cg_err *err)
+{
+    const char *named[GATES_NAMED];
+    size_t n_named = 0;
+    bool none = false, any = false, more = false; /* runs without a gate id; runs at all */
+    /* (the summary cg_history_load_newest puts first for the runs it left out is of no gate) */
+    for (size_t i = h->left_out > 0 ? 1 : 0; i < h->n; i++) {
+        const struct cg_history_entry *e = &h->entries[i];
+        if (e->type == CG_HIST_EVENT)
+            continue;
+        if (cg_history_of_gate(e, gate_id))
+            return 0;
+        any = true;
+        bool seen = e->gate_id == NULL ? none : false;
+        for (size_t j = 0; j < n_named && !seen && e->gate_id != NULL; j++)
+            seen = strcmp(named[j], e->gate_id) == 0;
+        if (seen)
+            continue;
+        if (e->gate_id == NULL)
+            none = true;
+        else if (n_named < GATES_NAMED)
+            named[n_named++] = e->gate_id;
+        else
+            more = true;
+    }
+    if (!any)
+        return 0;
+    char list[CG_ERR_MSG_MAX / 2] = "";
+    size_t at = 0;
+    for (size_t j = 0; j < n_named && at < sizeof(list); j++)
+        at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", j ? ", " : "", named[j]);
+    if (more && at < sizeof(list))
+        at += (size_t)snprintf(list + at, sizeof(list) - at, ", ...");
+    if (none && at < sizeof(list))
+        snprintf(list + at, sizeof(list) - at, "%sruns without a gate id", at ? "; " : "");
+    const char *read = h->left_out > 0 ? " among the newest runs read" : "";
+    if (gate_id == NULL)
+        return cg_err_set(err, CG_EINPUT, "no run without a gate id in '%s'%s (its gates: %s)",
+                          path, read, list);
+    return cg_err_set(err, CG_EINPUT, "no run of gate '%s' in '%s'%s (its gates: %s)", gate_id,
+                      path, read, list);
+}
+
 const struct cg_history_entry *cg_history_recent_accept(const struct cg_history *h,
                                                         const char *gate_id, size_t window,
                                                         size_t *runs_since)

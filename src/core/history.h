@@ -159,6 +159,12 @@ int cg_history_save(const char *path, const struct cg_history *h, struct cg_err 
 /* True when e belongs to gate_id's series (NULL: the entries recorded without a gate id). */
 bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id);
 
+/* 0 when gate_id's series (NULL: the runs recorded without a gate id) has a run or a summary in
+ * h, or when h has none of any gate (no history yet); else CG_EINPUT naming the gate, path and
+ * the gates h has runs of: "no run of gate 'H100' in 'FILE' (its gates: h100)". */
+int cg_history_gate_check(const struct cg_history *h, const char *gate_id, const char *path,
+                          struct cg_err *err);
+
 /* Runs of other commits after an accept during which a pull request's report mentions it. */
 #define CG_HISTORY_ACCEPT_NOTE_RUNS 10
 

@@ -897,9 +897,8 @@ static void test_cli__history_check_finds_the_step_between_its_commits(void **st
     /* the change is in segment 1, not the newest: --fail-on-change passes */
     assert_int_equal(
         tool("history", "check", "--history", h, "--gate-id", "g", "--fail-on-change", NULL), 0);
-    /* another gate's series is empty */
-    assert_int_equal(tool("history", "check", "--history", h, NULL), 0);
-    assert_non_null(strstr(out_text, "0 runs in 0 segments, 0 change points"));
+    /* another gate's series: none there, named (test_cli__a_gate_without_runs_...) */
+    assert_int_equal(tool("history", "check", "--history", h, NULL), 2);
     /* bad options */
     assert_int_equal(tool("history", "check", "--history", h, "--alpha", "1", NULL), 2);
     assert_non_null(strstr(err_text, "--alpha '1'"));
@@ -965,6 +964,46 @@ static void test_cli__history_check_fails_on_an_unaccepted_change(void **state)
     assert_int_equal(
         tool("history", "check", "--history", h, "--gate-id", "g", "--fail-on-change", NULL), 1);
     assert_non_null(strstr(out_text, "between c019 and c020 (segment 1), worse\n"));
+}
+
+/* A gate id of which the history holds no run, in a history of other gates' runs (a typo, a
+ * case, a missing --gate-id): 'history check' and 'accept' name it and the gates there, exit 2,
+ * the file as it was. Before, check said "0 runs in 0 segments" and --fail-on-change passed over
+ * an unaccepted step, and the accept was recorded where no run would ever meet it. A history
+ * with no run yet is no error. */
+static void test_cli__a_gate_without_runs_is_named_with_the_gates_there(void **state)
+{
+    (void)state;
+    static char h[256], msg[512], before[1 << 16], after[1 << 16];
+    snprintf(h, sizeof(h), "%s", path_in("hist-gates.jsonl"));
+    write_history(h, false);
+    slurp(h, before, sizeof(before));
+    snprintf(msg, sizeof(msg), "canary-gate: no run of gate 'G' in '%s' (its gates: g)\n", h);
+    assert_int_equal(
+        tool("history", "check", "--history", h, "--gate-id", "G", "--fail-on-change", NULL), 2);
+    assert_string_equal(err_text, msg);
+    assert_string_equal(out_text, "");
+    assert_int_equal(tool("history", "check", "--history", h, "--fail-on-change", NULL), 2);
+    snprintf(msg, sizeof(msg), "canary-gate: no run without a gate id in '%s' (its gates: g)\n", h);
+    assert_string_equal(err_text, msg);
+    assert_int_equal(tool("accept", "--history", h, "--reason", "worth it", "--commit", "c030",
+                          "--gate-id", "G", NULL),
+                     2);
+    snprintf(msg, sizeof(msg), "canary-gate: no run of gate 'G' in '%s' (its gates: g)\n", h);
+    assert_string_equal(err_text, msg);
+    slurp(h, after, sizeof(after));
+    assert_string_equal(after, before);
+    /* the gate's own series is checked */
+    assert_int_equal(
+        tool("history", "check", "--history", h, "--gate-id", "g", "--fail-on-change", NULL), 0);
+    /* no history yet, or one with no run: nothing to check, nothing wrong */
+    write_text(h, "");
+    assert_int_equal(tool("history", "check", "--history", h, "--gate-id", "G", NULL), 0);
+    assert_non_null(strstr(out_text, "0 runs in 0 segments"));
+    assert_int_equal(
+        tool("accept", "--history", h, "--reason", "r", "--commit", "c1", "--gate-id", "G", NULL),
+        0);
+    assert_int_equal(tool("history", "check", "--history", path_in("none.jsonl"), NULL), 0);
 }
 
 /* accept: an accept event with who, why and the commit, read back by history check; bad
@@ -1319,6 +1358,7 @@ int main(void)
         cmocka_unit_test(test_cli__history_check_says_why_nothing_was_called),
         cmocka_unit_test(test_cli__history_check_fails_on_an_unaccepted_change),
         cmocka_unit_test(test_cli__accept_records_who_why_and_which_commit),
+        cmocka_unit_test(test_cli__a_gate_without_runs_is_named_with_the_gates_there),
         cmocka_unit_test(test_cli__reports_mention_a_recent_accept),
         cmocka_unit_test(test_cli__history_is_never_an_input_output_or_another_file),
         cmocka_unit_test(test_cli__a_history_that_cannot_be_read_exits_2),
