@@ -7,6 +7,7 @@
 #include "cmd_options.h"
 
 #include "fsutil.h"
+#include "github.h"
 #include "history.h"
 #include "outputs.h"
 #include "report_history.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The characters of a commit name printed into a bisect command line as it is. */
 #define CG_HISTORY_BISECT_CHARS "0123456789abcdefABCDEF"
@@ -37,7 +39,8 @@ static const char check_usage[] =
     "  --keep N            the newest N runs of the file, of all gates, are read (default\n"
     "                      1000, what 'history append' keeps of each gate); the file is read\n"
     "                      a line at a time, in bounded memory\n"
-    "  --markdown FILE     also write the findings as markdown (e.g. $GITHUB_STEP_SUMMARY)\n"
+    "  --markdown FILE     also write the findings as markdown: appended to FILE when it is\n"
+    "                      the job summary ($GITHUB_STEP_SUMMARY), else FILE is replaced\n"
     "  --json FILE         also write them as JSON\n"
     "  --fail-on-change    exit 1 when the newest segment has a change for the worse that was\n"
     "                      not accepted\n"
@@ -57,6 +60,20 @@ static const struct option check_options[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* True when path names the job summary, $GITHUB_STEP_SUMMARY: the same file (device and inode),
+ * or the same path while there is none. The job summary is appended to, never replaced: the
+ * gate's report may be there already. */
+static bool is_job_summary(const char *path)
+{
+    const char *summary = getenv("GITHUB_STEP_SUMMARY");
+    struct stat a, b;
+    if (summary == NULL || summary[0] == '\0')
+        return false;
+    if (stat(path, &a) == 0 && stat(summary, &b) == 0)
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    return strcmp(path, summary) == 0;
+}
 
 int cmd_history_check(int argc, char **argv)
 {
@@ -99,11 +116,13 @@ int cmd_history_check(int argc, char **argv)
         return cg_cmd_usage_error("history check", "missing --history FILE");
     if (optind != argc)
         return cg_cmd_usage_error("history check", "unexpected argument '%s'", argv[optind]);
+    bool md_append = md_path != NULL && is_job_summary(md_path);
     struct cg_outputs paths;
     cg_outputs_init(&paths);
     cg_outputs_add(&paths, CG_PATH_INPUT, "--history", path);
     if (md_path)
-        cg_outputs_add(&paths, CG_PATH_OUTPUT, "--markdown", md_path);
+        cg_outputs_add(&paths, md_append ? CG_PATH_IN_PLACE : CG_PATH_OUTPUT, "--markdown",
+                       md_path);
     if (json_path)
         cg_outputs_add(&paths, CG_PATH_OUTPUT, "--json", json_path);
     int exit_code = cg_cmd_check_outputs(&paths);
@@ -127,6 +146,10 @@ int cmd_history_check(int argc, char **argv)
     int rc = cg_trend_check(&h, gate_id, &o.cp, &r);
     if (rc == 0)
         rc = cg_report_history_terminal(&r, path, &term);
+    /* appended after a blank line: it ends the HTML block a report may end in (</details>),
+     * which would take the heading in */
+    if (rc == 0 && md_append)
+        rc = cg_buf_adds(&md, "\n");
     if (rc == 0 && md_path)
         rc = cg_report_history_markdown(&r, path, &md);
     if (rc == 0 && json_path && (json = cg_report_history_json(&r)) == NULL)
@@ -147,7 +170,9 @@ int cmd_history_check(int argc, char **argv)
                 "bisect %s: canary-gate bisect --good %s --bad %s --metric %s -- CANARY CMD...\n",
                 cg_metric_name(r.changes[i].metric), r.changes[i].before->commit,
                 r.changes[i].after->commit, cg_metric_name(r.changes[i].metric));
-    if ((md_path && cg_file_write_atomic(md_path, md.data ? md.data : "", md.len, &err) != 0) ||
+    const char *md_text = md.data ? md.data : "";
+    if ((md_append && cg_github_summary_append(md_path, md_text, md.len, &err) != 0) ||
+        (md_path && !md_append && cg_file_write_atomic(md_path, md_text, md.len, &err) != 0) ||
         (json_path && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0)) {
         exit_code = cg_cmd_fail(&err);
         goto done;

@@ -906,6 +906,43 @@ static void test_cli__history_check_finds_the_step_between_its_commits(void **st
     assert_int_equal(tool("history", "check", "--history", dir, NULL), 2);
 }
 
+/* history check --markdown "$GITHUB_STEP_SUMMARY", as its help suggests: the job summary is
+ * appended to, as 'comment' does, the gate's report already there kept (before, the file was
+ * replaced and the report lost), by whatever path it is named; any other file is replaced. */
+static void test_cli__history_check_appends_to_the_job_summary(void **state)
+{
+    (void)state;
+    static char h[256], summary[256], other[256], text[1 << 16];
+    snprintf(h, sizeof(h), "%s", path_in("hist-summary.jsonl"));
+    snprintf(summary, sizeof(summary), "%s", path_in("step_summary"));
+    snprintf(other, sizeof(other), "%s", path_in("hist-other.md"));
+    write_history(h, true);
+    const char *report = "## canary-gate: PASS\n\nthe gate's report\n";
+    write_text(summary, report);
+    assert_int_equal(setenv("GITHUB_STEP_SUMMARY", summary, 1), 0);
+    int rc =
+        tool("history", "check", "--history", h, "--gate-id", "g", "--markdown", summary, NULL);
+    int rc_dot = tool("history", "check", "--history", h, "--gate-id", "g", "--markdown",
+                      path_in("./step_summary"), NULL);
+    write_text(other, "old\n");
+    int rc_other =
+        tool("history", "check", "--history", h, "--gate-id", "g", "--markdown", other, NULL);
+    unsetenv("GITHUB_STEP_SUMMARY");
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc_dot, 0);
+    assert_int_equal(rc_other, 0);
+    slurp(summary, text, sizeof(text));
+    if (strncmp(text, report, strlen(report)) != 0 ||
+        strncmp(text + strlen(report), "\n## ", 4) != 0) /* a blank line before it */
+        fail_msg("the gate's report is gone from the job summary:\n%.2000s", text);
+    const char *first = strstr(text, "| Step time mean | +8.");
+    if (first == NULL || strstr(first + 1, "| Step time mean | +8.") == NULL)
+        fail_msg("not both checks appended:\n%.4000s", text);
+    slurp(other, text, sizeof(text));
+    if (strncmp(text, "old\n", 4) == 0 || strstr(text, "| Step time mean | +8.") == NULL)
+        fail_msg("another file is replaced:\n%.2000s", text);
+}
+
 /* history check on 10 runs whose floor steps cleanly from 27.4 to 37.7 ms (5 and 5): what was
  * tested and why nothing was called (before: "no change point" alone, and the site's "every
  * metric held its level" under a chart that plainly jumps), the candidate drawn on the chart. */
@@ -1357,6 +1394,7 @@ int main(void)
         cmocka_unit_test(test_cli__history_check_finds_the_step_between_its_commits),
         cmocka_unit_test(test_cli__history_check_says_why_nothing_was_called),
         cmocka_unit_test(test_cli__history_check_fails_on_an_unaccepted_change),
+        cmocka_unit_test(test_cli__history_check_appends_to_the_job_summary),
         cmocka_unit_test(test_cli__accept_records_who_why_and_which_commit),
         cmocka_unit_test(test_cli__a_gate_without_runs_is_named_with_the_gates_there),
         cmocka_unit_test(test_cli__reports_mention_a_recent_accept),
