@@ -27,7 +27,8 @@ static const char accept_usage[] =
     "  --commit SHA      the commit accepted (default: $GITHUB_SHA)\n"
     "  --who NAME        who accepted it (default: $GITHUB_ACTOR, else $USER)\n"
     "  --date ISO        when (default: now, UTC)\n"
-    "  --gate-id ID      which gate, when several share the file (default: none)\n"
+    "  --gate-id ID      which gate, when several share the file (default: none): 1 to 64\n"
+    "                    letters, digits, '.', '_' or '-', as the reports' --id\n"
     "  -h, --help        show this help\n"
     "\n"
     "exit codes: 0 recorded, 2 usage error or invalid input (FILE not a regular file, or no\n"
@@ -93,14 +94,15 @@ int cmd_accept(int argc, char **argv)
     } fields[] = {{"--reason", reason, CG_HISTORY_MAX_TEXT_CHARS, false},
                   {commit_from, commit, CG_HISTORY_MAX_ID_CHARS, false},
                   {who_from, who && who[0] ? who : NULL, CG_HISTORY_MAX_ID_CHARS, false},
-                  {"--date", date, CG_HISTORY_MAX_ID_CHARS, true},
-                  {"--gate-id", gate_id, CG_HISTORY_MAX_ID_CHARS, false}};
+                  {"--date", date, CG_HISTORY_MAX_ID_CHARS, true}};
     int bad;
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
         if (fields[i].value != NULL &&
             (bad = cg_cmd_history_value_error("accept", fields[i].name, fields[i].value,
                                               fields[i].max, fields[i].date)) != 0)
             return bad;
+    if (gate_id != NULL && (bad = cg_cmd_history_gate_id_error("accept", gate_id)) != 0)
+        return bad;
     if (who != NULL && who[0] == '\0')
         who = NULL;
     if ((bad = cg_cmd_history_rewritable(path)) != 0)

@@ -29,7 +29,8 @@ static const char usage_text[] =
     "  --history FILE    the history file (created when missing)\n"
     "  --commit SHA      the commit measured\n"
     "  --date ISO        when (default: now, UTC)\n"
-    "  --gate-id ID      which gate, when several share the file (default: none)\n"
+    "  --gate-id ID      which gate, when several share the file (default: none): 1 to 64\n"
+    "                    letters, digits, '.', '_' or '-', as the reports' --id\n"
     "  --restart TEXT    the baseline restarted with this run, and why (an event first)\n"
     "  --keep N          runs kept of each gate; its older ones are folded into its summary\n"
     "                    (default 1000)\n"
@@ -113,9 +114,7 @@ int cmd_history_append(int argc, char **argv)
     int bad;
     if ((bad = cg_cmd_history_value_error("history append", "--commit", commit,
                                           CG_HISTORY_MAX_ID_CHARS, false)) != 0 ||
-        (gate_id != NULL &&
-         (bad = cg_cmd_history_value_error("history append", "--gate-id", gate_id,
-                                           CG_HISTORY_MAX_ID_CHARS, false)) != 0) ||
+        (gate_id != NULL && (bad = cg_cmd_history_gate_id_error("history append", gate_id)) != 0) ||
         (restart != NULL &&
          (bad = cg_cmd_history_value_error("history append", "--restart", restart,
                                            CG_HISTORY_MAX_TEXT_CHARS, false)) != 0) ||

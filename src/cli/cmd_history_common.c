@@ -8,6 +8,7 @@
 #include "cmd_history_common.h"
 
 #include "fsutil.h"
+#include "github.h"
 #include "history.h"
 
 #include <errno.h>
@@ -29,6 +30,15 @@ int cg_cmd_history_value_error(const char *verb, const char *opt, const char *va
                                   max);
     return cg_cmd_usage_error(verb, "%s '%.60s%s': %s (one line of 1 to %zu bytes of UTF-8)", opt,
                               value, strlen(value) > 60 ? "..." : "", why, max);
+}
+
+int cg_cmd_history_gate_id_error(const char *verb, const char *gate_id)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_github_id_check(gate_id, &err) != 0)
+        return cg_cmd_usage_error(verb, "--gate-id: %s", err.msg);
+    return 0;
 }
 
 int cg_cmd_history_rewritable(const char *path)

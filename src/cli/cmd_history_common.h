@@ -16,6 +16,10 @@ struct cg_history;
 int cg_cmd_history_value_error(const char *verb, const char *opt, const char *value, size_t max,
                                bool date);
 
+/* The usage error of verb's --gate-id (printed), or 0 when it is a gate id: the rule of every
+ * command's gate id (cg_github_id_check), so a report's --id can name every gate of a history. */
+int cg_cmd_history_gate_id_error(const char *verb, const char *gate_id);
+
 /* The history at path, to be rewritten, must be a regular file when it exists (a FIFO is
  * refused at once, never opened): 0, or the exit code (printed). */
 int cg_cmd_history_rewritable(const char *path);

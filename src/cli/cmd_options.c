@@ -5,6 +5,7 @@
 
 #include "cmd.h"
 #include "cmd_seq.h"
+#include "github.h"
 #include "history.h"
 #include "redact.h"
 #include "sequential.h"
@@ -217,9 +218,14 @@ int cg_report_option(const char *verb, int opt, const char *arg, struct cg_repor
     case CG_ROPT_JSON:
         r->json_path = arg;
         return 0;
-    case CG_ROPT_ID:
+    case CG_ROPT_ID: { /* one rule for every command's gate id: the comment's marker holds it */
+        struct cg_err err;
+        cg_err_init(&err);
+        if (cg_github_id_check(arg, &err) != 0)
+            return cg_cmd_usage_error(verb, "--id: %s", err.msg);
         r->gate_id = arg;
         return 0;
+    }
     case CG_ROPT_FOI:
         r->fail_on_inconclusive = true;
         return 0;

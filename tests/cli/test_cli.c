@@ -1095,6 +1095,54 @@ static void test_cli__accept_records_who_why_and_which_commit(void **state)
     assert_non_null(strstr(err_text, dir));
 }
 
+/* A gate id is checked alike by every command that takes one (1 to 64 letters, digits, '.', '_',
+ * '-', as the comment's marker holds it): exit 2 naming the value, nothing written. Before,
+ * compare, ab and bisect took any --id and rewrote it in the marker, so 'A100 80GB' and
+ * 'A100_80GB' both became <!-- canary-gate:A100_80GB --> (two gates editing one comment),
+ * 'Größe' became 'Gr____e' and '' the default gate, while comment and the main command refused
+ * them. */
+static void test_cli__a_gate_id_is_checked_alike_by_every_command(void **state)
+{
+    (void)state;
+    static char md[256], text[1 << 16];
+    snprintf(md, sizeof(md), "%s", path_in("id.md"));
+    const char *bad[] = {"A100 80GB",
+                         "Gr\xc3\xb6\xc3\x9f"
+                         "e",
+                         "", "a<b>"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char want[128];
+        snprintf(want, sizeof(want), "--id: gate id '%s': ", bad[i]);
+        unlink(md);
+#define ID_REFUSED(verb, ...)                                                                      \
+    do {                                                                                           \
+        int rc_ = tool(__VA_ARGS__, NULL);                                                         \
+        if (rc_ != 2 || strstr(err_text, want) == NULL || access(md, F_OK) == 0)                   \
+            fail_msg("%s took gate id '%s': exit %d: %s", verb, bad[i], rc_, err_text);            \
+    } while (0)
+        ID_REFUSED("compare", "compare", EX("baseline.json"), EX("current.json"), "--id", bad[i],
+                   "--report", md);
+        ID_REFUSED("ab", "ab", "--id", bad[i], "--report", md, "--", "/bin/false");
+        ID_REFUSED("bisect", "bisect", "--good", "a", "--bad", "b", "--id", bad[i], "--report", md,
+                   "--", "/bin/false");
+        ID_REFUSED("the main command", "--baseline", EX("baseline.json"), "--id", bad[i],
+                   "--report", md);
+        /* the history's gate ids are the reports' (the accept a report mentions is its gate's) */
+        snprintf(want, sizeof(want), "--gate-id: gate id '%s': ", bad[i]);
+        ID_REFUSED("history append", "history", "append", "--history", md, "--commit", "c1",
+                   "--gate-id", bad[i], EX("baseline.json"));
+        ID_REFUSED("accept", "accept", "--history", md, "--commit", "c1", "--reason", "r",
+                   "--gate-id", bad[i]);
+#undef ID_REFUSED
+    }
+    /* one that is allowed is written as it is */
+    assert_int_equal(tool("compare", EX("baseline.json"), EX("current.json"), "--id", "A100_80GB",
+                          "--report", md, NULL),
+                     1);
+    slurp(md, text, sizeof(text));
+    assert_int_equal(strncmp(text, "<!-- canary-gate:A100_80GB -->\n", 31), 0);
+}
+
 /* compare --history: the reports mention an accept recorded lately, escaped, and stop once 10
  * runs of other commits were recorded after it. */
 static void test_cli__reports_mention_a_recent_accept(void **state)
@@ -1246,8 +1294,8 @@ static void test_cli__history_append_validates_what_it_writes(void **state)
         {"--commit", "a\x01b", "--commit: holds a control character"},
         {"--commit", "", "--commit: is empty"},
         {"--commit", "c\xff", "--commit: is not valid UTF-8"},
-        {"--gate-id", "g\nh", "--gate-id: holds a control character"},
-        {"--gate-id", "\xc3", "--gate-id: is not valid UTF-8"},
+        {"--gate-id", "g\nh", "--gate-id: gate id 'g?h': use only letters, digits"},
+        {"--gate-id", "\xc3", "--gate-id: gate id '?': use only letters, digits"},
         {"--restart", "", "--restart: is empty"},
         {"--restart", "why\tnot", "--restart: holds a control character"},
         {"--date", "", "--date: is empty"},
@@ -1404,6 +1452,7 @@ int main(void)
         cmocka_unit_test(test_cli__history_site_names_where_its_url_came_from),
         cmocka_unit_test(test_cli__concurrent_appends_keep_every_run),
         cmocka_unit_test(test_cli__check_and_site_read_the_newest_runs),
+        cmocka_unit_test(test_cli__a_gate_id_is_checked_alike_by_every_command),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
