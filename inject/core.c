@@ -3,7 +3,8 @@
  *
  * The first entry point to run (NVTX or CUDA) starts the library: it reads the launcher's
  * environment, creates this process's shard "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>-h<HOST>.part"
- * and registers an atexit handler and fork handlers. Lines are appended to the .part file as the
+ * ("-p<pid>-e<N>" for the N-th image of a process that exec'd: open_shard) and registers an atexit
+ * handler and fork handlers. Lines are appended to the .part file as the
  * canary runs (so a canary that dies keeps what it measured). When the last step of the measured
  * window ends, "done N" follows the last totals (cg_inject_measured). The atexit handler writes
  * the last NVTX op totals and an "end" line, and renames the file to ".shard"; it never calls into
@@ -354,6 +355,73 @@ static void append_placement(const char *host)
     }
 }
 
+/* The shard's two names for the process's image gen (0: the first image; see open_shard).
+ * False when they do not fit. */
+static bool shard_names(const char *dir, const char *r, const char *l, long pid, int gen,
+                        const char *host)
+{
+    char g[16] = "";
+    if (gen > 0)
+        snprintf(g, sizeof(g), CG_SHARD_EXEC_MARK "%d", gen);
+    int n = snprintf(g_part_path, sizeof(g_part_path),
+                     "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld%s-h%s" CG_SHARD_SUFFIX_PART, dir, r,
+                     l, pid, g, host);
+    if (n < 0 || (size_t)n >= sizeof(g_part_path))
+        return false;
+    n = snprintf(g_final_path, sizeof(g_final_path),
+                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld%s-h%s" CG_SHARD_SUFFIX_FINAL, dir, r, l,
+                 pid, g, host);
+    return n >= 0 && (size_t)n < sizeof(g_final_path);
+}
+
+/* Finishes the shard an earlier image of this process left at part when it exec'd (no exit
+ * handler ran in it): "end" after its last complete line, and the rename to final. A shard
+ * whose last line was cut is renamed as it is. Best effort: what it wrote counts either way. */
+static void finish_earlier_image(const char *part, const char *final)
+{
+    int fd = open(part, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (fd >= 0) {
+        struct stat st;
+        char last = '\0';
+        if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 &&
+            last == '\n') {
+            ssize_t w = write(fd, CG_SHARD_KEY_END "\n", sizeof(CG_SHARD_KEY_END));
+            (void)w;
+        }
+        close(fd);
+    }
+    rename(part, final);
+}
+
+/* Creates this image's shard and returns its descriptor (the names in g_part_path and
+ * g_final_path), or -1 with the failure recorded. A process keeps its pid across exec, and an
+ * image that exec'd ran no exit handler: its shard is still there under the pid's name. Such a
+ * shard is finished (finish_earlier_image) and the new image takes the next free generation,
+ * "-e1", "-e2", ... after the pid: each image has a shard of its own. (A pid is reused only after
+ * its process ended and the pid space wrapped, so within one run's directory the same pid and
+ * host is the same process.) */
+static int open_shard(const char *dir, const char *r, const char *l, long pid, const char *host)
+{
+    int e = EEXIST;
+    for (int gen = 0; gen < CG_SHARD_MAX_EXECS; gen++) {
+        if (!shard_names(dir, r, l, pid, gen, host))
+            return -1;
+        struct stat st;
+        if (stat(g_final_path, &st) == 0)
+            continue; /* an earlier image's, finished */
+        int fd = open(g_part_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST) {
+            e = errno;
+            break;
+        }
+        finish_earlier_image(g_part_path, g_final_path);
+    }
+    record_failure(CG_SHARD_FAIL_OPEN, e, g_part_path);
+    return -1;
+}
+
 static void start_once(void)
 {
     const char *dir = getenv(CG_ENV_SHARD_DIR);
@@ -402,21 +470,9 @@ static void start_once(void)
     long pid = (long)g_pid;
     const char *r = rank ? rank : CG_SHARD_RANK_UNSET;
     const char *l = local ? local : CG_SHARD_RANK_UNSET;
-    n = snprintf(g_part_path, sizeof(g_part_path),
-                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld-h%s" CG_SHARD_SUFFIX_PART, dir, r, l,
-                 pid, host);
-    if (n < 0 || (size_t)n >= sizeof(g_part_path))
+    g_fd = open_shard(dir, r, l, pid, host);
+    if (g_fd < 0)
         return;
-    n = snprintf(g_final_path, sizeof(g_final_path),
-                 "%s/" CG_SHARD_FILE_PREFIX "r%s-l%s-p%ld-h%s" CG_SHARD_SUFFIX_FINAL, dir, r, l,
-                 pid, host);
-    if (n < 0 || (size_t)n >= sizeof(g_final_path))
-        return;
-    g_fd = open(g_part_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-    if (g_fd < 0) {
-        record_failure(CG_SHARD_FAIL_OPEN, errno, g_part_path);
-        return;
-    }
     g_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     g_active = true;
     cg_inject_lock();

