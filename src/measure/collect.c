@@ -450,6 +450,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         cg_shard_status(sh, n, &st);
         rc = cg_collect_check_run(c, i, total, &r, &st, failed_write ? &fail : NULL,
                                   &col->failure.reason, err);
+        if (col->failure.reason == CG_COLLECT_FAILED_SHARD_WRITE)
+            col->failure.shard_errno = fail.errno_value;
     }
     if (rc == 0)
         rc = cg_collect_check_world(col->env.inject, i, total, sh, n, &col->failure.reason, err);

@@ -94,6 +94,7 @@ struct cg_collect_failure {
     bool steps_python;     /* the sitecustomize was put on PYTHONPATH */
     long step_optimizer;   /* cfg.step_optimizer (0: 1) */
     char python_flag[4];   /* "-S", "-I" or "-E" when the canary is python given one, else "" */
+    int shard_errno;       /* CG_COLLECT_FAILED_SHARD_WRITE: the library's errno, else 0 */
 };
 
 struct cg_collector;

@@ -188,6 +188,52 @@ int cg_collect_check_world(const char *inject, long i, long total, const struct 
     return cg_err_set(err, rc, "run %ld of %ld: %s", i, total, e.msg);
 }
 
+/* The hint for a shard the library could not open, write or rename, told by its errno: only
+ * the causes the user can mend where shards go; none for the others (EEXIST, EIO, ...). */
+static void shard_write_hint(const struct cg_collect_failure *f, const struct cg_say *say)
+{
+    const char *tmp = getenv("TMPDIR");
+    char where[PATH_MAX + 32];
+    if (f->shard_dir != NULL)
+        snprintf(where, sizeof(where), "--shard-dir ('%s')", f->shard_dir);
+    else
+        snprintf(where, sizeof(where), "TMPDIR ('%s')", tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+    const char *other = f->shard_dir != NULL ? "give --shard-dir" : "point TMPDIR at";
+    switch (f->shard_errno) {
+    case ENOSPC:
+    case EDQUOT:
+        cg_say(say, CG_SAY_INFO,
+               "shards are written under %s: free space there, or %s a writable directory with "
+               "room%s",
+               where, other,
+               f->shard_dir != NULL ? " (every node must write to it at the same path)" : "");
+        return;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+        cg_say(say, CG_SAY_INFO,
+               "shards are written under %s, which the canary may not write to: %s a directory "
+               "the canary can write (its user, or a container's, needs write access there)",
+               where, other);
+        return;
+    case EFBIG:
+        cg_say(say, CG_SAY_INFO,
+               "a file size limit (ulimit -f, systemd's LimitFSIZE) stopped the shard: raise it "
+               "for the canary ('ulimit -f unlimited' before the gate runs)");
+        return;
+    case ENOENT:
+    case ENOTDIR:
+        cg_say(say, CG_SAY_INFO,
+               "the run's shard directory under %s was removed or replaced while the canary ran "
+               "(by the canary, or something that cleans that directory): %s a directory nothing "
+               "else cleans",
+               where, other);
+        return;
+    default:
+        return;
+    }
+}
+
 void cg_collect_hint(const struct cg_collect_failure *f, const struct cg_err *err,
                      const char *step_range, const struct cg_say *say)
 {
@@ -224,18 +270,7 @@ void cg_collect_hint(const struct cg_collect_failure *f, const struct cg_err *er
         return;
     }
     if (f->reason == CG_COLLECT_FAILED_SHARD_WRITE) {
-        const char *tmp = f->shard_dir != NULL ? f->shard_dir : getenv("TMPDIR");
-        if (f->shard_dir != NULL) {
-            cg_say(say, CG_SAY_INFO,
-                   "shards are written under --shard-dir ('%s'): free space there, and check "
-                   "that every node can write to it at that path",
-                   tmp);
-            return;
-        }
-        cg_say(say, CG_SAY_INFO,
-               "shards are written under TMPDIR ('%s'): free space there "
-               "or point TMPDIR at a writable directory with room",
-               tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+        shard_write_hint(f, say);
         return;
     }
     if (f->reason != CG_COLLECT_FAILED_NO_STEP)
