@@ -5,6 +5,7 @@
 #include "cmd.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,6 +47,11 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     opterr = 0; /* the commands say what is wrong with an option, in one line */
+    /* Under a file size limit (ulimit -f, systemd's LimitFSIZE) a write past it raises SIGXFSZ,
+     * whose default ends the tool on the spot: no message, temporaries and shard directories left.
+     * Ignored, the write fails with EFBIG and takes the path of every other failed write (one
+     * line, exit 3, nothing half-written). The canary gets the default back (launch.c). */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return CG_EXIT_INPUT;

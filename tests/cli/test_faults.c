@@ -58,7 +58,7 @@
 
 struct spawn_opts {
     bool as_nobody;        /* drop to uid/gid 65534 first (when root) */
-    long fsize_limit;      /* RLIMIT_FSIZE in bytes, 0: none (SIGXFSZ is ignored) */
+    long fsize_limit;      /* RLIMIT_FSIZE in bytes, 0: none */
     const char *tmpdir;    /* TMPDIR for the tool, or NULL */
 };
 
@@ -96,7 +96,9 @@ static void spawn(const char *tool, const char *const *args, const struct spawn_
         setenv("TMPDIR", o->tmpdir, 1);
     if (o != NULL && o->fsize_limit > 0) {
         struct rlimit rl = {(rlim_t)o->fsize_limit, (rlim_t)o->fsize_limit};
-        signal(SIGXFSZ, SIG_IGN); /* writes fail with EFBIG, as on a full disk */
+        /* as a shell's `ulimit -f` leaves it: SIGXFSZ at its default, which ends a process that
+         * writes past the limit unless it ignores the signal itself */
+        signal(SIGXFSZ, SIG_DFL);
         if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
             _exit(125);
     }
@@ -495,6 +497,36 @@ static void test_faults__full_disk_run_keeps_previous_artifact(void **state)
     expect_only(sc.out, names);
     const char *none[] = {NULL};
     expect_only(sc.tmp, none); /* the shard directory is gone */
+    remove_tree(sc.dir);
+}
+
+/* Under a file size limit (`ulimit -f`, systemd's LimitFSIZE) the tool ignores SIGXFSZ, so that a
+ * write past the limit fails (EFBIG) as on a full disk; the canary it starts gets the signal's
+ * default disposition back, as it would have had without the gate (an ignored signal stays
+ * ignored across exec). */
+static void test_faults__the_canary_gets_sigxfsz_at_its_default(void **state)
+{
+    (void)state;
+    NEED_COLLECTOR();
+    struct scene sc;
+    char art[PATH_MAX], log[PATH_MAX], sigs[PATH_MAX], text[256];
+    scene_open(&sc, false);
+    join(art, sizeof(art), sc.dir, "sigs.json");
+    join(log, sizeof(log), sc.dir, "sigs.log");
+    join(sigs, sizeof(sigs), sc.dir, "sigs.txt");
+    struct result r;
+    const char *args[] = {"run",  "--runs",  "1", "--steps",   "3",    "--warmup", "0",  "--out",
+                          art,    "--log",   log, "--",        HELPER, "signals",  sigs, "--",
+                          CANARY, "--steps", "3", "--step-ms", "1",    NULL};
+    run_tool(args, NULL, &r);
+    expect_exit(&r, 0);
+    FILE *f = fopen(sigs, "r");
+    assert_non_null(f);
+    size_t got = fread(text, 1, sizeof(text) - 1, f);
+    text[got] = '\0';
+    fclose(f);
+    if (strstr(text, "SIGXFSZ default") == NULL || strstr(text, "SIGPIPE default") == NULL)
+        fail_msg("the canary's dispositions:\n%s", text);
     remove_tree(sc.dir);
 }
 
@@ -1174,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_faults__dev_full_fails_naming_the_path),
         cmocka_unit_test(test_faults__full_disk_keeps_previous_outputs),
         cmocka_unit_test(test_faults__full_disk_run_keeps_previous_artifact),
+        cmocka_unit_test(test_faults__the_canary_gets_sigxfsz_at_its_default),
         cmocka_unit_test(test_faults__flooding_canary_keeps_memory_bounded),
         cmocka_unit_test(test_faults__escaped_processes_are_ended_and_counted),
         cmocka_unit_test(test_faults__orphans_are_reaped_during_the_run),

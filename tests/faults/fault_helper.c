@@ -40,8 +40,12 @@
  *       replaces $CANARY_GATE_SHARD_DIR by a regular file of the same name (the injection library
  *       cannot create its shard there: ENOTDIR), then runs CMD
  *   fault-helper fsize BYTES -- CMD...
- *       ignores SIGXFSZ and limits the files CMD writes to BYTES (RLIMIT_FSIZE), so its shard
- *       stops growing mid-run with EFBIG, as on a full disk; then runs CMD
+ *       ignores SIGXFSZ, as a Python canary does (Python ignores it at startup), and limits the
+ *       files CMD writes to BYTES (RLIMIT_FSIZE), so its shard stops growing mid-run with EFBIG,
+ *       as on a full disk; then runs CMD
+ *   fault-helper signals FILE -- CMD...
+ *       writes the disposition it was given of SIGXFSZ, SIGPIPE, SIGINT, SIGTERM and SIGHUP to
+ *       FILE, one "NAME default|ignored|handled" a line, then runs CMD
  *   fault-helper orphans N EVERY_MS FILE -- CMD...
  *       a zombie maker beside CMD (in its process group): every EVERY_MS ms it double-forks N
  *       short-lived children (each child forks one that exits at once, then exits; the
@@ -491,6 +495,38 @@ static int fsize(int argc, char **argv)
     return 127;
 }
 
+static int signals(int argc, char **argv)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } sigs[] = {{SIGXFSZ, "SIGXFSZ"},
+                {SIGPIPE, "SIGPIPE"},
+                {SIGINT, "SIGINT"},
+                {SIGTERM, "SIGTERM"},
+                {SIGHUP, "SIGHUP"}};
+    char *cmd[MAX_ARGS];
+    if (argc < 3)
+        return 2;
+    command(argv, argc, 3, NULL, cmd);
+    FILE *f = fopen(argv[2], "w");
+    if (f == NULL)
+        return 1;
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        struct sigaction sa;
+        if (sigaction(sigs[i].sig, NULL, &sa) != 0)
+            return 1;
+        fprintf(f, "%s %s\n", sigs[i].name,
+                sa.sa_handler == SIG_DFL   ? "default"
+                : sa.sa_handler == SIG_IGN ? "ignored"
+                                           : "handled");
+    }
+    if (fclose(f) != 0)
+        return 1;
+    run(cmd);
+    return 127;
+}
+
 /* Zombies whose parent is pid, from /proc. */
 static long zombies_of(pid_t pid)
 {
@@ -571,6 +607,8 @@ int main(int argc, char **argv)
         return daemon_mode(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "shard-dir-file") == 0)
         return shard_dir_file(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "signals") == 0)
+        return signals(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "fsize") == 0)
         return fsize(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "flood") == 0)
@@ -586,6 +624,6 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "measured") == 0)
         return measured(argc, argv);
     fprintf(stderr, "usage: fault-helper flood|group|shard|ranks|env|measured|daemon|"
-                    "shard-dir-file|fsize|orphans ...\n");
+                    "shard-dir-file|fsize|signals|orphans ...\n");
     return 2;
 }
