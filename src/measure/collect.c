@@ -285,6 +285,23 @@ static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
     }
 }
 
+/* The canary ended itself with a failure after its measured window (the run counts): how. */
+static void say_ended_after_window(const struct cg_collect_cfg *c, long i, long total,
+                                   const struct cg_launch_result *r, int64_t done_steps)
+{
+    char how[96];
+    if (r->end == CG_LAUNCH_SIGNALED)
+        snprintf(how, sizeof(how), "died of signal %d (%s)", r->signal, strsignal(r->signal));
+    else
+        snprintf(how, sizeof(how), "exited with status %d", r->exit_code);
+    cg_say(&c->say, CG_SAY_WARNING,
+           "%s%srun %ld of %ld: the canary %s after its measured window (every process with "
+           "steps had written the end of its %lld steps); the run counts, as it would have had "
+           "the gate stopped it first; its output is in '%s'",
+           c->label ? c->label : "", c->label ? " " : "", i, total, how, (long long)done_steps,
+           c->log);
+}
+
 /* Prints the injection library's warnings of a run that earlier runs of this collector did not
  * have (each distinct warning once per collector). */
 static void warn_library(struct cg_collector *col, long i, long total, const struct cg_run *run)
@@ -499,7 +516,10 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     cg_run_code_release(&code);
     free(p.placement.cpus);
     if (rc == 0) {
-        warn_unfinished(c, i, total, sh, n, r.end == CG_LAUNCH_STOPPED);
+        bool after_window = cg_collect_check_ended_after_window(c, &r, &st);
+        if (after_window)
+            say_ended_after_window(c, i, total, &r, st.done_steps);
+        warn_unfinished(c, i, total, sh, n, r.end == CG_LAUNCH_STOPPED || after_window);
         warn_library(col, i, total, &a->runs[a->n_runs - 1]);
     }
     cg_nvml_sampler_free(gpu_state.sampler); /* a failed run's: nothing recorded */

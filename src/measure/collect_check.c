@@ -39,6 +39,14 @@ static int shard_write_failed(const struct cg_collect_cfg *c, long i, long total
     return rc;
 }
 
+bool cg_collect_check_ended_after_window(const struct cg_collect_cfg *c,
+                                         const struct cg_launch_result *r,
+                                         const struct cg_shard_status *st)
+{
+    bool failed = r->end == CG_LAUNCH_SIGNALED || (r->end == CG_LAUNCH_EXITED && r->exit_code != 0);
+    return failed && !c->let_finish && st->all_done && st->steps_seen >= c->warmup + c->steps;
+}
+
 /* Why a run failed, as one line and as *reason (what the hint can mend); 0 when it measured
  * enough. fail is the library's record of a shard it could not write (NULL when none). */
 int cg_collect_check_run(const struct cg_collect_cfg *c, long i, long total,
@@ -60,7 +68,10 @@ int cg_collect_check_run(const struct cg_collect_cfg *c, long i, long total,
                                    : "-inf",
                           (long long)st->nonfinite_loss_step + 1, i, total, c->log);
     }
-    switch (r->end) {
+    /* Once every process with steps wrote "done" the gate stops the canary at its next look
+     * (every 0.5 s): an exit of its own in between is judged as that stop would have been. */
+    bool complete = cg_collect_check_ended_after_window(c, r, st);
+    switch (complete ? CG_LAUNCH_STOPPED : r->end) {
     case CG_LAUNCH_TIMEOUT:
         return cg_err_set(err, CG_ECANARY,
                           "canary timed out in run %ld of %ld after %ld s having marked %lld %s "

@@ -23,6 +23,14 @@ int cg_collect_check_run(const struct cg_collect_cfg *c, long i, long total,
                          const struct cg_shard_fail *fail, enum cg_collect_failed *reason,
                          struct cg_err *err);
 
+/* True when the canary ended itself with a failure (a non-zero status, a signal) after every
+ * process with steps had written "done" (st->all_done), without --let-finish: the gate would have
+ * stopped it at its next look at the shards, so the run is complete, as a stopped one is, and
+ * the caller says how the canary ended. */
+bool cg_collect_check_ended_after_window(const struct cg_collect_cfg *c,
+                                         const struct cg_launch_result *r,
+                                         const struct cg_shard_status *st);
+
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world, the ranks'
  * library beside inject), the message prefixed with the run; *reason CG_COLLECT_FAILED_OTHER on
  * failure. */

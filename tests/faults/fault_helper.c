@@ -21,14 +21,16 @@
  *       writes "NAME=value" (or "NAME unset") for each NAME of its environment to FILE, then
  *       runs CMD
  *   fault-helper measured [--ranks R] [--stagger MS] [--no-done] [--ignore-term]
- *                         [--end-after MS] [--step-ms MS]
+ *                         [--end-after MS] [--crash-after MS] [--step-ms MS]
  *       a training job that runs for ever, with the injection library's shard written by hand:
  *       R processes (default 1, RANK set) each write the steps of the measured window that
  *       CANARY_GATE_WARMUP and CANARY_GATE_STEPS give (3 steps when those are absent), STEP-MS
  *       apart (default 2), then "done W+N" (rank r after r * STAGGER more ms; never with
  *       --no-done, as a library that does not know the window), and go on training: sleep, until
  *       END-AFTER ms have passed (then "end", the shard renamed to ".shard", exit 0) or, without
- *       it, for two minutes. --ignore-term: SIGTERM is ignored (only SIGKILL stops it). Writes
+ *       it, for two minutes. --crash-after MS: MS ms after "done", a Python-like traceback on
+ *       stderr and exit status 1, the shard left as ".part" (a crash after the measured window).
+ *       --ignore-term: SIGTERM is ignored (only SIGKILL stops it). Writes
  *       "measured: rank R done" and "measured: rank R got SIGTERM" to stdout (the log)
  *
  *   fault-helper daemon PIDFILE -- CMD...
@@ -269,7 +271,7 @@ static int write_env(int argc, char **argv)
 }
 
 struct measured_opts {
-    long ranks, stagger_ms, end_after_ms, step_ms;
+    long ranks, stagger_ms, end_after_ms, step_ms, crash_after_ms;
     int no_done, ignore_term;
 };
 
@@ -345,8 +347,17 @@ static int measured_rank(const struct measured_opts *o, long rank)
         fflush(stdout);
     }
     long wait_ms = o->end_after_ms >= 0 ? o->end_after_ms : 120000;
+    if (o->crash_after_ms >= 0)
+        wait_ms = o->crash_after_ms;
     for (long k = 0; k < wait_ms / 10; k++) /* training on */
         nap_ms(10, rank);
+    if (o->crash_after_ms >= 0) { /* an uncaught exception: no "end", exit status 1 */
+        fprintf(stderr,
+                "Traceback (most recent call last):\n  File \"train.py\", line 9, in "
+                "<module>\nRuntimeError: measured: rank %ld crashed\n",
+                rank);
+        return 1;
+    }
     if (o->end_after_ms < 0)
         return 0;
     put(fd, "end\n");
@@ -356,7 +367,7 @@ static int measured_rank(const struct measured_opts *o, long rank)
 
 static int measured(int argc, char **argv)
 {
-    struct measured_opts o = {1, 0, -1, 2, 0, 0};
+    struct measured_opts o = {1, 0, -1, 2, -1, 0, 0};
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--no-done") == 0)
             o.no_done = 1;
@@ -370,6 +381,8 @@ static int measured(int argc, char **argv)
             o.end_after_ms = number(argv[++i]);
         else if (strcmp(argv[i], "--step-ms") == 0 && i + 1 < argc)
             o.step_ms = number(argv[++i]);
+        else if (strcmp(argv[i], "--crash-after") == 0 && i + 1 < argc)
+            o.crash_after_ms = number(argv[++i]);
         else
             return 2;
     }

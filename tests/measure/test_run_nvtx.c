@@ -1025,6 +1025,62 @@ static void test_run__canary_without_done_runs_to_its_end(void **state)
     unlink("nvtx-nodone.log");
 }
 
+/* A canary that crashes after its measured window ("done" written) gets the same verdict
+ * whether it crashes before the gate's next look at the shards (every 0.5 s) or after it: the
+ * run is complete, and the crash is said. With --let-finish the canary's exit is awaited and its
+ * status counts, every time. */
+static void
+test_run__a_crash_after_the_measured_window_is_judged_the_same_whenever_it_comes(void **state)
+{
+    (void)state;
+    struct result r;
+    struct cg_artifact a;
+    /* 50 ms after "done": before the first look; 3 s after it: the gate stops it first */
+    const char *const after[] = {"50", "3000"};
+    for (size_t k = 0; k < 2; k++) {
+        const char *args[] = {"run",
+                              "--out",
+                              "nvtx-crash-after.json",
+                              "--runs",
+                              "1",
+                              "--steps",
+                              "3",
+                              "--warmup",
+                              "1",
+                              "--",
+                              HELPER,
+                              "measured",
+                              "--crash-after",
+                              after[k],
+                              NULL};
+        run_tool(args, &r);
+        if (r.exit_code != 0)
+            fail_msg("crash %s ms after done: exit %d\n%s", after[k], r.exit_code, r.err);
+        load("nvtx-crash-after.json", &a);
+        assert_int_equal(a.runs[0].n_steps, 3);
+        if (k == 0) {
+            /* the canary ended itself: said, and never "stopped after" */
+            assert_int_equal(a.runs[0].stopped_after_steps, -1);
+            if (strstr(r.err, "run 1 of 1: the canary exited with status 1 after its measured "
+                              "window") == NULL)
+                fail_msg("the crash is not said:\n%s", r.err);
+            assert_null(strstr(r.err, "stopped after"));
+        } else {
+            assert_int_equal(a.runs[0].stopped_after_steps, 4);
+        }
+        cg_artifact_release(&a);
+    }
+    const char *wait[] = {
+        "run",      "--out", "nvtx-crash-after.json", "--runs", "1",    "--steps",  "3",
+        "--warmup", "1",     "--let-finish",          "--",     HELPER, "measured", "--crash-after",
+        "50",       NULL};
+    run_tool(wait, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "canary exited with status 1 in run 1 of 1"));
+    unlink("nvtx-crash-after.json");
+    unlink("nvtx-crash-after.log");
+}
+
 /* Every process that marks steps must be done: rank 1 writes "done" 2 s after rank 0, and the
  * canary is stopped only then; both ranks' steps count. */
 static void test_run__stop_waits_for_every_process_with_steps(void **state)
@@ -1084,6 +1140,8 @@ int main(void)
         cmocka_unit_test(test_run__let_finish_waits_for_the_canary),
         cmocka_unit_test(test_run__canary_without_done_runs_to_its_end),
         cmocka_unit_test(test_run__stop_waits_for_every_process_with_steps),
+        cmocka_unit_test(
+            test_run__a_crash_after_the_measured_window_is_judged_the_same_whenever_it_comes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
