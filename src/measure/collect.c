@@ -473,7 +473,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     if (rc == 0)
         rc = cg_collect_check_world(col->env.inject, i, total, sh, n, &col->failure.reason, err);
     if (rc == CG_ECANARY && !cg_launch_interrupted())
-        cg_collect_check_infra(c->log, err);
+        cg_collect_check_infra(c->log, col->cmd, sh, n, err);
     if (rc == 0 && trace) {
         struct cg_trace_sample *gpu = NULL; /* the GPU's own state, the canary ended: stopped */
         size_t n_gpu = 0;

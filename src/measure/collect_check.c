@@ -157,11 +157,16 @@ int cg_collect_check_read_fail_file(const char *path, struct cg_shard_fail *f)
     return rc != 0;
 }
 
-/* A failed run whose log (its last 64 KiB) names a known infrastructure failure says so: a
- * canary failure with that reason, never a regression. */
-void cg_collect_check_infra(const char *log, struct cg_err *err)
+/* A failed run whose log (its last 64 KiB) names a known infrastructure failure that the run's
+ * processes and the log's last error support (cg_multinode_infra_failure) says so: a canary
+ * failure with that reason and the line it was read from, stated when Slurm said it, else as a
+ * guess; never a regression. */
+void cg_collect_check_infra(const char *log, char *const *cmd, const struct cg_shard *sh, size_t n,
+                            struct cg_err *err)
 {
-    char why[256];
+    struct cg_infra_scope scope;
+    struct cg_infra_failure f;
+    cg_multinode_infra_scope(cmd, sh, n, &scope);
     char *tail = malloc(65536); /* the log's last 64 KiB */
     int fd = tail != NULL ? open(log, O_RDONLY | O_CLOEXEC) : -1;
     if (fd < 0) {
@@ -171,13 +176,27 @@ void cg_collect_check_infra(const char *log, struct cg_err *err)
     off_t end = lseek(fd, 0, SEEK_END);
     ssize_t got = pread(fd, tail, 65536, end > 65536 ? end - 65536 : 0);
     close(fd);
-    bool infra = got > 0 && cg_multinode_infra_failure(tail, (size_t)got, why, sizeof(why));
+    bool infra = got > 0 && cg_multinode_infra_failure(tail, (size_t)got, &scope, &f);
     free(tail);
     if (!infra)
         return;
+    struct cg_buf line;
+    cg_buf_init(&line, 1024);
+    if (cg_term_escape(&line, f.line, 160) != 0) { /* never a terminal escape from the log */
+        cg_buf_release(&line);
+        return;
+    }
     char msg[CG_ERR_MSG_MAX];
     snprintf(msg, sizeof(msg), "%s", err->msg);
-    cg_err_set(err, CG_ECANARY, "infrastructure failure, not a regression: %s; %s", why, msg);
+    if (f.certain)
+        cg_err_set(err, CG_ECANARY, "infrastructure failure, not a regression: %s ('%s'); %s",
+                   f.reason, cg_buf_str(&line), msg);
+    else
+        cg_err_set(err, CG_ECANARY,
+                   "probably an infrastructure failure, not a regression (a guess from the "
+                   "log's line '%s'): %s; %s",
+                   cg_buf_str(&line), f.reason, msg);
+    cg_buf_release(&line);
 }
 
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world), the

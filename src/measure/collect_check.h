@@ -44,8 +44,11 @@ int cg_collect_check_make_fail_file(const char *path, struct cg_err *err);
 /* Reads the failure file: 1 and f filled when a process recorded a failure, else 0. */
 int cg_collect_check_read_fail_file(const char *path, struct cg_shard_fail *f);
 
-/* A failed run whose log (its last 64 KiB) names a known infrastructure failure says so in err:
- * a canary failure with that reason, never a regression. */
-void cg_collect_check_infra(const char *log, struct cg_err *err);
+/* A failed run whose log (its last 64 KiB) names a known infrastructure failure that the run
+ * supports says so in err (cmd the canary's command, sh[0..n) its shards; see
+ * cg_multinode_infra_failure): a canary failure with that reason and the log line quoted, stated
+ * when Slurm said it and called a guess otherwise, never a regression. */
+void cg_collect_check_infra(const char *log, char *const *cmd, const struct cg_shard *sh, size_t n,
+                            struct cg_err *err);
 
 #endif

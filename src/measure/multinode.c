@@ -146,44 +146,167 @@ bool cg_multinode_is_sbatch(char *const *argv)
     return false;
 }
 
+/* Known infrastructure failures: a text a line holds, what it means, and whether Slurm says it
+ * (certain, and only believed when Slurm ran the canary); the others name ranks or their
+ * rendezvous, and are believed only in a run of ranks, as a guess. */
 static const struct {
     const char *needle, *reason;
+    bool slurm;
 } infra[] = {
-    {"Watchdog caught collective operation timeout", "an NCCL collective timed out"},
-    {"NCCL timeout", "an NCCL collective timed out"},
-    {"RendezvousConnectionError", "the rendezvous could not be reached"},
-    {"RendezvousTimeoutError", "the rendezvous timed out waiting for the other nodes"},
-    {"RendezvousClosedError", "the rendezvous was closed"},
-    {"Connection reset by peer", "a connection between ranks was reset (Connection reset by peer)"},
-    {"Connection refused", "a connection was refused (a rendezvous or a peer rank)"},
-    {"Node failure on", "Slurm reported a node failure"},
-    {"DUE TO NODE FAILURE", "Slurm reported a node failure"},
-    {"NODE_FAIL", "Slurm reported a node failure"},
+    {"Watchdog caught collective operation timeout", "an NCCL collective timed out", false},
+    {"NCCL timeout", "an NCCL collective timed out", false},
+    {"RendezvousConnectionError", "the rendezvous could not be reached", false},
+    {"RendezvousTimeoutError", "the rendezvous timed out waiting for the other nodes", false},
+    {"RendezvousClosedError", "the rendezvous was closed", false},
+    {"Connection reset by peer", "a connection between ranks was reset (Connection reset by peer)",
+     false},
+    {"Connection refused", "a connection was refused (a rendezvous or a peer rank)", false},
+    {"Node failure on", "Slurm reported a node failure", true},
+    {"DUE TO NODE FAILURE", "Slurm reported a node failure", true},
+    {"NODE_FAIL", "Slurm reported a node failure", true},
 };
+#define N_INFRA (sizeof(infra) / sizeof(infra[0]))
 
-bool cg_multinode_infra_failure(const char *text, size_t len, char *why, size_t cap)
+void cg_multinode_infra_scope(char *const *argv, const struct cg_shard *shards, size_t n,
+                              struct cg_infra_scope *scope)
 {
-    const char *best = NULL, *reason = NULL;
-    for (size_t k = 0; k < sizeof(infra) / sizeof(infra[0]); k++) {
-        size_t nl = strlen(infra[k].needle);
-        for (size_t i = 0; i + nl <= len; i++)
-            if (memcmp(text + i, infra[k].needle, nl) == 0 && (best == NULL || text + i > best)) {
-                best = text + i;
-                reason = infra[k].reason;
+    static const char *const launchers[] = {"srun", "sbatch", "mpirun", "mpiexec"};
+    static const char *const pythons[] = {"torchrun", "torch.distributed.run",
+                                          "torch.distributed.launch", "deepspeed", "accelerate"};
+    *scope = (struct cg_infra_scope){false, false};
+    for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
+        for (size_t k = 0; k < sizeof(launchers) / sizeof(launchers[0]); k++)
+            if (is_launcher(argv[i], launchers[k])) {
+                scope->ranks = true;
+                scope->slurm |= k < 2;
             }
+        for (size_t k = 0; k < sizeof(pythons) / sizeof(pythons[0]); k++)
+            scope->ranks |= strcmp(base_name(argv[i]), pythons[k]) == 0;
     }
-    if (best == NULL)
+    size_t with_steps = 0;
+    for (size_t i = 0; i < n; i++) {
+        scope->ranks |= shards[i].rank >= 0 || shards[i].world_size > 1;
+        scope->slurm |= shards[i].slurm_job != NULL;
+        with_steps += shards[i].n_steps > 0;
+    }
+    scope->ranks |= with_steps > 1;
+}
+
+static bool span_has(const char *p, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(p + i, needle, k) == 0)
+            return true;
+    return false;
+}
+
+/* The known pattern a line holds that the scope allows (the last of the table's that match is
+ * as good as any: a line names one failure), or -1. */
+static int infra_pattern(const char *p, size_t n, const struct cg_infra_scope *scope)
+{
+    for (size_t k = 0; k < N_INFRA; k++)
+        if ((infra[k].slurm ? scope->slurm : scope->ranks) && span_has(p, n, infra[k].needle))
+            return (int)k;
+    return -1;
+}
+
+/* A launcher's prefix of a rank's line ("[default0]:", "[rank1]:"), skipped. */
+static size_t prefix_len(const char *p, size_t n)
+{
+    if (n == 0 || p[0] != '[')
+        return 0;
+    for (size_t i = 1; i + 1 < n && i < 40; i++)
+        if (p[i] == ']')
+            return p[i + 1] == ':' ? i + 2 : 0;
+    return 0;
+}
+
+/* A traceback frame line ('  File "PATH", line N, in F') in a file of the canary's own: not
+ * frozen, not under the Python installation (site-packages, dist-packages, lib/pythonX.Y). */
+static bool own_frame(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    if (i == 0 || n - i < 7 || memcmp(p + i, "File \"", 6) != 0)
         return false;
-    const char *start = best, *end = best;
-    while (start > text && start[-1] != '\n')
-        start--;
-    while (end < text + len && *end != '\n' && *end != '\0')
-        end++;
-    int line = (int)(end - start > 160 ? 160 : end - start);
-    snprintf(why, cap, "%s ('%.*s')", reason, line, start);
-    for (char *p = why; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20)
-            *p = ' ';
+    const char *path = p + i + 6, *q = memchr(path, '"', n - i - 6);
+    if (q == NULL || q == path || path[0] == '<')
+        return false;
+    size_t len = (size_t)(q - path);
+    return !span_has(path, len, "/site-packages/") && !span_has(path, len, "/dist-packages/") &&
+           !span_has(path, len, "/lib/python") && !span_has(path, len, "/lib64/python");
+}
+
+static void quote_line(struct cg_infra_failure *f, const char *p, size_t n)
+{
+    size_t k = n < sizeof(f->line) - 1 ? n : sizeof(f->line) - 1;
+    for (size_t i = 0; i < k; i++)
+        f->line[i] = (unsigned char)p[i] < 0x20 ? ' ' : p[i];
+    f->line[k] = '\0';
+}
+
+bool cg_multinode_infra_failure(const char *text, size_t len, const struct cg_infra_scope *scope,
+                                struct cg_infra_failure *f)
+{
+    const char *ev = NULL, *exc = NULL; /* the last evidence line, the last own exception line */
+    size_t ev_len = 0, exc_len = 0;
+    int ev_k = -1, slurm_k = -1;
+    const char *slurm = NULL;
+    size_t slurm_len = 0;
+    bool in_frames = false, own = false;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+        size_t skip = prefix_len(p, n);
+        const char *line = p + skip;
+        size_t ln = n - skip;
+        p += n + (nl != NULL);
+        if (ln >= 10 && memcmp(line, "Traceback ", 10) == 0) {
+            in_frames = true;
+            own = false;
+            continue;
+        }
+        if (in_frames && ln > 0 && (line[0] == ' ' || line[0] == '\t')) {
+            own |= own_frame(line, ln);
+            continue;
+        }
+        if (in_frames && ln > 0) { /* the exception that ended the traceback */
+            in_frames = false;
+            if (own) {
+                exc = line;
+                exc_len = ln;
+            }
+        }
+        int k = infra_pattern(line, ln, scope);
+        if (k < 0)
+            continue;
+        ev = line;
+        ev_len = ln;
+        ev_k = k;
+        if (infra[k].slurm) {
+            slurm = line;
+            slurm_len = ln;
+            slurm_k = k;
+        }
+    }
+    if (slurm != NULL) { /* the scheduler's own word */
+        f->reason = infra[slurm_k].reason;
+        f->certain = true;
+        quote_line(f, slurm, slurm_len);
+        return true;
+    }
+    if (exc != NULL) { /* the canary's own last error decides */
+        ev_k = infra_pattern(exc, exc_len, scope);
+        ev = exc;
+        ev_len = exc_len;
+    }
+    if (ev == NULL || ev_k < 0)
+        return false;
+    f->reason = infra[ev_k].reason;
+    f->certain = false;
+    quote_line(f, ev, ev_len);
     return true;
 }
 

@@ -338,22 +338,37 @@ static void test_multinode__infrastructure_failures_are_named(void **state)
         {"srun: error: Node failure on n2\n", "Slurm reported a node failure ('srun: error: Node"},
         {"Traceback (most recent call last):\nZeroDivisionError: division by zero\n", NULL},
     };
+    /* a run of ranks under Slurm: every pattern may apply (which need which:
+     * tests/measure/test_collect_check.c) */
+    static const struct cg_infra_scope scope = {true, true};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        bool got = cg_multinode_infra_failure(cases[i].log, strlen(cases[i].log), why,
-                                              sizeof(why));
+        struct cg_infra_failure f;
+        bool got = cg_multinode_infra_failure(cases[i].log, strlen(cases[i].log), &scope, &f);
         assert_int_equal(got, cases[i].want != NULL);
-        if (got)
+        if (got) {
+            snprintf(why, sizeof(why), "%s ('%s')", f.reason, f.line);
             assert_non_null(strstr(why, cases[i].want));
+        }
     }
 }
 
+/* srun (a stand-in that says what Slurm's says when a node fails) ends with a node failure: a
+ * canary failure that names it, never a regression. */
 static void test_shard_dir__infrastructure_failure_is_a_canary_failure(void **state)
 {
     const struct cg_workdir *w = *state;
     struct cg_proc p;
-    const char *args[] = {"run", "--out", "x.json", "--runs", "1", "--steps", "2", "--warmup",
-                          "0", "--", "/bin/sh", "-c",
-                          "echo 'srun: error: Node failure on n2' >&2; exit 1", NULL};
+    char srun[300], shared[256];
+    snprintf(shared, sizeof(shared), "%s", make_shared(w));
+    snprintf(srun, sizeof(srun), "%s", cg_workdir_in(w, "srun"));
+    FILE *f = fopen(srun, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\necho 'srun: error: Node failure on n2' >&2\nexit 1\n", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(srun, 0755), 0);
+    const char *args[] = {"run",     "--out", "x.json",   "--runs",   "1",
+                          "--steps", "2",     "--warmup", "0",        "--shard-dir",
+                          shared,    "--",    srun,       "train.py", NULL};
     assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p), 3);
     assert_non_null(strstr(p.err, "infrastructure failure, not a regression: Slurm reported a "
                                   "node failure"));

@@ -87,11 +87,41 @@ static void test_run__a_script_that_execs_itself_is_measured(void **state)
     cg_artifact_release(&a);
 }
 
+/* A single-process script that prints a network client's "Connection refused" (a wandb retry)
+ * and then fails on a bug of its own fails as the canary's failure: nothing says infrastructure,
+ * and nothing says "a peer rank" of a process that has none. */
+static void
+test_run__a_scripts_own_error_after_a_network_message_is_not_infrastructure(void **state)
+{
+    NEED_TORCH();
+    const struct cg_workdir *w = *state;
+    write_file(w, "wandb_like.py",
+               "import torch\n"
+               "print('wandb: Network error (ConnectionError), entering retry loop: [Errno 111] "
+               "Connection refused', flush=True)\n"
+               "model = torch.nn.Linear(32, 1); opt = torch.optim.SGD(model.parameters(), "
+               "lr=1e-3)\n"
+               "for i in range(3):\n"
+               "    opt.zero_grad(); model(torch.randn(4, 32)).sum().backward(); opt.step()\n"
+               "model(torch.randn(4, 31))\n");
+    struct cg_proc p;
+    const char *args[] = {"run", "--out",   "w.json", "--runs", "1",    "--warmup",
+                          "1",   "--steps", "3",      "--",     PYTHON, "wandb_like.py",
+                          NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p), 3);
+    assert_non_null(strstr(p.err, "canary exited with status 1 in run 1 of 1"));
+    if (strstr(p.err, "infrastructure") != NULL || strstr(p.err, "peer rank") != NULL)
+        fail_msg("the script's own error taken for infrastructure:\n%s", p.err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_run__a_script_that_execs_itself_is_measured,
                                         cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_run__a_scripts_own_error_after_a_network_message_is_not_infrastructure,
+            cg_workdir_setup, cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
