@@ -340,7 +340,10 @@ void cg_collect_hint(const struct cg_collect_failure *f, const struct cg_err *er
                  "loading the sitecustomize that marks them; drop it)"
            : f->steps_python
                ? "(the canary called none: no optimizer stepped, or 'python -I' or '-S' "
-                 "skipped the sitecustomize that marks them)"
+                 "skipped the sitecustomize that marks them, or the optimizers stepped only in "
+                 "processes forked without exec, torch.multiprocessing's default 'fork' start "
+                 "method as in Hogwild training, whose steps are not seen: start them with "
+                 "'spawn')"
                : "once canary-gate is built with the NVTX headers (this one has no "
                  "python/sitecustomize.py and libcanary-nvtx-shim.so beside it)");
 }

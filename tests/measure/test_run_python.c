@@ -114,6 +114,34 @@ test_run__a_scripts_own_error_after_a_network_message_is_not_infrastructure(void
         fail_msg("the script's own error taken for infrastructure:\n%s", p.err);
 }
 
+/* Hogwild training: the optimizers step only in processes torch.multiprocessing forked without
+ * exec, whose steps the library does not see. The run marks no step, and the hint says why and
+ * what to do (the 'spawn' start method), not only "no optimizer stepped". */
+static void test_run__steps_only_in_forked_processes_get_a_hint_naming_spawn(void **state)
+{
+    NEED_TORCH();
+    const struct cg_workdir *w = *state;
+    write_file(w, "hog.py",
+               "import torch, torch.multiprocessing as mp\n"
+               "torch.set_num_threads(1)\n"
+               "def train(model):\n"
+               "    opt = torch.optim.SGD(model.parameters(), lr=1e-3)\n"
+               "    for i in range(10):\n"
+               "        opt.zero_grad(); model(torch.randn(4, 8)).sum().backward(); opt.step()\n"
+               "if __name__ == '__main__':\n"
+               "    mp.set_start_method('fork')\n"
+               "    model = torch.nn.Linear(8, 1); model.share_memory()\n"
+               "    ps = [mp.Process(target=train, args=(model,)) for _ in range(2)]\n"
+               "    [p.start() for p in ps]; [p.join() for p in ps]\n");
+    struct cg_proc p;
+    const char *args[] = {"run",     "--out", "hog.json", "--runs", "1",      "--warmup", "1",
+                          "--steps", "3",     "--",       PYTHON,   "hog.py", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p), 3);
+    assert_non_null(strstr(p.err, "canary marked no step"));
+    if (strstr(p.err, "forked without exec") == NULL || strstr(p.err, "'spawn'") == NULL)
+        fail_msg("the hint does not name forked processes and spawn:\n%s", p.err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -122,6 +150,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_run__a_scripts_own_error_after_a_network_message_is_not_infrastructure,
             cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_run__steps_only_in_forked_processes_get_a_hint_naming_spawn, cg_workdir_setup,
+            cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
