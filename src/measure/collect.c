@@ -266,14 +266,16 @@ bool cg_collect_interrupted(void)
     return cg_launch_interrupted();
 }
 
-/* Names the processes that ended without finishing their shard (killed, crashed, os._exit):
- * their steps up to the last complete line were counted with the others'. A process stopped
- * once measured (stopped) had written "done", which is all it had to contribute. */
+/* Names the processes with steps that ended without finishing their shard (killed, crashed,
+ * os._exit): their steps up to the last complete line were counted with the others'. A process
+ * stopped once measured (stopped) had written "done", which is all it had to contribute; one
+ * that marked no step measured nothing a cut could lose, and a helper that ends with os._exit
+ * (a DataLoader worker started by forkserver or spawn) is no crash. */
 static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
                             const struct cg_shard *sh, size_t n, bool stopped)
 {
     for (size_t k = 0; k < n; k++) {
-        if (sh[k].complete || (stopped && sh[k].done_steps >= 0))
+        if (sh[k].complete || sh[k].n_steps == 0 || (stopped && sh[k].done_steps >= 0))
             continue;
         char rank[40] = "";
         if (sh[k].rank >= 0)

@@ -142,6 +142,34 @@ static void test_run__steps_only_in_forked_processes_get_a_hint_naming_spawn(voi
         fail_msg("the hint does not name forked processes and spawn:\n%s", p.err);
 }
 
+/* A DataLoader whose workers start by forkserver: each worker loads the library afresh (the
+ * forkserver never started it) and ends with os._exit, which runs no exit handler, so its shard,
+ * with no step, stays unfinished. That is no crash, and nothing is said of it. */
+static void test_run__forkserver_workers_without_steps_are_no_crash(void **state)
+{
+    NEED_TORCH();
+    const struct cg_workdir *w = *state;
+    write_file(w, "dl.py",
+               "import torch\n"
+               "from torch.utils.data import DataLoader, TensorDataset\n"
+               "torch.set_num_threads(1)\n"
+               "model = torch.nn.Linear(8, 1); opt = torch.optim.SGD(model.parameters(), lr=1e-3)\n"
+               "ds = TensorDataset(torch.randn(64, 8))\n"
+               "if __name__ == '__main__':\n"
+               "    dl = DataLoader(ds, batch_size=8, num_workers=2, "
+               "multiprocessing_context='forkserver')\n"
+               "    for (x,) in dl:\n"
+               "        opt.zero_grad(); model(x).sum().backward(); opt.step()\n");
+    struct cg_proc p;
+    const char *args[] = {"run",     "--out", "dl.json",      "--runs", "1",    "--warmup", "1",
+                          "--steps", "3",     "--let-finish", "--",     PYTHON, "dl.py",    NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, p.err);
+    if (strstr(p.err, "without finishing its shard") != NULL)
+        fail_msg("a worker that ended normally is said to have crashed:\n%s", p.err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +181,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_run__steps_only_in_forked_processes_get_a_hint_naming_spawn, cg_workdir_setup,
             cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_run__forkserver_workers_without_steps_are_no_crash,
+                                        cg_workdir_setup, cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
