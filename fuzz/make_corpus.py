@@ -4,6 +4,7 @@ fixtures (example artifacts, thresholds files, golden reports) and small hand-ma
 harness's input format. Run from the repository root: python3 fuzz/make_corpus.py [SHARD_DIR]
 (SHARD_DIR: shards written by the injection library, to seed fuzz_shard with real ones)."""
 import glob
+import json
 import os
 import struct
 import sys
@@ -55,6 +56,27 @@ def artifact():
         '"environment": {"gpu_count": 1, "cupti_status": "ok", "cupti_library": '
         '"loaded /venv/nvidia/cu13/lib/libcupti.so.13"}, "settings": {"steps": 4, "warmup": 1, '
         '"runs": 1}, "runs": [%s]}' % measured)
+    # every string the report escapes at its widest ("@a" is 13 bytes in markdown, "|" six):
+    # environment cells, the GPU's reasons, eight distinct library warnings, and eight range names
+    # that take a share of the step (the anatomy lists them) and hold counted calls (their places)
+    wide = json.loads(read("examples/current.json"))
+    at = "@a" * 150
+    for k in ("gpu_model", "driver_version", "cuda_version", "cupti_status", "cpu_model",
+              "tool_version", "canary_hash"):
+        wide["environment"][k] = at
+    wide["environment"]["canary_command"] = [at]
+    wide["gpu"] = {"available": False, "reason": at}
+    for i, r in enumerate(wide["runs"]):
+        r["warnings"] = [("%d%d" % (i, k) + at)[:300] for k in range(3)]
+        r["gpu_state"] = {"available": False, "reason": at}  # quoted by the energy row's note
+        counted = ("sync_stream", "sync_event", "sync_context", "dtoh_pageable", "allocs", "frees")
+        for st in r["steps"]:
+            st["counts"] = {k: 7 for k in counted}
+        r["count_places"] = [{"count": k, "where": "in", "range": (chr(98 + j) + at)[:255],
+                              "calls": 10 * (j + 1)} for k in counted for j in range(8)]
+        r["ops"] += [{"name": (chr(98 + j) + at)[:255], "kind": "range", "calls": 30,
+                      "total_ns": 300000000} for j in range(8)]
+    put("artifact", "widest-text.json", json.dumps(wide))
     put("artifact", "newer-schema.json",
         '{"schema": "canary-gate/run", "schema_version": 99, "gpu": {"available": false}}')
     if os.path.exists("/tmp/cg-seed-art.json"):

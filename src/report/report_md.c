@@ -5,10 +5,14 @@
  * banners, the metric table, runs and thresholds, the counts per step, the anatomy of a step,
  * the diagnosis, a mermaid chart of step times,
  * the top op changes, and folded details (environment, method). The whole report stays under
- * CG_REPORT_MAX_BYTES: the details are rendered first and kept room for; diagnosis findings are
- * added one by one while they fit; the chart is drawn with CG_CHART_MAX_POINTS points, then
- * fewer, then left out with a note, so it gives way before anything else; the op table is
- * filled last, row by row, and rows that do not fit are counted in an "N more" line.
+ * CG_REPORT_MAX_BYTES, whatever the artifacts' strings: the sections that hold them without a
+ * budget of their own (banners, the library's warnings, the tables, the places of the counts,
+ * the anatomy, the ranks, the details) are rendered apart first and kept whole by importance
+ * (the metric table first, the baseline's library warnings last) while they fit; one that does
+ * not is left out with a note saying so. Room is kept for the rest: diagnosis findings are added
+ * one by one while they fit; the chart is drawn with CG_CHART_MAX_POINTS points, then fewer,
+ * then left out with a note, so it gives way before the findings; the op table is filled last,
+ * row by row, and rows that do not fit are counted in an "N more" line.
  */
 #include "report.h"
 #include "report_ranks.h"
@@ -172,15 +176,28 @@ static int add_banners(struct cg_buf *b, const struct cg_verdict *v)
                                "%zu run%s of main recorded since.\n\n",
                             v->accepted_runs_since, v->accepted_runs_since == 1 ? "" : "s");
     }
-    rc |= library_warnings(b, cur, "this run");
-    rc |= library_warnings(b, base, "the baseline");
-    if (v->within_run)
-        rc |= cg_buf_adds(b, "> [!NOTE]\n> A side has fewer than 3 runs, so timing is shown, "
-                             "compared within the runs (block bootstrap over steps), and not "
-                             "judged: each process runs at a speed of its own, and one process "
-                             "cannot show how much processes differ. Counts and memory still "
-                             "decide; use 3 runs a side or more for timing.\n\n");
     return rc;
+}
+
+static int add_warnings_current(struct cg_buf *b, const struct cg_verdict *v)
+{
+    return library_warnings(b, v->current, "this run");
+}
+
+static int add_warnings_baseline(struct cg_buf *b, const struct cg_verdict *v)
+{
+    return library_warnings(b, v->baseline, "the baseline");
+}
+
+static int add_within_run(struct cg_buf *b, const struct cg_verdict *v)
+{
+    if (!v->within_run)
+        return 0;
+    return cg_buf_adds(b, "> [!NOTE]\n> A side has fewer than 3 runs, so timing is shown, "
+                          "compared within the runs (block bootstrap over steps), and not "
+                          "judged: each process runs at a speed of its own, and one process "
+                          "cannot show how much processes differ. Counts and memory still "
+                          "decide; use 3 runs a side or more for timing.\n\n");
 }
 
 static int add_metric_table(struct cg_buf *b, const struct cg_verdict *v)
@@ -364,8 +381,9 @@ static int count_row(struct cg_buf *b, const struct cg_verdict *v, const struct 
 /* Where the changed synchronisations, pageable copies, allocations and releases were made: a line
  * per count row that knows, its places (the NVTX range the host thread was in, or had last ended).
  */
-static int add_where(struct cg_buf *b, const struct cg_counts *c)
+static int add_where(struct cg_buf *b, const struct cg_verdict *v)
 {
+    const struct cg_counts *c = &v->counts;
     int rc = 0;
     bool first = true;
     for (size_t i = 0; i < c->n; i++) {
@@ -426,7 +444,17 @@ static int add_counts(struct cg_buf *b, const struct cg_verdict *v)
         rc |= cg_buf_printf(b, "\n_%zu more changed counts not shown._\n", listed - shown);
     if (listed == 0)
         rc |= cg_buf_adds(b, "Every count is the same as the baseline's.\n");
-    rc |= add_where(b, c);
+    return rc;
+}
+
+/* What the counts section says after its rows and places: kernels new and vanished, counts that
+ * fell, counts that vary. */
+static int add_count_notes(struct cg_buf *b, const struct cg_verdict *v)
+{
+    const struct cg_counts *c = &v->counts;
+    int rc = 0;
+    if (c->n == 0)
+        return 0;
     size_t new_k = 0, gone_k = 0;
     for (size_t i = 0; i < v->n_ops; i++)
         if (v->ops[i].kind == CG_OP_KERNEL) {
@@ -769,29 +797,108 @@ static int add_details(struct cg_buf *b, const struct cg_verdict *v)
     return rc;
 }
 
+static int add_ranks(struct cg_buf *b, const struct cg_verdict *v)
+{
+    return cg_report_ranks_markdown(v->baseline, v->current, b);
+}
+
+/* A section of the report placed whole, or left out with a note when the report's size does not
+ * hold it. Sections are kept by rank (0 first) while they fit; the document keeps their order. */
+struct part {
+    int (*render)(struct cg_buf *b, const struct cg_verdict *v);
+    unsigned rank;
+    const char *left_out; /* the note's subject: "The counts per step were" */
+};
+
+/* In document order; the folded details (last) come after the diagnosis, chart and op table. */
+static const struct part parts[] = {
+    {add_banners, 1, "Warnings about this comparison were"},
+    {add_warnings_current, 9, "The injection library's warnings on this run were"},
+    {add_warnings_baseline, 11, "The injection library's warnings on the baseline were"},
+    {add_within_run, 5, "A note on sides of fewer than 3 runs was"},
+    {add_metric_table, 0, "The metric table was"},
+    {add_runs_line, 2, "The run summary was"},
+    {add_counts, 3, "The counts per step were"},
+    {add_where, 8, "Where the host made the changed counts was"},
+    {add_count_notes, 3, "Notes on the counts were"},
+    {add_anatomy, 4, "The anatomy of a step was"},
+    {add_ranks, 10, "The ranks were"},
+    {add_details, 6, "The environment and the method were"},
+};
+#define N_PARTS (sizeof(parts) / sizeof(parts[0]))
+#define DETAILS_PART (N_PARTS - 1)
+#define PART_MAX_RANK 11
+/* Room kept for the diagnosis heading and its "N more" line, and the op section's. */
+#define FLEX_RESERVE (OPS_RESERVE + 512)
+
+static int left_out_note(struct cg_buf *b, const struct part *p)
+{
+    return cg_buf_printf(b, "\n_%s left out to keep the comment within GitHub's size limit._\n\n",
+                         p->left_out);
+}
+
+/* Part i as placed: its text when kept, else its note (nothing for an empty part). */
+static int place_part(struct cg_buf *out, size_t i, const struct cg_buf *text, bool kept)
+{
+    if (kept)
+        return cg_buf_add(out, text->data, text->len);
+    return text->len > 0 ? left_out_note(out, &parts[i]) : 0;
+}
+
+/* Decides which parts are kept: by rank while the texts, with the notes of those left out, fit
+ * in budget bytes. A part that could not be rendered within the limit is left out. */
+static void choose_parts(const struct cg_buf text[N_PARTS], const bool failed[N_PARTS],
+                         size_t budget, bool kept[N_PARTS])
+{
+    size_t note[N_PARTS], used = 0;
+    for (size_t i = 0; i < N_PARTS; i++) {
+        struct cg_buf probe;
+        cg_buf_init(&probe, 1024);
+        note[i] = text[i].len > 0 || failed[i]
+                      ? (left_out_note(&probe, &parts[i]) == 0 ? probe.len : 1024)
+                      : 0;
+        cg_buf_release(&probe);
+        used += note[i];
+        kept[i] = false;
+    }
+    for (unsigned r = 0; r <= PART_MAX_RANK; r++)
+        for (size_t i = 0; i < N_PARTS; i++)
+            if (parts[i].rank == r && !failed[i] && used - note[i] + text[i].len <= budget) {
+                kept[i] = true;
+                used = used - note[i] + text[i].len;
+            }
+}
+
 int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct cg_buf *out,
                        struct cg_err *err)
 {
+    struct cg_buf text[N_PARTS];
+    bool failed[N_PARTS], kept[N_PARTS];
+    int rc = add_marker(out, v, gate_id);
+    rc |= add_headline(out, v);
+    for (size_t i = 0; i < N_PARTS; i++) {
+        cg_buf_init(&text[i], CG_REPORT_MAX_BYTES);
+        failed[i] = parts[i].render(&text[i], v) != 0;
+    }
+    size_t fixed = out->len + FLEX_RESERVE;
+    choose_parts(text, failed, fixed < CG_REPORT_MAX_BYTES ? CG_REPORT_MAX_BYTES - fixed : 0, kept);
+    for (size_t i = 0; i < DETAILS_PART && rc == 0; i++)
+        rc = place_part(out, i, &text[i], kept[i]);
     struct cg_buf tail;
     cg_buf_init(&tail, CG_REPORT_MAX_BYTES);
-    int rc = add_details(&tail, v);
-    rc |= add_marker(out, v, gate_id);
-    rc |= add_headline(out, v);
-    rc |= add_banners(out, v);
-    rc |= add_metric_table(out, v);
-    rc |= add_runs_line(out, v);
-    rc |= add_counts(out, v);
-    rc |= add_anatomy(out, v);
-    rc |= cg_report_ranks_markdown(v->baseline, v->current, out);
+    if (rc == 0)
+        rc = place_part(&tail, DETAILS_PART, &text[DETAILS_PART], kept[DETAILS_PART]);
     if (rc == 0)
         rc = add_diagnosis(out, v, tail.len + OPS_RESERVE);
     if (rc == 0)
         rc = add_chart(out, v, tail.len + OPS_RESERVE);
     if (rc == 0)
         rc = add_ops(out, v, tail.len);
-    if (rc == 0 && out->len + tail.len <= CG_REPORT_MAX_BYTES)
+    if (rc == 0)
         rc = cg_buf_add(out, tail.data, tail.len);
     cg_buf_release(&tail);
+    for (size_t i = 0; i < N_PARTS; i++)
+        cg_buf_release(&text[i]);
     if (rc != 0)
         return cg_err_set(err, CG_ENOMEM, "cannot render the markdown report: out of memory");
     return 0;
