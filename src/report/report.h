@@ -3,7 +3,8 @@
  * JSON, with the texts they share (the escaping and number formats they use are fmt.h's).
  *
  * Renderers write into a struct cg_buf; they never print. Every string that comes from an
- * artifact (op names, commands, GPU and CPU names) goes through cg_md_escape or cg_term_escape.
+ * artifact (op names, commands, GPU and CPU names) goes through cg_md_escape or cg_term_escape,
+ * and so does every metric note (which may quote one: cg_report_note).
  * The markdown report never exceeds CG_REPORT_MAX_BYTES (GitHub's comment limit is 65,536
  * characters; a byte count under it is a character count under it). Not thread-safe.
  */
@@ -105,8 +106,24 @@ void cg_report_where_parts(const struct cg_count_where *w, char *head, size_t hn
  * "calls of the NVTX range"); the caller adds a range row's name, escaped. */
 const char *cg_report_count_label(const struct cg_count_result *r);
 
-/* The verdict's one-line headline, identical in every output ("FAIL: step time mean +12.3% ..."). */
+/* The output a text is for: plain (the JSON verdict, the commit status), markdown or terminal. */
+enum cg_text_for { CG_TEXT_PLAIN, CG_TEXT_MARKDOWN, CG_TEXT_TERMINAL };
+
+/* Longest note of a metric (struct cg_metric_result.note), in bytes. */
+#define CG_NOTE_MAX_BYTES 255
+
+/* Appends a metric's note for output to. A note may quote artifact text (the GPU state's reasons,
+ * the step range's name, the GPU reason), so markdown gets it through cg_md_escape and the
+ * terminal through cg_term_escape; plain text as it is. 0 or CG_ENOMEM. */
+int cg_report_note(const char *note, enum cg_text_for to, struct cg_buf *out);
+
+/* The verdict's one-line headline, identical in every output ("FAIL: step time mean +12.3% ..."):
+ * numbers and fixed words, and the note of the metric it names, as it is. */
 void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n);
+
+/* The same headline for output to: the note it quotes escaped by cg_report_note. 0 or
+ * CG_ENOMEM. */
+int cg_verdict_headline_for(const struct cg_verdict *v, enum cg_text_for to, struct cg_buf *out);
 
 /* Renders the markdown report. gate_id NULL or "" uses the plain marker. 0 or CG_ENOMEM. */
 int cg_report_markdown(const struct cg_verdict *v, const char *gate_id, struct cg_buf *out,

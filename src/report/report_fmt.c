@@ -10,6 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Room for a note escaped at its widest (12 bytes a byte), and for a headline quoting one. */
+#define NOTE_ESCAPED_MAX_BYTES (CG_NOTE_MAX_BYTES * 12 + 4)
+#define HEADLINE_MAX_BYTES (NOTE_ESCAPED_MAX_BYTES + 512)
+_Static_assert(sizeof(((struct cg_metric_result *)0)->note) == CG_NOTE_MAX_BYTES + 1,
+               "CG_NOTE_MAX_BYTES is a metric note's length");
+
 void cg_report_stopped(const struct cg_artifact *a, size_t *runs, int64_t *steps)
 {
     *runs = 0;
@@ -232,12 +238,31 @@ static void count_phrase(const struct cg_count_result *c, char *dst, size_t n)
              c->row >= 0 ? cg_count_label(c->row) : "calls of an NVTX range", b, cu);
 }
 
+int cg_report_note(const char *note, enum cg_text_for to, struct cg_buf *out)
+{
+    if (to == CG_TEXT_MARKDOWN)
+        return cg_md_escape(out, note, CG_NOTE_MAX_BYTES);
+    if (to == CG_TEXT_TERMINAL)
+        return cg_term_escape(out, note, CG_NOTE_MAX_BYTES);
+    return cg_buf_adds(out, note);
+}
+
+/* A note as the headline for output to quotes it, into dst (NOTE_ESCAPED_MAX_BYTES holds the
+ * widest); "" when it cannot be rendered. */
+static void note_for(const char *note, enum cg_text_for to, char *dst, size_t n)
+{
+    struct cg_buf b;
+    cg_buf_init(&b, n - 1);
+    snprintf(dst, n, "%s", cg_report_note(note, to, &b) == 0 ? cg_buf_str(&b) : "");
+    cg_buf_release(&b);
+}
+
 /* The FAIL headline: the worst FAIL by how far beyond its limit it is, and how many more. */
-static void fail_headline(const struct cg_verdict *v, char *dst, size_t n)
+static void fail_headline(const struct cg_verdict *v, enum cg_text_for to, char *dst, size_t n)
 {
     size_t at = 0;
     int fails = 0, kind = worst_fail(v, &at, &fails);
-    char more[48] = "", what[320] = "";
+    char more[48] = "", what[HEADLINE_MAX_BYTES] = "";
     if (fails > 1)
         snprintf(more, sizeof(more), " (and %d more)", fails - 1);
     if (kind == 1) {
@@ -259,9 +284,11 @@ static void fail_headline(const struct cg_verdict *v, char *dst, size_t n)
         cg_fmt_pct(r->delta_pct, d, sizeof(d));
         cg_fmt_pct(r->ci_low_pct, lo, sizeof(lo));
         cg_fmt_pct(r->ci_high_pct, hi, sizeof(hi));
-        if (r->grown_some)
-            snprintf(what, sizeof(what), "%s: %s", cg_metric_label(r->metric), r->note);
-        else if (r->method == CG_METHOD_FIXED)
+        if (r->grown_some) {
+            char note[NOTE_ESCAPED_MAX_BYTES];
+            note_for(r->note, to, note, sizeof(note));
+            snprintf(what, sizeof(what), "%s: %s", cg_metric_label(r->metric), note);
+        } else if (r->method == CG_METHOD_FIXED)
             snprintf(what, sizeof(what), "%s regressed %s", cg_metric_label(r->metric), d);
         else
             snprintf(what, sizeof(what), "%s regressed %s (interval %s to %s, p = %.3g)",
@@ -321,14 +348,15 @@ static bool integrity_headline(const struct cg_verdict *v, char *dst, size_t n)
     return false;
 }
 
-void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
+/* The headline with the notes it quotes escaped for output to. */
+static void headline(const struct cg_verdict *v, enum cg_text_for to, char *dst, size_t n)
 {
     const struct cg_metric_result *mean = &v->metrics[CG_M_STEP_TIME_MEAN];
     char d[32];
     if (integrity_headline(v, dst, n))
         return;
     if (v->overall == CG_OUT_FAIL) {
-        fail_headline(v, dst, n);
+        fail_headline(v, to, dst, n);
         return;
     }
     if (v->overall == CG_OUT_PASS) {
@@ -350,8 +378,10 @@ void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
         if (r->regression_pct > r->threshold_pct)
             snprintf(th, sizeof(th), " beyond its %s%.1f%% threshold",
                      cg_metric_higher_is_worse(r->metric) ? "+" : "-", r->threshold_pct);
-        snprintf(dst, n, "INCONCLUSIVE: %s %s%s: %s%s", cg_metric_label(r->metric), d, th,
-                 r->note[0] ? r->note : "not confirmed", more);
+        char note[NOTE_ESCAPED_MAX_BYTES];
+        note_for(r->note[0] ? r->note : "not confirmed", to, note, sizeof(note));
+        snprintf(dst, n, "INCONCLUSIVE: %s %s%s: %s%s", cg_metric_label(r->metric), d, th, note,
+                 more);
         return;
     }
     for (size_t i = 0; i < v->counts.n; i++) {
@@ -385,6 +415,18 @@ void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
         return;
     }
     snprintf(dst, n, "INCONCLUSIVE");
+}
+
+void cg_verdict_headline(const struct cg_verdict *v, char *dst, size_t n)
+{
+    headline(v, CG_TEXT_PLAIN, dst, n);
+}
+
+int cg_verdict_headline_for(const struct cg_verdict *v, enum cg_text_for to, struct cg_buf *out)
+{
+    char line[HEADLINE_MAX_BYTES];
+    headline(v, to, line, sizeof(line));
+    return cg_buf_adds(out, line);
 }
 
 void cg_report_states_text(const struct cg_verdict *v, char *dst, size_t n)

@@ -55,13 +55,13 @@ static int add_marker(struct cg_buf *b, const struct cg_verdict *v, const char *
 
 static int add_headline(struct cg_buf *b, const struct cg_verdict *v)
 {
-    char line[512];
-    cg_verdict_headline(v, line, sizeof(line));
     const char *icon = v->overall == CG_OUT_FAIL   ? "\xe2\x9d\x8c"
                        : v->overall == CG_OUT_PASS ? "\xe2\x9c\x85"
                                                    : "\xe2\x9a\xa0\xef\xb8\x8f";
-    /* The headline holds only numbers and fixed words, never artifact strings. */
-    return cg_buf_printf(b, "## %s canary-gate %s\n\n", icon, line);
+    /* Numbers and fixed words, and a metric's note escaped (it may quote artifact text). */
+    int rc = cg_buf_printf(b, "## %s canary-gate ", icon);
+    rc |= cg_verdict_headline_for(v, CG_TEXT_MARKDOWN, b);
+    return rc | cg_buf_adds(b, "\n\n");
 }
 
 static const char *w_or_empty(const char *s)
@@ -228,15 +228,17 @@ static int add_metric_table(struct cg_buf *b, const struct cg_verdict *v)
             snprintf(th, sizeof(th), "+%.1f%% and +%s", r->threshold_pct, bytes);
         }
         if (r->outcome == CG_OUT_UNAVAILABLE) {
-            rc = cg_buf_printf(b, "| %s | %s | %s | &mdash; | &mdash; | %s | n/a: %s |\n",
-                               cg_metric_label(r->metric), base, cur, th, r->note);
-            continue;
+            rc = cg_buf_printf(b, "| %s | %s | %s | &mdash; | &mdash; | %s | n/a: ",
+                               cg_metric_label(r->metric), base, cur, th);
+        } else {
+            char change[160];
+            cg_report_change_text(r, change, sizeof(change));
+            rc = cg_buf_printf(b, "| %s | %s | %s | %s | %s | %s | %s%s",
+                               cg_metric_label(r->metric), base, cur, change, p, th,
+                               outcome_icon(r->outcome), r->note[0] ? ": " : "");
         }
-        char change[160];
-        cg_report_change_text(r, change, sizeof(change));
-        rc = cg_buf_printf(b, "| %s | %s | %s | %s | %s | %s | %s%s%s |\n",
-                           cg_metric_label(r->metric), base, cur, change, p, th,
-                           outcome_icon(r->outcome), r->note[0] ? ": " : "", r->note);
+        rc |= cg_report_note(r->note, CG_TEXT_MARKDOWN, b); /* it may quote artifact text */
+        rc |= cg_buf_adds(b, " |\n");
     }
     if (rc == 0)
         rc = cg_buf_printf(

@@ -158,10 +158,12 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
         else
             snprintf(th, sizeof(th), "%s%.1f%%",
                      cg_metric_higher_is_worse(r->metric) ? "+" : "-", r->threshold_pct);
-        rc = cg_buf_printf(out, "%-20s %14s %14s %26s %8s %14s  %s%s%s%s%s\n",
-                           cg_metric_name(r->metric), base, cur, ci, p, th,
-                           color_of(r->outcome, color), cg_outcome_name(r->outcome), reset,
-                           r->note[0] ? ": " : "", r->note);
+        rc =
+            cg_buf_printf(out, "%-20s %14s %14s %26s %8s %14s  %s%s%s%s", cg_metric_name(r->metric),
+                          base, cur, ci, p, th, color_of(r->outcome, color),
+                          cg_outcome_name(r->outcome), reset, r->note[0] ? ": " : "");
+        rc |= cg_report_note(r->note, CG_TEXT_TERMINAL, out); /* it may quote artifact text */
+        rc |= cg_buf_adds(out, "\n");
     }
     const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
     if (f->method == CG_METHOD_FAST_RUNS)
@@ -264,9 +266,9 @@ int cg_report_terminal(const struct cg_verdict *v, bool color, struct cg_buf *ou
     rc |= add_anatomy(out, v);
     rc |= cg_report_ranks_term(v->baseline, v->current, out);
     rc |= add_diagnosis(out, &v->diagnosis, color);
-    char line[512];
-    cg_verdict_headline(v, line, sizeof(line));
-    rc |= cg_buf_printf(out, "\n%scanary-gate %s%s\n", color_of(v->overall, color), line, reset);
+    rc |= cg_buf_printf(out, "\n%scanary-gate ", color_of(v->overall, color));
+    rc |= cg_verdict_headline_for(v, CG_TEXT_TERMINAL, out);
+    rc |= cg_buf_printf(out, "%s\n", reset);
     if (rc != 0)
         return cg_err_set(err, CG_ENOMEM, "cannot render the report: out of memory");
     return 0;

@@ -793,6 +793,62 @@ static void test_report__hostile_report_renders_safely_with_cmark_gfm(void **sta
     }
 }
 
+#define HOSTILE_REASON                                                                             \
+    "pwned </details> <img src=\"https://evil.example/x.png\"> @octocat [click](https://e.vil) "   \
+    "cell|break \x1b]0;OWNED\a\x1b[31mRED"
+
+/* The notes of the metric table and the headline quote artifact text (the GPU state's energy and
+ * MFU reasons, the step range's name): escaped in the markdown (no link, tag, mention or split
+ * cell) and the terminal (no escape byte); the JSON verdict keeps it verbatim. */
+static void test_report__notes_quoting_artifact_text_are_escaped_in_every_output(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_err err;
+    make_pair(&p, 1.2e7, 0);
+    cg_verdict_release(&p.v);
+    struct cg_artifact *sides[2] = {&p.base, &p.cur};
+    for (int s = 0; s < 2; s++) {
+        assert_int_equal(cg_fixture_set_gpu(sides[s], NAN, NAN, 1980), 0);
+        for (size_t r = 0; r < sides[s]->n_runs; r++) {
+            struct cg_gpu_state *g = &sides[s]->runs[r].gpu;
+            free(g->energy_reason);
+            free(g->mfu_reason);
+            g->energy_reason = strdup(HOSTILE_REASON);
+            g->mfu_reason = strdup(HOSTILE_REASON);
+            g->energy_j = NAN;
+        }
+    }
+    /* steps marked by another range on this run: timing is INCONCLUSIVE with a note naming it */
+    free(p.cur.settings.step_range);
+    p.cur.settings.step_range = strdup("[s](https://e.vil) @team\x1b[31m");
+    assert_int_equal(cg_verdict_compute(&p.base, &p.cur, &p.t, &p.v, &err), 0);
+    assert_int_equal(p.v.overall, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(p.v.metrics[CG_M_MFU].note, "@octocat"));
+
+    char *html = render_checked(&p.v, "hostile notes");
+    char *cell = cg_render_cell_with(html, "cell|break");
+    assert_non_null(cell); /* the '|' did not split the cell */
+    assert_non_null(strstr(cell, "31mRED"));
+    free(cell);
+    assert_non_null(strstr(html, "<h2>"));
+    free(html);
+
+    struct cg_buf term;
+    cg_buf_init(&term, 1 << 20);
+    assert_int_equal(cg_report_terminal(&p.v, false, &term, &err), 0);
+    assert_null(memchr(term.data, 0x1b, term.len));
+    assert_null(memchr(term.data, '\a', term.len));
+    assert_non_null(strstr(term.data, "cell|break ?]0;OWNED??[31mRED"));
+    assert_non_null(strstr(term.data, "\ncanary-gate INCONCLUSIVE: "));
+    cg_buf_release(&term);
+
+    char *json = cg_report_json(&p.v);
+    assert_non_null(strstr(json, "@octocat [click](https://e.vil)"));
+    free(json);
+    free_pair(&p);
+}
+
 /* A canary command over 4 KB is cut in its cell with a note, instead of failing the report. */
 static void test_report__long_canary_command_is_cut_with_a_note(void **state)
 {
@@ -1010,6 +1066,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report__hostile_report_renders_safely_with_cmark_gfm),
         cmocka_unit_test(test_report__long_canary_command_is_cut_with_a_note),
+        cmocka_unit_test(test_report__notes_quoting_artifact_text_are_escaped_in_every_output),
         cmocka_unit_test(test_report__library_warnings_are_shown),
         cmocka_unit_test(test_report__slow_steps_chart_has_no_exponent),
         cmocka_unit_test(test_report__fail_matches_golden),
