@@ -5,14 +5,17 @@
  * Input: a name (NUL bytes end it). Properties: demangling and family keys never fail but for
  * memory; the family of a kernel is no longer than its name plus a few bytes; escaped for the
  * terminal, a name holds no control character and no C1 control (no escape sequence can reach
- * the terminal); escaped for markdown it holds no control character and none of the characters
- * that end a table cell or open HTML, a link or a mention, and it is valid UTF-8.
+ * the terminal); escaped for markdown it holds no control character, none of the characters
+ * that end a table cell or open HTML, a link or a mention, no "www." (any case) and no ':' (so no
+ * autolink), and it is valid UTF-8.
  */
 #include "fuzz.h"
 
 #include "buf.h"
 #include "opname.h"
 #include "report.h"
+
+#include <ctype.h>
 
 static bool utf8_valid(const unsigned char *p, size_t n)
 {
@@ -48,6 +51,11 @@ static void escapes(const char *s)
         for (size_t i = 0; i < b.len; i++) {
             CG_FUZZ_CHECK(p[i] >= 0x20 && p[i] != 0x7f, "control byte 0x%02x in markdown", p[i]);
             CG_FUZZ_CHECK(strchr("|<>`[]@\\", p[i]) == NULL, "'%c' unescaped in markdown", p[i]);
+            /* nothing GitHub links by itself: "www." in any case, a scheme's "://" */
+            CG_FUZZ_CHECK(!(p[i] == '.' && i >= 3 && tolower(p[i - 1]) == 'w' &&
+                            tolower(p[i - 2]) == 'w' && tolower(p[i - 3]) == 'w'),
+                          "'www.' unescaped in markdown");
+            CG_FUZZ_CHECK(p[i] != ':', "':' unescaped in markdown");
         }
     }
     cg_buf_release(&b);

@@ -232,6 +232,7 @@ def opname():
         "triton_red_fused__softmax_12",
         "fwd|<b>\x1b[31mred\x1b[0m\xc2\x9b\xff",
         "_ZN7cutlass6KernelINS_4gemm6kernel4GemmIfLi4EEEEEvNT_6ParamsE",
+        "WWW.evil.example/login https://e.vil mailto:a@e.vil",
     ]
     for i, n in enumerate(names):
         put("opname", "name-%d" % i, n.encode("latin-1") if "\xff" in n else n.encode())

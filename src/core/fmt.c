@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,10 +56,18 @@ static const char *md_entity(unsigned char c)
     }
 }
 
+/* Whether p (a '.') ends "www" in any case: GitHub links "www.host" by itself wherever the text
+ * stands, so that dot becomes an entity. */
+static bool ends_www(const unsigned char *start, const unsigned char *p)
+{
+    return *p == '.' && p - start >= 3 && tolower(p[-1]) == 'w' && tolower(p[-2]) == 'w' &&
+           tolower(p[-3]) == 'w';
+}
+
 int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes)
 {
     const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
-    const unsigned char *end = p + strlen((const char *)p);
+    const unsigned char *start = p, *end = p + strlen((const char *)p);
     size_t used = 0;
     int rc = 0;
     while (p < end && rc == 0) {
@@ -75,6 +84,8 @@ int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes)
             rc = cg_buf_adds(out, "&#64;&#8205;"); /* a zero-width joiner: never a mention */
         else if (ent != NULL)
             rc = cg_buf_adds(out, ent);
+        else if (ends_www(start, p))
+            rc = cg_buf_adds(out, "&#46;");
         else if (n == 1 && (*p < 0x20 || *p == 0x7f))
             rc = cg_buf_adds(out, " ");
         else

@@ -13,8 +13,9 @@
 #include <stddef.h>
 
 /* Appends s escaped for a markdown table cell: characters that could end the cell, open HTML,
- * a link, emphasis or an autolink become HTML entities; an '@' before a name's character gets a
- * zero-width joiner (U+200D) after it, so GitHub sees no user or team mention; control characters
+ * a link, emphasis or an autolink become HTML entities (':' of a scheme's "://", the '.' of
+ * "www." in any case); an '@' before a name's character gets a zero-width joiner (U+200D) after
+ * it, so GitHub sees no user or team mention nor an e-mail address to link; control characters
  * become spaces; invalid UTF-8 becomes U+FFFD. Keeps at most max_bytes of s (cutting at a character
  * boundary and adding an ellipsis). Returns 0 or CG_ENOMEM. */
 int cg_md_escape(struct cg_buf *out, const char *s, size_t max_bytes);

@@ -849,6 +849,48 @@ static void test_report__notes_quoting_artifact_text_are_escaped_in_every_output
     free_pair(&p);
 }
 
+/* Names in each form GitHub's markdown links by itself: www. (any case), URLs with a scheme,
+ * e-mail addresses and mailto:/xmpp: ones. */
+static const char *const autolinks[] = {
+    "www.evil.example/login", "WWW.evil.example/x", "x www.evil.example", "http://e.vil/a",
+    "https://e.vil/b",        "ftp://e.vil/c",      "admin@evil.example", "mailto:a@e.vil",
+    "xmpp:a@e.vil",           "(www.e.vil)",        "~www.e.vil",         "_www.e.vil",
+};
+
+/* Autolink-shaped names in the op table, the anatomy, the diagnosis and the counts' places: the
+ * report rendered by cmark-gfm holds no link, and the names keep their text. */
+static void test_report__autolink_shaped_names_are_not_links(void **state)
+{
+    (void)state;
+    struct pair p;
+    struct cg_err err;
+    make_gpu_pair(&p);
+    cg_verdict_release(&p.v);
+    size_t n = sizeof(autolinks) / sizeof(autolinks[0]);
+    for (size_t i = 0; i < n; i++) {
+        /* the first the largest new kernel family: the diagnosis names it */
+        assert_int_equal(cg_fixture_add_op(&p.cur, autolinks[i], autolinks[i], CG_OP_KERNEL, 1,
+                                           i == 0 ? 8e6 : 2e5),
+                         0);
+        assert_int_equal(cg_fixture_add_op(&p.base, autolinks[i], NULL, CG_OP_RANGE, 1, 3e6), 0);
+        assert_int_equal(cg_fixture_add_op(&p.cur, autolinks[i], NULL, CG_OP_RANGE, 1, 3e6), 0);
+    }
+    assert_int_equal(cg_verdict_compute(&p.base, &p.cur, &p.t, &p.v, &err), 0);
+    char *html = render_checked(&p.v, "autolink-shaped names");
+    size_t seen = 0; /* the op table, the anatomy and the diagnosis name it */
+    for (const char *at = html; (at = strstr(at, "www.evil.example/login")) != NULL; at++)
+        seen++;
+    if (seen < 3)
+        fail_msg("the name is shown %zu times:\n%s", seen, html);
+    free(html);
+    struct cg_buf md;
+    cg_buf_init(&md, CG_REPORT_MAX_BYTES + 1);
+    assert_int_equal(cg_report_markdown(&p.v, NULL, &md, &err), 0);
+    assert_non_null(strstr(md.data, "www&#46;evil.example/login"));
+    cg_buf_release(&md);
+    free_pair(&p);
+}
+
 /* A canary command over 4 KB is cut in its cell with a note, instead of failing the report. */
 static void test_report__long_canary_command_is_cut_with_a_note(void **state)
 {
@@ -1066,6 +1108,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report__hostile_report_renders_safely_with_cmark_gfm),
         cmocka_unit_test(test_report__long_canary_command_is_cut_with_a_note),
+        cmocka_unit_test(test_report__autolink_shaped_names_are_not_links),
         cmocka_unit_test(test_report__notes_quoting_artifact_text_are_escaped_in_every_output),
         cmocka_unit_test(test_report__library_warnings_are_shown),
         cmocka_unit_test(test_report__slow_steps_chart_has_no_exponent),
