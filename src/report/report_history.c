@@ -34,11 +34,18 @@ static void change_texts(const struct cg_trend_change *c, struct texts *t)
     cg_fmt_metric(c->metric, c->cp.after, t->after, sizeof(t->after));
 }
 
+/* Text from the history in markdown: in <code>, escaped (a code span would show the entities
+ * as they are written, "main&#95;history.jsonl"; <code> holds markdown, which decodes them). */
+static int md_code(struct cg_buf *o, const char *s, size_t max_bytes)
+{
+    return cg_buf_adds(o, "<code>") | cg_md_escape(o, s, max_bytes) | cg_buf_adds(o, "</code>");
+}
+
 static int commit_text(struct cg_buf *o, const struct cg_history_entry *e, bool md)
 {
     char c[COMMIT_CHARS + 1];
     snprintf(c, sizeof(c), "%s", e->commit);
-    return md ? cg_md_escape(o, c, sizeof(c)) : cg_term_escape(o, c, sizeof(c));
+    return md ? md_code(o, c, sizeof(c)) : cg_term_escape(o, c, sizeof(c));
 }
 
 void cg_report_history_candidate_text(const struct cg_trend_candidate *c, char *dst, size_t n)
@@ -67,9 +74,9 @@ void cg_report_history_candidate_text(const struct cg_trend_candidate *c, char *
 int cg_report_history_terminal(const struct cg_trend_report *r, const char *path,
                                struct cg_buf *out)
 {
-    int rc = cg_buf_printf(out, "history check: %zu runs in %zu segment%s, %zu change point%s\n",
-                           r->runs, r->segments, r->segments == 1 ? "" : "s", r->n_changes,
-                           r->n_changes == 1 ? "" : "s");
+    int rc = cg_buf_printf(out, "history check: %zu run%s in %zu segment%s, %zu change point%s\n",
+                           r->runs, r->runs == 1 ? "" : "s", r->segments,
+                           r->segments == 1 ? "" : "s", r->n_changes, r->n_changes == 1 ? "" : "s");
     (void)path;
     for (size_t g = 1; r->n_changes == 0 && g <= r->segments && rc == 0; g++) {
         char why[512];
@@ -109,9 +116,9 @@ int cg_report_history_markdown(const struct cg_trend_report *r, const char *path
                                struct cg_buf *out)
 {
     int rc = cg_buf_adds(out, "## canary-gate: main's history\n\n");
-    rc |= cg_buf_printf(out, "%zu runs of `", r->runs);
-    rc |= cg_md_escape(out, path, 300);
-    rc |= cg_buf_printf(out, "` in %zu environment segment%s: ", r->segments,
+    rc |= cg_buf_printf(out, "%zu run%s of ", r->runs, r->runs == 1 ? "" : "s");
+    rc |= md_code(out, path, 300);
+    rc |= cg_buf_printf(out, " in %zu environment segment%s: ", r->segments,
                         r->segments == 1 ? "" : "s");
     if (r->n_changes == 0) {
         rc |= cg_buf_adds(out, "no change point.\n");
@@ -130,12 +137,12 @@ int cg_report_history_markdown(const struct cg_trend_report *r, const char *path
         const struct cg_trend_change *c = &r->changes[i];
         struct texts t;
         change_texts(c, &t);
-        rc |= cg_buf_printf(out, "| %s | %s | %s | %s → %s | %.3g | `", cg_metric_label(c->metric),
+        rc |= cg_buf_printf(out, "| %s | %s | %s | %s → %s | %.3g | ", cg_metric_label(c->metric),
                             t.pct, t.ci, t.before, t.after, c->cp.p_value);
         rc |= commit_text(out, c->before, true);
-        rc |= cg_buf_adds(out, "` → `");
+        rc |= cg_buf_adds(out, " → ");
         rc |= commit_text(out, c->after, true);
-        rc |= cg_buf_printf(out, "` | %zu | %s%s |\n", c->segment, c->worse ? "worse" : "better",
+        rc |= cg_buf_printf(out, " | %zu | %s%s |\n", c->segment, c->worse ? "worse" : "better",
                             c->accepted ? ", accepted" : "");
     }
     if (r->n_drifts > 0)
@@ -145,13 +152,13 @@ int cg_report_history_markdown(const struct cg_trend_report *r, const char *path
         const struct cg_trend_drift *d = &r->drifts[i];
         char pct[32];
         cg_fmt_pct(d->shift_pct, pct, sizeof(pct));
-        rc |= cg_buf_printf(out, "* %s, segment %zu: %s over %zu change point%s, `",
+        rc |= cg_buf_printf(out, "* %s, segment %zu: %s over %zu change point%s, ",
                             cg_metric_label(d->metric), d->segment, pct, d->changes,
                             d->changes == 1 ? "" : "s");
         rc |= commit_text(out, d->from, true);
-        rc |= cg_buf_adds(out, "` → `");
+        rc |= cg_buf_adds(out, " → ");
         rc |= commit_text(out, d->to, true);
-        rc |= cg_buf_adds(out, "`\n");
+        rc |= cg_buf_adds(out, "\n");
     }
     return rc;
 }

@@ -837,8 +837,8 @@ static void test_action__baseline_branch_keeps_the_newest_k(void **state)
     char *summary = slurp(cg_workdir_in(&ws, "summary.md"));
     assert_non_null(summary);
     if (strstr(summary, "## canary-gate: main's history") == NULL ||
-        strstr(summary, "4 runs of `history.jsonl` in 2 environment segments: no change point") ==
-            NULL)
+        strstr(summary, "4 runs of <code>history.jsonl</code> in 2 environment segments: no "
+                        "change point") == NULL)
         fail_msg("no history check in the job summary:\n%s", summary);
     free(summary);
     const char *fetch4[] = {"bl4", NULL};

@@ -890,7 +890,7 @@ static void test_cli__history_check_finds_the_step_between_its_commits(void **st
         fail_msg("unexpected findings:\n%s", out_text);
     slurp(md, text, sizeof(text));
     assert_non_null(strstr(text, "| Step time mean | +8."));
-    assert_non_null(strstr(text, "`c019` → `c020`"));
+    assert_non_null(strstr(text, "<code>c019</code> → <code>c020</code>"));
     slurp(js, text, sizeof(text));
     assert_non_null(strstr(text, "\"first_commit_after\":\"c020\""));
     assert_non_null(strstr(text, "\"accepted\":\"the new attention\""));

@@ -18,6 +18,7 @@
 #include "fsutil.h"
 #include "render.h"
 #include "report.h"
+#include "report_history.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -891,6 +892,55 @@ static void test_report__autolink_shaped_names_are_not_links(void **state)
     free_pair(&p);
 }
 
+/* The history check's markdown shows the file and the commits as they are, in <code> (a code
+ * span shows entities literally: `main&#95;history.jsonl` was what readers saw), escaped so a
+ * commit cannot split its cell, open HTML or mention anyone; "1 run", not "1 runs". */
+static void test_report__history_markdown_shows_names_as_they_are(void **state)
+{
+    (void)state;
+    struct cg_history_entry before, after;
+    cg_history_entry_init(&before, CG_HIST_RUN);
+    cg_history_entry_init(&after, CG_HIST_RUN);
+    before.commit = (char *)"nightly_07";
+    after.commit = (char *)"a|b<i>&@team";
+    struct cg_trend_change change;
+    memset(&change, 0, sizeof(change));
+    change.metric = CG_M_STEP_TIME_MEAN;
+    change.segment = 1;
+    change.before = &before;
+    change.after = &after;
+    change.cp = (struct cg_changepoint){8, 1.0, 0.005, 11.28e6, 17.06e6, 51.2, 50.7, 51.7, 0, 16};
+    change.worse = true;
+    struct cg_trend_drift drift = {
+        CG_M_STEP_TIME_MEAN, 1, 11.28e6, 17.06e6, 51.2, 1, &before, &after};
+    struct cg_trend_report r = {&change, 1, &drift, 1, NULL, 0, 16, 1};
+    struct cg_buf md;
+    cg_buf_init(&md, 1 << 16);
+    assert_int_equal(cg_report_history_markdown(&r, "main_history.jsonl", &md), 0);
+    char *html = cg_render_gfm(md.data, md.len);
+    cg_render_check_gfm(html, "history markdown");
+    const char *want[] = {"<code>main_history.jsonl</code>", "<code>nightly_07</code> → ",
+                          "<code>a|b&lt;i&gt;&amp;@\u200dteam</code>"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (strstr(html, want[i]) == NULL)
+            fail_msg("no '%s' in:\n%s", want[i], html);
+    assert_null(strstr(html, "&amp;#"));
+    char *cell = cg_render_cell_with(html, "nightly_07");
+    assert_non_null(cell);
+    assert_non_null(strstr(cell, "a|b&lt;i&gt;")); /* one cell for both commits */
+    free(cell);
+    free(html);
+    /* one run */
+    cg_buf_reset(&md);
+    struct cg_trend_report one = {NULL, 0, NULL, 0, NULL, 0, 1, 1};
+    assert_int_equal(cg_report_history_markdown(&one, "h.jsonl", &md), 0);
+    assert_non_null(strstr(md.data, "1 run of "));
+    cg_buf_reset(&md);
+    assert_int_equal(cg_report_history_terminal(&one, "h.jsonl", &md), 0);
+    assert_non_null(strstr(md.data, "history check: 1 run in 1 segment"));
+    cg_buf_release(&md);
+}
+
 /* A canary command over 4 KB is cut in its cell with a note, instead of failing the report. */
 static void test_report__long_canary_command_is_cut_with_a_note(void **state)
 {
@@ -1108,6 +1158,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report__hostile_report_renders_safely_with_cmark_gfm),
         cmocka_unit_test(test_report__long_canary_command_is_cut_with_a_note),
+        cmocka_unit_test(test_report__history_markdown_shows_names_as_they_are),
         cmocka_unit_test(test_report__autolink_shaped_names_are_not_links),
         cmocka_unit_test(test_report__notes_quoting_artifact_text_are_escaped_in_every_output),
         cmocka_unit_test(test_report__library_warnings_are_shown),
