@@ -16,6 +16,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,27 +164,53 @@ static size_t utf8_chars(const char *p, size_t n)
 /* <details> blocks a cut closes at most. */
 #define GH_CLOSE_MAX_DETAILS 20
 
-/* What the first n bytes of a report leave open: a code fence (returned as its marker, "```"
- * or "~~~", else NULL) and *details <details> blocks outside code. */
-static const char *open_blocks(const char *p, size_t n, int *details)
+/* A code fence open at a point of a report: its character ('`' or '~') and length (0: none). */
+struct fence {
+    char c;
+    size_t len;
+};
+
+/* Whether line p (len bytes) opens a fence (when f is none) or closes f, as CommonMark reads
+ * one: up to 3 spaces, then 3 or more of one of ` ~; an opening backtick fence's info string
+ * holds no backtick; a closing fence is f's character, at least f's length, then spaces only. */
+static bool fence_line(const char *p, size_t len, struct fence *f)
 {
-    const char *end = p + n, *next = NULL, *fence = NULL;
+    size_t ind = 0, k;
+    while (ind < len && ind < 4 && p[ind] == ' ')
+        ind++;
+    if (ind >= 4 || ind >= len || (p[ind] != '`' && p[ind] != '~'))
+        return false;
+    char c = p[ind];
+    for (k = ind; k < len && p[k] == c; k++)
+        ;
+    size_t run = k - ind;
+    if (run < 3)
+        return false;
+    if (f->len == 0) {
+        if (c == '`' && memchr(p + k, '`', len - k) != NULL)
+            return false;
+        *f = (struct fence){c, run};
+        return true;
+    }
+    if (c != f->c || run < f->len)
+        return false;
+    for (; k < len; k++)
+        if (p[k] != ' ' && p[k] != '\t')
+            return false;
+    f->len = 0;
+    return true;
+}
+
+/* What the first n bytes of a report leave open: a code fence (*fence, of any length, backticks
+ * or tildes) and *details <details> blocks outside code. */
+static void open_blocks(const char *p, size_t n, struct fence *fence, int *details)
+{
+    const char *end = p + n, *next = NULL;
     *details = 0;
+    *fence = (struct fence){0, 0};
     for (; p < end; p = next) {
         size_t len = line_len(p, end, &next);
-        size_t ind = 0;
-        while (ind < len && ind < 4 && p[ind] == ' ')
-            ind++;
-        if (ind < 4 && len - ind >= 3 &&
-            (memcmp(p + ind, "```", 3) == 0 || memcmp(p + ind, "~~~", 3) == 0)) {
-            const char *mark = p[ind] == '`' ? "```" : "~~~";
-            if (fence == NULL)
-                fence = mark;
-            else if (fence[0] == mark[0])
-                fence = NULL;
-            continue;
-        }
-        if (fence != NULL)
+        if (fence_line(p, len, fence) || fence->len > 0)
             continue;
         for (size_t i = 0; i + 8 <= len; i++) {
             if (memcmp(p + i, "<details", 8) == 0 &&
@@ -193,7 +220,6 @@ static const char *open_blocks(const char *p, size_t n, int *details)
                 (*details)--;
         }
     }
-    return fence;
 }
 
 /* Length of n bytes in the units of a limit: bytes, or UTF-8 characters. */
@@ -221,12 +247,12 @@ static int fit_text(const char *head, const char *rest, size_t rest_len, size_t 
             cut = i + 1;
     }
     int details = 0;
-    const char *fence = NULL;
+    struct fence fence;
     for (;;) {
-        fence = open_blocks(rest, cut, &details);
+        open_blocks(rest, cut, &fence, &details);
         if (details > GH_CLOSE_MAX_DETAILS)
             details = GH_CLOSE_MAX_DETAILS;
-        size_t closing = (fence != NULL ? 4 : 0) + 12 * (size_t)details;
+        size_t closing = (fence.len > 0 ? fence.len + 1 : 0) + 12 * (size_t)details;
         if (cut == 0 || units(rest, cut, bytes) + closing <= keep)
             break;
         size_t prev = cut - 1; /* back to the line before */
@@ -235,8 +261,10 @@ static int fit_text(const char *head, const char *rest, size_t rest_len, size_t 
         cut = prev;
     }
     rc = cg_buf_add(out, rest, cut);
-    if (rc == 0 && fence != NULL)
-        rc = cg_buf_printf(out, "%s\n", fence);
+    for (size_t k = 0; rc == 0 && k < fence.len; k++) /* as many of its characters */
+        rc = cg_buf_add(out, &fence.c, 1);
+    if (rc == 0 && fence.len > 0)
+        rc = cg_buf_adds(out, "\n");
     for (int k = 0; rc == 0 && k < details; k++)
         rc = cg_buf_adds(out, "\n</details>\n");
     return rc != 0 ? rc : cg_buf_adds(out, note);

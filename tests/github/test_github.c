@@ -354,6 +354,42 @@ static void test_github__cut_closes_open_blocks_before_the_note(void **state)
     }
 }
 
+/* A cut inside a fence of four backticks (the log tail's fence when the canary printed ```), of
+ * tildes, or of more: the fence is closed with as many of its characters (``` inside closes
+ * nothing), so the note shows as text. */
+static void test_github__cut_closes_fences_of_any_length(void **state)
+{
+    (void)state;
+    static const char *const fences[] = {"````text", "~~~~", "  `````", "~~~"};
+    for (size_t f = 0; f < sizeof(fences) / sizeof(fences[0]); f++) {
+        struct cg_buf report, b;
+        struct cg_err err;
+        cg_buf_init(&report, 1 << 22);
+        cg_buf_init(&b, 1 << 22);
+        assert_int_equal(cg_buf_printf(&report,
+                                       MARKER "\n<!-- canary-gate-verdict: error -->\n## head\n\n"
+                                              "%s\n",
+                                       fences[f]),
+                         0);
+        for (int i = 0; i < 3000; i++)
+            assert_int_equal(cg_buf_printf(&report, "%s\nlog line %04d of the canary ~~~\n",
+                                           i % 7 == 0 ? "```" : "~~~ x", i),
+                             0);
+        assert_int_equal(cg_buf_adds(&report, fences[f][0] == ' ' ? "  `````\n" : fences[f]), 0);
+        assert_int_equal(cg_buf_adds(&report, "\n\nafter\n"), 0);
+        assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
+        assert_true(b.len <= CG_GITHUB_COMMENT_MAX_CHARS); /* ASCII: a byte a character */
+        char *html = cg_render_gfm(b.data, b.len);
+        cg_render_check_gfm(html, fences[f]);
+        if (strstr(html, "<em>The report was cut to fit GitHub's comment limit") == NULL)
+            fail_msg("%s: the note is not shown as text:\n%s", fences[f],
+                     html + strlen(html) - 400);
+        free(html);
+        cg_buf_release(&report);
+        cg_buf_release(&b);
+    }
+}
+
 static void test_github__checks_ids_repos_and_shas(void **state)
 {
     (void)state;
@@ -813,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_github__comment_body_takes_the_marker_of_the_id),
         cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit),
         cmocka_unit_test(test_github__cut_closes_open_blocks_before_the_note),
+        cmocka_unit_test(test_github__cut_closes_fences_of_any_length),
         cmocka_unit_test(test_github__checks_ids_repos_and_shas),
         cmocka_unit_test(test_github__summary_is_appended),
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
