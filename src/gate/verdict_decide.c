@@ -47,15 +47,58 @@ static bool periodic_explains(const struct cg_verdict *v, enum cg_metric m,
     return true;
 }
 
+/* The floor's slowdown in metric m's terms: step time as it is; a throughput (tokens/sec, MFU)
+ * loses 100 f / (100 + f) percent when the fastest steps take f percent longer. */
+static double floor_in_terms_of(const struct cg_metric_result *f, enum cg_metric m)
+{
+    bool throughput = m == CG_M_TOKENS_PER_SEC || m == CG_M_MFU;
+    double x = f->regression_pct;
+    return throughput && x > -100.0 ? 100.0 * x / (100.0 + x) : x;
+}
+
+/* Whether the floor moved, significantly at its own alpha, by more than metric m's threshold. */
+static bool floor_moved_as_far(const struct cg_verdict *v, enum cg_metric m)
+{
+    const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
+    return f->p_value <= v->thresholds->metric[CG_M_STEP_TIME_FLOOR].alpha &&
+           floor_in_terms_of(f, m) > v->thresholds->metric[m].max_regression_pct;
+}
+
+/* The note of metric m's FAIL the floor rule held back: what the floor did, in words its
+ * numbers beside it bear out. */
+static void floor_note(const struct cg_verdict *v, enum cg_metric m, struct cg_metric_result *r)
+{
+    const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
+    const char *why = "interference on the runner, or a slowdown of some steps only";
+    if (f->outcome == CG_OUT_INCONCLUSIVE)
+        snprintf(r->note, sizeof(r->note), "the floor is inconclusive (floor %+.1f%%): %s",
+                 f->delta_pct, f->wants_runs ? "add runs" : "see its own reason");
+    else if (floor_in_terms_of(f, m) > v->thresholds->metric[m].max_regression_pct)
+        snprintf(r->note, sizeof(r->note),
+                 "the fastest steps' slowdown is not significant (floor %+.1f%%, p = %.2g): %s",
+                 f->delta_pct, f->p_value, why);
+    else if (f->regression_pct > 0 &&
+             f->p_value <= v->thresholds->metric[CG_M_STEP_TIME_FLOOR].alpha)
+        snprintf(r->note, sizeof(r->note),
+                 "the fastest steps slowed down less than this row's threshold (floor %+.1f%%): %s",
+                 f->delta_pct, why);
+    else
+        snprintf(r->note, sizeof(r->note),
+                 "the fastest steps did not slow down (floor %+.1f%%): %s", f->delta_pct, why);
+}
+
 /* "require_floor_regression": interference on a shared runner slows whole spells of steps and
  * moves the mean, p95 and tokens/sec of the runs it meets, but not the floor. A FAIL of those
  * metrics stands when the floor FAILed too (or was not measured, or had fewer runs than its
- * min_runs and moved beyond its threshold), or for tokens/sec when a step carries fewer tokens,
- * or when a slowdown locked to the step phase accounts for it (periodic work: interference is
- * not phase-locked); else it is INCONCLUSIVE: when the floor passed, a spell of load (or a
- * change that slows only some steps at no fixed phase, and leaves the fast ones alone: the
- * price of the rule, in the note); when the floor is itself inconclusive, it waits for the floor.
- * Runs after the machine rule, so a FAIL on another machine keeps that reason. */
+ * min_runs and moved beyond its threshold), or when the floor moved significantly (at its own
+ * alpha) by as much as the held metric's own threshold (floor_moved_as_far: a floor held to a
+ * looser threshold than the metric's does not switch the metric off), or for tokens/sec when a
+ * step carries fewer tokens, or when a slowdown locked to the step phase accounts for it
+ * (periodic work: interference is not phase-locked); else it is INCONCLUSIVE: when the floor
+ * passed, a spell of load (or a change that slows only some steps at no fixed phase, and leaves
+ * the fast ones alone: the price of the rule, in the note); when the floor is itself
+ * inconclusive, it waits for the floor. Runs after the machine rule, so a FAIL on another machine
+ * keeps that reason. */
 static void floor_rule(struct cg_verdict *v)
 {
     const struct cg_metric_result *f = &v->metrics[CG_M_STEP_TIME_FLOOR];
@@ -73,17 +116,10 @@ static void floor_rule(struct cg_verdict *v)
         if (r->outcome != CG_OUT_FAIL ||
             (gated[i] == CG_M_TOKENS_PER_SEC &&
              tokens_per_step(v->current) < tokens_per_step(v->baseline) * (1.0 - 1e-3)) ||
-            periodic_explains(v, gated[i], r))
+            floor_moved_as_far(v, gated[i]) || periodic_explains(v, gated[i], r))
             continue;
         cg_ladder_hold_back(&r->outcome);
-        if (f->outcome == CG_OUT_INCONCLUSIVE)
-            snprintf(r->note, sizeof(r->note), "the floor is inconclusive (floor %+.1f%%): %s",
-                     f->delta_pct, f->wants_runs ? "add runs" : "see its own reason");
-        else
-            snprintf(r->note, sizeof(r->note),
-                     "the fastest steps did not slow down (floor %+.1f%%): interference on the "
-                     "runner, or a slowdown of some steps only",
-                     f->delta_pct);
+        floor_note(v, gated[i], r);
     }
 }
 

@@ -987,6 +987,94 @@ static void test_verdict__floor_rule(void **state)
     cg_artifact_release(&slow);
 }
 
+/* The mean's FAIL rate over reps comparisons of 10 runs a side (the current side with spells of
+ * interference when contend), the current side's steps all `factor` times as long, the floor
+ * held to floor_pct (the floor rule on; off when floor_pct is NAN). *floor_pass gets how often
+ * the floor did not FAIL. */
+static double mean_fail_rate_floor_at(double floor_pct, double factor, bool contend, size_t reps,
+                                      uint64_t seed, double *floor_pass)
+{
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    t.require_floor = !isnan(floor_pct);
+    if (t.require_floor)
+        t.metric[CG_M_STEP_TIME_FLOOR].max_regression_pct = floor_pct;
+    size_t fails = 0, passes = 0;
+    for (size_t k = 0; k < reps; k++) {
+        struct cg_fixture fb = FX(10, 30, 1e7, 0.005, 0.01, -1, seed + 2 * k);
+        struct cg_fixture fc = FX(10, 30, 1e7 * factor, 0.005, 0.01, -1, seed + 2 * k + 1);
+        struct cg_artifact b, c;
+        struct cg_verdict v;
+        make(&b, &fb);
+        make(&c, &fc);
+        if (contend)
+            cg_fixture_contend(&c, 7000 + seed + k);
+        assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+        fails += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
+        passes += v.metrics[CG_M_STEP_TIME_FLOOR].outcome != CG_OUT_FAIL;
+        cg_verdict_release(&v);
+        cg_artifact_release(&b);
+        cg_artifact_release(&c);
+    }
+    *floor_pass = (double)passes / (double)reps;
+    return (double)fails / (double)reps;
+}
+
+/* A floor held to a looser threshold than the mean's does not switch the mean off: a floor that
+ * moved, significantly, as far as the mean's own threshold is no spell of interference, and the
+ * mean's FAIL stands (30% slower, floor at 40%: found in every comparison of 100, the floor
+ * passing). Size: under no change, spells of interference on the current side (what the rule is
+ * for), the mean FAILs most of the time without the floor rule, and with the floor at 40% no
+ * more often than at its default 5% (at most alpha). The rates are printed
+ * (docs/statistics.md). A floor that moved less than the mean's threshold still holds the mean
+ * back, with a note that says so rather than "did not slow down". */
+static void test_verdict__floor_rule_stands_when_the_floor_moved_as_far(void **state)
+{
+    (void)state;
+    double floor_pass, at_default;
+    double power = mean_fail_rate_floor_at(40.0, 1.3, false, 100, 31, &floor_pass);
+    printf("floor at 40%%, 30%% slower, 10 v 10: mean FAIL %.3f (floor not FAILing %.3f)\n", power,
+           floor_pass);
+    assert_true(floor_pass >= 0.95); /* the floor passes its own, looser threshold */
+    assert_true(power >= 0.95);
+    double size = mean_fail_rate_floor_at(40.0, 1.0, true, 200, 41, &floor_pass);
+    double size_default = mean_fail_rate_floor_at(5.0, 1.0, true, 200, 41, &at_default);
+    double no_rule = mean_fail_rate_floor_at(NAN, 1.0, true, 200, 41, &at_default);
+    printf("no change, current side busy, 10 v 10: mean FAIL %.3f with the floor at 40%%, %.3f "
+           "at 5%%, %.3f without the floor rule\n",
+           size, size_default, no_rule);
+    assert_true(no_rule >= 0.5); /* the interference is there to be held back */
+    assert_true(size <= size_default + 1e-12);
+    assert_true(size <= 0.05);
+    /* the floor 3% slower (below the mean's 5%), every fourth step 60% slower on top: the mean
+     * FAILs, held back, and the note gives the floor's move for what it is */
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, c;
+    struct cg_verdict v;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    struct cg_fixture fb = FX(10, 30, 1e7, 0.005, 0.002, -1, 1),
+                      fc = FX(10, 30, 1.03e7, 0.005, 0.002, -1, 2);
+    make(&b, &fb);
+    make(&c, &fc);
+    for (size_t r = 0; r < c.n_runs; r++) { /* every fourth step, a phase of its own per run */
+        for (size_t s = r % 4; s < c.runs[r].n_steps; s += 4)
+            c.runs[r].steps[s].wall_ns = c.runs[r].steps[s].wall_ns * 8 / 5;
+        cg_run_summarize(&c.runs[r]);
+    }
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    const struct cg_metric_result *f = &v.metrics[CG_M_STEP_TIME_FLOOR],
+                                  *mean = &v.metrics[CG_M_STEP_TIME_MEAN];
+    assert_true(f->delta_pct > 1.5 && f->delta_pct < 5.0);
+    assert_int_equal(mean->outcome, CG_OUT_INCONCLUSIVE);
+    assert_null(strstr(mean->note, "did not slow down ("));
+    assert_non_null(strstr(mean->note, "less than this row's threshold"));
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+}
+
 /* The decision ladder, rung by rung, at the default mean's limits (5%, alpha 0.05) and at a
  * sequential look's smaller alpha: the boundaries are strict for the threshold and inclusive for
  * alpha, and a NAN never passes a comparison. */
@@ -1628,6 +1716,7 @@ int main(void)
         cmocka_unit_test(test_verdict__floor_needs_fast_runs),
         cmocka_unit_test(test_verdict__floor_without_fast_runs_is_inconclusive),
         cmocka_unit_test(test_verdict__floor_rule),
+        cmocka_unit_test(test_verdict__floor_rule_stands_when_the_floor_moved_as_far),
         cmocka_unit_test(test_verdict__classify_ladder),
         cmocka_unit_test(test_verdict__json_verdict_is_valid_utf8),
         cmocka_unit_test(test_verdict__baseline_too_small_to_detect_anything_says_so),
