@@ -162,6 +162,9 @@ static void clocks_assess(const struct cg_artifact *base, const struct cg_artifa
     if (eb->app_sm_mhz > 0 && ec->app_sm_mhz > 0 &&
         (eb->app_sm_mhz != ec->app_sm_mhz || eb->app_mem_mhz != ec->app_mem_mhz)) {
         g->clocks_moved = true;
+        g->clocks_lower_here =
+            ec->app_sm_mhz < eb->app_sm_mhz ||
+            (eb->app_mem_mhz > 0 && ec->app_mem_mhz > 0 && ec->app_mem_mhz < eb->app_mem_mhz);
         snprintf(g->clock_reason, sizeof(g->clock_reason),
                  "the application clocks differ (SM %lld MHz on the baseline, %lld MHz here)",
                  (long long)eb->app_sm_mhz, (long long)ec->app_sm_mhz);
@@ -178,6 +181,7 @@ static void clocks_assess(const struct cg_artifact *base, const struct cg_artifa
     if ((moved < 0 ? cap_c : cap_b) >= 0.5)
         return;
     g->clocks_moved = true;
+    g->clocks_lower_here = moved < 0;
     snprintf(g->clock_reason, sizeof(g->clock_reason),
              "the SM clock's median moved from %.0f to %.0f MHz between the sides (%+.1f%%)", mb,
              mc, moved);

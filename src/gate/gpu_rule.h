@@ -11,7 +11,9 @@
  *
  * The rule (applied by cg_verdict_decide, verdict.c): a timing metric (step time mean, p95,
  * floor, tokens/sec) or a metric of the GPU's state (energy per token, MFU) that FAILs is
- * INCONCLUSIVE with the reason when the clocks moved, or when held-back runs decide it: without
+ * INCONCLUSIVE with the reason when the clocks moved (for a timing metric only when the current
+ * side's are the lower: a faster clock cannot make steps slower; energy per token and MFU, over
+ * the clock's peak, move with the clock either way), or when held-back runs decide it: without
  * them (Mann-Whitney and Hodges-Lehmann on the logs of the other runs' values, at least
  * CG_TIMING_MIN_RUNS a side) it would not FAIL. Never FAIL for the GPU's condition; a FAIL the
  * clean runs show too stands. Pure; not thread-safe.
@@ -32,6 +34,8 @@ struct cg_gpu_check {
     char reason[256];       /* "GPU 0 throttled (HW slowdown) during 6 of 15 current runs", the
                              * commonest cause a side with held runs had; "" when none */
     bool clocks_moved;      /* the SM clock's median moved, or the application clocks differ */
+    bool clocks_lower_here; /* ...and the current side's is lower (or an application clock is):
+                             * only then can the clocks explain slower steps */
     char clock_reason[160]; /* "the SM clock's median moved from 1980 to 1755 MHz between the
                              * sides (-11.4%)", "" when not */
     char settings_diff[200];/* the GPU settings that differ between the sides (clocks locked,

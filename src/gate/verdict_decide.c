@@ -278,6 +278,14 @@ done:
     return rc;
 }
 
+/* Whether m measures the steps' speed (step time mean, p95, floor, tokens/sec): what a GPU slowed
+ * down can only make worse. Energy per token and MFU (over the clock's peak) are not. */
+static bool step_speed(enum cg_metric m)
+{
+    return m == CG_M_STEP_TIME_MEAN || m == CG_M_STEP_TIME_P95 || m == CG_M_STEP_TIME_FLOOR ||
+           m == CG_M_TOKENS_PER_SEC;
+}
+
 /* The GPU rule (gpu_rule.h) applied to v's metric outcomes (v->gpu assessed); sets v->gpu.decided.
  * 0 or CG_ENOMEM (the outcomes are then left as they were). */
 static int gpu_rule_apply(struct cg_verdict *v)
@@ -288,9 +296,11 @@ static int gpu_rule_apply(struct cg_verdict *v)
     struct cg_gpu_check *g = &v->gpu;
     for (size_t i = 0; i < sizeof(judged) / sizeof(judged[0]); i++) {
         struct cg_metric_result *r = &v->metrics[judged[i]];
-        if (r->outcome != CG_OUT_FAIL || (!g->clocks_moved && g->held[0] + g->held[1] == 0))
+        /* a faster clock here cannot explain slower steps */
+        bool clocks = g->clocks_moved && (g->clocks_lower_here || !step_speed(judged[i]));
+        if (r->outcome != CG_OUT_FAIL || (!clocks && g->held[0] + g->held[1] == 0))
             continue;
-        if (g->clocks_moved) {
+        if (clocks) {
             snprintf(r->note, sizeof(r->note),
                      "%s: the GPU's clocks, not the change, may "
                      "explain it",

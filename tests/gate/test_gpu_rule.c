@@ -410,6 +410,83 @@ static void test_gpu_rule__clocks_that_moved_make_a_fail_inconclusive(void **sta
     cg_artifact_release(&c);
 }
 
+/* The share of reps comparisons of n runs a side, the baseline at base_mhz and the current side
+ * at cur_mhz with every step `factor` times as long (run-to-run spread 2%), in which the step
+ * time mean FAILs. */
+static double clock_fail_rate(size_t n, int64_t base_mhz, int64_t cur_mhz, double factor,
+                              size_t reps, uint64_t seed)
+{
+    struct cg_thresholds t = thresholds();
+    struct cg_err err;
+    size_t fails = 0;
+    for (size_t k = 0; k < reps; k++) {
+        struct cg_artifact b, c;
+        struct cg_verdict v;
+        make(&b, n, 1e7, 0.02, seed + 2 * k, 0.5, 0.4, base_mhz);
+        make(&c, n, 1e7, 0.02, seed + 2 * k + 1, 0.5, 0.4, cur_mhz);
+        slow_runs(&c, 0, n, factor);
+        assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+        fails += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
+        cg_verdict_release(&v);
+        cg_artifact_release(&b);
+        cg_artifact_release(&c);
+    }
+    return (double)fails / (double)reps;
+}
+
+/* A faster clock here cannot make steps slower, tokens/sec lower: a timing FAIL against a side
+ * that ran at a lower clock stands (the SM clock's median, or the application clocks); it can
+ * explain more energy per token, and MFU (over the clock's peak) lower, which stay held back. */
+static void test_gpu_rule__a_faster_clock_here_does_not_excuse_slower_steps(void **state)
+{
+    (void)state;
+    struct cg_thresholds t = thresholds();
+    struct cg_artifact b, c;
+    struct cg_err err;
+    struct cg_verdict v;
+    make(&b, 15, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    make(&c, 15, 1e7, 0.01, 2, 0.5, 0.4, 1980);
+    slow_runs(&c, 0, 15, 1.3);
+    uint64_t rng = 11;
+    draw_gpu(&b, 0.50, 0.40, 0.01, &rng);
+    draw_gpu(&c, 0.60, 0.30, 0.01, &rng);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_true(v.gpu.clocks_moved);
+    for (int m = CG_M_STEP_TIME_MEAN; m <= CG_M_TOKENS_PER_SEC; m++)
+        assert_int_equal(v.metrics[m].outcome, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_ENERGY_PER_TOKEN].outcome, CG_OUT_INCONCLUSIVE);
+    assert_int_equal(v.metrics[CG_M_MFU].outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(v.metrics[CG_M_MFU].note, "1755 to 1980 MHz"));
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* application clocks higher here, the SM clock's median as the baseline's */
+    cg_artifact_release(&c);
+    make(&c, 15, 1e7, 0.01, 2, 0.5, 0.4, 1755);
+    slow_runs(&c, 0, 15, 1.3);
+    b.env.gpu_env.app_sm_mhz = 1410;
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_true(v.gpu.clocks_moved);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* lower here: the clocks may explain it */
+    b.env.gpu_env.app_sm_mhz = 1980;
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c); /* size and power, simulated (the clock taken to change nothing, the
+                              * worst case for size): under no change, the current side at a higher
+                              * clock, the mean FAILs at most alpha + 3 standard errors of 200
+                              * comparisons; 10% slower at the higher clock is found, 5 v 5 */
+    double size = clock_fail_rate(5, 1755, 1980, 1.0, 200, 301);
+    double power = clock_fail_rate(5, 1755, 1980, 1.1, 200, 701);
+    printf("clock higher here, 5 v 5, spread 2%%: mean FAIL %.3f under no change, %.3f at +10%%\n",
+           size, power);
+    assert_true(size <= 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0));
+    assert_true(power >= 0.95);
+}
+
 static void test_gpu_rule__settings_that_differ_are_shown_not_a_machine(void **state)
 {
     (void)state;
@@ -455,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_gpu_rule__power),
         cmocka_unit_test(test_gpu_rule__throttled_runs_that_decide_are_inconclusive),
         cmocka_unit_test(test_gpu_rule__clocks_that_moved_make_a_fail_inconclusive),
+        cmocka_unit_test(test_gpu_rule__a_faster_clock_here_does_not_excuse_slower_steps),
         cmocka_unit_test(test_gpu_rule__settings_that_differ_are_shown_not_a_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
