@@ -12,6 +12,15 @@
 
 #define CAUSE_OTHER CG_GPU_R_N /* another process on the GPU, after NVML's reasons */
 
+/* Whether a cause seen in `seen` of a device's samples holds its run back: more than
+ * CG_GPU_HELD_MIN_SHARE_PCT of them (any, when the count of samples is unknown). */
+static bool held_share(int64_t seen, int64_t samples)
+{
+    if (seen <= 0)
+        return false;
+    return samples <= 0 || (double)seen * 100.0 > CG_GPU_HELD_MIN_SHARE_PCT * (double)samples;
+}
+
 /* Calls fn for each (device, cause) that held run r back, once each. */
 static void each_cause(const struct cg_run *r, void (*fn)(void *, long long, int), void *ctx)
 {
@@ -19,9 +28,9 @@ static void each_cause(const struct cg_run *r, void (*fn)(void *, long long, int
     for (size_t i = 0; g->reason == NULL && i < g->n_dev; i++) {
         const struct cg_gpu_device *d = &g->dev[i];
         for (int k = 0; k < CG_GPU_R_N; k++)
-            if (cg_gpu_reason_external(k) && d->reasons[k] > 0)
+            if (cg_gpu_reason_external(k) && held_share(d->reasons[k], d->samples))
                 fn(ctx, (long long)d->index, k);
-        if (d->other_samples > 0)
+        if (held_share(d->other_samples, d->samples))
             fn(ctx, (long long)d->index, CAUSE_OTHER);
     }
 }
@@ -82,11 +91,12 @@ static void count_cause(void *ctx, long long device, int cause)
     }
 }
 
-/* The side's held runs and its commonest cause, appended to dst as one clause. */
+/* The side's held runs, and its commonest cause as one clause into dst ("" when none held). */
 static size_t side_clause(const struct cg_artifact *a, const char *side, char *dst, size_t n)
 {
     struct tally t = {.n = 0};
     size_t held = 0;
+    dst[0] = '\0';
     for (size_t i = 0; i < a->n_runs; i++) {
         const char *why;
         long long dev;
@@ -101,15 +111,12 @@ static size_t side_clause(const struct cg_artifact *a, const char *side, char *d
     for (size_t i = 1; i < t.n; i++)
         if (t.e[i].runs > t.e[best].runs)
             best = i;
-    size_t len = strlen(dst);
-    const char *sep = len > 0 ? "; " : "";
     if (t.e[best].cause == CAUSE_OTHER)
-        snprintf(dst + len, n - len, "%sanother process on GPU %lld during %zu of %zu %s runs",
-                 sep, t.e[best].device, t.e[best].runs, a->n_runs, side);
+        snprintf(dst, n, "another process on GPU %lld during %zu of %zu %s runs", t.e[best].device,
+                 t.e[best].runs, a->n_runs, side);
     else
-        snprintf(dst + len, n - len, "%sGPU %lld throttled (%s) during %zu of %zu %s runs", sep,
-                 t.e[best].device, cg_gpu_reason_label(t.e[best].cause), t.e[best].runs,
-                 a->n_runs, side);
+        snprintf(dst, n, "GPU %lld throttled (%s) during %zu of %zu %s runs", t.e[best].device,
+                 cg_gpu_reason_label(t.e[best].cause), t.e[best].runs, a->n_runs, side);
     return held;
 }
 
@@ -191,8 +198,10 @@ void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifac
                          struct cg_gpu_check *g)
 {
     memset(g, 0, sizeof(*g));
-    g->held[1] = side_clause(cur, "current", g->reason, sizeof(g->reason));
-    g->held[0] = side_clause(base, "baseline", g->reason, sizeof(g->reason));
+    g->held[1] = side_clause(cur, "current", g->side_reason[1], sizeof(g->side_reason[1]));
+    g->held[0] = side_clause(base, "baseline", g->side_reason[0], sizeof(g->side_reason[0]));
+    snprintf(g->reason, sizeof(g->reason), "%s%s%s", g->side_reason[1],
+             g->side_reason[1][0] && g->side_reason[0][0] ? "; " : "", g->side_reason[0]);
     clocks_assess(base, cur, g);
     cg_gpu_settings_diff(&base->env.gpu_env, &cur->env.gpu_env, g->settings_diff,
                          sizeof(g->settings_diff));

@@ -2,9 +2,10 @@
  * gpu_rule: runs measured while the GPU was held back by something that is not the workload's
  * own (docs/statistics.md, "The GPU's own state"), and what the verdict does about them.
  *
- * A run is held back when some device it used (runs[].gpu_state) spent samples of its measured
- * window under a clock event reason that is not the workload's own (HW slowdown, SW and HW
- * thermal slowdown, HW power brake: cg_gpu_reason_external), or with another process on the GPU.
+ * A run is held back when some device it used (runs[].gpu_state) spent more than
+ * CG_GPU_HELD_MIN_SHARE_PCT of the samples of its measured window under a clock event reason
+ * that is not the workload's own (HW slowdown, SW and HW thermal slowdown, HW power brake:
+ * cg_gpu_reason_external), or with another process on the GPU.
  * The sides as a whole are not comparable when the SM clock's median over the runs moved by more
  * than CG_GPU_CLOCK_MOVED_PCT between them (unless the slower side was held by its own power
  * draw: the SW power cap in half its samples or more), or when their application clocks differ.
@@ -15,8 +16,10 @@
  * side's are the lower: a faster clock cannot make steps slower; energy per token and MFU, over
  * the clock's peak, move with the clock either way), or when held-back runs decide it: without
  * them (Mann-Whitney and Hodges-Lehmann on the logs of the other runs' values, at least
- * CG_TIMING_MIN_RUNS a side) it would not FAIL. Never FAIL for the GPU's condition; a FAIL the
- * clean runs show too stands. Pure; not thread-safe.
+ * CG_TIMING_MIN_RUNS a side) it would not FAIL. For a timing metric only the current side's
+ * held-back runs are left out: a GPU held back runs slower, so a held-back baseline can only
+ * hide a slowdown, never make one. Never FAIL for the GPU's condition; a FAIL the clean runs
+ * show too stands. Pure; not thread-safe.
  */
 #ifndef CG_GPU_RULE_H
 #define CG_GPU_RULE_H
@@ -28,11 +31,19 @@
 
 /* Beyond this change of the SM clock's median between the sides, the clocks moved. */
 #define CG_GPU_CLOCK_MOVED_PCT 3.0
+/* A cause holds a run back when seen in more than this share of a device's samples over the
+ * run's window: a cause present for a share s of the window that slows the GPU k times moves
+ * the run's mean by about s (k - 1), so at 1% and a halved clock (HW slowdown halves it or
+ * more) about 1%, under every default timing threshold; one sample in a long run is not a run
+ * held back. */
+#define CG_GPU_HELD_MIN_SHARE_PCT 1.0
 
 struct cg_gpu_check {
     size_t held[2];         /* the baseline's and the current side's runs held back */
     char reason[256];       /* "GPU 0 throttled (HW slowdown) during 6 of 15 current runs", the
                              * commonest cause a side with held runs had; "" when none */
+    char side_reason[2][120]; /* the baseline's and the current side's clause of reason, "" for
+                               * a side without held runs */
     bool clocks_moved;      /* the SM clock's median moved, or the application clocks differ */
     bool clocks_lower_here; /* ...and the current side's is lower (or an application clock is):
                              * only then can the clocks explain slower steps */

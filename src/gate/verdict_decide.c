@@ -232,10 +232,11 @@ static void steps_differ_rule(struct cg_verdict *v)
         v->states.outcome = CG_OUT_INCONCLUSIVE;
 }
 
-/* Whether metric m would FAIL on the runs not held back: false too when a side has fewer than
- * CG_TIMING_MIN_RUNS of them. *delta_pct and *p get what the clean runs gave (NAN: untested). */
-static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool *fails,
-                           double *delta_pct, double *p)
+/* Whether metric m would FAIL on the runs not held back (the baseline's held-back runs kept when
+ * keep_baseline): false too when a side has fewer than CG_TIMING_MIN_RUNS of them. *delta_pct
+ * and *p get what those runs gave (NAN: untested). */
+static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool keep_baseline,
+                           bool *fails, double *delta_pct, double *p)
 {
     const struct cg_artifact *sides[2] = {v->baseline, v->current};
     double *val[2] = {NULL, NULL};
@@ -253,7 +254,9 @@ static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool *f
             const char *why;
             long long dev;
             double x = cg_verdict_run_value(&sides[s]->runs[i], m);
-            if (!cg_gpu_run_held(&sides[s]->runs[i], &why, &dev) && isfinite(x) && x > 0)
+            bool held =
+                (s == 1 || !keep_baseline) && cg_gpu_run_held(&sides[s]->runs[i], &why, &dev);
+            if (!held && isfinite(x) && x > 0)
                 val[s][k[s]++] = log(x);
         }
     }
@@ -296,9 +299,12 @@ static int gpu_rule_apply(struct cg_verdict *v)
     struct cg_gpu_check *g = &v->gpu;
     for (size_t i = 0; i < sizeof(judged) / sizeof(judged[0]); i++) {
         struct cg_metric_result *r = &v->metrics[judged[i]];
-        /* a faster clock here cannot explain slower steps */
-        bool clocks = g->clocks_moved && (g->clocks_lower_here || !step_speed(judged[i]));
-        if (r->outcome != CG_OUT_FAIL || (!clocks && g->held[0] + g->held[1] == 0))
+        /* a faster clock here, or a baseline held back, cannot explain slower steps */
+        bool speed = step_speed(judged[i]);
+        bool clocks = g->clocks_moved && (g->clocks_lower_here || !speed);
+        size_t held = speed ? g->held[1] : g->held[0] + g->held[1];
+        const char *why = speed ? g->side_reason[1] : g->reason;
+        if (r->outcome != CG_OUT_FAIL || (!clocks && held == 0))
             continue;
         if (clocks) {
             snprintf(r->note, sizeof(r->note),
@@ -308,17 +314,17 @@ static int gpu_rule_apply(struct cg_verdict *v)
         } else {
             bool fails;
             double d, p;
-            if (clean_runs_fail(v, judged[i], &fails, &d, &p) != 0)
+            if (clean_runs_fail(v, judged[i], speed, &fails, &d, &p) != 0)
                 return CG_ENOMEM;
             if (fails)
                 continue; /* the runs the GPU did not hold back FAIL it too */
             if (isnan(p))
                 snprintf(r->note, sizeof(r->note), "%.180s; too few runs without them to judge",
-                         g->reason);
+                         why);
             else
                 snprintf(r->note, sizeof(r->note),
-                         "%.180s; without those runs it would not FAIL (%+.1f%%, p = %.3g)",
-                         g->reason, d, p);
+                         "%.180s; without those runs it would not FAIL (%+.1f%%, p = %.3g)", why, d,
+                         p);
         }
         cg_ladder_hold_back(&r->outcome);
         r->wants_runs = false;

@@ -410,11 +410,12 @@ static void test_gpu_rule__clocks_that_moved_make_a_fail_inconclusive(void **sta
     cg_artifact_release(&c);
 }
 
-/* The share of reps comparisons of n runs a side, the baseline at base_mhz and the current side
- * at cur_mhz with every step `factor` times as long (run-to-run spread 2%), in which the step
- * time mean FAILs. */
-static double clock_fail_rate(size_t n, int64_t base_mhz, int64_t cur_mhz, double factor,
-                              size_t reps, uint64_t seed)
+/* The share of reps comparisons of n runs a side, the baseline at base_mhz (its first
+ * held_base runs under HW slowdown in 12 of their 50 samples) and the current side at cur_mhz
+ * with every step `factor` times as long (run-to-run spread 2%), in which the step time mean
+ * FAILs. */
+static double mean_fail_rate(size_t n, int64_t base_mhz, size_t held_base, int64_t cur_mhz,
+                             double factor, size_t reps, uint64_t seed)
 {
     struct cg_thresholds t = thresholds();
     struct cg_err err;
@@ -424,6 +425,7 @@ static double clock_fail_rate(size_t n, int64_t base_mhz, int64_t cur_mhz, doubl
         struct cg_verdict v;
         make(&b, n, 1e7, 0.02, seed + 2 * k, 0.5, 0.4, base_mhz);
         make(&c, n, 1e7, 0.02, seed + 2 * k + 1, 0.5, 0.4, cur_mhz);
+        cg_fixture_hold(&b, 0, held_base, CG_GPU_R_HW_SLOWDOWN, 12);
         slow_runs(&c, 0, n, factor);
         assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
         fails += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
@@ -479,9 +481,69 @@ static void test_gpu_rule__a_faster_clock_here_does_not_excuse_slower_steps(void
                               * worst case for size): under no change, the current side at a higher
                               * clock, the mean FAILs at most alpha + 3 standard errors of 200
                               * comparisons; 10% slower at the higher clock is found, 5 v 5 */
-    double size = clock_fail_rate(5, 1755, 1980, 1.0, 200, 301);
-    double power = clock_fail_rate(5, 1755, 1980, 1.1, 200, 701);
+    double size = mean_fail_rate(5, 1755, 0, 1980, 1.0, 200, 301);
+    double power = mean_fail_rate(5, 1755, 0, 1980, 1.1, 200, 701);
     printf("clock higher here, 5 v 5, spread 2%%: mean FAIL %.3f under no change, %.3f at +10%%\n",
+           size, power);
+    assert_true(size <= 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0));
+    assert_true(power >= 0.95);
+}
+
+/* A throttled baseline is slower: it can only hide a slowdown, so a timing FAIL against it stands
+ * (energy per token and MFU, which throttling moves either way, are still judged on the clean
+ * runs). A cause seen in 1% of a run's samples or fewer does not hold the run back. */
+static void test_gpu_rule__a_throttled_baseline_does_not_excuse_a_slower_current_side(void **state)
+{
+    (void)state;
+    struct cg_thresholds t = thresholds();
+    struct cg_artifact b, c;
+    struct cg_err err;
+    struct cg_verdict v;
+    make(&b, 15, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    make(&c, 15, 1e7, 0.01, 2, 0.5, 0.4, 1755);
+    slow_runs(&c, 0, 15, 1.3);
+    cg_fixture_hold(&b, 0, 13, CG_GPU_R_HW_SLOWDOWN, 12);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[0], 13);
+    assert_int_equal(v.gpu.held[1], 0);
+    for (int m = CG_M_STEP_TIME_MEAN; m <= CG_M_TOKENS_PER_SEC; m++)
+        assert_int_equal(v.metrics[m].outcome, CG_OUT_FAIL);
+    assert_false(v.gpu.decided);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* more energy per token here, the baseline throttled: too few clean baseline runs to judge */
+    uint64_t rng = 5;
+    draw_gpu(&b, 0.50, 0.40, 0.01, &rng);
+    draw_gpu(&c, 0.60, 0.40, 0.01, &rng);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_ENERGY_PER_TOKEN].outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(v.metrics[CG_M_ENERGY_PER_TOKEN].note, "13 of 15 baseline runs"));
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* one sample in 200 under HW slowdown in every current run: not held back */
+    cg_artifact_release(&b);
+    make(&b, 15, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    for (size_t r = 0; r < c.n_runs; r++)
+        c.runs[r].gpu.dev[0].samples = 200;
+    cg_fixture_hold(&c, 0, 15, CG_GPU_R_HW_SLOWDOWN, 1);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    cg_fixture_hold(&c, 0, 15, CG_GPU_R_HW_SLOWDOWN, 3); /* 1.5%: held back */
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 15);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    /* size and power, simulated (the throttling taken to slow nothing, the worst case for size):
+     * under no change, every baseline run throttled, the mean FAILs at most alpha + 3 standard
+     * errors of 200 comparisons; 10% slower is found, 5 v 5 */
+    double size = mean_fail_rate(5, 1755, 5, 1755, 1.0, 200, 901);
+    double power = mean_fail_rate(5, 1755, 5, 1755, 1.1, 200, 1301);
+    printf("baseline throttled, 5 v 5, spread 2%%: mean FAIL %.3f under no change, %.3f at "
+           "+10%%\n",
            size, power);
     assert_true(size <= 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0));
     assert_true(power >= 0.95);
@@ -533,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_gpu_rule__throttled_runs_that_decide_are_inconclusive),
         cmocka_unit_test(test_gpu_rule__clocks_that_moved_make_a_fail_inconclusive),
         cmocka_unit_test(test_gpu_rule__a_faster_clock_here_does_not_excuse_slower_steps),
+        cmocka_unit_test(test_gpu_rule__a_throttled_baseline_does_not_excuse_a_slower_current_side),
         cmocka_unit_test(test_gpu_rule__settings_that_differ_are_shown_not_a_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
