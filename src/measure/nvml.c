@@ -203,34 +203,37 @@ static int64_t now_raw_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* True when pid is this tool or one of its descendants (the canary's processes: the tool is
- * their subreaper, launch.h), by the parent links in /proc. A process this namespace cannot
- * see is another's. */
-static bool own_process(pid_t pid)
+/* Whose a process NVML lists is, as this PID namespace sees it. */
+enum owner { OWNER_TOOL, OWNER_OTHER, OWNER_UNSEEN };
+
+/* OWNER_TOOL when pid is this tool or one of its descendants (the canary's processes: the tool
+ * is their subreaper, launch.h), by the parent links in /proc; OWNER_UNSEEN when this namespace
+ * has no such process (a container sees the driver's host PIDs); else OWNER_OTHER. */
+static enum owner owner_of(pid_t pid)
 {
     pid_t self = getpid();
     for (int depth = 0; depth < 64 && pid > 1; depth++) {
         if (pid == self)
-            return true;
+            return OWNER_TOOL;
         char path[64], buf[512];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
         FILE *f = fopen(path, "r");
         if (f == NULL)
-            return false;
+            return depth == 0 ? OWNER_UNSEEN : OWNER_OTHER;
         size_t len = fread(buf, 1, sizeof(buf) - 1, f);
         fclose(f);
         buf[len] = '\0';
         const char *close = strrchr(buf, ')'); /* the name may hold spaces and ')' */
         /* after the name: " STATE PPID ..." */
         if (close == NULL || close[1] != ' ' || close[2] == '\0' || close[3] != ' ')
-            return false;
+            return OWNER_OTHER;
         char *end;
         long ppid = strtol(close + 4, &end, 10);
         if (end == close + 4 || ppid < 0)
-            return false;
+            return OWNER_OTHER;
         pid = (pid_t)ppid;
     }
-    return false;
+    return OWNER_OTHER;
 }
 
 static void take_one(const struct cg_nvml *n, struct series *d, struct cg_nvml_sample *x)
@@ -262,13 +265,19 @@ static void take_one(const struct cg_nvml *n, struct series *d, struct cg_nvml_s
         return;
     x->n_other = rc == NVML_ERR_INSUFFICIENT_SIZE ? NVML_MAX_PROCS : 0;
     for (unsigned int i = 0; i < count && i < NVML_MAX_PROCS; i++) {
-        if (own_process((pid_t)procs[i].pid)) {
+        enum owner o = owner_of((pid_t)procs[i].pid);
+        if (o == OWNER_TOOL) {
             x->canary_seen = true;
-            continue;
+            x->n_own++;
+        } else if (o == OWNER_UNSEEN) {
+            if (x->n_unseen < CG_NVML_SAMPLE_OTHERS)
+                x->unseen[x->n_unseen] = procs[i].pid;
+            x->n_unseen++;
+        } else {
+            if (x->n_other < CG_NVML_SAMPLE_OTHERS)
+                x->other[x->n_other] = procs[i].pid;
+            x->n_other++;
         }
-        if (x->n_other < CG_NVML_SAMPLE_OTHERS)
-            x->other[x->n_other] = procs[i].pid;
-        x->n_other++;
     }
 }
 
@@ -461,8 +470,33 @@ static void window_energy(const struct cg_nvml_sample *s, size_t n, int64_t t0, 
     d->energy_j = (b - a) / 1000.0;
 }
 
+/* Adds the first k of a sample's PIDs to d's other_pids, each once. */
+static void add_pids(struct cg_gpu_device *d, const uint32_t *pids, int32_t k)
+{
+    for (int32_t j = 0; j < k && j < CG_NVML_SAMPLE_OTHERS; j++) {
+        bool known = false;
+        for (size_t q = 0; q < d->n_other_pids; q++)
+            known |= d->other_pids[q] == (int64_t)pids[j];
+        if (!known && d->n_other_pids < CG_GPU_MAX_OTHERS)
+            d->other_pids[d->n_other_pids++] = pids[j];
+    }
+}
+
+/* Whether sample x shows another process (cg_nvml_summarize), its PIDs added to d. */
+static bool another_process(const struct cg_nvml_sample *x, int64_t own_procs,
+                            struct cg_gpu_device *d)
+{
+    int64_t ours_unseen = own_procs > x->n_own ? own_procs - x->n_own : 0;
+    bool unseen_others = x->n_unseen > ours_unseen; /* which of them is not told: all listed */
+    if (x->n_other > 0)
+        add_pids(d, x->other, x->n_other);
+    if (unseen_others)
+        add_pids(d, x->unseen, x->n_unseen);
+    return x->n_other > 0 || unseen_others;
+}
+
 int cg_nvml_summarize(const struct cg_nvml_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
-                      struct cg_gpu_device *d)
+                      int64_t own_procs, struct cg_gpu_device *d)
 {
     size_t first = n, last = 0; /* the samples used: [first, last] */
     for (size_t i = 0; i < n; i++) {
@@ -523,16 +557,8 @@ int cg_nvml_summarize(const struct cg_nvml_sample *s, size_t n, int64_t t0_ns, i
         }
         if (x->n_other >= 0)
             procs_known = true;
-        if (x->n_other > 0) {
+        if (x->n_other >= 0 && another_process(x, own_procs, d))
             d->other_samples++;
-            for (int32_t j = 0; j < x->n_other && j < CG_NVML_SAMPLE_OTHERS; j++) {
-                bool known = false;
-                for (size_t q = 0; q < d->n_other_pids; q++)
-                    known |= d->other_pids[q] == (int64_t)x->other[j];
-                if (!known && d->n_other_pids < CG_GPU_MAX_OTHERS)
-                    d->other_pids[d->n_other_pids++] = x->other[j];
-            }
-        }
     }
     if (!procs_known)
         d->other_samples = -1;
@@ -575,11 +601,14 @@ int cg_nvml_sampler_state(const struct cg_nvml_sampler *s, const char *const *uu
             used |= d->s[k].canary_seen;
         if (!used)
             continue;
+        int64_t own_procs = 0; /* the shards naming it; none named: the canary's are seen */
+        for (size_t k = 0; by_uuid && k < n_uuids; k++)
+            own_procs += strcmp(d->uuid, uuids[k]) == 0;
         struct cg_gpu_device *out = &g->dev[g->n_dev++];
         memset(out, 0, sizeof(*out));
         out->index = (int64_t)i;
         out->uuid = strdup(d->uuid);
-        if (out->uuid == NULL || cg_nvml_summarize(d->s, d->n, t0_ns, t1_ns, out) != 0)
+        if (out->uuid == NULL || cg_nvml_summarize(d->s, d->n, t0_ns, t1_ns, own_procs, out) != 0)
             return CG_ENOMEM;
     }
     double sum = 0.0;

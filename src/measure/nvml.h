@@ -45,8 +45,12 @@ struct cg_nvml_sample {
     uint64_t energy_mj;    /* cumulative since the driver loaded; may wrap */
     bool energy_ok;
     bool canary_seen;      /* one of the canary's processes (the tool's descendants) ran on it */
-    int32_t n_other;       /* other processes on the GPU, -1 unknown */
+    int32_t n_own;         /* how many of them */
+    int32_t n_other;       /* processes this namespace sees that are not the tool's, -1 unknown */
     uint32_t other[CG_NVML_SAMPLE_OTHERS];
+    int32_t n_unseen; /* processes this namespace cannot see (a container sees the driver's
+                       * host PIDs, the canary's own among them): cg_nvml_summarize */
+    uint32_t unseen[CG_NVML_SAMPLE_OTHERS];
 };
 
 struct cg_nvml;
@@ -74,7 +78,8 @@ void cg_nvml_sampler_stop(struct cg_nvml_sampler *s);
 
 /* The state of the devices the canary used over [t0_ns, t1_ns] (its measured window, on
  * CLOCK_MONOTONIC_RAW) into g (initialised here): the devices whose UUID is among uuids (the
- * shards' "uuid" lines), else those a canary process was seen on. After stop. 0 or CG_ENOMEM. */
+ * shards' "uuid" lines, one per process and device: how many of the canary's processes each
+ * device runs), else those a canary process was seen on. After stop. 0 or CG_ENOMEM. */
 int cg_nvml_sampler_state(const struct cg_nvml_sampler *s, const char *const *uuids,
                           size_t n_uuids, int64_t t0_ns, int64_t t1_ns, struct cg_gpu_state *g);
 
@@ -94,9 +99,12 @@ void cg_nvml_sampler_free(struct cg_nvml_sampler *s);
  * below the last is the 64-bit counter wrapping) and interpolated linearly at t0 and t1. A
  * counter that steps back by more than a wrap allows (a driver reload), unreadable in some
  * sample, or samples that do not cover the window leave energy_j NAN with energy_reason set.
- * Pure. 0 or CG_ENOMEM. */
+ * Another process is in a sample when it lists a process this namespace sees that is not the
+ * tool's, or more processes this namespace cannot see than own_procs (the canary's processes on
+ * this device) less those of them it saw: inside a container the driver lists host PIDs, the
+ * canary's own among them. Pure. 0 or CG_ENOMEM. */
 int cg_nvml_summarize(const struct cg_nvml_sample *s, size_t n, int64_t t0_ns, int64_t t1_ns,
-                      struct cg_gpu_device *d);
+                      int64_t own_procs, struct cg_gpu_device *d);
 
 /* One run's sampling, for the collector: begun before the canary starts, ended once its shards
  * are merged. Without NVML it carries the reason. */

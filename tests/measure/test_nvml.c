@@ -61,7 +61,7 @@ static void test_nvml__energy_over_the_measured_window_only(void **state)
     struct cg_nvml_sample s[9];
     struct cg_gpu_device d = {0};
     make(s, 9, 300.0, 1000000, 0, 9);
-    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, 1, &d), 0);
     assert_true(fabs(d.energy_j - 360.0) < 1e-9);
     assert_null(d.energy_reason);
     assert_int_equal(d.samples, 6); /* 400 .. 1400 ms */
@@ -80,7 +80,7 @@ static void test_nvml__energy_across_a_counter_wrap(void **state)
     struct cg_gpu_device d = {0};
     make(s, 9, 300.0, UINT64_MAX - 150000, 0, 9); /* wraps between 400 and 600 ms */
     assert_true(s[3].energy_mj < s[2].energy_mj);
-    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, 1, &d), 0);
     assert_true(fabs(d.energy_j - 360.0) < 1e-6);
     release(&d);
 }
@@ -94,7 +94,7 @@ static void test_nvml__energy_unavailable_with_the_reason(void **state)
     struct cg_gpu_device d = {0};
     make(s, 9, 300.0, 50000000000ULL, 0, 9);
     s[5].energy_mj = s[6].energy_mj = s[7].energy_mj = s[8].energy_mj = 10;
-    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, 1, &d), 0);
     assert_true(isnan(d.energy_j));
     assert_non_null(strstr(d.energy_reason, "went back"));
     release(&d);
@@ -102,14 +102,14 @@ static void test_nvml__energy_unavailable_with_the_reason(void **state)
     make(s, 9, 300.0, 0, 0, 9);
     for (int i = 0; i < 9; i++)
         s[i].energy_ok = false;
-    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, &d), 0);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 1450 * MS, 1, &d), 0);
     assert_true(isnan(d.energy_j));
     assert_non_null(strstr(d.energy_reason, "no energy counter"));
     assert_int_equal(d.sm_median_mhz, 1980); /* the rest is still read */
     release(&d);
 
     make(s, 9, 300.0, 0, 0, 9);
-    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 2000 * MS, &d), 0);
+    assert_int_equal(cg_nvml_summarize(s, 9, 250 * MS, 2000 * MS, 1, &d), 0);
     assert_true(isnan(d.energy_j));
     assert_non_null(strstr(d.energy_reason, "do not cover"));
     release(&d);
@@ -123,7 +123,7 @@ static void test_nvml__throttling_mid_run_is_counted(void **state)
     struct cg_nvml_sample s[10];
     struct cg_gpu_device d = {0};
     make(s, 10, 300.0, 0, 0x8 | 0x4, 6);
-    assert_int_equal(cg_nvml_summarize(s, 10, 0, 1800 * MS, &d), 0);
+    assert_int_equal(cg_nvml_summarize(s, 10, 0, 1800 * MS, 1, &d), 0);
     assert_int_equal(d.samples, 10);
     assert_int_equal(d.reasons[CG_GPU_R_HW_SLOWDOWN], 4);
     assert_int_equal(d.reasons[CG_GPU_R_SW_POWER_CAP], 4);
@@ -133,7 +133,7 @@ static void test_nvml__throttling_mid_run_is_counted(void **state)
     assert_int_equal(d.sm_median_mhz, 1980);
     release(&d);
     /* a window between two samples reads its neighbours */
-    assert_int_equal(cg_nvml_summarize(s, 10, 1010 * MS, 1050 * MS, &d), 0);
+    assert_int_equal(cg_nvml_summarize(s, 10, 1010 * MS, 1050 * MS, 1, &d), 0);
     assert_int_equal(d.samples, 2);
     assert_int_equal(d.reasons[CG_GPU_R_HW_SLOWDOWN], 1);
     assert_true(fabs(d.energy_j - 12.0) < 1e-9);
@@ -152,7 +152,7 @@ static void clear_env(void)
     const char *vars[] = {"CG_STANDIN_NVML_INIT_ERROR", "CG_STANDIN_NVML_DEVICES",
                           "CG_STANDIN_NVML_POWER_W",    "CG_STANDIN_NVML_ENERGY_START",
                           "CG_STANDIN_NVML_NO_ENERGY",  "CG_STANDIN_NVML_EVENT",
-                          "CG_STANDIN_NVML_OTHER"};
+                          "CG_STANDIN_NVML_OTHER",      "CG_STANDIN_NVML_PID_OFFSET"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
 }
@@ -218,6 +218,37 @@ static void test_nvml__standin_energy_throttling_and_a_neighbour(void **state)
     assert_int_equal(g.n_dev, 1);
     assert_int_equal(g.dev[0].index, 1);
     assert_int_equal(g.dev[0].other_samples, 0);
+    cg_gpu_state_release(&g);
+    clear_env();
+}
+
+/* In a container the driver lists host PIDs this namespace cannot see, the canary's own among
+ * them: as many of those as the canary has processes on the GPU (the shards naming its UUID)
+ * are taken as the canary's; one more, or one this namespace sees that is not the tool's, is
+ * another process. */
+static void test_nvml__pids_this_namespace_cannot_see_are_the_canarys_up_to_its_count(void **state)
+{
+    (void)state;
+    clear_env();
+    setenv("CG_STANDIN_NVML_PID_OFFSET", "4194304", 1); /* above any pid_max */
+    const char *uuid0 = "GPU-00000000-0000-0000-0000-000000000000";
+    struct cg_gpu_state g;
+    sample(STANDIN, &uuid0, 1, &g, NULL);
+    assert_int_equal(g.n_dev, 1);
+    assert_int_equal(g.dev[0].other_samples, 0);
+    assert_int_equal(g.dev[0].n_other_pids, 0);
+    cg_gpu_state_release(&g);
+    /* a second PID it cannot see: more than the canary's one process there */
+    setenv("CG_STANDIN_NVML_OTHER", "4999999@0", 1);
+    sample(STANDIN, &uuid0, 1, &g, NULL);
+    assert_true(g.dev[0].other_samples > 0);
+    assert_true(g.dev[0].n_other_pids >= 1);
+    cg_gpu_state_release(&g);
+    /* a visible process not the tool's (PID 1) is another's whatever the count */
+    setenv("CG_STANDIN_NVML_OTHER", "1@0", 1);
+    sample(STANDIN, &uuid0, 1, &g, NULL);
+    assert_true(g.dev[0].other_samples > 0);
+    assert_int_equal(g.dev[0].other_pids[0], 1);
     cg_gpu_state_release(&g);
     clear_env();
 }
@@ -461,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_nvml__energy_unavailable_with_the_reason),
         cmocka_unit_test(test_nvml__throttling_mid_run_is_counted),
         cmocka_unit_test(test_nvml__standin_energy_throttling_and_a_neighbour),
+        cmocka_unit_test(test_nvml__pids_this_namespace_cannot_see_are_the_canarys_up_to_its_count),
         cmocka_unit_test(test_nvml__standin_wrap_and_no_energy_support),
         cmocka_unit_test(test_nvml__a_missing_function_leaves_its_figure_unknown),
         cmocka_unit_test(test_nvml__nvml_missing_or_failing_is_a_reason),

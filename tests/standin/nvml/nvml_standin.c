@@ -8,13 +8,16 @@
  * Times are from nvmlInit_v2's call (CLOCK_MONOTONIC_RAW). Variables, read at nvmlInit_v2:
  *   CG_STANDIN_NVML_INIT_ERROR=N     nvmlInit_v2 returns N (nvmlErrorString: 9 "Driver Not
  *                                    Loaded", others "Unknown Error")
- *   CG_STANDIN_NVML_DEVICES=N        devices (default 1), UUID GPU-00000000-0000-0000-0000-00000000000K
+ *   CG_STANDIN_NVML_DEVICES=N        devices (default 1), UUIDs
+ *                                    GPU-00000000-0000-0000-0000-00000000000K
  *   CG_STANDIN_NVML_POWER_W=W        power draw (default 300); the energy counter grows by it
  *   CG_STANDIN_NVML_ENERGY_START=MJ  the counter at init (default 1000000; near 2^64: a wrap)
  *   CG_STANDIN_NVML_NO_ENERGY=1      the energy counter is not supported (NOT_SUPPORTED, 3)
  *   CG_STANDIN_NVML_EVENT=MASK@MS    clock event reasons MASK from MS ms on, the SM clock then
  *                                    1200 MHz instead of 1980
  *   CG_STANDIN_NVML_OTHER=PID@MS     process PID (not the tool's) on device 0 from MS ms on
+ *   CG_STANDIN_NVML_PID_OFFSET=N     the calling process listed as its PID + N, as the driver
+ *                                    lists host PIDs to a container that cannot see them
  * Device 0 always lists the calling process (the tool: its own, never another's).
  * Built twice: nvml-standin, and nvml-standin-missing (-DSTANDIN_MISSING, without
  * nvmlDeviceGetTotalEnergyConsumption and nvmlDeviceGetComputeRunningProcesses_v3).
@@ -65,6 +68,7 @@ static int g_no_energy;
 static unsigned long long g_event_mask;
 static long g_event_ms = -1, g_other_ms = -1;
 static unsigned g_other_pid;
+static unsigned g_pid_offset;
 
 static int64_t now_ns(void)
 {
@@ -106,6 +110,8 @@ EXPORT int nvmlInit_v2(void)
     g_no_energy = env("CG_STANDIN_NVML_NO_ENERGY") != NULL;
     if ((v = env("CG_STANDIN_NVML_EVENT")) != NULL)
         at(v, &g_event_mask, &g_event_ms);
+    if ((v = env("CG_STANDIN_NVML_PID_OFFSET")) != NULL)
+        g_pid_offset = (unsigned)strtoul(v, NULL, 10);
     if ((v = env("CG_STANDIN_NVML_OTHER")) != NULL) {
         unsigned long long pid;
         at(v, &pid, &g_other_ms);
@@ -243,7 +249,7 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *coun
     struct proc_info want[2];
     memset(want, 0, sizeof(want));
     if (index_of(dev) == 0) {
-        want[n++].pid = (unsigned)getpid();
+        want[n++].pid = (unsigned)getpid() + g_pid_offset;
         if (g_other_ms >= 0 && elapsed_ms() >= (double)g_other_ms)
             want[n++].pid = g_other_pid;
     }
