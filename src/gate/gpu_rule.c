@@ -12,6 +12,8 @@
 
 #define CAUSE_OTHER CG_GPU_R_N /* another process on the GPU, after NVML's reasons */
 
+static void clause(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Whether a cause seen in `seen` of a device's samples holds its run back: more than
  * CG_GPU_HELD_MIN_SHARE_PCT of them (any, when the count of samples is unknown). */
 static bool held_share(int64_t seen, int64_t samples)
@@ -21,17 +23,29 @@ static bool held_share(int64_t seen, int64_t samples)
     return samples <= 0 || (double)seen * 100.0 > CG_GPU_HELD_MIN_SHARE_PCT * (double)samples;
 }
 
-/* Calls fn for each (device, cause) that held run r back, once each. */
-static void each_cause(const struct cg_run *r, void (*fn)(void *, long long, int), void *ctx)
+/* Whether (device, cause) is one of c's constant causes (c NULL: none is). */
+static bool constant(const struct cg_gpu_check *c, long long device, int cause)
+{
+    for (size_t i = 0; c != NULL && i < c->n_constant; i++)
+        if (c->constant[i].device == device && c->constant[i].cause == cause)
+            return true;
+    return false;
+}
+
+/* Calls fn for each (device, cause) that held run r back, once each, but c's constant ones. */
+static void each_cause(const struct cg_gpu_check *c, const struct cg_run *r,
+                       void (*fn)(void *, long long, int), void *ctx)
 {
     const struct cg_gpu_state *g = &r->gpu;
     for (size_t i = 0; g->reason == NULL && i < g->n_dev; i++) {
         const struct cg_gpu_device *d = &g->dev[i];
+        long long dev = (long long)d->index;
         for (int k = 0; k < CG_GPU_R_N; k++)
-            if (cg_gpu_reason_external(k) && held_share(d->reasons[k], d->samples))
-                fn(ctx, (long long)d->index, k);
-        if (held_share(d->other_samples, d->samples))
-            fn(ctx, (long long)d->index, CAUSE_OTHER);
+            if (cg_gpu_reason_external(k) && held_share(d->reasons[k], d->samples) &&
+                !constant(c, dev, k))
+                fn(ctx, dev, k);
+        if (held_share(d->other_samples, d->samples) && !constant(c, dev, CAUSE_OTHER))
+            fn(ctx, dev, CAUSE_OTHER);
     }
 }
 
@@ -53,10 +67,11 @@ static void take_first(void *ctx, long long device, int cause)
         *f = (struct first){true, device, cause};
 }
 
-bool cg_gpu_run_held(const struct cg_run *r, const char **why, long long *device)
+bool cg_gpu_run_held(const struct cg_gpu_check *g, const struct cg_run *r, const char **why,
+                     long long *device)
 {
     struct first f = {false, -1, 0};
-    each_cause(r, take_first, &f);
+    each_cause(g, r, take_first, &f);
     if (f.found) {
         *why = cause_label(f.cause);
         *device = f.device;
@@ -91,8 +106,37 @@ static void count_cause(void *ctx, long long device, int cause)
     }
 }
 
+/* Runs of side a per (device, cause) that held them back, but c's constant ones, into t. */
+static void side_tally(const struct cg_gpu_check *c, const struct cg_artifact *a, struct tally *t)
+{
+    t->n = 0;
+    for (size_t i = 0; i < a->n_runs; i++)
+        each_cause(c, &a->runs[i], count_cause, t);
+}
+
+/* The causes that held back every run of both sides into g->constant. */
+static void find_constant(const struct cg_artifact *base, const struct cg_artifact *cur,
+                          struct cg_gpu_check *g)
+{
+    struct tally tb, tc;
+    side_tally(NULL, base, &tb);
+    side_tally(NULL, cur, &tc);
+    for (size_t i = 0; i < tc.n && base->n_runs > 0 && cur->n_runs > 0; i++) {
+        if (tc.e[i].runs != cur->n_runs || g->n_constant == CG_GPU_MAX_CONSTANT)
+            continue;
+        for (size_t k = 0; k < tb.n; k++) {
+            if (tb.e[k].device == tc.e[i].device && tb.e[k].cause == tc.e[i].cause &&
+                tb.e[k].runs == base->n_runs) {
+                g->constant[g->n_constant].device = tc.e[i].device;
+                g->constant[g->n_constant++].cause = tc.e[i].cause;
+            }
+        }
+    }
+}
+
 /* The side's held runs, and its commonest cause as one clause into dst ("" when none held). */
-static size_t side_clause(const struct cg_artifact *a, const char *side, char *dst, size_t n)
+static size_t side_clause(const struct cg_gpu_check *g, const struct cg_artifact *a,
+                          const char *side, char *dst, size_t n)
 {
     struct tally t = {.n = 0};
     size_t held = 0;
@@ -100,10 +144,10 @@ static size_t side_clause(const struct cg_artifact *a, const char *side, char *d
     for (size_t i = 0; i < a->n_runs; i++) {
         const char *why;
         long long dev;
-        if (!cg_gpu_run_held(&a->runs[i], &why, &dev))
+        if (!cg_gpu_run_held(g, &a->runs[i], &why, &dev))
             continue;
         held++;
-        each_cause(&a->runs[i], count_cause, &t);
+        each_cause(g, &a->runs[i], count_cause, &t);
     }
     if (held == 0 || t.n == 0)
         return held;
@@ -198,10 +242,21 @@ void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifac
                          struct cg_gpu_check *g)
 {
     memset(g, 0, sizeof(*g));
-    g->held[1] = side_clause(cur, "current", g->side_reason[1], sizeof(g->side_reason[1]));
-    g->held[0] = side_clause(base, "baseline", g->side_reason[0], sizeof(g->side_reason[0]));
+    find_constant(base, cur, g);
+    g->held[1] = side_clause(g, cur, "current", g->side_reason[1], sizeof(g->side_reason[1]));
+    g->held[0] = side_clause(g, base, "baseline", g->side_reason[0], sizeof(g->side_reason[0]));
     snprintf(g->reason, sizeof(g->reason), "%s%s%s", g->side_reason[1],
              g->side_reason[1][0] && g->side_reason[0][0] ? "; " : "", g->side_reason[0]);
+    if (g->n_constant > 0) {
+        char what[64];
+        if (g->constant[0].cause == CAUSE_OTHER)
+            snprintf(what, sizeof(what), "another process on GPU %lld", g->constant[0].device);
+        else
+            snprintf(what, sizeof(what), "GPU %lld throttled (%s)", g->constant[0].device,
+                     cg_gpu_reason_label(g->constant[0].cause));
+        clause(g->reason, sizeof(g->reason),
+               "%s during every run of both sides (alike on both: no run held back for it)", what);
+    }
     clocks_assess(base, cur, g);
     cg_gpu_settings_diff(&base->env.gpu_env, &cur->env.gpu_env, g->settings_diff,
                          sizeof(g->settings_diff));

@@ -5,7 +5,10 @@
  * A run is held back when some device it used (runs[].gpu_state) spent more than
  * CG_GPU_HELD_MIN_SHARE_PCT of the samples of its measured window under a clock event reason
  * that is not the workload's own (HW slowdown, SW and HW thermal slowdown, HW power brake:
- * cg_gpu_reason_external), or with another process on the GPU.
+ * cg_gpu_reason_external), or with another process on the GPU; except by a cause (device and
+ * reason, or another process) present in every run of both sides: the machine's condition, alike
+ * on both (a tenant's process that stays, a GPU that always throttles), which holds no run back
+ * (else no timing FAIL could ever stand there).
  * The sides as a whole are not comparable when the SM clock's median over the runs moved by more
  * than CG_GPU_CLOCK_MOVED_PCT between them (unless the slower side was held by its own power
  * draw: the SW power cap in half its samples or more), or when their application clocks differ.
@@ -37,6 +40,8 @@
  * more) about 1%, under every default timing threshold; one sample in a long run is not a run
  * held back. */
 #define CG_GPU_HELD_MIN_SHARE_PCT 1.0
+/* Room for the causes present in every run of both sides. */
+#define CG_GPU_MAX_CONSTANT 8
 
 struct cg_gpu_check {
     size_t held[2];         /* the baseline's and the current side's runs held back */
@@ -53,11 +58,18 @@ struct cg_gpu_check {
                              * power limit, persistence mode), for the banner; "" when none or
                              * unknown. Not a different machine by itself */
     bool decided;           /* some FAIL was made INCONCLUSIVE by this rule */
+    struct {
+        long long device;            /* NVML index */
+        int cause;                   /* enum cg_gpu_reason, or CG_GPU_R_N: another process */
+    } constant[CG_GPU_MAX_CONSTANT]; /* the causes present in every run of both sides */
+    size_t n_constant;
 };
 
-/* True when run r was measured while some device it used was held back (see above); *why gets
- * the first cause ("HW slowdown", "another process"), *device its NVML index. */
-bool cg_gpu_run_held(const struct cg_run *r, const char **why, long long *device);
+/* True when run r was measured while some device it used was held back (see above) by a cause
+ * other than g's constant ones (g NULL: any); *why gets the first cause ("HW slowdown",
+ * "another process"), *device its NVML index. */
+bool cg_gpu_run_held(const struct cg_gpu_check *g, const struct cg_run *r, const char **why,
+                     long long *device);
 
 /* Fills g from the two sides (pure). */
 void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifact *cur,

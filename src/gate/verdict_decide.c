@@ -254,8 +254,8 @@ static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool ke
             const char *why;
             long long dev;
             double x = cg_verdict_run_value(&sides[s]->runs[i], m);
-            bool held =
-                (s == 1 || !keep_baseline) && cg_gpu_run_held(&sides[s]->runs[i], &why, &dev);
+            bool held = (s == 1 || !keep_baseline) &&
+                        cg_gpu_run_held(&v->gpu, &sides[s]->runs[i], &why, &dev);
             if (!held && isfinite(x) && x > 0)
                 val[s][k[s]++] = log(x);
         }

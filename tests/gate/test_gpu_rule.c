@@ -410,12 +410,12 @@ static void test_gpu_rule__clocks_that_moved_make_a_fail_inconclusive(void **sta
     cg_artifact_release(&c);
 }
 
-/* The share of reps comparisons of n runs a side, the baseline at base_mhz (its first
- * held_base runs under HW slowdown in 12 of their 50 samples) and the current side at cur_mhz
- * with every step `factor` times as long (run-to-run spread 2%), in which the step time mean
- * FAILs. */
+/* The share of reps comparisons of n runs a side, the baseline at base_mhz and the current side
+ * at cur_mhz with every step `factor` times as long (run-to-run spread 2%), the first held_base
+ * and held_cur runs of each under HW slowdown in 12 of their 50 samples, in which the step time
+ * mean FAILs. */
 static double mean_fail_rate(size_t n, int64_t base_mhz, size_t held_base, int64_t cur_mhz,
-                             double factor, size_t reps, uint64_t seed)
+                             size_t held_cur, double factor, size_t reps, uint64_t seed)
 {
     struct cg_thresholds t = thresholds();
     struct cg_err err;
@@ -426,6 +426,7 @@ static double mean_fail_rate(size_t n, int64_t base_mhz, size_t held_base, int64
         make(&b, n, 1e7, 0.02, seed + 2 * k, 0.5, 0.4, base_mhz);
         make(&c, n, 1e7, 0.02, seed + 2 * k + 1, 0.5, 0.4, cur_mhz);
         cg_fixture_hold(&b, 0, held_base, CG_GPU_R_HW_SLOWDOWN, 12);
+        cg_fixture_hold(&c, 0, held_cur, CG_GPU_R_HW_SLOWDOWN, 12);
         slow_runs(&c, 0, n, factor);
         assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
         fails += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
@@ -481,8 +482,8 @@ static void test_gpu_rule__a_faster_clock_here_does_not_excuse_slower_steps(void
                               * worst case for size): under no change, the current side at a higher
                               * clock, the mean FAILs at most alpha + 3 standard errors of 200
                               * comparisons; 10% slower at the higher clock is found, 5 v 5 */
-    double size = mean_fail_rate(5, 1755, 0, 1980, 1.0, 200, 301);
-    double power = mean_fail_rate(5, 1755, 0, 1980, 1.1, 200, 701);
+    double size = mean_fail_rate(5, 1755, 0, 1980, 0, 1.0, 200, 301);
+    double power = mean_fail_rate(5, 1755, 0, 1980, 0, 1.1, 200, 701);
     printf("clock higher here, 5 v 5, spread 2%%: mean FAIL %.3f under no change, %.3f at +10%%\n",
            size, power);
     assert_true(size <= 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0));
@@ -540,10 +541,63 @@ static void test_gpu_rule__a_throttled_baseline_does_not_excuse_a_slower_current
     /* size and power, simulated (the throttling taken to slow nothing, the worst case for size):
      * under no change, every baseline run throttled, the mean FAILs at most alpha + 3 standard
      * errors of 200 comparisons; 10% slower is found, 5 v 5 */
-    double size = mean_fail_rate(5, 1755, 5, 1755, 1.0, 200, 901);
-    double power = mean_fail_rate(5, 1755, 5, 1755, 1.1, 200, 1301);
+    double size = mean_fail_rate(5, 1755, 5, 1755, 0, 1.0, 200, 901);
+    double power = mean_fail_rate(5, 1755, 5, 1755, 0, 1.1, 200, 1301);
     printf("baseline throttled, 5 v 5, spread 2%%: mean FAIL %.3f under no change, %.3f at "
            "+10%%\n",
+           size, power);
+    assert_true(size <= 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0));
+    assert_true(power >= 0.95);
+}
+
+/* A cause that held back every run of both sides is the machine's condition, alike on both (a
+ * process of another tenant that stays, a GPU that always throttles): it holds no run back, and
+ * a FAIL stands; a cause on one side only still decides as before. */
+static void test_gpu_rule__a_cause_in_every_run_of_both_sides_holds_none_back(void **state)
+{
+    (void)state;
+    struct cg_thresholds t = thresholds();
+    struct cg_artifact b, c;
+    struct cg_err err;
+    struct cg_verdict v;
+    make(&b, 8, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    make(&c, 8, 1e7, 0.01, 2, 0.5, 0.4, 1755);
+    slow_runs(&c, 0, 8, 1.2);
+    cg_fixture_hold(&b, 0, 8, -1, 50);
+    cg_fixture_hold(&c, 0, 8, -1, 50);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[0], 0);
+    assert_int_equal(v.gpu.held[1], 0);
+    assert_string_equal(v.gpu.reason, "another process on GPU 0 during every run of both sides "
+                                      "(alike on both: no run held back for it)");
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    assert_false(v.gpu.decided);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* and HW slowdown in 3 current runs on top: those still decide */
+    cg_fixture_hold(&c, 0, 3, CG_GPU_R_HW_SLOWDOWN, 12);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 3);
+    assert_non_null(strstr(v.gpu.reason, "GPU 0 throttled (HW slowdown) during 3 of 8 current"));
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL); /* 5 clean FAIL too */
+    cg_verdict_release(&v);
+    /* one baseline run without it: not the machine's constant, the current side's runs held */
+    cg_artifact_release(&b);
+    make(&b, 8, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    cg_fixture_hold(&b, 0, 7, -1, 50);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 8);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    /* size and power, simulated (every run of both sides throttled, taken to slow nothing): under
+     * no change the mean FAILs at most alpha + 3 standard errors of 200 comparisons; 10% slower
+     * is found, 5 v 5 */
+    double size = mean_fail_rate(5, 1755, 5, 1755, 5, 1.0, 200, 1701);
+    double power = mean_fail_rate(5, 1755, 5, 1755, 5, 1.1, 200, 2101);
+    printf("every run of both sides throttled, 5 v 5, spread 2%%: mean FAIL %.3f under no change, "
+           "%.3f at +10%%\n",
            size, power);
     assert_true(size <= 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0));
     assert_true(power >= 0.95);
@@ -596,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_gpu_rule__clocks_that_moved_make_a_fail_inconclusive),
         cmocka_unit_test(test_gpu_rule__a_faster_clock_here_does_not_excuse_slower_steps),
         cmocka_unit_test(test_gpu_rule__a_throttled_baseline_does_not_excuse_a_slower_current_side),
+        cmocka_unit_test(test_gpu_rule__a_cause_in_every_run_of_both_sides_holds_none_back),
         cmocka_unit_test(test_gpu_rule__settings_that_differ_are_shown_not_a_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
