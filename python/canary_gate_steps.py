@@ -11,7 +11,9 @@ one optimizer step to the end of the next (the first optimizer step begins the f
 
 The counted optimizer is the N-th to call step() (CANARY_GATE_STEP_OPTIMIZER, default 1): with
 several optimizers per training step (a GAN's discriminator and generator) the first to step
-counts. Gradient accumulation gives one step per optimizer step. A step() called from inside
+counts. Optimizers are numbered among those alive (weak references, never addresses): a script
+that makes a fresh optimizer each epoch has each one counted in turn, the last one garbage once
+the new one is bound to its name; an optimizer the script keeps alive keeps its number. Gradient accumulation gives one step per optimizer step. A step() called from inside
 another (an optimizer subclass calling super().step()) is counted once.
 
 Hooks: PyTorch 2.x's global optimizer step post-hook
@@ -29,6 +31,7 @@ import importlib.abc
 import os
 import sys
 import threading
+import weakref
 
 _OPTIMIZER_MODULE = "torch.optim.optimizer"
 
@@ -64,21 +67,36 @@ class _Marker:
 
 
 class _Counter:
-    """Turns completed step() calls of the counted optimizer into step boundaries."""
+    """Turns completed step() calls of the counted optimizer into step boundaries.
+
+    Optimizers are numbered in the order they first call step(), among those still alive: the
+    list holds weak references, so one that is garbage (a script making a fresh optimizer each
+    epoch) leaves its place to the next to step, whatever the addresses of either."""
 
     def __init__(self, marker, which):
         self._marker = marker
         self._which = which  # 1-based, in the order optimizers first call step()
-        self._order = {}
+        self._order = []  # weak references, in the order of their first step()
+        self._most = 0  # the most optimizers alive at once that had stepped
         self._lock = threading.Lock()
         self._depth = threading.local()
 
+    def _place(self, optimizer):
+        """optimizer's number (1-based) among the live optimizers that have stepped."""
+        self._order = [r for r in self._order if r() is not None]
+        for i, r in enumerate(self._order):
+            if r() is optimizer:
+                return i + 1
+        try:
+            self._order.append(weakref.ref(optimizer))
+        except TypeError:  # no weak references (a __slots__ class): kept for good
+            self._order.append(lambda o=optimizer: o)
+        self._most = max(self._most, len(self._order))
+        return len(self._order)
+
     def stepped(self, optimizer):
         with self._lock:
-            key = id(optimizer)
-            if key not in self._order:
-                self._order[key] = len(self._order) + 1
-            if self._order[key] == self._which:
+            if self._place(optimizer) == self._which:
                 self._marker.boundary()
 
     def hooked(self):
@@ -87,10 +105,9 @@ class _Counter:
     def report(self):
         """At exit: a counted optimizer that never stepped (fewer optimizers than
         --step-optimizer asks for) is said on stderr, where the gate's hint points."""
-        if 0 < len(self._order) < self._which:
+        if 0 < self._most < self._which:
             print("canary-gate: --step-optimizer %d, but the script stepped %d optimizer%s: no "
-                  "step was marked" % (self._which, len(self._order),
-                                       "" if len(self._order) == 1 else "s"),
+                  "step was marked" % (self._which, self._most, "" if self._most == 1 else "s"),
                   file=sys.stderr, flush=True)
 
     def enter(self):

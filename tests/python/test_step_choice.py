@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""test_step_choice.py: which steps a PyTorch canary's run measures, with a real PyTorch and the
+real gate.
+
+Run by ctest, one case per test (test_python__<case>), with a python3 that imports torch
+(Debian's python3-torch, CPU-only). Cases:
+  a_new_optimizer_each_epoch_counts  a script that makes a fresh optimizer every epoch (one
+                                   alive at a time) has every epoch's optimizer steps marked,
+                                   whatever their addresses
+Usage: test_step_choice.py CANARY_GATE CASE. Exits 0 when the case passes, 1 otherwise.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+REOPT = r'''
+import torch
+torch.manual_seed(0); torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+x = torch.randn(64, 32); y = torch.randn(64, 1)
+for epoch in range(20):
+    # a fresh optimizer each epoch, made while the last one is alive: at another address
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3 * 0.9**epoch)
+    for i in range(5):
+        opt.zero_grad(); torch.nn.functional.mse_loss(model(x), y).backward(); opt.step()
+'''
+
+
+def check(cond, what):
+    print("%s: %s" % ("ok" if cond else "FAILED", what))
+    if not cond:
+        failures.append(what)
+
+
+class Gate:
+    def __init__(self, gate, tmp):
+        self.gate, self.tmp = gate, tmp
+
+    def script(self, name, text):
+        path = os.path.join(self.tmp, name + ".py")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def call(self, args, env=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        return subprocess.run([self.gate] + args, capture_output=True, text=True, env=e)
+
+    def load(self, name):
+        path = os.path.join(self.tmp, name)
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+
+
+def a_new_optimizer_each_epoch_counts(g):
+    reopt = g.script("reopt", REOPT)
+    # 20 epochs of 5 optimizer steps: 99 complete steps, every epoch's optimizer counted
+    p = g.call(["run", "--out", os.path.join(g.tmp, "reopt.json"), "--runs", "1", "--warmup",
+                "2", "--steps", "97", "--let-finish", "--", sys.executable, reopt])
+    art = g.load("reopt.json")
+    ok = p.returncode == 0 and art is not None
+    check(ok, "the optimizer steps of all 20 optimizers marked: 2 + 97 steps measured (exit %d)"
+          "\n%s" % (p.returncode, p.stderr[-1500:]))
+    if ok:
+        check(len(art["runs"][0]["steps"]) == 97, "97 measured steps")
+
+
+CASES = {f.__name__: f for f in (a_new_optimizer_each_epoch_counts, )}
+
+
+def main(gate, case):
+    if case not in CASES:
+        print("unknown case '%s': %s" % (case, ", ".join(CASES)))
+        return 2
+    tmp = tempfile.mkdtemp(prefix="test_step_choice.")
+    CASES[case](Gate(gate, tmp))
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
