@@ -12,10 +12,11 @@
 
 step() marks one training step (an NVTX range of the default domain named as canary-gate's
 --step-range, "step" by default) whose int64 payload is the step's token count; range(name)
-marks a part of a step, which the report times as an op of kind "range"; loss(value) reports the
-step's loss. They go through the tool's own NVTX library (libcanary-nvtx-shim.so, loaded with
-ctypes), not through torch.cuda.nvtx, which raises on CPU-only builds of PyTorch: the same
-script is measured on a workstation's CPU build and a GPU runner's CUDA build.
+marks a part of a step, which the report times as an op of kind "range" (never a step:
+range("step") is timed as "step (part)"); loss(value) reports the step's loss. They go through
+the tool's own NVTX library (libcanary-nvtx-shim.so, loaded with ctypes), not through
+torch.cuda.nvtx, which raises on CPU-only builds of PyTorch: the same script is measured on a
+workstation's CPU build and a GPU runner's CUDA build.
 
 Outside canary-gate every call is a no-op (no library is loaded, nothing is imported): the
 script runs as it always did. Under the gate the library is the one the launcher names
@@ -44,6 +45,7 @@ __all__ = ["step", "range", "loss", "active", "__version__"]
 
 _SHIM = "libcanary-nvtx-shim.so"
 _OPTIMIZER_RANGE = "canary-gate/optimizer-step"
+_PART = b" (part)"
 
 _lock = threading.Lock()
 _state = None  # None: not looked up yet; else a _Shim (which may be inactive)
@@ -84,6 +86,27 @@ class _Shim:
         name = environ.get("CANARY_GATE_STEP_RANGE") or "step"
         if environ.get("CANARY_GATE_STEPS_FROM") != "optimizer" and name != _OPTIMIZER_RANGE:
             self.step_name = name.encode()
+        # the names the injection library takes as a step: a part never wears one
+        self.step_names = {n.encode() for n in (name, environ.get("CANARY_GATE_STEP_FALLBACK"),
+                                                _OPTIMIZER_RANGE) if n}
+        self.renamed = {}
+
+    def part_name(self, name):
+        """The name a part (range()) is marked with: name, unless the library would take it as a
+        step; then name + " (part)", said once on stderr."""
+        if name not in self.step_names:
+            return name
+        part = self.renamed.get(name)
+        if part is None:
+            part = name + _PART
+            while part in self.step_names:
+                part += _PART
+            self.renamed[name] = part
+            text = name.decode("utf-8", "replace")
+            print("canary_gate.range(%r): '%s' names canary-gate's steps (canary_gate.step()); "
+                  "this part of a step is timed as '%s'"
+                  % (text, text, part.decode("utf-8", "replace")), file=sys.stderr, flush=True)
+        return part
 
 
 def _shim():
@@ -129,7 +152,7 @@ class _Range(contextlib.ContextDecorator):
         pushed = False
         if lib is not None:
             if not self._step:
-                lib.canary_shim_push(self._name)
+                lib.canary_shim_push(s.part_name(self._name))
                 pushed = True
             elif s.step_name is not None:
                 if self._tokens is not None and s.payload:
@@ -158,7 +181,8 @@ def step(tokens=None):
 
 def range(name):  # noqa: A001 (canary_gate.range, as torch.cuda.nvtx.range)
     """A context manager (or decorator) marking a part of a step named name (a str): the report
-    times it as an op of kind "range"."""
+    times it as an op of kind "range". A part is never a step: named as the gate's steps are
+    ("step", or --step-range's name), it is timed as "<name> (part)", and stderr says so once."""
     return _Range(name, None, False)
 
 

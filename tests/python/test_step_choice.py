@@ -4,6 +4,8 @@ real gate.
 
 Run by ctest, one case per test (test_python__<case>), with a python3 that imports torch
 (Debian's python3-torch, CPU-only). Cases:
+  a_range_named_step_is_a_part     canary_gate.range("step") around opt.step() is a part of the
+                                   step (an op), never the step: the steps come from the optimizer
   a_new_optimizer_each_epoch_counts  a script that makes a fresh optimizer every epoch (one
                                    alive at a time) has every epoch's optimizer steps marked,
                                    whatever their addresses
@@ -17,6 +19,25 @@ import sys
 import tempfile
 
 failures = []
+
+PARTS = r'''
+import time, torch, canary_gate
+torch.manual_seed(0); torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x = torch.randn(64, 32); y = torch.randn(64, 1)
+for i in range(200):
+    opt.zero_grad()
+    with canary_gate.range("forward"):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        t_end = time.perf_counter() + 0.002
+        while time.perf_counter() < t_end:
+            pass
+    with canary_gate.range("backward"):
+        loss.backward()
+    with canary_gate.range("step"):  # the optimizer's update, timed as a part
+        opt.step()
+'''
 
 REOPT = r'''
 import torch
@@ -60,6 +81,32 @@ class Gate:
             return json.load(f)
 
 
+def a_range_named_step_is_a_part(g):
+    parts = g.script("parts", PARTS)
+    p = g.call(["run", "--out", os.path.join(g.tmp, "parts.json"), "--runs", "1", "--warmup",
+                "3", "--steps", "10", "--", sys.executable, parts])
+    art = g.load("parts.json")
+    check(p.returncode == 0 and art is not None, "measured (exit %d)\n%s"
+          % (p.returncode, p.stderr[-1500:]))
+    if art is None:
+        return
+    check(art["settings"]["steps_from"] == "optimizer",
+          "the steps come from the optimizer: %s" % art["settings"])
+    run = art["runs"][0]
+    ops = {o["name"]: o for o in run["ops"] if o["kind"] == "range"}
+    check(ops.get("forward", {}).get("calls") == 10 and ops.get("backward", {}).get("calls") == 10,
+          "forward and backward are parts of every measured step: %s" % sorted(ops))
+    check(any("step" in n and n != "step" and ops[n]["calls"] == 10 for n in ops),
+          "the range named 'step' is a part, timed in every step under another name: %s"
+          % sorted(ops))
+    walls = sorted(s["wall_ns"] for s in run["steps"])
+    check(walls[len(walls) // 2] > 2000000, "a step is the whole iteration (median %d ns, the "
+          "forward alone spins 2 ms)" % walls[len(walls) // 2])
+    log = open(os.path.join(g.tmp, "parts.log")).read() \
+        if os.path.exists(os.path.join(g.tmp, "parts.log")) else ""
+    check("canary_gate.range('step')" in log, "the script is told:\n" + log[-800:])
+
+
 def a_new_optimizer_each_epoch_counts(g):
     reopt = g.script("reopt", REOPT)
     # 20 epochs of 5 optimizer steps: 99 complete steps, every epoch's optimizer counted
@@ -73,7 +120,8 @@ def a_new_optimizer_each_epoch_counts(g):
         check(len(art["runs"][0]["steps"]) == 97, "97 measured steps")
 
 
-CASES = {f.__name__: f for f in (a_new_optimizer_each_epoch_counts, )}
+CASES = {f.__name__: f for f in (a_range_named_step_is_a_part,
+                                 a_new_optimizer_each_epoch_counts)}
 
 
 def main(gate, case):
