@@ -5,7 +5,11 @@
  * step; its integer payload is the step's token count. With a fallback name
  * (CANARY_GATE_STEP_FALLBACK: the optimizer steps canary-gate's sitecustomize marks, for
  * --steps-from auto) the first of the two names a process begins marks its steps and ranges of
- * the other are ignored; the shard says which ("steps_from nvtx|optimizer"). Every other range that
+ * the other are ignored; the shard says which ("steps_from nvtx|optimizer"). But the step name
+ * begun while every step the fallback began is a warm-up step (an optimizer step made before the
+ * training loop) takes over: the fallback's running step is dropped, its index reused, and the
+ * shard says so (a second "steps_from" line and a warning); after that the step name is ignored,
+ * with a warning. Every other range that
  * begins while a step of the measured window (warm-up..warm-up + CANARY_GATE_STEPS) is open, on any
  * thread, is an op of kind "range" ("<domain>:<name>" outside the default domain). Step ends are
  * appended to the shard at once, with the op totals that changed; the end of the window's last step
@@ -57,7 +61,7 @@
 #define CG_RANGE_CHUNK 4096 /* steps per chunk of range counts */
 #define CG_RANGE_CHUNKS ((CG_MAX_STEP_INDEX + CG_RANGE_CHUNK - 1) / CG_RANGE_CHUNK)
 
-enum { FRAME_STEP = 1 };
+enum { FRAME_STEP = 1, FRAME_FALLBACK = 2 /* a step of the fallback name */ };
 
 struct frame {
     uint64_t start_ns;
@@ -442,10 +446,81 @@ void cg_nvtx_write_counts(bool all)
         g_ranges_from = last; /* earlier steps change no more, but for a range racing a begin */
 }
 
-/* 1 when a range of the default domain named name marks a step, -1 when it is the step name
- * that lost (ignored), else 0. Of the step name and the fallback, the first begun wins for the
- * process; the winner is written once ("steps_from optimizer" for CG_OPTIMIZER_STEP_RANGE, else
- * "steps_from nvtx"). */
+/* Writes where the steps come from (cg_inject_lock held): "steps_from optimizer" for the name
+ * CG_OPTIMIZER_STEP_RANGE, else "steps_from nvtx". */
+static void write_steps_from(const char *name)
+{
+    cg_inject_append(CG_SHARD_KEY_STEPS_FROM " %s\n", strcmp(name, CG_OPTIMIZER_STEP_RANGE) == 0
+                                                          ? CG_SHARD_STEPS_OPTIMIZER
+                                                          : CG_SHARD_STEPS_NVTX);
+}
+
+/* Writes the start of a warning about the step name begun after the fallback's steps
+ * (cg_inject_lock held): "w the canary's own 'NAME' ranges began after ". */
+static void own_steps_warning(void)
+{
+    cg_inject_append(CG_SHARD_KEY_WARNING " the canary's own '");
+    cg_inject_append_name(g_step_name);
+    cg_inject_append("' ranges began after ");
+}
+
+/* The step name begins after the fallback's steps (a script's own step ranges after one optimizer
+ * step made before its loop, to materialise the optimizer's state): while every step the
+ * fallback began is a warm-up step, the step name takes over: the fallback's running step is
+ * dropped (end_range) and its index reused, and the steps thread is chosen again. Once the
+ * fallback has begun a measured step the step name is ignored. Either is said in the shard
+ * (the takeover with a second "steps_from" line, which the reader takes as the last word). True
+ * when the step name now marks the steps. */
+static bool own_takes_over(void)
+{
+    static _Atomic bool ignored_said;
+    int fallback = 2;
+    int64_t begun = atomic_load_explicit(&g_next_step, memory_order_relaxed);
+    if (begun <= g_warmup &&
+        atomic_compare_exchange_strong_explicit(&g_step_source, &fallback, 1, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        if (atomic_exchange_explicit(&g_open_steps, 0, memory_order_relaxed) > 0)
+            atomic_store_explicit(&g_next_step,
+                                  atomic_load_explicit(&nvtx_cur_step, memory_order_relaxed),
+                                  memory_order_relaxed);
+        atomic_store_explicit(&g_steps_thread, NULL, memory_order_relaxed);
+        cg_inject_lock();
+        write_steps_from(g_step_name);
+        own_steps_warning();
+        if (strcmp(g_step_fallback, CG_OPTIMIZER_STEP_RANGE) == 0) {
+            cg_inject_append("%lld optimizer step%s", (long long)begun, begun == 1 ? "" : "s");
+        } else {
+            cg_inject_append("%lld '", (long long)begun);
+            cg_inject_append_name(g_step_fallback);
+            cg_inject_append("' range%s", begun == 1 ? "" : "s");
+        }
+        cg_inject_append(", %s: they mark the steps\n",
+                         begun == 1 ? "a warm-up step" : "warm-up steps");
+        cg_inject_unlock();
+        return true;
+    }
+    if (atomic_load_explicit(&g_step_source, memory_order_relaxed) == 1)
+        return true; /* another thread's range took over just now */
+    if (!atomic_exchange_explicit(&ignored_said, true, memory_order_relaxed)) {
+        cg_inject_lock();
+        own_steps_warning();
+        if (strcmp(g_step_fallback, CG_OPTIMIZER_STEP_RANGE) == 0) {
+            cg_inject_append("the optimizer's measured steps: ignored, the optimizer's steps are "
+                             "measured (--steps-from nvtx measures the canary's own)\n");
+        } else {
+            cg_inject_append("the '");
+            cg_inject_append_name(g_step_fallback);
+            cg_inject_append("' ranges' measured steps: ignored, those mark the steps\n");
+        }
+        cg_inject_unlock();
+    }
+    return false;
+}
+
+/* 1 when a range of the default domain named name marks a step, 2 when the fallback marks one,
+ * -1 when it is the step name that lost (ignored), else 0. Of the step name and the fallback,
+ * the first begun wins for the process, but for the step name begun while the fallback's steps
+ * are all warm-up (own_takes_over); the winner is written (write_steps_from). */
 static int step_kind(const char *name)
 {
     int want = strcmp(name, g_step_name) == 0                              ? 1
@@ -454,18 +529,18 @@ static int step_kind(const char *name)
     if (want == 0)
         return 0;
     int was = atomic_load_explicit(&g_step_source, memory_order_relaxed);
-    if (was != 0)
-        return was == want ? 1 : -1;
-    if (atomic_compare_exchange_strong_explicit(&g_step_source, &was, want, memory_order_relaxed,
-                                                memory_order_relaxed)) {
+    if (was == 0 && atomic_compare_exchange_strong_explicit(
+                        &g_step_source, &was, want, memory_order_relaxed, memory_order_relaxed)) {
         cg_inject_lock();
-        cg_inject_append(CG_SHARD_KEY_STEPS_FROM " %s\n", strcmp(name, CG_OPTIMIZER_STEP_RANGE) == 0
-                                                              ? CG_SHARD_STEPS_OPTIMIZER
-                                                              : CG_SHARD_STEPS_NVTX);
+        write_steps_from(name);
         cg_inject_unlock();
-        return 1;
+        return want;
     }
-    return was == want ? 1 : -1;
+    if (was == want)
+        return want;
+    if (want == 1 && was == 2)
+        return own_takes_over() ? 1 : -1;
+    return -1;
 }
 
 static inline struct tstack *this_stack(void);
@@ -506,7 +581,7 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
     if (kind > 0 && !steps_thread())
         return; /* no step: counted (steps_thread), neither timed nor an op */
     if (kind > 0) {
-        f->flags = FRAME_STEP;
+        f->flags = FRAME_STEP | (kind == 2 ? FRAME_FALLBACK : 0);
         f->tokens = tokens;
         f->step = atomic_fetch_add_explicit(&g_next_step, 1, memory_order_relaxed);
         range_chunk(f->step); /* published with the step (release): range_count finds it */
@@ -531,6 +606,9 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
 static void end_range(const struct frame *f)
 {
     uint64_t end = 0;
+    if ((f->flags & FRAME_FALLBACK) &&
+        atomic_load_explicit(&g_step_source, memory_order_relaxed) == 1)
+        return; /* the fallback's step the step name took over from (own_takes_over): dropped */
     if (f->op >= 0) {
         end = cg_inject_now_ns();
         int64_t dt = (int64_t)(end - f->start_ns);

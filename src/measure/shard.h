@@ -17,7 +17,9 @@
  *   warmup W | step_range NAME            the settings the library ran with
  *   steps_from nvtx|optimizer             where the process's steps came from (the first step
  *                                         range it began: the canary's own, or the optimizer
- *                                         steps canary-gate's sitecustomize marked)
+ *                                         steps canary-gate's sitecustomize marked; a second
+ *                                         line when its own took over in the warm-up: the last
+ *                                         line counts)
  *   s I START_NS END_NS TOKENS            step I ended (index from 0 per process; TOKENS -1: none)
  *   b I NS                                GPU busy time added to step I (summed)
  *   l I VALUE                             a loss the canary reported in step I (%.9g, "nan",

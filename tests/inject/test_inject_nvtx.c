@@ -196,6 +196,46 @@ static void test_inject_nvtx__first_step_name_begun_marks_the_steps(void **state
     assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "backward"), 4);
 }
 
+/* The step name begun after the fallback's steps (a script's own canary_gate.step ranges after
+ * one optimizer step made before its loop): while every step the fallback began is a warm-up
+ * step, the step name takes over, the fallback's running step is dropped and its index reused, and
+ * the shard says so; once the fallback has begun a measured step, the step name is ignored, and
+ * the shard says that too. ("step" stands in for the optimizer's name, "forward" for the own.) */
+static void test_inject_nvtx__own_step_name_after_warm_up_fallback_steps_takes_over(void **state)
+{
+    const struct cg_workdir *w = *state;
+    struct cg_proc p;
+    const char *args[] = {"--steps", "6", "--step-ms", "1", "--nested", NULL};
+    const char *warm[] = {"CANARY_GATE_STEP_RANGE=forward", "CANARY_GATE_STEP_FALLBACK=step",
+                          "CANARY_GATE_WARMUP=2", "CANARY_GATE_STEPS=3", NULL};
+    assert_int_equal(cg_canary_run(w, warm, args, &p), 0);
+    const char *shard = cg_canary_shard(w);
+    /* six "forward" steps from index 0, each written once; the dropped "step" is not */
+    assert_int_equal(cg_text_count(shard, "s "), 6);
+    for (int i = 0; i < 6; i++) {
+        char line[16];
+        snprintf(line, sizeof(line), "s %d ", i);
+        assert_int_equal(cg_text_count(shard, line), 1);
+    }
+    assert_non_null(cg_text_line(shard, "done 5\n"));
+    /* "backward" is no part of a "forward" step: not an op */
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "backward"), 0);
+    assert_non_null(cg_text_line(shard, "w the canary's own 'forward' ranges began after 1 'step' "
+                                        "range, a warm-up step: they mark the steps\n"));
+    assert_int_equal(cg_text_count(shard, "ss "), 0); /* no step was nested */
+
+    /* no warm-up: the fallback's first step is measured, the step name is ignored and said */
+    const char *late[] = {"CANARY_GATE_STEP_RANGE=forward", "CANARY_GATE_STEP_FALLBACK=step",
+                          "CANARY_GATE_WARMUP=0", "CANARY_GATE_STEPS=3", NULL};
+    assert_int_equal(cg_canary_run(w, late, args, &p), 0);
+    shard = cg_canary_shard(w);
+    assert_int_equal(cg_text_count(shard, "s "), 6);
+    assert_int_equal(cg_shard_op_calls(shard, NULL, "range", "backward"), 3);
+    assert_int_equal(cg_text_count(shard, "w the canary's own 'forward' ranges began after "
+                                          "the 'step' ranges' measured steps: ignored"),
+                     1);
+}
+
 /* The sum of the calls of every "o range ..." line of text before stop (NULL: the end). */
 static int64_t range_op_calls(const char *text, const char *stop)
 {
@@ -393,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_inject_nvtx__op_table_overflow_is_reported),
         cmocka_unit_test(test_inject_nvtx__foreign_handles_are_never_dereferenced),
         cmocka_unit_test(test_inject_nvtx__first_step_name_begun_marks_the_steps),
+        cmocka_unit_test(test_inject_nvtx__own_step_name_after_warm_up_fallback_steps_takes_over),
         cmocka_unit_test(test_inject_nvtx__ranges_are_counted_per_step_on_every_thread),
         cmocka_unit_test(test_inject_nvtx__measured_ranges_are_the_range_ops_calls),
         cmocka_unit_test(test_inject_nvtx__ranges_without_a_window_end_are_written_by_exit),

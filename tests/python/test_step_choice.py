@@ -4,6 +4,10 @@ real gate.
 
 Run by ctest, one case per test (test_python__<case>), with a python3 that imports torch
 (Debian's python3-torch, CPU-only). Cases:
+  own_steps_win_over_an_early_optimizer_step  one optimizer step before the loop (materialising
+                                   the optimizer's state) does not decide: the script's own
+                                   canary_gate.step ranges, with their tokens, mark the steps,
+                                   and the run says so
   a_range_named_step_is_a_part     canary_gate.range("step") around opt.step() is a part of the
                                    step (an op), never the step: the steps come from the optimizer
   a_new_optimizer_each_epoch_counts  a script that makes a fresh optimizer every epoch (one
@@ -19,6 +23,20 @@ import sys
 import tempfile
 
 failures = []
+
+OWN = r'''
+import os, torch, canary_gate
+torch.manual_seed(0); torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+x = torch.randn(64, 32); y = torch.randn(64, 1)
+for p in model.parameters():  # materialise the optimizer's state before loading a checkpoint
+    p.grad = torch.zeros_like(p)
+opt.step(); opt.zero_grad(set_to_none=True)
+for i in range(200):
+    with canary_gate.step(tokens=64):
+        opt.zero_grad(); torch.nn.functional.mse_loss(model(x), y).backward(); opt.step()
+'''
 
 PARTS = r'''
 import time, torch, canary_gate
@@ -81,6 +99,24 @@ class Gate:
             return json.load(f)
 
 
+def own_steps_win_over_an_early_optimizer_step(g):
+    own = g.script("own", OWN)
+    p = g.call(["run", "--out", os.path.join(g.tmp, "own.json"), "--runs", "1", "--warmup", "3",
+                "--steps", "10", "--", sys.executable, own])
+    art = g.load("own.json")
+    check(p.returncode == 0 and art is not None, "measured (exit %d)\n%s"
+          % (p.returncode, p.stderr[-1500:]))
+    if art is None:
+        return
+    check(art["settings"]["steps_from"] == "nvtx",
+          "steps from the script's own ranges, not its optimizer: %s" % art["settings"])
+    steps = art["runs"][0]["steps"]
+    check(len(steps) == 10 and all(s.get("tokens") == 64 for s in steps),
+          "10 steps, each with its 64 tokens: %s" % steps[:3])
+    check("own 'step' ranges" in p.stderr and "mark the steps" in p.stderr,
+          "the run says the script's own ranges were chosen:\n" + p.stderr[-1500:])
+
+
 def a_range_named_step_is_a_part(g):
     parts = g.script("parts", PARTS)
     p = g.call(["run", "--out", os.path.join(g.tmp, "parts.json"), "--runs", "1", "--warmup",
@@ -120,7 +156,8 @@ def a_new_optimizer_each_epoch_counts(g):
         check(len(art["runs"][0]["steps"]) == 97, "97 measured steps")
 
 
-CASES = {f.__name__: f for f in (a_range_named_step_is_a_part,
+CASES = {f.__name__: f for f in (own_steps_win_over_an_early_optimizer_step,
+                                 a_range_named_step_is_a_part,
                                  a_new_optimizer_each_epoch_counts)}
 
 
