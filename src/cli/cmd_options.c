@@ -71,7 +71,8 @@ int cg_measure_option(const char *verb, int opt, const char *arg, struct cg_meas
                                       arg);
         return 0;
     case CG_MOPT_STEP_OPTIMIZER:
-        return cg_cmd_parse_count(verb, "--step-optimizer", arg, 1, 1000, &m->step_optimizer);
+        return cg_cmd_parse_count(verb, "--step-optimizer", arg, 1, CG_STEP_OPTIMIZER_MAX,
+                                  &m->step_optimizer);
     case CG_MOPT_SHARD_DIR:
         if (arg[0] == '\0')
             return cg_cmd_usage_error(verb, "--shard-dir: expected a directory");
@@ -156,7 +157,12 @@ void cg_measure_apply(const struct cg_measure_opts *m, const struct cg_threshold
     c->grace_s = m->grace_s;
     c->let_finish = m->let_finish;
     c->steps_from = steps_from(m, have_base ? base : NULL);
-    c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer : 1;
+    /* the optimizer counted: given, else the baseline's (a step of another optimizer is another
+     * unit of work), else the first to step */
+    c->step_optimizer = m->step_optimizer > 0 ? m->step_optimizer
+                        : have_base && base->settings.step_optimizer > 0
+                            ? (long)base->settings.step_optimizer
+                            : 1;
     c->shard_dir = m->shard_dir;
     /* MFU's inputs: given, else the baseline's, so both sides divide by the same */
     c->flops_per_token = m->flops_per_token > 0 ? m->flops_per_token

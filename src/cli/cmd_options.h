@@ -104,7 +104,7 @@ enum {
     "                         optimizer.step() calls; nvtx: own ranges only; optimizer: those\n"   \
     "                         calls only (the main command: as the baseline if it was)\n"          \
     "  --step-optimizer N     with steps from the optimizer, the N-th optimizer to step counts\n"  \
-    "                         (default 1: with several per step, the first)\n"                     \
+    "                         (default 1, the first; the main command: the baseline's)\n"          \
     "  --shard-dir DIR        write the shards into a fresh directory under DIR, removed after\n"  \
     "                         each run: a directory every node sees, for canaries launched on\n"   \
     "                         several nodes (srun, sbatch, mpirun, torchrun --nnodes; default:\n"  \

@@ -43,6 +43,7 @@ void cg_artifact_init(struct cg_artifact *a)
     a->cuda_initialised = -1;
     a->env.gpu_count = 0;
     a->settings.tokens_per_step = -1;
+    a->settings.step_optimizer = -1;
     a->settings.flops_per_token = -1;
     a->settings.peak_flop_per_clock = NAN;
     cg_gpu_env_init(&a->env.gpu_env);
@@ -566,6 +567,7 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
     dst->settings.warmup = src->settings.warmup;
     dst->settings.runs = src->settings.runs;
     dst->settings.tokens_per_step = src->settings.tokens_per_step;
+    dst->settings.step_optimizer = src->settings.step_optimizer;
     dst->settings.flops_per_token = src->settings.flops_per_token;
     dst->settings.peak_flop_per_clock = src->settings.peak_flop_per_clock;
     if (cg_gpu_env_copy(&dst->env.gpu_env, &src->env.gpu_env) != 0 ||
@@ -662,8 +664,18 @@ const char *cg_artifact_canary_diff_but_steps(const struct cg_artifact *a,
     return canary_diff(a, b, false);
 }
 
-/* The first field in which a and b differ as canaries; steps false: step_range and steps_from
- * are not compared. */
+bool cg_settings_step_optimizer_differs(const struct cg_settings *a, const struct cg_settings *b)
+{
+    if (a->step_optimizer <= 0 || b->step_optimizer <= 0 || a->step_optimizer == b->step_optimizer)
+        return false; /* unknown on a side (older): taken as the other's */
+    if ((a->steps_from != NULL && strcmp(a->steps_from, "optimizer") != 0) ||
+        (b->steps_from != NULL && strcmp(b->steps_from, "optimizer") != 0))
+        return false; /* a side's steps are its own ranges: no optimizer counted there */
+    return true;
+}
+
+/* The first field in which a and b differ as canaries; steps false: step_range, steps_from and
+ * step_optimizer are not compared. */
 static const char *canary_diff(const struct cg_artifact *a, const struct cg_artifact *b, bool steps)
 {
     const struct cg_env *x = &a->env, *y = &b->env;
@@ -682,6 +694,8 @@ static const char *canary_diff(const struct cg_artifact *a, const struct cg_arti
     if (steps && a->settings.steps_from != NULL && b->settings.steps_from != NULL &&
         strcmp(a->settings.steps_from, b->settings.steps_from) != 0)
         return "settings.steps_from";
+    if (steps && cg_settings_step_optimizer_differs(&a->settings, &b->settings))
+        return "settings.step_optimizer";
     if (a->settings.tokens_per_step != b->settings.tokens_per_step)
         return "settings.tokens_per_step";
     if (!str_eq(a->settings.comm_kernels, b->settings.comm_kernels))

@@ -170,6 +170,10 @@ struct cg_settings {
     char *step_range;        /* NVTX range name that marks a step */
     char *steps_from;        /* what marked the steps: "nvtx" (the canary's own ranges) or
                               * "optimizer" (its optimizer steps, --steps-from); NULL unknown */
+    int64_t step_optimizer;  /* with steps from the optimizer, the N-th optimizer to step is the
+                              * one counted (--step-optimizer, 1: the first); -1 unknown
+                              * (artifacts written before it was recorded) */
+#define CG_STEP_OPTIMIZER_MAX 1000 /* the largest --step-optimizer */
     int64_t tokens_per_step; /* -1 when steps carry their own tokens or none */
     char *comm_kernels;      /* CANARY_GATE_COMM_KERNELS as the canary had it (name parts of
                               * communication kernels besides NCCL's); NULL: unset or empty */
@@ -283,14 +287,21 @@ int cg_artifact_copy_header(struct cg_artifact *dst, const struct cg_artifact *s
  * count, driver, CUDA, and CPU model when neither has a GPU), or NULL when they match. */
 const char *cg_env_machine_diff(const struct cg_env *a, const struct cg_env *b, bool gpu);
 
+/* True when the sides counted another optimizer's steps (settings.step_optimizer) and neither
+ * side's steps came from its own ranges (settings.steps_from "optimizer" or unknown); a side that
+ * did not record its counted optimizer (older) is taken as the other's. */
+bool cg_settings_step_optimizer_differs(const struct cg_settings *a, const struct cg_settings *b);
+
 /* Names the first canary identity field that differs (command, steps, warm-up, step range,
- * steps_from, tokens per step, comm_kernels, then canary_id when both have one), or NULL when the
- * canaries match. What the canary is: what the user chose to run and how it is measured, never
- * the contents of the code measured (runs[].code): runs of an edited script pool. An artifact
- * without canary_id (written before it) is compared by its command and settings alone. */
+ * steps_from, step_optimizer, tokens per step, comm_kernels, then canary_id when both have
+ * one), or NULL when the canaries match. What the canary is: what the user chose to run and how
+ * it is measured, never the contents of the code measured (runs[].code): runs of an edited
+ * script pool. An artifact without canary_id (written before it) is compared by its command and
+ * settings alone. */
 const char *cg_artifact_canary_diff(const struct cg_artifact *a, const struct cg_artifact *b);
 
-/* The same without settings.step_range and settings.steps_from (a verdict says those apart). */
+/* The same without settings.step_range, settings.steps_from and settings.step_optimizer (a
+ * verdict says those apart). */
 const char *cg_artifact_canary_diff_but_steps(const struct cg_artifact *a,
                                               const struct cg_artifact *b);
 

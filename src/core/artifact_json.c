@@ -198,6 +198,7 @@ static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifac
         get_int(p, s, "settings", "runs", false, 1, &st->runs) ||
         get_str(p, s, "settings", "step_range", true, &st->step_range) ||
         get_str(p, s, "settings", "steps_from", true, &st->steps_from) ||
+        get_int(p, s, "settings", "step_optimizer", true, 1, &st->step_optimizer) ||
         get_str(p, s, "settings", "comm_kernels", true, &st->comm_kernels) ||
         get_int(p, s, "settings", "tokens_per_step", true, 0, &st->tokens_per_step) ||
         get_int(p, s, "settings", "flops_per_token", true, 1, &st->flops_per_token) ||
@@ -209,6 +210,8 @@ static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifac
     if (st->steps_from != NULL && strcmp(st->steps_from, "nvtx") != 0 &&
         strcmp(st->steps_from, "optimizer") != 0)
         return bad(p, "settings.steps_from", "must be \"nvtx\", \"optimizer\" or null");
+    if (st->step_optimizer > CG_STEP_OPTIMIZER_MAX)
+        return bad(p, "settings.step_optimizer", "must be at most 1000");
     return 0;
 }
 
@@ -829,6 +832,8 @@ char *cg_artifact_to_json(const struct cg_artifact *a)
     cJSON_AddNumberToObject(set, "runs", (double)s->runs);
     cJSON_AddItemToObject(set, "step_range", str_or_null(s->step_range));
     cJSON_AddItemToObject(set, "steps_from", str_or_null(s->steps_from));
+    if (s->step_optimizer > 0) /* absent: unknown, as in artifacts from before it was recorded */
+        cJSON_AddNumberToObject(set, "step_optimizer", (double)s->step_optimizer);
     if (s->comm_kernels != NULL) /* absent: unset, as in artifacts from before it was recorded */
         cJSON_AddStringToObject(set, "comm_kernels", s->comm_kernels);
     cJSON_AddItemToObject(set, "tokens_per_step", int_or_null(s->tokens_per_step));

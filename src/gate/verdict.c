@@ -608,6 +608,12 @@ bool cg_verdict_steps_redefined(const struct cg_artifact *baseline,
                  "'%.40s' (a step is another unit of work: measure both the same way, "
                  "--step-range)",
                  rb, rc);
+    else if (cg_settings_step_optimizer_differs(b, c))
+        snprintf(why, n,
+                 "the sides define a step differently: baseline's steps are optimizer %lld's, "
+                 "current's optimizer %lld's (a step is another unit of work: measure both the "
+                 "same way, --step-optimizer)",
+                 (long long)b->step_optimizer, (long long)c->step_optimizer);
     else
         return false;
     return true;

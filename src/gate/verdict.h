@@ -147,9 +147,10 @@ struct cg_verdict {
                                * could be gated on these runs (all unavailable or shown only):
                                * the verdict is INCONCLUSIVE, never a PASS of nothing; "" else */
     bool steps_redefined;     /* the sides' steps come from different places or ranges of other
-                               * names (settings.steps_from, settings.step_range; steps_differ
-                               * says which): a step is another unit of work, so counts per step
-                               * and the anatomy are INCONCLUSIVE too; memory still decides */
+                               * names or optimizers (settings.steps_from, settings.step_range,
+                               * settings.step_optimizer; steps_differ says which): a step is
+                               * another unit of work, so counts per step and the anatomy are
+                               * INCONCLUSIVE too; memory still decides */
     bool downgraded;          /* a FAIL became INCONCLUSIVE because the machine differs (some
                                * metric's other_machine) */
     bool within_run;          /* some metric fell back to the within-run bootstrap */
@@ -186,10 +187,10 @@ struct cg_verdict {
 int cg_verdict_compute(const struct cg_artifact *baseline, const struct cg_artifact *current,
                        const struct cg_thresholds *t, struct cg_verdict *v, struct cg_err *err);
 
-/* True when the sides' steps come from different places (settings.steps_from) or ranges of
- * different names (settings.step_range), with the reason in why (n bytes): their step times,
- * counts per step and anatomies measure different units of work. A side that recorded neither (an
- * older artifact) is taken as the other's. */
+/* True when the sides' steps come from different places (settings.steps_from), ranges of
+ * different names (settings.step_range) or different optimizers (settings.step_optimizer), with
+ * the reason in why (n bytes): their step times, counts per step and anatomies measure different
+ * units of work. A side that recorded none of them (an older artifact) is taken as the other's. */
 bool cg_verdict_steps_redefined(const struct cg_artifact *baseline,
                                 const struct cg_artifact *current, char *why, size_t n);
 

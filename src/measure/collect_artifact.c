@@ -37,6 +37,7 @@ int cg_collect_artifact_header(struct cg_artifact *a, const struct cg_collect_cf
     a->settings.runs = 0;
     a->settings.step_range = strdup(c->step_range);
     a->settings.tokens_per_step = c->tokens_per_step;
+    a->settings.step_optimizer = c->step_optimizer > 0 ? c->step_optimizer : 1;
     a->settings.flops_per_token = c->flops_per_token > 0 ? c->flops_per_token : -1;
     a->settings.peak_flop_per_clock = c->peak_flop_per_clock > 0 ? c->peak_flop_per_clock : NAN;
     if (c->precision != NULL && (a->settings.precision = strdup(c->precision)) == NULL)

@@ -73,6 +73,44 @@ static char *replace(const char *s, const char *from, const char *to)
     return out;
 }
 
+/* settings.step_optimizer (--step-optimizer: which optimizer's steps were counted) is kept
+ * through JSON; an artifact written before it reads as unknown (-1); a bad one is named. */
+static void test_artifact__step_optimizer_round_trips(void **state)
+{
+    (void)state;
+    struct cg_artifact a, b;
+    struct cg_err err;
+    cg_artifact_init(&a);
+    assert_int_equal(cg_fixture_make(&a, &fx), 0);
+    assert_int_equal(a.settings.step_optimizer, -1);
+    a.settings.step_optimizer = 2;
+    char *text = cg_artifact_to_json(&a);
+    assert_non_null(strstr(text, "\"step_optimizer\":\t2"));
+    assert_int_equal(cg_artifact_parse(text, strlen(text), "x.json", &b, &err), 0);
+    assert_int_equal(b.settings.step_optimizer, 2);
+    cg_artifact_release(&b);
+    /* older: absent, unknown */
+    char *older = replace(text, "\"step_optimizer\":\t2,", "");
+    assert_int_equal(cg_artifact_parse(older, strlen(older), "x.json", &b, &err), 0);
+    assert_int_equal(b.settings.step_optimizer, -1);
+    cg_artifact_release(&b);
+    free(older);
+    const char *bad[] = {"0", "\"2\"", "1.5", "1001"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char to[64];
+        snprintf(to, sizeof(to), "\"step_optimizer\":\t%s", bad[i]);
+        char *t = replace(text, "\"step_optimizer\":\t2", to);
+        cg_err_init(&err);
+        assert_int_equal(cg_artifact_parse(t, strlen(t), "x.json", &b, &err), CG_EINPUT);
+        if (strstr(err.msg, "settings.step_optimizer") == NULL ||
+            strstr(err.msg, "'x.json'") == NULL)
+            fail_msg("step_optimizer %s: '%s'", bad[i], err.msg);
+        free(t);
+    }
+    free(text);
+    cg_artifact_release(&a);
+}
+
 static void test_artifact__bad_inputs_name_the_problem(void **state)
 {
     (void)state;
@@ -835,6 +873,15 @@ static void edit_comm(struct cg_artifact *a)
 {
     a->settings.comm_kernels = strdup("userbuffers");
 }
+static void edit_step_optimizer(struct cg_artifact *a)
+{
+    a->settings.step_optimizer = 2; /* the other side's is 1 */
+}
+static void edit_step_optimizer_nvtx(struct cg_artifact *a)
+{
+    a->settings.step_optimizer = 2;
+    a->settings.steps_from = strdup("nvtx"); /* the other side's too: no optimizer counted */
+}
 
 /* The canary is what the user chose to run and how it is measured: the code's contents (runs'
  * file hashes, an older canary_hash that held them) never make another canary; an artifact
@@ -849,6 +896,8 @@ static void test_artifact__the_canary_is_its_command_and_settings(void **state)
         {"another command", edit_command, "environment.canary_command"},
         {"another step count", edit_steps, "settings.steps"},
         {"other communication kernels", edit_comm, "settings.comm_kernels"},
+        {"another optimizer's steps counted", edit_step_optimizer, "settings.step_optimizer"},
+        {"another optimizer, steps from NVTX", edit_step_optimizer_nvtx, NULL},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         struct cg_artifact a, b;
@@ -858,6 +907,9 @@ static void test_artifact__the_canary_is_its_command_and_settings(void **state)
         assert_int_equal(cg_fixture_make(&b, &fx), 0);
         a.env.canary_id = strdup("fnv1a64:0000000000000001");
         b.env.canary_id = strdup("fnv1a64:0000000000000001");
+        a.settings.step_optimizer = b.settings.step_optimizer = 1;
+        if (cases[k].edit == edit_step_optimizer_nvtx)
+            a.settings.steps_from = strdup("nvtx");
         assert_int_equal(
             cg_run_code_add_file(&a.runs[0].code, "train.py", "fnv1a64:0000000000000001"), 0);
         cases[k].edit(&b);
@@ -943,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_artifact__runs_carry_an_identity_through_json_and_merges),
         cmocka_unit_test(test_artifact__the_same_run_twice_is_found),
         cmocka_unit_test(test_artifact__copied_runs_are_refused_on_load),
+        cmocka_unit_test(test_artifact__step_optimizer_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1512,10 +1512,13 @@ static void test_verdict__steps_marked_differently_between_sides_are_inconclusiv
 }
 
 /* Steps defined differently on the two sides: the baseline timed whole optimizer steps, the
- * current marks its own (a pull request that wraps opt.step() in canary_gate.step), or the
- * sides' step ranges have other names. A step is then another unit of work: its time and its
- * counts per step cannot be compared, and a 2.5x slower iteration read -94% ("improved", PASS)
- * with a note "still gated". Now INCONCLUSIVE with the reason; memory still decides. */
+ * current marks its own (a pull request that wraps opt.step() in canary_gate.step), the sides'
+ * step ranges have other names, or their steps are another optimizer's (--step-optimizer: a
+ * GAN's generator on one side, its critic, stepping 5 times an iteration, on the other). A step
+ * is then another unit of work: its time and its counts per step cannot be compared, and a 2.5x
+ * slower iteration read -94% ("improved", PASS) with a note "still gated". Now INCONCLUSIVE with
+ * the reason; memory still decides. A side that did not record its counted optimizer (older) is
+ * taken as the other's. */
 static void test_verdict__steps_defined_differently_are_inconclusive(void **state)
 {
     (void)state;
@@ -1531,19 +1534,32 @@ static void test_verdict__steps_defined_differently_are_inconclusive(void **stat
         const char *from[2], *range[2];
         enum cg_outcome overall;
         const char *note;
+        int64_t optimizer[2]; /* settings.step_optimizer; 0: as make() leaves it (unknown) */
     } rows[] = {
         {{"optimizer", "nvtx"},
          {"step", "step"},
          CG_OUT_INCONCLUSIVE,
          "the sides define a step differently: baseline's steps from the optimizer, current's "
-         "from NVTX ranges"},
+         "from NVTX ranges",
+         {0, 0}},
         {{"nvtx", "nvtx"},
          {"step", "train_step"},
          CG_OUT_INCONCLUSIVE,
          "the sides define a step differently: baseline's range 'step', current's "
-         "'train_step'"},
-        {{"nvtx", "nvtx"}, {"step", "step"}, CG_OUT_PASS, NULL}, /* improved: passes */
-        {{NULL, "nvtx"}, {"step", "step"}, CG_OUT_PASS, NULL},   /* older: not recorded */
+         "'train_step'",
+         {0, 0}},
+        {{"nvtx", "nvtx"}, {"step", "step"}, CG_OUT_PASS, NULL, {0, 0}}, /* improved: passes */
+        {{NULL, "nvtx"}, {"step", "step"}, CG_OUT_PASS, NULL, {0, 0}},   /* older: not recorded */
+        {{"optimizer", "optimizer"},
+         {"step", "step"},
+         CG_OUT_INCONCLUSIVE,
+         "the sides define a step differently: baseline's steps are optimizer 2's, current's "
+         "optimizer 1's",
+         {2, 1}},
+        {{"optimizer", NULL}, {"step", "step"}, CG_OUT_INCONCLUSIVE, "optimizer 1's", {1, 3}},
+        {{"optimizer", "optimizer"}, {"step", "step"}, CG_OUT_PASS, NULL, {2, 2}},
+        {{"optimizer", "optimizer"}, {"step", "step"}, CG_OUT_PASS, NULL, {-1, 2}}, /* older */
+        {{"nvtx", "nvtx"}, {"step", "step"}, CG_OUT_PASS, NULL, {2, 1}}, /* no optimizer counted */
     };
     make(&b, &fb);
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -1554,6 +1570,8 @@ static void test_verdict__steps_defined_differently_are_inconclusive(void **stat
             free(side[j]->settings.step_range);
             side[j]->settings.steps_from = rows[i].from[j] ? strdup(rows[i].from[j]) : NULL;
             side[j]->settings.step_range = strdup(rows[i].range[j]);
+            if (rows[i].optimizer[j] != 0)
+                side[j]->settings.step_optimizer = rows[i].optimizer[j];
         }
         assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
         const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_MEAN];

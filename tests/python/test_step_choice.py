@@ -4,6 +4,10 @@ real gate.
 
 Run by ctest, one case per test (test_python__<case>), with a python3 that imports torch
 (Debian's python3-torch, CPU-only). Cases:
+  step_optimizer_is_the_baselines  --step-optimizer is recorded (settings.step_optimizer), the
+                                   main command takes the baseline's when not given (a GAN's
+                                   critic 8x wider FAILs), and sides that count another optimizer
+                                   define a step differently (INCONCLUSIVE, not a PASS)
   own_steps_win_over_an_early_optimizer_step  one optimizer step before the loop (materialising
                                    the optimizer's state) does not decide: the script's own
                                    canary_gate.step ranges, with their tokens, mark the steps,
@@ -23,6 +27,25 @@ import sys
 import tempfile
 
 failures = []
+
+GAN = r'''
+import os, torch
+torch.manual_seed(0); torch.set_num_threads(1)
+K = int(os.environ.get("NCRITIC", "5")); DW = int(os.environ.get("DW", "64"))
+G = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32))
+D = torch.nn.Sequential(torch.nn.Linear(32, DW), torch.nn.ReLU(), torch.nn.Linear(DW, 1))
+optD = torch.optim.RMSprop(D.parameters(), lr=5e-5)
+optG = torch.optim.RMSprop(G.parameters(), lr=5e-5)
+real = torch.randn(64, 32)
+for it in range(400):
+    for _ in range(K):
+        optD.zero_grad()
+        lossD = D(G(torch.randn(64, 16)).detach()).mean() - D(real).mean()
+        lossD.backward(); optD.step()
+    optG.zero_grad()
+    lossG = -D(G(torch.randn(64, 16))).mean()
+    lossG.backward(); optG.step()
+'''
 
 OWN = r'''
 import os, torch, canary_gate
@@ -99,6 +122,38 @@ class Gate:
             return json.load(f)
 
 
+def step_optimizer_is_the_baselines(g):
+    gan = g.script("gan", GAN)
+    base = os.path.join(g.tmp, "base.json")
+    p = g.call(["run", "--out", base, "--runs", "3", "--warmup", "3", "--steps", "20",
+                "--step-optimizer", "2", "--", sys.executable, gan])
+    art = g.load("base.json")
+    check(p.returncode == 0 and art is not None, "the baseline, counting the generator's steps "
+          "(exit %d)\n%s" % (p.returncode, p.stderr[-1500:]))
+    if art is None:
+        return
+    check(art["settings"].get("step_optimizer") == 2,
+          "the baseline records settings.step_optimizer 2: %s" % art["settings"])
+    # the pull request (the critic 8x wider) gated without the option: the baseline's counted
+    # optimizer is counted (it was the critic, each step 1/5 of an iteration: -31% PASS)
+    p = g.call(["--baseline", base, "--runs", "3", "--no-confirm", "--out",
+                os.path.join(g.tmp, "pr.json"), "--", sys.executable, gan], env={"DW": "512"})
+    pr = g.load("pr.json")
+    check(pr is not None and pr["settings"].get("step_optimizer") == 2,
+          "the main command counts the baseline's optimizer: %s"
+          % (pr and pr["settings"], ))
+    check(p.returncode == 1, "the wider critic FAILs (exit %d)\n%s" % (p.returncode,
+                                                                      p.stdout[-2000:]))
+    # the other optimizer asked for: a step is another unit of work, not compared
+    p = g.call(["--baseline", base, "--runs", "3", "--no-confirm", "--step-optimizer", "1",
+                "--out", os.path.join(g.tmp, "pr1.json"), "--", sys.executable, gan],
+               env={"DW": "512"})
+    check(p.returncode == 0 and "INCONCLUSIVE" in p.stdout and
+          "define a step differently" in p.stdout and "--step-optimizer" in p.stdout,
+          "counting another optimizer than the baseline: INCONCLUSIVE, the steps differ "
+          "(exit %d)\n%s" % (p.returncode, p.stdout[-2000:]))
+
+
 def own_steps_win_over_an_early_optimizer_step(g):
     own = g.script("own", OWN)
     p = g.call(["run", "--out", os.path.join(g.tmp, "own.json"), "--runs", "1", "--warmup", "3",
@@ -156,7 +211,8 @@ def a_new_optimizer_each_epoch_counts(g):
         check(len(art["runs"][0]["steps"]) == 97, "97 measured steps")
 
 
-CASES = {f.__name__: f for f in (own_steps_win_over_an_early_optimizer_step,
+CASES = {f.__name__: f for f in (step_optimizer_is_the_baselines,
+                                 own_steps_win_over_an_early_optimizer_step,
                                  a_range_named_step_is_a_part,
                                  a_new_optimizer_each_epoch_counts)}
 
