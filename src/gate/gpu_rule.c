@@ -14,9 +14,7 @@
 
 static void clause(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Whether a cause seen in `seen` of a device's samples holds its run back: more than
- * CG_GPU_HELD_MIN_SHARE_PCT of them (any, when the count of samples is unknown). */
-static bool held_share(int64_t seen, int64_t samples)
+bool cg_gpu_held_share(int64_t seen, int64_t samples)
 {
     if (seen <= 0)
         return false;
@@ -41,10 +39,10 @@ static void each_cause(const struct cg_gpu_check *c, const struct cg_run *r,
         const struct cg_gpu_device *d = &g->dev[i];
         long long dev = (long long)d->index;
         for (int k = 0; k < CG_GPU_R_N; k++)
-            if (cg_gpu_reason_external(k) && held_share(d->reasons[k], d->samples) &&
+            if (cg_gpu_reason_external(k) && cg_gpu_held_share(d->reasons[k], d->samples) &&
                 !constant(c, dev, k))
                 fn(ctx, dev, k);
-        if (held_share(d->other_samples, d->samples) && !constant(c, dev, CAUSE_OTHER))
+        if (cg_gpu_held_share(d->other_samples, d->samples) && !constant(c, dev, CAUSE_OTHER))
             fn(ctx, dev, CAUSE_OTHER);
     }
 }

@@ -40,6 +40,10 @@
  * more) about 1%, under every default timing threshold; one sample in a long run is not a run
  * held back. */
 #define CG_GPU_HELD_MIN_SHARE_PCT 1.0
+/* Whether a cause seen in `seen` of a device's samples holds its run back: more than
+ * CG_GPU_HELD_MIN_SHARE_PCT of them (any, when the count of samples is unknown). */
+bool cg_gpu_held_share(int64_t seen, int64_t samples);
+
 /* Room for the causes present in every run of both sides. */
 #define CG_GPU_MAX_CONSTANT 8
 

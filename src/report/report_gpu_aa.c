@@ -38,9 +38,9 @@ static void fold(struct dev_sum *s, const struct cg_gpu_device *d)
     }
     bool held = false;
     for (int r = 0; r < CG_GPU_R_N; r++) /* the gate's own rule of what holds a run back */
-        held |= cg_gpu_reason_external(r) && d->reasons[r] > 0;
+        held |= cg_gpu_reason_external(r) && cg_gpu_held_share(d->reasons[r], d->samples);
     s->held += held;
-    s->shared += d->other_samples > 0;
+    s->shared += cg_gpu_held_share(d->other_samples, d->samples);
     s->wide |= d->sm_max_mhz > 0 &&
                100.0 * (double)(d->sm_max_mhz - d->sm_min_mhz) / (double)d->sm_max_mhz >
                    CG_AA_CLOCK_SPAN_PCT;

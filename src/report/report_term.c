@@ -124,7 +124,7 @@ static int gpu_lines(const struct cg_verdict *v, struct cg_buf *out)
                                  "itself\n",
                             g->settings_diff);
     if (g->reason[0])
-        rc |= cg_buf_printf(out, "note: the GPU held runs back: %s%s\n", g->reason,
+        rc |= cg_buf_printf(out, "note: the GPU's own state: %s%s\n", g->reason,
                             g->decided ? " (a regression they decide is inconclusive)" : "");
     if (g->clocks_moved)
         rc |= cg_buf_printf(out, "note: %s%s\n", g->clock_reason,

@@ -74,6 +74,11 @@ static void test_report_gpu_aa__held_shared_and_unmeasured(void **state)
     make(&a);
     cg_fixture_hold(&a, 0, 2, CG_GPU_R_HW_SLOWDOWN, 10);
     cg_fixture_hold(&a, 4, 1, -1, 5);
+    /* one sample in 200, as the gate reads it (gpu_rule.h): neither held back nor shared */
+    a.runs[3].gpu.dev[0].samples = 200;
+    cg_fixture_hold(&a, 3, 1, CG_GPU_R_HW_SLOWDOWN, 1);
+    a.runs[5].gpu.dev[0].samples = 200;
+    cg_fixture_hold(&a, 5, 1, -1, 1);
     const char *t = text(&a, &b, NULL);
     if (strstr(t, "GPU 0: 2 runs held back by a reason not the workload's own") == NULL ||
         strstr(t, "1 shared with another process") == NULL)
