@@ -264,6 +264,24 @@ static void work_removed_every_third_step_improves_a_one_off_does_not(void **sta
     cg_verdict_release(&v);
 }
 
+/* A baseline whose count dips in two steps of each run (1 a step, 0 in steps 4 and 11) against a
+ * current side exactly at the usual 1: valued at its mean the baseline read 0.9 and the current
+ * FAILed "+0.1 host synchronisations per step"; a side valued against the other's exact value
+ * is taken at its mean only where that is above its median, for an improvement to show. */
+static void a_baseline_that_dips_does_not_fail_an_exact_current(void **state)
+{
+    struct sides *s = *state;
+    add_every(&s->base, CG_COUNT_SYNC_STREAM, 20, 4, -1);
+    add_every(&s->base, CG_COUNT_SYNC_STREAM, 20, 11, -1);
+    struct cg_verdict v;
+    verdict(s, &v);
+    const struct cg_count_result *r = row_of(&v, CG_COUNT_SYNCS);
+    assert_int_equal(r->outcome, CG_OUT_PASS);
+    assert_true(r->baseline == 1 && r->current == 1);
+    assert_int_equal(v.overall, CG_OUT_PASS);
+    cg_verdict_release(&v);
+}
+
 /* Size and power of valuing runs at their mean against a side the same in every step. Under the
  * null both sides draw one allocation in a step with probability p, independently (a canary with
  * rare data-dependent allocations): a FAIL needs the baseline to show none in any step and every
@@ -859,6 +877,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(work_removed_every_third_step_improves_a_one_off_does_not,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(periodic_rule_size_and_power, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_baseline_that_dips_does_not_fail_an_exact_current, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(exposed_communication_is_gated, setup, teardown),
         cmocka_unit_test_setup_teardown(exposed_communication_named_otherwise_is_not_gated, setup,
                                         teardown),
