@@ -211,14 +211,19 @@ static int infra_pattern(const char *p, size_t n, const struct cg_infra_scope *s
     return -1;
 }
 
-/* A launcher's prefix of a rank's line ("[default0]:", "[rank1]:"), skipped. */
+/* A launcher's prefix of a rank's line, skipped: torchrun's "[default0]:" before the line as
+ * the rank wrote it, PyTorch's own "[rank1]: " (one space after the colon). A frame line keeps
+ * its indent either way. */
 static size_t prefix_len(const char *p, size_t n)
 {
     if (n == 0 || p[0] != '[')
         return 0;
     for (size_t i = 1; i + 1 < n && i < 40; i++)
-        if (p[i] == ']')
-            return p[i + 1] == ':' ? i + 2 : 0;
+        if (p[i] == ']') {
+            if (p[i + 1] != ':')
+                return 0;
+            return i + 2 < n && p[i + 2] == ' ' ? i + 3 : i + 2;
+        }
     return 0;
 }
 

@@ -139,6 +139,18 @@ test_multinode__infrastructure_is_claimed_only_where_the_evidence_supports_it(vo
          "[default0]:ValueError: shape mismatch in the new loss\n"
          "Connection reset by peer\n",
          &ranks, NULL, false},
+        {"ranks: PyTorch's own rank prefix ('[rank0]: '), the script's own error last",
+         "[rank0]: wandb: Network error (ConnectionError): Connection refused\n"
+         "[rank0]: Traceback (most recent call last):\n"
+         "[rank0]:   File \"/w/train.py\", line 3, in <module>\n"
+         "[rank0]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x31 and 32x1)\n",
+         &ranks, NULL, false},
+        {"ranks: PyTorch's own rank prefix, a reset connection in the script's last error",
+         "[rank1]: Traceback (most recent call last):\n"
+         "[rank1]:   File \"/w/train.py\", line 9, in <module>\n"
+         "[rank1]: RuntimeError: [pair.cc:589] Read error [10.0.0.2]:4312: Connection reset by "
+         "peer\n",
+         &ranks, "a connection between ranks was reset", false},
         {"ranks: an NCCL watchdog, no traceback",
          "step 3\n[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation "
          "timeout: WorkNCCL(SeqNum=5)\n",
