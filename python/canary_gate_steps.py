@@ -69,9 +69,9 @@ class _Marker:
 class _Counter:
     """Turns completed step() calls of the counted optimizer into step boundaries.
 
-    Optimizers are numbered in the order they first call step(), among those still alive: the
-    list holds weak references, so one that is garbage (a script making a fresh optimizer each
-    epoch) leaves its place to the next to step, whatever the addresses of either."""
+    Optimizers are numbered in the order they first call step(): the list holds weak references,
+    so one that is garbage (a script making a fresh optimizer each epoch) leaves its place to the
+    next new one to step, whatever the addresses of either, and a live one keeps its place."""
 
     def __init__(self, marker, which):
         self._marker = marker
@@ -82,17 +82,28 @@ class _Counter:
         self._depth = threading.local()
 
     def _place(self, optimizer):
-        """optimizer's number (1-based) among the live optimizers that have stepped."""
-        self._order = [r for r in self._order if r() is not None]
+        """optimizer's number (1-based) among the optimizers that have stepped: a new one takes
+        the first place an optimizer now garbage left, else the next; a live one keeps its own
+        (the list is never compacted, so the generator a GAN keeps stays #2 while each epoch's
+        critic optimizer takes #1 in turn)."""
+        free = None
         for i, r in enumerate(self._order):
-            if r() is optimizer:
+            o = r()
+            if o is optimizer:
                 return i + 1
+            if o is None and free is None:
+                free = i
         try:
-            self._order.append(weakref.ref(optimizer))
+            ref = weakref.ref(optimizer)
         except TypeError:  # no weak references (a __slots__ class): kept for good
-            self._order.append(lambda o=optimizer: o)
-        self._most = max(self._most, len(self._order))
-        return len(self._order)
+            ref = lambda o=optimizer: o  # noqa: E731
+        if free is None:
+            self._order.append(ref)
+            free = len(self._order) - 1
+        else:
+            self._order[free] = ref
+        self._most = max(self._most, sum(1 for r in self._order if r() is not None))
+        return free + 1
 
     def stepped(self, optimizer):
         with self._lock:

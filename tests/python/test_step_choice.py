@@ -17,6 +17,10 @@ Run by ctest, one case per test (test_python__<case>), with a python3 that impor
   a_new_optimizer_each_epoch_counts  a script that makes a fresh optimizer every epoch (one
                                    alive at a time) has every epoch's optimizer steps marked,
                                    whatever their addresses
+  a_kept_optimizer_keeps_its_number  a GAN whose critic's optimizer is made afresh each epoch
+                                   while the generator's is kept: --step-optimizer 2 counts the
+                                   generator throughout (its number does not move when the
+                                   critic's optimizer dies)
 Usage: test_step_choice.py CANARY_GATE CASE. Exits 0 when the case passes, 1 otherwise.
 """
 
@@ -78,6 +82,28 @@ for i in range(200):
         loss.backward()
     with canary_gate.range("step"):  # the optimizer's update, timed as a part
         opt.step()
+'''
+
+GAN_EPOCHS = r'''
+import gc, torch, canary_gate
+torch.manual_seed(0); torch.set_num_threads(1)
+G = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32))
+D = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+optG = torch.optim.RMSprop(G.parameters(), lr=5e-5)  # the generator's, kept for the whole run
+real = torch.randn(64, 32)
+for epoch in range(8):
+    optD = torch.optim.RMSprop(D.parameters(), lr=5e-5)  # the critic's, made afresh each epoch
+    for it in range(8):
+        for _ in range(5):
+            optD.zero_grad()
+            lossD = D(G(torch.randn(64, 16)).detach()).mean() - D(real).mean()
+            lossD.backward(); optD.step()
+        with canary_gate.range("generator"):
+            optG.zero_grad()
+            lossG = -D(G(torch.randn(64, 16))).mean()
+            lossG.backward(); optG.step()
+    del optD
+    gc.collect()  # the critic's optimizer gone before the next epoch's steps
 '''
 
 REOPT = r'''
@@ -211,10 +237,28 @@ def a_new_optimizer_each_epoch_counts(g):
         check(len(art["runs"][0]["steps"]) == 97, "97 measured steps")
 
 
+def a_kept_optimizer_keeps_its_number(g):
+    gan = g.script("gan_epochs", GAN_EPOCHS)
+    # the generator (the 2nd to step) counted throughout, while the critic's optimizer of each
+    # epoch dies: a step is always 5 critic steps and a generator step, never a critic step alone
+    p = g.call(["run", "--out", os.path.join(g.tmp, "gan_epochs.json"), "--runs", "1",
+                "--warmup", "2", "--steps", "40", "--step-optimizer", "2", "--", sys.executable,
+                gan])
+    art = g.load("gan_epochs.json")
+    ok = p.returncode == 0 and art is not None
+    check(ok, "the generator's steps measured (exit %d)\n%s" % (p.returncode, p.stderr[-1500:]))
+    if ok:
+        run = art["runs"][0]
+        calls = sum(o["calls"] for o in run["ops"] if o["name"] == "generator")
+        check(calls == len(run["steps"]), "one generator range in every measured step: %d in %d"
+              % (calls, len(run["steps"])))
+
+
 CASES = {f.__name__: f for f in (step_optimizer_is_the_baselines,
                                  own_steps_win_over_an_early_optimizer_step,
                                  a_range_named_step_is_a_part,
-                                 a_new_optimizer_each_epoch_counts)}
+                                 a_new_optimizer_each_epoch_counts,
+                                 a_kept_optimizer_keeps_its_number)}
 
 
 def main(gate, case):
