@@ -4,6 +4,7 @@
 #include "cg_version.h"
 #include "cmd.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,7 +45,29 @@ static void usage(FILE *out)
                  "            4 inconclusive with --fail-on-inconclusive\n");
 }
 
+/* The command's exit code, unless its standard output could not take the text written to it
+ * (a full disk, past `ulimit -f`, /dev/full): a report cut short is said in one line, exit 3. A
+ * reader that stopped early (EPIPE: `| head`) chose to, and the exit code stays. */
+static int checked_stdout(int code)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return code;
+    if (errno == EPIPE)
+        return code;
+    fprintf(stderr, "canary-gate: cannot write to standard output: %s\n",
+            errno != 0 ? strerror(errno) : "write error");
+    return CG_EXIT_RUNTIME;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    return checked_stdout(dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv)
 {
     opterr = 0; /* the commands say what is wrong with an option, in one line */
     /* Under a file size limit (ulimit -f, systemd's LimitFSIZE) a write past it raises SIGXFSZ,

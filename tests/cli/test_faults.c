@@ -60,6 +60,7 @@ struct spawn_opts {
     bool as_nobody;        /* drop to uid/gid 65534 first (when root) */
     long fsize_limit;      /* RLIMIT_FSIZE in bytes, 0: none */
     const char *tmpdir;    /* TMPDIR for the tool, or NULL */
+    const char *out_path;  /* the tool's standard output, NULL: /dev/null */
 };
 
 struct result {
@@ -90,7 +91,7 @@ static void spawn(const char *tool, const char *const *args, const struct spawn_
     if (c->pid != 0)
         return;
     dup2(c->err_fd, 2);
-    int null_fd = open("/dev/null", O_WRONLY);
+    int null_fd = open(o != NULL && o->out_path != NULL ? o->out_path : "/dev/null", O_WRONLY);
     dup2(null_fd, 1);
     if (o != NULL && o->tmpdir != NULL)
         setenv("TMPDIR", o->tmpdir, 1);
@@ -428,7 +429,7 @@ static void expect_previous_outputs_kept(const struct spawn_opts *o, bool read_o
 static void test_faults__unwritable_directory_keeps_previous_outputs(void **state)
 {
     (void)state;
-    struct spawn_opts o = {true, 0, NULL};
+    struct spawn_opts o = {true, 0, NULL, NULL};
     expect_previous_outputs_kept(&o, true);
 }
 
@@ -467,8 +468,26 @@ static void test_faults__dev_full_fails_naming_the_path(void **state)
 static void test_faults__full_disk_keeps_previous_outputs(void **state)
 {
     (void)state;
-    struct spawn_opts o = {false, 512, NULL};
+    struct spawn_opts o = {false, 512, NULL, NULL};
     expect_previous_outputs_kept(&o, false);
+}
+
+/* Standard output that cannot take the text (a full disk, /dev/full, past `ulimit -f`): with
+ * SIGXFSZ ignored nothing ended the tool any more, and a report cut short went with exit 0; now
+ * the failed write is said in one line and the exit is 3. */
+static void test_faults__standard_output_that_fails_is_said(void **state)
+{
+    (void)state;
+    struct spawn_opts o = {false, 0, NULL, "/dev/full"};
+    struct result r;
+    const char *help[] = {"--help", NULL};
+    run_tool(help, &o, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "canary-gate: cannot write to standard output: No space left on device");
+    const char *usage[] = {"compare", "--help", NULL};
+    run_tool(usage, &o, &r);
+    expect_exit(&r, 3);
+    expect_in_err(&r, "cannot write to standard output");
 }
 
 /* The artifact of `run` on a full disk: the canary's shards and log are small and fit, the
@@ -484,7 +503,7 @@ static void test_faults__full_disk_run_keeps_previous_artifact(void **state)
     join(log, sizeof(log), sc.dir, "run.log");
     write_file(art, "{\"previous\": \"artifact\"}\n");
 
-    struct spawn_opts o = {false, 1024, sc.tmp};
+    struct spawn_opts o = {false, 1024, sc.tmp, NULL};
     struct result r;
     const char *args[] = {"run", "--runs", "3", "--steps", "4", "--warmup", "0", "--out", art,
                           "--log", log, "--", CANARY, "--steps", "4", "--step-ms", "1", NULL};
@@ -733,7 +752,7 @@ static void interrupt_run(int sig, int at_run, bool ignore, struct scene *sc, ch
     join(pids_path, sizeof(pids_path), sc->dir, "pids");
     join(log, sizeof(log), sc->dir, "run.log");
     snprintf(hang_from, sizeof(hang_from), "%d", at_run);
-    struct spawn_opts o = {false, 0, sc->tmp};
+    struct spawn_opts o = {false, 0, sc->tmp, NULL};
     const char *args[40] = {"run", "--runs", "3", "--steps", "2", "--warmup", "0",
                             "--kill-grace", "1", "--out", art, "--log", log, "--",
                             HELPER, "group", pids_path, "--hang-from-run", hang_from};
@@ -841,7 +860,7 @@ static void test_faults__a_killed_gate_takes_its_canary_with_it(void **state)
     join(art, PATH_MAX, sc.out, "run.json");
     join(pids_path, sizeof(pids_path), sc.dir, "pids");
     join(log, sizeof(log), sc.dir, "run.log");
-    struct spawn_opts o = {false, 0, sc.tmp};
+    struct spawn_opts o = {false, 0, sc.tmp, NULL};
     const char *args[] = {"run", "--runs", "2", "--steps", "2", "--warmup", "0", "--out", art,
                           "--log", log, "--", HELPER, "group", pids_path, "--hang-from-run",
                           "1", "--ignore", "--", CANARY, "--steps", "2", "--step-ms", "1", NULL};
@@ -882,7 +901,7 @@ static void test_faults__interrupted_gate_keeps_the_previous_artifact(void **sta
     save_fixture(art, 3, 10e6);
     char *before = slurp(art);
     assert_non_null(before);
-    struct spawn_opts o = {false, 0, sc.tmp};
+    struct spawn_opts o = {false, 0, sc.tmp, NULL};
     const char *args[] = {"--baseline", sc.base, "--runs", "3", "--steps", "2", "--warmup", "0",
                           "--kill-grace", "1", "--out", art, "--log", log, "--", HELPER, "group",
                           pids_path, "--hang-from-run", "2", "--", CANARY, "--steps", "2",
@@ -1041,7 +1060,7 @@ static void test_faults__measured_canary_ignoring_sigterm_is_killed_after_the_gr
     scene_open(&sc, false);
     join(art, sizeof(art), sc.dir, "term.json");
     join(log, sizeof(log), sc.dir, "term.log");
-    struct spawn_opts o = {false, 0, sc.tmp};
+    struct spawn_opts o = {false, 0, sc.tmp, NULL};
     struct result r;
     /* a grace of 5 s: time enough for a canary on a loaded machine to be scheduled and say it
      * got SIGTERM before the SIGKILL */
@@ -1205,6 +1224,7 @@ int main(void)
         cmocka_unit_test(test_faults__unwritable_directory_keeps_previous_outputs),
         cmocka_unit_test(test_faults__dev_full_fails_naming_the_path),
         cmocka_unit_test(test_faults__full_disk_keeps_previous_outputs),
+        cmocka_unit_test(test_faults__standard_output_that_fails_is_said),
         cmocka_unit_test(test_faults__full_disk_run_keeps_previous_artifact),
         cmocka_unit_test(test_faults__the_canary_gets_sigxfsz_at_its_default),
         cmocka_unit_test(test_faults__flooding_canary_keeps_memory_bounded),
