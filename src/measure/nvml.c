@@ -709,15 +709,27 @@ int cg_nvml_run_mfu(struct cg_run *run, const struct cg_artifact *a)
     return 0;
 }
 
+size_t cg_nvml_shard_uuids(const struct cg_shard *shards, size_t n, const char **out, size_t cap)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < shards[i].n_uuids && m < cap; k++) {
+            bool named = false; /* by an earlier shard of the same process */
+            for (size_t j = 0; j < i && !named; j++)
+                for (size_t q = 0; shards[j].pid == shards[i].pid && q < shards[j].n_uuids; q++)
+                    named |= strcmp(shards[j].uuids[q].uuid, shards[i].uuids[k].uuid) == 0;
+            if (!named)
+                out[m++] = shards[i].uuids[k].uuid;
+        }
+    return m;
+}
+
 int cg_nvml_run_end(struct cg_nvml_run *nr, const struct cg_shard *shards, size_t n,
                     int64_t warmup, int64_t steps, struct cg_run *run, struct cg_artifact *a)
 {
     int rc = 0;
     const char *uuids[CG_GPU_MAX_DEVICES * 4];
-    size_t n_uuids = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < shards[i].n_uuids && n_uuids < sizeof(uuids) / sizeof(*uuids); k++)
-            uuids[n_uuids++] = shards[i].uuids[k].uuid;
+    size_t n_uuids = cg_nvml_shard_uuids(shards, n, uuids, sizeof(uuids) / sizeof(*uuids));
     cg_gpu_state_release(&run->gpu);
     run->gpu.recorded = true;
     if (nr->sampler == NULL) {

@@ -117,6 +117,11 @@ struct cg_nvml_run {
 /* Opens NVML and starts sampling (or records why not). Never fails the run. */
 void cg_nvml_run_begin(struct cg_nvml_run *nr);
 
+/* The GPU UUIDs the shards name into out (at most cap, pointing into the shards), each once per
+ * process: the shards of one pid (the images of a process that exec'd itself) name its GPUs
+ * once. Returns how many. */
+size_t cg_nvml_shard_uuids(const struct cg_shard *shards, size_t n, const char **out, size_t cap);
+
 /* Stops sampling and fills run->gpu over the run's measured window (from the shards: their
  * steps and "uuid" lines), its MFU from a's settings (flops_per_token, precision, the peak
  * table or peak_flop_per_clock) and the GPU model, and a->env.gpu_env once. Every field says why

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "nvml.h"
+#include "shard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -251,6 +252,41 @@ static void test_nvml__pids_this_namespace_cannot_see_are_the_canarys_up_to_its_
     assert_int_equal(g.dev[0].other_pids[0], 1);
     cg_gpu_state_release(&g);
     clear_env();
+}
+
+/* The UUIDs the canary's processes used, once per process: a process that exec'd itself writes
+ * a shard per image, both naming its GPU, and counted twice it let one process of another
+ * tenant that the namespace cannot see pass for the canary's own. */
+static void test_nvml__a_process_counts_once_whatever_its_shards(void **state)
+{
+    (void)state;
+    const char *g0 = "GPU-00000000-0000-0000-0000-000000000000";
+    const char *g1 = "GPU-11111111-1111-1111-1111-111111111111";
+    struct cg_shard sh[3];
+    const int64_t pids[3] = {100, 100, 200}; /* two images of pid 100, and pid 200 */
+    const char *used[3][2] = {{g0, NULL}, {g0, g1}, {g0, NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        cg_shard_init(&sh[i]);
+        sh[i].pid = pids[i];
+        sh[i].uuids = calloc(2, sizeof(*sh[i].uuids));
+        assert_non_null(sh[i].uuids);
+        for (size_t k = 0; k < 2 && used[i][k] != NULL; k++) {
+            sh[i].uuids[k].device = (int64_t)k;
+            snprintf(sh[i].uuids[k].uuid, sizeof(sh[i].uuids[k].uuid), "%s", used[i][k]);
+            sh[i].n_uuids++;
+        }
+    }
+    const char *out[8];
+    size_t n = cg_nvml_shard_uuids(sh, 3, out, 8);
+    size_t on0 = 0, on1 = 0;
+    for (size_t i = 0; i < n; i++) {
+        on0 += strcmp(out[i], g0) == 0;
+        on1 += strcmp(out[i], g1) == 0;
+    }
+    if (on0 != 2 || on1 != 1)
+        fail_msg("GPU 0 named for %zu processes (2 expected), GPU 1 for %zu (1)", on0, on1);
+    for (size_t i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
 }
 
 /* The counter near 2^64 wraps while sampled: the same energy. A GPU without the counter: none,
@@ -493,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_nvml__throttling_mid_run_is_counted),
         cmocka_unit_test(test_nvml__standin_energy_throttling_and_a_neighbour),
         cmocka_unit_test(test_nvml__pids_this_namespace_cannot_see_are_the_canarys_up_to_its_count),
+        cmocka_unit_test(test_nvml__a_process_counts_once_whatever_its_shards),
         cmocka_unit_test(test_nvml__standin_wrap_and_no_energy_support),
         cmocka_unit_test(test_nvml__a_missing_function_leaves_its_figure_unknown),
         cmocka_unit_test(test_nvml__nvml_missing_or_failing_is_a_reason),
