@@ -1,11 +1,12 @@
 /*
  * bench_history_lines: reading a long history. Writes a history of --lines lines (default
- * 1,000,000 runs of one gate, ~250 bytes each, as 'history append' writes them) to a temporary
- * file, then runs the built 'canary-gate history check' and 'canary-gate history site' on it
+ * 1,000,000 runs of one gate, ~250 bytes each, as 'history append' writes them; with --gates G,
+ * the runs of G gates g0 to gG-1 in turn) to a temporary file, then runs the built 'canary-gate
+ * history check' (of gate g0 when there are several) and 'canary-gate history site' on it
  * (default --keep 1000) and prints each one's wall time and peak resident memory (the child's
  * ru_maxrss). Figures, not a test: ctest never runs it. Single-threaded.
  *
- * Usage: bench_history_lines [--lines N]
+ * Usage: bench_history_lines [--lines N] [--gates G]
  */
 #include <errno.h>
 #include <stdio.h>
@@ -53,17 +54,23 @@ static int run(char *const *argv, double *wall_s, long *rss_kib)
 
 int main(int argc, char **argv)
 {
-    long lines = 1000000;
+    long lines = 1000000, gates = 1;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
-        if (strcmp(argv[i], "--lines") == 0 && i + 1 < argc &&
-            (lines = strtol(argv[i + 1], &end, 10)) > 0 && *end == '\0') {
+        long *v = NULL;
+        if (strcmp(argv[i], "--lines") == 0)
+            v = &lines;
+        else if (strcmp(argv[i], "--gates") == 0)
+            v = &gates;
+        if (v != NULL && i + 1 < argc && (*v = strtol(argv[i + 1], &end, 10)) > 0 && *end == '\0' &&
+            gates <= 1000) {
             i++;
             continue;
         }
-        fprintf(stderr, "usage: bench_history_lines [--lines N]\n");
+        fprintf(stderr, "usage: bench_history_lines [--lines N] [--gates G]\n");
         return 2;
     }
+    char gate[48] = "";
     char dir[] = "/tmp/cg-bench-history-XXXXXX", path[128], site[128];
     if (mkdtemp(dir) == NULL) {
         perror("mkdtemp");
@@ -77,13 +84,15 @@ int main(int argc, char **argv)
         return 1;
     }
     for (long i = 0; i < lines; i++) {
+        if (gates > 1)
+            snprintf(gate, sizeof(gate), "\"gate_id\":\"g%ld\",", i % gates);
         double v = 1e7 * (1 + 0.01 * (double)(i % 13) / 13.0) * (i > lines / 2 ? 1.05 : 1.0);
         fprintf(f,
                 "{\"schema\":1,\"type\":\"run\",\"commit\":\"%040lx\",\"date\":"
-                "\"2026-01-01T00:00:00Z\",\"environment\":\"00112233445566ff\",\"metrics\":{"
+                "\"2026-01-01T00:00:00Z\",\"environment\":\"00112233445566ff\",%s\"metrics\":{"
                 "\"step_time_mean\":{\"median\":%.1f,\"low\":%.1f,\"high\":%.1f,\"runs\":5}},"
                 "\"counts\":{\"kernels\":370}}\n",
-                (unsigned long)i, v, v * 0.99, v * 1.01);
+                (unsigned long)i, gate, v, v * 0.99, v * 1.01);
     }
     if (fclose(f) != 0) {
         perror(path);
@@ -91,8 +100,13 @@ int main(int argc, char **argv)
     }
     struct stat st;
     stat(path, &st);
-    printf("history: %ld lines, %.1f MB\n", lines, (double)st.st_size / 1e6);
-    char *check[] = {CG_TOOL_PATH, "history", "check", "--history", path, NULL};
+    printf("history: %ld lines of %ld gate%s, %.1f MB\n", lines, gates, gates == 1 ? "" : "s",
+           (double)st.st_size / 1e6);
+    char *check[] = {CG_TOOL_PATH, "history", "check", "--history", path, NULL, NULL, NULL};
+    if (gates > 1) {
+        check[5] = "--gate-id";
+        check[6] = "g0";
+    }
     char *draw[] = {CG_TOOL_PATH, "history", "site", "--history", path, "--out", site, NULL};
     struct {
         const char *name;

@@ -36,9 +36,9 @@ static const char check_usage[] =
     "  --alpha A           significance of each change point (default 0.01)\n"
     "  --min-segment N     fewest runs on either side of a change (default 4)\n"
     "  --permutations N    per test (default 199)\n"
-    "  --keep N            the newest N runs of the file, of all gates, are read (default\n"
-    "                      1000, what 'history append' keeps of each gate); the file is read\n"
-    "                      a line at a time, in bounded memory\n"
+    "  --keep N            the newest N runs of the gate are read, however many runs other\n"
+    "                      gates recorded since (default 1000, what 'history append' keeps of\n"
+    "                      each gate); the file is read a line at a time, in bounded memory\n"
     "  --markdown FILE     also write the findings as markdown: appended to FILE when it is\n"
     "                      the job summary ($GITHUB_STEP_SUMMARY), else FILE is replaced\n"
     "  --json FILE         also write them as JSON\n"
@@ -137,12 +137,8 @@ int cmd_history_check(int argc, char **argv)
     cg_err_init(&err);
     cg_buf_init(&term, 1 << 22);
     cg_buf_init(&md, 1 << 22);
-    if ((exit_code = cg_cmd_history_load_newest(path, o.keep, &h)) != 0)
+    if ((exit_code = cg_cmd_history_load_gate(path, gate_id, o.keep, &h)) != 0)
         goto done;
-    if (cg_history_gate_check(&h, gate_id, path, &err) != 0) {
-        exit_code = cg_cmd_fail(&err);
-        goto done;
-    }
     int rc = cg_trend_check(&h, gate_id, &o.cp, &r);
     if (rc == 0)
         rc = cg_report_history_terminal(&r, path, &term);

@@ -76,6 +76,17 @@ const char *cg_cmd_history_now_utc(char *now, size_t n)
     return now;
 }
 
+/* Says what h, read in part from path, left out: the older runs of its gates (of gate when one
+ * is given) and the runs of the gates not read. */
+static void say_left_out(const char *path, long keep, const char *of, const struct cg_history *h)
+{
+    if (h->left_out > 0)
+        fprintf(stderr,
+                "canary-gate: note: history '%s': the newest %ld runs %s are read; %zu older "
+                "runs were left out (--keep)\n",
+                path, keep, of, h->left_out);
+}
+
 int cg_cmd_history_load_newest(const char *path, long keep, struct cg_history *h)
 {
     struct cg_err err;
@@ -84,10 +95,36 @@ int cg_cmd_history_load_newest(const char *path, long keep, struct cg_history *h
         cg_history_check_rewrite(h, path, &err) != 0)
         return cg_cmd_fail(&err);
     cg_cmd_say_history_skipped(h);
-    if (h->left_out > 0)
-        fprintf(stderr,
-                "canary-gate: note: history '%s': the newest %ld runs are read; %zu older runs "
-                "were left out (--keep)\n",
-                path, keep, h->left_out);
+    say_left_out(path, keep, "of each gate", h);
+    if (h->n_other_gates == 0 && !h->other_no_gate)
+        return 0;
+    fprintf(stderr, "canary-gate: note: history '%s' holds more than %d gates: the runs ", path,
+            CG_HISTORY_MAX_GATES);
+    for (size_t i = 0; i < h->n_other_gates; i++)
+        fprintf(stderr, "%s'%s'", i ? ", " : "of ", h->other_gates[i]);
+    if (h->other_gates_more)
+        fputs(", ...", stderr);
+    if (h->other_no_gate)
+        fprintf(stderr, "%swithout a gate id", h->n_other_gates ? " and those " : "");
+    fputs(" were left out\n", stderr);
+    return 0;
+}
+
+int cg_cmd_history_load_gate(const char *path, const char *gate_id, long keep, struct cg_history *h)
+{
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_history_load_gate(path, gate_id, (size_t)keep, h, &err) != 0 ||
+        cg_history_check_rewrite(h, path, &err) != 0)
+        return cg_cmd_fail(&err);
+    cg_cmd_say_history_skipped(h);
+    if (cg_history_gate_check(h, gate_id, path, &err) != 0)
+        return cg_cmd_fail(&err);
+    char of[CG_HISTORY_MAX_ID_CHARS + 16];
+    if (gate_id == NULL)
+        snprintf(of, sizeof(of), "without a gate id");
+    else
+        snprintf(of, sizeof(of), "of gate '%s'", gate_id);
+    say_left_out(path, keep, of, h);
     return 0;
 }

@@ -31,8 +31,14 @@ int cg_cmd_history_load_for_rewrite(const char *path, struct cg_history *h, int 
 /* The current time, UTC, ISO 8601, into now[n] (32 bytes suffice); returns now. */
 const char *cg_cmd_history_now_utc(char *now, size_t n);
 
-/* Reads the newest keep runs of the history at path (older ones summarised, and said so):
- * 0, or the exit code (printed). */
+/* Reads the newest keep runs of each gate of the history at path (older ones summarised, and
+ * said so, as are the gates past the most read): 0, or the exit code (printed). */
 int cg_cmd_history_load_newest(const char *path, long keep, struct cg_history *h);
+
+/* Reads the newest keep runs of gate_id (NULL: the runs recorded without one) in the history at
+ * path (older ones summarised, and said so): 0, or the exit code (printed), also when the file
+ * holds other gates' runs and none of gate_id (cg_history_gate_check). */
+int cg_cmd_history_load_gate(const char *path, const char *gate_id, long keep,
+                             struct cg_history *h);
 
 #endif

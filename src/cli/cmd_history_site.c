@@ -34,12 +34,17 @@ static const char site_usage[] =
     "  --commit-url URL    prefix of a commit's link, e.g.\n"
     "                      https://github.com/OWNER/REPO/commit/ (default: none; from\n"
     "                      GITHUB_SERVER_URL and GITHUB_REPOSITORY when both are set)\n"
-    "  --alpha A, --min-segment N, --permutations N, --keep N\n"
-    "                      change point detection and the runs drawn, as for 'history check'\n"
+    "  --alpha A, --min-segment N, --permutations N\n"
+    "                      change point detection, as for 'history check'\n"
+    "  --keep N            the newest N runs of each gate are drawn (default 1000, what\n"
+    "                      'history append' keeps of each gate), of the file's first 64\n"
+    "                      gates; the file is read a line at a time, in bounded memory\n"
     "  -h, --help          show this help\n"
     "\n"
     "exit codes: 0 written, 2 usage error or a history that cannot be read, 3 DIR or\n"
     "            index.html could not be written\n";
+
+_Static_assert(CG_HISTORY_MAX_GATES == 64, "site_usage names the gates read");
 
 static const struct option site_options[] = {
     {"history", required_argument, NULL, 'f'},

@@ -73,6 +73,8 @@ void cg_history_release(struct cg_history *h)
     free(h->raw);
     for (size_t i = 0; i < h->n_warnings; i++)
         free(h->warnings[i]);
+    for (size_t i = 0; i < h->n_other_gates; i++)
+        free(h->other_gates[i]);
     memset(h, 0, sizeof(*h));
 }
 
@@ -515,10 +517,26 @@ static int next_line(struct line_reader *r, const char **line, size_t *len, bool
     }
 }
 
-/* What was left out of a history read newest first: the runs, the oldest and the newest. */
-struct left_out {
-    int64_t runs;
+/* One gate's share of a history read a line at a time: its runs in h, and what was left out of
+ * it (the runs, the oldest and the newest). */
+struct gate_window {
+    char *gate;             /* its id; NULL: the entries recorded without one */
+    size_t runs;            /* its runs in h */
+    size_t kept, kept_runs; /* while trimming: its entries and runs kept so far, newest first */
+    bool cut;               /* while trimming: its older entries are left out */
+    bool took_newest;       /* while trimming: its newest run left out is taken */
+    bool had;               /* while trimming: something of it was left out before */
+    int64_t left_runs;
     char *first_commit, *first_date, *commit, *date;
+};
+
+/* The gates of a history read a line at a time, and how much of each is kept. */
+struct gate_windows {
+    struct gate_window w[CG_HISTORY_MAX_GATES];
+    size_t n;
+    bool one_gate; /* w[0] alone is read */
+    size_t keep;   /* the newest runs of each gate */
+    size_t max;    /* its entries at most: the runs and the events among them */
 };
 
 static int replace(char **dst, const char *src)
@@ -531,64 +549,160 @@ static int replace(char **dst, const char *src)
     return 0;
 }
 
-/* Drops the entries of h up to the newest run older than its newest keep runs (the events after
- * it stay), and more of the oldest while more than max entries are left (a flood of events),
- * counting the runs dropped in lo. */
-static int trim(struct cg_history *h, size_t keep, size_t max, struct left_out *lo)
+/* The window of e's gate, or NULL (read as cg_history_of_gate reads it). */
+static struct gate_window *window_of(struct gate_windows *g, const struct cg_history_entry *e)
 {
-    size_t runs = 0, cut = 0;
-    for (size_t i = h->n; i-- > 0;)
-        if (h->entries[i].type == CG_HIST_RUN && ++runs > keep) {
-            cut = i + 1;
-            break;
-        }
-    if (h->n - cut > max)
-        cut = h->n - max;
-    int rc = 0;
-    for (size_t i = 0; i < cut; i++) {
-        struct cg_history_entry *e = &h->entries[i];
-        bool first = lo->runs == 0;
-        if (e->type == CG_HIST_SUMMARY) {
-            lo->runs += e->summarised;
-            if (first && rc == 0)
-                rc = replace(&lo->first_commit, e->first_commit) |
-                     replace(&lo->first_date, e->first_date);
-        } else if (e->type == CG_HIST_RUN) {
-            lo->runs++;
-            if (first && rc == 0)
-                rc = replace(&lo->first_commit, e->commit) | replace(&lo->first_date, e->date);
-            if (rc == 0)
-                rc = replace(&lo->commit, e->commit) | replace(&lo->date, e->date);
-        }
-        cg_history_entry_release(e);
-    }
-    if (cut > 0 && h->n > cut) /* (no entries: h->entries may be NULL) */
-        memmove(h->entries, h->entries + cut, (h->n - cut) * sizeof(h->entries[0]));
-    h->n -= cut;
-    return rc ? CG_ENOMEM : 0;
+    for (size_t i = 0; i < g->n; i++)
+        if (cg_history_of_gate(e, g->w[i].gate))
+            return &g->w[i];
+    return NULL;
 }
 
-/* Puts lo's summary first in h. */
-static int put_summary(struct cg_history *h, struct left_out *lo)
+/* A new window for gate (NULL: none), or NULL when there is no room or memory (*rc). */
+static struct gate_window *window_add(struct gate_windows *g, const char *gate, int *rc)
 {
-    struct cg_history_entry s;
-    cg_history_entry_init(&s, CG_HIST_SUMMARY);
-    s.summarised = lo->runs;
-    s.commit = lo->commit;
-    s.date = lo->date;
-    s.first_commit = lo->first_commit;
-    s.first_date = lo->first_date;
-    memset(lo, 0, sizeof(*lo));
-    if (push(h, &s) != 0) {
-        cg_history_entry_release(&s);
-        return CG_ENOMEM;
+    if (g->n == CG_HISTORY_MAX_GATES)
+        return NULL;
+    struct gate_window *w = &g->w[g->n];
+    memset(w, 0, sizeof(*w));
+    if (gate != NULL && (w->gate = strdup(gate)) == NULL) {
+        *rc = CG_ENOMEM;
+        return NULL;
     }
-    memmove(h->entries + 1, h->entries, (h->n - 1) * sizeof(h->entries[0]));
-    h->entries[0] = s;
+    g->n++;
+    return w;
+}
+
+static void windows_release(struct gate_windows *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        struct gate_window *w = &g->w[i];
+        free(w->gate);
+        free(w->first_commit);
+        free(w->first_date);
+        free(w->commit);
+        free(w->date);
+    }
+    g->n = 0;
+}
+
+/* Names gate (NULL: none) among the gates of the runs h does not hold. 0 or CG_ENOMEM. */
+static int note_other_gate(struct cg_history *h, const char *gate)
+{
+    if (gate == NULL) {
+        h->other_no_gate = true;
+        return 0;
+    }
+    for (size_t i = 0; i < h->n_other_gates; i++)
+        if (strcmp(h->other_gates[i], gate) == 0)
+            return 0;
+    if (h->n_other_gates == CG_HISTORY_GATES_NAMED) {
+        h->other_gates_more = true;
+        return 0;
+    }
+    if ((h->other_gates[h->n_other_gates] = strdup(gate)) == NULL)
+        return CG_ENOMEM;
+    h->n_other_gates++;
     return 0;
 }
 
-int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, struct cg_err *err)
+/* Counts e, of w's gate and left out of h, in w: entries are left out newest first within one
+ * trim, and each trim leaves out entries newer than the one before. */
+static int leave_out(struct gate_window *w, const struct cg_history_entry *e)
+{
+    int rc = 0;
+    if (e->type == CG_HIST_SUMMARY) { /* its gate's oldest entry: the last left out */
+        w->left_runs += e->summarised;
+        if (!w->had)
+            rc |=
+                replace(&w->first_commit, e->first_commit) | replace(&w->first_date, e->first_date);
+        if (w->commit == NULL)
+            rc |= replace(&w->commit, e->commit) | replace(&w->date, e->date);
+    } else if (e->type == CG_HIST_RUN) {
+        w->left_runs++;
+        if (!w->took_newest)
+            rc |= replace(&w->commit, e->commit) | replace(&w->date, e->date);
+        w->took_newest = true;
+        if (!w->had)
+            rc |= replace(&w->first_commit, e->commit) | replace(&w->first_date, e->date);
+    }
+    return rc ? CG_ENOMEM : 0;
+}
+
+/* Leaves out of h, per gate, its entries up to its newest run older than its newest keep runs
+ * (the events after it stay), and more of its oldest while more than max of its entries are
+ * left (a flood of events), counting them in its window. */
+static int trim(struct cg_history *h, struct gate_windows *g)
+{
+    for (size_t j = 0; j < g->n; j++) {
+        struct gate_window *w = &g->w[j];
+        w->kept = w->kept_runs = 0;
+        w->cut = w->took_newest = false;
+        w->had = w->left_runs > 0;
+    }
+    int rc = 0;
+    size_t k = h->n; /* the entries kept, h->entries[k..n), in order */
+    for (size_t i = h->n; i-- > 0;) {
+        struct cg_history_entry *e = &h->entries[i];
+        struct gate_window *w = window_of(g, e); /* every entry h holds has one */
+        bool run = e->type == CG_HIST_RUN;
+        if (!w->cut && ((run && w->kept_runs == g->keep) || w->kept == g->max))
+            w->cut = true;
+        if (w->cut) {
+            rc |= leave_out(w, e);
+            cg_history_entry_release(e);
+            continue;
+        }
+        w->kept++;
+        w->kept_runs += run;
+        h->entries[--k] = *e;
+    }
+    if (k > 0 && h->n > k) /* (no entries: h->entries may be NULL) */
+        memmove(h->entries, h->entries + k, (h->n - k) * sizeof(h->entries[0]));
+    h->n -= k;
+    for (size_t j = 0; j < g->n; j++)
+        g->w[j].runs = g->w[j].kept_runs;
+    return rc ? CG_ENOMEM : 0;
+}
+
+/* Puts a summary of each gate that had runs left out first in h, in the order of the gates. */
+static int put_summaries(struct cg_history *h, struct gate_windows *g)
+{
+    size_t made = 0;
+    for (size_t j = 0; j < g->n; j++)
+        made += g->w[j].left_runs > 0;
+    if (made == 0)
+        return 0;
+    struct cg_history_entry *p = realloc(h->entries, (h->n + made) * sizeof(*p));
+    if (p == NULL)
+        return CG_ENOMEM;
+    h->entries = p;
+    h->cap = h->n + made;
+    memmove(h->entries + made, h->entries, h->n * sizeof(h->entries[0]));
+    h->n += made;
+    for (size_t j = 0, at = 0; j < g->n; j++) {
+        struct gate_window *w = &g->w[j];
+        if (w->left_runs == 0)
+            continue;
+        struct cg_history_entry *s = &h->entries[at++];
+        cg_history_entry_init(s, CG_HIST_SUMMARY);
+        s->summarised = w->left_runs;
+        s->commit = w->commit;
+        s->date = w->date;
+        s->first_commit = w->first_commit;
+        s->first_date = w->first_date;
+        s->gate_id = w->gate;
+        w->commit = w->date = w->first_commit = w->first_date = w->gate = NULL;
+        h->left_out += (size_t)w->left_runs;
+    }
+    return 0;
+}
+
+/* Reads path a line at a time into h: of each gate g holds a window for (with g->one_gate,
+ * that one alone; else the first CG_HISTORY_MAX_GATES gates of the file), its newest g->keep
+ * runs and the entries after the newest run left out. */
+static int load_windows(const char *path, struct gate_windows *g, struct cg_history *h,
+                        struct cg_err *err)
 {
     int fd = -1;
     struct stat st;
@@ -597,16 +711,14 @@ int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, 
     int rc = open_history(path, &fd, &st, err);
     if (rc != 0)
         return rc > 0 ? 0 : rc;
-    struct left_out lo = {0};
     struct line_reader r = {.f = fdopen(fd, "rb"), .cap = CG_HISTORY_MAX_LINE_BYTES};
     if (r.f == NULL || (r.buf = calloc(1, r.cap)) == NULL) {
         rc = cg_err_set(err, CG_ENOMEM, "cannot read history '%s': out of memory", path);
         goto done;
     }
-    keep = keep < 1 ? 1 : keep;
-    size_t max_entries = 4 * keep + 1024; /* runs and the events among them */
+    size_t kept = 0; /* the entries after the last trim: it is done again once they doubled */
     const char *line;
-    size_t len, lineno = 0, runs = 0;
+    size_t len, lineno = 0;
     bool too_long;
     int got;
     while ((got = next_line(&r, &line, &len, &too_long)) > 0) {
@@ -616,33 +728,81 @@ int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, 
             warn_line(h, path, lineno, "longer than 1 MiB", "not read");
         else if ((rc = take_line(h, line, len, lineno, path, false)) != 0)
             break;
-        runs += h->n > before && h->entries[h->n - 1].type == CG_HIST_RUN;
-        if (runs >= 2 * keep || h->n >= 2 * max_entries) {
-            if ((rc = trim(h, keep, max_entries, &lo)) != 0)
+        if (h->n == before)
+            continue;
+        struct cg_history_entry *e = &h->entries[h->n - 1];
+        struct gate_window *w = window_of(g, e);
+        if (w == NULL && !g->one_gate && (w = window_add(g, e->gate_id, &rc)) == NULL && rc != 0)
+            break;
+        if (w == NULL) { /* another gate's, or one past the gates read */
+            rc = e->type == CG_HIST_EVENT ? 0 : note_other_gate(h, e->gate_id);
+            cg_history_entry_release(e);
+            h->n--;
+            if (rc != 0)
                 break;
-            runs = 0;
-            for (size_t i = 0; i < h->n; i++)
-                runs += h->entries[i].type == CG_HIST_RUN;
+            continue;
+        }
+        w->runs += e->type == CG_HIST_RUN;
+        if ((w->runs >= 2 * g->keep || h->n >= 2 * g->max) && h->n >= 2 * kept) {
+            if ((rc = trim(h, g)) != 0)
+                break;
+            kept = h->n;
         }
     }
     if (rc == 0 && got < 0)
         rc = cg_err_set(err, CG_EIO, "cannot read history '%s': %s", path, strerror(errno));
-    if (rc == 0 && (rc = trim(h, keep, max_entries, &lo)) == 0 && lo.runs > 0) {
-        h->left_out = (size_t)lo.runs;
-        rc = put_summary(h, &lo);
-    }
+    if (rc == 0 && (rc = trim(h, g)) == 0)
+        rc = put_summaries(h, g);
     if (rc == CG_ENOMEM)
         cg_err_set(err, rc, "cannot read history '%s': out of memory", path);
 done:
-    free(lo.first_commit);
-    free(lo.first_date);
-    free(lo.commit);
-    free(lo.date);
     free(r.buf);
     if (r.f != NULL)
         fclose(r.f);
     else
         close(fd);
+    return rc;
+}
+
+/* A window of keep runs of each gate; max: its entries at most (runs and the events among
+ * them). */
+static void windows_init(struct gate_windows *g, size_t keep)
+{
+    memset(g, 0, sizeof(*g));
+    g->keep = keep < 1 ? 1 : keep;
+    g->max = 4 * g->keep + 1024;
+}
+
+int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, struct cg_err *err)
+{
+    struct gate_windows *g = malloc(sizeof(*g));
+    if (g == NULL)
+        return cg_err_set(err, CG_ENOMEM, "cannot read history '%s': out of memory", path);
+    windows_init(g, keep);
+    int rc = load_windows(path, g, h, err);
+    windows_release(g);
+    free(g);
+    return rc;
+}
+
+int cg_history_load_gate(const char *path, const char *gate_id, size_t keep, struct cg_history *h,
+                         struct cg_err *err)
+{
+    struct gate_windows *g = malloc(sizeof(*g));
+    int rc = 0;
+    if (g != NULL) {
+        windows_init(g, keep);
+        g->one_gate = true;
+        if (window_add(g, gate_id, &rc) == NULL)
+            rc = CG_ENOMEM;
+    }
+    if (g == NULL || rc != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "cannot read history '%s': out of memory", path);
+    else
+        rc = load_windows(path, g, h, err);
+    if (g != NULL)
+        windows_release(g);
+    free(g);
     return rc;
 }
 
@@ -1001,51 +1161,62 @@ bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id)
                            : e->gate_id != NULL && strcmp(e->gate_id, gate_id) == 0;
 }
 
-/* Gates named in a message, at most. */
-#define GATES_NAMED 8
+/* The gates named in a message: the first CG_HISTORY_GATES_NAMED, whether there were more, and
+ * whether runs without a gate id were among them. */
+struct gate_names {
+    const char *named[CG_HISTORY_GATES_NAMED];
+    size_t n;
+    bool more, none;
+};
+
+static void name_gate(struct gate_names *g, const char *gate)
+{
+    if (gate == NULL) {
+        g->none = true;
+        return;
+    }
+    for (size_t j = 0; j < g->n; j++)
+        if (strcmp(g->named[j], gate) == 0)
+            return;
+    if (g->n < CG_HISTORY_GATES_NAMED)
+        g->named[g->n++] = gate;
+    else
+        g->more = true;
+}
 
 int cg_history_gate_check(const struct cg_history *h, const char *gate_id, const char *path,
                           struct cg_err *err)
 {
-    const char *named[GATES_NAMED];
-    size_t n_named = 0;
-    bool none = false, any = false, more = false; /* runs without a gate id; runs at all */
-    /* (the summary cg_history_load_newest puts first for the runs it left out is of no gate) */
-    for (size_t i = h->left_out > 0 ? 1 : 0; i < h->n; i++) {
+    struct gate_names g = {.more = h->other_gates_more, .none = h->other_no_gate};
+    bool any = g.more || g.none; /* runs at all */
+    for (size_t i = 0; i < h->n; i++) {
         const struct cg_history_entry *e = &h->entries[i];
         if (e->type == CG_HIST_EVENT)
             continue;
         if (cg_history_of_gate(e, gate_id))
             return 0;
         any = true;
-        bool seen = e->gate_id == NULL ? none : false;
-        for (size_t j = 0; j < n_named && !seen && e->gate_id != NULL; j++)
-            seen = strcmp(named[j], e->gate_id) == 0;
-        if (seen)
-            continue;
-        if (e->gate_id == NULL)
-            none = true;
-        else if (n_named < GATES_NAMED)
-            named[n_named++] = e->gate_id;
-        else
-            more = true;
+        name_gate(&g, e->gate_id);
+    }
+    for (size_t j = 0; j < h->n_other_gates; j++) { /* runs of other gates not read */
+        any = true;
+        name_gate(&g, h->other_gates[j]);
     }
     if (!any)
         return 0;
     char list[CG_ERR_MSG_MAX / 2] = "";
     size_t at = 0;
-    for (size_t j = 0; j < n_named && at < sizeof(list); j++)
-        at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", j ? ", " : "", named[j]);
-    if (more && at < sizeof(list))
+    for (size_t j = 0; j < g.n && at < sizeof(list); j++)
+        at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", j ? ", " : "", g.named[j]);
+    if (g.more && at < sizeof(list))
         at += (size_t)snprintf(list + at, sizeof(list) - at, ", ...");
-    if (none && at < sizeof(list))
+    if (g.none && at < sizeof(list))
         snprintf(list + at, sizeof(list) - at, "%sruns without a gate id", at ? "; " : "");
-    const char *read = h->left_out > 0 ? " among the newest runs read" : "";
     if (gate_id == NULL)
-        return cg_err_set(err, CG_EINPUT, "no run without a gate id in '%s'%s (its gates: %s)",
-                          path, read, list);
-    return cg_err_set(err, CG_EINPUT, "no run of gate '%s' in '%s'%s (its gates: %s)", gate_id,
-                      path, read, list);
+        return cg_err_set(err, CG_EINPUT, "no run without a gate id in '%s' (its gates: %s)", path,
+                          list);
+    return cg_err_set(err, CG_EINPUT, "no run of gate '%s' in '%s' (its gates: %s)", gate_id, path,
+                      list);
 }
 
 const struct cg_history_entry *cg_history_recent_accept(const struct cg_history *h,

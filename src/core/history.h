@@ -9,8 +9,8 @@
  * cannot be read (damaged, or of a newer version) is warned about, naming the file and line, and
  * kept verbatim in its place: writing the history back never drops it. Reading never fails on
  * one line, but a file of which no line can be read is not a history and is never rewritten.
- * Pure but for cg_history_load, cg_history_load_newest, cg_history_lock and cg_history_save;
- * not thread-safe.
+ * Pure but for cg_history_load, cg_history_load_newest, cg_history_load_gate, cg_history_lock
+ * and cg_history_save; not thread-safe.
  */
 #ifndef CG_HISTORY_H
 #define CG_HISTORY_H
@@ -32,6 +32,8 @@
                                                      */
 #define CG_HISTORY_MAX_ID_CHARS 200                 /* commit, date, environment, gate id */
 #define CG_HISTORY_MAX_TEXT_CHARS 2000              /* reason, who */
+#define CG_HISTORY_MAX_GATES 64  /* gates cg_history_load_newest reads of one file */
+#define CG_HISTORY_GATES_NAMED 8 /* gates of runs not read that are named */
 
 enum cg_history_type { CG_HIST_RUN, CG_HIST_EVENT, CG_HIST_SUMMARY };
 
@@ -89,8 +91,14 @@ struct cg_history {
     size_t read;              /* lines read into entries */
     size_t first_unread_line; /* the first line not read (1-based), 0 none */
     char first_unread_why[160];
-    size_t left_out; /* runs older than the newest kept (cg_history_load_newest) */
-    bool streamed;   /* read by cg_history_load_newest: cg_history_save refuses it */
+    size_t left_out; /* runs older than the newest kept (cg_history_load_newest, _load_gate) */
+    bool streamed;   /* read by cg_history_load_newest or _load_gate: cg_history_save refuses it */
+    /* the gates of the runs not read (cg_history_load_gate: the other gates';
+     * cg_history_load_newest: those past CG_HISTORY_MAX_GATES gates), the first named */
+    char *other_gates[CG_HISTORY_GATES_NAMED];
+    size_t n_other_gates;
+    bool other_gates_more; /* more gates than those */
+    bool other_no_gate;    /* runs without a gate id were among them */
 };
 
 /* Sets e to an empty entry of type t (no value present, every count unknown). */
@@ -114,11 +122,21 @@ int cg_history_parse(const char *text, size_t len, const char *name, struct cg_h
  * read failed) or CG_ENOMEM. */
 int cg_history_load(const char *path, struct cg_history *h, struct cg_err *err);
 
-/* Reads path as cg_history_load does, a line at a time in bounded memory, keeping the newest
- * keep runs (>= 1) and the entries from the oldest of them on; the older runs are counted in
- * h->left_out and stand as one summary first (its runs and commits, no values). Unreadable
- * lines are warned about, not kept: h is for reading, never to be saved. */
+/* Reads path as cg_history_load does, a line at a time in bounded memory, keeping of each gate
+ * (the entries without a gate id are one) its newest keep runs (>= 1) and its entries from the
+ * newest of its runs left out on; a gate's older runs are counted in h->left_out and stand as one
+ * summary of the gate (its runs and commits, no values), the summaries first. The first
+ * CG_HISTORY_MAX_GATES gates of the file are read; the gates of the runs past them are named in
+ * h->other_gates. Unreadable lines are warned about, not kept: h is for reading, never to be
+ * saved. Memory: at most CG_HISTORY_MAX_GATES * 2 * (4 * keep + 1024) entries. */
 int cg_history_load_newest(const char *path, size_t keep, struct cg_history *h, struct cg_err *err);
+
+/* As cg_history_load_newest, keeping gate_id's entries alone (NULL: those recorded without a
+ * gate id), so its newest keep runs are read however many runs other gates recorded since; the
+ * gates of the other runs are named in h->other_gates, for cg_history_gate_check. Memory: at
+ * most 2 * (4 * keep + 1024) entries. */
+int cg_history_load_gate(const char *path, const char *gate_id, size_t keep, struct cg_history *h,
+                         struct cg_err *err);
 
 /* 0 when h is a history that may be read and written back over path: CG_EINPUT naming it when
  * it held lines and none of them could be read (not a history: another file named by mistake). */
@@ -160,8 +178,9 @@ int cg_history_save(const char *path, const struct cg_history *h, struct cg_err 
 bool cg_history_of_gate(const struct cg_history_entry *e, const char *gate_id);
 
 /* 0 when gate_id's series (NULL: the runs recorded without a gate id) has a run or a summary in
- * h, or when h has none of any gate (no history yet); else CG_EINPUT naming the gate, path and
- * the gates h has runs of: "no run of gate 'H100' in 'FILE' (its gates: h100)". */
+ * h, or when h has none of any gate (no history yet) and names none in h->other_gates; else
+ * CG_EINPUT naming the gate, path and the gates h has runs of, or names:
+ * "no run of gate 'H100' in 'FILE' (its gates: h100)". */
 int cg_history_gate_check(const struct cg_history *h, const char *gate_id, const char *path,
                           struct cg_err *err);
 

@@ -1412,6 +1412,86 @@ static void test_cli__check_and_site_read_the_newest_runs(void **state)
     assert_int_equal(tool("history", "check", "--history", h, "--keep", "0", NULL), 2);
 }
 
+/* Gates that share a history, each bounded by 'history append --keep': check reads the newest
+ * --keep runs of the gate it checks and site the newest --keep runs of each gate, so a gate
+ * idle while another recorded more than --keep runs is found and drawn. Before, both read the
+ * newest --keep runs of all gates together: check refused h100 ("no run of gate 'h100' ...
+ * among the newest runs read (its gates: a100)") and the site drew a100 alone. */
+static void test_cli__check_and_site_read_the_newest_runs_of_each_gate(void **state)
+{
+    (void)state;
+    static char h[256], site[256], index[300], page[1 << 20], want[64];
+    snprintf(h, sizeof(h), "%s", path_in("gates.jsonl"));
+    snprintf(site, sizeof(site), "%s", path_in("gates-site"));
+    snprintf(index, sizeof(index), "%s/index.html", site);
+    fixture_file("gates.json", 5, 4096, 1 << 30, 41, NULL);
+    for (int i = 1; i <= 22; i++) {
+        char commit[8];
+        snprintf(commit, sizeof(commit), "%s%d", i <= 6 ? "h" : "a", i <= 6 ? i : i - 6);
+        assert_int_equal(tool("history", "append", "--history", h, "--commit", commit, "--gate-id",
+                              i <= 6 ? "h100" : "a100", "--keep", "5", path_in("gates.json"), NULL),
+                         0);
+    }
+    /* h100: its summary (h1) and h2 to h6; a100: its summary (a1 to a11) and a12 to a16 */
+    assert_int_equal(tool("history", "check", "--history", h, "--gate-id", "h100", "--keep", "5",
+                          "--fail-on-change", NULL),
+                     0);
+    assert_non_null(strstr(out_text, "5 runs in 1 segment"));
+    assert_null(strstr(err_text, "left out"));
+    assert_int_equal(tool("history", "check", "--history", h, "--gate-id", "h100", NULL), 0);
+    assert_non_null(strstr(out_text, "5 runs in 1 segment"));
+    assert_int_equal(
+        tool("history", "check", "--history", h, "--gate-id", "a100", "--keep", "3", NULL), 0);
+    assert_non_null(strstr(out_text, "3 runs in 1 segment"));
+    assert_non_null(strstr(err_text, "the newest 3 runs of gate 'a100' are read; 13 older runs "
+                                     "were left out"));
+    /* a gate the file holds no run of is still named, with the gates it holds */
+    assert_int_equal(tool("history", "check", "--history", h, "--gate-id", "H100", NULL), 2);
+    snprintf(page, sizeof(page),
+             "canary-gate: no run of gate 'H100' in '%s' (its gates: h100, "
+             "a100)\n",
+             h);
+    assert_string_equal(err_text, page);
+    /* the site: the newest runs of each gate */
+    assert_int_equal(tool("history", "site", "--history", h, "--keep", "3", "--out", site, NULL),
+                     0);
+    assert_non_null(strstr(err_text, "the newest 3 runs of each gate are read; 16 older runs "
+                                     "were left out"));
+    slurp(index, page, sizeof(page));
+    assert_non_null(strstr(page, "data-gate=\"h100\""));
+    assert_non_null(strstr(page, "data-gate=\"a100\""));
+    const char *drawn[] = {"h4", "h5", "h6", "a14", "a15", "a16"};
+    const char *not_drawn[] = {"h3", "a13"};
+    for (size_t i = 0; i < 6; i++) {
+        snprintf(want, sizeof(want), "data-commit=\"%s\"", drawn[i]);
+        if (strstr(page, want) == NULL)
+            fail_msg("%s not drawn", drawn[i]);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(want, sizeof(want), "data-commit=\"%s\"", not_drawn[i]);
+        if (strstr(page, want) != NULL)
+            fail_msg("%s drawn", not_drawn[i]);
+    }
+    /* past the most gates drawn, the others are named */
+    FILE *f = fopen(h, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 66; i++)
+        fprintf(f,
+                "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%d\",\"date\":\"d\","
+                "\"gate_id\":\"g%d\",\"metrics\":{\"step_time_mean\":{\"median\":10,\"low\":9,"
+                "\"high\":11,\"runs\":5}}}\n",
+                i, i);
+    fclose(f);
+    assert_int_equal(tool("history", "site", "--history", h, "--out", site, NULL), 0);
+    assert_non_null(
+        strstr(err_text, "holds more than 64 gates: the runs of 'g64', 'g65' were left out\n"));
+    slurp(index, page, sizeof(page));
+    assert_non_null(strstr(page, "data-gate=\"g63\""));
+    assert_null(strstr(page, "data-gate=\"g64\""));
+    assert_int_equal(tool("history", "check", "--history", h, "--gate-id", "g65", NULL), 0);
+    assert_non_null(strstr(out_text, "1 run in 1 segment"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1452,6 +1532,7 @@ int main(void)
         cmocka_unit_test(test_cli__history_site_names_where_its_url_came_from),
         cmocka_unit_test(test_cli__concurrent_appends_keep_every_run),
         cmocka_unit_test(test_cli__check_and_site_read_the_newest_runs),
+        cmocka_unit_test(test_cli__check_and_site_read_the_newest_runs_of_each_gate),
         cmocka_unit_test(test_cli__a_gate_id_is_checked_alike_by_every_command),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -732,6 +732,188 @@ static void test_history__newest_runs_are_read_in_bounded_memory(void **state)
     unlink(path);
 }
 
+/* Writes lines to a new temporary file; its path into path (a mkstemp template). */
+static void write_lines(char *path, const char *const *lines, size_t n)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s\n", lines[i]);
+    assert_int_equal(fclose(f), 0);
+}
+
+#define GATE_RUN(gate, commit)                                                                     \
+    "{\"schema\":1,\"type\":\"run\",\"commit\":\"" commit "\",\"date\":\"d\",\"gate_id\":\"" gate  \
+    "\",\"metrics\":{\"step_time_mean\":{\"median\":10,\"low\":9,\"high\":11,\"runs\":5}}}"
+#define GATE_SUMMARY(gate, first, commit, runs)                                                    \
+    "{\"schema\":1,\"type\":\"summary\",\"commit\":\"" commit                                      \
+    "\",\"date\":\"d\",\"gate_id\":\"" gate "\",\"runs\":" #runs ",\"first_commit\":\"" first      \
+    "\",\"first_date\":\"d0\"}"
+
+/* A history that two gates share, as 'history append --keep 5' leaves it after 6 runs of h100
+ * then 16 of a100: the newest runs of each gate are read, its older ones one summary of it.
+ * Before, the newest runs of all gates were read together: with keep 5 not one run of h100. */
+static void test_history__newest_runs_of_each_gate_are_read(void **state)
+{
+    (void)state;
+    const char *lines[] = {
+        GATE_SUMMARY("h100", "h1", "h1", 1),
+        GATE_SUMMARY("a100", "a1", "a11", 11),
+        GATE_RUN("h100", "h2"),
+        GATE_RUN("h100", "h3"),
+        "{\"schema\":1,\"type\":\"event\",\"event\":\"accept\",\"commit\":\"h4\",\"date\":\"d\","
+        "\"gate_id\":\"h100\",\"reason\":\"r\"}",
+        GATE_RUN("h100", "h4"),
+        GATE_RUN("h100", "h5"),
+        GATE_RUN("h100", "h6"),
+        GATE_RUN("a100", "a12"),
+        GATE_RUN("a100", "a13"),
+        GATE_RUN("a100", "a14"),
+        GATE_RUN("a100", "a15"),
+        GATE_RUN("a100", "a16"),
+    };
+    char path[] = "/tmp/cg-hist-gates-XXXXXX";
+    write_lines(path, lines, sizeof(lines) / sizeof(lines[0]));
+    struct cg_history h = {0};
+    struct cg_err err;
+    cg_err_init(&err);
+    const struct cg_history_entry *s;
+    assert_int_equal(cg_history_load_newest(path, 5, &h, &err), 0);
+    assert_int_equal(h.left_out, 0);
+    assert_int_equal(runs_of(&h, "h100", &s), 5);
+    assert_non_null(s);
+    assert_int_equal(s->summarised, 1);
+    assert_int_equal(runs_of(&h, "a100", &s), 5);
+    assert_int_equal(s->summarised, 11);
+    assert_int_equal(cg_history_gate_check(&h, "h100", path, &err), 0);
+    cg_history_release(&h);
+
+    /* keep 3: each gate's older runs and its summary are one summary of that gate, first */
+    assert_int_equal(cg_history_load_newest(path, 3, &h, &err), 0);
+    assert_int_equal(h.left_out, 16);
+    assert_int_equal(h.entries[0].type, CG_HIST_SUMMARY);
+    assert_int_equal(h.entries[1].type, CG_HIST_SUMMARY);
+    assert_int_equal(runs_of(&h, "h100", &s), 3);
+    assert_non_null(s);
+    assert_int_equal(s->summarised, 3);
+    assert_string_equal(s->first_commit, "h1");
+    assert_string_equal(s->commit, "h3");
+    assert_int_equal(runs_of(&h, "a100", &s), 3);
+    assert_non_null(s);
+    assert_int_equal(s->summarised, 13);
+    assert_string_equal(s->first_commit, "a1");
+    assert_string_equal(s->commit, "a13");
+    assert_int_equal(h.n, 9); /* two summaries, the accept, 3 + 3 runs */
+    assert_int_equal(h.entries[2].type, CG_HIST_EVENT);
+    assert_string_equal(h.entries[3].commit, "h4");
+    assert_string_equal(h.entries[8].commit, "a16");
+    cg_history_release(&h);
+
+    /* one gate: its entries alone, the other gates named */
+    assert_int_equal(cg_history_load_gate(path, "h100", 3, &h, &err), 0);
+    assert_int_equal(h.n, 5); /* its summary, the accept, h4 to h6 */
+    assert_int_equal(h.left_out, 3);
+    assert_int_equal(runs_of(&h, "h100", &s), 3);
+    assert_string_equal(s->first_commit, "h1");
+    assert_int_equal(h.n_other_gates, 1);
+    assert_string_equal(h.other_gates[0], "a100");
+    assert_int_equal(cg_history_gate_check(&h, "h100", path, &err), 0);
+    cg_history_release(&h);
+    assert_int_equal(cg_history_load_gate(path, "a100", 1000, &h, &err), 0);
+    assert_int_equal(h.n, 6);
+    assert_int_equal(h.left_out, 0);
+    assert_int_equal(runs_of(&h, "a100", &s), 5);
+    assert_int_equal(s->summarised, 11);
+    cg_history_release(&h);
+    /* a gate of which the file holds no run: named with the gates there */
+    assert_int_equal(cg_history_load_gate(path, "H100", 3, &h, &err), 0);
+    assert_int_equal(h.n, 0);
+    assert_int_equal(cg_history_gate_check(&h, "H100", path, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "no run of gate 'H100' in '"));
+    assert_non_null(strstr(err.msg, "' (its gates: h100, a100)"));
+    cg_history_release(&h);
+    assert_int_equal(cg_history_load_gate(path, NULL, 3, &h, &err), 0);
+    assert_int_equal(cg_history_gate_check(&h, NULL, path, &err), CG_EINPUT);
+    assert_non_null(strstr(err.msg, "no run without a gate id in"));
+    cg_history_release(&h);
+    unlink(path);
+}
+
+/* Gates interleaved over a long file: each keeps its newest runs in memory bounded per gate,
+ * one gate read alone in the memory of one; past CG_HISTORY_MAX_GATES gates the runs of the
+ * others are left out and their gates named. */
+static void test_history__gates_are_read_in_bounded_memory(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/cg-hist-gates-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("{\"schema\":1,\"type\":\"run\",\"commit\":\"idle\",\"date\":\"d\","
+          "\"gate_id\":\"v100\"}\n",
+          f);
+    for (int i = 0; i < 6000; i++)
+        fprintf(f,
+                "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%d\",\"date\":\"d\","
+                "\"gate_id\":\"%s\"}\n",
+                i, i % 3 == 0 ? "h100" : "a100");
+    assert_int_equal(fclose(f), 0);
+    struct cg_history h = {0};
+    struct cg_err err;
+    cg_err_init(&err);
+    const struct cg_history_entry *s;
+    assert_int_equal(cg_history_load_newest(path, 100, &h, &err), 0);
+    assert_int_equal(runs_of(&h, "h100", &s), 100);
+    assert_int_equal(s->summarised, 1900);
+    assert_string_equal(s->first_commit, "c0");
+    assert_string_equal(s->commit, "c5697");
+    assert_int_equal(runs_of(&h, "a100", &s), 100);
+    assert_int_equal(s->summarised, 3900);
+    assert_int_equal(runs_of(&h, "v100", &s), 1);
+    assert_null(s);
+    assert_int_equal(h.left_out, 5800);
+    assert_string_equal(h.entries[h.n - 1].commit, "c5999");
+    assert_true(h.cap <= 3 * (4 * 100 + 2048)); /* never the whole file */
+    cg_history_release(&h);
+    /* the idle gate, its one run 6000 lines before the end */
+    assert_int_equal(cg_history_load_gate(path, "v100", 100, &h, &err), 0);
+    assert_int_equal(h.n, 1);
+    assert_string_equal(h.entries[0].commit, "idle");
+    assert_true(h.cap <= 4 * 100 + 2048);
+    cg_history_release(&h);
+    assert_int_equal(cg_history_load_gate(path, "h100", 100, &h, &err), 0);
+    assert_int_equal(h.n, 101);
+    assert_int_equal(h.left_out, 1900);
+    assert_true(h.cap <= 4 * 100 + 2048);
+    cg_history_release(&h);
+    unlink(path);
+
+    /* more gates than are read: the first CG_HISTORY_MAX_GATES, the others named */
+    fd = mkstemp(strcpy(path, "/tmp/cg-hist-gates-XXXXXX"));
+    assert_true(fd >= 0);
+    assert_non_null(f = fdopen(fd, "w"));
+    for (int i = 0; i < CG_HISTORY_MAX_GATES + 11; i++)
+        fprintf(f,
+                "{\"schema\":1,\"type\":\"run\",\"commit\":\"c%d\",\"date\":\"d\","
+                "\"gate_id\":\"g%d\"}\n",
+                i, i);
+    fputs("{\"schema\":1,\"type\":\"run\",\"commit\":\"x\",\"date\":\"d\"}\n", f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(cg_history_load_newest(path, 10, &h, &err), 0);
+    assert_int_equal(h.n, CG_HISTORY_MAX_GATES);
+    assert_int_equal(h.n_other_gates, CG_HISTORY_GATES_NAMED);
+    char first[16];
+    snprintf(first, sizeof(first), "g%d", CG_HISTORY_MAX_GATES);
+    assert_string_equal(h.other_gates[0], first);
+    assert_true(h.other_gates_more);
+    assert_true(h.other_no_gate);
+    cg_history_release(&h);
+    unlink(path);
+}
+
 /* Dates written by 'history append' and 'accept' are ISO 8601 times. */
 static void test_history__dates_are_iso_8601(void **state)
 {
@@ -806,6 +988,8 @@ int main(void)
         cmocka_unit_test(test_history__unreadable_lines_are_kept_in_place_when_written),
         cmocka_unit_test(test_history__a_file_that_cannot_be_read_is_refused),
         cmocka_unit_test(test_history__newest_runs_are_read_in_bounded_memory),
+        cmocka_unit_test(test_history__newest_runs_of_each_gate_are_read),
+        cmocka_unit_test(test_history__gates_are_read_in_bounded_memory),
         cmocka_unit_test(test_history__dates_are_iso_8601),
         cmocka_unit_test(test_history__a_symlinked_history_locks_its_target),
     };
