@@ -18,11 +18,13 @@
  * INCONCLUSIVE with the reason when the clocks moved (for a timing metric only when the current
  * side's are the lower: a faster clock cannot make steps slower; energy per token and MFU, over
  * the clock's peak, move with the clock either way), or when held-back runs decide it: without
- * them (Mann-Whitney and Hodges-Lehmann on the logs of the other runs' values, at least
- * CG_TIMING_MIN_RUNS a side) it would not FAIL. For a timing metric only the current side's
- * held-back runs are left out: a GPU held back runs slower, so a held-back baseline can only
- * hide a slowdown, never make one. Never FAIL for the GPU's condition; a FAIL the clean runs
- * show too stands. Pure; not thread-safe.
+ * them, both sides' (the same test on the other runs' values: the floor's own, Mann-Whitney and
+ * Hodges-Lehmann on the logs for the others; at least CG_TIMING_MIN_RUNS a side) it would not
+ * FAIL. For a timing metric only the current side's held-back runs can bring the rule in: a GPU
+ * held back runs slower, so a held-back baseline can only hide a slowdown, never make one; left
+ * out of the re-test it can only make one clearer, and a baseline with too few runs left keeps
+ * them. Never FAIL for the GPU's condition; a FAIL the clean runs show too stands. Pure; not
+ * thread-safe.
  */
 #ifndef CG_GPU_RULE_H
 #define CG_GPU_RULE_H

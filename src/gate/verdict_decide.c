@@ -5,6 +5,7 @@
  */
 #include "verdict.h"
 
+#include "floor.h"
 #include "stats.h"
 
 #include <math.h>
@@ -232,11 +233,39 @@ static void steps_differ_rule(struct cg_verdict *v)
         v->states.outcome = CG_OUT_INCONCLUSIVE;
 }
 
-/* Whether metric m would FAIL on the runs not held back (the baseline's held-back runs kept when
- * keep_baseline): false too when a side has fewer than CG_TIMING_MIN_RUNS of them. *delta_pct
+/* Whether m measures the steps' speed (step time mean, p95, floor, tokens/sec): what a GPU slowed
+ * down can only make worse. Energy per token and MFU (over the clock's peak) are not. */
+static bool step_speed(enum cg_metric m)
+{
+    return m == CG_M_STEP_TIME_MEAN || m == CG_M_STEP_TIME_P95 || m == CG_M_STEP_TIME_FLOOR ||
+           m == CG_M_TOKENS_PER_SEC;
+}
+
+/* Side a's values of metric m into val (the run floors as they are, other metrics' logs), its
+ * held-back runs left out unless keep_held; returns how many. */
+static size_t side_clean_values(const struct cg_verdict *v, const struct cg_artifact *a,
+                                enum cg_metric m, bool keep_held, double *val)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_runs; i++) {
+        const char *why;
+        long long dev;
+        double x = cg_verdict_run_value(&a->runs[i], m);
+        if ((keep_held || !cg_gpu_run_held(&v->gpu, &a->runs[i], &why, &dev)) && isfinite(x) &&
+            x > 0)
+            val[k++] = m == CG_M_STEP_TIME_FLOOR ? x : log(x);
+    }
+    return k;
+}
+
+/* Whether metric m would FAIL on the runs not held back, both sides' left out: false too when a
+ * side has fewer than CG_TIMING_MIN_RUNS of them (the floor: fewer than CG_FLOOR_MIN_FAST_RUNS
+ * in its fast state, as its own test needs). For the steps' speed a baseline with too few keeps
+ * its held-back runs: slower, they can only hide a slowdown. The floor is tested as it was
+ * (cg_floor_compare), the others with Mann-Whitney and Hodges-Lehmann on the logs. *delta_pct
  * and *p get what those runs gave (NAN: untested). */
-static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool keep_baseline,
-                           bool *fails, double *delta_pct, double *p)
+static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool *fails,
+                           double *delta_pct, double *p)
 {
     const struct cg_artifact *sides[2] = {v->baseline, v->current};
     double *val[2] = {NULL, NULL};
@@ -250,43 +279,46 @@ static int clean_runs_fail(const struct cg_verdict *v, enum cg_metric m, bool ke
             rc = CG_ENOMEM;
             goto done;
         }
-        for (size_t i = 0; i < sides[s]->n_runs; i++) {
-            const char *why;
-            long long dev;
-            double x = cg_verdict_run_value(&sides[s]->runs[i], m);
-            bool held = (s == 1 || !keep_baseline) &&
-                        cg_gpu_run_held(&v->gpu, &sides[s]->runs[i], &why, &dev);
-            if (!held && isfinite(x) && x > 0)
-                val[s][k[s]++] = log(x);
-        }
+        k[s] = side_clean_values(v, sides[s], m, false, val[s]);
     }
+    if (k[0] < CG_TIMING_MIN_RUNS && step_speed(m))
+        k[0] = side_clean_values(v, v->baseline, m, true, val[0]);
     if (k[0] < CG_TIMING_MIN_RUNS || k[1] < CG_TIMING_MIN_RUNS)
         goto done;
     const struct cg_metric_limits *lim = &v->thresholds->metric[m];
-    struct cg_mwu u;
-    struct cg_shift sh;
-    if (cg_stats_mwu_shift(val[0], k[0], val[1], k[1], lim->alpha, &u, &sh) != 0) {
-        rc = CG_ENOMEM;
-        goto done;
-    }
     bool up = cg_metric_higher_is_worse(m);
-    *delta_pct = (exp(sh.estimate) - 1.0) * 100.0;
-    *p = up ? u.p_greater : u.p_less;
-    struct cg_evidence e = {up ? *delta_pct : -*delta_pct, *p, up ? u.p_less : u.p_greater,
+    double p_worse, p_better, shift;
+    if (m == CG_M_STEP_TIME_FLOOR) {
+        struct cg_floor_test f;
+        if (cg_floor_compare(val[0], k[0], val[1], k[1], lim->alpha, &f) != 0) {
+            rc = CG_ENOMEM;
+            goto done;
+        }
+        if (f.fast[0] < CG_FLOOR_MIN_FAST_RUNS || f.fast[1] < CG_FLOOR_MIN_FAST_RUNS)
+            goto done;
+        p_worse = f.p_greater;
+        p_better = f.p_less;
+        shift = f.shift.estimate;
+    } else {
+        struct cg_mwu u;
+        struct cg_shift sh;
+        if (cg_stats_mwu_shift(val[0], k[0], val[1], k[1], lim->alpha, &u, &sh) != 0) {
+            rc = CG_ENOMEM;
+            goto done;
+        }
+        p_worse = up ? u.p_greater : u.p_less;
+        p_better = up ? u.p_less : u.p_greater;
+        shift = sh.estimate;
+    }
+    *delta_pct = (exp(shift) - 1.0) * 100.0;
+    *p = p_worse;
+    struct cg_evidence e = {up ? *delta_pct : -*delta_pct, p_worse, p_better,
                             (int64_t)k[0] >= lim->min_runs && (int64_t)k[1] >= lim->min_runs};
     *fails = cg_ladder_classify(&e, lim) == CG_RUNG_FAIL;
 done:
     free(val[0]);
     free(val[1]);
     return rc;
-}
-
-/* Whether m measures the steps' speed (step time mean, p95, floor, tokens/sec): what a GPU slowed
- * down can only make worse. Energy per token and MFU (over the clock's peak) are not. */
-static bool step_speed(enum cg_metric m)
-{
-    return m == CG_M_STEP_TIME_MEAN || m == CG_M_STEP_TIME_P95 || m == CG_M_STEP_TIME_FLOOR ||
-           m == CG_M_TOKENS_PER_SEC;
 }
 
 /* The GPU rule (gpu_rule.h) applied to v's metric outcomes (v->gpu assessed); sets v->gpu.decided.
@@ -314,7 +346,7 @@ static int gpu_rule_apply(struct cg_verdict *v)
         } else {
             bool fails;
             double d, p;
-            if (clean_runs_fail(v, judged[i], speed, &fails, &d, &p) != 0)
+            if (clean_runs_fail(v, judged[i], &fails, &d, &p) != 0)
                 return CG_ENOMEM;
             if (fails)
                 continue; /* the runs the GPU did not hold back FAIL it too */

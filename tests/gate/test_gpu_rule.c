@@ -603,6 +603,110 @@ static void test_gpu_rule__a_cause_in_every_run_of_both_sides_holds_none_back(vo
     assert_true(power >= 0.95);
 }
 
+/* The share of reps comparisons of n runs a side (run-to-run spread `spread`) in which the step
+ * time mean and the floor FAIL: the first held_base baseline runs and the first held_cur current
+ * runs under HW slowdown in 25 of their 50 samples and held_factor times as long a step, every
+ * current run `factor` times as long besides. */
+static void held_fail_rates(size_t n, double spread, size_t held_base, size_t held_cur,
+                            double held_factor, double factor, size_t reps, uint64_t seed,
+                            double *mean, double *floor_)
+{
+    struct cg_thresholds t = thresholds();
+    struct cg_err err;
+    size_t fm = 0, ff = 0;
+    for (size_t k = 0; k < reps; k++) {
+        struct cg_artifact b, c;
+        struct cg_verdict v;
+        make(&b, n, 1e7, spread, seed + 2 * k, 0.5, 0.4, 1755);
+        make(&c, n, 1e7, spread, seed + 2 * k + 1, 0.5, 0.4, 1755);
+        cg_fixture_hold(&b, 0, held_base, CG_GPU_R_HW_SLOWDOWN, 25);
+        cg_fixture_hold(&c, 0, held_cur, CG_GPU_R_HW_SLOWDOWN, 25);
+        slow_runs(&b, 0, held_base, held_factor);
+        slow_runs(&c, 0, held_cur, held_factor);
+        slow_runs(&c, 0, n, factor);
+        assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+        fm += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
+        ff += v.metrics[CG_M_STEP_TIME_FLOOR].outcome == CG_OUT_FAIL;
+        cg_verdict_release(&v);
+        cg_artifact_release(&b);
+        cg_artifact_release(&c);
+    }
+    *mean = (double)fm / (double)reps;
+    *floor_ = (double)ff / (double)reps;
+}
+
+/* One throttled current run lets the rule re-test the runs the GPU did not hold back; the
+ * baseline's throttled runs, slower, are left out of that re-test too (kept, they could only hide
+ * a slowdown), so they no longer widen the baseline's spread into excusing a FAIL the clean runs
+ * show, and the floor is re-tested as it was tested (its fast state, cg_floor_compare). */
+static void test_gpu_rule__the_clean_runs_leave_out_both_sides_held_runs(void **state)
+{
+    (void)state;
+    struct cg_thresholds t = thresholds();
+    struct cg_artifact b, c;
+    struct cg_err err;
+    struct cg_verdict v;
+    make(&b, 15, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    make(&c, 15, 1e7, 0.01, 2, 0.5, 0.4, 1755);
+    cg_fixture_hold(&b, 0, 5, CG_GPU_R_HW_SLOWDOWN, 25);
+    slow_runs(&b, 0, 5, 1.25);
+    slow_runs(&c, 0, 15, 1.1);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_FLOOR].outcome, CG_OUT_FAIL); /* before: a FAIL */
+    cg_verdict_release(&v);
+    cg_fixture_hold(&c, 0, 1, CG_GPU_R_HW_SLOWDOWN, 25);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[0], 5);
+    assert_int_equal(v.gpu.held[1], 1);
+    const struct cg_metric_result *fl = &v.metrics[CG_M_STEP_TIME_FLOOR];
+    assert_int_equal(fl->outcome, CG_OUT_FAIL);
+    assert_true(fl->delta_pct > 9.0);
+    for (int m = 0; m < CG_M_COUNT; m++)
+        assert_null(strstr(v.metrics[m].note, "throttled"));
+    assert_false(v.gpu.decided);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* a baseline with too few runs left keeps its held ones: slower, they can only hide it */
+    cg_fixture_hold(&b, 0, 13, CG_GPU_R_HW_SLOWDOWN, 25);
+    slow_runs(&c, 0, 15, 1.2);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[0], 13);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    assert_int_equal(v.metrics[CG_M_TOKENS_PER_SEC].outcome, CG_OUT_FAIL);
+    assert_false(v.gpu.decided);
+    cg_verdict_release(&v);
+    /* the floor's re-test keeps its own rule: too few clean runs in the fast state is no FAIL */
+    cg_fixture_hold(&c, 0, 13, CG_GPU_R_HW_SLOWDOWN, 25);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(fl->outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(fl->note, "during 13 of 15 current runs; too few runs without them"));
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    /* size and power, simulated, 15 v 15, 5 baseline runs and 1 current run held, the throttling
+     * taken to slow the held runs by nothing or by 25%: under no change the mean and the floor
+     * FAIL at most alpha + 3 standard errors of 200 comparisons at spreads of 2% and 10% (at 10%
+     * a 5% change is within reach of noise); 10% slower at a spread of 2% is found */
+    const double bound = 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0);
+    const double held_factors[] = {1.0, 1.25}, spreads[] = {0.02, 0.10};
+    for (size_t i = 0; i < 2; i++) {
+        double mean, floor_;
+        for (size_t z = 0; z < 2; z++) {
+            held_fail_rates(15, spreads[z], 5, 1, held_factors[i], 1.0, 200, 3101 + 7 * i + z,
+                            &mean, &floor_);
+            printf("5 baseline runs and 1 current run held (%.2fx), 15 v 15, spread %.0f%%, no "
+                   "change: mean FAIL %.3f, floor FAIL %.3f\n",
+                   held_factors[i], spreads[z] * 100.0, mean, floor_);
+            assert_true(mean <= bound && floor_ <= bound);
+        }
+        held_fail_rates(15, 0.02, 5, 1, held_factors[i], 1.1, 200, 3501 + 7 * i, &mean, &floor_);
+        printf("5 baseline runs and 1 current run held (%.2fx), 15 v 15, spread 2%%, +10%%: mean "
+               "FAIL %.3f, floor FAIL %.3f\n",
+               held_factors[i], mean, floor_);
+        assert_true(mean >= 0.95 && floor_ >= 0.95);
+    }
+}
+
 static void test_gpu_rule__settings_that_differ_are_shown_not_a_machine(void **state)
 {
     (void)state;
@@ -651,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_gpu_rule__a_faster_clock_here_does_not_excuse_slower_steps),
         cmocka_unit_test(test_gpu_rule__a_throttled_baseline_does_not_excuse_a_slower_current_side),
         cmocka_unit_test(test_gpu_rule__a_cause_in_every_run_of_both_sides_holds_none_back),
+        cmocka_unit_test(test_gpu_rule__the_clean_runs_leave_out_both_sides_held_runs),
         cmocka_unit_test(test_gpu_rule__settings_that_differ_are_shown_not_a_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
