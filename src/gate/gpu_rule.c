@@ -21,29 +21,49 @@ bool cg_gpu_held_share(int64_t seen, int64_t samples)
     return samples <= 0 || (double)seen * 100.0 > CG_GPU_HELD_MIN_SHARE_PCT * (double)samples;
 }
 
-/* Whether (device, cause) is one of c's constant causes (c NULL: none is). */
-static bool constant(const struct cg_gpu_check *c, long long device, int cause)
+/* The share of a device's samples a cause was seen in, percent: 100 when the count of samples is
+ * unknown (taken as seen throughout). */
+static double share_pct(int64_t seen, int64_t samples)
+{
+    return samples > 0 ? (double)seen * 100.0 / (double)samples : 100.0;
+}
+
+/* c's constant cause (device, cause) (c NULL: none), NULL when it is none of them. */
+static const struct cg_gpu_constant *constant(const struct cg_gpu_check *c, long long device,
+                                              int cause)
 {
     for (size_t i = 0; c != NULL && i < c->n_constant; i++)
         if (c->constant[i].device == device && c->constant[i].cause == cause)
-            return true;
-    return false;
+            return &c->constant[i];
+    return NULL;
 }
 
-/* Calls fn for each (device, cause) that held run r back, once each, but c's constant ones. */
+/* Whether a cause seen in `share` percent of a device's samples is within c's constant one: no
+ * more than CG_GPU_HELD_MIN_SHARE_PCT above the baseline's highest share of it. */
+static bool within_constant(const struct cg_gpu_constant *k, double share)
+{
+    return k != NULL && share <= k->share_pct + CG_GPU_HELD_MIN_SHARE_PCT;
+}
+
+/* Calls fn for each (device, cause) that held run r back, once each, with its share of the
+ * device's samples, but c's constant ones within their share. */
 static void each_cause(const struct cg_gpu_check *c, const struct cg_run *r,
-                       void (*fn)(void *, long long, int), void *ctx)
+                       void (*fn)(void *, long long, int, double), void *ctx)
 {
     const struct cg_gpu_state *g = &r->gpu;
     for (size_t i = 0; g->reason == NULL && i < g->n_dev; i++) {
         const struct cg_gpu_device *d = &g->dev[i];
         long long dev = (long long)d->index;
-        for (int k = 0; k < CG_GPU_R_N; k++)
+        for (int k = 0; k < CG_GPU_R_N; k++) {
+            double share = share_pct(d->reasons[k], d->samples);
             if (cg_gpu_reason_external(k) && cg_gpu_held_share(d->reasons[k], d->samples) &&
-                !constant(c, dev, k))
-                fn(ctx, dev, k);
-        if (cg_gpu_held_share(d->other_samples, d->samples) && !constant(c, dev, CAUSE_OTHER))
-            fn(ctx, dev, CAUSE_OTHER);
+                !within_constant(constant(c, dev, k), share))
+                fn(ctx, dev, k, share);
+        }
+        double share = share_pct(d->other_samples, d->samples);
+        if (cg_gpu_held_share(d->other_samples, d->samples) &&
+            !within_constant(constant(c, dev, CAUSE_OTHER), share))
+            fn(ctx, dev, CAUSE_OTHER, share);
     }
 }
 
@@ -58,9 +78,10 @@ struct first {
     int cause;
 };
 
-static void take_first(void *ctx, long long device, int cause)
+static void take_first(void *ctx, long long device, int cause, double share)
 {
     struct first *f = ctx;
+    (void)share;
     if (!f->found)
         *f = (struct first){true, device, cause};
 }
@@ -77,29 +98,32 @@ bool cg_gpu_run_held(const struct cg_gpu_check *g, const struct cg_run *r, const
     return f.found;
 }
 
-/* Runs per (device, cause) over one side. */
+/* Runs per (device, cause) over one side, and the highest share of the samples it was seen in. */
 #define MAX_TALLY (CG_GPU_MAX_DEVICES * (CG_GPU_R_N + 1))
 struct tally {
     struct {
         long long device;
         int cause;
         size_t runs;
+        double share_pct;
     } e[MAX_TALLY];
     size_t n;
 };
 
-static void count_cause(void *ctx, long long device, int cause)
+static void count_cause(void *ctx, long long device, int cause, double share)
 {
     struct tally *t = ctx;
     for (size_t i = 0; i < t->n; i++) {
         if (t->e[i].device == device && t->e[i].cause == cause) {
             t->e[i].runs++;
+            t->e[i].share_pct = fmax(t->e[i].share_pct, share);
             return;
         }
     }
     if (t->n < MAX_TALLY) {
         t->e[t->n].device = device;
         t->e[t->n].cause = cause;
+        t->e[t->n].share_pct = share;
         t->e[t->n++].runs = 1;
     }
 }
@@ -112,7 +136,8 @@ static void side_tally(const struct cg_gpu_check *c, const struct cg_artifact *a
         each_cause(c, &a->runs[i], count_cause, t);
 }
 
-/* The causes that held back every run of both sides into g->constant. */
+/* The causes that held back every run of both sides into g->constant, with the baseline's
+ * highest share of each. */
 static void find_constant(const struct cg_artifact *base, const struct cg_artifact *cur,
                           struct cg_gpu_check *g)
 {
@@ -126,7 +151,8 @@ static void find_constant(const struct cg_artifact *base, const struct cg_artifa
             if (tb.e[k].device == tc.e[i].device && tb.e[k].cause == tc.e[i].cause &&
                 tb.e[k].runs == base->n_runs) {
                 g->constant[g->n_constant].device = tc.e[i].device;
-                g->constant[g->n_constant++].cause = tc.e[i].cause;
+                g->constant[g->n_constant].cause = tc.e[i].cause;
+                g->constant[g->n_constant++].share_pct = tb.e[k].share_pct;
             }
         }
     }
@@ -153,12 +179,16 @@ static size_t side_clause(const struct cg_gpu_check *g, const struct cg_artifact
     for (size_t i = 1; i < t.n; i++)
         if (t.e[i].runs > t.e[best].runs)
             best = i;
+    /* a constant cause holds a run back by its share above the baseline's: say so */
+    const char *more = constant(g, t.e[best].device, t.e[best].cause) != NULL
+                           ? " (more of their samples than in any baseline run)"
+                           : "";
     if (t.e[best].cause == CAUSE_OTHER)
-        snprintf(dst, n, "another process on GPU %lld during %zu of %zu %s runs", t.e[best].device,
-                 t.e[best].runs, a->n_runs, side);
+        snprintf(dst, n, "another process on GPU %lld during %zu of %zu %s runs%s",
+                 t.e[best].device, t.e[best].runs, a->n_runs, side, more);
     else
-        snprintf(dst, n, "GPU %lld throttled (%s) during %zu of %zu %s runs", t.e[best].device,
-                 cg_gpu_reason_label(t.e[best].cause), t.e[best].runs, a->n_runs, side);
+        snprintf(dst, n, "GPU %lld throttled (%s) during %zu of %zu %s runs%s", t.e[best].device,
+                 cg_gpu_reason_label(t.e[best].cause), t.e[best].runs, a->n_runs, side, more);
     return held;
 }
 
@@ -245,15 +275,25 @@ void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifac
     g->held[0] = side_clause(g, base, "baseline", g->side_reason[0], sizeof(g->side_reason[0]));
     snprintf(g->reason, sizeof(g->reason), "%s%s%s", g->side_reason[1],
              g->side_reason[1][0] && g->side_reason[0][0] ? "; " : "", g->side_reason[0]);
-    if (g->n_constant > 0) {
+    struct tally above;
+    side_tally(g, cur, &above);
+    for (size_t i = 0; i < g->n_constant; i++)
+        for (size_t k = 0; k < above.n; k++)
+            if (above.e[k].device == g->constant[i].device &&
+                above.e[k].cause == g->constant[i].cause)
+                g->constant[i].above = above.e[k].runs;
+    for (size_t i = 0; i < g->n_constant; i++) {
         char what[64];
-        if (g->constant[0].cause == CAUSE_OTHER)
-            snprintf(what, sizeof(what), "another process on GPU %lld", g->constant[0].device);
+        if (g->constant[i].above > 0)
+            continue; /* in the current side's clause */
+        if (g->constant[i].cause == CAUSE_OTHER)
+            snprintf(what, sizeof(what), "another process on GPU %lld", g->constant[i].device);
         else
-            snprintf(what, sizeof(what), "GPU %lld throttled (%s)", g->constant[0].device,
-                     cg_gpu_reason_label(g->constant[0].cause));
+            snprintf(what, sizeof(what), "GPU %lld throttled (%s)", g->constant[i].device,
+                     cg_gpu_reason_label(g->constant[i].cause));
         clause(g->reason, sizeof(g->reason),
                "%s during every run of both sides (alike on both: no run held back for it)", what);
+        break;
     }
     clocks_assess(base, cur, g);
     cg_gpu_settings_diff(&base->env.gpu_env, &cur->env.gpu_env, g->settings_diff,

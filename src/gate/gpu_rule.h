@@ -8,7 +8,8 @@
  * cg_gpu_reason_external), or with another process on the GPU; except by a cause (device and
  * reason, or another process) present in every run of both sides: the machine's condition, alike
  * on both (a tenant's process that stays, a GPU that always throttles), which holds no run back
- * (else no timing FAIL could ever stand there).
+ * (else no timing FAIL could ever stand there) up to the baseline's highest share of it: a run
+ * where it filled more than CG_GPU_HELD_MIN_SHARE_PCT points more of the samples is held back.
  * The sides as a whole are not comparable when the SM clock's median over the runs moved by more
  * than CG_GPU_CLOCK_MOVED_PCT between them (unless the slower side was held by its own power
  * draw: the SW power cap in half its samples or more), or when their application clocks differ.
@@ -49,11 +50,21 @@ bool cg_gpu_held_share(int64_t seen, int64_t samples);
 /* Room for the causes present in every run of both sides. */
 #define CG_GPU_MAX_CONSTANT 8
 
+/* A cause present in every run of both sides: the machine's condition up to the baseline's share
+ * of it. */
+struct cg_gpu_constant {
+    long long device; /* NVML index */
+    int cause;        /* enum cg_gpu_reason, or CG_GPU_R_N: another process */
+    double share_pct; /* the baseline's highest share of a run's samples it was seen in */
+    size_t above;     /* current runs it filled more than CG_GPU_HELD_MIN_SHARE_PCT points more
+                       * of (held back for it) */
+};
+
 struct cg_gpu_check {
     size_t held[2];         /* the baseline's and the current side's runs held back */
-    char reason[256];       /* "GPU 0 throttled (HW slowdown) during 6 of 15 current runs", the
+    char reason[400];       /* "GPU 0 throttled (HW slowdown) during 6 of 15 current runs", the
                              * commonest cause a side with held runs had; "" when none */
-    char side_reason[2][120]; /* the baseline's and the current side's clause of reason, "" for
+    char side_reason[2][160]; /* the baseline's and the current side's clause of reason, "" for
                                * a side without held runs */
     bool clocks_moved;      /* the SM clock's median moved, or the application clocks differ */
     bool clocks_lower_here; /* ...and the current side's is lower (or an application clock is):
@@ -64,10 +75,8 @@ struct cg_gpu_check {
                              * power limit, persistence mode), for the banner; "" when none or
                              * unknown. Not a different machine by itself */
     bool decided;           /* some FAIL was made INCONCLUSIVE by this rule */
-    struct {
-        long long device;            /* NVML index */
-        int cause;                   /* enum cg_gpu_reason, or CG_GPU_R_N: another process */
-    } constant[CG_GPU_MAX_CONSTANT]; /* the causes present in every run of both sides */
+    struct cg_gpu_constant constant[CG_GPU_MAX_CONSTANT]; /* the causes present in every run of
+                                                           * both sides */
     size_t n_constant;
 };
 

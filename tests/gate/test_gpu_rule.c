@@ -707,6 +707,105 @@ static void test_gpu_rule__the_clean_runs_leave_out_both_sides_held_runs(void **
     }
 }
 
+/* Every run of a under HW slowdown in lo to hi (drawn) of its 50 samples. */
+static void hold_varying(struct cg_artifact *a, int64_t lo, int64_t hi, uint64_t *rng)
+{
+    for (size_t r = 0; r < a->n_runs; r++)
+        cg_fixture_hold(a, r, 1, CG_GPU_R_HW_SLOWDOWN,
+                        lo + (int64_t)(cg_stats_rand(rng) % (uint64_t)(hi - lo + 1)));
+}
+
+/* The share of reps comparisons of n runs a side (spread 2%), every run of both sides under HW
+ * slowdown in 10 to 14 of its 50 samples (a GPU that always throttles, by as much on both), the
+ * current side `factor` times as long a step, in which the step time mean FAILs. */
+static double varying_fail_rate(size_t n, double factor, size_t reps, uint64_t seed)
+{
+    struct cg_thresholds t = thresholds();
+    struct cg_err err;
+    size_t fails = 0;
+    uint64_t rng = seed;
+    for (size_t k = 0; k < reps; k++) {
+        struct cg_artifact b, c;
+        struct cg_verdict v;
+        make(&b, n, 1e7, 0.02, seed + 2 * k, 0.5, 0.4, 1755);
+        make(&c, n, 1e7, 0.02, seed + 2 * k + 1, 0.5, 0.4, 1755);
+        hold_varying(&b, 10, 14, &rng);
+        hold_varying(&c, 10, 14, &rng);
+        slow_runs(&c, 0, n, factor);
+        assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+        fails += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
+        cg_verdict_release(&v);
+        cg_artifact_release(&b);
+        cg_artifact_release(&c);
+    }
+    return (double)fails / (double)reps;
+}
+
+/* A cause in every run of both sides is the machine's condition only up to the baseline's share
+ * of it: a current run where it filled more of the samples than in any baseline run (by more
+ * than CG_GPU_HELD_MIN_SHARE_PCT) is held back for it, so a neighbour that works harder during
+ * the current side's runs does not pass for the machine's condition. */
+static void test_gpu_rule__a_cause_heavier_here_than_on_the_baseline_holds_runs_back(void **state)
+{
+    (void)state;
+    struct cg_thresholds t = thresholds();
+    struct cg_artifact b, c;
+    struct cg_err err;
+    struct cg_verdict v;
+    make(&b, 8, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    make(&c, 8, 1e7, 0.01, 2, 0.5, 0.4, 1755);
+    slow_runs(&c, 0, 8, 1.2);
+    cg_fixture_hold(&c, 0, 8, -1, 50);
+    /* no process on the baseline: every current run held, INCONCLUSIVE */
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 8);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    /* a process in 2 of 50 samples of every baseline run: still not alike */
+    cg_fixture_hold(&b, 0, 8, -1, 2);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 8);
+    assert_int_equal(v.gpu.held[0], 0);
+    assert_null(strstr(v.gpu.reason, "alike on both"));
+    assert_string_equal(v.gpu.reason, "another process on GPU 0 during 8 of 8 current runs (more "
+                                      "of their samples than in any baseline run)");
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_INCONCLUSIVE);
+    assert_non_null(strstr(v.metrics[CG_M_STEP_TIME_MEAN].note, "too few runs without them"));
+    assert_int_equal(v.overall, CG_OUT_INCONCLUSIVE);
+    cg_verdict_release(&v);
+    /* in 50 of 50 on the baseline too: alike, none held back, the FAIL stands */
+    cg_fixture_hold(&b, 0, 8, -1, 50);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 0);
+    assert_non_null(strstr(v.gpu.reason, "alike on both"));
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* 3 current runs heavier than every baseline run: those 3 held, the 5 others FAIL it too */
+    cg_fixture_hold(&b, 0, 8, -1, 30);
+    cg_fixture_hold(&c, 0, 8, -1, 30);
+    cg_fixture_hold(&c, 0, 3, -1, 40);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 3);
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    /* size and power, simulated (5 v 5 and 8 v 8, spread 2%, every run of both sides throttled in
+     * 10 to 14 of 50 samples, drawn, the throttling taken to slow nothing): under no change the
+     * mean FAILs at most alpha + 3 standard errors of 200 comparisons; 10% slower is found */
+    const double bound = 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0);
+    const size_t ns[] = {5, 8};
+    for (size_t z = 0; z < 2; z++) {
+        double size = varying_fail_rate(ns[z], 1.0, 200, 4101 + z);
+        double power = varying_fail_rate(ns[z], 1.1, 200, 4501 + z);
+        printf("every run of both sides throttled in 10-14 of 50 samples, %zu v %zu, spread 2%%: "
+               "mean FAIL %.3f under no change, %.3f at +10%%\n",
+               ns[z], ns[z], size, power);
+        assert_true(size <= bound);
+        assert_true(power >= 0.90);
+    }
+}
+
 static void test_gpu_rule__settings_that_differ_are_shown_not_a_machine(void **state)
 {
     (void)state;
@@ -756,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_gpu_rule__a_throttled_baseline_does_not_excuse_a_slower_current_side),
         cmocka_unit_test(test_gpu_rule__a_cause_in_every_run_of_both_sides_holds_none_back),
         cmocka_unit_test(test_gpu_rule__the_clean_runs_leave_out_both_sides_held_runs),
+        cmocka_unit_test(test_gpu_rule__a_cause_heavier_here_than_on_the_baseline_holds_runs_back),
         cmocka_unit_test(test_gpu_rule__settings_that_differ_are_shown_not_a_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
