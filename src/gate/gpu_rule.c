@@ -99,7 +99,7 @@ bool cg_gpu_run_held(const struct cg_gpu_check *g, const struct cg_run *r, const
 }
 
 /* Runs per (device, cause) over one side, and the highest share of the samples it was seen in. */
-#define MAX_TALLY (CG_GPU_MAX_DEVICES * (CG_GPU_R_N + 1))
+#define MAX_TALLY CG_GPU_MAX_CONSTANT
 struct tally {
     struct {
         long long device;
@@ -266,6 +266,63 @@ static void clocks_assess(const struct cg_artifact *base, const struct cg_artifa
              mc, moved);
 }
 
+/* The constant causes that held back no run (those above the baseline's share are in the current
+ * side's clause), by cause: "another process on GPUs 0, 1 and GPU 7 throttled (SW thermal
+ * slowdown)" into dst; how many. */
+static size_t constant_names(const struct cg_gpu_check *g, char *dst, size_t n)
+{
+    size_t named = 0;
+    dst[0] = '\0';
+    for (int j = 0; j <= CG_GPU_R_N; j++) {
+        int cause = j == 0 ? CAUSE_OTHER : j - 1; /* another process first, then NVML's order */
+        size_t devices = 0, len;
+        for (size_t i = 0; i < g->n_constant; i++)
+            devices += g->constant[i].cause == cause && g->constant[i].above == 0;
+        if (devices == 0)
+            continue;
+        len = strlen(dst);
+        snprintf(dst + len, n - len, "%s%s%s", named > 0 ? " and " : "",
+                 cause == CAUSE_OTHER ? "another process on " : "", devices > 1 ? "GPUs " : "GPU ");
+        for (size_t i = 0, k = 0; i < g->n_constant; i++) {
+            if (g->constant[i].cause != cause || g->constant[i].above > 0)
+                continue;
+            len = strlen(dst);
+            snprintf(dst + len, n - len, "%s%lld", k++ > 0 ? ", " : "", g->constant[i].device);
+            named++;
+        }
+        len = strlen(dst);
+        if (cause != CAUSE_OTHER)
+            snprintf(dst + len, n - len, " throttled (%s)", cg_gpu_reason_label(cause));
+    }
+    return named;
+}
+
+/* The clause of reason that names the constant causes that held back no run; the first's name
+ * and the others' count when the names do not fit. */
+static void constant_clause(struct cg_gpu_check *g)
+{
+    static const char tail[] = " during every run of both sides (alike on both: no run held "
+                               "back for ";
+    char what[sizeof(g->reason)];
+    size_t named = constant_names(g, what, sizeof(what));
+    if (named == 0)
+        return;
+    size_t room = sizeof(g->reason) - strlen(g->reason);
+    if (strlen(what) + sizeof(tail) + sizeof("them)") + 2 > room) {
+        size_t i = 0;
+        while (g->constant[i].above > 0) /* named > 0: one held back none */
+            i++;
+        const struct cg_gpu_constant *k = &g->constant[i];
+        if (k->cause == CAUSE_OTHER)
+            snprintf(what, sizeof(what), "another process on GPU %lld and %zu other cause%s",
+                     k->device, named - 1, named > 2 ? "s" : "");
+        else
+            snprintf(what, sizeof(what), "GPU %lld throttled (%s) and %zu other cause%s", k->device,
+                     cg_gpu_reason_label(k->cause), named - 1, named > 2 ? "s" : "");
+    }
+    clause(g->reason, sizeof(g->reason), "%s%s%s", what, tail, named > 1 ? "them)" : "it)");
+}
+
 void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifact *cur,
                          struct cg_gpu_check *g)
 {
@@ -282,19 +339,7 @@ void cg_gpu_check_assess(const struct cg_artifact *base, const struct cg_artifac
             if (above.e[k].device == g->constant[i].device &&
                 above.e[k].cause == g->constant[i].cause)
                 g->constant[i].above = above.e[k].runs;
-    for (size_t i = 0; i < g->n_constant; i++) {
-        char what[64];
-        if (g->constant[i].above > 0)
-            continue; /* in the current side's clause */
-        if (g->constant[i].cause == CAUSE_OTHER)
-            snprintf(what, sizeof(what), "another process on GPU %lld", g->constant[i].device);
-        else
-            snprintf(what, sizeof(what), "GPU %lld throttled (%s)", g->constant[i].device,
-                     cg_gpu_reason_label(g->constant[i].cause));
-        clause(g->reason, sizeof(g->reason),
-               "%s during every run of both sides (alike on both: no run held back for it)", what);
-        break;
-    }
+    constant_clause(g);
     clocks_assess(base, cur, g);
     cg_gpu_settings_diff(&base->env.gpu_env, &cur->env.gpu_env, g->settings_diff,
                          sizeof(g->settings_diff));

@@ -47,8 +47,9 @@
  * CG_GPU_HELD_MIN_SHARE_PCT of them (any, when the count of samples is unknown). */
 bool cg_gpu_held_share(int64_t seen, int64_t samples);
 
-/* Room for the causes present in every run of both sides. */
-#define CG_GPU_MAX_CONSTANT 8
+/* Room for the causes present in every run of both sides: every (device, cause) a run can
+ * have. */
+#define CG_GPU_MAX_CONSTANT (CG_GPU_MAX_DEVICES * (CG_GPU_R_N + 1))
 
 /* A cause present in every run of both sides: the machine's condition up to the baseline's share
  * of it. */

@@ -806,6 +806,112 @@ static void test_gpu_rule__a_cause_heavier_here_than_on_the_baseline_holds_runs_
     }
 }
 
+/* Every run of a on CG_GPU_MAX_DEVICES devices (its device 0 copied), another process on each
+ * in every sample, and SW thermal slowdown on the last in every sample. */
+static void eight_busy_gpus(struct cg_artifact *a)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        struct cg_gpu_state *g = &a->runs[r].gpu;
+        for (size_t i = 1; i < CG_GPU_MAX_DEVICES; i++) {
+            g->dev[i] = g->dev[0];
+            g->dev[i].index = (int64_t)i;
+            g->dev[i].uuid = strdup("GPU-00000000-fixture");
+            assert_non_null(g->dev[i].uuid);
+        }
+        g->n_dev = CG_GPU_MAX_DEVICES;
+        for (size_t i = 0; i < CG_GPU_MAX_DEVICES; i++) {
+            g->dev[i].other_samples = 50;
+            g->dev[i].other_pids[0] = 4242;
+            g->dev[i].n_other_pids = 1;
+        }
+        g->dev[CG_GPU_MAX_DEVICES - 1].reasons[CG_GPU_R_SW_THERMAL] = 50;
+    }
+}
+
+/* Every (device, cause) the sides share in every run is the machine's condition, however many
+ * (8 GPUs with another process each, one of them throttled besides), and the reason names them
+ * all. */
+static void test_gpu_rule__every_constant_cause_is_kept_and_named(void **state)
+{
+    (void)state;
+    struct cg_thresholds t = thresholds();
+    struct cg_artifact b, c;
+    struct cg_err err;
+    struct cg_verdict v;
+    make(&b, 8, 1e7, 0.01, 1, 0.5, 0.4, 1755);
+    make(&c, 8, 1e7, 0.01, 2, 0.5, 0.4, 1755);
+    slow_runs(&c, 0, 8, 1.2);
+    eight_busy_gpus(&b);
+    eight_busy_gpus(&c);
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.n_constant, 9);
+    assert_int_equal(v.gpu.held[0], 0);
+    assert_int_equal(v.gpu.held[1], 0);
+    assert_string_equal(v.gpu.reason,
+                        "another process on GPUs 0, 1, 2, 3, 4, 5, 6, 7 and GPU 7 throttled (SW "
+                        "thermal) during every run of both sides (alike on both: no run "
+                        "held back for them)");
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    assert_false(v.gpu.decided);
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    /* every cause on every GPU, and HW slowdown in 3 current runs on top: every name or their
+     * count, never a clause cut short */
+    const int causes[] = {CG_GPU_R_HW_SLOWDOWN, CG_GPU_R_SW_THERMAL, CG_GPU_R_HW_THERMAL,
+                          CG_GPU_R_HW_POWER_BRAKE};
+    for (size_t r = 0; r < 8; r++)
+        for (size_t i = 0; i < CG_GPU_MAX_DEVICES; i++)
+            for (size_t k = 0; k < 4; k++)
+                b.runs[r].gpu.dev[i].reasons[causes[k]] = c.runs[r].gpu.dev[i].reasons[causes[k]] =
+                    25;
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.n_constant, 40);
+    assert_int_equal(v.gpu.held[1], 0);
+    assert_non_null(strstr(v.gpu.reason, "GPUs 0, 1, 2, 3, 4, 5, 6, 7 throttled (HW power brake) "
+                                         "during every run"));
+    assert_int_equal(v.metrics[CG_M_STEP_TIME_MEAN].outcome, CG_OUT_FAIL);
+    cg_verdict_release(&v);
+    for (size_t r = 0; r < 3; r++)
+        c.runs[r].gpu.dev[3].reasons[CG_GPU_R_HW_SLOWDOWN] = 40;
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    assert_int_equal(v.gpu.held[1], 3);
+    assert_non_null(strstr(v.gpu.reason, "GPU 3 throttled (HW slowdown) during 3 of 8 current runs "
+                                         "(more of their samples than in any baseline run); "));
+    assert_non_null(strstr(v.gpu.reason,
+                           "GPU 0 throttled (HW slowdown) and 38 other causes during every run "));
+    size_t len = strlen(v.gpu.reason);
+    assert_true(len > 5 && strcmp(v.gpu.reason + len - 5, "them)") == 0);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    /* size and power, simulated (5 v 5, spread 2%, the 9 causes of the first case in every run
+     * of both sides, taken to slow nothing): under no change the mean FAILs at most alpha + 3
+     * standard errors of 200 comparisons; 10% slower is found */
+    const double factors[] = {1.0, 1.1};
+    double rate[2];
+    for (size_t f = 0; f < 2; f++) {
+        size_t fails = 0;
+        for (size_t k = 0; k < 200; k++) {
+            make(&b, 5, 1e7, 0.02, 5101 + 1000 * f + 2 * k, 0.5, 0.4, 1755);
+            make(&c, 5, 1e7, 0.02, 5102 + 1000 * f + 2 * k, 0.5, 0.4, 1755);
+            eight_busy_gpus(&b);
+            eight_busy_gpus(&c);
+            slow_runs(&c, 0, 5, factors[f]);
+            assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+            fails += v.metrics[CG_M_STEP_TIME_MEAN].outcome == CG_OUT_FAIL;
+            cg_verdict_release(&v);
+            cg_artifact_release(&b);
+            cg_artifact_release(&c);
+        }
+        rate[f] = (double)fails / 200.0;
+    }
+    printf("8 GPUs with another process, one throttled, in every run of both sides, 5 v 5, spread "
+           "2%%: mean FAIL %.3f under no change, %.3f at +10%%\n",
+           rate[0], rate[1]);
+    assert_true(rate[0] <= 0.05 + 3.0 * sqrt(0.05 * 0.95 / 200.0));
+    assert_true(rate[1] >= 0.95);
+}
+
 static void test_gpu_rule__settings_that_differ_are_shown_not_a_machine(void **state)
 {
     (void)state;
@@ -856,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_gpu_rule__a_cause_in_every_run_of_both_sides_holds_none_back),
         cmocka_unit_test(test_gpu_rule__the_clean_runs_leave_out_both_sides_held_runs),
         cmocka_unit_test(test_gpu_rule__a_cause_heavier_here_than_on_the_baseline_holds_runs_back),
+        cmocka_unit_test(test_gpu_rule__every_constant_cause_is_kept_and_named),
         cmocka_unit_test(test_gpu_rule__settings_that_differ_are_shown_not_a_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
