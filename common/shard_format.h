@@ -22,14 +22,13 @@
  * LOCAL_RANK "x" when unset; HOST the host name, so that processes of the same pid on two nodes
  * sharing the directory never collide), renamed to ".shard" when it exits normally. A process that
  * execs keeps its pid: the N-th image after the first writes "-p<pid>-e<N>-h<HOST>", and finishes
- * the shard the image before it left ("end", renamed to ".shard"); at most CG_SHARD_MAX_EXECS
- * images a process. */
+ * the shard the image before it left ("end", renamed to ".shard"); N has no limit (the next name
+ * no file has). */
 #define CG_SHARD_FILE_PREFIX "shard-"
 #define CG_SHARD_RANK_UNSET "x"
 #define CG_SHARD_SUFFIX_PART ".part"
 #define CG_SHARD_SUFFIX_FINAL ".shard"
 #define CG_SHARD_EXEC_MARK "-e"
-#define CG_SHARD_MAX_EXECS 64
 
 /* Record keys, with the fields that follow each. */
 #define CG_SHARD_KEY_PID "pid"               /* P */

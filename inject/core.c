@@ -397,13 +397,14 @@ static void finish_earlier_image(const char *part, const char *final)
  * g_final_path), or -1 with the failure recorded. A process keeps its pid across exec, and an
  * image that exec'd ran no exit handler: its shard is still there under the pid's name. Such a
  * shard is finished (finish_earlier_image) and the new image takes the next free generation,
- * "-e1", "-e2", ... after the pid: each image has a shard of its own. (A pid is reused only after
- * its process ended and the pid space wrapped, so within one run's directory the same pid and
- * host is the same process.) */
+ * "-e1", "-e2", ... after the pid: each image has a shard of its own, however many images came
+ * before it (each name tried is a file that exists, so the search ends). (A pid is reused only
+ * after its process ended and the pid space wrapped, so within one run's directory the same pid
+ * and host is the same process.) */
 static int open_shard(const char *dir, const char *r, const char *l, long pid, const char *host)
 {
     int e = EEXIST;
-    for (int gen = 0; gen < CG_SHARD_MAX_EXECS; gen++) {
+    for (int gen = 0; gen < INT_MAX; gen++) {
         if (!shard_names(dir, r, l, pid, gen, host))
             return -1;
         struct stat st;

@@ -3,8 +3,8 @@
  * its torch, CPU), for what only a Python training job does: a script that execs itself (to
  * relaunch under torchrun, or with a changed environment), a crash after the measured window,
  * processes started by multiprocessing's fork and forkserver, a script whose own output names a
- * network failure. Every test is skipped when python3 cannot import torch. Each runs in a private
- * directory (support/workdir.h).
+ * network failure. Every test is skipped when python3 cannot import torch (the one that needs no
+ * torch, when there is no python3). Each runs in a private directory (support/workdir.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,6 +48,12 @@ static void write_file(const struct cg_workdir *w, const char *name, const char 
     assert_int_equal(fclose(f), 0);
 }
 
+#define NEED_PYTHON()                                                                              \
+    do {                                                                                           \
+        if (access(PYTHON, X_OK) != 0)                                                             \
+            skip();                                                                                \
+    } while (0)
+
 static void load(const struct cg_workdir *w, const char *name, struct cg_artifact *a)
 {
     struct cg_err err;
@@ -82,6 +88,40 @@ static void test_run__a_script_that_execs_itself_is_measured(void **state)
         fail_msg("the first image's shard is said to be a crashed process's:\n%s", p.err);
     struct cg_artifact a;
     load(w, "re.json", &a);
+    assert_int_equal(a.n_runs, 1);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    cg_artifact_release(&a);
+}
+
+/* A script that execs itself 65 times (66 images of one process, each starting the library with
+ * a range before it execs) is measured: every image finds a shard name of its own, however many
+ * came before it, and each earlier image's shard is finished. */
+static void test_run__a_script_that_execs_itself_65_times_is_measured(void **state)
+{
+    NEED_PYTHON();
+    const struct cg_workdir *w = *state;
+    write_file(w, "reexec65.py",
+               "import os, sys, canary_gate\n"
+               "n = int(os.environ.get('IMAGE', '0'))\n"
+               "with canary_gate.range('image'):\n"
+               "    pass\n"
+               "if n < 65:\n"
+               "    os.environ['IMAGE'] = str(n + 1)\n"
+               "    os.execv(sys.executable, [sys.executable] + sys.argv)\n"
+               "for i in range(4):\n"
+               "    with canary_gate.step():\n"
+               "        pass\n");
+    struct cg_proc p;
+    const char *args[] = {"run",      "--out", "re65.json",   "--runs", "1",
+                          "--warmup", "1",     "--steps",     "3",      "--let-finish",
+                          "--",       PYTHON,  "reexec65.py", NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, p.err);
+    if (strstr(p.err, "without finishing its shard") != NULL)
+        fail_msg("an earlier image's shard is said to be a crashed process's:\n%s", p.err);
+    struct cg_artifact a;
+    load(w, "re65.json", &a);
     assert_int_equal(a.n_runs, 1);
     assert_int_equal(a.runs[0].n_steps, 3);
     cg_artifact_release(&a);
@@ -174,6 +214,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_run__a_script_that_execs_itself_is_measured,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_run__a_script_that_execs_itself_65_times_is_measured,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(
             test_run__a_scripts_own_error_after_a_network_message_is_not_infrastructure,
