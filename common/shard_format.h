@@ -21,9 +21,9 @@
 /* Files: "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>-h<HOST>.part" while the process runs (RANK or
  * LOCAL_RANK "x" when unset; HOST the host name, so that processes of the same pid on two nodes
  * sharing the directory never collide), renamed to ".shard" when it exits normally. A process that
- * execs keeps its pid: the N-th image after the first writes "-p<pid>-e<N>-h<HOST>", and finishes
- * the shard the image before it left ("end", renamed to ".shard"); N has no limit (the next name
- * no file has). */
+ * execs keeps its pid: a later image writes "-p<pid>-e<N>-h<HOST>" (N the first that no file has;
+ * no limit), and finishes the shards earlier images left ("end", renamed to ".shard"): those whose
+ * CG_SHARD_KEY_PID_START line is its own; another process's under the same pid are left. */
 #define CG_SHARD_FILE_PREFIX "shard-"
 #define CG_SHARD_RANK_UNSET "x"
 #define CG_SHARD_SUFFIX_PART ".part"
@@ -32,6 +32,11 @@
 
 /* Record keys, with the fields that follow each. */
 #define CG_SHARD_KEY_PID "pid"               /* P */
+/* TICKS PIDNS: the process's start (/proc/self/stat field 22, clock ticks after boot, which exec
+ * keeps) and its PID namespace (the inode of /proc/self/ns/pid, 0 unknown); a later image of the
+ * process finishes a shard under its pid only when this line is its own (absent when the start
+ * cannot be read) */
+#define CG_SHARD_KEY_PID_START "pid_start"
 #define CG_SHARD_KEY_RANK "rank"             /* R (only when RANK is set) */
 #define CG_SHARD_KEY_LOCAL_RANK                                                                    \
     "local_rank" /* L (LOCAL_RANK, else an MPI launcher's local rank:                              \

@@ -3,7 +3,7 @@
  *
  * The first entry point to run (NVTX or CUDA) starts the library: it reads the launcher's
  * environment, creates this process's shard "<dir>/shard-r<RANK>-l<LOCAL_RANK>-p<pid>-h<HOST>.part"
- * ("-p<pid>-e<N>" for the N-th image of a process that exec'd: open_shard) and registers an atexit
+ * ("-p<pid>-e<N>" for a later image of a process that exec'd: open_shard) and registers an atexit
  * handler and fork handlers. Lines are appended to the .part file as the
  * canary runs (so a canary that dies keeps what it measured). When the last step of the measured
  * window ends, "done N" follows the last totals (cg_inject_measured). The atexit handler writes
@@ -58,6 +58,7 @@ static size_t g_line_len;
 static locale_t g_c_locale = (locale_t)0; /* numbers in shards never follow the canary's locale */
 static _Atomic int64_t g_trace_events, g_trace_dropped;
 static char g_fail_path[PATH_MAX]; /* CANARY_GATE_FAIL_FILE, "" when not given */
+static char g_start_line[80];      /* this process's "pid_start" line; "" when unknown */
 static _Atomic bool g_failed;
 
 /* Records the first failure to write the shard for the launcher (see the file header). Never
@@ -374,22 +375,89 @@ static bool shard_names(const char *dir, const char *r, const char *l, long pid,
     return n >= 0 && (size_t)n < sizeof(g_final_path);
 }
 
+/* Fills g_start_line with this process's "pid_start TICKS PIDNS" line (shard_format.h): its start
+ * (/proc/self/stat field 22, clock ticks after boot: kept across exec, another for a process that
+ * got the pid after this one ended) and its PID namespace (the inode of /proc/self/ns/pid, 0 when
+ * it cannot be read). Left "" when the start cannot be read. */
+static void read_start_line(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the end of field 2, the command, which may hold anything */
+    if (p == NULL)
+        return;
+    p++;
+    for (int field = 3; field < 22; field++) {
+        p += strspn(p, " ");
+        p += strcspn(p, " ");
+    }
+    p += strspn(p, " ");
+    char *end = NULL;
+    errno = 0;
+    unsigned long long ticks = strtoull(p, &end, 10);
+    if (errno != 0 || end == p || *p < '0' || *p > '9' || (*end != ' ' && *end != '\n'))
+        return;
+    struct stat st;
+    unsigned long long ns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+    int k = snprintf(g_start_line, sizeof(g_start_line), CG_SHARD_KEY_PID_START " %llu %llu\n",
+                     ticks, ns);
+    if (k < 0 || (size_t)k >= sizeof(g_start_line))
+        g_start_line[0] = '\0';
+}
+
+/* True when the shard open as fd was written by an earlier image of this process: its header
+ * (the first 512 bytes) holds this process's "pid_start" line. Never for a process whose start is
+ * unknown. */
+static bool earlier_image(int fd)
+{
+    char head[512];
+    size_t want = strlen(g_start_line);
+    if (want == 0)
+        return false;
+    ssize_t n = pread(fd, head, sizeof(head) - 1, 0);
+    if (n <= 0)
+        return false;
+    head[n] = '\0';
+    for (const char *p = head; p != NULL && *p != '\0';) {
+        if (strncmp(p, g_start_line, want) == 0)
+            return true;
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    return false;
+}
+
 /* Finishes the shard an earlier image of this process left at part when it exec'd (no exit
  * handler ran in it): "end" after its last complete line, and the rename to final. A shard
- * whose last line was cut is renamed as it is. Best effort: what it wrote counts either way. */
+ * whose last line was cut is renamed as it is. Best effort: what it wrote counts either way. A
+ * shard of another process that had this pid (earlier_image false: the pid space wrapped within
+ * the run, or another PID namespace shares the directory, or its header is not written yet) is
+ * left as it is: its process, or the launcher, tells how it ended. */
 static void finish_earlier_image(const char *part, const char *final)
 {
     int fd = open(part, O_RDWR | O_APPEND | O_CLOEXEC);
-    if (fd >= 0) {
-        struct stat st;
-        char last = '\0';
-        if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 &&
-            last == '\n') {
-            ssize_t w = write(fd, CG_SHARD_KEY_END "\n", sizeof(CG_SHARD_KEY_END));
-            (void)w;
-        }
+    if (fd < 0)
+        return;
+    if (!earlier_image(fd)) {
         close(fd);
+        return;
     }
+    struct stat st;
+    char last = '\0';
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 &&
+        last == '\n') {
+        ssize_t w = write(fd, CG_SHARD_KEY_END "\n", sizeof(CG_SHARD_KEY_END));
+        (void)w;
+    }
+    close(fd);
     rename(part, final);
 }
 
@@ -398,9 +466,10 @@ static void finish_earlier_image(const char *part, const char *final)
  * image that exec'd ran no exit handler: its shard is still there under the pid's name. Such a
  * shard is finished (finish_earlier_image) and the new image takes the next free generation,
  * "-e1", "-e2", ... after the pid: each image has a shard of its own, however many images came
- * before it (each name tried is a file that exists, so the search ends). (A pid is reused only
- * after its process ended and the pid space wrapped, so within one run's directory the same pid
- * and host is the same process.) */
+ * before it (each name tried is a file that exists, so the search ends). The same pid and host
+ * in one run's directory is not always the same process (a pid reused after the pid space
+ * wrapped, PID namespaces sharing the directory): a shard whose "pid_start" line is not this
+ * process's is left alone, and its name skipped as a finished one is. */
 static int open_shard(const char *dir, const char *r, const char *l, long pid, const char *host)
 {
     int e = EEXIST;
@@ -469,6 +538,7 @@ static void start_once(void)
         host[0] = '\0';
     g_pid = getpid();
     long pid = (long)g_pid;
+    read_start_line();
     const char *r = rank ? rank : CG_SHARD_RANK_UNSET;
     const char *l = local ? local : CG_SHARD_RANK_UNSET;
     g_fd = open_shard(dir, r, l, pid, host);
@@ -478,6 +548,7 @@ static void start_once(void)
     g_active = true;
     cg_inject_lock();
     cg_inject_append(CG_SHARD_MAGIC "\n" CG_SHARD_KEY_PID " %ld\n", pid);
+    cg_inject_append_bytes(g_start_line, strlen(g_start_line));
     if (rank)
         cg_inject_append(CG_SHARD_KEY_RANK " %s\n", rank);
     if (local)

@@ -422,6 +422,135 @@ static void test_inject_nvtx__steps_come_from_one_thread_never_nested(void **sta
     assert_null(cg_text_line(shard, "w "));
 }
 
+/* This host's name as the library writes it in a shard's file name ("" when it has a '/', ' ' or
+ * '\\'). */
+static const char *shard_host(void)
+{
+    static char host[256];
+    memset(host, 0, sizeof(host));
+    if (gethostname(host, sizeof(host) - 1) != 0 || strcspn(host, "/ \\") != strlen(host))
+        host[0] = '\0';
+    return host;
+}
+
+/* "shards/shard-rx-lx-p<pid><exec>-h<host><suffix>" (exec "" or "-e<N>"). */
+static const char *shard_file(long pid, const char *exec, const char *suffix)
+{
+    static char name[512];
+    snprintf(name, sizeof(name), "shards/shard-rx-lx-p%ld%s-h%s%s", pid, exec, shard_host(),
+             suffix);
+    return name;
+}
+
+/* The shard of another process of pid, with a step; start: its "pid_start" line ("" none). */
+static const char *other_part(long pid, const char *start)
+{
+    static char text[256];
+    snprintf(text, sizeof(text),
+             "canary-gate-shard 1\npid %ld\n%swarmup 0\nstep_range step\ns 0 100 200 -1\n", pid,
+             start);
+    return text;
+}
+
+/* The canary under the library, with no rank set, run by a process that first wrote
+ * other_part(its pid, start) under its own pid's first shard name; returns its pid once it
+ * exited 0. */
+static long canary_after_other_part(const struct cg_workdir *w, const char *start)
+{
+    cg_canary_clear_shards(w);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *f = fopen(cg_workdir_in(w, shard_file((long)getpid(), "", ".part")), "w");
+        if (f == NULL || fputs(other_part((long)getpid(), start), f) < 0 || fclose(f) != 0)
+            _exit(126);
+        static const char *const ranks[] = {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                            "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK"};
+        for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++)
+            unsetenv(ranks[i]);
+        setenv("NVTX_INJECTION64_PATH", CG_TEST_LIB, 1);
+        setenv("CANARY_GATE_SHARD_DIR", cg_workdir_in(w, "shards"), 1);
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        execl(CG_TEST_CANARY, CG_TEST_CANARY, "--steps", "3", "--step-ms", "1", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    return (long)pid;
+}
+
+/* A .part shard under the process's pid and host that no earlier image of it wrote (a process
+ * that had the pid before the pid space wrapped, or one of another PID namespace sharing the
+ * directory: its header names another start, or has no "pid_start" line yet) is left as it is,
+ * neither finished nor renamed: the process writes its own shard under the next name. */
+static void
+test_inject_nvtx__a_shard_of_another_process_with_the_same_pid_is_left_alone(void **state)
+{
+    const struct cg_workdir *w = *state;
+    static const char *const starts[] = {"pid_start 1 1\n", ""};
+    for (size_t k = 0; k < sizeof(starts) / sizeof(starts[0]); k++) {
+        long pid = canary_after_other_part(w, starts[k]);
+        const char *other = shard_file(pid, "", ".part");
+        if (!cg_workdir_exists(w, other))
+            fail_msg("the other process's shard was renamed (case %zu)", k);
+        assert_string_equal(cg_workdir_read(w, other), other_part(pid, starts[k]));
+        assert_false(cg_workdir_exists(w, shard_file(pid, "", ".shard")));
+        const char *own = cg_workdir_read(w, shard_file(pid, "-e1", ".shard"));
+        assert_int_equal(cg_text_count(own, "s "), 3);
+        assert_non_null(cg_text_line(own, "end\n"));
+    }
+}
+
+/* A process that execs finishes the shard its earlier image left (the same process: its start is
+ * the same), and writes its own under the next name: a Python script (canary_gate, no torch) that
+ * starts the library, execs itself, and marks 2 steps. */
+static void test_inject_nvtx__the_shard_of_an_earlier_image_is_finished(void **state)
+{
+    const struct cg_workdir *w = *state;
+    if (access("/usr/bin/python3", X_OK) != 0)
+        skip();
+    FILE *f = fopen(cg_workdir_in(w, "reexec.py"), "w");
+    assert_non_null(f);
+    int put = fputs("import os, sys, canary_gate\n"
+                    "with canary_gate.range('image'):\n"
+                    "    pass\n"
+                    "if os.environ.get('REEXECED') != '1':\n"
+                    "    os.environ['REEXECED'] = '1'\n"
+                    "    os.execv(sys.executable, [sys.executable] + sys.argv)\n"
+                    "for i in range(2):\n"
+                    "    with canary_gate.step():\n"
+                    "        pass\n"
+                    "print(os.getpid())\n",
+                    f);
+    assert_true(put >= 0);
+    assert_int_equal(fclose(f), 0);
+    cg_canary_clear_shards(w);
+    static char shards[512];
+    snprintf(shards, sizeof(shards), "CANARY_GATE_SHARD_DIR=%s", cg_workdir_in(w, "shards"));
+    const char *env[] = {"NVTX_INJECTION64_PATH=" CG_TEST_LIB,
+                         shards,
+                         "PYTHONPATH=" CG_SOURCE_DIR "/python",
+                         "RANK=",
+                         "LOCAL_RANK=",
+                         NULL};
+    const char *args[] = {"reexec.py", NULL};
+    struct cg_proc p;
+    int rc = cg_workdir_run(w, "/usr/bin/python3", env, args, &p);
+    if (rc != 0)
+        fail_msg("python3 exited %d: %s", rc, p.err);
+    long pid = strtol(p.out, NULL, 10);
+    assert_true(pid > 0);
+    const char *first = cg_workdir_read(w, shard_file(pid, "", ".shard"));
+    assert_int_equal(cg_text_count(first, "s "), 0);
+    assert_non_null(cg_text_line(first, "end\n"));
+    const char *second = cg_workdir_read(w, shard_file(pid, "-e1", ".shard"));
+    assert_int_equal(cg_text_count(second, "s "), 2);
+    assert_false(cg_workdir_exists(w, shard_file(pid, "", ".part")));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -439,6 +568,9 @@ int main(void)
         cmocka_unit_test(test_inject_nvtx__ranges_without_a_window_end_are_written_by_exit),
         cmocka_unit_test(test_inject_nvtx__ranges_count_names_the_op_table_turned_away),
         cmocka_unit_test(test_inject_nvtx__steps_come_from_one_thread_never_nested),
+        cmocka_unit_test(
+            test_inject_nvtx__a_shard_of_another_process_with_the_same_pid_is_left_alone),
+        cmocka_unit_test(test_inject_nvtx__the_shard_of_an_earlier_image_is_finished),
     };
     return cmocka_run_group_tests(tests, cg_workdir_setup, cg_workdir_teardown);
 }
