@@ -7,9 +7,9 @@
  * --steps-from auto) the first of the two names a process begins marks its steps and ranges of
  * the other are ignored; the shard says which ("steps_from nvtx|optimizer"). But the step name
  * begun while every step the fallback began is a warm-up step (an optimizer step made before the
- * training loop) takes over: the fallback's running step is dropped, its index reused, and the
- * shard says so (a second "steps_from" line and a warning); after that the step name is ignored,
- * with a warning. Every other range that
+ * training loop) takes over: the fallback's running step is dropped (its end, on whatever thread,
+ * writes and counts nothing), its index reused, and the shard says so (a second "steps_from" line
+ * and a warning); after that the step name is ignored, with a warning. Every other range that
  * begins while a step of the measured window (warm-up..warm-up + CANARY_GATE_STEPS) is open, on any
  * thread, is an op of kind "range" ("<domain>:<name>" outside the default domain). Step ends are
  * appended to the shard at once, with the op totals that changed; the end of the window's last step
@@ -42,7 +42,10 @@
  * Threading: push/pop nesting is per thread (a thread-local stack, separate per domain); start/end
  * ranges live in a global slot table and may end on another thread. A pop or end without a
  * matching range returns an error value and changes nothing. The hot path takes no lock: one
- * clock read per step or op range, a string compare, and lock-free op lookup. Times in ns.
+ * clock read per step or op range, a string compare, and lock-free op lookup. Only the takeover
+ * and the fallback's steps that it could drop (warm-up steps, with a fallback name) take a lock
+ * of their own (g_takeover_lock), so that a fallback step ending or beginning on one thread while
+ * the step name takes over on another is either dropped whole or ends whole. Times in ns.
  */
 #include "nvtx_internal.h"
 
@@ -61,7 +64,9 @@
 #define CG_RANGE_CHUNK 4096 /* steps per chunk of range counts */
 #define CG_RANGE_CHUNKS ((CG_MAX_STEP_INDEX + CG_RANGE_CHUNK - 1) / CG_RANGE_CHUNK)
 
-enum { FRAME_STEP = 1, FRAME_FALLBACK = 2 /* a step of the fallback name */ };
+/* FRAME_DROPPABLE: a step of the fallback name begun while the step name may take over from it
+ * (own_takes_over); its end is decided under g_takeover_lock. */
+enum { FRAME_STEP = 1, FRAME_DROPPABLE = 2 };
 
 struct frame {
     uint64_t start_ns;
@@ -130,7 +135,14 @@ static _Atomic int32_t g_n_unrecorded;
 static _Atomic int32_t g_unrecorded_written;
 static _Atomic int64_t g_next_step;
 _Atomic int64_t nvtx_cur_step = -1;
-static _Atomic int g_open_steps;
+static _Atomic int g_open_steps; /* never below 0: open_steps_less */
+/* The takeover (own_takes_over) and what it must see whole: the begin and the end of a fallback
+ * step while the step name may still take over (FRAME_DROPPABLE; warm-up steps only, so the lock
+ * is never taken in the measured window, nor in a process without a fallback name). Under it,
+ * g_fallback_open: the index + 1 of the droppable fallback step open, 0 when none. Taken before
+ * the shard writer's lock, never inside it; held across fork (nvtx_steps_config). */
+static pthread_mutex_t g_takeover_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_fallback_open;
 /* The thread whose steps are measured (its stack; NULL until the first step), and the step
  * ranges that were no steps: nested in an open step, or begun by another thread. */
 static struct tstack *_Atomic g_steps_thread;
@@ -464,26 +476,44 @@ static void own_steps_warning(void)
     cg_inject_append("' ranges began after ");
 }
 
+/* One step fewer open, never below 0. */
+static void open_steps_less(void)
+{
+    int n = atomic_load_explicit(&g_open_steps, memory_order_relaxed);
+    while (n > 0 && !atomic_compare_exchange_weak_explicit(
+                        &g_open_steps, &n, n - 1, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
 /* The step name begins after the fallback's steps (a script's own step ranges after one optimizer
  * step made before its loop, to materialise the optimizer's state): while every step the
  * fallback began is a warm-up step, the step name takes over: the fallback's running step is
- * dropped (end_range) and its index reused, and the steps thread is chosen again. Once the
- * fallback has begun a measured step the step name is ignored. Either is said in the shard
- * (the takeover with a second "steps_from" line, which the reader takes as the last word). True
- * when the step name now marks the steps. */
+ * dropped (its end writes nothing: step_close) and its index reused, and the steps thread is
+ * chosen again. Once the fallback has begun a measured step the step name is ignored. Either is
+ * said in the shard (the takeover with a second "steps_from" line, which the reader takes as the
+ * last word). The decision and the drop are made under g_takeover_lock, as are the begin and end
+ * of every fallback step that could be dropped, so the fallback's thread ending or beginning a
+ * step meanwhile sees the takeover whole or not at all. True when the step name now marks the
+ * steps. */
 static bool own_takes_over(void)
 {
     static _Atomic bool ignored_said;
-    int fallback = 2;
+    pthread_mutex_lock(&g_takeover_lock);
     int64_t begun = atomic_load_explicit(&g_next_step, memory_order_relaxed);
-    if (begun <= g_warmup &&
-        atomic_compare_exchange_strong_explicit(&g_step_source, &fallback, 1, memory_order_relaxed,
-                                                memory_order_relaxed)) {
-        if (atomic_exchange_explicit(&g_open_steps, 0, memory_order_relaxed) > 0)
-            atomic_store_explicit(&g_next_step,
-                                  atomic_load_explicit(&nvtx_cur_step, memory_order_relaxed),
-                                  memory_order_relaxed);
+    bool takes =
+        begun <= g_warmup && atomic_load_explicit(&g_step_source, memory_order_relaxed) == 2;
+    if (takes) {
+        atomic_store_explicit(&g_step_source, 1, memory_order_relaxed);
+        if (g_fallback_open > 0) {
+            atomic_store_explicit(&g_next_step, g_fallback_open - 1, memory_order_relaxed);
+            g_fallback_open = 0;
+            open_steps_less();
+        }
         atomic_store_explicit(&g_steps_thread, NULL, memory_order_relaxed);
+    }
+    bool own = atomic_load_explicit(&g_step_source, memory_order_relaxed) == 1;
+    pthread_mutex_unlock(&g_takeover_lock);
+    if (takes) {
         cg_inject_lock();
         write_steps_from(g_step_name);
         own_steps_warning();
@@ -499,7 +529,7 @@ static bool own_takes_over(void)
         cg_inject_unlock();
         return true;
     }
-    if (atomic_load_explicit(&g_step_source, memory_order_relaxed) == 1)
+    if (own)
         return true; /* another thread's range took over just now */
     if (!atomic_exchange_explicit(&ignored_said, true, memory_order_relaxed)) {
         cg_inject_lock();
@@ -566,6 +596,53 @@ static bool steps_thread(void)
     return true;
 }
 
+/* A step begins in f: its index, its range counts' chunk, the step most recently begun. */
+static void begin_step(struct frame *f, int64_t tokens)
+{
+    f->flags = FRAME_STEP;
+    f->tokens = tokens;
+    f->step = atomic_fetch_add_explicit(&g_next_step, 1, memory_order_relaxed);
+    range_chunk(f->step); /* published with the step (release): range_count finds it */
+    atomic_store_explicit(&nvtx_cur_step, f->step, memory_order_release);
+    atomic_fetch_add_explicit(&g_open_steps, 1, memory_order_relaxed);
+    f->start_ns = cg_gpu_step_begin(f->step);
+}
+
+/* A range of the fallback name begins while the step name may still take over (the fallback's
+ * steps so far are all warm-up): a step (FRAME_DROPPABLE) unless the takeover came first or it is
+ * no step (steps_thread), decided under g_takeover_lock. False when it is no step. */
+static bool begin_droppable(struct frame *f, int64_t tokens)
+{
+    pthread_mutex_lock(&g_takeover_lock);
+    bool step = atomic_load_explicit(&g_step_source, memory_order_relaxed) == 2 && steps_thread();
+    if (step) {
+        begin_step(f, tokens);
+        f->flags |= FRAME_DROPPABLE;
+        g_fallback_open = f->step + 1;
+    }
+    pthread_mutex_unlock(&g_takeover_lock);
+    return step;
+}
+
+/* A step's frame ends or is lost (its start/end range found no slot): true when the step is
+ * still its own to end, with one step fewer open; false for a fallback step the step name took
+ * over from (own_takes_over dropped it and gave its open count back). */
+static bool step_close(const struct frame *f)
+{
+    if (!(f->flags & FRAME_DROPPABLE)) {
+        open_steps_less();
+        return true;
+    }
+    pthread_mutex_lock(&g_takeover_lock);
+    bool mine = g_fallback_open == f->step + 1;
+    if (mine) {
+        g_fallback_open = 0;
+        open_steps_less();
+    }
+    pthread_mutex_unlock(&g_takeover_lock);
+    return mine;
+}
+
 static void begin_range(struct frame *f, const struct cg_domain *d, const char *name,
                         int64_t tokens)
 {
@@ -578,16 +655,15 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
     int kind = d == NULL ? step_kind(name) : 0;
     if (kind < 0)
         return; /* the step name that lost: neither a step nor an op */
-    if (kind > 0 && !steps_thread())
-        return; /* no step: counted (steps_thread), neither timed nor an op */
-    if (kind > 0) {
-        f->flags = FRAME_STEP | (kind == 2 ? FRAME_FALLBACK : 0);
-        f->tokens = tokens;
-        f->step = atomic_fetch_add_explicit(&g_next_step, 1, memory_order_relaxed);
-        range_chunk(f->step); /* published with the step (release): range_count finds it */
-        atomic_store_explicit(&nvtx_cur_step, f->step, memory_order_release);
-        atomic_fetch_add_explicit(&g_open_steps, 1, memory_order_relaxed);
-        f->start_ns = cg_gpu_step_begin(f->step);
+    if (kind == 2 && atomic_load_explicit(&g_next_step, memory_order_relaxed) <= g_warmup) {
+        if (!begin_droppable(f, tokens))
+            return; /* taken over, or no step (counted): neither timed nor an op */
+        if (f->step == g_trace_first)
+            atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
+    } else if (kind > 0) {
+        if (!steps_thread())
+            return; /* no step: counted (steps_thread), neither timed nor an op */
+        begin_step(f, tokens);
         if (f->step == g_trace_first)
             atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
     } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0) {
@@ -606,8 +682,7 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
 static void end_range(const struct frame *f)
 {
     uint64_t end = 0;
-    if ((f->flags & FRAME_FALLBACK) &&
-        atomic_load_explicit(&g_step_source, memory_order_relaxed) == 1)
+    if ((f->flags & FRAME_STEP) && !step_close(f))
         return; /* the fallback's step the step name took over from (own_takes_over): dropped */
     if (f->op >= 0) {
         end = cg_inject_now_ns();
@@ -615,7 +690,6 @@ static void end_range(const struct frame *f)
         atomic_fetch_add_explicit(&g_ops.slot[f->op].calls, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&g_ops.slot[f->op].total_ns, dt, memory_order_relaxed);
     } else if (f->flags & FRAME_STEP) {
-        atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
         end = cg_gpu_step_end(f->step);
         cg_inject_lock();
         cg_inject_append(CG_SHARD_KEY_STEP " %lld %llu %llu %lld\n", (long long)f->step,
@@ -768,7 +842,7 @@ uint64_t nvtx_start(const struct cg_domain *d, const char *name, int64_t tokens)
     }
     pthread_mutex_unlock(&g_se_lock);
     if (id == 0 && (f.flags & FRAME_STEP)) /* no slot: the step can never end */
-        atomic_fetch_sub_explicit(&g_open_steps, 1, memory_order_relaxed);
+        step_close(&f);
     return id;
 }
 
@@ -793,8 +867,28 @@ void nvtx_end(uint64_t id)
 
 /* --- configuration -------------------------------------------------------------------------- */
 
+/* The takeover lock is held across fork, as the shard writer's is (core.c): a child never
+ * inherits it held by a thread it does not have. */
+static void takeover_lock(void)
+{
+    pthread_mutex_lock(&g_takeover_lock);
+}
+
+static void takeover_unlock(void)
+{
+    pthread_mutex_unlock(&g_takeover_lock);
+}
+
+static void takeover_at_fork(void)
+{
+    pthread_atfork(takeover_lock, takeover_unlock, takeover_unlock);
+}
+
 void nvtx_steps_config(const struct cg_inject_config *cfg)
 {
+    static pthread_once_t at_fork_once = PTHREAD_ONCE_INIT;
+    if (cfg->step_fallback[0] != '\0')
+        pthread_once(&at_fork_once, takeover_at_fork);
     g_step_name = cfg->step_range;
     g_step_fallback = cfg->step_fallback;
     g_warmup = cfg->warmup;
