@@ -892,7 +892,8 @@ static void test_history__gates_are_read_in_bounded_memory(void **state)
     unlink(path);
 
     /* more gates than are read: the first CG_HISTORY_MAX_GATES, the others named */
-    fd = mkstemp(strcpy(path, "/tmp/cg-hist-gates-XXXXXX"));
+    snprintf(path, sizeof(path), "%s", "/tmp/cg-hist-gates-XXXXXX");
+    fd = mkstemp(path);
     assert_true(fd >= 0);
     assert_non_null(f = fdopen(fd, "w"));
     for (int i = 0; i < CG_HISTORY_MAX_GATES + 11; i++)
