@@ -267,10 +267,11 @@ bool cg_collect_interrupted(void)
 }
 
 /* Names the processes with steps that ended without finishing their shard (killed, crashed,
- * os._exit): their steps up to the last complete line were counted with the others'. A process
- * stopped once measured (stopped) had written "done", which is all it had to contribute; one
- * that marked no step measured nothing a cut could lose, and a helper that ends with os._exit
- * (a DataLoader worker started by forkserver or spawn) is no crash. */
+ * os._exit, or an exec of a program that does not load the library): their steps up to the last
+ * complete line were counted with the others'. A process stopped once measured (stopped) had
+ * written "done", which is all it had to contribute; one that marked no step measured nothing a cut
+ * could lose, and a helper that ends with os._exit (a DataLoader worker started by forkserver or
+ * spawn) is no crash. */
 static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
                             const struct cg_shard *sh, size_t n, bool stopped)
 {
@@ -282,7 +283,8 @@ static void warn_unfinished(const struct cg_collect_cfg *c, long i, long total,
             snprintf(rank, sizeof(rank), "rank %lld, ", (long long)sh[k].rank);
         cg_say(&c->say, CG_SAY_WARNING,
                "%s%srun %ld of %ld: a canary process (%spid %lld) ended without finishing its "
-               "shard (killed or crashed); what it measured until then counts",
+               "shard (killed, crashed, or it exec'd a program that does not load the library); "
+               "what it measured until then counts",
                c->label ? c->label : "", c->label ? " " : "", i, total, rank, (long long)sh[k].pid);
     }
 }

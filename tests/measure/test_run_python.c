@@ -210,6 +210,32 @@ static void test_run__forkserver_workers_without_steps_are_no_crash(void **state
         fail_msg("a worker that ended normally is said to have crashed:\n%s", p.err);
 }
 
+/* A script that trains and then execs a program that does not load the library (a shell's
+ * `exec`, os.execv of a tool): nothing can finish the script's shard, and the warning said the
+ * process was "killed or crashed"; it names the exec as the other way a shard stays unfinished. */
+static void test_run__an_exec_of_another_program_is_named_in_the_warning(void **state)
+{
+    NEED_TORCH();
+    const struct cg_workdir *w = *state;
+    write_file(w, "then_exec.py",
+               "import os, torch\n"
+               "torch.set_num_threads(1)\n"
+               "model = torch.nn.Linear(8, 1); opt = torch.optim.SGD(model.parameters(), lr=1e-3)\n"
+               "for i in range(6):\n"
+               "    opt.zero_grad(); model(torch.randn(4, 8)).sum().backward(); opt.step()\n"
+               "os.execv('/bin/true', ['true'])\n");
+    struct cg_proc p;
+    const char *args[] = {"run",      "--out", "x.json",       "--runs", "1",
+                          "--warmup", "1",     "--steps",      "3",      "--let-finish",
+                          "--",       PYTHON,  "then_exec.py", NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, p.err);
+    if (strstr(p.err, "without finishing its shard (killed, crashed, or it exec'd a program "
+                      "that does not load the library)") == NULL)
+        fail_msg("the warning does not name the exec:\n%s", p.err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +251,9 @@ int main(void)
             cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_run__forkserver_workers_without_steps_are_no_crash,
                                         cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_run__an_exec_of_another_program_is_named_in_the_warning, cg_workdir_setup,
+            cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
