@@ -596,7 +596,8 @@ static bool steps_thread(void)
     return true;
 }
 
-/* A step begins in f: its index, its range counts' chunk, the step most recently begun. */
+/* A step begins in f: its index, its range counts' chunk, the step most recently begun, and the
+ * trace from the first traced step on. */
 static void begin_step(struct frame *f, int64_t tokens)
 {
     f->flags = FRAME_STEP;
@@ -606,6 +607,8 @@ static void begin_step(struct frame *f, int64_t tokens)
     atomic_store_explicit(&nvtx_cur_step, f->step, memory_order_release);
     atomic_fetch_add_explicit(&g_open_steps, 1, memory_order_relaxed);
     f->start_ns = cg_gpu_step_begin(f->step);
+    if (f->step == g_trace_first)
+        atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
 }
 
 /* A range of the fallback name begins while the step name may still take over (the fallback's
@@ -658,14 +661,10 @@ static void begin_range(struct frame *f, const struct cg_domain *d, const char *
     if (kind == 2 && atomic_load_explicit(&g_next_step, memory_order_relaxed) <= g_warmup) {
         if (!begin_droppable(f, tokens))
             return; /* taken over, or no step (counted): neither timed nor an op */
-        if (f->step == g_trace_first)
-            atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
     } else if (kind > 0) {
         if (!steps_thread())
             return; /* no step: counted (steps_thread), neither timed nor an op */
         begin_step(f, tokens);
-        if (f->step == g_trace_first)
-            atomic_store_explicit(&g_trace_state, 1, memory_order_relaxed);
     } else if (atomic_load_explicit(&g_open_steps, memory_order_relaxed) > 0) {
         int64_t step = atomic_load_explicit(&nvtx_cur_step, memory_order_acquire);
         range_count(step);
