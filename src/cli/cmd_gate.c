@@ -215,9 +215,6 @@ static int parse_args(int argc, char **argv, struct gate_opts *o)
         o->comment = o->post_mode != CG_GITHUB_MODE_NEVER;
     if (!o->comment)
         o->post_mode = CG_GITHUB_MODE_NEVER;
-    struct cg_err err;
-    if (o->ro.gate_id != NULL && cg_github_id_check(o->ro.gate_id, &err) != 0)
-        return cg_cmd_usage_error("gate", "--id: %s", err.msg);
     if (optind < argc)
         o->collect.cmd = argv + optind;
     return 0;
