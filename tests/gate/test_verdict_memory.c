@@ -1,0 +1,145 @@
+/* test_verdict_memory: peak device memory and peak host RSS, the memory group of the verdict
+ * (src/gate/verdict.c, memory_metric and grown_share): the medians, and memory grown in some
+ * processes only, with their size and power simulated on seeded fixture artifacts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "fixtures.h"
+#include "report.h"
+#include "verdict.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FX(runs, steps, mean, rn, sn, dev, seed)                                                   \
+    {                                                                                              \
+        runs, steps, mean, rn, sn, 1024, dev, 200000000, 3, seed                                   \
+    }
+
+static void make(struct cg_artifact *a, const struct cg_fixture *f)
+{
+    cg_artifact_init(a);
+    assert_int_equal(cg_fixture_make(a, f), 0);
+}
+
+/* Each run's peak host RSS: base bytes times 1 + noise (uniform, +-noise) and, with probability
+ * q, in a high memory state: + high bytes (a process that chose a larger workspace). */
+static void set_rss(struct cg_artifact *a, double base, double noise, double q, double high,
+                    uint64_t *rng)
+{
+    for (size_t r = 0; r < a->n_runs; r++) {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(*rng >> 11) / 9007199254740992.0;
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        double s = (double)(*rng >> 11) / 9007199254740992.0;
+        a->runs[r].summary.peak_host_rss_bytes =
+            (int64_t)(base * (1.0 + noise * (2.0 * u - 1.0)) + (s < q ? high : 0.0));
+    }
+}
+
+/* Peak memory in some processes only: the median rule passed a +1 GiB peak in 7 of 15 current
+ * runs. The runs above the pooled median by more than the limit are counted per side and their
+ * shares compared (Fisher's exact test, one-sided, alpha 0.05): a rise FAILs. Its size is
+ * simulated under nulls of processes that land in a high memory state with the same
+ * probability on both sides (a library's workspace chosen per process), its power with the high
+ * state on the current side only. The median rule's own false FAILs at q = 0.5 (the median
+ * flips between states) are printed beside it. */
+static void test_verdict__memory_grown_in_some_runs_fails(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    const double base = 2e9, gib = 1073741824.0;
+    struct cg_fixture f = FX(15, 10, 1e7, 0.005, 0.01, -1, 1);
+    uint64_t rng = 7;
+    const int reps = 400;
+    /* the nulls: {q, high bytes}; the alternatives: {q current (baseline 0), high bytes} */
+    const double nulls[][2] = {{0.0, 0}, {0.02, gib}, {0.1, gib}, {0.3, gib}, {0.5, gib}};
+    const double alts[][2] = {{7.0 / 15.0, gib}, {0.3, gib}, {0.2, gib}};
+    for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++) {
+        int fails = 0, share_fails = 0;
+        for (int k = 0; k < reps; k++) {
+            struct cg_artifact b, c;
+            f.seed = (uint64_t)k * 2 + 1;
+            make(&b, &f);
+            f.seed++;
+            make(&c, &f);
+            set_rss(&b, base, 0.002, nulls[i][0], nulls[i][1], &rng);
+            set_rss(&c, base, 0.002, nulls[i][0], nulls[i][1], &rng);
+            struct cg_verdict v;
+            assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+            const struct cg_metric_result *r = &v.metrics[CG_M_PEAK_HOST_RSS];
+            fails += r->outcome == CG_OUT_FAIL;
+            share_fails += r->outcome == CG_OUT_FAIL && r->grown_some;
+            cg_verdict_release(&v);
+            cg_artifact_release(&b);
+            cg_artifact_release(&c);
+        }
+        print_message("peak host RSS, 15 v 15 runs, high state q = %.2f on both sides: FAIL %d "
+                      "of %d (of them by the share of runs grown: %d)\n",
+                      nulls[i][0], fails, reps, share_fails);
+        assert_true(share_fails <= reps * 5 / 100); /* the new rule's size */
+        if (nulls[i][0] < 0.5)
+            assert_true(fails <= reps * 5 / 100);
+    }
+    int power[3] = {0, 0, 0};
+    for (size_t i = 0; i < sizeof(alts) / sizeof(alts[0]); i++) {
+        for (int k = 0; k < reps; k++) {
+            struct cg_artifact b, c;
+            f.seed = (uint64_t)k * 2 + 1;
+            make(&b, &f);
+            f.seed++;
+            make(&c, &f);
+            set_rss(&b, base, 0.002, 0.0, 0.0, &rng);
+            set_rss(&c, base, 0.002, alts[i][0], alts[i][1], &rng);
+            struct cg_verdict v;
+            assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+            power[i] += v.metrics[CG_M_PEAK_HOST_RSS].outcome == CG_OUT_FAIL;
+            cg_verdict_release(&v);
+            cg_artifact_release(&b);
+            cg_artifact_release(&c);
+        }
+        print_message("peak host RSS, 15 v 15 runs, +1 GiB in a share %.2f of current runs: FAIL "
+                      "%d of %d\n",
+                      alts[i][0], power[i], reps);
+    }
+    assert_true(power[0] >= reps * 95 / 100);
+    assert_true(power[1] >= reps * 60 / 100);
+    /* the report says which runs: the note and the headline */
+    struct cg_artifact b, c;
+    make(&b, &f);
+    f.seed = 99;
+    make(&c, &f);
+    set_rss(&b, base, 0.002, 0.0, 0.0, &rng);
+    set_rss(&c, base, 0.002, 0.0, 0.0, &rng);
+    for (size_t r = 0; r < 7; r++)
+        c.runs[r].summary.peak_host_rss_bytes += (int64_t)gib;
+    struct cg_verdict v;
+    char line[512];
+    assert_int_equal(cg_verdict_compute(&b, &c, &t, &v, &err), 0);
+    cg_verdict_headline(&v, line, sizeof(line));
+    assert_int_equal(v.overall, CG_OUT_FAIL);
+    print_message("%s\n", line);
+    if (strstr(v.metrics[CG_M_PEAK_HOST_RSS].note, "7 of 15 current runs") == NULL ||
+        strstr(line, "7 of 15 current runs") == NULL)
+        fail_msg("note '%s', headline '%s'", v.metrics[CG_M_PEAK_HOST_RSS].note, line);
+    cg_verdict_release(&v);
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_verdict__memory_grown_in_some_runs_fails),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
