@@ -337,6 +337,47 @@ static void grown_share(const double *vb, size_t nb, const double *vc, size_t nc
         hc, nc, lim->max_regression_pct, lim_text, by, hb, nb, p);
 }
 
+/* True when to is above from by more than both the percent and the bytes of the limit. */
+static bool beyond_limit(double from, double to, const struct cg_metric_limits *lim)
+{
+    return (to / from - 1.0) * 100.0 > lim->max_regression_pct &&
+           to - from > lim->max_regression_bytes;
+}
+
+/* The medians rose beyond the limit but the sides' runs overlap: memory differs between
+ * processes (a workspace or an allocator state chosen per process), so either side's median may
+ * have fallen in either state. The rise FAILs when the runs show it (one-sided Mann-Whitney at
+ * CG_MEMORY_GROWN_ALPHA); otherwise it is INCONCLUSIVE, and more runs can settle it. */
+static enum cg_outcome overlapping_rise(const double *vb, size_t nb, const double *vc, size_t nc,
+                                        enum cg_metric m, struct cg_metric_result *r)
+{
+    struct cg_mwu u;
+    if (cg_stats_mwu(vb, nb, vc, nc, &u) != 0)
+        return CG_OUT_FAIL; /* out of memory: the medians decide, as they did */
+    bool shown = u.p_greater <= CG_MEMORY_GROWN_ALPHA;
+    char b0[32], b1[32], c0[32], c1[32];
+    cg_fmt_metric(m, cg_stats_quantile(vb, nb, 0.0), b0, sizeof(b0));
+    cg_fmt_metric(m, cg_stats_quantile(vb, nb, 1.0), b1, sizeof(b1));
+    cg_fmt_metric(m, cg_stats_quantile(vc, nc, 0.0), c0, sizeof(c0));
+    cg_fmt_metric(m, cg_stats_quantile(vc, nc, 1.0), c1, sizeof(c1));
+    r->p_value = u.p_greater;
+    r->wants_runs = !shown;
+    (void)!snprintf(r->note, sizeof(r->note),
+                    "memory differs between processes (baseline runs %s to %s, current %s to "
+                    "%s): the medians' rise is %s (p = %.2g %s %.2g)%s",
+                    b0, b1, c0, c1, shown ? "significant" : "not significant", u.p_greater,
+                    shown ? "<=" : ">", CG_MEMORY_GROWN_ALPHA, shown ? "" : ": add runs");
+    return shown ? CG_OUT_FAIL : CG_OUT_INCONCLUSIVE;
+}
+
+/* The medians fell beyond the limit, the sides' runs overlapping: an improvement only when the
+ * runs show it, as overlapping_rise asks of a rise. */
+static bool overlapping_fall(const double *vb, size_t nb, const double *vc, size_t nc)
+{
+    struct cg_mwu u;
+    return cg_stats_mwu(vb, nb, vc, nc, &u) == 0 && u.p_less <= CG_MEMORY_GROWN_ALPHA;
+}
+
 static void memory_metric(const struct cg_artifact *base, const struct cg_artifact *cur,
                           const struct cg_thresholds *t, enum cg_metric m, const double *vb,
                           const double *vc, struct cg_metric_result *r)
@@ -360,12 +401,14 @@ static void memory_metric(const struct cg_artifact *base, const struct cg_artifa
     r->ci_high_pct = (cmax / bmin - 1.0) * 100.0;
     r->regression_pct = r->delta_pct;
     double grown = r->current - r->baseline;
-    if (r->delta_pct > lim->max_regression_pct && grown > lim->max_regression_bytes)
-        r->outcome = CG_OUT_FAIL;
-    else if (-r->delta_pct > lim->max_regression_pct && -grown > lim->max_regression_bytes)
+    bool up = r->delta_pct > lim->max_regression_pct && grown > lim->max_regression_bytes;
+    bool down = -r->delta_pct > lim->max_regression_pct && -grown > lim->max_regression_bytes;
+    r->outcome = CG_OUT_PASS;
+    if (up)
+        r->outcome =
+            beyond_limit(bmax, cmin, lim) ? CG_OUT_FAIL : overlapping_rise(vb, nb, vc, nc, m, r);
+    else if (down && (beyond_limit(cmax, bmin, lim) || overlapping_fall(vb, nb, vc, nc)))
         r->outcome = CG_OUT_IMPROVED;
-    else
-        r->outcome = CG_OUT_PASS;
     if (r->outcome != CG_OUT_FAIL)
         grown_share(vb, nb, vc, nc, lim, m, r);
 }
