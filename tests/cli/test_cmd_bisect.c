@@ -744,6 +744,32 @@ static void test_bisect__bad_input_is_one_line(void **state)
     assert_non_null(strstr(proc.err, "cannot reach"));
 }
 
+/* --max-runs below --runs was raised to --runs without a word, and a later message quoted the
+ * raised value as the user's; 'ab' and the main command refuse it, and so does bisect, also
+ * against --runs' default of 6. */
+static void test_bisect__max_runs_below_runs_is_refused(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'", ":");
+    char tmp[320]; /* were it run, its logs would stay in the test's directory */
+    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "."));
+    const char *env[] = {tmp, NULL};
+    const char *given[] = {"bisect", "--repo", "repo",        "--good", "HEAD~3",
+                           "--bad",  "HEAD",   "--runs",      "3",      "--max-runs",
+                           "1",      "--",     "./canary.sh", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, env, given, &proc), 2);
+    if (strstr(proc.err, "--max-runs 1 is below --runs 3") == NULL)
+        fail_msg("no refusal in:\n%s", proc.err);
+    const char *nl = strchr(proc.err, '\n'); /* one line */
+    assert_true(nl != NULL && nl[1] == '\0');
+    const char *dflt[] = {"bisect", "--repo", "repo",        "--good", "HEAD~3",
+                          "--bad",  "HEAD",   "--max-runs",  "4",      "--metric",
+                          "ranges", "--",     "./canary.sh", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, env, dflt, &proc), 2);
+    if (strstr(proc.err, "--max-runs 4 is below --runs 6 (its default)") == NULL)
+        fail_msg("no refusal in:\n%s", proc.err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -791,6 +817,8 @@ int main(void)
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__bad_input_is_one_line, cg_workdir_setup,
                                         cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__max_runs_below_runs_is_refused,
+                                        cg_workdir_setup, cg_workdir_teardown),
     };
     if (getenv("CG_TEST_FILTER") != NULL) /* one case while working on it: a glob of names */
         cmocka_set_test_filter(getenv("CG_TEST_FILTER"));
