@@ -4,7 +4,8 @@
  * Terminal chart geometry: each column is a step (or the mean of a bucket of steps); a value is
  * drawn as a bar of eighth-cell units, from one unit for the scale's minimum to every unit of
  * CG_CHART_TERM_ROWS rows for its maximum, so the lowest step still shows. Per-run lines use
- * one of eight levels per column on the same scale.
+ * one of eight levels per column on the same scale. The chart of a series (bisect's probed
+ * commits) draws one horizontal bar per value from zero instead, each labelled with its value.
  */
 #include "chart.h"
 
@@ -385,8 +386,11 @@ int cg_chart_mermaid_series(struct cg_buf *out, const char *title, const char *u
 int cg_chart_terminal_series(struct cg_buf *out, const char *const *labels, const char *const *values,
                              const double *v, size_t n, bool ascii)
 {
-    struct scale s = {INFINITY, -INFINITY};
+    /* bars from zero (from the smallest value when one is below it): equal values draw equal
+     * bars, and a bar's length is its value's, so noise of 0.01% does not look like 30x */
+    struct scale s = {0.0, 0.0};
     range_of(v, n, &s.lo, &s.hi);
+    const int width = CG_CHART_TERM_WIDTH / 2;
     int w = 0, vw = 0;
     for (size_t i = 0; i < n; i++) {
         w = (int)strlen(labels[i]) > w ? (int)strlen(labels[i]) : w;
@@ -394,8 +398,12 @@ int cg_chart_terminal_series(struct cg_buf *out, const char *const *labels, cons
     }
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        int cells = units_of(&s, v[i], CG_CHART_TERM_WIDTH / 2);
-        rc = cg_buf_printf(out, "  %-*s %*s ", w, labels[i], vw, values[i]);
+        long cells = 0;
+        if (s.hi > s.lo && v[i] > s.lo) { /* a value above the origin shows one cell at least */
+            cells = lround((v[i] - s.lo) / (s.hi - s.lo) * (double)width);
+            cells = cells < 1 ? 1 : cells > width ? width : cells;
+        }
+        rc = cg_buf_printf(out, "  %-*s %*s%s", w, labels[i], vw, values[i], cells > 0 ? " " : "");
         rc |= add_repeat(out, ascii ? "#" : blocks[8], (size_t)cells);
         rc |= cg_buf_adds(out, "\n");
     }

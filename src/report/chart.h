@@ -62,8 +62,10 @@ int cg_chart_terminal(struct cg_buf *out, const struct cg_artifact *a, size_t wi
 int cg_chart_mermaid_series(struct cg_buf *out, const char *title, const char *unit,
                             const char *const *labels, const double *v, size_t n);
 
-/* Appends one line per value for the terminal: its label, its text values[i] and a bar from one
- * cell (the smallest v) to CG_CHART_TERM_WIDTH / 2 cells (the largest). 0 or CG_ENOMEM. */
+/* Appends one line per value for the terminal: its label, its text values[i] and a bar from
+ * zero (or from the smallest v when one is negative) to CG_CHART_TERM_WIDTH / 2 cells for the
+ * largest, so equal values draw equal bars; a value at the origin draws none, one above it one
+ * cell at least. 0 or CG_ENOMEM. */
 int cg_chart_terminal_series(struct cg_buf *out, const char *const *labels,
                              const char *const *values, const double *v, size_t n, bool ascii);
 

@@ -529,6 +529,42 @@ static void test_report__terminal_chart_exact(void **state)
     cg_artifact_release(&a);
 }
 
+/* The bars of bisect's chart of probed commits start at zero: two equal values (good and bad
+ * both 6.07 ms) drew as 30 cells and 1, since the bars ran from the smallest value to the
+ * largest, and a count of 0 beside 1 looked like nothing beside everything. */
+static void test_report__terminal_series_bars_start_at_zero(void **state)
+{
+    (void)state;
+    const char *labels[] = {"aaaaaaa", "bbbbbbb", "ccccccc", "ddddddd"};
+    const char *same_texts[] = {"6.07 ms", "6.07 ms"};
+    const double same[] = {6.0701, 6.07};
+    struct cg_buf b;
+    cg_buf_init(&b, 1 << 16);
+    assert_int_equal(cg_chart_terminal_series(&b, labels, same_texts, same, 2, true), 0);
+    char bar30[31];
+    memset(bar30, '#', 30);
+    bar30[30] = '\0';
+    char want[512];
+    snprintf(want, sizeof(want), "  aaaaaaa 6.07 ms %s\n  bbbbbbb 6.07 ms %s\n", bar30, bar30);
+    assert_string_equal(b.data, want);
+    /* the Unicode bars have as many cells as the ASCII ones */
+    cg_buf_reset(&b);
+    assert_int_equal(cg_chart_terminal_series(&b, labels, same_texts, same, 2, false), 0);
+    const char *second = strchr(b.data, '\n') + 1;
+    assert_int_equal(strlen(second), strlen("  bbbbbbb 6.07 ms \n") + 30 * strlen("\u2588"));
+    assert_int_equal(second - b.data, strlen(second));
+    /* a bar is as long as its value: 5 of 6 is 25 cells of 30, and 0 none */
+    const char *texts[] = {"6", "5", "0", "1"};
+    const double v[] = {6, 5, 0, 1};
+    cg_buf_reset(&b);
+    assert_int_equal(cg_chart_terminal_series(&b, labels, texts, v, 4, true), 0);
+    snprintf(want, sizeof(want),
+             "  aaaaaaa 6 %s\n  bbbbbbb 5 %.25s\n  ccccccc 0\n  ddddddd 1 %.5s\n", bar30, bar30,
+             bar30);
+    assert_string_equal(b.data, want);
+    cg_buf_release(&b);
+}
+
 static void test_report__terminal_chart_runs_and_downsampling(void **state)
 {
     (void)state;
@@ -1174,6 +1210,7 @@ int main(void)
         cmocka_unit_test(test_report__chart_gives_way_under_the_size_cap),
         cmocka_unit_test(test_report__mermaid_chart_downsamples),
         cmocka_unit_test(test_report__terminal_chart_exact),
+        cmocka_unit_test(test_report__terminal_series_bars_start_at_zero),
         cmocka_unit_test(test_report__terminal_chart_runs_and_downsampling),
         cmocka_unit_test(test_report__show_draws_by_locale_and_options),
         cmocka_unit_test(test_report__stopped_canary_in_every_output),
