@@ -173,8 +173,18 @@ static const char *shallow_hint(const char *repo)
                : "";
 }
 
-/* The full name of the commit rev names, into sha[41]. */
-static int resolve(const char *repo, const char *rev, char sha[41], struct cg_err *err)
+/* The length of the full object name that text holds before its newline or end: 40 hex digits
+ * (SHA-1) or 64 (SHA-256); 0 when it holds none. */
+static size_t full_name_len(const char *text)
+{
+    size_t hex = strspn(text, "0123456789abcdef");
+    return (hex == 40 || hex == CG_GIT_SHA_MAX) && (text[hex] == '\n' || text[hex] == '\0') ? hex
+                                                                                            : 0;
+}
+
+/* The full name of the commit rev names, into sha (40 or 64 hex digits). */
+static int resolve(const char *repo, const char *rev, char sha[CG_GIT_SHA_MAX + 1],
+                   struct cg_err *err)
 {
     struct cg_buf out;
     char spec[512], what[600];
@@ -185,13 +195,14 @@ static int resolve(const char *repo, const char *rev, char sha[41], struct cg_er
         return cg_err_set(err, CG_EINPUT, "%s", what);
     const char *args[] = {"rev-parse", "--verify", "--quiet", spec, NULL};
     int rc = git_ok(repo, args, &out, CG_EINPUT, what, err);
-    if (rc == 0 && (out.len < 41 || strspn(out.data, "0123456789abcdef") != 40))
+    size_t len = rc == 0 ? full_name_len(out.data) : 0;
+    if (rc == 0 && len == 0)
         rc = cg_err_set(err, CG_EINPUT, "%s", what);
     if (rc == CG_EINPUT)
         cg_err_set(err, CG_EINPUT, "%s%s", what, shallow_hint(repo));
     if (rc == 0) {
-        memcpy(sha, out.data, 40);
-        sha[40] = '\0';
+        memcpy(sha, out.data, len);
+        sha[len] = '\0';
     }
     cg_buf_release(&out);
     return rc;
@@ -229,7 +240,7 @@ static int not_on_line(const char *repo, const char *good, const char *bad, cons
 int cg_git_range(const char *repo, const char *good, const char *bad, struct cg_git_commit **out,
                  size_t *n, struct cg_err *err)
 {
-    char g[41], b[41], range[100];
+    char g[CG_GIT_SHA_MAX + 1], b[CG_GIT_SHA_MAX + 1], range[2 * CG_GIT_SHA_MAX + 3];
     struct cg_buf list;
     struct cg_git_commit *c = NULL;
     size_t lines = 0;
@@ -258,18 +269,18 @@ int cg_git_range(const char *repo, const char *good, const char *bad, struct cg_
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
         goto done;
     }
-    memcpy(c[0].sha, g, 41);
-    size_t k = 1;
+    memcpy(c[0].sha, g, sizeof(g));
+    size_t k = 1, len = strlen(g);
     for (char *line = list.data; k <= lines && *line != '\0'; k++) {
         char *nl = strchr(line, '\n');
-        if (nl == NULL || nl - line != 40)
+        if (nl == NULL || (size_t)(nl - line) != len || full_name_len(line) != len)
             break;
-        memcpy(c[k].sha, line, 40);
-        c[k].sha[40] = '\0';
+        memcpy(c[k].sha, line, len);
+        c[k].sha[len] = '\0';
         line = nl + 1;
     }
     /* good must be on bad's first-parent line: the first commit after it has it as parent */
-    char parent[41] = "", first[50];
+    char parent[CG_GIT_SHA_MAX + 1] = "", first[CG_GIT_SHA_MAX + 2];
     if (k >= 2) {
         snprintf(first, sizeof(first), "%s^", c[1].sha);
         if (resolve(repo, first, parent, err) != 0)

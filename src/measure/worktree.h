@@ -20,8 +20,11 @@
 /* Commits in a bisected range at most. */
 #define CG_GIT_MAX_COMMITS 100000
 
+/* Hex digits of a commit's full name at most: 64 in a SHA-256 repository, 40 in a SHA-1 one. */
+#define CG_GIT_SHA_MAX 64
+
 struct cg_git_commit {
-    char sha[41];
+    char sha[CG_GIT_SHA_MAX + 1];  /* 40 or 64 hex digits, as the repository names objects */
     char *subject, *author, *date; /* malloc'ed; date in ISO 8601 (the author's) */
 };
 

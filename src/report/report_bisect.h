@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 struct cg_bisect_commit_info {
-    const char *sha; /* 40 hex digits */
+    const char *sha; /* 40 hex digits, or 64 in a SHA-256 repository */
     const char *subject, *author, *date;
 };
 

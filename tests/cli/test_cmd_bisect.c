@@ -28,13 +28,14 @@
 
 static struct cg_proc proc;
 
-/* Makes repo/ with commits 0..15: params of commit i from the shell words PARAMS_i (a case
- * statement on $i), build.sh from BUILD_i. */
-static void make_repo(const struct cg_workdir *w, const char *params_case, const char *build_case)
+/* Makes repo/ with commits 0..15, 'git init' given init_opts: params of commit i from the shell
+ * words PARAMS_i (a case statement on $i), build.sh from BUILD_i. */
+static void make_repo_with(const struct cg_workdir *w, const char *init_opts,
+                           const char *params_case, const char *build_case)
 {
     char script[4096];
     snprintf(script, sizeof(script),
-             "set -e; mkdir repo; cd repo; git init -q; git config user.email t@example.com;"
+             "set -e; mkdir repo; cd repo; git init -q %s; git config user.email t@example.com;"
              " git config user.name 'T Tester'; git config commit.gpgsign false;"
              " printf '#!/bin/sh\\nexec \"$NVTX_CANARY\" $(cat params)\\n' > canary.sh;"
              " chmod +x canary.sh;"
@@ -42,9 +43,14 @@ static void make_repo(const struct cg_workdir *w, const char *params_case, const
              " echo \"--steps 12 $p\" > params; echo \"$b\" > build.sh; echo $i > n;"
              " git add -A; git commit -qm \"commit $i\"; done;"
              " git log --format=%%H --reverse > ../shas",
-             params_case, build_case);
+             init_opts, params_case, build_case);
     const char *args[] = {"-c", script, NULL};
     assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, args, &proc), 0);
+}
+
+static void make_repo(const struct cg_workdir *w, const char *params_case, const char *build_case)
+{
+    make_repo_with(w, "", params_case, build_case);
 }
 
 /* The full name of commit i. */
@@ -770,6 +776,22 @@ static void test_bisect__max_runs_below_runs_is_refused(void **state)
         fail_msg("no refusal in:\n%s", proc.err);
 }
 
+/* A repository of SHA-256 object names (git init --object-format=sha256): every commit was
+ * refused as "not a commit", its 64 hex digits taken for a malformed 40. */
+static void test_bisect__a_sha256_repository_is_bisected(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo_with(w, "--object-format=sha256",
+                   "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
+    char full[80]; /* the result names commits by their full 64 digits */
+    const char *head = cg_workdir_read(w, "shas") + 15 * 65;
+    assert_int_equal(strspn(head, "0123456789abcdef"), 64);
+    snprintf(full, sizeof(full), "\"%.64s\"", head);
+    const char *extra[] = {"--metric", "ranges", NULL};
+    expect_commit_11(w, bisect_range(w, "HEAD~15", "HEAD", extra, NULL));
+    assert_non_null(strstr(cg_workdir_read(w, "out.json"), full));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -818,6 +840,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__bad_input_is_one_line, cg_workdir_setup,
                                         cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__max_runs_below_runs_is_refused,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_sha256_repository_is_bisected,
                                         cg_workdir_setup, cg_workdir_teardown),
     };
     if (getenv("CG_TEST_FILTER") != NULL) /* one case while working on it: a glob of names */
