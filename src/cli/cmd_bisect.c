@@ -52,7 +52,9 @@ static const char usage_text[] =
     "A commit is like bad when its change against A is significant and at least half of B's,\n"
     "like good when it is clearly below that, between when it is apart from both (the\n"
     "regression came in steps: each step is searched), else unresolved (a neighbour is probed).\n"
-    "A commit that does not build or whose canary fails is skipped.\n"
+    "A commit that does not build or whose canary fails is skipped. An absolute path into your\n"
+    "checkout in CMD or --build is refused when the commits hold it (every commit would use\n"
+    "yours): name it relative to the repository's root.\n"
     "\n"
     "  --good A               the last commit known to be fast (any name git knows)\n"
     "  --bad B                the commit known to be slow\n"
@@ -217,6 +219,7 @@ struct session {
     size_t bad_end_pairs[2]; /* then: its pairs, and those of its last look */
     bool env_said; /* the inherited variables were named (by the first collector's first run) */
     bool keep_logs; /* a commit was skipped: its reason may name a log in tmp, which stays */
+    char checkout_path[PATH_MAX]; /* the user's checkout's path warned about, "" if none */
 };
 
 static bool exact(const struct session *s)
@@ -711,6 +714,11 @@ static int report(struct session *s, enum cg_bisect_outcome outcome)
     if ((md_path != NULL && cg_file_write_atomic(md_path, md.data, md.len, &err) != 0) ||
         (json_path != NULL && cg_file_write_atomic(json_path, json, strlen(json), &err) != 0))
         exit_code = cg_cmd_fail(&err);
+    if (outcome == CG_BISECT_NOTHING && s->checkout_path[0] != '\0')
+        fprintf(stderr,
+                "canary-gate bisect: note: every commit used your checkout's '%s' (the warning "
+                "above): were it made from the commits, the ends could not differ\n",
+                s->checkout_path);
 done:
     free(json);
     cg_buf_release(&term);
@@ -727,6 +735,48 @@ static void remove_stale(const char *dir, void *ctx)
     struct cg_err err;
     cg_err_init(&err);
     cg_worktree_remove(s->repo, dir, &err); /* the directory's removal is checked by the caller */
+}
+
+/* The canary's words and --build's command line, for absolute paths into the user's checkout
+ * (tmp_prefix: the bisection's worktrees, passed over): the canary and --build run in each
+ * probed commit's worktree, and a path into the checkout makes every commit run the checkout's
+ * (the ends measured alike: "nothing to find" of a real regression). A path to what either end
+ * holds is refused; one to what neither holds (data of the checkout's) is warned about, and
+ * kept in s->checkout_path. 0, or the usage error's exit code. */
+static int check_checkout_paths(struct session *s, const char *tmp_prefix)
+{
+    struct cg_worktree_path found[4];
+    const struct bisect_opts *o = s->o;
+    size_t words = 0;
+    while (o->canary[words] != NULL)
+        words++;
+    for (size_t w = 0; w < words || (w == words && o->build != NULL); w++) {
+        bool build = w == words;
+        size_t k = cg_worktree_paths_in(s->repo, tmp_prefix, build ? o->build : o->canary[w], build,
+                                        found, sizeof(found) / sizeof(found[0]));
+        const char *whose = build ? "--build's" : "the canary's";
+        for (size_t j = 0; j < k; j++) {
+            if (cg_git_has_path(s->repo, s->commits[0].sha, found[j].rel) ||
+                cg_git_has_path(s->repo, s->commits[s->n - 1].sha, found[j].rel))
+                return cg_cmd_usage_error(
+                    "bisect",
+                    "%s '%s' is your checkout's ('%s'): every commit would use it instead of its "
+                    "own; name it relative to the repository's root ('%s%s'): %s runs in each "
+                    "probed commit's worktree",
+                    whose, found[j].path, s->repo, found[j].rel[0] ? "./" : ".", found[j].rel,
+                    build ? "--build" : "the canary");
+            if (s->checkout_path[0] != '\0')
+                continue;
+            snprintf(s->checkout_path, sizeof(s->checkout_path), "%s", found[j].path);
+            fprintf(stderr,
+                    "canary-gate bisect: warning: %s '%s' is in your checkout ('%s') and in "
+                    "neither end's commit: every commit uses that one, right for data, not for "
+                    "what a commit builds (build that with --build, named relative to the "
+                    "repository's root)\n",
+                    whose, found[j].path, s->repo);
+        }
+    }
+    return 0;
 }
 
 /* Opens the range and the good end, measures the bad end, searches and reports. */
@@ -747,10 +797,15 @@ static int run_bisect(struct session *s)
     if (s->commits == NULL || s->n < 2)
         return cg_cmd_usage_error("bisect", "%s..%s holds no commit to bisect", s->o->good,
                                   s->o->bad);
+    char buf[PATH_MAX], first[PATH_MAX], ours[PATH_MAX + sizeof("/" TMP_PREFIX)];
+    const char *tmpdir = cg_tmp_dir(buf); /* absolute: git runs in the repository */
+    char *real = realpath(tmpdir, NULL);
+    snprintf(ours, sizeof(ours), "%s/" TMP_PREFIX, real != NULL ? real : tmpdir);
+    free(real);
+    if ((rc = check_checkout_paths(s, ours)) != 0)
+        return rc;
     s->info = calloc(s->n, sizeof(*s->info));
     s->probes = calloc(s->n, sizeof(*s->probes));
-    char buf[PATH_MAX], first[PATH_MAX];
-    const char *tmpdir = cg_tmp_dir(buf); /* absolute: git runs in the repository */
     size_t stale = cg_stale_clean_named(tmpdir, TMP_PREFIX, remove_stale, s, first, sizeof(first));
     if (stale > 0)
         fprintf(stderr,

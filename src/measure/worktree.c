@@ -359,6 +359,85 @@ int cg_git_toplevel(const char *dir, char **top, struct cg_err *err)
     return rc;
 }
 
+/* path (absolute) with the symbolic links of its longest existing part resolved, the rest as
+ * written, into dst (n bytes); false when it is not absolute or too long. */
+static bool resolve_path(const char *path, char *dst, size_t n)
+{
+    char head[PATH_MAX], real[PATH_MAX];
+    size_t cut = strlen(path);
+    if (path[0] != '/' || cut >= sizeof(head))
+        return false;
+    memcpy(head, path, cut + 1);
+    for (;;) { /* ends: "/" resolves */
+        if (realpath(cut > 0 ? head : "/", real) != NULL) {
+            int w = snprintf(dst, n, "%s%s", strcmp(real, "/") == 0 ? "" : real, path + cut);
+            return w >= 0 && (size_t)w < n;
+        }
+        char *slash = strrchr(head, '/');
+        if (slash == NULL)
+            return false;
+        cut = (size_t)(slash - head);
+        *slash = '\0';
+    }
+}
+
+/* Whether the path written at text (len bytes) lies inside top, not under skip: then *found. */
+static bool path_inside(const char *top, const char *skip, const char *text, size_t len,
+                        struct cg_worktree_path *found)
+{
+    char res[PATH_MAX];
+    size_t tl = strlen(top);
+    if (len >= sizeof(found->path) || tl <= 1)
+        return false;
+    memcpy(found->path, text, len);
+    found->path[len] = '\0';
+    if (!resolve_path(found->path, res, sizeof(res)) || strncmp(res, top, tl) != 0 ||
+        (res[tl] != '/' && res[tl] != '\0') ||
+        (skip != NULL && strncmp(res, skip, strlen(skip)) == 0))
+        return false;
+    const char *rel = res + tl;
+    rel += strspn(rel, "/");
+    size_t rl = strlen(rel);
+    while (rl > 0 && rel[rl - 1] == '/')
+        rl--;
+    memcpy(found->rel, rel, rl);
+    found->rel[rl] = '\0';
+    return true;
+}
+
+size_t cg_worktree_paths_in(const char *top, const char *skip, const char *text, bool shell,
+                            struct cg_worktree_path *out, size_t max)
+{
+    const char *seps = shell ? " \t\n;&|()<>`'\"" : "";
+    size_t k = 0;
+    for (const char *p = text; *p != '\0' && k < max;) {
+        size_t word = strcspn(p, seps);
+        /* in a word, a path begins it or follows '=' or ':', and ends at ':' */
+        for (size_t i = 0; i < word && k < max; i++) {
+            if (p[i] != '/' || (i > 0 && p[i - 1] != '=' && p[i - 1] != ':'))
+                continue;
+            size_t len = strcspn(p + i, ":");
+            len = len < word - i ? len : word - i;
+            if (path_inside(top, skip, p + i, len, &out[k]))
+                k++;
+            i += len;
+        }
+        p += word;
+        p += strspn(p, seps);
+    }
+    return k;
+}
+
+bool cg_git_has_path(const char *repo, const char *sha, const char *rel)
+{
+    char spec[CG_GIT_SHA_MAX + 2 + PATH_MAX];
+    int n = snprintf(spec, sizeof(spec), "%s:%s", sha, rel);
+    if (n < 0 || (size_t)n >= sizeof(spec))
+        return false;
+    const char *args[] = {"cat-file", "-e", spec, NULL};
+    return git_yes(repo, args, NULL);
+}
+
 int cg_worktree_add(const char *repo, const char *sha, const char *path, struct cg_err *err)
 {
     struct cg_buf out;

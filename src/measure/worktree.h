@@ -13,6 +13,8 @@
 
 #include "err.h"
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CG_GIT_TIMEOUT_S 120
@@ -42,6 +44,24 @@ void cg_git_commits_free(struct cg_git_commit *c, size_t n);
 /* The top of the working tree that holds dir (malloc'ed, caller frees). CG_EINPUT when dir is in
  * no git repository. */
 int cg_git_toplevel(const char *dir, char **top, struct cg_err *err);
+
+/* An absolute path that an argument names inside a working tree. */
+struct cg_worktree_path {
+    char path[PATH_MAX]; /* as written */
+    char rel[PATH_MAX];  /* from the working tree's top, symbolic links resolved; "" the top */
+};
+
+/* The absolute paths that text names inside the working tree top (its resolved path, as
+ * cg_git_toplevel gives it), symbolic links resolved, passing over those that begin with skip
+ * (NULL: none): text is one argument, or with shell true a /bin/sh command line (split at blanks,
+ * quotes and operators); a path may also follow '=' (--data=/x) or ':' (a search path). At most
+ * max into out; returns how many. Reads only the file system's names. */
+size_t cg_worktree_paths_in(const char *top, const char *skip, const char *text, bool shell,
+                            struct cg_worktree_path *out, size_t max);
+
+/* Whether commit sha of repo holds rel (a file or a directory, "" its root); false when git
+ * cannot say. */
+bool cg_git_has_path(const char *repo, const char *sha, const char *rel);
 
 /* Checks out sha detached in a new worktree at path (which must not exist). CG_EIO. */
 int cg_worktree_add(const char *repo, const char *sha, const char *path, struct cg_err *err);

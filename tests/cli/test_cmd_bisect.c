@@ -792,6 +792,86 @@ static void test_bisect__a_sha256_repository_is_bisected(void **state)
     assert_non_null(strstr(cg_workdir_read(w, "out.json"), full));
 }
 
+/* Runs bisect of commits 0 to bad, a count, from the workdir with the canary's words and
+ * --build (NULL: none); worktrees and logs under the workdir. */
+static int bisect_canary(const struct cg_workdir *w, int bad, const char *build,
+                         const char *const *canary)
+{
+    const char *args[32];
+    size_t k = 0;
+    char g[64], b[64], tmp[320];
+    snprintf(g, sizeof(g), "%s", sha(w, 0));
+    snprintf(b, sizeof(b), "%s", sha(w, bad));
+    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", cg_workdir_in(w, "."));
+    const char *fixed[] = {"bisect", "--repo",   "repo",     "--good", g,
+                           "--bad",  b,          "--metric", "ranges", "--steps",
+                           "10",     "--warmup", "2",        "--json", "out.json"};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        args[k++] = fixed[i];
+    if (build != NULL) {
+        args[k++] = "--build";
+        args[k++] = build;
+    }
+    args[k++] = "--";
+    for (size_t i = 0; canary[i] != NULL; i++)
+        args[k++] = canary[i];
+    args[k] = NULL;
+    const char *env[] = {"NVTX_CANARY=" CANARY, tmp, NULL};
+    return cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc);
+}
+
+/* The canary or --build naming the user's checkout by an absolute path ('$PWD/canary.sh', as CI
+ * scripts write '$GITHUB_WORKSPACE/train.py'): every commit ran the checkout's, both ends
+ * measured alike, and bisect said "nothing to find" (exit 0) of a real regression. A path to
+ * what the commits hold is refused (exit 2, one line naming it and what to write instead), also
+ * through a symbolic link, after '=' and inside --build's command line; a path to what they do
+ * not hold (data of the checkout's) is run, with a warning. */
+static void test_bisect__a_canary_in_the_users_checkout_is_refused(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
+    const char *setup[] = {"-c", "ln -s repo link && echo data > repo/data.txt", NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, setup, &proc), 0);
+    char script[300], linked[300], opt[320], build[400], data[300], top[300];
+    snprintf(top, sizeof(top), "%s", cg_workdir_in(w, "repo"));
+    snprintf(script, sizeof(script), "%s", cg_workdir_in(w, "repo/canary.sh"));
+    snprintf(linked, sizeof(linked), "%s", cg_workdir_in(w, "link/canary.sh"));
+    snprintf(opt, sizeof(opt), "--config=%s", cg_workdir_in(w, "repo/params"));
+    snprintf(build, sizeof(build), "cd '%s' && sh build.sh", top);
+    snprintf(data, sizeof(data), "%s", cg_workdir_in(w, "repo/data.txt"));
+    struct {
+        const char *build, *canary[3], *named, *instead;
+    } refused[] = {
+        {NULL, {script, NULL}, script, "'./canary.sh'"},
+        {NULL, {linked, NULL}, linked, "'./canary.sh'"},
+        {NULL, {"./canary.sh", opt, NULL}, strchr(opt, '=') + 1, "'./params'"},
+        {build, {"./canary.sh", NULL}, top, "'.'"},
+    };
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        int rc = bisect_canary(w, 15, refused[k].build, refused[k].canary);
+        char named[400];
+        snprintf(named, sizeof(named), "%s '%s' is your checkout's",
+                 k == 3 ? "--build's" : "the canary's", refused[k].named);
+        if (rc != 2 || strstr(proc.err, named) == NULL ||
+            strstr(proc.err, refused[k].instead) == NULL)
+            fail_msg("case %zu: exit %d, 2 expected, naming \"%s\" and %s:\n%s", k, rc, named,
+                     refused[k].instead, proc.err);
+        const char *nl = strchr(proc.err, '\n'); /* one line */
+        assert_true(nl != NULL && nl[1] == '\0');
+    }
+    /* data the commits do not hold: run, with a warning naming it */
+    const char *with_data[] = {"./canary.sh", data, NULL};
+    int rc = bisect_canary(w, 15, NULL, with_data);
+    if (rc != 0 || strstr(proc.err, "warning: the canary's '") == NULL ||
+        strstr(proc.err, "data.txt' is in your checkout") == NULL)
+        fail_msg("exit %d, 0 and a warning expected:\n%s", rc, proc.err);
+    expect_commit_11(w, rc);
+    /* and "nothing to find" recalls it */
+    rc = bisect_canary(w, 5, NULL, with_data);
+    if (rc != 0 || strstr(proc.err, "note: every commit used your checkout's '") == NULL)
+        fail_msg("exit %d, 0 and a note expected:\n%s", rc, proc.err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -842,6 +922,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__max_runs_below_runs_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_sha256_repository_is_bisected,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_canary_in_the_users_checkout_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),
     };
     if (getenv("CG_TEST_FILTER") != NULL) /* one case while working on it: a glob of names */
