@@ -67,8 +67,8 @@ int cg_report_code_change(const struct cg_verdict *v, bool markdown, struct cg_b
  * are the sides' (signature.h: by_side). 0 or CG_ENOMEM. */
 int cg_report_kernel_choices(const struct cg_verdict *v, bool markdown, struct cg_buf *out);
 
-/* A commit as the reports show it: a full 40-digit hash cut to its first 12 digits, anything
- * else as it is (cut to n bytes); escape it for the output. */
+/* A commit as the reports show it: a full hash (40 digits, SHA-1, or 64, SHA-256) cut to its
+ * first 12 digits, anything else as it is (cut to n bytes); escape it for the output. */
 void cg_report_short_commit(const char *commit, char *dst, size_t n);
 
 /* What to do when GPU metrics are unavailable because another tool holds CUPTI or the GPU's

@@ -71,7 +71,7 @@ void cg_report_sources_text(const struct cg_artifact *a, char *dst, size_t n)
 void cg_report_short_commit(const char *commit, char *dst, size_t n)
 {
     size_t len = strlen(commit);
-    bool hash = len == 40 && strspn(commit, "0123456789abcdef") == len;
+    bool hash = (len == 40 || len == 64) && strspn(commit, "0123456789abcdef") == len;
     snprintf(dst, n, "%.*s", hash ? 12 : (int)(len < n ? len : n - 1), commit);
 }
 
