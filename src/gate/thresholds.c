@@ -137,6 +137,21 @@ static int count_limit(struct loader *l, const cJSON *item, const char *key,
     return 0;
 }
 
+/* A metric where lower is worse (cg_metric_higher_is_worse: tokens/sec, MFU) cannot fall by 100%
+ * or more, so a max_regression_pct of 100 or above would leave it unable to FAIL: refused. */
+static int check_can_fail(struct loader *l, const char *section, const cJSON *m, int idx)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(m, "max_regression_pct");
+    if (p == NULL || !cJSON_IsNumber(p) || p->valuedouble < 100.0 ||
+        cg_metric_higher_is_worse((enum cg_metric)idx))
+        return 0;
+    char key[96];
+    snprintf(key, sizeof(key), "%s.max_regression_pct", section);
+    return bad(l, key,
+               "must be below 100 (lower is worse: a fall of 100% or more cannot happen, so the "
+               "metric could never fail)");
+}
+
 /* "counts": a limit per row name, "range_calls", "varying" and "range_names" (an object of
  * range names and limits). Each entry replaces the parent's entry whole. */
 static int apply_counts(struct loader *l, const cJSON *obj, struct cg_thresholds *t)
@@ -294,6 +309,8 @@ static int apply_file(struct loader *l, const cJSON *root, struct cg_thresholds 
                 char *mbase = t != NULL ? (char *)&t->metric[idx] : NULL;
                 rc = apply_table(l, m, section, metric_keys, N_OF(metric_keys), mbase,
                                  is_memory(idx));
+                if (rc == 0)
+                    rc = check_can_fail(l, section, m, idx);
                 if (rc != 0)
                     return rc;
             }

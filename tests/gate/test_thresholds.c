@@ -250,6 +250,42 @@ static void test_thresholds__cycle_is_an_error(void **state)
     unlink("/tmp/cg-thr-b.json");
 }
 
+/* A lower-is-worse metric (tokens/sec, MFU) cannot fall by 100% or more: a max_regression_pct
+ * of 100 or above would make it impossible to FAIL, so the file is refused, naming the key; the
+ * same number is a limit like any other for a metric where higher is worse. */
+static void test_thresholds__lower_is_worse_limit_of_100_pct_is_refused(void **state)
+{
+    (void)state;
+    const char *path = "/tmp/cg-thr-lower.json";
+    char text[256];
+    struct cg_thresholds t;
+    struct cg_err err;
+    for (int m = 0; m < CG_M_COUNT; m++) {
+        const double pcts[] = {99.5, 100, 150};
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(text, sizeof(text), "{\"metrics\": {\"%s\": {\"max_regression_pct\": %g}}}",
+                     cg_metric_name((enum cg_metric)m), pcts[i]);
+            write_file(path, text);
+            cg_err_init(&err);
+            int rc = cg_thresholds_load(path, &t, &err);
+            if (cg_metric_higher_is_worse((enum cg_metric)m) || pcts[i] < 100) {
+                if (rc != 0)
+                    fail_msg("%s: %s", text, err.msg);
+                assert_float_equal(t.metric[m].max_regression_pct, pcts[i], 0);
+                continue;
+            }
+            assert_int_equal(rc, CG_EINPUT);
+            char key[96];
+            snprintf(key, sizeof(key), "metrics.%s.max_regression_pct: must be below 100",
+                     cg_metric_name((enum cg_metric)m));
+            if (strstr(err.msg, key) == NULL || strstr(err.msg, path) == NULL)
+                fail_msg("'%s' lacks '%s' or the file", err.msg, key);
+            assert_non_null(strstr(err.msg, "could never fail"));
+        }
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_thresholds__cycle_is_an_error),
         cmocka_unit_test(test_thresholds__slow_state_is_reported_unless_gated),
         cmocka_unit_test(test_thresholds__counts_extend_and_override),
+        cmocka_unit_test(test_thresholds__lower_is_worse_limit_of_100_pct_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
