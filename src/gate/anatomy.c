@@ -3,6 +3,7 @@
 
 #include "stats.h"
 #include "ladder.h"
+#include "straggler.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -93,7 +94,7 @@ static double rank_spread_share(const struct cg_run *r)
     if (t == NULL)
         return NAN;
     double wall = 0.0, spread = 0.0;
-    size_t mid = (r->n_ranks - 1) / 2; /* the median rank (the lower middle of an even count) */
+    size_t mid = cg_straggler_median_rank(r->n_ranks);
     for (size_t i = 0; i < r->n_steps; i++) {
         for (size_t k = 0; k < r->n_ranks; k++)
             t[k] = r->ranks[k].step_ns[i];

@@ -22,10 +22,16 @@ static int cmp_i64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static double median_d(double *v, size_t n)
+size_t cg_straggler_median_rank(size_t n)
+{
+    return n > 0 ? (n - 1) / 2 : 0;
+}
+
+/* The median rank's value of the n ranks' values v (sorted here). */
+static double median_rank_d(double *v, size_t n)
 {
     qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    return v[cg_straggler_median_rank(n)];
 }
 
 /* The median of every step time of rank id over a's runs, NAN when none. */
@@ -103,7 +109,7 @@ int cg_straggler_find(const struct cg_artifact *a, struct cg_straggler *s)
                 medians[n_med++] = m;
         }
         double mine = rank_median(a, best);
-        double mid = n_med >= 2 ? median_d(medians, n_med) : NAN;
+        double mid = n_med >= 2 ? median_rank_d(medians, n_med) : NAN;
         double pct = 100.0 * (mine / mid - 1.0);
         if (!isnan(pct) && pct >= CG_STRAGGLER_MIN_PCT) {
             s->rank = best;
