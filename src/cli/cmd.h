@@ -143,7 +143,7 @@ void cg_cmd_warn_small_baseline(const char *path, const struct cg_artifact *base
 
 /* After getopt_long returned '?' or ':' (opterr 0, the short options led by ':'): prints one line
  * "canary-gate <verb>: unknown option '--x'" or "'--x' needs a value" and returns
- * CG_EXIT_INPUT. */
+ * CG_EXIT_INPUT; after cg_cmd_getopt returned CG_OPT_REFUSED (already said): CG_EXIT_INPUT. */
 int cg_cmd_option_error(const char *verb, int opt, char *const *argv);
 
 /* Where the terminal table and verdict lines go: stderr when the report or the JSON verdict is

@@ -138,7 +138,8 @@ int cmd_aa(int argc, char **argv)
     cg_buf_init(&gpu_buf, 1 << 16);
     cg_buf_init(&text_buf, 1 << 20);
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((opt = cg_cmd_getopt("aa", argc, argv, "+:h", options, &given)) != -1) {
         int bad = cg_measure_option("aa", opt, optarg, &mo);
         if (bad == 1) {
             bad = 0;

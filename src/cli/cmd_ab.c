@@ -106,7 +106,8 @@ static int parse_args(int argc, char **argv, struct ab_opts *o)
 {
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((opt = cg_cmd_getopt("ab", argc, argv, "+:h", options, &given)) != -1) {
         int bad = cg_measure_option("ab", opt, optarg, &o->m);
         if (bad == 1)
             bad = cg_cmd_seq_option("ab", opt, optarg, &o->seq);

@@ -11,6 +11,7 @@
 #include "cg_version.h"
 #include "checkrun.h"
 #include "cmd.h"
+#include "cmd_options.h"
 #include "comment_marker.h"
 #include "fsutil.h"
 #include "github.h"
@@ -153,7 +154,8 @@ static int parse_args(int argc, char **argv, struct cg_post_opts *o)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("comment", argc, argv, ":h", longopts, &given)) != -1) {
         switch (c) {
         case 'r':
             o->report = optarg;

@@ -91,7 +91,8 @@ int cmd_compare(int argc, char **argv)
     struct cg_report_opts ro = {0};
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("compare", argc, argv, ":h", options, &given)) != -1) {
         int bad = cg_report_option("compare", c, optarg, &ro);
         if (bad == 0)
             continue;

@@ -2,6 +2,7 @@
  * cmd_history_accept: `canary-gate accept` records an accepted regression in main's history.
  */
 #include "cmd.h"
+#include "cmd_options.h"
 #include "cmd_history_common.h"
 
 #include "history.h"
@@ -53,7 +54,8 @@ int cmd_accept(int argc, char **argv)
     if (commit != NULL && commit[0] == '\0')
         commit = NULL;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", accept_options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("accept", argc, argv, ":h", accept_options, &given)) != -1) {
         switch (c) {
         case 'f':
             path = optarg;

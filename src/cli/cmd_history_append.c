@@ -77,7 +77,8 @@ int cmd_history_append(int argc, char **argv)
     char now[32];
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("history append", argc, argv, ":h", options, &given)) != -1) {
         switch (c) {
         case 'f':
             path = optarg;

@@ -83,7 +83,8 @@ int cmd_history_check(int argc, char **argv)
     cg_cmd_cp_opts_init(&o);
     int c, bad;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", check_options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("history check", argc, argv, ":h", check_options, &given)) != -1) {
         if ((bad = cg_cmd_cp_option("history check", c, optarg, &o)) != 1) {
             if (bad)
                 return bad;

@@ -64,7 +64,8 @@ int cmd_history_site(int argc, char **argv)
     cg_cmd_cp_opts_init(&cp);
     int c, bad;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", site_options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("history site", argc, argv, ":h", site_options, &given)) != -1) {
         if ((bad = cg_cmd_cp_option("history site", c, optarg, &cp)) != 1) {
             if (bad)
                 return bad;

@@ -5,6 +5,7 @@
  * and the run.
  */
 #include "cmd.h"
+#include "cmd_options.h"
 
 #include "artifact.h"
 #include "verdict.h"
@@ -100,7 +101,8 @@ int cmd_merge(int argc, char **argv)
     const char *out = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:h", options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("merge", argc, argv, ":o:h", options, &given)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'h': fputs(usage_text, stdout); return CG_EXIT_PASS;

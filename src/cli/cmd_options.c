@@ -17,6 +17,45 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The options that may be given again with another value: each adds to the ones before. */
+static bool adds_up(int code)
+{
+    return code == CG_MOPT_REDACT || code == CG_ROPT_ONLY;
+}
+
+int cg_cmd_getopt(const char *verb, int argc, char *const *argv, const char *shortopts,
+                  const struct option *longopts, struct cg_cmd_given *given)
+{
+    int index = -1;
+    optarg = NULL; /* set only by an option that has a value */
+    int c = getopt_long(argc, argv, shortopts, longopts, &index);
+    if (c == -1 || c == '?' || c == ':' || optarg == NULL || adds_up(c))
+        return c;
+    for (size_t i = 0; i < given->n; i++) {
+        if (given->opt[i].code != c)
+            continue;
+        if (strcmp(given->opt[i].value, optarg) == 0)
+            return c;
+        const char *name = index >= 0 ? longopts[index].name : NULL;
+        for (size_t k = 0; name == NULL && longopts[k].name != NULL; k++)
+            if (longopts[k].val == c)
+                name = longopts[k].name;
+        char shown[8];
+        if (name == NULL) /* a short option without a long name */
+            snprintf(shown, sizeof(shown), "%c", c);
+        cg_cmd_usage_error(
+            verb, "%s%s given twice with different values ('%s', '%s'): give it once",
+            name != NULL ? "--" : "-", name != NULL ? name : shown, given->opt[i].value, optarg);
+        return CG_OPT_REFUSED;
+    }
+    if (given->n < CG_CMD_GIVEN_MAX) {
+        given->opt[given->n].code = c;
+        given->opt[given->n].value = optarg;
+        given->n++;
+    }
+    return c;
+}
+
 void cg_measure_opts_init(struct cg_measure_opts *m)
 {
     memset(m, 0, sizeof(*m));
@@ -199,23 +238,33 @@ int cg_cmd_seq_option(const char *verb, int opt, const char *arg, struct cg_cmd_
         o->spending = arg;
         return 0;
     case CG_SOPT_CONFIRM_RUNS:
-        return cg_cmd_parse_count(verb, "--confirm-runs", arg, 1, 1000, &o->confirm_runs);
+        if (cg_cmd_parse_count(verb, "--confirm-runs", arg, 1, 1000, &o->confirm_runs) != 0)
+            return CG_EXIT_INPUT;
+        break;
     case CG_SOPT_NO_CONFIRM:
         o->no_confirm = true;
-        return 0;
+        break;
     default:
         return 1;
     }
+    if (o->no_confirm && o->confirm_runs > 0)
+        return cg_cmd_usage_error(verb,
+                                  "--confirm-runs %ld and --no-confirm contradict each other: "
+                                  "give one of them",
+                                  o->confirm_runs);
+    return 0;
 }
 
 int cg_report_option(const char *verb, int opt, const char *arg, struct cg_report_opts *r)
 {
     switch (opt) {
-    case CG_ROPT_ONLY: {
+    case CG_ROPT_ONLY: { /* --only again adds its groups (cg_cmd_getopt) */
         struct cg_err err;
+        unsigned groups;
         cg_err_init(&err);
-        if (cg_thresholds_parse_only(arg, &r->only, &err) != 0)
+        if (cg_thresholds_parse_only(arg, &groups, &err) != 0)
             return cg_cmd_usage_error(verb, "%s", err.msg);
+        r->only |= groups;
         return 0;
     }
     case CG_ROPT_REPORT:

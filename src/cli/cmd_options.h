@@ -20,6 +20,8 @@
  * collide: the families shared by several commands first, then each command's own, which start
  * at CG_OPT_COMMAND. */
 enum {
+    /* what cg_cmd_getopt returns for an option refused (and said): not an option */
+    CG_OPT_REFUSED = 255,
     /* the measurement options (CG_MEASURE_OPTIONS, cg_measure_option) */
     CG_MOPT_THRESHOLDS = 256,
     CG_MOPT_RUNS,
@@ -58,6 +60,28 @@ enum {
     CG_OPT_COLOR,
     CG_OPT_COMMAND /* each command's own options start here */
 };
+
+/* The options one command line gave so far (cg_cmd_getopt): each option's code and first value.
+ * Starts zeroed. */
+#define CG_CMD_GIVEN_MAX 64
+struct cg_cmd_given {
+    size_t n;
+    struct {
+        int code;
+        const char *value;
+    } opt[CG_CMD_GIVEN_MAX];
+};
+
+/* getopt_long for every command, with the one rule for an option given more than once: an
+ * option that takes a value may be given again with the same value (taken once); with another
+ * value the command line is refused, naming both ("--id given twice with different values ('a',
+ * 'b')", printed for verb), and CG_OPT_REFUSED is returned, which cg_cmd_option_error turns into
+ * the exit code without a second message. The options that add up are the exception: --redact
+ * (a pattern each) and --only (its groups, cg_report_option). An option without a value (a
+ * switch) may be repeated. Options that contradict each other are refused by their family's
+ * handler (--confirm-runs with --no-confirm, cg_cmd_seq_option). */
+int cg_cmd_getopt(const char *verb, int argc, char *const *argv, const char *shortopts,
+                  const struct option *longopts, struct cg_cmd_given *given);
 
 #define CG_MEASURE_OPTIONS                                                                         \
     {"thresholds", required_argument, NULL, CG_MOPT_THRESHOLDS},                                   \
@@ -194,9 +218,10 @@ int cg_report_option(const char *verb, int opt, const char *arg, struct cg_repor
 
 /* The usage lines of --only (compare, ab and the main command). */
 #define CG_ONLY_USAGE                                                                              \
-    "  --only GROUPS          gate these alone: timing, anatomy, counts, memory (comma-\n"      \
-    "                         separated; e.g. counts,memory from one or two runs); the rest\n"   \
-    "                         is shown, not gated\n"
+    "  --only GROUPS          gate these alone: timing, anatomy, counts, memory (comma-\n"         \
+    "                         separated, or --only again: the groups add up; e.g.\n"               \
+    "                         counts,memory from one or two runs); the rest is shown, not\n"       \
+    "                         gated\n"
 
 #define CG_CHANGEPOINT_OPTIONS                                                                     \
     {"alpha", required_argument, NULL, CG_CPOPT_ALPHA},                                            \

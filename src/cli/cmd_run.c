@@ -112,7 +112,8 @@ int cmd_run(int argc, char **argv)
     cg_artifact_init(&a);
     cg_err_init(&err);
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((opt = cg_cmd_getopt("run", argc, argv, "+:h", options, &given)) != -1) {
         int bad = cg_measure_option("run", opt, optarg, &mo);
         if (bad != 1) {
             if (bad)

@@ -3,6 +3,7 @@
  * report/report_show.c): the options, the chart's characters from the locale, the exit code.
  */
 #include "cmd.h"
+#include "cmd_options.h"
 
 #include "artifact.h"
 #include "buf.h"
@@ -55,7 +56,8 @@ int cmd_show(int argc, char **argv)
     bool ascii = false, no_chart = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    struct cg_cmd_given given = {0};
+    while ((c = cg_cmd_getopt("show", argc, argv, ":h", options, &given)) != -1) {
         switch (c) {
         case 'n':
             if (cg_cmd_parse_count("show", "--ops", optarg, 0, 100000, &top) != 0)

@@ -3,6 +3,7 @@
 #include "cmd.h"
 
 #include "buf.h"
+#include "cmd_options.h"
 #include "collect.h"
 #include "fmt.h"
 #include "fsutil.h"
@@ -96,6 +97,8 @@ int cg_cmd_usage_error(const char *verb, const char *fmt, ...)
 
 int cg_cmd_option_error(const char *verb, int opt, char *const *argv)
 {
+    if (opt == CG_OPT_REFUSED) /* said by cg_cmd_getopt */
+        return CG_EXIT_INPUT;
     char name[64];
     const char *arg = optind > 0 ? argv[optind - 1] : NULL;
     if (arg != NULL && strncmp(arg, "--", 2) == 0)

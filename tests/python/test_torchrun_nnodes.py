@@ -92,9 +92,9 @@ def main():
             e = dict(env)
             if skip is not None:
                 e["SKIP_NODE"] = skip
+            limit = [] if "--timeout" in extra else ["--timeout", "120"]  # given once
             argv = [gate, "run", "--out", os.path.join(tmp, out), "--runs", "1", "--steps", "6",
-                    "--warmup", "2", "--steps-from", "optimizer", "--let-finish",
-                    "--timeout", "120"] + extra + [
+                    "--warmup", "2", "--steps-from", "optimizer", "--let-finish"] + limit + extra + [
                     "--", "bash", agents, sys.executable, str(free_port()), train]
             return subprocess.run(argv, env=e, capture_output=True, text=True, timeout=timeout)
 
