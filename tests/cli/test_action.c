@@ -512,6 +512,12 @@ static void test_action__gate_script_takes_a_pytorch_teams_options(void **state)
         {"INPUT_STEPS_FROM=optimiser", "input steps-from 'optimiser': expected auto, nvtx or"},
         {"INPUT_ARGS=--only timing\n--no-confirm", "input args holds a line break"},
         {"INPUT_ARGS=--only timing -- python3 other.py", "input args holds '--'"},
+        /* an option the action gives itself, from an input or for its own files: the input
+         * names it (the gate's own line would name the action's 'default' as given) */
+        {"INPUT_ARGS=--thresholds strict", "input args gives --thresholds, which the action "
+                                           "already gives: set the input 'thresholds' instead"},
+        {"INPUT_ARGS=--report=r.md", "input args gives --report, which the action already "
+                                     "gives (for its own outputs): leave it out"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(unlink(cg_workdir_in(d, "argv.txt")), 0);
