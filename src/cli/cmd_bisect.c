@@ -143,8 +143,9 @@ static int parse_metric(const char *name, struct bisect_opts *o)
 static int parse_args(int argc, char **argv, struct bisect_opts *o)
 {
     int opt;
+    struct cg_cmd_given given = {0};
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+    while ((opt = cg_cmd_getopt("bisect", argc, argv, "+:h", options, &given)) != -1) {
         int bad = cg_measure_option("bisect", opt, optarg, &o->m);
         if (bad == 1)
             bad = cg_cmd_seq_option("bisect", opt, optarg, &o->seq);

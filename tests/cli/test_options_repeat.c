@@ -106,6 +106,10 @@ static void test_options_repeat__a_second_value_is_refused_by_every_command(void
          "a",
          "b",
          {"accept", "--history", "rep-h.jsonl", "--reason", "a", "--reason", "b"}},
+        {"--good",
+         "HEAD~1",
+         "HEAD~2",
+         {"bisect", "--good", "HEAD~1", "--good", "HEAD~2", "--bad", "HEAD", "--", "true"}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc = tool(state, cases[i].args);
