@@ -360,6 +360,33 @@ static void cancel_batch_job(const struct cg_collect_cfg *c, const char *shard_d
                total, ids, why);
 }
 
+static const char *steps_from_word(enum cg_steps_source from)
+{
+    return from == CG_STEPS_OPTIMIZER ? "optimizer" : "nvtx";
+}
+
+/* One run has one definition of a step, and so has an artifact: the run's ranks take their
+ * steps from one source (cg_shard_check_steps_from), the one of the artifact's earlier runs. */
+static int check_steps_from(const struct cg_artifact *a, long i, long total,
+                            const struct cg_shard *sh, size_t n, const struct cg_shard_status *st,
+                            struct cg_err *err)
+{
+    struct cg_err e;
+    cg_err_init(&e);
+    if (cg_shard_check_steps_from(sh, n, &e) != 0)
+        return cg_err_set(err, e.code, "run %ld of %ld: %s", i, total, e.msg);
+    const char *was = a->settings.steps_from;
+    if (was == NULL || st->steps_from == CG_STEPS_UNKNOWN ||
+        strcmp(was, steps_from_word(st->steps_from)) == 0)
+        return 0;
+    return cg_err_set(err, CG_ECANARY,
+                      "run %ld of %ld: its steps came from %s, those of the runs before it from "
+                      "%s: a run has one definition of a step; give --steps-from %s",
+                      i, total,
+                      st->steps_from == CG_STEPS_OPTIMIZER ? "the optimizer" : "NVTX step ranges",
+                      strcmp(was, "optimizer") == 0 ? "the optimizer" : "NVTX step ranges", was);
+}
+
 /* One canary process into one run of a. */
 static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long total,
                    struct cg_err *err)
@@ -476,6 +503,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
     }
     if (rc == 0)
         rc = cg_collect_check_world(col->env.inject, i, total, sh, n, &col->failure.reason, err);
+    if (rc == 0)
+        rc = check_steps_from(a, i, total, sh, n, &st, err);
     if (rc == CG_ECANARY && !cg_launch_interrupted())
         cg_collect_check_infra(c->log, col->cmd, sh, n, err);
     if (rc == 0 && trace) {
@@ -501,8 +530,7 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         else if ((rc = cg_shard_merge(sh, n, &mo, run, err)) == 0) {
             run->summary.peak_host_rss_bytes = r.peak_rss_bytes;
             if (a->settings.steps_from == NULL && st.steps_from != CG_STEPS_UNKNOWN &&
-                (a->settings.steps_from =
-                     strdup(st.steps_from == CG_STEPS_OPTIMIZER ? "optimizer" : "nvtx")) == NULL)
+                (a->settings.steps_from = strdup(steps_from_word(st.steps_from))) == NULL)
                 rc = cg_err_set(err, CG_ENOMEM, "out of memory");
             run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
             if (a->settings.flops_per_token <= 0) /* the canary's own line, once printed */

@@ -87,7 +87,8 @@
  * CUPTI counters and warnings are summed and gathered over processes; a step's counts are summed
  * over processes when every process with steps measured them (unknown otherwise), its host time in
  * synchronisations is the maximum over processes; places are summed by count, where and name, and
- * known when every process with steps placed its calls. Not thread-safe; every shard owns its
+ * known when every process with steps placed its calls; the processes with steps take them from
+ * one source (cg_shard_check_steps_from). Not thread-safe; every shard owns its
  * strings.
  */
 #ifndef CG_SHARD_H
@@ -243,7 +244,12 @@ struct cg_shard_status {
     size_t n_shards;
     size_t n_with_steps;
     int64_t steps_seen;   /* contiguous steps from 0, minimum over shards with steps */
-    enum cg_steps_source steps_from; /* of the shards with steps: the first known one's */
+    /* where the steps of the shards with steps came from: the one source they all name (shards
+     * that name none take no part), CG_STEPS_UNKNOWN when none names one; when they name two,
+     * steps_mixed is set and steps_from is CG_STEPS_NVTX (the run is refused:
+     * cg_shard_check_steps_from) */
+    enum cg_steps_source steps_from;
+    bool steps_mixed;
     /* Every shard with steps (at least one) has a "done" line: the measurement is complete and
      * the canary may be stopped. done_steps is then the smallest of their N, else -1. */
     bool all_done;
@@ -302,6 +308,13 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
  * The caller sets peak_host_rss_bytes and stopped_after_steps. Returns 0 or CG_ENOMEM. */
 int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shard_merge_opts *o,
                    struct cg_run *run, struct cg_err *err);
+
+/* One run has one definition of a step: CG_ECANARY when the shards with steps name two sources
+ * (a script that marks its step ranges on rank 0 only, the other ranks' steps then from their
+ * optimizer under --steps-from auto), naming the lowest rank (else pid) of each: "rank 0 (and 3
+ * more) marks its steps with its own NVTX step ranges, rank 1 (and 3 more) takes them from its
+ * optimizer: ..."; 0 otherwise. */
+int cg_shard_check_steps_from(const struct cg_shard *shards, size_t n, struct cg_err *err);
 
 /* The most ranks a run's world may have. */
 #define CG_SHARD_MAX_RANKS 65536

@@ -48,6 +48,8 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
         st->n_with_steps++;
         if (st->steps_from == CG_STEPS_UNKNOWN)
             st->steps_from = s->steps_from;
+        else if (s->steps_from != CG_STEPS_UNKNOWN && s->steps_from != st->steps_from)
+            st->steps_mixed = true;
         for (size_t j = 0; j < s->n_steps; j++) {
             if (s->steps[j].seen && s->steps[j].end_ns > best_end) {
                 best_end = s->steps[j].end_ns;
@@ -57,6 +59,58 @@ void cg_shard_status(const struct cg_shard *shards, size_t n, struct cg_shard_st
     }
     if (!st->all_done)
         st->done_steps = -1;
+    if (st->steps_mixed)
+        st->steps_from = CG_STEPS_NVTX; /* the same whatever order the shards come in */
+}
+
+/* Which of shards a and b (NULL: none) comes first when ranks are named: the lower rank, then
+ * shards without a rank by pid. */
+static const struct cg_shard *first_named(const struct cg_shard *a, const struct cg_shard *b)
+{
+    int64_t ra, rb, w;
+    if (a == NULL)
+        return b;
+    bool ka = cg_shard_rank(a, &ra, &w), kb = cg_shard_rank(b, &rb, &w);
+    if (ka != kb)
+        return ka ? a : b;
+    return (ka ? rb < ra : b->pid < a->pid) ? b : a;
+}
+
+/* "rank R" or "pid P" for shard s, and " (and N more)" when others share its source. */
+static void name_shard(const struct cg_shard *s, size_t others, char *dst, size_t cap)
+{
+    int64_t r, w;
+    char more[48] = "";
+    if (others > 0)
+        snprintf(more, sizeof(more), " (and %zu more)", others);
+    if (cg_shard_rank(s, &r, &w))
+        snprintf(dst, cap, "rank %lld%s", (long long)r, more);
+    else
+        snprintf(dst, cap, "pid %lld%s", (long long)s->pid, more);
+}
+
+int cg_shard_check_steps_from(const struct cg_shard *shards, size_t n, struct cg_err *err)
+{
+    const struct cg_shard *first[2] = {NULL, NULL}; /* NVTX, optimizer */
+    size_t count[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        if (contiguous_steps(s) == 0 || s->steps_from == CG_STEPS_UNKNOWN)
+            continue;
+        int k = s->steps_from == CG_STEPS_OPTIMIZER;
+        count[k]++;
+        first[k] = first_named(first[k], s);
+    }
+    if (count[0] == 0 || count[1] == 0)
+        return 0;
+    char nvtx[64], opt[64];
+    name_shard(first[0], count[0] - 1, nvtx, sizeof(nvtx));
+    name_shard(first[1], count[1] - 1, opt, sizeof(opt));
+    return cg_err_set(err, CG_ECANARY,
+                      "%s marks its steps with its own NVTX step ranges, %s takes them from its "
+                      "optimizer (canary-gate's optimizer steps): a run has one definition of a "
+                      "step; mark the step ranges in every rank, or give --steps-from optimizer",
+                      nvtx, opt);
 }
 
 struct merged_op {
