@@ -4,11 +4,15 @@
  * Each measuring command makes one directory for its shards under the shard root (TMPDIR or
  * --shard-dir), "canary-gate.XXXXXX", and removes it when it ends. A gate killed with SIGKILL,
  * or whose machine lost power, leaves it behind. So each such directory holds an owner file
- * naming the gate that made it (its pid, the pid's start time and the host), and the next
- * gate to start under the same root removes the directories whose owner is gone: on this host,
- * a pid that no longer runs, or runs as another process (its start time differs). Directories of
- * another host (a shared --shard-dir), of another user, without an owner file (being made, or
- * from an older version), or whose owner still runs are left as they are. bisect's worktree
+ * naming the gate that made it (its pid, the pid's start time, the host, its PID namespace and
+ * the machine's boot id), and the next gate to start under the same root removes the directories
+ * whose owner is gone: on this host, in this PID namespace and boot, a pid that no longer runs,
+ * or runs as another process (its start time differs). One whose owner it cannot look at
+ * (another PID namespace: a container sharing the host's network and --shard-dir; another boot;
+ * an owner file of an older version, without those fields) only once nothing in it has changed
+ * since this machine booted or for CG_STALE_UNSEEN_AGE_S. Directories of another host, of
+ * another user, without an owner file (being made), or whose owner still runs are left as they
+ * are. bisect's worktree
  * directories ("canary-gate-bisect.XXXXXX") are marked and cleaned the same way, by bisect.
  */
 #ifndef CG_STALE_H
@@ -20,6 +24,9 @@
 
 #define CG_STALE_PREFIX "canary-gate."
 #define CG_STALE_OWNER "owner"
+/* A directory whose owner this gate cannot look at is removed once nothing in it has changed for
+ * this long: longer than a run may take (--timeout is at most 7 days) */
+#define CG_STALE_UNSEEN_AGE_S (8L * 24 * 3600)
 
 /* Writes dir/owner for the calling process. Returns 0 or CG_EIO naming the file. */
 int cg_stale_mark(const char *dir, struct cg_err *err);

@@ -1,7 +1,9 @@
 /*
  * test_stale: the shard directories of gates that are no longer running (stale.h) are removed
  * by the next gate under the same root; those of running gates, of other hosts, of reused pids'
- * new processes and those without an owner file are kept.
+ * new processes and those without an owner file are kept; those of another PID namespace or boot
+ * (a container sharing the host name) and older owner records are removed only once old. With
+ * the real tool too: a gate in another PID namespace keeps its directory while it runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,13 +13,19 @@
 #include <cmocka.h>
 
 #include "stale.h"
+#include "workdir.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#define CANARY CG_BINARY_DIR "/tests/canaries/nvtx-canary"
 
 static char root[] = "/tmp/cg-stale-XXXXXX";
 
@@ -73,27 +81,75 @@ static long dead_pid(void)
     return (long)c;
 }
 
+/* This process's PID namespace (the inode of /proc/self/ns/pid) and boot id. */
+static unsigned long long my_pidns(void)
+{
+    struct stat st;
+    assert_int_equal(stat("/proc/self/ns/pid", &st), 0);
+    return (unsigned long long)st.st_ino;
+}
+
+static const char *my_boot(void)
+{
+    static char id[64];
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    assert_non_null(f);
+    assert_non_null(fgets(id, sizeof(id), f));
+    fclose(f);
+    id[strcspn(id, "\n")] = '\0';
+    return id;
+}
+
+/* Sets the modification time of root/name and of everything in it (two levels) to t. */
+static void age_dir(const char *name, time_t t)
+{
+    char cmd[700];
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof(stamp), "%Y%m%d%H%M.%S", &tm);
+    snprintf(cmd, sizeof(cmd), "cd '%s/%s' && TZ=UTC touch -h -t %s * */* . 2>/dev/null", root,
+             name, stamp);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* When this machine booted (btime of /proc/stat). */
+static time_t boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    assert_non_null(f);
+    char line[256];
+    long long t = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "btime %lld", &t) == 1)
+            break;
+    fclose(f);
+    assert_true(t > 0);
+    return (time_t)t;
+}
+
 static void test_stale__dead_gates_directories_are_removed_the_others_kept(void **state)
 {
     (void)state;
     assert_non_null(mkdtemp(root));
-    char host[256], text[600], me[512], first[512];
+    char host[256], text[600], me[512], first[512], ns[200];
     assert_int_equal(gethostname(host, sizeof(host)), 0);
     host[sizeof(host) - 1] = '\0';
+    snprintf(ns, sizeof(ns), "pidns %llu\nboot %s\n", my_pidns(), my_boot());
     /* this process's own, as cg_stale_mark writes it: running */
     path_of(me, sizeof(me), "canary-gate.LIVE01");
     assert_int_equal(mkdir(me, 0700), 0);
     struct cg_err err;
     assert_int_equal(cg_stale_mark(me, &err), 0);
-    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n", dead_pid(), host);
+    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n%s", dead_pid(), host, ns);
     make_dir("canary-gate.DEAD01", text);
     /* this process's pid, but another start time: the pid was reused */
-    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n", (long)getpid(), host);
+    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n%s", (long)getpid(), host, ns);
     make_dir("canary-gate.REUSE1", text);
-    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost another-host\n", dead_pid());
+    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost another-host\n%s", dead_pid(), ns);
     make_dir("canary-gate.OTHER1", text);
     make_dir("canary-gate.NOOWNR", NULL);
-    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n", dead_pid(), host);
+    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n%s", dead_pid(), host, ns);
     make_dir("not-a-gate.DEAD02", text);
     make_dir("canary-gate.TOOLONG", text); /* not a name mkdtemp makes */
     size_t n = cg_stale_clean(root, first, sizeof(first));
@@ -115,12 +171,148 @@ static void test_stale__dead_gates_directories_are_removed_the_others_kept(void 
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     assert_int_equal(system(cmd), 0);
+    snprintf(root, sizeof(root), "/tmp/cg-stale-XXXXXX");
+}
+
+/* A gate of another PID namespace on this host name (a container with the host's network, a
+ * shared --shard-dir) names a pid this gate cannot look at: its directory is kept, whatever that
+ * pid is here, until nothing in it has changed for CG_STALE_UNSEEN_AGE_S. So is one of another
+ * boot, unless it last changed before this machine booted (its gate died with the machine), and
+ * one whose owner record is older than the namespace field. */
+static void test_stale__another_namespaces_or_boots_directory_is_kept_until_old(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    char host[256], text[600], first[512];
+    assert_int_equal(gethostname(host, sizeof(host)), 0);
+    host[sizeof(host) - 1] = '\0';
+    time_t now = time(NULL), old = now - CG_STALE_UNSEEN_AGE_S - 3600;
+    long gone = dead_pid();
+    /* another PID namespace: its pid 1 runs here (another process), its other pids are gone */
+    snprintf(text, sizeof(text), "pid 1\nstart 5\nhost %s\npidns %llu\nboot %s\n", host,
+             my_pidns() + 1, my_boot());
+    make_dir("canary-gate.NSPID1", text);
+    snprintf(text, sizeof(text), "pid %ld\nstart 5\nhost %s\npidns %llu\nboot %s\n", gone, host,
+             my_pidns() + 1, my_boot());
+    make_dir("canary-gate.NSLIVE", text);
+    make_dir("canary-gate.NSOLD1", text);
+    age_dir("canary-gate.NSOLD1", old);
+    /* another boot: changed since this one began, and before it */
+    snprintf(text, sizeof(text), "pid %ld\nstart 5\nhost %s\npidns %llu\nboot %s\n", gone, host,
+             my_pidns(), "00000000-0000-0000-0000-000000000000");
+    make_dir("canary-gate.BOOTNW", text);
+    make_dir("canary-gate.BOOTOL", text);
+    age_dir("canary-gate.BOOTOL", boot_time() - 60);
+    /* an older gate's record, without namespace and boot: its pid may be another namespace's */
+    snprintf(text, sizeof(text), "pid %ld\nstart 5\nhost %s\n", gone, host);
+    make_dir("canary-gate.OLDREC", text);
+    make_dir("canary-gate.OLDRE2", text);
+    age_dir("canary-gate.OLDRE2", old);
+    assert_int_equal(cg_stale_clean(root, first, sizeof(first)), 3);
+    assert_true(exists("canary-gate.NSPID1"));
+    assert_true(exists("canary-gate.NSLIVE"));
+    assert_false(exists("canary-gate.NSOLD1"));
+    assert_true(exists("canary-gate.BOOTNW"));
+    assert_false(exists("canary-gate.BOOTOL"));
+    assert_true(exists("canary-gate.OLDREC"));
+    assert_false(exists("canary-gate.OLDRE2"));
+    /* a recent shard inside an old directory keeps it: its gate is still writing */
+    make_dir("canary-gate.NSOLD2", text);
+    age_dir("canary-gate.NSOLD2", old);
+    char shard[600];
+    snprintf(shard, sizeof(shard), "touch '%s/canary-gate.NSOLD2/run-1/shard-r0-l0-p1.part'", root);
+    assert_int_equal(system(shard), 0);
+    assert_int_equal(cg_stale_clean(root, first, sizeof(first)), 0);
+    assert_true(exists("canary-gate.NSOLD2"));
+    /* cg_stale_mark records this process's namespace and boot */
+    char me[512], owner[600];
+    path_of(me, sizeof(me), "canary-gate.MARKED");
+    assert_int_equal(mkdir(me, 0700), 0);
+    struct cg_err err;
+    assert_int_equal(cg_stale_mark(me, &err), 0);
+    snprintf(owner, sizeof(owner), "%s/" CG_STALE_OWNER, me);
+    FILE *f = fopen(owner, "r");
+    assert_non_null(f);
+    size_t got = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    char want[200];
+    snprintf(want, sizeof(want), "\npidns %llu\nboot %s\n", my_pidns(), my_boot());
+    if (strstr(text, want) == NULL)
+        fail_msg("owner record:\n%s", text);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    snprintf(root, sizeof(root), "/tmp/cg-stale-XXXXXX");
+}
+
+/* Entries of dir (not . and ..), -1 when it cannot be opened. */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* With the real tool: a gate in its own PID namespace (unshare, as a container with the host's
+ * network runs it; skipped where unshare cannot make one) measures on while another gate, in
+ * this namespace, starts under the same --shard-dir. The second once removed the first's
+ * directory as stale ("removed 1 shard directory of gates no longer running"), and the first
+ * failed. */
+static void test_stale__a_gate_in_another_pid_namespace_keeps_its_directory(void **state)
+{
+    const struct cg_workdir *w = *state;
+    if (system("unshare -r -p -f --mount-proc true >/dev/null 2>&1") != 0)
+        skip();
+    char shared[300], out[300], errp[300];
+    snprintf(shared, sizeof(shared), "%s", cg_workdir_in(w, "shared"));
+    assert_int_equal(mkdir(shared, 0755), 0);
+    snprintf(out, sizeof(out), "%s", cg_workdir_in(w, "a.json"));
+    snprintf(errp, sizeof(errp), "%s", cg_workdir_in(w, "a.err"));
+    pid_t a = fork();
+    assert_true(a >= 0);
+    if (a == 0) {
+        int fd = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execlp("unshare", "unshare", "-r", "-p", "-f", "--mount-proc", CG_TOOL_PATH, "run", "--out",
+               out, "--runs", "1", "--steps", "20", "--warmup", "1", "--shard-dir", shared, "--",
+               CANARY, "--steps", "21", "--step-ms", "100", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100 && entries(shared) < 1; i++)
+        usleep(50 * 1000);
+    usleep(300 * 1000);
+    assert_int_equal(entries(shared), 1);
+    struct cg_proc p;
+    const char *args[] = {"run",  "--out",    "b.json", "--runs",      "1",    "--steps",
+                          "2",    "--warmup", "1",      "--shard-dir", shared, "--",
+                          CANARY, "--steps",  "3",      "--step-ms",   "5",    NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p), 0);
+    assert_null(strstr(p.err, "removed"));
+    int st = 0;
+    assert_int_equal(waitpid(a, &st, 0), a);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the gate in its own namespace failed:\n%s", cg_workdir_read(w, "a.err"));
+    assert_true(cg_workdir_exists(w, "a.json"));
+    assert_int_equal(entries(shared), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stale__dead_gates_directories_are_removed_the_others_kept),
+        cmocka_unit_test(test_stale__another_namespaces_or_boots_directory_is_kept_until_old),
+        cmocka_unit_test_setup_teardown(
+            test_stale__a_gate_in_another_pid_namespace_keeps_its_directory, cg_workdir_setup,
+            cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
