@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TID_STEPS 1000000000LL    /* above any Linux thread id (at most 2^22) */
 #define TID_GPU (TID_STEPS + 1)   /* + the track's index */
@@ -40,7 +41,8 @@ struct gpu_track {
 struct writer {
     struct cg_buf b;
     int rc;               /* first append failure */
-    uint64_t t0;          /* the earliest event, ns */
+    int64_t t0;           /* the earliest event, ns, on the common clock (after shifts) */
+    int64_t shift;        /* ns added to the times of the process being written (its host's) */
     bool first;           /* no event written yet (no comma) */
     struct demangle_slot demangled[DEMANGLE_SLOTS];
     struct gpu_track tracks[MAX_GPU_TRACKS];
@@ -129,7 +131,8 @@ static void event_open(struct writer *w, const char *name, const char *ph, int64
 
 static void put_time(struct writer *w, const char *key, uint64_t ns)
 {
-    uint64_t d = ns > w->t0 ? ns - w->t0 : 0;
+    int64_t at = (int64_t)ns + w->shift;
+    uint64_t d = at > w->t0 ? (uint64_t)(at - w->t0) : 0;
     putf(w, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, d / 1000, d % 1000);
 }
 
@@ -204,28 +207,161 @@ static int64_t shard_pid(const struct cg_shard *s, size_t i)
     return s->pid >= 0 ? s->pid : (int64_t)i + 1;
 }
 
-static uint64_t earliest(const struct cg_shard *shards, size_t n)
+/* The start of shard s's first traced step on its own clock, or -1 when it traced none. */
+static int64_t first_traced_start(const struct cg_shard *s)
 {
-    uint64_t t0 = UINT64_MAX;
+    for (int64_t k = s->trace_first; k >= 0 && k <= s->trace_last; k++)
+        if ((size_t)k < s->n_steps && s->steps[k].seen)
+            return s->steps[k].end_ns - s->steps[k].wall_ns;
+    return -1;
+}
+
+static void keep_earlier(int64_t *t0, int64_t t)
+{
+    if (t < *t0)
+        *t0 = t;
+}
+
+/* The earliest event over the shards, each shifted by shift[i]; 0 when none. */
+static int64_t earliest(const struct cg_shard *shards, size_t n, const int64_t *shift)
+{
+    int64_t t0 = INT64_MAX;
     for (size_t i = 0; i < n; i++) {
         const struct cg_shard *s = &shards[i];
         for (size_t j = 0; j < s->n_ranges; j++)
-            if ((uint64_t)s->ranges[j].start_ns < t0)
-                t0 = (uint64_t)s->ranges[j].start_ns;
+            keep_earlier(&t0, s->ranges[j].start_ns + shift[i]);
         for (size_t j = 0; j < s->n_gpu_events; j++)
-            if ((uint64_t)s->gpu_events[j].start_ns < t0)
-                t0 = (uint64_t)s->gpu_events[j].start_ns;
+            keep_earlier(&t0, s->gpu_events[j].start_ns + shift[i]);
         for (size_t j = 0; j < s->n_mem_events; j++)
-            if ((uint64_t)s->mem_events[j].ts_ns < t0)
-                t0 = (uint64_t)s->mem_events[j].ts_ns;
+            keep_earlier(&t0, s->mem_events[j].ts_ns + shift[i]);
         for (int64_t k = s->trace_first; k >= 0 && k <= s->trace_last; k++)
-            if ((size_t)k < s->n_steps && s->steps[k].seen) {
-                uint64_t start = (uint64_t)(s->steps[k].end_ns - s->steps[k].wall_ns);
-                if (start < t0)
-                    t0 = start;
-            }
+            if ((size_t)k < s->n_steps && s->steps[k].seen)
+                keep_earlier(&t0, s->steps[k].end_ns - s->steps[k].wall_ns + shift[i]);
     }
-    return t0 == UINT64_MAX ? 0 : t0;
+    return t0 == INT64_MAX ? 0 : t0;
+}
+
+/* The clock a shard's times are on: its host's (CLOCK_MONOTONIC_RAW counts from the host's
+ * boot), named by its host name, else its Slurm node; "" when it names neither (one clock). */
+static const char *clock_of(const struct cg_shard *s)
+{
+    return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";
+}
+
+/* A traced shard and its host, sorted by host (then shard) so one host's shards are together. */
+struct on_host {
+    const char *host; /* clock_of, borrowed */
+    size_t i;
+};
+
+static int cmp_on_host(const void *x, const void *y)
+{
+    const struct on_host *a = x, *b = y;
+    int c = strcmp(a->host, b->host);
+    return c != 0 ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* How the trace puts several hosts' clocks on one. */
+struct clocks {
+    int64_t *shift;         /* per shard, ns added to its times */
+    struct on_host *traced; /* the traced shards by host */
+    size_t n_traced, n_hosts;
+    const char *ref; /* the reference host (shift 0), borrowed; NULL when none traced */
+    bool samples_ok; /* the launcher's GPU readings are on the reference host's clock */
+};
+
+/* Whether traced shard b should be the reference rather than a (NULL: none yet): the gate's own
+ * host first, then the lowest rank, then (no ranks) the first host name in byte order. */
+static bool better_ref(const struct cg_shard *a, const struct cg_shard *b, const char *me)
+{
+    if (a == NULL)
+        return true;
+    bool ma = strcmp(clock_of(a), me) == 0, mb = strcmp(clock_of(b), me) == 0;
+    if (ma != mb)
+        return mb;
+    if (a->rank >= 0 || b->rank >= 0)
+        return b->rank >= 0 && (a->rank < 0 || b->rank < a->rank);
+    return strcmp(clock_of(b), clock_of(a)) < 0;
+}
+
+/* Each host's events are shifted so that its first traced step starts with the reference
+ * host's (better_ref; its GPU readings share the gate's clock). One host's processes share its
+ * clock and keep their offsets. 0 or CG_ENOMEM; release with clocks_release. */
+static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *c)
+{
+    char me[256];
+    if (gethostname(me, sizeof(me)) != 0)
+        me[0] = '\0';
+    me[sizeof(me) - 1] = '\0';
+    *c = (struct clocks){.shift = calloc(n > 0 ? n : 1, sizeof(int64_t)),
+                         .traced = malloc((n > 0 ? n : 1) * sizeof(struct on_host))};
+    if (c->shift == NULL || c->traced == NULL)
+        return CG_ENOMEM;
+    const struct cg_shard *ref = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (shards[i].trace_first < 0)
+            continue;
+        c->traced[c->n_traced++] = (struct on_host){clock_of(&shards[i]), i};
+        if (better_ref(ref, &shards[i], me))
+            ref = &shards[i];
+    }
+    if (ref == NULL)
+        return 0;
+    qsort(c->traced, c->n_traced, sizeof(*c->traced), cmp_on_host);
+    c->ref = clock_of(ref);
+    /* each host's anchor: the earliest start of its shards' first traced steps (-1: none) */
+    int64_t at = -1;
+    for (size_t g = 0, e; g < c->n_traced; g = e) {
+        int64_t anchor = -1;
+        for (e = g; e < c->n_traced && strcmp(c->traced[e].host, c->traced[g].host) == 0; e++) {
+            int64_t t = first_traced_start(&shards[c->traced[e].i]);
+            if (t >= 0 && (anchor < 0 || t < anchor))
+                anchor = t;
+        }
+        c->n_hosts++;
+        for (size_t k = g; k < e; k++)
+            c->shift[c->traced[k].i] = anchor; /* for now: the host's anchor */
+        if (strcmp(c->traced[g].host, c->ref) == 0)
+            at = anchor;
+    }
+    c->samples_ok = c->n_hosts <= 1 || strcmp(c->ref, me) == 0;
+    for (size_t k = 0; k < c->n_traced; k++) {
+        int64_t *sh = &c->shift[c->traced[k].i];
+        *sh = c->n_hosts > 1 && at >= 0 && *sh >= 0 ? at - *sh : 0;
+    }
+    return 0;
+}
+
+static void clocks_release(struct clocks *c)
+{
+    free(c->shift);
+    free(c->traced);
+}
+
+/* otherData's account of the clocks: how many hosts, and with several, how they were aligned
+ * and each host's shift in microseconds. */
+static void write_clocks(struct writer *w, const struct clocks *c)
+{
+    putf(w, ",\"host_clocks\":%zu", c->n_hosts);
+    if (c->n_hosts <= 1)
+        return;
+    put(w, ",\"clock_alignment\":");
+    put_str(w, "each host's monotonic clock counts from its own boot: its events are shifted so "
+               "that its first traced step starts with the reference host's; within a host, the "
+               "host's own clock");
+    put(w, ",\"clock_reference_host\":");
+    put_str(w, c->ref);
+    put(w, ",\"host_shift_us\":{");
+    for (size_t k = 0; k < c->n_traced; k++) {
+        if (k > 0 && strcmp(c->traced[k].host, c->traced[k - 1].host) == 0)
+            continue;
+        put(w, k > 0 ? "," : "");
+        put_str(w, c->traced[k].host);
+        int64_t d = c->shift[c->traced[k].i];
+        uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+        putf(w, ":%s%" PRIu64 ".%03" PRIu64, d < 0 ? "-" : "", a / 1000, a % 1000);
+    }
+    put(w, "}");
 }
 
 static const char *domain_name(const struct cg_shard *s, int64_t id)
@@ -335,20 +471,20 @@ static void write_process(struct writer *w, const struct cg_shard *s, size_t i)
     write_gpu(w, s, pid);
 }
 
-/* The latest end of the traced events, ns (0: none). */
-static uint64_t latest(const struct cg_shard *shards, size_t n)
+/* The latest end of the traced events, ns on the common clock (0: none). */
+static int64_t latest(const struct cg_shard *shards, size_t n, const int64_t *shift)
 {
-    uint64_t t1 = 0;
+    int64_t t1 = 0;
     for (size_t i = 0; i < n; i++) {
         const struct cg_shard *s = &shards[i];
         if (s->trace_first < 0)
             continue;
         for (size_t j = 0; j < s->n_ranges; j++)
-            if ((uint64_t)s->ranges[j].end_ns > t1)
-                t1 = (uint64_t)s->ranges[j].end_ns;
+            if (s->ranges[j].end_ns + shift[i] > t1)
+                t1 = s->ranges[j].end_ns + shift[i];
         for (size_t j = 0; j < s->n_gpu_events; j++)
-            if ((uint64_t)s->gpu_events[j].end_ns > t1)
-                t1 = (uint64_t)s->gpu_events[j].end_ns;
+            if (s->gpu_events[j].end_ns + shift[i] > t1)
+                t1 = s->gpu_events[j].end_ns + shift[i];
     }
     return t1;
 }
@@ -356,12 +492,11 @@ static uint64_t latest(const struct cg_shard *shards, size_t n)
 #define PID_GPU_STATE 0 /* no canary process has pid 0 */
 
 /* The GPU's own state as counters, the readings inside [w->t0, t1]. */
-static void write_gpu_state(struct writer *w, const struct cg_trace_sample *g, size_t n,
-                            uint64_t t1)
+static void write_gpu_state(struct writer *w, const struct cg_trace_sample *g, size_t n, int64_t t1)
 {
     bool named = false;
     for (size_t i = 0; i < n; i++) {
-        if (g[i].t_ns < 0 || (uint64_t)g[i].t_ns < w->t0 || (uint64_t)g[i].t_ns > t1)
+        if (g[i].t_ns < 0 || g[i].t_ns < w->t0 || g[i].t_ns > t1)
             continue;
         if (!named) {
             metadata(w, "process_name", PID_GPU_STATE, 0, "GPU state (NVML)", 0);
@@ -392,7 +527,13 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n,
         return NULL;
     cg_buf_init(&w->b, CG_TRACE_MAX_BYTES);
     w->first = true;
-    w->t0 = earliest(shards, n);
+    struct clocks c;
+    if (align_clocks(shards, n, &c) != 0) {
+        clocks_release(&c);
+        free(w);
+        return NULL;
+    }
+    w->t0 = earliest(shards, n, c.shift);
     int64_t dropped = 0, traced = 0;
     put(w, "{\"traceEvents\":[");
     for (size_t i = 0; i < n; i++) {
@@ -401,10 +542,12 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n,
         traced++;
         if (shards[i].trace_dropped > 0)
             dropped += shards[i].trace_dropped;
+        w->shift = c.shift[i];
         write_process(w, &shards[i], i);
     }
-    if (traced > 0 && samples != NULL)
-        write_gpu_state(w, samples, n_samples, latest(shards, n));
+    w->shift = 0; /* the reference host's clock */
+    if (traced > 0 && samples != NULL && c.samples_ok)
+        write_gpu_state(w, samples, n_samples, latest(shards, n, c.shift));
     if (dropped > 0 || traced == 0) {
         char note[160];
         if (dropped > 0)
@@ -415,9 +558,13 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n,
         event_open(w, note, "i", n > 0 ? shard_pid(&shards[0], 0) : 1, TID_STEPS);
         put(w, ",\"cat\":\"trace\",\"s\":\"g\",\"ts\":0}");
     }
-    putf(w, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"canary-gate\","
-            "\"processes_traced\":%" PRId64 ",\"events_dropped\":%" PRId64 "}}\n",
+    putf(w,
+         "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"canary-gate\","
+         "\"processes_traced\":%" PRId64 ",\"events_dropped\":%" PRId64,
          traced, dropped);
+    write_clocks(w, &c);
+    put(w, "}}\n");
+    clocks_release(&c);
     if (w->rc == 0)
         out = cg_buf_detach(&w->b);
     cg_buf_release(&w->b);

@@ -11,10 +11,15 @@
  * launcher (NVML), a process "GPU state (NVML)" with counters "GPU D SM clock" (MHz), "GPU D
  * power" (W) and "GPU D temperature" (C) over the traced events' span (the samples share the
  * library's clock, CLOCK_MONOTONIC_RAW). Times are microseconds (fractional) from
- * the earliest event. Every name is escaped for JSON: quotes, backslashes, control bytes (so a
- * terminal escape sequence in a kernel name never reaches the file raw) and invalid UTF-8.
- * When the canary reached the event cap, a global instant event and "otherData" say how many
- * events were dropped. Not thread-safe.
+ * the earliest event. Each host counts CLOCK_MONOTONIC_RAW from its own boot: the processes of
+ * one host (its host name, else its Slurm node) keep their host's clock, and every other host's
+ * events are shifted so that its first traced step starts with the reference host's (the gate's
+ * own where a traced process ran there, else the lowest rank's); "otherData" names the hosts'
+ * count, the rule, the reference and each host's shift, and the GPU readings are drawn only
+ * when they share the reference host's clock. Every name is escaped for JSON: quotes, backslashes,
+ * control bytes (so a terminal escape sequence in a kernel name never reaches the file raw) and
+ * invalid UTF-8. When the canary reached the event cap, a global instant event and "otherData" say
+ * how many events were dropped. Not thread-safe.
  */
 #ifndef CG_TRACE_H
 #define CG_TRACE_H

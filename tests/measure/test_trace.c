@@ -3,7 +3,9 @@
  * parsing the JSON: (a) an annotated CPU canary (tests/canaries/nvtx-canary) run with the real
  * injection library and CANARY_GATE_TRACE_STEPS, with and without reaching the event cap;
  * (b) synthetic CUPTI records through the library's aggregation (aggregate.h, from its core,
- * canary-inject-core) and its trace line format.
+ * canary-inject-core) and its trace line format; (c) the processes of several hosts, each on its
+ * own clock, aligned on their first traced step (shard text, and two canaries one of which runs
+ * as another host whose monotonic clock is a day ahead: unshare --time --uts).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -305,6 +307,108 @@ static void test_trace__no_trace_lines_give_a_valid_file_with_a_note(void **stat
     assert_non_null(strstr(err.msg, "/nonexistent-dir/t.json"));
 }
 
+/* A traced shard of rank r on host, its steps 0..2 (traced) starting at t0 ns + 10 ms each. */
+static void host_shard(struct cg_shard *s, int r, const char *host, long long t0)
+{
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "canary-gate-shard 1\npid %d\nrank %d\nhost %s\nwarmup 0\ntw 0 2\n"
+             "s 0 %lld %lld -1\ns 1 %lld %lld -1\ns 2 %lld %lld -1\n"
+             "tr %d %lld %lld 0 forward\n",
+             100 + r, r, host, t0, t0 + 10000000, t0 + 10000000, t0 + 20000000, t0 + 20000000,
+             t0 + 30000000, 100 + r, t0 + 1000, t0 + 5000000);
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_shard_parse(text, strlen(text), "t", s, &err) != 0)
+        fail_msg("%s", err.msg);
+}
+
+/* The ts of event ph/name of process pid, NAN when none. */
+static double ts_of(const cJSON *root, const char *ph, const char *name, double pid)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(root, "traceEvents"))
+    {
+        if (strcmp(str_of(e, "ph"), ph) == 0 && strcmp(str_of(e, "name"), name) == 0 &&
+            num_of(e, "pid") == pid)
+            return num_of(e, "ts");
+    }
+    return NAN;
+}
+
+/* Hosts' monotonic clocks count from their own boot: a rank of a node booted a day earlier was
+ * drawn a day later. Each host's events are shifted so that its first traced step starts with
+ * the reference host's (the lowest rank's here); the processes of one host keep their own
+ * clock's offsets (rank 2, 3 ms behind rank 0 on host a, stays 3 ms behind); otherData says so. */
+static void test_trace__hosts_clocks_are_aligned_on_the_first_traced_step(void **state)
+{
+    (void)state;
+    struct cg_shard sh[3];
+    long long day = 86400LL * 1000000000LL;
+    host_shard(&sh[0], 1, "node-b", 5000000000LL + day); /* listed first */
+    host_shard(&sh[1], 0, "node-a", 5000000000LL);
+    host_shard(&sh[2], 2, "node-a", 5003000000LL);
+    char *text = NULL;
+    cJSON *root = trace_json(sh, 3, &text);
+    assert_float_equal(ts_of(root, "X", "step 0", 100), 0.0, 1e-9);
+    assert_float_equal(ts_of(root, "X", "step 0", 101), 0.0, 1e-9);
+    assert_float_equal(ts_of(root, "X", "step 0", 102), 3000.0, 1e-9);
+    assert_float_equal(ts_of(root, "X", "step 2", 101), 20000.0, 1e-9);
+    assert_float_equal(ts_of(root, "X", "forward", 101), 1.0, 1e-9);
+    const cJSON *other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+    assert_int_equal(num_of(other, "host_clocks"), 2);
+    if (strstr(str_of(other, "clock_alignment"), "first traced step") == NULL)
+        fail_msg("%s", text);
+    const cJSON *shifts = cJSON_GetObjectItemCaseSensitive(other, "host_shift_us");
+    assert_float_equal(num_of(shifts, "node-a"), 0.0, 1e-9);
+    assert_float_equal(num_of(shifts, "node-b"), -86400e6, 1e-3);
+    cJSON_Delete(root);
+    free(text);
+    /* one host: its own clock, as before, and nothing said of alignment */
+    root = trace_json(&sh[1], 2, &text);
+    assert_float_equal(ts_of(root, "X", "step 0", 102), 3000.0, 1e-9);
+    other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+    assert_int_equal(num_of(other, "host_clocks"), 1);
+    assert_null(cJSON_GetObjectItemCaseSensitive(other, "clock_alignment"));
+    cJSON_Delete(root);
+    free(text);
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
+}
+
+/* Two ranks of the real canary, rank 1 as another host (its own host name) whose monotonic
+ * clock runs a day ahead (a time namespace; skipped where unshare cannot make one): their
+ * traced steps, begun together, are drawn together, not a day apart. */
+static void test_trace__another_hosts_rank_is_drawn_beside_the_first(void **state)
+{
+    (void)state;
+    if (system("unshare -r --fork --time --monotonic 86400 --uts true >/dev/null 2>&1") != 0)
+        skip();
+    const char *argv[] = {"/bin/sh", "-c",
+                          "RANK=0 WORLD_SIZE=2 \"$0\" --steps 4 --step-ms 5 & "
+                          "RANK=1 WORLD_SIZE=2 unshare -r --fork --time --monotonic 86400 --uts "
+                          "/bin/sh -c 'hostname cg-other-node && exec \"$0\" --steps 4 "
+                          "--step-ms 5' \"$0\"; wait",
+                          CANARY, NULL};
+    const char *env[] = {"CANARY_GATE_WARMUP=1", "CANARY_GATE_TRACE_STEPS=0:1", NULL};
+    struct cg_shard *sh = NULL;
+    size_t n = 0;
+    char *text = NULL;
+    assert_int_equal(run_traced(argv, env, &sh, &n), 0);
+    assert_int_equal(n, 2);
+    double pid[2] = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        pid[sh[i].rank] = (double)sh[i].pid;
+    cJSON *root = trace_json(sh, n, &text);
+    double t0 = ts_of(root, "X", "step 0", pid[0]), t1 = ts_of(root, "X", "step 0", pid[1]);
+    if (!(fabs(t0 - t1) < 1e6)) /* within a second, in microseconds */
+        fail_msg("step 0 of rank 0 at %.0f us, of rank 1 at %.0f us", t0, t1);
+    assert_int_equal(num_of(cJSON_GetObjectItemCaseSensitive(root, "otherData"), "host_clocks"), 2);
+    cJSON_Delete(root);
+    free(text);
+    cg_shard_free_all(sh, n);
+}
+
 #if CG_HAVE_CUPTI
 
 #include "aggregate.h"
@@ -415,6 +519,8 @@ int main(void)
         cmocka_unit_test(test_trace__gpu_state_counters),
         cmocka_unit_test(test_trace__event_cap_is_reported),
         cmocka_unit_test(test_trace__no_trace_lines_give_a_valid_file_with_a_note),
+        cmocka_unit_test(test_trace__hosts_clocks_are_aligned_on_the_first_traced_step),
+        cmocka_unit_test(test_trace__another_hosts_rank_is_drawn_beside_the_first),
 #if CG_HAVE_CUPTI
         cmocka_unit_test(test_trace__synthetic_cupti_records),
 #endif
