@@ -54,7 +54,7 @@ static const char usage_text[] =
     "  --warmup N             steps dropped per run (default: the baseline's, else thresholds)\n"
     "  --timeout SEC          per run: SIGTERM, then SIGKILL after --kill-grace (default 1800)\n"
     "  --kill-grace SEC       seconds between SIGTERM and SIGKILL (default 5)\n"
-    "  --tokens-per-step N    tokens of a step whose NVTX range has no payload\n"
+    "  --tokens-per-step N    tokens of a step, all ranks', with no payload\n"
     "  --step-range NAME      NVTX range name that marks a step (default: the baseline's, step)\n"
     CG_MEASURE_LET_FINISH_USAGE
     "  --out FILE             this run's artifact (default canary-run.json)\n"

@@ -110,7 +110,7 @@ int cg_cmd_getopt(const char *verb, int argc, char *const *argv, const char *sho
     "  --warmup N             steps dropped at the start of each run (default: the thresholds')\n" \
     "  --timeout SEC          per run: SIGTERM, then SIGKILL after --kill-grace (default 1800)\n"  \
     "  --kill-grace SEC       seconds between SIGTERM and SIGKILL (default 5)\n"                   \
-    "  --tokens-per-step N    tokens of a step whose NVTX range has no payload\n"                  \
+    "  --tokens-per-step N    tokens of a step, all ranks', with no payload\n"                     \
     "  --step-range NAME      NVTX range name that marks a step (default "                         \
     "step)\n" CG_MEASURE_LET_FINISH_USAGE
 

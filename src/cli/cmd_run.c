@@ -44,7 +44,7 @@ static const char usage_middle[] =
     "  --warmup N            steps dropped at the start of each run\n";
 
 static const char usage_tail[] =
-    "  --tokens-per-step N   tokens of a step whose range has no payload\n"
+    "  --tokens-per-step N   tokens of a step, all ranks', with no payload\n"
     "  --step-range NAME     NVTX range name that marks a step (default step)\n"
     CG_MEASURE_LET_FINISH_USAGE
     "  --log FILE            the canary's stdout and stderr (default: --out with .log)\n"

@@ -47,6 +47,7 @@ struct cg_collector {
     int next_dir;              /* runs started, for shard directory names */
     char *warned[CG_ARTIFACT_MAX_WARNINGS]; /* library warnings printed so far */
     size_t n_warned;
+    bool tokens_said; /* --tokens-per-step unused beside payloads: said once */
     bool env_said; /* the inherited variables were named (when cfg.env_said is NULL) */
     struct cg_collect_failure failure; /* the last run's diagnosis, for cg_collect_hint */
 };
@@ -532,6 +533,17 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
             if (a->settings.steps_from == NULL && st.steps_from != CG_STEPS_UNKNOWN &&
                 (a->settings.steps_from = strdup(steps_from_word(st.steps_from))) == NULL)
                 rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+            char who[160];
+            if (c->tokens_per_step >= 0 && !col->tokens_said &&
+                cg_shard_tokens_partial(sh, n, c->warmup, c->steps, who, sizeof(who))) {
+                col->tokens_said = true;
+                cg_say(&c->say, CG_SAY_WARNING,
+                       "%s%srun %ld of %ld: --tokens-per-step %ld not used: %s; a step's tokens "
+                       "are its processes' payloads summed (each rank's own, or one rank's the "
+                       "world's), --tokens-per-step the world's tokens of a step in which none "
+                       "gives one",
+                       c->label ? c->label : "", label_sep(&p), i, total, c->tokens_per_step, who);
+            }
             run->stopped_after_steps = r.end == CG_LAUNCH_STOPPED ? p.done_steps : -1;
             if (a->settings.flops_per_token <= 0) /* the canary's own line, once printed */
                 a->settings.flops_per_token = cg_nvml_flops_from_log(c->log);

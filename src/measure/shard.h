@@ -80,7 +80,8 @@
  * negative duration, from a clock that stepped, included) is an error naming the line; so is a
  * shard of more than CG_SHARD_MAX_OPS "o" lines, named as that limit, and one of more than
  * CG_ARTIFACT_MAX_PLACES distinct places. Merging: step I of a run
- * is the maximum over processes of step I's wall time, tokens are summed, the loss is the mean over
+ * is the maximum over processes of step I's wall time, tokens are the payloads summed (else
+ * --tokens-per-step, the world's, once: never per process), the loss is the mean over
  * the processes that reported one, peak memory is summed per device over processes (then the
  * maximum over devices; a device is its UUID where the shard names one, else its CUDA id, which
  * is 0 in every process given one GPU: docs/collector.md), ops are summed by kind and exact name;
@@ -266,7 +267,8 @@ struct cg_shard_status {
 struct cg_shard_merge_opts {
     int64_t warmup;          /* steps dropped at the start */
     int64_t steps;           /* measured steps kept at most */
-    int64_t tokens_per_step; /* used when no step has a payload; -1 unknown */
+    int64_t tokens_per_step; /* the world's tokens of a step in which no process gave a
+                              * payload; -1 unknown */
 };
 
 /* Sets an empty shard. Allocates nothing. */
@@ -315,6 +317,14 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
  * more) marks its steps with its own NVTX step ranges, rank 1 (and 3 more) takes them from its
  * optimizer: ..."; 0 otherwise. */
 int cg_shard_check_steps_from(const struct cg_shard *shards, size_t n, struct cg_err *err);
+
+/* Whether some processes with steps gave token payloads in the measured steps ([warmup, warmup
+ * + steps)) and others none: a step's tokens are then its payloads' sum, and --tokens-per-step
+ * (the world's tokens of a step in which no process gave one) is not used there. who (cap
+ * bytes) gets "rank 0 gave its steps' tokens as payloads, rank 1 none" (the lowest rank, else
+ * pid, of each). */
+bool cg_shard_tokens_partial(const struct cg_shard *shards, size_t n, int64_t warmup, int64_t steps,
+                             char *who, size_t cap);
 
 /* The most ranks a run's world may have. */
 #define CG_SHARD_MAX_RANKS 65536

@@ -113,6 +113,32 @@ int cg_shard_check_steps_from(const struct cg_shard *shards, size_t n, struct cg
                       nvtx, opt);
 }
 
+bool cg_shard_tokens_partial(const struct cg_shard *shards, size_t n, int64_t warmup, int64_t steps,
+                             char *who, size_t cap)
+{
+    const struct cg_shard *first[2] = {NULL, NULL}; /* with a payload, without one */
+    if (cap > 0)
+        who[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        int64_t seen = contiguous_steps(s);
+        int64_t end = seen < warmup + steps ? seen : warmup + steps;
+        if (seen == 0)
+            continue;
+        bool gave = false;
+        for (int64_t k = warmup; k < end && !gave; k++)
+            gave = s->steps[k].tokens >= 0;
+        first[!gave] = first_named(first[!gave], s);
+    }
+    if (first[0] == NULL || first[1] == NULL)
+        return false;
+    char with[48], without[48];
+    name_shard(first[0], 0, with, sizeof(with));
+    name_shard(first[1], 0, without, sizeof(without));
+    snprintf(who, cap, "%s gave its steps' tokens as payloads, %s none", with, without);
+    return true;
+}
+
 struct merged_op {
     const char *name; /* borrowed from a shard */
     enum cg_op_kind kind;

@@ -1,7 +1,10 @@
 /*
  * test_shard_merge_rules: the rules that make one run of several processes' shards: one step
  * definition for the whole run (the ranks' steps from the same source, whatever order the shard
- * directory lists them in), from shard text and with the real tool and the NVTX test canary.
+ * directory lists them in); a step's tokens, the payloads of its processes summed, else
+ * --tokens-per-step as the world's, and a run where some ranks give payloads and others none
+ * told that --tokens-per-step was not used. From shard text and with the real tool and the NVTX
+ * test canary.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,12 +117,83 @@ static void test_shard_merge__real_ranks_of_two_step_sources_fail_the_run(void *
     assert_false(cg_workdir_exists(w, "two.json"));
 }
 
+/* The merged tokens of step 0 of shards a and b with --tokens-per-step per (-1: none). */
+static int64_t merged_tokens(const struct cg_shard *sh, size_t n, int64_t per)
+{
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    assert_non_null(run);
+    struct cg_shard_merge_opts o = {0, 3, per};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_merge(sh, n, &o, run, &err), 0);
+    int64_t t = run->steps[0].tokens;
+    cg_artifact_release(&a);
+    return t;
+}
+
+/* One rule for a step's tokens, the world's: the payloads its processes gave, summed (each
+ * rank's own distinct tokens, or one rank's giving the world's); --tokens-per-step is the
+ * world's tokens of a step in which no process gave one, never added per process. A run where
+ * some ranks give payloads and others none is found (the gate says --tokens-per-step was not
+ * used). */
+static void test_shard_merge__tokens_are_the_payloads_summed_else_the_worlds_per_step(void **state)
+{
+    (void)state;
+    struct cg_shard sh[2];
+    char who[160];
+    ranked_shard(&sh[0], 0, 2, "nvtx", 1000);
+    ranked_shard(&sh[1], 1, 2, "nvtx", 1000);
+    assert_int_equal(merged_tokens(sh, 2, -1), 2000);
+    assert_int_equal(merged_tokens(sh, 2, 1000), 2000);
+    assert_false(cg_shard_tokens_partial(sh, 2, 0, 3, who, sizeof(who)));
+    cg_shard_release(&sh[1]);
+    ranked_shard(&sh[1], 1, 2, "nvtx", -1);
+    assert_int_equal(merged_tokens(sh, 2, 1000), 1000); /* rank 0's payload: the world's */
+    assert_true(cg_shard_tokens_partial(sh, 2, 0, 3, who, sizeof(who)));
+    assert_string_equal(who, "rank 0 gave its steps' tokens as payloads, rank 1 none");
+    assert_true(cg_shard_tokens_partial(&sh[0], 1, 0, 3, who, sizeof(who)) == false);
+    cg_shard_release(&sh[0]);
+    ranked_shard(&sh[0], 0, 2, "nvtx", -1);
+    assert_int_equal(merged_tokens(sh, 2, 1000), 1000); /* the world's, not 1000 per rank */
+    assert_int_equal(merged_tokens(sh, 2, -1), -1);
+    assert_false(cg_shard_tokens_partial(sh, 2, 0, 3, who, sizeof(who)));
+    for (int i = 0; i < 2; i++)
+        cg_shard_release(&sh[i]);
+}
+
+/* The real canary: rank 0 gives 1000 tokens a step as payloads, rank 1 none, with
+ * --tokens-per-step 1000: each step has 1000 tokens and the gate says --tokens-per-step was not
+ * used, naming the ranks. */
+static void test_shard_merge__real_ranks_with_and_without_payloads_are_told(void **state)
+{
+    const struct cg_workdir *w = *state;
+    const char *script = "RANK=0 WORLD_SIZE=2 \"$0\" \"$@\" --tokens 1000 & "
+                         "RANK=1 WORLD_SIZE=2 \"$0\" \"$@\"; r=$?; wait $! && exit $r";
+    const char *args[] = {
+        "run",      "--out", "tok.json",          "--runs", "1",         "--steps", "3",
+        "--warmup", "1",     "--tokens-per-step", "1000",   "--",        "/bin/sh", "-c",
+        script,     CANARY,  "--steps",           "6",      "--step-ms", "5",       NULL};
+    struct cg_proc p;
+    if (cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p) != 0)
+        fail_msg("%s", p.err);
+    if (strstr(p.err, "--tokens-per-step 1000 not used: rank 0 gave its steps' tokens as "
+                      "payloads, rank 1 none") == NULL)
+        fail_msg("not said:\n%s", p.err);
+    assert_non_null(strstr(cg_workdir_read(w, "tok.json"), "\"tokens\":\t1000"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shard_merge__ranks_steps_from_two_sources_are_refused),
         cmocka_unit_test_setup_teardown(
             test_shard_merge__real_ranks_of_two_step_sources_fail_the_run, cg_workdir_setup,
+            cg_workdir_teardown),
+        cmocka_unit_test(test_shard_merge__tokens_are_the_payloads_summed_else_the_worlds_per_step),
+        cmocka_unit_test_setup_teardown(
+            test_shard_merge__real_ranks_with_and_without_payloads_are_told, cg_workdir_setup,
             cg_workdir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
