@@ -701,11 +701,16 @@ static char *copy_run(const char *text, int from, int copies, void (*edit)(cJSON
     return out;
 }
 
+/* The copy's seq moved past the original's, never onto it, whatever number of runs this process
+ * stamped before (a fixed 100 was the original's own when 99 had been). */
 static void edit_seq(cJSON *run, int k)
 {
     cJSON *id = cJSON_GetObjectItemCaseSensitive(run, "id");
     assert_non_null(id);
-    cJSON_ReplaceItemInObjectCaseSensitive(id, "seq", cJSON_CreateNumber(100 + k));
+    cJSON *seq = cJSON_GetObjectItemCaseSensitive(id, "seq");
+    assert_true(cJSON_IsNumber(seq));
+    cJSON_ReplaceItemInObjectCaseSensitive(id, "seq",
+                                           cJSON_CreateNumber(seq->valuedouble + 1000 + k));
 }
 
 static void drop_digest(cJSON *run, int k)
@@ -740,6 +745,12 @@ static void test_artifact__copied_runs_are_refused_on_load(void **state)
     (void)state;
     struct cg_artifact a, c;
     struct cg_err err;
+    /* Every run this process stamped before (other tests' fixtures) moved the runs' seq on: the
+     * checks hold wherever it stands; here, one test more before this one puts it at 100. */
+    cg_artifact_init(&a);
+    for (struct cg_run *r = cg_artifact_add_run(&a); r != NULL && r->id.seq < 99;)
+        r = cg_artifact_add_run(&a);
+    cg_artifact_release(&a);
     cg_artifact_init(&a);
     assert_int_equal(cg_fixture_make(&a, &fx), 0);
     char *text = cg_artifact_to_json(&a);
@@ -997,5 +1008,7 @@ int main(void)
         cmocka_unit_test(test_artifact__copied_runs_are_refused_on_load),
         cmocka_unit_test(test_artifact__step_optimizer_round_trips),
     };
+    if (getenv("CG_TEST_FILTER") != NULL) /* one case while working on it: a glob of names */
+        cmocka_set_test_filter(getenv("CG_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
