@@ -2,12 +2,17 @@
 """test_ddp_gate.py: a DDP canary made slower FAILs the gate, with a real torchrun.
 
 Run by ctest (test_python__ddp_gate) with a python3 that imports torch (Debian's python3-torch
-1.13, CPU-only). The canary is what a user trial ran: `torchrun --standalone --nproc_per_node 2`,
-two ranks training a small model with DistributedDataParallel over gloo, on this machine's two
-cores (busy: the suite runs beside it), steps from the optimizer. Each step also waits 12 ms
-(a data loader's time, the same in every rank); the slowed head waits 18 ms more (as the trial's
-38% and 56% slower heads did, which once ended INCONCLUSIVE with exit 0: "too few baseline runs
-in the runner's fast state (1 of 5)").
+1.13, CPU-only). The canary is what a user trial ran, torchrun with --nproc_per_node 2: two ranks
+training a small model with DistributedDataParallel over gloo, on this machine's two cores (busy:
+the suite runs beside it), steps from the optimizer. Each step also waits 12 ms (a data loader's
+time, the same in every rank); the slowed head waits 18 ms more (as the trial's 38% and 56%
+slower heads did, which once ended INCONCLUSIVE with exit 0: "too few baseline runs in the
+runner's fast state (1 of 5)").
+
+torchrun starts on a port the OS gave just before (a static rendezvous), not with --standalone:
+that always takes port 29400, and a second job on the host (another test, another checkout's
+suite) joined the first one's store and failed when that one ended, or hung on whatever else
+held the port.
 
 A baseline of 5 runs, then the main command with 5 runs of the slowed head: it must FAIL (exit
 1) on a timing metric, and the JSON verdict must say which. Every run has both ranks in it.
@@ -42,6 +47,19 @@ for i in range(int(os.environ.get("ITERS", "40"))):
 dist.destroy_process_group()
 '''
 
+# torchrun (its own entry point, in this process) with a static rendezvous on a port the OS gave
+# just now: the agent binds it within milliseconds, and its workers use the agent's store.
+LAUNCH = r'''
+import socket, sys
+from torch.distributed import run
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+port = s.getsockname()[1]
+s.close()
+run.main(["--nnodes", "1", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+          "--master_port", str(port), "--redirects", "1", "--tee", "1"] + sys.argv[1:])
+'''
+
 
 def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what)
@@ -54,14 +72,16 @@ def main():
     tmp = tempfile.mkdtemp(prefix="test_ddp_gate.")
     try:
         train = os.path.join(tmp, "train.py")
+        launch = os.path.join(tmp, "launch.py")
         with open(train, "w") as f:
             f.write(TRAIN)
+        with open(launch, "w") as f:
+            f.write(LAUNCH)
         env = dict(os.environ)
         for k in list(env):
             if k.startswith(("SLURM_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_")):
                 del env[k]
-        canary = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                  "--nproc_per_node", "2", "--redirects", "1", "--tee", "1", train]
+        canary = [sys.executable, launch, train]
         common = ["--steps", "20", "--warmup", "3", "--steps-from", "optimizer", "--timeout",
                   "120", "--tokens-per-step", "128"]
         base = os.path.join(tmp, "base.json")
