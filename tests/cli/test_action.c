@@ -959,6 +959,63 @@ static void test_action__a_gates_first_publish_records_its_accept(void **state)
     free(hist);
 }
 
+/* --history-keep N reaches the history check and the site: with N past their default (1000), a
+ * gate's 1006 runs are all checked and drawn. They read the newest 1000 ("6 older runs were left
+ * out (--keep)", the site's "6 older runs folded into a summary"). */
+static void test_action__history_keep_reaches_the_check_and_the_site(void **state)
+{
+    struct cg_workdir *d = *state;
+    if (!executable("/usr/bin/git"))
+        skip();
+    checkout_with_remote(d);
+    builtin_run(d, "ws/a.json", "1", "2");
+    builtin_run(d, "ws/b.json", "1", "2");
+    struct cg_workdir ws;
+    snprintf(ws.path, sizeof(ws.path), "%s", cg_workdir_in(d, "ws"));
+    const char *const *env = publish_env;
+    const char *pa[] = {"a.json",  "--gate-id",          "h100", "--history-keep", "2000",
+                        "--label", "20260101T000000Z-a", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env, pa), 0);
+    /* the branch's history made 1005 runs long: the run's line under 1005 commits */
+    git(d, ".", "clone", "-q", cg_workdir_in(d, "origin.git"), "edit");
+    git(d, "edit", "checkout", "-q", "canary-gate-baseline", NULL);
+    char *line = slurp(cg_workdir_in(d, "edit/history.jsonl"));
+    assert_non_null(line);
+    const char *at = strstr(line, "\"commit\":\"");
+    assert_non_null(at);
+    at += strlen("\"commit\":\"");
+    const char *rest = strchr(at, '"');
+    assert_non_null(rest);
+    FILE *f = fopen(cg_workdir_in(d, "edit/history.jsonl"), "w");
+    assert_non_null(f);
+    for (int i = 0; i < 1005; i++)
+        fprintf(f, "%.*sc%04d%s", (int)(at - line), line, i, rest);
+    assert_int_equal(fclose(f), 0);
+    free(line);
+    git(d, "edit", "commit", "-qam", "1005 runs", NULL);
+    git(d, "edit", "push", "-q", "origin", "canary-gate-baseline");
+
+    static char summary_env[600];
+    snprintf(summary_env, sizeof(summary_env), "GITHUB_STEP_SUMMARY=%s",
+             cg_workdir_in(&ws, "summary.md"));
+    const char *env_summary[] = {env[0], env[1], env[2], env[3], env[4], summary_env, NULL};
+    const char *pb[] = {"b.json", "--gate-id", "h100",    "--history-keep",     "2000",
+                        "--site", "site",      "--label", "20260102T000000Z-b", NULL};
+    assert_int_equal(script(&ws, "baseline-publish", env_summary, pb), 0);
+    if (strstr(proc.err, "left out (--keep)") != NULL || strstr(proc.err, "warning") != NULL)
+        fail_msg("the check or the site read fewer runs:\n%s", proc.err);
+    char *summary = slurp(cg_workdir_in(&ws, "summary.md"));
+    assert_non_null(summary);
+    if (strstr(summary, "1006 runs of <code>history.jsonl</code>") == NULL)
+        fail_msg("the history check did not read every run:\n%s", summary);
+    free(summary);
+    char *page = slurp(cg_workdir_in(&ws, "site/index.html")); /* its head: the header */
+    assert_non_null(page);
+    assert_non_null(strstr(page, "1006 runs of main"));
+    assert_null(strstr(page, "folded into a summary"));
+    free(page);
+}
+
 /* A first publish whose push is refused changes nothing in the checkout (no branch left behind),
  * and publishing again once the remote takes pushes works. */
 static void test_action__a_refused_first_publish_can_be_retried(void **state)
@@ -1112,6 +1169,7 @@ int main(void)
         IN_WORKDIR(test_action__baseline_branch_keeps_the_newest_k),
         IN_WORKDIR(test_action__two_gates_keep_their_own_baselines),
         IN_WORKDIR(test_action__a_gates_first_publish_records_its_accept),
+        IN_WORKDIR(test_action__history_keep_reaches_the_check_and_the_site),
         IN_WORKDIR(test_action__a_refused_first_publish_can_be_retried),
         IN_WORKDIR(test_action__a_remote_that_cannot_be_reached_fails_the_fetch),
         IN_WORKDIR(test_action__a_hostile_baseline_branch_is_refused),
