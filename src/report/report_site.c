@@ -628,6 +628,23 @@ static int gates_of(const struct cg_history *h, const char ***out, size_t *n)
     return 0;
 }
 
+/* Whether h holds the series of more than one gate (runs and summaries alike; NULL, the runs
+ * recorded without a gate id, is one). */
+static bool several_gates(const struct cg_history *h)
+{
+    const struct cg_history_entry *first = NULL;
+    for (size_t i = 0; i < h->n; i++) {
+        const struct cg_history_entry *e = &h->entries[i];
+        if (e->type != CG_HIST_RUN && e->type != CG_HIST_SUMMARY)
+            continue;
+        if (first == NULL)
+            first = e;
+        else if (!cg_history_of_gate(e, first->gate_id))
+            return true;
+    }
+    return false;
+}
+
 static int gate_section(struct cg_buf *b, const struct cg_history *h, const char *gate,
                         bool several, const struct cg_site_opts *o)
 {
@@ -698,14 +715,21 @@ int cg_report_site(const struct cg_history *h, const struct cg_site_opts *o, str
                            "flags: accepted regressions; shading: environment segments (values in "
                            "different segments are not compared). Hover a mark for its "
                            "commit.</p>\n");
+    bool several = several_gates(h);
     for (size_t i = 0; i < h->n && rc == 0; i++) {
         const struct cg_history_entry *e = &h->entries[i];
         if (e->type != CG_HIST_SUMMARY)
             continue;
-        rc |= cg_buf_printf(out,
-                            "<p class=\"cg-meta\">%lld older run%s folded into a summary, "
-                            "from ",
-                            (long long)e->summarised, e->summarised == 1 ? "" : "s");
+        rc |= cg_buf_printf(out, "<p class=\"cg-meta\">%lld older run%s ", (long long)e->summarised,
+                            e->summarised == 1 ? "" : "s");
+        if (several && e->gate_id != NULL) { /* named as the gate's section is */
+            rc |= cg_buf_adds(out, "of gate ");
+            rc |= cg_html_escape(out, e->gate_id);
+            rc |= cg_buf_adds(out, " ");
+        } else if (several) {
+            rc |= cg_buf_adds(out, "without a gate id ");
+        }
+        rc |= cg_buf_adds(out, "folded into a summary, from ");
         rc |= commit_link(out, o, e->first_commit ? e->first_commit : e->commit);
         rc |= cg_buf_adds(out, " to ");
         rc |= commit_link(out, o, e->commit);

@@ -209,6 +209,70 @@ static void test_cmd_history__accept_help_and_messages_match_golden(void **state
     CHECK(*state, "history_accept.txt", cases);
 }
 
+/* Runs the tool in w with args; fails the test unless it exits 0. */
+static void tool_ok(const struct cg_workdir *w, const char *const *args)
+{
+    const char *env[] = {"GITHUB_SERVER_URL=", "GITHUB_REPOSITORY=", NULL};
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, env, args, &proc), 0);
+    if (proc.exit_code != 0)
+        fail_msg("canary-gate %s %s: exit %d\n%s", args[0], args[1], proc.exit_code, proc.err);
+}
+
+/* w's site/index.html, written by 'history site' from the history hist; the caller frees it. */
+static char *site_of(const struct cg_workdir *w, const char *hist)
+{
+    const char *site[] = {"history", "site", "--history", hist, "--out", "site", NULL};
+    tool_ok(w, site);
+    char *page = NULL;
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_file_read(cg_workdir_in(w, "site/index.html"), 1 << 22, &page, NULL, &err),
+                     0);
+    return page;
+}
+
+/* Appends the example artifact ex to the history hist as commit's run of gate (NULL: none),
+ * keeping 1 run of each gate. */
+static void append_run(const struct cg_workdir *w, const char *hist, const char *commit,
+                       const char *gate, const char *ex)
+{
+    const char *args[] = {"history", "append", "--history", hist,     "--commit",
+                          commit,    "--keep", "1",         "--date", "2026-11-20T14:03:00Z",
+                          ex,        NULL,     NULL,        NULL};
+    if (gate != NULL)
+        args[10] = "--gate-id", args[11] = gate, args[12] = ex;
+    tool_ok(w, args);
+}
+
+/* The site's header line of a gate's older runs folded into its summary names the gate when the
+ * history holds several gates' series (as their sections do); it said "1 older run folded" with
+ * no gate. A history of one gate keeps the short line. */
+static void test_cmd_history__site_names_the_gate_of_folded_runs(void **state)
+{
+    const struct cg_workdir *w = *state;
+    append_run(w, "h.jsonl", "c1", "h100", EX("baseline.json"));
+    append_run(w, "h.jsonl", "c2", "h100", EX("current.json"));
+    char *page = site_of(w, "h.jsonl");
+    if (strstr(page, "<p class=\"cg-meta\">1 older run folded into a summary, from") == NULL)
+        fail_msg("one gate: no short line of its folded run:\n%.3000s", page);
+    free(page);
+    append_run(w, "h.jsonl", "c3", "a100", EX("baseline.json"));
+    page = site_of(w, "h.jsonl");
+    if (strstr(page, "<p class=\"cg-meta\">1 older run of gate h100 folded into a summary, "
+                     "from") == NULL)
+        fail_msg("two gates: the folded run's gate is not named:\n%.3000s", page);
+    free(page);
+    /* the runs recorded without a gate id, beside a gate */
+    append_run(w, "n.jsonl", "c1", NULL, EX("baseline.json"));
+    append_run(w, "n.jsonl", "c2", NULL, EX("current.json"));
+    append_run(w, "n.jsonl", "c3", "a100", EX("baseline.json"));
+    page = site_of(w, "n.jsonl");
+    if (strstr(page, "<p class=\"cg-meta\">1 older run without a gate id folded into a "
+                     "summary, from") == NULL)
+        fail_msg("no gate id beside a gate: not said:\n%.3000s", page);
+    free(page);
+}
+
 #define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
 
 int main(void)
@@ -218,6 +282,7 @@ int main(void)
         IN_WORKDIR(test_cmd_history__check_help_and_messages_match_golden),
         IN_WORKDIR(test_cmd_history__site_help_and_messages_match_golden),
         IN_WORKDIR(test_cmd_history__accept_help_and_messages_match_golden),
+        IN_WORKDIR(test_cmd_history__site_names_the_gate_of_folded_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
