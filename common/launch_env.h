@@ -33,6 +33,10 @@
 #define CG_ENV_NVTX_LIB "CANARY_GATE_NVTX_LIB"
 #define CG_ENV_OPTIMIZER_RANGE "CANARY_GATE_OPTIMIZER_RANGE"
 #define CG_ENV_STEP_OPTIMIZER "CANARY_GATE_STEP_OPTIMIZER"
+/* launcher: "JOB.STEP", the Slurm job step the gate itself runs in (its SLURM_JOB_ID and
+ * SLURM_STEP_ID), unset when it runs in none: a canary process of that same step inherited the
+ * gate's SLURM_PROCID and SLURM_NTASKS and is no task of its own (shard_format.h, "slurm_step"). */
+#define CG_ENV_SLURM_STEP "CANARY_GATE_SLURM_STEP"
 #define CG_ENV_WARMUP "CANARY_GATE_WARMUP"         /* launcher */
 #define CG_ENV_STEPS "CANARY_GATE_STEPS"           /* launcher: measured steps per process, >= 1 */
 #define CG_ENV_TRACE_STEPS "CANARY_GATE_TRACE_STEPS" /* launcher: "A:B", measured steps; or unset */

@@ -52,6 +52,11 @@
 #define CG_SHARD_KEY_SLURM_NTASKS "slurm_ntasks" /* N: SLURM_NTASKS */
 #define CG_SHARD_KEY_SLURM_NODE "slurm_node"     /* NAME: SLURMD_NODENAME */
 #define CG_SHARD_KEY_SLURM_JOB "slurm_job"       /* NAME: SLURM_JOB_ID */
+/* N: SLURM_STEP_ID (else SLURM_STEPID), only for a task of a job step srun started that is not
+ * the gate's own (CANARY_GATE_SLURM_STEP): the SLURM_PROCID, SLURM_NODEID and SLURM_NTASKS lines
+ * are the process's own rank, node and world only with this line (a batch script's processes
+ * have no step id; a process the gate started in its own step inherited the gate's) */
+#define CG_SHARD_KEY_SLURM_STEP "slurm_step"
 /* An MPI launcher's rank and world size: Open MPI's OMPI_COMM_WORLD_RANK and _SIZE, else MPICH's
  * and Intel MPI's PMI_RANK and PMI_SIZE, else MVAPICH's MV2_COMM_WORLD_RANK and _SIZE (the first
  * pair whose rank is set; the size only when it is) */

@@ -316,6 +316,23 @@ static void at_fork_child(void)
 
 /* The header lines saying where the process ran (shard_format.h): the host, then the launcher's
  * variables that are set. Called with the writer lock held. */
+/* SLURM_STEP_ID (else SLURM_STEPID) when this process is a task of a job step srun started other
+ * than the gate's own (CG_ENV_SLURM_STEP, "JOB.STEP"); NULL otherwise: a batch script's processes
+ * have no step id, and a process the gate started in its own step (a shell of srun --pty, a task
+ * of srun -n 2 running the gate) inherited the gate's SLURM_PROCID and SLURM_NTASKS. */
+static const char *slurm_step(void)
+{
+    const char *step = env_rank("SLURM_STEP_ID");
+    if (step == NULL)
+        step = env_rank("SLURM_STEPID");
+    const char *gate = getenv(CG_ENV_SLURM_STEP), *job = getenv("SLURM_JOB_ID");
+    if (step == NULL || gate == NULL || job == NULL)
+        return step;
+    size_t n = strlen(job);
+    bool own = strncmp(gate, job, n) == 0 && gate[n] == '.' && strcmp(gate + n + 1, step) == 0;
+    return own ? NULL : step;
+}
+
 static void append_placement(const char *host)
 {
     static const char *const numbers[][2] = {
@@ -354,6 +371,9 @@ static void append_placement(const char *host)
             cg_inject_append("\n");
         }
     }
+    const char *step = slurm_step();
+    if (step != NULL)
+        cg_inject_append(CG_SHARD_KEY_SLURM_STEP " %s\n", step);
 }
 
 /* The shard's two names for the process's image gen (0: the first image; see open_shard).

@@ -25,7 +25,7 @@ static const char *const launcher_vars[] = {
     CG_ENV_CUDA_INJECTION, CG_ENV_NVTX_INJECTION, CG_ENV_SHARD_DIR, CG_ENV_FAIL_FILE,
     CG_ENV_STEP_RANGE,     CG_ENV_WARMUP,         CG_ENV_STEPS,     CG_ENV_TRACE_STEPS,
     CG_ENV_STEP_FALLBACK,  CG_ENV_STEPS_FROM,     CG_ENV_NVTX_LIB,  CG_ENV_OPTIMIZER_RANGE,
-    CG_ENV_STEP_OPTIMIZER,
+    CG_ENV_STEP_OPTIMIZER, CG_ENV_SLURM_STEP,
 };
 static const char *const user_vars[] = {CG_ENV_CUPTI,        CG_ENV_BUFFER_MB,
                                         CG_ENV_CUPTI_PATH,   CG_ENV_TRACE_MAX_EVENTS,
@@ -263,6 +263,18 @@ int cg_canary_env_run(const struct cg_canary_env *ce, const struct cg_collect_cf
     char *always[] = {e->cuda, e->nvtx, e->dir, e->fail, e->range, e->warm, e->steps};
     for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
         e->add[e->n_add++] = always[i];
+    /* the Slurm step the gate runs in: a canary process of the same step is no task of its own */
+    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+    if (step == NULL || *step == '\0')
+        step = getenv("SLURM_STEPID");
+    if (job != NULL && *job != '\0' && step != NULL && *step != '\0') {
+        if (cg_canary_env_fmt_path(e->slurm, sizeof(e->slurm), err, CG_ENV_SLURM_STEP "=%s.%s", job,
+                                   step) != 0)
+            return err->code;
+        e->add[e->n_add++] = e->slurm;
+    } else {
+        e->remove[e->n_remove++] = (char *)CG_ENV_SLURM_STEP;
+    }
     /* the gate's token, for posting (the Action's step sets it): the canary never needs it, and
      * a script that prints its environment would put it in the log the Action uploads */
     e->remove[e->n_remove++] = (char *)CG_ENV_GATE_TOKEN;

@@ -32,7 +32,7 @@ struct cg_canary_env {
 struct cg_canary_run_env {
     char cuda[PATH_MAX + 32], nvtx[PATH_MAX + 32], dir[PATH_MAX + 32], fail[PATH_MAX + 32],
         range[320], warm[64], steps[64], trace[96], fallback[320], from[64], lib[PATH_MAX + 32],
-        orange[320], which[64];
+        orange[320], which[64], slurm[128];
     char *pythonpath; /* malloc'ed "PYTHONPATH=..." or NULL */
     char *add[16], *remove[8];
     size_t n_add, n_remove;

@@ -11,8 +11,10 @@
  *   pid P | rank R | local_rank L         the process (rank lines only when RANK/LOCAL_RANK set)
  *   host NAME | world_size N | group_rank N | slurm_procid N | slurm_nodeid N | slurm_ntasks N
  *   | slurm_node NAME | slurm_job ID        where it ran: the host name, WORLD_SIZE, GROUP_RANK,
- *                                         SLURM_PROCID, SLURM_NODEID, SLURM_NTASKS,
- *                                         SLURMD_NODENAME, SLURM_JOB_ID (each when set)
+ *   | slurm_step N                        SLURM_PROCID, SLURM_NODEID, SLURM_NTASKS,
+ *                                         SLURMD_NODENAME, SLURM_JOB_ID (each when set), and
+ *                                         SLURM_STEP_ID for a task srun started (not the gate's
+ *                                         own step; shard_format.h)
  *   mpi_rank N | mpi_size N               an MPI launcher's rank and world size (shard_format.h)
  *   warmup W | step_range NAME            the settings the library ran with
  *   steps_from nvtx|optimizer             where the process's steps came from (the first step
@@ -195,6 +197,7 @@ struct cg_shard {
     /* where it ran ("host", "world_size", ... lines): NULL or -1 when not recorded */
     char *host, *slurm_node, *slurm_job;
     int64_t world_size, group_rank, slurm_procid, slurm_nodeid, slurm_ntasks, mpi_rank, mpi_size;
+    int64_t slurm_step; /* an srun task's step ("slurm_step"): Slurm's rank lines apply only then */
     enum cg_steps_source steps_from;
     int64_t warmup;                /* -1 when not recorded */
     bool complete;                 /* "end" seen */
@@ -331,7 +334,9 @@ bool cg_shard_tokens_partial(const struct cg_shard *shards, size_t n, int64_t wa
 
 /* The rank and world size of shard s: RANK and WORLD_SIZE where RANK was set, else an MPI
  * launcher's (mpi_rank, mpi_size; mpirun in a Slurm job inherits the job's SLURM_PROCID), else
- * SLURM_PROCID and SLURM_NTASKS (*world -1 when unknown). False when it has no rank. */
+ * SLURM_PROCID and SLURM_NTASKS of a task srun started (slurm_step; a batch script's process,
+ * or one the gate started in its own step, has none) (*world -1 when unknown). False when it has
+ * no rank. */
 bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
 
 /* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed; never ""). */

@@ -667,6 +667,11 @@ static int parse_slurm_ntasks(struct parse_state *ps, struct line *l)
     return next_int(l, 1, INT32_MAX, &ps->s->slurm_ntasks) ? 0 : 1;
 }
 
+static int parse_slurm_step(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->slurm_step) ? 0 : 1;
+}
+
 static int parse_mpi_rank(struct parse_state *ps, struct line *l)
 {
     return next_int(l, 0, INT32_MAX, &ps->s->mpi_rank) ? 0 : 1;
@@ -828,6 +833,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_SLURM_NTASKS, parse_slurm_ntasks},
     {CG_SHARD_KEY_SLURM_NODE, parse_slurm_node},
     {CG_SHARD_KEY_SLURM_JOB, parse_slurm_job},
+    {CG_SHARD_KEY_SLURM_STEP, parse_slurm_step},
     {CG_SHARD_KEY_MPI_RANK, parse_mpi_rank},
     {CG_SHARD_KEY_MPI_SIZE, parse_mpi_size},
     {CG_SHARD_KEY_END, parse_end},

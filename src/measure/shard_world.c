@@ -2,8 +2,10 @@
  * shard_world: whether a run's shards hold every rank of the world they report, once each
  * (see shard.h, cg_shard_check_world). A shard's rank is RANK where the process had one (torchrun,
  * or a launcher that sets it), else an MPI launcher's rank (Open MPI, MPICH, MVAPICH: mpirun in a
- * Slurm job inherits the job's SLURM_PROCID), else SLURM_PROCID; its world WORLD_SIZE, else the MPI
- * launcher's size, else SLURM_NTASKS; its node
+ * Slurm job inherits the job's SLURM_PROCID), else SLURM_PROCID of a task srun started (the
+ * shard's slurm_step: a batch script's process, or one in the gate's own step, inherited the
+ * step's SLURM_PROCID and is no rank); its world WORLD_SIZE, else the MPI launcher's size, else
+ * SLURM_NTASKS; its node
  * SLURMD_NODENAME, else the host name. Only shards with steps count: a process that marked none (a
  * launcher's agent, a helper) is no rank of the training. Pure; not thread-safe.
  */
@@ -21,9 +23,12 @@ bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world)
     } else if (s->mpi_rank >= 0) { /* before Slurm's: mpirun in a job inherits its PROCID */
         *rank = s->mpi_rank;
         *world = s->mpi_size;
-    } else {
+    } else if (s->slurm_step >= 0) { /* a task srun started: not a batch script's process, nor
+                                      * one that inherited the gate's own step */
         *rank = s->slurm_procid;
         *world = s->slurm_ntasks;
+    } else {
+        *rank = *world = -1;
     }
     return *rank >= 0;
 }
@@ -41,10 +46,11 @@ static bool takes_part(const struct cg_shard *s, int64_t *rank, int64_t *world)
     return s->n_steps > 0 && s->steps[0].seen && cg_shard_rank(s, rank, world);
 }
 
-/* The node index of s (SLURM_NODEID, else GROUP_RANK), -1 when neither is known. */
+/* The node index of s (SLURM_NODEID of a task srun started, else GROUP_RANK), -1 when neither
+ * is known. */
 static int64_t node_index(const struct cg_shard *s)
 {
-    return s->slurm_nodeid >= 0 ? s->slurm_nodeid : s->group_rank;
+    return s->slurm_step >= 0 && s->slurm_nodeid >= 0 ? s->slurm_nodeid : s->group_rank;
 }
 
 /* The node a missing rank was placed on, into buf: where the ranks ran in blocks of k consecutive

@@ -571,6 +571,55 @@ static void test_run__canary_gets_the_measured_window(void **state)
     unlink("nvtx-window.log");
 }
 
+/* A gate run inside a Slurm job of several tasks (a batch script of sbatch -n 2, or a shell of
+ * srun -n 2 --pty) runs a single-process canary: the canary inherits the gate's SLURM_PROCID and
+ * SLURM_NTASKS and is no rank of a world (the run failed "rank 1 (node index 1) of a world of 2
+ * wrote nothing"); a task of a step the canary's own srun started (another step id) is. */
+static void test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *args[] = {
+        "run", "--out", "nvtx-injob.json", "--runs", "1",         "--steps", "3", "--warmup", "1",
+        "--",  CANARY,  "--steps",         "4",      "--step-ms", "1",       NULL};
+    const char *batch[] = {"SLURM_JOB_ID=77",
+                           "SLURM_PROCID=0",
+                           "SLURM_NTASKS=2",
+                           "SLURM_NODEID=0",
+                           "SLURM_STEP_ID",
+                           "SLURM_STEPID", /* unset */
+                           NULL};
+    run_tool_env(args, batch, &r);
+    if (r.exit_code != 0)
+        fail_msg("in a batch step: %s", r.err);
+    const char *step[] = {"SLURM_JOB_ID=77",
+                          "SLURM_STEP_ID=3",
+                          "SLURM_STEPID=3",
+                          "SLURM_PROCID=1",
+                          "SLURM_NTASKS=2",
+                          "SLURM_NODEID=0",
+                          NULL};
+    run_tool_env(args, step, &r);
+    if (r.exit_code != 0)
+        fail_msg("in the gate's own srun step: %s", r.err);
+    struct cg_artifact a;
+    load("nvtx-injob.json", &a);
+    assert_int_equal(a.runs[0].n_ranks, 0);
+    cg_artifact_release(&a);
+    /* a task of step 4 (the canary's srun), rank 1 of 2: rank 0 never wrote */
+    const char *task[] = {"run",       "--out",    "nvtx-injob.json",
+                          "--runs",    "1",        "--steps",
+                          "3",         "--warmup", "1",
+                          "--",        "env",      "SLURM_STEP_ID=4",
+                          CANARY,      "--steps",  "4",
+                          "--step-ms", "1",        NULL};
+    run_tool_env(task, step, &r);
+    assert_int_equal(r.exit_code, 3);
+    assert_non_null(strstr(r.err, "rank 0 of a world of 2 wrote nothing"));
+    unlink("nvtx-injob.json");
+    unlink("nvtx-injob.log");
+}
+
 /* Variables of the injection library inherited from the user's environment: those the launcher
  * owns are set or removed whatever the user had (a stray trace window would slow every step),
  * and said so; the user's settings of the library (CANARY_GATE_CUPTI) reach the canary and are
@@ -1128,6 +1177,7 @@ int main(void)
         cmocka_unit_test(test_run__worker_processes_are_merged),
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
+        cmocka_unit_test(test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank),
         cmocka_unit_test(test_run__inherited_library_variables_are_ignored_or_reported),
         cmocka_unit_test(
             test_run__inherited_variables_are_named_once_by_a_command_of_two_collectors),

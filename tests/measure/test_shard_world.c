@@ -18,13 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A Slurm task's shard: rank r of world w on node index node (named n<node+1>), two steps. */
+/* A Slurm task's shard (a task of step 0, which srun started): rank r of world w on node index
+ * node (named n<node+1>), two steps. */
 static void slurm_shard(struct cg_shard *s, int r, int w, int node)
 {
     char text[512];
     snprintf(text, sizeof(text),
              "canary-gate-shard 1\npid %d\nhost vm\nslurm_procid %d\nslurm_nodeid %d\n"
-             "slurm_ntasks %d\nslurm_node n%d\nslurm_job 42\nwarmup 0\n"
+             "slurm_ntasks %d\nslurm_node n%d\nslurm_job 42\nslurm_step 0\nwarmup 0\n"
              "s 0 100 200 -1\ns 1 200 300 -1\n",
              1000 + r, r, node, w, node + 1);
     struct cg_err err;
@@ -36,7 +37,7 @@ static void test_shard_world__placement_lines_are_read(void **state)
     (void)state;
     const char *text = "canary-gate-shard 1\npid 7\nrank 5\nlocal_rank 1\nhost node-a\n"
                        "world_size 8\ngroup_rank 2\nslurm_procid 3\nslurm_nodeid 1\n"
-                       "slurm_ntasks 4\nslurm_node n2\nslurm_job 1234\n";
+                       "slurm_ntasks 4\nslurm_node n2\nslurm_job 1234\nslurm_step 7\n";
     struct cg_shard s;
     struct cg_err err;
     assert_int_equal(cg_shard_parse(text, strlen(text), "t", &s, &err), 0);
@@ -48,6 +49,7 @@ static void test_shard_world__placement_lines_are_read(void **state)
     assert_int_equal(s.slurm_ntasks, 4);
     assert_string_equal(s.slurm_node, "n2");
     assert_string_equal(s.slurm_job, "1234");
+    assert_int_equal(s.slurm_step, 7);
     int64_t r, w;
     assert_true(cg_shard_rank(&s, &r, &w)); /* RANK wins over SLURM_PROCID */
     assert_int_equal(r, 5);
@@ -81,6 +83,36 @@ static void test_shard_world__placement_lines_are_read(void **state)
     assert_int_equal(cg_shard_parse(bad, strlen(bad), "t", &s, &err), CG_EINPUT);
 }
 
+/* Slurm's SLURM_PROCID and SLURM_NTASKS are a rank and a world only for a task srun started (the
+ * shard's "slurm_step" line): a single process run in a batch script of several tasks (sbatch -n
+ * 2) inherits the batch step's SLURM_PROCID 0 and SLURM_NTASKS 2, and is no rank of a world of 2;
+ * the run failed "rank 1 (node index 1) of a world of 2 wrote nothing". */
+static void test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task(void **state)
+{
+    (void)state;
+    const char *batch = "canary-gate-shard 1\npid 9\nhost vm\nslurm_procid 0\nslurm_nodeid 0\n"
+                        "slurm_ntasks 2\nslurm_node n1\nslurm_job 42\nwarmup 0\n"
+                        "s 0 100 200 -1\ns 1 200 300 -1\n";
+    struct cg_shard s;
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_parse(batch, strlen(batch), "t", &s, &err), 0);
+    int64_t r = 5, w = 5;
+    assert_false(cg_shard_rank(&s, &r, &w));
+    assert_int_equal(cg_shard_check_world(&s, 1, "/x", &err), 0);
+    cg_shard_release(&s);
+    /* the same process as a task of step 3 (srun -n 2): rank 0 of a world of 2, rank 1 missing */
+    char task[512];
+    snprintf(task, sizeof(task), "%sslurm_step 3\n", batch);
+    assert_int_equal(cg_shard_parse(task, strlen(task), "t", &s, &err), 0);
+    assert_true(cg_shard_rank(&s, &r, &w));
+    assert_int_equal(r, 0);
+    assert_int_equal(w, 2);
+    assert_int_equal(cg_shard_check_world(&s, 1, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 1"));
+    cg_shard_release(&s);
+}
+
 static void test_shard_world__a_complete_world_passes(void **state)
 {
     (void)state;
@@ -104,7 +136,8 @@ static void test_shard_world__ranks_keep_their_node_and_gpu_model(void **state)
         char text[512];
         snprintf(text, sizeof(text),
                  "canary-gate-shard 1\npid %d\nhost vm\nslurm_procid %d\nslurm_nodeid %d\n"
-                 "slurm_ntasks 4\nslurm_node n%d\nwarmup 0\n%ss 0 100 200 -1\ns 1 200 300 -1\n",
+                 "slurm_ntasks 4\nslurm_node n%d\nslurm_step 0\nwarmup 0\n%ss 0 100 200 -1\n"
+                 "s 1 200 300 -1\n",
                  1000 + i, i, i / 2, i / 2 + 1, i < 3 ? "device 0 NVIDIA H100 80GB HBM3\n" : "");
         struct cg_err err;
         assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[i], &err), 0);
@@ -195,7 +228,8 @@ static void test_shard_world__shards_without_rank_or_steps_take_no_part(void **s
     slurm_shard(&sh[0], 0, 2, 0);
     slurm_shard(&sh[1], 1, 2, 1);
     /* a launcher's agent with Slurm's rank 0 but no step, and a process with no rank */
-    const char *agent = "canary-gate-shard 1\npid 5\nslurm_procid 0\nslurm_ntasks 2\n";
+    const char *agent =
+        "canary-gate-shard 1\npid 5\nslurm_procid 0\nslurm_ntasks 2\nslurm_step 0\n";
     const char *plain = "canary-gate-shard 1\npid 6\ns 0 1 2 -1\n";
     assert_int_equal(cg_shard_parse(agent, strlen(agent), "a", &sh[2], &err), 0);
     assert_int_equal(cg_shard_parse(plain, strlen(plain), "p", &sh[3], &err), 0);
@@ -210,6 +244,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shard_world__placement_lines_are_read),
+        cmocka_unit_test(test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task),
         cmocka_unit_test(test_shard_world__a_complete_world_passes),
         cmocka_unit_test(test_shard_world__ranks_keep_their_node_and_gpu_model),
         cmocka_unit_test(test_shard_world__missing_ranks_are_named_with_their_node),

@@ -7,7 +7,8 @@ with --shard-dir: the merged step time is the slowest rank's per step; the artif
 rank with its node and the nodes' figures; a straggler made slow on purpose is named by the
 diagnosis; a rank that never starts fails the run naming it and its node; a rank that crashes
 under --kill-on-bad-exit is a canary failure (exit 3); a timeout leaves no task, no job and no
-shard directory behind; through sbatch the same, and a timed-out batch job is cancelled.
+shard directory behind; through sbatch the same, and a timed-out batch job is cancelled; a
+single-process canary gated inside a job of two tasks (sbatch -n 2, srun -n 2) is no rank.
 Exits 0 when all pass, 1 on a failure, 77 (skipped, with one line saying why) when Slurm cannot
 start here.
 Usage: test_slurm.py CANARY_GATE NVTX_CANARY
@@ -170,6 +171,25 @@ def run_cases(c, gate, canary):
     left = canary_alive(c.root)
     check(left == [], "no canary task of the batch job is left: %s" % left)
     check(os.listdir(sd) == [], "after the batch timeout the shard directory is empty")
+
+    # 7. a single-process canary gated inside a job of two tasks: the gate in a batch script of
+    # sbatch -n 2, and one gate per task of srun -n 2; the canary inherits the gate's
+    # SLURM_PROCID and SLURM_NTASKS and is no rank of a world of 2
+    injob = os.path.join(c.root, "injob.sh")
+    with open(injob, "w") as f:
+        f.write("#!/bin/bash\n\"%s\" run --out \"%s/injob-$SLURM_PROCID.json\" --runs 1 "
+                "--steps 3 --warmup 1 -- \"%s\" --steps 4 --step-ms 2\n"
+                "echo \"gate $SLURM_PROCID exit $?\"\n" % (gate, c.root, canary))
+    os.chmod(injob, 0o755)
+    out = os.path.join(c.root, "injob.out")
+    r = c.run(["sbatch", "--wait", "-N", "1", "-n", "2", "-o", out, injob], timeout=120)
+    text = open(out).read() if os.path.exists(out) else r.stderr
+    check("gate 0 exit 0" in text, "a single process in a batch script of sbatch -n 2 is no "
+          "rank: measured (%s)" % text.strip()[-300:])
+    r = c.run(["srun", "-N", "1", "-n", "2", injob], timeout=120)
+    check("gate 0 exit 0" in r.stdout and "gate 1 exit 0" in r.stdout,
+          "a single process in each task of srun -n 2 is no rank: measured (%s)"
+          % (r.stdout + r.stderr).strip()[-300:])
 
     if failures:
         print("%d check(s) failed" % len(failures))
