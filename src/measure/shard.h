@@ -332,11 +332,11 @@ bool cg_shard_tokens_partial(const struct cg_shard *shards, size_t n, int64_t wa
 /* The most ranks a run's world may have. */
 #define CG_SHARD_MAX_RANKS 65536
 
-/* The rank and world size of shard s: RANK and WORLD_SIZE where RANK was set, else an MPI
- * launcher's (mpi_rank, mpi_size; mpirun in a Slurm job inherits the job's SLURM_PROCID), else
- * SLURM_PROCID and SLURM_NTASKS of a task srun started (slurm_step; a batch script's process,
- * or one the gate started in its own step, has none) (*world -1 when unknown). False when it has
- * no rank. */
+/* The rank and world size of shard s: its rank RANK, else an MPI launcher's (mpi_rank; mpirun in
+ * a Slurm job inherits the job's SLURM_PROCID), else SLURM_PROCID of a task srun started
+ * (slurm_step; a batch script's process, or one the gate started in its own step, has none); its
+ * world WORLD_SIZE, else the MPI launcher's size, else SLURM_NTASKS of a task srun started,
+ * wherever the rank came from (*world -1 when unknown). False when it has no rank. */
 bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
 
 /* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed; never ""). */

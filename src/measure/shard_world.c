@@ -5,7 +5,7 @@
  * Slurm job inherits the job's SLURM_PROCID), else SLURM_PROCID of a task srun started (the
  * shard's slurm_step: a batch script's process, or one in the gate's own step, inherited the
  * step's SLURM_PROCID and is no rank); its world WORLD_SIZE, else the MPI launcher's size, else
- * SLURM_NTASKS; its node
+ * SLURM_NTASKS of a task srun started, wherever the rank came from; its node
  * SLURMD_NODENAME, else the host name. Only shards with steps count: a process that marked none (a
  * launcher's agent, a helper) is no rank of the training. Pure; not thread-safe.
  */
@@ -15,21 +15,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where a rank or a world came from: RANK or WORLD_SIZE, an MPI launcher, Slurm. */
+enum source { FROM_NONE, FROM_RANK, FROM_MPI, FROM_SLURM };
+
+/* The rank of s and where it came from (-1 and FROM_NONE: none): RANK, else an MPI launcher's
+ * (before Slurm's: mpirun in a job inherits its PROCID), else SLURM_PROCID of a task srun
+ * started. */
+static int64_t rank_of(const struct cg_shard *s, enum source *from)
+{
+    *from = FROM_NONE;
+    if (s->rank >= 0) {
+        *from = FROM_RANK;
+        return s->rank;
+    }
+    if (s->mpi_rank >= 0) {
+        *from = FROM_MPI;
+        return s->mpi_rank;
+    }
+    if (s->slurm_step >= 0 && s->slurm_procid >= 0) {
+        *from = FROM_SLURM;
+        return s->slurm_procid;
+    }
+    return -1;
+}
+
+/* The world of s and where it came from (-1 and FROM_NONE: none): WORLD_SIZE, else the MPI
+ * launcher's size, else SLURM_NTASKS of a task srun started, wherever its rank came from. */
+static int64_t world_of(const struct cg_shard *s, enum source *from)
+{
+    *from = FROM_NONE;
+    if (s->world_size >= 0) {
+        *from = FROM_RANK;
+        return s->world_size;
+    }
+    if (s->mpi_size >= 0) {
+        *from = FROM_MPI;
+        return s->mpi_size;
+    }
+    if (s->slurm_step >= 0 && s->slurm_ntasks >= 0) {
+        *from = FROM_SLURM;
+        return s->slurm_ntasks;
+    }
+    return -1;
+}
+
 bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world)
 {
-    if (s->rank >= 0) {
-        *rank = s->rank;
-        *world = s->world_size;
-    } else if (s->mpi_rank >= 0) { /* before Slurm's: mpirun in a job inherits its PROCID */
-        *rank = s->mpi_rank;
-        *world = s->mpi_size;
-    } else if (s->slurm_step >= 0) { /* a task srun started: not a batch script's process, nor
-                                      * one that inherited the gate's own step */
-        *rank = s->slurm_procid;
-        *world = s->slurm_ntasks;
-    } else {
-        *rank = *world = -1;
-    }
+    enum source rf, wf;
+    *rank = rank_of(s, &rf);
+    *world = world_of(s, &wf);
     return *rank >= 0;
 }
 
@@ -164,8 +198,18 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
         if (!takes_part(s, &r, &w))
             continue;
         if (r >= world) {
-            rc = cg_err_set(err, CG_ECANARY, "rank %lld on %s is outside a world of %lld ranks",
-                            (long long)r, cg_shard_node(s), (long long)world);
+            static const char *const rank_name[] = {"", "RANK", "the MPI rank", "SLURM_PROCID"};
+            static const char *const world_name[] = {"", "WORLD_SIZE", "the MPI size",
+                                                     "SLURM_NTASKS"};
+            enum source rf, wf;
+            char why[160] = "";
+            rank_of(s, &rf);
+            world_of(s, &wf);
+            if (rf != wf)
+                snprintf(why, sizeof(why), " (its size from %s: %s is set without %s)",
+                         world_name[wf], rank_name[rf], world_name[rf]);
+            rc = cg_err_set(err, CG_ECANARY, "rank %lld on %s is outside a world of %lld ranks%s",
+                            (long long)r, cg_shard_node(s), (long long)world, why);
         } else if (owner[r] >= 0) {
             rc = twice_error(&shards[owner[r]], s, r, err);
         } else {

@@ -113,6 +113,57 @@ static void test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task(v
     cg_shard_release(&s);
 }
 
+/* A rank's world is WORLD_SIZE, else the MPI launcher's size, else SLURM_NTASKS of a task srun
+ * started, wherever its rank came from: a wrapper that sets RANK=$SLURM_PROCID and no WORLD_SIZE
+ * (srun -N 2 --ntasks-per-node 2) with rank 3 never started passed unchecked. */
+static void test_shard_world__the_world_falls_back_to_mpi_size_then_slurm_ntasks(void **state)
+{
+    (void)state;
+    struct cg_shard sh[3];
+    struct cg_err err;
+    cg_err_init(&err);
+    for (int i = 0; i < 3; i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "canary-gate-shard 1\npid %d\nrank %d\nhost vm\nslurm_procid %d\n"
+                 "slurm_nodeid %d\nslurm_ntasks 4\nslurm_node n%d\nslurm_step 0\nwarmup 0\n"
+                 "s 0 100 200 -1\n",
+                 100 + i, i, i, i / 2, i / 2 + 1);
+        assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[i], &err), 0);
+    }
+    int64_t r, w;
+    assert_true(cg_shard_rank(&sh[2], &r, &w));
+    assert_int_equal(r, 2);
+    assert_int_equal(w, 4);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 3 (node n2) of a world of 4 wrote nothing"));
+    /* the MPI launcher's size before SLURM_NTASKS */
+    for (int i = 0; i < 3; i++)
+        sh[i].mpi_size = 3;
+    assert_true(cg_shard_rank(&sh[2], &r, &w));
+    assert_int_equal(w, 3);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), 0);
+    /* a SLURM_NTASKS inherited from the gate's own step (no slurm_step) is no world */
+    for (int i = 0; i < 3; i++) {
+        sh[i].mpi_size = -1;
+        sh[i].slurm_step = -1;
+    }
+    assert_true(cg_shard_rank(&sh[2], &r, &w));
+    assert_int_equal(w, -1);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), 0);
+    /* a rank outside a world that came from SLURM_NTASKS says so (one task per node that starts
+     * its own ranks and sets RANK without WORLD_SIZE) */
+    for (int i = 0; i < 3; i++) {
+        sh[i].slurm_step = 0;
+        sh[i].slurm_ntasks = 2;
+    }
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 2 on n2 is outside a world of 2 ranks (its size "
+                                    "from SLURM_NTASKS: RANK is set without WORLD_SIZE)"));
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
+}
+
 static void test_shard_world__a_complete_world_passes(void **state)
 {
     (void)state;
@@ -245,6 +296,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shard_world__placement_lines_are_read),
         cmocka_unit_test(test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task),
+        cmocka_unit_test(test_shard_world__the_world_falls_back_to_mpi_size_then_slurm_ntasks),
         cmocka_unit_test(test_shard_world__a_complete_world_passes),
         cmocka_unit_test(test_shard_world__ranks_keep_their_node_and_gpu_model),
         cmocka_unit_test(test_shard_world__missing_ranks_are_named_with_their_node),

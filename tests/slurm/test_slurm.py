@@ -5,7 +5,8 @@ Starts Debian's Slurm itself (cluster.py: munge, slurmctld, two slurmd named n1 
 host) and runs the NVTX test canary through `srun -N 2 --ntasks-per-node 2` and `sbatch --wait`
 with --shard-dir: the merged step time is the slowest rank's per step; the artifact keeps every
 rank with its node and the nodes' figures; a straggler made slow on purpose is named by the
-diagnosis; a rank that never starts fails the run naming it and its node; a rank that crashes
+diagnosis; a rank that never starts fails the run naming it and its node (also where a wrapper
+sets RANK without WORLD_SIZE: the world is SLURM_NTASKS); a rank that crashes
 under --kill-on-bad-exit is a canary failure (exit 3); a timeout leaves no task, no job and no
 shard directory behind; through sbatch the same, and a timed-out batch job is cancelled; a
 single-process canary gated inside a job of two tasks (sbatch -n 2, srun -n 2) is no rank.
@@ -119,6 +120,18 @@ def run_cases(c, gate, canary):
           "a rank that never starts fails the run naming it and its node (exit %d)"
           % r.returncode)
 
+    # 2b. the same through a wrapper that sets RANK=$SLURM_PROCID and no WORLD_SIZE: the world
+    # is SLURM_NTASKS all the same
+    wrap = os.path.join(c.root, "rankwrap.sh")
+    with open(wrap, "w") as f:
+        f.write("#!/bin/bash\nexport RANK=$SLURM_PROCID\nexec \"%s\" \"$@\"\n" % canary)
+    os.chmod(wrap, 0o755)
+    r, sd = gate_run(c, gate, "b2.json", ["--runs", "1", "--steps", "4", "--warmup", "0", "--"]
+                     + srun + [wrap, "--steps", "5", "--skip-rank", "3"])
+    check(r.returncode == 3 and "rank 3 (node n2) of a world of 4 wrote nothing" in r.stderr,
+          "RANK without WORLD_SIZE: the world is SLURM_NTASKS, a rank that never starts fails "
+          "the run (exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
+
     # 3. a crashing rank with --kill-on-bad-exit
     r, sd = gate_run(c, gate, "c.json", ["--runs", "1", "--steps", "20", "--warmup", "0",
                                          "--timeout", "60", "--"]
@@ -157,22 +170,7 @@ def run_cases(c, gate, canary):
         check(len(run.get("ranks", [])) == 4 and len(run["steps"]) == 6,
               "sbatch --wait: four ranks, six merged steps")
 
-    # 6. sbatch --wait timing out: the job is cancelled
-    r, sd = gate_run(c, gate, "f.json", ["--runs", "1", "--steps", "5", "--warmup", "0",
-                                         "--timeout", "5", "--kill-grace", "2", "--"]
-                     + sbatch + ["--steps", "9", "--hang-at", "2"])
-    check(r.returncode == 3 and "cancelled Slurm job" in r.stderr,
-          "a timed-out batch job is cancelled with scancel (exit %d)" % r.returncode)
-    for _ in range(30):
-        if c.run(["squeue", "-h"]).stdout.strip() == "" and canary_alive(c.root) == []:
-            break
-        time.sleep(0.5)
-    check(c.run(["squeue", "-h"]).stdout.strip() == "", "no batch job is left in the queue")
-    left = canary_alive(c.root)
-    check(left == [], "no canary task of the batch job is left: %s" % left)
-    check(os.listdir(sd) == [], "after the batch timeout the shard directory is empty")
-
-    # 7. a single-process canary gated inside a job of two tasks: the gate in a batch script of
+    # 6. a single-process canary gated inside a job of two tasks: the gate in a batch script of
     # sbatch -n 2, and one gate per task of srun -n 2; the canary inherits the gate's
     # SLURM_PROCID and SLURM_NTASKS and is no rank of a world of 2
     injob = os.path.join(c.root, "injob.sh")
@@ -190,6 +188,21 @@ def run_cases(c, gate, canary):
     check("gate 0 exit 0" in r.stdout and "gate 1 exit 0" in r.stdout,
           "a single process in each task of srun -n 2 is no rank: measured (%s)"
           % (r.stdout + r.stderr).strip()[-300:])
+
+    # 7. sbatch --wait timing out (last: it waits until no job and no task is left): the job is cancelled
+    r, sd = gate_run(c, gate, "f.json", ["--runs", "1", "--steps", "5", "--warmup", "0",
+                                         "--timeout", "5", "--kill-grace", "2", "--"]
+                     + sbatch + ["--steps", "9", "--hang-at", "2"])
+    check(r.returncode == 3 and "cancelled Slurm job" in r.stderr,
+          "a timed-out batch job is cancelled with scancel (exit %d)" % r.returncode)
+    for _ in range(30):
+        if c.run(["squeue", "-h"]).stdout.strip() == "" and canary_alive(c.root) == []:
+            break
+        time.sleep(0.5)
+    check(c.run(["squeue", "-h"]).stdout.strip() == "", "no batch job is left in the queue")
+    left = canary_alive(c.root)
+    check(left == [], "no canary task of the batch job is left: %s" % left)
+    check(os.listdir(sd) == [], "after the batch timeout the shard directory is empty")
 
     if failures:
         print("%d check(s) failed" % len(failures))
