@@ -345,9 +345,11 @@ const char *cg_shard_node(const struct cg_shard *s);
 /* Checks that the shards with steps and a rank hold every rank of the world they report
  * (cg_shard_rank), once each, and agree on its size; shards without a rank or steps take no part,
  * and a run none of whose shards reports a world passes if no rank is there twice. CG_ECANARY
- * naming the ranks and, where block placement tells it, their node: "ranks 8-15 (node n2) of a
- * world of 16 wrote nothing: is canary-gate installed at LIBRARY_DIR on n2, and does the launcher
- * pass ... on?"; a rank reported twice, outside the world, or two world sizes; CG_ENOMEM. */
+ * naming the ranks and, where block placement and a shard of that node tell it, their node:
+ * "ranks 8-15 (node n2) of a world of 16 wrote nothing: is canary-gate installed at LIBRARY_DIR
+ * on n2, and does the launcher pass ... on?" (four groups of ranks listed, the others counted:
+ * "... and 28 more"); a rank reported twice, outside the world, or two world sizes; CG_ENOMEM.
+ * O(n + world). */
 int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
                          struct cg_err *err);
 

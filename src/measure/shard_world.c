@@ -87,35 +87,58 @@ static int64_t node_index(const struct cg_shard *s)
     return s->slurm_step >= 0 && s->slurm_nodeid >= 0 ? s->slurm_nodeid : s->group_rank;
 }
 
-/* The node a missing rank was placed on, into buf: where the ranks ran in blocks of k consecutive
- * ranks per node (Slurm's and torchrun's block placement; k the most ranks any node reported),
- * rank r ran on node index r / k, named by a shard of that index when one reported; "" when that
- * cannot be told. */
-static void missing_node(const struct cg_shard *shards, size_t n, const int64_t *owner,
-                         int64_t world, int64_t r, char *buf, size_t cap)
+/* Where missing ranks ran, told by block placement (Slurm's and torchrun's): when every rank
+ * present ran on node index q / k (k the most ranks present on any node index), missing rank r
+ * ran on node index r / k, and is named by a shard that reported that index (any shard, one
+ * without steps too). named[x]: the shard reporting node index x (x < world), -1 none; k 0 when
+ * the ranks present are not so placed. One pass over the shards and one over the world. */
+struct placement {
+    int64_t k;
+    int64_t *named;
+};
+
+/* Fills p for the ranks present (owner[q]: the shard of rank q, -1 none). 0 or CG_ENOMEM. */
+static int block_placement(const struct cg_shard *shards, size_t n, const int64_t *owner,
+                           int64_t world, struct placement *p, struct cg_err *err)
 {
-    int64_t k = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        int64_t idx = node_index(&shards[i]), per = 0;
-        if (idx < 0)
-            continue;
-        for (int64_t q = 0; q < world; q++)
-            per += owner[q] >= 0 && node_index(&shards[owner[q]]) == idx;
-        k = per > k ? per : k;
+    int64_t *count = calloc((size_t)world, sizeof(*count)); /* ranks present per node index */
+    p->k = 0;
+    p->named = malloc((size_t)world * sizeof(*p->named));
+    if (count == NULL || p->named == NULL) {
+        free(count);
+        free(p->named);
+        p->named = NULL;
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
     }
-    if (k <= 0)
-        return;
-    for (int64_t q = 0; q < world; q++)
-        if (owner[q] >= 0 && (node_index(&shards[owner[q]]) < 0 ||
-                              q / k != node_index(&shards[owner[q]])))
-            return; /* not block placement */
-    for (size_t i = 0; i < n; i++)
-        if (node_index(&shards[i]) == r / k) {
-            snprintf(buf, cap, "node %s", cg_shard_node(&shards[i]));
-            return;
-        }
-    snprintf(buf, cap, "node index %lld", (long long)(r / k));
+    for (int64_t x = 0; x < world; x++)
+        p->named[x] = -1;
+    bool block = true;
+    for (int64_t q = 0; q < world && block; q++) {
+        if (owner[q] < 0)
+            continue;
+        int64_t x = node_index(&shards[owner[q]]);
+        block = x >= 0 && x <= q; /* block placement puts rank q on node index q / k <= q */
+        if (block && ++count[x] > p->k)
+            p->k = count[x];
+    }
+    for (int64_t q = 0; q < world && block && p->k > 0; q++)
+        block = owner[q] < 0 || node_index(&shards[owner[q]]) == q / p->k;
+    free(count);
+    if (!block)
+        p->k = 0;
+    for (size_t i = 0; i < n && p->k > 0; i++) {
+        int64_t x = node_index(&shards[i]);
+        if (x >= 0 && x < world && p->named[x] < 0)
+            p->named[x] = (int64_t)i;
+    }
+    return 0;
+}
+
+/* The shard naming the node missing rank r ran on (struct placement), -1 when it cannot be told:
+ * a node index no shard reported is never named. */
+static int64_t missing_node(const struct placement *p, int64_t r)
+{
+    return p->k > 0 ? p->named[r / p->k] : -1;
 }
 
 /* "rank R reported twice (...)" for the shards owner and s of one rank: CG_ECANARY. */
@@ -216,53 +239,56 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
             owner[r] = (int64_t)i;
         }
     }
-    char missing[CG_ERR_MSG_MAX] = "", node[96] = "", first_node[96] = "";
+    struct placement place = {0, NULL};
+    if (rc == 0)
+        rc = block_placement(shards, n, owner, world, &place, err);
+    /* the missing ranks in groups of consecutive ranks on one node: the first few listed */
+    enum { LISTED = 4 };
+    char missing[CG_ERR_MSG_MAX] = "";
     size_t len = 0;
     int groups = 0;
+    int64_t first_node = -1, unlisted = 0;
     for (int64_t q = 0; q < world && rc == 0;) {
         if (owner[q] >= 0) {
             q++;
             continue;
         }
-        /* one group: consecutive missing ranks on one node */
-        missing_node(shards, n, owner, world, q, node, sizeof(node));
-        int64_t last = q;
-        char next[96];
-        while (last + 1 < world && owner[last + 1] < 0) {
-            missing_node(shards, n, owner, world, last + 1, next, sizeof(next));
-            if (strcmp(next, node) != 0)
-                break;
+        int64_t node = missing_node(&place, q), last = q;
+        while (last + 1 < world && owner[last + 1] < 0 && missing_node(&place, last + 1) == node)
             last++;
-        }
         if (groups == 0)
-            snprintf(first_node, sizeof(first_node), "%s", node);
-        if (groups < 4 && len < sizeof(missing)) {
+            first_node = node;
+        if (groups < LISTED && len < sizeof(missing)) {
+            char where[128] = "";
+            if (node >= 0)
+                snprintf(where, sizeof(where), " (node %s)", cg_shard_node(&shards[node]));
             int k;
             if (last == q)
-                k = snprintf(missing + len, sizeof(missing) - len, "%srank %lld%s%s%s",
-                             groups ? ", " : "", (long long)q, node[0] ? " (" : "", node,
-                             node[0] ? ")" : "");
+                k = snprintf(missing + len, sizeof(missing) - len, "%srank %lld%s",
+                             groups ? ", " : "", (long long)q, where);
             else
                 k = snprintf(missing + len, sizeof(missing) - len,
-                             "%sranks %lld\xe2\x80\x93%lld%s%s%s", groups ? ", " : "",
-                             (long long)q, (long long)last, node[0] ? " (" : "", node,
-                             node[0] ? ")" : "");
+                             "%sranks %lld\xe2\x80\x93%lld%s", groups ? ", " : "", (long long)q,
+                             (long long)last, where);
             len = k > 0 ? len + (size_t)k : len;
+        } else {
+            unlisted += last - q + 1;
         }
         groups++;
         q = last + 1;
     }
     if (rc == 0 && groups > 0) {
-        bool named = strncmp(first_node, "node ", 5) == 0 &&
-                     strncmp(first_node, "node index", 10) != 0;
-        const char *where = named ? first_node + 5 : "every node";
+        char more[48] = "";
+        if (unlisted > 0)
+            snprintf(more, sizeof(more), " and %lld more", (long long)unlisted);
         rc = cg_err_set(err, CG_ECANARY,
                         "%s%s of a world of %lld wrote nothing: is canary-gate installed at %s "
                         "on %s, and does the launcher pass " CG_ENV_SHARD_DIR
                         " and the other CANARY_GATE_* variables on?",
-                        missing, groups > 4 ? " and more" : "", (long long)world, library_dir,
-                        where);
+                        missing, more, (long long)world, library_dir,
+                        first_node >= 0 ? cg_shard_node(&shards[first_node]) : "every node");
     }
+    free(place.named);
     free(owner);
     return rc;
 }
