@@ -49,6 +49,7 @@ void cg_shard_release(struct cg_shard *s)
     free(s->host);
     free(s->slurm_node);
     free(s->slurm_job);
+    free(s->step_range);
     free(s->cuda_version);
     free(s->driver_version);
     free(s->cupti_library);
@@ -101,8 +102,9 @@ int cg_shard_redact(struct cg_shard *shards, size_t n, const struct cg_redact *r
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct cg_shard *s = &shards[i];
-        char **one[] = {&s->host,      &s->slurm_node,   &s->slurm_job,      &s->gpu_reason,
-                        &s->gpu_model, &s->cuda_version, &s->driver_version, &s->cupti_library};
+        char **one[] = {&s->host,         &s->slurm_node,     &s->slurm_job,
+                        &s->step_range,   &s->gpu_reason,     &s->gpu_model,
+                        &s->cuda_version, &s->driver_version, &s->cupti_library};
         for (size_t k = 0; k < sizeof(one) / sizeof(one[0]); k++)
             rc |= redact_str(one[k], r);
         for (size_t k = 0; k < s->n_ops; k++)

@@ -199,6 +199,7 @@ struct cg_shard {
     int64_t world_size, group_rank, slurm_procid, slurm_nodeid, slurm_ntasks, mpi_rank, mpi_size;
     int64_t slurm_step; /* an srun task's step ("slurm_step"): Slurm's rank lines apply only then */
     enum cg_steps_source steps_from;
+    char *step_range;              /* "step_range": the name of its step ranges, NULL when none */
     int64_t warmup;                /* -1 when not recorded */
     bool complete;                 /* "end" seen */
     struct cg_shard_step *steps;   /* by step index */
@@ -348,8 +349,9 @@ const char *cg_shard_node(const struct cg_shard *s);
  * naming the ranks and, where block placement and a shard of that node tell it, their node:
  * "ranks 8-15 (node n2) of a world of 16 wrote nothing: is canary-gate installed at LIBRARY_DIR
  * on n2, and does the launcher pass ... on?" (four groups of ranks listed, the others counted:
- * "... and 28 more"); a rank reported twice, outside the world, or two world sizes; CG_ENOMEM.
- * O(n + world). */
+ * "... and 28 more"); a rank whose shard has no step "rank 1 (pid P on NODE) ... wrote a shard
+ * but marked no step named 'step'" (the install's advice only for ranks with no shard); a rank
+ * reported twice, outside the world, or two world sizes; CG_ENOMEM. O(n + world). */
 int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
                          struct cg_err *err);
 

@@ -637,6 +637,11 @@ static int parse_slurm_node(struct parse_state *ps, struct line *l)
     return rest_str(l, &ps->s->slurm_node);
 }
 
+static int parse_step_range(struct parse_state *ps, struct line *l)
+{
+    return rest_str(l, &ps->s->step_range);
+}
+
 static int parse_slurm_job(struct parse_state *ps, struct line *l)
 {
     return rest_str(l, &ps->s->slurm_job);
@@ -802,7 +807,7 @@ struct record {
     int (*parse)(struct parse_state *ps, struct line *l);
 };
 
-/* Every record key the reader knows. Other keys (step_range, future records) are skipped. */
+/* Every record key the reader knows. Other keys (future records) are skipped. */
 static const struct record records[] = {
     {CG_SHARD_KEY_STEP, parse_step},
     {CG_SHARD_KEY_BUSY, parse_busy},
@@ -834,6 +839,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_SLURM_NODE, parse_slurm_node},
     {CG_SHARD_KEY_SLURM_JOB, parse_slurm_job},
     {CG_SHARD_KEY_SLURM_STEP, parse_slurm_step},
+    {CG_SHARD_KEY_STEP_RANGE, parse_step_range},
     {CG_SHARD_KEY_MPI_RANK, parse_mpi_rank},
     {CG_SHARD_KEY_MPI_SIZE, parse_mpi_size},
     {CG_SHARD_KEY_END, parse_end},

@@ -7,9 +7,14 @@
  * step's SLURM_PROCID and is no rank); its world WORLD_SIZE, else the MPI launcher's size, else
  * SLURM_NTASKS of a task srun started, wherever the rank came from; its node
  * SLURMD_NODENAME, else the host name. Only shards with steps count: a process that marked none (a
- * launcher's agent, a helper) is no rank of the training. Pure; not thread-safe.
+ * launcher's agent, a helper) is no rank of the training, though one with a missing rank's number
+ * is named as the shard of that rank that marked no step. One pass over the shards and one over
+ * the world. Pure; not thread-safe.
  */
 #include "shard.h"
+
+#include "buf.h"
+#include "fmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +146,75 @@ static int64_t missing_node(const struct placement *p, int64_t r)
     return p->k > 0 ? p->named[r / p->k] : -1;
 }
 
+/* The ranks missing from owner (-1) whose process wrote a shard but marked no step, into quiet
+ * (the shard, -1 none): a shard without steps whose rank and world come from where those of the
+ * ranks with steps came from (a launcher's agent with Slurm's rank beside torchrun's ranks is
+ * none of them). */
+static void no_step_shards(const struct cg_shard *shards, size_t n, const int64_t *owner,
+                           int64_t world, int64_t *quiet)
+{
+    enum source ranks_from = FROM_NONE, f, wf;
+    for (int64_t q = 0; q < world; q++)
+        quiet[q] = -1;
+    for (int64_t q = 0; q < world && ranks_from == FROM_NONE; q++)
+        if (owner[q] >= 0)
+            rank_of(&shards[owner[q]], &ranks_from);
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        int64_t r = rank_of(s, &f);
+        if (s->n_steps > 0 || r < 0 || r >= world || owner[r] >= 0 || quiet[r] >= 0 ||
+            (ranks_from != FROM_NONE && f != ranks_from) || world_of(s, &wf) != world)
+            continue;
+        quiet[r] = (int64_t)i;
+    }
+}
+
+/* "rank 1 (pid 11 on vm) [of a world of W] wrote a shard but marked no step named 'step'" into
+ * buf for the ranks quiet names (the first four listed, the others counted; "" when none); the
+ * world named when alone. 0 or CG_ENOMEM. */
+static int no_step_ranks(const struct cg_shard *shards, const int64_t *quiet, int64_t world,
+                         bool alone, char *buf, size_t cap)
+{
+    enum { LISTED = 4 };
+    size_t len = 0;
+    int64_t count = 0, first = -1, listed = 0;
+    buf[0] = '\0';
+    for (int64_t q = 0; q < world; q++)
+        if (quiet[q] >= 0 && count++ == 0)
+            first = quiet[q];
+    if (count == 0)
+        return 0;
+    for (int64_t q = 0; q < world && listed < LISTED && len < cap; q++) {
+        if (quiet[q] < 0)
+            continue;
+        const struct cg_shard *s = &shards[quiet[q]];
+        const char *lead = count > 1 ? "ranks " : "rank ";
+        int k = snprintf(buf + len, cap - len, "%s%lld (pid %lld on %s)", listed > 0 ? ", " : lead,
+                         (long long)q, (long long)s->pid, cg_shard_node(s));
+        len = k > 0 ? len + (size_t)k : len;
+        listed++;
+    }
+    struct cg_buf name;
+    cg_buf_init(&name, 512);
+    const char *range = shards[first].step_range;
+    if (range != NULL && cg_term_escape(&name, range, 100) != 0) {
+        cg_buf_release(&name);
+        return CG_ENOMEM;
+    }
+    char more[48] = "", of[48] = "", named[160] = "";
+    if (count > listed)
+        snprintf(more, sizeof(more), " and %lld more", (long long)(count - listed));
+    if (alone)
+        snprintf(of, sizeof(of), " of a world of %lld", (long long)world);
+    if (range != NULL)
+        snprintf(named, sizeof(named), " named '%s'", cg_buf_str(&name));
+    if (len < cap)
+        snprintf(buf + len, cap - len, "%s%s %s but marked no step%s", more, of,
+                 count > 1 ? "each wrote a shard" : "wrote a shard", named);
+    cg_buf_release(&name);
+    return 0;
+}
+
 /* "rank R reported twice (...)" for the shards owner and s of one rank: CG_ECANARY. */
 static int twice_error(const struct cg_shard *o, const struct cg_shard *s, int64_t r,
                        struct cg_err *err)
@@ -240,8 +314,13 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
         }
     }
     struct placement place = {0, NULL};
+    int64_t *quiet = NULL; /* a rank's shard without steps, -1 none */
     if (rc == 0)
         rc = block_placement(shards, n, owner, world, &place, err);
+    if (rc == 0 && (quiet = malloc((size_t)world * sizeof(*quiet))) == NULL)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+    if (rc == 0)
+        no_step_shards(shards, n, owner, world, quiet);
     /* the missing ranks in groups of consecutive ranks on one node: the first few listed */
     enum { LISTED = 4 };
     char missing[CG_ERR_MSG_MAX] = "";
@@ -249,12 +328,13 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
     int groups = 0;
     int64_t first_node = -1, unlisted = 0;
     for (int64_t q = 0; q < world && rc == 0;) {
-        if (owner[q] >= 0) {
+        if (owner[q] >= 0 || quiet[q] >= 0) {
             q++;
             continue;
         }
         int64_t node = missing_node(&place, q), last = q;
-        while (last + 1 < world && owner[last + 1] < 0 && missing_node(&place, last + 1) == node)
+        while (last + 1 < world && owner[last + 1] < 0 && quiet[last + 1] < 0 &&
+               missing_node(&place, last + 1) == node)
             last++;
         if (groups == 0)
             first_node = node;
@@ -267,9 +347,8 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
                 k = snprintf(missing + len, sizeof(missing) - len, "%srank %lld%s",
                              groups ? ", " : "", (long long)q, where);
             else
-                k = snprintf(missing + len, sizeof(missing) - len,
-                             "%sranks %lld\xe2\x80\x93%lld%s", groups ? ", " : "", (long long)q,
-                             (long long)last, where);
+                k = snprintf(missing + len, sizeof(missing) - len, "%sranks %lld\xe2\x80\x93%lld%s",
+                             groups ? ", " : "", (long long)q, (long long)last, where);
             len = k > 0 ? len + (size_t)k : len;
         } else {
             unlisted += last - q + 1;
@@ -277,17 +356,24 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
         groups++;
         q = last + 1;
     }
+    char no_step[CG_ERR_MSG_MAX] = "";
+    if (rc == 0 && no_step_ranks(shards, quiet, world, groups == 0, no_step, sizeof(no_step)) != 0)
+        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
     if (rc == 0 && groups > 0) {
         char more[48] = "";
         if (unlisted > 0)
             snprintf(more, sizeof(more), " and %lld more", (long long)unlisted);
         rc = cg_err_set(err, CG_ECANARY,
-                        "%s%s of a world of %lld wrote nothing: is canary-gate installed at %s "
+                        "%s%s%s%s of a world of %lld wrote nothing: is canary-gate installed at %s "
                         "on %s, and does the launcher pass " CG_ENV_SHARD_DIR
                         " and the other CANARY_GATE_* variables on?",
-                        missing, more, (long long)world, library_dir,
+                        no_step, no_step[0] ? "; " : "", missing, more, (long long)world,
+                        library_dir,
                         first_node >= 0 ? cg_shard_node(&shards[first_node]) : "every node");
+    } else if (rc == 0 && no_step[0] != '\0') {
+        rc = cg_err_set(err, CG_ECANARY, "%s: every rank must mark its steps", no_step);
     }
+    free(quiet);
     free(place.named);
     free(owner);
     return rc;

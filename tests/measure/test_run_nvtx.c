@@ -620,6 +620,27 @@ static void test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank(void **sta
     unlink("nvtx-injob.log");
 }
 
+/* Two ranks (RANK, WORLD_SIZE 2), rank 1 marking ranges "compute" only: the run fails saying
+ * rank 1 wrote a shard but marked no step named 'step', never that it wrote nothing (the
+ * library's install and the launcher's environment were fine). */
+static void test_run__a_rank_without_steps_is_not_called_missing(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *two = "RANK=0 WORLD_SIZE=2 \"$0\" --steps 4 --step-ms 1 & "
+                      "RANK=1 WORLD_SIZE=2 \"$0\" --steps 4 --step-ms 1 --no-steps; wait";
+    const char *args[] = {
+        "run", "--out", "nvtx-quiet.json", "--runs", "1", "--steps", "3", "--warmup",
+        "1",   "--",    "/bin/sh",         "-c",     two, CANARY,    NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 3);
+    if (strstr(r.err, "rank 1 (pid ") == NULL ||
+        strstr(r.err, "of a world of 2 wrote a shard but marked no step named 'step'") == NULL ||
+        strstr(r.err, "installed") != NULL)
+        fail_msg("%s", r.err);
+    unlink("nvtx-quiet.log");
+}
+
 /* Variables of the injection library inherited from the user's environment: those the launcher
  * owns are set or removed whatever the user had (a stray trace window would slow every step),
  * and said so; the user's settings of the library (CANARY_GATE_CUPTI) reach the canary and are
@@ -1178,6 +1199,7 @@ int main(void)
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank),
+        cmocka_unit_test(test_run__a_rank_without_steps_is_not_called_missing),
         cmocka_unit_test(test_run__inherited_library_variables_are_ignored_or_reported),
         cmocka_unit_test(
             test_run__inherited_variables_are_named_once_by_a_command_of_two_collectors),

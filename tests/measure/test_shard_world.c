@@ -224,7 +224,8 @@ static void test_shard_world__missing_ranks_are_named_with_their_node(void **sta
     cg_err_init(&err);
     assert_int_equal(cg_shard_check_world(sh, 8, "/usr/lib/canary-gate", &err), CG_ECANARY);
     /* no shard reports node index 1: its name, and that it is one node, cannot be told */
-    assert_non_null(strstr(err.msg, "ranks 8\xe2\x80\x93" "15 of a world of 16 wrote nothing"));
+    assert_non_null(strstr(err.msg, "ranks 8\xe2\x80\x93"
+                                    "15 of a world of 16 wrote nothing"));
     assert_null(strstr(err.msg, "node index"));
     assert_non_null(strstr(err.msg, "installed at /usr/lib/canary-gate"));
     assert_non_null(strstr(err.msg, "CANARY_GATE_"));
@@ -265,7 +266,8 @@ static void test_shard_world__a_large_world_is_checked_in_linear_time(void **sta
     double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
     if (cpu_s > 0.5)
         fail_msg("the world check took %.1f s of CPU", cpu_s);
-    assert_non_null(strstr(err.msg, "ranks 2\xe2\x80\x93" "65535 of a world of 65536 wrote nothing"));
+    assert_non_null(strstr(err.msg, "ranks 2\xe2\x80\x93"
+                                    "65535 of a world of 65536 wrote nothing"));
     assert_null(strstr(err.msg, "node index"));
     for (int i = 0; i < 2; i++)
         cg_shard_release(&sh[i]);
@@ -278,6 +280,59 @@ static void test_shard_world__a_large_world_is_checked_in_linear_time(void **sta
                                     "wrote nothing"));
     for (int i = 0; i < 32; i++)
         cg_shard_release(&even[i]);
+}
+
+/* A rank whose library loaded and wrote a shard but that marked no step (steps wrapped in
+ * "if rank == 0", or named otherwise on one rank) is said to be so, with its pid and node: it
+ * was "wrote nothing: is canary-gate installed ...", which sent the user after the install and
+ * the launcher's environment, both fine. That advice stays for ranks with no shard at all. */
+static void
+test_shard_world__a_rank_that_marked_no_step_is_told_from_one_that_wrote_nothing(void **state)
+{
+    (void)state;
+    struct cg_shard sh[2];
+    struct cg_err err;
+    cg_err_init(&err);
+    for (int i = 0; i < 2; i++) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "canary-gate-shard 1\npid %d\nrank %d\nhost vm\nworld_size %d\nwarmup 0\n"
+                 "step_range train\\x09step\n%s",
+                 10 + i, i, 2, i == 0 ? "s 0 100 200 -1\n" : "");
+        assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[i], &err), 0);
+    }
+    assert_int_equal(cg_shard_check_world(sh, 2, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 1 (pid 11 on vm) of a world of 2 wrote a shard but "
+                                    "marked no step named 'train?step'"));
+    assert_null(strstr(err.msg, "installed"));
+    cg_shard_release(&sh[1]);
+    /* in a world of 3, rank 1 marked no step and rank 2 wrote nothing: both said */
+    const char *one = "canary-gate-shard 1\npid 11\nrank 1\nhost vm\nworld_size 3\nwarmup 0\n"
+                      "step_range step\n";
+    assert_int_equal(cg_shard_parse(one, strlen(one), "t", &sh[1], &err), 0);
+    sh[0].world_size = 3;
+    assert_int_equal(cg_shard_check_world(sh, 2, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 1 (pid 11 on vm) wrote a shard but marked no step "
+                                    "named 'step'; rank 2 of a world of 3 wrote nothing: is "
+                                    "canary-gate installed at /x"));
+    for (int i = 0; i < 2; i++)
+        cg_shard_release(&sh[i]);
+    /* six ranks of 8 with no step: four listed, two counted */
+    struct cg_shard eight[8];
+    for (int i = 0; i < 8; i++) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "canary-gate-shard 1\npid %d\nrank %d\nhost vm\nworld_size 8\nwarmup 0\n"
+                 "step_range step\n%s",
+                 10 + i, i, i < 2 ? "s 0 100 200 -1\n" : "");
+        assert_int_equal(cg_shard_parse(text, strlen(text), "t", &eight[i], &err), 0);
+    }
+    assert_int_equal(cg_shard_check_world(eight, 8, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "ranks 2 (pid 12 on vm), 3 (pid 13 on vm), 4 (pid 14 on vm), "
+                                    "5 (pid 15 on vm) and 2 more of a world of 8 each wrote a "
+                                    "shard but marked no step named 'step'"));
+    for (int i = 0; i < 8; i++)
+        cg_shard_release(&eight[i]);
 }
 
 static void test_shard_world__duplicates_and_disagreements_fail(void **state)
@@ -341,6 +396,8 @@ int main(void)
         cmocka_unit_test(test_shard_world__ranks_keep_their_node_and_gpu_model),
         cmocka_unit_test(test_shard_world__missing_ranks_are_named_with_their_node),
         cmocka_unit_test(test_shard_world__a_large_world_is_checked_in_linear_time),
+        cmocka_unit_test(
+            test_shard_world__a_rank_that_marked_no_step_is_told_from_one_that_wrote_nothing),
         cmocka_unit_test(test_shard_world__duplicates_and_disagreements_fail),
         cmocka_unit_test(test_shard_world__shards_without_rank_or_steps_take_no_part),
     };
