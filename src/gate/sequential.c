@@ -212,6 +212,12 @@ void cg_seq_look_thresholds(const struct cg_seq_plan *p, size_t k, const struct 
         enum cg_metric m = timing_metrics[i];
         out->metric[m].alpha = cg_seq_look_alpha(p, m, k, t->metric[m].alpha);
     }
+    /* memory's tests of the runs (verdict.c: Mann-Whitney where the sides' runs overlap, the
+     * share of runs grown) are made at each look too: spent as the step time mean's */
+    const enum cg_metric memory[] = {CG_M_PEAK_DEVICE_MEMORY, CG_M_PEAK_HOST_RSS};
+    for (size_t i = 0; i < sizeof(memory) / sizeof(memory[0]); i++)
+        out->metric[memory[i]].alpha = cg_seq_look_alpha(
+            p, CG_M_STEP_TIME_MEAN, k, cg_verdict_memory_alpha(&t->metric[memory[i]]));
     /* the gated shares of the anatomy: spent as the step time mean's */
     for (int g = 0; g < CG_ANAT_GATES; g++)
         out->anatomy[g].alpha = cg_seq_look_alpha(p, CG_M_STEP_TIME_MEAN, k, t->anatomy[g].alpha);

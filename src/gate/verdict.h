@@ -86,6 +86,11 @@ struct cg_metric_result {
  * compared between the sides by Fisher's exact test at this alpha (verdict.c, grown_share). */
 #define CG_MEMORY_GROWN_ALPHA 0.05
 
+/* The level of memory's tests of the runs (the runs grown, the runs of overlapping sides): the
+ * thresholds' alpha of that metric when given (the main command's looks spend it), else
+ * CG_MEMORY_GROWN_ALPHA. */
+double cg_verdict_memory_alpha(const struct cg_metric_limits *lim);
+
 /* Process states (floor.h): the share of each side's runs outside the pooled fast state, the
  * current side's against the baseline's, one-sided (Fisher's exact test). A change that makes a
  * slow state likelier (a bad algorithm choice in some processes) leaves the fast state's floor

@@ -334,8 +334,10 @@ static bool integrity_headline(const struct cg_verdict *v, char *dst, size_t n)
                          "did not (the canary's steps no longer carry tokens)");
         return true;
     }
-    /* ab measures both sides now: its pairs have their own rule */
-    if (v->weak_baseline && mean->method != CG_METHOD_PAIRED) {
+    /* ab measures both sides now: its pairs have their own rule; and with timing not gated
+     * (--only) a short baseline explains nothing */
+    if (v->weak_baseline && mean->method != CG_METHOD_PAIRED &&
+        mean->outcome == CG_OUT_INCONCLUSIVE) {
         size_t runs = v->baseline->n_runs;
         long long need = (long long)v->baseline_runs_needed;
         cg_fmt_pct(mean->delta_pct, d, sizeof(d));
