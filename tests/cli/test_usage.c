@@ -325,6 +325,87 @@ static void test_usage__pre_merge_baseline_needs_a_value(void **state)
     }
 }
 
+/* ci/pre-merge with args (NULL-ended) in w, the tool a stand-in that writes its arguments, one a
+ * line, to w/argv.txt (removed first); the exit code. */
+static int pre_merge_args(const struct cg_workdir *w, const char *const *args)
+{
+    static char bin[400];
+    if (!cg_workdir_exists(w, "fake-bin")) {
+        assert_int_equal(mkdir(cg_workdir_in(w, "fake-bin"), 0755), 0);
+        FILE *f = fopen(cg_workdir_in(w, "fake-bin/canary-gate"), "w");
+        assert_non_null(f);
+        fprintf(f, "#!/bin/sh\nprintf '%%s\\n' \"$@\" >'%s'\n", cg_workdir_in(w, "argv.txt"));
+        fclose(f);
+        assert_int_equal(chmod(cg_workdir_in(w, "fake-bin/canary-gate"), 0755), 0);
+    }
+    snprintf(bin, sizeof(bin), "CANARY_GATE_BIN=%s", cg_workdir_in(w, "fake-bin"));
+    unlink(cg_workdir_in(w, "argv.txt"));
+    const char *env[] = {bin, NULL};
+    return cg_workdir_run(w, CG_SOURCE_DIR "/ci/pre-merge", env, args, &proc);
+}
+
+/* A user's own --out or --report (also as --out=FILE, or abbreviated as getopt_long takes it:
+ * --rep) replaced ci/pre-merge's, until the tool refused an option given twice with different
+ * values: the pair exited 2 naming './pre-merge/report.md', a path the user never wrote, and as
+ * a pre-push hook blocked the push. The wrapper now gives its own only for what the user did not
+ * give; --baseline=FILE and its abbreviations are the wrapper's --baseline; with --record, an
+ * --out beside another --baseline is refused in the wrapper's words. Then for real. */
+static void test_usage__pre_merge_lets_the_users_out_and_report_replace_its_own(void **state)
+{
+    const struct cg_workdir *w = *state;
+    static const struct {
+        const char *args[8];
+        const char *argv; /* what the tool is given, exactly */
+    } cases[] = {
+        {{"--baseline", "b.json", "--report", "my.md", "--", "true", NULL},
+         "--baseline\nb.json\n--out\n./pre-merge/canary-run.json\n--report\nmy.md\n--\ntrue\n"},
+        {{"--baseline", "b.json", "--out=o.json", "--rep", "r.md", NULL},
+         "--baseline\nb.json\n--out=o.json\n--rep\nr.md\n"},
+        {{"--baseline=b.json", "--runs", "3", NULL},
+         "--baseline\nb.json\n--out\n./pre-merge/canary-run.json\n--report\n"
+         "./pre-merge/report.md\n--runs\n3\n"},
+        {{"--basel", "b.json", NULL},
+         "--baseline\nb.json\n--out\n./pre-merge/canary-run.json\n--report\n"
+         "./pre-merge/report.md\n"},
+        {{"--record", "--baseline", "b.json", "--runs", "1", "--", "true", NULL},
+         "run\n--out\nb.json\n--runs\n1\n--\ntrue\n"},
+        {{"--record", "--out", "other.json", "--", "true", NULL},
+         "run\n--out\nother.json\n--\ntrue\n"},
+        {{"--record", "--baseline", "b.json", "--ou=b.json", NULL}, "run\n--ou=b.json\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc = pre_merge_args(w, cases[i].args);
+        const char *got = cg_workdir_exists(w, "argv.txt") ? cg_workdir_read(w, "argv.txt") : "";
+        if (rc != 0 || strcmp(got, cases[i].argv) != 0)
+            fail_msg("case %zu: exit %d, the tool given:\n%s\nexpected:\n%s\n%s", i, rc, got,
+                     cases[i].argv, proc.err);
+    }
+    /* --record saves --baseline's file: another --out is refused, naming both */
+    const char *both[] = {"--record", "--baseline", "b.json", "--out", "other.json", NULL};
+    assert_int_equal(pre_merge_args(w, both), 2);
+    assert_false(cg_workdir_exists(w, "argv.txt"));
+    assert_string_equal(proc.err, "ci/pre-merge: --out 'other.json' and --baseline 'b.json' both "
+                                  "name the baseline that --record saves: give --baseline "
+                                  "alone\n");
+
+    /* for real: recorded, then gated with the user's own report */
+    const char *env[] = {"CANARY_GATE_BIN=" CG_BINARY_DIR, NULL};
+#define SHORT "--runs", "1", "--steps", "3", "--warmup", "1"
+#define CANARY "--", CG_BINARY_DIR "/tests/canaries/nvtx-canary"
+    const char *rec[] = {"--record", "--baseline", "b.json", SHORT, CANARY, NULL};
+    assert_int_equal(cg_workdir_run(w, CG_SOURCE_DIR "/ci/pre-merge", env, rec, &proc), 0);
+    assert_true(cg_workdir_exists(w, "b.json"));
+    const char *gate[] = {"--baseline", "b.json", "--report", "my.md", SHORT, CANARY, NULL};
+#undef SHORT
+#undef CANARY
+    int rc = cg_workdir_run(w, CG_SOURCE_DIR "/ci/pre-merge", env, gate, &proc);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, proc.err);
+    assert_true(cg_workdir_exists(w, "my.md"));
+    assert_false(cg_workdir_exists(w, "pre-merge/report.md"));
+    assert_true(cg_workdir_exists(w, "pre-merge/canary-run.json"));
+}
+
 /* ---- the licence ------------------------------------------------------------------------- */
 
 static void test_usage__the_licence_is_stated_alike_everywhere(void **state)
@@ -369,6 +450,7 @@ int main(void)
         IN_WORKDIR(test_usage__completion_knows_history_and_the_options_values),
         IN_WORKDIR(test_usage__ci_scripts_answer_help),
         IN_WORKDIR(test_usage__pre_merge_baseline_needs_a_value),
+        IN_WORKDIR(test_usage__pre_merge_lets_the_users_out_and_report_replace_its_own),
         cmocka_unit_test(test_usage__the_licence_is_stated_alike_everywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
