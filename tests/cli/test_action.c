@@ -518,6 +518,11 @@ static void test_action__gate_script_takes_a_pytorch_teams_options(void **state)
                                            "already gives: set the input 'thresholds' instead"},
         {"INPUT_ARGS=--report=r.md", "input args gives --report, which the action already "
                                      "gives (for its own outputs): leave it out"},
+        /* also abbreviated, as the tool's getopt_long takes it */
+        {"INPUT_ARGS=--thresh strict", "input args gives --thresh (--thresholds), which the "
+                                       "action already gives: set the input 'thresholds' instead"},
+        {"INPUT_ARGS=--rep=x.md", "input args gives --rep (--report), which the action already "
+                                  "gives (for its own outputs): leave it out"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(unlink(cg_workdir_in(d, "argv.txt")), 0);
@@ -532,6 +537,21 @@ static void test_action__gate_script_takes_a_pytorch_teams_options(void **state)
         assert_non_null(f);
         fclose(f);
     }
+
+    /* a whole option name that begins a longer one the action gives is that option, as for
+     * the tool (--steps beside the steps-from input) */
+    const char *steps[] = {bin,
+                           "INPUT_BASELINE=main.json",
+                           "INPUT_OUTPUT_DIR=out",
+                           "INPUT_STEPS_FROM=nvtx",
+                           "INPUT_ARGS=--steps 20",
+                           NULL};
+    assert_int_equal(script(d, "action-gate", steps, NULL), 0);
+    argv = slurp(cg_workdir_in(d, "argv.txt"));
+    assert_non_null(argv);
+    assert_non_null(strstr(argv, "\n--steps-from\nnvtx\n"));
+    assert_non_null(strstr(argv, "\n--steps\n20\n"));
+    free(argv);
 
     /* for real: a canary whose steps carry no tokens, 3 steps after 1, left to finish its 6 */
     char gh_out[600];
@@ -557,6 +577,43 @@ static void test_action__gate_script_takes_a_pytorch_teams_options(void **state)
     assert_int_equal(a.runs[0].steps[0].tokens, 8192);
     assert_true(a.runs[0].stopped_after_steps < 0); /* it finished by itself */
     cg_artifact_release(&a);
+}
+
+/* ci/action-gate reads a word of args as getopt_long does: the whole name, or a beginning of an
+ * option's name unless that is another option's whole name (--steps is not --steps-from). Its
+ * list of such whole names is the tool's: the options of the main command and of ab whose name
+ * begins a longer one's, as their --help names them. */
+static void test_action__gate_scripts_whole_option_names_are_the_tools(void **state)
+{
+    struct cg_workdir *d = *state;
+    char *text = slurp(CG_SOURCE_DIR "/ci/action-gate");
+    assert_non_null(text);
+    const char *line = strstr(text, "\nwhole_names=\"");
+    assert_non_null(line);
+    char known[256];
+    snprintf(known, sizeof(known), "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+    free(text);
+    for (int c = 0; c < 2; c++) {
+        const char *help_args[] = {c == 0 ? "gate" : "ab", "--help", NULL};
+        assert_int_equal(cg_workdir_run(d, CG_TOOL_PATH, NULL, help_args, &proc), 0);
+        char names[128][32]; /* every --name the help writes (some only in another's line) */
+        size_t n = 0;
+        for (const char *p = strstr(proc.out, "--"); p != NULL && n < 128; p = strstr(p + 2, "--"))
+            if (p[2] >= 'a' && p[2] <= 'z')
+                snprintf(names[n++], sizeof(names[0]), "%.*s",
+                         (int)strspn(p, "-abcdefghijklmnopqrstuvwxyz"), p);
+        assert_true(n > 20);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++) {
+                size_t len = strlen(names[i]);
+                char word[40];
+                snprintf(word, sizeof(word), " %s ", names[i]);
+                if (i != j && strncmp(names[j], names[i], len) == 0 && names[j][len] != '\0' &&
+                    strstr(known, word) == NULL)
+                    fail_msg("%s begins %s (%s), not in ci/action-gate's %s", names[i], names[j],
+                             help_args[0], known);
+            }
+    }
 }
 
 /* A fake GitHub for pull request 12 of o/r and its event file in d; *event and *api get the
@@ -1162,6 +1219,7 @@ int main(void)
         cmocka_unit_test(test_action__is_complete_and_consistent),
         cmocka_unit_test(test_action__example_workflows_are_valid),
         IN_WORKDIR(test_action__gate_script_takes_a_pytorch_teams_options),
+        IN_WORKDIR(test_action__gate_scripts_whole_option_names_are_the_tools),
         IN_WORKDIR(test_action__gate_script_records_then_gates_the_builtin_canary),
         IN_WORKDIR(test_action__gate_script_comments_on_a_pull_request),
         IN_WORKDIR(test_action__command_with_a_line_break_is_refused),
