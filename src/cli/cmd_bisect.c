@@ -67,7 +67,7 @@ static const char usage_text[] =
     "  --runs N               pairs per look (default 6, at least 3; a count: 1 run)\n"
     "  --max-runs N           pairs per commit at most while it is unresolved, and the bad\n"
     "                         end's as the budget allows (default 2 x --runs; below --runs\n"
-    "                         is refused)\n"
+    "                         is refused; a count: unused)\n"
     "  --budget SEC           time of the whole bisection at most (builds and canaries); a look\n"
     "                         or a commit is only begun when its estimated time fits\n"
     "  --spending NAME        alpha over a commit's looks: pocock (default), obrien-fleming,\n"
@@ -945,16 +945,18 @@ int cmd_bisect(int argc, char **argv)
         return cg_cmd_fail(&err);
     s.pairs = o.m.runs > 0 ? o.m.runs : BISECT_DEFAULT_PAIRS;
     s.max_pairs = o.seq.max_runs > 0 ? o.seq.max_runs : 2 * s.pairs;
-    if (o.m.runs > 0 && (rc = cg_cmd_seq_check("bisect", &o.seq, s.pairs, true)) != 0)
-        return rc;
-    if (s.max_pairs < s.pairs) /* --runs' default: the same refusal, saying so */
-        return cg_cmd_usage_error("bisect",
-                                  "--max-runs %ld is below --runs %ld (its default): the first "
-                                  "look alone takes more; give --max-runs %ld at least",
-                                  s.max_pairs, s.pairs, s.pairs);
     s.budget_s = o.seq.budget_s;
-    if (!exact(&s) && (rc = check_pairs(&s)) != 0)
-        return rc;
+    if (!exact(&s)) { /* a count takes one run per commit: --runs and --max-runs are timing's */
+        if (o.m.runs > 0 && (rc = cg_cmd_seq_check("bisect", &o.seq, s.pairs, true)) != 0)
+            return rc;
+        if (s.max_pairs < s.pairs) /* --runs' default: the same refusal, saying so */
+            return cg_cmd_usage_error("bisect",
+                                      "--max-runs %ld is below --runs %ld (its default): the "
+                                      "first look alone takes more; give --max-runs %ld at least",
+                                      s.max_pairs, s.pairs, s.pairs);
+        if ((rc = check_pairs(&s)) != 0)
+            return rc;
+    }
     struct cg_outputs paths;
     cg_outputs_init(&paths);
     cg_cmd_add_thresholds(&paths, o.m.thresholds);

@@ -751,8 +751,9 @@ static void test_bisect__bad_input_is_one_line(void **state)
 }
 
 /* --max-runs below --runs was raised to --runs without a word, and a later message quoted the
- * raised value as the user's; 'ab' and the main command refuse it, and so does bisect, also
- * against --runs' default of 6. */
+ * raised value as the user's; 'ab' and the main command refuse it, and so does bisect of a
+ * timing metric, also against --runs' default of 6. A count takes one run per commit and uses
+ * neither: its --max-runs 1 (refused as "below --runs 6 (its default)") is taken, as it was. */
 static void test_bisect__max_runs_below_runs_is_refused(void **state)
 {
     struct cg_workdir *w = *state;
@@ -768,12 +769,20 @@ static void test_bisect__max_runs_below_runs_is_refused(void **state)
         fail_msg("no refusal in:\n%s", proc.err);
     const char *nl = strchr(proc.err, '\n'); /* one line */
     assert_true(nl != NULL && nl[1] == '\0');
-    const char *dflt[] = {"bisect", "--repo", "repo",        "--good", "HEAD~3",
-                          "--bad",  "HEAD",   "--max-runs",  "4",      "--metric",
-                          "ranges", "--",     "./canary.sh", NULL};
+    const char *dflt[] = {"bisect", "--repo",     "repo", "--good", "HEAD~3",      "--bad",
+                          "HEAD",   "--max-runs", "4",    "--",     "./canary.sh", NULL};
     assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, env, dflt, &proc), 2);
     if (strstr(proc.err, "--max-runs 4 is below --runs 6 (its default)") == NULL)
         fail_msg("no refusal in:\n%s", proc.err);
+    /* a count: one run per commit, whatever --runs and --max-runs say */
+    static const char *const count[][7] = {
+        {"--metric", "ranges", "--max-runs", "1", NULL},
+        {"--metric", "ranges", "--runs", "3", "--max-runs", "1", NULL}};
+    for (size_t k = 0; k < 2; k++) {
+        int rc = bisect(w, count[k]);
+        if (rc != 0 || strstr(proc.err, "ranges, one run per commit") == NULL)
+            fail_msg("case %zu: exit %d, a bisection expected:\n%s", k, rc, proc.err);
+    }
 }
 
 /* A repository of SHA-256 object names (git init --object-format=sha256): every commit was
