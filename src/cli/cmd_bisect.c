@@ -53,8 +53,8 @@ static const char usage_text[] =
     "like good when it is clearly below that, between when it is apart from both (the\n"
     "regression came in steps: each step is searched), else unresolved (a neighbour is probed).\n"
     "A commit that does not build or whose canary fails is skipped. An absolute path into your\n"
-    "checkout in CMD or --build is refused when the commits hold it (every commit would use\n"
-    "yours): name it relative to the repository's root.\n"
+    "checkout in CMD (a 'sh -c' string's too) or --build is refused when the commits hold it\n"
+    "(every commit would use yours): name it relative to the repository's root.\n"
     "\n"
     "  --good A               the last commit known to be fast (any name git knows)\n"
     "  --bad B                the commit known to be slow\n"
@@ -738,12 +738,13 @@ static void remove_stale(const char *dir, void *ctx)
     cg_worktree_remove(s->repo, dir, &err); /* the directory's removal is checked by the caller */
 }
 
-/* The canary's words and --build's command line, for absolute paths into the user's checkout
- * (tmp_prefix: the bisection's worktrees, passed over): the canary and --build run in each
- * probed commit's worktree, and a path into the checkout makes every commit run the checkout's
- * (the ends measured alike: "nothing to find" of a real regression). A path to what either end
- * holds is refused; one to what neither holds (data of the checkout's) is warned about, and
- * kept in s->checkout_path. 0, or the usage error's exit code. */
+/* The canary's words (each also as a shell line's, the string of 'sh -c': worktree.h) and
+ * --build's command line, for absolute paths into the user's checkout (tmp_prefix: the
+ * bisection's worktrees, passed over): the canary and --build run in each probed commit's
+ * worktree, and a path into the checkout makes every commit run the checkout's (the ends
+ * measured alike: "nothing to find" of a real regression). A path to what either end holds is
+ * refused; one to what neither holds (data of the checkout's) is warned about, and kept in
+ * s->checkout_path. 0, or the usage error's exit code. */
 static int check_checkout_paths(struct session *s, const char *tmp_prefix)
 {
     struct cg_worktree_path found[4];

@@ -405,10 +405,11 @@ static bool path_inside(const char *top, const char *skip, const char *text, siz
     return true;
 }
 
-size_t cg_worktree_paths_in(const char *top, const char *skip, const char *text, bool shell,
-                            struct cg_worktree_path *out, size_t max)
+/* The paths of text read as one word (seps "") or as a shell line's words (seps its blanks,
+ * quotes and operators). */
+static size_t paths_in_words(const char *top, const char *skip, const char *text, const char *seps,
+                             struct cg_worktree_path *out, size_t max)
 {
-    const char *seps = shell ? " \t\n;&|()<>`'\"" : "";
     size_t k = 0;
     for (const char *p = text; *p != '\0' && k < max;) {
         size_t word = strcspn(p, seps);
@@ -426,6 +427,22 @@ size_t cg_worktree_paths_in(const char *top, const char *skip, const char *text,
         p += strspn(p, seps);
     }
     return k;
+}
+
+size_t cg_worktree_paths_in(const char *top, const char *skip, const char *text, bool shell,
+                            struct cg_worktree_path *out, size_t max)
+{
+    static const char shell_seps[] = " \t\n;&|()<>`'\"";
+    if (shell)
+        return paths_in_words(top, skip, text, shell_seps, out, max);
+    /* one argument: its paths as written when each names what exists ('/x/my data.txt'), else
+     * its words as a shell line's too (the string of 'sh -c', 'bash -c "exec /x/train.sh"') */
+    size_t k = paths_in_words(top, skip, text, "", out, max);
+    struct stat st;
+    bool exist = k > 0;
+    for (size_t j = 0; j < k && exist; j++)
+        exist = lstat(out[j].path, &st) == 0;
+    return exist ? k : paths_in_words(top, skip, text, shell_seps, out, max);
 }
 
 bool cg_git_has_path(const char *repo, const char *sha, const char *rel)

@@ -881,6 +881,62 @@ static void test_bisect__a_canary_in_the_users_checkout_is_refused(void **state)
         fail_msg("exit %d, 0 and a note expected:\n%s", rc, proc.err);
 }
 
+/* A path into the checkout inside a shell's command string ('bash -c "exec $PWD/canary.sh"',
+ * the usual way to give a canary with a 'cd', a pipe or a variable) was never looked for: every
+ * commit ran the checkout's canary and bisect said "nothing to find" (exit 0, no warning). An
+ * argument is now also read as a shell line's words (split at blanks, quotes and operators),
+ * unless it names what exists as it stands ('.../my data.txt'); relative commands are run as
+ * before, without a warning. */
+static void test_bisect__a_checkout_path_in_a_shell_command_is_refused(void **state)
+{
+    struct cg_workdir *w = *state;
+    make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
+    const char *setup[] = {"-c", "echo data > 'repo/my data.txt'", NULL};
+    assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, setup, &proc), 0);
+    char top[300], script[300], exec_line[400], cd_line[400], env_line[400], semi[400];
+    char data[300];
+    snprintf(top, sizeof(top), "%s", cg_workdir_in(w, "repo"));
+    snprintf(script, sizeof(script), "%s", cg_workdir_in(w, "repo/canary.sh"));
+    snprintf(exec_line, sizeof(exec_line), "exec %s", script);
+    snprintf(cd_line, sizeof(cd_line), "cd \"%s\" && ./canary.sh | cat", top);
+    snprintf(env_line, sizeof(env_line), "X=1 %s --quiet", script);
+    snprintf(semi, sizeof(semi), "%s;true", script);
+    snprintf(data, sizeof(data), "%s", cg_workdir_in(w, "repo/my data.txt"));
+    struct {
+        const char *canary[6], *named, *instead;
+    } refused[] = {
+        {{"bash", "-c", exec_line, NULL}, script, "'./canary.sh'"},
+        {{"sh", "-c", cd_line, NULL}, top, "'.'"},
+        {{"env", "X=1", "sh", "-c", env_line, NULL}, script, "'./canary.sh'"},
+        {{"sh", "-c", semi, NULL}, script, "'./canary.sh'"},
+    };
+    for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+        int rc = bisect_canary(w, 15, NULL, refused[k].canary);
+        char named[400];
+        snprintf(named, sizeof(named), "the canary's '%s' is your checkout's", refused[k].named);
+        if (rc != 2 || strstr(proc.err, named) == NULL ||
+            strstr(proc.err, refused[k].instead) == NULL)
+            fail_msg("case %zu: exit %d, 2 expected, naming \"%s\" and %s:\n%s", k, rc, named,
+                     refused[k].instead, proc.err);
+        const char *nl = strchr(proc.err, '\n'); /* one line */
+        assert_true(nl != NULL && nl[1] == '\0');
+    }
+    /* a relative command in a shell's string: run, no warning */
+    const char *relative[] = {"bash", "-c", "exec ./canary.sh", NULL};
+    int rc = bisect_canary(w, 15, NULL, relative);
+    if (rc != 0 || strstr(proc.err, "warning") != NULL)
+        fail_msg("exit %d, 0 and no warning expected:\n%s", rc, proc.err);
+    expect_commit_11(w, rc);
+    /* a file of the checkout's whose name holds a blank: named whole, as data */
+    const char *with_data[] = {"./canary.sh", data, NULL};
+    rc = bisect_canary(w, 15, NULL, with_data);
+    char warned[400];
+    snprintf(warned, sizeof(warned), "warning: the canary's '%s' is in your checkout", data);
+    if (rc != 0 || strstr(proc.err, warned) == NULL)
+        fail_msg("exit %d, 0 and \"%s\" expected:\n%s", rc, warned, proc.err);
+    expect_commit_11(w, rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -933,6 +989,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bisect__a_sha256_repository_is_bisected,
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_bisect__a_canary_in_the_users_checkout_is_refused,
+                                        cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(test_bisect__a_checkout_path_in_a_shell_command_is_refused,
                                         cg_workdir_setup, cg_workdir_teardown),
     };
     if (getenv("CG_TEST_FILTER") != NULL) /* one case while working on it: a glob of names */
