@@ -21,7 +21,7 @@ void cg_shard_init(struct cg_shard *s)
     memset(s, 0, sizeof(*s));
     s->pid = s->rank = s->local_rank = -1;
     s->world_size = s->group_rank = s->slurm_procid = s->slurm_nodeid = s->slurm_ntasks = -1;
-    s->mpi_rank = s->mpi_size = s->slurm_step = -1;
+    s->mpi_rank = s->mpi_size = s->slurm_step = s->task_group = -1;
     s->gpu = -1;
     s->records = s->dropped = s->zero_ts = -1;
     s->outside_steps = s->inside_steps = s->late_memory = s->overhead_ns = -1;
@@ -177,6 +177,10 @@ done:
     if (rc != 0) {
         cg_shard_free_all(arr, cnt);
         return rc;
+    }
+    if (cg_shard_mark_tasks(arr, cnt) != 0) {
+        cg_shard_free_all(arr, cnt);
+        return cg_err_set(err, CG_ENOMEM, "out of memory reading shards");
     }
     *out = arr;
     *n = cnt;

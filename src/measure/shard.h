@@ -198,6 +198,11 @@ struct cg_shard {
     char *host, *slurm_node, *slurm_job;
     int64_t world_size, group_rank, slurm_procid, slurm_nodeid, slurm_ntasks, mpi_rank, mpi_size;
     int64_t slurm_step; /* an srun task's step ("slurm_step"): Slurm's rank lines apply only then */
+    /* the index (in its run's shards) of the first shard with steps of the same srun task
+     * (slurm_job, slurm_step, slurm_procid) when that task holds several processes with steps
+     * (a task that starts its own ranks: torch.multiprocessing.spawn under srun -n 1), else -1;
+     * set by cg_shard_mark_tasks */
+    int64_t task_group;
     enum cg_steps_source steps_from;
     char *step_range;              /* "step_range": the name of its step ranges, NULL when none */
     int64_t warmup;                /* -1 when not recorded */
@@ -335,10 +340,19 @@ bool cg_shard_tokens_partial(const struct cg_shard *shards, size_t n, int64_t wa
 
 /* The rank and world size of shard s: its rank RANK, else an MPI launcher's (mpi_rank; mpirun in
  * a Slurm job inherits the job's SLURM_PROCID), else SLURM_PROCID of a task srun started
- * (slurm_step; a batch script's process, or one the gate started in its own step, has none); its
- * world WORLD_SIZE, else the MPI launcher's size, else SLURM_NTASKS of a task srun started,
- * wherever the rank came from (*world -1 when unknown). False when it has no rank. */
+ * (slurm_step; a batch script's process, or one the gate started in its own step, has none) when
+ * the process is the only one of its task with steps (task_group -1: several processes of one
+ * task share its SLURM_PROCID and none is that rank); its world WORLD_SIZE, else the MPI
+ * launcher's size, else SLURM_NTASKS of a task srun started, wherever the rank came from, but
+ * for a rank of its own (RANK, MPI) in a task of several processes with steps (*world -1 when
+ * unknown). False when it has no rank. */
 bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
+
+/* Sets task_group in each of n shards (one run's): the processes with steps of one srun task
+ * (the same slurm_job, slurm_step and slurm_procid) are that task's processes, not its rank
+ * several times. cg_shard_load_dir calls it; O(n log n). Returns 0 or CG_ENOMEM (then every
+ * task_group is -1). */
+int cg_shard_mark_tasks(struct cg_shard *shards, size_t n);
 
 /* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed; never ""). */
 const char *cg_shard_node(const struct cg_shard *s);
@@ -351,7 +365,9 @@ const char *cg_shard_node(const struct cg_shard *s);
  * on n2, and does the launcher pass ... on?" (four groups of ranks listed, the others counted:
  * "... and 28 more"); a rank whose shard has no step "rank 1 (pid P on NODE) ... wrote a shard
  * but marked no step named 'step'" (the install's advice only for ranks with no shard); a rank
- * reported twice, outside the world, or two world sizes; CG_ENOMEM. O(n + world). */
+ * reported twice, outside the world, or two world sizes; CG_ENOMEM. Here a Slurm task is a rank
+ * whatever number of processes with steps it holds (task_group: its processes, not the rank
+ * twice). O(n + world). */
 int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
                          struct cg_err *err);
 

@@ -10,6 +10,13 @@
  * launcher's agent, a helper) is no rank of the training, though one with a missing rank's number
  * is named as the shard of that rank that marked no step. One pass over the shards and one over
  * the world. Pure; not thread-safe.
+ *
+ * A Slurm task is a process srun started and all it starts: every process inherits the task's
+ * SLURM_PROCID. Where one task holds several processes with steps (torch.multiprocessing.spawn
+ * under srun -n 1, a shell that starts two), they are that task's processes (task_group): the
+ * world check counts the task once, none of them is Slurm's rank in the run (cg_shard_rank), and
+ * SLURM_NTASKS, a count of tasks, is no world for ranks they set themselves (RANK). The same task
+ * number in two steps is two launches.
  */
 #include "shard.h"
 
@@ -45,7 +52,8 @@ static int64_t rank_of(const struct cg_shard *s, enum source *from)
 }
 
 /* The world of s and where it came from (-1 and FROM_NONE: none): WORLD_SIZE, else the MPI
- * launcher's size, else SLURM_NTASKS of a task srun started, wherever its rank came from. */
+ * launcher's size, else SLURM_NTASKS of a task srun started, wherever its rank came from, but
+ * for a rank of its own (RANK, MPI) in a task of several processes with steps. */
 static int64_t world_of(const struct cg_shard *s, enum source *from)
 {
     *from = FROM_NONE;
@@ -57,7 +65,9 @@ static int64_t world_of(const struct cg_shard *s, enum source *from)
         *from = FROM_MPI;
         return s->mpi_size;
     }
-    if (s->slurm_step >= 0 && s->slurm_ntasks >= 0) {
+    /* a count of tasks: no world for ranks that processes of one task set themselves */
+    bool own_ranks = s->rank >= 0 || s->mpi_rank >= 0;
+    if (s->slurm_step >= 0 && s->slurm_ntasks >= 0 && !(own_ranks && s->task_group >= 0)) {
         *from = FROM_SLURM;
         return s->slurm_ntasks;
     }
@@ -69,7 +79,62 @@ bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world)
     enum source rf, wf;
     *rank = rank_of(s, &rf);
     *world = world_of(s, &wf);
+    if (rf == FROM_SLURM && s->task_group >= 0)
+        *rank = -1; /* one of several processes of Slurm's task: not that rank itself */
     return *rank >= 0;
+}
+
+/* A shard with steps that may share its srun task with others, for sorting. */
+struct task_at {
+    const struct cg_shard *s;
+    size_t at;
+};
+
+static int cmp_task(const void *x, const void *y)
+{
+    const struct cg_shard *a = ((const struct task_at *)x)->s, *b = ((const struct task_at *)y)->s;
+    size_t ia = ((const struct task_at *)x)->at, ib = ((const struct task_at *)y)->at;
+    int c =
+        strcmp(a->slurm_job != NULL ? a->slurm_job : "", b->slurm_job != NULL ? b->slurm_job : "");
+    if (c != 0)
+        return c;
+    if (a->slurm_step != b->slurm_step)
+        return a->slurm_step < b->slurm_step ? -1 : 1;
+    if (a->slurm_procid != b->slurm_procid)
+        return a->slurm_procid < b->slurm_procid ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
+int cg_shard_mark_tasks(struct cg_shard *shards, size_t n)
+{
+    struct task_at *v = malloc((n > 0 ? n : 1) * sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        shards[i].task_group = -1;
+    if (v == NULL)
+        return CG_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        if (s->n_steps > 0 && s->steps[0].seen && s->slurm_step >= 0 && s->slurm_procid >= 0)
+            v[k++] = (struct task_at){s, i};
+    }
+    qsort(v, k, sizeof(*v), cmp_task);
+    for (size_t g = 0, e; g < k; g = e) {
+        for (e = g + 1;
+             e < k && cmp_task(&(struct task_at){v[e].s, 0}, &(struct task_at){v[g].s, 0}) == 0;
+             e++)
+            ;
+        for (size_t j = g; j < e && e - g > 1; j++)
+            shards[v[j].at].task_group = (int64_t)v[g].at;
+    }
+    free(v);
+    return 0;
+}
+
+/* Whether shards a and b are processes of one srun task (cg_shard_mark_tasks). */
+static bool one_task(const struct cg_shard *a, const struct cg_shard *b)
+{
+    return a->task_group >= 0 && a->task_group == b->task_group;
 }
 
 const char *cg_shard_node(const struct cg_shard *s)
@@ -79,10 +144,14 @@ const char *cg_shard_node(const struct cg_shard *s)
     return s->host != NULL && s->host[0] != '\0' ? s->host : "?"; /* a name, never "" */
 }
 
-/* Whether s is a rank of the training: it has a rank and marked steps. */
+/* Whether s is a rank of the training: it has a rank and marked steps (a Slurm task's rank
+ * whatever number of its processes have steps). */
 static bool takes_part(const struct cg_shard *s, int64_t *rank, int64_t *world)
 {
-    return s->n_steps > 0 && s->steps[0].seen && cg_shard_rank(s, rank, world);
+    enum source rf, wf;
+    *rank = rank_of(s, &rf);
+    *world = world_of(s, &wf);
+    return s->n_steps > 0 && s->steps[0].seen && *rank >= 0;
 }
 
 /* The node index of s (SLURM_NODEID of a task srun started, else GROUP_RANK), -1 when neither
@@ -219,11 +288,28 @@ static int no_step_ranks(const struct cg_shard *shards, const int64_t *quiet, in
 static int twice_error(const struct cg_shard *o, const struct cg_shard *s, int64_t r,
                        struct cg_err *err)
 {
+    if (one_task(o, s))
+        return cg_err_set(err, CG_ECANARY,
+                          "rank %lld reported twice (pid %lld on %s, pid %lld on %s), by two "
+                          "processes of one srun task (task %lld of step %lld) that inherited "
+                          "its RANK: give each process the task starts its own RANK, or none",
+                          (long long)r, (long long)o->pid, cg_shard_node(o), (long long)s->pid,
+                          cg_shard_node(s), (long long)s->slurm_procid, (long long)s->slurm_step);
     return cg_err_set(err, CG_ECANARY,
                       "rank %lld reported twice (pid %lld on %s, pid %lld on %s): two launches "
                       "wrote into one run, or a rank was restarted",
                       (long long)r, (long long)o->pid, cg_shard_node(o), (long long)s->pid,
                       cg_shard_node(s));
+}
+
+/* Whether shards a and b hold one rank as processes of one srun task whose rank is Slurm's:
+ * the task's processes, not its rank twice. */
+static bool same_tasks_rank(const struct cg_shard *a, const struct cg_shard *b)
+{
+    enum source fa, fb;
+    rank_of(a, &fa);
+    rank_of(b, &fb);
+    return fa == FROM_SLURM && fb == FROM_SLURM && one_task(a, b);
 }
 
 struct rank_at {
@@ -255,7 +341,7 @@ static int rank_twice(const struct cg_shard *shards, size_t n, struct cg_err *er
     qsort(v, k, sizeof(*v), cmp_rank_at);
     int rc = 0;
     for (size_t i = 1; i < k && rc == 0; i++)
-        if (v[i].rank == v[i - 1].rank)
+        if (v[i].rank == v[i - 1].rank && !same_tasks_rank(&shards[v[i - 1].at], &shards[v[i].at]))
             rc = twice_error(&shards[v[i - 1].at], &shards[v[i].at], v[i].rank, err);
     free(v);
     return rc;
@@ -308,7 +394,8 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
             rc = cg_err_set(err, CG_ECANARY, "rank %lld on %s is outside a world of %lld ranks%s",
                             (long long)r, cg_shard_node(s), (long long)world, why);
         } else if (owner[r] >= 0) {
-            rc = twice_error(&shards[owner[r]], s, r, err);
+            if (!same_tasks_rank(&shards[owner[r]], s))
+                rc = twice_error(&shards[owner[r]], s, r, err);
         } else {
             owner[r] = (int64_t)i;
         }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A Slurm task's shard (a task of step 0, which srun started): rank r of world w on node index
  * node (named n<node+1>), two steps. */
@@ -163,6 +164,110 @@ static void test_shard_world__the_world_falls_back_to_mpi_size_then_slurm_ntasks
                                     "from SLURM_NTASKS: RANK is set without WORLD_SIZE)"));
     for (int i = 0; i < 3; i++)
         cg_shard_release(&sh[i]);
+}
+
+/* Writes each of texts (n of them) as a shard file into a fresh directory, loads them as a run
+ * does (cg_shard_load_dir) into *sh, and removes the files. */
+static size_t load_shards(const char *const *texts, size_t n, struct cg_shard **sh)
+{
+    char dir[] = "/tmp/cg-world-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), "%s/shard-rx-lx-p%zu-hvm.shard", dir, i);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(texts[i], f);
+        fclose(f);
+    }
+    size_t got = 0;
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_load_dir(dir, sh, &got, &err), 0);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), "%s/shard-rx-lx-p%zu-hvm.shard", dir, i);
+        unlink(path);
+    }
+    rmdir(dir);
+    return got;
+}
+
+/* A task of srun -n 1 that starts its own ranks (torch.multiprocessing.spawn, or a shell that
+ * starts two processes): every process inherits the task's SLURM_PROCID 0, SLURM_NTASKS 1 and
+ * step id. They are processes of that one task, not its rank twice: the run failed "rank 0
+ * reported twice ...: two launches wrote into one run, or a rank was restarted". Slurm's task
+ * is present (its world of 1 is complete), and none of them is Slurm's rank 0 in the run; two
+ * processes that set RANK 0 and 1 in one task are not outside a world of SLURM_NTASKS 1. A
+ * rank of two launches (the same task number in two steps) is still refused. */
+static void test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice(void **state)
+{
+    (void)state;
+    const char *head = "canary-gate-shard 1\npid %d\nhost vm\n%sslurm_procid 0\n"
+                       "slurm_nodeid 0\nslurm_ntasks %d\nslurm_node n1\nslurm_job 42\n"
+                       "slurm_step %d\nwarmup 0\n%s";
+    const char *steps = "s 0 100 200 -1\ns 1 200 300 -1\n";
+    char text[4][512];
+    const char *t[4] = {text[0], text[1], text[2], text[3]};
+    /* the task's own process (the spawning parent: no step) and its two workers */
+    snprintf(text[0], sizeof(text[0]), head, 10, "", 1, 0, "");
+    snprintf(text[1], sizeof(text[1]), head, 11, "", 1, 0, steps);
+    snprintf(text[2], sizeof(text[2]), head, 12, "", 1, 0, steps);
+    struct cg_shard *sh = NULL;
+    size_t n = load_shards(t, 3, &sh);
+    assert_int_equal(n, 3);
+    struct cg_err err;
+    cg_err_init(&err);
+    if (cg_shard_check_world(sh, n, "/x", &err) != 0)
+        fail_msg("%s", err.msg);
+    int64_t r, w;
+    for (size_t i = 0; i < n; i++)
+        assert_false(cg_shard_rank(&sh[i], &r, &w) && sh[i].n_steps > 0);
+    struct cg_artifact a;
+    cg_artifact_init(&a);
+    struct cg_run *run = cg_artifact_add_run(&a);
+    struct cg_shard_merge_opts o = {0, 2, -1};
+    assert_int_equal(cg_shard_merge(sh, n, &o, run, &err), 0);
+    assert_int_equal(run->n_ranks, 0); /* not rank 0 twice */
+    cg_artifact_release(&a);
+    cg_shard_free_all(sh, n);
+    /* two tasks of srun -n 2, each starting two processes: both tasks present, a world of 2 */
+    snprintf(text[0], sizeof(text[0]), head, 10, "", 2, 0, steps);
+    snprintf(text[1], sizeof(text[1]), head, 11, "", 2, 0, steps);
+    snprintf(text[2], sizeof(text[2]), head, 12, "", 2, 0, steps);
+    memcpy(strstr(text[2], "slurm_procid 0"), "slurm_procid 1", 14);
+    snprintf(text[3], sizeof(text[3]), "%s", text[2]);
+    memcpy(strstr(text[3], "pid 12"), "pid 13", 6);
+    n = load_shards(t, 4, &sh);
+    if (cg_shard_check_world(sh, n, "/x", &err) != 0)
+        fail_msg("%s", err.msg);
+    cg_shard_free_all(sh, n);
+    /* task 1 of the two never started: told as before */
+    n = load_shards(t, 2, &sh);
+    assert_int_equal(cg_shard_check_world(sh, n, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 1 of a world of 2 wrote nothing"));
+    cg_shard_free_all(sh, n);
+    /* srun -n 1 bash -c "RANK=0 C & RANK=1 C & wait": two ranks of their own, world unknown */
+    snprintf(text[0], sizeof(text[0]), head, 11, "rank 0\n", 1, 0, steps);
+    snprintf(text[1], sizeof(text[1]), head, 12, "rank 1\n", 1, 0, steps);
+    n = load_shards(t, 2, &sh);
+    if (cg_shard_check_world(sh, n, "/x", &err) != 0)
+        fail_msg("%s", err.msg);
+    cg_shard_free_all(sh, n);
+    /* the same two processes with RANK 0 both (inherited from the task): said as what it is */
+    snprintf(text[1], sizeof(text[1]), head, 12, "rank 0\n", 1, 0, steps);
+    n = load_shards(t, 2, &sh);
+    assert_int_equal(cg_shard_check_world(sh, n, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "by two processes of one srun task (task 0 of step 0) that "
+                                    "inherited its RANK"));
+    cg_shard_free_all(sh, n);
+    /* task 0 of two steps (two sruns of one task each): two launches, refused */
+    snprintf(text[0], sizeof(text[0]), head, 11, "", 1, 0, steps);
+    snprintf(text[1], sizeof(text[1]), head, 12, "", 1, 1, steps);
+    n = load_shards(t, 2, &sh);
+    assert_int_equal(cg_shard_check_world(sh, n, "/x", &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 0 reported twice"));
+    assert_non_null(strstr(err.msg, "two launches wrote into one run"));
+    cg_shard_free_all(sh, n);
 }
 
 static void test_shard_world__a_complete_world_passes(void **state)
@@ -345,6 +450,7 @@ static void test_shard_world__duplicates_and_disagreements_fail(void **state)
     slurm_shard(&sh[1], 1, 2, 1);
     slurm_shard(&sh[2], 1, 2, 1);
     sh[2].pid = 99;
+    sh[2].slurm_step = 1; /* task 1 of another step: two launches */
     assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1 reported twice (pid 1001 on n2, pid 99 on n2)"));
     sh[2].slurm_ntasks = 3;
@@ -392,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_shard_world__placement_lines_are_read),
         cmocka_unit_test(test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task),
         cmocka_unit_test(test_shard_world__the_world_falls_back_to_mpi_size_then_slurm_ntasks),
+        cmocka_unit_test(test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice),
         cmocka_unit_test(test_shard_world__a_complete_world_passes),
         cmocka_unit_test(test_shard_world__ranks_keep_their_node_and_gpu_model),
         cmocka_unit_test(test_shard_world__missing_ranks_are_named_with_their_node),

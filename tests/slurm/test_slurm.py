@@ -9,7 +9,9 @@ diagnosis; a rank that never starts fails the run naming it and its node (also w
 sets RANK without WORLD_SIZE: the world is SLURM_NTASKS); a rank that crashes
 under --kill-on-bad-exit is a canary failure (exit 3); a timeout leaves no task, no job and no
 shard directory behind; through sbatch the same, and a timed-out batch job is cancelled; a
-single-process canary gated inside a job of two tasks (sbatch -n 2, srun -n 2) is no rank.
+single-process canary gated inside a job of two tasks (sbatch -n 2, srun -n 2) is no rank; the
+processes a task of srun -n 1 starts (a shell's two canaries, torch.multiprocessing.spawn's
+workers) are that task's, not its rank twice, and two sruns into one run are two launches.
 Exits 0 when all pass, 1 on a failure, 77 (skipped, with one line saying why) when Slurm cannot
 start here.
 Usage: test_slurm.py CANARY_GATE NVTX_CANARY
@@ -189,6 +191,8 @@ def run_cases(c, gate, canary):
           "a single process in each task of srun -n 2 is no rank: measured (%s)"
           % (r.stdout + r.stderr).strip()[-300:])
 
+    run_task_cases(c, gate, canary)
+
     # 7. sbatch --wait timing out (last: it waits until no job and no task is left): the job is cancelled
     r, sd = gate_run(c, gate, "f.json", ["--runs", "1", "--steps", "5", "--warmup", "0",
                                          "--timeout", "5", "--kill-grace", "2", "--"]
@@ -209,6 +213,71 @@ def run_cases(c, gate, canary):
         return 1
     print("all checks passed")
     return 0
+
+
+MP_SPAWN = """import os, socket, torch, torch.distributed as dist, torch.multiprocessing as mp
+import canary_gate
+def work(i, n, port):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=i,
+                            world_size=n)
+    torch.set_num_threads(1)
+    m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 16))
+    opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+    x = torch.randn(8, 16)
+    for _ in range(6):
+        with canary_gate.step():
+            opt.zero_grad(); m(x).sum().backward(); opt.step()
+    dist.destroy_process_group()
+if __name__ == "__main__":
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    mp.spawn(work, args=(2, port), nprocs=2)
+"""
+
+
+def run_task_cases(c, gate, canary):
+    """A task of srun that starts its own ranks: every process it starts inherits the task's
+    SLURM_PROCID, SLURM_NTASKS and step id, and is one of the task's processes, not its rank
+    twice (the run failed "rank 0 reported twice ... two launches wrote into one run, or a rank
+    was restarted"); two sruns into one run are still two launches."""
+    srun1 = ["srun", "-N", "1", "-n", "1"]
+    steps = " --steps 5 --step-ms 5"
+    two = '"$0"%s & "$0"%s & wait' % (steps, steps)
+    r, sd = gate_run(c, gate, "g.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--"]
+                     + srun1 + ["bash", "-c", two, canary])
+    check(r.returncode == 0, "srun -n 1 of a shell starting two canaries: measured (exit %d: %s)"
+          % (r.returncode, r.stderr.strip()[-300:]))
+    ranks = 'RANK=0 "$0"%s & RANK=1 "$0"%s & wait' % (steps, steps)
+    r, sd = gate_run(c, gate, "g2.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--"]
+                     + srun1 + ["bash", "-c", ranks, canary])
+    check(r.returncode == 0, "srun -n 1 of two processes setting RANK without WORLD_SIZE: "
+          "measured (exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
+    if r.returncode == 0:
+        run = json.load(open(os.path.join(c.root, "g2.json")))["runs"][0]
+        check([x["rank"] for x in run.get("ranks", [])] == [0, 1], "their ranks are RANK's")
+    launches = " ".join(srun1) + ' "$0"%s & %s "$0"%s & wait' % (steps, " ".join(srun1), steps)
+    r, sd = gate_run(c, gate, "g3.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--",
+                                          "bash", "-c", launches, canary])
+    check(r.returncode == 3 and "rank 0 reported twice" in r.stderr
+          and "two launches wrote into one run" in r.stderr,
+          "two sruns of one task each into one run: refused as two launches (exit %d: %s)"
+          % (r.returncode, r.stderr.strip()[-300:]))
+    python = next((p for p in [sys.executable, "/usr/bin/python3"]
+                   if subprocess.run([p, "-c", "import torch.distributed"],
+                                     capture_output=True).returncode == 0), None)
+    if python is None:
+        print("skip torch.multiprocessing.spawn under srun -n 1: no torch here")
+        return
+    script = os.path.join(c.root, "mpspawn.py")
+    with open(script, "w") as f:
+        f.write(MP_SPAWN)
+    r, sd = gate_run(c, gate, "g4.json", ["--runs", "1", "--steps", "3", "--warmup", "2",
+                                          "--timeout", "100", "--"]
+                     + srun1 + [python, script], timeout=150)
+    check(r.returncode == 0, "torch.multiprocessing.spawn of two gloo workers under srun -n 1: "
+          "measured (exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
+    if r.returncode == 0:
+        run = json.load(open(os.path.join(c.root, "g4.json")))["runs"][0]
+        check(len(run["steps"]) == 3, "three merged steps of the spawned workers")
 
 
 if __name__ == "__main__":
