@@ -203,23 +203,26 @@ static time_t boot_time(void)
     return t > 0 ? (time_t)t : 0;
 }
 
-/* Whether the owner of dir is a gate of this host that is gone. Its pid is looked at only when
- * it is a pid of this PID namespace and boot; an owner this gate cannot look at (another PID
- * namespace: a container with the host's network; another boot; a record that does not say,
- * from an older version) is gone only when nothing in dir has changed since this machine booted
- * (its gate died with the machine) or for CG_STALE_UNSEEN_AGE_S. */
+/* Whether the owner of dir is a gate that is gone. Its pid is looked at when it is a pid of this
+ * PID namespace and boot, whatever host name the owner ran under (a container with its own UTS
+ * name in the host's PID namespace). An owner this gate cannot look at (another PID namespace:
+ * a container; another boot: another machine sharing the root, or this one before it rebooted;
+ * a record that does not say, from an older version) is gone only once nothing in dir has
+ * changed for CG_STALE_UNSEEN_AGE_S, longer than a run may take, or, for an owner of this host
+ * name, since this machine booted (its gate died with the machine; another machine's boot says
+ * nothing of it). */
 static bool owner_gone(const char *dir, const char *host, const struct pid_scope *mine)
 {
     struct owner o;
-    if (!read_owner(dir, &o) || strcmp(o.host, host) != 0)
-        return false; /* another host's: its pids are not ours to look at */
+    if (!read_owner(dir, &o))
+        return false;
     bool seen = mine->pidns != 0 && mine->boot[0] != '\0' && o.scope.pidns == mine->pidns &&
                 strcmp(o.scope.boot, mine->boot) == 0;
     if (!seen) {
         time_t now = time(NULL), booted = boot_time();
         time_t cut = now - CG_STALE_UNSEEN_AGE_S;
-        if (booted > cut && strcmp(o.scope.boot, mine->boot) != 0)
-            cut = booted; /* not this boot's (or unknown): older than the boot is gone */
+        if (strcmp(o.host, host) == 0 && booted > cut && strcmp(o.scope.boot, mine->boot) != 0)
+            cut = booted; /* this host's, not this boot's (or unknown): older than the boot */
         return last_change(dir, 2, cut) < cut;
     }
     if (kill((pid_t)o.pid, 0) != 0 && errno == ESRCH)

@@ -6,13 +6,14 @@
  * or whose machine lost power, leaves it behind. So each such directory holds an owner file
  * naming the gate that made it (its pid, the pid's start time, the host, its PID namespace and
  * the machine's boot id), and the next gate to start under the same root removes the directories
- * whose owner is gone: on this host, in this PID namespace and boot, a pid that no longer runs,
+ * whose owner is gone: in this PID namespace and boot, whatever host name the owner ran under
+ * (a container with its own host name in the host's PID namespace), a pid that no longer runs,
  * or runs as another process (its start time differs). One whose owner it cannot look at
- * (another PID namespace: a container sharing the host's network and --shard-dir; another boot;
- * an owner file of an older version, without those fields) only once nothing in it has changed
- * since this machine booted or for CG_STALE_UNSEEN_AGE_S. Directories of another host, of
- * another user, without an owner file (being made), or whose owner still runs are left as they
- * are. bisect's worktree
+ * (another PID namespace: a container sharing --shard-dir; another boot: another machine
+ * sharing it, or this one before a reboot; an owner file of an older version, without those
+ * fields) only once nothing in it has changed for CG_STALE_UNSEEN_AGE_S, or, when its owner ran
+ * under this host name, since this machine booted. Directories of another user, without an
+ * owner file (being made), or whose owner still runs are left as they are. bisect's worktree
  * directories ("canary-gate-bisect.XXXXXX") are marked and cleaned the same way, by bisect.
  */
 #ifndef CG_STALE_H

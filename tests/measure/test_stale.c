@@ -1,8 +1,9 @@
 /*
  * test_stale: the shard directories of gates that are no longer running (stale.h) are removed
- * by the next gate under the same root; those of running gates, of other hosts, of reused pids'
- * new processes and those without an owner file are kept; those of another PID namespace or boot
- * (a container sharing the host name) and older owner records are removed only once old. With
+ * by the next gate under the same root, whatever host name their owner ran under when it shares
+ * the looker's PID namespace and boot; those of running gates, of reused pids' new processes and
+ * those without an owner file are kept; those of another PID namespace or boot (a container, or
+ * another machine sharing --shard-dir) and older owner records are removed only once old. With
  * the real tool too: a gate in another PID namespace keeps its directory while it runs.
  */
 #include <setjmp.h>
@@ -146,7 +147,9 @@ static void test_stale__dead_gates_directories_are_removed_the_others_kept(void 
     /* this process's pid, but another start time: the pid was reused */
     snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n%s", (long)getpid(), host, ns);
     make_dir("canary-gate.REUSE1", text);
-    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost another-host\n%s", dead_pid(), ns);
+    /* another host's of another boot, recent: not ours to look at */
+    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost another-host\npidns 1\nboot b-1\n",
+             dead_pid());
     make_dir("canary-gate.OTHER1", text);
     make_dir("canary-gate.NOOWNR", NULL);
     snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost %s\n%s", dead_pid(), host, ns);
@@ -246,6 +249,71 @@ static void test_stale__another_namespaces_or_boots_directory_is_kept_until_old(
     snprintf(root, sizeof(root), "/tmp/cg-stale-XXXXXX");
 }
 
+/* Another host name is no reason to keep a dead gate's directory: a container with its own UTS
+ * name (Docker's default, a pod without hostNetwork) in the host's PID namespace and boot was
+ * SIGKILLed, and its directory stayed for every later gate, 40 days old. Where the owner's PID
+ * namespace and boot are the looker's, its pid is looked at whatever its host name; where they
+ * are not, another host's directory goes once nothing in it changed for CG_STALE_UNSEEN_AGE_S,
+ * like every owner that cannot be looked at (but not for predating this machine's boot: that
+ * says nothing of another machine). */
+static void test_stale__another_hosts_directory_is_looked_at_by_pid_or_age(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    char text[600], first[512], ns[200];
+    snprintf(ns, sizeof(ns), "pidns %llu\nboot %s\n", my_pidns(), my_boot());
+    time_t now = time(NULL), old = now - CG_STALE_UNSEEN_AGE_S - 3600;
+    /* the same namespace and boot under a container's host name: dead, and 40 days old */
+    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost ctr-4f1a2b\n%s", dead_pid(), ns);
+    make_dir("canary-gate.CTRDED", text);
+    make_dir("canary-gate.CTROLD", text);
+    age_dir("canary-gate.CTROLD", now - 40L * 24 * 3600);
+    /* ... and running: this process, as cg_stale_mark records it, under another host name */
+    char me[512], owner[600];
+    path_of(me, sizeof(me), "canary-gate.CTRLIV");
+    assert_int_equal(mkdir(me, 0700), 0);
+    struct cg_err err;
+    assert_int_equal(cg_stale_mark(me, &err), 0);
+    snprintf(owner, sizeof(owner), "%s/" CG_STALE_OWNER, me);
+    FILE *f = fopen(owner, "r");
+    assert_non_null(f);
+    size_t got = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    char *host = strstr(text, "\nhost "), *eol = host != NULL ? strchr(host + 1, '\n') : NULL;
+    assert_non_null(eol);
+    char live[700];
+    snprintf(live, sizeof(live), "%.*s\nhost ctr-4f1a2b%s", (int)(host - text), text, eol);
+    f = fopen(owner, "w");
+    assert_non_null(f);
+    fputs(live, f);
+    fclose(f);
+    /* another machine's (another boot): kept while recent, removed once old */
+    snprintf(text, sizeof(text), "pid %ld\nstart 1\nhost node-b\npidns %llu\nboot %s\n", dead_pid(),
+             my_pidns(), "00000000-0000-0000-0000-000000000000");
+    make_dir("canary-gate.NODEBN", text);
+    make_dir("canary-gate.NODEBO", text);
+    age_dir("canary-gate.NODEBO", old);
+    /* changed before this machine booted, but within the age: another machine's gate may run */
+    bool recent_boot = boot_time() - 60 > now - CG_STALE_UNSEEN_AGE_S + 60;
+    if (recent_boot) {
+        make_dir("canary-gate.NODEBB", text);
+        age_dir("canary-gate.NODEBB", boot_time() - 60);
+    }
+    assert_int_equal(cg_stale_clean(root, first, sizeof(first)), 3);
+    assert_false(exists("canary-gate.CTRDED"));
+    assert_false(exists("canary-gate.CTROLD"));
+    assert_true(exists("canary-gate.CTRLIV"));
+    assert_true(exists("canary-gate.NODEBN"));
+    assert_false(exists("canary-gate.NODEBO"));
+    if (recent_boot)
+        assert_true(exists("canary-gate.NODEBB"));
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    snprintf(root, sizeof(root), "/tmp/cg-stale-XXXXXX");
+}
+
 /* Entries of dir (not . and ..), -1 when it cannot be opened. */
 static int entries(const char *dir)
 {
@@ -310,6 +378,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stale__dead_gates_directories_are_removed_the_others_kept),
         cmocka_unit_test(test_stale__another_namespaces_or_boots_directory_is_kept_until_old),
+        cmocka_unit_test(test_stale__another_hosts_directory_is_looked_at_by_pid_or_age),
         cmocka_unit_test_setup_teardown(
             test_stale__a_gate_in_another_pid_namespace_keeps_its_directory, cg_workdir_setup,
             cg_workdir_teardown),
