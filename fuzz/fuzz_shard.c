@@ -148,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cg_err_init(&world);
         /* the artifact the gate writes from it loads again (the gate merges only a world whose
          * ranks are each there once: cg_shard_check_world first) */
-        if (run->n_steps > 0 && cg_shard_check_world(shards, n, "/x", &world) == 0) {
+        if (run->n_steps > 0 && cg_shard_check_world(shards, n, "/x", false, &world) == 0) {
             struct cg_artifact b;
             a.settings.steps = 50;
             a.settings.runs = 1;

@@ -503,7 +503,8 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
             col->failure.shard_errno = fail.errno_value;
     }
     if (rc == 0)
-        rc = cg_collect_check_world(col->env.inject, i, total, sh, n, &col->failure.reason, err);
+        rc = cg_collect_check_world(col->env.inject, i, total, sh, n, r.end == CG_LAUNCH_STOPPED,
+                                    &col->failure.reason, err);
     if (rc == 0)
         rc = check_steps_from(a, i, total, sh, n, &st, err);
     if (rc == CG_ECANARY && !cg_launch_interrupted())

@@ -202,7 +202,8 @@ void cg_collect_check_infra(const char *log, char *const *cmd, const struct cg_s
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world), the
  * message prefixed with the run. */
 int cg_collect_check_world(const char *inject, long i, long total, const struct cg_shard *sh,
-                           size_t n, enum cg_collect_failed *reason, struct cg_err *err)
+                           size_t n, bool stopped, enum cg_collect_failed *reason,
+                           struct cg_err *err)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", inject);
@@ -211,7 +212,7 @@ int cg_collect_check_world(const char *inject, long i, long total, const struct 
         *slash = '\0';
     struct cg_err e;
     cg_err_init(&e);
-    int rc = cg_shard_check_world(sh, n, dir, &e);
+    int rc = cg_shard_check_world(sh, n, dir, stopped, &e);
     if (rc == 0)
         return 0;
     *reason = CG_COLLECT_FAILED_OTHER;

@@ -32,10 +32,11 @@ bool cg_collect_check_ended_after_window(const struct cg_collect_cfg *c,
                                          const struct cg_shard_status *st);
 
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world, the ranks'
- * library beside inject), the message prefixed with the run; *reason CG_COLLECT_FAILED_OTHER on
- * failure. */
+ * library beside inject; stopped: the gate stopped the canary once the ranks with steps had made
+ * theirs), the message prefixed with the run; *reason CG_COLLECT_FAILED_OTHER on failure. */
 int cg_collect_check_world(const char *inject, long i, long total, const struct cg_shard *sh,
-                           size_t n, enum cg_collect_failed *reason, struct cg_err *err);
+                           size_t n, bool stopped, enum cg_collect_failed *reason,
+                           struct cg_err *err);
 
 /* Creates the run's failure file (CG_ENV_FAIL_FILE) at path, CG_FAIL_FILE_BYTES of NULs written
  * out so the library can record a failure in place even on a full disk. 0 or CG_EIO. */

@@ -364,12 +364,14 @@ const char *cg_shard_node(const struct cg_shard *s);
  * "ranks 8-15 (node n2) of a world of 16 wrote nothing: is canary-gate installed at LIBRARY_DIR
  * on n2, and does the launcher pass ... on?" (four groups of ranks listed, the others counted:
  * "... and 28 more"); a rank whose shard has no step "rank 1 (pid P on NODE) ... wrote a shard
- * but marked no step named 'step'" (the install's advice only for ranks with no shard); a rank
+ * but marked no step named 'step'" (the install's advice only for ranks with no shard), or, when
+ * stopped (the gate stopped the canary once the ranks with steps had made theirs) and its shard
+ * has no "end" (it was still running), "... was stopped before its first step named 'step'"; a rank
  * reported twice, outside the world, or two world sizes; CG_ENOMEM. Here a Slurm task is a rank
  * whatever number of processes with steps it holds (task_group: its processes, not the rank
  * twice). O(n + world). */
 int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
-                         struct cg_err *err);
+                         bool stopped, struct cg_err *err);
 
 /* Why a process could not write its shard, as the injection library records it in the
  * launcher's failure file (CG_ENV_FAIL_FILE): "OP ERRNO PID PATH" up to the first NUL. */

@@ -238,23 +238,31 @@ static void no_step_shards(const struct cg_shard *shards, size_t n, const int64_
     }
 }
 
-/* "rank 1 (pid 11 on vm) [of a world of W] wrote a shard but marked no step named 'step'" into
- * buf for the ranks quiet names (the first four listed, the others counted; "" when none); the
- * world named when alone. 0 or CG_ENOMEM. */
+/* Whether the shard of a rank without steps was cut off by the gate's stop: the gate stopped the
+ * canary once the ranks with steps had made theirs, and this process had not ended ("end"). */
+static bool cut_by_stop(const struct cg_shard *s, bool stopped)
+{
+    return stopped && !s->complete;
+}
+
+/* For the ranks quiet names whose shard cut_by_stop is `cut`: "rank 1 (pid 11 on vm) [of a world
+ * of W] wrote a shard but marked no step named 'step'" (cut false) or "... was stopped before its
+ * first step named 'step'" (cut true) into buf (the first four listed, the others counted; ""
+ * when none); the world named when alone. 0 or CG_ENOMEM. */
 static int no_step_ranks(const struct cg_shard *shards, const int64_t *quiet, int64_t world,
-                         bool alone, char *buf, size_t cap)
+                         bool alone, bool stopped, bool cut, char *buf, size_t cap)
 {
     enum { LISTED = 4 };
     size_t len = 0;
     int64_t count = 0, first = -1, listed = 0;
     buf[0] = '\0';
     for (int64_t q = 0; q < world; q++)
-        if (quiet[q] >= 0 && count++ == 0)
+        if (quiet[q] >= 0 && cut_by_stop(&shards[quiet[q]], stopped) == cut && count++ == 0)
             first = quiet[q];
     if (count == 0)
         return 0;
     for (int64_t q = 0; q < world && listed < LISTED && len < cap; q++) {
-        if (quiet[q] < 0)
+        if (quiet[q] < 0 || cut_by_stop(&shards[quiet[q]], stopped) != cut)
             continue;
         const struct cg_shard *s = &shards[quiet[q]];
         const char *lead = count > 1 ? "ranks " : "rank ";
@@ -277,7 +285,13 @@ static int no_step_ranks(const struct cg_shard *shards, const int64_t *quiet, in
         snprintf(of, sizeof(of), " of a world of %lld", (long long)world);
     if (range != NULL)
         snprintf(named, sizeof(named), " named '%s'", cg_buf_str(&name));
-    if (len < cap)
+    if (len < cap && cut)
+        snprintf(buf + len, cap - len,
+                 "%s%s %s stopped before %s first step%s: the other ranks had made their steps "
+                 "and the gate stopped the canary (each rank must make the measured steps with "
+                 "the others: begin the ranks' loops together, e.g. after a barrier)",
+                 more, of, count > 1 ? "were" : "was", count > 1 ? "their" : "its", named);
+    else if (len < cap)
         snprintf(buf + len, cap - len, "%s%s %s but marked no step%s", more, of,
                  count > 1 ? "each wrote a shard" : "wrote a shard", named);
     cg_buf_release(&name);
@@ -348,7 +362,7 @@ static int rank_twice(const struct cg_shard *shards, size_t n, struct cg_err *er
 }
 
 int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *library_dir,
-                         struct cg_err *err)
+                         bool stopped, struct cg_err *err)
 {
     int64_t world = -1;
     int64_t *owner = NULL; /* shard index of each rank, -1 none */
@@ -443,9 +457,17 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
         groups++;
         q = last + 1;
     }
-    char no_step[CG_ERR_MSG_MAX] = "";
-    if (rc == 0 && no_step_ranks(shards, quiet, world, groups == 0, no_step, sizeof(no_step)) != 0)
+    /* ranks that ended without a step, then ranks the gate stopped before their first */
+    char no_step[CG_ERR_MSG_MAX] = "", cut[CG_ERR_MSG_MAX] = "";
+    if (rc == 0 &&
+        (no_step_ranks(shards, quiet, world, groups == 0, stopped, false, no_step,
+                       sizeof(no_step)) != 0 ||
+         no_step_ranks(shards, quiet, world, groups == 0, stopped, true, cut, sizeof(cut)) != 0))
         rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+    char quiet_ranks[2 * CG_ERR_MSG_MAX + 64] = "";
+    snprintf(quiet_ranks, sizeof(quiet_ranks), "%s%s%s%s", no_step,
+             no_step[0] && groups == 0 ? ": every rank must mark its steps" : "",
+             no_step[0] && cut[0] ? "; " : "", cut);
     if (rc == 0 && groups > 0) {
         char more[48] = "";
         if (unlisted > 0)
@@ -454,11 +476,11 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
                         "%s%s%s%s of a world of %lld wrote nothing: is canary-gate installed at %s "
                         "on %s, and does the launcher pass " CG_ENV_SHARD_DIR
                         " and the other CANARY_GATE_* variables on?",
-                        no_step, no_step[0] ? "; " : "", missing, more, (long long)world,
+                        quiet_ranks, quiet_ranks[0] ? "; " : "", missing, more, (long long)world,
                         library_dir,
                         first_node >= 0 ? cg_shard_node(&shards[first_node]) : "every node");
-    } else if (rc == 0 && no_step[0] != '\0') {
-        rc = cg_err_set(err, CG_ECANARY, "%s: every rank must mark its steps", no_step);
+    } else if (rc == 0 && quiet_ranks[0] != '\0') {
+        rc = cg_err_set(err, CG_ECANARY, "%s", quiet_ranks);
     }
     free(quiet);
     free(place.named);

@@ -641,6 +641,29 @@ static void test_run__a_rank_without_steps_is_not_called_missing(void **state)
     unlink("nvtx-quiet.log");
 }
 
+/* A rank still starting when the others had made their steps (rank 1 hangs before its first
+ * step; rank 0 does not wait for it) is stopped by the gate with them: it was told "wrote a
+ * shard but marked no step named 'step': every rank must mark its steps", though it marks them;
+ * now it is said to have been stopped before its first step. */
+static void test_run__a_rank_stopped_before_its_first_step_is_said_so(void **state)
+{
+    (void)state;
+    struct result r;
+    const char *two = "RANK=0 WORLD_SIZE=2 \"$0\" --steps 6 --step-ms 10 & "
+                      "RANK=1 WORLD_SIZE=2 \"$0\" --steps 6 --step-ms 10 --hang-at 0; wait";
+    const char *args[] = {
+        "run",       "--out", "nvtx-late.json", "--runs", "1",  "--steps", "5",  "--warmup", "1",
+        "--timeout", "20",    "--kill-grace",   "1",      "--", "/bin/sh", "-c", two,        CANARY,
+        NULL};
+    run_tool(args, &r);
+    assert_int_equal(r.exit_code, 3);
+    if (strstr(r.err, "rank 1 (pid ") == NULL ||
+        strstr(r.err, "of a world of 2 was stopped before its first step named 'step'") == NULL ||
+        strstr(r.err, "every rank must mark its steps") != NULL)
+        fail_msg("%s", r.err);
+    unlink("nvtx-late.log");
+}
+
 /* Variables of the injection library inherited from the user's environment: those the launcher
  * owns are set or removed whatever the user had (a stray trace window would slow every step),
  * and said so; the user's settings of the library (CANARY_GATE_CUPTI) reach the canary and are
@@ -1200,6 +1223,7 @@ int main(void)
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank),
         cmocka_unit_test(test_run__a_rank_without_steps_is_not_called_missing),
+        cmocka_unit_test(test_run__a_rank_stopped_before_its_first_step_is_said_so),
         cmocka_unit_test(test_run__inherited_library_variables_are_ignored_or_reported),
         cmocka_unit_test(
             test_run__inherited_variables_are_named_once_by_a_command_of_two_collectors),

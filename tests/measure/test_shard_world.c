@@ -101,7 +101,7 @@ static void test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task(v
     assert_int_equal(cg_shard_parse(batch, strlen(batch), "t", &s, &err), 0);
     int64_t r = 5, w = 5;
     assert_false(cg_shard_rank(&s, &r, &w));
-    assert_int_equal(cg_shard_check_world(&s, 1, "/x", &err), 0);
+    assert_int_equal(cg_shard_check_world(&s, 1, "/x", false, &err), 0);
     cg_shard_release(&s);
     /* the same process as a task of step 3 (srun -n 2): rank 0 of a world of 2, rank 1 missing */
     char task[512];
@@ -110,7 +110,7 @@ static void test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task(v
     assert_true(cg_shard_rank(&s, &r, &w));
     assert_int_equal(r, 0);
     assert_int_equal(w, 2);
-    assert_int_equal(cg_shard_check_world(&s, 1, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(&s, 1, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1"));
     cg_shard_release(&s);
 }
@@ -137,14 +137,14 @@ static void test_shard_world__the_world_falls_back_to_mpi_size_then_slurm_ntasks
     assert_true(cg_shard_rank(&sh[2], &r, &w));
     assert_int_equal(r, 2);
     assert_int_equal(w, 4);
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 3 (node n2) of a world of 4 wrote nothing"));
     /* the MPI launcher's size before SLURM_NTASKS */
     for (int i = 0; i < 3; i++)
         sh[i].mpi_size = 3;
     assert_true(cg_shard_rank(&sh[2], &r, &w));
     assert_int_equal(w, 3);
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), 0);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), 0);
     /* a SLURM_NTASKS inherited from the gate's own step (no slurm_step) is no world */
     for (int i = 0; i < 3; i++) {
         sh[i].mpi_size = -1;
@@ -152,14 +152,14 @@ static void test_shard_world__the_world_falls_back_to_mpi_size_then_slurm_ntasks
     }
     assert_true(cg_shard_rank(&sh[2], &r, &w));
     assert_int_equal(w, -1);
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), 0);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), 0);
     /* a rank outside a world that came from SLURM_NTASKS says so (one task per node that starts
      * its own ranks and sets RANK without WORLD_SIZE) */
     for (int i = 0; i < 3; i++) {
         sh[i].slurm_step = 0;
         sh[i].slurm_ntasks = 2;
     }
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 2 on n2 is outside a world of 2 ranks (its size "
                                     "from SLURM_NTASKS: RANK is set without WORLD_SIZE)"));
     for (int i = 0; i < 3; i++)
@@ -217,7 +217,7 @@ static void test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice(
     assert_int_equal(n, 3);
     struct cg_err err;
     cg_err_init(&err);
-    if (cg_shard_check_world(sh, n, "/x", &err) != 0)
+    if (cg_shard_check_world(sh, n, "/x", false, &err) != 0)
         fail_msg("%s", err.msg);
     int64_t r, w;
     for (size_t i = 0; i < n; i++)
@@ -238,25 +238,25 @@ static void test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice(
     snprintf(text[3], sizeof(text[3]), "%s", text[2]);
     memcpy(strstr(text[3], "pid 12"), "pid 13", 6);
     n = load_shards(t, 4, &sh);
-    if (cg_shard_check_world(sh, n, "/x", &err) != 0)
+    if (cg_shard_check_world(sh, n, "/x", false, &err) != 0)
         fail_msg("%s", err.msg);
     cg_shard_free_all(sh, n);
     /* task 1 of the two never started: told as before */
     n = load_shards(t, 2, &sh);
-    assert_int_equal(cg_shard_check_world(sh, n, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, n, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1 of a world of 2 wrote nothing"));
     cg_shard_free_all(sh, n);
     /* srun -n 1 bash -c "RANK=0 C & RANK=1 C & wait": two ranks of their own, world unknown */
     snprintf(text[0], sizeof(text[0]), head, 11, "rank 0\n", 1, 0, steps);
     snprintf(text[1], sizeof(text[1]), head, 12, "rank 1\n", 1, 0, steps);
     n = load_shards(t, 2, &sh);
-    if (cg_shard_check_world(sh, n, "/x", &err) != 0)
+    if (cg_shard_check_world(sh, n, "/x", false, &err) != 0)
         fail_msg("%s", err.msg);
     cg_shard_free_all(sh, n);
     /* the same two processes with RANK 0 both (inherited from the task): said as what it is */
     snprintf(text[1], sizeof(text[1]), head, 12, "rank 0\n", 1, 0, steps);
     n = load_shards(t, 2, &sh);
-    assert_int_equal(cg_shard_check_world(sh, n, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, n, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "by two processes of one srun task (task 0 of step 0) that "
                                     "inherited its RANK"));
     cg_shard_free_all(sh, n);
@@ -264,7 +264,7 @@ static void test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice(
     snprintf(text[0], sizeof(text[0]), head, 11, "", 1, 0, steps);
     snprintf(text[1], sizeof(text[1]), head, 12, "", 1, 1, steps);
     n = load_shards(t, 2, &sh);
-    assert_int_equal(cg_shard_check_world(sh, n, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, n, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 0 reported twice"));
     assert_non_null(strstr(err.msg, "two launches wrote into one run"));
     cg_shard_free_all(sh, n);
@@ -278,7 +278,7 @@ static void test_shard_world__a_complete_world_passes(void **state)
         slurm_shard(&sh[i], i, 4, i / 2);
     struct cg_err err;
     cg_err_init(&err);
-    assert_int_equal(cg_shard_check_world(sh, 4, "/usr/lib/canary-gate", &err), 0);
+    assert_int_equal(cg_shard_check_world(sh, 4, "/usr/lib/canary-gate", false, &err), 0);
     for (int i = 0; i < 4; i++)
         cg_shard_release(&sh[i]);
 }
@@ -327,7 +327,7 @@ static void test_shard_world__missing_ranks_are_named_with_their_node(void **sta
         slurm_shard(&sh[i], i, 16, 0);
     struct cg_err err;
     cg_err_init(&err);
-    assert_int_equal(cg_shard_check_world(sh, 8, "/usr/lib/canary-gate", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 8, "/usr/lib/canary-gate", false, &err), CG_ECANARY);
     /* no shard reports node index 1: its name, and that it is one node, cannot be told */
     assert_non_null(strstr(err.msg, "ranks 8\xe2\x80\x93"
                                     "15 of a world of 16 wrote nothing"));
@@ -341,7 +341,7 @@ static void test_shard_world__missing_ranks_are_named_with_their_node(void **sta
     slurm_shard(&three[0], 0, 4, 0);
     slurm_shard(&three[1], 1, 4, 0);
     slurm_shard(&three[2], 3, 4, 1);
-    assert_int_equal(cg_shard_check_world(three, 3, "/opt/cg", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(three, 3, "/opt/cg", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 2 (node n2) of a world of 4 wrote nothing: is "
                                     "canary-gate installed at /opt/cg on n2"));
     for (int i = 0; i < 3; i++)
@@ -367,7 +367,7 @@ static void test_shard_world__a_large_world_is_checked_in_linear_time(void **sta
         assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[i], &err), 0);
     }
     clock_t t0 = clock();
-    assert_int_equal(cg_shard_check_world(sh, 2, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 2, "/x", false, &err), CG_ECANARY);
     double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
     if (cpu_s > 0.5)
         fail_msg("the world check took %.1f s of CPU", cpu_s);
@@ -380,7 +380,7 @@ static void test_shard_world__a_large_world_is_checked_in_linear_time(void **sta
     struct cg_shard even[32];
     for (int i = 0; i < 32; i++)
         slurm_shard(&even[i], 2 * i, 64, 0);
-    assert_int_equal(cg_shard_check_world(even, 32, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(even, 32, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1, rank 3, rank 5, rank 7 and 28 more of a world of 64 "
                                     "wrote nothing"));
     for (int i = 0; i < 32; i++)
@@ -406,7 +406,7 @@ test_shard_world__a_rank_that_marked_no_step_is_told_from_one_that_wrote_nothing
                  10 + i, i, 2, i == 0 ? "s 0 100 200 -1\n" : "");
         assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[i], &err), 0);
     }
-    assert_int_equal(cg_shard_check_world(sh, 2, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 2, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1 (pid 11 on vm) of a world of 2 wrote a shard but "
                                     "marked no step named 'train?step'"));
     assert_null(strstr(err.msg, "installed"));
@@ -416,7 +416,7 @@ test_shard_world__a_rank_that_marked_no_step_is_told_from_one_that_wrote_nothing
                       "step_range step\n";
     assert_int_equal(cg_shard_parse(one, strlen(one), "t", &sh[1], &err), 0);
     sh[0].world_size = 3;
-    assert_int_equal(cg_shard_check_world(sh, 2, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 2, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1 (pid 11 on vm) wrote a shard but marked no step "
                                     "named 'step'; rank 2 of a world of 3 wrote nothing: is "
                                     "canary-gate installed at /x"));
@@ -432,12 +432,47 @@ test_shard_world__a_rank_that_marked_no_step_is_told_from_one_that_wrote_nothing
                  10 + i, i, i < 2 ? "s 0 100 200 -1\n" : "");
         assert_int_equal(cg_shard_parse(text, strlen(text), "t", &eight[i], &err), 0);
     }
-    assert_int_equal(cg_shard_check_world(eight, 8, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(eight, 8, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "ranks 2 (pid 12 on vm), 3 (pid 13 on vm), 4 (pid 14 on vm), "
                                     "5 (pid 15 on vm) and 2 more of a world of 8 each wrote a "
                                     "shard but marked no step named 'step'"));
     for (int i = 0; i < 8; i++)
         cg_shard_release(&eight[i]);
+}
+
+/* A rank still starting (a slow import, slow data loading) when the ranks with steps had made
+ * theirs is stopped by the gate with them: its shard holds no step and no "end". It was told
+ * "wrote a shard but marked no step named 'step': every rank must mark its steps", advice about
+ * its step marking, which was fine. Now it is said to have been stopped before its first step;
+ * the advice to mark steps stays for a rank that ended on its own without one. */
+static void test_shard_world__a_rank_the_gate_stopped_before_its_first_step_is_said_so(void **state)
+{
+    (void)state;
+    struct cg_shard sh[3];
+    struct cg_err err;
+    cg_err_init(&err);
+    for (int i = 0; i < 3; i++) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "canary-gate-shard 1\npid %d\nrank %d\nhost vm\nworld_size 3\nwarmup 0\n"
+                 "step_range step\n%s%s",
+                 10 + i, i, i == 0 ? "s 0 100 200 -1\n" : "", i == 2 ? "end\n" : "");
+        assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[i], &err), 0);
+    }
+    /* rank 1 cut off by the stop, rank 2 ended on its own without a step */
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", true, &err), CG_ECANARY);
+    assert_non_null(strstr(err.msg, "rank 2 (pid 12 on vm) of a world of 3 wrote a shard but "
+                                    "marked no step named 'step': every rank must mark its steps"));
+    assert_non_null(strstr(err.msg, "rank 1 (pid 11 on vm) of a world of 3 was stopped before its "
+                                    "first step named 'step': the other ranks had made their "
+                                    "steps"));
+    /* the same shards of a canary that ended on its own: rank 1's shard was cut otherwise */
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), CG_ECANARY);
+    assert_null(strstr(err.msg, "stopped"));
+    assert_non_null(strstr(err.msg, "ranks 1 (pid 11 on vm), 2 (pid 12 on vm) of a world of 3 "
+                                    "each wrote a shard but marked no step"));
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
 }
 
 static void test_shard_world__duplicates_and_disagreements_fail(void **state)
@@ -451,21 +486,21 @@ static void test_shard_world__duplicates_and_disagreements_fail(void **state)
     slurm_shard(&sh[2], 1, 2, 1);
     sh[2].pid = 99;
     sh[2].slurm_step = 1; /* task 1 of another step: two launches */
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1 reported twice (pid 1001 on n2, pid 99 on n2)"));
     sh[2].slurm_ntasks = 3;
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "disagree on the world's size (2 and 3)"));
     sh[2].slurm_ntasks = 2;
     sh[2].slurm_procid = 5;
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 5 on n2 is outside a world of 2 ranks"));
     /* no world size known (RANK without WORLD_SIZE): a rank twice still fails; it was merged
      * into an artifact that then did not load ("rank 1 twice") */
     for (int i = 0; i < 3; i++)
         sh[i].slurm_ntasks = -1;
     sh[2].slurm_procid = 1;
-    assert_int_equal(cg_shard_check_world(sh, 3, "/x", &err), CG_ECANARY);
+    assert_int_equal(cg_shard_check_world(sh, 3, "/x", false, &err), CG_ECANARY);
     assert_non_null(strstr(err.msg, "rank 1 reported twice"));
     for (int i = 0; i < 3; i++)
         cg_shard_release(&sh[i]);
@@ -485,9 +520,9 @@ static void test_shard_world__shards_without_rank_or_steps_take_no_part(void **s
     const char *plain = "canary-gate-shard 1\npid 6\ns 0 1 2 -1\n";
     assert_int_equal(cg_shard_parse(agent, strlen(agent), "a", &sh[2], &err), 0);
     assert_int_equal(cg_shard_parse(plain, strlen(plain), "p", &sh[3], &err), 0);
-    assert_int_equal(cg_shard_check_world(sh, 4, "/x", &err), 0);
+    assert_int_equal(cg_shard_check_world(sh, 4, "/x", false, &err), 0);
     /* no shard reports a world: nothing to check */
-    assert_int_equal(cg_shard_check_world(&sh[3], 1, "/x", &err), 0);
+    assert_int_equal(cg_shard_check_world(&sh[3], 1, "/x", false, &err), 0);
     for (int i = 0; i < 4; i++)
         cg_shard_release(&sh[i]);
 }
@@ -505,6 +540,8 @@ int main(void)
         cmocka_unit_test(test_shard_world__a_large_world_is_checked_in_linear_time),
         cmocka_unit_test(
             test_shard_world__a_rank_that_marked_no_step_is_told_from_one_that_wrote_nothing),
+        cmocka_unit_test(
+            test_shard_world__a_rank_the_gate_stopped_before_its_first_step_is_said_so),
         cmocka_unit_test(test_shard_world__duplicates_and_disagreements_fail),
         cmocka_unit_test(test_shard_world__shards_without_rank_or_steps_take_no_part),
     };
