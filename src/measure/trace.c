@@ -264,14 +264,16 @@ static int cmp_on_host(const void *x, const void *y)
 /* How the trace puts several hosts' clocks on one. */
 struct clocks {
     int64_t *shift;         /* per shard, ns added to its times */
+    bool *unaligned;        /* per shard, its host has no traced step: its own clock */
     struct on_host *traced; /* the traced shards by host */
     size_t n_traced, n_hosts;
-    const char *ref; /* the reference host (shift 0), borrowed; NULL when none traced */
+    const char *ref; /* the reference host (shift 0), borrowed; NULL when no traced step */
     bool samples_ok; /* the launcher's GPU readings are on the reference host's clock */
 };
 
-/* Whether traced shard b should be the reference rather than a (NULL: none yet): the gate's own
- * host first, then the lowest rank, then (no ranks) the first host name in byte order. */
+/* Whether shard b, with a traced step, should be the reference rather than a (NULL: none yet):
+ * the gate's own host first, then the lowest rank, then (no ranks) the first host name in byte
+ * order. */
 static bool better_ref(const struct cg_shard *a, const struct cg_shard *b, const char *me)
 {
     if (a == NULL)
@@ -285,8 +287,10 @@ static bool better_ref(const struct cg_shard *a, const struct cg_shard *b, const
 }
 
 /* Each host's events are shifted so that its first traced step starts with the reference
- * host's (better_ref; its GPU readings share the gate's clock). One host's processes share its
- * clock and keep their offsets. 0 or CG_ENOMEM; release with clocks_release. */
+ * host's (better_ref among the shards with a traced step: a launcher's process without one has
+ * nothing to align on; the gate's host's GPU readings share the gate's clock). One host's
+ * processes share its clock and keep their offsets; a host without a traced step keeps its own
+ * (unaligned). 0 or CG_ENOMEM; release with clocks_release. */
 static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *c)
 {
     char me[256];
@@ -294,21 +298,22 @@ static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *
         me[0] = '\0';
     me[sizeof(me) - 1] = '\0';
     *c = (struct clocks){.shift = calloc(n > 0 ? n : 1, sizeof(int64_t)),
+                         .unaligned = calloc(n > 0 ? n : 1, sizeof(bool)),
                          .traced = malloc((n > 0 ? n : 1) * sizeof(struct on_host))};
-    if (c->shift == NULL || c->traced == NULL)
+    if (c->shift == NULL || c->unaligned == NULL || c->traced == NULL)
         return CG_ENOMEM;
     const struct cg_shard *ref = NULL;
     for (size_t i = 0; i < n; i++) {
         if (shards[i].trace_first < 0)
             continue;
         c->traced[c->n_traced++] = (struct on_host){clock_of(&shards[i]), i};
-        if (better_ref(ref, &shards[i], me))
+        if (first_traced_start(&shards[i]) >= 0 && better_ref(ref, &shards[i], me))
             ref = &shards[i];
     }
-    if (ref == NULL)
+    if (c->n_traced == 0)
         return 0;
     qsort(c->traced, c->n_traced, sizeof(*c->traced), cmp_on_host);
-    c->ref = clock_of(ref);
+    c->ref = ref != NULL ? clock_of(ref) : NULL;
     /* each host's anchor: the earliest start of its shards' first traced steps (-1: none) */
     int64_t at = -1;
     for (size_t g = 0, e; g < c->n_traced; g = e) {
@@ -319,12 +324,14 @@ static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *
                 anchor = t;
         }
         c->n_hosts++;
-        for (size_t k = g; k < e; k++)
+        for (size_t k = g; k < e; k++) {
             c->shift[c->traced[k].i] = anchor; /* for now: the host's anchor */
-        if (strcmp(c->traced[g].host, c->ref) == 0)
+            c->unaligned[c->traced[k].i] = anchor < 0;
+        }
+        if (c->ref != NULL && strcmp(c->traced[g].host, c->ref) == 0)
             at = anchor;
     }
-    c->samples_ok = c->n_hosts <= 1 || strcmp(c->ref, me) == 0;
+    c->samples_ok = c->n_hosts <= 1 || (c->ref != NULL && strcmp(c->ref, me) == 0);
     for (size_t k = 0; k < c->n_traced; k++) {
         int64_t *sh = &c->shift[c->traced[k].i];
         *sh = c->n_hosts > 1 && at >= 0 && *sh >= 0 ? at - *sh : 0;
@@ -335,11 +342,13 @@ static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *
 static void clocks_release(struct clocks *c)
 {
     free(c->shift);
+    free(c->unaligned);
     free(c->traced);
 }
 
 /* otherData's account of the clocks: how many hosts, and with several, how they were aligned
- * and each host's shift in microseconds. */
+ * and each host's shift in microseconds (null: a host without a traced step, on its own clock;
+ * the reference null when no host has one). */
 static void write_clocks(struct writer *w, const struct clocks *c)
 {
     putf(w, ",\"host_clocks\":%zu", c->n_hosts);
@@ -348,15 +357,22 @@ static void write_clocks(struct writer *w, const struct clocks *c)
     put(w, ",\"clock_alignment\":");
     put_str(w, "each host's monotonic clock counts from its own boot: its events are shifted so "
                "that its first traced step starts with the reference host's; within a host, the "
-               "host's own clock");
+               "host's own clock; a host without a traced step keeps its own (shift null)");
     put(w, ",\"clock_reference_host\":");
-    put_str(w, c->ref);
+    if (c->ref != NULL)
+        put_str(w, c->ref);
+    else
+        put(w, "null");
     put(w, ",\"host_shift_us\":{");
     for (size_t k = 0; k < c->n_traced; k++) {
         if (k > 0 && strcmp(c->traced[k].host, c->traced[k - 1].host) == 0)
             continue;
         put(w, k > 0 ? "," : "");
         put_str(w, c->traced[k].host);
+        if (c->unaligned[c->traced[k].i]) {
+            put(w, ":null");
+            continue;
+        }
         int64_t d = c->shift[c->traced[k].i];
         uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
         putf(w, ":%s%" PRIu64 ".%03" PRIu64, d < 0 ? "-" : "", a / 1000, a % 1000);

@@ -14,7 +14,8 @@
  * the earliest event. Each host counts CLOCK_MONOTONIC_RAW from its own boot: the processes of
  * one host (its host name, else its Slurm node) keep their host's clock, and every other host's
  * events are shifted so that its first traced step starts with the reference host's (the gate's
- * own where a traced process ran there, else the lowest rank's); "otherData" names the hosts'
+ * own where a process with a traced step ran there, else the lowest rank's; a host none of whose
+ * processes traced a step keeps its own clock, its shift null); "otherData" names the hosts'
  * count, the rule, the reference and each host's shift, and the GPU readings are drawn only
  * when they share the reference host's clock. Every name is escaped for JSON: quotes, backslashes,
  * control bytes (so a terminal escape sequence in a kernel name never reaches the file raw) and

@@ -376,6 +376,42 @@ static void test_trace__hosts_clocks_are_aligned_on_the_first_traced_step(void *
         cg_shard_release(&sh[i]);
 }
 
+/* A traced process without steps on the gate's own host (a launcher that loads the library:
+ * DeepSpeed's runner, a submit script that imports torch) was taken as the clock reference: it
+ * has no traced step to align on, so every host kept its own clock (the ranks of a node booted a
+ * day earlier a day apart again) while otherData said each was shifted by 0. The reference is
+ * now a host with a traced step, and a host without one is said to be unaligned (null). */
+static void test_trace__a_process_without_steps_is_never_the_clock_reference(void **state)
+{
+    (void)state;
+    char me[256];
+    assert_int_equal(gethostname(me, sizeof(me)), 0);
+    me[sizeof(me) - 1] = '\0';
+    struct cg_shard sh[3];
+    long long day = 86400LL * 1000000000LL;
+    char text[512];
+    snprintf(text, sizeof(text), "canary-gate-shard 1\npid 50\nhost %s\nwarmup 0\ntw 0 2\n", me);
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_parse(text, strlen(text), "t", &sh[0], &err), 0);
+    host_shard(&sh[1], 0, "node-a", 5000000000LL);
+    host_shard(&sh[2], 1, "node-b", 5000000000LL + day);
+    char *json = NULL;
+    cJSON *root = trace_json(sh, 3, &json);
+    assert_float_equal(ts_of(root, "X", "step 0", 100), 0.0, 1e-9);
+    if (!(fabs(ts_of(root, "X", "step 0", 101)) < 1e-9))
+        fail_msg("%s", json);
+    const cJSON *other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+    assert_string_equal(str_of(other, "clock_reference_host"), "node-a");
+    const cJSON *shifts = cJSON_GetObjectItemCaseSensitive(other, "host_shift_us");
+    assert_float_equal(num_of(shifts, "node-b"), -86400e6, 1e-3);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(shifts, me)));
+    cJSON_Delete(root);
+    free(json);
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
+}
+
 /* Two ranks of the real canary, rank 1 as another host (its own host name) whose monotonic
  * clock runs a day ahead (a time namespace; skipped where unshare cannot make one): their
  * traced steps, begun together, are drawn together, not a day apart. */
@@ -520,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_trace__event_cap_is_reported),
         cmocka_unit_test(test_trace__no_trace_lines_give_a_valid_file_with_a_note),
         cmocka_unit_test(test_trace__hosts_clocks_are_aligned_on_the_first_traced_step),
+        cmocka_unit_test(test_trace__a_process_without_steps_is_never_the_clock_reference),
         cmocka_unit_test(test_trace__another_hosts_rank_is_drawn_beside_the_first),
 #if CG_HAVE_CUPTI
         cmocka_unit_test(test_trace__synthetic_cupti_records),
