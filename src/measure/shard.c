@@ -47,6 +47,7 @@ void cg_shard_release(struct cg_shard *s)
     free(s->gpu_reason);
     free(s->gpu_model);
     free(s->host);
+    free(s->clock_host);
     free(s->slurm_node);
     free(s->slurm_job);
     free(s->step_range);
@@ -102,6 +103,9 @@ int cg_shard_redact(struct cg_shard *shards, size_t n, const struct cg_redact *r
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct cg_shard *s = &shards[i];
+        const char *clock = s->host != NULL ? s->host : s->slurm_node;
+        if (s->clock_host == NULL && clock != NULL && (s->clock_host = strdup(clock)) == NULL)
+            rc |= CG_ENOMEM;
         char **one[] = {&s->host,         &s->slurm_node,     &s->slurm_job,
                         &s->step_range,   &s->gpu_reason,     &s->gpu_model,
                         &s->cuda_version, &s->driver_version, &s->cupti_library};

@@ -196,6 +196,10 @@ struct cg_shard {
     int64_t pid, rank, local_rank; /* -1 when not recorded */
     /* where it ran ("host", "world_size", ... lines): NULL or -1 when not recorded */
     char *host, *slurm_node, *slurm_job;
+    /* the host name as recorded (else the Slurm node), kept by cg_shard_redact before it hides
+     * host and slurm_node: one host's clock (CLOCK_MONOTONIC_RAW counts from its boot) is told
+     * from another's by it (trace.c). Never written anywhere; NULL until redacted */
+    char *clock_host;
     int64_t world_size, group_rank, slurm_procid, slurm_nodeid, slurm_ntasks, mpi_rank, mpi_size;
     int64_t slurm_step; /* an srun task's step ("slurm_step"): Slurm's rank lines apply only then */
     /* the index (in its run's shards) of the first shard with steps of the same srun task
@@ -299,7 +303,8 @@ int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct 
  * userinfo) in every string of n shards that came from the canary: op, place, trace range, GPU
  * event and domain names, warnings, host and Slurm names, GPU and CUPTI texts. Applied once, where
  * a run's shards are read to be merged into the artifact (and its trace), so nothing the canary
- * named reaches an artifact, report, comment, verdict or terminal unredacted. 0 or CG_ENOMEM. */
+ * named reaches an artifact, report, comment, verdict or terminal unredacted; the host name as
+ * recorded is kept in clock_host, for telling hosts' clocks apart only. 0 or CG_ENOMEM. */
 int cg_shard_redact(struct cg_shard *shards, size_t n, const struct cg_redact *r,
                     struct cg_err *err);
 

@@ -242,8 +242,18 @@ static int64_t earliest(const struct cg_shard *shards, size_t n, const int64_t *
 }
 
 /* The clock a shard's times are on: its host's (CLOCK_MONOTONIC_RAW counts from the host's
- * boot), named by its host name, else its Slurm node; "" when it names neither (one clock). */
+ * boot), told by its host name, else its Slurm node, as recorded (clock_host: --redact may have
+ * hidden them, making several hosts one name); "" when it names neither (one clock). Never
+ * written: shown_host names it in the trace. */
 static const char *clock_of(const struct cg_shard *s)
+{
+    if (s->clock_host != NULL)
+        return s->clock_host;
+    return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";
+}
+
+/* The name a shard's host is shown by: its host name, else its Slurm node, as redacted. */
+static const char *shown_host(const struct cg_shard *s)
 {
     return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";
 }
@@ -268,6 +278,7 @@ struct clocks {
     struct on_host *traced; /* the traced shards by host */
     size_t n_traced, n_hosts;
     const char *ref; /* the reference host (shift 0), borrowed; NULL when no traced step */
+    size_t ref_at;   /* its first shard's index in traced */
     bool samples_ok; /* the launcher's GPU readings are on the reference host's clock */
 };
 
@@ -328,8 +339,10 @@ static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *
             c->shift[c->traced[k].i] = anchor; /* for now: the host's anchor */
             c->unaligned[c->traced[k].i] = anchor < 0;
         }
-        if (c->ref != NULL && strcmp(c->traced[g].host, c->ref) == 0)
+        if (c->ref != NULL && strcmp(c->traced[g].host, c->ref) == 0) {
             at = anchor;
+            c->ref_at = g;
+        }
     }
     c->samples_ok = c->n_hosts <= 1 || (c->ref != NULL && strcmp(c->ref, me) == 0);
     for (size_t k = 0; k < c->n_traced; k++) {
@@ -346,10 +359,26 @@ static void clocks_release(struct clocks *c)
     free(c->traced);
 }
 
+/* The name of the host of c->traced[k], the place-th host there (from 1): as shown
+ * (shown_host), with " #PLACE" where --redact changed it, since several hosts may then show one
+ * name. */
+static void put_host(struct writer *w, const struct cg_shard *shards, const struct clocks *c,
+                     size_t k, size_t place)
+{
+    const char *shown = shown_host(&shards[c->traced[k].i]);
+    if (strcmp(shown, c->traced[k].host) == 0) {
+        put_str(w, shown);
+        return;
+    }
+    char name[320];
+    snprintf(name, sizeof(name), "%.300s #%zu", shown, place);
+    put_str(w, name);
+}
+
 /* otherData's account of the clocks: how many hosts, and with several, how they were aligned
  * and each host's shift in microseconds (null: a host without a traced step, on its own clock;
  * the reference null when no host has one). */
-static void write_clocks(struct writer *w, const struct clocks *c)
+static void write_clocks(struct writer *w, const struct cg_shard *shards, const struct clocks *c)
 {
     putf(w, ",\"host_clocks\":%zu", c->n_hosts);
     if (c->n_hosts <= 1)
@@ -359,16 +388,20 @@ static void write_clocks(struct writer *w, const struct clocks *c)
                "that its first traced step starts with the reference host's; within a host, the "
                "host's own clock; a host without a traced step keeps its own (shift null)");
     put(w, ",\"clock_reference_host\":");
+    size_t place = 0;
+    for (size_t k = 0; c->ref != NULL && k <= c->ref_at; k++)
+        place += k == 0 || strcmp(c->traced[k].host, c->traced[k - 1].host) != 0;
     if (c->ref != NULL)
-        put_str(w, c->ref);
+        put_host(w, shards, c, c->ref_at, place);
     else
         put(w, "null");
     put(w, ",\"host_shift_us\":{");
+    place = 0;
     for (size_t k = 0; k < c->n_traced; k++) {
         if (k > 0 && strcmp(c->traced[k].host, c->traced[k - 1].host) == 0)
             continue;
         put(w, k > 0 ? "," : "");
-        put_str(w, c->traced[k].host);
+        put_host(w, shards, c, k, ++place);
         if (c->unaligned[c->traced[k].i]) {
             put(w, ":null");
             continue;
@@ -578,7 +611,7 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n,
          "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"canary-gate\","
          "\"processes_traced\":%" PRId64 ",\"events_dropped\":%" PRId64,
          traced, dropped);
-    write_clocks(w, &c);
+    write_clocks(w, shards, &c);
     put(w, "}}\n");
     clocks_release(&c);
     if (w->rc == 0)

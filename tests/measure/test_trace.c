@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "opname.h"
+#include "redact.h"
 #include "shard.h"
 #include "trace.h"
 
@@ -412,6 +413,46 @@ static void test_trace__a_process_without_steps_is_never_the_clock_reference(voi
         cg_shard_release(&sh[i]);
 }
 
+/* --redact that matches host names hid them before the trace was written, and clocks were told
+ * apart by the hidden name: every host became "***", one clock, and a node booted a day
+ * earlier was drawn a day apart again (otherData "host_clocks": 1). Clocks are told apart by
+ * the host name the shard recorded, which no output shows: the trace names each hidden host by
+ * what redaction left and a number. */
+static void test_trace__redacted_host_names_keep_their_own_clocks(void **state)
+{
+    (void)state;
+    struct cg_shard sh[3];
+    long long day = 86400LL * 1000000000LL;
+    host_shard(&sh[0], 1, "node-b", 5000000000LL + day);
+    host_shard(&sh[1], 0, "node-a", 5000000000LL);
+    host_shard(&sh[2], 2, "node-a", 5003000000LL);
+    struct cg_redact *r = NULL;
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_redact_new(NULL, &r, &err), 0);
+    assert_int_equal(cg_redact_add_pattern(r, "node-[a-z]", &err), 0);
+    assert_int_equal(cg_shard_redact(sh, 3, r, &err), 0);
+    cg_redact_free(r);
+    assert_string_equal(sh[0].host, "***");
+    char *text = NULL;
+    cJSON *root = trace_json(sh, 3, &text);
+    if (strstr(text, "node-") != NULL)
+        fail_msg("a hidden host name in the trace: %s", text);
+    assert_float_equal(ts_of(root, "X", "step 0", 100), 0.0, 1e-9);
+    assert_float_equal(ts_of(root, "X", "step 0", 101), 0.0, 1e-9);
+    assert_float_equal(ts_of(root, "X", "step 0", 102), 3000.0, 1e-9);
+    const cJSON *other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+    assert_int_equal(num_of(other, "host_clocks"), 2);
+    const cJSON *shifts = cJSON_GetObjectItemCaseSensitive(other, "host_shift_us");
+    assert_int_equal(cJSON_GetArraySize(shifts), 2); /* two names, not "***" twice */
+    const char *ref = str_of(other, "clock_reference_host");
+    assert_float_equal(num_of(shifts, ref), 0.0, 1e-9);
+    cJSON_Delete(root);
+    free(text);
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
+}
+
 /* Two ranks of the real canary, rank 1 as another host (its own host name) whose monotonic
  * clock runs a day ahead (a time namespace; skipped where unshare cannot make one): their
  * traced steps, begun together, are drawn together, not a day apart. */
@@ -557,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_trace__no_trace_lines_give_a_valid_file_with_a_note),
         cmocka_unit_test(test_trace__hosts_clocks_are_aligned_on_the_first_traced_step),
         cmocka_unit_test(test_trace__a_process_without_steps_is_never_the_clock_reference),
+        cmocka_unit_test(test_trace__redacted_host_names_keep_their_own_clocks),
         cmocka_unit_test(test_trace__another_hosts_rank_is_drawn_beside_the_first),
 #if CG_HAVE_CUPTI
         cmocka_unit_test(test_trace__synthetic_cupti_records),
