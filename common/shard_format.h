@@ -65,6 +65,9 @@
 #define CG_SHARD_KEY_WARMUP "warmup"         /* W */
 #define CG_SHARD_KEY_STEP_RANGE "step_range" /* NAME */
 #define CG_SHARD_KEY_STEPS_FROM "steps_from" /* CG_SHARD_STEPS_NVTX | CG_SHARD_STEPS_OPTIMIZER */
+/* N: the canary's own step ranges began after N steps of the fallback (the optimizer's), past
+ * the warm-up, and were ignored (written once, beside a "w" line saying so) */
+#define CG_SHARD_KEY_STEPS_IGNORED "steps_ignored"
 #define CG_SHARD_KEY_STEP "s"                /* I START_NS END_NS TOKENS */
 #define CG_SHARD_KEY_BUSY "b"                /* I NS */
 #define CG_SHARD_KEY_LOSS "l"                /* I VALUE */

@@ -542,6 +542,7 @@ static bool own_takes_over(void)
             cg_inject_append_name(g_step_fallback);
             cg_inject_append("' ranges' measured steps: ignored, those mark the steps\n");
         }
+        cg_inject_append(CG_SHARD_KEY_STEPS_IGNORED " %lld\n", (long long)begun);
         cg_inject_unlock();
     }
     return false;

@@ -25,7 +25,7 @@ void cg_shard_init(struct cg_shard *s)
     s->gpu = -1;
     s->records = s->dropped = s->zero_ts = -1;
     s->outside_steps = s->inside_steps = s->late_memory = s->overhead_ns = -1;
-    s->done_steps = -1;
+    s->done_steps = s->steps_ignored = -1;
     s->nonfinite_loss_step = -1;
     s->nonfinite_loss = NAN;
     s->warmup = -1;

@@ -22,6 +22,8 @@
  *                                         steps canary-gate's sitecustomize marked; a second
  *                                         line when its own took over in the warm-up: the last
  *                                         line counts)
+ *   steps_ignored N                       its own step ranges began after N optimizer steps,
+ *                                         past the warm-up, and were ignored
  *   s I START_NS END_NS TOKENS            step I ended (index from 0 per process; TOKENS -1: none)
  *   b I NS                                GPU busy time added to step I (summed)
  *   l I VALUE                             a loss the canary reported in step I (%.9g, "nan",
@@ -208,6 +210,8 @@ struct cg_shard {
      * set by cg_shard_mark_tasks */
     int64_t task_group;
     enum cg_steps_source steps_from;
+    int64_t steps_ignored; /* "steps_ignored N": its own step ranges began after N steps of the
+                            * optimizer, past the warm-up, and were ignored; -1 none */
     char *step_range;              /* "step_range": the name of its step ranges, NULL when none */
     int64_t warmup;                /* -1 when not recorded */
     bool complete;                 /* "end" seen */
@@ -329,7 +333,9 @@ int cg_shard_merge(const struct cg_shard *shards, size_t n, const struct cg_shar
  * (a script that marks its step ranges on rank 0 only, the other ranks' steps then from their
  * optimizer under --steps-from auto), naming the lowest rank (else pid) of each: "rank 0 (and 3
  * more) marks its steps with its own NVTX step ranges, rank 1 (and 3 more) takes them from its
- * optimizer: ..."; 0 otherwise. */
+ * optimizer: ..."; where every optimizer-side shard's own ranges were ignored (steps_ignored:
+ * begun after its optimizer's measured steps), it says so and offers --steps-from nvtx and the
+ * warm-up that lets them count; 0 otherwise. */
 int cg_shard_check_steps_from(const struct cg_shard *shards, size_t n, struct cg_err *err);
 
 /* Whether some processes with steps gave token payloads in the measured steps ([warmup, warmup

@@ -91,26 +91,52 @@ static void name_shard(const struct cg_shard *s, size_t others, char *dst, size_
 
 int cg_shard_check_steps_from(const struct cg_shard *shards, size_t n, struct cg_err *err)
 {
-    const struct cg_shard *first[2] = {NULL, NULL}; /* NVTX, optimizer */
-    size_t count[2] = {0, 0};
+    /* NVTX; optimizer, its own ranges ignored (steps_ignored); optimizer, none of its own */
+    const struct cg_shard *first[3] = {NULL, NULL, NULL};
+    size_t count[3] = {0, 0, 0};
+    int64_t warmup = 0; /* the warm-up that would have let every optimizer rank's own count */
     for (size_t i = 0; i < n; i++) {
         const struct cg_shard *s = &shards[i];
         if (contiguous_steps(s) == 0 || s->steps_from == CG_STEPS_UNKNOWN)
             continue;
-        int k = s->steps_from == CG_STEPS_OPTIMIZER;
+        int k = s->steps_from == CG_STEPS_NVTX ? 0 : s->steps_ignored >= 0 ? 1 : 2;
         count[k]++;
         first[k] = first_named(first[k], s);
+        if (k == 1 && s->steps_ignored > warmup)
+            warmup = s->steps_ignored;
     }
-    if (count[0] == 0 || count[1] == 0)
+    if (count[0] == 0 || count[1] + count[2] == 0)
         return 0;
-    char nvtx[64], opt[64];
+    char nvtx[64], ign[64], opt[64];
     name_shard(first[0], count[0] - 1, nvtx, sizeof(nvtx));
-    name_shard(first[1], count[1] - 1, opt, sizeof(opt));
+    if (count[2] ==
+        0) { /* every rank began its own: the optimizer's steps won where they came late */
+        name_shard(first[1], count[1] - 1, ign, sizeof(ign));
+        return cg_err_set(
+            err, CG_ECANARY,
+            "%s marks its steps with its own NVTX step ranges; %s began its own after "
+            "its optimizer's measured steps (canary-gate's optimizer steps): they "
+            "were ignored and its steps taken from its optimizer: a run has one "
+            "definition of a step; give --steps-from nvtx, or a --warmup of at "
+            "least %lld",
+            nvtx, ign, (long long)warmup);
+    }
+    char also[160] = "";
+    name_shard(first_named(first[1], first[2]), count[2] + count[1] - 1, opt, sizeof(opt));
+    if (count[1] > 0) {
+        name_shard(first[1], 0, ign, sizeof(ign));
+        char more[64] = "";
+        if (count[1] > 1)
+            snprintf(more, sizeof(more), " and those of %zu more", count[1] - 1);
+        snprintf(also, sizeof(also),
+                 " (%s's own%s began after its optimizer's measured steps and were ignored)", ign,
+                 more);
+    }
     return cg_err_set(err, CG_ECANARY,
                       "%s marks its steps with its own NVTX step ranges, %s takes them from its "
-                      "optimizer (canary-gate's optimizer steps): a run has one definition of a "
+                      "optimizer (canary-gate's optimizer steps)%s: a run has one definition of a "
                       "step; mark the step ranges in every rank, or give --steps-from optimizer",
-                      nvtx, opt);
+                      nvtx, opt, also);
 }
 
 bool cg_shard_tokens_partial(const struct cg_shard *shards, size_t n, int64_t warmup, int64_t steps,

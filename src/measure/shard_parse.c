@@ -707,6 +707,11 @@ static int parse_steps_from(struct parse_state *ps, struct line *l)
     return s->steps_from == CG_STEPS_UNKNOWN ? 1 : 0;
 }
 
+static int parse_steps_ignored(struct parse_state *ps, struct line *l)
+{
+    return next_int(l, 0, INT32_MAX, &ps->s->steps_ignored) ? 0 : 1;
+}
+
 static int parse_warmup(struct parse_state *ps, struct line *l)
 {
     return next_int(l, 0, INT32_MAX, &ps->s->warmup) ? 0 : 1;
@@ -844,6 +849,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_MPI_SIZE, parse_mpi_size},
     {CG_SHARD_KEY_END, parse_end},
     {CG_SHARD_KEY_STEPS_FROM, parse_steps_from},
+    {CG_SHARD_KEY_STEPS_IGNORED, parse_steps_ignored},
     {CG_SHARD_KEY_WARMUP, parse_warmup},
     {CG_SHARD_KEY_TRACE_WINDOW, parse_trace_window},
     {CG_SHARD_KEY_TRACE_RANGE, parse_trace_range},

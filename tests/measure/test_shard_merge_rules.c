@@ -117,6 +117,67 @@ static void test_shard_merge__real_ranks_of_two_step_sources_fail_the_run(void *
     assert_false(cg_workdir_exists(w, "two.json"));
 }
 
+/* Every rank marks NVTX step ranges, but rank 0 began its own after its optimizer's measured
+ * steps (optimizer steps made before its loop, past the warm-up): its own were ignored and its
+ * steps taken from the optimizer. The refusal told it to "mark the step ranges in every rank",
+ * which every rank does, and never offered --steps-from nvtx; now it says what happened to rank
+ * 0's own ranges and offers --steps-from nvtx and the warm-up that would have let them count.
+ * (The real canary: rank 0 marks optimizer steps with "forward" nested in each, rank 1 "forward"
+ * in plain steps; --step-range forward.) Where an optimizer rank marks none of its own, the
+ * advice is as before. */
+static void test_shard_merge__ranks_whose_own_steps_were_ignored_are_offered_nvtx(void **state)
+{
+    const struct cg_workdir *w = *state;
+    const char *script = "RANK=0 WORLD_SIZE=2 \"$0\" \"$@\" --mode optimizer & "
+                         "RANK=1 WORLD_SIZE=2 \"$0\" \"$@\"; r=$?; wait $! && exit $r";
+    const char *args[] = {
+        "run",          "--out",   "asym.json", "--runs",  "1",  "--steps", "3",    "--warmup", "0",
+        "--step-range", "forward", "--",        "/bin/sh", "-c", script,    CANARY, "--steps",  "6",
+        "--step-ms",    "5",       "--nested",  NULL};
+    struct cg_proc p;
+    assert_int_equal(cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p), 3);
+    if (strstr(p.err, "rank 1 marks its steps with its own NVTX step ranges; rank 0 began its "
+                      "own after its optimizer's measured steps (canary-gate's optimizer steps): "
+                      "they were ignored and its steps taken from its optimizer") == NULL ||
+        strstr(p.err, "give --steps-from nvtx, or a --warmup of at least 1") == NULL ||
+        strstr(p.err, "mark the step ranges in every rank") != NULL)
+        fail_msg("not said:\n%s", p.err);
+    assert_false(cg_workdir_exists(w, "asym.json"));
+    /* with --steps-from nvtx the same canary is measured */
+    const char *nvtx[] = {"run",       "--out",
+                          "asym.json", "--runs",
+                          "1",         "--steps",
+                          "3",         "--warmup",
+                          "0",         "--step-range",
+                          "forward",   "--steps-from",
+                          "nvtx",      "--",
+                          "/bin/sh",   "-c",
+                          script,      CANARY,
+                          "--steps",   "6",
+                          "--step-ms", "5",
+                          "--nested",  NULL};
+    if (cg_workdir_run(w, CG_TOOL_PATH, NULL, nvtx, &p) != 0)
+        fail_msg("%s", p.err);
+    /* one optimizer rank with its own ranges ignored, one with none: mark them in every rank */
+    struct cg_shard sh[3];
+    struct cg_err err;
+    cg_err_init(&err);
+    ranked_shard(&sh[0], 0, 3, "nvtx", -1);
+    ranked_shard(&sh[1], 1, 3, "optimizer", -1);
+    const char *ignored = "canary-gate-shard 1\npid 1002\nrank 2\nworld_size 3\nhost vm\n"
+                          "warmup 0\nsteps_from optimizer\nsteps_ignored 2\ns 0 100 200 -1\n"
+                          "s 1 200 300 -1\ns 2 300 400 -1\n";
+    assert_int_equal(cg_shard_parse(ignored, strlen(ignored), "t", &sh[2], &err), 0);
+    assert_int_equal(cg_shard_check_steps_from(sh, 3, &err), CG_ECANARY);
+    if (strstr(err.msg, "mark the step ranges in every rank, or give --steps-from optimizer") ==
+            NULL ||
+        strstr(err.msg, "rank 2's own began after its optimizer's measured steps and were "
+                        "ignored") == NULL)
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < 3; i++)
+        cg_shard_release(&sh[i]);
+}
+
 /* The merged tokens of step 0 of shards a and b with --tokens-per-step per (-1: none). */
 static int64_t merged_tokens(const struct cg_shard *sh, size_t n, int64_t per)
 {
@@ -190,6 +251,9 @@ int main(void)
         cmocka_unit_test(test_shard_merge__ranks_steps_from_two_sources_are_refused),
         cmocka_unit_test_setup_teardown(
             test_shard_merge__real_ranks_of_two_step_sources_fail_the_run, cg_workdir_setup,
+            cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_shard_merge__ranks_whose_own_steps_were_ignored_are_offered_nvtx, cg_workdir_setup,
             cg_workdir_teardown),
         cmocka_unit_test(test_shard_merge__tokens_are_the_payloads_summed_else_the_worlds_per_step),
         cmocka_unit_test_setup_teardown(
