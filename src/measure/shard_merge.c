@@ -121,7 +121,7 @@ int cg_shard_check_steps_from(const struct cg_shard *shards, size_t n, struct cg
             "least %lld",
             nvtx, ign, (long long)warmup);
     }
-    char also[160] = "";
+    char also[256] = ""; /* the text and ign and more in full */
     name_shard(first_named(first[1], first[2]), count[2] + count[1] - 1, opt, sizeof(opt));
     if (count[1] > 0) {
         name_shard(first[1], 0, ign, sizeof(ign));
