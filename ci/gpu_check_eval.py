@@ -35,9 +35,10 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
                                                       from its tg lines; kernels per step against
                                                       the tg lines, and the op table's calls
                                                       against the measured steps' counts
-  places DIR [--want COUNT:WHERE:RANGE:MIN]... [--all-placed COUNT,...]
+  places DIR [--want COUNT:WHERE:RANGE:MIN]... [--all-placed COUNT,...] [--counted COUNT,...]
                                                       np lines of a raw shard: calls per measured
                                                       step at each place, and the calls in none
+                                                      (--counted: measured and above 0)
   graphs DIR [--eager DIR]                            graph launches and graph kernels per step,
                                                       constant and not counted again as eager
   two-procs DIR --artifact FILE [--single DIR]        two processes' shards and the merged peak
@@ -1026,7 +1027,10 @@ def cmd_places(a):
     measured steps) per measured step, and each placed count's calls in no range (its n lines
     over the same steps minus its places). --want COUNT:WHERE:RANGE:MIN asks for at least MIN
     calls per step there (COUNT "sync" for the three synchronisation types); --all-placed
-    COUNT,... for no call in no range."""
+    COUNT,... for no call in no range, each count measured (named in the shard's nc line: a count
+    it does not name is unknown, not 0); --counted COUNT,... for each count measured and above 0
+    over the measured steps (a count whose calls were all lost places nothing, and has none in
+    no range either)."""
     shards = stepped(read_shards(a.dir))
     if not shards:
         raise Fail("no shard with steps in %s" % a.dir)
@@ -1039,6 +1043,7 @@ def cmd_places(a):
         raise Fail("%s: places not measured ('nc' %s)" % (
             name, " ".join(nc[-1][1:]) if nc else "absent"))
     measured = max(1, done - warm)
+    named = set(nc[-1][1:])
     placed = {}
     for f in lines:
         if f[0] == "np" and len(f) >= 5:
@@ -1060,11 +1065,18 @@ def cmd_places(a):
         shown.append("%s %.2f/step: %s%s" % (k, totals[k] / measured, ", ".join(
             "%s %s %.2f" % (key[1], key[2], v / measured) for v, key in ps),
             "%sno range %.2f" % (", " if ps else "", none / measured) if none else ""))
-        if a.all_placed and k in a.all_placed.split(","):
-            if none:
-                problems.append("%s: %d calls in no range" % (k, none))
-            if not totals[k]:
-                problems.append("%s: none counted" % k)
+        if a.all_placed and k in a.all_placed.split(",") and none:
+            problems.append("%s: %d calls in no range" % (k, none))
+    needed = [k for k in (a.all_placed or "").split(",") + (a.counted or "").split(",") if k]
+    for k in sorted(set(needed), key=needed.index):
+        names = SYNCS if k == "sync" else (k,)
+        if k not in totals:
+            raise Fail("bad count %s (one of %s)" % (k, ", ".join(sorted(totals))))
+        unnamed = [n for n in names if n not in named]
+        if unnamed:
+            problems.append("%s: not measured ('nc' does not name %s)" % (k, ", ".join(unnamed)))
+        elif a.counted and k in a.counted.split(",") and not totals[k]:
+            problems.append("%s: none counted in the %d measured steps" % (k, measured))
     for want in a.want or []:
         try:
             k, where, rng, least = want.split(":")
@@ -1448,6 +1460,7 @@ def main(argv):
     s.add_argument("dir")
     s.add_argument("--want", action="append")
     s.add_argument("--all-placed")
+    s.add_argument("--counted")
     s = sub.add_parser("graphs")
     s.add_argument("dir")
     s.add_argument("--eager")

@@ -582,6 +582,34 @@ def main():
          "allocs in backward: 2.00 per step, expected at least 3")
     case("places: not measured", ["places", placed("pl2", nc="nc kernels allocs")], "FAIL",
          "places not measured")
+    # a library whose synchronisations are lost: none counted at all (the PyTorch canary makes 3
+    # a step on the H100), or SYNCHRONIZATION not measured ('nc' without sync_*: unknown, not 0);
+    # neither may pass as "every synchronisation placed"
+    def unsynced(name, nc):
+        lines = ["gpu ok", nc, "warmup 3"] + ["s %d %d %d" % (i, 100 * (i + 1), 100 * (i + 2))
+                                             for i in range(6)]
+        lines += ["done 6"] + ["n %d kernels 370" % i for i in (3, 4, 5)] + ["end"]
+        d = os.path.join(TMP, name)
+        write(os.path.join(d, "p.shard"), "\n".join(lines) + "\n")
+        return d
+    case("places: synchronisations not measured",
+         ["places", unsynced("pl3", "nc kernels dtoh_pageable allocs frees places"),
+          "--all-placed", "sync,dtoh_pageable", "--counted", "sync"], "FAIL",
+         "sync: not measured ('nc' does not name sync_stream, sync_event, sync_context)")
+    case("places: no synchronisation counted",
+         ["places", unsynced("pl4", "nc kernels dtoh_pageable allocs frees sync_stream sync_event "
+                                    "sync_context sync_ns places"),
+          "--all-placed", "sync,dtoh_pageable", "--counted", "sync"], "FAIL",
+         "sync: none counted in the 3 measured steps")
+    case("places: a count to place that is not measured",
+         ["places", unsynced("pl5", "nc kernels sync_stream sync_event sync_context places"),
+          "--all-placed", "sync,dtoh_pageable"], "FAIL",
+         "dtoh_pageable: not measured ('nc' does not name dtoh_pageable)")
+    pl6 = placed("pl6", nc="nc kernels sync_stream sync_event sync_context dtoh_pageable allocs "
+                           "frees places")
+    case("places: synchronisations counted, none of the pageable copies",
+         ["places", pl6, "--all-placed", "allocs,dtoh_pageable", "--counted", "sync"], "PASS",
+         "sync 3.00/step")
 
     # graphs: launches, graph kernels and kernels per measured step
     def graphed(name, launches=(1, 1), gk=(100, 100), kernels=(120, 120)):
