@@ -686,7 +686,10 @@ def cmd_device_memory(a):
     MEMORY2 records) against what PyTorch says it reserved (torch_memory reserved_peak=N): CUPTI
     must agree within --tolerance-pct (default 5) both ways, whatever PYTORCH_CUDA_ALLOC_CONF
     (expandable segments map memory through the virtual memory API rather than cudaMalloc): less
-    leaves memory out, more counts memory PyTorch never reserved (or counts some twice)."""
+    leaves memory out, more counts memory PyTorch never reserved (or counts some twice). With the
+    canary's step-start figures (--print-reserved) and a traced step, the library's level then
+    must also lie between PyTorch's reserved and the device's memory in use, and its excess over
+    PyTorch's allocator be the same then as at the peak: the figure says where an excess sits."""
     if not os.path.isfile(a.stdout):
         raise Fail("no canary output %s" % a.stdout)
     with open(a.stdout, errors="replace") as f:
@@ -708,16 +711,19 @@ def cmd_device_memory(a):
     if reserved <= 0:
         raise Fail("PyTorch reserved no device memory | " + figure)
     tol = a.tolerance_pct / 100.0
+    problems = []
     if peak < (1 - tol) * reserved:
-        raise Fail("the library's peak device memory leaves out memory PyTorch reserved (more "
-                   "than %g%% below) | %s" % (a.tolerance_pct, figure))
+        problems.append("the library's peak device memory leaves out memory PyTorch reserved "
+                        "(more than %g%% below)" % a.tolerance_pct)
+    if peak > (1 + tol) * reserved:
+        problems.append("the library's peak device memory is more than %g%% above what PyTorch "
+                        "reserved" % a.tolerance_pct)
     start = level_at_trace_start(a.stdout, a.shard_dir)
     if start is not None:
         # The library counts every device allocation of the process, PyTorch's allocator only
-        # its own: what lies outside it (libraries' workspaces, made before the loop) shows as
-        # the same excess when a traced step begins and at the peak. An excess that changes is
-        # counted twice or a release missed; a level above what the device has in use is
-        # counted but not there.
+        # its own: what lies outside it shows as the same excess when a traced step begins and
+        # at the peak, within the bound above. An excess that changes is counted twice or a
+        # release missed; a level above what the device has in use is counted but not there.
         k, level, res_k, used_k = start
         before, at_peak = level - res_k, peak - reserved
         slack = max(4 << 20, 0.01 * reserved)
@@ -726,21 +732,18 @@ def cmd_device_memory(a):
                       k, fmt_bytes(level), fmt_bytes(res_k), fmt_bytes(used_k),
                       fmt_signed_bytes(before), fmt_signed_bytes(at_peak))
         if level < res_k:
-            raise Fail("the library's level when step %d began is below PyTorch's reserved | %s"
-                       % (k, figure))
+            problems.append("the library's level when step %d began is below PyTorch's reserved"
+                            % k)
         if level > used_k:
-            raise Fail("the library's level when step %d began is above what the device had in "
-                       "use | %s" % (k, figure))
+            problems.append("the library's level when step %d began is above what the device "
+                            "had in use" % k)
         if abs(at_peak - before) > slack:
-            raise Fail("memory outside PyTorch's allocator changed from %s (step %d) to %s (the "
-                       "peak), more than %s: counted twice or a release missed | %s" % (
-                           fmt_signed_bytes(before), k, fmt_signed_bytes(at_peak),
-                           fmt_bytes(slack), figure))
-        out(True, figure)
-        return
-    if peak > (1 + tol) * reserved:
-        raise Fail("the library's peak device memory is more than %g%% above what PyTorch "
-                   "reserved | %s" % (a.tolerance_pct, figure))
+            problems.append("memory outside PyTorch's allocator changed from %s (step %d) to %s "
+                            "(the peak), more than %s: counted twice or a release missed" % (
+                                fmt_signed_bytes(before), k, fmt_signed_bytes(at_peak),
+                                fmt_bytes(slack)))
+    if problems:
+        raise Fail("; ".join(problems) + " | " + figure)
     out(True, figure)
 
 
