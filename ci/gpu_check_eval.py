@@ -814,8 +814,11 @@ def cmd_overhead(a):
 
 def cmd_overhead_parts(a):
     """What each part of the set-up costs: the median step of every configuration in the file,
-    as a ratio to the runs without the library and to the full set-up. A diagnosis: it fails
-    only on missing measurements."""
+    as a ratio to the runs without the library and to the full set-up (a diagnosis: no limit on
+    a ratio). It fails on missing measurements and, with --shards, on runs whose shards do not
+    show the configuration: every run with the library wrote a shard, the full and off-PART
+    runs' with CUPTI started (gpu ok), each off-PART run's warning that PART was left off (and,
+    for places, no np line)."""
     values = {}
     order = []
     with open(a.tsv) as f:
@@ -847,16 +850,24 @@ def cmd_overhead_parts(a):
     problems = []
     if a.shards:
         for k in order:
-            if not k.startswith("off-") or k == "off-all":
+            if k == "none":
                 continue
-            for part in k[4:].split("+"):
-                dirs = sorted(d for d in os.listdir(a.shards) if d.startswith("shards-%s-" % k))
-                for d in dirs:
-                    try:
-                        ls = [f for _, l in read_shards(os.path.join(a.shards, d)) for f in l]
-                    except Fail:
-                        continue
-                    ws = [" ".join(f[1:]) for f in ls if f[0] == "w"]
+            for d in sorted(d for d in os.listdir(a.shards) if d.startswith("shards-%s-" % k)):
+                # every run with the library writes a shard: without one, its step times are
+                # those of a run without it, whatever its configuration says
+                try:
+                    ls = [f for _, l in read_shards(os.path.join(a.shards, d)) for f in l]
+                except Fail:
+                    problems.append("%s: no shard (the library wrote nothing)" % d)
+                    continue
+                gpu = [" ".join(f[1:]) for f in ls if f[0] == "gpu"]
+                if (k == "full" or k.startswith("off-")) and (gpu or [""])[-1] != "ok":
+                    problems.append("%s: no 'gpu ok' (%s)" % (
+                        d, "gpu " + gpu[-1] if gpu else "no gpu line"))
+                if not k.startswith("off-") or k == "off-all":
+                    continue
+                ws = [" ".join(f[1:]) for f in ls if f[0] == "w"]
+                for part in k[4:].split("+"):
                     if not any("part left off" in w and w.split()[-1] == part for w in ws):
                         problems.append("%s: no warning that %s was left off" % (d, part))
                     if part == "places" and any(f[0] == "np" for f in ls):

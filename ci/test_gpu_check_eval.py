@@ -506,6 +506,40 @@ def main():
          "full 13.000 ms (n=3) x1.300", "off-step_flush 10.400 ms (n=2) x1.040 (-20.0% of full)")
     case("overhead parts: too few", ["overhead-parts", parts, "--reps", 3], "FAIL",
          "too few measurements (off-step_flush")
+    # with the runs' shards (shards-CFG-I): every run with the library wrote one, the full runs'
+    # with CUPTI started (gpu ok), the off-places runs' warning that places were left off and
+    # holding no np line; runs that wrote nothing (the library not loaded, or crashing before it
+    # writes) must not read as "costs nothing"
+    def parts_dir(name, full=True, off=(1, 2, 3)):
+        d = os.path.join(TMP, name)
+        write(os.path.join(d, "values.tsv"),
+              "none 12.3\nfull 12.6\noff-places 12.6\nnone 12.4\nfull 12.7\n"
+              "off-places 12.5\nnone 12.3\nfull 12.6\noff-places 12.6\n")
+        for i in (1, 2, 3):
+            for cfg in ("none", "full", "off-places"):
+                os.makedirs(os.path.join(d, "shards-%s-%d" % (cfg, i)), exist_ok=True)
+            if full:
+                write(os.path.join(d, "shards-full-%d" % i, "x.shard"),
+                      "gpu ok\nnc kernels sync_stream places\nwarmup 2\ns 2 1 2\n"
+                      "np sync_stream in 1 data\ndone 3\nend\n")
+            if i in off:
+                write(os.path.join(d, "shards-off-places-%d" % i, "x.shard"),
+                      "gpu ok\nw CUPTI part left off: places\nwarmup 2\ns 2 1 2\ndone 3\nend\n")
+        return d
+    pd = parts_dir("parts-ok")
+    case("overhead parts: every run's shard as its configuration says",
+         ["overhead-parts", os.path.join(pd, "values.tsv"), "--reps", 3, "--shards", pd], "PASS",
+         "off-places 12.600 ms (n=3) x1.024 (+0.0% of full)")
+    pd = parts_dir("parts-noshard", full=False, off=(1,))
+    case("overhead parts: runs that wrote no shard",
+         ["overhead-parts", os.path.join(pd, "values.tsv"), "--reps", 3, "--shards", pd], "FAIL",
+         "shards-full-1: no shard", "shards-off-places-2: no shard")
+    pd = parts_dir("parts-nogpu")
+    write(os.path.join(pd, "shards-full-2", "x.shard"),
+          "gpu unavailable no driver\nwarmup 2\ns 2 1 2\ndone 3\nend\n")
+    case("overhead parts: a full run without CUPTI",
+         ["overhead-parts", os.path.join(pd, "values.tsv"), "--reps", 3, "--shards", pd], "FAIL",
+         "shards-full-2: no 'gpu ok' (gpu unavailable no driver)")
     nofull = write(os.path.join(TMP, "p2.tsv"), "none 1\n")
     case("overhead parts: no full", ["overhead-parts", nofull, "--reps", 1], "FAIL",
          "none and full among them")
