@@ -111,6 +111,40 @@ def verdict(name, verdict_word, outcomes):
                  json.dumps({"verdict": verdict_word, "headline": "h", "metrics": metrics}))
 
 
+SCRIPT = os.path.join(os.path.dirname(EVAL), "gpu-check")
+
+
+def script_commands():
+    """ci/gpu-check's commands, continuation lines joined."""
+    with open(SCRIPT) as f:
+        return [" ".join(c.split()) for c in f.read().replace("\\\n", " ").split("\n")]
+
+
+def script_case(name, ok, detail):
+    print("%s: %s%s" % ("ok" if ok else "FAILED", name, "" if ok else " (" + detail + ")"))
+    if not ok:
+        failures.append(name)
+
+
+def script_checks():
+    """What ci/gpu-check asks of the evaluator where the evidence alone cannot say it: the
+    arguments that make a check able to fail on what it tests."""
+    cmds = script_commands()
+
+    def call(check):
+        got = [c for c in cmds if "record_eval %s " % check in c]
+        return got[0] if got else ""
+    # expandable segments' allocations (cuMemCreate, cuMemMap) placed: a churn run, whose steps
+    # allocate and release, with its allocations asked for in forward and all placed
+    run = [c for c in cmds if "expandable_segments:True" in c and "torch_cmd" in c]
+    line = call("torch.places-expandable")
+    script_case("script: torch.places-expandable judges a churn run's allocations",
+                bool(run) and all("--variant churn" in c for c in run) and
+                "--want allocs:in:forward:1" in line and "allocs" in
+                line.split("--all-placed", 1)[-1].split()[0],
+                "run: %s; call: %s" % (run, line))
+
+
 def main():
     # raw shard
     good = shard("good")
@@ -819,6 +853,7 @@ def main():
     if not ok:
         failures.append("mean_var")
 
+    script_checks()
     if failures:
         print("%d case(s) failed; files in %s" % (len(failures), TMP))
         return 1
