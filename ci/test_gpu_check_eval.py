@@ -145,6 +145,16 @@ def script_checks():
                 "run: %s; call: %s" % (run, line))
 
 
+    # every gated run judged by "measured" needs GPU metrics on a GPU (GPU_NEEDED: required
+    # there, any in the CPU rehearsal): torch.os-exit's gated half exists to catch the GPU
+    # records lost by a process ending with os._exit
+    measured = [c for c in cmds if '"$EVAL" measured ' in c or " measured " in c and
+                "record_eval" in c]
+    script_case("script: every gated run judged by 'measured' asks --gpu \"$GPU_NEEDED\"",
+                len(measured) >= 4 and all('--gpu "$GPU_NEEDED"' in c for c in measured),
+                "; ".join(c for c in measured if '--gpu "$GPU_NEEDED"' not in c))
+
+
 def main():
     # raw shard
     good = shard("good")
@@ -323,6 +333,17 @@ def main():
     case("measured: a reason is not GPU metrics",
          ["measured", artifact("i", gpu=False, runs=1, steps=10), "--rc", 0, "--steps", 10,
           "--gpu", "required"], "FAIL", "GPU metrics unavailable")
+    # an os._exit canary gated: its CUPTI buffers never delivered (on a GPU: the failure
+    # torch.os-exit exists for)
+    osx = json.load(open(artifact("osx", gpu=False, runs=1, steps=10, kernels=False,
+                                  reason="CUPTI buffers never delivered (os._exit)")))
+    osx = write(os.path.join(TMP, "osx.json"), json.dumps(osx))
+    case("measured: an os._exit run without its GPU records, on a GPU",
+         ["measured", osx, "--rc", 0, "--steps", 10, "--gpu", "required"], "FAIL",
+         "GPU metrics unavailable | exit 0; 1 run(s) of 10 steps")
+    case("measured: an os._exit run without its GPU records, in the CPU rehearsal",
+         ["measured", osx, "--rc", 0, "--steps", 10, "--gpu", "any"], "PASS",
+         "CUPTI buffers never delivered (os._exit)")
     case("measured: available without kernels",
          ["measured", artifact("j", kernels=False, runs=1, steps=10), "--rc", 0, "--steps", 10],
          "FAIL", "no kernel op was recorded")
