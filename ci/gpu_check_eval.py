@@ -12,10 +12,12 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
   shard-contract DIR --done N                         done / cupti / 7-field c lines
   artifact FILE [--pageable] [--trace FILE]           GPU metrics in a run artifact
   artifact-contract FILE --gate-output FILE...        new artifact fields, "stopped after N"
-  verdict FILE --rc N --expect pass|timing|memory|counts|counts-same|place
+  verdict FILE --rc N --expect pass|timing|memory|counts|counts-same|place [--gpu any|required]
                                                       a gate's JSON verdict and exit code (counts:
                                                       a synchronisation or pageable copy count
-                                                      FAILs; counts-same: no count FAILs)
+                                                      FAILs; counts-same: no count FAILs; memory:
+                                                      peak device memory FAILs, host RSS standing
+                                                      in for it only without --gpu required)
   measured FILE --rc N --steps N [--gpu any|required] a run artifact: runs measured
   cupti-copies STDOUT [--shard-dir DIR]               libcupti files mapped in the canary
   device-memory STDOUT --shard-dir DIR                the shards' peak device memory against
@@ -467,8 +469,10 @@ def cmd_verdict(a):
         if not ok:
             raise Fail("timing regression not detected | " + figure)
     else:
-        name = "peak_device_memory" if outcomes.get("peak_device_memory") not in (
-            None, "unavailable") else "peak_host_rss"
+        # host RSS stands in for the device's peak only where there is no device (the CPU
+        # rehearsal, --gpu any); on a GPU (--gpu required) the device's peak must FAIL
+        name = "peak_device_memory" if a.gpu == "required" or outcomes.get(
+            "peak_device_memory") not in (None, "unavailable") else "peak_host_rss"
         ok = a.rc == 1 and verdict == "fail" and outcomes.get(name) == "fail"
         if not ok:
             raise Fail("memory regression not detected (%s %s) | %s" %
@@ -1432,6 +1436,8 @@ def main(argv):
                    required=True)
     s.add_argument("--only", help="the groups the gate was given with --only: the others' "
                    "metrics must be shown, not gated")
+    s.add_argument("--gpu", choices=["any", "required"], default="any",
+                   help="required: a memory regression is judged by peak device memory alone")
     s = sub.add_parser("measured")
     s.add_argument("file")
     s.add_argument("--rc", type=int, required=True)

@@ -154,6 +154,12 @@ def script_checks():
                 len(measured) >= 4 and all('--gpu "$GPU_NEEDED"' in c for c in measured),
                 "; ".join(c for c in measured if '--gpu "$GPU_NEEDED"' not in c))
 
+    # the gates' verdicts likewise: a memory variant's FAIL judged by the device's peak on a GPU
+    gates = [c for c in cmds if 'record_eval "$p.$name" verdict ' in c]
+    script_case("script: the gates' verdicts ask --gpu \"$GPU_NEEDED\"",
+                bool(gates) and all('--gpu "$GPU_NEEDED"' in c for c in gates),
+                "; ".join(gates))
+
 
 def main():
     # raw shard
@@ -258,6 +264,20 @@ def main():
          "PASS", "peak_device_memory +48.0%")
     case("verdict: a missed regression", ["verdict", aa, "--rc", 0, "--expect", "memory"], "FAIL",
          "memory regression not detected")
+    # the memory variants on a GPU: peak device memory must FAIL; host RSS stands in for it
+    # only in the CPU rehearsal (a +3% host RSS FAIL with the device's peak unavailable)
+    rss = verdict("rss", "fail", {"peak_device_memory": (None, None, "unavailable"),
+                                  "peak_host_rss": (3.0, None, "fail"),
+                                  "step_time_mean": (0.1, 0.5, "pass")})
+    case("verdict: host RSS does not stand in for the device's peak on a GPU",
+         ["verdict", rss, "--rc", 1, "--expect", "memory", "--gpu", "required"], "FAIL",
+         "memory regression not detected (peak_device_memory unavailable)")
+    case("verdict: host RSS stands in for it in the CPU rehearsal",
+         ["verdict", rss, "--rc", 1, "--expect", "memory", "--gpu", "any"], "PASS",
+         "peak_host_rss +3.0% fail")
+    case("verdict: the device's peak on a GPU",
+         ["verdict", memf, "--rc", 1, "--expect", "memory", "--gpu", "required"], "PASS",
+         "peak_device_memory +48.0%")
     def with_counts(name, verdict_word, rows):
         v = json.load(open(verdict(name, verdict_word, {"step_time_floor": (0.5, 0.4, "pass")})))
         v["counts"] = {"compared": len(rows), "changed": sum(r["baseline"] != r["current"]
