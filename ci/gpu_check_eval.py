@@ -525,7 +525,9 @@ def cmd_gpu_state(a):
     """The GPU's own state of the runs with NVML sampling (--on: runs[].gpu_state measured, an
     SM clock, energy per token and MFU, or each one's reason) and the runs without it (--off:
     their gpu_state says sampling was off), and the sampling's cost as the medians of the runs'
-    median step times side by side. On the CPU (--cpu) NVML is absent: the runs must say why."""
+    median step times side by side. On the CPU (--cpu) NVML is absent: the runs must say why.
+    The MFU must lie in (0, 1] and, with --precision, be against that precision's peak (the
+    artifact's settings.precision)."""
     def runs_of(paths):
         out = []
         for p in paths:
@@ -560,6 +562,7 @@ def cmd_gpu_state(a):
         held = {k: v for k, v in (d.get("reason_samples") or {}).items() if v}
         tokens = sum(s.get("tokens") or 0 for s in r.get("steps") or [])
         ept = g["energy_j"] / tokens if g.get("energy_j") is not None and tokens else None
+        precision = (art.get("settings") or {}).get("precision") or "bf16"
         shown.append("%s: SM %s/%s/%s MHz (min/median/max), %s-%s C, %s-%s W, reasons %s, "
                      "energy %s J/token%s, MFU %s%s" % (
                          name, d.get("sm_clock_min_mhz"), d.get("sm_clock_median_mhz"),
@@ -568,13 +571,22 @@ def cmd_gpu_state(a):
                          held or "none", "%.3g" % ept if ept is not None else "n/a",
                          "" if ept is not None else " (%s)" % g.get("energy_reason"),
                          "%.3f" % g["mfu"] if g.get("mfu") is not None else "n/a",
-                         "" if g.get("mfu") is not None else " (%s)" % g.get("mfu_reason")))
+                         " (%s peak)" % precision if g.get("mfu") is not None
+                         else " (%s)" % g.get("mfu_reason")))
         if not d.get("sm_clock_median_mhz"):
             problems.append("%s: no SM clock" % name)
         if ept is None:
             problems.append("%s: no energy per token: %s" % (name, g.get("energy_reason")))
         if g.get("mfu") is None:
             problems.append("%s: no MFU: %s" % (name, g.get("mfu_reason")))
+        elif not 0 < g["mfu"] <= 1:
+            problems.append("%s: MFU %.3f outside (0, 1]: no fraction of the GPU's peak" % (
+                name, g["mfu"]))
+        if a.precision and precision != a.precision:
+            # the peak for another precision: an fp32 canary's MFU against the bf16 peak reads
+            # low by the ratio of the two peaks
+            problems.append("%s: MFU against the %s peak, the canary trains in %s" % (
+                name, precision, a.precision))
     med = {}
     for side, rs in (("on", on), ("off", off)):
         v = []
@@ -1451,6 +1463,8 @@ def main(argv):
     s.add_argument("--on", nargs="+", required=True)
     s.add_argument("--off", nargs="+", required=True)
     s.add_argument("--torch", help="a run of the PyTorch canary with sampling (its readings)")
+    s.add_argument("--precision", help="the canaries' precision: the MFU of every sampled run "
+                   "must be against its peak (settings.precision, bf16 when absent)")
     s.add_argument("--cpu", action="store_true")
     s = sub.add_parser("profiler")
     s.add_argument("file")

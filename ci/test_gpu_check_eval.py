@@ -155,6 +155,14 @@ def script_checks():
                 "; ".join(c for c in measured if '--gpu "$GPU_NEEDED"' not in c))
 
     # the gates' verdicts likewise: a memory variant's FAIL judged by the device's peak on a GPU
+    # gpu-state's MFU against the canaries' own precision (both train in fp32): the runs are
+    # given --precision fp32, and the evaluator checks the artifacts say so
+    runs = [c for c in cmds if '"$GATE" run --out "$d/' in c and ("$m-$k.json" in c or
+                                                                 "torch.json" in c)]
+    call_gs = call("gpu-state")
+    script_case("script: gpu-state's runs and judgement name the canaries' precision",
+                len(runs) == 2 and all("--precision fp32" in c for c in runs) and
+                "--precision fp32" in call_gs, "runs: %s; call: %s" % (runs, call_gs))
     gates = [c for c in cmds if 'record_eval "$p.$name" verdict ' in c]
     script_case("script: the gates' verdicts ask --gpu \"$GPU_NEEDED\"",
                 bool(gates) and all('--gpu "$GPU_NEEDED"' in c for c in gates),
@@ -398,10 +406,11 @@ def main():
          "FAIL", "no kernel op")
 
     # the GPU's own state: NVML readings with sampling on, the reason with it off, the cost
-    def gs_art(name, step_ms, state):
+    def gs_art(name, step_ms, state, precision="fp32"):
         art = {"runs": [{"steps": [{"wall_ns": int(step_ms * 1e6 * (1 + 0.001 * i)),
                                     "tokens": 4096} for i in range(20)],
-                         "gpu_state": state}]}
+                         "gpu_state": state}],
+               "settings": {"precision": precision} if precision else {}}
         return write(os.path.join(TMP, name), json.dumps(art))
     dev = {"index": 0, "sm_clock_min_mhz": 1755, "sm_clock_median_mhz": 1980,
            "sm_clock_max_mhz": 1980, "temperature_min_c": 40, "temperature_max_c": 55,
@@ -422,6 +431,19 @@ def main():
     case("gpu state: no MFU",
          ["gpu-state", "--on", gs_art("gs-nomfu.json", 10.0, no_mfu), "--off"] + offs, "FAIL",
          "no MFU: not available: give --flops-per-token")
+    # both canaries train in fp32: an MFU against the bf16 peak (the tool's default when no
+    # precision is given) is low by the bf16:fp32 ratio and must not pass as the reading
+    bf = [gs_art("gs-bf16-%d.json" % k, 10.0, dict(good_on, mfu=0.02), precision=None)
+          for k in (1, 2, 3)]
+    case("gpu state: MFU against the bf16 peak for an fp32 canary",
+         ["gpu-state", "--on"] + bf + ["--off"] + offs + ["--precision", "fp32"], "FAIL",
+         "gs-bf16-1.json: MFU against the bf16 peak, the canary trains in fp32")
+    case("gpu state: MFU against the canary's own precision",
+         ["gpu-state", "--on"] + ons + ["--off"] + offs + ["--precision", "fp32"], "PASS",
+         "MFU 0.410 (fp32 peak)")
+    case("gpu state: an MFU above 1 is no fraction of a peak",
+         ["gpu-state", "--on", gs_art("gs-mfu2.json", 10.0, dict(good_on, mfu=1.7)), "--off"] +
+         offs + ["--precision", "fp32"], "FAIL", "gs-mfu2.json: MFU 1.700 outside (0, 1]")
     case("gpu state: sampling not turned off",
          ["gpu-state", "--on"] + ons + ["--off", gs_art("gs-off-bad.json", 10.0, good_on)],
          "FAIL", "sampling off, but gpu_state available")
