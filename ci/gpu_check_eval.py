@@ -620,14 +620,50 @@ def toggle_pairs(durations, k):
     return pairs
 
 
+def toggle_seen(lines, warm, end, k):
+    """Whether one toggled shard shows the toggle: (figure, problems). Its range ops' calls (the
+    range times) cover the NVTX ranges begun in the on blocks' steps (its "n I ranges" counts)
+    and no more (fewer only for a range still open, or a name the op table turned away); each
+    placed count's np calls are at most its calls in the on blocks. A shard that counted no
+    range in its measured steps had nothing to toggle."""
+    on = [i for i in range(warm, end) if ((i - warm) // k) % 4 in (0, 3)]
+    ranges = step_counts(lines, "ranges")
+    on_r = sum(ranges.get(i, 0) for i in on)
+    all_r = sum(v for i, v in ranges.items() if warm <= i < end)
+    calls = sum(int(f[2]) for f in lines if f[0] == "o" and len(f) >= 5 and f[1] == "range")
+    problems = []
+    figure = "range ops %d of %d ranges (on blocks %d)" % (calls, all_r, on_r)
+    if not all_r:
+        problems.append("no NVTX range counted in the measured steps: nothing was toggled")
+    elif calls > on_r:
+        problems.append("range ops' calls %d exceed the on blocks' %d ranges (%d in all): the "
+                        "off blocks were timed" % (calls, on_r, all_r))
+    elif not calls:
+        problems.append("no range timed in the on blocks (%d ranges there)" % on_r)
+    placed = {}
+    for f in lines:
+        if f[0] == "np" and len(f) >= 5:
+            placed[f[1]] = placed.get(f[1], 0) + int(f[3])
+    for c, n in sorted(placed.items()):
+        counts = step_counts(lines, c)
+        in_on = sum(counts.get(i, 0) for i in on)
+        figure += ", %s places %d of %d calls" % (c, n, sum(
+            v for i, v in counts.items() if warm <= i < end))
+        if n > in_on:
+            problems.append("%s placed %d times, more than its %d calls in the on blocks: the "
+                            "off blocks were placed" % (c, n, in_on))
+    return figure, problems
+
+
 def cmd_overhead_toggle(a):
     """The library's toggled work inside processes (CANARY_GATE_OVERHEAD_TOGGLE=K): each shard's
     measured steps in blocks of K, on off off on; within every group of four blocks the pairs
     (on 1st, off 2nd) and (on 4th, off 3rd), each the difference of the blocks' mean step times.
     The cost is the mean difference over the pairs of every shard given, bounded from above at
-    95% (Student t), in ms and in percent of the off blocks' mean step. Fails when no pair was
-    made or, with --max-pct, when the bound exceeds it."""
-    diffs, offs, shown = [], [], []
+    95% (Student t), in ms and in percent of the off blocks' mean step. Fails when a shard does
+    not show the toggle (toggle_seen: no range to toggle, or the off blocks timed or placed),
+    when no pair was made or, with --max-pct, when the bound exceeds it."""
+    diffs, offs, shown, problems = [], [], [], []
     for d in a.dirs:
         for name, lines in stepped(read_shards(d)):
             k = [int(f[1]) for f in lines if f[0] == "toggle" and len(f) > 1]
@@ -639,7 +675,12 @@ def cmd_overhead_toggle(a):
             pairs = toggle_pairs(durations, k[-1])
             diffs += [on - off for on, off in pairs]
             offs += [off for _, off in pairs]
-            shown.append("%s: %d pairs of %d-step blocks" % (name, len(pairs), k[-1]))
+            seen = toggle_seen(lines, warm, end, k[-1])
+            problems += ["%s: %s" % (name, p) for p in seen[1]]
+            shown.append("%s: %d pairs of %d-step blocks, %s" % (name, len(pairs), k[-1],
+                                                                  seen[0]))
+    if problems:
+        raise Fail("; ".join(problems[:4]) + " | " + "; ".join(shown))
     if len(diffs) < 2:
         raise Fail("%d block pairs: too few for a bound | %s" % (len(diffs), "; ".join(shown)))
     est, bound, df = upper_bound([(1.0, diffs)])

@@ -457,16 +457,26 @@ def main():
 
     # the library's toggled work inside one process: blocks of 2 steps, on off off on; steps of
     # 10 ms on and 9.9 ms off (+0.1 ms, 1.0%), 16 measured steps = 2 groups = 4 pairs a shard
-    def toggled(name, on_ms, off_ms, k=2, toggle=True, measured=16):
+    # 3 NVTX ranges a step (n I ranges), timed as range ops in the on blocks only: the toggle
+    # seen in the shard (honour=False: a library timing the off blocks too; ranges=0: nothing
+    # that could be toggled)
+    def toggled(name, on_ms, off_ms, k=2, toggle=True, measured=16, ranges=3, honour=True,
+                extra=()):
         lines = ["canary-gate-shard 1", "rank x", "warmup 1"] + (["toggle %d" % k] if toggle else [])
-        t = 0
+        t = timed = 0
         for i in range(1 + measured):
             m = i - 1
             off = m >= 0 and (m // k) % 4 in (1, 2)
             ms = (off_ms if off else on_ms) + 0.01 * (i % 3)
             lines.append("s %d %d %d -1" % (i, t, t + int(ms * 1e6)))
+            if ranges:
+                lines.append("n %d ranges %d" % (i, ranges))
+            if m >= 0 and (honour and not off or not honour):
+                timed += ranges
             t += int(ms * 1e6) + 1000
-        lines += ["done %d" % (1 + measured), "end"]
+        if timed:
+            lines.append("o range %d %d forward" % (timed, timed * 1000))
+        lines += list(extra) + ["done %d" % (1 + measured), "end"]
         d = os.path.join(TMP, name)
         write(os.path.join(d, "shard-rx-lx-p1.shard"), "\n".join(lines) + "\n")
         return d
@@ -478,6 +488,25 @@ def main():
          "the bound exceeds 5%")
     case("overhead toggle: not toggled", ["overhead-toggle", toggled("tg4", 10, 10, toggle=False)],
          "FAIL", "no toggle line")
+    # the shards must show the toggle: a toggle line over 85 equal steps with no range at all
+    # (nothing toggled) "cost +0.00%"; so did a library that timed its off blocks too
+    case("overhead toggle: nothing that could be toggled",
+         ["overhead-toggle", toggled("tg6", 10, 10, ranges=0)], "FAIL",
+         "no NVTX range counted in the measured steps: nothing was toggled")
+    case("overhead toggle: the off blocks' ranges timed",
+         ["overhead-toggle", toggled("tg7", 10, 10, honour=False)], "FAIL",
+         "range ops' calls 48 exceed the on blocks' 24 ranges (48 in all): the off blocks were "
+         "timed")
+    syncs = ["n %d sync_stream 1" % i for i in range(17)]
+    case("overhead toggle: the on blocks' calls placed",
+         ["overhead-toggle", toggled("tg8", 10.0, 9.9, extra=syncs + [
+             "np sync_stream after 8 data"])], "PASS", "range ops 24 of 48 ranges",
+         "places 8 of 16 calls")
+    case("overhead toggle: the off blocks' calls placed",
+         ["overhead-toggle", toggled("tg9", 10.0, 9.9, extra=syncs + [
+             "np sync_stream after 16 data"])], "FAIL",
+         "sync_stream placed 16 times, more than its 8 calls in the on blocks")
+
     # the toggle's bound simulated (the evaluator's own pairing and bound): 3 processes of 80
     # steps in blocks of 5, each process at a speed of its own (x1.0 or x1.28, as the H100's
     # states), +-3% noise a step, the toggled work costing c of the step in on blocks. The
