@@ -2,8 +2,9 @@
 """gpu_check_eval.py: judges the evidence ci/gpu-check collects (docs/gpu.md).
 
 Each subcommand reads files (shards, artifacts, JSON verdicts, canary output) and prints exactly
-one line, "PASS<TAB>figure" or "FAIL<TAB>figure", then exits 0; ci/gpu-check records that line as
-one check of its summary table. A missing file or field is a FAIL that names it, never a crash;
+one line, "PASS<TAB>figure" or "FAIL<TAB>figure" ("INFO<TAB>figure" for a figure with nothing to
+pass: diagnosis --warnings any), then exits 0; ci/gpu-check records that line as one check of
+its summary table. A missing file or field is a FAIL that names it, never a crash;
 an unexpected error is printed as a FAIL line too. Only the standard library is used.
 
   raw-shard DIR --rc N [--steps N] [--expect-part] [--stderr FILE] [--cpu]
@@ -45,6 +46,7 @@ an unexpected error is printed as a FAIL line too. Only the standard library is 
                                                       constant and not counted again as eager
   two-procs DIR --artifact FILE [--single DIR]        two processes' shards and the merged peak
   diagnosis FILE --rc N [--warnings none|any|RULE,...] the anatomy's shares and which rules fire
+                                                      (any: INFO, the figure only)
   detection --aa FILE --aa-rc N --aa-s S --slow FILE --slow-rc N --slow-s S
                                                       false alarm, detection, seconds a decision
 """
@@ -62,11 +64,11 @@ class Fail(Exception):
     """A failed check: its message is the figure."""
 
 
-def out(ok, figure):
+def out(ok, figure, state=None):
     figure = " ".join(str(figure).split())
     if len(figure) > 400:
         figure = figure[:397] + "..."
-    print("%s\t%s" % ("PASS" if ok else "FAIL", figure))
+    print("%s\t%s" % (state or ("PASS" if ok else "FAIL"), figure))
 
 
 def fmt_bytes(n):
@@ -1273,7 +1275,7 @@ def cmd_two_procs(a):
 def cmd_diagnosis(a):
     """The anatomy's shares (each part, both sides, its outcome) and the diagnosis rules that
     fire, by severity. --warnings none: no warning may fire (an A/A); RULE,...: each must fire
-    as a warning; any: the figure only (both lists must be present)."""
+    as a warning; any: the figure only, an INFO line (both lists must be present, or FAIL)."""
     v = load_json(a.file, "JSON verdict")
     if v.get("verdict") == "error":
         raise Fail("%s: canary failed: %s" % (describe_rc(a.rc), v.get("headline")))
@@ -1304,7 +1306,7 @@ def cmd_diagnosis(a):
             problems.append("expected warning(s) not fired: %s" % ", ".join(missing))
     if problems:
         raise Fail("; ".join(problems) + " | " + figure)
-    out(True, figure)
+    out(True, figure, "INFO" if a.warnings == "any" else None)
 
 
 def cmd_detection(a):

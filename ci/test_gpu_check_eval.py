@@ -154,6 +154,15 @@ def script_checks():
                 len(measured) >= 4 and all('--gpu "$GPU_NEEDED"' in c for c in measured),
                 "; ".join(c for c in measured if '--gpu "$GPU_NEEDED"' not in c))
 
+    # the slowed attention's new kernel family named on a GPU (kernel_choice, as on the H100 of
+    # 2026-11-27); an information line counted apart, neither a PASS nor a failure of the plan
+    gate = " ".join(c for c in cmds if "warn=" in c or "-diagnosis\" diagnosis" in c)
+    script_case("script: the slowed attention's diagnosis names kernel_choice on a GPU",
+                "warn=kernel_choice" in gate and '"$DEVICE" = cuda' in gate, gate)
+    text = "\n".join(cmds)
+    script_case("script: information lines recorded and counted apart",
+                "INFO$'\\t'*) record \"$name\" INFO" in text and
+                "INFO) info=$((info + 1))" in text, "record_eval or summary")
     # the gates' verdicts likewise: a memory variant's FAIL judged by the device's peak on a GPU
     # gpu-state's MFU against the canaries' own precision (both train in fp32): the runs are
     # given --precision fp32, and the evaluator checks the artifacts say so
@@ -871,6 +880,14 @@ def main():
     case("diagnosis: the expected rule does not fire",
          ["diagnosis", diagnosed("d4", []), "--rc", 1, "--warnings", "memory_growth"], "FAIL",
          "not fired: memory_growth")
+    # a figure only (--warnings any: the counts variants, the PyTorch sync gate) cannot fail on
+    # what fires, so it is information in the table, not a PASS among the real ones
+    case("diagnosis: which rules fire is information",
+         ["diagnosis", diagnosed("d7", [("host_bound", "warning")]), "--rc", 1, "--warnings",
+          "any"], "INFO", "warnings: host_bound")
+    case("diagnosis: information still needs the lists",
+         ["diagnosis", diagnosed("d8", None), "--rc", 1, "--warnings", "any"], "FAIL",
+         "no diagnosis list")
     case("diagnosis: no diagnosis in the verdict",
          ["diagnosis", diagnosed("d5", None), "--rc", 0], "FAIL", "no diagnosis list")
     case("diagnosis: no anatomy in the verdict",
