@@ -89,6 +89,92 @@ def test_gpu_check__plans_list_every_group_somewhere():
            "rc %d; groups in no plan: %s (plans hold: %s)" % (rc, missing, out))
 
 
+# ---- time ----------------------------------------------------------------------------------
+
+# The state main sets up, with the checks' commands replaced: START and DEADLINE from the first
+# argument (seconds of budget), OUTDIR and the evidence folder under TMP.
+SETUP = r"""
+setup() {
+  START=$(date +%s) BUDGET="$1" PLAN=default DEVICE=cpu
+  DEADLINE=$((START + BUDGET))
+  OUTDIR="$2" WORK="$2/work" EV="$2/work/evidence"
+  mkdir -p "$EV" "$OUTDIR"
+  PY_ANY=python3 CUT_LIST="" CUR_TAIL=""
+}
+states() {
+  local i
+  for i in "${!NAMES[@]}"; do echo "${NAMES[$i]} ${STATES[$i]} ${FIGURES[$i]}"; done
+}
+"""
+
+
+def outdir(name):
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def test_gpu_check__a_tail_group_needs_a_margin_to_start():
+    """A tail group expected to take 28 s does not start with 30 s left (its estimate is what it
+    took, not what it may take); with 36 s it does."""
+    rc, out = bash(SETUP + r"""
+check_torch_exit() { record torch.os-exit PASS "ran"; }
+setup 30 "$1"
+run_group +torch-exit
+setup 36 "$1"
+run_group +torch-exit
+states
+""".replace('"$1"', '"%s"' % outdir("margin")))
+    lines = [l for l in out.splitlines() if l.startswith(("torch-exit ", "torch.os-exit "))]
+    expect("test_gpu_check__a_tail_group_needs_a_margin_to_start",
+           rc == 0 and len(lines) == 2 and lines[0].startswith("torch-exit CUT") and
+           lines[1].startswith("torch.os-exit PASS"), "rc %d\n%s" % (rc, out))
+
+
+def test_gpu_check__an_overrun_tail_group_is_cut_not_failed():
+    """A tail group whose command the deadline stops: its check is CUT, the plan passes; the
+    same in a group the plan needs is SKIP (time), never a FAIL of what the check tests."""
+    rc, out = bash(SETUP + r"""
+# each group's first commands took longer than expected: 2 s of the budget left
+spend() { DEADLINE=$(($(date +%s) + 2)); }
+check_loss_curve() {
+  spend
+  limit 150 sleep 30
+  local rc=$?
+  record cuda.loss-curve FAIL "canary/gpu_check.sh $(describe_rc $rc)"
+  out_of_time cuda.loss-curve-2
+}
+check_torch_exit() { spend; limit 150 sleep 30; record torch.os-exit FAIL "gated: $(describe_rc $?)"; }
+setup 200 "$1"
+run_group +loss-curve
+echo "tail plan: $(summary >/dev/null && echo passes || echo fails)"
+setup 200 "$1"
+run_group torch-exit
+states
+""".replace('"$1"', '"%s"' % outdir("overrun")))
+    got = dict((l.split()[0], l.split()[1]) for l in out.splitlines()
+               if l.split() and l.split()[0].startswith(("cuda.", "torch.")) and
+               len(l.split()) > 1 and l.split()[1] in ("PASS", "FAIL", "SKIP", "CUT"))
+    expect("test_gpu_check__an_overrun_tail_group_is_cut_not_failed",
+           rc == 0 and got.get("cuda.loss-curve") == "CUT" and
+           got.get("cuda.loss-curve-2") == "CUT" and "tail plan: passes" in out and
+           got.get("torch.os-exit") == "SKIP" and "timed out" in out,
+           "rc %d; states %r\n%s" % (rc, got, out))
+
+
+def test_gpu_check__a_check_that_outlasts_its_own_limit_still_fails():
+    """A command stopped by its own limit, with the budget far from spent, is the product's
+    failure (a hang): FAIL, in the tail as elsewhere."""
+    rc, out = bash(SETUP + r"""
+check_loss_curve() { limit 2 sleep 30; record cuda.loss-curve FAIL "hung: $(describe_rc $?)"; }
+setup 200 "$1"
+run_group +loss-curve
+states
+""".replace('"$1"', '"%s"' % outdir("hang")))
+    expect("test_gpu_check__a_check_that_outlasts_its_own_limit_still_fails",
+           rc == 0 and "cuda.loss-curve FAIL hung: timed out" in out, "rc %d\n%s" % (rc, out))
+
+
 def main():
     pattern = sys.argv[1] if len(sys.argv) > 1 else "*"
     for name, fn in sorted(globals().items()):
