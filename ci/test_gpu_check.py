@@ -175,6 +175,65 @@ states
            rc == 0 and "cuda.loss-curve FAIL hung: timed out" in out, "rc %d\n%s" % (rc, out))
 
 
+# ---- the prepared binary ------------------------------------------------------------------
+
+def build_dir_sources(build):
+    """The files under ROOT (outside BUILD) that the compiler read for canary-gate's objects
+    (src/'s targets), from the build's dependency files (make: *.o.d; ninja: its deps log)."""
+    names = set()
+    src = os.path.join(build, "src")
+    depfiles = [os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs if f.endswith(".o.d")]
+    text = ""
+    for f in depfiles:
+        text += open(f).read() + "\n"
+    if not depfiles and os.path.exists(os.path.join(build, "build.ninja")):
+        p = subprocess.run(["ninja", "-C", build, "-t", "deps"], capture_output=True, text=True)
+        block = False
+        for line in p.stdout.splitlines():
+            if not line.startswith(" "):
+                block = line.startswith("src/")
+            elif block:
+                text += line + "\n"
+    for word in text.replace("\\\n", " ").split():
+        if word.endswith(":"):
+            continue
+        path = os.path.realpath(os.path.join(build, word))
+        if path.startswith(ROOT + os.sep) and not path.startswith(os.path.realpath(build) + os.sep):
+            names.add(os.path.relpath(path, ROOT))
+    return names
+
+
+def test_gpu_check__source_hash_covers_every_file_canary_gate_is_compiled_from():
+    """Every source and header the build read for canary-gate (the shard format's headers in
+    common/ among them) is in the prepared binary's source hash. The build: CG_BUILD_DIR (ctest
+    sets it), else ROOT/build."""
+    build = os.environ.get("CG_BUILD_DIR") or os.path.join(ROOT, "build")
+    read = build_dir_sources(build)
+    rc, out = bash('source_files')
+    hashed = set(out.split())
+    missing = sorted(read - hashed)
+    expect("test_gpu_check__source_hash_covers_every_file_canary_gate_is_compiled_from",
+           rc == 0 and len(read) > 50 and any(n.startswith("common/") for n in read) and
+           not missing,
+           "rc %d; %d files read in %s; not hashed: %s" % (rc, len(read), build, missing))
+
+
+def test_gpu_check__source_hash_changes_with_the_shard_format():
+    """A line added to common/shard_format.h makes a prepared binary stale."""
+    tree = os.path.join(TMP, "hashtree")
+    os.makedirs(tree)
+    subprocess.run(["cp", "-r"] + [os.path.join(ROOT, n) for n in
+                                   ("src", "common", "thresholds", "cmake", "CMakeLists.txt")] +
+                   [tree + "/"], check=True)
+    body = 'ROOT="%s"; source_hash' % tree
+    _, before = bash(body)
+    with open(os.path.join(tree, "common", "shard_format.h"), "a") as f:
+        f.write("/* one more record */\n")
+    _, after = bash(body)
+    expect("test_gpu_check__source_hash_changes_with_the_shard_format",
+           before.strip() and before != after, "before %r after %r" % (before, after))
+
+
 def main():
     pattern = sys.argv[1] if len(sys.argv) > 1 else "*"
     for name, fn in sorted(globals().items()):
