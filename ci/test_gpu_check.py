@@ -234,6 +234,86 @@ def test_gpu_check__source_hash_changes_with_the_shard_format():
            before.strip() and before != after, "before %r after %r" % (before, after))
 
 
+# ---- the files groups share ---------------------------------------------------------------
+
+# A stand-in canary-gate: "run" writes --out with the --runs it was given; a gate writes its JSON
+# verdict naming the baseline it was given and the runs that file held then.
+FAKE_GATE = r"""#!/bin/bash
+mode=gate out="" runs="" base="" json=""
+[ "$1" = run ] && mode=run
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="$2"; shift ;;
+    --runs) runs="$2"; shift ;;
+    --baseline) base="$2"; shift ;;
+    --json) json="$2"; shift ;;
+    --) break ;;
+  esac
+  shift
+done
+if [ "$mode" = run ]; then
+  echo "{\"runs\": $runs}" >"$out"
+else
+  echo "{\"baseline\": \"$base\", \"baseline_runs_then\": $(cat "$base")}" >"$json"
+  echo "{\"runs\": $runs}" >"$out"
+fi
+"""
+
+
+def fake_gate():
+    path = os.path.join(TMP, "fake-canary-gate")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(FAKE_GATE)
+        os.chmod(path, 0o755)
+    return path
+
+
+def baselines(groups, name):
+    """Runs GROUPS (run_group arguments) with the stand-in canary-gate; returns, for each
+    counts verdict, the baseline it named, that file's runs then and now; and the lines."""
+    d = outdir(name)
+    rc, out = bash(SETUP + r"""
+setup 900 "%s"
+GATE="%s" TORCH_RUNS=1 TOKENS=256 PY=python3 SHIM=none CPU_FLAG=--cpu GPU_NEEDED=any
+for g in %s; do run_group "$g"; done
+for v in "$EV"/*/counts-*-verdict.json; do
+  python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+print("verdict", sys.argv[1].split("/evidence/")[1], v["baseline"].split("/evidence/")[1],
+      v["baseline_runs_then"]["runs"], json.load(open(v["baseline"]))["runs"])' "$v"
+done
+states
+""" % (d, fake_gate(), groups))
+    verdicts = [l.split()[1:] for l in out.splitlines() if l.startswith("verdict ")]
+    return rc, out, verdicts
+
+
+def test_gpu_check__torch_gate_keeps_the_counts_checks_baseline():
+    """The default plan: torch-counts makes a 2-run baseline of its own and judges against it;
+    torch-gate, later, makes its 3-run baseline elsewhere, so the evidence still holds the
+    baseline each verdict was judged against."""
+    rc, out, verdicts = baselines("torch-counts +torch-gate", "counts-then-gate")
+    ok = rc == 0 and len(verdicts) == 3 and all(
+        v[1] == "torch-counts/base.json" and v[2] == "2" and v[3] == "2" for v in verdicts)
+    expect("test_gpu_check__torch_gate_keeps_the_counts_checks_baseline",
+           ok and "torch.counts-baseline" in out and
+           open(os.path.join(TMP, "counts-then-gate", "work", "evidence", "torch-gate",
+                             "base.json")).read().strip() == '{"runs": 3}',
+           "rc %d; verdicts (file, baseline, runs then, runs now): %r\n%s" % (rc, verdicts, out))
+
+
+def test_gpu_check__torch_counts_uses_torch_gates_baseline_when_it_ran_first():
+    """Plan full: torch-gate first; torch-counts judges against its 3-run baseline, unchanged,
+    and makes none of its own."""
+    rc, out, verdicts = baselines("torch-gate torch-counts", "gate-then-counts")
+    ok = rc == 0 and len(verdicts) == 3 and all(
+        v[1] == "torch-gate/base.json" and v[2] == "3" and v[3] == "3" for v in verdicts)
+    expect("test_gpu_check__torch_counts_uses_torch_gates_baseline_when_it_ran_first",
+           ok and "torch.counts-baseline" not in out,
+           "rc %d; verdicts (file, baseline, runs then, runs now): %r\n%s" % (rc, verdicts, out))
+
+
 def main():
     pattern = sys.argv[1] if len(sys.argv) > 1 else "*"
     for name, fn in sorted(globals().items()):
