@@ -314,6 +314,92 @@ def test_gpu_check__torch_counts_uses_torch_gates_baseline_when_it_ran_first():
            "rc %d; verdicts (file, baseline, runs then, runs now): %r\n%s" % (rc, verdicts, out))
 
 
+# ---- what comes back ----------------------------------------------------------------------
+
+def test_gpu_check__summary_and_evidence_survive_a_kill():
+    """Killed from outside (SIGKILL to the whole process group, as a call's time limit may) in
+    the middle of a group: summary.tsv holds every line recorded so far and evidence.tar.gz the
+    groups that ended."""
+    import signal
+    import tarfile
+    import time
+    d = outdir("killed")
+    body = r"""
+check_preflight() { record preflight.gpu PASS stub; }
+check_build() { record build PASS stub; record gate-tool PASS stub; }
+check_exports() { record inject.exports PASS stub; }
+check_cuda_raw() {
+  mkdir -p "$EV/cuda-raw"
+  echo shard >"$EV/cuda-raw/x.shard"
+  record cuda.raw-shard PASS "stub"
+  record cuda.shard-contract FAIL "stub"
+}
+check_cuda_comm() { mkdir -p "$EV/cuda-comm"; record cuda.comm-first PASS x; sleep 60; }
+OUTDIR="%s" PLAN=default GPU_CHECK_ONLY=cuda-raw,cuda-comm GPU_CHECK_DEVICE=cpu main
+""" % d
+    p = subprocess.Popen(["bash", "-c", 'source "$1"\n' + body, "test_gpu_check", SCRIPT],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    tsv = os.path.join(d, "summary.tsv")
+    for _ in range(100):
+        if os.path.exists(tsv) and "cuda.comm-first" in open(tsv).read():
+            break
+        time.sleep(0.2)
+    time.sleep(0.5)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    rows = [l.split("\t")[:2] for l in open(tsv).read().splitlines()] if os.path.exists(tsv) \
+        else []
+    members = []
+    tarball = os.path.join(d, "evidence.tar.gz")
+    if os.path.exists(tarball):
+        with tarfile.open(tarball) as t:
+            members = t.getnames()
+    expect("test_gpu_check__summary_and_evidence_survive_a_kill",
+           rows[:1] == [["check", "state"]] and
+           ["cuda.shard-contract", "FAIL"] in rows and ["cuda.comm-first", "PASS"] in rows and
+           "evidence/cuda-raw/x.shard" in members,
+           "summary rows %r; evidence %r" % (rows, members))
+
+
+def test_gpu_check__every_check_of_a_group_gets_a_line():
+    """Where a group stops early (no library, no canary-gate, no time), each of its checks still
+    has a line: a check that drops out of the table reads as one that never existed."""
+    d = outdir("lines")
+    scenarios = [
+        ("LIB='' check_torch_raw",
+         "torch.raw-shard torch.libcupti-copies torch.anatomy-trace torch.places "
+         "torch.device-memory torch.device-memory-expandable torch.places-expandable"),
+        ("LIB='' check_cuda_raw", "cuda.raw-shard cuda.shard-contract cuda.anatomy-trace"),
+        ("TORCH_RUNS=1; DEADLINE=$(($(date +%s) + 5)); mkdir -p $EV/x; check_torch_memory $EV/x",
+         "torch.device-memory torch.device-memory-expandable torch.places-expandable"),
+        ("GATE='' check_cuda_gate",
+         "cuda.baseline cuda.artifact cuda.artifact-contract cuda.gate-aa cuda.gate-aa-diagnosis "
+         "cuda.gate-slow-attention cuda.gate-slow-attention-diagnosis cuda.gate-mem-bloat "
+         "cuda.gate-mem-bloat-diagnosis"),
+        ("GATE='' TORCH_RUNS=1 check_torch_counts",
+         "torch.counts-aa torch.counts-aa-diagnosis torch.counts-sync torch.counts-place "
+         "torch.counts-sync-diagnosis torch.counts-churn torch.counts-churn-diagnosis"),
+        ("LIB='' check_overhead_toggle", "overhead.cuda-toggle overhead.torch-toggle"),
+        ("LIB=x TRAIN=false; DEADLINE=$(($(date +%s) + 5)); check_overhead_toggle",
+         "overhead.cuda-toggle overhead.torch-toggle"),
+    ]
+    for call, want in scenarios:
+        rc, out = bash(SETUP + r"""
+setup 300 "%s"
+DEVICE=cuda LIB=x TRAIN=x GATE=x TORCH_RUNS=1 TOKENS=256 PY=python3 SHIM=none CPU_FLAG="" GPU_NEEDED=required
+%s
+echo "names: ${NAMES[*]}"
+""" % (d, call))
+        got = next((l[len("names: "):].split() for l in out.splitlines()
+                    if l.startswith("names: ")), [])
+        expect("test_gpu_check__every_check_of_a_group_gets_a_line (%s)" % call,
+               rc == 0 and sorted(got) == sorted(want.split()),
+               "rc %d; missing %s; extra %s\n%s" % (
+                   rc, sorted(set(want.split()) - set(got)), sorted(set(got) - set(want.split())),
+                   out[-2000:]))
+
+
 def main():
     pattern = sys.argv[1] if len(sys.argv) > 1 else "*"
     for name, fn in sorted(globals().items()):
