@@ -418,8 +418,10 @@ int cg_shard_check_world(const struct cg_shard *shards, size_t n, const char *li
     int64_t *quiet = NULL; /* a rank's shard without steps, -1 none */
     if (rc == 0)
         rc = block_placement(shards, n, owner, world, &place, err);
-    if (rc == 0 && (quiet = malloc((size_t)world * sizeof(*quiet))) == NULL)
-        rc = cg_err_set(err, CG_ENOMEM, "out of memory");
+    if (rc == 0 && (quiet = malloc(((size_t)world + 1) * sizeof(*quiet))) == NULL) {
+        rc = CG_ENOMEM;
+        (void)cg_err_set(err, CG_ENOMEM, "out of memory");
+    }
     if (rc == 0)
         no_step_shards(shards, n, owner, world, quiet);
     /* the missing ranks in groups of consecutive ranks on one node: the first few listed */

@@ -197,8 +197,15 @@ static time_t boot_time(void)
         return 0;
     char line[256];
     long long t = 0;
-    while (fgets(line, sizeof(line), f) != NULL && sscanf(line, "btime %lld", &t) != 1)
-        ;
+    while (t == 0 && fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "btime ", 6) != 0)
+            continue;
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(line + 6, &end, 10);
+        if (errno == 0 && end != line + 6 && (*end == '\n' || *end == '\0') && v > 0)
+            t = v;
+    }
     fclose(f);
     return t > 0 ? (time_t)t : 0;
 }
