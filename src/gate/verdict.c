@@ -356,8 +356,24 @@ static bool beyond_limit(double from, double to, const struct cg_metric_limits *
  * when the runs show it (one-sided Mann-Whitney at cg_verdict_memory_alpha); otherwise it is
  * INCONCLUSIVE, saying when so few runs cannot show it at all. The main command adds runs for
  * timing only (its looks are planned for those), so the note asks for runs of both sides. */
+/* The smallest and the largest of a side's runs. */
+struct runs_range {
+    double min, max;
+};
+
+static struct runs_range range_of(const double *v, size_t n)
+{
+    struct runs_range g = {v[0], v[0]};
+    for (size_t i = 1; i < n; i++) {
+        g.min = fmin(g.min, v[i]);
+        g.max = fmax(g.max, v[i]);
+    }
+    return g;
+}
+
 static enum cg_outcome overlapping_rise(const double *vb, size_t nb, const double *vc, size_t nc,
-                                        enum cg_metric m, const struct cg_metric_limits *lim,
+                                        struct runs_range b, struct runs_range c, enum cg_metric m,
+                                        const struct cg_metric_limits *lim,
                                         struct cg_metric_result *r)
 {
     struct cg_mwu u;
@@ -366,10 +382,10 @@ static enum cg_outcome overlapping_rise(const double *vb, size_t nb, const doubl
     double alpha = cg_verdict_memory_alpha(lim);
     bool shown = u.p_greater <= alpha;
     char b0[32], b1[32], c0[32], c1[32], why[96] = "";
-    cg_fmt_metric(m, cg_stats_quantile(vb, nb, 0.0), b0, sizeof(b0));
-    cg_fmt_metric(m, cg_stats_quantile(vb, nb, 1.0), b1, sizeof(b1));
-    cg_fmt_metric(m, cg_stats_quantile(vc, nc, 0.0), c0, sizeof(c0));
-    cg_fmt_metric(m, cg_stats_quantile(vc, nc, 1.0), c1, sizeof(c1));
+    cg_fmt_metric(m, b.min, b0, sizeof(b0));
+    cg_fmt_metric(m, b.max, b1, sizeof(b1));
+    cg_fmt_metric(m, c.min, c0, sizeof(c0));
+    cg_fmt_metric(m, c.max, c1, sizeof(c1));
     double least_p = 1.0 / cg_stats_choose(nb + nc, nb); /* the exact test's, without ties */
     if (!shown && least_p > alpha)
         snprintf(why, sizeof(why), "%zu v %zu runs cannot show it (the test's smallest p is %.2g)",
@@ -410,32 +426,24 @@ static void memory_metric(const struct cg_artifact *base, const struct cg_artifa
     r->method = CG_METHOD_FIXED;
     r->baseline = cg_stats_quantile(vb, nb, 0.5);
     r->current = cg_stats_quantile(vc, nc, 0.5);
-    double bmin = vb[0], bmax = vb[0], cmin = vc[0], cmax = vc[0];
-    for (size_t i = 1; i < nb; i++) {
-        bmin = fmin(bmin, vb[i]);
-        bmax = fmax(bmax, vb[i]);
-    }
-    for (size_t i = 1; i < nc; i++) {
-        cmin = fmin(cmin, vc[i]);
-        cmax = fmax(cmax, vc[i]);
-    }
+    struct runs_range b = range_of(vb, nb), c = range_of(vc, nc);
     r->delta_pct = (r->current / r->baseline - 1.0) * 100.0;
-    r->ci_low_pct = (cmin / bmax - 1.0) * 100.0;
-    r->ci_high_pct = (cmax / bmin - 1.0) * 100.0;
+    r->ci_low_pct = (c.min / b.max - 1.0) * 100.0;
+    r->ci_high_pct = (c.max / b.min - 1.0) * 100.0;
     r->regression_pct = r->delta_pct;
     double grown = r->current - r->baseline;
     bool up = r->delta_pct > lim->max_regression_pct && grown > lim->max_regression_bytes;
     bool down = -r->delta_pct > lim->max_regression_pct && -grown > lim->max_regression_bytes;
     /* each side's runs within the limit of each other: memory the same in every process, up to
      * noise, and the medians decide (one run a side is enough); else the runs must show it */
-    bool alike = !beyond_limit(bmin, bmax, lim) && !beyond_limit(cmin, cmax, lim);
+    bool alike = !beyond_limit(b.min, b.max, lim) && !beyond_limit(c.min, c.max, lim);
     r->outcome = CG_OUT_PASS;
     if (up)
-        r->outcome = alike || beyond_limit(bmax, cmin, lim)
+        r->outcome = alike || beyond_limit(b.max, c.min, lim)
                          ? CG_OUT_FAIL
-                         : overlapping_rise(vb, nb, vc, nc, m, lim, r);
+                         : overlapping_rise(vb, nb, vc, nc, b, c, m, lim, r);
     else if (down &&
-             (alike || beyond_limit(cmax, bmin, lim) || overlapping_fall(vb, nb, vc, nc, lim)))
+             (alike || beyond_limit(c.max, b.min, lim) || overlapping_fall(vb, nb, vc, nc, lim)))
         r->outcome = CG_OUT_IMPROVED;
     if (r->outcome != CG_OUT_FAIL)
         grown_share(vb, nb, vc, nc, lim, m, r);
