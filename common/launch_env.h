@@ -27,6 +27,13 @@
 /* The range canary-gate's sitecustomize (python/canary_gate_steps.py) marks each optimizer step
  * with; a step range of this name is reported as steps from the optimizer. */
 #define CG_OPTIMIZER_STEP_RANGE "canary-gate/optimizer-step"
+/* NVTX marks of the default domain the same sitecustomize makes, which the library counts per
+ * step (shard_format.h, the counts backward and optimizer_steps): the optimizers hooked (the
+ * counts are measured from then on), a backward pass begun, an optimizer's step() made (any
+ * optimizer's, the counted one's before the boundary it makes). */
+#define CG_MARK_OPTIMIZER_HOOKED "canary-gate/optimizer-hooked"
+#define CG_MARK_BACKWARD "canary-gate/backward"
+#define CG_MARK_OPTIMIZER_STEP "canary-gate/optimizer-step-made"
 /* launcher, read by python/canary_gate_steps.py: "auto" or "optimizer" (unset: no marking), the
  * tool's NVTX library, the range name (CG_OPTIMIZER_STEP_RANGE) and which optimizer counts. */
 #define CG_ENV_STEPS_FROM "CANARY_GATE_STEPS_FROM"

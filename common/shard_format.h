@@ -96,7 +96,9 @@
  * I's count NAME (lines for the same step and name add up, as "b" lines do; written for every
  * step before the measured window's end, warm-up included, and only when DELTA is not 0);
  * "nc NAME..." (once, after "gpu ok", GPU only) names the GPU counts this process measures: a GPU
- * count it does not name is unknown, not 0 (what feeds it was refused, or cannot be read).
+ * count it does not name is unknown, not 0 (what feeds it was refused, or cannot be read); a
+ * second "nc" line, GPU or not, names CG_SHARD_COUNT_BACKWARD and CG_SHARD_COUNT_OPTIMIZER_STEPS
+ * once the optimizers are hooked (unknown without it).
  * CG_SHARD_COUNT_RANGES is measured wherever the shard exists and never named in "nc". */
 #define CG_SHARD_KEY_COUNT "n"
 #define CG_SHARD_KEY_COUNTED "nc"
@@ -163,6 +165,11 @@
 #define CG_SHARD_COUNT_MODULE_LOADS "module_loads"   /* CUPTI_CBID_RESOURCE_MODULE_LOADED */
 #define CG_SHARD_COUNT_JIT "jit"                     /* JIT records */
 #define CG_SHARD_COUNT_PLACES "places"               /* in "nc" only: "np" lines are measured */
+/* backward passes and optimizer steps begun in the step (marks of canary-gate's sitecustomize,
+ * launch_env.h): measured when named in an "nc" line, which the library writes (GPU or not) once
+ * the sitecustomize hooked the optimizers */
+#define CG_SHARD_COUNT_BACKWARD "backward"
+#define CG_SHARD_COUNT_OPTIMIZER_STEPS "optimizer_steps"
 #define CG_SHARD_COUNT_RANGES "ranges"               /* NVTX ranges begun in the step on any
                                                       * thread, the step range itself not */
 #define CG_SHARD_COUNT_COMPUTE_NS                                                                  \

@@ -16,7 +16,9 @@
  *
  * Loss: a mark of the default domain named "loss" with a floating (or integer) payload, or a mark
  * whose message is "loss=<number>", reports the loss of the step most recently begun; it is
- * appended to the shard at once ("l STEP VALUE"). Other marks cost a string compare.
+ * appended to the shard at once ("l STEP VALUE"). The marks canary-gate's sitecustomize makes
+ * (a backward pass, an optimizer step: launch_env.h) are counted in the open step
+ * (nvtx_work_mark). Other marks cost a string compare.
  *
  * Threading: the hooks run on any thread of the canary, at once; they take no lock but to make a
  * domain or register a string (handle lookups are lock-free), and hand ranges to nvtx_steps.c.
@@ -280,6 +282,10 @@ static bool message_real(const char *m, double *v)
 static void mark(const char *message, const nvtxEventAttributes_t *a)
 {
     double v;
+    if (message[0] == 'c') {
+        nvtx_work_mark(message);
+        return;
+    }
     if (message[0] != 'l')
         return;
     if ((strcmp(message, "loss") == 0 && attr_real(a, &v)) || message_real(message, &v))

@@ -41,4 +41,10 @@ int nvtx_pop(const struct cg_domain *d);
 uint64_t nvtx_start(const struct cg_domain *d, const char *name, int64_t tokens);
 void nvtx_end(uint64_t id);
 
+/* A mark of the default domain canary-gate's sitecustomize made (launch_env.h, CG_MARK_*): the
+ * optimizers hooked (the work counts are measured: their "nc" line, once), or a backward pass or
+ * an optimizer step, counted in the open step (before the window's end); any other message is
+ * ignored. Any thread. */
+void nvtx_work_mark(const char *message);
+
 #endif

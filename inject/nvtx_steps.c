@@ -432,6 +432,35 @@ static void range_count(int64_t step)
         atomic_fetch_add_explicit(&c[step % CG_RANGE_CHUNK].n, 1, memory_order_relaxed);
 }
 
+static atomic_bool g_work_counted; /* the "nc" line of the work counts written */
+
+void nvtx_work_mark(const char *message)
+{
+    if (!nvtx_on)
+        return;
+    if (strcmp(message, CG_MARK_OPTIMIZER_HOOKED) == 0) {
+        if (atomic_exchange_explicit(&g_work_counted, true, memory_order_relaxed))
+            return;
+        cg_inject_lock();
+        cg_inject_append(CG_SHARD_KEY_COUNTED " " CG_SHARD_COUNT_BACKWARD
+                                              " " CG_SHARD_COUNT_OPTIMIZER_STEPS "\n");
+        cg_inject_unlock();
+        return;
+    }
+    const char *count = strcmp(message, CG_MARK_BACKWARD) == 0 ? CG_SHARD_COUNT_BACKWARD
+                        : strcmp(message, CG_MARK_OPTIMIZER_STEP) == 0
+                            ? CG_SHARD_COUNT_OPTIMIZER_STEPS
+                            : NULL;
+    if (count == NULL || atomic_load_explicit(&g_open_steps, memory_order_relaxed) <= 0)
+        return;
+    int64_t step = atomic_load_explicit(&nvtx_cur_step, memory_order_acquire);
+    if (!range_step(step))
+        return;
+    cg_inject_lock();
+    cg_inject_append(CG_SHARD_KEY_COUNT " %lld %s 1\n", (long long)step, count);
+    cg_inject_unlock();
+}
+
 void cg_nvtx_write_counts(bool all)
 {
     int64_t last = atomic_load_explicit(&g_next_step, memory_order_relaxed) - 1;

@@ -16,6 +16,14 @@ that makes a fresh optimizer each epoch has each one counted in turn, the last o
 the new one is bound to its name; an optimizer the script keeps alive keeps its number. Gradient accumulation gives one step per optimizer step. A step() called from inside
 another (an optimizer subclass calling super().step()) is counted once.
 
+What a step holds is counted too, so that a change in it is seen: every backward pass
+(torch.autograd.backward, which Tensor.backward calls; one inside another on the same thread
+counts once) and every optimizer's step() are NVTX marks ("canary-gate/backward",
+"canary-gate/optimizer-step-made") the injection library counts per step (the counts backward and
+optimizer_steps). A pull request that makes the counted optimizer step five times per iteration,
+or accumulates gradients over more backward passes, changes them: its steps are another unit of
+work, not a faster or slower one.
+
 Hooks: PyTorch 2.x's global optimizer step post-hook
 (torch.optim.optimizer.register_optimizer_step_post_hook); before it (1.13) the step() of each
 optimizer class is wrapped when its first instance is made. Nothing here synchronises a device,
@@ -58,6 +66,15 @@ class _Marker:
         script that then steps no optimizer is told it marked no step (not that the library
         never loaded)."""
         self._mark(b"canary-gate/optimizer-hooked")
+
+    def backward(self):
+        """A backward pass begun (counted in the step it begins in: the count backward)."""
+        self._mark(b"canary-gate/backward")
+
+    def optimizer_step(self):
+        """An optimizer step made, any optimizer's (the count optimizer_steps); the counted
+        optimizer's is marked before its boundary, so it counts in the step it ends."""
+        self._mark(b"canary-gate/optimizer-step-made")
 
     def boundary(self):
         """Ends the running step (if any) and begins the next."""
@@ -107,8 +124,12 @@ class _Counter:
 
     def stepped(self, optimizer):
         with self._lock:
+            self._marker.optimizer_step()
             if self._place(optimizer) == self._which:
                 self._marker.boundary()
+
+    def backward(self):
+        self._marker.backward()
 
     def hooked(self):
         self._marker.hooked()
@@ -153,8 +174,36 @@ def _wrap_class_step(cls, counter):
     setattr(cls, "step", wrapped)
 
 
+def _wrap_backward(counter):
+    """Counts the backward passes (torch.autograd.backward, which Tensor.backward calls): one a
+    call made outside another on the same thread."""
+    autograd = sys.modules.get("torch.autograd")
+    backward = getattr(autograd, "backward", None)
+    if backward is None or getattr(backward, "_canary_gate_wrapped", False):
+        return
+    depth = threading.local()
+
+    def wrapped(*args, **kwargs):
+        d = getattr(depth, "n", 0)
+        if d == 0:
+            counter.backward()
+        depth.n = d + 1
+        try:
+            return backward(*args, **kwargs)
+        finally:
+            depth.n = d
+
+    wrapped.__name__ = getattr(backward, "__name__", "backward")
+    wrapped.__doc__ = getattr(backward, "__doc__", None)
+    wrapped.__wrapped__ = backward
+    wrapped._canary_gate_wrapped = True
+    autograd.backward = wrapped
+
+
 def _install(module, counter):
-    """Hooks the optimizers of torch.optim.optimizer (the module just executed)."""
+    """Hooks the optimizers of torch.optim.optimizer (the module just executed) and counts the
+    backward passes."""
+    _wrap_backward(counter)
     counter.hooked()
     register = getattr(module, "register_optimizer_step_post_hook", None)
     if register is not None:

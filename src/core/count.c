@@ -22,6 +22,8 @@ static const struct {
     [CG_COUNT_MODULE_LOADS] = {"module_loads", "module loads"},
     [CG_COUNT_JIT] = {"jit", "JIT compilations"},
     [CG_COUNT_RANGES] = {"ranges", "NVTX ranges"},
+    [CG_COUNT_BACKWARD] = {"backward", "backward passes"},
+    [CG_COUNT_OPTIMIZER_STEPS] = {"optimizer_steps", "optimizer steps"},
     [CG_COUNT_SYNCS] = {"synchronizations", "host synchronisations"},
     [CG_COUNT_UNGRAPHED] = {"kernels_outside_graphs", "kernels launched outside CUDA graphs"},
 };

@@ -3,7 +3,8 @@
  * thresholds files, their labels in reports and the unit they count in.
  *
  * A count is what happened in one step: kernels launched, synchronisations, copies, device
- * allocations, recompilations, NVTX ranges. For a fixed canary it is a property of the code, not
+ * allocations, recompilations, NVTX ranges, and in a PyTorch canary whose optimizers canary-gate
+ * hooked, backward passes and optimizer steps. For a fixed canary it is a property of the code, not
  * of the runner, so two runs of the same code agree exactly. Values are integers >= 0 per step;
  * -1 is unknown (not measured: no GPU, or a CUPTI kind the driver refused).
  */
@@ -25,11 +26,14 @@ enum cg_count {
     CG_COUNT_COPIES,        /* copies, every direction */
     CG_COUNT_DTOH_PAGEABLE, /* device to pageable host copies (.item(), .cpu()) */
     CG_COUNT_DTOH_PAGEABLE_BYTES,
-    CG_COUNT_ALLOCS,       /* device memory allocations */
-    CG_COUNT_FREES,        /* device memory releases */
-    CG_COUNT_MODULE_LOADS, /* modules loaded (compiled kernels arriving) */
-    CG_COUNT_JIT,          /* JIT compilations */
-    CG_COUNT_RANGES,       /* NVTX ranges begun in the step, the step range not */
+    CG_COUNT_ALLOCS,          /* device memory allocations */
+    CG_COUNT_FREES,           /* device memory releases */
+    CG_COUNT_MODULE_LOADS,    /* modules loaded (compiled kernels arriving) */
+    CG_COUNT_JIT,             /* JIT compilations */
+    CG_COUNT_RANGES,          /* NVTX ranges begun in the step, the step range not */
+    CG_COUNT_BACKWARD,        /* backward passes begun in the step (a PyTorch canary whose
+                               * optimizers canary-gate hooked) */
+    CG_COUNT_OPTIMIZER_STEPS, /* optimizer steps made in the step, every optimizer's (idem) */
     CG_COUNT_N
 };
 

@@ -671,6 +671,73 @@ static const char *steps_from_text(const char *from)
     return strcmp(from, "optimizer") == 0 ? "from the optimizer" : "from NVTX ranges";
 }
 
+/* A side's per-step work of count row (backward passes, optimizer steps): each run's mean over
+ * its steps; the smallest and largest run and the median of the runs. False when some run did
+ * not count it. */
+static bool step_work(const struct cg_artifact *a, int row, double *lo, double *hi, double *mid)
+{
+    double *v = malloc((a->n_runs + 1) * sizeof(*v));
+    bool known = v != NULL && a->n_runs > 0;
+    for (size_t i = 0; known && i < a->n_runs; i++) {
+        const struct cg_run *r = &a->runs[i];
+        double sum = 0.0;
+        known = r->n_steps > 0;
+        for (size_t k = 0; known && k < r->n_steps; k++) {
+            int64_t x = r->steps[k].counts[row];
+            known = x >= 0;
+            sum += (double)x;
+        }
+        v[i] = known ? sum / (double)r->n_steps : NAN;
+    }
+    if (known) {
+        qsort(v, a->n_runs, sizeof(*v), cg_stats_cmp_double);
+        *lo = v[0];
+        *hi = v[a->n_runs - 1];
+        *mid = cg_stats_sorted_median(v, a->n_runs);
+    }
+    free(v);
+    return known;
+}
+
+/* How far apart the sides' backward passes or optimizer steps per step (the medians of the
+ * runs' means) must be, as a share of the larger, to hold different work: an optimizer step a
+ * mixed-precision loss scaler skips now and then moves a run's mean by a step's share; a critic
+ * stepping six times a loop rather than five, its steps counted, moves it 3%. */
+#define CG_STEP_WORK_TOLERANCE 0.02
+
+/* Steps from the optimizer on both sides that hold different work: the backward passes or the
+ * optimizer steps per step of every run of one side outside the other side's runs, and the
+ * medians more than CG_STEP_WORK_TOLERANCE apart (a counted
+ * optimizer stepping five times where it stepped once, gradients accumulated over another number
+ * of backward passes). The step is then another unit of work: a shorter one is no speed-up. */
+static bool step_work_differs(const struct cg_artifact *b, const struct cg_artifact *c, char *why,
+                              size_t n)
+{
+    const char *fb = b->settings.steps_from, *fc = c->settings.steps_from;
+    if (fb == NULL || fc == NULL || strcmp(fb, "optimizer") != 0 || strcmp(fc, "optimizer") != 0)
+        return false;
+    static const int rows[] = {CG_COUNT_BACKWARD, CG_COUNT_OPTIMIZER_STEPS};
+    double mid[2][2];
+    bool differ = false;
+    for (int i = 0; i < 2; i++) {
+        double blo, bhi, clo, chi;
+        if (!step_work(b, rows[i], &blo, &bhi, &mid[0][i]) ||
+            !step_work(c, rows[i], &clo, &chi, &mid[1][i]))
+            return false; /* a side that did not count them (older runs, no optimizer hooked) */
+        differ = differ || ((clo > bhi || chi < blo) &&
+                            fabs(mid[1][i] - mid[0][i]) >
+                                CG_STEP_WORK_TOLERANCE * fmax(mid[0][i], mid[1][i]));
+    }
+    if (!differ)
+        return false;
+    snprintf(why, n,
+             "the sides' steps hold different work: per step, backward passes %.3g -> %.3g and "
+             "optimizer steps %.3g -> %.3g (a step is another unit of work: mark each "
+             "iteration with canary_gate.step())",
+             mid[0][0], mid[1][0], mid[0][1], mid[1][1]);
+    return true;
+}
+
 bool cg_verdict_steps_redefined(const struct cg_artifact *baseline,
                                 const struct cg_artifact *current, char *why, size_t n)
 {
@@ -695,7 +762,7 @@ bool cg_verdict_steps_redefined(const struct cg_artifact *baseline,
                  "current's optimizer %lld's (a step is another unit of work: measure both the "
                  "same way, --step-optimizer)",
                  (long long)b->step_optimizer, (long long)c->step_optimizer);
-    else
+    else if (!step_work_differs(baseline, current, why, n))
         return false;
     return true;
 }

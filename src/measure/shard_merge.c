@@ -282,6 +282,8 @@ static bool shard_counts(const struct cg_shard *s, int c)
 {
     if (c == CG_COUNT_RANGES)
         return true;
+    if (c == CG_COUNT_BACKWARD || c == CG_COUNT_OPTIMIZER_STEPS)
+        return s->counted[c]; /* named once the optimizers were hooked, GPU or not */
     return s->gpu == 1 && (c >= CG_COUNT_N ? s->times_counted[c - CG_COUNT_N] : s->counted[c]);
 }
 

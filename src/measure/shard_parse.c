@@ -404,6 +404,8 @@ static int count_of(const char *f, size_t n)
         {CG_SHARD_COUNT_MODULE_LOADS, CG_COUNT_MODULE_LOADS},
         {CG_SHARD_COUNT_JIT, CG_COUNT_JIT},
         {CG_SHARD_COUNT_RANGES, CG_COUNT_RANGES},
+        {CG_SHARD_COUNT_BACKWARD, CG_COUNT_BACKWARD},
+        {CG_SHARD_COUNT_OPTIMIZER_STEPS, CG_COUNT_OPTIMIZER_STEPS},
     };
     if (field_is(f, n, CG_SHARD_COUNT_SYNC_NS))
         return CG_SHARD_T_SYNC;

@@ -1608,10 +1608,94 @@ static void test_verdict__steps_defined_differently_are_inconclusive(void **stat
     cg_artifact_release(&b);
 }
 
+/* Sets every step's backward passes and optimizer steps of a's runs: value, and extra more in
+ * every every-th step of every run (every 0: none); run 0's own extra0 more in each step. */
+static void set_work(struct cg_artifact *a, int64_t value, int64_t extra, size_t every,
+                     int64_t extra0)
+{
+    for (size_t i = 0; i < a->n_runs; i++)
+        for (size_t k = 0; k < a->runs[i].n_steps; k++) {
+            int64_t x = value + (every > 0 && k % every == 0 ? extra : 0) + (i == 0 ? extra0 : 0);
+            a->runs[i].steps[k].counts[CG_COUNT_BACKWARD] = x;
+            a->runs[i].steps[k].counts[CG_COUNT_OPTIMIZER_STEPS] = value < 0 ? -1 : 2;
+        }
+}
+
+/* Steps from the optimizer that hold other work on the two sides: a pull request that makes
+ * the counted critic step five times a loop (each counted step is then 1.2 backward passes
+ * rather than 2, and much shorter), or accumulates gradients over four backward passes, PASSed
+ * (-39%) or FAILed (+266%) as if the same step were faster or slower. Now INCONCLUSIVE with the
+ * reason, when every run of one side lies outside the other's and the sides differ by more than
+ * 2%; steps the canary marks itself define the step, and sides that did not count are not
+ * judged. */
+static void test_verdict__optimizer_steps_holding_other_work_are_inconclusive(void **state)
+{
+    (void)state;
+    struct cg_thresholds t;
+    struct cg_err err;
+    struct cg_artifact b, k;
+    struct cg_verdict v;
+    char line[512];
+    struct cg_fixture fb = FX(15, 30, 2e7, 0.005, 0.01, -1, 1);
+    struct cg_fixture fast = FX(15, 30, 1e7, 0.005, 0.01, -1, 2);
+    assert_int_equal(cg_thresholds_load("default", &t, &err), 0);
+    const struct {
+        const char *from;
+        int64_t base[4], cur[4]; /* set_work's value, extra, every, extra0 */
+        enum cg_outcome overall;
+        const char *note;
+    } rows[] = {
+        /* the critic stepping 5 times a loop: 2 -> 1.2 backward passes a step */
+        {"optimizer",
+         {2, 0, 0, 0},
+         {1, 1, 5, 0},
+         CG_OUT_INCONCLUSIVE,
+         "hold different work: per step, backward passes 2 -> 1.2 and optimizer steps 2 -> 2"},
+        {"optimizer", {1, 0, 0, 0}, {4, 0, 0, 0}, CG_OUT_INCONCLUSIVE, "backward passes 1 -> 4"},
+        {"optimizer", {2, 0, 0, 0}, {2, 0, 0, 0}, CG_OUT_PASS, NULL},   /* the same work */
+        {"optimizer", {2, 0, 0, 0}, {-1, 0, 0, 0}, CG_OUT_PASS, NULL},  /* not counted */
+        {"nvtx", {2, 0, 0, 0}, {1, 1, 5, 0}, CG_OUT_PASS, NULL},        /* its own steps */
+        {"optimizer", {50, 0, 0, 0}, {50, 1, 2, 0}, CG_OUT_PASS, NULL}, /* 1%: within 2% */
+        {"optimizer", {1, 0, 0, 1}, {2, 0, 0, 0}, CG_OUT_PASS, NULL},   /* runs overlap */
+    };
+    make(&b, &fb);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        make(&k, &fast);
+        struct cg_artifact *side[2] = {&b, &k};
+        for (int j = 0; j < 2; j++) {
+            free(side[j]->settings.steps_from);
+            side[j]->settings.steps_from = strdup(rows[i].from);
+        }
+        set_work(&b, rows[i].base[0], rows[i].base[1], (size_t)rows[i].base[2], rows[i].base[3]);
+        set_work(&k, rows[i].cur[0], rows[i].cur[1], (size_t)rows[i].cur[2], rows[i].cur[3]);
+        assert_int_equal(cg_verdict_compute(&b, &k, &t, &v, &err), 0);
+        const struct cg_metric_result *r = &v.metrics[CG_M_STEP_TIME_MEAN];
+        cg_verdict_headline(&v, line, sizeof(line));
+        if (v.overall != rows[i].overall)
+            fail_msg("row %zu: %s, expected %s: %s", i, cg_outcome_name(v.overall),
+                     cg_outcome_name(rows[i].overall), line);
+        if (rows[i].note != NULL) {
+            if (r->outcome != CG_OUT_INCONCLUSIVE || strstr(r->note, rows[i].note) == NULL ||
+                !v.steps_redefined)
+                fail_msg("row %zu: %s, note '%s'", i, cg_outcome_name(r->outcome), r->note);
+            for (size_t c = 0; c < v.counts.n; c++)
+                if (v.counts.rows[c].outcome == CG_OUT_PASS ||
+                    v.counts.rows[c].outcome == CG_OUT_FAIL)
+                    fail_msg("row %zu: count %zu still decides", i, c);
+        } else if (v.steps_redefined) {
+            fail_msg("row %zu: steps redefined: %s", i, v.steps_differ);
+        }
+        cg_verdict_release(&v);
+        cg_artifact_release(&k);
+    }
+    cg_artifact_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict__table),
+        cmocka_unit_test(test_verdict__optimizer_steps_holding_other_work_are_inconclusive),
         cmocka_unit_test(test_verdict__floor_sees_through_interference),
         cmocka_unit_test(test_verdict__periodic_slowdown_fails_despite_the_floor),
         cmocka_unit_test(test_verdict__interference_is_not_periodic),

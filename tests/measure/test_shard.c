@@ -694,6 +694,51 @@ static void test_shard__merge_counts(void **state)
     cg_shard_release(&s[0]);
 }
 
+/* The work counts of steps from the optimizer (backward passes, optimizer steps): known, GPU or
+ * not, in a process that named them in an "nc" line (its optimizers hooked), summed over the
+ * processes; unknown when a process with steps did not name them. */
+static void test_shard__work_counts_are_known_where_named(void **state)
+{
+    (void)state;
+    static const char a[] = "canary-gate-shard 1\ngpu unavailable no driver\n"
+                            "nc backward optimizer_steps\n"
+                            "s 0 100 200 -1\ns 1 200 300 -1\ns 2 300 400 -1\n"
+                            "n 1 backward 1\nn 1 backward 1\nn 1 optimizer_steps 1\n"
+                            "n 2 optimizer_steps 2\nend\n";
+    static const char b[] = "canary-gate-shard 1\ngpu ok\nnc kernels\nnc backward optimizer_steps\n"
+                            "s 0 100 200 -1\ns 1 200 300 -1\ns 2 300 400 -1\n"
+                            "n 1 backward 2\nn 2 backward 2\nn 1 optimizer_steps 1\nend\n";
+    static const char none[] = "canary-gate-shard 1\ngpu unavailable no driver\n"
+                               "s 0 100 200 -1\ns 1 200 300 -1\ns 2 300 400 -1\nend\n";
+    struct cg_shard s[2];
+    parse(a, &s[0]);
+    parse(b, &s[1]);
+    struct cg_artifact art;
+    cg_artifact_init(&art);
+    struct cg_run *run = cg_artifact_add_run(&art);
+    struct cg_shard_merge_opts o = {1, 5, -1};
+    struct cg_err err;
+    cg_err_init(&err);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_int_equal(run->n_steps, 2);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_BACKWARD], 4); /* 1 + 1 + 2 */
+    assert_int_equal(run->steps[1].counts[CG_COUNT_BACKWARD], 2);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_OPTIMIZER_STEPS], 2);
+    assert_int_equal(run->steps[1].counts[CG_COUNT_OPTIMIZER_STEPS], 2);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_KERNELS], -1); /* a had no GPU */
+    cg_artifact_release(&art);
+    cg_shard_release(&s[1]);
+    parse(none, &s[1]);
+    cg_artifact_init(&art);
+    run = cg_artifact_add_run(&art);
+    assert_int_equal(cg_shard_merge(s, 2, &o, run, &err), 0);
+    assert_int_equal(run->steps[0].counts[CG_COUNT_BACKWARD], -1); /* not counted by one */
+    assert_int_equal(run->steps[0].counts[CG_COUNT_OPTIMIZER_STEPS], -1);
+    cg_artifact_release(&art);
+    cg_shard_release(&s[0]);
+    cg_shard_release(&s[1]);
+}
+
 /* Merged compute and copy time: the busiest process's (by GPU busy time), so that busy minus
  * compute is one process's exposed communication; unknown when some process did not name them. */
 static void test_shard__merge_compute_and_copy_time(void **state)
@@ -920,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_shard__parses_every_record),
         cmocka_unit_test(test_shard__count_lines),
         cmocka_unit_test(test_shard__merge_counts),
+        cmocka_unit_test(test_shard__work_counts_are_known_where_named),
         cmocka_unit_test(test_shard__merge_compute_and_copy_time),
         cmocka_unit_test(test_shard__steps_from),
         cmocka_unit_test(test_shard__ignores_a_line_cut_short),

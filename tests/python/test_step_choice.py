@@ -21,6 +21,12 @@ Run by ctest, one case per test (test_python__<case>), with a python3 that impor
                                    while the generator's is kept: --step-optimizer 2 counts the
                                    generator throughout (its number does not move when the
                                    critic's optimizer dies)
+  a_counted_steps_work_that_changed_is_no_pass  steps from the optimizer count each step's
+                                   backward passes and optimizer steps (counts backward,
+                                   optimizer_steps); a pull request that makes the counted
+                                   critic step five times per iteration (shorter steps, a slower
+                                   loop) or accumulates gradients over four backward passes is
+                                   INCONCLUSIVE, the steps holding different work, never a PASS
 Usage: test_step_choice.py CANARY_GATE CASE. Exits 0 when the case passes, 1 otherwise.
 """
 
@@ -254,11 +260,63 @@ def a_kept_optimizer_keeps_its_number(g):
               % (calls, len(run["steps"])))
 
 
+ACCUMULATE = r'''
+import os, torch
+torch.manual_seed(0); torch.set_num_threads(1)
+ACC = int(os.environ.get("ACC", "1"))
+model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x = torch.randn(64, 32); y = torch.randn(64, 1)
+for i in range(400):
+    opt.zero_grad()
+    for _ in range(ACC):
+        (torch.nn.functional.mse_loss(model(x), y) / ACC).backward()
+    opt.step()
+'''
+
+
+def a_counted_steps_work_that_changed_is_no_pass(g):
+    gan = g.script("gan_k", GAN)
+    base = os.path.join(g.tmp, "gan1.json")
+    # the critic (the first optimizer to step) counted: one critic and one generator step a loop
+    p = g.call(["run", "--out", base, "--runs", "3", "--warmup", "3", "--steps", "20", "--",
+                sys.executable, gan], env={"NCRITIC": "1"})
+    art = g.load("gan1.json")
+    check(p.returncode == 0 and art is not None, "the baseline (exit %d)\n%s"
+          % (p.returncode, p.stderr[-1500:]))
+    if art is None:
+        return
+    counts = [s.get("counts", {}) for r in art["runs"] for s in r["steps"]]
+    check(all(c.get("backward") == 2 and c.get("optimizer_steps") == 2 for c in counts),
+          "every step counts its 2 backward passes and 2 optimizer steps: %s" % counts[:3])
+    # five critic steps a loop: each counted (critic) step is shorter, the loop slower
+    p = g.call(["--baseline", base, "--runs", "3", "--no-confirm", "--out",
+                os.path.join(g.tmp, "gan5.json"), "--", sys.executable, gan],
+               env={"NCRITIC": "5"})
+    check(p.returncode == 0 and "INCONCLUSIVE" in p.stdout and "PASS" not in
+          p.stdout.split("\n")[0] and "different work" in p.stdout,
+          "five critic steps a loop: INCONCLUSIVE, the steps hold different work (exit %d)\n%s"
+          % (p.returncode, p.stdout[-2500:]))
+    acc = g.script("acc", ACCUMULATE)
+    base = os.path.join(g.tmp, "acc1.json")
+    p = g.call(["run", "--out", base, "--runs", "3", "--warmup", "3", "--steps", "20", "--",
+                sys.executable, acc], env={"ACC": "1"})
+    check(p.returncode == 0 and g.load("acc1.json") is not None, "the accumulation baseline "
+          "(exit %d)\n%s" % (p.returncode, p.stderr[-1500:]))
+    p = g.call(["--baseline", base, "--runs", "3", "--no-confirm", "--out",
+                os.path.join(g.tmp, "acc4.json"), "--", sys.executable, acc], env={"ACC": "4"})
+    check(p.returncode == 0 and "INCONCLUSIVE" in p.stdout and "different work" in p.stdout and
+          "backward" in p.stdout,
+          "four backward passes per optimizer step: INCONCLUSIVE naming them (exit %d)\n%s"
+          % (p.returncode, p.stdout[-2500:]))
+
+
 CASES = {f.__name__: f for f in (step_optimizer_is_the_baselines,
                                  own_steps_win_over_an_early_optimizer_step,
                                  a_range_named_step_is_a_part,
                                  a_new_optimizer_each_epoch_counts,
-                                 a_kept_optimizer_keeps_its_number)}
+                                 a_kept_optimizer_keeps_its_number,
+                                 a_counted_steps_work_that_changed_is_no_pass)}
 
 
 def main(gate, case):
