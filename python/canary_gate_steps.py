@@ -17,12 +17,12 @@ the new one is bound to its name; an optimizer the script keeps alive keeps its 
 another (an optimizer subclass calling super().step()) is counted once.
 
 What a step holds is counted too, so that a change in it is seen: every backward pass
-(torch.autograd.backward, which Tensor.backward calls; one inside another on the same thread
-counts once) and every optimizer's step() are NVTX marks ("canary-gate/backward",
-"canary-gate/optimizer-step-made") the injection library counts per step (the counts backward and
-optimizer_steps). A pull request that makes the counted optimizer step five times per iteration,
-or accumulates gradients over more backward passes, changes them: its steps are another unit of
-work, not a faster or slower one.
+(torch.autograd.backward, which Tensor.backward calls; one made while another runs, a reentrant
+checkpoint's, is part of it) and every optimizer's step() are NVTX marks ("canary-gate/backward",
+"canary-gate/optimizer-step-made") the injection library counts per step (the counts backward
+and optimizer_steps). A pull request that makes the counted optimizer step five times per
+iteration, or accumulates gradients over more backward passes, changes them: its steps are
+another unit of work, not a faster or slower one.
 
 Hooks: PyTorch 2.x's global optimizer step post-hook
 (torch.optim.optimizer.register_optimizer_step_post_hook); before it (1.13) the step() of each
@@ -175,23 +175,28 @@ def _wrap_class_step(cls, counter):
 
 
 def _wrap_backward(counter):
-    """Counts the backward passes (torch.autograd.backward, which Tensor.backward calls): one a
-    call made outside another on the same thread."""
+    """Counts the backward passes (torch.autograd.backward, which Tensor.backward calls): a call
+    made while no other is running in the process. A reentrant checkpoint's backward calls
+    torch.autograd.backward from inside the outer pass, on the device's autograd thread on a GPU:
+    that is part of the outer pass, not one more."""
     autograd = sys.modules.get("torch.autograd")
     backward = getattr(autograd, "backward", None)
     if backward is None or getattr(backward, "_canary_gate_wrapped", False):
         return
-    depth = threading.local()
+    running = [0]
+    lock = threading.Lock()
 
     def wrapped(*args, **kwargs):
-        d = getattr(depth, "n", 0)
-        if d == 0:
+        with lock:
+            first = running[0] == 0
+            running[0] += 1
+        if first:
             counter.backward()
-        depth.n = d + 1
         try:
             return backward(*args, **kwargs)
         finally:
-            depth.n = d
+            with lock:
+                running[0] -= 1
 
     wrapped.__name__ = getattr(backward, "__name__", "backward")
     wrapped.__doc__ = getattr(backward, "__doc__", None)

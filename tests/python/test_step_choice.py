@@ -263,14 +263,38 @@ def a_kept_optimizer_keeps_its_number(g):
 ACCUMULATE = r'''
 import os, torch
 torch.manual_seed(0); torch.set_num_threads(1)
+import threading
+from torch.utils.checkpoint import checkpoint
+
+
+class OnAnotherThread(torch.autograd.Function):
+    """A backward that runs a pass of its own on another thread, as a reentrant checkpoint's
+    does on a GPU's autograd thread."""
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        with torch.enable_grad():
+            inner = (torch.ones(3, requires_grad=True) * 2).sum()
+        t = threading.Thread(target=torch.autograd.backward, args=(inner,))
+        t.start(); t.join()
+        return g * 2
+
+
 ACC = int(os.environ.get("ACC", "1"))
 model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x = torch.randn(64, 32); y = torch.randn(64, 1)
+x = torch.randn(64, 32, requires_grad=True); y = torch.randn(64, 1)
 for i in range(400):
     opt.zero_grad()
     for _ in range(ACC):
-        (torch.nn.functional.mse_loss(model(x), y) / ACC).backward()
+        # a reentrant activation checkpoint: its backward runs one inside the pass
+        out = checkpoint(model, x) if os.environ.get("CKPT") else model(x)
+        if os.environ.get("CKPT") == "thread":
+            out = OnAnotherThread.apply(out)
+        (torch.nn.functional.mse_loss(out, y) / ACC).backward()
     opt.step()
 '''
 
@@ -303,6 +327,16 @@ def a_counted_steps_work_that_changed_is_no_pass(g):
                 sys.executable, acc], env={"ACC": "1"})
     check(p.returncode == 0 and g.load("acc1.json") is not None, "the accumulation baseline "
           "(exit %d)\n%s" % (p.returncode, p.stderr[-1500:]))
+    # activation checkpointing: slower steps with the same work, one backward pass each
+    p = g.call(["--baseline", base, "--runs", "3", "--no-confirm", "--out",
+                os.path.join(g.tmp, "ckpt.json"), "--", sys.executable, acc],
+               env={"ACC": "1", "CKPT": "thread"})
+    art = g.load("ckpt.json")
+    counts = [s.get("counts", {}) for r in (art or {}).get("runs", []) for s in r["steps"]]
+    check(counts and all(c.get("backward") == 1 for c in counts) and
+          "different work" not in p.stdout,
+          "a checkpointed model's inner backward is part of its one pass (exit %d): %s\n%s"
+          % (p.returncode, counts[:3], p.stdout[-1500:]))
     p = g.call(["--baseline", base, "--runs", "3", "--no-confirm", "--out",
                 os.path.join(g.tmp, "acc4.json"), "--", sys.executable, acc], env={"ACC": "4"})
     check(p.returncode == 0 and "INCONCLUSIVE" in p.stdout and "different work" in p.stdout and
