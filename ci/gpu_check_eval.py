@@ -518,9 +518,44 @@ def cmd_measured(a):
         figure += "; steps from %s" % got
         if got != a.steps_from:
             problems.append("steps came from %s, expected %s" % (got, a.steps_from))
+    if a.work:
+        text, problem = step_work(runs, a.work)
+        figure += "; " + text
+        if problem:
+            problems.append(problem)
     if problems:
         raise Fail("; ".join(problems) + " | " + figure)
     out(True, figure)
+
+
+def step_work(runs, want):
+    """The backward passes and optimizer steps per step the sitecustomize's marks counted
+    (counts backward, optimizer_steps): want "B:O" needs every step of every run to hold exactly
+    B and O, "any" at least one of each; what was counted, and the problem or None."""
+    seen = {"backward": set(), "optimizer_steps": set()}
+    missing = 0
+    for run in runs:
+        for st in run.get("steps") or []:
+            c = st.get("counts") or {}
+            for k in seen:
+                if k in c:
+                    seen[k].add(c[k])
+                else:
+                    missing += 1
+    text = "backward passes a step %s, optimizer steps %s" % (
+        "/".join(map(str, sorted(seen["backward"]))) or "none",
+        "/".join(map(str, sorted(seen["optimizer_steps"]))) or "none")
+    if missing:
+        return text, "%d step counts of backward passes or optimizer steps missing (the " \
+            "sitecustomize's marks were not counted)" % missing
+    if want == "any":
+        if 0 in seen["backward"] or 0 in seen["optimizer_steps"]:
+            return text, "a step without a backward pass or an optimizer step"
+        return text, None
+    b, o = (int(x) for x in want.split(":"))
+    if seen["backward"] != {b} or seen["optimizer_steps"] != {o}:
+        return text, "expected %d backward pass(es) and %d optimizer step(s) in every step" % (b, o)
+    return text, None
 
 
 def cmd_gpu_state(a):
@@ -1499,6 +1534,8 @@ def main(argv):
     s.add_argument("--steps", type=int, required=True)
     s.add_argument("--gpu", choices=["any", "required"], default="any")
     s.add_argument("--steps-from", choices=["nvtx", "optimizer"])
+    s.add_argument("--work", help="B:O, every step's backward passes and optimizer steps as "
+                   "counted from the sitecustomize's marks, or any: at least one of each")
     s = sub.add_parser("overhead-toggle")
     s.add_argument("dirs", nargs="+")
     s.add_argument("--max-pct", type=float)

@@ -76,7 +76,7 @@ def shard(name, steps=16, end=True, gpu="ok", kernels=True, counters="c 1000 0 0
 
 
 def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, kernels=True,
-             reason="another profiler holds CUPTI", steps_from=None):
+             reason="another profiler holds CUPTI", steps_from=None, work=None):
     run_objs = []
     for _ in range(runs):
         ops = [{"name": "memcpy HtoD pageable", "family": "memcpy HtoD pageable",
@@ -93,6 +93,9 @@ def artifact(name, gpu=True, contract=True, steps=20, runs=2, peak=209715200, ke
         if contract:
             r.update(outside_step_records=0, inside_step_records=1600, late_memory_records=0,
                      cupti_overhead_ns=120000)
+        for i, st in enumerate(r["steps"]):
+            if work is not None and work(i) is not None:
+                st["counts"] = dict(zip(("backward", "optimizer_steps"), work(i)))
         run_objs.append(r)
     env = {"gpu_model": "NVIDIA H100 80GB HBM3", "driver_version": "580.159.04",
            "cuda_version": "13.0"}
@@ -392,6 +395,26 @@ def main():
          ["measured", artifact("l", steps=10, runs=1, steps_from="nvtx"), "--rc", 0,
           "--steps", 10, "--steps-from", "optimizer"], "FAIL",
          "steps came from nvtx, expected optimizer")
+
+    # the backward passes and optimizer steps counted from the sitecustomize's marks (torch
+    # 2.x's optimizer step post-hook is run on the GPU machine only)
+    case("measured: one backward pass and one optimizer step a step",
+         ["measured", artifact("w1", steps=10, runs=1, work=lambda i: (1, 1)), "--rc", 0,
+          "--steps", 10, "--work", "1:1"], "PASS", "backward passes a step 1, optimizer steps 1")
+    case("measured: the marks not counted",
+         ["measured", artifact("w2", steps=10, runs=1), "--rc", 0, "--steps", 10, "--work",
+          "1:1"], "FAIL", "20 step counts of backward passes or optimizer steps missing")
+    case("measured: a step of two backward passes",
+         ["measured", artifact("w3", steps=10, runs=1, work=lambda i: (2 if i == 4 else 1, 1)),
+          "--rc", 0, "--steps", 10, "--work", "1:1"], "FAIL",
+         "expected 1 backward pass(es) and 1 optimizer step(s)")
+    case("measured: any work counted",
+         ["measured", artifact("w4", steps=10, runs=1, work=lambda i: (2, 1)), "--rc", 0,
+          "--steps", 10, "--work", "any"], "PASS", "backward passes a step 2")
+    case("measured: a step without an optimizer step",
+         ["measured", artifact("w5", steps=10, runs=1, work=lambda i: (1, 0 if i else 1)),
+          "--rc", 0, "--steps", 10, "--work", "any"], "FAIL",
+         "a step without a backward pass or an optimizer step")
 
     # torch.profiler: which side got CUPTI, said; any other ending fails
     case("profiler: canary-gate got CUPTI",
