@@ -154,12 +154,15 @@ int cg_report_md_count_notes(struct cg_buf *b, const struct cg_verdict *v)
                             "\n%zu count%s fell: record the baseline again to hold the "
                             "improvement.\n",
                             c->n_improved, c->n_improved == 1 ? "" : "s");
-    if (c->n_varying > 0)
+    size_t varying = 0; /* of the gated counts: those shown, not gated, take no tolerance */
+    for (size_t i = 0; i < c->n; i++)
+        varying += c->rows[i].varies && !isnan(c->rows[i].allowed);
+    if (varying > 0)
         rc |= cg_buf_printf(b,
-                            "\n%zu count%s vary from step to step or run to run "
+                            "\n%zu count%s from step to step or run to run "
                             "(data-dependent work): gated with the varying tolerance (+%g%%) "
                             "instead of exactly.\n",
-                            c->n_varying, c->n_varying == 1 ? "" : "s",
+                            varying, varying == 1 ? " varies" : "s vary",
                             v->thresholds->varying.max_increase_pct);
     return rc;
 }
