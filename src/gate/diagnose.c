@@ -7,7 +7,7 @@
  * per-step figure is a total over all runs divided by the side's measured steps. Times are
  * nanoseconds, sizes bytes.
  */
-#include "diagnose.h"
+#include "diagnose_internal.h"
 
 #include "straggler.h"
 
@@ -83,170 +83,11 @@ const char *cg_diag_severity_name(enum cg_diag_severity s)
     return s == CG_DIAG_WARNING ? "warning" : "note";
 }
 
-/* ---- pooled figures of one side ---------------------------------------------------------- */
-
-struct side {
-    const struct cg_artifact *a;
-    double n_steps;
-    double wall_ns;
-    double busy_ns, busy_wall_ns; /* over the steps that carry gpu_busy_ns */
-    double n_busy;
-    double kind_ns[CG_OP_KIND_COUNT];
-    double kind_calls[CG_OP_KIND_COUNT];
-    double peak_dev, peak_rss; /* median over runs, NAN when a run lacks it */
-};
-
-/* Median over runs of a peak; NAN when any run lacks it. */
-static int peak_median(const struct cg_artifact *a, bool device, double *out)
-{
-    *out = NAN;
-    if (a->n_runs == 0)
-        return 0;
-    double *v = malloc(a->n_runs * sizeof(*v));
-    if (v == NULL)
-        return CG_ENOMEM;
-    for (size_t i = 0; i < a->n_runs; i++) {
-        const struct cg_run_summary *s = &a->runs[i].summary;
-        int64_t b = device ? s->peak_device_bytes : s->peak_host_rss_bytes;
-        if (b < 0) {
-            free(v);
-            return 0;
-        }
-        v[i] = (double)b;
-    }
-    *out = cg_stats_quantile(v, a->n_runs, 0.5);
-    free(v);
-    return isnan(*out) ? CG_ENOMEM : 0;
-}
-
-static int side_make(struct side *s, const struct cg_artifact *a)
-{
-    memset(s, 0, sizeof(*s));
-    s->a = a;
-    for (size_t r = 0; r < a->n_runs; r++) {
-        const struct cg_run *run = &a->runs[r];
-        for (size_t k = 0; k < run->n_steps; k++) {
-            const struct cg_step *st = &run->steps[k];
-            s->wall_ns += (double)st->wall_ns;
-            if (st->gpu_busy_ns >= 0) {
-                s->busy_ns += (double)st->gpu_busy_ns;
-                s->busy_wall_ns += (double)st->wall_ns;
-                s->n_busy += 1.0;
-            }
-        }
-        s->n_steps += (double)run->n_steps;
-        for (size_t k = 0; k < run->n_ops; k++) {
-            const struct cg_op *op = &run->ops[k];
-            if ((unsigned)op->kind < CG_OP_KIND_COUNT) {
-                s->kind_ns[op->kind] += (double)op->total_ns;
-                s->kind_calls[op->kind] += (double)op->calls;
-            }
-        }
-    }
-    if (peak_median(a, true, &s->peak_dev) != 0 || peak_median(a, false, &s->peak_rss) != 0)
-        return CG_ENOMEM;
-    return 0;
-}
-
-static double per_step(const struct side *s, double total)
-{
-    return s->n_steps > 0 ? total / s->n_steps : NAN;
-}
-
-static double gpu_op_ns(const struct side *s)
-{
-    return s->kind_ns[CG_OP_KERNEL] + s->kind_ns[CG_OP_MEMCPY] + s->kind_ns[CG_OP_MEMSET];
-}
-
-static double idle_pct(const struct side *s)
-{
-    if (s->n_busy <= 0 || s->busy_wall_ns <= 0)
-        return NAN;
-    return fmax(0.0, 100.0 * (1.0 - s->busy_ns / s->busy_wall_ns));
-}
-
-/* ---- ops of both sides joined by name or family ------------------------------------------ */
-
-struct op_ref {
-    const char *key;
-    enum cg_op_kind kind;
-    int side;
-    double ns, calls; /* per step of its side */
-};
-
-struct op_sum {
-    const char *key;
-    enum cg_op_kind kind;
-    double ns[2], calls[2]; /* per step; [0] baseline, [1] current */
-    bool in[2];
-};
-
-static int cmp_ref(const void *pa, const void *pb)
-{
-    const struct op_ref *x = pa, *y = pb;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    return strcmp(x->key, y->key);
-}
-
-/* Joins the ops of the kinds in kind_mask (bit per kind) of both sides (sides[0] may be NULL)
- * into *out, one entry per (kind, key), sorted. *out is malloc'ed (caller frees). */
-static int join_ops(const struct side *sides[2], unsigned kind_mask, bool by_family,
-                    struct op_sum **out, size_t *n_out)
-{
-    size_t n = 0;
-    *out = NULL;
-    *n_out = 0;
-    for (int s = 0; s < 2; s++) {
-        for (size_t r = 0; sides[s] != NULL && r < sides[s]->a->n_runs; r++)
-            n += sides[s]->a->runs[r].n_ops;
-    }
-    struct op_ref *refs = malloc((n ? n : 1) * sizeof(*refs));
-    struct op_sum *sums = calloc(n ? n : 1, sizeof(*sums));
-    if (refs == NULL || sums == NULL) {
-        free(refs);
-        free(sums);
-        return CG_ENOMEM;
-    }
-    size_t m = 0;
-    for (int s = 0; s < 2; s++) {
-        const struct side *sd = sides[s];
-        for (size_t r = 0; sd != NULL && r < sd->a->n_runs; r++) {
-            const struct cg_run *run = &sd->a->runs[r];
-            for (size_t k = 0; k < run->n_ops; k++) {
-                const struct cg_op *op = &run->ops[k];
-                if ((unsigned)op->kind >= CG_OP_KIND_COUNT || !(kind_mask & (1u << op->kind)))
-                    continue;
-                const char *key = by_family && op->family != NULL ? op->family : op->name;
-                refs[m++] = (struct op_ref){key, op->kind, s, per_step(sd, (double)op->total_ns),
-                                            per_step(sd, (double)op->calls)};
-            }
-        }
-    }
-    qsort(refs, m, sizeof(*refs), cmp_ref);
-    size_t used = 0;
-    for (size_t i = 0; i < m; i++) {
-        if (used == 0 || cmp_ref(&refs[i], &refs[i - 1]) != 0) {
-            sums[used].key = refs[i].key;
-            sums[used].kind = refs[i].kind;
-            used++;
-        }
-        struct op_sum *u = &sums[used - 1];
-        u->ns[refs[i].side] += refs[i].ns;
-        u->calls[refs[i].side] += refs[i].calls;
-        u->in[refs[i].side] = true;
-    }
-    free(refs);
-    *out = sums;
-    *n_out = used;
-    return 0;
-}
-
 /* ---- findings ---------------------------------------------------------------------------- */
 
 struct ctx {
-    const struct side *b; /* NULL without a baseline */
-    const struct side *c;
+    const struct cg_diag_side *b; /* NULL without a baseline */
+    const struct cg_diag_side *c;
     struct cg_diagnosis *d;
 };
 
@@ -324,8 +165,8 @@ static struct cg_finding *share_finding(struct ctx *x, enum cg_diag_rule rule, d
 
 static void rule_host_bound(struct ctx *x)
 {
-    double idle = idle_pct(x->c);
-    double bidle = x->b != NULL ? idle_pct(x->b) : NAN;
+    double idle = cg_diag_idle_pct(x->c);
+    double bidle = x->b != NULL ? cg_diag_idle_pct(x->b) : NAN;
     if (isnan(idle))
         return;
     struct cg_finding *f = share_finding(x, CG_DIAG_HOST_BOUND, idle, bidle, CG_DIAG_IDLE_HIGH_PCT,
@@ -341,11 +182,11 @@ static void rule_host_bound(struct ctx *x)
 
 static void rule_copy_share(struct ctx *x)
 {
-    double gpu = gpu_op_ns(x->c);
+    double gpu = cg_diag_gpu_op_ns(x->c);
     if (gpu <= 0)
         return;
     double share = 100.0 * x->c->kind_ns[CG_OP_MEMCPY] / gpu;
-    double bgpu = x->b != NULL ? gpu_op_ns(x->b) : 0.0;
+    double bgpu = x->b != NULL ? cg_diag_gpu_op_ns(x->b) : 0.0;
     /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): bgpu is 0 when x->b is NULL */
     double bshare = bgpu > 0 ? 100.0 * x->b->kind_ns[CG_OP_MEMCPY] / bgpu : NAN;
     struct cg_finding *f =
@@ -354,11 +195,11 @@ static void rule_copy_share(struct ctx *x)
     if (f == NULL)
         return;
     char copies[32], total[32], base[48];
-    cg_fmt_ns(per_step(x->c, x->c->kind_ns[CG_OP_MEMCPY]), copies, sizeof(copies));
-    cg_fmt_ns(per_step(x->c, gpu), total, sizeof(total));
+    cg_fmt_ns(cg_diag_per_step(x->c, x->c->kind_ns[CG_OP_MEMCPY]), copies, sizeof(copies));
+    cg_fmt_ns(cg_diag_per_step(x->c, gpu), total, sizeof(total));
     fmt_baseline_pct(bshare, base, sizeof(base));
     say(f, "copies take %.1f%% of GPU time%s: %s of %s per step in %.1f copies", share, base,
-        copies, total, per_step(x->c, x->c->kind_calls[CG_OP_MEMCPY]));
+        copies, total, cg_diag_per_step(x->c, x->c->kind_calls[CG_OP_MEMCPY]));
 }
 
 /* True when the space-separated word w stands in s. */
@@ -376,13 +217,13 @@ static bool has_word(const char *s, const char *w)
 
 static int rule_pageable(struct ctx *x)
 {
-    const struct side *sides[2] = {x->b, x->c};
-    struct op_sum *ops = NULL;
+    const struct cg_diag_side *sides[2] = {x->b, x->c};
+    struct cg_diag_op_sum *ops = NULL;
     size_t n = 0;
-    if (join_ops(sides, 1u << CG_OP_MEMCPY, false, &ops, &n) != 0)
+    if (cg_diag_join_ops(sides, 1u << CG_OP_MEMCPY, false, &ops, &n) != 0)
         return CG_ENOMEM;
     double ns[2] = {0, 0}, calls = 0;
-    const struct op_sum *top = NULL;
+    const struct cg_diag_op_sum *top = NULL;
     for (size_t i = 0; i < n; i++) {
         if (!has_word(ops[i].key, "pageable"))
             continue;
@@ -392,7 +233,7 @@ static int rule_pageable(struct ctx *x)
         if (ops[i].in[1] && (top == NULL || ops[i].ns[1] > top->ns[1]))
             top = &ops[i];
     }
-    double wall = per_step(x->c, x->c->wall_ns);
+    double wall = cg_diag_per_step(x->c, x->c->wall_ns);
     double share = 100.0 * ns[1] / wall;
     if (top != NULL && share >= CG_DIAG_PAGEABLE_MIN_STEP_PCT) {
         bool grew = x->b != NULL && ns[0] < ns[1] / 2.0;
@@ -420,14 +261,14 @@ static int rule_pageable(struct ctx *x)
 
 static void rule_launch_bound(struct ctx *x)
 {
-    double calls = per_step(x->c, x->c->kind_calls[CG_OP_KERNEL]);
+    double calls = cg_diag_per_step(x->c, x->c->kind_calls[CG_OP_KERNEL]);
     if (!(calls >= CG_DIAG_TINY_MIN_CALLS))
         return;
     double mean = x->c->kind_ns[CG_OP_KERNEL] / x->c->kind_calls[CG_OP_KERNEL];
     if (!(mean < CG_DIAG_TINY_KERNEL_NS))
         return;
     bool known = x->b != NULL && x->b->a->gpu_available && x->b->kind_calls[CG_OP_KERNEL] > 0;
-    double bcalls = known ? per_step(x->b, x->b->kind_calls[CG_OP_KERNEL]) : NAN;
+    double bcalls = known ? cg_diag_per_step(x->b, x->b->kind_calls[CG_OP_KERNEL]) : NAN;
     double bmean = known ? x->b->kind_ns[CG_OP_KERNEL] / x->b->kind_calls[CG_OP_KERNEL] : NAN;
     bool was = known && bcalls >= CG_DIAG_TINY_MIN_CALLS && bmean < CG_DIAG_TINY_KERNEL_NS;
     bool grew = known && (!was || calls >= bcalls * (1.0 + CG_DIAG_TINY_GROWTH_PCT / 100.0));
@@ -456,20 +297,20 @@ static int rule_kernel_choice(struct ctx *x)
 {
     if (x->b == NULL || !x->b->a->gpu_available || !x->c->a->gpu_available)
         return 0;
-    double total[2] = {per_step(x->b, x->b->kind_ns[CG_OP_KERNEL]),
-                       per_step(x->c, x->c->kind_ns[CG_OP_KERNEL])};
+    double total[2] = {cg_diag_per_step(x->b, x->b->kind_ns[CG_OP_KERNEL]),
+                       cg_diag_per_step(x->c, x->c->kind_ns[CG_OP_KERNEL])};
     if (!(total[0] > 0) || !(total[1] > 0))
         return 0;
-    const struct side *sides[2] = {x->b, x->c};
-    struct op_sum *ops = NULL;
+    const struct cg_diag_side *sides[2] = {x->b, x->c};
+    struct cg_diag_op_sum *ops = NULL;
     size_t n = 0;
-    if (join_ops(sides, 1u << CG_OP_KERNEL, true, &ops, &n) != 0)
+    if (cg_diag_join_ops(sides, 1u << CG_OP_KERNEL, true, &ops, &n) != 0)
         return CG_ENOMEM;
     /* Collect every candidate, then keep the largest CG_DIAG_FAMILY_MAX. */
     struct cg_finding cand[CG_DIAG_FAMILY_MAX + 1];
     size_t nc = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct op_sum *o = &ops[i];
+        const struct cg_diag_op_sum *o = &ops[i];
         double bshare = 100.0 * o->ns[0] / total[0], cshare = 100.0 * o->ns[1] / total[1];
         bool is_new = !o->in[0] && o->in[1] && cshare >= CG_DIAG_FAMILY_MIN_SHARE_PCT;
         bool gone = o->in[0] && !o->in[1] && bshare >= CG_DIAG_FAMILY_MIN_SHARE_PCT;
@@ -507,9 +348,10 @@ static int rule_kernel_choice(struct ctx *x)
 }
 
 /* Names the ops that grew most in time and in calls per step, into dst. */
-static void grown_ops_text(const struct op_sum *ops, size_t n, char *dst, size_t len, char *subject)
+static void grown_ops_text(const struct cg_diag_op_sum *ops, size_t n, char *dst, size_t len,
+                           char *subject)
 {
-    const struct op_sum *t = NULL, *c = NULL;
+    const struct cg_diag_op_sum *t = NULL, *c = NULL;
     for (size_t i = 0; i < n; i++) {
         double dt = ops[i].ns[1] - ops[i].ns[0], dc = ops[i].calls[1] - ops[i].calls[0];
         if (dt > 0 && (t == NULL || dt > t->ns[1] - t->ns[0]))
@@ -560,10 +402,10 @@ static int rule_memory_growth(struct ctx *x)
     double grown = cur - base, pct = 100.0 * grown / base;
     if (!(pct >= lim_pct && grown >= lim_bytes))
         return 0;
-    const struct side *sides[2] = {x->b, x->c};
-    struct op_sum *ops = NULL;
+    const struct cg_diag_side *sides[2] = {x->b, x->c};
+    struct cg_diag_op_sum *ops = NULL;
     size_t n = 0;
-    if (join_ops(sides, (1u << CG_OP_KIND_COUNT) - 1, false, &ops, &n) != 0)
+    if (cg_diag_join_ops(sides, (1u << CG_OP_KIND_COUNT) - 1, false, &ops, &n) != 0)
         return CG_ENOMEM;
     struct cg_finding *f = add(x, CG_DIAG_MEMORY_GROWTH, CG_DIAG_WARNING, cur, base, "bytes",
                                device ? ACT_DEVICE_MEMORY : ACT_HOST_MEMORY);
@@ -585,7 +427,7 @@ static int rule_memory_growth(struct ctx *x)
 
 /* GPU time per step of a side for the host-range rule: busy time when both sides carry it,
  * else kernel time when both have kernels; NAN when neither. */
-static void gpu_time_pair(const struct side *b, const struct side *c, double out[2],
+static void gpu_time_pair(const struct cg_diag_side *b, const struct cg_diag_side *c, double out[2],
                           const char **what)
 {
     if (b->n_busy > 0 && c->n_busy > 0) {
@@ -593,8 +435,8 @@ static void gpu_time_pair(const struct side *b, const struct side *c, double out
         out[1] = c->busy_ns / c->n_busy;
         *what = "GPU busy time";
     } else if (b->kind_ns[CG_OP_KERNEL] > 0 && c->kind_ns[CG_OP_KERNEL] > 0) {
-        out[0] = per_step(b, b->kind_ns[CG_OP_KERNEL]);
-        out[1] = per_step(c, c->kind_ns[CG_OP_KERNEL]);
+        out[0] = cg_diag_per_step(b, b->kind_ns[CG_OP_KERNEL]);
+        out[1] = cg_diag_per_step(c, c->kind_ns[CG_OP_KERNEL]);
         *what = "kernel time";
     } else {
         out[0] = out[1] = NAN;
@@ -604,7 +446,7 @@ static void gpu_time_pair(const struct side *b, const struct side *c, double out
 
 /* The least (lo) and the most (hi) time per step of range KEY over a side's runs with steps; a
  * run without it counts 0. */
-static void range_run_span(const struct side *s, const char *key, double *lo, double *hi)
+static void range_run_span(const struct cg_diag_side *s, const char *key, double *lo, double *hi)
 {
     *lo = INFINITY;
     *hi = -INFINITY;
@@ -625,7 +467,7 @@ static void range_run_span(const struct side *s, const char *key, double *lo, do
 }
 
 /* Runs of a side that carry steps. */
-static size_t runs_with_steps(const struct side *s)
+static size_t runs_with_steps(const struct cg_diag_side *s)
 {
     size_t n = 0;
     for (size_t r = 0; r < s->a->n_runs; r++)
@@ -652,13 +494,13 @@ static int rule_host_range(struct ctx *x)
     double gpu_pct = what != NULL && gpu[0] > 0 ? 100.0 * (gpu[1] / gpu[0] - 1.0) : NAN;
     if (what != NULL && !(gpu_pct < CG_DIAG_GPU_FLAT_PCT))
         return 0;
-    const struct side *sides[2] = {x->b, x->c};
-    struct op_sum *ops = NULL;
+    const struct cg_diag_side *sides[2] = {x->b, x->c};
+    struct cg_diag_op_sum *ops = NULL;
     size_t n = 0;
-    if (join_ops(sides, 1u << CG_OP_RANGE, false, &ops, &n) != 0)
+    if (cg_diag_join_ops(sides, 1u << CG_OP_RANGE, false, &ops, &n) != 0)
         return CG_ENOMEM;
-    const struct op_sum *top = NULL;
-    double step = per_step(x->b, x->b->wall_ns), gap = 0.0;
+    const struct cg_diag_op_sum *top = NULL;
+    double step = cg_diag_per_step(x->b, x->b->wall_ns), gap = 0.0;
     for (size_t i = 0; i < n; i++) {
         double b_lo, b_hi, c_lo, c_hi;
         range_run_span(x->b, ops[i].key, &b_lo, &b_hi);
@@ -825,10 +667,11 @@ static void order_findings(struct cg_diagnosis *d)
 int cg_diagnose(const struct cg_artifact *baseline, const struct cg_artifact *current,
                 struct cg_diagnosis *d)
 {
-    struct side b, c;
+    struct cg_diag_side b, c;
     d->n = 0;
     d->n_dropped = 0;
-    if (side_make(&c, current) != 0 || (baseline != NULL && side_make(&b, baseline) != 0))
+    if (cg_diag_side_make(&c, current) != 0 ||
+        (baseline != NULL && cg_diag_side_make(&b, baseline) != 0))
         return CG_ENOMEM;
     struct ctx x = {baseline != NULL ? &b : NULL, &c, d};
     if (c.n_steps <= 0)
