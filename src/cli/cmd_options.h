@@ -120,8 +120,8 @@ int cg_cmd_getopt(const char *verb, int argc, char *const *argv, const char *sho
     "                         then SIGKILL after --kill-grace, once warm-up + measured steps\n"    \
     "                         are done)\n"                                                         \
     "  --redact PATTERN       hide what matches PATTERN (a POSIX extended regular expression)\n"   \
-    "                         wherever the canary's command is written; the values of secret-\n"   \
-    "                         looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*,\n"          \
+    "                         wherever the canary's command or names are written; the values of\n" \
+    "                         secret-looking variables (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*,\n"   \
     "                         *PASSWD*, *CREDENTIAL*, any case; values of 8 bytes or more) and\n"  \
     "                         URL credentials are always hidden (repeatable, 16 at most)\n"        \
     "  --steps-from WHERE     auto (default): own step ranges if any, else a PyTorch canary's\n"   \

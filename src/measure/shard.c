@@ -1,7 +1,7 @@
 /*
- * shard: a shard's lifecycle, the shard files of a run's directory (read, redacted) and the
- * failure file (see shard.h for the format; reading a shard's records is shard_parse.c, merging
- * them into a run shard_merge.c). Not thread-safe.
+ * shard: a shard's lifecycle, the shard files of a run's directory and the failure file (see
+ * shard.h for the format; reading a shard's records is shard_parse.c, hiding their secrets
+ * shard_redact.c, merging them into a run shard_merge.c). Not thread-safe.
  */
 #include "shard.h"
 
@@ -82,49 +82,6 @@ void cg_shard_free_all(struct cg_shard *shards, size_t n)
     for (size_t i = 0; i < n; i++)
         cg_shard_release(&shards[i]);
     free(shards);
-}
-
-/* *s redacted in place (NULL stays NULL); 0 or CG_ENOMEM. */
-static int redact_str(char **s, const struct cg_redact *r)
-{
-    if (*s == NULL)
-        return 0;
-    char *t = cg_redact_apply(r, *s);
-    if (t == NULL)
-        return CG_ENOMEM;
-    free(*s);
-    *s = t;
-    return 0;
-}
-
-int cg_shard_redact(struct cg_shard *shards, size_t n, const struct cg_redact *r,
-                    struct cg_err *err)
-{
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct cg_shard *s = &shards[i];
-        const char *clock = s->host != NULL ? s->host : s->slurm_node;
-        if (s->clock_host == NULL && clock != NULL && (s->clock_host = strdup(clock)) == NULL)
-            rc |= CG_ENOMEM;
-        char **one[] = {&s->host,         &s->slurm_node,     &s->slurm_job,
-                        &s->step_range,   &s->gpu_reason,     &s->gpu_model,
-                        &s->cuda_version, &s->driver_version, &s->cupti_library};
-        for (size_t k = 0; k < sizeof(one) / sizeof(one[0]); k++)
-            rc |= redact_str(one[k], r);
-        for (size_t k = 0; k < s->n_ops; k++)
-            rc |= redact_str(&s->ops[k].name, r);
-        for (size_t k = 0; k < s->n_places; k++)
-            rc |= redact_str(&s->places[k].name, r);
-        for (size_t k = 0; k < s->n_warnings; k++)
-            rc |= redact_str(&s->warnings[k], r);
-        for (size_t k = 0; k < s->n_ranges; k++)
-            rc |= redact_str(&s->ranges[k].name, r);
-        for (size_t k = 0; k < s->n_gpu_events; k++)
-            rc |= redact_str(&s->gpu_events[k].name, r);
-        for (size_t k = 0; k < s->n_domains; k++)
-            rc |= redact_str(&s->domains[k].name, r);
-    }
-    return rc != 0 ? cg_err_set(err, CG_ENOMEM, "out of memory redacting shards") : 0;
 }
 
 int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct cg_err *err)

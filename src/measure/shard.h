@@ -307,7 +307,10 @@ int cg_shard_load_dir(const char *dir, struct cg_shard **out, size_t *n, struct 
  * userinfo) in every string of n shards that came from the canary: op, place, trace range, GPU
  * event and domain names, warnings, host and Slurm names, GPU and CUPTI texts. Applied once, where
  * a run's shards are read to be merged into the artifact (and its trace), so nothing the canary
- * named reaches an artifact, report, comment, verdict or terminal unredacted; the host name as
+ * named reaches an artifact, report, comment, verdict or terminal unredacted. A host or Slurm
+ * node name it changes becomes what redaction left and a number ("*** #1"), the hidden names
+ * numbered by the lowest rank that ran there (shards without a rank after, by pid), skipping a
+ * name shown in clear, so distinct hosts stay distinct nodes (shard_redact.c); the host name as
  * recorded is kept in clock_host, for telling hosts' clocks apart only. 0 or CG_ENOMEM. */
 int cg_shard_redact(struct cg_shard *shards, size_t n, const struct cg_redact *r,
                     struct cg_err *err);

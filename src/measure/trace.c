@@ -243,8 +243,8 @@ static int64_t earliest(const struct cg_shard *shards, size_t n, const int64_t *
 
 /* The clock a shard's times are on: its host's (CLOCK_MONOTONIC_RAW counts from the host's
  * boot), told by its host name, else its Slurm node, as recorded (clock_host: --redact may have
- * hidden them, making several hosts one name); "" when it names neither (one clock). Never
- * written: shown_host names it in the trace. */
+ * hidden them), which the gate's own host name is compared with; "" when it names neither (one
+ * clock). Never written: shown_host names it in the trace. */
 static const char *clock_of(const struct cg_shard *s)
 {
     if (s->clock_host != NULL)
@@ -252,22 +252,26 @@ static const char *clock_of(const struct cg_shard *s)
     return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";
 }
 
-/* The name a shard's host is shown by: its host name, else its Slurm node, as redacted. */
+/* The name a shard's host is shown by: its host name, else its Slurm node, as redacted (a
+ * hidden host's name is its own: "*** #1", cg_shard_redact), so one per clock. */
 static const char *shown_host(const struct cg_shard *s)
 {
     return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";
 }
 
-/* A traced shard and its host, sorted by host (then shard) so one host's shards are together. */
+/* A traced shard and its host, sorted by the name shown (then clock, then shard) so one host's
+ * shards are together, in an order that tells nothing of a hidden name. */
 struct on_host {
-    const char *host; /* clock_of, borrowed */
+    const char *host;  /* clock_of, borrowed */
+    const char *shown; /* shown_host, borrowed */
     size_t i;
 };
 
 static int cmp_on_host(const void *x, const void *y)
 {
     const struct on_host *a = x, *b = y;
-    int c = strcmp(a->host, b->host);
+    int c = strcmp(a->shown, b->shown);
+    c = c != 0 ? c : strcmp(a->host, b->host);
     return c != 0 ? c : (a->i > b->i) - (a->i < b->i);
 }
 
@@ -294,7 +298,7 @@ static bool better_ref(const struct cg_shard *a, const struct cg_shard *b, const
         return mb;
     if (a->rank >= 0 || b->rank >= 0)
         return b->rank >= 0 && (a->rank < 0 || b->rank < a->rank);
-    return strcmp(clock_of(b), clock_of(a)) < 0;
+    return strcmp(shown_host(b), shown_host(a)) < 0;
 }
 
 /* Each host's events are shifted so that its first traced step starts with the reference
@@ -317,7 +321,8 @@ static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *
     for (size_t i = 0; i < n; i++) {
         if (shards[i].trace_first < 0)
             continue;
-        c->traced[c->n_traced++] = (struct on_host){clock_of(&shards[i]), i};
+        c->traced[c->n_traced++] =
+            (struct on_host){clock_of(&shards[i]), shown_host(&shards[i]), i};
         if (first_traced_start(&shards[i]) >= 0 && better_ref(ref, &shards[i], me))
             ref = &shards[i];
     }
@@ -359,26 +364,10 @@ static void clocks_release(struct clocks *c)
     free(c->traced);
 }
 
-/* The name of the host of c->traced[k], the place-th host there (from 1): as shown
- * (shown_host), with " #PLACE" where --redact changed it, since several hosts may then show one
- * name. */
-static void put_host(struct writer *w, const struct cg_shard *shards, const struct clocks *c,
-                     size_t k, size_t place)
-{
-    const char *shown = shown_host(&shards[c->traced[k].i]);
-    if (strcmp(shown, c->traced[k].host) == 0) {
-        put_str(w, shown);
-        return;
-    }
-    char name[320];
-    snprintf(name, sizeof(name), "%.300s #%zu", shown, place);
-    put_str(w, name);
-}
-
 /* otherData's account of the clocks: how many hosts, and with several, how they were aligned
  * and each host's shift in microseconds (null: a host without a traced step, on its own clock;
  * the reference null when no host has one). */
-static void write_clocks(struct writer *w, const struct cg_shard *shards, const struct clocks *c)
+static void write_clocks(struct writer *w, const struct clocks *c)
 {
     putf(w, ",\"host_clocks\":%zu", c->n_hosts);
     if (c->n_hosts <= 1)
@@ -388,20 +377,16 @@ static void write_clocks(struct writer *w, const struct cg_shard *shards, const 
                "that its first traced step starts with the reference host's; within a host, the "
                "host's own clock; a host without a traced step keeps its own (shift null)");
     put(w, ",\"clock_reference_host\":");
-    size_t place = 0;
-    for (size_t k = 0; c->ref != NULL && k <= c->ref_at; k++)
-        place += k == 0 || strcmp(c->traced[k].host, c->traced[k - 1].host) != 0;
     if (c->ref != NULL)
-        put_host(w, shards, c, c->ref_at, place);
+        put_str(w, c->traced[c->ref_at].shown);
     else
         put(w, "null");
     put(w, ",\"host_shift_us\":{");
-    place = 0;
     for (size_t k = 0; k < c->n_traced; k++) {
         if (k > 0 && strcmp(c->traced[k].host, c->traced[k - 1].host) == 0)
             continue;
         put(w, k > 0 ? "," : "");
-        put_host(w, shards, c, k, ++place);
+        put_str(w, c->traced[k].shown);
         if (c->unaligned[c->traced[k].i]) {
             put(w, ":null");
             continue;
@@ -611,7 +596,7 @@ char *cg_trace_to_json(const struct cg_shard *shards, size_t n,
          "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"canary-gate\","
          "\"processes_traced\":%" PRId64 ",\"events_dropped\":%" PRId64,
          traced, dropped);
-    write_clocks(w, shards, &c);
+    write_clocks(w, &c);
     put(w, "}}\n");
     clocks_release(&c);
     if (w->rc == 0)

@@ -16,6 +16,7 @@
 #include "proc.h"
 #include "workdir.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,12 +110,103 @@ static void test_redact_names__secrets_in_range_names_are_redacted_everywhere(vo
     cg_httpd_stop(g.srv);
 }
 
+/* Four ranks on two hosts (ranks 2 and 3 on cg-node-b, 0 and 1 on cg-node-a), each host its own
+ * UTS namespace with its own host name (unshare). */
+static const char two_hosts[] =
+    "#!/bin/sh\n"
+    "host() { unshare -r --fork --uts sh -c 'hostname \"$0\"; "
+    "RANK=$1 WORLD_SIZE=4 \"$3\" --steps 7 --step-ms 2 & "
+    "RANK=$2 WORLD_SIZE=4 \"$3\" --steps 7 --step-ms 2; wait' \"$@\" " CANARY "; }\n"
+    "host cg-node-b 2 3 &\n"
+    "host cg-node-a 0 1\n"
+    "wait\n";
+
+/* The nodes of every run of an artifact: two, "*** #1" holding ranks 0 and 1, "*** #2" ranks
+ * 2 and 3, each with its own figures. */
+static void assert_two_hidden_nodes(const char *json, const char *name)
+{
+    cJSON *root = cJSON_Parse(json);
+    assert_non_null(root);
+    const cJSON *run;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(root, "runs"))
+    {
+        const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(run, "nodes");
+        if (cJSON_GetArraySize(nodes) != 2)
+            fail_msg("%s: a run of %d nodes: %s", name, cJSON_GetArraySize(nodes),
+                     cJSON_PrintUnformatted(nodes));
+        const cJSON *r;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(run, "ranks"))
+        {
+            int rank = cJSON_GetObjectItemCaseSensitive(r, "rank")->valueint;
+            const char *node = cJSON_GetObjectItemCaseSensitive(r, "node")->valuestring;
+            assert_string_equal(node, rank < 2 ? "*** #1" : "*** #2");
+        }
+        const cJSON *n;
+        cJSON_ArrayForEach(n, nodes)
+            assert_int_equal(cJSON_GetObjectItemCaseSensitive(n, "ranks")->valueint, 2);
+    }
+    cJSON_Delete(root);
+}
+
+/* --redact matching the host names merged two nodes into one "***" node in the artifact (one
+ * node of four ranks, its figures merged), while the trace told them apart: the hidden hosts
+ * stay two nodes, "*** #1" and "*** #2" (by their lowest rank), the same in the artifact and
+ * the trace, the sides' node shapes (each redacted on its own) alike, no hidden name anywhere. */
+static void test_redact_names__hidden_host_names_stay_distinct_nodes(void **state)
+{
+    struct cg_workdir *f = *state;
+    if (system("unshare -r --fork --uts true >/dev/null 2>&1") != 0)
+        skip();
+    FILE *fp = fopen(cg_workdir_in(f, "two-hosts.sh"), "w");
+    assert_non_null(fp);
+    fputs(two_hosts, fp);
+    fclose(fp);
+    const char *base[] = {
+        "run", "--out",    "main.json",    "--runs", "3",       "--steps",      "6", "--warmup",
+        "1",   "--redact", "cg-node-[ab]", "--",     "/bin/sh", "two-hosts.sh", NULL};
+    if (gate(f, NULL, base) != 0)
+        fail_msg("%s", proc.err);
+    const char *args[] = {
+        "--baseline", "main.json", "--runs",        "3",    "--steps",  "6",
+        "--warmup",   "1",         "--report",      "r.md", "--json",   "v.json",
+        "--trace",    "t.json",    "--trace-steps", "0:1",  "--redact", "cg-node-[ab]",
+        "--",         "/bin/sh",   "two-hosts.sh",  NULL};
+    int code = gate(f, NULL, args);
+    if (code != 0 && code != 1)
+        fail_msg("exit %d: %s", code, proc.err);
+    const char *where[] = {"main.json", "canary-run.json", "t.json", "r.md", "v.json"};
+    for (size_t k = 0; k < sizeof(where) / sizeof(where[0]); k++)
+        if (strstr(cg_workdir_read(f, where[k]), "cg-node-") != NULL)
+            fail_msg("'%s' holds a hidden host name", where[k]);
+    if (strstr(proc.out, "cg-node-") != NULL || strstr(proc.err, "cg-node-") != NULL)
+        fail_msg("the terminal holds a hidden host name");
+    assert_two_hidden_nodes(cg_workdir_read(f, "main.json"), "main.json");
+    assert_two_hidden_nodes(cg_workdir_read(f, "canary-run.json"), "canary-run.json");
+    cJSON *v = cJSON_Parse(cg_workdir_read(f, "v.json"));
+    assert_non_null(v);
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(v, "node_shape");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(shape, "baseline")->valuestring,
+                        "2 nodes of 2 ranks");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(shape, "current")->valuestring,
+                        "2 nodes of 2 ranks");
+    cJSON_Delete(v);
+    cJSON *t = cJSON_Parse(cg_workdir_read(f, "t.json"));
+    assert_non_null(t);
+    const cJSON *other = cJSON_GetObjectItemCaseSensitive(t, "otherData");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(other, "host_clocks")->valueint, 2);
+    const cJSON *shifts = cJSON_GetObjectItemCaseSensitive(other, "host_shift_us");
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(shifts, "*** #1"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(shifts, "*** #2"));
+    cJSON_Delete(t);
+}
+
 #define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         IN_WORKDIR(test_redact_names__secrets_in_range_names_are_redacted_everywhere),
+        IN_WORKDIR(test_redact_names__hidden_host_names_stay_distinct_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -891,6 +891,88 @@ static void test_shard__op_line_limit_is_named(void **state)
     free(text);
 }
 
+/* A shard of rank r (-1: none) on host (and Slurm node, NULL: none), with three steps. */
+static void placed_shard(struct cg_shard *s, int r, const char *host, const char *node)
+{
+    char text[512], rank[32] = "", slurm[96] = "";
+    if (r >= 0)
+        snprintf(rank, sizeof(rank), "rank %d\nworld_size 4\n", r);
+    if (node != NULL)
+        snprintf(slurm, sizeof(slurm), "slurm_node %s\n", node);
+    snprintf(text, sizeof(text),
+             "canary-gate-shard 1\npid %d\n%shost %s\n%swarmup 0\n"
+             "s 0 100 200 -1\ns 1 200 300 -1\ns 2 300 400 -1\nend\n",
+             r >= 0 ? 1000 + r : 999, rank, host, slurm);
+    parse(text, s);
+}
+
+/* --redact matching host names made every hidden host one "***" node: a run of two nodes read
+ * as one node of all the ranks (its per-node figures merged, its node shape another machine's).
+ * Each hidden name is shown by what redaction left and a number, the names numbered by the
+ * lowest rank that ran there (shards without a rank after), so hosts stay apart, the same in
+ * every output, whatever order the shard directory lists them in; a name no pattern matched
+ * keeps its number from being taken. */
+static void test_shard__redacted_host_names_stay_distinct_nodes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what, *hosts[5], *nodes[5], *pattern, *shown[5], *shape;
+    } cases[] = {
+        {"two hidden hosts, one also its Slurm node, and a process without a rank",
+         {"gpu-b7", "gpu-a1", "gpu-b7", "gpu-a1", "gpu-c9"},
+         {NULL, NULL, NULL, "gpu-a1", NULL},
+         "gpu-[a-z][0-9]",
+         {"*** #2", "*** #1", "*** #2", "*** #1", "*** #3"},
+         "2 nodes of 2 ranks"},
+        {"a partial match keeps what it did not hide",
+         {"n-secret-2", "n-secret-1", "n-secret-2", "n-secret-1", "n-secret-1"},
+         {NULL, NULL, NULL, NULL, NULL},
+         "secret",
+         {"n-***-2 #2", "n-***-1 #1", "n-***-2 #2", "n-***-1 #1", "n-***-1 #1"},
+         "2 nodes of 2 ranks"},
+        {"a visible host already shown as a placeholder",
+         {"*** #1", "gpu-a1", "*** #1", "gpu-a1", "gpu-a1"},
+         {NULL, NULL, NULL, NULL, NULL},
+         "gpu-[a-z][0-9]",
+         {"*** #1", "*** #2", "*** #1", "*** #2", "*** #2"},
+         "2 nodes of 2 ranks"},
+    };
+    static const int ranks[5] = {3, 0, 2, 1, -1};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct cg_shard s[5];
+        for (int i = 0; i < 5; i++)
+            placed_shard(&s[i], ranks[i], cases[c].hosts[i], cases[c].nodes[i]);
+        struct cg_redact *r = NULL;
+        struct cg_err err;
+        cg_err_init(&err);
+        assert_int_equal(cg_redact_new(NULL, &r, &err), 0);
+        assert_int_equal(cg_redact_add_pattern(r, cases[c].pattern, &err), 0);
+        assert_int_equal(cg_shard_redact(s, 5, r, &err), 0);
+        cg_redact_free(r);
+        for (int i = 0; i < 5; i++) {
+            if (strcmp(s[i].host, cases[c].shown[i]) != 0)
+                fail_msg("%s: shard %d's host shown as '%s', expected '%s'", cases[c].what, i,
+                         s[i].host, cases[c].shown[i]);
+            if (s[i].slurm_node != NULL && strcmp(s[i].slurm_node, cases[c].shown[i]) != 0)
+                fail_msg("%s: shard %d's Slurm node shown as '%s'", cases[c].what, i,
+                         s[i].slurm_node);
+        }
+        struct cg_artifact a;
+        cg_artifact_init(&a);
+        struct cg_run *run = cg_artifact_add_run(&a);
+        struct cg_shard_merge_opts o = {0, 3, -1};
+        assert_int_equal(cg_shard_merge(s, 4, &o, run, &err), 0);
+        char shape[CG_SHAPE_MAX];
+        assert_int_equal(cg_ranks_shape(run->ranks, run->n_ranks, shape, sizeof(shape)), 0);
+        if (strcmp(shape, cases[c].shape) != 0)
+            fail_msg("%s: the run's shape is '%s', expected '%s'", cases[c].what, shape,
+                     cases[c].shape);
+        cg_artifact_release(&a);
+        for (int i = 0; i < 5; i++)
+            cg_shard_release(&s[i]);
+    }
+}
+
 /* Peak device memory is per device, the device named by its UUID ("uuid ID UUID"), not by the CUDA
  * id a process sees: with CUDA_VISIBLE_DEVICES set per rank every rank's device is 0. Processes on
  * one device add up (an upper bound of what they held together: docs/collector.md); a shard
@@ -972,6 +1054,7 @@ int main(void)
         cmocka_unit_test(test_shard__rejects_malformed_records),
         cmocka_unit_test(test_shard__merges_ranks),
         cmocka_unit_test(test_shard__peak_per_device_by_uuid),
+        cmocka_unit_test(test_shard__redacted_host_names_stay_distinct_nodes),
         cmocka_unit_test(test_shard__loss_is_averaged_per_step_and_over_ranks),
         cmocka_unit_test(test_shard__nonfinite_loss_names_the_first_step),
         cmocka_unit_test(test_shard__parses_trace_lines),

@@ -416,8 +416,8 @@ static void test_trace__a_process_without_steps_is_never_the_clock_reference(voi
 /* --redact that matches host names hid them before the trace was written, and clocks were told
  * apart by the hidden name: every host became "***", one clock, and a node booted a day
  * earlier was drawn a day apart again (otherData "host_clocks": 1). Clocks are told apart by
- * the host name the shard recorded, which no output shows: the trace names each hidden host by
- * what redaction left and a number. */
+ * the host name the shard recorded, which no output shows: the trace names each hidden host as
+ * the artifact does, by what redaction left and the number of its lowest rank's host. */
 static void test_trace__redacted_host_names_keep_their_own_clocks(void **state)
 {
     (void)state;
@@ -433,7 +433,8 @@ static void test_trace__redacted_host_names_keep_their_own_clocks(void **state)
     assert_int_equal(cg_redact_add_pattern(r, "node-[a-z]", &err), 0);
     assert_int_equal(cg_shard_redact(sh, 3, r, &err), 0);
     cg_redact_free(r);
-    assert_string_equal(sh[0].host, "***");
+    assert_string_equal(sh[0].host, "*** #2"); /* rank 1's; rank 0's node-a is "*** #1" */
+    assert_string_equal(sh[1].host, "*** #1");
     char *text = NULL;
     cJSON *root = trace_json(sh, 3, &text);
     if (strstr(text, "node-") != NULL)
@@ -446,7 +447,9 @@ static void test_trace__redacted_host_names_keep_their_own_clocks(void **state)
     const cJSON *shifts = cJSON_GetObjectItemCaseSensitive(other, "host_shift_us");
     assert_int_equal(cJSON_GetArraySize(shifts), 2); /* two names, not "***" twice */
     const char *ref = str_of(other, "clock_reference_host");
+    assert_string_equal(ref, "*** #1");
     assert_float_equal(num_of(shifts, ref), 0.0, 1e-9);
+    assert_float_equal(num_of(shifts, "*** #2"), -86400e6, 1e-3);
     cJSON_Delete(root);
     free(text);
     for (int i = 0; i < 3; i++)
