@@ -6,8 +6,9 @@
  * fails with CG_EINPUT; a parsed pull request has a positive number and a head SHA of hex digits;
  * a report's marker lines give a valid gate id and a reason without control characters; the
  * commit status description of that verdict and reason stays within GitHub's 140 characters;
- * the comment body starts with the gate's marker and stays within GitHub's 65,536-character
- * limit, whatever the cut had to close.
+ * the comment body starts with the gate's marker and stays within GitHub's limit of 65,536,
+ * counted as UTF-16 code units (the stricter reading of its "characters"), whatever the cut had
+ * to close.
  */
 #include "fuzz.h"
 
@@ -22,6 +23,20 @@ static size_t utf8_chars(const char *p, size_t n)
     for (size_t i = 0; i < n; i++)
         c += ((unsigned char)p[i] & 0xC0) != 0x80;
     return c;
+}
+
+/* UTF-16 code units of n bytes: a character each, and a second for each well-formed 4-byte
+ * sequence (a character above U+FFFF, a surrogate pair). */
+static size_t utf16_units(const char *p, size_t n)
+{
+    size_t u = utf8_chars(p, n);
+    for (size_t i = 0; i + 3 < n; i++) {
+        const unsigned char *b = (const unsigned char *)p + i;
+        if (b[0] >= 0xF0 && b[0] <= 0xF4 && (b[1] & 0xC0) == 0x80 && (b[2] & 0xC0) == 0x80 &&
+            (b[3] & 0xC0) == 0x80)
+            u++;
+    }
+    return u;
 }
 
 static void event(const char *text, size_t len)
@@ -74,8 +89,8 @@ static void report(const char *text, size_t len)
             CG_FUZZ_CHECK(strncmp(cg_buf_str(&out), marker, strlen(marker)) == 0 &&
                               cg_buf_str(&out)[strlen(marker)] == '\n',
                           "the body does not start with the marker");
-            CG_FUZZ_CHECK(utf8_chars(out.data, out.len) <= CG_GITHUB_COMMENT_MAX_CHARS,
-                          "a comment of %zu characters", utf8_chars(out.data, out.len));
+            CG_FUZZ_CHECK(utf16_units(out.data, out.len) <= CG_GITHUB_COMMENT_MAX_UNITS,
+                          "a comment of %zu UTF-16 units", utf16_units(out.data, out.len));
             struct cg_github_report again;
             cg_github_report_parse(out.data, out.len, &again);
             CG_FUZZ_CHECK(again.has_marker && strcmp(again.id, ids[i] ? ids[i] : "") == 0,

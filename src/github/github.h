@@ -25,7 +25,9 @@
 #include <stddef.h>
 
 #define CG_GITHUB_ID_MAX 64                /* longest gate id, in bytes */
-#define CG_GITHUB_COMMENT_MAX_CHARS 65536 /* GitHub's limit on a comment body, in characters */
+/* GitHub's limit on a comment body, 65,536 "characters", counted as UTF-16 code units (a
+ * character above U+FFFF is two): never fewer than characters, so safe whichever GitHub counts */
+#define CG_GITHUB_COMMENT_MAX_UNITS 65536
 #define CG_GITHUB_STATUS_CONTEXT "canary-gate"
 #define CG_GITHUB_STATUS_MAX_CHARS 140 /* GitHub's limit on a status description */
 #define CG_GITHUB_REASON_MAX 400       /* longest reason kept from a report, in bytes */

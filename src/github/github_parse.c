@@ -152,13 +152,21 @@ void cg_github_report_parse(const char *text, size_t len, struct cg_github_repor
     cg_comment_marker_reason(third, n, out->reason, sizeof(out->reason));
 }
 
-/* Counts UTF-8 characters (bytes that do not continue a sequence). */
-static size_t utf8_chars(const char *p, size_t n)
+/* The UTF-16 code units of the character a UTF-8 byte begins: 1, or 2 for a 4-byte sequence (a
+ * character above U+FFFF, a surrogate pair in UTF-16); 0 for a byte that continues one. */
+static size_t utf16_units_of(unsigned char c)
 {
-    size_t c = 0;
+    return (size_t)((c & 0xC0) != 0x80) + (c >= 0xF0);
+}
+
+/* Counts the UTF-16 code units of n bytes of UTF-8: never fewer than its characters, so a text
+ * within a limit in units is within it in characters too. */
+static size_t utf16_units(const char *p, size_t n)
+{
+    size_t u = 0;
     for (size_t i = 0; i < n; i++)
-        c += ((unsigned char)p[i] & 0xC0) != 0x80;
-    return c;
+        u += utf16_units_of((unsigned char)p[i]);
+    return u;
 }
 
 /* <details> blocks a cut closes at most. */
@@ -222,14 +230,14 @@ static void open_blocks(const char *p, size_t n, struct fence *fence, int *detai
     }
 }
 
-/* Length of n bytes in the units of a limit: bytes, or UTF-8 characters. */
+/* Length of n bytes in the units of a limit: bytes, or UTF-16 code units. */
 static size_t units(const char *p, size_t n, int bytes)
 {
-    return bytes ? n : utf8_chars(p, n);
+    return bytes ? n : utf16_units(p, n);
 }
 
 /* Appends head (a line, or "") and then as much of rest (rest_len bytes) as fits in limit units
- * (bytes when bytes, else characters) with the note, cut at a line, closing what the cut leaves
+ * (bytes when bytes, else UTF-16 code units) with the note, cut at a line, closing what the cut leaves
  * open (so the note shows, outside every block). Returns 0 or nonzero (no memory). */
 static int fit_text(const char *head, const char *rest, size_t rest_len, size_t limit, int bytes,
                     const char *note, struct cg_buf *out)
@@ -241,7 +249,8 @@ static int fit_text(const char *head, const char *rest, size_t rest_len, size_t 
     size_t keep = budget - units(note, strlen(note), bytes);
     size_t i = 0, counted = 0, cut = 0;
     for (; i < rest_len; i++) {
-        if ((bytes || ((unsigned char)rest[i] & 0xC0) != 0x80) && ++counted > keep)
+        counted += bytes ? 1 : utf16_units_of((unsigned char)rest[i]);
+        if (counted > keep)
             break;
         if (rest[i] == '\n')
             cut = i + 1;
@@ -282,7 +291,7 @@ int cg_github_comment_body(const char *report, size_t len, const char *id, struc
     if (!cg_comment_marker_id(report, n, old_id, sizeof(old_id)))
         rest = report;
     memcpy(marker + strlen(marker), "\n", 2);
-    if (fit_text(marker, rest, (size_t)(end - rest), CG_GITHUB_COMMENT_MAX_CHARS, 0,
+    if (fit_text(marker, rest, (size_t)(end - rest), CG_GITHUB_COMMENT_MAX_UNITS, 0,
                  GH_TRUNCATED_NOTE, out) != 0)
         return cg_err_set(err, CG_ENOMEM, "the comment body does not fit in memory");
     return 0;

@@ -6,7 +6,8 @@
  * artifact (op names, commands, GPU and CPU names) goes through cg_md_escape or cg_term_escape,
  * and so does every metric note (which may quote one: cg_report_note).
  * The markdown report never exceeds CG_REPORT_MAX_BYTES (GitHub's comment limit is 65,536
- * characters; a byte count under it is a character count under it). Not thread-safe.
+ * characters, counted here as UTF-16 code units; a byte count under it is a count of characters
+ * and of UTF-16 units under it: a 4-byte character is two units). Not thread-safe.
  */
 #ifndef CG_REPORT_H
 #define CG_REPORT_H

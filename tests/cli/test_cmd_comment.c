@@ -314,6 +314,39 @@ static void test_cmd_comment__creates_comment_status_and_summary(void **state)
     }
 }
 
+/* A report of emoji under 65,536 characters but over 65,536 UTF-16 code units (an emoji above
+ * U+FFFF is two) was posted whole, and GitHub, counting units, may refuse it: the comment was
+ * lost (the emulation refuses it as GitHub would). It is cut to fit in units, with the note. */
+static void test_cmd_comment__an_emoji_report_is_cut_to_githubs_limit_in_utf16_units(void **state)
+{
+    struct fixture *f = *state;
+    size_t cap = 1 << 20, len = 0;
+    char *report = malloc(cap);
+    assert_non_null(report);
+    len += (size_t)snprintf(report, cap, "%s", REPORT_FAIL);
+    for (int i = 0; i < 1700; i++) { /* 62,900 characters, 93,500 UTF-16 units */
+        len += (size_t)snprintf(report + len, cap - len, "| kernel %04d | ", i);
+        for (int k = 0; k < 18; k++)
+            len += (size_t)snprintf(report + len, cap - len, "\xF0\x9F\x9A\x80"); /* U+1F680 */
+        len += (size_t)snprintf(report + len, cap - len, " |\n");
+    }
+    put(f, "emoji.md", report);
+    free(report);
+    run_tool(f, NULL, ARGS("--report", in_dir(f, "emoji.md"), "--require-comment"));
+    if (f->code != 0)
+        fail_msg("exit %d: %s", f->code, f->err);
+    assert_int_equal(cg_httpd_comment_count(f->srv), 1);
+    char *body = cg_httpd_comment(f->srv, 0, NULL);
+    assert_non_null(body);
+    size_t units = 0;
+    for (const unsigned char *p = (const unsigned char *)body; *p != '\0'; p++)
+        units += ((*p & 0xC0) != 0x80) + (*p >= 0xF0);
+    assert_true(units <= 65536);
+    assert_int_equal(strncmp(body, REPORT_FAIL, strlen(REPORT_FAIL)), 0);
+    assert_non_null(strstr(body, "_The report was cut"));
+    free(body);
+}
+
 static void test_cmd_comment__updates_in_place_on_the_next_run(void **state)
 {
     struct fixture *f = *state;
@@ -731,6 +764,7 @@ int main(void)
         T(test_cmd_comment__help_and_usage_errors),
         T(test_cmd_comment__needs_a_verdict_for_status),
         T(test_cmd_comment__creates_comment_status_and_summary),
+        T(test_cmd_comment__an_emoji_report_is_cut_to_githubs_limit_in_utf16_units),
         T(test_cmd_comment__updates_in_place_on_the_next_run),
         T(test_cmd_comment__two_gate_ids_keep_two_comments),
         T(test_cmd_comment__comment_modes),

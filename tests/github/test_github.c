@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,12 +306,65 @@ static void test_github__comment_body_is_cut_to_githubs_limit(void **state)
     size_t chars = 0;
     for (size_t i = 0; i < b.len; i++)
         chars += ((unsigned char)b.data[i] & 0xC0) != 0x80;
-    assert_true(chars <= CG_GITHUB_COMMENT_MAX_CHARS);
-    assert_true(chars > CG_GITHUB_COMMENT_MAX_CHARS - 200);
+    assert_true(chars <= CG_GITHUB_COMMENT_MAX_UNITS);
+    assert_true(chars > CG_GITHUB_COMMENT_MAX_UNITS - 200);
     assert_int_equal(strncmp(b.data, MARKER "\n| kernel 0000", strlen(MARKER) + 14), 0);
     assert_non_null(strstr(b.data, "|\n\n_The report was cut"));
     cg_buf_release(&report);
     cg_buf_release(&b);
+}
+
+/* UTF-16 code units of n bytes of UTF-8: a character above U+FFFF (a 4-byte sequence) counts 2. */
+static size_t utf16_units(const char *p, size_t n)
+{
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        u += (((unsigned char)p[i] & 0xC0) != 0x80) + ((unsigned char)p[i] >= 0xF0);
+    return u;
+}
+
+/* The body was cut to 65,536 characters, but GitHub may count UTF-16 code units, in which an
+ * emoji (above U+FFFF) is two: a report of emoji lines under 65,536 characters but over 65,536
+ * units was sent whole and could be refused, the comment lost. The cut counts UTF-16 units,
+ * never more than characters, so the body fits whichever GitHub counts; a body within the
+ * units is sent whole. */
+static void test_github__comment_body_is_cut_to_githubs_limit_in_utf16_units(void **state)
+{
+    (void)state;
+    static const struct {
+        int lines, emoji; /* per line */
+        bool cut;
+    } cases[] = {
+        {3000, 20, true},  /* 117,000 characters, 177,000 units */
+        {1700, 18, true},  /* 62,900 characters (under the limit), 93,500 units */
+        {1200, 16, false}, /* 42,000 characters, 61,200 units: whole */
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct cg_buf report, b;
+        struct cg_err err;
+        cg_buf_init(&report, 1 << 22);
+        cg_buf_init(&b, 1 << 22);
+        assert_int_equal(cg_buf_adds(&report, MARKER "\n"), 0);
+        for (int i = 0; i < cases[c].lines; i++) {
+            assert_int_equal(cg_buf_printf(&report, "| kernel %04d | ", i), 0);
+            for (int k = 0; k < cases[c].emoji; k++)
+                assert_int_equal(cg_buf_adds(&report, "\xF0\x9F\x9A\x80"), 0); /* U+1F680 */
+            assert_int_equal(cg_buf_adds(&report, " |\n"), 0);
+        }
+        assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
+        size_t units = utf16_units(b.data, b.len);
+        if (units > CG_GITHUB_COMMENT_MAX_UNITS)
+            fail_msg("case %zu: a body of %zu UTF-16 units", c, units);
+        if (cases[c].cut) {
+            assert_true(units > CG_GITHUB_COMMENT_MAX_UNITS - 200);
+            assert_non_null(strstr(b.data, "|\n\n_The report was cut"));
+        } else {
+            assert_int_equal(b.len, report.len);
+            assert_memory_equal(b.data, report.data, b.len);
+        }
+        cg_buf_release(&report);
+        cg_buf_release(&b);
+    }
 }
 
 /* A report cut inside open <details> blocks and inside a mermaid code fence: the comment closes
@@ -337,7 +391,7 @@ static void test_github__cut_closes_open_blocks_before_the_note(void **state)
                                                     : "\n</details>\n</details>\n"),
                          0);
         assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
-        assert_true(b.len <= CG_GITHUB_COMMENT_MAX_CHARS);
+        assert_true(b.len <= CG_GITHUB_COMMENT_MAX_UNITS);
         char *html = cg_render_gfm(b.data, b.len);
         cg_render_check_gfm(html, fence ? "cut in a code fence" : "cut in <details>");
         const char *note = strstr(html, "<em>The report was cut to fit GitHub's comment limit");
@@ -378,7 +432,7 @@ static void test_github__cut_closes_fences_of_any_length(void **state)
         assert_int_equal(cg_buf_adds(&report, fences[f][0] == ' ' ? "  `````\n" : fences[f]), 0);
         assert_int_equal(cg_buf_adds(&report, "\n\nafter\n"), 0);
         assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
-        assert_true(b.len <= CG_GITHUB_COMMENT_MAX_CHARS); /* ASCII: a byte a character */
+        assert_true(b.len <= CG_GITHUB_COMMENT_MAX_UNITS); /* ASCII: a byte a character */
         char *html = cg_render_gfm(b.data, b.len);
         cg_render_check_gfm(html, fences[f]);
         if (strstr(html, "<em>The report was cut to fit GitHub's comment limit") == NULL)
@@ -848,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_github__status_tells_what_happened),
         cmocka_unit_test(test_github__comment_body_takes_the_marker_of_the_id),
         cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit),
+        cmocka_unit_test(test_github__comment_body_is_cut_to_githubs_limit_in_utf16_units),
         cmocka_unit_test(test_github__cut_closes_open_blocks_before_the_note),
         cmocka_unit_test(test_github__cut_closes_fences_of_any_length),
         cmocka_unit_test(test_github__checks_ids_repos_and_shas),

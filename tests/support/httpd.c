@@ -265,6 +265,28 @@ static char *json_error(const char *message)
     return s;
 }
 
+/* GitHub's limit on a comment body, counted in UTF-16 code units (a character above U+FFFF is
+ * two): the stricter of the ways GitHub may count its 65,536 "characters". */
+#define GITHUB_BODY_MAX_UNITS 65536
+
+/* Whether a comment body is over GitHub's limit (GITHUB_BODY_MAX_UNITS). */
+static int body_too_long(const char *body)
+{
+    size_t units = 0;
+    for (const unsigned char *p = (const unsigned char *)body; *p != '\0'; p++)
+        units += ((*p & 0xC0) != 0x80) + (*p >= 0xF0);
+    return units > GITHUB_BODY_MAX_UNITS;
+}
+
+/* GitHub's answer to a body over its limit. */
+static char *body_too_long_error(void)
+{
+    return xstrdup("{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":"
+                   "\"IssueComment\",\"code\":\"custom\",\"field\":\"body\",\"message\":"
+                   "\"body is too long (maximum is 65536 characters)\"}],"
+                   "\"documentation_url\":\"https://docs.github.com\"}");
+}
+
 static char *comment_json(const struct cg_httpd *s, const struct comment *c, int pretty)
 {
     cJSON *o = cJSON_CreateObject();
@@ -503,6 +525,12 @@ static void github(struct cg_httpd *s, const struct cg_httpd_request *r, int *st
             *body = json_error("Validation Failed");
             return;
         }
+        if (body_too_long(b->valuestring)) {
+            cJSON_Delete(in);
+            *status = 422;
+            *body = body_too_long_error();
+            return;
+        }
         s->comments = xrealloc(s->comments, (s->n_comments + 1) * sizeof(*s->comments));
         struct comment *c = &s->comments[s->n_comments++];
         c->id = s->next_id++;
@@ -524,6 +552,12 @@ static void github(struct cg_httpd *s, const struct cg_httpd_request *r, int *st
                 cJSON_Delete(in);
                 *status = 422;
                 *body = json_error("Validation Failed");
+                return;
+            }
+            if (body_too_long(b->valuestring)) {
+                cJSON_Delete(in);
+                *status = 422;
+                *body = body_too_long_error();
                 return;
             }
             free(s->comments[i].body);

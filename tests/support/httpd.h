@@ -7,9 +7,10 @@
  *   1. a queue of canned responses (status, header lines, body, optional delay) that tests push;
  *   2. a small emulation of the GitHub REST API for one repository and pull request: listing
  *      issue comments with per_page/page and Link headers pointing back at this server, creating
- *      and updating comments, commit statuses, and check runs (listed by commit and check_name,
- *      paged as comments are, created and updated); requests without the configured token get
- *      401.
+ *      and updating comments (a body over 65,536 UTF-16 code units, the stricter of the ways
+ *      GitHub may count its limit, is refused with GitHub's 422 "body is too long"), commit
+ *      statuses, and check runs (listed by commit and check_name, paged as comments are, created
+ *      and updated); requests without the configured token get 401.
  * Every request is logged (method, target, header block, body) for tests to assert on.
  * All functions are thread-safe with respect to the server thread. Tests only: aborts on
  * allocation failure.
