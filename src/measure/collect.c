@@ -497,6 +497,10 @@ static int run_one(struct cg_collector *col, struct cg_artifact *a, long i, long
         rc = cg_shard_redact(sh, n, cg_redact_default(), err);
     if (rc == 0) {
         cg_shard_status(sh, n, &st);
+        if (r.end != CG_LAUNCH_INTERRUPTED) /* an interrupt is told as such */
+            rc = cg_collect_check_restarts(i, total, sh, n, &col->failure.reason, err);
+    }
+    if (rc == 0) {
         rc = cg_collect_check_run(c, i, total, &r, &st, failed_write ? &fail : NULL,
                                   &col->failure.reason, err);
         if (col->failure.reason == CG_COLLECT_FAILED_SHARD_WRITE)

@@ -199,6 +199,20 @@ void cg_collect_check_infra(const char *log, char *const *cmd, const struct cg_s
     cg_buf_release(&line);
 }
 
+/* No process ran twice one after the other where its runs would be merged as one run's
+ * processes (cg_shard_check_restarts), the message prefixed with the run. */
+int cg_collect_check_restarts(long i, long total, const struct cg_shard *sh, size_t n,
+                              enum cg_collect_failed *reason, struct cg_err *err)
+{
+    struct cg_err e;
+    cg_err_init(&e);
+    int rc = cg_shard_check_restarts(sh, n, &e);
+    if (rc == 0)
+        return 0;
+    *reason = CG_COLLECT_FAILED_OTHER;
+    return cg_err_set(err, rc, "run %ld of %ld: %s", i, total, e.msg);
+}
+
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world), the
  * message prefixed with the run. */
 int cg_collect_check_world(const char *inject, long i, long total, const struct cg_shard *sh,

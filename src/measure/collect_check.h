@@ -31,6 +31,13 @@ bool cg_collect_check_ended_after_window(const struct cg_collect_cfg *c,
                                          const struct cg_launch_result *r,
                                          const struct cg_shard_status *st);
 
+/* No process ran twice one after the other where its two runs would be merged as one run's
+ * processes (cg_shard_check_restarts: 'cmd || cmd', a retry wrapper), the message prefixed with
+ * the run; judged before how the run ended and how many steps it made, which the first run's
+ * failure or shortness would otherwise be told as. *reason CG_COLLECT_FAILED_OTHER on failure. */
+int cg_collect_check_restarts(long i, long total, const struct cg_shard *sh, size_t n,
+                              enum cg_collect_failed *reason, struct cg_err *err);
+
 /* Every rank of the world the shards report wrote steps, once (cg_shard_check_world, the ranks'
  * library beside inject; stopped: the gate stopped the canary once the ranks with steps had made
  * theirs), the message prefixed with the run; *reason CG_COLLECT_FAILED_OTHER on failure. */

@@ -368,6 +368,22 @@ bool cg_shard_rank(const struct cg_shard *s, int64_t *rank, int64_t *world);
  * task_group is -1). */
 int cg_shard_mark_tasks(struct cg_shard *shards, size_t n);
 
+/* The clock s's times are on: its host's (CLOCK_MONOTONIC_RAW counts from the host's boot), told
+ * by its host name, else its Slurm node, as recorded (clock_host: --redact may have hidden them,
+ * making several hosts one name); "" when it names neither (one clock). Borrowed; for telling
+ * clocks apart only, never written. */
+const char *cg_shard_clock_host(const struct cg_shard *s);
+
+/* Refuses a process run twice one after the other where its two runs would be merged as one
+ * run's processes: among the processes with steps of one srun task (task_group), or without a
+ * rank on one host (cg_shard_clock_host), one that began its first step after every other that
+ * began before it had made its last (a job step of 'python t.py || python t.py', a retry wrapper)
+ * is a restart. CG_ECANARY "srun task 0 of step 3 of job 42 ran its process twice, one after the
+ * other: pid 12 on n1 began its first step 1.20 s after pid 11 had made its last ..." (else "the
+ * canary ran its process twice ..."); 0 when there is none; CG_ENOMEM. Processes with a rank of
+ * their own are told apart by it (a rank twice: cg_shard_check_world). O(n log n). */
+int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_err *err);
+
 /* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed; never ""). */
 const char *cg_shard_node(const struct cg_shard *s);
 

@@ -16,7 +16,10 @@
  * under srun -n 1, a shell that starts two), they are that task's processes (task_group): the
  * world check counts the task once, none of them is Slurm's rank in the run (cg_shard_rank), and
  * SLURM_NTASKS, a count of tasks, is no world for ranks they set themselves (RANK). The same task
- * number in two steps is two launches.
+ * number in two steps is two launches. Processes merged as one run's because nothing tells them
+ * apart (one task's, or without a rank on one host) ran together; one of them that began its
+ * steps after the others had made theirs is the canary run again, a restart
+ * (cg_shard_check_restarts; their step times are on one host's clock).
  */
 #include "shard.h"
 
@@ -135,6 +138,112 @@ int cg_shard_mark_tasks(struct cg_shard *shards, size_t n)
 static bool one_task(const struct cg_shard *a, const struct cg_shard *b)
 {
     return a->task_group >= 0 && a->task_group == b->task_group;
+}
+
+const char *cg_shard_clock_host(const struct cg_shard *s)
+{
+    if (s->clock_host != NULL)
+        return s->clock_host;
+    return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";
+}
+
+/* A process with steps that may have run after another of its task (cg_shard_check_restarts):
+ * task, its task_group (-1: a process without a rank), and its steps' span in its host's clock. */
+struct span_at {
+    size_t at;
+    int64_t task;
+    const char *clock;
+    int64_t first_ns, last_ns; /* the first step's start, the last step's end */
+};
+
+/* By task, then clock, then when the steps began (then the index: the order never depends on
+ * qsort's). */
+static int cmp_span(const void *x, const void *y)
+{
+    const struct span_at *a = x, *b = y;
+    if (a->task != b->task)
+        return a->task < b->task ? -1 : 1;
+    int c = strcmp(a->clock, b->clock);
+    if (c != 0)
+        return c;
+    if (a->first_ns != b->first_ns)
+        return a->first_ns < b->first_ns ? -1 : 1;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+static bool same_clock_task(const struct span_at *a, const struct span_at *b)
+{
+    return a->task == b->task && strcmp(a->clock, b->clock) == 0;
+}
+
+/* The span of s's steps into *sp: false when it marked none. */
+static bool step_span(const struct cg_shard *s, struct span_at *sp)
+{
+    bool any = false;
+    for (size_t k = 0; k < s->n_steps; k++) {
+        const struct cg_shard_step *st = &s->steps[k];
+        if (!st->seen)
+            continue;
+        int64_t start = st->end_ns - st->wall_ns;
+        if (!any || start < sp->first_ns)
+            sp->first_ns = start;
+        if (!any || st->end_ns > sp->last_ns)
+            sp->last_ns = st->end_ns;
+        any = true;
+    }
+    return any;
+}
+
+/* "... ran its process twice ..." for b, which began its steps after a, the last of the earlier
+ * processes of its task to end its steps, had made its last: CG_ECANARY. */
+static int restart_error(const struct cg_shard *a, const struct span_at *sa,
+                         const struct cg_shard *b, const struct span_at *sb, struct cg_err *err)
+{
+    char who[160] = "the canary", gap[32];
+    if (sb->task >= 0)
+        snprintf(who, sizeof(who), "srun task %lld of step %lld%s%s", (long long)b->slurm_procid,
+                 (long long)b->slurm_step, b->slurm_job != NULL ? " of job " : "",
+                 b->slurm_job != NULL ? b->slurm_job : "");
+    cg_fmt_ns((double)(sb->first_ns - sa->last_ns), gap, sizeof(gap));
+    return cg_err_set(err, CG_ECANARY,
+                      "%s ran its process twice, one after the other: pid %lld on %s began its "
+                      "first step %s after pid %lld had made its last (a restart: a retry, or "
+                      "'cmd || cmd'); two runs are not one run's processes: let the canary run "
+                      "once%s",
+                      who, (long long)b->pid, cg_shard_node(b), gap, (long long)a->pid,
+                      sb->task >= 0 ? " in its task" : "");
+}
+
+int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_err *err)
+{
+    struct span_at *v = malloc((n > 0 ? n : 1) * sizeof(*v));
+    if (v == NULL)
+        return cg_err_set(err, CG_ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct cg_shard *s = &shards[i];
+        int64_t r, w;
+        struct span_at sp = {i, s->task_group, cg_shard_clock_host(s), 0, 0};
+        if (s->task_group < 0 && cg_shard_rank(s, &r, &w))
+            continue; /* a rank of its own: told apart by it */
+        if (step_span(s, &sp))
+            v[k++] = sp;
+    }
+    qsort(v, k, sizeof(*v), cmp_span);
+    int rc = 0;
+    /* in each task (on each clock), by when their steps began: one that began after every
+     * earlier one had made its last step */
+    for (size_t g = 0, e; g < k && rc == 0; g = e) {
+        size_t last = g; /* the earlier process whose steps ended last */
+        for (e = g + 1; e < k && same_clock_task(&v[e], &v[g]) && rc == 0; e++) {
+            if (v[e].first_ns > v[last].last_ns)
+                rc = restart_error(&shards[v[last].at], &v[last], &shards[v[e].at], &v[e], err);
+            else if (v[e].last_ns > v[last].last_ns)
+                last = e;
+        }
+    }
+    free(v);
+    return rc;
 }
 
 const char *cg_shard_node(const struct cg_shard *s)

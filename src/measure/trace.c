@@ -241,17 +241,6 @@ static int64_t earliest(const struct cg_shard *shards, size_t n, const int64_t *
     return t0 == INT64_MAX ? 0 : t0;
 }
 
-/* The clock a shard's times are on: its host's (CLOCK_MONOTONIC_RAW counts from the host's
- * boot), told by its host name, else its Slurm node, as recorded (clock_host: --redact may have
- * hidden them), which the gate's own host name is compared with; "" when it names neither (one
- * clock). Never written: shown_host names it in the trace. */
-static const char *clock_of(const struct cg_shard *s)
-{
-    if (s->clock_host != NULL)
-        return s->clock_host;
-    return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";
-}
-
 /* The name a shard's host is shown by: its host name, else its Slurm node, as redacted (a
  * hidden host's name is its own: "*** #1", cg_shard_redact), so one per clock. */
 static const char *shown_host(const struct cg_shard *s)
@@ -262,7 +251,7 @@ static const char *shown_host(const struct cg_shard *s)
 /* A traced shard and its host, sorted by the name shown (then clock, then shard) so one host's
  * shards are together, in an order that tells nothing of a hidden name. */
 struct on_host {
-    const char *host;  /* clock_of, borrowed */
+    const char *host;  /* cg_shard_clock_host, borrowed */
     const char *shown; /* shown_host, borrowed */
     size_t i;
 };
@@ -293,7 +282,7 @@ static bool better_ref(const struct cg_shard *a, const struct cg_shard *b, const
 {
     if (a == NULL)
         return true;
-    bool ma = strcmp(clock_of(a), me) == 0, mb = strcmp(clock_of(b), me) == 0;
+    bool ma = strcmp(cg_shard_clock_host(a), me) == 0, mb = strcmp(cg_shard_clock_host(b), me) == 0;
     if (ma != mb)
         return mb;
     if (a->rank >= 0 || b->rank >= 0)
@@ -322,14 +311,14 @@ static int align_clocks(const struct cg_shard *shards, size_t n, struct clocks *
         if (shards[i].trace_first < 0)
             continue;
         c->traced[c->n_traced++] =
-            (struct on_host){clock_of(&shards[i]), shown_host(&shards[i]), i};
+            (struct on_host){cg_shard_clock_host(&shards[i]), shown_host(&shards[i]), i};
         if (first_traced_start(&shards[i]) >= 0 && better_ref(ref, &shards[i], me))
             ref = &shards[i];
     }
     if (c->n_traced == 0)
         return 0;
     qsort(c->traced, c->n_traced, sizeof(*c->traced), cmp_on_host);
-    c->ref = ref != NULL ? clock_of(ref) : NULL;
+    c->ref = ref != NULL ? cg_shard_clock_host(ref) : NULL;
     /* each host's anchor: the earliest start of its shards' first traced steps (-1: none) */
     int64_t at = -1;
     for (size_t g = 0, e; g < c->n_traced; g = e) {

@@ -512,6 +512,78 @@ static void test_run__worker_processes_are_merged(void **state)
     unlink("nvtx-workers.log");
 }
 
+/* Reads the file at path whole (at most cap - 1 bytes) into buf; its length, -1 when absent. */
+static long read_whole(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -1;
+    size_t got = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    return (long)got;
+}
+
+/* Runs `run --out nvtx-rerun.json --runs 1 --steps 3 --warmup 1 [--let-finish] -- sh -c line`. */
+static void run_rerun(const char *line, bool let_finish, struct result *r)
+{
+    const char *args[16] = {"run", "--out", "nvtx-rerun.json", "--runs", "1", "--steps", "3"};
+    size_t k = 7;
+    args[k++] = "--warmup";
+    args[k++] = "1";
+    if (let_finish)
+        args[k++] = "--let-finish";
+    args[k++] = "--";
+    args[k++] = "sh";
+    args[k++] = "-c";
+    args[k++] = line;
+    args[k] = NULL;
+    run_tool(args, r);
+}
+
+/* A canary that runs its process twice one after the other (a retry: 'canary || canary', or
+ * 'canary; canary' let finish) is refused as a restart, exit 3, naming both pids, and the
+ * previous artifact stays as it was; its two runs were merged step by step as if they had run
+ * together (exit 0), or told as "fewer steps than asked" from the first's. Two canaries started
+ * together are still merged. */
+static void test_run__a_canary_run_twice_one_after_the_other_is_refused(void **state)
+{
+    (void)state;
+    struct result r;
+    static char before[65536], after[65536];
+    char line[1024];
+    snprintf(line, sizeof(line), "%s --steps 4 --step-ms 2", CANARY);
+    run_rerun(line, false, &r);
+    if (r.exit_code != 0)
+        fail_msg("%s", r.err);
+    long len = read_whole("nvtx-rerun.json", before, sizeof(before));
+    assert_true(len > 0);
+    static const struct {
+        const char *line;
+        bool let_finish; /* else the gate stops the canary once measured */
+    } twice[] = {
+        {"%s --steps 5 --step-ms 5 --crash-at 2 || %s --steps 5 --step-ms 5", false},
+        {"%s --steps 5 --step-ms 5; %s --steps 5 --step-ms 5", true},
+    };
+    for (size_t c = 0; c < sizeof(twice) / sizeof(twice[0]); c++) {
+        snprintf(line, sizeof(line), twice[c].line, CANARY, CANARY);
+        run_rerun(line, twice[c].let_finish, &r);
+        if (r.exit_code != 3 ||
+            !strstr(r.err, "the canary ran its process twice, one after the other: pid ") ||
+            !strstr(r.err, "had made its last") || strstr(r.err, "fewer than"))
+            fail_msg("'%s': exit %d, not refused as a restart:\n%s", line, r.exit_code, r.err);
+        assert_int_equal(read_whole("nvtx-rerun.json", after, sizeof(after)), len);
+        assert_memory_equal(before, after, (size_t)len);
+    }
+    snprintf(line, sizeof(line), "%s --steps 20 --step-ms 5 & %s --steps 20 --step-ms 5 & wait",
+             CANARY, CANARY);
+    run_rerun(line, false, &r);
+    if (r.exit_code != 0)
+        fail_msg("two canaries started together: %s", r.err);
+    unlink("nvtx-rerun.json");
+    unlink("nvtx-rerun.log");
+}
+
 static void test_run__failing_and_missing_commands_exit_3(void **state)
 {
     (void)state;
@@ -1219,6 +1291,7 @@ int main(void)
         cmocka_unit_test(test_run__hang_is_killed_at_timeout),
         cmocka_unit_test(test_run__no_step_exits_3_with_how_to),
         cmocka_unit_test(test_run__worker_processes_are_merged),
+        cmocka_unit_test(test_run__a_canary_run_twice_one_after_the_other_is_refused),
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank),

@@ -270,6 +270,106 @@ static void test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice(
     cg_shard_free_all(sh, n);
 }
 
+/* A process run twice one after the other (a job step of 'python t.py || python t.py', a retry
+ * wrapper) where its runs would be merged as one's concurrent processes: two processes of one
+ * srun task (row 140 made them the task's processes), or two processes without a rank on one
+ * host. The second began its first step after the first had made its last: a restart, refused
+ * naming the task and both pids, never merged step by step as if the two had run together.
+ * Processes whose steps overlap are still the task's processes. */
+static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_restart(void **state)
+{
+    (void)state;
+    const char *task = "canary-gate-shard 1\npid %d\nhost %s\n%sslurm_procid 0\nslurm_nodeid 0\n"
+                       "slurm_ntasks 1\nslurm_node n1\nslurm_job 42\nslurm_step 3\nwarmup 0\n"
+                       "s 0 %d %d -1\ns 1 %d %d -1\n";
+    const char *plain = "canary-gate-shard 1\npid %d\nhost %s\n%swarmup 0\n"
+                        "s 0 %d %d -1\ns 1 %d %d -1\n";
+    static const struct {
+        const char *what;
+        bool in_task; /* of srun task 0 of step 3, else no Slurm */
+        int n;
+        struct {
+            int pid;
+            const char *host, *rank;
+            int from_ns; /* two steps of 100 ns from here */
+        } p[4];
+        const char *refused; /* NULL: not a restart */
+    } cases[] = {
+        {"a task's process run again after the first ended",
+         true,
+         2,
+         {{11, "vm", "", 100}, {12, "vm", "", 5000}},
+         "srun task 0 of step 3 of job 42 ran its process twice, one after the other: pid 12 on "
+         "n1 began its first step 4.70 us after pid 11 had made its last"},
+        {"the same, the second listed first",
+         true,
+         2,
+         {{12, "vm", "", 5000}, {11, "vm", "", 100}},
+         "pid 12 on n1 began its first step 4.70 us after pid 11 had made its last"},
+        {"two workers of one task whose steps overlap",
+         true,
+         2,
+         {{11, "vm", "", 100}, {12, "vm", "", 250}},
+         NULL},
+        {"two spawned workers, then both again",
+         true,
+         4,
+         {{11, "vm", "rank 0\n", 100},
+          {12, "vm", "rank 1\n", 120},
+          {21, "vm", "rank 0\n", 5000},
+          {22, "vm", "rank 1\n", 5020}},
+         "srun task 0 of step 3 of job 42 ran its process twice, one after the other: pid 21 on "
+         "n1 began its first step 4.68 us after pid 12 had made its last"},
+        {"a task's one RANK inherited, run twice",
+         true,
+         2,
+         {{11, "vm", "rank 0\n", 100}, {12, "vm", "rank 0\n", 5000}},
+         "srun task 0 of step 3 of job 42 ran its process twice"},
+        {"a canary without a rank run twice on one host",
+         false,
+         2,
+         {{11, "vm", "", 100}, {12, "vm", "", 5000}},
+         "the canary ran its process twice, one after the other: pid 12 on vm began its first "
+         "step 4.70 us after pid 11 had made its last"},
+        {"two processes without a rank whose steps overlap",
+         false,
+         2,
+         {{11, "vm", "", 100}, {12, "vm", "", 150}},
+         NULL},
+        {"processes without a rank on two hosts (two clocks)",
+         false,
+         2,
+         {{11, "vm", "", 100}, {12, "vm2", "", 5000}},
+         NULL},
+        {"two ranks of their own, one after the other",
+         false,
+         2,
+         {{11, "vm", "rank 0\n", 100}, {12, "vm", "rank 1\n", 5000}},
+         NULL},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char text[4][512];
+        const char *t[4] = {text[0], text[1], text[2], text[3]};
+        const char *fmt = cases[c].in_task ? task : plain;
+        for (int i = 0; i < cases[c].n; i++) {
+            int f = cases[c].p[i].from_ns;
+            snprintf(text[i], sizeof(text[i]), fmt, cases[c].p[i].pid, cases[c].p[i].host,
+                     cases[c].p[i].rank, f, f + 100, f + 100, f + 200);
+        }
+        struct cg_shard *sh = NULL;
+        size_t n = load_shards(t, (size_t)cases[c].n, &sh);
+        struct cg_err err;
+        cg_err_init(&err);
+        int rc = cg_shard_check_restarts(sh, n, &err);
+        if (cases[c].refused == NULL && rc != 0)
+            fail_msg("%s: refused: %s", cases[c].what, err.msg);
+        if (cases[c].refused != NULL && (rc != CG_ECANARY || !strstr(err.msg, cases[c].refused)))
+            fail_msg("%s: not refused as a restart (%d): '%s'", cases[c].what, rc,
+                     rc != 0 ? err.msg : "");
+        cg_shard_free_all(sh, n);
+    }
+}
+
 static void test_shard_world__a_complete_world_passes(void **state)
 {
     (void)state;
@@ -534,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_shard_world__slurm_variables_are_a_rank_only_for_an_srun_task),
         cmocka_unit_test(test_shard_world__the_world_falls_back_to_mpi_size_then_slurm_ntasks),
         cmocka_unit_test(test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice),
+        cmocka_unit_test(test_shard_world__a_process_run_twice_one_after_the_other_is_a_restart),
         cmocka_unit_test(test_shard_world__a_complete_world_passes),
         cmocka_unit_test(test_shard_world__ranks_keep_their_node_and_gpu_model),
         cmocka_unit_test(test_shard_world__missing_ranks_are_named_with_their_node),

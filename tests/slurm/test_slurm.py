@@ -11,7 +11,8 @@ under --kill-on-bad-exit is a canary failure (exit 3); a timeout leaves no task,
 shard directory behind; through sbatch the same, and a timed-out batch job is cancelled; a
 single-process canary gated inside a job of two tasks (sbatch -n 2, srun -n 2) is no rank; the
 processes a task of srun -n 1 starts (a shell's two canaries, torch.multiprocessing.spawn's
-workers) are that task's, not its rank twice, and two sruns into one run are two launches.
+workers) are that task's, not its rank twice, two sruns into one run are two launches, and a
+task that runs its canary again after the first ended ('canary || canary') is a restart.
 Exits 0 when all pass, 1 on a failure, 77 (skipped, with one line saying why) when Slurm cannot
 start here.
 Usage: test_slurm.py CANARY_GATE NVTX_CANARY
@@ -19,6 +20,7 @@ Usage: test_slurm.py CANARY_GATE NVTX_CANARY
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -241,12 +243,15 @@ def run_task_cases(c, gate, canary):
     was restarted"); two sruns into one run are still two launches."""
     srun1 = ["srun", "-N", "1", "-n", "1"]
     steps = " --steps 5 --step-ms 5"
-    two = '"$0"%s & "$0"%s & wait' % (steps, steps)
+    # started together, their steps overlap (a second started after the first had made all its
+    # steps would be a restart): 100 ms of steps each, whatever the load
+    together = " --steps 20 --step-ms 5"
+    two = '"$0"%s & "$0"%s & wait' % (together, together)
     r, sd = gate_run(c, gate, "g.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--"]
                      + srun1 + ["bash", "-c", two, canary])
     check(r.returncode == 0, "srun -n 1 of a shell starting two canaries: measured (exit %d: %s)"
           % (r.returncode, r.stderr.strip()[-300:]))
-    ranks = 'RANK=0 "$0"%s & RANK=1 "$0"%s & wait' % (steps, steps)
+    ranks = 'RANK=0 "$0"%s & RANK=1 "$0"%s & wait' % (together, together)
     r, sd = gate_run(c, gate, "g2.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--"]
                      + srun1 + ["bash", "-c", ranks, canary])
     check(r.returncode == 0, "srun -n 1 of two processes setting RANK without WORLD_SIZE: "
@@ -261,6 +266,17 @@ def run_task_cases(c, gate, canary):
           and "two launches wrote into one run" in r.stderr,
           "two sruns of one task each into one run: refused as two launches (exit %d: %s)"
           % (r.returncode, r.stderr.strip()[-300:]))
+    # the task's canary run again once the first failed: not merged with it as the task's
+    # processes (exit 0, or "fewer than the 1 warm-up + 3 measured" from the first's steps)
+    again = '"$0"%s --crash-at 2 || "$0"%s' % (steps, steps)
+    r, sd = gate_run(c, gate, "g5.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--"]
+                     + srun1 + ["bash", "-c", again, canary])
+    check(r.returncode == 3 and re.search(
+        r"srun task 0 of step \d+ of job \d+ ran its process twice, one after the other: pid \d+ "
+        r"on n[12] began its first step \S+ \S+ after pid \d+ had made its last", r.stderr)
+          and not os.path.exists(os.path.join(c.root, "g5.json")),
+          "a task that runs its canary again after the first ended: refused as a restart "
+          "(exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
     python = next((p for p in [sys.executable, "/usr/bin/python3"]
                    if subprocess.run([p, "-c", "import torch.distributed"],
                                      capture_output=True).returncode == 0), None)
