@@ -405,44 +405,102 @@ static bool path_inside(const char *top, const char *skip, const char *text, siz
     return true;
 }
 
-/* The paths of text read as one word (seps "") or as a shell line's words (seps its blanks,
- * quotes and operators). */
-static size_t paths_in_words(const char *top, const char *skip, const char *text, const char *seps,
-                             struct cg_worktree_path *out, size_t max)
+/* The paths in word (len bytes, one word as a program gets it): a path begins it or follows '='
+ * or ':', and ends at ':'. At most max into out; returns how many. */
+static size_t paths_in_word(const char *top, const char *skip, const char *word, size_t len,
+                            struct cg_worktree_path *out, size_t max)
 {
     size_t k = 0;
-    for (const char *p = text; *p != '\0' && k < max;) {
-        size_t word = strcspn(p, seps);
-        /* in a word, a path begins it or follows '=' or ':', and ends at ':' */
-        for (size_t i = 0; i < word && k < max; i++) {
-            if (p[i] != '/' || (i > 0 && p[i - 1] != '=' && p[i - 1] != ':'))
-                continue;
-            size_t len = strcspn(p + i, ":");
-            len = len < word - i ? len : word - i;
-            if (path_inside(top, skip, p + i, len, &out[k]))
-                k++;
-            i += len;
-        }
-        p += word;
-        p += strspn(p, seps);
+    for (size_t i = 0; i < len && k < max; i++) {
+        if (word[i] != '/' || (i > 0 && word[i - 1] != '=' && word[i - 1] != ':'))
+            continue;
+        size_t n = i;
+        while (n < len && word[n] != ':')
+            n++;
+        if (path_inside(top, skip, word + i, n - i, &out[k]))
+            k++;
+        i = n;
     }
+    return k;
+}
+
+/* Outside quotes, what ends a word of a shell line: blanks and operators (a backquote's command
+ * is a line of its own). */
+static bool shell_break(char c)
+{
+    return c != '\0' && strchr(" \t\n;&|()<>`", c) != NULL;
+}
+
+/* The next word of the shell line at *p into word (which holds strlen(*p) + 1 bytes), as /bin/sh
+ * reads it without expanding anything: single quotes keep everything, double quotes all but a
+ * backslash before $ ` " \ or a newline, a backslash outside quotes keeps the character after it
+ * (a newline after it is no character); a quote left open runs to the end. *p is moved past the
+ * word; its length in *len. False when no word is left. */
+static bool next_shell_word(const char **p, char *word, size_t *len)
+{
+    const char *s = *p;
+    size_t n = 0;
+    while (shell_break(*s))
+        s++;
+    if (*s == '\0')
+        return false;
+    while (*s != '\0' && !shell_break(*s)) {
+        if (*s == '\\') {
+            if (s[1] != '\0' && s[1] != '\n')
+                word[n++] = s[1];
+            s += s[1] != '\0' ? 2 : 1;
+        } else if (*s == '\'') {
+            for (s++; *s != '\0' && *s != '\''; s++)
+                word[n++] = *s;
+            s += *s != '\0';
+        } else if (*s == '"') {
+            for (s++; *s != '\0' && *s != '"'; s++) {
+                if (*s == '\\' && s[1] != '\0' && strchr("$`\"\\\n", s[1]) != NULL) {
+                    if (s[1] != '\n')
+                        word[n++] = s[1];
+                    s++;
+                } else {
+                    word[n++] = *s;
+                }
+            }
+            s += *s != '\0';
+        } else {
+            word[n++] = *s++;
+        }
+    }
+    word[n] = '\0';
+    *p = s;
+    *len = n;
+    return true;
+}
+
+/* The paths of text read as a shell line's words (next_shell_word). */
+static size_t paths_in_line(const char *top, const char *skip, const char *text,
+                            struct cg_worktree_path *out, size_t max)
+{
+    char *word = malloc(strlen(text) + 1); /* a word is never longer than its line */
+    size_t k = 0, len = 0;
+    if (word == NULL)
+        return 0;
+    for (const char *p = text; k < max && next_shell_word(&p, word, &len);)
+        k += paths_in_word(top, skip, word, len, out + k, max - k);
+    free(word);
     return k;
 }
 
 size_t cg_worktree_paths_in(const char *top, const char *skip, const char *text, bool shell,
                             struct cg_worktree_path *out, size_t max)
 {
-    static const char shell_seps[] = " \t\n;&|()<>`'\"";
     if (shell)
-        return paths_in_words(top, skip, text, shell_seps, out, max);
+        return paths_in_line(top, skip, text, out, max);
     /* one argument: its paths as written when each names what exists ('/x/my data.txt'), else
      * its words as a shell line's too (the string of 'sh -c', 'bash -c "exec /x/train.sh"') */
-    size_t k = paths_in_words(top, skip, text, "", out, max);
+    size_t k = paths_in_word(top, skip, text, strlen(text), out, max);
     struct stat st;
     bool exist = k > 0;
     for (size_t j = 0; j < k && exist; j++)
         exist = lstat(out[j].path, &st) == 0;
-    return exist ? k : paths_in_words(top, skip, text, shell_seps, out, max);
+    return exist ? k : paths_in_line(top, skip, text, out, max);
 }
 
 bool cg_git_has_path(const char *repo, const char *sha, const char *rel)

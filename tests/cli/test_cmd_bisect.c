@@ -884,17 +884,18 @@ static void test_bisect__a_canary_in_the_users_checkout_is_refused(void **state)
 /* A path into the checkout inside a shell's command string ('bash -c "exec $PWD/canary.sh"',
  * the usual way to give a canary with a 'cd', a pipe or a variable) was never looked for: every
  * commit ran the checkout's canary and bisect said "nothing to find" (exit 0, no warning). An
- * argument is now also read as a shell line's words (split at blanks, quotes and operators),
- * unless it names what exists as it stands ('.../my data.txt'); relative commands are run as
- * before, without a warning. */
+ * argument is now also read as a shell line's words (as sh reads them: a quoted or escaped blank
+ * stays in its word), unless it names what exists as it stands ('.../my data.txt'); relative
+ * commands are run as before, without a warning. */
 static void test_bisect__a_checkout_path_in_a_shell_command_is_refused(void **state)
 {
     struct cg_workdir *w = *state;
     make_repo(w, "p='--step-us 1000'; [ $i -ge 11 ] && p='--step-us 1000 --many-names 1'", ":");
-    const char *setup[] = {"-c", "echo data > 'repo/my data.txt'", NULL};
+    /* the checkout also reached through a path with a blank ('my link') */
+    const char *setup[] = {"-c", "echo data > 'repo/my data.txt' && ln -s repo 'my link'", NULL};
     assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, setup, &proc), 0);
     char top[300], script[300], exec_line[400], cd_line[400], env_line[400], semi[400];
-    char data[300];
+    char data[300], blank[300], quoted[400], escaped[400];
     snprintf(top, sizeof(top), "%s", cg_workdir_in(w, "repo"));
     snprintf(script, sizeof(script), "%s", cg_workdir_in(w, "repo/canary.sh"));
     snprintf(exec_line, sizeof(exec_line), "exec %s", script);
@@ -902,6 +903,15 @@ static void test_bisect__a_checkout_path_in_a_shell_command_is_refused(void **st
     snprintf(env_line, sizeof(env_line), "X=1 %s --quiet", script);
     snprintf(semi, sizeof(semi), "%s;true", script);
     snprintf(data, sizeof(data), "%s", cg_workdir_in(w, "repo/my data.txt"));
+    snprintf(blank, sizeof(blank), "%s", cg_workdir_in(w, "my link/canary.sh"));
+    snprintf(quoted, sizeof(quoted), "exec '%s' --quiet", blank);
+    size_t e = (size_t)snprintf(escaped, sizeof(escaped), "exec ");
+    for (const char *c = blank; *c != '\0' && e + 2 < sizeof(escaped); c++) {
+        if (*c == ' ')
+            escaped[e++] = '\\';
+        escaped[e++] = *c;
+    }
+    escaped[e] = '\0';
     struct {
         const char *canary[6], *named, *instead;
     } refused[] = {
@@ -909,6 +919,10 @@ static void test_bisect__a_checkout_path_in_a_shell_command_is_refused(void **st
         {{"sh", "-c", cd_line, NULL}, top, "'.'"},
         {{"env", "X=1", "sh", "-c", env_line, NULL}, script, "'./canary.sh'"},
         {{"sh", "-c", semi, NULL}, script, "'./canary.sh'"},
+        /* a path with a blank, quoted or escaped in the shell's string: read whole (it was cut
+         * at the blank: '.../my', outside the checkout, and every commit ran the checkout's) */
+        {{"sh", "-c", quoted, NULL}, blank, "'./canary.sh'"},
+        {{"sh", "-c", escaped, NULL}, blank, "'./canary.sh'"},
     };
     for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
         int rc = bisect_canary(w, 15, NULL, refused[k].canary);
