@@ -17,8 +17,8 @@ the new one is bound to its name; an optimizer the script keeps alive keeps its 
 another (an optimizer subclass calling super().step()) is counted once.
 
 What a step holds is counted too, so that a change in it is seen: every backward pass
-(torch.autograd.backward, which Tensor.backward calls; one made while another runs, a reentrant
-checkpoint's, is part of it) and every optimizer's step() are NVTX marks ("canary-gate/backward",
+(torch.autograd.backward, which Tensor.backward calls; one made inside a running pass, a reentrant
+checkpoint's, is part of it; one another thread begins meanwhile is one more) and every optimizer's step() are NVTX marks ("canary-gate/backward",
 "canary-gate/optimizer-step-made") the injection library counts per step (the counts backward
 and optimizer_steps). A pull request that makes the counted optimizer step five times per
 iteration, or accumulates gradients over more backward passes, changes them: its steps are
@@ -174,19 +174,50 @@ def _wrap_class_step(cls, counter):
     setattr(cls, "step", wrapped)
 
 
+def _in_backward_probe(torch):
+    """A function telling whether the calling thread is running a backward pass (the autograd
+    engine's node being evaluated on it: a custom Function's backward, a hook, on the caller's
+    thread or a device's autograd thread), or None when this PyTorch cannot tell.
+    torch._C._will_engine_execute_node answers for the thread's current graph task and raises
+    when there is none."""
+    will_execute = getattr(getattr(torch, "_C", None), "_will_engine_execute_node", None)
+    if will_execute is None:
+        return None
+    try:
+        node = (torch.zeros(1, requires_grad=True) * 1).grad_fn  # any node: kept alive here
+    except Exception:  # noqa: BLE001 (never break the script)
+        return None
+
+    def in_backward():
+        try:
+            will_execute(node)
+            return True
+        except RuntimeError:
+            return False
+
+    return in_backward
+
+
 def _wrap_backward(counter):
     """Counts the backward passes (torch.autograd.backward, which Tensor.backward calls): a call
-    made while no other is running in the process. A reentrant checkpoint's backward calls
-    torch.autograd.backward from inside the outer pass, on the device's autograd thread on a GPU:
-    that is part of the outer pass, not one more."""
+    made on a thread that is not running one. A reentrant checkpoint's backward calls
+    torch.autograd.backward from inside the outer pass (on the device's autograd thread on a
+    GPU): that is part of the outer pass, not one more; a pass another thread begins meanwhile
+    (two models trained on two threads) is one more. Without the engine's answer (older PyTorch)
+    a call made while no other is running in the process counts."""
     autograd = sys.modules.get("torch.autograd")
     backward = getattr(autograd, "backward", None)
     if backward is None or getattr(backward, "_canary_gate_wrapped", False):
         return
+    in_backward = _in_backward_probe(sys.modules.get("torch"))
     running = [0]
     lock = threading.Lock()
 
     def wrapped(*args, **kwargs):
+        if in_backward is not None:
+            if not in_backward():
+                counter.backward()
+            return backward(*args, **kwargs)
         with lock:
             first = running[0] == 0
             running[0] += 1

@@ -27,6 +27,10 @@ Run by ctest, one case per test (test_python__<case>), with a python3 that impor
                                    critic step five times per iteration (shorter steps, a slower
                                    loop) or accumulates gradients over four backward passes is
                                    INCONCLUSIVE, the steps holding different work, never a PASS
+  a_backward_on_another_thread_counts  two models trained at once on two threads: a backward
+                                   pass begun on one thread while the other's runs counts (2
+                                   a step, whatever the timing); a reentrant checkpoint's
+                                   backward inside a pass does not
 Usage: test_step_choice.py CANARY_GATE CASE. Exits 0 when the case passes, 1 otherwise.
 """
 
@@ -262,27 +266,8 @@ def a_kept_optimizer_keeps_its_number(g):
 
 ACCUMULATE = r'''
 import os, torch
-torch.manual_seed(0); torch.set_num_threads(1)
-import threading
 from torch.utils.checkpoint import checkpoint
-
-
-class OnAnotherThread(torch.autograd.Function):
-    """A backward that runs a pass of its own on another thread, as a reentrant checkpoint's
-    does on a GPU's autograd thread."""
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        with torch.enable_grad():
-            inner = (torch.ones(3, requires_grad=True) * 2).sum()
-        t = threading.Thread(target=torch.autograd.backward, args=(inner,))
-        t.start(); t.join()
-        return g * 2
-
-
+torch.manual_seed(0); torch.set_num_threads(1)
 ACC = int(os.environ.get("ACC", "1"))
 model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -292,9 +277,48 @@ for i in range(400):
     for _ in range(ACC):
         # a reentrant activation checkpoint: its backward runs one inside the pass
         out = checkpoint(model, x) if os.environ.get("CKPT") else model(x)
-        if os.environ.get("CKPT") == "thread":
-            out = OnAnotherThread.apply(out)
         (torch.nn.functional.mse_loss(out, y) / ACC).backward()
+    opt.step()
+'''
+
+# Two models trained at once on two threads (as one thread per GPU does), each thread's backward
+# pass begun while the other's runs: the main thread's waits inside its backward until the other
+# thread has made a whole pass of its own. The main thread's model is checkpointed (reentrant: a
+# backward inside its pass, part of it). Each step holds 2 backward passes, whatever the timing.
+TWO_THREADS = r'''
+import threading, torch
+from torch.utils.checkpoint import checkpoint
+torch.manual_seed(0); torch.set_num_threads(1)
+go, done = threading.Event(), threading.Event()
+
+
+class WaitForTheOther(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        go.set(); done.wait(); done.clear()
+        return g * 2
+
+
+def other():
+    m = torch.nn.Linear(32, 1)
+    while True:
+        go.wait(); go.clear()
+        m(torch.ones(4, 32)).sum().backward()  # its gradients: not stepped by any optimizer
+        done.set()
+
+
+threading.Thread(target=other, daemon=True).start()
+model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x = torch.randn(64, 32, requires_grad=True); y = torch.randn(64, 1)
+for i in range(200):
+    opt.zero_grad()
+    out = WaitForTheOther.apply(checkpoint(model, x))
+    torch.nn.functional.mse_loss(out, y).backward()
     opt.step()
 '''
 
@@ -330,7 +354,7 @@ def a_counted_steps_work_that_changed_is_no_pass(g):
     # activation checkpointing: slower steps with the same work, one backward pass each
     p = g.call(["--baseline", base, "--runs", "3", "--no-confirm", "--out",
                 os.path.join(g.tmp, "ckpt.json"), "--", sys.executable, acc],
-               env={"ACC": "1", "CKPT": "thread"})
+               env={"ACC": "1", "CKPT": "1"})
     art = g.load("ckpt.json")
     counts = [s.get("counts", {}) for r in (art or {}).get("runs", []) for s in r["steps"]]
     check(counts and all(c.get("backward") == 1 for c in counts) and
@@ -345,12 +369,27 @@ def a_counted_steps_work_that_changed_is_no_pass(g):
           % (p.returncode, p.stdout[-2500:]))
 
 
+def a_backward_on_another_thread_counts(g):
+    two = g.script("two_threads", TWO_THREADS)
+    p = g.call(["run", "--out", os.path.join(g.tmp, "two.json"), "--runs", "2", "--warmup", "3",
+                "--steps", "20", "--", sys.executable, two])
+    art = g.load("two.json")
+    check(p.returncode == 0 and art is not None, "the run (exit %d)\n%s"
+          % (p.returncode, p.stderr[-1500:]))
+    counts = [s.get("counts", {}) for r in (art or {}).get("runs", []) for s in r["steps"]]
+    check(counts and all(c.get("backward") == 2 and c.get("optimizer_steps") == 1
+                         for c in counts),
+          "a backward pass begun on another thread while one runs is counted, a reentrant "
+          "checkpoint's inside a pass is not: 2 a step, %s" % counts[:5])
+
+
 CASES = {f.__name__: f for f in (step_optimizer_is_the_baselines,
                                  own_steps_win_over_an_early_optimizer_step,
                                  a_range_named_step_is_a_part,
                                  a_new_optimizer_each_epoch_counts,
                                  a_kept_optimizer_keeps_its_number,
-                                 a_counted_steps_work_that_changed_is_no_pass)}
+                                 a_counted_steps_work_that_changed_is_no_pass,
+                                 a_backward_on_another_thread_counts)}
 
 
 def main(gate, case):
