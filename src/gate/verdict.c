@@ -549,11 +549,13 @@ static bool step_work(const struct cg_artifact *a, int row, double *lo, double *
  * stepping six times a loop rather than five, its steps counted, moves it 3%. */
 #define CG_STEP_WORK_TOLERANCE 0.02
 
-/* Steps from the optimizer on both sides that hold different work: the backward passes or the
- * optimizer steps per step of every run of one side outside the other side's runs, and the
- * medians more than CG_STEP_WORK_TOLERANCE apart (a counted
- * optimizer stepping five times where it stepped once, gradients accumulated over another number
- * of backward passes). The step is then another unit of work: a shorter one is no speed-up. */
+/* Steps from the optimizer on both sides that hold different work: the backward passes per step
+ * of every run of one side outside the other side's runs, and the medians more than
+ * CG_STEP_WORK_TOLERANCE apart (a counted optimizer stepping five times where it stepped once,
+ * gradients accumulated over another number of backward passes). The step is then another unit
+ * of work: a shorter one is no speed-up. The optimizer steps a step holds (every optimizer's)
+ * decide so only where neither side made a backward pass (gradients from torch.autograd.grad):
+ * an optimizer split in two or added to a loop changes them, not the step. */
 static bool step_work_differs(const struct cg_artifact *b, const struct cg_artifact *c, char *why,
                               size_t n)
 {
@@ -562,16 +564,19 @@ static bool step_work_differs(const struct cg_artifact *b, const struct cg_artif
         return false;
     static const int rows[] = {CG_COUNT_BACKWARD, CG_COUNT_OPTIMIZER_STEPS};
     double mid[2][2];
-    bool differ = false;
+    bool differs[2], backward = false;
     for (int i = 0; i < 2; i++) {
         double blo, bhi, clo, chi;
         if (!step_work(b, rows[i], &blo, &bhi, &mid[0][i]) ||
             !step_work(c, rows[i], &clo, &chi, &mid[1][i]))
             return false; /* a side that did not count them (older runs, no optimizer hooked) */
-        differ = differ || ((clo > bhi || chi < blo) &&
-                            fabs(mid[1][i] - mid[0][i]) >
-                                CG_STEP_WORK_TOLERANCE * fmax(mid[0][i], mid[1][i]));
+        differs[i] =
+            (clo > bhi || chi < blo) &&
+            fabs(mid[1][i] - mid[0][i]) > CG_STEP_WORK_TOLERANCE * fmax(mid[0][i], mid[1][i]);
+        if (i == 0)
+            backward = bhi > 0.0 || chi > 0.0;
     }
+    bool differ = differs[0] || (!backward && differs[1]);
     if (!differ)
         return false;
     snprintf(why, n,

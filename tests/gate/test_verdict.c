@@ -1691,11 +1691,118 @@ static void test_verdict__optimizer_steps_holding_other_work_are_inconclusive(vo
     cg_artifact_release(&b);
 }
 
+/* ---- step work: size under the null and power, simulated --------------------------------- */
+
+static uint64_t work_rng(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A loop of the simulation (per iteration: backward passes, the counted optimizer's steps, other
+ * optimizers' steps; skip: the share of iterations whose counted step a loss scaler skips, so
+ * that the step runs on into the next iteration). */
+struct work_loop {
+    int64_t backward, counted, others;
+    double skip;
+};
+
+/* Sets a's steps' backward passes and optimizer steps as loop l makes them. */
+static void simulate_work(struct cg_artifact *a, const struct work_loop *l, uint64_t *rng)
+{
+    for (size_t i = 0; i < a->n_runs; i++)
+        for (size_t k = 0; k < a->runs[i].n_steps; k++) {
+            int64_t iters = 1;
+            while ((double)(work_rng(rng) % 1000000) / 1e6 < l->skip)
+                iters++;
+            /* a counted optimizer stepping c times an iteration ends a step at each: one step
+             * holds 1/c of the iteration's backward passes and other optimizers' steps */
+            int64_t b = l->backward * iters, o = l->others * iters;
+            if (l->counted > 1) {
+                b = (int64_t)(work_rng(rng) % (uint64_t)l->counted) < b % l->counted
+                        ? b / l->counted + 1
+                        : b / l->counted;
+                o = (int64_t)(work_rng(rng) % (uint64_t)l->counted) < o % l->counted
+                        ? o / l->counted + 1
+                        : o / l->counted;
+            }
+            a->runs[i].steps[k].counts[CG_COUNT_BACKWARD] = b;
+            a->runs[i].steps[k].counts[CG_COUNT_OPTIMIZER_STEPS] = 1 + o;
+        }
+}
+
+/* Which share of comparisons find the sides' steps holding different work: the baseline's loop
+ * against the current one's, 5 runs of 30 steps a side, steps from the optimizer. */
+static double work_differs_share(const struct work_loop *base, const struct work_loop *cur,
+                                 size_t reps, uint64_t seed)
+{
+    struct cg_fixture fb = FX(5, 30, 2e7, 0.005, 0.01, -1, 1);
+    struct cg_fixture fc = FX(5, 30, 2e7, 0.005, 0.01, -1, 2);
+    struct cg_artifact b, c;
+    make(&b, &fb);
+    make(&c, &fc);
+    struct cg_artifact *side[2] = {&b, &c};
+    for (int j = 0; j < 2; j++) {
+        free(side[j]->settings.steps_from);
+        side[j]->settings.steps_from = strdup("optimizer");
+    }
+    uint64_t rng = seed;
+    size_t found = 0;
+    char why[512];
+    for (size_t r = 0; r < reps; r++) {
+        simulate_work(&b, base, &rng);
+        simulate_work(&c, cur, &rng);
+        found += cg_verdict_steps_redefined(&b, &c, why, sizeof(why));
+    }
+    cg_artifact_release(&b);
+    cg_artifact_release(&c);
+    return (double)found / (double)reps;
+}
+
+/* What a step from the optimizer holds is its backward passes: a pull request that splits one
+ * optimizer into two over the same parameters, or adds one, changes the optimizer steps a step
+ * holds (1 -> 2) but not the step, and was INCONCLUSIVE ("the sides' steps hold different work")
+ * rather than compared. Optimizer steps decide only where neither side made a backward pass
+ * (gradients taken with torch.autograd.grad). Size under the null (the same loop on both sides,
+ * a loss scaler skipping 2% or 10% of steps at random): at most 1% of comparisons; power: a
+ * critic counted stepping 5 times a loop, gradients accumulated over 4 passes, and the critic of
+ * a loop without backward passes stepping 5 times: found in every comparison. */
+static void test_verdict__step_work_is_its_backward_passes(void **state)
+{
+    (void)state;
+    const size_t reps = 300;
+    const struct {
+        const char *what;
+        struct work_loop base, cur;
+        double lo, hi; /* the share found */
+    } rows[] = {
+        {"the same loop", {1, 1, 0, 0.0}, {1, 1, 0, 0.0}, 0.0, 0.0},
+        {"a scaler skipping 2% of steps", {1, 1, 0, 0.02}, {1, 1, 0, 0.02}, 0.0, 0.01},
+        {"a scaler skipping 10% of steps, a GAN", {2, 1, 1, 0.10}, {2, 1, 1, 0.10}, 0.0, 0.01},
+        {"one optimizer split into two", {1, 1, 0, 0.0}, {1, 1, 1, 0.0}, 0.0, 0.0},
+        {"an optimizer added, a scaler skipping", {1, 1, 0, 0.02}, {1, 1, 1, 0.02}, 0.0, 0.01},
+        {"a GAN's critic counted, 5 steps a loop", {2, 1, 1, 0.0}, {6, 5, 1, 0.0}, 1.0, 1.0},
+        {"4 backward passes a step", {1, 1, 0, 0.02}, {4, 1, 0, 0.02}, 1.0, 1.0},
+        {"no backward pass, the critic 5 steps a loop", {0, 1, 1, 0.0}, {0, 5, 1, 0.0}, 1.0, 1.0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        double share = work_differs_share(&rows[i].base, &rows[i].cur, reps, 0x9e3779b9u + i);
+        print_message("step work: %-45s found in %5.1f%% of %zu comparisons\n", rows[i].what,
+                      100.0 * share, reps);
+        if (share < rows[i].lo || share > rows[i].hi)
+            fail_msg("%s: found in %.1f%% of comparisons, expected %.0f%% to %.0f%%", rows[i].what,
+                     100.0 * share, 100.0 * rows[i].lo, 100.0 * rows[i].hi);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict__table),
         cmocka_unit_test(test_verdict__optimizer_steps_holding_other_work_are_inconclusive),
+        cmocka_unit_test(test_verdict__step_work_is_its_backward_passes),
         cmocka_unit_test(test_verdict__floor_sees_through_interference),
         cmocka_unit_test(test_verdict__periodic_slowdown_fails_despite_the_floor),
         cmocka_unit_test(test_verdict__interference_is_not_periodic),
