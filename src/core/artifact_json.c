@@ -216,7 +216,7 @@ static int parse_settings(struct parser *p, const cJSON *root, struct cg_artifac
 }
 
 /* A step's "counts": an object of count names (count.h) and whole numbers >= 0; absent when no
- * count is known. */
+ * count is known. A name this version does not know (a newer one's count) is ignored. */
 static int parse_counts(struct parser *p, const cJSON *counts, const char *sp, struct cg_step *s)
 {
     char path[160];
@@ -229,11 +229,8 @@ static int parse_counts(struct parser *p, const cJSON *counts, const char *sp, s
     cJSON_ArrayForEach(c, counts)
     {
         int which;
-        if (cg_count_parse(c->string, &which) != 0 || which >= CG_COUNT_N) {
-            char where[256];
-            snprintf(where, sizeof(where), "%.120s.%.60s", path, c->string);
-            return bad(p, where, "is not a count canary-gate knows");
-        }
+        if (cg_count_parse(c->string, &which) != 0 || which >= CG_COUNT_N)
+            continue; /* a newer canary-gate's count, as any unknown field: not read */
         if (get_int(p, counts, path, c->string, false, 0, &s->counts[which]))
             return CG_EINPUT;
     }
