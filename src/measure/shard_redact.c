@@ -7,9 +7,12 @@
  * redaction changed is shown instead by what redaction left and a number, "*** #1", "*** #2",
  * the hidden names numbered by the lowest rank that ran there (shards without a rank after, by
  * pid): distinct hosts stay distinct, one host is one name in every output, and the number
- * tells nothing of the name. A number that would give a name some other host already shows is
- * skipped. The names are per run (each run's shards are redacted on their own): "*** #1" is
- * the hidden host of the run's lowest rank. O(n log n) in the shards. Not thread-safe.
+ * tells nothing of the name. A node's Slurm name and its host name, both hidden, share one
+ * number ("*** #1" in the artifact, "***.cluster #1" in the trace, which names clocks by host);
+ * two Slurm nodes on one host keep two. A number that would give a name some other host
+ * already shows is skipped. The names are per run (each run's shards are redacted on their
+ * own): "*** #1" is the hidden host of the run's lowest rank. O(n log n) in the shards (O(n^2)
+ * at worst where hosts hold several Slurm nodes). Not thread-safe.
  */
 #include "shard.h"
 
@@ -40,11 +43,12 @@ static int redact_str(char **s, const struct cg_redact *r)
 
 /* A host or Slurm node name that redaction changed. */
 struct hidden {
-    char **field;     /* the shard's host or slurm_node, still as recorded */
-    char *redacted;   /* what redaction made of it (owned) */
-    size_t order;     /* where it first appears: its shard's place by rank, then its field */
-    const char *name; /* the name it is shown by (owned by the first of its name's group) */
-    char *shown;      /* that name, in the first of its group only */
+    char **field;        /* the shard's host or slurm_node, still as recorded */
+    char *redacted;      /* what redaction made of it (owned) */
+    size_t shard;        /* its shard's place by rank */
+    struct hidden *lead; /* the first of its name's group (itself when first) */
+    size_t number;       /* the group's number, in lead (0: none yet) */
+    char *shown;         /* the name it is shown by, in lead only */
 };
 
 /* A shard's place in the numbering: its lowest rank first (cg_shard_rank), shards without a
@@ -70,16 +74,9 @@ static int cmp_placed(const void *x, const void *y)
 /* By the name as recorded, then where it first appears. */
 static int cmp_recorded(const void *x, const void *y)
 {
-    const struct hidden *a = x, *b = y;
-    int c = strcmp(*a->field, *b->field);
-    return c != 0 ? c : (a->order > b->order) - (a->order < b->order);
-}
-
-/* Groups by where they first appear. */
-static int cmp_first(const void *x, const void *y)
-{
     const struct hidden *a = *(struct hidden *const *)x, *b = *(struct hidden *const *)y;
-    return (a->order > b->order) - (a->order < b->order);
+    int c = strcmp(*a->field, *b->field);
+    return c != 0 ? c : (a > b) - (a < b);
 }
 
 static int cmp_str(const void *x, const void *y)
@@ -87,37 +84,85 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-/* The name of the hidden host whose redacted text is redacted and whose number is at least
- * *number: "REDACTED #N" (REDACTED cut to HIDDEN_HOST_KEEP bytes at a character's end), the
- * first N not giving one of the shown names (sorted, n_shown of them); *number is set past
- * it. NULL when out of memory. */
-static char *hidden_name(const char *redacted, size_t *number, char *const *shown, size_t n_shown)
+/* The name of a hidden host whose redacted text is redacted, numbered number: "REDACTED #N",
+ * REDACTED cut to HIDDEN_HOST_KEEP bytes at a character's end. NULL when out of memory. */
+static char *hidden_name(const char *redacted, size_t number)
 {
     size_t keep = cg_utf8_cut(redacted, strnlen(redacted, HIDDEN_HOST_KEEP));
     size_t cap = keep + 32;
     char *name = malloc(cap);
-    if (name == NULL)
-        return NULL;
-    for (;; (*number)++) {
-        snprintf(name, cap, "%.*s #%zu", (int)keep, redacted, *number);
-        const char *key = name;
-        if (bsearch(&key, shown, n_shown, sizeof(*shown), cmp_str) == NULL)
-            break;
-    }
-    (*number)++;
+    if (name != NULL)
+        snprintf(name, cap, "%.*s #%zu", (int)keep, redacted, number);
     return name;
 }
 
-/* Redacts the host and Slurm node names of n shards, showing each hidden name as hidden_name
- * gives it (see the file's header). 0 or CG_ENOMEM (then the names may be left as recorded;
- * the caller fails the run). */
+/* Whether the names of the n groups g would be free with number: none is a name redaction left
+ * alone (shown, sorted, n_shown of them) or, with others, another group's (the n_h of
+ * h). 0 (free), 1 (taken) or CG_ENOMEM. */
+static int name_taken(struct hidden *const *g, size_t n, size_t number, char *const *shown,
+                      size_t n_shown, const struct hidden *h, size_t n_h, bool others)
+{
+    for (size_t k = 0; k < n; k++) {
+        char *name = hidden_name(g[k]->redacted, number);
+        if (name == NULL)
+            return CG_ENOMEM;
+        const char *key = name;
+        int taken = bsearch(&key, shown, n_shown, sizeof(*shown), cmp_str) != NULL;
+        for (size_t j = 0; others && taken == 0 && j < n_h; j++) {
+            if (h[j].lead != &h[j] || &h[j] == g[k] || h[j].number != number)
+                continue;
+            char *theirs = hidden_name(h[j].redacted, number);
+            taken = theirs == NULL ? CG_ENOMEM : strcmp(theirs, name) == 0;
+            free(theirs);
+        }
+        free(name);
+        if (taken != 0)
+            return taken;
+    }
+    return 0;
+}
+
+/* Numbers the groups of the hidden names of one shard (g, n of 1 or 2: its Slurm node's and
+ * its host's) not yet numbered: the number its other group has where that gives no name already
+ * shown, else the next number (*next on) that gives none; *next is set past a new one. 0 or
+ * CG_ENOMEM. */
+static int number_node(struct hidden **g, size_t n, size_t *next, char *const *shown,
+                       size_t n_shown, const struct hidden *h, size_t n_h)
+{
+    struct hidden *todo[2];
+    size_t n_todo = 0, known = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (g[k]->number != 0)
+            known = known != 0 ? known : g[k]->number;
+        else if (n_todo == 0 || todo[0] != g[k])
+            todo[n_todo++] = g[k];
+    }
+    if (n_todo == 0)
+        return 0;
+    size_t number = known;
+    int rc = number != 0 ? name_taken(todo, n_todo, number, shown, n_shown, h, n_h, true) : 1;
+    if (rc == 1) {
+        /* a new number is no other group's: only the names left alone can hold it */
+        for (number = *next;
+             (rc = name_taken(todo, n_todo, number, shown, n_shown, h, n_h, false)) == 1; number++)
+            ;
+        *next = number + 1;
+    }
+    for (size_t k = 0; k < n_todo && rc == 0; k++)
+        todo[k]->number = number;
+    return rc;
+}
+
+/* Redacts the host and Slurm node names of n shards, showing each hidden name by what
+ * redaction left and a number (see the file's header). 0 or CG_ENOMEM (then the names may be
+ * left as recorded; the caller fails the run). */
 static int redact_hosts(struct cg_shard *shards, size_t n, const struct cg_redact *r)
 {
     struct placed *by_rank = malloc((n > 0 ? n : 1) * sizeof(*by_rank));
-    struct hidden *h = calloc(2 * n + 1, sizeof(*h));
-    struct hidden **first = NULL;                        /* the first of each name's group */
+    struct hidden *h = calloc(2 * n + 1, sizeof(*h)); /* by shard, its node's name first */
+    struct hidden **by_name = NULL;
     char **shown = malloc((2 * n + 1) * sizeof(*shown)); /* the names redaction left alone */
-    size_t n_hidden = 0, n_shown = 0, n_first = 0;
+    size_t n_hidden = 0, n_shown = 0;
     int rc = 0;
     if (by_rank == NULL || h == NULL || shown == NULL) {
         rc = CG_ENOMEM;
@@ -145,29 +190,40 @@ static int redact_hosts(struct cg_shard *shards, size_t n, const struct cg_redac
                 shown[n_shown++] = *fields[f];
                 continue;
             }
-            h[n_hidden++] = (struct hidden){fields[f], t, 2 * k + f, NULL, NULL};
+            h[n_hidden++] = (struct hidden){fields[f], t, k, NULL, 0, NULL};
         }
     }
     if (rc != 0 || n_hidden == 0)
         goto done;
     qsort(shown, n_shown, sizeof(*shown), cmp_str);
-    /* one group per name as recorded, its first appearance first; numbered in that order */
-    qsort(h, n_hidden, sizeof(*h), cmp_recorded);
-    if ((first = malloc(n_hidden * sizeof(*first))) == NULL) {
+    /* one group per name as recorded, led by its first appearance */
+    if ((by_name = malloc(n_hidden * sizeof(*by_name))) == NULL) {
         rc = CG_ENOMEM;
         goto done;
     }
     for (size_t k = 0; k < n_hidden; k++)
-        if (k == 0 || strcmp(*h[k].field, *h[k - 1].field) != 0)
-            first[n_first++] = &h[k];
-    qsort(first, n_first, sizeof(*first), cmp_first);
-    size_t number = 1;
-    for (size_t g = 0; g < n_first && rc == 0; g++)
-        if ((first[g]->shown = hidden_name(first[g]->redacted, &number, shown, n_shown)) == NULL)
-            rc = CG_ENOMEM;
+        by_name[k] = &h[k];
+    qsort(by_name, n_hidden, sizeof(*by_name), cmp_recorded);
+    for (size_t k = 0; k < n_hidden; k++)
+        by_name[k]->lead = k > 0 && strcmp(*by_name[k]->field, *by_name[k - 1]->field) == 0
+                               ? by_name[k - 1]->lead
+                               : by_name[k];
+    /* numbered shard by shard in rank order: a node's two names, one number */
+    size_t next = 1;
+    for (size_t k = 0, e; k < n_hidden && rc == 0; k = e) {
+        struct hidden *g[2];
+        for (e = k; e < n_hidden && h[e].shard == h[k].shard; e++)
+            g[e - k] = h[e].lead;
+        rc = number_node(g, e - k, &next, shown, n_shown, h, n_hidden);
+    }
     for (size_t k = 0; k < n_hidden && rc == 0; k++) {
-        h[k].name = h[k].shown != NULL ? h[k].shown : h[k - 1].name;
-        char *name = strdup(h[k].name);
+        struct hidden *lead = h[k].lead;
+        if (lead->shown == NULL &&
+            (lead->shown = hidden_name(lead->redacted, lead->number)) == NULL)
+            rc = CG_ENOMEM;
+    }
+    for (size_t k = 0; k < n_hidden && rc == 0; k++) {
+        char *name = strdup(h[k].lead->shown);
         if (name == NULL) {
             rc = CG_ENOMEM;
             break;
@@ -181,7 +237,7 @@ done:
         free(h[k].shown);
     }
     free(h);
-    free(first);
+    free(by_name);
     free(shown);
     free(by_rank);
     return rc;

@@ -242,7 +242,8 @@ static int64_t earliest(const struct cg_shard *shards, size_t n, const int64_t *
 }
 
 /* The name a shard's host is shown by: its host name, else its Slurm node, as redacted (a
- * hidden host's name is its own: "*** #1", cg_shard_redact), so one per clock. */
+ * hidden host's name is its own, with its node's number: "***.cluster #1" on the artifact's
+ * node "*** #1", cg_shard_redact), so one per clock. */
 static const char *shown_host(const struct cg_shard *s)
 {
     return s->host != NULL ? s->host : s->slurm_node != NULL ? s->slurm_node : "";

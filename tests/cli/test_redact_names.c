@@ -200,6 +200,64 @@ static void test_redact_names__hidden_host_names_stay_distinct_nodes(void **stat
     cJSON_Delete(t);
 }
 
+/* Two ranks, each on a host of its own whose Slurm node name is shorter than its host name
+ * (NodeName cg-node-a, host name cg-node-a.cluster), as on many clusters. */
+static const char fqdn_hosts[] =
+    "#!/bin/sh\n"
+    "host() { SLURMD_NODENAME=$1 RANK=$2 WORLD_SIZE=2 unshare -r --fork --uts sh -c "
+    "'hostname \"$0.cluster\"; exec \"$1\" --steps 8 --step-ms 2' \"$1\" " CANARY "; }\n"
+    "host cg-node-b 1 &\n"
+    "host cg-node-a 0\n"
+    "wait\n";
+
+/* --redact hiding both names numbered each name it hid: the artifact's nodes were "*** #1" and
+ * "*** #3" and the trace's hosts "***.cluster #2" and "***.cluster #4". A node is one number
+ * in the artifact and the trace: "*** #1" and "***.cluster #1", "*** #2" and "***.cluster #2". */
+static void test_redact_names__a_hidden_host_has_its_nodes_number_in_the_trace(void **state)
+{
+    struct cg_workdir *f = *state;
+    if (system("unshare -r --fork --uts true >/dev/null 2>&1") != 0)
+        skip();
+    FILE *fp = fopen(cg_workdir_in(f, "fqdn-hosts.sh"), "w");
+    assert_non_null(fp);
+    fputs(fqdn_hosts, fp);
+    fclose(fp);
+    const char *args[] = {"run",           "--out",    "a.json",       "--runs", "1",
+                          "--steps",       "3",        "--warmup",     "1",      "--trace",
+                          "t.json",        "--redact", "cg-node-[ab]", "--",     "/bin/sh",
+                          "fqdn-hosts.sh", NULL};
+    if (gate(f, NULL, args) != 0)
+        fail_msg("%s", proc.err);
+    const char *where[] = {"a.json", "t.json"};
+    for (size_t k = 0; k < sizeof(where) / sizeof(where[0]); k++)
+        if (strstr(cg_workdir_read(f, where[k]), "cg-node-") != NULL)
+            fail_msg("'%s' holds a hidden host name", where[k]);
+    cJSON *root = cJSON_Parse(cg_workdir_read(f, "a.json"));
+    assert_non_null(root);
+    const cJSON *run = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "runs"), 0);
+    const cJSON *r;
+    int seen = 0;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(run, "ranks"))
+    {
+        int rank = cJSON_GetObjectItemCaseSensitive(r, "rank")->valueint;
+        const char *node = cJSON_GetObjectItemCaseSensitive(r, "node")->valuestring;
+        if (strcmp(node, rank == 0 ? "*** #1" : "*** #2") != 0)
+            fail_msg("rank %d on node '%s'", rank, node);
+        seen++;
+    }
+    assert_int_equal(seen, 2);
+    cJSON_Delete(root);
+    cJSON *t = cJSON_Parse(cg_workdir_read(f, "t.json"));
+    assert_non_null(t);
+    const cJSON *other = cJSON_GetObjectItemCaseSensitive(t, "otherData");
+    const cJSON *shifts = cJSON_GetObjectItemCaseSensitive(other, "host_shift_us");
+    if (cJSON_GetArraySize(shifts) != 2 ||
+        cJSON_GetObjectItemCaseSensitive(shifts, "***.cluster #1") == NULL ||
+        cJSON_GetObjectItemCaseSensitive(shifts, "***.cluster #2") == NULL)
+        fail_msg("the trace's hosts: %s", cJSON_PrintUnformatted(other));
+    cJSON_Delete(t);
+}
+
 #define IN_WORKDIR(fn) cmocka_unit_test_setup_teardown(fn, cg_workdir_setup, cg_workdir_teardown)
 
 int main(void)
@@ -207,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         IN_WORKDIR(test_redact_names__secrets_in_range_names_are_redacted_everywhere),
         IN_WORKDIR(test_redact_names__hidden_host_names_stay_distinct_nodes),
+        IN_WORKDIR(test_redact_names__a_hidden_host_has_its_nodes_number_in_the_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -973,6 +973,56 @@ static void test_shard__redacted_host_names_stay_distinct_nodes(void **state)
     }
 }
 
+/* --redact hiding a Slurm node's name and its host's longer one (NodeName gpu-a01, host name
+ * gpu-a01.cluster) numbered every name it hid in one sequence: the nodes were "*** #1" and
+ * "*** #3" (no #2) and the trace's hosts "***.cluster #2" and "***.cluster #4". A host and its
+ * node share one number, the node's, so the artifact's nodes are #1 and #2 and the trace names
+ * each host by its node's number; two Slurm nodes on one host stay two numbers. */
+static void test_shard__a_hidden_host_has_the_number_of_its_slurm_node(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what, *hosts[4], *nodes[4], *shown_host[4], *shown_node[4];
+    } cases[] = {
+        {"each node its own host",
+         {"gpu-a02.cluster", "gpu-a01.cluster", "gpu-a02.cluster", "gpu-a01.cluster"},
+         {"gpu-a02", "gpu-a01", "gpu-a02", "gpu-a01"},
+         {"***.cluster #2", "***.cluster #1", "***.cluster #2", "***.cluster #1"},
+         {"*** #2", "*** #1", "*** #2", "*** #1"}},
+        {"two Slurm nodes on one host",
+         {"gpu-a01.cluster", "gpu-a01.cluster", "gpu-a01.cluster", "gpu-a01.cluster"},
+         {"gpu-a02", "gpu-a01", "gpu-a02", "gpu-a01"},
+         {"***.cluster #1", "***.cluster #1", "***.cluster #1", "***.cluster #1"},
+         {"*** #2", "*** #1", "*** #2", "*** #1"}},
+        {"one name hidden of each node and its host's in clear",
+         {"h1", "h0", "h1", "h0"},
+         {"gpu-a02", "gpu-a01", "gpu-a02", "gpu-a01"},
+         {"h1", "h0", "h1", "h0"},
+         {"*** #2", "*** #1", "*** #2", "*** #1"}},
+    };
+    static const int ranks[4] = {3, 0, 2, 1};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct cg_shard s[4];
+        for (int i = 0; i < 4; i++)
+            placed_shard(&s[i], ranks[i], cases[c].hosts[i], cases[c].nodes[i]);
+        struct cg_redact *r = NULL;
+        struct cg_err err;
+        cg_err_init(&err);
+        assert_int_equal(cg_redact_new(NULL, &r, &err), 0);
+        assert_int_equal(cg_redact_add_pattern(r, "gpu-a0[0-9]", &err), 0);
+        assert_int_equal(cg_shard_redact(s, 4, r, &err), 0);
+        cg_redact_free(r);
+        for (int i = 0; i < 4; i++)
+            if (strcmp(s[i].host, cases[c].shown_host[i]) != 0 ||
+                strcmp(s[i].slurm_node, cases[c].shown_node[i]) != 0)
+                fail_msg("%s: shard %d shown as host '%s' on node '%s', expected '%s' on '%s'",
+                         cases[c].what, i, s[i].host, s[i].slurm_node, cases[c].shown_host[i],
+                         cases[c].shown_node[i]);
+        for (int i = 0; i < 4; i++)
+            cg_shard_release(&s[i]);
+    }
+}
+
 /* Peak device memory is per device, the device named by its UUID ("uuid ID UUID"), not by the CUDA
  * id a process sees: with CUDA_VISIBLE_DEVICES set per rank every rank's device is 0. Processes on
  * one device add up (an upper bound of what they held together: docs/collector.md); a shard
@@ -1055,6 +1105,7 @@ int main(void)
         cmocka_unit_test(test_shard__merges_ranks),
         cmocka_unit_test(test_shard__peak_per_device_by_uuid),
         cmocka_unit_test(test_shard__redacted_host_names_stay_distinct_nodes),
+        cmocka_unit_test(test_shard__a_hidden_host_has_the_number_of_its_slurm_node),
         cmocka_unit_test(test_shard__loss_is_averaged_per_step_and_over_ranks),
         cmocka_unit_test(test_shard__nonfinite_loss_names_the_first_step),
         cmocka_unit_test(test_shard__parses_trace_lines),
