@@ -6,6 +6,7 @@
 
 #include "buf.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -405,14 +406,28 @@ static bool path_inside(const char *top, const char *skip, const char *text, siz
     return true;
 }
 
-/* The paths in word (len bytes, one word as a program gets it): a path begins it or follows '='
- * or ':', and ends at ':'. At most max into out; returns how many. */
+/* Where a path glued to an option would begin in word (len bytes): past the leading '-' and the
+ * option's letters ('-I/x', '-X/x', '--include-dir/x'); 0 when the word is no such option. */
+static size_t after_option(const char *word, size_t len)
+{
+    size_t dashes = 0;
+    while (dashes < len && word[dashes] == '-')
+        dashes++;
+    size_t i = dashes;
+    while (i < len && (isalnum((unsigned char)word[i]) || word[i] == '-' || word[i] == '_'))
+        i++;
+    return dashes > 0 && i > dashes && i < len && word[i] == '/' ? i : 0;
+}
+
+/* The paths in word (len bytes, one word as a program gets it): a path begins it, follows '='
+ * or ':', or, in a word beginning with '-', follows the option's letters (after_option); it ends
+ * at ':'. At most max into out; returns how many. */
 static size_t paths_in_word(const char *top, const char *skip, const char *word, size_t len,
                             struct cg_worktree_path *out, size_t max)
 {
-    size_t k = 0;
+    size_t k = 0, glued = after_option(word, len);
     for (size_t i = 0; i < len && k < max; i++) {
-        if (word[i] != '/' || (i > 0 && word[i - 1] != '=' && word[i - 1] != ':'))
+        if (word[i] != '/' || (i > 0 && i != glued && word[i - 1] != '=' && word[i - 1] != ':'))
             continue;
         size_t n = i;
         while (n < len && word[n] != ':')

@@ -55,8 +55,8 @@ struct cg_worktree_path {
  * cg_git_toplevel gives it), symbolic links resolved, passing over those that begin with skip
  * (NULL: none): text is one argument, or with shell true a /bin/sh command line (its words as sh
  * reads them: split at blanks and operators, single and double quotes and backslash escapes
- * removed, nothing expanded); in a word, a path may also follow '=' (--data=/x) or ':' (a search
- * path). One argument's paths are taken as written when each names what exists; otherwise its
+ * removed, nothing expanded); in a word, a path may also follow '=' (--data=/x), ':' (a search
+ * path) or, in a word that begins with '-', the option's letters (-I/x/inc). One argument's paths are taken as written when each names what exists; otherwise its
  * words as a command line's are read too (the string of 'sh -c "exec /x/train.sh"'). At most
  * max into out; returns how many. Reads only the file system's names. */
 size_t cg_worktree_paths_in(const char *top, const char *skip, const char *text, bool shell,

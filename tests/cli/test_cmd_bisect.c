@@ -895,7 +895,7 @@ static void test_bisect__a_checkout_path_in_a_shell_command_is_refused(void **st
     const char *setup[] = {"-c", "echo data > 'repo/my data.txt' && ln -s repo 'my link'", NULL};
     assert_int_equal(cg_workdir_run(w, "/bin/sh", NULL, setup, &proc), 0);
     char top[300], script[300], exec_line[400], cd_line[400], env_line[400], semi[400];
-    char data[300], blank[300], quoted[400], escaped[400];
+    char data[300], blank[300], quoted[400], escaped[400], glued[400], option[320];
     snprintf(top, sizeof(top), "%s", cg_workdir_in(w, "repo"));
     snprintf(script, sizeof(script), "%s", cg_workdir_in(w, "repo/canary.sh"));
     snprintf(exec_line, sizeof(exec_line), "exec %s", script);
@@ -905,6 +905,8 @@ static void test_bisect__a_checkout_path_in_a_shell_command_is_refused(void **st
     snprintf(data, sizeof(data), "%s", cg_workdir_in(w, "repo/my data.txt"));
     snprintf(blank, sizeof(blank), "%s", cg_workdir_in(w, "my link/canary.sh"));
     snprintf(quoted, sizeof(quoted), "exec '%s' --quiet", blank);
+    snprintf(glued, sizeof(glued), "exec python3 -X\"%s\" c.py", script);
+    snprintf(option, sizeof(option), "-C%s", top);
     size_t e = (size_t)snprintf(escaped, sizeof(escaped), "exec ");
     for (const char *c = blank; *c != '\0' && e + 2 < sizeof(escaped); c++) {
         if (*c == ' ')
@@ -923,6 +925,10 @@ static void test_bisect__a_checkout_path_in_a_shell_command_is_refused(void **st
          * at the blank: '.../my', outside the checkout, and every commit ran the checkout's) */
         {{"sh", "-c", quoted, NULL}, blank, "'./canary.sh'"},
         {{"sh", "-c", escaped, NULL}, blank, "'./canary.sh'"},
+        /* a path glued to an option, quoted in the shell's string or as its own word (once
+         * quotes were removed, '-X/...' was no path: every commit ran the checkout's) */
+        {{"sh", "-c", glued, NULL}, script, "'./canary.sh'"},
+        {{"./canary.sh", option, NULL}, top, "'.'"},
     };
     for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
         int rc = bisect_canary(w, 15, NULL, refused[k].canary);

@@ -118,10 +118,51 @@ static void test_worktree__shell_words_honour_quotes_and_escapes(void **state)
         fail_msg("one argument '%s': %zu found, itself expected", want, k);
 }
 
+/* A path glued to an option, quoted in a shell line ('python -X"/x/my repo/c.py"', '-I'/x/inc''):
+ * once quotes were removed the word was '-X/x/...', whose '/' follows the option's letters, and
+ * no path was seen (the quoted form was found only while words were split at quotes; the
+ * unquoted '-I/x/inc' never was). A word that begins with '-' names a path right after its
+ * option's letters too; one that does not begin with '-' does not. */
+static void test_worktree__a_path_glued_to_an_option_is_found(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;  /* %s: the checkout's top */
+        bool shell;        /* read as a shell line, else as one argument */
+        const char *found; /* the path named, %s the top; NULL: none */
+        const char *rel;
+    } cases[] = {
+        {"python -X\"%s/canary.sh\" c.py", true, "%s/canary.sh", "canary.sh"},
+        {"cc -I'%s' -c x.c", true, "%s", ""},
+        {"cc --include-dir'%s/canary.sh'", true, "%s/canary.sh", "canary.sh"},
+        {"cc -isystem\"%s\":/usr/include", true, "%s", ""},
+        {"-I%s/canary.sh", false, "%s/canary.sh", "canary.sh"},
+        {"x-I'%s/canary.sh'", true, NULL, NULL},        /* no option */
+        {"cc -I$HOME'%s/canary.sh'", true, NULL, NULL}, /* no expansion: not a path */
+        {"cc -I.'%s/canary.sh'", true, NULL, NULL},     /* relative, not the checkout's */
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char line[3 * PATH_MAX], want[PATH_MAX + 32];
+        snprintf(line, sizeof(line), cases[c].line, top);
+        struct cg_worktree_path found[4];
+        size_t k = cg_worktree_paths_in(top, NULL, line, cases[c].shell, found, 4);
+        if (cases[c].found == NULL) {
+            if (k != 0)
+                fail_msg("'%s': found '%s', none expected", line, found[0].path);
+            continue;
+        }
+        snprintf(want, sizeof(want), cases[c].found, top);
+        if (k != 1 || strcmp(found[0].path, want) != 0 || strcmp(found[0].rel, cases[c].rel) != 0)
+            fail_msg("'%s': %zu found ('%s', '%s'), one expected: '%s' ('%s')", line, k,
+                     k > 0 ? found[0].path : "", k > 0 ? found[0].rel : "", want, cases[c].rel);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worktree__shell_words_honour_quotes_and_escapes),
+        cmocka_unit_test(test_worktree__a_path_glued_to_an_option_is_found),
     };
     return cmocka_run_group_tests(tests, make_checkout, remove_checkout);
 }
