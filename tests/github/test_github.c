@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
+#include <iconv.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,30 +316,50 @@ static void test_github__comment_body_is_cut_to_githubs_limit(void **state)
     cg_buf_release(&b);
 }
 
-/* UTF-16 code units of n bytes of UTF-8: a character above U+FFFF (a 4-byte sequence) counts 2. */
+/* The UTF-16 code units of n bytes of UTF-8, by glibc's iconv (an encoder of its own, not the
+ * count under test): the bytes it writes to UTF-16LE, halved. A body that is not whole UTF-8 (a
+ * cut inside a character) fails the test. */
 static size_t utf16_units(const char *p, size_t n)
 {
-    size_t u = 0;
-    for (size_t i = 0; i < n; i++)
-        u += (((unsigned char)p[i] & 0xC0) != 0x80) + ((unsigned char)p[i] >= 0xF0);
-    return u;
+    iconv_t cd = iconv_open("UTF-16LE", "UTF-8");
+    assert_true(cd != (iconv_t)-1);
+    char out[1 << 16];
+    char *in = (char *)p;
+    size_t left = n, bytes = 0;
+    while (left > 0) {
+        char *o = out;
+        size_t room = sizeof(out);
+        size_t r = iconv(cd, &in, &left, &o, &room);
+        if (r == (size_t)-1 && errno != E2BIG)
+            fail_msg("not UTF-8 at byte %zu of %zu", n - left, n);
+        bytes += sizeof(out) - room;
+    }
+    iconv_close(cd);
+    return bytes / 2;
 }
 
 /* The body was cut to 65,536 characters, but GitHub may count UTF-16 code units, in which an
  * emoji (above U+FFFF) is two: a report of emoji lines under 65,536 characters but over 65,536
  * units was sent whole and could be refused, the comment lost. The cut counts UTF-16 units,
- * never more than characters, so the body fits whichever GitHub counts; a body within the
- * units is sent whole. */
+ * never fewer than characters, so the body fits whichever GitHub counts; a body within the
+ * units is sent whole. The cut body is counted by iconv, and a report of 2-, 3- and 4-byte
+ * characters is cut within 200 units of the limit (a 3-byte character counted as 2 units cut
+ * it thousands early). Each report's size was computed once with Python 3:
+ * len(s) characters and len(s.encode('utf-16-le')) // 2 units. */
 static void test_github__comment_body_is_cut_to_githubs_limit_in_utf16_units(void **state)
 {
     (void)state;
     static const struct {
-        int lines, emoji; /* per line */
+        int lines, repeat; /* per line, repeat times glyphs */
+        const char *glyphs;
         bool cut;
     } cases[] = {
-        {3000, 20, true},  /* 117,000 characters, 177,000 units */
-        {1700, 18, true},  /* 62,900 characters (under the limit), 93,500 units */
-        {1200, 16, false}, /* 42,000 characters, 61,200 units: whole */
+        {3000, 20, "\xF0\x9F\x9A\x80", true},  /* U+1F680: 117,021 characters, 177,021 units */
+        {1700, 18, "\xF0\x9F\x9A\x80", true},  /* 62,921 characters (under the limit), 93,521 */
+        {1200, 16, "\xF0\x9F\x9A\x80", false}, /* 42,021 characters, 61,221 units: whole */
+        /* "é€中🚀" (2, 3, 3 and 4 bytes; 1, 1, 1 and 2 units): 64,521 characters, 73,521 units */
+        {1500, 6, "\xC3\xA9\xE2\x82\xAC\xE4\xB8\xAD\xF0\x9F\x9A\x80", true},
+        {1000, 6, "\xC3\xA9\xE2\x82\xAC\xE4\xB8\xAD\xF0\x9F\x9A\x80", false}, /* 49,021 units */
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         struct cg_buf report, b;
@@ -347,8 +369,8 @@ static void test_github__comment_body_is_cut_to_githubs_limit_in_utf16_units(voi
         assert_int_equal(cg_buf_adds(&report, MARKER "\n"), 0);
         for (int i = 0; i < cases[c].lines; i++) {
             assert_int_equal(cg_buf_printf(&report, "| kernel %04d | ", i), 0);
-            for (int k = 0; k < cases[c].emoji; k++)
-                assert_int_equal(cg_buf_adds(&report, "\xF0\x9F\x9A\x80"), 0); /* U+1F680 */
+            for (int k = 0; k < cases[c].repeat; k++)
+                assert_int_equal(cg_buf_adds(&report, cases[c].glyphs), 0);
             assert_int_equal(cg_buf_adds(&report, " |\n"), 0);
         }
         assert_int_equal(cg_github_comment_body(report.data, report.len, NULL, &b, &err), 0);
@@ -356,7 +378,9 @@ static void test_github__comment_body_is_cut_to_githubs_limit_in_utf16_units(voi
         if (units > CG_GITHUB_COMMENT_MAX_UNITS)
             fail_msg("case %zu: a body of %zu UTF-16 units", c, units);
         if (cases[c].cut) {
-            assert_true(units > CG_GITHUB_COMMENT_MAX_UNITS - 200);
+            if (units <= CG_GITHUB_COMMENT_MAX_UNITS - 200)
+                fail_msg("case %zu: cut to %zu UTF-16 units, %d wanted", c, units,
+                         CG_GITHUB_COMMENT_MAX_UNITS);
             assert_non_null(strstr(b.data, "|\n\n_The report was cut"));
         } else {
             assert_int_equal(b.len, report.len);
