@@ -197,13 +197,13 @@ static int redact_hosts(struct cg_shard *shards, size_t n, const struct cg_redac
         goto done;
     qsort(shown, n_shown, sizeof(*shown), cmp_str);
     /* one group per name as recorded, led by its first appearance */
-    if ((by_name = malloc(n_hidden * sizeof(*by_name))) == NULL) {
+    if ((by_name = malloc(n_hidden * sizeof(struct hidden *))) == NULL) {
         rc = CG_ENOMEM;
         goto done;
     }
     for (size_t k = 0; k < n_hidden; k++)
         by_name[k] = &h[k];
-    qsort(by_name, n_hidden, sizeof(*by_name), cmp_recorded);
+    qsort(by_name, n_hidden, sizeof(struct hidden *), cmp_recorded);
     for (size_t k = 0; k < n_hidden; k++)
         by_name[k]->lead = k > 0 && strcmp(*by_name[k]->field, *by_name[k - 1]->field) == 0
                                ? by_name[k - 1]->lead

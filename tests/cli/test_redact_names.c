@@ -143,7 +143,9 @@ static void assert_two_hidden_nodes(const char *json, const char *name)
         }
         const cJSON *n;
         cJSON_ArrayForEach(n, nodes)
+        {
             assert_int_equal(cJSON_GetObjectItemCaseSensitive(n, "ranks")->valueint, 2);
+        }
     }
     cJSON_Delete(root);
 }
