@@ -9,6 +9,9 @@
  *
  *   canary-gate-shard 1                   first line (format version)
  *   pid P | rank R | local_rank L         the process (rank lines only when RANK/LOCAL_RANK set)
+ *   pid_start TICKS PIDNS                 its start (clock ticks after boot, which exec keeps)
+ *                                         and PID namespace: one pid and one such line are one
+ *                                         process's images (shard_format.h)
  *   host NAME | world_size N | group_rank N | slurm_procid N | slurm_nodeid N | slurm_ntasks N
  *   | slurm_node NAME | slurm_job ID        where it ran: the host name, WORLD_SIZE, GROUP_RANK,
  *   | slurm_step N                        SLURM_PROCID, SLURM_NODEID, SLURM_NTASKS,
@@ -196,6 +199,10 @@ enum cg_steps_source {
 
 struct cg_shard {
     int64_t pid, rank, local_rank; /* -1 when not recorded */
+    /* "pid_start": the process's start in clock ticks after boot (exec keeps it) and its PID
+     * namespace; -1 when not recorded. Shards of one pid and one start on one host are the
+     * images of one process that exec'd (cg_shard_check_restarts) */
+    int64_t pid_start_ticks, pid_ns;
     /* where it ran ("host", "world_size", ... lines): NULL or -1 when not recorded */
     char *host, *slurm_node, *slurm_job;
     /* the host name as recorded (else the Slurm node), kept by cg_shard_redact before it hides
@@ -381,7 +388,9 @@ const char *cg_shard_clock_host(const struct cg_shard *s);
  * is a restart. CG_ECANARY "srun task 0 of step 3 of job 42 ran its process twice, one after the
  * other: pid 12 on n1 began its first step 1.20 s after pid 11 had made its last ..." (else "the
  * canary ran its process twice ..."); 0 when there is none; CG_ENOMEM. Processes with a rank of
- * their own are told apart by it (a rank twice: cg_shard_check_world). O(n log n). */
+ * their own are told apart by it (a rank twice: cg_shard_check_world); the images of a process
+ * that exec'd (one pid and "pid_start" on one host) are one process, their steps' spans one.
+ * O(n log n). */
 int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_err *err);
 
 /* The node s ran on: SLURMD_NODENAME, else its host name, else "?" (borrowed; never ""). */

@@ -619,6 +619,16 @@ static int parse_pid(struct parse_state *ps, struct line *l)
     return next_int(l, 0, INT32_MAX, &ps->s->pid) ? 0 : 1;
 }
 
+static int parse_pid_start(struct parse_state *ps, struct line *l)
+{
+    int64_t ticks, ns;
+    if (!next_int(l, 0, INT64_MAX, &ticks) || !next_int(l, 0, INT64_MAX, &ns) || l->p < l->end)
+        return 1;
+    ps->s->pid_start_ticks = ticks;
+    ps->s->pid_ns = ns;
+    return 0;
+}
+
 static int parse_rank(struct parse_state *ps, struct line *l)
 {
     return next_int(l, 0, INT32_MAX, &ps->s->rank) ? 0 : 1;
@@ -835,6 +845,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_DONE, parse_done},
     {CG_SHARD_KEY_STRAY_STEPS, parse_stray_steps},
     {CG_SHARD_KEY_PID, parse_pid},
+    {CG_SHARD_KEY_PID_START, parse_pid_start},
     {CG_SHARD_KEY_RANK, parse_rank},
     {CG_SHARD_KEY_LOCAL_RANK, parse_local_rank},
     {CG_SHARD_KEY_HOST, parse_host},

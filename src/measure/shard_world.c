@@ -148,13 +148,64 @@ const char *cg_shard_clock_host(const struct cg_shard *s)
 }
 
 /* A process with steps that may have run after another of its task (cg_shard_check_restarts):
- * task, its task_group (-1: a process without a rank), and its steps' span in its host's clock. */
+ * task, its task_group (-1: a process without a rank), and its steps' span in its host's clock
+ * (the span of all its images' steps, when it exec'd). */
 struct span_at {
     size_t at;
     int64_t task;
     const char *clock;
     int64_t first_ns, last_ns; /* the first step's start, the last step's end */
+    int64_t pid, pid_start_ticks, pid_ns; /* the process (one_process) */
 };
+
+/* Whether a and b are images of one process that exec'd: one pid and one recorded start
+ * ("pid_start", which exec keeps) on one host, in one task. */
+static bool one_process(const struct span_at *a, const struct span_at *b)
+{
+    return a->task == b->task && a->pid == b->pid && a->pid_start_ticks >= 0 &&
+           a->pid_start_ticks == b->pid_start_ticks && a->pid_ns == b->pid_ns &&
+           strcmp(a->clock, b->clock) == 0;
+}
+
+static int cmp_i64(int64_t a, int64_t b)
+{
+    return (a > b) - (a < b);
+}
+
+/* By task, clock, pid and recorded start (then the index): one process's images together. */
+static int cmp_process(const void *x, const void *y)
+{
+    const struct span_at *a = x, *b = y;
+    int c = cmp_i64(a->task, b->task);
+    if (c == 0)
+        c = strcmp(a->clock, b->clock);
+    if (c == 0)
+        c = cmp_i64(a->pid, b->pid);
+    if (c == 0)
+        c = cmp_i64(a->pid_start_ticks, b->pid_start_ticks);
+    if (c == 0)
+        c = cmp_i64(a->pid_ns, b->pid_ns);
+    return c != 0 ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+/* Folds the spans of one process's images (one_process) into one span, the first image's: k
+ * spans in, the number left. O(k log k). */
+static size_t fold_images(struct span_at *v, size_t k)
+{
+    qsort(v, k, sizeof(*v), cmp_process);
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (m == 0 || !one_process(&v[m - 1], &v[i])) {
+            v[m++] = v[i];
+            continue;
+        }
+        if (v[i].first_ns < v[m - 1].first_ns)
+            v[m - 1].first_ns = v[i].first_ns;
+        if (v[i].last_ns > v[m - 1].last_ns)
+            v[m - 1].last_ns = v[i].last_ns;
+    }
+    return m;
+}
 
 /* By task, then clock, then when the steps began (then the index: the order never depends on
  * qsort's). */
@@ -223,12 +274,18 @@ int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_e
     for (size_t i = 0; i < n; i++) {
         const struct cg_shard *s = &shards[i];
         int64_t r, w;
-        struct span_at sp = {i, s->task_group, cg_shard_clock_host(s), 0, 0};
+        struct span_at sp = {.at = i,
+                             .task = s->task_group,
+                             .clock = cg_shard_clock_host(s),
+                             .pid = s->pid,
+                             .pid_start_ticks = s->pid_start_ticks,
+                             .pid_ns = s->pid_ns};
         if (s->task_group < 0 && cg_shard_rank(s, &r, &w))
             continue; /* a rank of its own: told apart by it */
         if (step_span(s, &sp))
             v[k++] = sp;
     }
+    k = fold_images(v, k);
     qsort(v, k, sizeof(*v), cmp_span);
     int rc = 0;
     /* in each task (on each clock), by when their steps began: one that began after every

@@ -127,6 +127,36 @@ static void test_run__a_script_that_execs_itself_65_times_is_measured(void **sta
     cg_artifact_release(&a);
 }
 
+/* A script that makes steps, then execs itself and makes steps again (one pid, two images): the
+ * images are one process's, the earlier merged as another process (docs/collector.md "Exec"),
+ * never the process run again after itself. */
+static void test_run__a_script_that_execs_itself_after_steps_is_one_process(void **state)
+{
+    NEED_TORCH();
+    const struct cg_workdir *w = *state;
+    write_file(w, "reexec_steps.py",
+               "import os, sys, torch\n"
+               "torch.set_num_threads(1)\n"
+               "model = torch.nn.Linear(8, 1); opt = torch.optim.SGD(model.parameters(), lr=1e-3)\n"
+               "for i in range(6):\n"
+               "    opt.zero_grad(); model(torch.randn(4, 8)).sum().backward(); opt.step()\n"
+               "if os.environ.get('REEXECED') != '1':\n"
+               "    os.environ['REEXECED'] = '1'\n"
+               "    os.execv(sys.executable, [sys.executable] + sys.argv)\n");
+    struct cg_proc p;
+    const char *args[] = {"run",      "--out", "rs.json",         "--runs", "1",
+                          "--warmup", "1",     "--steps",         "3",      "--let-finish",
+                          "--",       PYTHON,  "reexec_steps.py", NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, p.err);
+    struct cg_artifact a;
+    load(w, "rs.json", &a);
+    assert_int_equal(a.n_runs, 1);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    cg_artifact_release(&a);
+}
+
 /* A single-process script that prints a network client's "Connection refused" (a wandb retry)
  * and then fails on a bug of its own fails as the canary's failure: nothing says infrastructure,
  * and nothing says "a peer rank" of a process that has none. */
@@ -243,6 +273,9 @@ int main(void)
                                         cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_run__a_script_that_execs_itself_65_times_is_measured,
                                         cg_workdir_setup, cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_run__a_script_that_execs_itself_after_steps_is_one_process, cg_workdir_setup,
+            cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(
             test_run__a_scripts_own_error_after_a_network_message_is_not_infrastructure,
             cg_workdir_setup, cg_workdir_teardown),

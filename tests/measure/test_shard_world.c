@@ -275,7 +275,8 @@ static void test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice(
  * srun task (row 140 made them the task's processes), or two processes without a rank on one
  * host. The second began its first step after the first had made its last: a restart, refused
  * naming the task and both pids, never merged step by step as if the two had run together.
- * Processes whose steps overlap are still the task's processes. */
+ * Processes whose steps overlap are still the task's processes, and the images of one process
+ * that exec'd itself (one pid, one "pid_start") are one process's. */
 static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_restart(void **state)
 {
     (void)state;
@@ -346,6 +347,24 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
          2,
          {{11, "vm", "rank 0\n", 100}, {12, "vm", "rank 1\n", 5000}},
          NULL},
+        {"a process that exec'd itself after its steps: two images of one process",
+         false,
+         2,
+         {{11, "vm", "pid_start 500 4026531836\n", 100},
+          {11, "vm", "pid_start 500 4026531836\n", 5000}},
+         NULL},
+        {"the same in an srun task",
+         true,
+         2,
+         {{11, "vm", "pid_start 500 4026531836\n", 100},
+          {11, "vm", "pid_start 500 4026531836\n", 5000}},
+         NULL},
+        {"a pid used again by a later process (another start)",
+         false,
+         2,
+         {{11, "vm", "pid_start 500 4026531836\n", 100},
+          {11, "vm", "pid_start 900 4026531836\n", 5000}},
+         "the canary ran its process twice"},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         char text[4][512];
