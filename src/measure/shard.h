@@ -388,7 +388,8 @@ const char *cg_shard_clock_host(const struct cg_shard *s);
  * is a restart. CG_ECANARY "srun task 0 of step 3 of job 42 ran its process twice, one after the
  * other: pid 12 on n1 began its first step 1.20 s after pid 11 had made its last ..." (else "the
  * canary ran its process twice ..."); 0 when there is none; CG_ENOMEM. Processes with a rank of
- * their own are told apart by it (a rank twice: cg_shard_check_world); the images of a process
+ * their own are told apart by it: never compared outside a task (a rank twice:
+ * cg_shard_check_world), in a task only with the same rank's; the images of a process
  * that exec'd (one pid and "pid_start" on one host) are one process, their steps' spans one.
  * O(n log n). */
 int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_err *err);

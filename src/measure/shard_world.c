@@ -148,11 +148,12 @@ const char *cg_shard_clock_host(const struct cg_shard *s)
 }
 
 /* A process with steps that may have run after another of its task (cg_shard_check_restarts):
- * task, its task_group (-1: a process without a rank), and its steps' span in its host's clock
- * (the span of all its images' steps, when it exec'd). */
+ * task, its task_group (-1: a process without a rank), rank, its own rank in the task (RANK, an
+ * MPI rank; -1 none), and its steps' span in its host's clock (the span of all its images'
+ * steps, when it exec'd). Only processes of one task, rank and clock are compared. */
 struct span_at {
     size_t at;
-    int64_t task;
+    int64_t task, rank;
     const char *clock;
     int64_t first_ns, last_ns; /* the first step's start, the last step's end */
     int64_t pid, pid_start_ticks, pid_ns; /* the process (one_process) */
@@ -162,9 +163,9 @@ struct span_at {
  * ("pid_start", which exec keeps) on one host, in one task. */
 static bool one_process(const struct span_at *a, const struct span_at *b)
 {
-    return a->task == b->task && a->pid == b->pid && a->pid_start_ticks >= 0 &&
-           a->pid_start_ticks == b->pid_start_ticks && a->pid_ns == b->pid_ns &&
-           strcmp(a->clock, b->clock) == 0;
+    return a->task == b->task && a->rank == b->rank && a->pid == b->pid &&
+           a->pid_start_ticks >= 0 && a->pid_start_ticks == b->pid_start_ticks &&
+           a->pid_ns == b->pid_ns && strcmp(a->clock, b->clock) == 0;
 }
 
 static int cmp_i64(int64_t a, int64_t b)
@@ -172,11 +173,14 @@ static int cmp_i64(int64_t a, int64_t b)
     return (a > b) - (a < b);
 }
 
-/* By task, clock, pid and recorded start (then the index): one process's images together. */
+/* By task, rank, clock, pid and recorded start (then the index): one process's images
+ * together. */
 static int cmp_process(const void *x, const void *y)
 {
     const struct span_at *a = x, *b = y;
     int c = cmp_i64(a->task, b->task);
+    if (c == 0)
+        c = cmp_i64(a->rank, b->rank);
     if (c == 0)
         c = strcmp(a->clock, b->clock);
     if (c == 0)
@@ -207,13 +211,15 @@ static size_t fold_images(struct span_at *v, size_t k)
     return m;
 }
 
-/* By task, then clock, then when the steps began (then the index: the order never depends on
- * qsort's). */
+/* By task, rank, then clock, then when the steps began (then the index: the order never
+ * depends on qsort's). */
 static int cmp_span(const void *x, const void *y)
 {
     const struct span_at *a = x, *b = y;
     if (a->task != b->task)
         return a->task < b->task ? -1 : 1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
     int c = strcmp(a->clock, b->clock);
     if (c != 0)
         return c;
@@ -224,7 +230,7 @@ static int cmp_span(const void *x, const void *y)
 
 static bool same_clock_task(const struct span_at *a, const struct span_at *b)
 {
-    return a->task == b->task && strcmp(a->clock, b->clock) == 0;
+    return a->task == b->task && a->rank == b->rank && strcmp(a->clock, b->clock) == 0;
 }
 
 /* The span of s's steps into *sp: false when it marked none. */
@@ -276,12 +282,18 @@ int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_e
         int64_t r, w;
         struct span_at sp = {.at = i,
                              .task = s->task_group,
+                             .rank = -1,
                              .clock = cg_shard_clock_host(s),
                              .pid = s->pid,
                              .pid_start_ticks = s->pid_start_ticks,
                              .pid_ns = s->pid_ns};
-        if (s->task_group < 0 && cg_shard_rank(s, &r, &w))
-            continue; /* a rank of its own: told apart by it */
+        /* a rank of its own is told apart by it: outside a task never compared (a rank twice:
+         * cg_shard_check_world), in a task only with processes of the same rank */
+        if (cg_shard_rank(s, &r, &w)) {
+            if (s->task_group < 0)
+                continue;
+            sp.rank = r;
+        }
         if (step_span(s, &sp))
             v[k++] = sp;
     }

@@ -584,6 +584,28 @@ static void test_run__a_canary_run_twice_one_after_the_other_is_refused(void **s
     unlink("nvtx-rerun.log");
 }
 
+/* Inside one srun task (srun -n 1 of a launcher that sets RANK), two processes with ranks of
+ * their own whose steps do not overlap (ranks that never sync, the second started after the
+ * first had made its steps) are two ranks, measured: never the task's process run twice. The
+ * task's variables are set as srun sets them. */
+static void test_run__ranks_of_their_own_in_one_srun_task_are_no_restart(void **state)
+{
+    (void)state;
+    struct result r;
+    char line[1024];
+    snprintf(line, sizeof(line),
+             "export SLURM_JOB_ID=42 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_NODEID=0 "
+             "SLURM_NTASKS=1 SLURMD_NODENAME=n1; "
+             "RANK=0 WORLD_SIZE=2 %s --steps 5 --step-ms 5 & sleep 0.3; "
+             "RANK=1 WORLD_SIZE=2 %s --steps 5 --step-ms 5; wait",
+             CANARY, CANARY);
+    run_rerun(line, true, &r);
+    if (r.exit_code != 0)
+        fail_msg("exit %d:\n%s", r.exit_code, r.err);
+    unlink("nvtx-rerun.json");
+    unlink("nvtx-rerun.log");
+}
+
 static void test_run__failing_and_missing_commands_exit_3(void **state)
 {
     (void)state;
@@ -1292,6 +1314,7 @@ int main(void)
         cmocka_unit_test(test_run__no_step_exits_3_with_how_to),
         cmocka_unit_test(test_run__worker_processes_are_merged),
         cmocka_unit_test(test_run__a_canary_run_twice_one_after_the_other_is_refused),
+        cmocka_unit_test(test_run__ranks_of_their_own_in_one_srun_task_are_no_restart),
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank),

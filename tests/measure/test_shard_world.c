@@ -320,7 +320,12 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
           {21, "vm", "rank 0\n", 5000},
           {22, "vm", "rank 1\n", 5020}},
          "srun task 0 of step 3 of job 42 ran its process twice, one after the other: pid 21 on "
-         "n1 began its first step 4.68 us after pid 12 had made its last"},
+         "n1 began its first step 4.70 us after pid 11 had made its last"},
+        {"two ranks of their own in one task (a launcher in srun -n 1), one after the other",
+         true,
+         2,
+         {{11, "vm", "rank 0\nworld_size 2\n", 100}, {12, "vm", "rank 1\nworld_size 2\n", 5000}},
+         NULL},
         {"a task's one RANK inherited, run twice",
          true,
          2,
