@@ -59,6 +59,7 @@ static locale_t g_c_locale = (locale_t)0; /* numbers in shards never follow the 
 static _Atomic int64_t g_trace_events, g_trace_dropped;
 static char g_fail_path[PATH_MAX]; /* CANARY_GATE_FAIL_FILE, "" when not given */
 static char g_start_line[80];      /* this process's "pid_start" line; "" when unknown */
+static char g_started_line[48];    /* its "started" line; "" when unknown */
 static _Atomic bool g_failed;
 
 /* Records the first failure to write the shard for the launcher (see the file header). Never
@@ -395,6 +396,27 @@ static bool shard_names(const char *dir, const char *r, const char *l, long pid,
     return n >= 0 && (size_t)n < sizeof(g_final_path);
 }
 
+/* Fills g_started_line with this process's "started NS" line (shard_format.h): its start, ticks
+ * clock ticks after boot (CLOCK_BOOTTIME's count, as /proc/self/stat gives it), carried to the
+ * clock of the steps (cg_inject_now_ns) by the time elapsed since. Left "" when a clock cannot be
+ * read. */
+static void started_line(unsigned long long ticks)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot;
+    unsigned long long h = (unsigned long long)hz;
+    if (hz <= 0 || ticks / h > (unsigned long long)INT64_MAX / 2000000000u ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return;
+    int64_t now_ns = (int64_t)cg_inject_now_ns();
+    int64_t boot_ns = (int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec;
+    int64_t start_boot_ns = (int64_t)(ticks / h * 1000000000u + ticks % h * 1000000000u / h);
+    int k = snprintf(g_started_line, sizeof(g_started_line), CG_SHARD_KEY_STARTED " %lld\n",
+                     (long long)(now_ns - (boot_ns - start_boot_ns)));
+    if (k < 0 || (size_t)k >= sizeof(g_started_line))
+        g_started_line[0] = '\0';
+}
+
 /* Fills g_start_line with this process's "pid_start TICKS PIDNS" line (shard_format.h): its start
  * (/proc/self/stat field 22, clock ticks after boot: kept across exec, another for a process that
  * got the pid after this one ended) and its PID namespace (the inode of /proc/self/ns/pid, 0 when
@@ -428,8 +450,11 @@ static void read_start_line(void)
     unsigned long long ns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
     int k = snprintf(g_start_line, sizeof(g_start_line), CG_SHARD_KEY_PID_START " %llu %llu\n",
                      ticks, ns);
-    if (k < 0 || (size_t)k >= sizeof(g_start_line))
+    if (k < 0 || (size_t)k >= sizeof(g_start_line)) {
         g_start_line[0] = '\0';
+        return;
+    }
+    started_line(ticks);
 }
 
 /* True when the shard open as fd was written by an earlier image of this process: its header
@@ -569,6 +594,7 @@ static void start_once(void)
     cg_inject_lock();
     cg_inject_append(CG_SHARD_MAGIC "\n" CG_SHARD_KEY_PID " %ld\n", pid);
     cg_inject_append_bytes(g_start_line, strlen(g_start_line));
+    cg_inject_append_bytes(g_started_line, strlen(g_started_line));
     if (rank)
         cg_inject_append(CG_SHARD_KEY_RANK " %s\n", rank);
     if (local)

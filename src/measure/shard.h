@@ -12,6 +12,9 @@
  *   pid_start TICKS PIDNS                 its start (clock ticks after boot, which exec keeps)
  *                                         and PID namespace: one pid and one such line are one
  *                                         process's images (shard_format.h)
+ *   started NS                            its start on the clock of the "s" lines (up to
+ *                                         CG_SHARD_START_ERROR_NS early): one that started
+ *                                         after another had made its steps is a restart
  *   host NAME | world_size N | group_rank N | slurm_procid N | slurm_nodeid N | slurm_ntasks N
  *   | slurm_node NAME | slurm_job ID        where it ran: the host name, WORLD_SIZE, GROUP_RANK,
  *   | slurm_step N                        SLURM_PROCID, SLURM_NODEID, SLURM_NTASKS,
@@ -203,6 +206,10 @@ struct cg_shard {
      * namespace; -1 when not recorded. Shards of one pid and one start on one host are the
      * images of one process that exec'd (cg_shard_check_restarts) */
     int64_t pid_start_ticks, pid_ns;
+    /* "started": the process's start on the steps' clock (ns, may be negative), started_known
+     * false when not recorded (an older library, /proc unreadable) */
+    int64_t started_ns;
+    bool started_known;
     /* where it ran ("host", "world_size", ... lines): NULL or -1 when not recorded */
     char *host, *slurm_node, *slurm_job;
     /* the host name as recorded (else the Slurm node), kept by cg_shard_redact before it hides
@@ -383,12 +390,14 @@ const char *cg_shard_clock_host(const struct cg_shard *s);
 
 /* Refuses a process run twice one after the other where its two runs would be merged as one
  * run's processes: among the processes with steps of one srun task (task_group), or without a
- * rank on one host (cg_shard_clock_host), one that began its first step after every other that
- * began before it had made its last (a job step of 'python t.py || python t.py', a retry wrapper)
- * is a restart. CG_ECANARY "srun task 0 of step 3 of job 42 ran its process twice, one after the
- * other: pid 12 on n1 began its first step 1.20 s after pid 11 had made its last ..." (else "the
- * canary ran its process twice ..."); 0 when there is none; CG_ENOMEM. Processes with a rank of
- * their own are told apart by it: never compared outside a task (a rank twice:
+ * rank on one host (cg_shard_clock_host), one whose process started ("started", less than
+ * CG_SHARD_START_ERROR_NS before counts) after another had made its last step, and whose steps
+ * came after it, is a restart (a job step of 'python t.py || python t.py', a retry wrapper);
+ * processes started together are not, however late one's first step; one whose start is not
+ * recorded is not judged. CG_ECANARY "srun task 0 of step 3 of job 42 ran its process twice, one
+ * after the other: pid 12 on n1 began its first step 1.20 s after pid 11 had made its last ..."
+ * (else "the canary ran its process twice ..."); 0 when there is none; CG_ENOMEM. Processes with a
+ * rank of their own are told apart by it: never compared outside a task (a rank twice:
  * cg_shard_check_world), in a task only with the same rank's; the images of a process
  * that exec'd (one pid and "pid_start" on one host) are one process, their steps' spans one.
  * O(n log n). */

@@ -629,6 +629,16 @@ static int parse_pid_start(struct parse_state *ps, struct line *l)
     return 0;
 }
 
+static int parse_started(struct parse_state *ps, struct line *l)
+{
+    int64_t ns;
+    if (!next_int(l, -((int64_t)1 << 62), (int64_t)1 << 62, &ns) || l->p < l->end)
+        return 1;
+    ps->s->started_ns = ns;
+    ps->s->started_known = true;
+    return 0;
+}
+
 static int parse_rank(struct parse_state *ps, struct line *l)
 {
     return next_int(l, 0, INT32_MAX, &ps->s->rank) ? 0 : 1;
@@ -846,6 +856,7 @@ static const struct record records[] = {
     {CG_SHARD_KEY_STRAY_STEPS, parse_stray_steps},
     {CG_SHARD_KEY_PID, parse_pid},
     {CG_SHARD_KEY_PID_START, parse_pid_start},
+    {CG_SHARD_KEY_STARTED, parse_started},
     {CG_SHARD_KEY_RANK, parse_rank},
     {CG_SHARD_KEY_LOCAL_RANK, parse_local_rank},
     {CG_SHARD_KEY_HOST, parse_host},

@@ -17,9 +17,9 @@
  * world check counts the task once, none of them is Slurm's rank in the run (cg_shard_rank), and
  * SLURM_NTASKS, a count of tasks, is no world for ranks they set themselves (RANK). The same task
  * number in two steps is two launches. Processes merged as one run's because nothing tells them
- * apart (one task's, or without a rank on one host) ran together; one of them that began its
- * steps after the others had made theirs is the canary run again, a restart
- * (cg_shard_check_restarts; their step times are on one host's clock).
+ * apart (one task's, or without a rank on one host) ran together; one of them whose process
+ * started after another had made its steps is the canary run again, a restart
+ * (cg_shard_check_restarts; their starts and step times are on one host's clock).
  */
 #include "shard.h"
 
@@ -157,6 +157,8 @@ struct span_at {
     const char *clock;
     int64_t first_ns, last_ns; /* the first step's start, the last step's end */
     int64_t pid, pid_start_ticks, pid_ns; /* the process (one_process) */
+    int64_t started_ns;                   /* its start on the steps' clock, when started_known */
+    bool started_known;
 };
 
 /* Whether a and b are images of one process that exec'd: one pid and one recorded start
@@ -207,6 +209,11 @@ static size_t fold_images(struct span_at *v, size_t k)
             v[m - 1].first_ns = v[i].first_ns;
         if (v[i].last_ns > v[m - 1].last_ns)
             v[m - 1].last_ns = v[i].last_ns;
+        if (v[i].started_known &&
+            (!v[m - 1].started_known || v[i].started_ns < v[m - 1].started_ns)) {
+            v[m - 1].started_ns = v[i].started_ns;
+            v[m - 1].started_known = true;
+        }
     }
     return m;
 }
@@ -286,7 +293,9 @@ int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_e
                              .clock = cg_shard_clock_host(s),
                              .pid = s->pid,
                              .pid_start_ticks = s->pid_start_ticks,
-                             .pid_ns = s->pid_ns};
+                             .pid_ns = s->pid_ns,
+                             .started_ns = s->started_ns,
+                             .started_known = s->started_known};
         /* a rank of its own is told apart by it: outside a task never compared (a rank twice:
          * cg_shard_check_world), in a task only with processes of the same rank */
         if (cg_shard_rank(s, &r, &w)) {
@@ -300,15 +309,20 @@ int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_e
     k = fold_images(v, k);
     qsort(v, k, sizeof(*v), cmp_span);
     int rc = 0;
-    /* in each task (on each clock), by when their steps began: one that began after every
-     * earlier one had made its last step */
+    /* in each task, rank and clock, by when their steps began: one that started (its process,
+     * not its first step) after an earlier one had made its last step; a process whose start is
+     * not recorded is not judged. A start up to CG_SHARD_START_ERROR_NS before that step counts
+     * as after it: the record is up to that early, and a retry starts right after the first
+     * attempt ended. */
     for (size_t g = 0, e; g < k && rc == 0; g = e) {
-        size_t last = g; /* the earlier process whose steps ended last */
+        size_t early = g; /* the earlier process whose steps ended first */
         for (e = g + 1; e < k && same_clock_task(&v[e], &v[g]) && rc == 0; e++) {
-            if (v[e].first_ns > v[last].last_ns)
-                rc = restart_error(&shards[v[last].at], &v[last], &shards[v[e].at], &v[e], err);
-            else if (v[e].last_ns > v[last].last_ns)
-                last = e;
+            int64_t end = v[early].last_ns;
+            if (v[e].started_known && v[e].first_ns > end &&
+                v[e].started_ns > end - CG_SHARD_START_ERROR_NS)
+                rc = restart_error(&shards[v[early].at], &v[early], &shards[v[e].at], &v[e], err);
+            else if (v[e].last_ns < end)
+                early = e;
         }
     }
     free(v);

@@ -584,6 +584,27 @@ static void test_run__a_canary_run_twice_one_after_the_other_is_refused(void **s
     unlink("nvtx-rerun.log");
 }
 
+/* Two canaries started together, one of which makes its first step long after the other made
+ * its last (a worker that loads data, compiles, or imports torch first; here a shell that sleeps
+ * and then execs the canary, which keeps the shell's start): one run's processes, measured. Only
+ * a process that started after the other had made its steps is a restart. */
+static void
+test_run__canaries_started_together_are_no_restart_however_late_a_first_step(void **state)
+{
+    (void)state;
+    struct result r;
+    char line[1024];
+    snprintf(line, sizeof(line),
+             "%s --steps 8 --step-ms 10 & sh -c 'sleep 0.5; exec \"$0\" --steps 8 --step-ms 10' "
+             "%s & wait",
+             CANARY, CANARY);
+    run_rerun(line, true, &r);
+    if (r.exit_code != 0)
+        fail_msg("exit %d:\n%s", r.exit_code, r.err);
+    unlink("nvtx-rerun.json");
+    unlink("nvtx-rerun.log");
+}
+
 /* Inside one srun task (srun -n 1 of a launcher that sets RANK), two processes with ranks of
  * their own whose steps do not overlap (ranks that never sync, the second started after the
  * first had made its steps) are two ranks, measured: never the task's process run twice. The
@@ -1315,6 +1336,8 @@ int main(void)
         cmocka_unit_test(test_run__worker_processes_are_merged),
         cmocka_unit_test(test_run__a_canary_run_twice_one_after_the_other_is_refused),
         cmocka_unit_test(test_run__ranks_of_their_own_in_one_srun_task_are_no_restart),
+        cmocka_unit_test(
+            test_run__canaries_started_together_are_no_restart_however_late_a_first_step),
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),
         cmocka_unit_test(test_run__canary_gets_the_measured_window),
         cmocka_unit_test(test_run__a_canary_in_the_gates_own_slurm_step_is_no_rank),

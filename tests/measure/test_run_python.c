@@ -212,6 +212,42 @@ static void test_run__steps_only_in_forked_processes_get_a_hint_naming_spawn(voi
         fail_msg("the hint does not name forked processes and spawn:\n%s", p.err);
 }
 
+/* Hogwild training with the 'spawn' start method (what the hint above asks for): two workers
+ * started together, each importing torch before its first optimizer step, the second also
+ * loading its data for 1 s. The first has made its few steps before the second makes its first;
+ * they started together, so they are one run's processes, measured: never a restart. */
+static void test_run__hogwild_with_spawn_is_measured_however_late_a_worker_steps(void **state)
+{
+    NEED_TORCH();
+    const struct cg_workdir *w = *state;
+    write_file(w, "hog_spawn.py",
+               "import time, torch, torch.multiprocessing as mp\n"
+               "def train(i, model):\n"
+               "    torch.set_num_threads(1)\n"
+               "    if i == 1:\n"
+               "        time.sleep(1)\n"
+               "    opt = torch.optim.SGD(model.parameters(), lr=1e-3)\n"
+               "    for _ in range(10):\n"
+               "        opt.zero_grad(); model(torch.randn(4, 8)).sum().backward(); opt.step()\n"
+               "if __name__ == '__main__':\n"
+               "    mp.set_start_method('spawn')\n"
+               "    model = torch.nn.Linear(8, 1); model.share_memory()\n"
+               "    ps = [mp.Process(target=train, args=(i, model)) for i in range(2)]\n"
+               "    [p.start() for p in ps]; [p.join() for p in ps]\n");
+    struct cg_proc p;
+    const char *args[] = {"run",      "--out", "hs.json",      "--runs", "1",
+                          "--warmup", "1",     "--steps",      "3",      "--let-finish",
+                          "--",       PYTHON,  "hog_spawn.py", NULL};
+    int rc = cg_workdir_run(w, CG_TOOL_PATH, NULL, args, &p);
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, p.err);
+    struct cg_artifact a;
+    load(w, "hs.json", &a);
+    assert_int_equal(a.n_runs, 1);
+    assert_int_equal(a.runs[0].n_steps, 3);
+    cg_artifact_release(&a);
+}
+
 /* A DataLoader whose workers start by forkserver: each worker loads the library afresh (the
  * forkserver never started it) and ends with os._exit, which runs no exit handler, so its shard,
  * with no step, stays unfinished. That is no crash, and nothing is said of it. */
@@ -281,6 +317,9 @@ int main(void)
             cg_workdir_setup, cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(
             test_run__steps_only_in_forked_processes_get_a_hint_naming_spawn, cg_workdir_setup,
+            cg_workdir_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_run__hogwild_with_spawn_is_measured_however_late_a_worker_steps, cg_workdir_setup,
             cg_workdir_teardown),
         cmocka_unit_test_setup_teardown(test_run__forkserver_workers_without_steps_are_no_crash,
                                         cg_workdir_setup, cg_workdir_teardown),

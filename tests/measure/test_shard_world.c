@@ -273,18 +273,23 @@ static void test_shard_world__processes_of_one_srun_task_are_not_its_rank_twice(
 /* A process run twice one after the other (a job step of 'python t.py || python t.py', a retry
  * wrapper) where its runs would be merged as one's concurrent processes: two processes of one
  * srun task (row 140 made them the task's processes), or two processes without a rank on one
- * host. The second began its first step after the first had made its last: a restart, refused
- * naming the task and both pids, never merged step by step as if the two had run together.
- * Processes whose steps overlap are still the task's processes, and the images of one process
- * that exec'd itself (one pid, one "pid_start") are one process's. */
+ * host. The second started after the first had made its last step (its "started" line, the
+ * process's start on the steps' clock): a restart, refused naming the task and both pids, never
+ * merged step by step as if the two had run together. Processes started together are still the
+ * task's processes, however late one makes its first step (spawned workers each importing torch
+ * first); a start within the record's error (two clock ticks) of the other's last step is judged
+ * a restart (a retry starts right after the first attempt's exit). A process without the record
+ * (an older library) is not judged. The images of one process that exec'd itself (one pid, one
+ * "pid_start") are one process's; ranks of their own are told apart by the rank. */
 static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_restart(void **state)
 {
     (void)state;
-    const char *task = "canary-gate-shard 1\npid %d\nhost %s\n%sslurm_procid 0\nslurm_nodeid 0\n"
+    const char *task = "canary-gate-shard 1\npid %d\n%shost %s\n%sslurm_procid 0\nslurm_nodeid 0\n"
                        "slurm_ntasks 1\nslurm_node n1\nslurm_job 42\nslurm_step 3\nwarmup 0\n"
-                       "s 0 %d %d -1\ns 1 %d %d -1\n";
-    const char *plain = "canary-gate-shard 1\npid %d\nhost %s\n%swarmup 0\n"
-                        "s 0 %d %d -1\ns 1 %d %d -1\n";
+                       "s 0 %lld %lld -1\ns 1 %lld %lld -1\n";
+    const char *plain = "canary-gate-shard 1\npid %d\n%shost %s\n%swarmup 0\n"
+                        "s 0 %lld %lld -1\ns 1 %lld %lld -1\n";
+    enum { NONE = -1000 }; /* no "started" line */
     static const struct {
         const char *what;
         bool in_task; /* of srun task 0 of step 3, else no Slurm */
@@ -292,93 +297,125 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
         struct {
             int pid;
             const char *host, *rank;
-            int from_ns; /* two steps of 100 ns from here */
+            int from_ms;    /* two steps of 10 ms from here */
+            int started_ms; /* the process's start (NONE: not recorded) */
         } p[4];
         const char *refused; /* NULL: not a restart */
     } cases[] = {
         {"a task's process run again after the first ended",
          true,
          2,
-         {{11, "vm", "", 100}, {12, "vm", "", 5000}},
+         {{11, "vm", "", 100, 90}, {12, "vm", "", 5000, 4990}},
          "srun task 0 of step 3 of job 42 ran its process twice, one after the other: pid 12 on "
-         "n1 began its first step 4.70 us after pid 11 had made its last"},
+         "n1 began its first step 4.88 s after pid 11 had made its last"},
         {"the same, the second listed first",
          true,
          2,
-         {{12, "vm", "", 5000}, {11, "vm", "", 100}},
-         "pid 12 on n1 began its first step 4.70 us after pid 11 had made its last"},
+         {{12, "vm", "", 5000, 4990}, {11, "vm", "", 100, 90}},
+         "pid 12 on n1 began its first step 4.88 s after pid 11 had made its last"},
         {"two workers of one task whose steps overlap",
          true,
          2,
-         {{11, "vm", "", 100}, {12, "vm", "", 250}},
+         {{11, "vm", "", 100, 90}, {12, "vm", "", 105, 90}},
          NULL},
         {"two spawned workers, then both again",
          true,
          4,
-         {{11, "vm", "rank 0\n", 100},
-          {12, "vm", "rank 1\n", 120},
-          {21, "vm", "rank 0\n", 5000},
-          {22, "vm", "rank 1\n", 5020}},
+         {{11, "vm", "rank 0\n", 100, 90},
+          {12, "vm", "rank 1\n", 102, 90},
+          {21, "vm", "rank 0\n", 5000, 4990},
+          {22, "vm", "rank 1\n", 5002, 4990}},
          "srun task 0 of step 3 of job 42 ran its process twice, one after the other: pid 21 on "
-         "n1 began its first step 4.70 us after pid 11 had made its last"},
+         "n1 began its first step 4.88 s after pid 11 had made its last"},
         {"two ranks of their own in one task (a launcher in srun -n 1), one after the other",
          true,
          2,
-         {{11, "vm", "rank 0\nworld_size 2\n", 100}, {12, "vm", "rank 1\nworld_size 2\n", 5000}},
+         {{11, "vm", "rank 0\nworld_size 2\n", 100, 90},
+          {12, "vm", "rank 1\nworld_size 2\n", 5000, 4990}},
          NULL},
         {"a task's one RANK inherited, run twice",
          true,
          2,
-         {{11, "vm", "rank 0\n", 100}, {12, "vm", "rank 0\n", 5000}},
+         {{11, "vm", "rank 0\n", 100, 90}, {12, "vm", "rank 0\n", 5000, 4990}},
          "srun task 0 of step 3 of job 42 ran its process twice"},
         {"a canary without a rank run twice on one host",
          false,
          2,
-         {{11, "vm", "", 100}, {12, "vm", "", 5000}},
+         {{11, "vm", "", 100, 90}, {12, "vm", "", 5000, 4990}},
          "the canary ran its process twice, one after the other: pid 12 on vm began its first "
-         "step 4.70 us after pid 11 had made its last"},
+         "step 4.88 s after pid 11 had made its last"},
+        {"a retry that started right after the first's last step (within a clock tick)",
+         false,
+         2,
+         {{11, "vm", "", 100, 90}, {12, "vm", "", 200, 115}},
+         "pid 12 on vm began its first step 80.00 ms after pid 11 had made its last"},
         {"two processes without a rank whose steps overlap",
          false,
          2,
-         {{11, "vm", "", 100}, {12, "vm", "", 150}},
+         {{11, "vm", "", 100, 90}, {12, "vm", "", 105, 90}},
+         NULL},
+        {"two started together, the second's first step after the first's last (spawn: torch "
+         "imported first)",
+         false,
+         2,
+         {{11, "vm", "", 1000, 0}, {12, "vm", "", 1100, 5}},
+         NULL},
+        {"the same in an srun task, the later one with the lower pid",
+         true,
+         2,
+         {{12, "vm", "", 1000, 0}, {11, "vm", "", 1100, 0}},
+         NULL},
+        {"the second started 25 ms before the first's last step",
+         false,
+         2,
+         {{11, "vm", "", 100, 90}, {12, "vm", "", 500, 95}},
+         NULL},
+        {"one after the other, no start recorded (an older library): not judged",
+         false,
+         2,
+         {{11, "vm", "", 100, NONE}, {12, "vm", "", 5000, NONE}},
          NULL},
         {"processes without a rank on two hosts (two clocks)",
          false,
          2,
-         {{11, "vm", "", 100}, {12, "vm2", "", 5000}},
+         {{11, "vm", "", 100, 90}, {12, "vm2", "", 5000, 4990}},
          NULL},
         {"two ranks of their own, one after the other",
          false,
          2,
-         {{11, "vm", "rank 0\n", 100}, {12, "vm", "rank 1\n", 5000}},
+         {{11, "vm", "rank 0\n", 100, 90}, {12, "vm", "rank 1\n", 5000, 4990}},
          NULL},
         {"a process that exec'd itself after its steps: two images of one process",
          false,
          2,
-         {{11, "vm", "pid_start 500 4026531836\n", 100},
-          {11, "vm", "pid_start 500 4026531836\n", 5000}},
+         {{11, "vm", "pid_start 500 4026531836\n", 100, 90},
+          {11, "vm", "pid_start 500 4026531836\n", 5000, 90}},
          NULL},
         {"the same in an srun task",
          true,
          2,
-         {{11, "vm", "pid_start 500 4026531836\n", 100},
-          {11, "vm", "pid_start 500 4026531836\n", 5000}},
+         {{11, "vm", "pid_start 500 4026531836\n", 100, 90},
+          {11, "vm", "pid_start 500 4026531836\n", 5000, 90}},
          NULL},
         {"a pid used again by a later process (another start)",
          false,
          2,
-         {{11, "vm", "pid_start 500 4026531836\n", 100},
-          {11, "vm", "pid_start 900 4026531836\n", 5000}},
+         {{11, "vm", "pid_start 500 4026531836\n", 100, 90},
+          {11, "vm", "pid_start 900 4026531836\n", 5000, 4990}},
          "the canary ran its process twice"},
     };
+    const long long ms = 1000000;
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        char text[4][512];
+        char text[4][640];
         const char *t[4] = {text[0], text[1], text[2], text[3]};
         const char *fmt = cases[c].in_task ? task : plain;
         for (int i = 0; i < cases[c].n; i++) {
-            int f = cases[c].p[i].from_ns;
-            snprintf(text[i], sizeof(text[i]), fmt, cases[c].p[i].pid, cases[c].p[i].host,
-                     cases[c].p[i].rank, f, f + 100, f + 100, f + 200);
+            long long f = cases[c].p[i].from_ms * ms;
+            char started[48] = "";
+            if (cases[c].p[i].started_ms != NONE)
+                snprintf(started, sizeof(started), "started %lld\n", cases[c].p[i].started_ms * ms);
+            snprintf(text[i], sizeof(text[i]), fmt, cases[c].p[i].pid, started, cases[c].p[i].host,
+                     cases[c].p[i].rank, f, f + 10 * ms, f + 10 * ms, f + 20 * ms);
         }
         struct cg_shard *sh = NULL;
         size_t n = load_shards(t, (size_t)cases[c].n, &sh);

@@ -12,7 +12,8 @@ shard directory behind; through sbatch the same, and a timed-out batch job is ca
 single-process canary gated inside a job of two tasks (sbatch -n 2, srun -n 2) is no rank; the
 processes a task of srun -n 1 starts (a shell's two canaries, torch.multiprocessing.spawn's
 workers) are that task's, not its rank twice, two sruns into one run are two launches, and a
-task that runs its canary again after the first ended ('canary || canary') is a restart.
+task that runs its canary again after the first ended ('canary || canary') is a restart, while
+two started together (one stepping late) and two ranks of their own are not.
 Exits 0 when all pass, 1 on a failure, 77 (skipped, with one line saying why) when Slurm cannot
 start here.
 Usage: test_slurm.py CANARY_GATE NVTX_CANARY
@@ -277,6 +278,25 @@ def run_task_cases(c, gate, canary):
           and not os.path.exists(os.path.join(c.root, "g5.json")),
           "a task that runs its canary again after the first ended: refused as a restart "
           "(exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
+    # started together, the second's first step long after the first's last (a worker that
+    # imports torch or loads data first; a shell that sleeps, then execs the canary, keeping the
+    # shell's start): the task's processes, not a restart
+    late = ' --steps 8 --step-ms 10'
+    late_two = '"$0"%s & bash -c \'sleep 0.5; exec "$0"%s\' "$0" & wait' % (late, late)
+    r, sd = gate_run(c, gate, "g6.json", ["--runs", "1", "--steps", "3", "--warmup", "1",
+                                          "--let-finish", "--"]
+                     + srun1 + ["bash", "-c", late_two, canary])
+    check(r.returncode == 0, "srun -n 1 of two canaries started together, one stepping late: "
+          "measured, no restart (exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
+    # two ranks of their own in the task, the second started after the first had made its
+    # steps: two ranks, never the task's process run twice
+    ranks_apart = ('RANK=0 WORLD_SIZE=2 "$0"%s & sleep 0.3; RANK=1 WORLD_SIZE=2 "$0"%s; wait'
+                   % (steps, steps))
+    r, sd = gate_run(c, gate, "g7.json", ["--runs", "1", "--steps", "3", "--warmup", "1",
+                                          "--let-finish", "--"]
+                     + srun1 + ["bash", "-c", ranks_apart, canary])
+    check(r.returncode == 0, "srun -n 1 of RANK 0, then RANK 1 after its steps: measured, no "
+          "restart (exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
     python = next((p for p in [sys.executable, "/usr/bin/python3"]
                    if subprocess.run([p, "-c", "import torch.distributed"],
                                      capture_output=True).returncode == 0), None)
