@@ -394,9 +394,10 @@ const char *cg_shard_clock_host(const struct cg_shard *s);
  * CG_SHARD_START_ERROR_NS before counts) after another had made its last step, and whose steps
  * came after it, is a restart (a job step of 'python t.py || python t.py', a retry wrapper);
  * processes started together are not, however late one's first step; one whose start is not
- * recorded is not judged. CG_ECANARY "srun task 0 of step 3 of job 42 ran its process twice, one
- * after the other: pid 12 on n1 began its first step 1.20 s after pid 11 had made its last ..."
- * (else "the canary ran its process twice ..."); 0 when there is none; CG_ENOMEM. Processes with a
+ * recorded is not judged. CG_ECANARY "srun task 0 of step 3 of job 42: pid 12 on n1 started
+ * after pid 11 had made its last step, and began its steps 1.20 s after it: ..." (without a task,
+ * "pid 12 on n1 started ..."), naming both causes (a retry, a process before the trainer that
+ * marks steps); 0 when there is none; CG_ENOMEM. Processes with a
  * rank of their own are told apart by it: never compared outside a task (a rank twice:
  * cg_shard_check_world), in a task only with the same rank's; the images of a process
  * that exec'd (one pid and "pid_start" on one host) are one process, their steps' spans one.

@@ -258,23 +258,27 @@ static bool step_span(const struct cg_shard *s, struct span_at *sp)
     return any;
 }
 
-/* "... ran its process twice ..." for b, which began its steps after a, the last of the earlier
- * processes of its task to end its steps, had made its last: CG_ECANARY. */
+/* "[srun task 0 of step 3 of job 42: ]pid 12 on n1 started after pid 11 had made its last step
+ * ..." for b, which started after a had made its last step (a the earlier process of its task
+ * whose steps ended first), with the two things that lead to it: CG_ECANARY. */
 static int restart_error(const struct cg_shard *a, const struct span_at *sa,
                          const struct cg_shard *b, const struct span_at *sb, struct cg_err *err)
 {
-    char who[160] = "the canary", gap[32];
+    char who[160] = "", gap[32];
     if (sb->task >= 0)
-        snprintf(who, sizeof(who), "srun task %lld of step %lld%s%s", (long long)b->slurm_procid,
+        snprintf(who, sizeof(who), "srun task %lld of step %lld%s%s: ", (long long)b->slurm_procid,
                  (long long)b->slurm_step, b->slurm_job != NULL ? " of job " : "",
                  b->slurm_job != NULL ? b->slurm_job : "");
     cg_fmt_ns((double)(sb->first_ns - sa->last_ns), gap, sizeof(gap));
     return cg_err_set(err, CG_ECANARY,
-                      "%s ran its process twice, one after the other: pid %lld on %s began its "
-                      "first step %s after pid %lld had made its last (a restart: a retry, or "
-                      "'cmd || cmd'); two runs are not one run's processes: let the canary run "
-                      "once%s",
-                      who, (long long)b->pid, cg_shard_node(b), gap, (long long)a->pid,
+                      "%spid %lld on %s started after pid %lld had made its last step, and began "
+                      "its steps %s after it: a process with steps that began after another had "
+                      "ended its steps is not one of the run's processes; either the canary ran "
+                      "again (a retry such as 'cmd || cmd': let it run once%s), or a process "
+                      "before the trainer marks steps (a launcher, a calibration or warm-up run: "
+                      "mark steps only in the trainer, or name the trainer's step range with "
+                      "--step-range)",
+                      who, (long long)b->pid, cg_shard_node(b), (long long)a->pid, gap,
                       sb->task >= 0 ? " in its task" : "");
 }
 

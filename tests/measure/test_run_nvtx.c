@@ -568,9 +568,11 @@ static void test_run__a_canary_run_twice_one_after_the_other_is_refused(void **s
     for (size_t c = 0; c < sizeof(twice) / sizeof(twice[0]); c++) {
         snprintf(line, sizeof(line), twice[c].line, CANARY, CANARY);
         run_rerun(line, twice[c].let_finish, &r);
-        if (r.exit_code != 3 ||
-            !strstr(r.err, "the canary ran its process twice, one after the other: pid ") ||
-            !strstr(r.err, "had made its last") || strstr(r.err, "fewer than"))
+        if (r.exit_code != 3 || !strstr(r.err, "run 1 of 1: pid ") ||
+            !strstr(r.err, "had made its last step, and began its steps ") ||
+            !strstr(r.err,
+                    "the canary ran again (a retry such as 'cmd || cmd': let it run once)") ||
+            strstr(r.err, "fewer than"))
             fail_msg("'%s': exit %d, not refused as a restart:\n%s", line, r.exit_code, r.err);
         assert_int_equal(read_whole("nvtx-rerun.json", after, sizeof(after)), len);
         assert_memory_equal(before, after, (size_t)len);
@@ -581,6 +583,33 @@ static void test_run__a_canary_run_twice_one_after_the_other_is_refused(void **s
     if (r.exit_code != 0)
         fail_msg("two canaries started together: %s", r.err);
     unlink("nvtx-rerun.json");
+    unlink("nvtx-rerun.log");
+}
+
+/* A process that marks a few steps before the trainer (a launcher, a calibration or warm-up run
+ * in a subprocess) is refused as the restart rule sees it, and the message says what was seen
+ * and both likely causes, this one with what to do (mark steps only in the trainer, or
+ * --step-range), not only a retry that never happened. */
+static void test_run__a_process_stepping_before_the_trainer_is_told_both_causes(void **state)
+{
+    (void)state;
+    struct result r;
+    char line[1024];
+    static const char *const cases[] = {
+        "%s --steps 2 --step-ms 5 >/dev/null; %s --steps 8 --step-ms 5",
+        "%s --steps 6 --step-ms 5 >/dev/null; %s --steps 20 --step-ms 5",
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        snprintf(line, sizeof(line), cases[c], CANARY, CANARY);
+        run_rerun(line, true, &r);
+        if (r.exit_code != 3 ||
+            !strstr(r.err, "a process with steps that began after another had ended its steps") ||
+            !strstr(r.err, "or a process before the trainer marks steps (a launcher, a "
+                           "calibration or warm-up run: mark steps only in the trainer, or name "
+                           "the trainer's step range with --step-range)") ||
+            strstr(r.err, "ran its process twice"))
+            fail_msg("'%s': exit %d:\n%s", line, r.exit_code, r.err);
+    }
     unlink("nvtx-rerun.log");
 }
 
@@ -1336,6 +1365,7 @@ int main(void)
         cmocka_unit_test(test_run__worker_processes_are_merged),
         cmocka_unit_test(test_run__a_canary_run_twice_one_after_the_other_is_refused),
         cmocka_unit_test(test_run__ranks_of_their_own_in_one_srun_task_are_no_restart),
+        cmocka_unit_test(test_run__a_process_stepping_before_the_trainer_is_told_both_causes),
         cmocka_unit_test(
             test_run__canaries_started_together_are_no_restart_however_late_a_first_step),
         cmocka_unit_test(test_run__failing_and_missing_commands_exit_3),

@@ -306,13 +306,18 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
          true,
          2,
          {{11, "vm", "", 100, 90}, {12, "vm", "", 5000, 4990}},
-         "srun task 0 of step 3 of job 42 ran its process twice, one after the other: pid 12 on "
-         "n1 began its first step 4.88 s after pid 11 had made its last"},
+         "srun task 0 of step 3 of job 42: pid 12 on n1 started after pid 11 had made its last "
+         "step, and began its steps 4.88 s after it: a process with steps that began after "
+         "another had ended its steps is not one of the run's processes; either the canary ran "
+         "again (a retry such as 'cmd || cmd': let it run once in its task), or a process before "
+         "the trainer marks steps (a launcher, a calibration or warm-up run: mark steps only in "
+         "the trainer, or name the trainer's step range with --step-range)"},
         {"the same, the second listed first",
          true,
          2,
          {{12, "vm", "", 5000, 4990}, {11, "vm", "", 100, 90}},
-         "pid 12 on n1 began its first step 4.88 s after pid 11 had made its last"},
+         "pid 12 on n1 started after pid 11 had made its last step, and began its steps 4.88 s "
+         "after it"},
         {"two workers of one task whose steps overlap",
          true,
          2,
@@ -325,8 +330,8 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
           {12, "vm", "rank 1\n", 102, 90},
           {21, "vm", "rank 0\n", 5000, 4990},
           {22, "vm", "rank 1\n", 5002, 4990}},
-         "srun task 0 of step 3 of job 42 ran its process twice, one after the other: pid 21 on "
-         "n1 began its first step 4.88 s after pid 11 had made its last"},
+         "srun task 0 of step 3 of job 42: pid 21 on n1 started after pid 11 had made its last "
+         "step, and began its steps 4.88 s after it"},
         {"two ranks of their own in one task (a launcher in srun -n 1), one after the other",
          true,
          2,
@@ -337,18 +342,21 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
          true,
          2,
          {{11, "vm", "rank 0\n", 100, 90}, {12, "vm", "rank 0\n", 5000, 4990}},
-         "srun task 0 of step 3 of job 42 ran its process twice"},
+         "srun task 0 of step 3 of job 42: pid 12 on n1 started after pid 11"},
         {"a canary without a rank run twice on one host",
          false,
          2,
          {{11, "vm", "", 100, 90}, {12, "vm", "", 5000, 4990}},
-         "the canary ran its process twice, one after the other: pid 12 on vm began its first "
-         "step 4.88 s after pid 11 had made its last"},
+         "pid 12 on vm started after pid 11 had made its last step, and began its steps 4.88 s "
+         "after it: a process with steps that began after another had ended its steps is not "
+         "one of the run's processes; either the canary ran again (a retry such as 'cmd || "
+         "cmd': let it run once), or a process before the trainer marks steps"},
         {"a retry that started right after the first's last step (within a clock tick)",
          false,
          2,
          {{11, "vm", "", 100, 90}, {12, "vm", "", 200, 115}},
-         "pid 12 on vm began its first step 80.00 ms after pid 11 had made its last"},
+         "pid 12 on vm started after pid 11 had made its last step, and began its steps 80.00 ms "
+         "after it"},
         {"two processes without a rank whose steps overlap",
          false,
          2,
@@ -402,7 +410,7 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
          2,
          {{11, "vm", "pid_start 500 4026531836\n", 100, 90},
           {11, "vm", "pid_start 900 4026531836\n", 5000, 4990}},
-         "the canary ran its process twice"},
+         "pid 11 on vm started after pid 11 had made its last step"},
     };
     const long long ms = 1000000;
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {

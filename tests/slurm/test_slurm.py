@@ -273,8 +273,8 @@ def run_task_cases(c, gate, canary):
     r, sd = gate_run(c, gate, "g5.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--"]
                      + srun1 + ["bash", "-c", again, canary])
     check(r.returncode == 3 and re.search(
-        r"srun task 0 of step \d+ of job \d+ ran its process twice, one after the other: pid \d+ "
-        r"on n[12] began its first step \S+ \S+ after pid \d+ had made its last", r.stderr)
+        r"srun task 0 of step \d+ of job \d+: pid \d+ on n[12] started after pid \d+ had made "
+        r"its last step, and began its steps \S+ \S+ after it", r.stderr)
           and not os.path.exists(os.path.join(c.root, "g5.json")),
           "a task that runs its canary again after the first ended: refused as a restart "
           "(exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
