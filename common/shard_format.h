@@ -37,12 +37,15 @@
  * process finishes a shard under its pid only when this line is its own (absent when the start
  * cannot be read) */
 #define CG_SHARD_KEY_PID_START "pid_start"
-/* NS: the process's start on the clock of the "s" lines (CLOCK_MONOTONIC_RAW ns), carried from
- * pid_start's ticks when the library starts: now(CLOCK_MONOTONIC_RAW) - (now(CLOCK_BOOTTIME) -
+/* NS [PPID]: the process's start on the clock of the "s" lines (CLOCK_MONOTONIC_RAW ns), carried
+ * from pid_start's ticks when the library starts: now(CLOCK_MONOTONIC_RAW) - (now(CLOCK_BOOTTIME) -
  * TICKS / sysconf(_SC_CLK_TCK)). Up to a tick early (the ticks are whole), plus the two clocks'
  * drift since the process started; exec keeps it. Absent when pid_start is. Tells a process
  * started after another had made its steps (a restart) from one started with it whose first
- * step came late (src/measure/shard.h, cg_shard_check_restarts). May be negative */
+ * step came late (src/measure/shard.h, cg_shard_check_restarts). May be negative. PPID: its
+ * parent's pid when the library started (absent in shards of older libraries): a shell that ran
+ * the canary and then exec'd its retry ('cmd || cmd') runs the retry as itself, with its own
+ * earlier start, so the retry is told by being the first attempt's parent */
 #define CG_SHARD_KEY_STARTED "started"
 #define CG_SHARD_START_ERROR_NS 20000000     /* what the tool allows it: two ticks of 10 ms */
 #define CG_SHARD_KEY_RANK "rank"             /* R (only when RANK is set) */

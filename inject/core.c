@@ -59,7 +59,7 @@ static locale_t g_c_locale = (locale_t)0; /* numbers in shards never follow the 
 static _Atomic int64_t g_trace_events, g_trace_dropped;
 static char g_fail_path[PATH_MAX]; /* CANARY_GATE_FAIL_FILE, "" when not given */
 static char g_start_line[80];      /* this process's "pid_start" line; "" when unknown */
-static char g_started_line[48];    /* its "started" line; "" when unknown */
+static char g_started_line[64];    /* its "started" line; "" when unknown */
 static _Atomic bool g_failed;
 
 /* Records the first failure to write the shard for the launcher (see the file header). Never
@@ -396,10 +396,10 @@ static bool shard_names(const char *dir, const char *r, const char *l, long pid,
     return n >= 0 && (size_t)n < sizeof(g_final_path);
 }
 
-/* Fills g_started_line with this process's "started NS" line (shard_format.h): its start, ticks
- * clock ticks after boot (CLOCK_BOOTTIME's count, as /proc/self/stat gives it), carried to the
- * clock of the steps (cg_inject_now_ns) by the time elapsed since. Left "" when a clock cannot be
- * read. */
+/* Fills g_started_line with this process's "started NS PPID" line (shard_format.h): its start,
+ * ticks clock ticks after boot (CLOCK_BOOTTIME's count, as /proc/self/stat gives it), carried to
+ * the clock of the steps (cg_inject_now_ns) by the time elapsed since. Left "" when a clock cannot
+ * be read. */
 static void started_line(unsigned long long ticks)
 {
     long hz = sysconf(_SC_CLK_TCK);
@@ -411,8 +411,8 @@ static void started_line(unsigned long long ticks)
     int64_t now_ns = (int64_t)cg_inject_now_ns();
     int64_t boot_ns = (int64_t)boot.tv_sec * 1000000000 + boot.tv_nsec;
     int64_t start_boot_ns = (int64_t)(ticks / h * 1000000000u + ticks % h * 1000000000u / h);
-    int k = snprintf(g_started_line, sizeof(g_started_line), CG_SHARD_KEY_STARTED " %lld\n",
-                     (long long)(now_ns - (boot_ns - start_boot_ns)));
+    int k = snprintf(g_started_line, sizeof(g_started_line), CG_SHARD_KEY_STARTED " %lld %lld\n",
+                     (long long)(now_ns - (boot_ns - start_boot_ns)), (long long)getppid());
     if (k < 0 || (size_t)k >= sizeof(g_started_line))
         g_started_line[0] = '\0';
 }

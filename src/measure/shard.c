@@ -21,6 +21,7 @@ void cg_shard_init(struct cg_shard *s)
     memset(s, 0, sizeof(*s));
     s->pid = s->rank = s->local_rank = -1;
     s->pid_start_ticks = s->pid_ns = -1;
+    s->ppid = -1;
     s->world_size = s->group_rank = s->slurm_procid = s->slurm_nodeid = s->slurm_ntasks = -1;
     s->mpi_rank = s->mpi_size = s->slurm_step = s->task_group = -1;
     s->gpu = -1;

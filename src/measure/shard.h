@@ -12,9 +12,11 @@
  *   pid_start TICKS PIDNS                 its start (clock ticks after boot, which exec keeps)
  *                                         and PID namespace: one pid and one such line are one
  *                                         process's images (shard_format.h)
- *   started NS                            its start on the clock of the "s" lines (up to
- *                                         CG_SHARD_START_ERROR_NS early): one that started
- *                                         after another had made its steps is a restart
+ *   started NS [PPID]                     its start on the clock of the "s" lines (up to
+ *                                         CG_SHARD_START_ERROR_NS early) and its parent's
+ *                                         pid: one that started after another had made its
+ *                                         steps, or is the parent of one and made its steps
+ *                                         after it, is a restart
  *   host NAME | world_size N | group_rank N | slurm_procid N | slurm_nodeid N | slurm_ntasks N
  *   | slurm_node NAME | slurm_job ID        where it ran: the host name, WORLD_SIZE, GROUP_RANK,
  *   | slurm_step N                        SLURM_PROCID, SLURM_NODEID, SLURM_NTASKS,
@@ -210,6 +212,7 @@ struct cg_shard {
      * false when not recorded (an older library, /proc unreadable) */
     int64_t started_ns;
     bool started_known;
+    int64_t ppid; /* "started"'s parent pid; -1 when not recorded */
     /* where it ran ("host", "world_size", ... lines): NULL or -1 when not recorded */
     char *host, *slurm_node, *slurm_job;
     /* the host name as recorded (else the Slurm node), kept by cg_shard_redact before it hides

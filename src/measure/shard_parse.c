@@ -631,11 +631,13 @@ static int parse_pid_start(struct parse_state *ps, struct line *l)
 
 static int parse_started(struct parse_state *ps, struct line *l)
 {
-    int64_t ns;
-    if (!next_int(l, -((int64_t)1 << 62), (int64_t)1 << 62, &ns) || l->p < l->end)
+    int64_t ns, ppid = -1;
+    if (!next_int(l, -((int64_t)1 << 62), (int64_t)1 << 62, &ns) ||
+        (l->p < l->end && !next_int(l, 0, INT32_MAX, &ppid)) || l->p < l->end)
         return 1;
     ps->s->started_ns = ns;
     ps->s->started_known = true;
+    ps->s->ppid = ppid;
     return 0;
 }
 

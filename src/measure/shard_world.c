@@ -159,6 +159,7 @@ struct span_at {
     int64_t pid, pid_start_ticks, pid_ns; /* the process (one_process) */
     int64_t started_ns;                   /* its start on the steps' clock, when started_known */
     bool started_known;
+    int64_t ppid; /* its parent's pid when the library started; -1 unknown */
 };
 
 /* Whether a and b are images of one process that exec'd: one pid and one recorded start
@@ -270,16 +271,26 @@ static int restart_error(const struct cg_shard *a, const struct span_at *sa,
                  (long long)b->slurm_step, b->slurm_job != NULL ? " of job " : "",
                  b->slurm_job != NULL ? b->slurm_job : "");
     cg_fmt_ns((double)(sb->first_ns - sa->last_ns), gap, sizeof(gap));
+    bool parent = sb->pid == sa->ppid &&
+                  !(sb->started_known && sb->started_ns > sa->last_ns - CG_SHARD_START_ERROR_NS);
+    char seen[640];
+    if (parent)
+        snprintf(seen, sizeof(seen),
+                 "pid %lld on %s, the parent of pid %lld (a shell that ran its last command as "
+                 "itself), began its steps %s after pid %lld had made its last",
+                 (long long)b->pid, cg_shard_node(b), (long long)a->pid, gap, (long long)a->pid);
+    else
+        snprintf(seen, sizeof(seen),
+                 "pid %lld on %s started after pid %lld had made its last step, and began its "
+                 "steps %s after it",
+                 (long long)b->pid, cg_shard_node(b), (long long)a->pid, gap);
     return cg_err_set(err, CG_ECANARY,
-                      "%spid %lld on %s started after pid %lld had made its last step, and began "
-                      "its steps %s after it: a process with steps that began after another had "
-                      "ended its steps is not one of the run's processes; either the canary ran "
-                      "again (a retry such as 'cmd || cmd': let it run once%s), or a process "
-                      "before the trainer marks steps (a launcher, a calibration or warm-up run: "
-                      "mark steps only in the trainer, or name the trainer's step range with "
-                      "--step-range)",
-                      who, (long long)b->pid, cg_shard_node(b), (long long)a->pid, gap,
-                      sb->task >= 0 ? " in its task" : "");
+                      "%s%s: a process with steps that began after another had ended its steps "
+                      "is not one of the run's processes; either the canary ran again (a retry "
+                      "such as 'cmd || cmd': let it run once%s), or a process before the trainer "
+                      "marks steps (a launcher, a calibration or warm-up run: mark steps only in "
+                      "the trainer, or name the trainer's step range with --step-range)",
+                      who, seen, sb->task >= 0 ? " in its task" : "");
 }
 
 int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_err *err)
@@ -299,7 +310,8 @@ int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_e
                              .pid_start_ticks = s->pid_start_ticks,
                              .pid_ns = s->pid_ns,
                              .started_ns = s->started_ns,
-                             .started_known = s->started_known};
+                             .started_known = s->started_known,
+                             .ppid = s->ppid};
         /* a rank of its own is told apart by it: outside a task never compared (a rank twice:
          * cg_shard_check_world), in a task only with processes of the same rank */
         if (cg_shard_rank(s, &r, &w)) {
@@ -317,13 +329,16 @@ int cg_shard_check_restarts(const struct cg_shard *shards, size_t n, struct cg_e
      * not its first step) after an earlier one had made its last step; a process whose start is
      * not recorded is not judged. A start up to CG_SHARD_START_ERROR_NS before that step counts
      * as after it: the record is up to that early, and a retry starts right after the first
-     * attempt ended. */
+     * attempt ended. So is the earlier one's parent whose steps began after its last: a shell
+     * that ran the canary and then exec'd its retry ('cmd || cmd' as the shell's last command)
+     * runs the retry as itself, with the shell's own start, before the first attempt's. */
     for (size_t g = 0, e; g < k && rc == 0; g = e) {
         size_t early = g; /* the earlier process whose steps ended first */
         for (e = g + 1; e < k && same_clock_task(&v[e], &v[g]) && rc == 0; e++) {
             int64_t end = v[early].last_ns;
-            if (v[e].started_known && v[e].first_ns > end &&
-                v[e].started_ns > end - CG_SHARD_START_ERROR_NS)
+            if (v[e].first_ns > end &&
+                ((v[e].started_known && v[e].started_ns > end - CG_SHARD_START_ERROR_NS) ||
+                 v[e].pid == v[early].ppid))
                 rc = restart_error(&shards[v[early].at], &v[early], &shards[v[e].at], &v[e], err);
             else if (v[e].last_ns < end)
                 early = e;

@@ -299,13 +299,14 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
             const char *host, *rank;
             int from_ms;    /* two steps of 10 ms from here */
             int started_ms; /* the process's start (NONE: not recorded) */
+            int ppid;       /* its parent's pid (0: not recorded, an older library) */
         } p[4];
         const char *refused; /* NULL: not a restart */
     } cases[] = {
         {"a task's process run again after the first ended",
          true,
          2,
-         {{11, "vm", "", 100, 90}, {12, "vm", "", 5000, 4990}},
+         {{11, "vm", "", 100, 90, 0}, {12, "vm", "", 5000, 4990, 0}},
          "srun task 0 of step 3 of job 42: pid 12 on n1 started after pid 11 had made its last "
          "step, and began its steps 4.88 s after it: a process with steps that began after "
          "another had ended its steps is not one of the run's processes; either the canary ran "
@@ -315,38 +316,38 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
         {"the same, the second listed first",
          true,
          2,
-         {{12, "vm", "", 5000, 4990}, {11, "vm", "", 100, 90}},
+         {{12, "vm", "", 5000, 4990, 0}, {11, "vm", "", 100, 90, 0}},
          "pid 12 on n1 started after pid 11 had made its last step, and began its steps 4.88 s "
          "after it"},
         {"two workers of one task whose steps overlap",
          true,
          2,
-         {{11, "vm", "", 100, 90}, {12, "vm", "", 105, 90}},
+         {{11, "vm", "", 100, 90, 0}, {12, "vm", "", 105, 90, 0}},
          NULL},
         {"two spawned workers, then both again",
          true,
          4,
-         {{11, "vm", "rank 0\n", 100, 90},
-          {12, "vm", "rank 1\n", 102, 90},
-          {21, "vm", "rank 0\n", 5000, 4990},
-          {22, "vm", "rank 1\n", 5002, 4990}},
+         {{11, "vm", "rank 0\n", 100, 90, 0},
+          {12, "vm", "rank 1\n", 102, 90, 0},
+          {21, "vm", "rank 0\n", 5000, 4990, 0},
+          {22, "vm", "rank 1\n", 5002, 4990, 0}},
          "srun task 0 of step 3 of job 42: pid 21 on n1 started after pid 11 had made its last "
          "step, and began its steps 4.88 s after it"},
         {"two ranks of their own in one task (a launcher in srun -n 1), one after the other",
          true,
          2,
-         {{11, "vm", "rank 0\nworld_size 2\n", 100, 90},
-          {12, "vm", "rank 1\nworld_size 2\n", 5000, 4990}},
+         {{11, "vm", "rank 0\nworld_size 2\n", 100, 90, 0},
+          {12, "vm", "rank 1\nworld_size 2\n", 5000, 4990, 0}},
          NULL},
         {"a task's one RANK inherited, run twice",
          true,
          2,
-         {{11, "vm", "rank 0\n", 100, 90}, {12, "vm", "rank 0\n", 5000, 4990}},
+         {{11, "vm", "rank 0\n", 100, 90, 0}, {12, "vm", "rank 0\n", 5000, 4990, 0}},
          "srun task 0 of step 3 of job 42: pid 12 on n1 started after pid 11"},
         {"a canary without a rank run twice on one host",
          false,
          2,
-         {{11, "vm", "", 100, 90}, {12, "vm", "", 5000, 4990}},
+         {{11, "vm", "", 100, 90, 0}, {12, "vm", "", 5000, 4990, 0}},
          "pid 12 on vm started after pid 11 had made its last step, and began its steps 4.88 s "
          "after it: a process with steps that began after another had ended its steps is not "
          "one of the run's processes; either the canary ran again (a retry such as 'cmd || "
@@ -354,62 +355,80 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
         {"a retry that started right after the first's last step (within a clock tick)",
          false,
          2,
-         {{11, "vm", "", 100, 90}, {12, "vm", "", 200, 115}},
+         {{11, "vm", "", 100, 90, 0}, {12, "vm", "", 200, 115, 0}},
          "pid 12 on vm started after pid 11 had made its last step, and began its steps 80.00 ms "
          "after it"},
         {"two processes without a rank whose steps overlap",
          false,
          2,
-         {{11, "vm", "", 100, 90}, {12, "vm", "", 105, 90}},
+         {{11, "vm", "", 100, 90, 0}, {12, "vm", "", 105, 90, 0}},
          NULL},
         {"two started together, the second's first step after the first's last (spawn: torch "
          "imported first)",
          false,
          2,
-         {{11, "vm", "", 1000, 0}, {12, "vm", "", 1100, 5}},
+         {{11, "vm", "", 1000, 0, 0}, {12, "vm", "", 1100, 5, 0}},
          NULL},
         {"the same in an srun task, the later one with the lower pid",
          true,
          2,
-         {{12, "vm", "", 1000, 0}, {11, "vm", "", 1100, 0}},
+         {{12, "vm", "", 1000, 0, 0}, {11, "vm", "", 1100, 0, 0}},
          NULL},
         {"the second started 25 ms before the first's last step",
          false,
          2,
-         {{11, "vm", "", 100, 90}, {12, "vm", "", 500, 95}},
+         {{11, "vm", "", 100, 90, 0}, {12, "vm", "", 500, 95, 0}},
          NULL},
         {"one after the other, no start recorded (an older library): not judged",
          false,
          2,
-         {{11, "vm", "", 100, NONE}, {12, "vm", "", 5000, NONE}},
+         {{11, "vm", "", 100, NONE, 0}, {12, "vm", "", 5000, NONE, 0}},
          NULL},
         {"processes without a rank on two hosts (two clocks)",
          false,
          2,
-         {{11, "vm", "", 100, 90}, {12, "vm2", "", 5000, 4990}},
+         {{11, "vm", "", 100, 90, 0}, {12, "vm2", "", 5000, 4990, 0}},
          NULL},
         {"two ranks of their own, one after the other",
          false,
          2,
-         {{11, "vm", "rank 0\n", 100, 90}, {12, "vm", "rank 1\n", 5000, 4990}},
+         {{11, "vm", "rank 0\n", 100, 90, 0}, {12, "vm", "rank 1\n", 5000, 4990, 0}},
          NULL},
         {"a process that exec'd itself after its steps: two images of one process",
          false,
          2,
-         {{11, "vm", "pid_start 500 4026531836\n", 100, 90},
-          {11, "vm", "pid_start 500 4026531836\n", 5000, 90}},
+         {{11, "vm", "pid_start 500 4026531836\n", 100, 90, 0},
+          {11, "vm", "pid_start 500 4026531836\n", 5000, 90, 0}},
          NULL},
         {"the same in an srun task",
          true,
          2,
-         {{11, "vm", "pid_start 500 4026531836\n", 100, 90},
-          {11, "vm", "pid_start 500 4026531836\n", 5000, 90}},
+         {{11, "vm", "pid_start 500 4026531836\n", 100, 90, 0},
+          {11, "vm", "pid_start 500 4026531836\n", 5000, 90, 0}},
+         NULL},
+        {"a shell that ran the canary, then its retry as itself ('cmd || cmd' as its last "
+         "command): the retry has the shell's pid and earlier start",
+         true,
+         2,
+         {{11, "vm", "", 100, 90, 10}, {10, "vm", "", 5000, 80, 1}},
+         "srun task 0 of step 3 of job 42: pid 10 on n1, the parent of pid 11 (a shell that ran "
+         "its last command as itself), began its steps 4.88 s after pid 11 had made its last: a "
+         "process with steps that began after another had ended its steps"},
+        {"the same without Slurm",
+         false,
+         2,
+         {{11, "vm", "", 100, 90, 10}, {10, "vm", "", 5000, 80, 1}},
+         "pid 10 on vm, the parent of pid 11"},
+        {"a parent whose steps overlap its child's",
+         false,
+         2,
+         {{11, "vm", "", 100, 90, 10}, {10, "vm", "", 105, 80, 1}},
          NULL},
         {"a pid used again by a later process (another start)",
          false,
          2,
-         {{11, "vm", "pid_start 500 4026531836\n", 100, 90},
-          {11, "vm", "pid_start 900 4026531836\n", 5000, 4990}},
+         {{11, "vm", "pid_start 500 4026531836\n", 100, 90, 0},
+          {11, "vm", "pid_start 900 4026531836\n", 5000, 4990, 0}},
          "pid 11 on vm started after pid 11 had made its last step"},
     };
     const long long ms = 1000000;
@@ -419,8 +438,11 @@ static void test_shard_world__a_process_run_twice_one_after_the_other_is_a_resta
         const char *fmt = cases[c].in_task ? task : plain;
         for (int i = 0; i < cases[c].n; i++) {
             long long f = cases[c].p[i].from_ms * ms;
-            char started[48] = "";
-            if (cases[c].p[i].started_ms != NONE)
+            char started[64] = "";
+            if (cases[c].p[i].started_ms != NONE && cases[c].p[i].ppid > 0)
+                snprintf(started, sizeof(started), "started %lld %d\n",
+                         cases[c].p[i].started_ms * ms, cases[c].p[i].ppid);
+            else if (cases[c].p[i].started_ms != NONE)
                 snprintf(started, sizeof(started), "started %lld\n", cases[c].p[i].started_ms * ms);
             snprintf(text[i], sizeof(text[i]), fmt, cases[c].p[i].pid, started, cases[c].p[i].host,
                      cases[c].p[i].rank, f, f + 10 * ms, f + 10 * ms, f + 20 * ms);
