@@ -271,8 +271,7 @@ static int restart_error(const struct cg_shard *a, const struct span_at *sa,
                  (long long)b->slurm_step, b->slurm_job != NULL ? " of job " : "",
                  b->slurm_job != NULL ? b->slurm_job : "");
     cg_fmt_ns((double)(sb->first_ns - sa->last_ns), gap, sizeof(gap));
-    bool parent = sb->pid == sa->ppid &&
-                  !(sb->started_known && sb->started_ns > sa->last_ns - CG_SHARD_START_ERROR_NS);
+    bool parent = sb->pid == sa->ppid; /* its start is the shell's, whatever the margin says */
     char seen[640];
     if (parent)
         snprintf(seen, sizeof(seen),

@@ -272,9 +272,12 @@ def run_task_cases(c, gate, canary):
     again = '"$0"%s --crash-at 2 || "$0"%s' % (steps, steps)
     r, sd = gate_run(c, gate, "g5.json", ["--runs", "1", "--steps", "3", "--warmup", "1", "--"]
                      + srun1 + ["bash", "-c", again, canary])
+    # bash execs its last command: the retry is the shell itself, the first attempt's parent
     check(r.returncode == 3 and re.search(
-        r"srun task 0 of step \d+ of job \d+: pid \d+ on n[12] started after pid \d+ had made "
-        r"its last step, and began its steps \S+ \S+ after it", r.stderr)
+        r"srun task 0 of step \d+ of job \d+: pid \d+ on n[12](, the parent of pid \d+ \(a shell "
+        r"that ran its last command as itself\), began its steps \S+ \S+ after pid \d+ had made "
+        r"its last| started after pid \d+ had made its last step, and began its steps \S+ \S+ "
+        r"after it)", r.stderr)
           and not os.path.exists(os.path.join(c.root, "g5.json")),
           "a task that runs its canary again after the first ended: refused as a restart "
           "(exit %d: %s)" % (r.returncode, r.stderr.strip()[-300:]))
