@@ -13,16 +13,17 @@ The counted optimizer is the N-th to call step() (CANARY_GATE_STEP_OPTIMIZER, de
 several optimizers per training step (a GAN's discriminator and generator) the first to step
 counts. Optimizers are numbered among those alive (weak references, never addresses): a script
 that makes a fresh optimizer each epoch has each one counted in turn, the last one garbage once
-the new one is bound to its name; an optimizer the script keeps alive keeps its number. Gradient accumulation gives one step per optimizer step. A step() called from inside
-another (an optimizer subclass calling super().step()) is counted once.
+the new one is bound to its name; an optimizer the script keeps alive keeps its number. Gradient
+accumulation gives one step per optimizer step. A step() called from inside another (an optimizer
+subclass calling super().step()) is counted once.
 
 What a step holds is counted too, so that a change in it is seen: every backward pass
-(torch.autograd.backward, which Tensor.backward calls; one made inside a running pass, a reentrant
-checkpoint's, is part of it; one another thread begins meanwhile is one more) and every optimizer's step() are NVTX marks ("canary-gate/backward",
-"canary-gate/optimizer-step-made") the injection library counts per step (the counts backward
-and optimizer_steps). A pull request that makes the counted optimizer step five times per
-iteration, or accumulates gradients over more backward passes, changes them: its steps are
-another unit of work, not a faster or slower one.
+(torch.autograd.backward, which Tensor.backward calls; one made inside a running pass, a
+reentrant checkpoint's, is part of it; one another thread begins meanwhile is one more) and every
+optimizer's step() are NVTX marks ("canary-gate/backward", "canary-gate/optimizer-step-made") the
+injection library counts per step (the counts backward and optimizer_steps). A pull request that
+makes the counted optimizer step five times per iteration, or accumulates gradients over more
+backward passes, changes them: its steps are another unit of work, not a faster or slower one.
 
 Hooks: PyTorch 2.x's global optimizer step post-hook
 (torch.optim.optimizer.register_optimizer_step_post_hook); before it (1.13) the step() of each
